@@ -1,0 +1,61 @@
+/*
+ * core.h — internal helpers shared by every part of the library: error recording, checked
+ * allocation, the host tensor struct, and shape arithmetic.
+ */
+#ifndef TS_CORE_H
+#define TS_CORE_H
+
+#include "tessera.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Record msg (printf-style) as this thread's last error and return code. */
+ts_status ts_err(ts_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Clear this thread's last error. */
+void ts_err_clear(void);
+
+/* 64-byte aligned allocation (zeroed when zero != 0). NULL on failure; free with ts_free. */
+void *ts_alloc(size_t bytes, int zero);
+void ts_free(void *p);
+/* strdup that aborts on out-of-memory (names are tiny; a failure there is not user input). */
+char *ts_strdup(const char *s);
+/* realloc-or-abort for the builder's small growable arrays. */
+void *ts_xrealloc(void *p, size_t bytes);
+
+struct ts_tensor {
+    ts_dtype dtype;
+    int ndim;
+    int64_t shape[TS_MAX_DIMS];
+    void *data;
+};
+
+static inline int64_t ts_numel(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+
+/* "[8, 128, 768]" into buf (returns buf). */
+const char *ts_shape_str(int ndim, const int64_t *shape, char *buf, size_t cap);
+
+/* f16/bf16 scalar conversions. */
+static inline float ts_bf16_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline uint16_t ts_f32_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+float ts_f16_f32(uint16_t h);
+uint16_t ts_f32_f16(float f);
+
+#endif

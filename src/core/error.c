@@ -1,0 +1,33 @@
+/* error.c — the thread's last error message, and status names. */
+#include "core/core.h"
+
+#include <stdio.h>
+
+static _Thread_local char last_error[1024];
+
+ts_status ts_err(ts_status code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void ts_err_clear(void) { last_error[0] = 0; }
+
+const char *ts_last_error(void) { return last_error; }
+
+const char *ts_status_name(ts_status s) {
+    switch (s) {
+    case TS_OK: return "TS_OK";
+    case TS_ERR_ARG: return "TS_ERR_ARG";
+    case TS_ERR_SHAPE: return "TS_ERR_SHAPE";
+    case TS_ERR_DTYPE: return "TS_ERR_DTYPE";
+    case TS_ERR_NOT_FOUND: return "TS_ERR_NOT_FOUND";
+    case TS_ERR_IO: return "TS_ERR_IO";
+    case TS_ERR_NOMEM: return "TS_ERR_NOMEM";
+    case TS_ERR_UNSUPPORTED: return "TS_ERR_UNSUPPORTED";
+    case TS_ERR_RUNTIME: return "TS_ERR_RUNTIME";
+    }
+    return "TS_ERR_?";
+}

@@ -1,0 +1,57 @@
+/*
+ * fastmath.h — branch-free f32 exp / tanh / erf that compilers vectorise (no libm calls), so the
+ * activation and softmax loops run 16 lanes wide under AVX-512. Accuracy: exp ~2 ulp over
+ * [-87, 88]; erf abs error < 2e-7 (Abramowitz & Stegun 7.1.26); tanh rel error < 1e-6.
+ */
+#ifndef TS_FASTMATH_H
+#define TS_FASTMATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* exp(x) = 2^n * e^r, n = round(x / ln2), r = x - n ln2 in [-ln2/2, ln2/2]; e^r by Taylor to r^7. */
+static inline float ts_expf(float x) {
+    x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
+    float n = floorf(x * 1.44269504089f + 0.5f);
+    float r = x - n * 0.693145751953125f - n * 1.428606765330187e-06f;
+    float p = 1.f / 5040.f;
+    p = p * r + 1.f / 720.f;
+    p = p * r + 1.f / 120.f;
+    p = p * r + 1.f / 24.f;
+    p = p * r + 1.f / 6.f;
+    p = p * r + 0.5f;
+    p = p * r + 1.f;
+    p = p * r + 1.f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, 4);
+    return p * scale;
+}
+
+/* tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)); an odd polynomial near 0 keeps relative accuracy. */
+static inline float ts_tanhf(float x) {
+    float ax = fabsf(x);
+    float e = ts_expf(2.f * ax);
+    float t = 1.f - 2.f / (e + 1.f);
+    float x2 = x * x;
+    float small = ax * (1.f + x2 * (-1.f / 3.f + x2 * (2.f / 15.f + x2 * (-17.f / 315.f))));
+    t = ax < 0.05f ? small : t;
+    return copysignf(t, x);
+}
+
+static inline float ts_sigmoidf(float x) { return 1.f / (1.f + ts_expf(-x)); }
+
+static inline float ts_erff(float x) {
+    float ax = fabsf(x);
+    float t = 1.f / (1.f + 0.3275911f * ax);
+    float p = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+    float y = 1.f - p * ts_expf(-ax * ax);
+    return copysignf(y, x);
+}
+
+#define TS_SQRT_2_OVER_PI 0.7978845608028654f
+#define TS_INV_SQRT_2 0.7071067811865476f
+#define TS_INV_SQRT_2PI 0.3989422804014327f
+
+#endif

@@ -1,0 +1,260 @@
+/* ir.c — building graphs: values, nodes, names, and the sticky builder error. */
+#include "ops/op.h"
+
+#include <stdio.h>
+
+ts_graph *ts_graph_new(void) {
+    ts_graph *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->loss = -1;
+    return g;
+}
+
+void ts_graph_free(ts_graph *g) {
+    if (!g) return;
+    for (int i = 0; i < g->nvals; i++) {
+        free(g->vals[i].name);
+        ts_tensor_free(g->vals[i].data);
+    }
+    free(g->vals);
+    free(g->nodes);
+    free(g->status_msg);
+    free(g);
+}
+
+void ts_graph_set_seed(ts_graph *g, uint64_t seed) {
+    if (g) g->seed = seed;
+}
+
+ts_status ts_graph_status(const ts_graph *g) {
+    if (!g) return ts_err(TS_ERR_ARG, "ts_graph_status: graph is NULL");
+    if (g->status != TS_OK) ts_err(g->status, "%s", g->status_msg);
+    return g->status;
+}
+
+ts_value ts_graph_fail(ts_graph *g, ts_status code, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (g && g->status == TS_OK) {
+        g->status = code;
+        g->status_msg = ts_strdup(msg);
+    }
+    ts_err(code, "%s", msg);
+    return TS_NONE;
+}
+
+int ts_val_add(ts_graph *g, ts_val_kind kind, ts_dtype dtype, int ndim, const int64_t *shape) {
+    if (g->nvals == g->cap_vals) {
+        g->cap_vals = g->cap_vals ? 2 * g->cap_vals : 64;
+        g->vals = ts_xrealloc(g->vals, sizeof(ts_val) * (size_t)g->cap_vals);
+    }
+    ts_val *v = &g->vals[g->nvals];
+    memset(v, 0, sizeof *v);
+    v->kind = kind;
+    v->dtype = dtype;
+    v->ndim = ndim;
+    if (ndim > 0 && shape) memcpy(v->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    v->node = -1;
+    v->grad = -1;
+    return g->nvals++;
+}
+
+const char *ts_val_str(const ts_graph *g, int v, char *buf, size_t cap) {
+    if (!ts_val_ok(g, v)) {
+        snprintf(buf, cap, "<no value>");
+        return buf;
+    }
+    const ts_val *x = &g->vals[v];
+    char sh[128];
+    ts_shape_str(x->ndim, x->shape, sh, sizeof sh);
+    if (x->name)
+        snprintf(buf, cap, "'%s' %s %s", x->name, sh, ts_dtype_name(x->dtype));
+    else if (x->kind == TS_V_NODE)
+        snprintf(buf, cap, "%%%d (output of %s) %s %s", v, ts_op_get(g->nodes[x->node].op)->name,
+                 sh, ts_dtype_name(x->dtype));
+    else
+        snprintf(buf, cap, "%%%d %s %s", v, sh, ts_dtype_name(x->dtype));
+    return buf;
+}
+
+ts_value ts_lookup(const ts_graph *g, const char *name) {
+    if (!g || !name) return TS_NONE;
+    for (int i = 0; i < g->nvals; i++)
+        if (g->vals[i].name && strcmp(g->vals[i].name, name) == 0) return i;
+    return TS_NONE;
+}
+
+static int check_new_name(ts_graph *g, const char *what, const char *name) {
+    if (!name || !*name) {
+        ts_graph_fail(g, TS_ERR_ARG, "%s: empty name", what);
+        return 0;
+    }
+    if (ts_lookup(g, name) != TS_NONE) {
+        ts_graph_fail(g, TS_ERR_ARG, "%s: name '%s' is already used in this graph", what, name);
+        return 0;
+    }
+    return 1;
+}
+
+static int check_shape(ts_graph *g, const char *what, const char *name, ts_dtype dtype, int ndim,
+                       const int64_t *shape) {
+    if ((unsigned)dtype >= TS_DTYPE_COUNT) {
+        ts_graph_fail(g, TS_ERR_DTYPE, "%s '%s': invalid dtype %d", what, name, (int)dtype);
+        return 0;
+    }
+    if (ndim < 0 || ndim > TS_MAX_DIMS || (ndim > 0 && !shape)) {
+        ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s': rank %d outside 0..%d", what, name, ndim,
+                      TS_MAX_DIMS);
+        return 0;
+    }
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] <= 0) {
+            ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s': dim %d is %lld, must be positive", what,
+                          name, i, (long long)shape[i]);
+            return 0;
+        }
+    return 1;
+}
+
+ts_value ts_input(ts_graph *g, const char *name, ts_dtype dtype, int ndim, const int64_t *shape) {
+    if (!g) return TS_NONE;
+    if (!check_new_name(g, "ts_input", name) || !check_shape(g, "ts_input", name, dtype, ndim, shape))
+        return TS_NONE;
+    int v = ts_val_add(g, TS_V_INPUT, dtype, ndim, shape);
+    g->vals[v].name = ts_strdup(name);
+    return v;
+}
+
+ts_value ts_param(ts_graph *g, const char *name, ts_dtype dtype, int ndim, const int64_t *shape,
+                  ts_init init) {
+    if (!g) return TS_NONE;
+    if (!check_new_name(g, "ts_param", name) || !check_shape(g, "ts_param", name, dtype, ndim, shape))
+        return TS_NONE;
+    if (dtype != TS_F32 && dtype != TS_BF16 && dtype != TS_F16)
+        return ts_graph_fail(g, TS_ERR_DTYPE, "ts_param '%s': dtype %s is not a float type", name,
+                             ts_dtype_name(dtype));
+    int v = ts_val_add(g, TS_V_PARAM, dtype, ndim, shape);
+    g->vals[v].name = ts_strdup(name);
+    g->vals[v].init = init;
+    return v;
+}
+
+ts_value ts_constant(ts_graph *g, const ts_tensor *t) {
+    if (!g) return TS_NONE;
+    if (!t) return ts_graph_fail(g, TS_ERR_ARG, "ts_constant: tensor is NULL");
+    int v = ts_val_add(g, TS_V_CONST, t->dtype, t->ndim, t->shape);
+    g->vals[v].data = ts_tensor_from(t->dtype, t->ndim, t->shape, t->data);
+    if (!g->vals[v].data) return ts_graph_fail(g, TS_ERR_NOMEM, "ts_constant: out of memory");
+    return v;
+}
+
+ts_value ts_scalar(ts_graph *g, float x) {
+    if (!g) return TS_NONE;
+    int v = ts_val_add(g, TS_V_CONST, TS_F32, 0, NULL);
+    g->vals[v].data = ts_tensor_from(TS_F32, 0, NULL, &x);
+    return v;
+}
+
+ts_value ts_name(ts_graph *g, ts_value v, const char *name) {
+    if (!g || v == TS_NONE) return TS_NONE;
+    if (!ts_val_ok(g, v)) return ts_graph_fail(g, TS_ERR_ARG, "ts_name: no value %d", v);
+    if (g->vals[v].name && name && strcmp(g->vals[v].name, name) == 0) return v;
+    if (!check_new_name(g, "ts_name", name)) return TS_NONE;
+    if (g->vals[v].kind == TS_V_INPUT || g->vals[v].kind == TS_V_PARAM)
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_name: value '%s' already has a name; cannot rename to '%s'",
+                             g->vals[v].name, name);
+    free(g->vals[v].name);
+    g->vals[v].name = ts_strdup(name);
+    return v;
+}
+
+int ts_value_shape(const ts_graph *g, ts_value v, int64_t shape[TS_MAX_DIMS]) {
+    if (!g || !ts_val_ok(g, v)) return -1;
+    if (shape) memcpy(shape, g->vals[v].shape, sizeof(int64_t) * TS_MAX_DIMS);
+    return g->vals[v].ndim;
+}
+
+ts_dtype ts_value_dtype(const ts_graph *g, ts_value v) {
+    if (!g || !ts_val_ok(g, v)) return TS_DTYPE_COUNT;
+    return g->vals[v].dtype;
+}
+
+int ts_broadcast_shape(int na, const int64_t *a, int nb, const int64_t *b, int64_t *out) {
+    int n = na > nb ? na : nb;
+    for (int i = 0; i < n; i++) {
+        int64_t da = i < n - na ? 1 : a[i - (n - na)];
+        int64_t db = i < n - nb ? 1 : b[i - (n - nb)];
+        if (da != db && da != 1 && db != 1) return -1;
+        out[i] = da == 1 ? db : da;
+    }
+    return n;
+}
+
+ts_value ts_node_add(ts_graph *g, int op, int nin, const int *in, const ts_attrs *attr, int *outs) {
+    if (!g) return TS_NONE;
+    if (g->status != TS_OK) return TS_NONE; /* sticky: the first error stands */
+    const ts_op_def *d = ts_op_get(op);
+    if (!d) return ts_graph_fail(g, TS_ERR_ARG, "unknown op id %d", op);
+    if (nin < d->min_in || nin > d->max_in)
+        return ts_graph_fail(g, TS_ERR_ARG, "op %s: %d inputs given, takes %d..%d", d->name, nin,
+                             d->min_in, d->max_in);
+    for (int i = 0; i < nin; i++) {
+        if (in[i] == TS_NONE && i < d->min_in)
+            return ts_graph_fail(g, TS_ERR_ARG, "op %s: input %d is TS_NONE", d->name, i);
+        if (in[i] != TS_NONE && !ts_val_ok(g, in[i]))
+            return ts_graph_fail(g, TS_ERR_ARG, "op %s: input %d is not a value of this graph (%d)",
+                                 d->name, i, in[i]);
+    }
+    if (g->nnodes == g->cap_nodes) {
+        g->cap_nodes = g->cap_nodes ? 2 * g->cap_nodes : 64;
+        g->nodes = ts_xrealloc(g->nodes, sizeof(ts_node) * (size_t)g->cap_nodes);
+    }
+    ts_node n;
+    memset(&n, 0, sizeof n);
+    n.op = op;
+    n.nin = nin;
+    for (int i = 0; i < nin; i++) n.in[i] = in[i];
+    for (int i = nin; i < TS_MAX_IN; i++) n.in[i] = -1;
+    if (attr) n.attr = *attr;
+    n.nout = d->nout;
+    int id = g->nnodes;
+    for (int k = 0; k < d->nout; k++) {
+        n.out[k] = ts_val_add(g, TS_V_NODE, TS_F32, 0, NULL);
+        g->vals[n.out[k]].node = id;
+    }
+    g->nodes[id] = n;
+    g->nnodes++;
+    ts_status s = d->infer(g, &g->nodes[id]);
+    if (s != TS_OK) {
+        /* Roll the node back so the graph stays consistent; keep the message. */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", ts_last_error());
+        g->nnodes--;
+        g->nvals -= d->nout;
+        return ts_graph_fail(g, s, "%s", msg);
+    }
+    if (outs)
+        for (int k = 0; k < d->nout; k++) outs[k] = g->nodes[id].out[k];
+    return d->nout ? g->nodes[id].out[0] : 0; /* ops without outputs (updates) return 0 */
+}
+
+ts_graph *ts_graph_clone(const ts_graph *g) {
+    ts_graph *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    *c = *g;
+    c->vals = malloc(sizeof(ts_val) * (size_t)(g->cap_vals ? g->cap_vals : 1));
+    c->nodes = malloc(sizeof(ts_node) * (size_t)(g->cap_nodes ? g->cap_nodes : 1));
+    if (!c->vals || !c->nodes) abort();
+    memcpy(c->vals, g->vals, sizeof(ts_val) * (size_t)g->nvals);
+    memcpy(c->nodes, g->nodes, sizeof(ts_node) * (size_t)g->nnodes);
+    c->status_msg = g->status_msg ? ts_strdup(g->status_msg) : NULL;
+    for (int i = 0; i < c->nvals; i++) {
+        ts_val *v = &c->vals[i];
+        if (v->name) v->name = ts_strdup(v->name);
+        if (v->data) v->data = ts_tensor_from(v->data->dtype, v->data->ndim, v->data->shape, v->data->data);
+    }
+    return c;
+}

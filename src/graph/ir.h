@@ -1,0 +1,89 @@
+/*
+ * ir.h — the graph IR: values (inputs, parameters, constants, op outputs) and nodes (op
+ * applications). A graph is append-only while it is built, so node order is a topological
+ * order; passes work on a copy made by ts_graph_clone().
+ */
+#ifndef TS_IR_H
+#define TS_IR_H
+
+#include "core/core.h"
+
+#define TS_MAX_IN 8
+#define TS_MAX_OUT 4
+
+typedef enum ts_val_kind {
+    TS_V_INPUT,  /* fed by the host */
+    TS_V_PARAM,  /* persistent, trainable, initialised from ts_init */
+    TS_V_STATE,  /* persistent, not trainable (optimizer moments), zero-initialised */
+    TS_V_CONST,  /* data held in the graph */
+    TS_V_NODE,   /* output of a node */
+} ts_val_kind;
+
+typedef struct ts_val {
+    ts_dtype dtype;
+    int ndim;
+    int64_t shape[TS_MAX_DIMS];
+    ts_val_kind kind;
+    int node;          /* producing node (TS_V_NODE), else -1 */
+    char *name;        /* NULL when unnamed */
+    ts_tensor *data;   /* TS_V_CONST data */
+    ts_init init;      /* TS_V_PARAM initializer */
+    int grad;          /* TS_V_PARAM: its gradient value after ts_backward, else -1 */
+} ts_val;
+
+/* Op attributes. Each op documents which fields it uses, in its ops/ file. */
+typedef struct ts_attrs {
+    int64_t i[TS_MAX_DIMS + 4];
+    int ni;
+    float f[4];
+} ts_attrs;
+
+typedef struct ts_node {
+    int op;                   /* ts_op_id */
+    int nin, nout;
+    int in[TS_MAX_IN];        /* value ids; -1 for an absent optional input */
+    int out[TS_MAX_OUT];
+    ts_attrs attr;
+} ts_node;
+
+struct ts_graph {
+    ts_val *vals;
+    int nvals, cap_vals;
+    ts_node *nodes;
+    int nnodes, cap_nodes;
+    uint64_t seed;
+    ts_status status;  /* first error while building */
+    char *status_msg;
+    int has_backward;
+    int loss;          /* value passed to ts_backward, or -1 */
+};
+
+/* Append a node applying op to inputs; infers and checks output shapes with the op's rule.
+ * Returns the first output value id, or TS_NONE after recording an error in g. If outs != NULL
+ * it receives every output id. Any input == TS_NONE (but not declared optional) propagates. */
+ts_value ts_node_add(ts_graph *g, int op, int nin, const int *in, const ts_attrs *attr, int *outs);
+/* Record a builder error in g (first one wins) and in the thread's last error; returns TS_NONE. */
+ts_value ts_graph_fail(ts_graph *g, ts_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Add a value of the given kind; returns its id. */
+int ts_val_add(ts_graph *g, ts_val_kind kind, ts_dtype dtype, int ndim, const int64_t *shape);
+/* True when v is a valid value id of g. */
+static inline bool ts_val_ok(const ts_graph *g, ts_value v) { return v >= 0 && v < g->nvals; }
+/* A human-readable description of value v for messages: "'x' [8, 784] f32" or "%12 [..] f32". */
+const char *ts_val_str(const ts_graph *g, int v, char *buf, size_t cap);
+/* Deep copy of a graph (constants shared by copy of the tensor). */
+ts_graph *ts_graph_clone(const ts_graph *g);
+static inline int64_t ts_val_numel(const ts_val *v) { return ts_numel(v->ndim, v->shape); }
+static inline size_t ts_val_bytes(const ts_val *v) {
+    return (size_t)ts_val_numel(v) * ts_dtype_size(v->dtype);
+}
+
+/* numpy broadcast of two shapes into out; returns out rank, or -1 if incompatible. */
+int ts_broadcast_shape(int na, const int64_t *a, int nb, const int64_t *b, int64_t *out);
+/* Normalise a possibly negative axis against rank; -1 when out of range. */
+static inline int ts_axis(int axis, int ndim) {
+    if (axis < 0) axis += ndim;
+    return (axis >= 0 && axis < ndim) ? axis : -1;
+}
+
+#endif

@@ -1,0 +1,5 @@
+/* layernorm.c — STUB, to be written. */
+#include "ops/op.h"
+static ts_status stub_infer(ts_graph *g, ts_node *n) { (void)g; return ts_err(TS_ERR_UNSUPPORTED, "op %s: not implemented yet", ts_op_get(n->op)->name); }
+const ts_op_def ts_opdef_layer_norm = {"layer_norm", 0, 8, 1, 0, stub_infer, NULL, NULL, NULL};
+const ts_op_def ts_opdef_layer_norm_grad = {"layer_norm_grad", 0, 8, 1, 0, stub_infer, NULL, NULL, NULL};

@@ -1,0 +1,7 @@
+/* reduce.c — STUB, to be written. */
+#include "ops/op.h"
+static ts_status stub_infer(ts_graph *g, ts_node *n) { (void)g; return ts_err(TS_ERR_UNSUPPORTED, "op %s: not implemented yet", ts_op_get(n->op)->name); }
+const ts_op_def ts_opdef_reduce_sum = {"reduce_sum", 0, 8, 1, 0, stub_infer, NULL, NULL, NULL};
+const ts_op_def ts_opdef_reduce_mean = {"reduce_mean", 0, 8, 1, 0, stub_infer, NULL, NULL, NULL};
+const ts_op_def ts_opdef_reduce_max = {"reduce_max", 0, 8, 1, 0, stub_infer, NULL, NULL, NULL};
+const ts_op_def ts_opdef_reduce_max_grad = {"reduce_max_grad", 0, 8, 1, 0, stub_infer, NULL, NULL, NULL};

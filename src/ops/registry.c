@@ -1,0 +1,13 @@
+/* registry.c — the op table: op id -> definition, built from ops.def. */
+#include "ops/op.h"
+
+static const ts_op_def *const table[TS_OP_COUNT] = {
+#define TS_OP(ID, name) [TS_OP_##ID] = &ts_opdef_##name,
+#include "ops/ops.def"
+#undef TS_OP
+};
+
+const ts_op_def *ts_op_get(int op) {
+    if (op < 0 || op >= TS_OP_COUNT) return NULL;
+    return table[op];
+}

@@ -1,0 +1,9 @@
+/* softmax.c — STUB, to be written. */
+#include "ops/op.h"
+static ts_status stub_infer(ts_graph *g, ts_node *n) { (void)g; return ts_err(TS_ERR_UNSUPPORTED, "op %s: not implemented yet", ts_op_get(n->op)->name); }
+const ts_op_def ts_opdef_softmax = {"softmax", 0, 8, 1, 0, stub_infer, NULL, NULL, NULL};
+const ts_op_def ts_opdef_softmax_grad = {"softmax_grad", 0, 8, 1, 0, stub_infer, NULL, NULL, NULL};
+const ts_op_def ts_opdef_log_softmax = {"log_softmax", 0, 8, 1, 0, stub_infer, NULL, NULL, NULL};
+const ts_op_def ts_opdef_log_softmax_grad = {"log_softmax_grad", 0, 8, 1, 0, stub_infer, NULL, NULL, NULL};
+const ts_op_def ts_opdef_cross_entropy = {"cross_entropy", 0, 8, 1, 0, stub_infer, NULL, NULL, NULL};
+const ts_op_def ts_opdef_cross_entropy_grad = {"cross_entropy_grad", 0, 8, 1, 0, stub_infer, NULL, NULL, NULL};

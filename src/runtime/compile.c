@@ -1,0 +1,211 @@
+/*
+ * compile.c — ts_compile: copy the graph, run the passes (inference rewrite, dead code, fusion),
+ * plan memory, let the backend prepare its kernels, then allocate the arena and the persistent
+ * buffers and initialise parameters.
+ */
+#include "runtime/program.h"
+
+#include <omp.h>
+#include <stdio.h>
+
+
+static void *dev_alloc(ts_program *p, size_t bytes) {
+    void *b = p->be->alloc(p->be, bytes ? bytes : 64);
+    return b;
+}
+
+void ts_program_free(ts_program *p) {
+    if (!p) return;
+    if (p->compiled && p->be->release) p->be->release(p->be, p->compiled);
+    if (p->buf && p->g)
+        for (int v = 0; v < p->g->nvals; v++)
+            if (p->owned[v]) p->be->free(p->be, p->buf[v]);
+    if (p->arena) p->be->free(p->be, p->arena);
+    if (p->workspace) p->be->free(p->be, p->workspace);
+    free(p->buf);
+    free(p->owned);
+    free(p->sched);
+    free(p->fetch);
+    free(p->params);
+    ts_graph_free(p->g);
+    free(p);
+}
+
+static ts_program *fail(ts_program *p) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ts_last_error());
+    ts_program_free(p);
+    ts_err(TS_ERR_ARG, "%s", msg); /* keep the message; the code is reported by NULL */
+    return NULL;
+}
+
+ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
+    ts_compile_opts o = {0};
+    if (opts) o = *opts;
+    if (!graph) { ts_err(TS_ERR_ARG, "ts_compile: graph is NULL"); return NULL; }
+    if (graph->status != TS_OK) {
+        ts_err(graph->status, "ts_compile: the graph has an error from building: %s", graph->status_msg);
+        return NULL;
+    }
+    const char *dev = o.device ? o.device : "cpu";
+    const ts_backend *be = ts_backend_find(dev);
+    if (!be) return NULL;
+    if (o.nfetch < 0 || (o.nfetch > 0 && !o.fetches)) {
+        ts_err(TS_ERR_ARG, "ts_compile: nfetch is %d but fetches is %s", o.nfetch, o.fetches ? "set" : "NULL");
+        return NULL;
+    }
+
+    ts_program *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->be = be;
+    p->num_threads = o.num_threads;
+    p->g = ts_graph_clone(graph);
+    ts_graph *g = p->g;
+    int nv = g->nvals;
+
+    uint8_t *pinned = calloc((size_t)nv, 1), *alive = malloc((size_t)(g->nnodes ? g->nnodes : 1));
+    uint8_t *in_arena = calloc((size_t)nv, 1);
+    p->buf = calloc((size_t)nv, sizeof(void *));
+    p->owned = calloc((size_t)nv, 1);
+    p->fetch = malloc(sizeof(int) * (size_t)(o.nfetch + 1));
+    p->params = malloc(sizeof(int) * (size_t)(nv + 1));
+    if (!pinned || !alive || !in_arena || !p->buf || !p->owned || !p->fetch || !p->params) abort();
+    memset(alive, 1, (size_t)g->nnodes);
+
+    /* fetches */
+    for (int i = 0; i < o.nfetch; i++) {
+        const char *name = o.fetches[i];
+        int v = ts_lookup(g, name ? name : "");
+        if (v == TS_NONE) {
+            ts_err(TS_ERR_NOT_FOUND, "ts_compile: fetch '%s' is not a named value of the graph",
+                   name ? name : "(null)");
+            goto error;
+        }
+        pinned[v] = 1;
+        p->fetch[p->nfetch++] = v;
+    }
+    /* gradients of parameters stay to the end of the step, like PyTorch's .grad */
+    for (int v = 0; v < nv; v++) {
+        if (g->vals[v].kind == TS_V_PARAM) p->params[p->nparams++] = v;
+        if (!o.inference && g->vals[v].kind == TS_V_PARAM && g->vals[v].grad >= 0) pinned[g->vals[v].grad] = 1;
+    }
+
+    /* inference: no updates, dropout is the identity */
+    if (o.inference)
+        for (int i = 0; i < g->nnodes; i++) {
+            if (ts_op_get(g->nodes[i].op)->flags & TS_OPF_SIDE_EFFECT) alive[i] = 0;
+            if (g->nodes[i].op == TS_OP_DROPOUT) g->nodes[i].attr.f[0] = 0.f;
+        }
+    /* grads not needed in inference: unpin them so dead code removes the backward pass */
+    int removed = ts_pass_dce(g, alive, pinned, !o.inference);
+    (void)removed;
+    int fused = o.no_fusion ? 0 : ts_pass_fuse(g, alive, pinned);
+    if (fused) ts_pass_dce(g, alive, pinned, !o.inference);
+
+    p->sched = malloc(sizeof(int) * (size_t)(g->nnodes + 1));
+    for (int i = 0; i < g->nnodes; i++)
+        if (alive[i]) p->sched[p->nsched++] = i;
+
+    /* which values live in the arena: every op output except parameter gradients */
+    uint8_t *used = calloc((size_t)nv, 1);
+    for (int s = 0; s < p->nsched; s++) {
+        const ts_node *n = &g->nodes[p->sched[s]];
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j] >= 0) used[n->in[j]] = 1;
+        for (int k = 0; k < n->nout; k++) used[n->out[k]] = 1;
+    }
+    for (int v = 0; v < nv; v++) if (pinned[v]) used[v] = 1;
+    uint8_t *is_grad = calloc((size_t)nv, 1);
+    for (int v = 0; v < nv; v++)
+        if (g->vals[v].kind == TS_V_PARAM && g->vals[v].grad >= 0 && !o.inference) is_grad[g->vals[v].grad] = 1;
+    for (int v = 0; v < nv; v++)
+        in_arena[v] = used[v] && g->vals[v].kind == TS_V_NODE && !is_grad[v];
+
+    ts_memplan mp;
+    ts_memplan_build(g, p->sched, p->nsched, in_arena, pinned, &mp);
+
+    /* persistent buffers: parameters, state, inputs, constants, gradients */
+    ts_memory *m = &p->mem;
+    for (int v = 0; v < nv; v++) {
+        ts_val *x = &g->vals[v];
+        int persistent = x->kind != TS_V_NODE || is_grad[v];
+        if (!persistent || !(used[v] || x->kind == TS_V_PARAM)) continue;
+        if (mp.root[v] != v) continue;
+        size_t bytes = ts_val_bytes(x);
+        p->buf[v] = dev_alloc(p, bytes);
+        if (!p->buf[v]) { ts_err(TS_ERR_NOMEM, "ts_compile: out of device memory for %s", x->name ? x->name : "a buffer"); ts_memplan_free(&mp); free(used); free(is_grad); goto error; }
+        p->owned[v] = 1;
+        if (x->kind == TS_V_PARAM) m->params += bytes;
+        else if (x->kind == TS_V_STATE) m->optimizer_state += bytes;
+        else if (is_grad[v]) m->grads += bytes;
+    }
+    p->arena = mp.arena_bytes ? dev_alloc(p, mp.arena_bytes) : NULL;
+    if (mp.arena_bytes && !p->arena) {
+        ts_err(TS_ERR_NOMEM, "ts_compile: cannot allocate a %zu-byte arena", mp.arena_bytes);
+        ts_memplan_free(&mp); free(used); free(is_grad);
+        goto error;
+    }
+    for (int v = 0; v < nv; v++)
+        if (in_arena[v] && mp.offset[v] >= 0) p->buf[v] = (char *)p->arena + mp.offset[v];
+    for (int v = 0; v < nv; v++)
+        if (mp.root[v] != v && !p->buf[v]) p->buf[v] = p->buf[mp.root[v]];
+    m->activations = mp.arena_bytes;
+    m->intermediates_total = mp.total_bytes;
+    m->nodes = p->nsched;
+    m->fused = fused;
+    ts_memplan_free(&mp);
+    free(used);
+    free(is_grad);
+
+    /* backend compile */
+    p->plan.g = g;
+    p->plan.sched = p->sched;
+    p->plan.nsched = p->nsched;
+    p->plan.buf = p->buf;
+    size_t ws = 0;
+    if (o.num_threads > 0) omp_set_num_threads(o.num_threads);
+    if (be->compile(be, &p->plan, &ws, &p->compiled) != TS_OK) goto error;
+    if (ws) {
+        p->workspace = dev_alloc(p, ws);
+        if (!p->workspace) { ts_err(TS_ERR_NOMEM, "ts_compile: cannot allocate %zu bytes of workspace", ws); goto error; }
+    }
+    p->plan.workspace = p->workspace;
+    p->plan.workspace_bytes = ws;
+    m->workspace = ws;
+
+    /* initial values */
+    for (int v = 0; v < nv; v++) {
+        ts_val *x = &g->vals[v];
+        if (!p->owned[v]) continue;
+        int64_t n = ts_val_numel(x);
+        if (x->kind == TS_V_CONST) {
+            be->copy_in(be, p->buf[v], x->data->data, ts_val_bytes(x));
+        } else if (x->kind == TS_V_PARAM) {
+            float *tmp = malloc(sizeof(float) * (size_t)(n ? n : 1));
+            if (!tmp) { ts_err(TS_ERR_NOMEM, "ts_compile: out of memory"); goto error; }
+            ts_init_fill(&x->init, g->seed, x->name, tmp, n);
+            if (x->dtype == TS_F32) be->copy_in(be, p->buf[v], tmp, (size_t)n * 4);
+            else {
+                uint16_t *h = malloc(2 * (size_t)(n ? n : 1));
+                if (x->dtype == TS_BF16) ts_f32_to_bf16(tmp, h, (size_t)n);
+                else ts_f32_to_f16(tmp, h, (size_t)n);
+                be->copy_in(be, p->buf[v], h, (size_t)n * 2);
+                free(h);
+            }
+            free(tmp);
+        } else {
+            void *z = calloc(1, ts_val_bytes(x) + 1);
+            be->copy_in(be, p->buf[v], z, ts_val_bytes(x));
+            free(z);
+        }
+    }
+    free(pinned);
+    free(alive);
+    free(in_arena);
+    return p;
+error:
+    free(pinned);
+    free(alive);
+    free(in_arena);
+    return fail(p);
+}

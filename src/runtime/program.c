@@ -1,0 +1,137 @@
+/*
+ * program.c — using a compiled program: feeds, runs, fetches, parameters, memory report.
+ */
+#include "runtime/program.h"
+
+#include <omp.h>
+#include <stdio.h>
+
+static int find_named(const ts_program *p, const char *name, ts_val_kind kind, int any_kind) {
+    if (!name) return -1;
+    const ts_graph *g = p->g;
+    for (int v = 0; v < g->nvals; v++)
+        if (g->vals[v].name && (any_kind || g->vals[v].kind == kind) && strcmp(g->vals[v].name, name) == 0)
+            return v;
+    return -1;
+}
+
+static ts_status check_tensor(const ts_graph *g, int v, const ts_tensor *t, const char *what) {
+    char b1[128], b2[128];
+    const ts_val *x = &g->vals[v];
+    if (t->dtype != x->dtype)
+        return ts_err(TS_ERR_DTYPE, "%s '%s': tensor has dtype %s, expected %s", what, x->name,
+                      ts_dtype_name(t->dtype), ts_dtype_name(x->dtype));
+    if (t->ndim != x->ndim || memcmp(t->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim) != 0)
+        return ts_err(TS_ERR_SHAPE, "%s '%s': tensor has shape %s, expected %s", what, x->name,
+                      ts_shape_str(t->ndim, t->shape, b1, sizeof b1),
+                      ts_shape_str(x->ndim, x->shape, b2, sizeof b2));
+    return TS_OK;
+}
+
+ts_status ts_program_feed(ts_program *p, const char *name, const ts_tensor *t) {
+    if (!p || !t) return ts_err(TS_ERR_ARG, "ts_program_feed: %s is NULL", p ? "tensor" : "program");
+    int v = find_named(p, name, TS_V_INPUT, 0);
+    if (v < 0) {
+        int other = find_named(p, name, TS_V_INPUT, 1);
+        if (other >= 0)
+            return ts_err(TS_ERR_NOT_FOUND, "ts_program_feed: '%s' is not an input (it is a %s)", name,
+                          p->g->vals[other].kind == TS_V_PARAM ? "parameter; use ts_program_set_param" : "computed value");
+        return ts_err(TS_ERR_NOT_FOUND, "ts_program_feed: the program has no input named '%s'", name ? name : "(null)");
+    }
+    ts_status s = check_tensor(p->g, v, t, "ts_program_feed: input");
+    if (s) return s;
+    if (!p->buf[v]) return TS_OK; /* an input this program does not read (e.g. labels at inference) */
+    return p->be->copy_in(p->be, p->buf[v], t->data, ts_tensor_nbytes(t));
+}
+
+ts_status ts_program_run(ts_program *p) {
+    if (!p) return ts_err(TS_ERR_ARG, "ts_program_run: program is NULL");
+    if (p->num_threads > 0) omp_set_num_threads(p->num_threads);
+    ts_status s = p->be->run(p->be, p->compiled, &p->plan, p->step);
+    if (s == TS_OK) p->step++;
+    return s;
+}
+
+static int fetchable(const ts_program *p, int v) {
+    if (p->owned[v]) return 1;
+    for (int i = 0; i < p->nfetch; i++)
+        if (p->fetch[i] == v) return 1;
+    return 0;
+}
+
+ts_status ts_program_fetch(ts_program *p, const char *name, ts_tensor **out) {
+    if (!p || !out) return ts_err(TS_ERR_ARG, "ts_program_fetch: %s is NULL", p ? "out" : "program");
+    *out = NULL;
+    int v = find_named(p, name, TS_V_NODE, 1);
+    if (v < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_program_fetch: the graph has no value named '%s'", name ? name : "(null)");
+    if (!p->buf[v] || !fetchable(p, v))
+        return ts_err(TS_ERR_NOT_FOUND, "ts_program_fetch: '%s' was not named in the fetches at compile time", name);
+    const ts_val *x = &p->g->vals[v];
+    ts_tensor *t = ts_tensor_new(x->dtype, x->ndim, x->shape);
+    if (!t) return TS_ERR_NOMEM;
+    ts_status s = p->be->copy_out(p->be, t->data, p->buf[v], ts_val_bytes(x));
+    if (s) { ts_tensor_free(t); return s; }
+    *out = t;
+    return TS_OK;
+}
+
+uint64_t ts_program_step(const ts_program *p) { return p ? p->step : 0; }
+void ts_program_set_step(ts_program *p, uint64_t step) { if (p) p->step = step; }
+
+int ts_program_num_params(const ts_program *p) { return p ? p->nparams : 0; }
+const char *ts_program_param_name(const ts_program *p, int i) {
+    if (!p || i < 0 || i >= p->nparams) return NULL;
+    return p->g->vals[p->params[i]].name;
+}
+
+ts_status ts_program_get_param(const ts_program *p, const char *name, ts_tensor **out) {
+    if (!p || !out) return ts_err(TS_ERR_ARG, "ts_program_get_param: %s is NULL", p ? "out" : "program");
+    *out = NULL;
+    int v = find_named(p, name, TS_V_PARAM, 0);
+    if (v < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_program_get_param: no parameter named '%s'", name ? name : "(null)");
+    const ts_val *x = &p->g->vals[v];
+    ts_tensor *t = ts_tensor_new(x->dtype, x->ndim, x->shape);
+    if (!t) return TS_ERR_NOMEM;
+    ts_status s = p->be->copy_out(p->be, t->data, p->buf[v], ts_val_bytes(x));
+    if (s) { ts_tensor_free(t); return s; }
+    *out = t;
+    return TS_OK;
+}
+
+ts_status ts_program_set_param(ts_program *p, const char *name, const ts_tensor *t) {
+    if (!p || !t) return ts_err(TS_ERR_ARG, "ts_program_set_param: %s is NULL", p ? "tensor" : "program");
+    int v = find_named(p, name, TS_V_PARAM, 0);
+    if (v < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_program_set_param: no parameter named '%s'", name ? name : "(null)");
+    ts_status s = check_tensor(p->g, v, t, "ts_program_set_param: parameter");
+    if (s) return s;
+    return p->be->copy_in(p->be, p->buf[v], t->data, ts_tensor_nbytes(t));
+}
+
+int ts_program_copy_params(ts_program *dst, const ts_program *src) {
+    if (!dst || !src) { ts_err(TS_ERR_ARG, "ts_program_copy_params: program is NULL"); return -1; }
+    int copied = 0;
+    for (int i = 0; i < src->nparams; i++) {
+        int sv = src->params[i];
+        const ts_val *x = &src->g->vals[sv];
+        int dv = find_named(dst, x->name, TS_V_PARAM, 0);
+        if (dv < 0) continue;
+        const ts_val *y = &dst->g->vals[dv];
+        if (y->dtype != x->dtype || y->ndim != x->ndim || memcmp(y->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim))
+            continue;
+        /* both buffers are device memory of possibly different backends: go through the host */
+        size_t bytes = ts_val_bytes(x);
+        void *tmp = malloc(bytes ? bytes : 1);
+        if (!tmp) { ts_err(TS_ERR_NOMEM, "ts_program_copy_params: out of memory"); return -1; }
+        src->be->copy_out(src->be, tmp, src->buf[sv], bytes);
+        dst->be->copy_in(dst->be, dst->buf[dv], tmp, bytes);
+        free(tmp);
+        copied++;
+    }
+    return copied;
+}
+
+ts_status ts_program_memory(const ts_program *p, ts_memory *m) {
+    if (!p || !m) return ts_err(TS_ERR_ARG, "ts_program_memory: NULL argument");
+    *m = p->mem;
+    return TS_OK;
+}
