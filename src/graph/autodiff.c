@@ -82,8 +82,11 @@ ts_status ts_backward(ts_graph *g, ts_value loss) {
     for (int v = 0; v < nv && st == TS_OK; v++) {
         if (g->vals[v].kind != TS_V_PARAM || grad[v] == TS_NONE) continue;
         ts_value gv = grad[v];
-        /* A gradient must be a buffer of its own: copy one that is shared or already named. */
-        if (g->vals[gv].kind != TS_V_NODE || g->vals[gv].name) gv = ts_scale(g, gv, 1.f, 0.f);
+        /* A gradient must be a buffer of its own: copy one that is shared, already named, or a
+         * view of another value's storage (the output of an alias op such as reshape). */
+        if (g->vals[gv].kind != TS_V_NODE || g->vals[gv].name ||
+            (ts_op_get(g->nodes[g->vals[gv].node].op)->flags & TS_OPF_ALIAS0))
+            gv = ts_scale(g, gv, 1.f, 0.f);
         for (int w = 0; w < v; w++)
             if (g->vals[w].kind == TS_V_PARAM && g->vals[w].grad == gv) gv = ts_scale(g, gv, 1.f, 0.f);
         char name[512];

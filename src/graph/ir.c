@@ -248,8 +248,8 @@ ts_graph *ts_graph_clone(const ts_graph *g) {
     c->vals = malloc(sizeof(ts_val) * (size_t)(g->cap_vals ? g->cap_vals : 1));
     c->nodes = malloc(sizeof(ts_node) * (size_t)(g->cap_nodes ? g->cap_nodes : 1));
     if (!c->vals || !c->nodes) abort();
-    memcpy(c->vals, g->vals, sizeof(ts_val) * (size_t)g->nvals);
-    memcpy(c->nodes, g->nodes, sizeof(ts_node) * (size_t)g->nnodes);
+    if (g->nvals) memcpy(c->vals, g->vals, sizeof(ts_val) * (size_t)g->nvals);
+    if (g->nnodes) memcpy(c->nodes, g->nodes, sizeof(ts_node) * (size_t)g->nnodes);
     c->status_msg = g->status_msg ? ts_strdup(g->status_msg) : NULL;
     for (int i = 0; i < c->nvals; i++) {
         ts_val *v = &c->vals[i];

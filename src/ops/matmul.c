@@ -1,4 +1,283 @@
-/* matmul.c — STUB, to be written. */
+/*
+ * matmul.c — the matmul op: batched matrix product with optional transposes, a scale and a bias.
+ *
+ *   matmul(a, b, bias or absent) -> out
+ *     a    [..., M, K]  (stored [..., K, M] when trans_a)
+ *     b    [..., K, N]  (stored [..., N, K] when trans_b)
+ *     bias [N]          (optional input 2, -1 when absent; any shape [1, .., 1, N] is accepted)
+ *     out  [..., M, N] = alpha * op(a) @ op(b) + bias,   op(x) = x or x^T (last two dims)
+ *   The batch dims ("...") broadcast like numpy: a 2-D b is shared by every matrix of a 3-D a,
+ *   a [B, H, T, D] @ b [B, H, D, T] is a batch of B*H products, [B, 1, M, K] @ [1, H, K, N] gives
+ *   [B, H, M, N]. Both operands have rank >= 2.
+ *   dtypes: a and b both f32 -> f32, or both bf16 -> bf16 (accumulated in f32). The bias is f32,
+ *   or, for a bf16 matmul, f32 or bf16.
+ *
+ * Attributes: i[0] = trans_a, i[1] = trans_b (0 / 1), f[0] = alpha. f[0] == 0 means alpha = 1, so
+ * that zero-initialised attributes (ts_attrs at = {0}) give a plain product; a true alpha of 0 is
+ * not expressible (it would be a constant zero anyway).
+ *
+ * Gradients, with upstream G = d loss / d out [..., M, N]:
+ *   d op(a) = alpha G op(b)^T          d op(b) = alpha op(a)^T G          d bias = sum of G
+ * written back through the transposes as matmuls of the stored operands:
+ *   ga = alpha G @ op(b)^T      = matmul(G, b, 0, !trans_b)      when !trans_a
+ *   ga = alpha op(b) @ G^T      = matmul(b, G, trans_b, 1)       when trans_a
+ *   gb = alpha op(a)^T @ G      = matmul(a, G, !trans_a, 0)      when !trans_b
+ *   gb = alpha G^T @ op(a)      = matmul(G, a, 1, trans_a)       when trans_b
+ * each then summed over the batch dims the operand was broadcast along (ts_sum_to). The common
+ * case of a weight shared by a batch (a [.., M, K] contiguous, b with no batch) folds the batch
+ * into the rows instead: gb = a2^T @ G2 with a2 = a as [B*M, K], G2 = G as [B*M, N] (views by
+ * ts_reshape), one [K, N] matmul rather than a batched one and a sum.
+ * bf16 gradients that need a batch sum are summed in f32 (sum_to takes f32) and cast back.
+ *
+ * The reference kernel below is plain blocked loops in f32 (bf16 is widened while packing); the
+ * CPU backend runs oneDNN instead (backend/cpu/matmul_dnnl.c) and falls back to this one.
+ */
 #include "ops/op.h"
-static ts_status stub_infer(ts_graph *g, ts_node *n) { (void)g; return ts_err(TS_ERR_UNSUPPORTED, "op %s: not implemented yet", ts_op_get(n->op)->name); }
-const ts_op_def ts_opdef_matmul = {"matmul", 0, 8, 1, 0, stub_infer, NULL, NULL, NULL};
+
+#define VS(g, v) ts_val_str(g, v, (char[256]){0}, 256)
+
+static float mm_alpha(const ts_node *n) { return n->attr.f[0] == 0.f ? 1.f : n->attr.f[0]; }
+
+/* Where the elements of one product live. Batch dims are the output's ("...", rank nb); sa / sb
+ * are the element strides of a / b along them (0 where the operand is broadcast). Inside one
+ * matrix, element (m, k) of op(a) is at m * a_sm + k * a_sk, element (k, n) of op(b) at
+ * k * b_sk + n * b_sn. */
+typedef struct mm_geom {
+    int nb;
+    int64_t bshape[TS_MAX_DIMS], sa[TS_MAX_DIMS], sb[TS_MAX_DIMS];
+    int64_t batch; /* product of bshape */
+    int64_t M, N, K, Ka, Kb;
+    int64_t a_sm, a_sk, b_sk, b_sn;
+    int ok; /* batch dims broadcast */
+} mm_geom;
+
+static void mm_geom_init(mm_geom *q, const ts_val *a, const ts_val *b, int ta, int tb) {
+    memset(q, 0, sizeof *q);
+    int ra = a->ndim, rb = b->ndim;
+    int64_t a0 = a->shape[ra - 2], a1 = a->shape[ra - 1], b0 = b->shape[rb - 2], b1 = b->shape[rb - 1];
+    q->M = ta ? a1 : a0;
+    q->Ka = ta ? a0 : a1;
+    q->a_sm = ta ? 1 : a1;
+    q->a_sk = ta ? a1 : 1;
+    q->Kb = tb ? b1 : b0;
+    q->N = tb ? b0 : b1;
+    q->b_sk = tb ? 1 : b1;
+    q->b_sn = tb ? b1 : 1;
+    q->K = q->Ka;
+    q->nb = (ra > rb ? ra : rb) - 2;
+    q->batch = 1;
+    q->ok = 1;
+    int64_t stride_a = a0 * a1, stride_b = b0 * b1;
+    for (int d = q->nb - 1; d >= 0; d--) {
+        int ia = d - (q->nb - (ra - 2)), ib = d - (q->nb - (rb - 2));
+        int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
+        if (da != db && da != 1 && db != 1) q->ok = 0;
+        q->bshape[d] = da == 1 ? db : da;
+        q->sa[d] = da == 1 ? 0 : stride_a;
+        q->sb[d] = db == 1 ? 0 : stride_b;
+        stride_a *= da;
+        stride_b *= db;
+        q->batch *= q->bshape[d];
+    }
+}
+
+/* ------------------------------------------------------------------ shape rule */
+
+static ts_status infer_matmul(ts_graph *g, ts_node *n) {
+    const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]];
+    int ta = n->attr.i[0] != 0, tb = n->attr.i[1] != 0;
+    if (a->ndim < 2 || b->ndim < 2)
+        return ts_err(TS_ERR_SHAPE, "op matmul: operands need rank >= 2, got a %s and b %s",
+                      VS(g, n->in[0]), VS(g, n->in[1]));
+    if (a->dtype != b->dtype || (a->dtype != TS_F32 && a->dtype != TS_BF16))
+        return ts_err(TS_ERR_DTYPE, "op matmul: a %s and b %s must both be f32 or both bf16",
+                      VS(g, n->in[0]), VS(g, n->in[1]));
+    mm_geom q;
+    mm_geom_init(&q, a, b, ta, tb);
+    if (q.Ka != q.Kb)
+        return ts_err(TS_ERR_SHAPE,
+                      "op matmul: inner dims differ: a %s%s has K = %lld, b %s%s has K = %lld",
+                      VS(g, n->in[0]), ta ? " (transposed)" : "", (long long)q.Ka, VS(g, n->in[1]),
+                      tb ? " (transposed)" : "", (long long)q.Kb);
+    if (!q.ok)
+        return ts_err(TS_ERR_SHAPE, "op matmul: batch dims of a %s and b %s do not broadcast",
+                      VS(g, n->in[0]), VS(g, n->in[1]));
+    int nd = q.nb + 2;
+    if (n->nin > 2 && n->in[2] >= 0) {
+        const ts_val *c = &g->vals[n->in[2]];
+        if (c->dtype != TS_F32 && !(c->dtype == TS_BF16 && a->dtype == TS_BF16))
+            return ts_err(TS_ERR_DTYPE, "op matmul: bias %s must be f32%s", VS(g, n->in[2]),
+                          a->dtype == TS_BF16 ? " or bf16" : "");
+        int good = c->ndim >= 1 && c->ndim <= nd && c->shape[c->ndim - 1] == q.N;
+        for (int i = 0; good && i < c->ndim - 1; i++) good = c->shape[i] == 1;
+        if (!good)
+            return ts_err(TS_ERR_SHAPE, "op matmul: bias %s must be [N] = [%lld] (a %s, b %s)",
+                          VS(g, n->in[2]), (long long)q.N, VS(g, n->in[0]), VS(g, n->in[1]));
+    }
+    ts_val *o = &g->vals[n->out[0]];
+    o->dtype = a->dtype;
+    o->ndim = nd;
+    memcpy(o->shape, q.bshape, sizeof(int64_t) * (size_t)q.nb);
+    o->shape[nd - 2] = q.M;
+    o->shape[nd - 1] = q.N;
+    return TS_OK;
+}
+
+/* ------------------------------------------------------------------ builders */
+
+static ts_value mm_node(ts_graph *g, ts_value a, ts_value b, ts_value bias, int ta, int tb, float alpha) {
+    if (a == TS_NONE || b == TS_NONE) return TS_NONE;
+    ts_attrs at = {0};
+    at.i[0] = ta != 0;
+    at.i[1] = tb != 0;
+    at.ni = 2;
+    at.f[0] = alpha == 1.f ? 0.f : alpha;
+    int in[3] = {a, b, bias};
+    return ts_node_add(g, TS_OP_MATMUL, bias == TS_NONE ? 2 : 3, in, &at, NULL);
+}
+
+ts_value ts_matmul(ts_graph *g, ts_value a, ts_value b, int trans_a, int trans_b) {
+    return mm_node(g, a, b, TS_NONE, trans_a, trans_b, 1.f);
+}
+
+/* ------------------------------------------------------------------ gradient */
+
+/* Bring gradient gr (shape of a broadcast result) back to the shape of operand `like`: a view when
+ * only leading 1s differ, else a sum over the broadcast batch dims (in f32). */
+static ts_value reduce_to(ts_graph *g, ts_value gr, ts_value like) {
+    if (gr == TS_NONE) return TS_NONE;
+    const ts_val *gv = &g->vals[gr], *lv = &g->vals[like];
+    if (gv->ndim == lv->ndim && memcmp(gv->shape, lv->shape, sizeof(int64_t) * (size_t)lv->ndim) == 0)
+        return gr;
+    int64_t shape[TS_MAX_DIMS]; /* copies: building nodes may move g->vals */
+    int nd = lv->ndim;
+    ts_dtype gdt = gv->dtype, ldt = lv->dtype;
+    memcpy(shape, lv->shape, sizeof shape);
+    if (ts_val_numel(gv) == ts_val_numel(lv)) return ts_reshape(g, gr, nd, shape);
+    if (gdt == TS_F32) return ts_sum_to(g, gr, like);
+    return ts_cast(g, ts_sum_to(g, ts_cast(g, gr, TS_F32), like), ldt);
+}
+
+static ts_status grad_matmul(ts_graph *g, const ts_node *n, const ts_value *gout, ts_value *gin) {
+    ts_value G = gout[0], A = n->in[0], B = n->in[1];
+    int ta = n->attr.i[0] != 0, tb = n->attr.i[1] != 0;
+    float alpha = mm_alpha(n);
+    if (G == TS_NONE) return TS_OK;
+    const ts_val *av = &g->vals[A], *bv = &g->vals[B]; /* valid until the first node is added */
+    mm_geom q;
+    mm_geom_init(&q, av, bv, ta, tb);
+    int64_t a_batch = ts_numel(av->ndim - 2, av->shape), b_batch = ts_numel(bv->ndim - 2, bv->shape);
+    if (g->vals[G].dtype != av->dtype) G = ts_cast(g, G, av->dtype);
+
+    /* ga: the batched product, then summed over a's broadcast dims. (No fold here: a shared a
+     * would need each batch's G side by side along N, which no view of G gives.) */
+    ts_value ga = ta ? mm_node(g, B, G, TS_NONE, tb, 1, alpha) : mm_node(g, G, B, TS_NONE, 0, !tb, alpha);
+    gin[0] = reduce_to(g, ga, A);
+
+    /* gb: fold the batch into the rows when b is shared by a batch of contiguous a's. */
+    if (b_batch == 1 && q.batch > 1 && a_batch == q.batch && !ta) {
+        int64_t rows = q.batch * q.M;
+        ts_value a2 = ts_reshape(g, A, 2, (int64_t[]){rows, q.K});
+        ts_value g2 = ts_reshape(g, G, 2, (int64_t[]){rows, q.N});
+        ts_value gb = tb ? mm_node(g, g2, a2, TS_NONE, 1, 0, alpha) : mm_node(g, a2, g2, TS_NONE, 1, 0, alpha);
+        gin[1] = reduce_to(g, gb, B);
+    } else {
+        ts_value gb = tb ? mm_node(g, G, A, TS_NONE, 1, ta, alpha) : mm_node(g, A, G, TS_NONE, !ta, 0, alpha);
+        gin[1] = reduce_to(g, gb, B);
+    }
+
+    if (n->nin > 2 && n->in[2] >= 0) {
+        ts_value bias = n->in[2];
+        ts_dtype bdt = g->vals[bias].dtype;
+        ts_value gf = g->vals[G].dtype == TS_F32 ? G : ts_cast(g, G, TS_F32);
+        ts_value gs = ts_sum_to(g, gf, bias);
+        gin[2] = bdt == TS_F32 ? gs : ts_cast(g, gs, bdt);
+    }
+    return TS_OK;
+}
+
+/* ------------------------------------------------------------------ reference kernel */
+
+/* out[p, m, n] = alpha * sum_k op(a)[p, m, k] op(b)[p, k, n] + bias[n], p over the output batch.
+ * Tiles of MB x NB outputs are the parallel tasks; per tile, panels of KB of op(a) and op(b)
+ * are widened to f32 into thread buffers and multiplied in an i-k-j loop that vectorises. */
+enum { MM_MB = 32, MM_NB = 64, MM_KB = 256 };
+
+static inline float ld(const void *p, int bf16, int64_t i) {
+    return bf16 ? ts_bf16_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+static int64_t batch_off(const mm_geom *q, const int64_t *st, int64_t p) {
+    int64_t off = 0;
+    for (int d = q->nb - 1; d >= 0; d--) {
+        off += (p % q->bshape[d]) * st[d];
+        p /= q->bshape[d];
+    }
+    return off;
+}
+
+static ts_status matmul_kernel(const ts_kargs *k) {
+    const ts_graph *g = k->g;
+    const ts_node *n = k->node;
+    const ts_val *av = &g->vals[n->in[0]], *bv = &g->vals[n->in[1]];
+    mm_geom q;
+    mm_geom_init(&q, av, bv, n->attr.i[0] != 0, n->attr.i[1] != 0);
+    int bf = av->dtype == TS_BF16;
+    int bias_bf = n->nin > 2 && n->in[2] >= 0 && g->vals[n->in[2]].dtype == TS_BF16;
+    const void *A = k->in[0], *B = k->in[1], *C = n->nin > 2 ? k->in[2] : NULL;
+    void *O = k->out[0];
+    float alpha = mm_alpha(n);
+    int64_t M = q.M, N = q.N, K = q.K;
+    int64_t mt = (M + MM_MB - 1) / MM_MB, nt = (N + MM_NB - 1) / MM_NB, tasks = q.batch * mt * nt;
+    int fail = 0;
+#pragma omp parallel if (tasks > 1 && q.batch * M * N * K > 32768)
+    {
+        float *pa = malloc(sizeof(float) * (MM_MB * MM_KB + MM_KB * MM_NB + MM_MB * MM_NB));
+        if (!pa) {
+#pragma omp atomic write
+            fail = 1;
+        }
+        float *pb = pa ? pa + MM_MB * MM_KB : NULL, *acc = pb ? pb + MM_KB * MM_NB : NULL;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < tasks; t++) {
+            if (!pa) continue;
+            int64_t p = t / (mt * nt), m0 = (t / nt) % mt * MM_MB, n0 = t % nt * MM_NB;
+            int64_t mb = M - m0 < MM_MB ? M - m0 : MM_MB, nbk = N - n0 < MM_NB ? N - n0 : MM_NB;
+            int64_t oa = batch_off(&q, q.sa, p), ob = batch_off(&q, q.sb, p);
+            memset(acc, 0, sizeof(float) * MM_MB * MM_NB);
+            for (int64_t k0 = 0; k0 < K; k0 += MM_KB) {
+                int64_t kb = K - k0 < MM_KB ? K - k0 : MM_KB;
+                for (int64_t i = 0; i < mb; i++)
+                    for (int64_t kk = 0; kk < kb; kk++)
+                        pa[i * MM_KB + kk] = ld(A, bf, oa + (m0 + i) * q.a_sm + (k0 + kk) * q.a_sk);
+                for (int64_t kk = 0; kk < kb; kk++) {
+                    for (int64_t j = 0; j < nbk; j++)
+                        pb[kk * MM_NB + j] = ld(B, bf, ob + (k0 + kk) * q.b_sk + (n0 + j) * q.b_sn);
+                    for (int64_t j = nbk; j < MM_NB; j++) pb[kk * MM_NB + j] = 0.f;
+                }
+                for (int64_t i = 0; i < mb; i++) {
+                    float *ci = acc + i * MM_NB;
+                    for (int64_t kk = 0; kk < kb; kk++) {
+                        float x = pa[i * MM_KB + kk];
+                        const float *bk = pb + kk * MM_NB;
+#pragma omp simd
+                        for (int64_t j = 0; j < MM_NB; j++) ci[j] += x * bk[j];
+                    }
+                }
+            }
+            for (int64_t i = 0; i < mb; i++) {
+                int64_t row = (p * M + m0 + i) * N + n0;
+                for (int64_t j = 0; j < nbk; j++) {
+                    float v = alpha * acc[i * MM_NB + j] + (C ? ld(C, bias_bf, n0 + j) : 0.f);
+                    if (bf) ((uint16_t *)O)[row + j] = ts_f32_bf16(v);
+                    else ((float *)O)[row + j] = v;
+                }
+            }
+        }
+        free(pa);
+    }
+    if (fail) return ts_err(TS_ERR_NOMEM, "op matmul: out of memory for the reference kernel's buffers");
+    return TS_OK;
+}
+
+const ts_op_def ts_opdef_matmul = {"matmul", 2, 3, 1, 0, infer_matmul, grad_matmul, matmul_kernel, NULL};

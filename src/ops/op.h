@@ -64,6 +64,13 @@ const ts_op_def *ts_op_get(int op);
 /* Helpers for op files. */
 /* Sum gradient g (shape of a broadcast result) down to the shape of value `like`. */
 ts_value ts_sum_to(ts_graph *g, ts_value grad, ts_value like);
+/* y = f(x) for a unary op (scale sqrt exp log relu tanh sigmoid gelu), n elements; the
+ * evaluator of those ops (ops/elementwise.c), shared with fused chains. */
+void ts_unary_f32(int op, int tanh_form, float alpha, float beta, const float *x, float *y, int64_t n);
+/* Encode the steps of unary/fused node `first` followed by `second` into one fused_elementwise
+ * attribute set; 0 when the chain would be too long (ops/fused.c). */
+int ts_fused_merge(const ts_node *first, const ts_node *second, ts_attrs *out);
+
 /* A message-prefix helper: infer functions write "op 'add': ..." via this. */
 #define TS_OPERR(g, n, code, ...) ts_err(code, __VA_ARGS__)
 

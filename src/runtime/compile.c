@@ -9,6 +9,12 @@
 #include <stdio.h>
 
 
+void ts_set_threads(int n) {
+    static int default_threads = 0;
+    if (!default_threads) default_threads = omp_get_max_threads(); /* before any program set it */
+    omp_set_num_threads(n > 0 ? n : default_threads);
+}
+
 static void *dev_alloc(ts_program *p, size_t bytes) {
     void *b = p->be->alloc(p->be, bytes ? bytes : 64);
     return b;
@@ -163,7 +169,7 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
     p->plan.nsched = p->nsched;
     p->plan.buf = p->buf;
     size_t ws = 0;
-    if (o.num_threads > 0) omp_set_num_threads(o.num_threads);
+    ts_set_threads(o.num_threads);
     if (be->compile(be, &p->plan, &ws, &p->compiled) != TS_OK) goto error;
     if (ws) {
         p->workspace = dev_alloc(p, ws);

@@ -46,7 +46,7 @@ ts_status ts_program_feed(ts_program *p, const char *name, const ts_tensor *t) {
 
 ts_status ts_program_run(ts_program *p) {
     if (!p) return ts_err(TS_ERR_ARG, "ts_program_run: program is NULL");
-    if (p->num_threads > 0) omp_set_num_threads(p->num_threads);
+    ts_set_threads(p->num_threads);
     ts_status s = p->be->run(p->be, p->compiled, &p->plan, p->step);
     if (s == TS_OK) p->step++;
     return s;

@@ -29,6 +29,10 @@ struct ts_program {
     ts_memory mem;
 };
 
+/* Set the OpenMP thread count for a program: n > 0, or the process default when n == 0 (so one
+ * program's setting does not leak into the next). */
+void ts_set_threads(int n);
+
 /* Parameter initial values: deterministic in (seed, name). Writes numel floats to dst. */
 void ts_init_fill(const ts_init *init, uint64_t seed, const char *name, float *dst, int64_t numel);
 

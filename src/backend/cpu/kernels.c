@@ -1,8 +1,10 @@
 /* kernels.c — the CPU backend's table of its own kernels (ops not listed use src/ops). */
 #include "backend/cpu/cpu.h"
 
+extern const ts_cpu_kernel ts_cpu_matmul_dnnl; /* matmul_dnnl.c */
+
 static const ts_cpu_kernel *const table[] = {
-    NULL,
+    &ts_cpu_matmul_dnnl,
 };
 
 const ts_cpu_kernel *ts_cpu_kernel_for(int op) {

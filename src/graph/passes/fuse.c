@@ -1,3 +1,147 @@
-/* fuse.c — STUB: the fusion pass, to be written. */
+/*
+ * fuse.c — the fusion pass: rewrite producer/consumer pairs into one node where that saves a
+ * full pass over memory. It runs at compile time on the program's copy of the graph, after
+ * autodiff and dead-code elimination, over the alive nodes.
+ *
+ * Common rules:
+ *  - A fused node takes the index of the LAST node it replaces (the consumer), so index order
+ *    stays a valid schedule; the producer is marked dead (alive[p] = 0). The consumer keeps its
+ *    output value id, so nothing downstream is rewired.
+ *  - The value fused away (the producer's output) must be an unnamed op output, not pinned, and
+ *    read by exactly one input slot of one alive node (the consumer). A pinned value counts as
+ *    an extra consumer. This also keeps values read by backward nodes (unary_grad reads x and y)
+ *    out of fusion.
+ *  - Each rewrite leaves every other value's consumer count unchanged (the fused node reads what
+ *    the dead producer read), so the counts are computed once.
+ * Nodes are visited in index order, so a chain grows one consumer at a time.
+ */
 #include "runtime/program.h"
-int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned) { (void)g; (void)alive; (void)pinned; return 0; }
+
+/* Defined in ops/fused.c: attrs of fused_elementwise computing second(first(x)); 0 if not
+ * fusable (not unary chain ops, or more steps than a fused node holds). */
+
+typedef struct {
+    ts_graph *g;
+    uint8_t *alive;
+    const uint8_t *pinned;
+    int *uses; /* per value: alive input slots reading it, +1 when pinned */
+} fuse_ctx;
+
+/* The alive node producing v when v may be fused away into its single consumer, else -1. */
+static int fusable_producer(const fuse_ctx *c, int v) {
+    if (v < 0) return -1;
+    const ts_val *x = &c->g->vals[v];
+    if (x->kind != TS_V_NODE || x->name || c->pinned[v] || c->uses[v] != 1) return -1;
+    int p = x->node;
+    if (p < 0 || !c->alive[p] || c->g->nodes[p].nout != 1 || c->g->nodes[p].out[0] != v) return -1;
+    return p;
+}
+
+static int same_type(const ts_val *a, const ts_val *b) {
+    return a->dtype == b->dtype && a->ndim == b->ndim &&
+           memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
+}
+
+static int mm_has_bias(const ts_node *m) { return m->nin >= 3 && m->in[2] >= 0; }
+
+/* Node i becomes repl (the merged node), keeping its own output value; producer p dies. */
+static void absorb(fuse_ctx *c, int i, int p, const ts_node *repl) {
+    ts_node *n = &c->g->nodes[i];
+    int out = n->out[0];
+    *n = *repl;
+    n->nout = 1;
+    n->out[0] = out;
+    c->alive[p] = 0;
+}
+
+/* 1. matmul + bias: add(matmul(a, b), bias) or add(bias, matmul(a, b)), with bias an f32 [N]
+ * (or [1, .., 1, N], which matmul also takes) matching the last dim of the product, the matmul
+ * without a bias, and the add's output of the matmul's dtype and shape -> matmul(a, b, bias)
+ * with the matmul's attributes. */
+static int fuse_matmul_bias(fuse_ctx *c, int i) {
+    ts_graph *g = c->g;
+    const ts_node *n = &g->nodes[i];
+    if (n->op != TS_OP_ADD || n->nin != 2) return 0;
+    for (int side = 0; side < 2; side++) {
+        int mv = n->in[side], bias = n->in[1 - side];
+        int p = fusable_producer(c, mv);
+        if (p < 0 || bias < 0) continue;
+        const ts_node *m = &g->nodes[p];
+        if (m->op != TS_OP_MATMUL || mm_has_bias(m)) continue;
+        const ts_val *mo = &g->vals[mv], *bv = &g->vals[bias], *o = &g->vals[n->out[0]];
+        if (mo->ndim < 1 || bv->ndim < 1 || bv->shape[bv->ndim - 1] != mo->shape[mo->ndim - 1]) continue;
+        if (ts_val_numel(bv) != bv->shape[bv->ndim - 1]) continue; /* leading dims all 1 */
+        if (bv->dtype != TS_F32 || !same_type(mo, o)) continue;
+        ts_node r = *m;
+        r.nin = 3;
+        r.in[2] = bias;
+        absorb(c, i, p, &r);
+        return 1;
+    }
+    return 0;
+}
+
+/* 2. matmul + scale: scale(matmul(...), s, 0) -> the matmul with alpha' = alpha * s (attr f[0],
+ * where 0 stands for 1). Only a matmul without bias (s would have to scale the bias too), and
+ * not when alpha' is 0, which the encoding cannot say. */
+static int fuse_matmul_scale(fuse_ctx *c, int i) {
+    ts_graph *g = c->g;
+    const ts_node *n = &g->nodes[i];
+    if (n->op != TS_OP_SCALE || n->attr.f[1] != 0.f) return 0;
+    int p = fusable_producer(c, n->in[0]);
+    if (p < 0) return 0;
+    const ts_node *m = &g->nodes[p];
+    if (m->op != TS_OP_MATMUL || mm_has_bias(m)) return 0;
+    if (!same_type(&g->vals[n->in[0]], &g->vals[n->out[0]])) return 0;
+    float alpha = (m->attr.f[0] == 0.f ? 1.f : m->attr.f[0]) * n->attr.f[0];
+    if (alpha == 0.f) return 0;
+    ts_node r = *m;
+    r.attr.f[0] = alpha;
+    absorb(c, i, p, &r);
+    return 1;
+}
+
+/* 3. unary chains: u2(u1(x)) for u1, u2 among scale sqrt exp log relu tanh sigmoid gelu (or
+ * fused_elementwise nodes already built here) on f32 -> one fused_elementwise node of up to 4
+ * steps. Visiting in index order grows a chain one step per consumer; a longer chain is split
+ * into several fused nodes. */
+static int fuse_unary_chain(fuse_ctx *c, int i) {
+    ts_graph *g = c->g;
+    const ts_node *n = &g->nodes[i];
+    if (n->nin != 1 || n->nout != 1) return 0;
+    int p = fusable_producer(c, n->in[0]);
+    if (p < 0) return 0;
+    const ts_node *u = &g->nodes[p];
+    if (u->nin != 1 || u->in[0] < 0) return 0;
+    if (g->vals[u->in[0]].dtype != TS_F32 || g->vals[n->in[0]].dtype != TS_F32 ||
+        g->vals[n->out[0]].dtype != TS_F32)
+        return 0;
+    ts_node r;
+    memset(&r, 0, sizeof r);
+    if (!ts_fused_merge(u, n, &r.attr)) return 0;
+    r.op = TS_OP_FUSED_ELEMENTWISE;
+    r.nin = 1;
+    r.in[0] = u->in[0];
+    for (int j = 1; j < TS_MAX_IN; j++) r.in[j] = -1;
+    absorb(c, i, p, &r);
+    return 1;
+}
+
+int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned) {
+    fuse_ctx c = {g, alive, pinned, calloc((size_t)(g->nvals ? g->nvals : 1), sizeof(int))};
+    if (!c.uses) abort();
+    for (int v = 0; v < g->nvals; v++) c.uses[v] = pinned[v] ? 1 : 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        if (!alive[i]) continue;
+        const ts_node *n = &g->nodes[i];
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j] >= 0) c.uses[n->in[j]]++;
+    }
+    int removed = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        if (!alive[i]) continue;
+        removed += fuse_matmul_bias(&c, i) || fuse_matmul_scale(&c, i) || fuse_unary_chain(&c, i);
+    }
+    free(c.uses);
+    return removed;
+}
