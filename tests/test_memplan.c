@@ -1,0 +1,371 @@
+/*
+ * test_memplan.c — the memory planner and the memory report (ts_program_memory).
+ *
+ *  - BERT-Base-sized training graph (12 layers, hidden 768, 12 heads, FFN 3072, seq 128,
+ *    batch 8, f32; input x [8, 128, 768] without embeddings; loss = mean of the output):
+ *    compile only, print intermediates_total, the arena and their ratio, CHECK
+ *    arena <= 0.60 * intermediates_total, and CHECK params / grads against the parameter count.
+ *  - Small graphs whose plan can be predicted exactly from the planner's documented rules
+ *    (64-byte-aligned sizes, in-place reuse of a dying input 0 of equal size, lifetimes that
+ *    do not overlap may share bytes): chain, diamond, growing and shrinking tensors.
+ *  - params / grads / optimizer_state of SGD (momentum) and AdamW programs.
+ *  - A small training program run twice gives bitwise identical outputs and gradients, a warm
+ *    step allocates no tensor-sized heap block, and the report does not change.
+ */
+#define TU_ALLOC_COUNTER
+#include "encoder.h"
+#include "test_util.h"
+
+static size_t a64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static void print_mem(const char *what, const ts_memory *m) {
+    printf("  %s: params %zu, grads %zu, optimizer_state %zu, arena %zu, workspace %zu, "
+           "intermediates_total %zu, nodes %d, fused %d\n",
+           what, m->params, m->grads, m->optimizer_state, m->activations, m->workspace,
+           m->intermediates_total, m->nodes, m->fused);
+}
+
+/* ------------------------------------------------------------------ BERT-Base */
+
+static void test_bert_base(void) {
+    enc_cfg c = {8, 128, 768, 12, 3072, 0.1f, 1e-12f, ts_init_zeros(), 0};
+    const int layers = 12;
+    double t0 = tu_now();
+    ts_graph *g = ts_graph_new();
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(8, 128, 768));
+    ts_value pad = ts_input(g, "attention_mask", TS_F32, DIMS(8, 128));
+    ts_value mask = enc_additive_mask(g, pad, c.B, c.T);
+    ts_value out = enc_stack(g, &c, layers, x, mask);
+    ts_value loss = ts_name(g, ts_reduce_mean(g, out, 0, NULL, 0), "loss");
+    CHECK(ts_graph_status(g) == TS_OK, "building BERT-Base: %s", ts_last_error());
+    CHECK_OK(ts_backward(g, loss));
+    double t1 = tu_now();
+    ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("loss")});
+    double t2 = tu_now();
+    CHECK(p != NULL, "compile BERT-Base: %s", ts_last_error());
+    if (p) {
+        ts_memory m;
+        CHECK_OK(ts_program_memory(p, &m));
+        print_mem("BERT-Base train", &m);
+        double ratio = m.intermediates_total ? (double)m.activations / (double)m.intermediates_total : 1.0;
+        printf("  BERT-Base: intermediates_total %.1f MiB, arena %.1f MiB, ratio %.3f "
+               "(build %.2fs, compile %.2fs)\n",
+               m.intermediates_total / 1048576.0, m.activations / 1048576.0, ratio, t1 - t0, t2 - t1);
+        CHECK(m.activations > 0 && m.intermediates_total > 0, "empty memory report");
+        CHECK(m.activations <= 0.60 * (double)m.intermediates_total,
+              "arena %zu is more than 0.60 of intermediates_total %zu (ratio %.3f)", m.activations,
+              m.intermediates_total, ratio);
+        /* per layer: 4 C*C + 2 C*F weights, 4 C + F + C biases, 2 LayerNorms of 2 C */
+        size_t C = 768, F = 3072;
+        size_t per_layer = 4 * C * C + 2 * C * F + 4 * C + F + C + 4 * C;
+        size_t nparam = per_layer * (size_t)layers;
+        CHECK(ts_program_num_params(p) == 16 * layers, "%d parameters, expected %d", ts_program_num_params(p),
+              16 * layers);
+        CHECK(m.params == nparam * 4, "params %zu bytes, expected %zu (%zu floats)", m.params, nparam * 4, nparam);
+        CHECK(m.grads == nparam * 4, "grads %zu bytes, expected %zu", m.grads, nparam * 4);
+        CHECK(m.optimizer_state == 0, "optimizer_state %zu without an optimizer", m.optimizer_state);
+        /* a lower bound of any plan: the loss's inputs live together at the end of the forward:
+         * at least the output [8,128,768] f32 */
+        CHECK(m.activations >= (size_t)8 * 128 * 768 * 4, "arena %zu smaller than one activation", m.activations);
+    }
+    ts_program_free(p);
+    ts_graph_free(g);
+}
+
+/* ------------------------------------------------------------------ predictable plans */
+
+static ts_program *compile_small(ts_graph *g, int no_fusion) {
+    CHECK(ts_graph_status(g) == TS_OK, "build: %s", ts_last_error());
+    ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("out"), .inference = 1, .no_fusion = no_fusion});
+    CHECK(p != NULL, "compile: %s", ts_last_error());
+    return p;
+}
+
+/* out = scale(sigmoid(tanh(exp(x)))), x [1000] f32 (an input, not in the arena). exp reads the
+ * input, so it gets a buffer; each later op's input 0 dies at it and has its size: in place.
+ * arena = one 4032-byte buffer (4000 rounded up to 64); intermediates_total = 4 of them. */
+static void test_plan_chain(void) {
+    ts_graph *g = ts_graph_new();
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(1000));
+    ts_value y = ts_scale(g, ts_sigmoid(g, ts_tanh(g, ts_exp(g, x))), 2.f, 1.f);
+    ts_name(g, y, "out");
+    ts_program *p = compile_small(g, 1);
+    if (p) {
+        ts_memory m;
+        CHECK_OK(ts_program_memory(p, &m));
+        print_mem("chain of 4", &m);
+        CHECK(m.activations == a64(4000), "chain arena %zu, expected %zu", m.activations, a64(4000));
+        CHECK(m.intermediates_total == 4 * a64(4000), "chain intermediates_total %zu, expected %zu",
+              m.intermediates_total, 4 * a64(4000));
+        CHECK(m.nodes == 4 && m.fused == 0, "nodes %d fused %d, expected 4 and 0", m.nodes, m.fused);
+        CHECK(m.params == 0 && m.grads == 0 && m.optimizer_state == 0, "no parameters, yet params %zu grads %zu",
+              m.params, m.grads);
+        /* and it computes the right thing */
+        float xv[1000];
+        for (int i = 0; i < 1000; i++) xv[i] = (float)(i - 500) / 250.f;
+        ts_tensor *xt = ts_tensor_from(TS_F32, DIMS(1000), xv);
+        CHECK_OK(ts_program_feed(p, "x", xt));
+        CHECK_OK(ts_program_run(p));
+        ts_tensor *o = TU_FETCH(p, "out");
+        double err = 0;
+        for (int i = 0; o && i < 1000; i++) {
+            double r = 2.0 / (1.0 + exp(-tanh(exp((double)xv[i])))) + 1.0;
+            err = fmax(err, fabs(tu_f32(o)[i] - r));
+        }
+        CHECK(o && err < 1e-5, "in-place chain computes wrong values (max err %.3e)", err);
+        ts_tensor_free(o);
+        ts_tensor_free(xt);
+    }
+    ts_program_free(p);
+    ts_graph_free(g);
+}
+
+/* a = exp(x); b = tanh(a); out = a + b. a is still needed by the add when tanh runs, so b needs
+ * a second buffer; the add's input 0 (a) dies there: the output takes a's buffer. */
+static void test_plan_diamond(void) {
+    ts_graph *g = ts_graph_new();
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(1000));
+    ts_value a = ts_exp(g, x);
+    ts_name(g, ts_add(g, a, ts_tanh(g, a)), "out");
+    ts_program *p = compile_small(g, 1);
+    if (p) {
+        ts_memory m;
+        CHECK_OK(ts_program_memory(p, &m));
+        print_mem("diamond", &m);
+        CHECK(m.activations == 2 * a64(4000), "diamond arena %zu, expected %zu", m.activations, 2 * a64(4000));
+        CHECK(m.intermediates_total == 3 * a64(4000), "diamond intermediates_total %zu, expected %zu",
+              m.intermediates_total, 3 * a64(4000));
+        float xv[1000];
+        for (int i = 0; i < 1000; i++) xv[i] = (float)(i % 37) / 20.f - 0.9f;
+        ts_tensor *xt = ts_tensor_from(TS_F32, DIMS(1000), xv);
+        CHECK_OK(ts_program_feed(p, "x", xt));
+        CHECK_OK(ts_program_run(p));
+        ts_tensor *o = TU_FETCH(p, "out");
+        double err = 0;
+        for (int i = 0; o && i < 1000; i++) {
+            double e = exp((double)xv[i]);
+            err = fmax(err, fabs(tu_f32(o)[i] - (e + tanh(e))) / (e + 1));
+        }
+        CHECK(o && err < 1e-5, "diamond computes wrong values (max rel err %.3e): a buffer was reused too early", err);
+        ts_tensor_free(o);
+        ts_tensor_free(xt);
+    }
+    ts_program_free(p);
+    ts_graph_free(g);
+}
+
+/* a = exp(x) [1000]; e = expand(a, [2, 1000]); out = tanh(e) (in place on e).
+ * a and e are both live at the expand: arena = 4032 + 8000, total = 4032 + 8000 + 8000. */
+static void test_plan_grow(void) {
+    ts_graph *g = ts_graph_new();
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(1000));
+    ts_value e = ts_expand(g, ts_exp(g, x), DIMS(2, 1000));
+    ts_name(g, ts_tanh(g, e), "out");
+    ts_program *p = compile_small(g, 1);
+    if (p) {
+        ts_memory m;
+        CHECK_OK(ts_program_memory(p, &m));
+        print_mem("grow", &m);
+        CHECK(m.activations == a64(4000) + a64(8000), "grow arena %zu, expected %zu", m.activations,
+              a64(4000) + a64(8000));
+        CHECK(m.intermediates_total == a64(4000) + 2 * a64(8000), "grow intermediates_total %zu, expected %zu",
+              m.intermediates_total, a64(4000) + 2 * a64(8000));
+    }
+    ts_program_free(p);
+    ts_graph_free(g);
+}
+
+/* a = exp(x) [1000]; b = expand(a, [2,1000]); c = reduce_sum(b, {0}) [1000];
+ * out = expand(c, [2,1000]). Lifetimes a [0,1], b [1,2], c [2,3], out [3,end]: at every step
+ * one 4000-byte and one 8000-byte tensor are live, and the two big ones never overlap in time,
+ * nor do the two small ones: arena = 4032 + 8000 (not the 24064 total). */
+static void test_plan_reuse(void) {
+    ts_graph *g = ts_graph_new();
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(1000));
+    ts_value b = ts_expand(g, ts_exp(g, x), DIMS(2, 1000));
+    ts_value c = ts_reduce_sum(g, b, 1, (int[]){0}, 0);
+    ts_name(g, ts_expand(g, c, DIMS(2, 1000)), "out");
+    ts_program *p = compile_small(g, 1);
+    if (p) {
+        ts_memory m;
+        CHECK_OK(ts_program_memory(p, &m));
+        print_mem("reuse", &m);
+        CHECK(m.intermediates_total == 2 * a64(4000) + 2 * a64(8000), "reuse intermediates_total %zu, expected %zu",
+              m.intermediates_total, 2 * a64(4000) + 2 * a64(8000));
+        CHECK(m.activations == a64(4000) + a64(8000), "reuse arena %zu, expected %zu", m.activations,
+              a64(4000) + a64(8000));
+        float xv[1000];
+        for (int i = 0; i < 1000; i++) xv[i] = (float)(i % 11) * 0.1f;
+        ts_tensor *xt = ts_tensor_from(TS_F32, DIMS(1000), xv);
+        CHECK_OK(ts_program_feed(p, "x", xt));
+        CHECK_OK(ts_program_run(p));
+        ts_tensor *o = TU_FETCH(p, "out");
+        double err = 0;
+        for (int i = 0; o && i < 2000; i++) {
+            double r = 2 * exp((double)xv[i % 1000]);
+            err = fmax(err, fabs(tu_f32(o)[i] - r) / r);
+        }
+        CHECK(o && err < 1e-6, "reuse plan computes wrong values (max rel err %.3e)", err);
+        ts_tensor_free(o);
+        ts_tensor_free(xt);
+    }
+    ts_program_free(p);
+    ts_graph_free(g);
+}
+
+/* With fusion on, the elementwise chain loses nodes (fused counts them) and gives the same
+ * values as the unfused program. */
+static void test_plan_fusion_report(void) {
+    ts_graph *g = ts_graph_new();
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(3, 1000));
+    ts_value y = ts_scale(g, ts_sigmoid(g, ts_tanh(g, ts_exp(g, x))), 2.f, 1.f);
+    ts_name(g, y, "out");
+    ts_program *pf = compile_small(g, 0), *pn = compile_small(g, 1);
+    if (pf && pn) {
+        ts_memory mf, mn;
+        CHECK_OK(ts_program_memory(pf, &mf));
+        CHECK_OK(ts_program_memory(pn, &mn));
+        print_mem("chain fused", &mf);
+        CHECK(mf.fused >= 1 && mf.nodes + mf.fused == 4, "fused chain: nodes %d + fused %d should be 4, fused >= 1",
+              mf.nodes, mf.fused);
+        CHECK(mf.activations <= mn.activations, "fusion grew the arena: %zu > %zu", mf.activations, mn.activations);
+        tu_rng r = tu_rng_seed(3);
+        ts_tensor *xt = tu_rand_tensor(&r, DIMS(3, 1000), -2, 2);
+        CHECK_OK(ts_program_feed(pf, "x", xt));
+        CHECK_OK(ts_program_feed(pn, "x", xt));
+        CHECK_OK(ts_program_run(pf));
+        CHECK_OK(ts_program_run(pn));
+        ts_tensor *of = TU_FETCH(pf, "out"), *on = TU_FETCH(pn, "out");
+        if (of && on) {
+            double d = tu_max_abs_diff_f(tu_f32(of), tu_f32(on), 3000);
+            CHECK(d <= 1e-6, "fused and unfused chains differ by %.3e", d);
+        }
+        ts_tensor_free(of);
+        ts_tensor_free(on);
+        ts_tensor_free(xt);
+    }
+    ts_program_free(pf);
+    ts_program_free(pn);
+    ts_graph_free(g);
+}
+
+/* ------------------------------------------------------------------ report of persistent memory */
+
+/* w [13, 7] and b [7]: 98 floats. SGD with momentum keeps one buffer per parameter, AdamW two. */
+static void optim_report(const char *name, int which) {
+    ts_graph *g = ts_graph_new();
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(5, 13));
+    ts_value w = ts_param(g, "w", TS_F32, DIMS(13, 7), ts_init_normal(0.1f));
+    ts_value b = ts_param(g, "b", TS_F32, DIMS(7), ts_init_zeros());
+    ts_value loss = ts_reduce_mean(g, ts_tanh(g, ts_add(g, ts_matmul(g, x, w, 0, 0), b)), 0, NULL, 0);
+    ts_name(g, loss, "loss");
+    CHECK_OK(ts_backward(g, loss));
+    if (which == 1) CHECK_OK(ts_sgd(g, ts_scalar(g, 0.1f), 0.9f, 0.f));
+    if (which == 2) CHECK_OK(ts_adamw(g, ts_scalar(g, 1e-3f), 0.9f, 0.999f, 1e-8f, 0.01f));
+    ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("loss")});
+    CHECK(p != NULL, "compile: %s", ts_last_error());
+    if (p) {
+        ts_memory m;
+        CHECK_OK(ts_program_memory(p, &m));
+        print_mem(name, &m);
+        size_t pb = (13 * 7 + 7) * 4;
+        CHECK(m.params == pb, "%s: params %zu, expected %zu", name, m.params, pb);
+        CHECK(m.grads == pb, "%s: grads %zu, expected %zu", name, m.grads, pb);
+        size_t st = which == 0 ? 0 : which == 1 ? pb : 2 * pb;
+        /* AdamW may also keep a step counter: allow a few bytes on top */
+        CHECK(m.optimizer_state >= st && m.optimizer_state <= st + 64, "%s: optimizer_state %zu, expected %zu",
+              name, m.optimizer_state, st);
+    }
+    ts_program *pi = ts_compile(g, &(ts_compile_opts){TU_FETCHES("loss"), .inference = 1});
+    CHECK(pi != NULL, "compile (inference): %s", ts_last_error());
+    if (pi) {
+        ts_memory m;
+        CHECK_OK(ts_program_memory(pi, &m));
+        CHECK(m.grads == 0, "%s: an inference program keeps %zu bytes of gradients", name, m.grads);
+        CHECK(m.params == (13 * 7 + 7) * 4, "%s: inference params %zu", name, m.params);
+    }
+    ts_program_free(pi);
+    ts_program_free(p);
+    ts_graph_free(g);
+}
+static void test_report_plain(void) { optim_report("no optimizer", 0); }
+static void test_report_sgd(void) { optim_report("sgd momentum", 1); }
+static void test_report_adamw(void) { optim_report("adamw", 2); }
+
+/* ------------------------------------------------------------------ two runs */
+
+/* A small training program (a projection and an encoder layer with dropout, backward, no
+ * optimizer) run three times: runs 0 and 2 have the same input and step and must agree bitwise
+ * (outputs and gradients); run 1 has another input and must differ (no stale buffers). The warm
+ * run 2 must allocate no tensor-sized heap block (>= TU_BIG_ALLOC = 16 KiB; the activations
+ * [2, 64, 32] and the scores [2, 2, 64, 64] are at least that big): all buffers come from the
+ * planned arena. Smaller allocations are only reported: libgomp allocates a team for each
+ * single-thread parallel region and oneDNN's dnnl_primitive_execute an argument map per call. */
+static void test_two_runs_identical(void) {
+    enum { B = 2, T = 64, C = 32, H = 2, F = 64 };
+    enc_cfg c = {B, T, C, H, F, 0.1f, 1e-5f, ts_init_normal(0.2f), 0};
+    ts_graph *g = ts_graph_new();
+    ts_graph_set_seed(g, 42);
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(B, T, C));
+    ts_value w = ts_param(g, "proj", TS_F32, DIMS(C, C), ts_init_normal(0.3f));
+    ts_value h = ts_matmul(g, x, w, 0, 0);
+    ts_value out = ts_name(g, enc_layer(g, &c, "encoder.layer.0.", h, TS_NONE), "out");
+    ts_value loss = ts_name(g, ts_reduce_mean(g, ts_mul(g, out, out), 0, NULL, 0), "loss");
+    CHECK_OK(ts_backward(g, loss));
+    ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("out", "loss", "proj@GRAD")});
+    CHECK(p != NULL, "compile: %s", ts_last_error());
+    if (!p) { ts_graph_free(g); return; }
+    tu_rng r = tu_rng_seed(8);
+    ts_tensor *x1 = tu_rand_tensor(&r, DIMS(B, T, C), -1, 1), *x2 = tu_rand_tensor(&r, DIMS(B, T, C), -1, 1);
+    ts_tensor *o[3] = {0}, *gw[3] = {0};
+    ts_memory m0, m1;
+    CHECK_OK(ts_program_memory(p, &m0));
+    int counting = tu_alloc_counter_init();
+    long allocs = -1, big = -1;
+    for (int run = 0; run < 3; run++) {
+        ts_program_set_step(p, 7); /* the same dropout masks */
+        CHECK_OK(ts_program_feed(p, "x", run == 1 ? x2 : x1));
+        if (run == 2) tu_alloc_count_start();
+        ts_status s = ts_program_run(p);
+        if (run == 2) tu_alloc_count_stop(&allocs, &big);
+        CHECK(s == TS_OK, "run %d: %s", run, ts_last_error());
+        o[run] = TU_FETCH(p, "out");
+        gw[run] = TU_FETCH(p, "proj@GRAD");
+    }
+    CHECK(tu_bitwise_equal(o[0], o[2]), "two runs of the same step and input give different outputs");
+    CHECK(tu_bitwise_equal(gw[0], gw[2]), "two runs of the same step and input give different gradients");
+    CHECK(o[0] && o[1] && tu_max_abs_diff_f(tu_f32(o[0]), tu_f32(o[1]), B * T * C) > 1e-3,
+          "another input gave the same output: stale buffers?");
+    if (counting)
+        printf("  heap allocations during a warm run: %ld of >= %d bytes, %ld in all (bookkeeping)\n", big,
+               TU_BIG_ALLOC, allocs);
+    else
+        printf("  heap allocations not counted in this build (sanitizer without a malloc hook)\n");
+    CHECK(!counting || big == 0, "a warm run made %ld heap allocations of >= %d bytes: a buffer allocated per step?", big,
+          TU_BIG_ALLOC);
+    CHECK(ts_program_step(p) == 8, "step after the runs is %llu, expected 8", (unsigned long long)ts_program_step(p));
+    CHECK_OK(ts_program_memory(p, &m1));
+    CHECK(memcmp(&m0, &m1, sizeof m0) == 0, "the memory report changed across runs");
+    for (int i = 0; i < 3; i++) {
+        ts_tensor_free(o[i]);
+        ts_tensor_free(gw[i]);
+    }
+    ts_tensor_free(x1);
+    ts_tensor_free(x2);
+    ts_program_free(p);
+    ts_graph_free(g);
+}
+
+int main(void) {
+    RUN(test_plan_chain);
+    RUN(test_plan_diamond);
+    RUN(test_plan_grow);
+    RUN(test_plan_reuse);
+    RUN(test_plan_fusion_report);
+    RUN(test_report_plain);
+    RUN(test_report_sgd);
+    RUN(test_report_adamw);
+    RUN(test_two_runs_identical);
+    RUN(test_bert_base);
+    return tu_finish("test_memplan");
+}
