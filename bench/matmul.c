@@ -1,0 +1,281 @@
+/*
+ * bench/matmul.c — tessera's matmul against oneDNN called directly, on the BERT-Base shapes.
+ *
+ * For M = 1024 (e.g. 8 sequences of 128 tokens) and (K, N) in {768, 3072} x {768, 3072}, in f32
+ * and bf16, it times
+ *   tessera: a compiled program with inputs a [M, K], b [K, N] and one ts_matmul, run by
+ *            ts_program_run (public API only), and
+ *   oneDNN:  the same matmul primitive made here directly (plain row-major layouts, no
+ *            attributes but a user scratchpad, like tessera's CPU backend) on the same data,
+ * interleaving the two so that load from other processes hits both alike, and prints the median
+ * GFLOP/s (2 M K N flops per product) of each, their ratio and tessera's overhead in percent:
+ * from the two medians, and "paired", the median over repeats of (tessera run / the oneDNN run
+ * next to it) - 1, which cancels slow drifts of the machine's load. The target is
+ * an overhead <= 5%. It also checks that both produced the same output, and ends with the fixed
+ * cost per call, measured on a tiny 16 x 16 x 16 product where it dominates.
+ *
+ * Usage: bench_matmul [seconds per measurement, default 1.0]. Threads: OMP_NUM_THREADS.
+ */
+#include "tessera.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHECK_DNNL(x)                                                                    \
+    do {                                                                                 \
+        dnnl_status_t s_ = (x);                                                          \
+        if (s_ != dnnl_success) {                                                        \
+            fprintf(stderr, "bench_matmul: %s failed (%d)\n", #x, (int)s_);              \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+#define CHECK_TS(x)                                                                      \
+    do {                                                                                 \
+        if ((x) != TS_OK) {                                                              \
+            fprintf(stderr, "bench_matmul: %s failed: %s\n", #x, ts_last_error());       \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static float urand(void) { /* [-1, 1) */
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (float)((rng_state >> 40) * (1.0 / 16777216.0)) * 2.f - 1.f;
+}
+
+/* A tensor of n random values in dtype dt. */
+static ts_tensor *random_tensor(ts_dtype dt, int64_t rows, int64_t cols) {
+    int64_t shape[2] = {rows, cols}, n = rows * cols;
+    ts_tensor *t = ts_tensor_new(dt, 2, shape);
+    float *tmp = malloc(sizeof(float) * (size_t)n);
+    if (!t || !tmp) exit(1);
+    for (int64_t i = 0; i < n; i++) tmp[i] = urand();
+    if (dt == TS_F32) memcpy(ts_tensor_data(t), tmp, sizeof(float) * (size_t)n);
+    else ts_f32_to_bf16(tmp, ts_tensor_data(t), (size_t)n);
+    free(tmp);
+    return t;
+}
+
+/* oneDNN matmul, plain layouts, user scratchpad: the configuration tessera's backend uses. */
+typedef struct direct {
+    dnnl_primitive_t prim;
+    dnnl_memory_t a, b, c, scratch;
+    void *scratch_buf, *c_buf;
+    dnnl_exec_arg_t args[4];
+    int nargs;
+} direct;
+
+static void direct_init(direct *d, dnnl_engine_t eng, dnnl_data_type_t dt, int64_t M, int64_t K,
+                        int64_t N, void *A, void *B) {
+    dnnl_memory_desc_t ma, mb, mc;
+    CHECK_DNNL(dnnl_memory_desc_init_by_strides(&ma, 2, (dnnl_dims_t){M, K}, dt, (dnnl_dims_t){K, 1}));
+    CHECK_DNNL(dnnl_memory_desc_init_by_strides(&mb, 2, (dnnl_dims_t){K, N}, dt, (dnnl_dims_t){N, 1}));
+    CHECK_DNNL(dnnl_memory_desc_init_by_strides(&mc, 2, (dnnl_dims_t){M, N}, dt, (dnnl_dims_t){N, 1}));
+    dnnl_matmul_desc_t desc;
+    CHECK_DNNL(dnnl_matmul_desc_init(&desc, &ma, &mb, NULL, &mc));
+    dnnl_primitive_attr_t attr;
+    CHECK_DNNL(dnnl_primitive_attr_create(&attr));
+    CHECK_DNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+    dnnl_primitive_desc_t pd;
+    CHECK_DNNL(dnnl_primitive_desc_create(&pd, &desc, attr, eng, NULL));
+    CHECK_DNNL(dnnl_primitive_create(&d->prim, pd));
+    const dnnl_memory_desc_t *ms = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t sbytes = ms ? dnnl_memory_desc_get_size(ms) : 0;
+    size_t cbytes = dnnl_memory_desc_get_size(&mc);
+    d->c_buf = aligned_alloc(64, (cbytes + 63) / 64 * 64);
+    d->scratch_buf = sbytes ? aligned_alloc(64, (sbytes + 63) / 64 * 64) : NULL;
+    CHECK_DNNL(dnnl_memory_create(&d->a, &ma, eng, A));
+    CHECK_DNNL(dnnl_memory_create(&d->b, &mb, eng, B));
+    CHECK_DNNL(dnnl_memory_create(&d->c, &mc, eng, d->c_buf));
+    d->nargs = 0;
+    d->args[d->nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, d->a};
+    d->args[d->nargs++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, d->b};
+    d->args[d->nargs++] = (dnnl_exec_arg_t){DNNL_ARG_DST, d->c};
+    d->scratch = NULL;
+    if (sbytes) {
+        CHECK_DNNL(dnnl_memory_create(&d->scratch, ms, eng, d->scratch_buf));
+        d->args[d->nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, d->scratch};
+    }
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_attr_destroy(attr);
+}
+
+static void direct_free(direct *d) {
+    dnnl_memory_destroy(d->a);
+    dnnl_memory_destroy(d->b);
+    dnnl_memory_destroy(d->c);
+    if (d->scratch) dnnl_memory_destroy(d->scratch);
+    dnnl_primitive_destroy(d->prim);
+    free(d->scratch_buf);
+    free(d->c_buf);
+}
+
+static double direct_run(direct *d, dnnl_stream_t st) {
+    double t = now();
+    CHECK_DNNL(dnnl_primitive_execute(d->prim, st, d->nargs, d->args));
+    CHECK_DNNL(dnnl_stream_wait(st));
+    return now() - t;
+}
+
+static double ts_run(ts_program *p) {
+    double t = now();
+    CHECK_TS(ts_program_run(p));
+    return now() - t;
+}
+
+int main(int argc, char **argv) {
+    double budget = argc > 1 ? atof(argv[1]) : 1.0; /* seconds per (shape, side) */
+    if (!(budget > 0)) budget = 1.0;
+    const int64_t M = 1024, KN[2] = {768, 3072};
+    enum { MAX_REPS = 41, MIN_REPS = 5 };
+
+    dnnl_engine_t eng;
+    dnnl_stream_t st;
+    CHECK_DNNL(dnnl_engine_create(&eng, dnnl_cpu, 0));
+    CHECK_DNNL(dnnl_stream_create(&st, eng, dnnl_stream_default_flags));
+    const dnnl_version_t *v = dnnl_version();
+
+    printf("matmul: tessera (ts_program_run) vs oneDNN %d.%d.%d direct, %d OpenMP threads, M = %lld\n",
+           v->major, v->minor, v->patch, omp_get_max_threads(), (long long)M);
+    printf("median of interleaved runs after warm-up; overhead = tessera time / oneDNN time - 1\n\n");
+    printf("%-5s %5s %5s %5s | %12s %12s | %7s %9s | %9s | %5s %s\n", "dtype", "M", "K", "N", "tessera GF/s",
+           "oneDNN GF/s", "ratio", "overhead", "overhead", "reps", "max |diff|");
+    printf("%-5s %5s %5s %5s | %12s %12s | %7s %9s | %9s |\n", "", "", "", "", "(median)", "(median)", "", "(median)",
+           "(paired)");
+    printf("------------------------------------------------------------------------------------------------------\n");
+
+    double worst = -1e9;
+    for (int di = 0; di < 2; di++) {
+        ts_dtype dt = di ? TS_BF16 : TS_F32;
+        for (int ki = 0; ki < 2; ki++)
+            for (int ni = 0; ni < 2; ni++) {
+                int64_t K = KN[ki], N = KN[ni];
+                ts_tensor *A = random_tensor(dt, M, K), *B = random_tensor(dt, K, N);
+
+                ts_graph *g = ts_graph_new();
+                ts_value a = ts_input(g, "a", dt, 2, (int64_t[]){M, K});
+                ts_value b = ts_input(g, "b", dt, 2, (int64_t[]){K, N});
+                ts_name(g, ts_matmul(g, a, b, 0, 0), "y");
+                const char *fetch[] = {"y"};
+                ts_program *p = ts_compile(g, &(ts_compile_opts){.nfetch = 1, .fetches = fetch});
+                if (!p) {
+                    fprintf(stderr, "bench_matmul: ts_compile: %s\n", ts_last_error());
+                    return 1;
+                }
+                CHECK_TS(ts_program_feed(p, "a", A));
+                CHECK_TS(ts_program_feed(p, "b", B));
+
+                direct d;
+                direct_init(&d, eng, di ? dnnl_bf16 : dnnl_f32, M, K, N, ts_tensor_data(A), ts_tensor_data(B));
+
+                /* warm-up (primitive JIT, page faults, caches), then size the repeat count */
+                double est = 0;
+                for (int w = 0; w < 3; w++) {
+                    est = ts_run(p);
+                    est = fmin(est, direct_run(&d, st));
+                }
+                int reps = (int)(budget / (est > 1e-6 ? est : 1e-6));
+                reps = reps < MIN_REPS ? MIN_REPS : reps > MAX_REPS ? MAX_REPS : reps;
+                double tt[MAX_REPS], td[MAX_REPS], pair[MAX_REPS];
+                for (int r = 0; r < reps; r++) { /* alternate which side goes first */
+                    if (r & 1) {
+                        td[r] = direct_run(&d, st);
+                        tt[r] = ts_run(p);
+                    } else {
+                        tt[r] = ts_run(p);
+                        td[r] = direct_run(&d, st);
+                    }
+                }
+                for (int r = 0; r < reps; r++) pair[r] = tt[r] / td[r];
+                qsort(pair, (size_t)reps, sizeof(double), cmp_double);
+                qsort(tt, (size_t)reps, sizeof(double), cmp_double);
+                qsort(td, (size_t)reps, sizeof(double), cmp_double);
+                double mt = tt[reps / 2], md = td[reps / 2], flops = 2.0 * (double)(M * K * N);
+
+                /* same result? (same primitive and data: expect exactly 0) */
+                ts_tensor *y = NULL;
+                CHECK_TS(ts_program_fetch(p, "y", &y));
+                double diff = 0;
+                for (int64_t i = 0; i < M * N; i++) {
+                    float u, w;
+                    if (dt == TS_F32) {
+                        u = ((float *)ts_tensor_data(y))[i];
+                        w = ((float *)d.c_buf)[i];
+                    } else {
+                        uint16_t hu = ((uint16_t *)ts_tensor_data(y))[i], hw = ((uint16_t *)d.c_buf)[i];
+                        ts_bf16_to_f32(&hu, &u, 1);
+                        ts_bf16_to_f32(&hw, &w, 1);
+                    }
+                    diff = fmax(diff, fabs((double)u - (double)w));
+                }
+                double over = 100.0 * (mt / md - 1.0), over_pair = 100.0 * (pair[reps / 2] - 1.0);
+                if (over > worst) worst = over;
+                printf("%-5s %5lld %5lld %5lld | %12.1f %12.1f | %7.3f %8.2f%% | %8.2f%% | %5d %.3g\n",
+                       ts_dtype_name(dt), (long long)M, (long long)K, (long long)N, flops / mt * 1e-9,
+                       flops / md * 1e-9, md / mt, over, over_pair, reps, diff);
+                fflush(stdout);
+
+                ts_tensor_free(y);
+                direct_free(&d);
+                ts_program_free(p);
+                ts_graph_free(g);
+                ts_tensor_free(A);
+                ts_tensor_free(B);
+            }
+    }
+    printf("\nworst median overhead %.2f%% (target <= 5%%). Timings on a shared machine vary with other load.\n",
+           worst);
+
+    /* fixed cost per call: a tiny product, best of many */
+    {
+        const int64_t S = 16;
+        ts_tensor *A = random_tensor(TS_F32, S, S), *B = random_tensor(TS_F32, S, S);
+        ts_graph *g = ts_graph_new();
+        ts_value a = ts_input(g, "a", TS_F32, 2, (int64_t[]){S, S});
+        ts_value b = ts_input(g, "b", TS_F32, 2, (int64_t[]){S, S});
+        ts_name(g, ts_matmul(g, a, b, 0, 0), "y");
+        const char *fetch[] = {"y"}; /* a fetch keeps the matmul from being dead code */
+        ts_program *p = ts_compile(g, &(ts_compile_opts){.nfetch = 1, .fetches = fetch});
+        if (!p) {
+            fprintf(stderr, "bench_matmul: ts_compile: %s\n", ts_last_error());
+            return 1;
+        }
+        CHECK_TS(ts_program_feed(p, "a", A));
+        CHECK_TS(ts_program_feed(p, "b", B));
+        direct d;
+        direct_init(&d, eng, dnnl_f32, S, S, S, ts_tensor_data(A), ts_tensor_data(B));
+        double bt = 1e9, bd = 1e9;
+        for (int r = 0; r < 2000; r++) {
+            bt = fmin(bt, ts_run(p));
+            bd = fmin(bd, direct_run(&d, st));
+        }
+        printf("fixed cost per call (16x16x16 f32, best of 2000): tessera %.2f us, oneDNN %.2f us, "
+               "difference %.2f us\n", bt * 1e6, bd * 1e6, (bt - bd) * 1e6);
+        direct_free(&d);
+        ts_program_free(p);
+        ts_graph_free(g);
+        ts_tensor_free(A);
+        ts_tensor_free(B);
+    }
+    dnnl_stream_destroy(st);
+    dnnl_engine_destroy(eng);
+    return 0;
+}

