@@ -270,6 +270,246 @@ ts_status ts_program_memory(const ts_program *p, ts_memory *m);
 /* Names of the devices this build can compile for, comma-separated ("cpu"). */
 const char *ts_devices(void);
 
+/* ---------------------------------------------------------------- BERT (src/models/bert.c) */
+/* BERT as Hugging Face transformers builds it (BertModel and four of its heads), made of the ops
+ * above. Parameters carry transformers' state-dict names, so a Hugging Face model.safetensors
+ * loads with ts_program_load and a saved program loads back into transformers:
+ *   bert.embeddings.{word,position,token_type}_embeddings.weight, bert.embeddings.LayerNorm.*,
+ *   bert.encoder.layer.N.attention.self.{query,key,value}.*, ...attention.output.dense.*,
+ *   ...attention.output.LayerNorm.*, ...intermediate.dense.*, ...output.dense.*,
+ *   ...output.LayerNorm.*, bert.pooler.dense.*, and the heads' own (see ts_bert_head).
+ * Linear weights keep PyTorch's [out, in] layout (y = x W^T + b).
+ * The MLM decoder is tied to the word embeddings, as in transformers: logits = h E^T + bias with
+ * E = bert.embeddings.word_embeddings.weight and bias = cls.predictions.bias. There is no
+ * parameter cls.predictions.decoder.weight (nor .decoder.bias): in a checkpoint those copies are
+ * ignored by ts_program_load, and ts_program_save omits them (transformers re-ties them on load).
+ * Every name starts with "bert." whatever the head, as in the heads' state dicts; a bare
+ * BertModel checkpoint (names without the prefix) must be renamed to load.
+ * One BERT per graph: inputs and outputs have fixed names (below).
+ * Not supported: position_embedding_type other than "absolute", decoders / cross-attention,
+ * head masks, past key values; Hugging Face's zeroing of the [PAD] embedding row at init. */
+
+/* The activation of the FFN and of the MLM transform (config "hidden_act"). */
+typedef enum ts_bert_act {
+    TS_BERT_GELU = 0,  /* "gelu", "gelu_python": x Phi(x), the erf form */
+    TS_BERT_GELU_TANH, /* "gelu_new", "gelu_pytorch_tanh", "gelu_fast": the tanh approximation */
+    TS_BERT_RELU,      /* "relu" */
+} ts_bert_act;
+
+/* Which model ts_bert_build makes (config "architectures"). Inputs and outputs, by name (B batch,
+ * T sequence, C hidden, V vocabulary): every head has the inputs input_ids, token_type_ids
+ * (i32 [B, T]) and attention_mask ([B, T], 1 keep / 0 padding, i32 or f32: see
+ * attention_mask_dtype) and the output last_hidden_state (f32 [B, T, C]); training heads add
+ * label inputs and a scalar "loss" (a mean over the batch, as transformers' losses). An input a
+ * compiled program does not read (labels in a program compiled for inference) may go unfed. */
+typedef enum ts_bert_head {
+    /* BertModel: pooler_output [B, C] = tanh(last_hidden_state[:, 0] Wp^T + bp). */
+    TS_BERT_MODEL = 0,
+    /* BertForPreTraining: prediction_logits [B, T, V] (MLM), seq_relationship_logits [B, 2]
+     * (NSP, from the pooler); labels i32 [B, T] (-100: not predicted), next_sentence_label i32
+     * [B] (0: B follows A); loss = mlm_loss + nsp_loss, both cross-entropies, also fetchable.
+     * Parameters cls.predictions.transform.dense.*, cls.predictions.transform.LayerNorm.*,
+     * cls.predictions.bias, cls.seq_relationship.*. */
+    TS_BERT_PRETRAINING,
+    /* BertForMaskedLM: logits [B, T, V] (no pooler); labels i32 [B, T] (-100 ignored);
+     * loss = their cross-entropy. Parameters cls.predictions.* as above. */
+    TS_BERT_MASKED_LM,
+    /* BertForSequenceClassification: logits [B, num_labels] = dropout(pooler_output) Wc^T + bc
+     * (classifier.*); labels [B]: i32 class ids and a cross-entropy loss, or for num_labels == 1
+     * f32 targets and a mean squared error (transformers' "regression"). */
+    TS_BERT_SEQ_CLASSIFICATION,
+    /* BertForQuestionAnswering: start_logits, end_logits [B, T] from qa_outputs.* [2, C] (no
+     * pooler); start_positions, end_positions i32 [B]; loss = (CE(start) + CE(end)) / 2. A
+     * position equal to T is ignored (transformers clamps positions to [0, T] and ignores T);
+     * one outside [0, T] fails the run with TS_ERR_RUNTIME instead of being clamped. */
+    TS_BERT_QUESTION_ANSWERING,
+} ts_bert_head;
+
+/* A BERT configuration: the fields of a Hugging Face config.json, plus build choices. */
+typedef struct ts_bert_config {
+    int vocab_size;                     /* V: rows of the word embeddings */
+    int hidden_size;                    /* C */
+    int num_hidden_layers;              /* encoder layers */
+    int num_attention_heads;            /* must divide hidden_size */
+    int intermediate_size;              /* FFN width */
+    int max_position_embeddings;        /* the longest sequence */
+    int type_vocab_size;                /* segment ids: 0 .. type_vocab_size - 1 */
+    ts_bert_act hidden_act;
+    float hidden_dropout_prob;          /* embeddings, attention output, FFN output, in [0, 1) */
+    float attention_probs_dropout_prob; /* attention probabilities, in [0, 1) */
+    float classifier_dropout;           /* sequence classification; < 0: hidden_dropout_prob */
+    float layer_norm_eps;               /* > 0; 1e-12 in BERT */
+    float initializer_range;            /* std of the weights' normal initializer */
+    int num_labels;                     /* classes of the sequence classifier */
+    ts_bert_head head;                  /* from architectures[0]; TS_BERT_MODEL if absent/unknown */
+    char architecture[64];              /* architectures[0] as written ("" when absent) */
+    /* Not in config.json: */
+    ts_dtype attention_mask_dtype;      /* of the attention_mask input: TS_I32 (default, what
+                                           ts_encode writes) or TS_F32 */
+} ts_bert_config;
+
+/* Hugging Face's BertConfig() defaults (bert-base-uncased): V 30522, C 768, 12 layers, 12 heads,
+ * FFN 3072, 512 positions, 2 segment types, GELU, dropouts 0.1, classifier_dropout -1,
+ * layer_norm_eps 1e-12, initializer_range 0.02, num_labels 2, head TS_BERT_MODEL, i32 mask. */
+void ts_bert_config_default(ts_bert_config *cfg);
+
+/* Read a Hugging Face config.json into *cfg. Required: vocab_size, hidden_size,
+ * num_hidden_layers, num_attention_heads, intermediate_size, max_position_embeddings,
+ * type_vocab_size (positive integers). Optional, with ts_bert_config_default's values when
+ * absent: hidden_act, hidden_dropout_prob, attention_probs_dropout_prob, classifier_dropout (null
+ * allowed), layer_norm_eps, initializer_range, architectures, num_labels or id2label (whose
+ * entry count gives num_labels; both present must agree). Other keys are ignored, except that
+ * position_embedding_type other than "absolute", is_decoder true and add_cross_attention true are
+ * TS_ERR_UNSUPPORTED, as is an unknown hidden_act. Errors name the file and the field: an
+ * unreadable file or invalid JSON (TS_ERR_IO, with the byte offset), a missing field, a wrong
+ * JSON type or a non-integer where an integer is due, a non-positive size, a probability outside
+ * [0, 1), hidden_size not divisible by num_attention_heads (TS_ERR_ARG). On failure *cfg is left
+ * unchanged. */
+ts_status ts_bert_config_load(const char *path, ts_bert_config *cfg);
+
+/* The values ts_bert_build made; TS_NONE for what the head does not have. */
+typedef struct ts_bert_outputs {
+    ts_value input_ids, token_type_ids, attention_mask;                 /* inputs */
+    ts_value labels, next_sentence_label, start_positions, end_positions; /* label inputs */
+    ts_value last_hidden_state, pooler_output;                          /* f32 [B, T, C], [B, C] */
+    ts_value prediction_logits, seq_relationship_logits;                /* pre-training */
+    ts_value logits;                                                    /* masked LM, classifier */
+    ts_value start_logits, end_logits;                                  /* question answering */
+    ts_value loss, mlm_loss, nsp_loss;                                  /* scalars */
+} ts_bert_outputs;
+
+/* Add a BERT with the given head for batches of `batch` sequences of `seq` tokens to graph g:
+ * its inputs, parameters (initialised as transformers does: weights and embeddings normal(0,
+ * initializer_range), here truncated at 2 std; biases 0; LayerNorm weight 1, bias 0) and outputs,
+ * each named as listed under ts_bert_head. out (may be NULL) receives the values.
+ *   embeddings  x = LayerNorm(word[input_ids] + position[0:T] + token_type[token_type_ids])
+ *   mask        (1 - attention_mask) * -10000, as [B, 1, 1, T], added to every attention score
+ *               (a padded key gets weight 0 as long as its row keeps one key; transformers now
+ *               uses the dtype's minimum instead of -10000, with the same result)
+ *   each layer  post-LN: h = LN(x + Attn(x)), x = LN(h + FFN(h)), FFN = W2 act(W1 h)
+ * Dropout ops use the config's probabilities (none is added for 0); they are identity in a
+ * program compiled with inference = 1. Returns TS_OK, or the graph's first error: a bad argument
+ * or config (named field), seq above max_position_embeddings (TS_ERR_SHAPE), a name already used
+ * in g. Call ts_backward(g, out.loss) to train. */
+ts_status ts_bert_build(ts_graph *g, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq,
+                        ts_bert_outputs *out);
+
+/* ---------------------------------------------------------------- checkpoints (safetensors) */
+/* The safetensors format (Hugging Face): an 8-byte little-endian header length, a JSON header
+ * {"<name>": {"dtype", "shape", "data_offsets"}, "__metadata__": {str: str}}, then the raw
+ * row-major little-endian data. Every error message names the file and, where there is one, the
+ * tensor; a malformed or truncated file is TS_ERR_IO and never crashes. */
+
+/* An open safetensors file: memory-mapped read-only until ts_safetensors_close. */
+typedef struct ts_safetensors ts_safetensors;
+
+/* Open, map and validate a file: header length within the file, UTF-8 JSON header, every entry's
+ * dtype known, shape non-negative, data_offsets consistent with shape x dtype size and the tensors
+ * tiling the data exactly (as the format's reference reader requires). Tensors of dtypes tessera
+ * has no type for (F64, I8, U16, F8_*, ...) are accepted here and refused by ts_safetensors_get.
+ * NULL on failure (see ts_last_error()). The file must not be truncated while it is open. */
+ts_safetensors *ts_safetensors_open(const char *path);
+/* Unmap and free (NULL is a no-op). */
+void ts_safetensors_close(ts_safetensors *st);
+/* Number of tensors, and the i-th name (sorted by name; NULL when i is out of range). */
+int ts_safetensors_count(const ts_safetensors *st);
+const char *ts_safetensors_name(const ts_safetensors *st, int i);
+/* A "__metadata__" value by key, or NULL. Valid until close. */
+const char *ts_safetensors_metadata(const ts_safetensors *st, const char *key);
+/* dtype, rank and shape of a tensor without reading its data (any output may be NULL).
+ * TS_ERR_NOT_FOUND for an unknown name; TS_ERR_UNSUPPORTED when the dtype has no tessera type or
+ * the rank exceeds TS_MAX_DIMS. BOOL reads as TS_U8. */
+ts_status ts_safetensors_info(const ts_safetensors *st, const char *name, ts_dtype *dtype, int *ndim,
+                              int64_t shape[TS_MAX_DIMS]);
+/* A new tensor holding a copy of the named tensor, in its stored dtype (nothing is converted).
+ * Errors as ts_safetensors_info. */
+ts_status ts_safetensors_get(const ts_safetensors *st, const char *name, ts_tensor **out);
+/* Write n named tensors to path, atomically: a temp file in the same directory is written,
+ * flushed and fsynced, then renamed over path and the directory fsynced; on any failure the
+ * previous file at path is untouched and the temp file removed. The header is sorted by name and
+ * padded with spaces to a multiple of 8 bytes; the data is ordered by element size, largest
+ * first, then by name, so every tensor is aligned to its element size. metadata_json is NULL or a
+ * JSON object of string values ("{\"format\": \"pt\"}"), stored as "__metadata__". Names must
+ * be unique and not "__metadata__". */
+ts_status ts_safetensors_save(const char *path, int n, const char *const *names,
+                              const ts_tensor *const *tensors, const char *metadata_json);
+
+/* Load every parameter of p by name from a safetensors file. A stored dtype among F32 / BF16 /
+ * F16 converts to the parameter's dtype (so a bf16 checkpoint loads into f32 parameters and the
+ * other way round); any other dtype mismatch is TS_ERR_DTYPE, a shape mismatch TS_ERR_SHAPE
+ * naming the tensor and both shapes. Tensors in the file that p has no parameter for are ignored.
+ * strict != 0: a parameter missing from the file is TS_ERR_NOT_FOUND, naming it (the first few)
+ * and saying how many are missing. strict == 0: missing parameters keep their values.
+ * Either way *nmissing (when not NULL) receives the number of p's parameters the file lacks.
+ * Everything is checked before anything is copied: on an error p's parameters are unchanged. */
+ts_status ts_program_load(ts_program *p, const char *path, int strict, int *nmissing);
+/* Write every parameter of p to path (as ts_safetensors_save, atomically), converted to dtype
+ * (TS_F32, TS_BF16 or TS_F16), with "__metadata__" {"format": "pt"} as Hugging Face expects. */
+ts_status ts_program_save(const ts_program *p, const char *path, ts_dtype dtype);
+
+/* ---------------------------------------------------------------- text (WordPiece) */
+/* BERT's WordPiece tokenizer, id for id the same as Hugging Face tokenizers' BertWordPiece
+ * (BertNormalizer, BertPreTokenizer, WordPiece with "##" pieces and words of at most 100
+ * characters, BERT post-processing):
+ *  - the five special tokens [PAD] [UNK] [CLS] [SEP] [MASK], written literally in the text,
+ *    are taken as those tokens ("the [MASK] sat" -> the, [MASK], sat);
+ *  - the rest is cleaned (control characters, U+0000 and U+FFFD dropped, white space unified),
+ *    CJK ideographs become words of their own, and when uncased: NFD, accents (Mn) removed,
+ *    lower case; then split on white space and around each punctuation character;
+ *  - each word is matched greedily, longest piece first ("unaffable" -> un ##aff ##able); a
+ *    word with an unmatched part, or longer than 100 characters, is one [UNK].
+ * Text is UTF-8 and NUL-terminated; malformed bytes are dropped, never an error. Unicode data:
+ * Python's unicodedata, Unicode 14 (src/text/unicode_tables.c, from
+ * tools/make_unicode_tables.py); tokenizers' own tables are older (punctuation, marks and format
+ * characters of about Unicode 8), so some 560 rare code points added since split differently.
+ * A tokenizer is read-only after loading: one may serve many threads. */
+typedef struct ts_tokenizer ts_tokenizer;
+
+/* Load a vocab.txt: one token per line, the id of a token is its line number from 0 (as in
+ * Hugging Face tokenizers, trailing white space of a line is ignored and a token listed twice
+ * maps to its last line). lowercase != 0: the uncased model (bert-base-uncased); 0: cased (no
+ * lower-casing, accents kept). The vocabulary must hold [PAD] [UNK] [CLS] [SEP] ([MASK] is
+ * optional). NULL on failure: an unreadable or empty file, a line that is not UTF-8 (the error
+ * names the file and line), a missing special token. */
+ts_tokenizer *ts_tokenizer_load(const char *vocab_path, int lowercase);
+void ts_tokenizer_free(ts_tokenizer *tok);
+/* Number of ids (lines of vocab.txt): the rows an embedding table needs. */
+int ts_tokenizer_vocab_size(const ts_tokenizer *tok);
+/* Id of a token ("[MASK]", "##ing"), or -1 when it is not in the vocabulary. */
+int32_t ts_token_to_id(const ts_tokenizer *tok, const char *token);
+/* The token of an id (valid while tok lives), or NULL when id is out of range. */
+const char *ts_id_to_token(const ts_tokenizer *tok, int32_t id);
+
+/* The wordpiece ids of text, without [CLS] / [SEP]. Writes at most cap ids and sets *n to the
+ * full count; TS_ERR_SHAPE when that is more than cap (call again with a buffer of *n). */
+ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, int32_t *ids, int cap, int *n);
+
+/* BERT inputs for one sentence (text_b == NULL) or a pair, exactly max_len long:
+ *   input_ids       [CLS] A [SEP]  or  [CLS] A [SEP] B [SEP], then [PAD] up to max_len
+ *   token_type_ids  0 over [CLS] A [SEP], 1 over B [SEP], 0 on padding     (may be NULL)
+ *   attention_mask  1 on real tokens, 0 on padding                          (may be NULL)
+ * Each array holds max_len entries; *n (may be NULL) is set to the count of real tokens.
+ * Inputs that do not fit are cut at the end: a single one to max_len - 2; a pair longest-first,
+ * as Hugging Face tokenizers does (when both are long each gets half of max_len - 3, B the
+ * larger half; otherwise the shorter stays whole). max_len must be at least 2 (3 for a pair). */
+ts_status ts_encode(const ts_tokenizer *tok, const char *text_a, const char *text_b, int max_len,
+                    int32_t *input_ids, int32_t *token_type_ids, int32_t *attention_mask, int *n);
+
+/* Learn a WordPiece vocabulary of at most vocab_size tokens from text files (UTF-8, read line
+ * by line, so corpora larger than memory work as long as their distinct words fit) and write it
+ * to out_path as a vocab.txt (atomically: a temporary file renamed into place). The method of
+ * Hugging Face's BertWordPieceTokenizer.train (WordPieceTrainer, min_frequency 2,
+ * limit_alphabet 1000): basic-tokenize every line (lowercase as in ts_tokenizer_load), count
+ * words; the alphabet is the (at most 1000) most frequent characters seen at least twice, each as
+ * "c" where it starts a word and "##c" where it continues one; then repeatedly merge the most
+ * frequent adjacent pair of pieces (ties: the pair of earlier pieces) into a new piece, until
+ * vocab_size or no pair occurs twice. Output order: [PAD] [UNK] [CLS] [SEP] [MASK], the "c"
+ * pieces, the "##c" pieces, then the merged pieces in the order learned. Words over 100
+ * characters are skipped (tokenization maps them to [UNK]). Deterministic: the same files give
+ * the same file. vocab_size must be at least 5. */
+ts_status ts_vocab_build(const char *const *files, int nfiles, int vocab_size, int lowercase,
+                         const char *out_path);
+
 #ifdef __cplusplus
 }
 #endif

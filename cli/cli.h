@@ -1,0 +1,52 @@
+/*
+ * cli.h — the subcommands of the `tessera` command, and the small flag helpers they share.
+ *
+ * Each subcommand takes the arguments after the word `tessera`: argv[0] is the subcommand's
+ * name ("tokenize"), its options follow. Each returns the process exit code: 0 success, 1 a
+ * failure while running (e.g. writing the output), 2 a usage error (a missing or bad flag, a
+ * missing or unreadable file), always with a message on stderr.
+ */
+#ifndef TS_CLI_H
+#define TS_CLI_H
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* tessera tokenize --vocab vocab.txt [--cased] [--max-len N [--pad]] [--pair] [--tokens] < text */
+int ts_cli_tokenize(int argc, char **argv);
+/* tessera vocab --out vocab.txt --size N [--cased] FILE... */
+int ts_cli_vocab(int argc, char **argv);
+
+/* If argv[*i] is `flag VALUE` or `flag=VALUE`, return VALUE (advancing *i past it); NULL if
+ * argv[*i] is another flag. A flag given without its value prints an error and sets *bad. */
+static inline const char *ts_cli_value(int argc, char **argv, int *i, const char *flag, const char *cmd,
+                                       int *bad) {
+    size_t n = strlen(flag);
+    const char *a = argv[*i];
+    if (strncmp(a, flag, n) != 0) return NULL;
+    if (a[n] == '=') return a + n + 1;
+    if (a[n] != 0) return NULL;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "tessera %s: %s needs a value\n", cmd, flag);
+        *bad = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+/* Parse a positive int flag value; prints an error and returns -1 when it is not one. */
+static inline int ts_cli_positive(const char *s, const char *flag, const char *cmd) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v <= 0 || v > INT_MAX) {
+        fprintf(stderr, "tessera %s: %s wants a positive integer, not '%s'\n", cmd, flag, s);
+        return -1;
+    }
+    return (int)v;
+}
+
+#endif

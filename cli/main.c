@@ -1,0 +1,40 @@
+/*
+ * main.c — the `tessera` command: dispatches `tessera SUBCOMMAND [options]` to one file per
+ * subcommand (cli/<name>.c). Exit codes: 0 success, 1 failure while running, 2 usage error.
+ */
+#include "cli.h"
+#include "tessera.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} subcommand;
+
+static const subcommand commands[] = {
+    {"tokenize", ts_cli_tokenize, "print the WordPiece token ids of each input line"},
+    {"vocab", ts_cli_vocab, "learn a WordPiece vocabulary from text files"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: tessera SUBCOMMAND [options]\n\nsubcommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n`tessera SUBCOMMAND --help` describes each one. Devices in this build: %s\n", ts_devices());
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "tessera: unknown subcommand '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""
+make_unicode_tables.py — generate src/text/unicode_tables.c, the Unicode data the WordPiece
+tokenizer needs, from Python's unicodedata module (no ICU at run time).
+
+    python3 tools/make_unicode_tables.py > src/text/unicode_tables.c
+
+What it writes (see src/text/unicode.h for how it is read):
+  - a two-stage table code point -> property index, and the properties: flag bits and the
+    canonical combining class (ccc). Flags:
+        CONTROL  category Cc, Cf or Co, except TAB, LF, CR (the BERT "clean text" step drops
+                 these; unassigned code points, Cn, are kept, as Hugging Face tokenizers does)
+        SPACE    the White_Space property (Rust's char::is_whitespace; PropList.txt)
+        PUNCT    ASCII 33-47, 58-64, 91-96, 123-126, or any category P*
+        MN       category Mn (removed after NFD when stripping accents)
+        DECOMP   has a canonical decomposition (Hangul syllables excluded: done arithmetically)
+        LOWER    lower-cases to something else
+  - canonical full decompositions (NFD of one code point, already canonically ordered)
+  - full lower-case mappings (str.lower() of one code point; U+0130 maps to two code points)
+
+The output depends only on the unicodedata version of the Python that runs this script, which
+is written into the file (ts_uc_version). Deterministic: the same Python gives the same bytes.
+
+Against Hugging Face tokenizers 0.23.2 (the parity reference of tests/test_tokenizer.c), a sweep
+of all 1,112,064 code points ("a" + c + "b" through normalizer and pre-tokenizer) differs on 559
+uncased and 119 cased, all characters whose properties are newer than tokenizers' own tables
+(its punctuation / Mn / Cf tables are of about Unicode 8; its lower case is newer than 14).
+"""
+import sys
+import unicodedata as ud
+
+MAXCP = 0x110000
+SHIFT = 7  # block size 128: the smallest output for these tables
+
+# White_Space property (PropList.txt, stable since Unicode 6.3).
+WHITE_SPACE = set([0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0x85, 0xA0, 0x1680, 0x2028, 0x2029,
+                   0x202F, 0x205F, 0x3000] + list(range(0x2000, 0x200B)))
+
+F_CONTROL, F_SPACE, F_PUNCT, F_MN, F_DECOMP, F_LOWER = 1, 2, 4, 8, 16, 32
+
+
+def is_hangul_syllable(cp):
+    return 0xAC00 <= cp <= 0xD7A3
+
+
+def props_of(cp):
+    ch = chr(cp)
+    cat = ud.category(ch)
+    f = 0
+    if cat in ("Cc", "Cf", "Co") and cp not in (0x09, 0x0A, 0x0D):
+        f |= F_CONTROL
+    if cp in WHITE_SPACE:
+        f |= F_SPACE
+    if (33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126
+            or cat.startswith("P")):
+        f |= F_PUNCT
+    if cat == "Mn":
+        f |= F_MN
+    if not (0xD800 <= cp <= 0xDFFF) and not is_hangul_syllable(cp) and ud.normalize("NFD", ch) != ch:
+        f |= F_DECOMP
+    if ch.lower() != ch:
+        f |= F_LOWER
+    return (f, ud.combining(ch))
+
+
+def c_array(ctype, name, values, per_line=16, comment=None):
+    out = []
+    if comment:
+        out.append("/* %s */" % comment)
+    out.append("const %s %s[%d] = {" % (ctype, name, len(values)))
+    for i in range(0, len(values), per_line):
+        out.append("    " + ",".join(str(v) for v in values[i:i + per_line]) + ",")
+    out.append("};")
+    return "\n".join(out)
+
+
+def main():
+    # ---- properties, two stages
+    prop_index = {}
+    props = []
+    per_cp = []
+    for cp in range(MAXCP):
+        p = props_of(cp)
+        if p not in prop_index:
+            prop_index[p] = len(props)
+            props.append(p)
+        per_cp.append(prop_index[p])
+    assert len(props) < 256
+    bsize = 1 << SHIFT
+    block_index = {}
+    blocks = []
+    stage1 = []
+    for b in range(0, MAXCP, bsize):
+        blk = tuple(per_cp[b:b + bsize])
+        if blk not in block_index:
+            block_index[blk] = len(blocks)
+            blocks.append(blk)
+        stage1.append(block_index[blk])
+    assert len(blocks) < 65536
+    stage2 = [v for blk in blocks for v in blk]
+
+    # ---- decompositions
+    dec_cp, dec_off, dec_data = [], [], []
+    maxlen = 1
+    for cp in range(MAXCP):
+        if per_cp[cp] is not None and props[per_cp[cp]][0] & F_DECOMP:
+            d = [ord(c) for c in ud.normalize("NFD", chr(cp))]
+            maxlen = max(maxlen, len(d))
+            dec_cp.append(cp)
+            dec_off.append(len(dec_data))
+            dec_data.extend(d)
+    dec_off.append(len(dec_data))
+
+    # ---- lower case
+    low_cp, low_to, multi = [], [], []
+    for cp in range(MAXCP):
+        if props[per_cp[cp]][0] & F_LOWER:
+            lo = [ord(c) for c in chr(cp).lower()]
+            low_cp.append(cp)
+            if len(lo) == 1:
+                low_to.append(lo[0])
+            else:
+                assert len(lo) <= 3
+                low_to.append(MAXCP + len(multi) // 4)
+                multi.extend([len(lo)] + lo + [0] * (3 - len(lo)))
+
+    w = sys.stdout.write
+    w("/*\n * unicode_tables.c — GENERATED by tools/make_unicode_tables.py from Python %s's\n"
+      " * unicodedata (Unicode %s). Do not edit: rerun\n"
+      " *     python3 tools/make_unicode_tables.py > src/text/unicode_tables.c\n"
+      " * Read through src/text/unicode.h.\n */\n" % (sys.version.split()[0], ud.unidata_version))
+    w('#include "text/unicode.h"\n\n')
+    w('const char ts_uc_version[] = "%s";\n\n' % ud.unidata_version)
+    w("/* (flags, canonical combining class) of each property index. */\n")
+    w("const uint8_t ts_uc_props[%d][2] = {\n" % len(props))
+    for i in range(0, len(props), 8):
+        w("    " + "".join("{%d,%d}," % p for p in props[i:i + 8]) + "\n")
+    w("};\n\n")
+    w(c_array("uint16_t", "ts_uc_stage1", stage1, 24,
+              "block (code point >> %d) -> block number in ts_uc_stage2" % SHIFT) + "\n\n")
+    w(c_array("uint8_t", "ts_uc_stage2", stage2, 32,
+              "block number * %d + (code point & %d) -> property index" % (bsize, bsize - 1)) + "\n\n")
+    w("const int ts_uc_ndecomp = %d;\n" % len(dec_cp))
+    w(c_array("uint32_t", "ts_uc_decomp_cp", dec_cp, 12, "code points with a canonical decomposition, sorted") + "\n")
+    w(c_array("uint16_t", "ts_uc_decomp_off", dec_off, 16,
+              "decomposition of ts_uc_decomp_cp[i] is ts_uc_decomp_data[off[i] .. off[i+1])") + "\n")
+    w(c_array("uint32_t", "ts_uc_decomp_data", dec_data, 12) + "\n\n")
+    w("const int ts_uc_nlower = %d;\n" % len(low_cp))
+    w(c_array("uint32_t", "ts_uc_lower_cp", low_cp, 12, "code points that lower-case to something else, sorted") + "\n")
+    w(c_array("uint32_t", "ts_uc_lower_to", low_to, 12,
+              "their lower case; a value v >= 0x110000 means ts_uc_lower_multi[v - 0x110000]") + "\n")
+    w(c_array("uint32_t", "ts_uc_lower_multi", multi or [0, 0, 0, 0], 4,
+              "{count, cp, cp, cp} for mappings to more than one code point") + "\n")
+    sys.stderr.write("props %d, blocks %d, decomp %d (max %d), lower %d, multi %d\n" %
+                     (len(props), len(blocks), len(dec_cp), maxlen, len(low_cp), len(multi) // 4))
+    assert maxlen <= 4, "TS_UC_MAX_DECOMP in unicode.h is 4"
+
+
+if __name__ == "__main__":
+    main()
