@@ -19,6 +19,17 @@
 int ts_cli_tokenize(int argc, char **argv);
 /* tessera vocab --out vocab.txt --size N [--cased] FILE... */
 int ts_cli_vocab(int argc, char **argv);
+/* tessera pretrain --vocab vocab.txt --corpus FILE... --out DIR [options] (cli/pretrain.c) */
+int ts_cli_pretrain(int argc, char **argv);
+/* tessera finetune --model DIR --train FILE --out DIR [options] (cli/finetune.c) */
+int ts_cli_finetune(int argc, char **argv);
+/* tessera eval --model DIR --data FILE [options] (cli/eval.c) */
+int ts_cli_eval(int argc, char **argv);
+/* tessera predict --model DIR [--text TEXT...] [< lines] (cli/predict.c) */
+int ts_cli_predict(int argc, char **argv);
+/* tessera run --model DIR --inputs IN.safetensors --outputs OUT.safetensors [--device cpu]
+ *             [--dtype f32|bf16] [--threads N] [--init-random SEED] [--repeat N] */
+int ts_cli_run(int argc, char **argv);
 
 /* If argv[*i] is `flag VALUE` or `flag=VALUE`, return VALUE (advancing *i past it); NULL if
  * argv[*i] is another flag. A flag given without its value prints an error and sets *bad. */

@@ -14,6 +14,7 @@ typedef struct {
 static const subcommand commands[] = {
     {"tokenize", ts_cli_tokenize, "print the WordPiece token ids of each input line"},
     {"vocab", ts_cli_vocab, "learn a WordPiece vocabulary from text files"},
+    {"run", ts_cli_run, "run a BERT model on a batch of inputs (safetensors in and out)"},
 };
 
 static void usage(FILE *f) {

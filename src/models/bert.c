@@ -15,6 +15,9 @@
  *     x       = LN(dropout(act(h W1^T + b1) W2^T + b2) + h)                          W1 [F, C]
  *   pooler = tanh(x[:, 0] Wp^T + bp)                                                      [B, C]
  *   MLM    = LN(act(x Wt^T + bt)) E^T + bias, E the word embeddings (tied)            [B, T, V]
+ *
+ * Every product above (the Linears, q k^T, p v, the MLM decoder) goes through bert_matmul, which
+ * with compute_dtype bf16 multiplies in bf16 (autocast style); everything else stays f32.
  */
 #include "models/bert.h"
 
@@ -48,6 +51,7 @@ void ts_bert_config_default(ts_bert_config *c) {
     c->num_labels = 2;
     c->head = TS_BERT_MODEL;
     c->attention_mask_dtype = TS_I32;
+    c->compute_dtype = TS_F32;
 }
 
 static const struct {
@@ -116,6 +120,9 @@ const char *bert_config_problem(const ts_bert_config *c, char *buf, size_t cap) 
     if (c->attention_mask_dtype != TS_I32 && c->attention_mask_dtype != TS_F32)
         return snprintf(buf, cap, "attention_mask_dtype must be i32 or f32, got %s",
                         ts_dtype_name(c->attention_mask_dtype)), buf;
+    if (c->compute_dtype != TS_F32 && c->compute_dtype != TS_BF16)
+        return snprintf(buf, cap, "compute_dtype must be f32 or bf16, got %s",
+                        ts_dtype_name(c->compute_dtype)), buf;
     return NULL;
 }
 
@@ -329,13 +336,35 @@ static const char *join(char *buf, const char *prefix, const char *suffix) {
 /* dropout(x), or x itself when p == 0 (so an inference-only config adds no nodes). */
 static ts_value dropout(ts_graph *g, ts_value x, float p) { return p > 0.f ? ts_dropout(g, x, p) : x; }
 
-ts_value bert_linear(ts_graph *g, const char *name, ts_value x, int in, int out, float std) {
+/* a b in compute dtype dt: f32 as is; bf16 as autocast does it: each operand cast to bf16 here
+ * (a cast per use, so no bf16 value has two consumers whose gradients would need a bf16 add),
+ * the bf16 product (f32 accumulation), cast back to f32. */
+static ts_value matmul_in(ts_graph *g, ts_dtype dt, ts_value a, ts_value b, int ta, int tb) {
+    if (dt == TS_F32) return ts_matmul(g, a, b, ta, tb);
+    return ts_cast(g, ts_matmul(g, ts_cast(g, a, dt), ts_cast(g, b, dt), ta, tb), TS_F32);
+}
+
+ts_value bert_matmul(ts_graph *g, const ts_bert_config *cfg, ts_value a, ts_value b, int trans_a,
+                     int trans_b) {
+    return matmul_in(g, cfg->compute_dtype, a, b, trans_a, trans_b);
+}
+
+static ts_value linear_in(ts_graph *g, ts_dtype dt, const char *name, ts_value x, int in, int out,
+                          float std) {
     char wn[256], bn[256];
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
     ts_value w = ts_param(g, wn, TS_F32, 2, (int64_t[]){out, in}, ts_init_normal(std));
     ts_value b = ts_param(g, bn, TS_F32, 1, (int64_t[]){out}, ts_init_zeros());
-    return ts_add(g, ts_matmul(g, x, w, 0, 1), b);
+    return ts_add(g, matmul_in(g, dt, x, w, 0, 1), b);
+}
+
+ts_value bert_linear(ts_graph *g, const char *name, ts_value x, int in, int out, float std) {
+    return linear_in(g, TS_F32, name, x, in, out, std);
+}
+
+ts_value bert_dense(ts_graph *g, const ts_bert_config *cfg, const char *name, ts_value x, int in, int out) {
+    return linear_in(g, cfg->compute_dtype, name, x, in, out, cfg->initializer_range);
 }
 
 ts_value bert_layer_norm(ts_graph *g, const char *name, ts_value x, int C, float eps) {
@@ -393,19 +422,20 @@ static ts_value split_heads(ts_graph *g, ts_value x, int B, int T, int H, int D)
 static ts_value bert_attention(ts_graph *g, const ts_bert_config *cfg, const char *prefix, ts_value x,
                                ts_value mask, int B, int T) {
     int C = cfg->hidden_size, H = cfg->num_attention_heads, D = C / H;
-    float std = cfg->initializer_range;
     char n[256];
-    ts_value q = bert_linear(g, join(n, prefix, "attention.self.query"), x, C, C, std); /* [B, T, C] */
-    ts_value k = bert_linear(g, join(n, prefix, "attention.self.key"), x, C, C, std);
-    ts_value v = bert_linear(g, join(n, prefix, "attention.self.value"), x, C, C, std);
+    ts_value q = bert_dense(g, cfg, join(n, prefix, "attention.self.query"), x, C, C); /* [B, T, C] */
+    ts_value k = bert_dense(g, cfg, join(n, prefix, "attention.self.key"), x, C, C);
+    ts_value v = bert_dense(g, cfg, join(n, prefix, "attention.self.value"), x, C, C);
     q = split_heads(g, q, B, T, H, D); /* [B, H, T, D] */
     k = split_heads(g, k, B, T, H, D);
     v = split_heads(g, v, B, T, H, D);
-    ts_value scores = ts_scale(g, ts_matmul(g, q, k, 0, 1), 1.f / sqrtf((float)D), 0.f); /* [B, H, T, T] */
+    ts_value scores = ts_scale(g, bert_matmul(g, cfg, q, k, 0, 1), 1.f / sqrtf((float)D), 0.f);
+    /* scores [B, H, T, T] */
     ts_value probs = dropout(g, ts_softmax(g, scores, mask), cfg->attention_probs_dropout_prob);
-    ts_value ctx = ts_transpose(g, ts_matmul(g, probs, v, 0, 0), (int[]){0, 2, 1, 3}); /* [B, T, H, D] */
+    ts_value ctx = ts_transpose(g, bert_matmul(g, cfg, probs, v, 0, 0), (int[]){0, 2, 1, 3});
+    /* ctx [B, T, H, D] */
     ctx = ts_reshape(g, ctx, 3, (int64_t[]){B, T, C});
-    ts_value o = dropout(g, bert_linear(g, join(n, prefix, "attention.output.dense"), ctx, C, C, std),
+    ts_value o = dropout(g, bert_dense(g, cfg, join(n, prefix, "attention.output.dense"), ctx, C, C),
                          cfg->hidden_dropout_prob);
     return bert_layer_norm(g, join(n, prefix, "attention.output.LayerNorm"), ts_add(g, o, x), C,
                            cfg->layer_norm_eps);
@@ -416,11 +446,10 @@ static ts_value bert_attention(ts_graph *g, const ts_bert_config *cfg, const cha
 /* x = LN(dropout(act(h W1^T + b1) W2^T + b2) + h), W1 [F, C], W2 [C, F]. */
 static ts_value bert_ffn(ts_graph *g, const ts_bert_config *cfg, const char *prefix, ts_value h) {
     int C = cfg->hidden_size, F = cfg->intermediate_size;
-    float std = cfg->initializer_range;
     char n[256];
-    ts_value f = bert_linear(g, join(n, prefix, "intermediate.dense"), h, C, F, std); /* [B, T, F] */
+    ts_value f = bert_dense(g, cfg, join(n, prefix, "intermediate.dense"), h, C, F); /* [B, T, F] */
     f = bert_act(g, cfg, f);
-    f = dropout(g, bert_linear(g, join(n, prefix, "output.dense"), f, F, C, std), cfg->hidden_dropout_prob);
+    f = dropout(g, bert_dense(g, cfg, join(n, prefix, "output.dense"), f, F, C), cfg->hidden_dropout_prob);
     return bert_layer_norm(g, join(n, prefix, "output.LayerNorm"), ts_add(g, f, h), C, cfg->layer_norm_eps);
 }
 
@@ -439,20 +468,19 @@ ts_value bert_layer(ts_graph *g, const ts_bert_config *cfg, int layer, ts_value 
 ts_value bert_pooler(ts_graph *g, const ts_bert_config *cfg, ts_value x, int B) {
     int C = cfg->hidden_size;
     ts_value first = ts_reshape(g, ts_slice(g, x, 1, 0, 1), 2, (int64_t[]){B, C}); /* x[:, 0] */
-    return ts_tanh(g, bert_linear(g, "bert.pooler.dense", first, C, C, cfg->initializer_range));
+    return ts_tanh(g, bert_dense(g, cfg, "bert.pooler.dense", first, C, C));
 }
 
 /* ------------------------------------------------------------------ heads */
 
 ts_value bert_mlm_logits(ts_graph *g, const ts_bert_config *cfg, ts_value x) {
     int C = cfg->hidden_size;
-    ts_value t = bert_act(g, cfg, bert_linear(g, "cls.predictions.transform.dense", x, C, C,
-                                              cfg->initializer_range));
+    ts_value t = bert_act(g, cfg, bert_dense(g, cfg, "cls.predictions.transform.dense", x, C, C));
     t = bert_layer_norm(g, "cls.predictions.transform.LayerNorm", t, C, cfg->layer_norm_eps);
     ts_value word = ts_lookup(g, "bert.embeddings.word_embeddings.weight"); /* tied decoder */
     ts_value bias = ts_param(g, "cls.predictions.bias", TS_F32, 1, (int64_t[]){cfg->vocab_size},
                              ts_init_zeros());
-    return ts_add(g, ts_matmul(g, t, word, 0, 1), bias); /* [B, T, V] */
+    return ts_add(g, bert_matmul(g, cfg, t, word, 0, 1), bias); /* [B, T, V] */
 }
 
 static ts_value labels_input(ts_graph *g, const char *name, ts_dtype dt, int B, int T) {
@@ -464,7 +492,7 @@ static void head_pretraining(ts_graph *g, const ts_bert_config *cfg, ts_value x,
                              int T, ts_bert_outputs *o) {
     o->prediction_logits = ts_name(g, bert_mlm_logits(g, cfg, x), "prediction_logits");
     o->seq_relationship_logits = ts_name(
-        g, bert_linear(g, "cls.seq_relationship", pooled, cfg->hidden_size, 2, cfg->initializer_range),
+        g, bert_dense(g, cfg, "cls.seq_relationship", pooled, cfg->hidden_size, 2),
         "seq_relationship_logits"); /* [B, 2] */
     o->labels = labels_input(g, "labels", TS_I32, B, T);
     o->next_sentence_label = labels_input(g, "next_sentence_label", TS_I32, B, 0);
@@ -487,8 +515,7 @@ static void head_seq_classification(ts_graph *g, const ts_bert_config *cfg, ts_v
                                     ts_bert_outputs *o) {
     int L = cfg->num_labels;
     float p = cfg->classifier_dropout >= 0.f ? cfg->classifier_dropout : cfg->hidden_dropout_prob;
-    ts_value logits = bert_linear(g, "classifier", dropout(g, pooled, p), cfg->hidden_size, L,
-                                  cfg->initializer_range);
+    ts_value logits = bert_dense(g, cfg, "classifier", dropout(g, pooled, p), cfg->hidden_size, L);
     o->logits = ts_name(g, logits, "logits");
     if (L == 1) { /* regression: mean((logits[:, 0] - labels)^2) */
         o->labels = labels_input(g, "labels", TS_F32, B, 0);
@@ -504,7 +531,7 @@ static void head_seq_classification(ts_graph *g, const ts_bert_config *cfg, ts_v
  * position T ignored. */
 static void head_question_answering(ts_graph *g, const ts_bert_config *cfg, ts_value x, int B, int T,
                                     ts_bert_outputs *o) {
-    ts_value se = bert_linear(g, "qa_outputs", x, cfg->hidden_size, 2, cfg->initializer_range);
+    ts_value se = bert_dense(g, cfg, "qa_outputs", x, cfg->hidden_size, 2);
     ts_value start = ts_reshape(g, ts_slice(g, se, 2, 0, 1), 2, (int64_t[]){B, T});
     ts_value end = ts_reshape(g, ts_slice(g, se, 2, 1, 2), 2, (int64_t[]){B, T});
     o->start_logits = ts_name(g, start, "start_logits");

@@ -13,7 +13,18 @@
 
 #include "tessera.h"
 
-/* y = x W^T + b: W "<name>.weight" [out, in] ~ normal(std), b "<name>.bias" [out] = 0. */
+/* a b (op(a) op(b) with trans_a / trans_b, as ts_matmul) of f32 values in cfg->compute_dtype:
+ * f32, or for bf16 both operands cast to bf16 (one cast per use), the bf16 matmul (f32
+ * accumulation) and the product cast back to f32. Returns f32. */
+ts_value bert_matmul(ts_graph *g, const ts_bert_config *cfg, ts_value a, ts_value b, int trans_a,
+                     int trans_b);
+
+/* y = x W^T + b: W "<name>.weight" [out, in] ~ normal(cfg->initializer_range), b "<name>.bias"
+ * [out] = 0; the product by bert_matmul (so in cfg->compute_dtype), the bias added in f32. */
+ts_value bert_dense(ts_graph *g, const ts_bert_config *cfg, const char *name, ts_value x, int in,
+                    int out);
+
+/* The same in f32 whatever the config, with an explicit std (for code without a config). */
 ts_value bert_linear(ts_graph *g, const char *name, ts_value x, int in, int out, float std);
 
 /* LayerNorm over the last axis with "<name>.weight" [C] = 1 and "<name>.bias" [C] = 0. */
