@@ -460,6 +460,43 @@ ts_status ts_program_load(ts_program *p, const char *path, int strict, int *nmis
  * (TS_F32, TS_BF16 or TS_F16), with "__metadata__" {"format": "pt"} as Hugging Face expects. */
 ts_status ts_program_save(const ts_program *p, const char *path, ts_dtype dtype);
 
+/* The whole training state, for an exact resume (src/train/run_state.c). A checkpoint is a
+ * directory DIR holding
+ *   model.safetensors  every parameter in f32 (as ts_program_save; loadable by ts_program_load),
+ *   state.safetensors  every persistent non-parameter value by name (optimizer state such as
+ *                      "<param>@MOMENT1", "<param>@STEP"), "__metadata__" {"format":
+ *                      "tessera-train-state-1", "step": the program step, which seeds dropout},
+ *   trainer.json       the caller's JSON (data-loader state, loss scale, host RNG, ...).
+ * Saving is atomic: DIR.tmp-XXXXXX is written, every file and the directory fsynced; then an
+ * existing DIR is renamed to DIR.old, the new one renamed to DIR, the parent fsynced and DIR.old
+ * deleted. A crash at any point leaves a complete DIR, or (between the two renames) no DIR and a
+ * complete DIR.old. Recovery rule: every load / check / listing below takes DIR.old when DIR is
+ * missing; stale DIR.tmp-* directories are never read and are deleted by the next save of DIR and
+ * by ts_checkpoint_rotate. One writer per DIR at a time.
+ * extra_json is NULL ("{}") or valid JSON (TS_ERR_ARG otherwise). */
+ts_status ts_program_save_state(const ts_program *p, const char *dir, const char *extra_json);
+/* Restore parameters (converted to the parameters' dtype), every state value and the program
+ * step from a checkpoint written by ts_program_save_state. Every file is validated first (a
+ * missing, truncated or corrupt file, a missing tensor, a shape or dtype mismatch is an error
+ * naming the file and tensor) and on any error the program is unchanged. Tensors in the files
+ * that the program lacks are ignored. *extra_json_out (when not NULL) receives a malloc'd copy of
+ * trainer.json; free() it. */
+ts_status ts_program_load_state(ts_program *p, const char *dir, char **extra_json_out);
+/* Validate a checkpoint directory without a program: both safetensors files well formed and
+ * complete, trainer.json valid JSON, the step present. TS_OK or the error ts_program_load_state
+ * would report for the files themselves. */
+ts_status ts_checkpoint_check(const char *dir);
+/* Keep the newest `keep` (>= 1) step-numbered checkpoints "<prefix><digits>" (e.g. "ckpt-000100",
+ * ordered by the number) directly under parent_dir and delete the older ones (with their .old
+ * copies; every such directory counts, valid or not), and any stale "<prefix><digits>.tmp-*"
+ * left by interrupted saves, and a DIR.old beside its complete DIR. Other entries are left alone. */
+ts_status ts_checkpoint_rotate(const char *parent_dir, const char *prefix, int keep);
+/* The path ("parent_dir/<prefix><digits>", at most cap bytes with its NUL) of the newest
+ * checkpoint under parent_dir that passes ts_checkpoint_check. A newer one that fails (a file
+ * truncated by a crash or on purpose) is skipped with a line on stderr naming it and the reason,
+ * so a run resumes from the one before. TS_ERR_NOT_FOUND when there is none. */
+ts_status ts_checkpoint_latest(const char *parent_dir, const char *prefix, char *out, size_t cap);
+
 /* ---------------------------------------------------------------- data: batches */
 /* The data readers — BERT pretraining text, text classification files, SQuAD — write batches
  * into caller-provided int32 buffers, row-major (to feed a program, pass ts_tensor_data() of

@@ -1,0 +1,594 @@
+/*
+ * run_state.c — the whole training state of a program in one checkpoint directory, written
+ * atomically, so a killed run resumes exactly where its last complete checkpoint left it:
+ *
+ *   DIR/model.safetensors   every parameter, f32, Hugging Face names (loadable by ts_program_load)
+ *   DIR/state.safetensors   every persistent non-parameter value (TS_V_STATE: optimizer moments,
+ *                           momentum buffers, step counters) by name; "__metadata__" holds the
+ *                           program step (which seeds dropout) as "step"
+ *   DIR/trainer.json        the caller's JSON (data-loader position, loss scale, host RNG, ...)
+ *
+ * Writing: DIR.tmp-XXXXXX is filled, every file and the directory fsynced, then the old DIR (if
+ * any) is renamed to DIR.old, the new one renamed to DIR, the parent fsynced and DIR.old deleted.
+ * A crash at any point leaves a complete DIR, or no DIR but a complete DIR.old (the recovery
+ * rule: a load of DIR falls back to DIR.old when DIR is missing), plus perhaps a stale DIR.tmp-*
+ * that loads ignore and the next save or rotation deletes.
+ *
+ * Also: ts_checkpoint_check (validate without a program), ts_checkpoint_rotate (keep the newest
+ * N step-numbered checkpoints "<prefix><digits>") and ts_checkpoint_latest (the newest valid one).
+ */
+#define _GNU_SOURCE /* nftw */
+#include "io/safetensors.h"
+#include "runtime/program.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MODEL_FILE "model.safetensors"
+#define STATE_FILE "state.safetensors"
+#define TRAINER_FILE "trainer.json"
+#define STATE_FORMAT "tessera-train-state-1"
+
+/* ---------------------------------------------------------------- small file-system helpers */
+
+static char *join(const char *a, const char *b) {
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s/%s", a, b);
+    return s;
+}
+
+static char *cat(const char *a, const char *b) {
+    size_t n = strlen(a) + strlen(b) + 1;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s%s", a, b);
+    return s;
+}
+
+static int is_dir(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int exists(const char *path) {
+    struct stat sb;
+    return lstat(path, &sb) == 0;
+}
+
+static int fsync_path(const char *path, int dir) {
+    int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    if (rc != 0 && (errno == EINVAL || errno == EROFS)) rc = 0; /* file systems without fsync */
+    close(fd);
+    return rc;
+}
+
+/* The directory holding path ("." when it has no slash), malloc'd. */
+static char *parent_of(const char *path) {
+    char *d = ts_strdup(path);
+    size_t n = strlen(d);
+    while (n > 1 && d[n - 1] == '/') d[--n] = 0; /* "a/b/" -> "a/b" */
+    char *slash = strrchr(d, '/');
+    if (!slash) { free(d); return ts_strdup("."); }
+    if (slash == d) slash[1] = 0;
+    else *slash = 0;
+    return d;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+/* Delete a directory tree (no-op when path does not exist). 0 on success. */
+static int rm_tree(const char *path) {
+    if (!exists(path)) return 0;
+    return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Write a whole small file and fsync it. */
+static ts_status write_small(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) return ts_err(TS_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    size_t n = strlen(text), o = 0;
+    while (o < n) {
+        ssize_t w = write(fd, text + o, n - o);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            ts_status s = ts_err(TS_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+            close(fd);
+            return s;
+        }
+        o += (size_t)w;
+    }
+    if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
+        ts_status s = ts_err(TS_ERR_IO, "%s: fsync failed: %s", path, strerror(errno));
+        close(fd);
+        return s;
+    }
+    if (close(fd) != 0) return ts_err(TS_ERR_IO, "%s: close failed: %s", path, strerror(errno));
+    return TS_OK;
+}
+
+/* Read a whole small file (at most 64 MiB) into a NUL-terminated malloc'd string. */
+static ts_status read_small(const char *path, char **out) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return ts_err(TS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    while (b) {
+        size_t got = fread(b + n, 1, cap - n - 1, f);
+        n += got;
+        if (n < cap - 1) break;
+        if (cap >= ((size_t)64 << 20)) { free(b); fclose(f); return ts_err(TS_ERR_IO, "%s: larger than 64 MiB", path); }
+        char *nb = realloc(b, cap * 2);
+        if (!nb) { free(b); b = NULL; break; }
+        b = nb;
+        cap *= 2;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!b) return ts_err(TS_ERR_NOMEM, "%s: out of memory", path);
+    if (err) { free(b); return ts_err(TS_ERR_IO, "%s: read error", path); }
+    b[n] = 0;
+    if (strlen(b) != n) { free(b); return ts_err(TS_ERR_IO, "%s: holds a NUL byte; not JSON", path); }
+    *out = b;
+    return TS_OK;
+}
+
+/* DIR, or DIR.old when DIR is missing (the recovery rule). malloc'd; NULL when neither exists. */
+static char *resolve_dir(const char *dir) {
+    if (is_dir(dir)) return ts_strdup(dir);
+    char *old = cat(dir, ".old");
+    if (old && !exists(dir) && is_dir(old)) return old;
+    free(old);
+    return NULL;
+}
+
+/* Remove stale "<base>.tmp-*" siblings of a checkpoint directory left by an interrupted save. */
+static void remove_stale_tmps(const char *dir) {
+    char *parent = parent_of(dir);
+    const char *base = strrchr(dir, '/');
+    base = base ? base + 1 : dir;
+    char *pat = cat(base, ".tmp-");
+    DIR *d = pat ? opendir(parent) : NULL;
+    if (d) {
+        struct dirent *e;
+        size_t pl = strlen(pat);
+        while ((e = readdir(d)))
+            if (strncmp(e->d_name, pat, pl) == 0) {
+                char *p = join(parent, e->d_name);
+                if (p) rm_tree(p);
+                free(p);
+            }
+        closedir(d);
+    }
+    free(pat);
+    free(parent);
+}
+
+/* ---------------------------------------------------------------- the program's state values */
+
+/* Persistent non-parameter values with a buffer and a name: the ones a checkpoint holds. */
+static int is_saved_state(const ts_program *p, int v) {
+    const ts_val *x = &p->g->vals[v];
+    return x->kind == TS_V_STATE && x->name && p->owned[v] && p->buf[v];
+}
+
+typedef struct state_ctx {
+    const ts_program *p;
+    const int *ids;
+} state_ctx;
+
+static ts_status fill_state(void *c, int i, void *dst) {
+    const state_ctx *sc = c;
+    const ts_val *x = &sc->p->g->vals[sc->ids[i]];
+    return sc->p->be->copy_out(sc->p->be, dst, sc->p->buf[sc->ids[i]], ts_val_bytes(x));
+}
+
+static ts_status save_states(const ts_program *p, const char *path) {
+    int nv = p->g->nvals, n = 0;
+    int *ids = malloc(sizeof(int) * (size_t)(nv + 1));
+    ts_st_out *t = calloc((size_t)nv + 1, sizeof *t);
+    if (!ids || !t) { free(ids); free(t); return ts_err(TS_ERR_NOMEM, "%s: out of memory", path); }
+    for (int v = 0; v < nv; v++)
+        if (is_saved_state(p, v)) {
+            const ts_val *x = &p->g->vals[v];
+            ids[n] = v;
+            t[n++] = (ts_st_out){x->name, x->dtype, x->ndim, x->shape, NULL};
+        }
+    char step[32];
+    snprintf(step, sizeof step, "%" PRIu64, p->step);
+    static const char *const key[] = {"format", "step"};
+    const char *val[] = {STATE_FORMAT, step};
+    state_ctx sc = {p, ids};
+    ts_status s = ts_st_write(path, n, t, 2, key, val, fill_state, &sc);
+    free(ids);
+    free(t);
+    return s;
+}
+
+/* ---------------------------------------------------------------- save */
+
+ts_status ts_program_save_state(const ts_program *p, const char *dir, const char *extra_json) {
+    if (!p || !dir || !*dir)
+        return ts_err(TS_ERR_ARG, "ts_program_save_state: %s is NULL", !p ? "program" : "directory");
+    if (extra_json) {
+        cJSON *j = cJSON_ParseWithOpts(extra_json, NULL, 1);
+        int ok = j != NULL;
+        cJSON_Delete(j);
+        if (!ok) return ts_err(TS_ERR_ARG, "%s: ts_program_save_state: extra_json is not valid JSON", dir);
+    }
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/') dl--; /* "ckpt/" names "ckpt" */
+    char *d = malloc(dl + 1);
+    if (!d) return ts_err(TS_ERR_NOMEM, "ts_program_save_state: out of memory");
+    memcpy(d, dir, dl);
+    d[dl] = 0;
+    remove_stale_tmps(d);
+
+    char *tmp = cat(d, ".tmp-XXXXXX"), *old = cat(d, ".old"), *parent = parent_of(d);
+    char *fm = NULL, *fs = NULL, *ft = NULL;
+    ts_status s = TS_OK;
+    int made = 0;
+    if (!tmp || !old) { s = ts_err(TS_ERR_NOMEM, "ts_program_save_state: out of memory"); goto done; }
+    if (!mkdtemp(tmp)) {
+        s = ts_err(TS_ERR_IO, "%s: cannot create a temporary directory next to it: %s", d, strerror(errno));
+        goto done;
+    }
+    made = 1;
+    chmod(tmp, 0755);
+    fm = join(tmp, MODEL_FILE);
+    fs = join(tmp, STATE_FILE);
+    ft = join(tmp, TRAINER_FILE);
+    if (!fm || !fs || !ft) { s = ts_err(TS_ERR_NOMEM, "ts_program_save_state: out of memory"); goto done; }
+    /* each file is written to a temp name, fsynced and renamed, and the directory fsynced */
+    if ((s = ts_program_save(p, fm, TS_F32))) goto done;
+    if ((s = save_states(p, fs))) goto done;
+    if ((s = write_small(ft, extra_json ? extra_json : "{}"))) goto done;
+    if (fsync_path(tmp, 1) != 0) { s = ts_err(TS_ERR_IO, "%s: cannot fsync: %s", tmp, strerror(errno)); goto done; }
+
+    /* swap into place: DIR -> DIR.old, DIR.tmp -> DIR, then DIR.old goes */
+    if (is_dir(d)) {
+        if (rm_tree(old) != 0) { s = ts_err(TS_ERR_IO, "%s: cannot remove: %s", old, strerror(errno)); goto done; }
+        if (rename(d, old) != 0) { s = ts_err(TS_ERR_IO, "%s: cannot move aside to %s: %s", d, old, strerror(errno)); goto done; }
+    } else if (exists(d)) {
+        s = ts_err(TS_ERR_IO, "%s: exists and is not a directory", d);
+        goto done;
+    }
+    if (rename(tmp, d) != 0) {
+        s = ts_err(TS_ERR_IO, "%s: cannot move the new checkpoint into place: %s", d, strerror(errno));
+        goto done;
+    }
+    made = 0;
+    if (fsync_path(parent, 1) != 0) { s = ts_err(TS_ERR_IO, "%s: cannot fsync: %s", parent, strerror(errno)); goto done; }
+    if (rm_tree(old) != 0) s = ts_err(TS_ERR_IO, "%s: saved, but the previous checkpoint %s could not be removed: %s", d, old, strerror(errno));
+    fsync_path(parent, 1);
+done:
+    if (made) rm_tree(tmp);
+    free(fm);
+    free(fs);
+    free(ft);
+    free(tmp);
+    free(old);
+    free(parent);
+    free(d);
+    return s;
+}
+
+/* ---------------------------------------------------------------- validation and load */
+
+/* An opened checkpoint: both tensor files mapped, the JSON read, the step parsed. */
+typedef struct ckpt {
+    char *dir, *fm, *fs, *ft;
+    ts_safetensors *model, *state;
+    char *json;
+    uint64_t step;
+} ckpt;
+
+static void ckpt_close(ckpt *c) {
+    ts_safetensors_close(c->model);
+    ts_safetensors_close(c->state);
+    free(c->dir);
+    free(c->fm);
+    free(c->fs);
+    free(c->ft);
+    free(c->json);
+    memset(c, 0, sizeof *c);
+}
+
+/* Open and validate the files of a checkpoint on their own (no program). */
+static ts_status ckpt_open(const char *dir, ckpt *c) {
+    memset(c, 0, sizeof *c);
+    c->dir = resolve_dir(dir);
+    if (!c->dir) {
+        if (exists(dir)) return ts_err(TS_ERR_IO, "%s: not a checkpoint directory", dir);
+        return ts_err(TS_ERR_NOT_FOUND, "%s: no such checkpoint (nor %s.old)", dir, dir);
+    }
+    c->fm = join(c->dir, MODEL_FILE);
+    c->fs = join(c->dir, STATE_FILE);
+    c->ft = join(c->dir, TRAINER_FILE);
+    if (!c->fm || !c->fs || !c->ft) { ckpt_close(c); return ts_err(TS_ERR_NOMEM, "%s: out of memory", dir); }
+    ts_status s;
+    if ((s = ts_st_open(c->fm, &c->model)) || (s = ts_st_open(c->fs, &c->state)) || (s = read_small(c->ft, &c->json))) {
+        ckpt_close(c);
+        return s;
+    }
+    cJSON *j = cJSON_ParseWithOpts(c->json, NULL, 1);
+    int ok = j != NULL;
+    cJSON_Delete(j);
+    if (!ok) { s = ts_err(TS_ERR_IO, "%s: not valid JSON (truncated?)", c->ft); ckpt_close(c); return s; }
+    const char *fmt = ts_safetensors_metadata(c->state, "format");
+    const char *step = ts_safetensors_metadata(c->state, "step");
+    if (!fmt || strcmp(fmt, STATE_FORMAT) != 0) {
+        s = ts_err(TS_ERR_IO, "%s: not a tessera training state (metadata \"format\" is %s%s%s, expected \"%s\")",
+                   c->fs, fmt ? "\"" : "", fmt ? fmt : "missing", fmt ? "\"" : "", STATE_FORMAT);
+        ckpt_close(c);
+        return s;
+    }
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = step && *step >= '0' && *step <= '9' ? strtoull(step, &end, 10) : 0;
+    if (!step || !end || *end || errno) {
+        s = ts_err(TS_ERR_IO, "%s: metadata \"step\" is %s, expected a decimal integer", c->fs, step ? step : "missing");
+        ckpt_close(c);
+        return s;
+    }
+    c->step = (uint64_t)v;
+    return TS_OK;
+}
+
+static int is_float(ts_dtype t) { return t == TS_F32 || t == TS_BF16 || t == TS_F16; }
+
+/* *k = the entry of x in st, checked against x (exact shape; dtype equal, or float <-> float
+ * when convert != 0). */
+static ts_status match(const ts_safetensors *st, const ts_val *x, int convert, int *kout) {
+    char b1[160], b2[160];
+    int k = *kout = ts_st_find(st, x->name);
+    if (k < 0) return ts_err(TS_ERR_NOT_FOUND, "%s: tensor '%s' is missing", st->path, x->name);
+    const ts_st_entry *e = &st->e[k];
+    if (e->ndim != x->ndim || memcmp(e->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim) != 0)
+        return ts_err(TS_ERR_SHAPE, "%s: tensor '%s': shape %s in the file, but the program's has shape %s", st->path,
+                      x->name, e->ndim > TS_MAX_DIMS ? "(rank > 8)" : ts_shape_str(e->ndim, e->shape, b1, sizeof b1),
+                      ts_shape_str(x->ndim, x->shape, b2, sizeof b2));
+    if (e->dtype != x->dtype && !(convert && is_float(e->dtype) && is_float(x->dtype)))
+        return ts_err(TS_ERR_DTYPE, "%s: tensor '%s' is %s in the file, but the program's is %s", st->path, x->name,
+                      ts_st_dtype_name(e->st_dtype), ts_dtype_name(x->dtype));
+    return TS_OK;
+}
+
+/* src (dtype from, n elements, maybe unaligned) -> dst in dtype to (both float dtypes). */
+static ts_status convert_to(ts_dtype from, const void *src, ts_dtype to, void *dst, int64_t n) {
+    float *f = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    void *h = malloc(2 * (size_t)(n ? n : 1));
+    if (!f || !h) { free(f); free(h); return ts_err(TS_ERR_NOMEM, "ts_program_load_state: out of memory"); }
+    if (from == TS_F32) memcpy(f, src, 4 * (size_t)n);
+    else {
+        memcpy(h, src, 2 * (size_t)n);
+        if (from == TS_BF16) ts_bf16_to_f32(h, f, (size_t)n);
+        else ts_f16_to_f32(h, f, (size_t)n);
+    }
+    if (to == TS_F32) memcpy(dst, f, 4 * (size_t)n);
+    else if (to == TS_BF16) ts_f32_to_bf16(f, dst, (size_t)n);
+    else ts_f32_to_f16(f, dst, (size_t)n);
+    free(f);
+    free(h);
+    return TS_OK;
+}
+
+ts_status ts_checkpoint_check(const char *dir) {
+    if (!dir) return ts_err(TS_ERR_ARG, "ts_checkpoint_check: directory is NULL");
+    ckpt c;
+    ts_status s = ckpt_open(dir, &c);
+    if (!s) ckpt_close(&c);
+    return s;
+}
+
+ts_status ts_program_load_state(ts_program *p, const char *dir, char **extra_json_out) {
+    if (extra_json_out) *extra_json_out = NULL;
+    if (!p || !dir) return ts_err(TS_ERR_ARG, "ts_program_load_state: %s is NULL", p ? "directory" : "program");
+    ckpt c;
+    ts_status s = ckpt_open(dir, &c);
+    if (s) return s;
+    /* validate everything before the program is touched */
+    int nv = p->g->nvals;
+    int *idx = malloc(sizeof(int) * (size_t)(nv + 1));
+    if (!idx) { ckpt_close(&c); return ts_err(TS_ERR_NOMEM, "ts_program_load_state: out of memory"); }
+    for (int v = 0; v < nv && !s; v++) {
+        idx[v] = -1;
+        const ts_val *x = &p->g->vals[v];
+        if (x->kind == TS_V_PARAM && p->owned[v] && p->buf[v]) s = match(c.model, x, 1, &idx[v]);
+        else if (is_saved_state(p, v)) s = match(c.state, x, 0, &idx[v]);
+    }
+    /* then copy */
+    void *tmp = NULL;
+    for (int v = 0; v < nv && !s; v++) {
+        if (idx[v] < 0) continue;
+        const ts_val *x = &p->g->vals[v];
+        const ts_safetensors *st = x->kind == TS_V_PARAM ? c.model : c.state;
+        const ts_st_entry *e = &st->e[idx[v]];
+        const void *src = ts_st_bytes(st, idx[v]);
+        size_t bytes = ts_val_bytes(x);
+        if (e->dtype != x->dtype) {
+            tmp = malloc(bytes ? bytes : 1);
+            if (!tmp) { s = ts_err(TS_ERR_NOMEM, "%s: tensor '%s': out of memory", st->path, x->name); break; }
+            if ((s = convert_to(e->dtype, src, x->dtype, tmp, ts_val_numel(x)))) break;
+            src = tmp;
+        }
+        s = p->be->copy_in(p->be, p->buf[v], src, bytes);
+        free(tmp);
+        tmp = NULL;
+    }
+    free(tmp);
+    free(idx);
+    if (!s) {
+        p->step = c.step;
+        if (extra_json_out) {
+            *extra_json_out = c.json;
+            c.json = NULL;
+        }
+    }
+    ckpt_close(&c);
+    return s;
+}
+
+/* ---------------------------------------------------------------- rotation and the latest */
+
+typedef struct entry {
+    char *name;
+    uint64_t step;
+} entry;
+
+static int cmp_entry_desc(const void *a, const void *b) {
+    const entry *x = a, *y = b;
+    return x->step < y->step ? 1 : x->step > y->step ? -1 : strcmp(x->name, y->name);
+}
+
+/* Step of "<prefix><digits>" (with old != 0: "<prefix><digits>.old"); -1 when name is not one. */
+static int parse_name(const char *name, const char *prefix, int old, uint64_t *step) {
+    size_t pl = strlen(prefix);
+    if (strncmp(name, prefix, pl) != 0) return -1;
+    const char *s = name + pl;
+    size_t nd = 0;
+    uint64_t v = 0;
+    while (s[nd] >= '0' && s[nd] <= '9') {
+        if (v > (UINT64_MAX - 9) / 10) return -1;
+        v = v * 10 + (uint64_t)(s[nd] - '0');
+        nd++;
+    }
+    if (nd == 0) return -1;
+    if (strcmp(s + nd, old ? ".old" : "") != 0) return -1;
+    *step = v;
+    return 0;
+}
+
+/* The step-numbered checkpoints under parent, newest first. A step whose DIR is missing but
+ * whose DIR.old exists is listed by its DIR name (resolve_dir then finds DIR.old). */
+static ts_status list_ckpts(const char *parent, const char *prefix, entry **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(parent);
+    if (!d) return ts_err(TS_ERR_IO, "%s: cannot open the checkpoint directory: %s", parent, strerror(errno));
+    entry *v = NULL;
+    int cnt = 0, cap = 0;
+    ts_status s = TS_OK;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        uint64_t step;
+        int old = 0;
+        if (parse_name(e->d_name, prefix, 0, &step) != 0) {
+            if (parse_name(e->d_name, prefix, 1, &step) != 0) continue;
+            old = 1;
+        }
+        char *name = ts_strdup(e->d_name);
+        if (old) name[strlen(name) - 4] = 0;
+        int dup = 0;
+        for (int i = 0; i < cnt && !dup; i++) dup = strcmp(v[i].name, name) == 0;
+        if (dup) { free(name); continue; }
+        if (cnt == cap) {
+            cap = cap ? 2 * cap : 16;
+            entry *nv = realloc(v, sizeof *v * (size_t)cap);
+            if (!nv) { free(name); s = ts_err(TS_ERR_NOMEM, "%s: out of memory", parent); break; }
+            v = nv;
+        }
+        v[cnt++] = (entry){name, step};
+    }
+    closedir(d);
+    if (s) {
+        for (int i = 0; i < cnt; i++) free(v[i].name);
+        free(v);
+        return s;
+    }
+    if (cnt) qsort(v, (size_t)cnt, sizeof *v, cmp_entry_desc);
+    *out = v;
+    *n = cnt;
+    return TS_OK;
+}
+
+static void free_list(entry *v, int n) {
+    for (int i = 0; i < n; i++) free(v[i].name);
+    free(v);
+}
+
+ts_status ts_checkpoint_rotate(const char *parent_dir, const char *prefix, int keep) {
+    if (!parent_dir || !prefix || !*prefix)
+        return ts_err(TS_ERR_ARG, "ts_checkpoint_rotate: %s is NULL or empty", !parent_dir ? "parent_dir" : "prefix");
+    if (keep < 1) return ts_err(TS_ERR_ARG, "%s: ts_checkpoint_rotate: keep is %d, must be at least 1", parent_dir, keep);
+    entry *v;
+    int n;
+    ts_status s = list_ckpts(parent_dir, prefix, &v, &n);
+    if (s) return s;
+    for (int i = 0; i < n; i++) {
+        char *path = join(parent_dir, v[i].name);
+        if (!path) { s = ts_err(TS_ERR_NOMEM, "%s: out of memory", parent_dir); break; }
+        char *old = cat(path, ".old");
+        if (!old) { free(path); s = ts_err(TS_ERR_NOMEM, "%s: out of memory", parent_dir); break; }
+        if (i >= keep) {
+            /* the newest copy of this step goes first: a crash leaves at worst an older one */
+            if (rm_tree(path) != 0 || rm_tree(old) != 0)
+                s = ts_err(TS_ERR_IO, "%s: cannot remove an old checkpoint: %s", path, strerror(errno));
+        } else if (is_dir(path) && rm_tree(old) != 0) { /* DIR is complete: DIR.old is left over */
+            s = ts_err(TS_ERR_IO, "%s: cannot remove: %s", old, strerror(errno));
+        }
+        free(old);
+        free(path);
+        if (s) break;
+    }
+    free_list(v, n);
+    if (s) return s;
+    /* temp dirs of interrupted saves, "<prefix><digits>.tmp-*", whether or not the step exists */
+    DIR *d = opendir(parent_dir);
+    if (!d) return ts_err(TS_ERR_IO, "%s: cannot open the checkpoint directory: %s", parent_dir, strerror(errno));
+    struct dirent *e;
+    size_t pl = strlen(prefix);
+    while ((e = readdir(d))) {
+        const char *q = e->d_name;
+        if (strncmp(q, prefix, pl) != 0) continue;
+        q += pl;
+        if (!(*q >= '0' && *q <= '9')) continue;
+        while (*q >= '0' && *q <= '9') q++;
+        if (strncmp(q, ".tmp-", 5) != 0) continue;
+        char *path = join(parent_dir, e->d_name);
+        if (path && rm_tree(path) != 0)
+            s = ts_err(TS_ERR_IO, "%s: cannot remove a stale temporary checkpoint: %s", path, strerror(errno));
+        free(path);
+    }
+    closedir(d);
+    return s;
+}
+
+ts_status ts_checkpoint_latest(const char *parent_dir, const char *prefix, char *out, size_t cap) {
+    if (out && cap) out[0] = 0;
+    if (!parent_dir || !prefix || !*prefix || !out || !cap)
+        return ts_err(TS_ERR_ARG, "ts_checkpoint_latest: NULL or empty argument");
+    entry *v;
+    int n;
+    ts_status s = list_ckpts(parent_dir, prefix, &v, &n);
+    if (s) return s;
+    s = ts_err(TS_ERR_NOT_FOUND, "%s: no valid checkpoint named %s<step>", parent_dir, prefix);
+    for (int i = 0; i < n; i++) {
+        char *path = join(parent_dir, v[i].name);
+        if (!path) { s = ts_err(TS_ERR_NOMEM, "%s: out of memory", parent_dir); break; }
+        ts_status c = ts_checkpoint_check(path);
+        if (c == TS_OK) {
+            if (strlen(path) + 1 > cap) s = ts_err(TS_ERR_ARG, "%s: the path does not fit in %zu bytes", path, cap);
+            else { memcpy(out, path, strlen(path) + 1); s = TS_OK; }
+            free(path);
+            break;
+        }
+        fprintf(stderr, "tessera: skipping checkpoint %s: %s\n", path, ts_last_error());
+        free(path);
+    }
+    if (s == TS_ERR_NOT_FOUND) s = ts_err(TS_ERR_NOT_FOUND, "%s: no valid checkpoint named %s<step>", parent_dir, prefix);
+    free_list(v, n);
+    return s;
+}
