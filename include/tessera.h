@@ -210,11 +210,92 @@ ts_status ts_backward(ts_graph *g, ts_value loss);
 ts_value ts_grad(const ts_graph *g, ts_value param);
 
 /* Append in-place updates of every parameter that has a gradient, run at the end of each step.
- * lr is a scalar f32 value: a ts_scalar constant, or an input fed each step for a schedule.
- * SGD (PyTorch semantics): g += wd * p; m = momentum * m + g; p -= lr * m. */
+ * lr is a scalar f32 value: a ts_scalar constant, an input fed each step, or ts_lr_schedule's.
+ * SGD (PyTorch semantics): g += wd * p; m = momentum * m + g; p -= lr * m. Both are ts_optimizer
+ * (below) with these options and the others at their defaults. */
 ts_status ts_sgd(ts_graph *g, ts_value lr, float momentum, float weight_decay);
 /* AdamW (PyTorch semantics, bias-corrected, decoupled weight decay). */
 ts_status ts_adamw(ts_graph *g, ts_value lr, float beta1, float beta2, float eps, float weight_decay);
+
+/* The optimizers, with every option (ts_sgd and ts_adamw are ts_optimizer with defaults).
+ * Per parameter p with gradient g (after clipping), state zero-initialised and kept across runs:
+ *  SGD   (torch.optim.SGD):   d = g + wd p; with momentum: buf = d on the first step, else
+ *        buf = momentum buf + (1 - dampening) d; d = nesterov ? d + momentum buf : buf;
+ *        p -= lr d.   State "<p>@MOMENTUM" (and "<p>@STEP" when dampening != 0).
+ *  ADAMW (torch.optim.AdamW): t += 1; p *= 1 - lr wd; m = b1 m + (1 - b1) g;
+ *        v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+ *  LAMB  (You et al. 2019, bias-corrected Adam moments as NVIDIA's and pytorch-optimizer's):
+ *        t += 1, m and v as AdamW; r = (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) + wd p;
+ *        trust = ||p|| / ||r|| (1 when either norm is 0, norms over the whole tensor);
+ *        p -= lr trust r.   ADAMW and LAMB state: "<p>@MOMENT1", "<p>@MOMENT2", "<p>@STEP".
+ * Gradient clipping (max_grad_norm > 0, torch.nn.utils.clip_grad_norm_): before any update,
+ * norm = sqrt(sum over every trained parameter of sum(g^2)), and each g is scaled by
+ * min(1, max_norm / (norm + 1e-6)). The norm is the value named "optimizer@GRAD_NORM" (fetch it
+ * to log it).
+ * Weight-decay exclusions: a parameter whose name matches one of no_decay gets wd 0. A pattern
+ * holding * ? or [ is an fnmatch glob on the whole name ("*.bias"); any other is a substring
+ * ("bias", "LayerNorm.weight": Hugging Face's convention). */
+typedef enum ts_optim_kind { TS_OPTIM_SGD = 0, TS_OPTIM_ADAMW, TS_OPTIM_LAMB } ts_optim_kind;
+
+typedef struct ts_optim_opts {
+    ts_optim_kind kind;
+    float weight_decay;           /* >= 0 */
+    float momentum, dampening;    /* SGD: >= 0; dampening <= 1 */
+    int nesterov;                 /* SGD: needs momentum > 0 and dampening 0 (as PyTorch) */
+    float beta1, beta2, eps;      /* ADAMW / LAMB: betas in [0, 1), eps >= 0 */
+    const char *const *no_decay;  /* weight-decay exclusions (may be NULL) */
+    int nno_decay;
+    float max_grad_norm;          /* > 0: clip gradients by global norm; 0: no clipping */
+} ts_optim_opts;
+
+/* PyTorch's defaults for a kind: SGD momentum 0; AdamW betas 0.9 / 0.999, eps 1e-8, wd 0.01;
+ * LAMB betas 0.9 / 0.999, eps 1e-6, wd 0.01; no exclusions, no clipping. An unknown kind gives
+ * an SGD struct with kind left as given (ts_optimizer then refuses it). */
+ts_optim_opts ts_optim_defaults(ts_optim_kind kind);
+
+/* Append the updates of every parameter that has a gradient (once per graph, after
+ * ts_backward), and the clipping ops when asked. lr is a rank-0 f32 value (a constant, a fed
+ * input or ts_lr_schedule's value); a constant lr must be finite and >= 0, a fed or scheduled
+ * one that is not fails the run with TS_ERR_RUNTIME before any parameter changes.
+ * TS_ERR_ARG on an unknown kind, an option out of range, no backward pass, no parameter with a
+ * gradient, or updates already present. */
+ts_status ts_optimizer(ts_graph *g, ts_value lr, const ts_optim_opts *o);
+
+/* SGD with every option: ts_optimizer with kind SGD and these fields (wd exclusions none). */
+typedef struct ts_sgd_opts {
+    float momentum, dampening, weight_decay;
+    int nesterov;
+} ts_sgd_opts;
+ts_status ts_sgd_ex(ts_graph *g, ts_value lr, const ts_sgd_opts *o);
+
+/* Learning-rate schedules computed inside the graph, so the whole step stays one program, as
+ * Hugging Face transformers' get_constant_schedule_with_warmup / get_linear_schedule_with_warmup
+ * / get_cosine_schedule_with_warmup / get_polynomial_decay_schedule_with_warmup (with
+ * torch's LambdaLR: the lr of step t, 0-based, is lr * lambda(t), as when scheduler.step() follows
+ * optimizer.step()). W = warmup_steps, T = total_steps:
+ *   t < W:        lambda = t / max(1, W)                          (every kind)
+ *   CONSTANT:     1
+ *   LINEAR:       max(0, (T - t) / max(1, T - W))
+ *   COSINE:       max(0, (1 + cos(2 pi cycles (t - W) / max(1, T - W))) / 2)
+ *   POLYNOMIAL:   t > T: lr_end / lr;  else ((lr - lr_end) (1 - (t - W) / (T - W))^power + lr_end) / lr
+ * t is a rank-0 f32 state value named "lr_schedule@STEP" (zero-initialised; save and restore it
+ * with the program to resume), advanced by one at the end of each run, after the optimizer's
+ * updates. One schedule per graph. */
+typedef enum ts_lr_kind { TS_LR_CONSTANT = 0, TS_LR_LINEAR, TS_LR_COSINE, TS_LR_POLYNOMIAL } ts_lr_kind;
+
+typedef struct ts_lr_schedule_opts {
+    ts_lr_kind kind;
+    float lr;              /* the peak (base) learning rate, finite and >= 0 */
+    int64_t warmup_steps;  /* >= 0 */
+    int64_t total_steps;   /* >= 0; POLYNOMIAL needs total_steps > warmup_steps */
+    float lr_end;          /* POLYNOMIAL: final lr, < lr (Hugging Face's default is 1e-7) */
+    float power;           /* POLYNOMIAL: exponent, > 0; 0 means 1 (linear) */
+    float num_cycles;      /* COSINE: cosine waves over the decay, >= 0; 0 means 0.5 (half) */
+} ts_lr_schedule_opts;
+
+/* The scheduled lr as a rank-0 f32 value (pass it to ts_optimizer / ts_sgd / ts_adamw), or
+ * TS_NONE after recording TS_ERR_ARG for a bad option or a second schedule in the graph. */
+ts_value ts_lr_schedule(ts_graph *g, const ts_lr_schedule_opts *o);
 
 /* ---------------------------------------------------------------- programs */
 

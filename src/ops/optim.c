@@ -1,24 +1,60 @@
 /*
- * optim.c — optimizer updates as graph ops, run at the end of the compiled step. They have no
- * outputs: they write the parameter and their state in place through the input pointers, so they
- * are flagged TS_OPF_SIDE_EFFECT (kept by dead-code elimination, dropped for inference).
- * src/train/optimizer.c appends one per trained parameter.
+ * optim.c — the optimizer step as graph ops: parameter updates, gradient clipping by global norm,
+ * and the learning-rate schedule. The updates have no outputs: they write the parameter and
+ * their state in place through the input pointers, so they are flagged TS_OPF_SIDE_EFFECT (kept
+ * by dead-code elimination, dropped for inference). src/train/optimizer.c appends one update per
+ * trained parameter; src/train/schedule.c appends the schedule.
  *
- *   sgd_update(param, grad, lr [], momentum_buffer or absent)   (PyTorch SGD)
- *     d = grad + wd param; if momentum != 0: buf = momentum buf + d, d = buf; param -= lr d
- *     attrs f[0] = momentum, f[1] = weight_decay. momentum != 0 needs the buffer.
- *   adamw_update(param, grad, lr [], m, v, t [])                 (PyTorch AdamW)
- *     t += 1; param *= 1 - lr wd; m = b1 m + (1 - b1) grad; v = b2 v + (1 - b2) grad^2;
- *     param -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+ * Every tensor is f32; lr, clip, t and the schedule counter are rank-0 f32 (t counts the steps a
+ * parameter has taken, starting from 0). Below, g is the gradient times the clip coefficient when
+ * a clip input is given (torch.nn.utils.clip_grad_norm_ scales the .grad in place), else the
+ * gradient. An lr that is negative or not finite fails the run (TS_ERR_RUNTIME) before anything
+ * is written. None of these ops is differentiable: grad rules are NULL.
+ *
+ *   sgd_update(param, grad, lr, momentum_buffer?, t?, clip?)                  (PyTorch SGD)
+ *     d = g + wd p
+ *     if momentum != 0: buf = d on the first step (t == 0, or always when there is no t: with
+ *                       dampening 0 the two agree since buf starts at 0),
+ *                       else buf = momentum buf + (1 - dampening) d;
+ *                       d = nesterov ? d + momentum buf : buf
+ *     p -= lr d
+ *     attrs f[0] = momentum, f[1] = weight_decay, f[2] = dampening, i[0] = nesterov.
+ *     momentum != 0 needs the buffer; dampening != 0 needs t.
+ *   adamw_update(param, grad, lr, m, v, t, clip?)                             (PyTorch AdamW)
+ *     t += 1; p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+ *     p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
  *     attrs f[0] = beta1, f[1] = beta2, f[2] = eps, f[3] = weight_decay.
- * Every tensor is f32; lr and t are rank-0 f32 (t counts the steps taken, starting from 0).
- * Neither op is differentiable: grad rules are NULL.
+ *   lamb_update(param, grad, lr, m, v, t, clip?)                              (LAMB, You et al.)
+ *     t += 1; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+ *     r = (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) + wd p;
+ *     trust = ||p|| / ||r|| when both norms are > 0, else 1;  p -= (lr trust) r
+ *     (norms over the whole parameter tensor, taken before the update). attrs as adamw_update.
+ *   grad_sumsq(acc?, g1, ..., gk) -> s []      s = acc + sum over i of sum(gi^2)
+ *     attrs i[0] = 1 when in[0] is the accumulator acc. Chains of these sum over any number of
+ *     gradients (a node takes at most TS_MAX_IN inputs).
+ *   clip_coef(s) -> coef [], norm []            norm = sqrt(s);
+ *     coef = min(1, max_norm / (norm + 1e-6))   (torch.nn.utils.clip_grad_norm_, L2)
+ *     attrs f[0] = max_norm.
+ *   lr_schedule(counter) -> lr []               lr = base_lr * lambda(step), step = counter,
+ *     with lambda as Hugging Face transformers' schedules (W warm-up steps, T total steps):
+ *       step < W (any kind):       step / max(1, W)
+ *       constant:                  1
+ *       linear:                    max(0, (T - step) / max(1, T - W))
+ *       cosine:                    progress = (step - W) / max(1, T - W);
+ *                                  max(0, 0.5 (1 + cos(pi * cycles * 2 * progress)))
+ *       polynomial:                step > T: lr_end / base_lr; else
+ *                                  ((base_lr - lr_end) (1 - (step - W) / (T - W))^power + lr_end) / base_lr
+ *     attrs i[0] = kind (TS_LR_*), i[1] = W, i[2] = T; f[0] = base_lr, f[1] = lr_end,
+ *     f[2] = power, f[3] = cycles.
+ *   step_count(counter)                         counter += 1 (a side effect at the end of a step)
  */
 #include "ops/op.h"
 
 #include <math.h>
 
 #define VS(g, v) ts_val_str(g, v, (char[256]){0}, 256)
+
+static int has_in(const ts_node *n, int k) { return n->nin > k && n->in[k] >= 0; }
 
 /* Input k is f32 with the shape of the parameter (input 0); what names it in messages. */
 static ts_status need_like_param(const ts_graph *g, const ts_node *n, int k, const char *what) {
@@ -39,42 +75,60 @@ static ts_status need_scalar(const ts_graph *g, const ts_node *n, int k, const c
     return TS_OK;
 }
 
-/* param f32, grad like param, lr rank-0 f32. */
-static ts_status check_common(const ts_graph *g, const ts_node *n) {
+/* param f32, grad like param, lr rank-0 f32, and input clip_at (if present) rank-0 f32. */
+static ts_status check_common(const ts_graph *g, const ts_node *n, int clip_at) {
     const ts_val *p = &g->vals[n->in[0]];
     if (p->dtype != TS_F32)
         return ts_err(TS_ERR_DTYPE, "op %s: parameter %s has dtype %s; updates take f32",
                       ts_op_get(n->op)->name, VS(g, n->in[0]), ts_dtype_name(p->dtype));
     ts_status s = need_like_param(g, n, 1, "gradient");
-    return s ? s : need_scalar(g, n, 2, "learning rate");
+    if (!s) s = need_scalar(g, n, 2, "learning rate");
+    if (!s && has_in(n, clip_at)) s = need_scalar(g, n, clip_at, "clip coefficient");
+    return s;
+}
+
+/* The run-time lr check shared by the updates: finite and >= 0, else nothing is written. */
+static ts_status check_lr(const ts_kargs *k, float lr) {
+    if (lr >= 0.f && isfinite(lr)) return TS_OK;
+    return ts_err(TS_ERR_RUNTIME, "op %s: learning rate %g for parameter %s must be finite and >= 0",
+                  ts_op_get(k->node->op)->name, (double)lr, VS(k->g, k->node->in[0]));
+}
+
+static float clip_of(const ts_kargs *k, int at) {
+    return has_in(k->node, at) ? *(const float *)k->in[at] : 1.f;
 }
 
 /* ------------------------------------------------------------------ sgd_update */
 
 static ts_status infer_sgd(ts_graph *g, ts_node *n) {
-    ts_status s = check_common(g, n);
+    ts_status s = check_common(g, n, 5);
+    if (!s && has_in(n, 3)) s = need_like_param(g, n, 3, "momentum buffer");
+    if (!s && has_in(n, 4)) s = need_scalar(g, n, 4, "step counter");
     if (s) return s;
-    int has_buf = n->nin > 3 && n->in[3] >= 0;
-    if (has_buf) return need_like_param(g, n, 3, "momentum buffer");
-    if (n->attr.f[0] != 0.f)
+    if (n->attr.f[0] != 0.f && !has_in(n, 3))
         return ts_err(TS_ERR_ARG, "op sgd_update: momentum %g for parameter %s needs a momentum buffer",
                       (double)n->attr.f[0], VS(g, n->in[0]));
+    if (n->attr.f[0] != 0.f && n->attr.f[2] != 0.f && !has_in(n, 4))
+        return ts_err(TS_ERR_ARG, "op sgd_update: dampening %g for parameter %s needs a step counter",
+                      (double)n->attr.f[2], VS(g, n->in[0]));
     return TS_OK;
 }
 
-/* d = grad + wd p; with a buffer: buf = momentum buf + d, d = buf; p -= lr d. */
+/* One SGD step over n elements (the math is in the comment at the top). first: buf = d. */
 __attribute__((target_clones("avx512f", "default")))
-static void sgd_f32(float *p, const float *gr, float *buf, int64_t n, float lr, float mom, float wd) {
+static void sgd_f32(float *p, const float *gr, float *buf, int64_t n, float lr, float clip, float mom,
+                    float wd, float damp1, int nesterov, int first) {
     if (buf) {
 #pragma omp parallel for simd schedule(static) if (n > 32768)
         for (int64_t i = 0; i < n; i++) {
-            float b = mom * buf[i] + (gr[i] + wd * p[i]);
+            float d = gr[i] * clip + wd * p[i];
+            float b = first ? d : mom * buf[i] + damp1 * d;
             buf[i] = b;
-            p[i] -= lr * b;
+            p[i] -= lr * (nesterov ? d + mom * b : b);
         }
     } else {
 #pragma omp parallel for simd schedule(static) if (n > 32768)
-        for (int64_t i = 0; i < n; i++) p[i] -= lr * (gr[i] + wd * p[i]);
+        for (int64_t i = 0; i < n; i++) p[i] -= lr * (gr[i] * clip + wd * p[i]);
     }
 }
 
@@ -82,17 +136,23 @@ static ts_status sgd_kernel(const ts_kargs *k) {
     const ts_node *n = k->node;
     int64_t cnt = ts_val_numel(&k->g->vals[n->in[0]]);
     float lr = *(const float *)k->in[2];
-    sgd_f32(k->in[0], k->in[1], n->nin > 3 ? k->in[3] : NULL, cnt, lr, n->attr.f[0], n->attr.f[1]);
+    ts_status s = check_lr(k, lr);
+    if (s) return s;
+    float *buf = has_in(n, 3) ? k->in[3] : NULL, *t = has_in(n, 4) ? k->in[4] : NULL;
+    int first = t ? *t == 0.f : 0;
+    sgd_f32(k->in[0], k->in[1], buf, cnt, lr, clip_of(k, 5), n->attr.f[0], n->attr.f[1],
+            (float)(1.0 - (double)n->attr.f[2]), (int)n->attr.i[0], first);
+    if (t) *t += 1.f;
     return TS_OK;
 }
 
-const ts_op_def ts_opdef_sgd_update = {"sgd_update", 3, 4, 0, TS_OPF_SIDE_EFFECT, infer_sgd, NULL,
+const ts_op_def ts_opdef_sgd_update = {"sgd_update", 3, 6, 0, TS_OPF_SIDE_EFFECT, infer_sgd, NULL,
                                        sgd_kernel, NULL};
 
-/* ------------------------------------------------------------------ adamw_update */
+/* ------------------------------------------------------------------ adamw_update, lamb_update */
 
-static ts_status infer_adamw(ts_graph *g, ts_node *n) {
-    ts_status s = check_common(g, n);
+static ts_status infer_adam_like(ts_graph *g, ts_node *n) {
+    ts_status s = check_common(g, n, 6);
     if (!s) s = need_like_param(g, n, 3, "first moment");
     if (!s) s = need_like_param(g, n, 4, "second moment");
     if (!s) s = need_scalar(g, n, 5, "step counter");
@@ -102,11 +162,11 @@ static ts_status infer_adamw(ts_graph *g, ts_node *n) {
 /* p = p decay - step_size m / (sqrt(v) / bc2_sqrt + eps) after the moment updates, with
  * decay = 1 - lr wd, step_size = lr / (1 - b1^t), bc2_sqrt = sqrt(1 - b2^t). */
 __attribute__((target_clones("avx512f", "default")))
-static void adamw_f32(float *p, const float *gr, float *m, float *v, int64_t n, float decay,
+static void adamw_f32(float *p, const float *gr, float *m, float *v, int64_t n, float clip, float decay,
                       float b1, float b2, float step_size, float bc2_sqrt, float eps) {
 #pragma omp parallel for simd schedule(static) if (n > 32768)
     for (int64_t i = 0; i < n; i++) {
-        float g = gr[i];
+        float g = gr[i] * clip;
         float mi = b1 * m[i] + (1.f - b1) * g;
         float vi = b2 * v[i] + (1.f - b2) * g * g;
         m[i] = mi;
@@ -119,14 +179,187 @@ static ts_status adamw_kernel(const ts_kargs *k) {
     const ts_node *n = k->node;
     int64_t cnt = ts_val_numel(&k->g->vals[n->in[0]]);
     float lr = *(const float *)k->in[2];
+    ts_status s = check_lr(k, lr);
+    if (s) return s;
     float *t = k->in[5];
     float b1 = n->attr.f[0], b2 = n->attr.f[1], eps = n->attr.f[2], wd = n->attr.f[3];
     *t += 1.f;
     double bc1 = 1.0 - pow((double)b1, (double)*t), bc2 = 1.0 - pow((double)b2, (double)*t);
-    adamw_f32(k->in[0], k->in[1], k->in[3], k->in[4], cnt, 1.f - lr * wd, b1, b2,
+    adamw_f32(k->in[0], k->in[1], k->in[3], k->in[4], cnt, clip_of(k, 6), 1.f - lr * wd, b1, b2,
               (float)((double)lr / bc1), (float)sqrt(bc2), eps);
     return TS_OK;
 }
 
-const ts_op_def ts_opdef_adamw_update = {"adamw_update", 6, 6, 0, TS_OPF_SIDE_EFFECT, infer_adamw,
+const ts_op_def ts_opdef_adamw_update = {"adamw_update", 6, 7, 0, TS_OPF_SIDE_EFFECT, infer_adam_like,
                                          NULL, adamw_kernel, NULL};
+
+/* LAMB's direction r for one element, from the updated moments (same arithmetic in both passes). */
+static inline float lamb_r(float m, float v, float p, float bc1, float bc2, float eps, float wd) {
+    return (m / bc1) / (sqrtf(v / bc2) + eps) + wd * p;
+}
+
+/* Pass 1: update the moments, return ||p||^2 and ||r||^2 (double sums). */
+__attribute__((target_clones("avx512f", "default")))
+static void lamb_moments(const float *p, const float *gr, float *m, float *v, int64_t n, float clip,
+                         float b1, float b2, float bc1, float bc2, float eps, float wd, double *pp,
+                         double *rr) {
+    double sp = 0, sr = 0;
+#pragma omp parallel for simd schedule(static) reduction(+ : sp, sr) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) {
+        float g = gr[i] * clip;
+        float mi = b1 * m[i] + (1.f - b1) * g;
+        float vi = b2 * v[i] + (1.f - b2) * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        float r = lamb_r(mi, vi, p[i], bc1, bc2, eps, wd);
+        sp += (double)p[i] * p[i];
+        sr += (double)r * r;
+    }
+    *pp = sp;
+    *rr = sr;
+}
+
+/* Pass 2: p -= step r. */
+__attribute__((target_clones("avx512f", "default")))
+static void lamb_apply(float *p, const float *m, const float *v, int64_t n, float bc1, float bc2,
+                       float eps, float wd, float step) {
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) p[i] -= step * lamb_r(m[i], v[i], p[i], bc1, bc2, eps, wd);
+}
+
+static ts_status lamb_kernel(const ts_kargs *k) {
+    const ts_node *n = k->node;
+    int64_t cnt = ts_val_numel(&k->g->vals[n->in[0]]);
+    float lr = *(const float *)k->in[2];
+    ts_status s = check_lr(k, lr);
+    if (s) return s;
+    float *t = k->in[5];
+    float b1 = n->attr.f[0], b2 = n->attr.f[1], eps = n->attr.f[2], wd = n->attr.f[3];
+    *t += 1.f;
+    float bc1 = (float)(1.0 - pow((double)b1, (double)*t)), bc2 = (float)(1.0 - pow((double)b2, (double)*t));
+    double pp, rr;
+    lamb_moments(k->in[0], k->in[1], k->in[3], k->in[4], cnt, clip_of(k, 6), b1, b2, bc1, bc2, eps,
+                 wd, &pp, &rr);
+    float pn = (float)sqrt(pp), rn = (float)sqrt(rr);
+    float trust = pn > 0.f && rn > 0.f ? pn / rn : 1.f;
+    lamb_apply(k->in[0], k->in[3], k->in[4], cnt, bc1, bc2, eps, wd, lr * trust);
+    return TS_OK;
+}
+
+const ts_op_def ts_opdef_lamb_update = {"lamb_update", 6, 7, 0, TS_OPF_SIDE_EFFECT, infer_adam_like,
+                                        NULL, lamb_kernel, NULL};
+
+/* ------------------------------------------------------------------ grad_sumsq, clip_coef */
+
+static void set_scalar_out(ts_graph *g, const ts_node *n, int k) {
+    ts_val *o = &g->vals[n->out[k]];
+    o->dtype = TS_F32;
+    o->ndim = 0;
+}
+
+static ts_status infer_sumsq(ts_graph *g, ts_node *n) {
+    int acc = n->attr.i[0] != 0;
+    if (acc) {
+        ts_status s = need_scalar(g, n, 0, "accumulator");
+        if (s) return s;
+    }
+    if (n->nin <= acc) return ts_err(TS_ERR_ARG, "op grad_sumsq: no gradient given");
+    for (int j = acc; j < n->nin; j++) {
+        if (n->in[j] < 0) return ts_err(TS_ERR_ARG, "op grad_sumsq: input %d is absent", j);
+        if (g->vals[n->in[j]].dtype != TS_F32)
+            return ts_err(TS_ERR_DTYPE, "op grad_sumsq: gradient %s must be f32", VS(g, n->in[j]));
+    }
+    set_scalar_out(g, n, 0);
+    return TS_OK;
+}
+
+static ts_status sumsq_kernel(const ts_kargs *k) {
+    const ts_node *n = k->node;
+    int acc = n->attr.i[0] != 0;
+    double s = acc ? *(const float *)k->in[0] : 0.0;
+    for (int j = acc; j < n->nin; j++) {
+        const float *x = k->in[j];
+        int64_t cnt = ts_val_numel(&k->g->vals[n->in[j]]);
+        double sj = 0;
+#pragma omp parallel for simd schedule(static) reduction(+ : sj) if (cnt > 32768)
+        for (int64_t i = 0; i < cnt; i++) sj += (double)x[i] * x[i];
+        s += sj;
+    }
+    *(float *)k->out[0] = (float)s;
+    return TS_OK;
+}
+
+const ts_op_def ts_opdef_grad_sumsq = {"grad_sumsq", 1, TS_MAX_IN, 1, 0, infer_sumsq, NULL,
+                                       sumsq_kernel, NULL};
+
+static ts_status infer_clip(ts_graph *g, ts_node *n) {
+    ts_status s = need_scalar(g, n, 0, "sum of squares");
+    if (s) return s;
+    if (!(n->attr.f[0] > 0.f) || isinf(n->attr.f[0]))
+        return ts_err(TS_ERR_ARG, "op clip_coef: max_norm %g must be finite and > 0", (double)n->attr.f[0]);
+    set_scalar_out(g, n, 0);
+    set_scalar_out(g, n, 1);
+    return TS_OK;
+}
+
+static ts_status clip_kernel(const ts_kargs *k) {
+    float norm = sqrtf(*(const float *)k->in[0]);
+    float coef = k->node->attr.f[0] / (norm + 1e-6f);
+    *(float *)k->out[0] = coef < 1.f ? coef : 1.f; /* a NaN norm gives a NaN coefficient, as torch */
+    *(float *)k->out[1] = norm;
+    return TS_OK;
+}
+
+const ts_op_def ts_opdef_clip_coef = {"clip_coef", 1, 1, 2, 0, infer_clip, NULL, clip_kernel, NULL};
+
+/* ------------------------------------------------------------------ lr_schedule, step_count */
+
+static ts_status infer_lr_schedule(ts_graph *g, ts_node *n) {
+    ts_status s = need_scalar(g, n, 0, "step counter");
+    if (s) return s;
+    if (n->attr.i[0] < TS_LR_CONSTANT || n->attr.i[0] > TS_LR_POLYNOMIAL)
+        return ts_err(TS_ERR_ARG, "op lr_schedule: unknown schedule kind %lld", (long long)n->attr.i[0]);
+    set_scalar_out(g, n, 0);
+    return TS_OK;
+}
+
+/* lambda(step) of the comment at the top. */
+static double lr_lambda(const ts_attrs *a, double step) {
+    double W = (double)a->i[1], T = (double)a->i[2], lr0 = a->f[0], lr_end = a->f[1];
+    if (step < W) return step / fmax(1.0, W);
+    switch ((int)a->i[0]) {
+    case TS_LR_LINEAR: return fmax(0.0, (T - step) / fmax(1.0, T - W));
+    case TS_LR_COSINE: {
+        double progress = (step - W) / fmax(1.0, T - W);
+        return fmax(0.0, 0.5 * (1.0 + cos(M_PI * (double)a->f[3] * 2.0 * progress)));
+    }
+    case TS_LR_POLYNOMIAL:
+        if (step > T) return lr_end / lr0;
+        return ((lr0 - lr_end) * pow(1.0 - (step - W) / (T - W), (double)a->f[2]) + lr_end) / lr0;
+    default: return 1.0;
+    }
+}
+
+static ts_status lr_schedule_kernel(const ts_kargs *k) {
+    const ts_attrs *a = &k->node->attr;
+    *(float *)k->out[0] = (float)((double)a->f[0] * lr_lambda(a, *(const float *)k->in[0]));
+    return TS_OK;
+}
+
+const ts_op_def ts_opdef_lr_schedule = {"lr_schedule", 1, 1, 1, 0, infer_lr_schedule, NULL,
+                                        lr_schedule_kernel, NULL};
+
+static ts_status infer_step_count(ts_graph *g, ts_node *n) {
+    ts_status s = need_scalar(g, n, 0, "counter");
+    if (!s && g->vals[n->in[0]].kind != TS_V_STATE)
+        s = ts_err(TS_ERR_ARG, "op step_count: counter %s must be a state value", VS(g, n->in[0]));
+    return s;
+}
+
+static ts_status step_count_kernel(const ts_kargs *k) {
+    *(float *)k->in[0] += 1.f;
+    return TS_OK;
+}
+
+const ts_op_def ts_opdef_step_count = {"step_count", 1, 1, 0, TS_OPF_SIDE_EFFECT, infer_step_count,
+                                       NULL, step_count_kernel, NULL};
