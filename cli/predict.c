@@ -1,0 +1,170 @@
+/*
+ * predict.c — `tessera predict`: classify texts with a fine-tuned model directory. Each --text,
+ * or else each line of stdin, gives one output line: label<TAB>probability<TAB>the text's first
+ * 60 characters.
+ *
+ *   tessera predict --model DIR [--text "..."]... [--batch N] < lines
+ */
+#include <math.h>
+#include <stdint.h>
+
+#include "cli.h"
+#include "train_common.h"
+
+static const char *USAGE =
+    "usage: tessera predict --model DIR [--text TEXT...] [options] [< lines]\n"
+    "  Classifies each TEXT (or, without --text, each line of stdin) with the model in DIR (from\n"
+    "  tessera finetune) and prints label<TAB>probability<TAB>the text's first 60 characters.\n"
+    "  --batch N     texts per forward pass (default 8)\n"
+    "  --threads N   CPU threads (default: all)\n"
+    "  --config FILE a JSON object of the options above (flags override it)\n";
+
+#define PREFIX_CHARS 60
+
+typedef struct predictor {
+    ts_program *p;
+    const ts_tokenizer *tok;
+    const ts_model_meta *meta;
+    int batch, seq, n;
+    char **texts; /* the pending batch */
+    ts_batch_buf bb;
+} predictor;
+
+/* Print the first PREFIX_CHARS characters of s (whole UTF-8 sequences), tabs as spaces. */
+static void print_prefix(const char *s) {
+    int chars = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p & 0xC0) != 0x80 && ++chars > PREFIX_CHARS) {
+            fputs("...", stdout);
+            break;
+        }
+        putchar(*p == '\t' || *p == '\r' ? ' ' : *p);
+    }
+}
+
+static int flush_batch(predictor *pr) {
+    if (!pr->n) return 0;
+    ts_batch *b = &pr->bb.b;
+    int T = pr->seq;
+    for (int i = 0; i < pr->batch; i++) {
+        int32_t *ids = b->input_ids + (size_t)i * T, *types = b->token_type_ids + (size_t)i * T;
+        int32_t *mask = b->attention_mask + (size_t)i * T;
+        if (i < pr->n) {
+            if (ts_encode(pr->tok, pr->texts[i], NULL, T, ids, types, mask, NULL) != TS_OK) goto fail;
+        } else {
+            for (int t = 0; t < T; t++) ids[t] = 0, types[t] = 0, mask[t] = t == 0; /* padding row */
+        }
+    }
+    ts_tensor *logits = NULL;
+    if (ts_batch_buf_feed(&pr->bb, pr->p, 0) || ts_program_run(pr->p) || ts_program_fetch(pr->p, "logits", &logits))
+        goto fail;
+    const float *lg = ts_tensor_data(logits);
+    int c = (int)ts_tensor_shape(logits)[1];
+    for (int i = 0; i < pr->n; i++) {
+        const float *r = lg + (size_t)i * c;
+        int best = 0;
+        for (int j = 1; j < c; j++)
+            if (r[j] > r[best]) best = j;
+        double z = 0;
+        for (int j = 0; j < c; j++) z += exp((double)(r[j] - r[best]));
+        const char *name = best < pr->meta->nlabels && pr->meta->labels[best] ? pr->meta->labels[best] : "?";
+        printf("%s\t%.4f\t", name, 1.0 / z);
+        print_prefix(pr->texts[i]);
+        putchar('\n');
+        free(pr->texts[i]);
+    }
+    ts_tensor_free(logits);
+    pr->n = 0;
+    return 0;
+fail:
+    fprintf(stderr, "tessera predict: %s\n", ts_last_error());
+    return 1;
+}
+
+static int add_text(predictor *pr, const char *text) {
+    if (!(pr->texts[pr->n] = strdup(text))) {
+        fprintf(stderr, "tessera predict: out of memory\n");
+        return 1;
+    }
+    return ++pr->n == pr->batch ? flush_batch(pr) : 0;
+}
+
+int ts_cli_predict(int argc, char **argv) {
+    const char *model = NULL;
+    ts_strlist texts = {0};
+    int batch = 8, threads = 0;
+    const ts_opt opts[] = {
+        {"model", OPT_STR, &model, 0}, {"text", OPT_LIST, &texts, 0},
+        {"batch", OPT_INT, &batch, 1}, {"threads", OPT_INT, &threads, 0},
+    };
+    ts_optset os;
+    int rc = ts_opts_parse(&os, "predict", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    if (rc != 1) goto done_opts;
+    rc = 2;
+    if (!model) {
+        fprintf(stderr, "tessera predict: --model DIR is required\n(tessera predict --help shows the usage)\n");
+        goto done_opts;
+    }
+    ts_bert_config cfg;
+    ts_model_meta meta;
+    ts_tokenizer *tok = ts_model_dir_open("predict", model, &cfg, &meta);
+    if (!tok) goto done_opts;
+    predictor pr = {.tok = tok, .meta = &meta, .batch = batch, .seq = meta.max_len};
+    if (meta.nlabels < 1 || cfg.head != TS_BERT_SEQ_CLASSIFICATION) {
+        fprintf(stderr, "tessera predict: %s is not a sequence classifier (no id2label; run tessera finetune)\n", model);
+        goto done;
+    }
+    rc = 1;
+    pr.texts = calloc((size_t)batch, sizeof *pr.texts);
+    if (!pr.texts || !ts_batch_buf_init(&pr.bb, batch, pr.seq, 0)) {
+        fprintf(stderr, "tessera predict: out of memory\n");
+        goto done;
+    }
+    if (ts_bert_programs("predict", &cfg, TS_BERT_SEQ_CLASSIFICATION, batch, pr.seq, 0, threads, 0, 0, NULL, 0, NULL,
+                         (const char *[]){"logits"}, 1, &pr.p))
+        goto done;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors", model);
+    if (ts_program_load(pr.p, path, 1, NULL) != TS_OK) {
+        fprintf(stderr, "tessera predict: %s\n", ts_last_error());
+        goto done;
+    }
+    if (texts.n) {
+        for (int i = 0; i < texts.n; i++)
+            if (add_text(&pr, texts.v[i])) goto done;
+    } else {
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t len;
+        while ((len = getline(&line, &cap, stdin)) >= 0) {
+            if (len && line[len - 1] == '\n') line[--len] = 0;
+            if (len && line[len - 1] == '\r') line[--len] = 0;
+            if (add_text(&pr, line)) {
+                free(line);
+                goto done;
+            }
+        }
+        free(line);
+        if (ferror(stdin)) {
+            fprintf(stderr, "tessera predict: reading stdin: %s\n", strerror(errno));
+            goto done;
+        }
+    }
+    if (flush_batch(&pr)) goto done;
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "tessera predict: writing stdout: %s\n", strerror(errno));
+        goto done;
+    }
+    rc = 0;
+done:
+    if (pr.texts)
+        for (int i = 0; i < pr.n; i++) free(pr.texts[i]);
+    free(pr.texts);
+    ts_batch_buf_free(&pr.bb);
+    ts_program_free(pr.p);
+    ts_tokenizer_free(tok);
+    ts_model_meta_free(&meta);
+done_opts:
+    ts_opts_free(&os);
+    return rc;
+}

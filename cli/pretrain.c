@@ -1,0 +1,392 @@
+/*
+ * pretrain.c — `tessera pretrain`: pretrain a BERT (BertForPreTraining: masked LM + next
+ * sentence prediction) from scratch on plain-text files, with the data pipeline's examples
+ * (src/data: sentence pairs, 80/10/10 dynamic masking). A few documents of the corpus are held
+ * out (every 50th, split off into a temporary file beside the output) and a fixed set of batches
+ * drawn from them measures MLM and NSP accuracy every --eval-every steps. Prints a progress line
+ * on a terminal, appends every step to DIR/metrics.jsonl, and writes config.json +
+ * model.safetensors + vocab.txt to --out (each file atomically) at the end and every
+ * --save-every steps.
+ */
+#include <math.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "train_common.h"
+
+static const char *USAGE =
+    "usage: tessera pretrain --vocab vocab.txt --corpus FILE... --out DIR [options]\n"
+    "  Pretrains a BERT on text files: one sentence a line, a blank line between documents.\n"
+    "  Model:    --layers 4  --hidden 256  --heads 4  --intermediate 1024  --max-len 128  --dropout 0.1\n"
+    "  Training: --batch 32  --max-steps N (default 1000)  --max-minutes M (stop by time; 0: none)\n"
+    "            --lr 5e-4 (peak; linear warm-up over --warmup 0.05 of the run, then linear decay)\n"
+    "            --weight-decay 0.01  --seed 0  --wwm (whole-word masking)  --mask-prob 0.15\n"
+    "            --threads N  --bf16 (bf16 matrix products, f32 master weights)\n"
+    "  Output:   --save-every N (steps; default only at the end)  --eval-every K (default 100)\n"
+    "            --eval-batches N (held-out batches, default 4)\n"
+    "  --config FILE  a JSON object of these options, keys without '--' (flags override it)\n";
+
+#define HOLDOUT_EVERY 50      /* document i is held out when i % 50 == 1 */
+#define MAX_DOC_LINES 1000    /* a file without blank lines is cut into documents of this many lines */
+
+typedef struct pt_opts {
+    const char *vocab, *out;
+    ts_strlist corpus;
+    int layers, hidden, heads, inter, max_len, batch, max_steps, seed, save_every, eval_every, eval_batches;
+    int threads, wwm, bf16;
+    double max_minutes, lr, warmup, wd, dropout, mask_prob;
+} pt_opts;
+
+/* Split the corpus into a training file and a held-out file (every HOLDOUT_EVERY-th document).
+ * Returns 0, or prints the error naming the file and returns 2 (bad input) or 1. */
+static int split_corpus(const pt_opts *o, const char *train_path, const char *held_path, int64_t *ndocs,
+                        int64_t *nheld) {
+    FILE *tr = fopen(train_path, "w"), *he = fopen(held_path, "w");
+    int rc = 0;
+    if (!tr || !he) {
+        fprintf(stderr, "tessera pretrain: creating %s: %s\n", !tr ? train_path : held_path, strerror(errno));
+        rc = 1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    int64_t doc = 0;
+    *ndocs = *nheld = 0;
+    for (int f = 0; f < o->corpus.n && !rc; f++) {
+        FILE *in = fopen(o->corpus.v[f], "r");
+        if (!in) {
+            fprintf(stderr, "tessera pretrain: --corpus %s: %s\n", o->corpus.v[f], strerror(errno));
+            rc = 2;
+            break;
+        }
+        ssize_t len;
+        int64_t lines = 0; /* of the current document */
+        while ((len = getline(&line, &cap, in)) >= 0) {
+            int blank = 1;
+            for (ssize_t i = 0; i < len && blank; i++) blank = line[i] == ' ' || line[i] == '\t' || line[i] == '\n' || line[i] == '\r';
+            if (blank || lines == MAX_DOC_LINES) { /* a document ends */
+                if (lines) {
+                    FILE *to = doc % HOLDOUT_EVERY == 1 ? he : tr;
+                    fputc('\n', to);
+                    *nheld += to == he;
+                    doc++;
+                }
+                lines = 0;
+                if (blank) continue;
+            }
+            FILE *to = doc % HOLDOUT_EVERY == 1 ? he : tr;
+            fwrite(line, 1, (size_t)len, to);
+            if (line[len - 1] != '\n') fputc('\n', to);
+            lines++;
+        }
+        if (ferror(in)) {
+            fprintf(stderr, "tessera pretrain: reading %s: %s\n", o->corpus.v[f], strerror(errno));
+            rc = 1;
+        }
+        fclose(in);
+        if (lines) {
+            FILE *to = doc % HOLDOUT_EVERY == 1 ? he : tr;
+            fputc('\n', to);
+            *nheld += to == he;
+            doc++;
+        }
+    }
+    free(line);
+    *ndocs = doc;
+    if ((tr && fclose(tr) != 0) || (he && fclose(he) != 0)) {
+        if (!rc) fprintf(stderr, "tessera pretrain: writing %s: %s\n", train_path, strerror(errno));
+        rc = rc ? rc : 1;
+    }
+    return rc;
+}
+
+/* The held-out batches: read once, the same every evaluation. */
+typedef struct heldout {
+    ts_batch_buf *b;
+    int n;
+} heldout;
+
+static int read_heldout(const pt_opts *o, const ts_tokenizer *tok, const char *path, heldout *h) {
+    ts_pretrain_opts po = ts_pretrain_defaults();
+    po.files = (const char *const[]){path};
+    po.nfiles = 1;
+    po.batch_size = o->batch;
+    po.max_len = o->max_len;
+    po.mask_prob = o->mask_prob;
+    po.whole_word = o->wwm;
+    po.epochs = 1;
+    po.seed = 0x68656c64; /* fixed: the held-out set does not depend on --seed */
+    ts_pretrain_reader *r = ts_pretrain_open(tok, &po);
+    if (!r) {
+        fprintf(stderr, "tessera pretrain: held-out set: %s\n", ts_last_error());
+        return 1;
+    }
+    h->b = calloc((size_t)o->eval_batches, sizeof *h->b);
+    int rc = h->b ? 0 : 1;
+    while (!rc && h->n < o->eval_batches) {
+        ts_batch_buf *bb = &h->b[h->n];
+        if (!ts_batch_buf_init(bb, o->batch, o->max_len, 2)) {
+            rc = 1;
+            break;
+        }
+        int rows = 0;
+        ts_status st = ts_pretrain_next(r, &bb->b, &rows);
+        if (st != TS_OK || rows == 0) {
+            ts_batch_buf_free(bb);
+            /* A held-out set with no sentence pair is no error: there is just nothing to measure. */
+            if (st != TS_OK && h->n == 0 && !strstr(ts_last_error(), "no sentence pair"))
+                fprintf(stderr, "tessera pretrain: held-out set: %s\n", ts_last_error()), rc = 1;
+            break;
+        }
+        h->n++;
+    }
+    ts_pretrain_close(r);
+    return rc;
+}
+
+static void heldout_free(heldout *h) {
+    for (int i = 0; i < h->n; i++) ts_batch_buf_free(&h->b[i]);
+    free(h->b);
+}
+
+/* MLM and NSP accuracy and the MLM loss of the inference program on the held-out batches. */
+static ts_status evaluate(ts_program *ip, heldout *h, double *mlm_acc, double *nsp_acc, double *mlm_loss) {
+    int64_t correct = 0, total = 0, nsp_ok = 0, nsp_n = 0;
+    double loss = 0;
+    for (int i = 0; i < h->n; i++) {
+        ts_tensor *lg = NULL, *nsp = NULL, *ml = NULL;
+        ts_status st;
+        if ((st = ts_batch_buf_feed(&h->b[i], ip, 1)) || (st = ts_program_run(ip)) ||
+            (st = ts_program_fetch(ip, "prediction_logits", &lg)) ||
+            (st = ts_program_fetch(ip, "seq_relationship_logits", &nsp)) || (st = ts_program_fetch(ip, "mlm_loss", &ml)) ||
+            (st = ts_mlm_accuracy(lg, h->b[i].b.labels, &correct, &total))) {
+            ts_tensor_free(lg), ts_tensor_free(nsp), ts_tensor_free(ml);
+            return st;
+        }
+        const float *s = ts_tensor_data(nsp);
+        const int32_t *lab = h->b[i].b.next_sentence_label;
+        for (int64_t k = 0; k < ts_tensor_shape(nsp)[0]; k++)
+            if (lab[k] == 0 || lab[k] == 1) nsp_ok += (s[2 * k + 1] > s[2 * k]) == lab[k], nsp_n++;
+        loss += *(float *)ts_tensor_data(ml);
+        ts_tensor_free(lg), ts_tensor_free(nsp), ts_tensor_free(ml);
+    }
+    *mlm_acc = total ? (double)correct / (double)total : 0;
+    *nsp_acc = nsp_n ? (double)nsp_ok / (double)nsp_n : 0;
+    *mlm_loss = h->n ? loss / h->n : 0;
+    return TS_OK;
+}
+
+static int run(const pt_opts *o) {
+    int rc = 2;
+    ts_tokenizer *tok = ts_tokenizer_load(o->vocab, 1);
+    if (!tok) {
+        fprintf(stderr, "tessera pretrain: --vocab %s: %s\n", o->vocab, ts_last_error());
+        return 2;
+    }
+    if (ts_token_to_id(tok, "[MASK]") < 0) {
+        fprintf(stderr, "tessera pretrain: --vocab %s has no [MASK] token\n", o->vocab);
+        ts_tokenizer_free(tok);
+        return 2;
+    }
+    for (int i = 0; i < o->corpus.n; i++)
+        if (access(o->corpus.v[i], R_OK) != 0) {
+            fprintf(stderr, "tessera pretrain: --corpus %s: %s\n", o->corpus.v[i], strerror(errno));
+            ts_tokenizer_free(tok);
+            return 2;
+        }
+    ts_bert_config cfg;
+    ts_bert_config_default(&cfg);
+    cfg.vocab_size = ts_tokenizer_vocab_size(tok);
+    cfg.hidden_size = o->hidden;
+    cfg.num_hidden_layers = o->layers;
+    cfg.num_attention_heads = o->heads;
+    cfg.intermediate_size = o->inter;
+    cfg.max_position_embeddings = o->max_len;
+    cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = (float)o->dropout;
+    cfg.head = TS_BERT_PRETRAINING;
+    if (o->bf16) cfg.compute_dtype = TS_BF16;
+    if (o->hidden % o->heads) {
+        fprintf(stderr, "tessera pretrain: --hidden %d is not a multiple of --heads %d\n", o->hidden, o->heads);
+        ts_tokenizer_free(tok);
+        return 2;
+    }
+
+    char train_path[4200], held_path[4200];
+    ts_pretrain_reader *reader = NULL;
+    ts_program *tp = NULL, *ip = NULL;
+    heldout held = {0};
+    ts_batch_buf bb = {0};
+    ts_tensor *lr_t = NULL;
+    FILE *metrics = NULL;
+    snprintf(train_path, sizeof train_path, "%s/.pretrain-train.%ld.txt", o->out, (long)getpid());
+    snprintf(held_path, sizeof held_path, "%s/.pretrain-heldout.%ld.txt", o->out, (long)getpid());
+    if (ts_make_dir("pretrain", o->out)) goto done;
+    int64_t ndocs, nheld;
+    double t_split = ts_now();
+    if ((rc = split_corpus(o, train_path, held_path, &ndocs, &nheld))) goto done;
+    rc = 2;
+    printf("tessera pretrain: %d file%s, %lld documents: %lld held out for evaluation (%.1f s)\n", o->corpus.n,
+           o->corpus.n == 1 ? "" : "s", (long long)ndocs, (long long)nheld, ts_now() - t_split);
+    if (ndocs == 0) {
+        fprintf(stderr, "tessera pretrain: the corpus files hold no text\n");
+        goto done;
+    }
+
+    ts_pretrain_opts po = ts_pretrain_defaults();
+    po.files = (const char *const[]){train_path};
+    po.nfiles = 1;
+    po.batch_size = o->batch;
+    po.max_len = o->max_len;
+    po.mask_prob = o->mask_prob;
+    po.whole_word = o->wwm;
+    po.seed = (uint64_t)o->seed;
+    if (!(reader = ts_pretrain_open(tok, &po))) {
+        fprintf(stderr, "tessera pretrain: %s\n", ts_last_error());
+        goto done;
+    }
+    rc = 1;
+    if (nheld && read_heldout(o, tok, held_path, &held)) goto done;
+
+    if (ts_bert_programs("pretrain", &cfg, TS_BERT_PRETRAINING, o->batch, o->max_len, (uint64_t)o->seed, o->threads,
+                         1, (float)o->wd, (const char *[]){"loss", "mlm_loss", "nsp_loss"}, 3, &tp,
+                         (const char *[]){"prediction_logits", "seq_relationship_logits", "mlm_loss"}, 3,
+                         held.n ? &ip : NULL))
+        goto done;
+    if (!(metrics = ts_metrics_open(o->out, "pretrain"))) goto done;
+    lr_t = ts_tensor_new(TS_F32, 0, NULL);
+    if (!lr_t || !ts_batch_buf_init(&bb, o->batch, o->max_len, 2)) {
+        fprintf(stderr, "tessera pretrain: out of memory\n");
+        goto done;
+    }
+    ts_memory mem;
+    ts_program_memory(tp, &mem);
+    double max_s = o->max_minutes * 60;
+    printf("tessera pretrain: BERT %d layers x %d hidden, %d heads, FFN %d, vocab %d, %.1f M parameters; "
+           "batch %d x %d tokens, up to %d steps%s, lr %g%s\n",
+           o->layers, o->hidden, o->heads, o->inter, cfg.vocab_size, mem.params / 4e6, o->batch, o->max_len,
+           o->max_steps, max_s > 0 ? " or the time limit" : "", o->lr, o->bf16 ? ", bf16 compute" : "");
+    printf("tessera pretrain: held-out set: %d batches of %d sequences\n", held.n, o->batch);
+
+    ts_progress pr;
+    ts_progress_init(&pr, o->max_steps, max_s);
+    double t_last = pr.t0, sum = 0, sum_mlm = 0, sum_nsp = 0, acc = -1, nacc = -1, eloss = 0;
+    int64_t n_sum = 0, step = 0;
+    const char *vocab_copy = o->vocab;
+    ts_model_meta meta = {.max_len = o->max_len, .lowercase = 1};
+    while (step < o->max_steps && !(max_s > 0 && ts_now() - pr.t0 >= max_s)) {
+        int rows = 0;
+        ts_status st = ts_pretrain_next(reader, &bb.b, &rows);
+        if (st != TS_OK && strstr(ts_last_error(), "no sentence pair")) { /* name the user's files */
+            fprintf(stderr, "tessera pretrain: the corpus (%s%s) holds no sentence pairs: it needs documents of two "
+                            "or more sentences (one a line), or two or more documents (blank lines between)\n",
+                    o->corpus.v[0], o->corpus.n > 1 ? ", ..." : "");
+            rc = 2;
+            goto done;
+        }
+        if (st != TS_OK) {
+            fprintf(stderr, "\ntessera pretrain: %s\n", ts_last_error());
+            goto done;
+        }
+        if (rows == 0) break; /* cannot happen with endless epochs, but be safe */
+        /* The schedule follows whichever limit is nearer: steps or time. */
+        double frac = (double)step / o->max_steps;
+        if (max_s > 0 && (ts_now() - pr.t0) / max_s > frac) frac = (ts_now() - pr.t0) / max_s;
+        float lr = ts_lr_at((float)o->lr, (int64_t)(frac * 1e6), (int64_t)(o->warmup * 1e6), 1000000);
+        *(float *)ts_tensor_data(lr_t) = lr;
+        ts_tensor *loss = NULL, *ml = NULL, *nl = NULL;
+        if ((st = ts_batch_buf_feed(&bb, tp, 1)) || (st = ts_program_feed(tp, "lr", lr_t)) || (st = ts_program_run(tp)) ||
+            (st = ts_program_fetch(tp, "loss", &loss)) || (st = ts_program_fetch(tp, "mlm_loss", &ml)) ||
+            (st = ts_program_fetch(tp, "nsp_loss", &nl))) {
+            fprintf(stderr, "\ntessera pretrain: step %lld: %s\n", (long long)step + 1, ts_last_error());
+            ts_tensor_free(loss), ts_tensor_free(ml), ts_tensor_free(nl);
+            goto done;
+        }
+        double l = *(float *)ts_tensor_data(loss), lm = *(float *)ts_tensor_data(ml), ln = *(float *)ts_tensor_data(nl);
+        ts_tensor_free(loss), ts_tensor_free(ml), ts_tensor_free(nl);
+        if (!isfinite(l)) {
+            fprintf(stderr, "\ntessera pretrain: step %lld: the loss is %g; try a lower --lr\n", (long long)step + 1, l);
+            goto done;
+        }
+        step++;
+        sum += l, sum_mlm += lm, sum_nsp += ln, n_sum++;
+        double now = ts_now(), rate = rows / (now - t_last);
+        t_last = now;
+        ts_progress_step(&pr, step, l, rate);
+        ts_metrics_write(metrics,
+                         "\"step\": %lld, \"time_s\": %.2f, \"loss\": %.6f, \"mlm_loss\": %.6f, \"nsp_loss\": %.6f, "
+                         "\"lr\": %.6g, \"seq_per_s\": %.2f",
+                         (long long)step, now - pr.t0, l, lm, ln, lr, rate);
+        int last = step >= o->max_steps || (max_s > 0 && now - pr.t0 >= max_s);
+        if (held.n && (step % o->eval_every == 0 || last)) {
+            if (ts_program_copy_params(ip, tp) < 0 || evaluate(ip, &held, &acc, &nacc, &eloss) != TS_OK) {
+                fprintf(stderr, "\ntessera pretrain: evaluating: %s\n", ts_last_error());
+                goto done;
+            }
+            ts_progress_print(&pr,
+                              "step %lld: train loss %.4f (mlm %.4f, nsp %.4f); held-out MLM accuracy %.2f%%, "
+                              "MLM loss %.4f, NSP accuracy %.2f%%; %.0f s\n",
+                              (long long)step, sum / n_sum, sum_mlm / n_sum, sum_nsp / n_sum, 100 * acc, eloss,
+                              100 * nacc, now - pr.t0);
+            ts_metrics_write(metrics,
+                             "\"step\": %lld, \"heldout_mlm_accuracy\": %.6f, \"heldout_mlm_loss\": %.6f, "
+                             "\"heldout_nsp_accuracy\": %.6f",
+                             (long long)step, acc, eloss, nacc);
+            sum = sum_mlm = sum_nsp = 0, n_sum = 0;
+        }
+        if (o->save_every && step % o->save_every == 0 && !last &&
+            ts_model_dir_save("pretrain", o->out, tp, &cfg, "BertForPreTraining", vocab_copy, &meta))
+            goto done;
+    }
+    if (ts_model_dir_save("pretrain", o->out, tp, &cfg, "BertForPreTraining", vocab_copy, &meta)) goto done;
+    double el = ts_now() - pr.t0;
+    ts_progress_print(&pr, "tessera pretrain: %lld steps in %.0f s (%.1f seq/s)", (long long)step, el,
+                      (double)step * o->batch / (el > 0 ? el : 1));
+    if (acc >= 0) printf("; held-out MLM accuracy %.2f%%, NSP accuracy %.2f%%", 100 * acc, 100 * nacc);
+    printf("; wrote %s\n", o->out);
+    rc = 0;
+done:
+    unlink(train_path);
+    unlink(held_path);
+    if (metrics) fclose(metrics);
+    ts_tensor_free(lr_t);
+    ts_batch_buf_free(&bb);
+    heldout_free(&held);
+    ts_program_free(tp);
+    ts_program_free(ip);
+    ts_pretrain_close(reader);
+    ts_tokenizer_free(tok);
+    return rc;
+}
+
+int ts_cli_pretrain(int argc, char **argv) {
+    pt_opts o = {.layers = 4, .hidden = 256, .heads = 4, .inter = 1024, .max_len = 128, .batch = 32,
+                 .max_steps = 1000, .eval_every = 100, .eval_batches = 4, .lr = 5e-4, .warmup = 0.05, .wd = 0.01,
+                 .dropout = 0.1, .mask_prob = 0.15};
+    const ts_opt opts[] = {
+        {"vocab", OPT_STR, &o.vocab, 0},           {"corpus", OPT_LIST, &o.corpus, 0},
+        {"out", OPT_STR, &o.out, 0},               {"layers", OPT_INT, &o.layers, 1},
+        {"hidden", OPT_INT, &o.hidden, 1},         {"heads", OPT_INT, &o.heads, 1},
+        {"intermediate", OPT_INT, &o.inter, 1},    {"max-len", OPT_INT, &o.max_len, 8},
+        {"batch", OPT_INT, &o.batch, 1},           {"max-steps", OPT_INT, &o.max_steps, 1},
+        {"max-minutes", OPT_FLOAT, &o.max_minutes, 0}, {"lr", OPT_FLOAT, &o.lr, 0},
+        {"warmup", OPT_FLOAT, &o.warmup, 0},       {"weight-decay", OPT_FLOAT, &o.wd, 0},
+        {"dropout", OPT_FLOAT, &o.dropout, 0},     {"mask-prob", OPT_FLOAT, &o.mask_prob, 0},
+        {"seed", OPT_INT, &o.seed, 0},             {"save-every", OPT_INT, &o.save_every, 0},
+        {"eval-every", OPT_INT, &o.eval_every, 1}, {"eval-batches", OPT_INT, &o.eval_batches, 0},
+        {"threads", OPT_INT, &o.threads, 0},       {"wwm", OPT_FLAG, &o.wwm, 0},
+        {"bf16", OPT_FLAG, &o.bf16, 0},
+    };
+    ts_optset os;
+    int rc = ts_opts_parse(&os, "pretrain", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    if (rc == 1) {
+        const char *missing = !o.vocab ? "--vocab FILE" : !o.corpus.n ? "--corpus FILE..." : !o.out ? "--out DIR" : NULL;
+        rc = 2;
+        if (missing)
+            fprintf(stderr, "tessera pretrain: %s is required\n(tessera pretrain --help shows the usage)\n", missing);
+        else if (o.warmup > 1 || o.dropout >= 1 || o.mask_prob <= 0 || o.mask_prob >= 1)
+            fprintf(stderr, "tessera pretrain: --warmup must be at most 1, --dropout below 1, --mask-prob in (0, 1)\n");
+        else
+            rc = run(&o);
+    }
+    ts_opts_free(&os);
+    return rc;
+}

@@ -1,0 +1,620 @@
+/*
+ * train_common.c — options (JSON config + flags), progress line, metrics log, LR schedule and
+ * the BERT program / batch plumbing that the training subcommands share (see train_common.h).
+ */
+#include "train_common.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* ------------------------------------------------------------------ options */
+
+static const ts_opt *find_opt(const ts_optset *s, const char *name) {
+    for (int i = 0; i < s->nopts; i++)
+        if (!strcmp(s->opts[i].name, name)) return &s->opts[i];
+    return NULL;
+}
+
+static int parse_int(const char *cmd, const char *where, const char *name, const char *v, int min, int *out) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < min || x > INT_MAX) {
+        fprintf(stderr, "tessera %s: %s%s wants an integer >= %d, not '%s'\n", cmd, where, name, min, v);
+        return 0;
+    }
+    *out = (int)x;
+    return 1;
+}
+
+static int parse_float(const char *cmd, const char *where, const char *name, const char *v, double *out) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x) || x < 0) {
+        fprintf(stderr, "tessera %s: %s%s wants a non-negative number, not '%s'\n", cmd, where, name, v);
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+/* Append v to a list; a list given again (config, then flag) starts over: callers set n = 0. */
+static int list_add(ts_optset *s, ts_strlist *l, const char *v) {
+    const char **nv = realloc((void *)l->v, (size_t)(l->n + 1) * sizeof *nv);
+    if (!nv) {
+        fprintf(stderr, "tessera %s: out of memory\n", s->cmd);
+        return 0;
+    }
+    l->v = nv;
+    l->v[l->n++] = v;
+    return 1;
+}
+
+/* Apply "key": value from the config file. */
+static int apply_json(ts_optset *s, const char *path, const cJSON *item) {
+    const ts_opt *o = find_opt(s, item->string);
+    char where[1200];
+    snprintf(where, sizeof where, "%s: \"", path);
+    if (!o || !strcmp(item->string, "config")) {
+        fprintf(stderr, "tessera %s: %s: unknown key \"%s\" (the keys are the flags' names)\n", s->cmd, path,
+                item->string);
+        return 0;
+    }
+    switch (o->kind) {
+    case OPT_STR:
+        if (!cJSON_IsString(item)) break;
+        *(const char **)o->ptr = item->valuestring;
+        return 1;
+    case OPT_INT: {
+        if (!cJSON_IsNumber(item) || item->valuedouble != floor(item->valuedouble) ||
+            item->valuedouble < o->min_int || item->valuedouble > INT_MAX)
+            break;
+        *(int *)o->ptr = (int)item->valuedouble;
+        return 1;
+    }
+    case OPT_FLOAT:
+        if (!cJSON_IsNumber(item) || item->valuedouble < 0) break;
+        *(double *)o->ptr = item->valuedouble;
+        return 1;
+    case OPT_FLAG:
+        if (!cJSON_IsBool(item)) break;
+        *(int *)o->ptr = cJSON_IsTrue(item);
+        return 1;
+    case OPT_LIST: {
+        ts_strlist *l = o->ptr;
+        l->n = 0;
+        if (cJSON_IsString(item)) return list_add(s, l, item->valuestring);
+        if (!cJSON_IsArray(item)) break;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, item) {
+            if (!cJSON_IsString(e)) goto bad;
+            if (!list_add(s, l, e->valuestring)) return 0;
+        }
+        return 1;
+    }
+    }
+bad:;
+    static const char *want[] = {"a string", "an integer", "a non-negative number", "true or false",
+                                 "a string or a list of strings"};
+    fprintf(stderr, "tessera %s: %s: \"%s\" wants %s\n", s->cmd, path, item->string, want[o->kind]);
+    return 0;
+}
+
+static int load_config(ts_optset *s, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "tessera %s: --config %s: %s\n", s->cmd, path, strerror(errno));
+        return 0;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    char chunk[65536];
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (len + n + 1 > cap) {
+            cap = (len + n + 1) * 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) { free(buf); fclose(f); fprintf(stderr, "tessera %s: out of memory\n", s->cmd); return 0; }
+            buf = nb;
+        }
+        memcpy(buf + len, chunk, n);
+        len += n;
+    }
+    fclose(f);
+    if (!buf) buf = calloc(1, 1);
+    if (!buf) return 0;
+    buf[len] = 0;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(buf, &end, 1);
+    if (!root || !cJSON_IsObject(root)) {
+        fprintf(stderr, "tessera %s: %s: not a JSON object (error near byte %ld)\n", s->cmd, path,
+                root ? 0L : (long)(end ? end - buf : 0));
+        cJSON_Delete(root);
+        free(buf);
+        return 0;
+    }
+    free(buf);
+    s->json = root;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, root) if (!apply_json(s, path, item)) return 0;
+    return 1;
+}
+
+int ts_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt *opts, int nopts, int argc,
+                  char **argv) {
+    memset(s, 0, sizeof *s);
+    s->cmd = cmd, s->opts = opts, s->nopts = nopts;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* whole lines as they come, also into a pipe or a log file */
+    int bad = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+    }
+    for (int i = 1; i < argc && !bad; i++) { /* the config first, whatever its place */
+        const char *v = ts_cli_value(argc, argv, &i, "--config", cmd, &bad);
+        if (v && !load_config(s, v)) bad = 1;
+    }
+    for (int i = 1; i < argc && !bad; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0) {
+            fprintf(stderr, "tessera %s: unexpected argument '%s'\n", cmd, a);
+            bad = 1;
+            break;
+        }
+        char name[64];
+        size_t len = strcspn(a + 2, "=");
+        snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), a + 2);
+        if (!strcmp(name, "config")) {
+            ts_cli_value(argc, argv, &i, "--config", cmd, &bad);
+            continue;
+        }
+        const ts_opt *o = len < 63 ? find_opt(s, name) : NULL;
+        if (!o) {
+            fprintf(stderr, "tessera %s: unknown flag '%s'\n", cmd, a);
+            bad = 1;
+            break;
+        }
+        char flag[80];
+        snprintf(flag, sizeof flag, "--%s", name);
+        if (o->kind == OPT_FLAG) {
+            if (a[2 + len] == '=') {
+                fprintf(stderr, "tessera %s: %s takes no value\n", cmd, flag);
+                bad = 1;
+            }
+            *(int *)o->ptr = 1;
+            continue;
+        }
+        const char *v = ts_cli_value(argc, argv, &i, flag, cmd, &bad);
+        if (!v) break;
+        if (v == argv[i] && !strncmp(v, "--", 2)) { /* `--corpus --out x`: the value is missing */
+            fprintf(stderr, "tessera %s: %s needs a value before %s\n", cmd, flag, v);
+            bad = 1;
+            break;
+        }
+        switch (o->kind) {
+        case OPT_STR: *(const char **)o->ptr = v; break;
+        case OPT_INT: bad = !parse_int(cmd, "", flag, v, o->min_int, o->ptr); break;
+        case OPT_FLOAT: bad = !parse_float(cmd, "", flag, v, o->ptr); break;
+        case OPT_LIST: {
+            ts_strlist *l = o->ptr;
+            l->n = 0;
+            if (!list_add(s, l, v)) bad = 1;
+            while (!bad && i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
+                if (!list_add(s, l, argv[++i])) bad = 1;
+            break;
+        }
+        case OPT_FLAG: break;
+        }
+    }
+    if (bad) {
+        fprintf(stderr, "(tessera %s --help shows the usage)\n", cmd);
+        return 2;
+    }
+    return 1;
+}
+
+void ts_opts_free(ts_optset *s) {
+    cJSON_Delete(s->json);
+    for (int i = 0; i < s->nopts; i++)
+        if (s->opts[i].kind == OPT_LIST) {
+            ts_strlist *l = s->opts[i].ptr;
+            free((void *)l->v);
+            l->v = NULL, l->n = 0;
+        }
+    memset(s, 0, sizeof *s);
+}
+
+/* ------------------------------------------------------------------ progress, metrics, timing */
+
+double ts_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+void ts_progress_init(ts_progress *p, int64_t total, double max_seconds) {
+    memset(p, 0, sizeof *p);
+    p->tty = isatty(fileno(stdout));
+    p->t0 = ts_now();
+    p->total = total;
+    p->max_seconds = max_seconds;
+}
+
+static void fmt_time(char *buf, size_t n, double s) {
+    if (s < 0) s = 0;
+    if (s < 60) snprintf(buf, n, "%.0fs", s);
+    else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else snprintf(buf, n, "%dh%02dm", (int)s / 3600, (int)s % 3600 / 60);
+}
+
+void ts_progress_step(ts_progress *p, int64_t step, double loss, double seq_per_s) {
+    if (!p->tty) return;
+    p->rate = p->rate > 0 ? 0.8 * p->rate + 0.2 * seq_per_s : seq_per_s; /* smoothed for display */
+    double now = ts_now(), el = now - p->t0;
+    if (now - p->drawn < 0.1 && step < p->total) return; /* at most 10 redraws a second */
+    p->drawn = now;
+    double eta = step > 0 ? el / (double)step * (double)(p->total - step) : 0;
+    if (p->max_seconds > 0 && p->max_seconds - el < eta) eta = p->max_seconds - el;
+    char e[32];
+    fmt_time(e, sizeof e, eta);
+    int w = printf("\rstep %lld/%lld  loss %.4f  %.1f seq/s  ETA %s", (long long)step, (long long)p->total, loss,
+                   p->rate, e);
+    if (w < p->width) printf("%*s", p->width - w, "");
+    p->width = w;
+    fflush(stdout);
+}
+
+void ts_progress_print(ts_progress *p, const char *fmt, ...) {
+    if (p->tty && p->width) printf("\r%*s\r", p->width, ""), p->width = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
+FILE *ts_metrics_open(const char *dir, const char *cmd) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) fprintf(stderr, "tessera %s: %s: %s\n", cmd, path, strerror(errno));
+    return f;
+}
+
+void ts_metrics_write(FILE *f, const char *fmt, ...) {
+    if (!f) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputc('{', f);
+    vfprintf(f, fmt, ap);
+    fputs("}\n", f);
+    va_end(ap);
+    fflush(f);
+}
+
+float ts_lr_at(float peak, int64_t step, int64_t warmup, int64_t total) {
+    if (warmup > 0 && step < warmup) return peak * (float)(step + 1) / (float)warmup;
+    if (total <= warmup) return peak;
+    double f = (double)(total - step) / (double)(total - warmup);
+    return peak * (float)(f < 0 ? 0 : f);
+}
+
+/* ------------------------------------------------------------------ BERT programs and batches */
+
+int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq,
+                     uint64_t seed, int threads, int train, float wd, const char *const *train_fetches,
+                     int ntrain_fetches, ts_program **train_p, const char *const *infer_fetches,
+                     int ninfer_fetches, ts_program **infer_p) {
+    if (train_p) *train_p = NULL;
+    if (infer_p) *infer_p = NULL;
+    ts_graph *g = ts_graph_new();
+    if (!g) {
+        fprintf(stderr, "tessera %s: out of memory\n", cmd);
+        return 1;
+    }
+    ts_graph_set_seed(g, seed);
+    ts_bert_outputs out;
+    const char *what = "building the model";
+    if (ts_bert_build(g, cfg, head, batch, seq, &out) != TS_OK) goto fail;
+    if (train) {
+        ts_value lr = ts_input(g, "lr", TS_F32, 0, NULL);
+        what = "adding the backward pass";
+        if (ts_backward(g, out.loss) != TS_OK) goto fail;
+        what = "adding the optimizer";
+        if (ts_adamw(g, lr, 0.9f, 0.999f, 1e-6f, wd) != TS_OK) goto fail;
+        what = "compiling the training program";
+        *train_p = ts_compile(g, &(ts_compile_opts){.num_threads = threads, .nfetch = ntrain_fetches,
+                                                    .fetches = train_fetches});
+        if (!*train_p) goto fail;
+    }
+    if (infer_p) {
+        what = "compiling the inference program";
+        *infer_p = ts_compile(g, &(ts_compile_opts){.num_threads = threads, .nfetch = ninfer_fetches,
+                                                    .fetches = infer_fetches, .inference = 1});
+        if (!*infer_p) goto fail;
+    }
+    ts_graph_free(g);
+    return 0;
+fail:
+    fprintf(stderr, "tessera %s: %s: %s\n", cmd, what, ts_last_error());
+    if (train_p && *train_p) ts_program_free(*train_p), *train_p = NULL;
+    ts_graph_free(g);
+    return 1;
+}
+
+int ts_batch_buf_init(ts_batch_buf *bb, int batch, int seq, int labels_rank) {
+    memset(bb, 0, sizeof *bb);
+    const int64_t bt[2] = {batch, seq}, b1[1] = {batch};
+    bb->ids = ts_tensor_new(TS_I32, 2, bt);
+    bb->types = ts_tensor_new(TS_I32, 2, bt);
+    bb->mask = ts_tensor_new(TS_I32, 2, bt);
+    if (labels_rank == 1) bb->labels = ts_tensor_new(TS_I32, 1, b1);
+    if (labels_rank == 2) {
+        bb->labels = ts_tensor_new(TS_I32, 2, bt);
+        bb->nsp = ts_tensor_new(TS_I32, 1, b1);
+    }
+    if (!bb->ids || !bb->types || !bb->mask || (labels_rank && !bb->labels) || (labels_rank == 2 && !bb->nsp)) {
+        ts_batch_buf_free(bb);
+        return 0;
+    }
+    bb->b.input_ids = ts_tensor_data(bb->ids);
+    bb->b.token_type_ids = ts_tensor_data(bb->types);
+    bb->b.attention_mask = ts_tensor_data(bb->mask);
+    if (bb->labels) bb->b.labels = ts_tensor_data(bb->labels);
+    if (bb->nsp) bb->b.next_sentence_label = ts_tensor_data(bb->nsp);
+    return 1;
+}
+
+void ts_batch_buf_free(ts_batch_buf *bb) {
+    ts_tensor_free(bb->ids);
+    ts_tensor_free(bb->types);
+    ts_tensor_free(bb->mask);
+    ts_tensor_free(bb->labels);
+    ts_tensor_free(bb->nsp);
+    memset(bb, 0, sizeof *bb);
+}
+
+ts_status ts_batch_buf_feed(ts_batch_buf *bb, ts_program *p, int with_labels) {
+    ts_status st;
+    if ((st = ts_program_feed(p, "input_ids", bb->ids)) || (st = ts_program_feed(p, "token_type_ids", bb->types)) ||
+        (st = ts_program_feed(p, "attention_mask", bb->mask)))
+        return st;
+    if (with_labels && bb->labels && (st = ts_program_feed(p, "labels", bb->labels))) return st;
+    if (with_labels && bb->nsp && (st = ts_program_feed(p, "next_sentence_label", bb->nsp))) return st;
+    return TS_OK;
+}
+
+/* ------------------------------------------------------------------ model directories */
+
+void ts_model_meta_free(ts_model_meta *m) {
+    for (int i = 0; i < m->nlabels; i++) free(m->labels[i]);
+    free(m->labels);
+    m->labels = NULL;
+    m->nlabels = 0;
+}
+
+int ts_make_dir(const char *cmd, const char *dir) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+        fprintf(stderr, "tessera %s: %s: path too long\n", cmd, dir);
+        return 1;
+    }
+    for (char *p = path + 1;; p++) {
+        int end = *p == 0;
+        if (*p == '/' || end) {
+            *p = 0;
+            if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+                fprintf(stderr, "tessera %s: creating %s: %s\n", cmd, path, strerror(errno));
+                return 1;
+            }
+            if (end) break;
+            *p = '/';
+        }
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "tessera %s: %s is not a directory\n", cmd, dir);
+        return 1;
+    }
+    return 0;
+}
+
+/* Write len bytes to path atomically: a temp file in the same directory, fsync, rename. */
+static int write_atomic(const char *cmd, const char *path, const char *data, size_t len) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) goto fail;
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) goto fail_fd;
+        off += (size_t)w;
+    }
+    if (fsync(fd) != 0) goto fail_fd;
+    if (close(fd) != 0) goto fail_tmp;
+    if (rename(tmp, path) != 0) goto fail_tmp;
+    return 0;
+fail_fd:;
+    int e = errno;
+    close(fd);
+    errno = e;
+fail_tmp:
+    e = errno;
+    unlink(tmp);
+    errno = e;
+fail:
+    fprintf(stderr, "tessera %s: writing %s: %s\n", cmd, path, strerror(errno));
+    return 1;
+}
+
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n;
+    *len = 0;
+    char chunk[65536];
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (*len + n + 1 > cap) {
+            cap = (*len + n + 1) * 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) { free(buf); fclose(f); errno = ENOMEM; return NULL; }
+            buf = nb;
+        }
+        memcpy(buf + *len, chunk, n);
+        *len += n;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) { free(buf); errno = EIO; return NULL; }
+    if (!buf && !(buf = malloc(1))) return NULL;
+    buf[*len] = 0;
+    return buf;
+}
+
+/* A float as the shortest decimal that reads back as it (0.1f -> 0.1, not 0.10000000149). */
+static double short_float(float x) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.7g", (double)x);
+    return strtod(buf, NULL);
+}
+
+static const char *act_name(ts_bert_act a) {
+    return a == TS_BERT_RELU ? "relu" : a == TS_BERT_GELU_TANH ? "gelu_new" : "gelu";
+}
+
+int ts_model_dir_save(const char *cmd, const char *dir, const ts_program *p, const ts_bert_config *cfg,
+                      const char *architecture, const char *vocab_path, const ts_model_meta *meta) {
+    char path[4200];
+    if (ts_make_dir(cmd, dir)) return 1;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (ts_program_save(p, path, TS_F32) != TS_OK) {
+        fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
+        return 1;
+    }
+    size_t len;
+    char *vocab = read_all(vocab_path, &len);
+    if (!vocab) {
+        fprintf(stderr, "tessera %s: reading %s: %s\n", cmd, vocab_path, strerror(errno));
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    int rc = write_atomic(cmd, path, vocab, len);
+    free(vocab);
+    if (rc) return 1;
+
+    cJSON *j = cJSON_CreateObject();
+    cJSON *arch = cJSON_AddArrayToObject(j, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(architecture));
+    cJSON_AddStringToObject(j, "model_type", "bert");
+    cJSON_AddNumberToObject(j, "vocab_size", cfg->vocab_size);
+    cJSON_AddNumberToObject(j, "hidden_size", cfg->hidden_size);
+    cJSON_AddNumberToObject(j, "num_hidden_layers", cfg->num_hidden_layers);
+    cJSON_AddNumberToObject(j, "num_attention_heads", cfg->num_attention_heads);
+    cJSON_AddNumberToObject(j, "intermediate_size", cfg->intermediate_size);
+    cJSON_AddNumberToObject(j, "max_position_embeddings", cfg->max_position_embeddings);
+    cJSON_AddNumberToObject(j, "type_vocab_size", cfg->type_vocab_size);
+    cJSON_AddStringToObject(j, "hidden_act", act_name(cfg->hidden_act));
+    cJSON_AddNumberToObject(j, "hidden_dropout_prob", short_float(cfg->hidden_dropout_prob));
+    cJSON_AddNumberToObject(j, "attention_probs_dropout_prob", short_float(cfg->attention_probs_dropout_prob));
+    if (cfg->classifier_dropout < 0) cJSON_AddNullToObject(j, "classifier_dropout");
+    else cJSON_AddNumberToObject(j, "classifier_dropout", short_float(cfg->classifier_dropout));
+    cJSON_AddNumberToObject(j, "layer_norm_eps", short_float(cfg->layer_norm_eps));
+    cJSON_AddNumberToObject(j, "initializer_range", short_float(cfg->initializer_range));
+    cJSON_AddStringToObject(j, "position_embedding_type", "absolute");
+    if (meta->nlabels > 0) {
+        cJSON *id2 = cJSON_AddObjectToObject(j, "id2label"), *l2 = cJSON_AddObjectToObject(j, "label2id");
+        for (int i = 0; i < meta->nlabels; i++) {
+            char k[16];
+            snprintf(k, sizeof k, "%d", i);
+            cJSON_AddStringToObject(id2, k, meta->labels[i]);
+            cJSON_AddNumberToObject(l2, meta->labels[i], i);
+        }
+    }
+    cJSON_AddBoolToObject(j, "do_lower_case", meta->lowercase);
+    cJSON_AddNumberToObject(j, "tessera_max_len", meta->max_len);
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
+    if (!text) {
+        fprintf(stderr, "tessera %s: out of memory\n", cmd);
+        return 1;
+    }
+    size_t tl = strlen(text);
+    char *withnl = realloc(text, tl + 2);
+    if (withnl) text = withnl, text[tl++] = '\n', text[tl] = 0;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    rc = write_atomic(cmd, path, text, tl);
+    free(text);
+    if (rc == 0) { /* make the renames durable */
+        int dfd = open(dir, O_RDONLY);
+        if (dfd >= 0) fsync(dfd), close(dfd);
+    }
+    return rc;
+}
+
+ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config *cfg, ts_model_meta *meta) {
+    char path[4200];
+    memset(meta, 0, sizeof *meta);
+    meta->lowercase = 1;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    ts_bert_config_default(cfg);
+    if (ts_bert_config_load(path, cfg) != TS_OK) {
+        fprintf(stderr, "tessera %s: --model %s: %s\n", cmd, dir, ts_last_error());
+        return NULL;
+    }
+    size_t len;
+    char *text = read_all(path, &len);
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (!j) {
+        fprintf(stderr, "tessera %s: %s: cannot read it back\n", cmd, path);
+        return NULL;
+    }
+    const cJSON *ml = cJSON_GetObjectItemCaseSensitive(j, "tessera_max_len");
+    meta->max_len = cJSON_IsNumber(ml) && ml->valueint > 1 ? ml->valueint : 128;
+    if (meta->max_len > cfg->max_position_embeddings) meta->max_len = cfg->max_position_embeddings;
+    const cJSON *lc = cJSON_GetObjectItemCaseSensitive(j, "do_lower_case");
+    if (cJSON_IsBool(lc)) meta->lowercase = cJSON_IsTrue(lc);
+    const cJSON *id2 = cJSON_GetObjectItemCaseSensitive(j, "id2label");
+    int n = cJSON_IsObject(id2) ? cJSON_GetArraySize(id2) : 0;
+    if (n > 0) {
+        meta->labels = calloc((size_t)n, sizeof *meta->labels);
+        meta->nlabels = meta->labels ? n : 0;
+        for (int i = 0; i < meta->nlabels; i++) {
+            char k[16];
+            snprintf(k, sizeof k, "%d", i);
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(id2, k);
+            meta->labels[i] = strdup(cJSON_IsString(v) ? v->valuestring : k);
+            if (!meta->labels[i]) meta->labels[i] = NULL;
+        }
+    }
+    cJSON_Delete(j);
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    ts_tokenizer *tok = ts_tokenizer_load(path, meta->lowercase);
+    if (!tok) {
+        fprintf(stderr, "tessera %s: --model %s: %s\n", cmd, dir, ts_last_error());
+        ts_model_meta_free(meta);
+        return NULL;
+    }
+    if (ts_tokenizer_vocab_size(tok) > cfg->vocab_size) {
+        fprintf(stderr, "tessera %s: %s has %d tokens, more than the config's vocab_size %d\n", cmd, path,
+                ts_tokenizer_vocab_size(tok), cfg->vocab_size);
+        ts_tokenizer_free(tok);
+        ts_model_meta_free(meta);
+        return NULL;
+    }
+    return tok;
+}

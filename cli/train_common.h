@@ -1,0 +1,135 @@
+/*
+ * train_common.h — what `tessera pretrain`, `finetune`, `eval` and `predict` share: options read
+ * from a JSON config file and overridden by flags, the terminal progress line, the JSONL metrics
+ * log, the learning-rate schedule, and model directories (config.json + model.safetensors +
+ * vocab.txt) written file by file atomically and read back.
+ */
+#ifndef TS_CLI_TRAIN_COMMON_H
+#define TS_CLI_TRAIN_COMMON_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tessera.h"
+
+/* ------------------------------------------------------------------ options */
+
+typedef enum { OPT_STR, OPT_INT, OPT_FLOAT, OPT_FLAG, OPT_LIST } ts_opt_kind;
+
+/* A list of strings (OPT_LIST: `--corpus a.txt b.txt`, or a JSON array in the config). */
+typedef struct ts_strlist {
+    const char **v;
+    int n;
+} ts_strlist;
+
+/* One option: `--name VALUE` on the command line, "name": VALUE in the config file. ptr points
+ * to a const char * (STR), int (INT, FLAG), double (FLOAT) or ts_strlist (LIST). INT values must
+ * be >= min_int. */
+typedef struct ts_opt {
+    const char *name;
+    ts_opt_kind kind;
+    void *ptr;
+    int min_int;
+} ts_opt;
+
+/* Everything the parsed options hold on to (config JSON, lists); free with ts_opts_free. */
+typedef struct ts_optset {
+    const char *cmd;
+    const ts_opt *opts;
+    int nopts;
+    void *json;     /* the config's cJSON tree (its strings are the STR values) */
+} ts_optset;
+
+/* Parse argv (argv[0] is the subcommand). `--config FILE` (anywhere) is read first: each key must
+ * name an option; then the flags override it. Returns 1 to go on, 0 when --help printed usage, 2
+ * on a usage error (message on stderr naming the flag, or the config file and key). */
+int ts_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt *opts, int nopts, int argc,
+                  char **argv);
+void ts_opts_free(ts_optset *s);
+
+/* ------------------------------------------------------------------ progress, metrics, timing */
+
+double ts_now(void);
+
+typedef struct ts_progress {
+    int tty;           /* stdout is a terminal: redraw one line with \r */
+    double t0;         /* when training started */
+    int64_t total;     /* steps planned */
+    double max_seconds; /* 0: no time limit */
+    int width;         /* of the last line drawn */
+    double rate;       /* sequences per second, smoothed */
+    double drawn;      /* when the line was last drawn */
+} ts_progress;
+
+void ts_progress_init(ts_progress *p, int64_t total, double max_seconds);
+/* Draw "step s/total  loss L  R seq/s  ETA ..." (only on a tty). */
+void ts_progress_step(ts_progress *p, int64_t step, double loss, double seq_per_s);
+/* Print a line of its own (clears the progress line first on a tty). */
+void ts_progress_print(ts_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Create DIR/metrics.jsonl (a new log each run); NULL with a message on failure. */
+FILE *ts_metrics_open(const char *dir, const char *cmd);
+/* Write one JSON object line (fmt gives the members without braces) and flush. */
+void ts_metrics_write(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Linear warm-up over `warmup` steps to peak, then linear decay to 0 at `total`. */
+float ts_lr_at(float peak, int64_t step, int64_t warmup, int64_t total);
+
+/* ------------------------------------------------------------------ model directories */
+
+/* What a model directory's config.json holds besides the BERT config. */
+typedef struct ts_model_meta {
+    int max_len;              /* sequence length the model was trained with ("tessera_max_len") */
+    int lowercase;            /* "do_lower_case" */
+    char **labels;            /* id2label names, nlabels of them (NULL without a classifier) */
+    int nlabels;
+} ts_model_meta;
+
+void ts_model_meta_free(ts_model_meta *m);
+
+/* mkdir -p; 0 on success, else prints "tessera CMD: DIR: reason". */
+int ts_make_dir(const char *cmd, const char *dir);
+
+/* Write DIR/model.safetensors (ts_program_save), DIR/vocab.txt (a copy of vocab_path) and
+ * DIR/config.json (cfg, architecture, meta), each atomically (temp file, fsync, rename), config
+ * last; DIR is created. 0, or prints the error naming the file and returns 1. */
+int ts_model_dir_save(const char *cmd, const char *dir, const ts_program *p, const ts_bert_config *cfg,
+                      const char *architecture, const char *vocab_path, const ts_model_meta *meta);
+
+/* Read DIR/config.json into cfg and meta, and load DIR/vocab.txt. Prints the error (naming the
+ * file) and returns NULL on failure. */
+ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config *cfg, ts_model_meta *meta);
+
+/* Build BERT with a head for batch x seq into a new graph; when `train`, add backward and AdamW
+ * (lr fed as the input "lr", weight decay wd) and compile a training program fetching
+ * train_fetches, else leave *train_p NULL. An inference program fetching infer_fetches is always
+ * compiled (into *infer_p, which may be NULL to skip it). Prints the error and returns nonzero
+ * on failure. */
+int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq,
+                     uint64_t seed, int threads, int train, float wd, const char *const *train_fetches,
+                     int ntrain_fetches, ts_program **train_p, const char *const *infer_fetches,
+                     int ninfer_fetches, ts_program **infer_p);
+
+/* The three int32 [B, T] inputs and the label tensors of a batch, with a ts_batch over them. */
+typedef struct ts_batch_buf {
+    ts_tensor *ids, *types, *mask, *labels, *nsp;
+    ts_batch b;
+} ts_batch_buf;
+
+/* labels_rank: 0 none, 1 [B] (classification), 2 [B, T] (+ next_sentence_label [B]). */
+int ts_batch_buf_init(ts_batch_buf *bb, int batch, int seq, int labels_rank);
+void ts_batch_buf_free(ts_batch_buf *bb);
+/* Feed input_ids, token_type_ids, attention_mask (and labels, next_sentence_label when
+ * with_labels and present). */
+ts_status ts_batch_buf_feed(ts_batch_buf *bb, ts_program *p, int with_labels);
+
+/* ------------------------------------------------------------------ classification (eval.c) */
+
+/* Run the inference program (a TS_BERT_SEQ_CLASSIFICATION of batch x seq, fetching "logits")
+ * over every row of d; *correct of *total rows have the argmax label. */
+ts_status ts_cls_accuracy(ts_program *infer, const ts_tokenizer *tok, const ts_text_dataset *d, int batch,
+                          int seq, int64_t *correct, int64_t *total);
+/* The accuracy on test of always answering train's most frequent label (*label, may be NULL). */
+double ts_cls_majority(const ts_text_dataset *train, const ts_text_dataset *test, int *label);
+
+#endif

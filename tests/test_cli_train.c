@@ -1,0 +1,201 @@
+/*
+ * test_cli_train.c — `tessera pretrain`, `finetune`, `eval` and `predict` end to end through the
+ * command itself, on a tiny generated corpus, vocabulary and TSV in a temporary directory: each
+ * step exits 0 and writes what it should; bad input (a missing flag, a missing file, a TSV row
+ * with a missing column, an unknown flag, a bad config) exits non-zero with a clear message on
+ * stderr and no crash.
+ *
+ * The command's path comes from TS_CLI (set by CMake to the built `tessera`); without it, the
+ * test looks for ./tessera (ctest runs tests in the build directory) and skips when it is absent.
+ */
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "test_util.h"
+
+#ifndef TS_CLI
+#define TS_CLI "./tessera"
+#endif
+
+static char dir[64], cli[4096]; /* the temporary directory; the command's absolute path */
+static char out_text[1 << 16], err_text[1 << 16];
+
+static void write_str(const char *name, const char *s) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fputs(s, f);
+    fclose(f);
+}
+
+static void read_into(const char *name, char *buf, size_t cap) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    buf[n] = 0;
+    if (f) fclose(f);
+}
+
+static int exists(const char *name) {
+    char path[256];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &st) == 0 && st.st_size > 0;
+}
+
+/* Run `tessera ARGS` in dir with stdin from `in` (NULL: /dev/null); stdout and stderr land in
+ * out_text / err_text. Returns the exit code, or -1 when it died from a signal. */
+__attribute__((format(printf, 2, 3))) static int tessera(const char *in, const char *fmt, ...) {
+    char args[2048], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    if (in) write_str("stdin.txt", in);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s <%s >stdout.txt 2>stderr.txt", dir, cli, args,
+             in ? "stdin.txt" : "/dev/null");
+    int st = system(cmd);
+    read_into("stdout.txt", out_text, sizeof out_text);
+    read_into("stderr.txt", err_text, sizeof err_text);
+    if (st == -1 || !WIFEXITED(st)) return -1;
+    return WEXITSTATUS(st);
+}
+
+#define CHECK_RAN(rc, want)                                                                                    \
+    CHECK((rc) == (want) && !strstr(err_text, "Sanitizer"), "exit %d, want %d\nstdout: %s\nstderr: %s", rc, want, \
+          out_text, err_text)
+
+/* Failure: non-zero exit (not a crash), stderr holds `needle`. */
+#define CHECK_FAILS(rc, needle)                                                                                  \
+    CHECK((rc) > 0 && strstr(err_text, needle) && !strstr(err_text, "Sanitizer"),                                \
+          "exit %d, want non-zero with \"%s\" on stderr\nstderr: %s", rc, needle, err_text)
+
+static const char *WORDS_A[] = {"cat", "dog", "bird", "fish", "horse", "mouse"};
+static const char *WORDS_B[] = {"runs", "sleeps", "eats", "jumps", "swims", "sings"};
+
+static void make_data(void) {
+    /* A corpus of 8 documents of 6 sentences, blank lines between documents. */
+    static char corpus[16384], tsv[16384];
+    size_t n = 0;
+    for (int d = 0; d < 8; d++) {
+        for (int s = 0; s < 6; s++)
+            n += (size_t)snprintf(corpus + n, sizeof corpus - n, "the %s %s and the %s %s quickly.\n",
+                                  WORDS_A[(d + s) % 6], WORDS_B[(d * s) % 6], WORDS_A[(s + 3) % 6], WORDS_B[(d + 1) % 6]);
+        n += (size_t)snprintf(corpus + n, sizeof corpus - n, "\n");
+    }
+    write_str("corpus.txt", corpus);
+    /* 40 labelled rows: "pos" rows talk about cats and dogs, "neg" rows about fish and mice. */
+    n = (size_t)snprintf(tsv, sizeof tsv, "label\ttext\n");
+    for (int i = 0; i < 40; i++)
+        n += (size_t)snprintf(tsv + n, sizeof tsv - n, "%s\tthe %s %s %d times\n", i % 2 ? "pos" : "neg",
+                              i % 2 ? WORDS_A[i % 2] : WORDS_A[3 + i % 3], WORDS_B[i % 6], i);
+    write_str("data.tsv", tsv);
+    write_str("one_line.txt", "the cat runs.\n");
+    write_str("empty.txt", "");
+    write_str("bad.tsv", "label\ttext\npos\tthe cat runs\nneg\n");
+    write_str("config.json", "{\"layers\": 1, \"hidden\": 32, \"heads\": 2, \"intermediate\": 64, \"max-len\": 32,\n"
+                             " \"batch\": 4, \"max-steps\": 100, \"eval-every\": 2, \"eval-batches\": 1, \"threads\": 1}\n");
+    write_str("badconfig.json", "{\"layers\": 1, \"colour\": \"blue\"}\n");
+}
+
+static void test_pipeline(void) {
+    int rc = tessera(NULL, "vocab --out vocab.txt --size 120 corpus.txt");
+    CHECK_RAN(rc, 0);
+    /* The config gives the model; --max-steps overrides its 100. */
+    rc = tessera(NULL, "pretrain --config config.json --vocab vocab.txt --corpus corpus.txt --out pre --max-steps 3");
+    CHECK_RAN(rc, 0);
+    CHECK(exists("pre/config.json") && exists("pre/model.safetensors") && exists("pre/vocab.txt"),
+          "pretrain did not write its three files");
+    CHECK(strstr(out_text, "3 steps"), "pretrain did not stop at --max-steps 3: %s", out_text);
+    CHECK(exists("pre/metrics.jsonl"), "no metrics.jsonl");
+
+    rc = tessera(NULL, "finetune --model pre --train data.tsv --out ft --max-steps 3 --batch 4 --max-len 32 --threads 1");
+    CHECK_RAN(rc, 0);
+    CHECK(exists("ft/config.json") && exists("ft/model.safetensors") && exists("ft/vocab.txt"),
+          "finetune did not write its three files");
+    CHECK(strstr(out_text, "majority baseline"), "finetune printed no baseline: %s", out_text);
+    char cfg[8192];
+    read_into("ft/config.json", cfg, sizeof cfg);
+    CHECK(strstr(cfg, "id2label") && strstr(cfg, "\"pos\"") && strstr(cfg, "BertForSequenceClassification"),
+          "ft/config.json lacks the labels: %s", cfg);
+
+    rc = tessera(NULL, "eval --model ft --data data.tsv --threads 1");
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "accuracy"), "eval printed no accuracy: %s", out_text);
+
+    rc = tessera("the cat runs\nthe fish swims\n\nthe mouse sleeps\n", "predict --model ft --threads 1");
+    CHECK_RAN(rc, 0);
+    int lines = 0, good = 0;
+    for (char *p = out_text; *p; p++) {
+        if (*p != '\n') continue;
+        lines++;
+    }
+    for (char *l = out_text; *l; l = strchr(l, '\n') + 1) {
+        char *t1 = strchr(l, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        good += t1 && t2 && (!strncmp(l, "pos\t", 4) || !strncmp(l, "neg\t", 4)) && atof(t1 + 1) >= 0.5;
+        if (!strchr(l, '\n')) break;
+    }
+    CHECK(lines == 4 && good == 4, "predict: %d lines (%d well-formed) for 4 inputs: %s", lines, good, out_text);
+    rc = tessera(NULL, "predict --model ft --text \"the dog eats\" --threads 1");
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "the dog eats\n"), "predict --text: %s", out_text);
+}
+
+static void test_bad_input(void) {
+    int rc = tessera(NULL, "pretrain --corpus corpus.txt --out x");
+    CHECK_FAILS(rc, "--vocab");
+    rc = tessera(NULL, "pretrain --vocab vocab.txt --corpus corpus.txt no_such_corpus.txt --out x");
+    CHECK_FAILS(rc, "no_such_corpus.txt");
+    rc = tessera(NULL, "pretrain --vocab no_such_vocab.txt --corpus corpus.txt --out x");
+    CHECK_FAILS(rc, "no_such_vocab.txt");
+    rc = tessera(NULL, "pretrain --vocab vocab.txt --corpus one_line.txt --out x --max-steps 1 --threads 1");
+    CHECK_FAILS(rc, "one_line.txt) holds no sentence pairs");
+    rc = tessera(NULL, "pretrain --vocab vocab.txt --corpus empty.txt --out x --max-steps 1 --threads 1");
+    CHECK_FAILS(rc, "no text");
+    rc = tessera(NULL, "pretrain --vocab vocab.txt --corpus corpus.txt --out x --bogus 3");
+    CHECK_FAILS(rc, "unknown flag '--bogus'");
+    rc = tessera(NULL, "pretrain --vocab vocab.txt --corpus corpus.txt --out x --layers zero");
+    CHECK_FAILS(rc, "--layers");
+    rc = tessera(NULL, "pretrain --config badconfig.json --vocab vocab.txt --corpus corpus.txt --out x");
+    CHECK_FAILS(rc, "badconfig.json: unknown key \"colour\"");
+    rc = tessera(NULL, "finetune --model pre --train bad.tsv --out y --max-steps 1 --threads 1");
+    CHECK_FAILS(rc, "bad.tsv:3");
+    rc = tessera(NULL, "finetune --model no_such_model --train data.tsv --out y");
+    CHECK_FAILS(rc, "no_such_model");
+    rc = tessera(NULL, "finetune --model pre --train data.tsv --out y --label-column colour --threads 1");
+    CHECK_FAILS(rc, "colour");
+    rc = tessera(NULL, "eval --model ft");
+    CHECK_FAILS(rc, "--data");
+    rc = tessera(NULL, "eval --model pre --data data.tsv");
+    CHECK_FAILS(rc, "not a sequence classifier");
+    rc = tessera(NULL, "predict --model ft --frobnicate");
+    CHECK_FAILS(rc, "unknown flag '--frobnicate'");
+}
+
+int main(void) {
+    if (access(TS_CLI, X_OK) != 0) {
+        printf("test_cli_train: skipped, %s is not built\n", TS_CLI);
+        return 77;
+    }
+    if (!realpath(TS_CLI, cli)) { /* the commands run in the temporary directory */
+        perror(TS_CLI);
+        return 1;
+    }
+    strcpy(dir, "/tmp/ts_cli_train_XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    make_data();
+    RUN(test_pipeline);
+    RUN(test_bad_input);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "test_cli_train: could not remove %s\n", dir);
+    return tu_finish("test_cli_train");
+}
