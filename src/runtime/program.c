@@ -59,13 +59,8 @@ static int fetchable(const ts_program *p, int v) {
     return 0;
 }
 
-ts_status ts_program_fetch(ts_program *p, const char *name, ts_tensor **out) {
-    if (!p || !out) return ts_err(TS_ERR_ARG, "ts_program_fetch: %s is NULL", p ? "out" : "program");
-    *out = NULL;
-    int v = find_named(p, name, TS_V_NODE, 1);
-    if (v < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_program_fetch: the graph has no value named '%s'", name ? name : "(null)");
-    if (!p->buf[v] || !fetchable(p, v))
-        return ts_err(TS_ERR_NOT_FOUND, "ts_program_fetch: '%s' was not named in the fetches at compile time", name);
+/* A new host tensor holding value v's device buffer. */
+static ts_status copy_out_value(const ts_program *p, int v, ts_tensor **out) {
     const ts_val *x = &p->g->vals[v];
     ts_tensor *t = ts_tensor_new(x->dtype, x->ndim, x->shape);
     if (!t) return TS_ERR_NOMEM;
@@ -73,6 +68,16 @@ ts_status ts_program_fetch(ts_program *p, const char *name, ts_tensor **out) {
     if (s) { ts_tensor_free(t); return s; }
     *out = t;
     return TS_OK;
+}
+
+ts_status ts_program_fetch(ts_program *p, const char *name, ts_tensor **out) {
+    if (!p || !out) return ts_err(TS_ERR_ARG, "ts_program_fetch: %s is NULL", p ? "out" : "program");
+    *out = NULL;
+    int v = find_named(p, name, TS_V_NODE, 1);
+    if (v < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_program_fetch: the graph has no value named '%s'", name ? name : "(null)");
+    if (!p->buf[v] || !fetchable(p, v))
+        return ts_err(TS_ERR_NOT_FOUND, "ts_program_fetch: '%s' was not named in the fetches at compile time", name);
+    return copy_out_value(p, v, out);
 }
 
 uint64_t ts_program_step(const ts_program *p) { return p ? p->step : 0; }
@@ -89,13 +94,7 @@ ts_status ts_program_get_param(const ts_program *p, const char *name, ts_tensor 
     *out = NULL;
     int v = find_named(p, name, TS_V_PARAM, 0);
     if (v < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_program_get_param: no parameter named '%s'", name ? name : "(null)");
-    const ts_val *x = &p->g->vals[v];
-    ts_tensor *t = ts_tensor_new(x->dtype, x->ndim, x->shape);
-    if (!t) return TS_ERR_NOMEM;
-    ts_status s = p->be->copy_out(p->be, t->data, p->buf[v], ts_val_bytes(x));
-    if (s) { ts_tensor_free(t); return s; }
-    *out = t;
-    return TS_OK;
+    return copy_out_value(p, v, out);
 }
 
 ts_status ts_program_set_param(ts_program *p, const char *name, const ts_tensor *t) {
