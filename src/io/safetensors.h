@@ -68,4 +68,8 @@ typedef ts_status (*ts_st_fill_fn)(void *ctx, int i, void *dst);
 ts_status ts_st_write(const char *path, int n, const ts_st_out *t, int nmeta, const char *const *meta_key,
                       const char *const *meta_val, ts_st_fill_fn fill, void *ctx);
 
+/* n elements of float dtype `from` (f32, bf16, f16) at src -> float dtype `to` at dst, rounding
+ * to nearest even; src may be unaligned (a mapped file). Defined in runtime/checkpoint.c. */
+void ts_st_convert(ts_dtype from, const void *src, ts_dtype to, void *dst, int64_t n);
+
 #endif

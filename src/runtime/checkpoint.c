@@ -23,8 +23,7 @@ static void store_f(ts_dtype t, uint8_t *p, float f) {
     memcpy(p, &h, 2);
 }
 
-/* n elements of float dtype `from` at src -> float dtype `to` at dst (src may be unaligned). */
-static void convert(ts_dtype from, const void *src, ts_dtype to, void *dst, int64_t n) {
+void ts_st_convert(ts_dtype from, const void *src, ts_dtype to, void *dst, int64_t n) {
     size_t a = ts_dtype_size(from), b = ts_dtype_size(to);
     const uint8_t *s = src;
     uint8_t *d = dst;
@@ -82,7 +81,7 @@ ts_status ts_program_load(ts_program *p, const char *path, int strict, int *nmis
         if (e->dtype != x->dtype) {
             tmp = ts_alloc(bytes, 0);
             if (!tmp) { s = ts_err(TS_ERR_NOMEM, "%s: tensor '%s': out of memory", path, x->name); break; }
-            convert(e->dtype, src, x->dtype, tmp, ts_val_numel(x));
+            ts_st_convert(e->dtype, src, x->dtype, tmp, ts_val_numel(x));
             src = tmp;
         }
         s = p->be->copy_in(p->be, p->buf[v], src, bytes);
@@ -111,7 +110,7 @@ static ts_status fill_param(void *c, int i, void *dst) {
     void *tmp = ts_alloc(bytes, 0);
     if (!tmp) return ts_err(TS_ERR_NOMEM, "ts_program_save: parameter '%s': out of memory", x->name);
     ts_status s = p->be->copy_out(p->be, tmp, p->buf[v], bytes);
-    if (!s) convert(x->dtype, tmp, sc->dtype, dst, ts_val_numel(x));
+    if (!s) ts_st_convert(x->dtype, tmp, sc->dtype, dst, ts_val_numel(x));
     ts_free(tmp);
     return s;
 }

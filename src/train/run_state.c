@@ -366,25 +366,6 @@ static ts_status match(const ts_safetensors *st, const ts_val *x, int convert, i
     return TS_OK;
 }
 
-/* src (dtype from, n elements, maybe unaligned) -> dst in dtype to (both float dtypes). */
-static ts_status convert_to(ts_dtype from, const void *src, ts_dtype to, void *dst, int64_t n) {
-    float *f = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    void *h = malloc(2 * (size_t)(n ? n : 1));
-    if (!f || !h) { free(f); free(h); return ts_err(TS_ERR_NOMEM, "ts_program_load_state: out of memory"); }
-    if (from == TS_F32) memcpy(f, src, 4 * (size_t)n);
-    else {
-        memcpy(h, src, 2 * (size_t)n);
-        if (from == TS_BF16) ts_bf16_to_f32(h, f, (size_t)n);
-        else ts_f16_to_f32(h, f, (size_t)n);
-    }
-    if (to == TS_F32) memcpy(dst, f, 4 * (size_t)n);
-    else if (to == TS_BF16) ts_f32_to_bf16(f, dst, (size_t)n);
-    else ts_f32_to_f16(f, dst, (size_t)n);
-    free(f);
-    free(h);
-    return TS_OK;
-}
-
 ts_status ts_checkpoint_check(const char *dir) {
     if (!dir) return ts_err(TS_ERR_ARG, "ts_checkpoint_check: directory is NULL");
     ckpt c;
@@ -421,7 +402,7 @@ ts_status ts_program_load_state(ts_program *p, const char *dir, char **extra_jso
         if (e->dtype != x->dtype) {
             tmp = malloc(bytes ? bytes : 1);
             if (!tmp) { s = ts_err(TS_ERR_NOMEM, "%s: tensor '%s': out of memory", st->path, x->name); break; }
-            if ((s = convert_to(e->dtype, src, x->dtype, tmp, ts_val_numel(x)))) break;
+            ts_st_convert(e->dtype, src, x->dtype, tmp, ts_val_numel(x));
             src = tmp;
         }
         s = p->be->copy_in(p->be, p->buf[v], src, bytes);
