@@ -308,6 +308,8 @@ typedef struct ts_compile_opts {
     const char *const *fetches;
     int inference;                  /* 1: drop optimizer updates, dropout becomes identity */
     int no_fusion;                  /* 1: skip the fusion pass (for testing) */
+    int device_iterations;          /* K > 1: each ts_program_run runs the step K times (see
+                                       below); 0 or 1: once */
 } ts_compile_opts;
 
 /* Compile graph g for a device: dead-code elimination, fusion, memory planning, kernel selection,
@@ -316,11 +318,19 @@ typedef struct ts_compile_opts {
 ts_program *ts_compile(const ts_graph *g, const ts_compile_opts *opts);
 void ts_program_free(ts_program *p);
 
-/* Copy a tensor into the named input; its dtype and shape must match the input's exactly. */
+/* Copy a tensor into the named input; its dtype and shape must match the input's exactly
+ * ([K, shape...] with device_iterations K > 1: K batches at once, one per iteration). */
 ts_status ts_program_feed(ts_program *p, const char *name, const ts_tensor *t);
-/* Run one step: every node of the compiled schedule, in order. */
+/* Run one step: every node of the compiled schedule, in order.
+ * Device iterations (Graphcore's "batches per step"): with device_iterations K > 1, one call
+ * runs the step K times back to back, iteration k reading slice k of every input, as K calls
+ * with one batch each would (the step counter advances by K, so dropout masks, optimizer steps
+ * and schedules are the same). It saves a host round trip per step on an accelerator; fetches
+ * are copied out after every iteration. If iteration k fails, iterations before it have run. */
 ts_status ts_program_run(ts_program *p);
-/* A new tensor holding the named value (a fetch named at compile time, or a parameter). */
+/* A new tensor holding the named value (a fetch named at compile time, or a parameter). With
+ * device_iterations K > 1 a fetch named at compile time comes back as [K, shape...], one slice
+ * per iteration of the last run (PopART's "anchor ALL"); parameters and state read as now. */
 ts_status ts_program_fetch(ts_program *p, const char *name, ts_tensor **out);
 /* The run counter (starts at 0, +1 per run); seeds dropout. Set it to resume a run exactly. */
 uint64_t ts_program_step(const ts_program *p);

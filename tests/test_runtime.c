@@ -806,6 +806,81 @@ static void test_num_threads(void) {
     ts_graph_free(g);
 }
 
+/* Device iterations: one run of a K = 4 program fed [4, ...] does what four runs of a K = 1
+ * program fed one slice each do — same losses (fetched [4]), same parameters, same dropout
+ * masks (the step counter advances per iteration) — bit for bit. A reshape of the input
+ * (an alias of its buffer) must follow the slice too. */
+static ts_graph *iter_graph(void) {
+    ts_graph *g = ts_graph_new();
+    ts_graph_set_seed(g, 5);
+    int64_t xs[2] = {6, 4}, ws[2] = {4, 3}, flat[1] = {24};
+    ts_value x = ts_input(g, "x", TS_F32, 2, xs);
+    ts_value xf = ts_reshape(g, x, 1, flat); /* an alias of x's buffer */
+    ts_value x2 = ts_reshape(g, xf, 2, xs);
+    ts_value w = ts_param(g, "w", TS_F32, 2, ws, ts_init_normal(0.5f));
+    ts_value y = ts_dropout(g, ts_tanh(g, ts_matmul(g, x2, w, 0, 0)), 0.3f);
+    ts_value loss = ts_name(g, ts_reduce_mean(g, ts_mul(g, y, y), 0, NULL, 0), "loss");
+    ts_backward(g, loss);
+    ts_tensor *lrt = ts_tensor_from(TS_F32, 0, NULL, &(float){0.2f});
+    ts_adamw(g, ts_constant(g, lrt), 0.9f, 0.999f, 1e-8f, 0.01f);
+    ts_tensor_free(lrt);
+    return g;
+}
+
+static void test_device_iterations(void) {
+    enum { K = 4 };
+    ts_graph *g = iter_graph();
+    CHECK_OK(ts_graph_status(g));
+    ts_program *one = ts_compile(g, &(ts_compile_opts){TU_FETCHES("loss")});
+    ts_program *many = ts_compile(g, &(ts_compile_opts){TU_FETCHES("loss"), .device_iterations = K});
+    CHECK(one && many, "compile: %s", ts_last_error());
+    if (!one || !many) goto out;
+    tu_rng r = tu_rng_seed(11);
+    int64_t ks[3] = {K, 6, 4};
+    ts_tensor *xk = tu_rand_tensor(&r, 3, ks, -1, 1);
+    float losses[K];
+    for (int k = 0; k < K; k++) {
+        ts_tensor *xi = ts_tensor_from(TS_F32, 2, ks + 1, tu_f32(xk) + k * 24);
+        CHECK_OK(ts_program_feed(one, "x", xi));
+        CHECK_OK(ts_program_run(one));
+        ts_tensor *l = TU_FETCH(one, "loss");
+        losses[k] = l ? tu_f32(l)[0] : NAN;
+        ts_tensor_free(l);
+        ts_tensor_free(xi);
+    }
+    /* a [6, 4] tensor is refused by the K = 4 program, with the shape it wants */
+    ts_tensor *bad = ts_tensor_new(TS_F32, 2, ks + 1);
+    CHECK_STATUS(ts_program_feed(many, "x", bad), TS_ERR_SHAPE);
+    CHECK_ERRMSG("'x'", "[4, 6, 4]", "device iterations");
+    ts_tensor_free(bad);
+    CHECK_OK(ts_program_feed(many, "x", xk));
+    CHECK_OK(ts_program_run(many));
+    CHECK(ts_program_step(many) == K && ts_program_step(one) == K, "steps %llu and %llu, expected %d",
+          (unsigned long long)ts_program_step(many), (unsigned long long)ts_program_step(one), K);
+    ts_tensor *lk = TU_FETCH(many, "loss");
+    if (lk) {
+        CHECK(ts_tensor_ndim(lk) == 1 && ts_tensor_shape(lk)[0] == K, "fetched loss has rank %d", ts_tensor_ndim(lk));
+        CHECK(memcmp(tu_f32(lk), losses, sizeof losses) == 0,
+              "losses %g %g %g %g differ from one-batch runs %g %g %g %g", tu_f32(lk)[0], tu_f32(lk)[1],
+              tu_f32(lk)[2], tu_f32(lk)[3], losses[0], losses[1], losses[2], losses[3]);
+        CHECK(losses[0] != losses[1], "two iterations gave the same loss: the slices were not used");
+    }
+    ts_tensor *w1 = NULL, *wk = NULL;
+    CHECK_OK(ts_program_get_param(one, "w", &w1));
+    CHECK_OK(ts_program_get_param(many, "w", &wk));
+    CHECK(tu_bitwise_equal(w1, wk), "parameters after %d device iterations differ from %d runs", K, K);
+    ts_tensor_free(w1);
+    ts_tensor_free(wk);
+    ts_tensor_free(lk);
+    ts_tensor_free(xk);
+    CHECK(ts_compile(g, &(ts_compile_opts){.device_iterations = -1}) == NULL &&
+          strstr(ts_last_error(), "device_iterations"), "device_iterations -1 was accepted");
+out:
+    ts_program_free(one);
+    ts_program_free(many);
+    ts_graph_free(g);
+}
+
 int main(void) {
     RUN(test_feed_fetch);
     RUN(test_scalar_input);
@@ -820,5 +895,6 @@ int main(void) {
     RUN(test_cast_forward);
     RUN(test_arena_reuse);
     RUN(test_num_threads);
+    RUN(test_device_iterations);
     return tu_finish("test_runtime");
 }

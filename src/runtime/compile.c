@@ -33,8 +33,41 @@ void ts_program_free(ts_program *p) {
     free(p->sched);
     free(p->fetch);
     free(p->params);
+    if (p->fetch_host)
+        for (int i = 0; i < p->nfetch; i++) free(p->fetch_host[i]);
+    free(p->fetch_host);
+    free(p->iter_vals);
+    free(p->iter_bytes);
+    free(p->iter_base);
     ts_graph_free(p->g);
     free(p);
+}
+
+/* Device iterations: record every value whose buffer is (an alias of) an input's, so run()
+ * can move it to slice k, and give every fetch a host buffer for K copies. */
+static ts_status setup_iterations(ts_program *p, const ts_memplan *mp) {
+    const ts_graph *g = p->g;
+    int nv = g->nvals;
+    p->iter_vals = malloc(sizeof(int) * (size_t)nv);
+    p->iter_bytes = malloc(sizeof(size_t) * (size_t)nv);
+    p->iter_base = malloc(sizeof(void *) * (size_t)nv);
+    p->fetch_host = calloc((size_t)p->nfetch + 1, sizeof(void *));
+    if (!p->iter_vals || !p->iter_bytes || !p->iter_base || !p->fetch_host)
+        return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
+    for (int v = 0; v < nv; v++) {
+        int r = mp->root[v];
+        if (!p->buf[v] || g->vals[r].kind != TS_V_INPUT) continue;
+        p->iter_vals[p->niter_vals] = v;
+        p->iter_bytes[p->niter_vals] = ts_val_bytes(&g->vals[r]);
+        p->iter_base[p->niter_vals++] = p->buf[v];
+    }
+    for (int i = 0; i < p->nfetch; i++) {
+        size_t bytes = ts_val_bytes(&g->vals[p->fetch[i]]) * (size_t)p->iters;
+        if (!(p->fetch_host[i] = calloc(1, bytes ? bytes : 1)))
+            return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the fetches of %d device "
+                          "iterations", p->iters);
+    }
+    return TS_OK;
 }
 
 static ts_program *fail(ts_program *p) {
@@ -61,9 +94,15 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
         return NULL;
     }
 
+    if (o.device_iterations < 0) {
+        ts_err(TS_ERR_ARG, "ts_compile: device_iterations is %d; it must be >= 0", o.device_iterations);
+        return NULL;
+    }
+
     ts_program *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->be = be;
+    p->iters = o.device_iterations > 1 ? o.device_iterations : 1;
     p->num_threads = o.num_threads;
     p->g = ts_graph_clone(graph);
     ts_graph *g = p->g;
@@ -137,7 +176,7 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
         int persistent = x->kind != TS_V_NODE || is_grad[v];
         if (!persistent || !(used[v] || x->kind == TS_V_PARAM)) continue;
         if (mp.root[v] != v) continue;
-        size_t bytes = ts_val_bytes(x);
+        size_t bytes = ts_val_bytes(x) * (x->kind == TS_V_INPUT ? (size_t)p->iters : 1);
         p->buf[v] = dev_alloc(p, bytes);
         if (!p->buf[v]) { ts_err(TS_ERR_NOMEM, "ts_compile: out of device memory for %s", x->name ? x->name : "a buffer"); ts_memplan_free(&mp); free(used); free(is_grad); goto error; }
         p->owned[v] = 1;
@@ -155,6 +194,10 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
         if (in_arena[v] && mp.offset[v] >= 0) p->buf[v] = (char *)p->arena + mp.offset[v];
     for (int v = 0; v < nv; v++)
         if (mp.root[v] != v && !p->buf[v]) p->buf[v] = p->buf[mp.root[v]];
+    if (p->iters > 1 && setup_iterations(p, &mp) != TS_OK) {
+        ts_memplan_free(&mp); free(used); free(is_grad);
+        goto error;
+    }
     m->activations = mp.arena_bytes;
     m->intermediates_total = mp.total_bytes;
     m->nodes = p->nsched;

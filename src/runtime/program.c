@@ -15,16 +15,23 @@ static int find_named(const ts_program *p, const char *name, ts_val_kind kind, i
     return -1;
 }
 
-static ts_status check_tensor(const ts_graph *g, int v, const ts_tensor *t, const char *what) {
+/* t must have v's dtype and shape, with a leading dimension `lead` in front when lead > 0. */
+static ts_status check_tensor(const ts_graph *g, int v, const ts_tensor *t, const char *what, int lead) {
     char b1[128], b2[128];
     const ts_val *x = &g->vals[v];
     if (t->dtype != x->dtype)
         return ts_err(TS_ERR_DTYPE, "%s '%s': tensor has dtype %s, expected %s", what, x->name,
                       ts_dtype_name(t->dtype), ts_dtype_name(x->dtype));
-    if (t->ndim != x->ndim || memcmp(t->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim) != 0)
-        return ts_err(TS_ERR_SHAPE, "%s '%s': tensor has shape %s, expected %s", what, x->name,
-                      ts_shape_str(t->ndim, t->shape, b1, sizeof b1),
-                      ts_shape_str(x->ndim, x->shape, b2, sizeof b2));
+    int64_t want[TS_MAX_DIMS + 1];
+    int nd = x->ndim + (lead > 0);
+    if (lead > 0) want[0] = lead;
+    memcpy(want + (lead > 0), x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    if (t->ndim != nd || memcmp(t->shape, want, sizeof(int64_t) * (size_t)nd) != 0) {
+        ts_shape_str(nd, want, b2, sizeof b2);
+        return ts_err(TS_ERR_SHAPE, "%s '%s': tensor has shape %s, expected %s%s", what, x->name,
+                      ts_shape_str(t->ndim, t->shape, b1, sizeof b1), b2,
+                      lead > 0 ? " (device iterations first)" : "");
+    }
     return TS_OK;
 }
 
@@ -38,7 +45,7 @@ ts_status ts_program_feed(ts_program *p, const char *name, const ts_tensor *t) {
                           p->g->vals[other].kind == TS_V_PARAM ? "parameter; use ts_program_set_param" : "computed value");
         return ts_err(TS_ERR_NOT_FOUND, "ts_program_feed: the program has no input named '%s'", name ? name : "(null)");
     }
-    ts_status s = check_tensor(p->g, v, t, "ts_program_feed: input");
+    ts_status s = check_tensor(p->g, v, t, "ts_program_feed: input", p->iters > 1 ? p->iters : 0);
     if (s) return s;
     if (!p->buf[v]) return TS_OK; /* an input this program does not read (e.g. labels at inference) */
     return p->be->copy_in(p->be, p->buf[v], t->data, ts_tensor_nbytes(t));
@@ -47,9 +54,28 @@ ts_status ts_program_feed(ts_program *p, const char *name, const ts_tensor *t) {
 ts_status ts_program_run(ts_program *p) {
     if (!p) return ts_err(TS_ERR_ARG, "ts_program_run: program is NULL");
     ts_set_threads(p->num_threads);
-    ts_status s = p->be->run(p->be, p->compiled, &p->plan, p->step);
-    if (s == TS_OK) p->step++;
-    return s;
+    if (p->iters == 1) {
+        ts_status s = p->be->run(p->be, p->compiled, &p->plan, p->step);
+        if (s == TS_OK) p->step++;
+        return s;
+    }
+    for (int k = 0; k < p->iters; k++) {
+        for (int i = 0; i < p->niter_vals; i++)
+            p->buf[p->iter_vals[i]] = (char *)p->iter_base[i] + (size_t)k * p->iter_bytes[i];
+        ts_status s = p->be->run(p->be, p->compiled, &p->plan, p->step);
+        for (int i = 0; i < p->nfetch && s == TS_OK; i++) {
+            size_t bytes = ts_val_bytes(&p->g->vals[p->fetch[i]]);
+            s = p->be->copy_out(p->be, (char *)p->fetch_host[i] + (size_t)k * bytes, p->buf[p->fetch[i]], bytes);
+        }
+        if (s != TS_OK) {
+            for (int i = 0; i < p->niter_vals; i++) p->buf[p->iter_vals[i]] = p->iter_base[i];
+            return s;
+        }
+        p->step++;
+    }
+    /* back to slice 0, where ts_program_feed writes */
+    for (int i = 0; i < p->niter_vals; i++) p->buf[p->iter_vals[i]] = p->iter_base[i];
+    return TS_OK;
 }
 
 static int fetchable(const ts_program *p, int v) {
@@ -77,6 +103,17 @@ ts_status ts_program_fetch(ts_program *p, const char *name, ts_tensor **out) {
     if (v < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_program_fetch: the graph has no value named '%s'", name ? name : "(null)");
     if (!p->buf[v] || !fetchable(p, v))
         return ts_err(TS_ERR_NOT_FOUND, "ts_program_fetch: '%s' was not named in the fetches at compile time", name);
+    for (int i = 0; i < p->nfetch && p->iters > 1; i++) {
+        if (p->fetch[i] != v) continue;
+        const ts_val *x = &p->g->vals[v];
+        if (x->ndim == TS_MAX_DIMS)
+            return ts_err(TS_ERR_SHAPE, "ts_program_fetch: '%s' has %d dims; with device iterations "
+                          "it would need one more than TS_MAX_DIMS", name, x->ndim);
+        int64_t shape[TS_MAX_DIMS + 1] = {p->iters};
+        memcpy(shape + 1, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+        *out = ts_tensor_from(x->dtype, x->ndim + 1, shape, p->fetch_host[i]);
+        return *out ? TS_OK : ts_err(TS_ERR_NOMEM, "ts_program_fetch: out of memory for '%s'", name);
+    }
     return copy_out_value(p, v, out);
 }
 
@@ -101,7 +138,7 @@ ts_status ts_program_set_param(ts_program *p, const char *name, const ts_tensor 
     if (!p || !t) return ts_err(TS_ERR_ARG, "ts_program_set_param: %s is NULL", p ? "tensor" : "program");
     int v = find_named(p, name, TS_V_PARAM, 0);
     if (v < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_program_set_param: no parameter named '%s'", name ? name : "(null)");
-    ts_status s = check_tensor(p->g, v, t, "ts_program_set_param: parameter");
+    ts_status s = check_tensor(p->g, v, t, "ts_program_set_param: parameter", 0);
     if (s) return s;
     return p->be->copy_in(p->be, p->buf[v], t->data, ts_tensor_nbytes(t));
 }

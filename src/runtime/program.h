@@ -26,6 +26,16 @@ struct ts_program {
     int nparams;
     uint64_t step;
     int num_threads;
+    /* device iterations: K runs per ts_program_run. With K > 1 every input buffer holds K
+     * slices; iter_vals lists the values whose buffer lies in an input's (the input itself and
+     * its aliases) with the input's slice size, so run() can point them at slice k; fetch_host
+     * holds each fetch's K copies. */
+    int iters;
+    int niter_vals;
+    int *iter_vals;
+    size_t *iter_bytes;
+    void **iter_base;
+    void **fetch_host;
     ts_memory mem;
 };
 
