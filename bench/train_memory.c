@@ -1,0 +1,222 @@
+/*
+ * bench/train_memory.c — peak resident memory and step time of BERT-Base pre-training steps,
+ * tessera against PyTorch measured in the same run.
+ *
+ * Both run the same model (BERT-Base for pre-training: L=12, H=768, 12 heads, FFN 3072, vocab
+ * 30522, MLM tied to the word embeddings + NSP), batch 8 x seq 128, AdamW, f32 weights, dropout
+ * 0.1, on random token ids with 15% MLM labels, for a few steps:
+ *   tessera: a child process of this program, built with the public API (ts_bert_build,
+ *            ts_backward, ts_optimizer, ts_compile, ts_program_run);
+ *   PyTorch: tools/torch_bert_train.py under Debian's /usr/bin/python3 with python3-torch 1.13.
+ * Each runs in its own process and its peak resident set is read the same way, from wait4()'s
+ * ru_maxrss (the process's high-water mark, everything included: weights, gradients, optimizer
+ * state, activations, allocator slack, libraries). The target is tessera <= 80% of PyTorch's.
+ * The two run one after the other, never together (2 cores).
+ *
+ * Usage: train_memory [--steps N (3)] [--layers L (12)] [--recompute] [--bf16] [--tessera-only]
+ * Threads: OMP_NUM_THREADS for both (PyTorch reads it too).
+ */
+#include "tessera.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef TS_SOURCE_DIR
+#define TS_SOURCE_DIR "."
+#endif
+
+enum { B = 8, T = 128, V = 30522 };
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n ? (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])) : NAN;
+}
+
+#define DIE(...) do { fprintf(stderr, "train_memory: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+
+/* The tessera side, in a child process: prints "steps_s s1 s2 ..." and the memory report. */
+static void tessera_child(int steps, int layers, int recompute, int bf16) {
+    ts_bert_config cfg;
+    ts_bert_config_default(&cfg);
+    cfg.num_hidden_layers = layers;
+    cfg.compute_dtype = bf16 ? TS_BF16 : TS_F32;
+#ifdef TS_HAVE_RECOMPUTE
+    cfg.recompute = recompute;
+#else
+    if (recompute) DIE("--recompute: this build has no recomputation");
+#endif
+    ts_graph *g = ts_graph_new();
+    ts_graph_set_seed(g, 1);
+    ts_bert_outputs out;
+    if (ts_bert_build(g, &cfg, TS_BERT_PRETRAINING, B, T, &out) != TS_OK ||
+        ts_backward(g, out.loss) != TS_OK)
+        DIE("building the model: %s", ts_last_error());
+    float lr = 1e-4f;
+    ts_tensor *lrt = ts_tensor_from(TS_F32, 0, NULL, &lr);
+    ts_optim_opts o = ts_optim_defaults(TS_OPTIM_ADAMW);
+    if (ts_optimizer(g, ts_constant(g, lrt), &o) != TS_OK) DIE("optimizer: %s", ts_last_error());
+    ts_tensor_free(lrt);
+    const char *fetch[] = {"loss"};
+    ts_program *p = ts_compile(g, &(ts_compile_opts){.nfetch = 1, .fetches = fetch});
+    if (!p) DIE("compile: %s", ts_last_error());
+    ts_graph_free(g);
+
+    int64_t bt[2] = {B, T}, b1[1] = {B};
+    ts_tensor *ids = ts_tensor_new(TS_I32, 2, bt), *types = ts_tensor_new(TS_I32, 2, bt);
+    ts_tensor *mask = ts_tensor_new(TS_I32, 2, bt), *labels = ts_tensor_new(TS_I32, 2, bt);
+    ts_tensor *nsp = ts_tensor_new(TS_I32, 1, b1);
+    uint64_t r = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < B * T; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        int id = (int)(r % V);
+        ((int32_t *)ts_tensor_data(ids))[i] = id;
+        ((int32_t *)ts_tensor_data(types))[i] = i % T >= T / 2;
+        ((int32_t *)ts_tensor_data(mask))[i] = 1;
+        ((int32_t *)ts_tensor_data(labels))[i] = (r >> 20) % 100 < 15 ? id : -100;
+    }
+    for (int i = 0; i < B; i++) ((int32_t *)ts_tensor_data(nsp))[i] = i % 2;
+    if (ts_program_feed(p, "input_ids", ids) || ts_program_feed(p, "token_type_ids", types) ||
+        ts_program_feed(p, "attention_mask", mask) || ts_program_feed(p, "labels", labels) ||
+        ts_program_feed(p, "next_sentence_label", nsp))
+        DIE("feed: %s", ts_last_error());
+    printf("step_s");
+    for (int s = 0; s < steps; s++) {
+        double t0 = now();
+        if (ts_program_run(p) != TS_OK) DIE("run: %s", ts_last_error());
+        printf(" %.4f", now() - t0);
+        fflush(stdout);
+    }
+    ts_tensor *loss = NULL;
+    if (ts_program_fetch(p, "loss", &loss) != TS_OK) DIE("fetch: %s", ts_last_error());
+    ts_memory m;
+    ts_program_memory(p, &m);
+    printf("\nloss %.4f\nmemory params %zu grads %zu state %zu activations %zu workspace %zu\n",
+           (double)*(float *)ts_tensor_data(loss), m.params, m.grads, m.optimizer_state, m.activations,
+           m.workspace);
+    ts_tensor_free(loss);
+    ts_tensor_free(ids); ts_tensor_free(types); ts_tensor_free(mask); ts_tensor_free(labels); ts_tensor_free(nsp);
+    ts_program_free(p);
+}
+
+/* Run fn (a child process) with its stdout into buf; returns the child's peak RSS in KiB, or -1
+ * when it failed (exit status in *status). */
+static long run_child(void (*fn)(void *), void *arg, char *buf, size_t n, int *status) {
+    int fd[2];
+    if (pipe(fd)) DIE("pipe: %s", strerror(errno));
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) DIE("fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(fd[0]);
+        dup2(fd[1], 1);
+        close(fd[1]);
+        fn(arg);
+        fflush(stdout);
+        _exit(0);
+    }
+    close(fd[1]);
+    size_t len = 0;
+    ssize_t got;
+    while ((got = read(fd[0], buf + len, n - 1 - len)) > 0 && len + (size_t)got < n - 1) len += (size_t)got;
+    if (got > 0) len += (size_t)got;
+    buf[len] = 0;
+    close(fd[0]);
+    struct rusage ru;
+    if (wait4(pid, status, 0, &ru) < 0) DIE("wait4: %s", strerror(errno));
+    return WIFEXITED(*status) && WEXITSTATUS(*status) == 0 ? ru.ru_maxrss : -1;
+}
+
+typedef struct { int steps, layers, recompute, bf16; } targs;
+static void run_tessera(void *a) {
+    targs *t = a;
+    tessera_child(t->steps, t->layers, t->recompute, t->bf16);
+}
+static void run_torch(void *a) {
+    targs *t = a;
+    char steps[16], layers[16];
+    snprintf(steps, sizeof steps, "%d", t->steps);
+    snprintf(layers, sizeof layers, "%d", t->layers);
+    execl("/usr/bin/python3", "python3", TS_SOURCE_DIR "/tools/torch_bert_train.py", "--steps", steps,
+          "--layers", layers, (char *)NULL);
+    fprintf(stderr, "train_memory: cannot run /usr/bin/python3: %s\n", strerror(errno));
+    _exit(127);
+}
+
+/* The step times after the first (warm-up) one, from a "step_s a b c" line or a JSON list. */
+static int parse_times(const char *s, double *t, int max) {
+    int n = 0;
+    while (*s && n < max) {
+        while (*s && !(*s >= '0' && *s <= '9')) s++;
+        if (!*s) break;
+        char *e;
+        t[n++] = strtod(s, &e);
+        s = e;
+        while (*s == ' ' || *s == ',') s++;
+        if (*s == ']' || *s == '\n') break;
+    }
+    return n;
+}
+
+int main(int argc, char **argv) {
+    targs a = {3, 12, 0, 0};
+    int tessera_only = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--steps") && i + 1 < argc) a.steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--layers") && i + 1 < argc) a.layers = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--recompute")) a.recompute = 1;
+        else if (!strcmp(argv[i], "--bf16")) a.bf16 = 1;
+        else if (!strcmp(argv[i], "--tessera-only")) tessera_only = 1;
+        else DIE("unknown argument '%s' (usage: train_memory [--steps N] [--layers L] [--recompute] "
+                 "[--bf16] [--tessera-only])", argv[i]);
+    }
+    if (a.steps < 2 || a.layers < 1) DIE("--steps must be >= 2 and --layers >= 1");
+    printf("BERT-Base pre-training, %d layers, batch %d x seq %d, AdamW, %s%s, %d steps "
+           "(the first is warm-up)\n", a.layers, B, T, a.bf16 ? "bf16 matmuls" : "f32",
+           a.recompute ? ", recomputation" : "", a.steps);
+
+    static char out_ts[4096], out_pt[4096];
+    int st_ts = 0, st_pt = 0;
+    long rss_ts = run_child(run_tessera, &a, out_ts, sizeof out_ts, &st_ts);
+    if (rss_ts < 0) DIE("the tessera run failed (status %d)", st_ts);
+    double t_ts[64], t_pt[64];
+    int n_ts = parse_times(strstr(out_ts, "step_s"), t_ts, 64);
+    const char *mem = strstr(out_ts, "memory");
+    printf("  tessera: peak RSS %7.1f MiB, step %.3f s (median after warm-up), %.1f seq/s\n",
+           rss_ts / 1024.0, median(t_ts + 1, n_ts - 1), B / median(t_ts + 1, n_ts - 1));
+    if (mem) printf("           planned: %s", mem);
+    if (tessera_only) return 0;
+
+    long rss_pt = run_child(run_torch, &a, out_pt, sizeof out_pt, &st_pt);
+    if (rss_pt < 0) {
+        printf("  PyTorch: not measured — /usr/bin/python3 with python3-torch is needed "
+               "(bash scripts/install-deps.sh --bench); exit status %d\n", st_pt);
+        return 0;
+    }
+    const char *js = strstr(out_pt, "\"step_s\"");
+    int n_pt = js ? parse_times(js + 8, t_pt, 64) : 0;
+    printf("  PyTorch: peak RSS %7.1f MiB, step %.3f s (median after warm-up), %.1f seq/s\n",
+           rss_pt / 1024.0, median(t_pt + 1, n_pt - 1), B / median(t_pt + 1, n_pt - 1));
+    double ratio = (double)rss_ts / (double)rss_pt;
+    printf("  peak RSS tessera / PyTorch = %.3f (target <= 0.80): %s\n", ratio, ratio <= 0.80 ? "met" : "NOT met");
+    printf("  step time tessera / PyTorch = %.3f\n", median(t_ts + 1, n_ts - 1) / median(t_pt + 1, n_pt - 1));
+    return 0;
+}
