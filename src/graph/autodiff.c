@@ -5,7 +5,10 @@
  * whose inputs depends on a trainable parameter, asks its op's grad rule for the input
  * gradients; contributions to the same value are summed with add nodes. Each parameter's final
  * gradient is named "<param>@GRAD" so it can be fetched and updated by an optimizer.
+ * Nodes of a recompute segment get their grad rule called on clones of the segment's forward,
+ * appended when the walk reaches the segment (graph/recompute.c).
  */
+#include "graph/recompute.h"
 #include "ops/op.h"
 
 #include <stdio.h>
@@ -17,6 +20,9 @@ ts_status ts_backward(ts_graph *g, ts_value loss) {
         return ts_graph_fail(g, TS_ERR_ARG, "ts_backward: loss is not a value of this graph"), g->status;
     if (g->has_backward)
         return ts_graph_fail(g, TS_ERR_ARG, "ts_backward: the graph already has a backward pass"), g->status;
+    if (g->open_seg)
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_backward: recompute segment %d is still open "
+                             "(call ts_graph_recompute_end first)", g->open_seg), g->status;
     char b[256];
     const ts_val *lv = &g->vals[loss];
     if (ts_val_numel(lv) != 1 || lv->dtype != TS_F32)
@@ -43,6 +49,8 @@ ts_status ts_backward(ts_graph *g, ts_value loss) {
     grad[loss] = ts_constant(g, one);
     ts_tensor_free(one);
 
+    ts_recompute rc;
+    ts_recompute_init(&rc, nv);
     ts_status st = TS_OK;
     for (int i = nn - 1; i >= 0 && st == TS_OK; i--) {
         ts_node n = g->nodes[i]; /* a copy: building grads may move g->nodes */
@@ -65,7 +73,9 @@ ts_status ts_backward(ts_graph *g, ts_value loss) {
                                             "depends on parameters through it", d->name), g->status);
             break;
         }
-        ts_status s = d->grad(g, &n, gout, gin);
+        ts_node use; /* n, or n reading the recomputed clones of its segment */
+        if ((st = ts_recompute_node(g, &rc, i, &use)) != TS_OK) break;
+        ts_status s = d->grad(g, &use, gout, gin);
         if (s == TS_OK && g->status != TS_OK) s = g->status;
         if (s != TS_OK) {
             if (g->status == TS_OK) ts_graph_fail(g, s, "ts_backward: gradient of op %s: %s", d->name, ts_last_error());
@@ -95,6 +105,7 @@ ts_status ts_backward(ts_graph *g, ts_value loss) {
         g->vals[v].grad = gv;
     }
     if (st == TS_OK && g->status != TS_OK) st = g->status;
+    ts_recompute_free(&rc);
     free(dep);
     free(grad);
     if (st == TS_OK) {

@@ -219,6 +219,7 @@ ts_value ts_node_add(ts_graph *g, int op, int nin, const int *in, const ts_attrs
     for (int i = 0; i < nin; i++) n.in[i] = in[i];
     for (int i = nin; i < TS_MAX_IN; i++) n.in[i] = -1;
     if (attr) n.attr = *attr;
+    n.seg = g->open_seg;
     n.nout = d->nout;
     int id = g->nnodes;
     for (int k = 0; k < d->nout; k++) {

@@ -44,6 +44,7 @@ typedef struct ts_node {
     int in[TS_MAX_IN];        /* value ids; -1 for an absent optional input */
     int out[TS_MAX_OUT];
     ts_attrs attr;
+    int seg;                  /* recompute segment it was built in (1, 2, ...), 0: none */
 } ts_node;
 
 struct ts_graph {
@@ -56,6 +57,8 @@ struct ts_graph {
     char *status_msg;
     int has_backward;
     int loss;          /* value passed to ts_backward, or -1 */
+    int nseg;          /* recompute segments begun so far (graph/recompute.c) */
+    int open_seg;      /* the segment new nodes join, 0: none */
 };
 
 /* Append a node applying op to inputs; infers and checks output shapes with the op's rule.

@@ -573,7 +573,11 @@ ts_status ts_bert_build(ts_graph *g, const ts_bert_config *cfg, ts_bert_head hea
 
     ts_value x = bert_embeddings(g, cfg, o.input_ids, o.token_type_ids, T); /* [B, T, C] */
     ts_value mask = bert_extended_mask(g, o.attention_mask, B, T);            /* [B, 1, 1, T] */
-    for (int l = 0; l < cfg->num_hidden_layers; l++) x = bert_layer(g, cfg, l, x, mask, B, T);
+    for (int l = 0; l < cfg->num_hidden_layers; l++) {
+        if (cfg->recompute) ts_graph_recompute_begin(g); /* recomputed in the backward */
+        x = bert_layer(g, cfg, l, x, mask, B, T);
+        if (cfg->recompute) ts_graph_recompute_end(g);
+    }
     o.last_hidden_state = ts_name(g, x, "last_hidden_state");
 
     int pooled = head == TS_BERT_MODEL || head == TS_BERT_PRETRAINING || head == TS_BERT_SEQ_CLASSIFICATION;

@@ -1,0 +1,30 @@
+/*
+ * recompute.h — activation checkpointing inside ts_backward (graph/recompute.c).
+ *
+ * A recompute segment is a run of forward nodes built between ts_graph_recompute_begin and
+ * ts_graph_recompute_end (ts_node.seg). When the backward walk reaches a segment's last node, it
+ * appends clones of the segment's nodes, and the segment's gradient rules then read the clones
+ * instead of the forward values, so those die right after the forward.
+ */
+#ifndef TS_RECOMPUTE_H
+#define TS_RECOMPUTE_H
+
+#include "graph/ir.h"
+
+typedef struct ts_recompute {
+    int nv;   /* values of the graph when the backward began: the ids map covers */
+    int *map; /* per forward value: its clone once its segment is recomputed, else itself */
+    int seg;  /* the segment recomputed last (0: none yet) */
+} ts_recompute;
+
+void ts_recompute_init(ts_recompute *rc, int nvals);
+void ts_recompute_free(ts_recompute *rc);
+
+/* Called by the backward walk for forward node i, before its gradient rule: when i belongs to a
+ * segment not yet recomputed (it is then the segment's last node), append the clones of the
+ * segment's nodes. *use receives node i with its inputs and outputs renamed to the clones (a plain
+ * copy for a node outside every segment): the node the gradient rule is given. Returns TS_OK or
+ * the graph's error. */
+ts_status ts_recompute_node(ts_graph *g, ts_recompute *rc, int i, ts_node *use);
+
+#endif
