@@ -319,7 +319,10 @@ typedef struct ts_program ts_program;
 
 typedef struct ts_compile_opts {
     const char *device;             /* "cpu" (default when NULL) */
-    int num_threads;                /* 0: the OpenMP default */
+    int num_threads;                /* 0: the OpenMP default. Results are bitwise reproducible
+                                       for a given thread count (static OpenMP schedules, no
+                                       atomics, fixed reduction order); another count may
+                                       change the last bits of float sums */
     int nfetch;                     /* values to be read after a run, by name */
     const char *const *fetches;
     int inference;                  /* 1: drop optimizer updates, dropout becomes identity */

@@ -12,6 +12,7 @@
 void ts_set_threads(int n) {
     static int default_threads = 0;
     if (!default_threads) default_threads = omp_get_max_threads(); /* before any program set it */
+    omp_set_dynamic(0); /* always the count asked for: results depend on it (see ts_compile_opts) */
     omp_set_num_threads(n > 0 ? n : default_threads);
 }
 
