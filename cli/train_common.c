@@ -285,13 +285,16 @@ void ts_progress_print(ts_progress *p, const char *fmt, ...) {
     fflush(stdout);
 }
 
-FILE *ts_metrics_open(const char *dir, const char *cmd) {
+static FILE *metrics_fopen(const char *dir, const char *cmd, const char *mode) {
     char path[4096];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    FILE *f = fopen(path, "w");
+    FILE *f = fopen(path, mode);
     if (!f) fprintf(stderr, "tessera %s: %s: %s\n", cmd, path, strerror(errno));
     return f;
 }
+
+FILE *ts_metrics_open(const char *dir, const char *cmd) { return metrics_fopen(dir, cmd, "w"); }
+FILE *ts_metrics_append(const char *dir, const char *cmd) { return metrics_fopen(dir, cmd, "a"); }
 
 void ts_metrics_write(FILE *f, const char *fmt, ...) {
     if (!f) return;

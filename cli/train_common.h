@@ -69,6 +69,8 @@ void ts_progress_print(ts_progress *p, const char *fmt, ...) __attribute__((form
 
 /* Create DIR/metrics.jsonl (a new log each run); NULL with a message on failure. */
 FILE *ts_metrics_open(const char *dir, const char *cmd);
+/* Open DIR/metrics.jsonl to add to it (a resumed run continues the log). */
+FILE *ts_metrics_append(const char *dir, const char *cmd);
 /* Write one JSON object line (fmt gives the members without braces) and flush. */
 void ts_metrics_write(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
