@@ -271,7 +271,7 @@ static int run(const pt_opts *o) {
     int64_t step = 0;
     if (o->resume) {
         char ckpt[4300];
-        if ((rc = pt_ckpt_find(o->resume, ckpt, sizeof ckpt)) ||
+        if ((rc = ts_ckpt_find("pretrain", o->resume, ckpt, sizeof ckpt)) ||
             (rc = pt_ckpt_load(ckpt, tp, reader, &shape, o->corpus.v, o->corpus.n, &step)))
             goto done;
         rc = 1;

@@ -53,10 +53,6 @@ static void add_u64(cJSON *o, const char *k, unsigned long long v) {
 
 int pt_ckpt_save(const char *out, int64_t step, ts_program *p, const ts_pretrain_reader *r, const pt_shape *shape,
                  const char *const *corpus, int ncorpus, int keep) {
-    char parent[4200], path[4300];
-    snprintf(parent, sizeof parent, "%s/" PT_CKPT_DIR, out);
-    if (ts_make_dir("pretrain", parent)) return 1;
-    snprintf(path, sizeof path, "%s/" PT_CKPT_PREFIX "%06lld", parent, (long long)step);
     ts_pretrain_state rs;
     if (ts_pretrain_save(r, &rs) != TS_OK) {
         fprintf(stderr, "\ntessera pretrain: %s\n", ts_last_error());
@@ -86,44 +82,9 @@ int pt_ckpt_save(const char *out, int64_t step, ts_program *p, const ts_pretrain
     cJSON_Delete(j);
     int rc = 1;
     if (!text) fprintf(stderr, "\ntessera pretrain: out of memory\n");
-    else if (ts_program_save_state(p, path, text) != TS_OK || ts_checkpoint_rotate(parent, PT_CKPT_PREFIX, keep) != TS_OK)
-        fprintf(stderr, "\ntessera pretrain: %s\n", ts_last_error());
-    else
-        rc = 0;
+    else rc = ts_ckpt_save("pretrain", out, step, p, text, keep);
     free(text);
     return rc;
-}
-
-static int is_dir(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-int pt_ckpt_find(const char *resume, char *path, size_t cap) {
-    char probe[4300];
-    snprintf(probe, sizeof probe, "%s/trainer.json", resume);
-    if (file_size(probe) >= 0) {
-        if (ts_checkpoint_check(resume) != TS_OK) {
-            fprintf(stderr, "tessera pretrain: --resume %s: %s\n", resume, ts_last_error());
-            return 2;
-        }
-        snprintf(path, cap, "%s", resume);
-        return 0;
-    }
-    struct stat st;
-    int found = stat(resume, &st) == 0;
-    if (!found || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "tessera pretrain: --resume %s: %s\n", resume, found ? "not a directory" : strerror(errno));
-        return 2;
-    }
-    snprintf(probe, sizeof probe, "%s/" PT_CKPT_DIR, resume);
-    const char *parent = is_dir(probe) ? probe : resume;
-    if (ts_checkpoint_latest(parent, PT_CKPT_PREFIX, path, cap) != TS_OK) {
-        fprintf(stderr, "tessera pretrain: --resume %s: no valid checkpoint (" PT_CKPT_PREFIX "NNNNNN) in %s\n", resume,
-                parent);
-        return 2;
-    }
-    return 0;
 }
 
 /* A decimal string member as uint64; 0 when absent or malformed (sets *bad). */

@@ -18,18 +18,10 @@ typedef struct pt_shape {
     double lr, warmup, wd, dropout, mask_prob;
 } pt_shape;
 
-#define PT_CKPT_DIR "checkpoints" /* under --out */
-#define PT_CKPT_PREFIX "step-"    /* checkpoints/step-000100 */
-
 /* Write checkpoint OUT/checkpoints/step-<step> atomically and keep the newest `keep`. 0, or
  * prints the error (naming the directory) and returns 1. */
 int pt_ckpt_save(const char *out, int64_t step, ts_program *p, const ts_pretrain_reader *r, const pt_shape *shape,
                  const char *const *corpus, int ncorpus, int keep);
-
-/* Find the checkpoint of --resume DIR: DIR itself when it is one (holds trainer.json), else the
- * newest valid one in DIR/checkpoints, else in DIR (a newer invalid one is skipped with a
- * message naming it). Writes its path to path[cap]. 0, or prints the error and returns 2. */
-int pt_ckpt_find(const char *resume, char *path, size_t cap);
 
 /* Restore program p and reader r from checkpoint `path` after checking that it was made with the
  * same shape (max_steps may differ: the schedule then ends at the new value) and corpus. *step

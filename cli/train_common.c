@@ -664,3 +664,52 @@ ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config
     }
     return tok;
 }
+
+/* ------------------------------------------------------------------ full-state checkpoints */
+
+int ts_ckpt_save(const char *cmd, const char *out, int64_t step, const ts_program *p, const char *trainer_json,
+                 int keep) {
+    char parent[4200], path[4300];
+    snprintf(parent, sizeof parent, "%s/" TS_CKPT_DIR, out);
+    if (ts_make_dir(cmd, parent)) return 1;
+    snprintf(path, sizeof path, "%s/" TS_CKPT_PREFIX "%06lld", parent, (long long)step);
+    if (ts_program_save_state(p, path, trainer_json) != TS_OK ||
+        ts_checkpoint_rotate(parent, TS_CKPT_PREFIX, keep) != TS_OK) {
+        fprintf(stderr, "\ntessera %s: %s\n", cmd, ts_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+static int is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int ts_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap) {
+    char probe[4300];
+    snprintf(probe, sizeof probe, "%s/trainer.json", resume);
+    if (access(probe, F_OK) == 0) {
+        if (ts_checkpoint_check(resume) != TS_OK) {
+            fprintf(stderr, "tessera %s: --resume %s: %s\n", cmd, resume, ts_last_error());
+            return 2;
+        }
+        snprintf(path, cap, "%s", resume);
+        return 0;
+    }
+    struct stat st;
+    int found = stat(resume, &st) == 0;
+    if (!found || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "tessera %s: --resume %s: %s\n", cmd, resume, found ? "not a directory" : strerror(errno));
+        return 2;
+    }
+    snprintf(probe, sizeof probe, "%s/" TS_CKPT_DIR, resume);
+    const char *parent = is_dir(probe) ? probe : resume;
+    if (ts_checkpoint_latest(parent, TS_CKPT_PREFIX, path, cap) != TS_OK) {
+        fprintf(stderr, "tessera %s: --resume %s: no valid checkpoint (" TS_CKPT_PREFIX "NNNNNN) in %s\n", cmd, resume,
+                parent);
+        return 2;
+    }
+    return 0;
+}
+

@@ -129,6 +129,21 @@ void ts_batch_buf_free(ts_batch_buf *bb);
  * with_labels and present). */
 ts_status ts_batch_buf_feed(ts_batch_buf *bb, ts_program *p, int with_labels);
 
+/* ------------------------------------------------------------------ full-state checkpoints */
+
+#define TS_CKPT_DIR "checkpoints" /* under --out */
+#define TS_CKPT_PREFIX "step-"    /* checkpoints/step-000100 */
+
+/* Write checkpoint OUT/checkpoints/step-<step> (ts_program_save_state with trainer_json)
+ * atomically and keep the newest `keep`. 0, or prints the error and returns 1. */
+int ts_ckpt_save(const char *cmd, const char *out, int64_t step, const ts_program *p, const char *trainer_json,
+                 int keep);
+
+/* Find the checkpoint of --resume DIR: DIR itself when it is one (holds trainer.json), else the
+ * newest valid one in DIR/checkpoints, else in DIR (a newer invalid one is skipped with a
+ * message naming it). Writes its path to path[cap]. 0, or prints the error and returns 2. */
+int ts_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap);
+
 /* ------------------------------------------------------------------ tasks */
 
 /* What a fine-tuned model does: --task classify (BertForSequenceClassification) or --task qa
