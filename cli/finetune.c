@@ -10,6 +10,7 @@
  * answering on SQuAD (finetune_qa.c).
  */
 #include <math.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "finetune.h"
@@ -48,7 +49,13 @@ static const char *USAGE =
     "  --weight-decay X     AdamW decoupled weight decay (default 0.01)\n"
     "  --max-steps N        stop after N steps (default: epochs x batches)\n"
     "  --max-minutes M      stop training after M minutes (then test and save; 0: no limit)\n"
-    "  --save-every N       also write --out every N steps (default: only at the end)\n"
+    "  --save-every N       also write --out every N steps (default: only at the end), and a\n"
+    "                       full-state checkpoint OUT/checkpoints/step-NNNNNN (parameters, AdamW\n"
+    "                       state, step); --keep N keeps the newest N (default 3)\n"
+    "  --resume DIR         continue from the newest valid checkpoint of an earlier run's --out DIR\n"
+    "                       (--out defaults to DIR); the same options and data are required, and\n"
+    "                       the result is the same, bit for bit, as one run (without --max-minutes)\n"
+    "  --stop-after N       end this invocation after step N, with a checkpoint there\n"
     "  --seed N             shuffling, split and dropout (default 42)\n"
     "  --threads N          CPU threads (default: all)\n"
     "  --bf16               bf16 matrix products (mixed precision; master weights stay f32)\n"
@@ -161,7 +168,14 @@ static int run(const ft_opts *o) {
         fprintf(stderr, "tessera finetune: %s holds none of the model's parameters\n", path);
         goto done;
     }
-    if (ts_make_dir("finetune", o->out) || !(metrics = ts_metrics_open(o->out, "finetune"))) goto done;
+    int64_t step = 0;
+    if (o->resume && ft_ckpt_resume(o, "classify", seq, 0, 0, tp, &step)) {
+        rc = 2;
+        goto done;
+    }
+    if (ts_make_dir("finetune", o->out) ||
+        !(metrics = o->resume ? ts_metrics_append(o->out, "finetune") : ts_metrics_open(o->out, "finetune")))
+        goto done;
 
     int64_t ntrain = ts_text_dataset_size(train);
     int64_t per_epoch = (ntrain + B - 1) / B;
@@ -181,12 +195,15 @@ static int run(const ft_opts *o) {
     ts_progress_init(&pr, total, max_s);
     int out_of_time = 0;
     double t_last = ts_now(), loss_sum = 0, acc = -1;
-    int64_t loss_n = 0, step = 0;
+    int64_t loss_n = 0;
     int base_label;
     double base = test ? ts_cls_majority(train, test, &base_label) : 0;
-    for (int epoch = 0; step < total && !out_of_time; epoch++) {
+    /* a resumed run starts where step says: epoch e's order is a function of (seed, e) */
+    const int epoch0 = (int)(step / per_epoch);
+    const int64_t i0 = step % per_epoch * B;
+    for (int epoch = epoch0; step < total && !out_of_time; epoch++) {
         ts_permutation((uint64_t)o->seed + 1000003u * (uint64_t)epoch, ntrain, order);
-        for (int64_t i = 0; i < ntrain && step < total; i += B) {
+        for (int64_t i = epoch == epoch0 ? i0 : 0; i < ntrain && step < total; i += B) {
             int m = (int)(ntrain - i < B ? ntrain - i : B);
             double el = ts_now() - pr.t0;
             if (max_s > 0 && el >= max_s) {
@@ -222,8 +239,17 @@ static int run(const ft_opts *o) {
             ts_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"loss\": %.6f, \"lr\": %.6g, \"seq_per_s\": %.2f",
                              (long long)step, epoch + 1, l, *(float *)ts_tensor_data(lr_t), rate);
             if (o->save_every && step % o->save_every == 0 && step < total &&
-                ts_model_dir_save("finetune", o->out, tp, &cfg, "BertForSequenceClassification", vocab, &meta))
+                (ts_model_dir_save("finetune", o->out, tp, &cfg, "BertForSequenceClassification", vocab, &meta) ||
+                 ft_ckpt_save(o, "classify", seq, 0, 0, step, tp)))
                 goto done;
+            if (o->stop_after && step == o->stop_after && step < total) {
+                if (!(o->save_every && step % o->save_every == 0) && ft_ckpt_save(o, "classify", seq, 0, 0, step, tp))
+                    goto done;
+                ts_progress_print(&pr, "tessera finetune: stopped after step %lld (--stop-after); continue with "
+                                       "--resume %s\n", (long long)step, o->out);
+                rc = 0;
+                goto done;
+            }
         }
         if (loss_n == 0) break; /* the time ran out as this epoch began */
         if (out_of_time) ts_progress_print(&pr, "--max-minutes %g reached in epoch %d\n", o->max_minutes, epoch + 1);
@@ -304,13 +330,14 @@ static int run_task(const ft_opts *o) {
 
 int ts_cli_finetune(int argc, char **argv) {
     ft_opts o = {.text_col = "text", .label_col = "label", .test_split = 0.2, .lr = 1e-4, .warmup = 0.1,
-                 .wd = 0.01, .epochs = 3, .batch = 32, .seed = 42};
+                 .wd = 0.01, .epochs = 3, .batch = 32, .seed = 42, .keep = 3};
     const ts_opt opts[] = {
         {"model", OPT_STR, &o.model, 0},         {"train", OPT_STR, &o.train, 0},
         {"task", OPT_STR, &o.task, 0},           {"dev", OPT_STR, &o.dev, 0},
         {"text-b-column", OPT_STR, &o.text_b_col, 0}, {"doc-stride", OPT_INT, &o.doc_stride, 1},
         {"max-query-len", OPT_INT, &o.max_query_len, 1}, {"max-answer-len", OPT_INT, &o.max_answer_len, 1},
-        {"n-best", OPT_INT, &o.n_best, 1},
+        {"n-best", OPT_INT, &o.n_best, 1},       {"resume", OPT_STR, &o.resume, 0},
+        {"keep", OPT_INT, &o.keep, 1},           {"stop-after", OPT_INT, &o.stop_after, 1},
         {"out", OPT_STR, &o.out, 0},             {"text-column", OPT_STR, &o.text_col, 0},
         {"label-column", OPT_STR, &o.label_col, 0}, {"test-split", OPT_FLOAT, &o.test_split, 0},
         {"epochs", OPT_INT, &o.epochs, 1},       {"batch", OPT_INT, &o.batch, 1},
@@ -323,6 +350,9 @@ int ts_cli_finetune(int argc, char **argv) {
     ts_optset os;
     int rc = ts_opts_parse(&os, "finetune", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc == 1) {
+        char probe[4300];
+        if (o.resume) snprintf(probe, sizeof probe, "%s/trainer.json", o.resume);
+        if (!o.out && o.resume && access(probe, F_OK) != 0) o.out = o.resume; /* an earlier run's directory */
         const char *missing = !o.model ? "--model DIR" : !o.train ? "--train FILE" : !o.out ? "--out DIR" : NULL;
         if (missing) {
             fprintf(stderr, "tessera finetune: %s is required\n(tessera finetune --help shows the usage)\n", missing);

@@ -87,6 +87,10 @@ static int save(qa_run *r) {
     return ts_model_dir_save("finetune", r->o->out, r->tp, &r->cfg, "BertForQuestionAnswering", r->vocab, &r->meta);
 }
 
+static int checkpoint(qa_run *r, int64_t step) {
+    return ft_ckpt_save(r->o, "qa", r->seq, r->meta.doc_stride, r->meta.max_query_len, step, r->tp);
+}
+
 /* Dev EM / F1 with the current weights; 0 or 1. */
 static int score_dev(qa_run *r, double *em, double *f1) {
     if (ts_program_copy_params(r->ip, r->tp) < 0) {
@@ -111,7 +115,14 @@ static int train(qa_run *r) {
         fprintf(stderr, "tessera finetune: out of memory\n");
         goto done;
     }
-    if (ts_make_dir("finetune", o->out) || !(metrics = ts_metrics_open(o->out, "finetune"))) goto done;
+    int64_t step = 0;
+    if (o->resume && ft_ckpt_resume(o, "qa", r->seq, r->meta.doc_stride, r->meta.max_query_len, r->tp, &step)) {
+        rc = 2;
+        goto done;
+    }
+    if (ts_make_dir("finetune", o->out) ||
+        !(metrics = o->resume ? ts_metrics_append(o->out, "finetune") : ts_metrics_open(o->out, "finetune")))
+        goto done;
     int64_t per_epoch = (nf + B - 1) / B, total = per_epoch * o->epochs;
     if (o->max_steps && o->max_steps < total) total = o->max_steps;
     int64_t warmup = (int64_t)llround(o->warmup * (double)total);
@@ -119,12 +130,15 @@ static int train(qa_run *r) {
     ts_progress pr;
     double max_s = o->max_minutes * 60, loss_sum = 0, em = -1, f1 = -1;
     ts_progress_init(&pr, total, max_s);
-    int64_t step = 0, loss_n = 0;
+    int64_t loss_n = 0;
     int out_of_time = 0;
     double t_last = ts_now();
-    for (int epoch = 0; step < total && !out_of_time; epoch++) {
+    /* a resumed run starts where step says: epoch e's order is a function of (seed, e) */
+    const int epoch0 = (int)(step / per_epoch);
+    const int64_t i0 = step % per_epoch * B;
+    for (int epoch = epoch0; step < total && !out_of_time; epoch++) {
         ts_permutation((uint64_t)o->seed + 1000003u * (uint64_t)epoch, nf, order);
-        for (int64_t i = 0; i < nf && step < total; i += B) {
+        for (int64_t i = epoch == epoch0 ? i0 : 0; i < nf && step < total; i += B) {
             if (max_s > 0 && ts_now() - pr.t0 >= max_s) {
                 out_of_time = 1;
                 break;
@@ -152,7 +166,15 @@ static int train(qa_run *r) {
             ts_progress_step(&pr, step, l, rate);
             ts_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"loss\": %.6f, \"lr\": %.6g, \"seq_per_s\": %.2f",
                              (long long)step, epoch + 1, l, lr, rate);
-            if (o->save_every && step % o->save_every == 0 && step < total && save(r)) goto done;
+            int saving = o->save_every && step % o->save_every == 0 && step < total;
+            if (saving && (save(r) || checkpoint(r, step))) goto done;
+            if (o->stop_after && step == o->stop_after && step < total) {
+                if (!saving && checkpoint(r, step)) goto done;
+                ts_progress_print(&pr, "tessera finetune: stopped after step %lld (--stop-after); continue with "
+                                       "--resume %s\n", (long long)step, o->out);
+                rc = 0;
+                goto done;
+            }
         }
         if (loss_n == 0) break;
         if (out_of_time) ts_progress_print(&pr, "--max-minutes %g reached in epoch %d\n", o->max_minutes, epoch + 1);

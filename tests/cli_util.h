@@ -49,6 +49,22 @@ __attribute__((unused)) static int exists(const char *name) {
     return stat(path, &st) == 0 && st.st_size > 0;
 }
 
+/* Are files a and b (relative to dir) the same, byte for byte (and both readable)? */
+__attribute__((unused)) static int same_bytes(const char *a, const char *b) {
+    char pa[300], pb[300];
+    snprintf(pa, sizeof pa, "%s/%s", dir, a);
+    snprintf(pb, sizeof pb, "%s/%s", dir, b);
+    FILE *fa = fopen(pa, "rb"), *fb = fopen(pb, "rb");
+    int same = fa && fb, ca = 0, cb;
+    while (same && ca != EOF) {
+        ca = fgetc(fa), cb = fgetc(fb);
+        same = ca == cb;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
 /* Run `tessera ARGS` in dir with stdin from `in` (NULL: /dev/null); stdout and stderr land in
  * out_text / err_text. Returns the exit code, or -1 when it died from a signal. */
 __attribute__((format(printf, 2, 3), unused)) static int tessera(const char *in, const char *fmt, ...) {

@@ -3,8 +3,10 @@
  * pretrained, then fine-tuned with `finetune --text-b-column` on a TSV whose label depends only
  * on the second text (so a model that dropped it could not beat chance), and on the same rows as
  * JSON lines. The model directory remembers the pair column: `eval` scores the file without
- * being told, and `predict` reads text<TAB>text_b lines and prints the expected labels. A line
- * without the tab, a missing column, a short row fail with messages naming them.
+ * being told, and `predict` reads text<TAB>text_b lines and prints the expected labels. A
+ * fine-tuning stopped mid-epoch and resumed (--stop-after, --resume) ends with the same model,
+ * bit for bit. A line without the tab, a missing column, a short row fail with messages naming
+ * them.
  */
 #include "test_util.h"
 #include "cli_util.h"
@@ -93,6 +95,25 @@ static void test_pairs(void) {
     CHECK(eval_accuracy() >= 90, "eval on the JSONL pairs: %s", out_text);
 }
 
+/* finetune --stop-after N, then --resume: the same model, bit for bit, as one run. */
+static void test_resume(void) {
+    const char *args = "--model pre --train pairs.tsv --text-column sentence1 --text-b-column sentence2 --epochs 3 "
+                       "--batch 8 --max-len 24 --lr 2e-3 --threads 1";
+    int rc = tessera(NULL, "finetune %s --out r1", args);
+    CHECK_RAN(rc, 0);
+    rc = tessera(NULL, "finetune %s --out r2 --save-every 4 --stop-after 6", args);
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "stopped after step 6") && exists("r2/checkpoints/step-000006/trainer.json"),
+          "stop after 6: %s", out_text);
+    rc = tessera(NULL, "finetune %s --resume r2", args);
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "resuming from r2/checkpoints/step-000006 at step 6"), "resume: %s", out_text);
+    CHECK(same_bytes("r1/model.safetensors", "r2/model.safetensors"),
+          "stopped after 6 of 12 steps (mid-epoch) and resumed: the model differs from one run");
+    rc = tessera(NULL, "finetune %s --resume r2 --batch 4", args);
+    CHECK_FAILS(rc, "was made with --batch 8, not 4");
+}
+
 static void test_bad_input(void) {
     int rc = tessera("the cat runs\tit is happy\nno tab here\n", "predict --model ft --threads 1");
     CHECK_FAILS(rc, "stdin:2: the model classifies text pairs");
@@ -111,6 +132,7 @@ int main(void) {
     if (rc) return rc;
     make_data();
     RUN(test_pairs);
+    RUN(test_resume);
     RUN(test_bad_input);
     cli_cleanup("test_cli_pairs");
     return tu_finish("test_cli_pairs");

@@ -4,9 +4,9 @@
  * enough to need several doc-stride windows), and must then reproduce its training answers:
  * `eval` (task inferred from the model directory) reports exact match >= 80 on the training
  * questions, and `predict` prints the expected answer strings for JSON lines and for a SQuAD
- * file. Bad input — a missing field, an answer that is not in its context, a truncated file, a
- * bad JSON line, the wrong --task — fails with a message naming the file and the problem, never
- * a crash.
+ * file. Fine-tuning stopped and resumed gives the same model, bit for bit. Bad input — a missing
+ * field, an answer that is not in its context, a truncated file, a bad JSON line, the wrong
+ * --task — fails with a message naming the file and the problem, never a crash.
  */
 #include "test_util.h"
 #include "cli_util.h"
@@ -165,6 +165,23 @@ static void test_qa(void) {
           out_text);
 }
 
+/* finetune --task qa --stop-after N, then --resume: the same model, bit for bit, as one run. */
+static void test_resume(void) {
+    const char *args = "--task qa --model pre --train train.json --max-len 48 --doc-stride 16 --max-query-len 12 "
+                       "--batch 4 --epochs 3 --lr 5e-3 --threads 1";
+    int rc = tessera(NULL, "finetune %s --out r1", args);
+    CHECK_RAN(rc, 0);
+    rc = tessera(NULL, "finetune %s --out r2 --stop-after 4", args);
+    CHECK_RAN(rc, 0);
+    rc = tessera(NULL, "finetune %s --resume r2", args);
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "at step 4"), "resume: %s", out_text);
+    CHECK(same_bytes("r1/model.safetensors", "r2/model.safetensors"),
+          "QA fine-tuning stopped after 4 steps and resumed: the model differs from one run");
+    rc = tessera(NULL, "finetune %s --doc-stride 8 --resume r2", args);
+    CHECK_FAILS(rc, "was made with --doc-stride 16, not 8");
+}
+
 static void test_bad_input(void) {
     int rc = tessera(NULL, "finetune --task qa --model pre --train noquestion.json --out x --max-len 48 --threads 1");
     CHECK_FAILS(rc, "noquestion.json: data[0].paragraphs[0].qas[0]: no \"question\" string");
@@ -206,6 +223,7 @@ int main(void) {
     if (rc) return rc;
     make_data();
     RUN(test_qa);
+    RUN(test_resume);
     RUN(test_bad_input);
     cli_cleanup("ts_cli_qa");
     return tu_finish("test_cli_qa");
