@@ -188,7 +188,7 @@ static void test_bad_input(void) {
     rc = tessera(NULL, "finetune --task qa --model pre --train notincontext.json --out x --max-len 48 --threads 1");
     CHECK_FAILS(rc, "notincontext.json: question \"q7\": the answer \"horse\" does not occur in its context");
     rc = tessera(NULL, "finetune --task qa --model pre --train truncated.json --out x --max-len 48 --threads 1");
-    CHECK_FAILS(rc, "truncated.json:1: not valid JSON");
+    CHECK_FAILS(rc, "truncated.json:1: not valid JSON (it ends inside an object, array or string: is it cut short?)");
     rc = tessera(NULL, "finetune --task qa --model pre --train noanswers.json --out x --max-len 48 --threads 1");
     CHECK_FAILS(rc, "noanswers.json: question \"q9\" has no answers");
     rc = tessera(NULL, "finetune --task qa --model pre --train no_such.json --out x --max-len 48 --threads 1");

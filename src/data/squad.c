@@ -237,6 +237,26 @@ static ts_status read_paragraph(ts_squad *s, const char *path, const cJSON *par,
     return TS_OK;
 }
 
+/* Does the text end inside a string or with an object / array still open (a cut-short file)? */
+static int json_unfinished(const char *t, size_t len) {
+    long depth = 0;
+    int in_str = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = t[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+    }
+    return in_str || depth > 0;
+}
+
 ts_squad *ts_squad_load(const char *path, const ts_tokenizer *tok, const ts_squad_opts *opts) {
     if (!path || !tok) {
         ts_err(TS_ERR_ARG, "ts_squad_load: NULL path or tokenizer");
@@ -275,7 +295,7 @@ ts_squad *ts_squad_parse(const char *name, const char *json, size_t len, const t
         if (ep && ep >= text && ep <= text + len)
             for (const char *c = text; c < ep; c++) line += *c == '\n';
         ts_err(TS_ERR_IO, "%s:%ld: not valid JSON%s", path, line,
-               ep && ep >= text + len ? " (it ends too soon: is the file cut short?)" : "");
+               json_unfinished(text, len) ? " (it ends inside an object, array or string: is it cut short?)" : "");
         return NULL;
     }
     ts_squad *s = calloc(1, sizeof *s);
