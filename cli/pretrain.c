@@ -32,7 +32,7 @@ static const char *USAGE =
     "            --resume DIR continues from the newest valid checkpoint of an earlier run's --out\n"
     "            DIR (or from DIR itself when it is one checkpoint; --out defaults to DIR); a\n"
     "            newer checkpoint that is cut short or corrupt is skipped with a message naming it.\n"
-    "            Give the same options and corpus (--max-steps may grow): the result is the same,\n"
+    "            Give the same options and corpus (--max-steps may change): the result is the same,\n"
     "            bit for bit, as one uninterrupted run (unless --max-minutes stops or shapes it).\n"
     "            --stop-after N ends this invocation after step N, with a checkpoint there, keeping\n"
     "            the schedule of --max-steps (to train in pieces).\n"
