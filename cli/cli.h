@@ -21,11 +21,13 @@ int ts_cli_tokenize(int argc, char **argv);
 int ts_cli_vocab(int argc, char **argv);
 /* tessera pretrain --vocab vocab.txt --corpus FILE... --out DIR [options] (cli/pretrain.c) */
 int ts_cli_pretrain(int argc, char **argv);
-/* tessera finetune --model DIR --train FILE --out DIR [options] (cli/finetune.c) */
+/* tessera finetune --model DIR --train FILE --out DIR [--task classify|qa] [options]
+ * (cli/finetune.c, finetune_qa.c) */
 int ts_cli_finetune(int argc, char **argv);
 /* tessera eval --model DIR --data FILE [options] (cli/eval.c) */
 int ts_cli_eval(int argc, char **argv);
-/* tessera predict --model DIR [--text TEXT...] [< lines] (cli/predict.c) */
+/* tessera predict --model DIR [--text TEXT...] [--data FILE] [< lines] (cli/predict.c,
+ * predict_qa.c) */
 int ts_cli_predict(int argc, char **argv);
 /* tessera run --model DIR --inputs IN.safetensors --outputs OUT.safetensors [--device cpu]
  *             [--dtype f32|bf16] [--threads N] [--init-random SEED] [--repeat N] */

@@ -1,19 +1,31 @@
 /*
- * eval.c — `tessera eval`: the accuracy of a fine-tuned sequence classifier (a directory written
- * by `tessera finetune`) on a labelled TSV / CSV / JSONL file, beside the majority-class
- * baseline. Also home of ts_cls_accuracy, which `tessera finetune` uses on its test split.
+ * eval.c — `tessera eval`: score a fine-tuned model directory (from `tessera finetune`) on a
+ * labelled file. A sequence classifier: accuracy on a TSV / CSV / JSONL file (single texts or the
+ * model's text pairs) beside the majority-class baseline. A question-answering model: the
+ * official SQuAD v1.1 exact match and F1 on a SQuAD JSON file. The task comes from the model's
+ * architecture (--task only checks it). Also home of ts_cls_accuracy, which `tessera finetune`
+ * uses on its test split.
  *
- *   tessera eval --model DIR --data FILE [--text-column text] [--label-column label] [--batch N]
+ *   tessera eval --model DIR --data FILE [--task classify|qa] [--batch N] [...]
  */
 #include "cli.h"
+#include "qa.h"
 #include "train_common.h"
 
 static const char *USAGE =
     "usage: tessera eval --model DIR --data FILE [options]\n"
-    "  Accuracy of the classifier in DIR (from tessera finetune) on a labelled file (.tsv, .csv,\n"
-    "  .jsonl), and the majority-class baseline. Every row is scored (no deduplication).\n"
-    "  --text-column NAME   column / key of the text (default text)\n"
-    "  --label-column NAME  column / key of the label (default label)\n"
+    "  Scores the model in DIR (from tessera finetune) on a labelled file. The task is the model's:\n"
+    "   - a classifier: accuracy on a .tsv, .csv or .jsonl file, and the majority-class baseline\n"
+    "     (every row is scored, no deduplication); a text-pair model reads its second text from\n"
+    "     the column it was trained with\n"
+    "   - question answering: exact match and F1 (the official SQuAD v1.1 script's) on a SQuAD\n"
+    "     JSON file, answers decoded over every doc-stride window\n"
+    "  --task classify|qa   the task expected (an error when the model is another)\n"
+    "  --text-column NAME   classify: column / key of the text (default text)\n"
+    "  --text-b-column NAME classify: of the second text (default: the model's)\n"
+    "  --label-column NAME  classify: column / key of the label (default label)\n"
+    "  --max-answer-len N   qa: pieces in an answer, at most (default 30)\n"
+    "  --n-best N           qa: start / end candidates per window (default 20)\n"
     "  --batch N            sequences per forward pass (default 32)\n"
     "  --threads N          CPU threads (default: all)\n"
     "  --config FILE        a JSON object of the options above (flags override it)\n";
@@ -74,64 +86,103 @@ double ts_cls_majority(const ts_text_dataset *train, const ts_text_dataset *test
     return n ? (double)hit / (double)n : 0;
 }
 
+/* The inference program of a model directory's head, its parameters loaded (strict). */
+static ts_program *open_infer(const char *model, const ts_bert_config *cfg, int batch, int seq, int threads,
+                              const char *const *fetches, int nfetch) {
+    ts_program *p = NULL;
+    if (ts_bert_programs("eval", cfg, cfg->head, batch, seq, 0, threads, 0, 0, NULL, 0, NULL, fetches, nfetch, &p))
+        return NULL;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors", model);
+    if (ts_program_load(p, path, 1, NULL) != TS_OK) {
+        fprintf(stderr, "tessera eval: %s\n", ts_last_error());
+        ts_program_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+typedef struct ev_opts {
+    const char *model, *data, *task, *text_col, *text_b_col, *label_col;
+    int batch, threads, max_answer_len, n_best;
+} ev_opts;
+
+static int eval_qa(const ev_opts *o, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok) {
+    ts_squad_opts so = {.max_seq_len = meta->max_len,
+                        .doc_stride = meta->doc_stride ? meta->doc_stride : ts_qa_default_stride(meta->max_len),
+                        .max_query_len = meta->max_query_len ? meta->max_query_len : ts_qa_default_query(meta->max_len)};
+    ts_squad *s = ts_qa_load("eval", "--data", o->data, tok, &so, 1);
+    if (!s) return 2;
+    int rc = 1;
+    ts_program *p = open_infer(o->model, cfg, o->batch, meta->max_len, o->threads,
+                               (const char *[]){"start_logits", "end_logits"}, 2);
+    double t0 = ts_now(), em, f1;
+    if (p && !ts_qa_score("eval", p, s, o->batch, meta->max_len, o->n_best ? o->n_best : TS_QA_N_BEST,
+                          o->max_answer_len ? o->max_answer_len : TS_QA_MAX_ANSWER_LEN, &em, &f1)) {
+        printf("tessera eval: %s: exact match %.2f, F1 %.2f (%lld questions, %lld windows), %.1f s\n", o->data, em, f1,
+               (long long)ts_squad_num_examples(s), (long long)ts_squad_num_features(s), ts_now() - t0);
+        rc = 0;
+    }
+    ts_program_free(p);
+    ts_squad_free(s);
+    return rc;
+}
+
+static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok) {
+    ts_text_opts to = {.text_column = o->text_col,
+                       .text_b_column = o->text_b_col ? o->text_b_col : meta->text_b_column,
+                       .label_column = o->label_col,
+                       .labels = (const char *const *)meta->labels,
+                       .nlabels = meta->nlabels};
+    ts_text_dataset *d = ts_text_dataset_load(o->data, &to);
+    if (!d) {
+        fprintf(stderr, "tessera eval: --data %s\n", ts_last_error());
+        return 2;
+    }
+    int rc = 1;
+    ts_program *p = open_infer(o->model, cfg, o->batch, meta->max_len, o->threads, (const char *[]){"logits"}, 1);
+    double t0 = ts_now();
+    int64_t correct, total;
+    if (p && ts_cls_accuracy(p, tok, d, o->batch, meta->max_len, &correct, &total) != TS_OK)
+        fprintf(stderr, "tessera eval: %s: %s\n", o->data, ts_last_error());
+    else if (p) {
+        int maj;
+        double base = ts_cls_majority(d, d, &maj);
+        printf("tessera eval: %s: accuracy %.2f%% (%lld of %lld), majority class '%s' %.2f%%, %.1f s\n", o->data,
+               total ? 100.0 * (double)correct / (double)total : 0.0, (long long)correct, (long long)total,
+               meta->labels[maj] ? meta->labels[maj] : "?", 100 * base, ts_now() - t0);
+        rc = 0;
+    }
+    ts_program_free(p);
+    ts_text_dataset_free(d);
+    return rc;
+}
+
 int ts_cli_eval(int argc, char **argv) {
-    const char *model = NULL, *data = NULL, *text_col = "text", *label_col = "label";
-    int batch = 32, threads = 0;
+    ev_opts o = {.text_col = "text", .label_col = "label", .batch = 32};
     const ts_opt opts[] = {
-        {"model", OPT_STR, &model, 0},          {"data", OPT_STR, &data, 0},
-        {"text-column", OPT_STR, &text_col, 0}, {"label-column", OPT_STR, &label_col, 0},
-        {"batch", OPT_INT, &batch, 1},          {"threads", OPT_INT, &threads, 0},
+        {"model", OPT_STR, &o.model, 0},          {"data", OPT_STR, &o.data, 0},
+        {"task", OPT_STR, &o.task, 0},            {"text-column", OPT_STR, &o.text_col, 0},
+        {"text-b-column", OPT_STR, &o.text_b_col, 0}, {"label-column", OPT_STR, &o.label_col, 0},
+        {"max-answer-len", OPT_INT, &o.max_answer_len, 1}, {"n-best", OPT_INT, &o.n_best, 1},
+        {"batch", OPT_INT, &o.batch, 1},          {"threads", OPT_INT, &o.threads, 0},
     };
     ts_optset os;
     int rc = ts_opts_parse(&os, "eval", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done_opts;
     rc = 2;
-    if (!model || !data) {
+    if (!o.model || !o.data) {
         fprintf(stderr, "tessera eval: %s is required\n(tessera eval --help shows the usage)\n",
-                !model ? "--model DIR" : "--data FILE");
+                !o.model ? "--model DIR" : "--data FILE");
         goto done_opts;
     }
     ts_bert_config cfg;
     ts_model_meta meta;
-    ts_tokenizer *tok = ts_model_dir_open("eval", model, &cfg, &meta);
+    ts_tokenizer *tok = ts_model_dir_open("eval", o.model, &cfg, &meta);
     if (!tok) goto done_opts;
-    ts_text_dataset *d = NULL;
-    ts_program *infer = NULL;
-    if (meta.nlabels < 1 || cfg.head != TS_BERT_SEQ_CLASSIFICATION) {
-        fprintf(stderr, "tessera eval: %s is not a sequence classifier (no id2label; run tessera finetune)\n", model);
-        goto done;
-    }
-    ts_text_opts to = {.text_column = text_col, .label_column = label_col,
-                       .labels = (const char *const *)meta.labels, .nlabels = meta.nlabels};
-    if (!(d = ts_text_dataset_load(data, &to))) {
-        fprintf(stderr, "tessera eval: %s\n", ts_last_error());
-        goto done;
-    }
-    rc = 1;
-    if (ts_bert_programs("eval", &cfg, TS_BERT_SEQ_CLASSIFICATION, batch, meta.max_len, 0, threads, 0, 0, NULL, 0,
-                         NULL, (const char *[]){"logits"}, 1, &infer))
-        goto done;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/model.safetensors", model);
-    if (ts_program_load(infer, path, 1, NULL) != TS_OK) {
-        fprintf(stderr, "tessera eval: %s\n", ts_last_error());
-        goto done;
-    }
-    double t0 = ts_now();
-    int64_t correct, total;
-    if (ts_cls_accuracy(infer, tok, d, batch, meta.max_len, &correct, &total) != TS_OK) {
-        fprintf(stderr, "tessera eval: %s: %s\n", data, ts_last_error());
-        goto done;
-    }
-    int maj;
-    double base = ts_cls_majority(d, d, &maj);
-    printf("tessera eval: %s: accuracy %.2f%% (%lld of %lld), majority class '%s' %.2f%%, %.1f s\n", data,
-           total ? 100.0 * (double)correct / (double)total : 0.0, (long long)correct, (long long)total,
-           meta.labels[maj] ? meta.labels[maj] : "?", 100 * base, ts_now() - t0);
-    rc = 0;
-done:
-    ts_program_free(infer);
-    ts_text_dataset_free(d);
+    int task = ts_task_of_model("eval", o.task, o.model, &cfg, &meta);
+    if (task == TS_TASK_QA) rc = eval_qa(&o, &cfg, &meta, tok);
+    else if (task == TS_TASK_CLASSIFY) rc = eval_cls(&o, &cfg, &meta, tok);
     ts_tokenizer_free(tok);
     ts_model_meta_free(&meta);
 done_opts:

@@ -17,9 +17,9 @@ static const subcommand commands[] = {
     {"tokenize", ts_cli_tokenize, "print the WordPiece token ids of each input line"},
     {"vocab", ts_cli_vocab, "learn a WordPiece vocabulary from text files"},
     {"pretrain", ts_cli_pretrain, "pretrain a BERT (masked LM + next sentence) on text files"},
-    {"finetune", ts_cli_finetune, "fine-tune a pretrained BERT as a text classifier"},
-    {"eval", ts_cli_eval, "accuracy of a fine-tuned classifier on a labelled file"},
-    {"predict", ts_cli_predict, "classify texts with a fine-tuned model"},
+    {"finetune", ts_cli_finetune, "fine-tune a pretrained BERT: text (pair) classifier or SQuAD QA"},
+    {"eval", ts_cli_eval, "score a fine-tuned model: accuracy, or SQuAD exact match / F1"},
+    {"predict", ts_cli_predict, "run a fine-tuned model: labels of texts, answers to questions"},
     {"run", ts_cli_run, "run a BERT model on a batch of inputs (safetensors in and out)"},
 };
 

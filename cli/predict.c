@@ -1,23 +1,36 @@
 /*
- * predict.c — `tessera predict`: classify texts with a fine-tuned model directory. Each --text,
- * or else each line of stdin, gives one output line: label<TAB>probability<TAB>the text's first
- * 60 characters.
+ * predict.c — `tessera predict`: run a fine-tuned model directory on new inputs. A classifier
+ * reads texts (each --text, else each line of --data FILE or stdin) and prints one line per
+ * text: label<TAB>probability<TAB>the text's first 60 characters. A text-pair classifier takes
+ * text<TAB>text_b (the pair separated by a tab). A question-answering model reads questions and
+ * contexts (predict_qa.c) and prints one answer a line.
  *
- *   tessera predict --model DIR [--text "..."]... [--batch N] < lines
+ *   tessera predict --model DIR [--text "..."]... [--data FILE] [--batch N] [< lines]
  */
 #include <math.h>
 #include <stdint.h>
 
 #include "cli.h"
+#include "qa.h"
 #include "train_common.h"
 
 static const char *USAGE =
-    "usage: tessera predict --model DIR [--text TEXT...] [options] [< lines]\n"
-    "  Classifies each TEXT (or, without --text, each line of stdin) with the model in DIR (from\n"
-    "  tessera finetune) and prints label<TAB>probability<TAB>the text's first 60 characters.\n"
-    "  --batch N     texts per forward pass (default 8)\n"
-    "  --threads N   CPU threads (default: all)\n"
-    "  --config FILE a JSON object of the options above (flags override it)\n";
+    "usage: tessera predict --model DIR [--text TEXT...] [--data FILE] [options] [< lines]\n"
+    "  Runs the model in DIR (from tessera finetune) on new inputs; the task is the model's.\n"
+    "  A classifier: each TEXT (or, without --text, each line of FILE or stdin) gives a line\n"
+    "  label<TAB>probability<TAB>the text's first 60 characters. A text-pair classifier wants\n"
+    "  text<TAB>text_b: the first tab of a TEXT or line separates the pair.\n"
+    "  Question answering: FILE (or stdin) holds JSON lines {\"question\": ..., \"context\": ...}\n"
+    "  (an \"id\" is allowed and ignored), or FILE is a SQuAD .json file; each question gives one\n"
+    "  line, its answer (a span of its context, decoded over every doc-stride window; an empty\n"
+    "  line when none qualifies), in input order.\n"
+    "  --task classify|qa the task expected (an error when the model is another)\n"
+    "  --data FILE        read the inputs from FILE instead of stdin\n"
+    "  --max-answer-len N qa: pieces in an answer, at most (default 30)\n"
+    "  --n-best N         qa: start / end candidates per window (default 20)\n"
+    "  --batch N          sequences per forward pass (default 8)\n"
+    "  --threads N        CPU threads (default: all)\n"
+    "  --config FILE      a JSON object of the options above (flags override it)\n";
 
 #define PREFIX_CHARS 60
 
@@ -26,6 +39,7 @@ typedef struct predictor {
     const ts_tokenizer *tok;
     const ts_model_meta *meta;
     int batch, seq, n;
+    int pairs;    /* texts are text<TAB>text_b */
     char **texts; /* the pending batch */
     ts_batch_buf bb;
 } predictor;
@@ -50,7 +64,11 @@ static int flush_batch(predictor *pr) {
         int32_t *ids = b->input_ids + (size_t)i * T, *types = b->token_type_ids + (size_t)i * T;
         int32_t *mask = b->attention_mask + (size_t)i * T;
         if (i < pr->n) {
-            if (ts_encode(pr->tok, pr->texts[i], NULL, T, ids, types, mask, NULL) != TS_OK) goto fail;
+            char *tab = pr->pairs ? strchr(pr->texts[i], '\t') : NULL;
+            if (tab) *tab = 0; /* split the pair for encoding, joined again for printing */
+            ts_status st = ts_encode(pr->tok, pr->texts[i], tab ? tab + 1 : NULL, T, ids, types, mask, NULL);
+            if (tab) *tab = '\t';
+            if (st != TS_OK) goto fail;
         } else {
             for (int t = 0; t < T; t++) ids[t] = 0, types[t] = 0, mask[t] = t == 0; /* padding row */
         }
@@ -81,7 +99,13 @@ fail:
     return 1;
 }
 
-static int add_text(predictor *pr, const char *text) {
+/* One input; `where` names it for errors ("stdin:3", "--text 2"). */
+static int add_text(predictor *pr, const char *text, const char *where) {
+    if (pr->pairs && !strchr(text, '\t')) {
+        fprintf(stderr, "tessera predict: %s: the model classifies text pairs: write text<TAB>text_b (no tab found)\n",
+                where);
+        return 2;
+    }
     if (!(pr->texts[pr->n] = strdup(text))) {
         fprintf(stderr, "tessera predict: out of memory\n");
         return 1;
@@ -90,12 +114,14 @@ static int add_text(predictor *pr, const char *text) {
 }
 
 int ts_cli_predict(int argc, char **argv) {
-    const char *model = NULL;
+    const char *model = NULL, *data = NULL, *task_flag = NULL;
     ts_strlist texts = {0};
-    int batch = 8, threads = 0;
+    int batch = 8, threads = 0, n_best = 0, max_ans = 0;
     const ts_opt opts[] = {
         {"model", OPT_STR, &model, 0}, {"text", OPT_LIST, &texts, 0},
+        {"data", OPT_STR, &data, 0},   {"task", OPT_STR, &task_flag, 0},
         {"batch", OPT_INT, &batch, 1}, {"threads", OPT_INT, &threads, 0},
+        {"n-best", OPT_INT, &n_best, 1}, {"max-answer-len", OPT_INT, &max_ans, 1},
     };
     ts_optset os;
     int rc = ts_opts_parse(&os, "predict", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
@@ -105,15 +131,34 @@ int ts_cli_predict(int argc, char **argv) {
         fprintf(stderr, "tessera predict: --model DIR is required\n(tessera predict --help shows the usage)\n");
         goto done_opts;
     }
+    if (texts.n && data) {
+        fprintf(stderr, "tessera predict: give --text or --data, not both\n");
+        goto done_opts;
+    }
     ts_bert_config cfg;
     ts_model_meta meta;
     ts_tokenizer *tok = ts_model_dir_open("predict", model, &cfg, &meta);
     if (!tok) goto done_opts;
-    predictor pr = {.tok = tok, .meta = &meta, .batch = batch, .seq = meta.max_len};
-    if (meta.nlabels < 1 || cfg.head != TS_BERT_SEQ_CLASSIFICATION) {
-        fprintf(stderr, "tessera predict: %s is not a sequence classifier (no id2label; run tessera finetune)\n", model);
+    predictor pr = {.tok = tok, .meta = &meta, .batch = batch, .seq = meta.max_len, .pairs = meta.text_b_column != NULL};
+    FILE *in = stdin;
+    const char *in_name = "stdin";
+    int task = ts_task_of_model("predict", task_flag, model, &cfg, &meta);
+    if (task < 0) goto done;
+    if (task == TS_TASK_QA) {
+        if (texts.n) {
+            fprintf(stderr, "tessera predict: --text is for classifiers; %s answers questions: give JSON lines "
+                            "{\"question\": ..., \"context\": ...} on stdin or in --data FILE\n", model);
+            goto done;
+        }
+        rc = ts_predict_qa(model, &cfg, &meta, tok, data, batch, threads, n_best ? n_best : TS_QA_N_BEST,
+                           max_ans ? max_ans : TS_QA_MAX_ANSWER_LEN);
         goto done;
     }
+    if (data && !(in = fopen(data, "r"))) {
+        fprintf(stderr, "tessera predict: --data %s: %s\n", data, strerror(errno));
+        goto done;
+    }
+    if (data) in_name = data;
     rc = 1;
     pr.texts = calloc((size_t)batch, sizeof *pr.texts);
     if (!pr.texts || !ts_batch_buf_init(&pr.bb, batch, pr.seq, 0)) {
@@ -123,33 +168,40 @@ int ts_cli_predict(int argc, char **argv) {
     if (ts_bert_programs("predict", &cfg, TS_BERT_SEQ_CLASSIFICATION, batch, pr.seq, 0, threads, 0, 0, NULL, 0, NULL,
                          (const char *[]){"logits"}, 1, &pr.p))
         goto done;
-    char path[4200];
+    char path[4200], where[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", model);
     if (ts_program_load(pr.p, path, 1, NULL) != TS_OK) {
         fprintf(stderr, "tessera predict: %s\n", ts_last_error());
         goto done;
     }
     if (texts.n) {
-        for (int i = 0; i < texts.n; i++)
-            if (add_text(&pr, texts.v[i])) goto done;
+        for (int i = 0; i < texts.n; i++) {
+            snprintf(where, sizeof where, "--text %d", i + 1);
+            if ((rc = add_text(&pr, texts.v[i], where)) != 0) goto done;
+        }
     } else {
         char *line = NULL;
         size_t cap = 0;
         ssize_t len;
-        while ((len = getline(&line, &cap, stdin)) >= 0) {
+        long lineno = 0;
+        while ((len = getline(&line, &cap, in)) >= 0) {
+            lineno++;
             if (len && line[len - 1] == '\n') line[--len] = 0;
             if (len && line[len - 1] == '\r') line[--len] = 0;
-            if (add_text(&pr, line)) {
+            snprintf(where, sizeof where, "%s:%ld", in_name, lineno);
+            if ((rc = add_text(&pr, line, where)) != 0) {
                 free(line);
                 goto done;
             }
         }
         free(line);
-        if (ferror(stdin)) {
-            fprintf(stderr, "tessera predict: reading stdin: %s\n", strerror(errno));
+        rc = 1;
+        if (ferror(in)) {
+            fprintf(stderr, "tessera predict: reading %s: %s\n", in_name, strerror(errno));
             goto done;
         }
     }
+    rc = 1;
     if (flush_batch(&pr)) goto done;
     if (fflush(stdout) != 0) {
         fprintf(stderr, "tessera predict: writing stdout: %s\n", strerror(errno));
@@ -157,6 +209,7 @@ int ts_cli_predict(int argc, char **argv) {
     }
     rc = 0;
 done:
+    if (in && in != stdin) fclose(in);
     if (pr.texts)
         for (int i = 0; i < pr.n; i++) free(pr.texts[i]);
     free(pr.texts);

@@ -6,12 +6,14 @@
  * drawn from them measures MLM and NSP accuracy every --eval-every steps. Prints a progress line
  * on a terminal, appends every step to DIR/metrics.jsonl, and writes config.json +
  * model.safetensors + vocab.txt to --out (each file atomically) at the end and every
- * --save-every steps.
+ * --save-every steps, together with a full-state checkpoint (pretrain_ckpt.c) from which
+ * --resume continues the run exactly.
  */
 #include <math.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "pretrain_ckpt.h"
 #include "train_common.h"
 
 static const char *USAGE =
@@ -24,6 +26,16 @@ static const char *USAGE =
     "            --threads N  --bf16 (bf16 matrix products, f32 master weights)\n"
     "  Output:   --save-every N (steps; default only at the end)  --eval-every K (default 100)\n"
     "            --eval-batches N (held-out batches, default 4)\n"
+    "  Resume:   --save-every N also writes a full-state checkpoint DIR/checkpoints/step-NNNNNN\n"
+    "            (parameters, AdamW state, step and dropout seed, the data reader's position),\n"
+    "            atomically; --keep N keeps the newest N (default 3).\n"
+    "            --resume DIR continues from the newest valid checkpoint of an earlier run's --out\n"
+    "            DIR (or from DIR itself when it is one checkpoint; --out defaults to DIR); a\n"
+    "            newer checkpoint that is cut short or corrupt is skipped with a message naming it.\n"
+    "            Give the same options and corpus (--max-steps may change): the result is the same,\n"
+    "            bit for bit, as one uninterrupted run (unless --max-minutes stops or shapes it).\n"
+    "            --stop-after N ends this invocation after step N, with a checkpoint there, keeping\n"
+    "            the schedule of --max-steps (to train in pieces).\n"
     "  --config FILE  a JSON object of these options, keys without '--' (flags override it)\n";
 
 #define HOLDOUT_EVERY 50      /* document i is held out when i % 50 == 1 */
@@ -33,7 +45,8 @@ typedef struct pt_opts {
     const char *vocab, *out;
     ts_strlist corpus;
     int layers, hidden, heads, inter, max_len, batch, max_steps, seed, save_every, eval_every, eval_batches;
-    int threads, wwm, bf16;
+    int threads, wwm, bf16, keep, stop_after;
+    const char *resume;
     double max_minutes, lr, warmup, wd, dropout, mask_prob;
 } pt_opts;
 
@@ -251,7 +264,22 @@ static int run(const pt_opts *o) {
                          (const char *[]){"prediction_logits", "seq_relationship_logits", "mlm_loss"}, 3,
                          held.n ? &ip : NULL))
         goto done;
-    if (!(metrics = ts_metrics_open(o->out, "pretrain"))) goto done;
+    pt_shape shape = {.layers = o->layers, .hidden = o->hidden, .heads = o->heads, .inter = o->inter,
+                      .max_len = o->max_len, .batch = o->batch, .seed = o->seed, .wwm = o->wwm, .bf16 = o->bf16,
+                      .vocab_size = cfg.vocab_size, .max_steps = o->max_steps, .lr = o->lr, .warmup = o->warmup,
+                      .wd = o->wd, .dropout = o->dropout, .mask_prob = o->mask_prob};
+    int64_t step = 0;
+    if (o->resume) {
+        char ckpt[4300];
+        if ((rc = ts_ckpt_find("pretrain", o->resume, ckpt, sizeof ckpt)) ||
+            (rc = pt_ckpt_load(ckpt, tp, reader, &shape, o->corpus.v, o->corpus.n, &step)))
+            goto done;
+        rc = 1;
+        printf("tessera pretrain: resuming from %s at step %lld\n", ckpt, (long long)step);
+    }
+    const int64_t step0 = step;
+    if (!(metrics = o->resume ? ts_metrics_append(o->out, "pretrain") : ts_metrics_open(o->out, "pretrain")))
+        goto done;
     lr_t = ts_tensor_new(TS_F32, 0, NULL);
     if (!lr_t || !ts_batch_buf_init(&bb, o->batch, o->max_len, 2)) {
         fprintf(stderr, "tessera pretrain: out of memory\n");
@@ -269,7 +297,7 @@ static int run(const pt_opts *o) {
     ts_progress pr;
     ts_progress_init(&pr, o->max_steps, max_s);
     double t_last = pr.t0, sum = 0, sum_mlm = 0, sum_nsp = 0, acc = -1, nacc = -1, eloss = 0;
-    int64_t n_sum = 0, step = 0;
+    int64_t n_sum = 0;
     const char *vocab_copy = o->vocab;
     ts_model_meta meta = {.max_len = o->max_len, .lowercase = 1};
     while (step < o->max_steps && !(max_s > 0 && ts_now() - pr.t0 >= max_s)) {
@@ -335,11 +363,22 @@ static int run(const pt_opts *o) {
         if (o->save_every && step % o->save_every == 0 && !last &&
             ts_model_dir_save("pretrain", o->out, tp, &cfg, "BertForPreTraining", vocab_copy, &meta))
             goto done;
+        int stop = o->stop_after && step == o->stop_after && !last;
+        if (((o->save_every && step % o->save_every == 0) || stop) &&
+            pt_ckpt_save(o->out, step, tp, reader, &shape, o->corpus.v, o->corpus.n, o->keep))
+            goto done;
+        if (stop) {
+            ts_progress_print(&pr, "tessera pretrain: stopped after step %lld (--stop-after); continue with --resume %s\n",
+                              (long long)step, o->out);
+            rc = 0;
+            goto done;
+        }
     }
     if (ts_model_dir_save("pretrain", o->out, tp, &cfg, "BertForPreTraining", vocab_copy, &meta)) goto done;
     double el = ts_now() - pr.t0;
-    ts_progress_print(&pr, "tessera pretrain: %lld steps in %.0f s (%.1f seq/s)", (long long)step, el,
-                      (double)step * o->batch / (el > 0 ? el : 1));
+    ts_progress_print(&pr, "tessera pretrain: %lld steps in %.0f s (%.1f seq/s)", (long long)(step - step0), el,
+                      (double)(step - step0) * o->batch / (el > 0 ? el : 1));
+    if (step0) printf(", steps %lld to %lld", (long long)step0 + 1, (long long)step);
     if (acc >= 0) printf("; held-out MLM accuracy %.2f%%, NSP accuracy %.2f%%", 100 * acc, 100 * nacc);
     printf("; wrote %s\n", o->out);
     rc = 0;
@@ -360,7 +399,7 @@ done:
 int ts_cli_pretrain(int argc, char **argv) {
     pt_opts o = {.layers = 4, .hidden = 256, .heads = 4, .inter = 1024, .max_len = 128, .batch = 32,
                  .max_steps = 1000, .eval_every = 100, .eval_batches = 4, .lr = 5e-4, .warmup = 0.05, .wd = 0.01,
-                 .dropout = 0.1, .mask_prob = 0.15};
+                 .dropout = 0.1, .mask_prob = 0.15, .keep = 3};
     const ts_opt opts[] = {
         {"vocab", OPT_STR, &o.vocab, 0},           {"corpus", OPT_LIST, &o.corpus, 0},
         {"out", OPT_STR, &o.out, 0},               {"layers", OPT_INT, &o.layers, 1},
@@ -373,11 +412,16 @@ int ts_cli_pretrain(int argc, char **argv) {
         {"seed", OPT_INT, &o.seed, 0},             {"save-every", OPT_INT, &o.save_every, 0},
         {"eval-every", OPT_INT, &o.eval_every, 1}, {"eval-batches", OPT_INT, &o.eval_batches, 0},
         {"threads", OPT_INT, &o.threads, 0},       {"wwm", OPT_FLAG, &o.wwm, 0},
-        {"bf16", OPT_FLAG, &o.bf16, 0},
+        {"bf16", OPT_FLAG, &o.bf16, 0},            {"keep", OPT_INT, &o.keep, 1},
+        {"resume", OPT_STR, &o.resume, 0},         {"stop-after", OPT_INT, &o.stop_after, 1},
     };
     ts_optset os;
     int rc = ts_opts_parse(&os, "pretrain", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc == 1) {
+        char probe[4300];
+        if (o.resume) snprintf(probe, sizeof probe, "%s/trainer.json", o.resume);
+        if (!o.out && o.resume && access(probe, F_OK) != 0)
+            o.out = o.resume; /* an earlier run's directory: continue in it */
         const char *missing = !o.vocab ? "--vocab FILE" : !o.corpus.n ? "--corpus FILE..." : !o.out ? "--out DIR" : NULL;
         rc = 2;
         if (missing)

@@ -285,13 +285,16 @@ void ts_progress_print(ts_progress *p, const char *fmt, ...) {
     fflush(stdout);
 }
 
-FILE *ts_metrics_open(const char *dir, const char *cmd) {
+static FILE *metrics_fopen(const char *dir, const char *cmd, const char *mode) {
     char path[4096];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    FILE *f = fopen(path, "w");
+    FILE *f = fopen(path, mode);
     if (!f) fprintf(stderr, "tessera %s: %s: %s\n", cmd, path, strerror(errno));
     return f;
 }
+
+FILE *ts_metrics_open(const char *dir, const char *cmd) { return metrics_fopen(dir, cmd, "w"); }
+FILE *ts_metrics_append(const char *dir, const char *cmd) { return metrics_fopen(dir, cmd, "a"); }
 
 void ts_metrics_write(FILE *f, const char *fmt, ...) {
     if (!f) return;
@@ -401,8 +404,38 @@ ts_status ts_batch_buf_feed(ts_batch_buf *bb, ts_program *p, int with_labels) {
 void ts_model_meta_free(ts_model_meta *m) {
     for (int i = 0; i < m->nlabels; i++) free(m->labels[i]);
     free(m->labels);
+    free(m->text_b_column);
     m->labels = NULL;
     m->nlabels = 0;
+    m->text_b_column = NULL;
+}
+
+int ts_task_parse(const char *cmd, const char *value) {
+    if (!strcmp(value, "classify")) return TS_TASK_CLASSIFY;
+    if (!strcmp(value, "qa")) return TS_TASK_QA;
+    fprintf(stderr, "tessera %s: --task %s: the tasks are classify and qa\n", cmd, value);
+    return -1;
+}
+
+int ts_task_of_model(const char *cmd, const char *task_flag, const char *dir, const ts_bert_config *cfg,
+                     const ts_model_meta *meta) {
+    int want = task_flag ? ts_task_parse(cmd, task_flag) : -1;
+    if (task_flag && want < 0) return -1;
+    int have = cfg->head == TS_BERT_QUESTION_ANSWERING                       ? TS_TASK_QA
+               : cfg->head == TS_BERT_SEQ_CLASSIFICATION && meta->nlabels > 0 ? TS_TASK_CLASSIFY
+                                                                              : -1;
+    if (have < 0) {
+        fprintf(stderr, "tessera %s: %s is not a fine-tuned model (architecture '%s'; a sequence classifier or a "
+                        "question-answering model from tessera finetune)\n",
+                cmd, dir, cfg->architecture[0] ? cfg->architecture : "none");
+        return -1;
+    }
+    if (want >= 0 && want != have) {
+        fprintf(stderr, "tessera %s: --task %s, but %s is a %s model (%s)\n", cmd, task_flag, dir,
+                have == TS_TASK_QA ? "qa" : "classify", cfg->architecture);
+        return -1;
+    }
+    return have;
 }
 
 int ts_make_dir(const char *cmd, const char *dir) {
@@ -546,6 +579,9 @@ int ts_model_dir_save(const char *cmd, const char *dir, const ts_program *p, con
     }
     cJSON_AddBoolToObject(j, "do_lower_case", meta->lowercase);
     cJSON_AddNumberToObject(j, "tessera_max_len", meta->max_len);
+    if (meta->text_b_column) cJSON_AddStringToObject(j, "tessera_text_b_column", meta->text_b_column);
+    if (meta->doc_stride > 0) cJSON_AddNumberToObject(j, "tessera_doc_stride", meta->doc_stride);
+    if (meta->max_query_len > 0) cJSON_AddNumberToObject(j, "tessera_max_query_len", meta->max_query_len);
     char *text = cJSON_Print(j);
     cJSON_Delete(j);
     if (!text) {
@@ -588,6 +624,16 @@ ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config
     if (meta->max_len > cfg->max_position_embeddings) meta->max_len = cfg->max_position_embeddings;
     const cJSON *lc = cJSON_GetObjectItemCaseSensitive(j, "do_lower_case");
     if (cJSON_IsBool(lc)) meta->lowercase = cJSON_IsTrue(lc);
+    const cJSON *tb = cJSON_GetObjectItemCaseSensitive(j, "tessera_text_b_column");
+    if (cJSON_IsString(tb) && !(meta->text_b_column = strdup(tb->valuestring))) {
+        fprintf(stderr, "tessera %s: out of memory\n", cmd);
+        cJSON_Delete(j);
+        return NULL;
+    }
+    const cJSON *ds = cJSON_GetObjectItemCaseSensitive(j, "tessera_doc_stride");
+    const cJSON *mq = cJSON_GetObjectItemCaseSensitive(j, "tessera_max_query_len");
+    meta->doc_stride = cJSON_IsNumber(ds) && ds->valuedouble >= 1 && ds->valuedouble < 1e6 ? ds->valueint : 0;
+    meta->max_query_len = cJSON_IsNumber(mq) && mq->valuedouble >= 1 && mq->valuedouble < 1e6 ? mq->valueint : 0;
     const cJSON *id2 = cJSON_GetObjectItemCaseSensitive(j, "id2label");
     int n = cJSON_IsObject(id2) ? cJSON_GetArraySize(id2) : 0;
     if (n > 0) {
@@ -618,3 +664,52 @@ ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config
     }
     return tok;
 }
+
+/* ------------------------------------------------------------------ full-state checkpoints */
+
+int ts_ckpt_save(const char *cmd, const char *out, int64_t step, const ts_program *p, const char *trainer_json,
+                 int keep) {
+    char parent[4200], path[4300];
+    snprintf(parent, sizeof parent, "%s/" TS_CKPT_DIR, out);
+    if (ts_make_dir(cmd, parent)) return 1;
+    snprintf(path, sizeof path, "%s/" TS_CKPT_PREFIX "%06lld", parent, (long long)step);
+    if (ts_program_save_state(p, path, trainer_json) != TS_OK ||
+        ts_checkpoint_rotate(parent, TS_CKPT_PREFIX, keep) != TS_OK) {
+        fprintf(stderr, "\ntessera %s: %s\n", cmd, ts_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+static int is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int ts_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap) {
+    char probe[4300];
+    snprintf(probe, sizeof probe, "%s/trainer.json", resume);
+    if (access(probe, F_OK) == 0) {
+        if (ts_checkpoint_check(resume) != TS_OK) {
+            fprintf(stderr, "tessera %s: --resume %s: %s\n", cmd, resume, ts_last_error());
+            return 2;
+        }
+        snprintf(path, cap, "%s", resume);
+        return 0;
+    }
+    struct stat st;
+    int found = stat(resume, &st) == 0;
+    if (!found || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "tessera %s: --resume %s: %s\n", cmd, resume, found ? "not a directory" : strerror(errno));
+        return 2;
+    }
+    snprintf(probe, sizeof probe, "%s/" TS_CKPT_DIR, resume);
+    const char *parent = is_dir(probe) ? probe : resume;
+    if (ts_checkpoint_latest(parent, TS_CKPT_PREFIX, path, cap) != TS_OK) {
+        fprintf(stderr, "tessera %s: --resume %s: no valid checkpoint (" TS_CKPT_PREFIX "NNNNNN) in %s\n", cmd, resume,
+                parent);
+        return 2;
+    }
+    return 0;
+}
+

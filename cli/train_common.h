@@ -69,6 +69,8 @@ void ts_progress_print(ts_progress *p, const char *fmt, ...) __attribute__((form
 
 /* Create DIR/metrics.jsonl (a new log each run); NULL with a message on failure. */
 FILE *ts_metrics_open(const char *dir, const char *cmd);
+/* Open DIR/metrics.jsonl to add to it (a resumed run continues the log). */
+FILE *ts_metrics_append(const char *dir, const char *cmd);
 /* Write one JSON object line (fmt gives the members without braces) and flush. */
 void ts_metrics_write(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -83,6 +85,10 @@ typedef struct ts_model_meta {
     int lowercase;            /* "do_lower_case" */
     char **labels;            /* id2label names, nlabels of them (NULL without a classifier) */
     int nlabels;
+    char *text_b_column;      /* a text-pair classifier: the column of the second text
+                                 ("tessera_text_b_column"); NULL for single texts */
+    int doc_stride;           /* question answering: the windows' stride ("tessera_doc_stride") */
+    int max_query_len;        /* ... and question pieces kept ("tessera_max_query_len"); 0: unset */
 } ts_model_meta;
 
 void ts_model_meta_free(ts_model_meta *m);
@@ -122,6 +128,35 @@ void ts_batch_buf_free(ts_batch_buf *bb);
 /* Feed input_ids, token_type_ids, attention_mask (and labels, next_sentence_label when
  * with_labels and present). */
 ts_status ts_batch_buf_feed(ts_batch_buf *bb, ts_program *p, int with_labels);
+
+/* ------------------------------------------------------------------ full-state checkpoints */
+
+#define TS_CKPT_DIR "checkpoints" /* under --out */
+#define TS_CKPT_PREFIX "step-"    /* checkpoints/step-000100 */
+
+/* Write checkpoint OUT/checkpoints/step-<step> (ts_program_save_state with trainer_json)
+ * atomically and keep the newest `keep`. 0, or prints the error and returns 1. */
+int ts_ckpt_save(const char *cmd, const char *out, int64_t step, const ts_program *p, const char *trainer_json,
+                 int keep);
+
+/* Find the checkpoint of --resume DIR: DIR itself when it is one (holds trainer.json), else the
+ * newest valid one in DIR/checkpoints, else in DIR (a newer invalid one is skipped with a
+ * message naming it). Writes its path to path[cap]. 0, or prints the error and returns 2. */
+int ts_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap);
+
+/* ------------------------------------------------------------------ tasks */
+
+/* What a fine-tuned model does: --task classify (BertForSequenceClassification) or --task qa
+ * (BertForQuestionAnswering). */
+typedef enum { TS_TASK_CLASSIFY = 0, TS_TASK_QA } ts_task;
+
+/* The task of `tessera eval` / `predict`: from the model directory's architecture, checked
+ * against --task when it is given (task_flag may be NULL). Prints the error naming the flag or
+ * the directory and returns -1 when they disagree or the model is neither. */
+int ts_task_of_model(const char *cmd, const char *task_flag, const char *dir, const ts_bert_config *cfg,
+                     const ts_model_meta *meta);
+/* Parse a --task value ("classify" or "qa"); -1 with a message on anything else. */
+int ts_task_parse(const char *cmd, const char *value);
 
 /* ------------------------------------------------------------------ classification (eval.c) */
 

@@ -859,6 +859,14 @@ ts_status ts_squad_score(const ts_squad *s, const char *const *predictions, doub
 ts_status ts_squad_evaluate(const ts_squad *s, const float *start_logits, const float *end_logits, int n_best,
                             int max_answer_len, double *em, double *f1);
 
+/* ---------------------------------------------------------------- data: SQuAD from memory */
+/* As ts_squad_load, from the text of a SQuAD JSON document already in memory (json[0..len), not
+ * necessarily NUL-terminated): for questions that do not come from a file, such as the lines
+ * `tessera predict` reads. `name` stands for the file in error messages ("stdin",
+ * "questions.jsonl"). Answers may be absent (an example without answers), as for prediction. */
+ts_squad *ts_squad_parse(const char *name, const char *json, size_t len, const ts_tokenizer *tok,
+                         const ts_squad_opts *opts);
+
 /* ---------------------------------------------------------------- text (WordPiece) */
 /* BERT's WordPiece tokenizer, id for id the same as Hugging Face tokenizers' BertWordPiece
  * (BertNormalizer, BertPreTokenizer, WordPiece with "##" pieces and words of at most 100

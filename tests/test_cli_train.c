@@ -8,72 +8,8 @@
  * The command's path comes from TS_CLI (set by CMake to the built `tessera`); without it, the
  * test looks for ./tessera (ctest runs tests in the build directory) and skips when it is absent.
  */
-#include <limits.h>
-#include <sys/stat.h>
-
 #include "test_util.h"
-
-#ifndef TS_CLI
-#define TS_CLI "./tessera"
-#endif
-
-static char dir[64], cli[4096]; /* the temporary directory; the command's absolute path */
-static char out_text[1 << 16], err_text[1 << 16];
-
-static void write_str(const char *name, const char *s) {
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        perror(path);
-        exit(1);
-    }
-    fputs(s, f);
-    fclose(f);
-}
-
-static void read_into(const char *name, char *buf, size_t cap) {
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-    buf[n] = 0;
-    if (f) fclose(f);
-}
-
-static int exists(const char *name) {
-    char path[256];
-    struct stat st;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return stat(path, &st) == 0 && st.st_size > 0;
-}
-
-/* Run `tessera ARGS` in dir with stdin from `in` (NULL: /dev/null); stdout and stderr land in
- * out_text / err_text. Returns the exit code, or -1 when it died from a signal. */
-__attribute__((format(printf, 2, 3))) static int tessera(const char *in, const char *fmt, ...) {
-    char args[2048], cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    if (in) write_str("stdin.txt", in);
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s <%s >stdout.txt 2>stderr.txt", dir, cli, args,
-             in ? "stdin.txt" : "/dev/null");
-    int st = system(cmd);
-    read_into("stdout.txt", out_text, sizeof out_text);
-    read_into("stderr.txt", err_text, sizeof err_text);
-    if (st == -1 || !WIFEXITED(st)) return -1;
-    return WEXITSTATUS(st);
-}
-
-#define CHECK_RAN(rc, want)                                                                                    \
-    CHECK((rc) == (want) && !strstr(err_text, "Sanitizer"), "exit %d, want %d\nstdout: %s\nstderr: %s", rc, want, \
-          out_text, err_text)
-
-/* Failure: non-zero exit (not a crash), stderr holds `needle`. */
-#define CHECK_FAILS(rc, needle)                                                                                  \
-    CHECK((rc) > 0 && strstr(err_text, needle) && !strstr(err_text, "Sanitizer"),                                \
-          "exit %d, want non-zero with \"%s\" on stderr\nstderr: %s", rc, needle, err_text)
+#include "cli_util.h"
 
 static const char *WORDS_A[] = {"cat", "dog", "bird", "fish", "horse", "mouse"};
 static const char *WORDS_B[] = {"runs", "sleeps", "eats", "jumps", "swims", "sings"};
@@ -172,30 +108,17 @@ static void test_bad_input(void) {
     rc = tessera(NULL, "eval --model ft");
     CHECK_FAILS(rc, "--data");
     rc = tessera(NULL, "eval --model pre --data data.tsv");
-    CHECK_FAILS(rc, "not a sequence classifier");
+    CHECK_FAILS(rc, "is not a fine-tuned model");
     rc = tessera(NULL, "predict --model ft --frobnicate");
     CHECK_FAILS(rc, "unknown flag '--frobnicate'");
 }
 
 int main(void) {
-    if (access(TS_CLI, X_OK) != 0) {
-        printf("test_cli_train: skipped, %s is not built\n", TS_CLI);
-        return 77;
-    }
-    if (!realpath(TS_CLI, cli)) { /* the commands run in the temporary directory */
-        perror(TS_CLI);
-        return 1;
-    }
-    strcpy(dir, "/tmp/ts_cli_train_XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    int rc = cli_setup("ts_cli_train");
+    if (rc) return rc;
     make_data();
     RUN(test_pipeline);
     RUN(test_bad_input);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "test_cli_train: could not remove %s\n", dir);
+    cli_cleanup("test_cli_train");
     return tu_finish("test_cli_train");
 }

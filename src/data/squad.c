@@ -237,11 +237,46 @@ static ts_status read_paragraph(ts_squad *s, const char *path, const cJSON *par,
     return TS_OK;
 }
 
+/* Does the text end inside a string or with an object / array still open (a cut-short file)? */
+static int json_unfinished(const char *t, size_t len) {
+    long depth = 0;
+    int in_str = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = t[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+    }
+    return in_str || depth > 0;
+}
+
 ts_squad *ts_squad_load(const char *path, const ts_tokenizer *tok, const ts_squad_opts *opts) {
     if (!path || !tok) {
         ts_err(TS_ERR_ARG, "ts_squad_load: NULL path or tokenizer");
         return NULL;
     }
+    size_t len = 0;
+    char *text = slurp(path, &len);
+    if (!text) return NULL;
+    ts_squad *s = ts_squad_parse(path, text, len, tok, opts);
+    free(text);
+    return s;
+}
+
+ts_squad *ts_squad_parse(const char *name, const char *json, size_t len, const ts_tokenizer *tok,
+                         const ts_squad_opts *opts) {
+    if (!name || !json || !tok) {
+        ts_err(TS_ERR_ARG, "ts_squad_parse: NULL name, text or tokenizer");
+        return NULL;
+    }
+    const char *path = name;
     ts_squad_opts o = {0};
     if (opts) o = *opts;
     if (!o.max_seq_len) o.max_seq_len = 384;
@@ -252,20 +287,17 @@ ts_squad *ts_squad_load(const char *path, const ts_tokenizer *tok, const ts_squa
                "%d must be positive", path, o.max_seq_len, o.max_query_len, o.doc_stride);
         return NULL;
     }
-    size_t len = 0;
-    char *text = slurp(path, &len);
-    if (!text) return NULL;
+    const char *text = json;
     cJSON *root = cJSON_ParseWithLength(text, len);
     if (!root) {
         const char *ep = cJSON_GetErrorPtr();
         long line = 1;
         if (ep && ep >= text && ep <= text + len)
             for (const char *c = text; c < ep; c++) line += *c == '\n';
-        ts_err(TS_ERR_IO, "%s:%ld: not valid JSON", path, line);
-        free(text);
+        ts_err(TS_ERR_IO, "%s:%ld: not valid JSON%s", path, line,
+               json_unfinished(text, len) ? " (it ends inside an object, array or string: is it cut short?)" : "");
         return NULL;
     }
-    free(text);
     ts_squad *s = calloc(1, sizeof *s);
     ts_status st = TS_OK;
     if (!s) st = ts_err(TS_ERR_NOMEM, "squad: out of memory");

@@ -1,0 +1,34 @@
+/*
+ * finetune.h — the options of `tessera finetune`, shared by its two trainers: sequence
+ * classification (single texts or text pairs, finetune.c) and question answering on SQuAD
+ * (finetune_qa.c).
+ */
+#ifndef TS_CLI_FINETUNE_H
+#define TS_CLI_FINETUNE_H
+
+#include <stdint.h>
+
+#include "tessera.h"
+
+typedef struct ft_opts {
+    const char *model, *train, *dev, *out, *task, *text_col, *text_b_col, *label_col, *resume;
+    double test_split, lr, warmup, wd, max_minutes;
+    int epochs, batch, max_len, max_steps, save_every, seed, threads, bf16, keep, stop_after;
+    int doc_stride, max_query_len, max_answer_len, n_best; /* qa; 0: the default */
+} ft_opts;
+
+/* `tessera finetune --task qa`: fine-tune BertForQuestionAnswering on a SQuAD v1.1 file.
+ * Returns the exit code (0, 1 failure while running, 2 bad input). */
+int ts_finetune_qa(const ft_opts *o);
+
+/* Full-state checkpoints (finetune_ckpt.c). Save OUT/checkpoints/step-<step> of program p with
+ * the options that shape the run (task "classify" or "qa", the row length and QA windows as
+ * used); 0, or prints the error and returns 1. */
+int ft_ckpt_save(const ft_opts *o, const char *task, int seq, int doc_stride, int max_query_len, int64_t step,
+                 const ts_program *p);
+/* --resume: find the newest valid checkpoint of o->resume, check its options against these,
+ * restore p from it and set *step. 0, or prints the error and returns 2. */
+int ft_ckpt_resume(const ft_opts *o, const char *task, int seq, int doc_stride, int max_query_len, ts_program *p,
+                   int64_t *step);
+
+#endif

@@ -1,0 +1,208 @@
+/*
+ * pretrain_ckpt.c — full-state checkpoints of `tessera pretrain` and `--resume` (see
+ * pretrain_ckpt.h). A checkpoint is a ts_program_save_state directory whose trainer.json is
+ *   {"format": "tessera-pretrain-1", "step": "N",
+ *    "reader": {"fingerprint": "...", "epoch": "...", ...},   (ts_pretrain_state, as decimal strings)
+ *    "options": {"layers": 2, "hidden": 32, ...},            (pt_shape, by flag name)
+ *    "corpus": [{"path": "a.txt", "bytes": 1234}, ...]}
+ */
+#include "pretrain_ckpt.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "train_common.h"
+
+/* The int and double options of pt_shape by flag name, for writing and comparing. */
+typedef struct shape_field {
+    const char *flag;
+    size_t off;
+    int is_double;
+} shape_field;
+
+#define SI(f, m) {f, offsetof(pt_shape, m), 0}
+#define SD(f, m) {f, offsetof(pt_shape, m), 1}
+static const shape_field FIELDS[] = {
+    SI("layers", layers), SI("hidden", hidden), SI("heads", heads), SI("intermediate", inter),
+    SI("max-len", max_len), SI("batch", batch), SI("seed", seed), SI("wwm", wwm), SI("bf16", bf16),
+    SI("vocab size", vocab_size), SI("max-steps", max_steps), SD("lr", lr), SD("warmup", warmup),
+    SD("weight-decay", wd), SD("dropout", dropout), SD("mask-prob", mask_prob),
+};
+#define NFIELDS ((int)(sizeof FIELDS / sizeof *FIELDS))
+
+static double field(const pt_shape *s, int i) {
+    const char *p = (const char *)s + FIELDS[i].off;
+    return FIELDS[i].is_double ? *(const double *)p : (double)*(const int *)p;
+}
+
+static long long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+static void add_u64(cJSON *o, const char *k, unsigned long long v) {
+    char b[32];
+    snprintf(b, sizeof b, "%llu", v);
+    cJSON_AddStringToObject(o, k, b);
+}
+
+int pt_ckpt_save(const char *out, int64_t step, ts_program *p, const ts_pretrain_reader *r, const pt_shape *shape,
+                 const char *const *corpus, int ncorpus, int keep) {
+    ts_pretrain_state rs;
+    if (ts_pretrain_save(r, &rs) != TS_OK) {
+        fprintf(stderr, "\ntessera pretrain: %s\n", ts_last_error());
+        return 1;
+    }
+    cJSON *j = cJSON_CreateObject(), *rd, *op, *cp;
+    cJSON_AddStringToObject(j, "format", "tessera-pretrain-1");
+    add_u64(j, "step", (unsigned long long)step);
+    rd = cJSON_AddObjectToObject(j, "reader");
+    add_u64(rd, "fingerprint", rs.fingerprint);
+    add_u64(rd, "epoch", rs.epoch);
+    add_u64(rd, "window", rs.window);
+    add_u64(rd, "file", (unsigned long long)rs.file);
+    add_u64(rd, "offset", (unsigned long long)rs.offset);
+    add_u64(rd, "next", (unsigned long long)rs.next);
+    add_u64(rd, "served", rs.served);
+    op = cJSON_AddObjectToObject(j, "options");
+    for (int i = 0; i < NFIELDS; i++) cJSON_AddNumberToObject(op, FIELDS[i].flag, field(shape, i));
+    cp = cJSON_AddArrayToObject(j, "corpus");
+    for (int i = 0; i < ncorpus; i++) {
+        cJSON *f = cJSON_CreateObject();
+        cJSON_AddStringToObject(f, "path", corpus[i]);
+        cJSON_AddNumberToObject(f, "bytes", (double)file_size(corpus[i]));
+        cJSON_AddItemToArray(cp, f);
+    }
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
+    int rc = 1;
+    if (!text) fprintf(stderr, "\ntessera pretrain: out of memory\n");
+    else rc = ts_ckpt_save("pretrain", out, step, p, text, keep);
+    free(text);
+    return rc;
+}
+
+/* A decimal string member as uint64; 0 when absent or malformed (sets *bad). */
+static unsigned long long get_u64(const cJSON *o, const char *k, int *bad) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    char *end;
+    if (!cJSON_IsString(v)) {
+        *bad = 1;
+        return 0;
+    }
+    errno = 0;
+    unsigned long long x = strtoull(v->valuestring, &end, 10);
+    if (errno || end == v->valuestring || *end) *bad = 1;
+    return x;
+}
+
+/* Compare the stored options and corpus with this run's; 0 or prints the difference. */
+static int check_same(const char *path, const cJSON *j, const pt_shape *shape, const char *const *corpus,
+                      int ncorpus) {
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(j, "options");
+    const cJSON *cp = cJSON_GetObjectItemCaseSensitive(j, "corpus");
+    for (int i = 0; i < NFIELDS; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(op, FIELDS[i].flag);
+        if (!cJSON_IsNumber(v)) {
+            fprintf(stderr, "tessera pretrain: --resume %s: trainer.json has no option \"%s\"\n", path, FIELDS[i].flag);
+            return 2;
+        }
+        double want = field(shape, i);
+        if (v->valuedouble == want) continue;
+        if (!strcmp(FIELDS[i].flag, "max-steps")) {
+            printf("tessera pretrain: the checkpoint's run planned %g steps; the schedule now ends at %g\n",
+                   v->valuedouble, want);
+            continue;
+        }
+        fprintf(stderr, "tessera pretrain: --resume %s was made with %s%s %g, not %g (resume with the same options)\n",
+                path, FIELDS[i].flag[0] == 'v' ? "a " : "--", FIELDS[i].flag, v->valuedouble, want);
+        return 2;
+    }
+    if (!cJSON_IsArray(cp) || cJSON_GetArraySize(cp) != ncorpus) {
+        fprintf(stderr, "tessera pretrain: --resume %s was made with %d --corpus files, not %d\n", path,
+                cJSON_IsArray(cp) ? cJSON_GetArraySize(cp) : 0, ncorpus);
+        return 2;
+    }
+    for (int i = 0; i < ncorpus; i++) {
+        const cJSON *f = cJSON_GetArrayItem(cp, i);
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(f, "bytes"), *n = cJSON_GetObjectItemCaseSensitive(f, "path");
+        long long now = file_size(corpus[i]);
+        if (!cJSON_IsNumber(b) || b->valuedouble != (double)now) {
+            fprintf(stderr, "tessera pretrain: --corpus %s has %lld bytes, but the run of --resume %s read %.0f from %s "
+                            "(the corpus must not change)\n",
+                    corpus[i], now, path, cJSON_IsNumber(b) ? b->valuedouble : -1.0,
+                    cJSON_IsString(n) ? n->valuestring : "?");
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* trainer.json of checkpoint `path` (or of path.old, the crash-recovery copy), parsed; NULL with
+ * a message. */
+static cJSON *read_trainer_json(const char *path) {
+    char file[4300];
+    snprintf(file, sizeof file, "%s/trainer.json", path);
+    if (file_size(file) < 0) snprintf(file, sizeof file, "%s.old/trainer.json", path);
+    FILE *f = fopen(file, "rb");
+    char *buf = NULL;
+    long n = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n)
+        buf[n] = 0;
+    else
+        free(buf), buf = NULL;
+    if (f) fclose(f);
+    cJSON *j = buf ? cJSON_Parse(buf) : NULL;
+    free(buf);
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tessera-pretrain-1") != 0 ||
+        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(j, "reader"))) {
+        fprintf(stderr, "tessera pretrain: --resume %s: %s is not a tessera pretrain checkpoint's trainer.json\n", path,
+                file);
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+int pt_ckpt_load(const char *path, ts_program *p, ts_pretrain_reader *r, const pt_shape *shape,
+                 const char *const *corpus, int ncorpus, int64_t *step) {
+    /* the options first, so a different model is named by its flag rather than by a tensor */
+    cJSON *j = read_trainer_json(path);
+    if (!j) return 2;
+    int rc = check_same(path, j, shape, corpus, ncorpus), bad = 0;
+    if (rc) goto done;
+    rc = 2;
+    if (ts_program_load_state(p, path, NULL) != TS_OK) {
+        fprintf(stderr, "tessera pretrain: --resume: %s\n", ts_last_error());
+        goto done;
+    }
+    const cJSON *rd = cJSON_GetObjectItemCaseSensitive(j, "reader");
+    ts_pretrain_state rs;
+    rs.fingerprint = get_u64(rd, "fingerprint", &bad);
+    rs.epoch = get_u64(rd, "epoch", &bad);
+    rs.window = get_u64(rd, "window", &bad);
+    rs.file = (int64_t)get_u64(rd, "file", &bad);
+    rs.offset = (int64_t)get_u64(rd, "offset", &bad);
+    rs.next = (int64_t)get_u64(rd, "next", &bad);
+    rs.served = get_u64(rd, "served", &bad);
+    *step = (int64_t)get_u64(j, "step", &bad);
+    if (bad || (uint64_t)*step != ts_program_step(p)) {
+        fprintf(stderr, "tessera pretrain: --resume %s: trainer.json's step or reader state is malformed\n", path);
+        goto done;
+    }
+    if (ts_pretrain_restore(r, &rs) != TS_OK) {
+        fprintf(stderr, "tessera pretrain: --resume %s: %s\n", path, ts_last_error());
+        goto done;
+    }
+    rc = 0;
+done:
+    cJSON_Delete(j);
+    return rc;
+}

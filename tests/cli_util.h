@@ -1,0 +1,125 @@
+/*
+ * cli_util.h — running the built `tessera` command from a test: a temporary directory to work
+ * in, files written into it, `tessera ARGS` run there with stdout / stderr captured, checks on
+ * the exit code and messages, and a tiny pretrained BERT (vocabulary + a few pretraining steps)
+ * for the fine-tuning tests to start from. Used by tests/test_cli_*.c; include after
+ * test_util.h.
+ *
+ * The command's path comes from TS_CLI (set by CMake to the built `tessera`); without it the
+ * tests look for ./tessera (ctest runs tests in the build directory) and skip when it is absent.
+ */
+#ifndef TS_CLI_UTIL_H
+#define TS_CLI_UTIL_H
+
+#include <limits.h>
+#include <sys/stat.h>
+
+#ifndef TS_CLI
+#define TS_CLI "./tessera"
+#endif
+
+static char dir[64], cli[4096]; /* the temporary directory; the command's absolute path */
+static char out_text[1 << 16], err_text[1 << 16];
+
+__attribute__((unused)) static void write_str(const char *name, const char *s) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fputs(s, f);
+    fclose(f);
+}
+
+__attribute__((unused)) static void read_into(const char *name, char *buf, size_t cap) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    buf[n] = 0;
+    if (f) fclose(f);
+}
+
+__attribute__((unused)) static int exists(const char *name) {
+    char path[256];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &st) == 0 && st.st_size > 0;
+}
+
+/* Are files a and b (relative to dir) the same, byte for byte (and both readable)? */
+__attribute__((unused)) static int same_bytes(const char *a, const char *b) {
+    char pa[300], pb[300];
+    snprintf(pa, sizeof pa, "%s/%s", dir, a);
+    snprintf(pb, sizeof pb, "%s/%s", dir, b);
+    FILE *fa = fopen(pa, "rb"), *fb = fopen(pb, "rb");
+    int same = fa && fb, ca = 0, cb;
+    while (same && ca != EOF) {
+        ca = fgetc(fa), cb = fgetc(fb);
+        same = ca == cb;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
+/* Run `tessera ARGS` in dir with stdin from `in` (NULL: /dev/null); stdout and stderr land in
+ * out_text / err_text. Returns the exit code, or -1 when it died from a signal. */
+__attribute__((format(printf, 2, 3), unused)) static int tessera(const char *in, const char *fmt, ...) {
+    char args[2048], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    if (in) write_str("stdin.txt", in);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s <%s >stdout.txt 2>stderr.txt", dir, cli, args,
+             in ? "stdin.txt" : "/dev/null");
+    int st = system(cmd);
+    read_into("stdout.txt", out_text, sizeof out_text);
+    read_into("stderr.txt", err_text, sizeof err_text);
+    if (st == -1 || !WIFEXITED(st)) return -1;
+    return WEXITSTATUS(st);
+}
+
+#define CHECK_RAN(rc, want)                                                                                    \
+    CHECK((rc) == (want) && !strstr(err_text, "Sanitizer"), "exit %d, want %d\nstdout: %s\nstderr: %s", rc, want, \
+          out_text, err_text)
+
+/* Failure: non-zero exit (not a crash), stderr holds `needle`. */
+#define CHECK_FAILS(rc, needle)                                                                                  \
+    CHECK((rc) > 0 && strstr(err_text, needle) && !strstr(err_text, "Sanitizer"),                                \
+          "exit %d, want non-zero with \"%s\" on stderr\nstderr: %s", rc, needle, err_text)
+
+/* Find the command and make the temporary directory /tmp/<name>_XXXXXX. Returns 0 to go on, 77
+ * (skip) when the command is not built, 1 on failure. */
+static int cli_setup(const char *name) {
+    if (access(TS_CLI, X_OK) != 0) {
+        printf("%s: skipped, %s is not built\n", name, TS_CLI);
+        return 77;
+    }
+    if (!realpath(TS_CLI, cli)) { /* the commands run in the temporary directory */
+        perror(TS_CLI);
+        return 1;
+    }
+    snprintf(dir, sizeof dir, "/tmp/%s_XXXXXX", name);
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    return 0;
+}
+
+/* Remove the temporary directory (kept, and named, when TS_TEST_KEEP is set). */
+static void cli_cleanup(const char *name) {
+    if (getenv("TS_TEST_KEEP")) {
+        printf("%s: kept %s\n", name, dir);
+        return;
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "%s: could not remove %s\n", name, dir);
+}
+
+#endif
