@@ -59,6 +59,9 @@ static const char *USAGE =
     "  --seed N             shuffling, split and dropout (default 42)\n"
     "  --threads N          CPU threads (default: all)\n"
     "  --bf16               bf16 matrix products (mixed precision; master weights stay f32)\n"
+    "  --recompute          recompute each layer's forward in the backward (less memory, same result)\n"
+    "  --deterministic      bit-identical runs for a seed: pins --threads (default all CPUs) and\n"
+    "                       refuses --max-minutes\n"
     "  --config FILE        a JSON object of the options above, keys without '--' (flags override)\n";
 
 /* Train rows, test rows and the label names, from the file. */
@@ -150,6 +153,7 @@ static int run(const ft_opts *o) {
     cfg.num_labels = nl;
     cfg.head = TS_BERT_SEQ_CLASSIFICATION;
     if (o->bf16) cfg.compute_dtype = TS_BF16;
+    cfg.recompute = o->recompute;
 
     rc = 1;
     const int B = o->batch;
@@ -346,6 +350,7 @@ int ts_cli_finetune(int argc, char **argv) {
         {"max-steps", OPT_INT, &o.max_steps, 0}, {"save-every", OPT_INT, &o.save_every, 0},
         {"seed", OPT_INT, &o.seed, 0},           {"threads", OPT_INT, &o.threads, 0},
         {"bf16", OPT_FLAG, &o.bf16, 0},          {"max-minutes", OPT_FLOAT, &o.max_minutes, 0},
+        {"recompute", OPT_FLAG, &o.recompute, 0}, {"deterministic", OPT_FLAG, &o.deterministic, 0},
     };
     ts_optset os;
     int rc = ts_opts_parse(&os, "finetune", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
@@ -364,7 +369,7 @@ int ts_cli_finetune(int argc, char **argv) {
         } else if (o.warmup > 1) {
             fprintf(stderr, "tessera finetune: --warmup %g is a fraction of the steps, at most 1\n", o.warmup);
             rc = 2;
-        } else {
+        } else if (!o.deterministic || !(rc = ts_deterministic_setup("finetune", &o.threads, o.max_minutes))) {
             rc = run_task(&o);
         }
     }

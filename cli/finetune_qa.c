@@ -62,6 +62,7 @@ static int build(qa_run *r) {
     const ft_opts *o = r->o;
     r->cfg.head = TS_BERT_QUESTION_ANSWERING;
     if (o->bf16) r->cfg.compute_dtype = TS_BF16;
+    r->cfg.recompute = o->recompute;
     if (ts_bert_programs("finetune", &r->cfg, TS_BERT_QUESTION_ANSWERING, o->batch, r->seq, (uint64_t)o->seed,
                          o->threads, 1, (float)o->wd, (const char *[]){"loss"}, 1, &r->tp,
                          (const char *[]){"start_logits", "end_logits"}, 2, &r->ip))

@@ -24,6 +24,9 @@ static const char *USAGE =
     "            --lr 5e-4 (peak; linear warm-up over --warmup 0.05 of the run, then linear decay)\n"
     "            --weight-decay 0.01  --seed 0  --wwm (whole-word masking)  --mask-prob 0.15\n"
     "            --threads N  --bf16 (bf16 matrix products, f32 master weights)\n"
+    "            --recompute (recompute each layer's forward in the backward: less memory, same result)\n"
+    "            --deterministic (bit-identical runs for a seed: pins --threads, default all CPUs,\n"
+    "            and refuses --max-minutes)\n"
     "  Output:   --save-every N (steps; default only at the end)  --eval-every K (default 100)\n"
     "            --eval-batches N (held-out batches, default 4)\n"
     "  Resume:   --save-every N also writes a full-state checkpoint DIR/checkpoints/step-NNNNNN\n"
@@ -45,7 +48,7 @@ typedef struct pt_opts {
     const char *vocab, *out;
     ts_strlist corpus;
     int layers, hidden, heads, inter, max_len, batch, max_steps, seed, save_every, eval_every, eval_batches;
-    int threads, wwm, bf16, keep, stop_after;
+    int threads, wwm, bf16, keep, stop_after, recompute, deterministic;
     const char *resume;
     double max_minutes, lr, warmup, wd, dropout, mask_prob;
 } pt_opts;
@@ -217,6 +220,7 @@ static int run(const pt_opts *o) {
     cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = (float)o->dropout;
     cfg.head = TS_BERT_PRETRAINING;
     if (o->bf16) cfg.compute_dtype = TS_BF16;
+    cfg.recompute = o->recompute;
     if (o->hidden % o->heads) {
         fprintf(stderr, "tessera pretrain: --hidden %d is not a multiple of --heads %d\n", o->hidden, o->heads);
         ts_tokenizer_free(tok);
@@ -267,7 +271,8 @@ static int run(const pt_opts *o) {
     pt_shape shape = {.layers = o->layers, .hidden = o->hidden, .heads = o->heads, .inter = o->inter,
                       .max_len = o->max_len, .batch = o->batch, .seed = o->seed, .wwm = o->wwm, .bf16 = o->bf16,
                       .vocab_size = cfg.vocab_size, .max_steps = o->max_steps, .lr = o->lr, .warmup = o->warmup,
-                      .wd = o->wd, .dropout = o->dropout, .mask_prob = o->mask_prob};
+                      .wd = o->wd, .dropout = o->dropout, .mask_prob = o->mask_prob,
+                      .deterministic = o->deterministic, .threads = o->deterministic ? o->threads : 0};
     int64_t step = 0;
     if (o->resume) {
         char ckpt[4300];
@@ -414,6 +419,7 @@ int ts_cli_pretrain(int argc, char **argv) {
         {"threads", OPT_INT, &o.threads, 0},       {"wwm", OPT_FLAG, &o.wwm, 0},
         {"bf16", OPT_FLAG, &o.bf16, 0},            {"keep", OPT_INT, &o.keep, 1},
         {"resume", OPT_STR, &o.resume, 0},         {"stop-after", OPT_INT, &o.stop_after, 1},
+        {"recompute", OPT_FLAG, &o.recompute, 0},  {"deterministic", OPT_FLAG, &o.deterministic, 0},
     };
     ts_optset os;
     int rc = ts_opts_parse(&os, "pretrain", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
@@ -428,7 +434,7 @@ int ts_cli_pretrain(int argc, char **argv) {
             fprintf(stderr, "tessera pretrain: %s is required\n(tessera pretrain --help shows the usage)\n", missing);
         else if (o.warmup > 1 || o.dropout >= 1 || o.mask_prob <= 0 || o.mask_prob >= 1)
             fprintf(stderr, "tessera pretrain: --warmup must be at most 1, --dropout below 1, --mask-prob in (0, 1)\n");
-        else
+        else if (!o.deterministic || !(rc = ts_deterministic_setup("pretrain", &o.threads, o.max_minutes)))
             rc = run(&o);
     }
     ts_opts_free(&os);

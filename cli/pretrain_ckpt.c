@@ -32,6 +32,7 @@ static const shape_field FIELDS[] = {
     SI("max-len", max_len), SI("batch", batch), SI("seed", seed), SI("wwm", wwm), SI("bf16", bf16),
     SI("vocab size", vocab_size), SI("max-steps", max_steps), SD("lr", lr), SD("warmup", warmup),
     SD("weight-decay", wd), SD("dropout", dropout), SD("mask-prob", mask_prob),
+    SI("deterministic", deterministic), SI("threads", threads),
 };
 #define NFIELDS ((int)(sizeof FIELDS / sizeof *FIELDS))
 

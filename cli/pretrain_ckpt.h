@@ -15,6 +15,7 @@
 /* The options that must be the same to resume (besides the corpus), by flag name. */
 typedef struct pt_shape {
     int layers, hidden, heads, inter, max_len, batch, seed, wwm, bf16, vocab_size, max_steps;
+    int deterministic, threads; /* threads: the pinned count under --deterministic, else 0 */
     double lr, warmup, wd, dropout, mask_prob;
 } pt_shape;
 

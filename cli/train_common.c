@@ -316,6 +316,21 @@ float ts_lr_at(float peak, int64_t step, int64_t warmup, int64_t total) {
 
 /* ------------------------------------------------------------------ BERT programs and batches */
 
+int ts_deterministic_setup(const char *cmd, int *threads, double max_minutes) {
+    if (max_minutes > 0) {
+        fprintf(stderr, "tessera %s: --max-minutes makes the run depend on the clock; it cannot be used with "
+                        "--deterministic (use --max-steps)\n", cmd);
+        return 2;
+    }
+    if (*threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        *threads = n > 0 ? (int)n : 1;
+    }
+    printf("tessera %s: deterministic: %d thread%s, fixed for the run and its resumes\n", cmd, *threads,
+           *threads == 1 ? "" : "s");
+    return 0;
+}
+
 int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq,
                      uint64_t seed, int threads, int train, float wd, const char *const *train_fetches,
                      int ntrain_fetches, ts_program **train_p, const char *const *infer_fetches,

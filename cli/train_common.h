@@ -77,6 +77,14 @@ void ts_metrics_write(FILE *f, const char *fmt, ...) __attribute__((format(print
 /* Linear warm-up over `warmup` steps to peak, then linear decay to 0 at `total`. */
 float ts_lr_at(float peak, int64_t step, int64_t warmup, int64_t total);
 
+/* --deterministic: the same seed and thread count give bit-identical losses and parameters run
+ * to run. tessera's kernels already compute the same bits at a fixed thread count (static
+ * OpenMP schedules, no atomics, OpenMP's dynamic adjustment off), so the flag pins the thread
+ * count (*threads, or every online CPU when it is 0) and refuses what would depend on the clock
+ * (--max-minutes). Checkpoints record the count and --resume refuses another. Returns 0, or
+ * prints the error naming the flags and returns 2. */
+int ts_deterministic_setup(const char *cmd, int *threads, double max_minutes);
+
 /* ------------------------------------------------------------------ model directories */
 
 /* What a model directory's config.json holds besides the BERT config. */

@@ -6,6 +6,9 @@
  * for byte (and tensor for tensor). A newest checkpoint cut short is skipped with a message
  * naming it and the run resumes from the one before, again to the identical result. --keep
  * bounds the checkpoints kept; resuming with other options or a changed corpus is refused.
+ * --deterministic: two runs on 2 threads give the same losses and a byte-identical model, and
+ * so does a third with --recompute; the flag refuses --max-minutes, and a resume on another
+ * thread count is refused.
  */
 #include <fcntl.h>
 
@@ -141,6 +144,44 @@ static void test_kill_and_resume(void) {
     CHECK(count_ckpts("c") == 2, "--keep 2: %d checkpoints in c", count_ckpts("c"));
 }
 
+/* The "loss" values of DIR/metrics.jsonl, as written, one after the other, into buf. */
+static void losses(const char *name, char *buf, size_t n) {
+    static char text[1 << 16];
+    char path[300];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", name);
+    read_into(path, text, sizeof text);
+    size_t o = 0;
+    buf[0] = 0;
+    for (const char *p = strstr(text, "\"loss\": "); p && o + 32 < n; p = strstr(p + 1, "\"loss\": "))
+        o += (size_t)snprintf(buf + o, n - o, "%.*s ", (int)strcspn(p + 8, ","), p + 8);
+}
+
+static void test_deterministic(void) {
+    const char *run = "--vocab vocab.txt --corpus corpus.txt --layers 2 --hidden 32 --heads 2 --intermediate 64 "
+                      "--max-len 32 --batch 4 --max-steps 12 --eval-every 6 --eval-batches 1 --deterministic";
+    int rc = tessera(NULL, "pretrain %s --threads 2 --out d1", run);
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "deterministic: 2 threads"), "the pinned thread count is not reported: %s", out_text);
+    rc = tessera(NULL, "pretrain %s --threads 2 --out d2", run);
+    CHECK_RAN(rc, 0);
+    rc = tessera(NULL, "pretrain %s --threads 2 --recompute --out d3 --save-every 6 --stop-after 6", run);
+    CHECK_RAN(rc, 0);
+    char l1[2048], l2[2048];
+    losses("d1", l1, sizeof l1);
+    losses("d2", l2, sizeof l2);
+    CHECK(strlen(l1) > 40 && strcmp(l1, l2) == 0, "two --deterministic runs logged other losses:\n%s\n%s", l1, l2);
+    CHECK(same_model("d1", "d2"), "two --deterministic runs ended with different parameters");
+    /* the recomputing run, resumed on the same thread count, ends where the others did */
+    rc = tessera(NULL, "pretrain %s --threads 1 --recompute --resume d3", run);
+    CHECK_FAILS(rc, "was made with --threads 2, not 1");
+    rc = tessera(NULL, "pretrain %s --threads 2 --recompute --resume d3", run);
+    CHECK_RAN(rc, 0);
+    CHECK(same_model("d1", "d3"), "--recompute (stopped and resumed) changed the parameters");
+    rc = tessera(NULL, "pretrain %s --max-minutes 1 --out d4", run);
+    CHECK_FAILS(rc, "--max-minutes");
+    CHECK(strstr(err_text, "--deterministic"), "the refusal does not name --deterministic: %s", err_text);
+}
+
 static void test_bad_resume(void) {
     int rc = tessera(NULL, "pretrain %s --hidden 64 --heads 2 --resume b", MODEL);
     CHECK_FAILS(rc, "was made with --hidden 32, not 64");
@@ -161,6 +202,7 @@ int main(void) {
     make_data();
     RUN(test_stop_and_resume);
     RUN(test_kill_and_resume);
+    RUN(test_deterministic);
     RUN(test_bad_resume);
     cli_cleanup("test_cli_resume");
     return tu_finish("test_cli_resume");
