@@ -61,6 +61,10 @@ const ts_op_def *ts_op_get(int op);
 #include "ops/ops.def"
 #undef TS_OP
 
+/* ts_backward with the loss's gradient seeded by `seed` (a rank-0 f32 value, the loss scale of
+ * src/train/loss_scale.c) instead of 1; TS_NONE: 1 (graph/autodiff.c). */
+ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed);
+
 /* Helpers for op files. */
 /* Sum gradient g (shape of a broadcast result) down to the shape of value `like`. */
 ts_value ts_sum_to(ts_graph *g, ts_value grad, ts_value like);

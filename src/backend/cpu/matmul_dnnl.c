@@ -88,7 +88,11 @@ static void mm_release(void *state) {
     free(s);
 }
 
-static dnnl_data_type_t dnnl_dt(ts_dtype t) { return t == TS_BF16 ? dnnl_bf16 : dnnl_f32; }
+/* f16 asks oneDNN for an f16 primitive; where it has none (oneDNN 2.6 on CPUs without
+ * AVX512_FP16) build() leaves no primitive and the op's reference kernel runs. */
+static dnnl_data_type_t dnnl_dt(ts_dtype t) {
+    return t == TS_BF16 ? dnnl_bf16 : t == TS_F16 ? dnnl_f16 : dnnl_f32;
+}
 
 /* Descriptor of operand x (rank r, stored row-major) seen as [nd-2 batch dims, rows, cols] of
  * the product: leading 1s pad it to rank nd, and trans swaps the last two dims and strides. */
