@@ -147,7 +147,8 @@ ts_dtype ts_value_dtype(const ts_graph *g, ts_value v);
  * the operand first. Batch dims broadcast; a 2-D b is shared by every batch. f32, bf16 or f16
  * (both operands alike; 16-bit products accumulate in f32 and round once to the output, an f16
  * result beyond +-65504 becomes +-inf). oneDNN 2.6 has no f16 matmul on CPUs without
- * AVX512_FP16: there f16 operands are widened to f32 and multiplied by tessera's own f32 loops. */
+ * AVX512_FP16: there the f16 operands are widened exactly to f32, multiplied by oneDNN's f32
+ * matmul, and the product rounded to f16 — the same numbers, at f32 speed. */
 ts_value ts_matmul(ts_graph *g, ts_value a, ts_value b, int trans_a, int trans_b);
 ts_value ts_add(ts_graph *g, ts_value a, ts_value b);
 ts_value ts_sub(ts_graph *g, ts_value a, ts_value b);
@@ -272,7 +273,8 @@ ts_status ts_adamw(ts_graph *g, ts_value lr, float beta1, float beta2, float eps
  * micro-batch. Clipping then takes the norm of that mean; the optimizer's step counters and the
  * lr schedule's count optimizer steps, not runs. The rank-0 state "optimizer@MICRO_STEP" holds
  * the micro-batches summed so far in the current step (0 .. N - 1), so a checkpoint taken
- * between any two runs resumes exactly; "optimizer@GRAD_NORM" is meaningful at the N-th run.
+ * between any two runs resumes exactly. "optimizer@GRAD_NORM" (there with clipping or loss
+ * scaling) is the norm of the mean, unscaled gradient at the N-th run.
  * With loss scaling (ts_backward_scaled) the gradients are also divided by the scale.
  * Weight-decay exclusions: a parameter whose name matches one of no_decay gets wd 0. A pattern
  * holding * ? or [ is an fnmatch glob on the whole name ("*.bias"); any other is a substring
@@ -288,7 +290,7 @@ typedef struct ts_optim_opts {
     const char *const *no_decay;  /* weight-decay exclusions (may be NULL) */
     int nno_decay;
     float max_grad_norm;          /* > 0: clip gradients by global norm; 0: no clipping */
-    int accumulation_steps;       /* micro-batches per optimizer step; 0 or 1: no accumulation */
+    int accumulation_steps;       /* micro-batches per optimizer step, <= 2^24; 0 or 1: none */
 } ts_optim_opts;
 
 /* PyTorch's defaults for a kind: SGD momentum 0; AdamW betas 0.9 / 0.999, eps 1e-8, wd 0.01;
@@ -322,8 +324,10 @@ ts_status ts_sgd_ex(ts_graph *g, ts_value lr, const ts_sgd_opts *o);
  *   COSINE:       max(0, (1 + cos(2 pi cycles (t - W) / max(1, T - W))) / 2)
  *   POLYNOMIAL:   t > T: lr_end / lr;  else ((lr - lr_end) (1 - (t - W) / (T - W))^power + lr_end) / lr
  * t is a rank-0 f32 state value named "lr_schedule@STEP" (zero-initialised; save and restore it
- * with the program to resume), advanced by one at the end of each run, after the optimizer's
- * updates. One schedule per graph. */
+ * with the program to resume), advanced by one at the end of each optimizer step, after the
+ * updates: every run, except that with gradient accumulation or loss scaling a run whose update
+ * is skipped (a micro-batch before the last of its step, a step whose scaled gradients
+ * overflowed) leaves it, as Hugging Face's Trainer does. One schedule per graph. */
 typedef enum ts_lr_kind { TS_LR_CONSTANT = 0, TS_LR_LINEAR, TS_LR_COSINE, TS_LR_POLYNOMIAL } ts_lr_kind;
 
 typedef struct ts_lr_schedule_opts {
@@ -528,7 +532,7 @@ typedef struct ts_bert_outputs {
  * compute_dtype TS_F16 is the same with f16 operands and products (11 bits of mantissa, but a
  * range of only +-65504: train it with ts_backward_scaled, whose loss scaling keeps small
  * gradients from flushing to zero and skips the steps where a product overflowed to inf). On
- * CPUs without AVX512_FP16 its matmuls run on f32 loops (see ts_matmul), slower than bf16.
+ * CPUs without AVX512_FP16 its matmuls run as f32 ones on widened operands (see ts_matmul).
  * Returns TS_OK, or the graph's first error: a bad argument or config (named field), seq above
  * max_position_embeddings (TS_ERR_SHAPE), a name already used in g. Call ts_backward(g, out.loss)
  * to train. */

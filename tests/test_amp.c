@@ -10,12 +10,13 @@
  *  - a forced fp16 overflow skips the step (parameters, moments, counters unchanged), halves
  *    the scale and counts the skip, until the scale fits; the scale grows after
  *    growth_interval clean steps; the scaler's state round-trips through a checkpoint;
- *  - the f16 matmul: products rounded to f16, overflow to inf;
+ *  - the f16 matmul: products rounded to f16, overflow to inf; the bulk f16 conversions (F16C)
+ *    agree with the scalar ones on every f16 value and on rounding ties, overflow, subnormals;
  *  - bad options are errors naming the option.
  */
 #include "test_util.h"
 
-#include <sys/stat.h>
+#include "core/core.h" /* the scalar f16 conversions, reference for the bulk ones */
 
 enum { IN = 12, HID = 16, NCLS = 5, BIG = 8 };
 
@@ -396,6 +397,49 @@ static void test_f16_matmul(void) {
     ts_graph_free(g);
 }
 
+/* Bulk (ts_f16_to_f32, ts_f32_to_f16: F16C where the CPU has it) against scalar conversions. */
+static void test_f16_conversions(void) {
+    enum { NH = 65536, NF = 4 * 65536 + 64 };
+    uint16_t *h = malloc(2 * NF), *h2 = malloc(2 * NF);
+    float *f = malloc(4 * NF);
+    for (int i = 0; i < NH; i++) h[i] = (uint16_t)i;
+    ts_f16_to_f32(h, f, NH);
+    int bad = 0;
+    for (int i = 0; i < NH; i++) {
+        float want = ts_f16_f32(h[i]);
+        bad += !(f[i] == want || (isnan(f[i]) && isnan(want))) || signbit(f[i]) != signbit(want);
+    }
+    CHECK(bad == 0, "%d of 65536 f16 values widen differently", bad);
+    /* f32 inputs: each f16 value and the midpoints to its neighbours (ties), +-1 ulp around them,
+     * beyond the largest f16, f32 subnormals and tiny values */
+    tu_rng r = tu_rng_seed(5);
+    int n = 0;
+    for (int i = 0; i < 65536 && n + 4 <= NF; i += 1) {
+        float a = ts_f16_f32((uint16_t)i), b = ts_f16_f32((uint16_t)(i + 1));
+        if (!isfinite(a) || !isfinite(b)) continue;
+        float mid = (a + b) / 2;
+        f[n++] = mid;
+        f[n++] = nextafterf(mid, INFINITY);
+        f[n++] = nextafterf(mid, -INFINITY);
+        f[n++] = (float)tu_uniform(&r, -70000, 70000);
+    }
+    float extra[] = {65504.f, 65519.f, 65520.f, 1e9f, -1e9f, INFINITY, -INFINITY, 1e-45f, -1e-40f, 5.9604645e-8f,
+                     2.9802322e-8f, 2.9802326e-8f, 0.f, -0.f, NAN};
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0] && n < NF; i++) f[n++] = extra[i];
+    ts_f32_to_f16(f, h2, (size_t)n);
+    bad = 0;
+    for (int i = 0; i < n; i++) {
+        uint16_t want = ts_f32_f16(f[i]);
+        int both_nan = (want & 0x7c00) == 0x7c00 && (want & 0x3ff) && (h2[i] & 0x7c00) == 0x7c00 && (h2[i] & 0x3ff);
+        if (h2[i] != want && !both_nan && bad++ < 5)
+            printf("  %.9g -> 0x%04x, expected 0x%04x\n", f[i], h2[i], want);
+    }
+    CHECK(bad == 0, "%d of %d f32 values narrow differently", bad, n);
+    free(h);
+    free(h2);
+    free(f);
+}
+
 static void test_bad_options(void) {
     ts_graph *g = ts_graph_new();
     ts_value loss = mlp(g, 2, TS_F32);
@@ -434,6 +478,7 @@ int main(void) {
     RUN(test_overflow_skips_and_backs_off);
     RUN(test_growth_and_resume);
     RUN(test_f16_matmul);
+    RUN(test_f16_conversions);
     RUN(test_bad_options);
     return tu_finish("test_amp");
 }

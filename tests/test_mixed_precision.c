@@ -90,7 +90,7 @@ static void test_loss_matches_f32(void) {
            log(V - 5.0));
     for (int i = 0; i < 3; i++) {
         double rel = (tail[i] - tail[0]) / tail[0];
-        printf("  %-4s mean loss of the last %d steps %.4f (%+.2f%% vs f32), last %.4f, %.1f s",
+        printf("  %-4s mean loss of the last %d steps %.5f (%+.3f%% vs f32), last %.5f, %.1f s",
                ts_dtype_name(dts[i]), TAIL, tail[i], 100 * rel, last[i], secs[i]);
         if (dts[i] == TS_F16) printf(", %g steps skipped by loss scaling", skipped[i]);
         printf("\n");

@@ -32,10 +32,10 @@
  *
  * The reference kernel below is plain blocked loops in f32 (bf16 and f16 operands are widened
  * exactly to f32 while packing); the CPU backend runs oneDNN instead (backend/cpu/matmul_dnnl.c)
- * and falls back to this one where oneDNN has no implementation: the f16 matmul on CPUs without
- * AVX512_FP16 with oneDNN 2.6 (Debian 12's), so f16 here is f16 operands (their range and
- * precision) multiplied with f32 arithmetic and rounded to f16 — the numbers of a native f16
- * matmul with f32 accumulation, at f32-loop speed.
+ * and falls back to this one. oneDNN 2.6 (Debian 12's) has no f16 matmul on CPUs without
+ * AVX512_FP16; there the backend runs an f32 primitive on widened copies of the operands and
+ * rounds its product to f16: f16 operands (their range and precision), f32 arithmetic, one
+ * rounding — the numbers of a native f16 matmul with f32 accumulation.
  */
 #include "ops/op.h"
 
