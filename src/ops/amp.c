@@ -36,11 +36,9 @@ static int has_in(const ts_node *n, int k) { return n->nin > k && n->in[k] >= 0;
 
 /* Input k is a rank-0 f32 value; when state, a TS_V_STATE value (written in place). */
 static ts_status need_scalar(const ts_graph *g, const ts_node *n, int k, const char *what, int state) {
-    const ts_val *v = &g->vals[n->in[k]];
-    if (v->dtype != TS_F32 || v->ndim != 0)
-        return ts_err(TS_ERR_SHAPE, "op %s: %s %s must be a rank-0 f32 value", ts_op_get(n->op)->name,
-                      what, VS(g, n->in[k]));
-    if (state && v->kind != TS_V_STATE)
+    ts_status s = ts_need_scalar(g, n, k, what);
+    if (s) return s;
+    if (state && g->vals[n->in[k]].kind != TS_V_STATE)
         return ts_err(TS_ERR_ARG, "op %s: %s %s must be a state value", ts_op_get(n->op)->name, what,
                       VS(g, n->in[k]));
     return TS_OK;

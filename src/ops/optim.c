@@ -82,8 +82,8 @@ static ts_status need_like_param(const ts_graph *g, const ts_node *n, int k, con
     return TS_OK;
 }
 
-/* Input k is a rank-0 f32 value. */
-static ts_status need_scalar(const ts_graph *g, const ts_node *n, int k, const char *what) {
+/* Input k is a rank-0 f32 value (op.h). */
+ts_status ts_need_scalar(const ts_graph *g, const ts_node *n, int k, const char *what) {
     const ts_val *v = &g->vals[n->in[k]];
     if (v->dtype != TS_F32 || v->ndim != 0)
         return ts_err(TS_ERR_SHAPE, "op %s: %s %s must be a rank-0 f32 value",
@@ -98,8 +98,8 @@ static ts_status check_common(const ts_graph *g, const ts_node *n, int clip_at) 
         return ts_err(TS_ERR_DTYPE, "op %s: parameter %s has dtype %s; updates take f32",
                       ts_op_get(n->op)->name, VS(g, n->in[0]), ts_dtype_name(p->dtype));
     ts_status s = need_like_param(g, n, 1, "gradient");
-    if (!s) s = need_scalar(g, n, 2, "learning rate");
-    if (!s && has_in(n, clip_at)) s = need_scalar(g, n, clip_at, "step coefficient");
+    if (!s) s = ts_need_scalar(g, n, 2, "learning rate");
+    if (!s && has_in(n, clip_at)) s = ts_need_scalar(g, n, clip_at, "step coefficient");
     return s;
 }
 
@@ -119,7 +119,7 @@ static float coef_of(const ts_kargs *k, int at) {
 static ts_status infer_sgd(ts_graph *g, ts_node *n) {
     ts_status s = check_common(g, n, 5);
     if (!s && has_in(n, 3)) s = need_like_param(g, n, 3, "momentum buffer");
-    if (!s && has_in(n, 4)) s = need_scalar(g, n, 4, "step counter");
+    if (!s && has_in(n, 4)) s = ts_need_scalar(g, n, 4, "step counter");
     if (s) return s;
     if (n->attr.f[0] != 0.f && !has_in(n, 3))
         return ts_err(TS_ERR_ARG, "op sgd_update: momentum %g for parameter %s needs a momentum buffer",
@@ -173,7 +173,7 @@ static ts_status infer_adam_like(ts_graph *g, ts_node *n) {
     ts_status s = check_common(g, n, 6);
     if (!s) s = need_like_param(g, n, 3, "first moment");
     if (!s) s = need_like_param(g, n, 4, "second moment");
-    if (!s) s = need_scalar(g, n, 5, "step counter");
+    if (!s) s = ts_need_scalar(g, n, 5, "step counter");
     return s;
 }
 
@@ -282,7 +282,7 @@ static void set_scalar_out(ts_graph *g, const ts_node *n, int k) {
 static ts_status infer_sumsq(ts_graph *g, ts_node *n) {
     int acc = n->attr.i[0] != 0;
     if (acc) {
-        ts_status s = need_scalar(g, n, 0, "accumulator");
+        ts_status s = ts_need_scalar(g, n, 0, "accumulator");
         if (s) return s;
     }
     if (n->nin <= acc) return ts_err(TS_ERR_ARG, "op grad_sumsq: no gradient given");
@@ -317,7 +317,7 @@ const ts_op_def ts_opdef_grad_sumsq = {"grad_sumsq", 1, TS_MAX_IN, 1, 0, infer_s
 static ts_status infer_step_coef(ts_graph *g, ts_node *n) {
     static const char *const what[3] = {"sum of squares", "micro-batch counter", "loss scale"};
     for (int j = 0; j < 3; j++) {
-        ts_status s = has_in(n, j) ? need_scalar(g, n, j, what[j]) : TS_OK;
+        ts_status s = has_in(n, j) ? ts_need_scalar(g, n, j, what[j]) : TS_OK;
         if (s) return s;
     }
     float max_norm = n->attr.f[0];
@@ -358,7 +358,7 @@ const ts_op_def ts_opdef_step_coef = {"step_coef", 0, 3, 2, 0, infer_step_coef, 
 /* ------------------------------------------------------------------ lr_schedule, step_count */
 
 static ts_status infer_lr_schedule(ts_graph *g, ts_node *n) {
-    ts_status s = need_scalar(g, n, 0, "step counter");
+    ts_status s = ts_need_scalar(g, n, 0, "step counter");
     if (s) return s;
     if (n->attr.i[0] < TS_LR_CONSTANT || n->attr.i[0] > TS_LR_POLYNOMIAL)
         return ts_err(TS_ERR_ARG, "op lr_schedule: unknown schedule kind %lld", (long long)n->attr.i[0]);
@@ -393,10 +393,10 @@ const ts_op_def ts_opdef_lr_schedule = {"lr_schedule", 1, 1, 1, 0, infer_lr_sche
                                         lr_schedule_kernel, NULL};
 
 static ts_status infer_step_count(ts_graph *g, ts_node *n) {
-    ts_status s = need_scalar(g, n, 0, "counter");
+    ts_status s = ts_need_scalar(g, n, 0, "counter");
     if (!s && g->vals[n->in[0]].kind != TS_V_STATE)
         s = ts_err(TS_ERR_ARG, "op step_count: counter %s must be a state value", VS(g, n->in[0]));
-    if (!s && has_in(n, 1)) s = need_scalar(g, n, 1, "gate");
+    if (!s && has_in(n, 1)) s = ts_need_scalar(g, n, 1, "gate");
     if (!s && n->attr.i[0] < 0)
         s = ts_err(TS_ERR_ARG, "op step_count: modulus %lld must be >= 0", (long long)n->attr.i[0]);
     return s;

@@ -18,16 +18,6 @@ ts_loss_scale_opts ts_loss_scale_defaults(void) {
     return o;
 }
 
-/* A zero-initialised rank-0 f32 state value; TS_NONE after recording an error. */
-static ts_value scalar_state(ts_graph *g, const char *name) {
-    if (ts_lookup(g, name) != TS_NONE)
-        return ts_graph_fail(g, TS_ERR_ARG, "ts_backward_scaled: the name '%s' is already used in "
-                             "this graph", name);
-    ts_value v = ts_val_add(g, TS_V_STATE, TS_F32, 0, NULL);
-    g->vals[v].name = ts_strdup(name);
-    return v;
-}
-
 ts_status ts_backward_scaled(ts_graph *g, ts_value loss, const ts_loss_scale_opts *opts) {
     if (!g) return ts_err(TS_ERR_ARG, "ts_backward_scaled: graph is NULL");
     if (g->status != TS_OK) return ts_graph_status(g);
@@ -47,9 +37,9 @@ ts_status ts_backward_scaled(ts_graph *g, ts_value loss, const ts_loss_scale_opt
     if (g->has_backward)
         return ts_graph_fail(g, TS_ERR_ARG, "ts_backward_scaled: the graph already has a backward pass"),
                g->status;
-    ts_value state = scalar_state(g, TS_LOSS_SCALE_STATE);
-    if (state == TS_NONE || scalar_state(g, TS_LOSS_SCALE_CLEAN) == TS_NONE ||
-        scalar_state(g, TS_LOSS_SCALE_SKIPPED) == TS_NONE)
+    ts_value state = ts_state_new(g, TS_LOSS_SCALE_STATE, 0, NULL);
+    if (state == TS_NONE || ts_state_new(g, TS_LOSS_SCALE_CLEAN, 0, NULL) == TS_NONE ||
+        ts_state_new(g, TS_LOSS_SCALE_SKIPPED, 0, NULL) == TS_NONE)
         return g->status;
     ts_attrs at = {0};
     at.f[0] = o.init_scale;

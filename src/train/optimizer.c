@@ -62,13 +62,16 @@ static ts_status check_graph(ts_graph *g, const char *fn, ts_value lr) {
 static ts_value add_state(ts_graph *g, ts_value param, const char *what, int scalar) {
     char name[512];
     snprintf(name, sizeof name, "%s@%s", g->vals[param].name, what);
+    int64_t shape[TS_MAX_DIMS]; /* a copy: ts_val_add may move g->vals */
+    memcpy(shape, g->vals[param].shape, sizeof shape);
+    return ts_state_new(g, name, scalar ? 0 : g->vals[param].ndim, shape);
+}
+
+ts_value ts_state_new(ts_graph *g, const char *name, int ndim, const int64_t *shape) {
     if (ts_lookup(g, name) != TS_NONE)
         return ts_graph_fail(g, TS_ERR_ARG, "optimizer state '%s': the name is already used in "
                              "this graph", name);
-    int64_t shape[TS_MAX_DIMS]; /* a copy: ts_val_add may move g->vals */
-    int nd = scalar ? 0 : g->vals[param].ndim;
-    memcpy(shape, g->vals[param].shape, sizeof shape);
-    int s = ts_val_add(g, TS_V_STATE, TS_F32, nd, shape);
+    int s = ts_val_add(g, TS_V_STATE, TS_F32, ndim, shape);
     g->vals[s].name = ts_strdup(name);
     return s;
 }
@@ -139,16 +142,6 @@ static ts_value add_sumsq(ts_graph *g, const ts_value *src, int nv) {
     return acc;
 }
 
-/* A zero-initialised rank-0 f32 state value; TS_NONE after recording an error. */
-static ts_value scalar_state(ts_graph *g, const char *name) {
-    if (ts_lookup(g, name) != TS_NONE)
-        return ts_graph_fail(g, TS_ERR_ARG, "optimizer state '%s': the name is already used in "
-                             "this graph", name);
-    ts_value v = ts_val_add(g, TS_V_STATE, TS_F32, 0, NULL);
-    g->vals[v].name = ts_strdup(name);
-    return v;
-}
-
 /* The loss_scale node of ts_backward_scaled, or -1 when the gradients are not scaled. */
 static int loss_scale_node(const ts_graph *g) {
     for (int i = 0; i < g->nnodes; i++)
@@ -171,7 +164,7 @@ static ts_status add_step_coef(ts_graph *g, const ts_optim_opts *o, ts_value *sr
     sp->N = o->accumulation_steps > 1 ? o->accumulation_steps : 1;
     sp->scaler = loss_scale_node(g);
     sp->micro = sp->sumsq = sp->coef = TS_NONE;
-    if (sp->N > 1 && (sp->micro = scalar_state(g, TS_MICRO_STEP)) == TS_NONE) return g->status;
+    if (sp->N > 1 && (sp->micro = ts_state_new(g, TS_MICRO_STEP, 0, NULL)) == TS_NONE) return g->status;
     for (int v = 0; v < nv; v++) {
         if (g->vals[v].kind != TS_V_PARAM || g->vals[v].grad < 0) continue;
         src[v] = g->vals[v].grad;
