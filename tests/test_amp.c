@@ -9,7 +9,8 @@
  *    accumulation;
  *  - a forced fp16 overflow skips the step (parameters, moments, counters unchanged), halves
  *    the scale and counts the skip, until the scale fits; the scale grows after
- *    growth_interval clean steps; the scaler's state round-trips through a checkpoint;
+ *    growth_interval clean steps; the scaler's state round-trips through a checkpoint; an
+ *    inference program of a scaled, accumulating graph runs without any of that state;
  *  - the f16 matmul: products rounded to f16, overflow to inf; the bulk f16 conversions (F16C)
  *    agree with the scalar ones on every f16 value and on rounding ties, overflow, subnormals;
  *  - bad options are errors naming the option.
@@ -352,6 +353,26 @@ static void test_growth_and_resume(void) {
         CHECK_OK(ts_program_run(b));
     }
     same_state(a, b, st, 4, "resumed");
+    /* the same graph compiled for inference: no backward, no scaler, no updates */
+    ts_graph *g = ts_graph_new();
+    ts_value loss = mlp(g, BIG, TS_F16);
+    CHECK_OK(ts_backward_scaled(g, loss, &so));
+    CHECK_OK(ts_optimizer(g, ts_scalar(g, 0.1f), &(ts_optim_opts){.kind = TS_OPTIM_SGD, .accumulation_steps = 2}));
+    ts_program *inf = ts_compile(g, &(ts_compile_opts){TU_FETCHES("loss"), .inference = 1});
+    CHECK(inf != NULL, "inference compile: %s", ts_last_error());
+    ts_graph_free(g);
+    if (inf) {
+        CHECK(ts_program_copy_params(inf, b) == 3, "copy_params");
+        feed(inf, 0, BIG);
+        CHECK_OK(ts_program_run(inf));
+        ts_tensor *l = TU_FETCH(inf, "loss");
+        CHECK(l && isfinite(tu_f32(l)[0]), "inference loss");
+        ts_tensor_free(l);
+        ts_memory m;
+        CHECK_OK(ts_program_memory(inf, &m));
+        CHECK(m.optimizer_state == 0, "an inference program holds %zu bytes of optimizer state", m.optimizer_state);
+        ts_program_free(inf);
+    }
     CHECK(scalar(b, "optimizer@LOSS_SCALE") == 2048.f, "scale %g after 10 clean steps", scalar(b, "optimizer@LOSS_SCALE"));
     ts_program_free(a);
     ts_program_free(b);
