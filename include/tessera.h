@@ -223,10 +223,10 @@ ts_value ts_grad(const ts_graph *g, ts_value param);
  *  - otherwise, after growth_interval such clean steps in a row, the scale is multiplied by
  *    growth_factor.
  * State, rank-0 f32 values saved and restored with the optimizer state (ts_program_save_state):
- * the scale "optimizer@LOSS_SCALE" (0 until the first run ends: init_scale is then in effect), the clean
- * steps since it last changed "optimizer@LOSS_SCALE_CLEAN_STEPS", and the skipped steps
- * "optimizer@SKIPPED_STEPS"; fetch them by name to log them. A sum of squares beyond f32's range
- * (a global norm of the scaled gradients above about 1.8e19) also counts as an overflow. */
+ * the scale "optimizer@LOSS_SCALE" (0 until the first run ends: init_scale is then in effect),
+ * the clean steps since it last changed "optimizer@LOSS_SCALE_CLEAN_STEPS", and the skipped
+ * steps "optimizer@SKIPPED_STEPS"; fetch them by name to log them. A sum of squares beyond
+ * f32's range (a global norm of the scaled gradients above about 1.8e19) counts as an overflow. */
 typedef struct ts_loss_scale_opts {
     float init_scale;     /* finite, > 0 */
     float growth_factor;  /* finite, > 1 */

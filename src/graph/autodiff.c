@@ -43,7 +43,8 @@ ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed) {
 
     ts_tensor *one = ts_tensor_new(TS_F32, lv->ndim, lv->shape);
     ((float *)one->data)[0] = 1.f;
-    grad[loss] = seed == TS_NONE ? ts_constant(g, one) : lv->ndim ? ts_reshape(g, seed, lv->ndim, lv->shape) : seed;
+    grad[loss] = seed == TS_NONE ? ts_constant(g, one)
+               : lv->ndim    ? ts_reshape(g, seed, lv->ndim, lv->shape) : seed;
     ts_tensor_free(one);
 
     ts_status st = TS_OK;
