@@ -461,6 +461,54 @@ static void test_f16_conversions(void) {
     free(f);
 }
 
+/* Batched f16 products with transposes (the folded [B*M, K] x [K, N] case and a batch of
+ * matrices) against products of the f16-rounded operands computed here in double, rounded once. */
+static void test_f16_matmul_batched(void) {
+    enum { BT = 3, M = 5, K = 7, N = 4 };
+    ts_graph *g = ts_graph_new();
+    ts_value a = ts_input(g, "a", TS_F32, DIMS(BT, M, K)), w = ts_input(g, "w", TS_F32, DIMS(N, K));
+    ts_value at = ts_input(g, "at", TS_F32, DIMS(BT, K, M)), bb = ts_input(g, "bb", TS_F32, DIMS(BT, K, N));
+    ts_value h = ts_cast(g, a, TS_F16), hw = ts_cast(g, w, TS_F16);
+    ts_name(g, ts_cast(g, ts_matmul(g, h, hw, 0, 1), TS_F32), "folded");
+    ts_name(g, ts_cast(g, ts_matmul(g, ts_cast(g, at, TS_F16), ts_cast(g, bb, TS_F16), 1, 0), TS_F32), "batch");
+    ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("folded", "batch")});
+    CHECK(p != NULL, "compile: %s", ts_last_error());
+    ts_graph_free(g);
+    if (!p) return;
+    tu_rng r = tu_rng_seed(3);
+    ts_tensor *ta = tu_rand_tensor(&r, DIMS(BT, M, K), -3, 3), *tw = tu_rand_tensor(&r, DIMS(N, K), -3, 3);
+    ts_tensor *tat = tu_rand_tensor(&r, DIMS(BT, K, M), -3, 3), *tb = tu_rand_tensor(&r, DIMS(BT, K, N), -3, 3);
+    CHECK_OK(ts_program_feed(p, "a", ta));
+    CHECK_OK(ts_program_feed(p, "w", tw));
+    CHECK_OK(ts_program_feed(p, "at", tat));
+    CHECK_OK(ts_program_feed(p, "bb", tb));
+    CHECK_OK(ts_program_run(p));
+    ts_tensor *f = TU_FETCH(p, "folded"), *b = TU_FETCH(p, "batch");
+    int bad = 0;
+    for (int q = 0; f && b && q < BT; q++)
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                double s1 = 0, s2 = 0;
+                for (int k = 0; k < K; k++) {
+                    s1 += (double)f16(tu_f32(ta)[(q * M + m) * K + k]) * f16(tu_f32(tw)[n * K + k]);
+                    s2 += (double)f16(tu_f32(tat)[(q * K + k) * M + m]) * f16(tu_f32(tb)[(q * K + k) * N + n]);
+                }
+                /* f32 accumulation may differ from double by an f32 rounding: allow one f16 step */
+                float g1 = tu_f32(f)[(q * M + m) * N + n], g2 = tu_f32(b)[(q * M + m) * N + n];
+                bad += fabs(g1 - f16((float)s1)) > fabs(s1) * 1e-3 + 1e-6;
+                bad += fabs(g2 - f16((float)s2)) > fabs(s2) * 1e-3 + 1e-6;
+                bad += g1 != f16(g1) || g2 != f16(g2); /* results are f16 values */
+            }
+    CHECK(f && b && bad == 0, "%d f16 products differ from the reference", bad);
+    ts_tensor_free(f);
+    ts_tensor_free(b);
+    ts_tensor_free(ta);
+    ts_tensor_free(tw);
+    ts_tensor_free(tat);
+    ts_tensor_free(tb);
+    ts_program_free(p);
+}
+
 static void test_bad_options(void) {
     ts_graph *g = ts_graph_new();
     ts_value loss = mlp(g, 2, TS_F32);
@@ -499,6 +547,7 @@ int main(void) {
     RUN(test_overflow_skips_and_backs_off);
     RUN(test_growth_and_resume);
     RUN(test_f16_matmul);
+    RUN(test_f16_matmul_batched);
     RUN(test_f16_conversions);
     RUN(test_bad_options);
     return tu_finish("test_amp");

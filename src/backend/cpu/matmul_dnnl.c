@@ -291,7 +291,7 @@ static ts_status mm_run(const ts_kargs *k) {
     for (int i = 0; s->widen && i < 4; i++) { /* f16 through f32: ARG_SRC .. ARG_DST are 0 .. 3 */
         if (!s->numel[i]) continue;
         ptr[i] = (char *)k->scratch + s->off[i];
-        if (i < 3) widen16(i == 2 ? k->in[2] : k->in[i], ptr[i], s->numel[i]);
+        if (i < 3) widen16(k->in[i], ptr[i], s->numel[i]);
     }
     for (int i = 0; i < NARG; i++) {
         if (!s->mem[i]) continue;
