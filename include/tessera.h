@@ -144,7 +144,11 @@ ts_dtype ts_value_dtype(const ts_graph *g, ts_value v);
  * Binary elementwise ops broadcast like numpy. Unless stated, float ops take f32. */
 
 /* a[..., M, K] @ b[..., K, N] -> [..., M, N]; trans_a / trans_b transpose the last two dims of
- * the operand first. Batch dims broadcast; a 2-D b is shared by every batch. f32 or bf16. */
+ * the operand first. Batch dims broadcast; a 2-D b is shared by every batch. f32, bf16 or f16
+ * (both operands alike; 16-bit products accumulate in f32 and round once to the output, an f16
+ * result beyond +-65504 becomes +-inf). oneDNN 2.6 has no f16 matmul on CPUs without
+ * AVX512_FP16: there the f16 operands are widened exactly to f32, multiplied by oneDNN's f32
+ * matmul, and the product rounded to f16 — the same numbers, at f32 speed. */
 ts_value ts_matmul(ts_graph *g, ts_value a, ts_value b, int trans_a, int trans_b);
 ts_value ts_add(ts_graph *g, ts_value a, ts_value b);
 ts_value ts_sub(ts_graph *g, ts_value a, ts_value b);
@@ -225,6 +229,36 @@ ts_value ts_grad(const ts_graph *g, ts_value param);
 ts_status ts_graph_recompute_begin(ts_graph *g);
 ts_status ts_graph_recompute_end(ts_graph *g);
 
+/* Dynamic loss scaling for fp16 training, as torch.cuda.amp.GradScaler: the backward pass starts
+ * from d loss = scale instead of 1, so small gradients stay above fp16's underflow; the optimizer
+ * (ts_optimizer, added after) divides the gradients by the scale again before its updates, and
+ * at the end of each step (each optimizer step with gradient accumulation):
+ *  - when any gradient holds an inf or NaN (the sum of their squares is not finite), the update
+ *    is skipped — parameters, moments and step counters unchanged, the lr schedule's counter
+ *    too — the scale is multiplied by backoff_factor and "optimizer@SKIPPED_STEPS" grows by one;
+ *  - otherwise, after growth_interval such clean steps in a row, the scale is multiplied by
+ *    growth_factor.
+ * State, rank-0 f32 values saved and restored with the optimizer state (ts_program_save_state):
+ * the scale "optimizer@LOSS_SCALE" (0 until the first run ends: init_scale is then in effect),
+ * the clean steps since it last changed "optimizer@LOSS_SCALE_CLEAN_STEPS", and the skipped
+ * steps "optimizer@SKIPPED_STEPS"; fetch them by name to log them. A sum of squares beyond
+ * f32's range (a global norm of the scaled gradients above about 1.8e19) counts as an overflow. */
+typedef struct ts_loss_scale_opts {
+    float init_scale;     /* finite, > 0 */
+    float growth_factor;  /* finite, > 1 */
+    float backoff_factor; /* in (0, 1) */
+    int growth_interval;  /* >= 1 */
+} ts_loss_scale_opts;
+
+/* torch.cuda.amp.GradScaler's defaults: init_scale 65536 (2^16), growth_factor 2,
+ * backoff_factor 0.5, growth_interval 2000. */
+ts_loss_scale_opts ts_loss_scale_defaults(void);
+
+/* ts_backward with dynamic loss scaling (opts NULL: ts_loss_scale_defaults()). The gradients
+ * "<param>@GRAD" are then scaled; ts_optimizer unscales what it uses. TS_ERR_ARG, naming the
+ * option, for one out of range; otherwise ts_backward's errors. */
+ts_status ts_backward_scaled(ts_graph *g, ts_value loss, const ts_loss_scale_opts *opts);
+
 /* Append in-place updates of every parameter that has a gradient, run at the end of each step.
  * lr is a scalar f32 value: a ts_scalar constant, an input fed each step, or ts_lr_schedule's.
  * SGD (PyTorch semantics): g += wd * p; m = momentum * m + g; p -= lr * m. Both are ts_optimizer
@@ -248,6 +282,16 @@ ts_status ts_adamw(ts_graph *g, ts_value lr, float beta1, float beta2, float eps
  * norm = sqrt(sum over every trained parameter of sum(g^2)), and each g is scaled by
  * min(1, max_norm / (norm + 1e-6)). The norm is the value named "optimizer@GRAD_NORM" (fetch it
  * to log it).
+ * Gradient accumulation (accumulation_steps N > 1): each run — one micro-batch — adds the
+ * parameters' gradients into f32 accumulators "<p>@ACCUM" (state; the first micro-batch of a
+ * step overwrites them), and only every N-th run updates, with g = the accumulated sum / N:
+ * the mean gradient, which matches a batch N times larger when the loss is a mean over its
+ * micro-batch. Clipping then takes the norm of that mean; the optimizer's step counters and the
+ * lr schedule's count optimizer steps, not runs. The rank-0 state "optimizer@MICRO_STEP" holds
+ * the micro-batches summed so far in the current step (0 .. N - 1), so a checkpoint taken
+ * between any two runs resumes exactly. "optimizer@GRAD_NORM" (there with clipping or loss
+ * scaling) is the norm of the mean, unscaled gradient at the N-th run.
+ * With loss scaling (ts_backward_scaled) the gradients are also divided by the scale.
  * Weight-decay exclusions: a parameter whose name matches one of no_decay gets wd 0. A pattern
  * holding * ? or [ is an fnmatch glob on the whole name ("*.bias"); any other is a substring
  * ("bias", "LayerNorm.weight": Hugging Face's convention). */
@@ -262,6 +306,7 @@ typedef struct ts_optim_opts {
     const char *const *no_decay;  /* weight-decay exclusions (may be NULL) */
     int nno_decay;
     float max_grad_norm;          /* > 0: clip gradients by global norm; 0: no clipping */
+    int accumulation_steps;       /* micro-batches per optimizer step, <= 2^24; 0 or 1: none */
 } ts_optim_opts;
 
 /* PyTorch's defaults for a kind: SGD momentum 0; AdamW betas 0.9 / 0.999, eps 1e-8, wd 0.01;
@@ -295,8 +340,10 @@ ts_status ts_sgd_ex(ts_graph *g, ts_value lr, const ts_sgd_opts *o);
  *   COSINE:       max(0, (1 + cos(2 pi cycles (t - W) / max(1, T - W))) / 2)
  *   POLYNOMIAL:   t > T: lr_end / lr;  else ((lr - lr_end) (1 - (t - W) / (T - W))^power + lr_end) / lr
  * t is a rank-0 f32 state value named "lr_schedule@STEP" (zero-initialised; save and restore it
- * with the program to resume), advanced by one at the end of each run, after the optimizer's
- * updates. One schedule per graph. */
+ * with the program to resume), advanced by one at the end of each optimizer step, after the
+ * updates: every run, except that with gradient accumulation or loss scaling a run whose update
+ * is skipped (a micro-batch before the last of its step, a step whose scaled gradients
+ * overflowed) leaves it, as Hugging Face's Trainer does. One schedule per graph. */
 typedef enum ts_lr_kind { TS_LR_CONSTANT = 0, TS_LR_LINEAR, TS_LR_COSINE, TS_LR_POLYNOMIAL } ts_lr_kind;
 
 typedef struct ts_lr_schedule_opts {
@@ -456,8 +503,8 @@ typedef struct ts_bert_config {
     /* Not in config.json: */
     ts_dtype attention_mask_dtype;      /* of the attention_mask input: TS_I32 (default, what
                                            ts_encode writes) or TS_F32 */
-    ts_dtype compute_dtype;             /* of the matmuls: TS_F32 (default) or TS_BF16, mixed
-                                           precision as PyTorch's autocast (see ts_bert_build) */
+    ts_dtype compute_dtype;             /* of the matmuls: TS_F32 (default), TS_BF16 or TS_F16,
+                                           mixed precision as PyTorch's autocast (ts_bert_build) */
     int recompute;                      /* non-zero: each encoder layer is a recompute segment
                                            (ts_graph_recompute_begin): training keeps one
                                            [B, T, C] checkpoint per layer instead of every
@@ -519,6 +566,10 @@ typedef struct ts_bert_outputs {
  * weights, cast inside the graph on every run) and their gradients, which flow back through the
  * casts. Outputs are f32 either way; they differ from f32 compute by bf16 rounding (8 bits of
  * mantissa): cosine similarity above 0.999 on BERT-Base-sized random models.
+ * compute_dtype TS_F16 is the same with f16 operands and products (11 bits of mantissa, but a
+ * range of only +-65504: train it with ts_backward_scaled, whose loss scaling keeps small
+ * gradients from flushing to zero and skips the steps where a product overflowed to inf). On
+ * CPUs without AVX512_FP16 its matmuls run as f32 ones on widened operands (see ts_matmul).
  * Returns TS_OK, or the graph's first error: a bad argument or config (named field), seq above
  * max_position_embeddings (TS_ERR_SHAPE), a name already used in g. Call ts_backward(g, out.loss)
  * to train. */

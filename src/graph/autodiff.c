@@ -13,7 +13,10 @@
 
 #include <stdio.h>
 
-ts_status ts_backward(ts_graph *g, ts_value loss) {
+ts_status ts_backward(ts_graph *g, ts_value loss) { return ts_backward_seeded(g, loss, TS_NONE); }
+
+/* seed: the loss's own gradient, a rank-0 f32 value (the loss scale), or TS_NONE for 1. */
+ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed) {
     if (!g) return ts_err(TS_ERR_ARG, "ts_backward: graph is NULL");
     if (g->status != TS_OK) return ts_graph_status(g);
     if (!ts_val_ok(g, loss))
@@ -46,7 +49,8 @@ ts_status ts_backward(ts_graph *g, ts_value loss) {
 
     ts_tensor *one = ts_tensor_new(TS_F32, lv->ndim, lv->shape);
     ((float *)one->data)[0] = 1.f;
-    grad[loss] = ts_constant(g, one);
+    grad[loss] = seed == TS_NONE ? ts_constant(g, one)
+               : lv->ndim    ? ts_reshape(g, seed, lv->ndim, lv->shape) : seed;
     ts_tensor_free(one);
 
     ts_recompute rc;

@@ -17,7 +17,8 @@
  *   MLM    = LN(act(x Wt^T + bt)) E^T + bias, E the word embeddings (tied)            [B, T, V]
  *
  * Every product above (the Linears, q k^T, p v, the MLM decoder) goes through bert_matmul, which
- * with compute_dtype bf16 multiplies in bf16 (autocast style); everything else stays f32.
+ * with compute_dtype bf16 or f16 multiplies in that dtype (autocast style); everything else
+ * stays f32.
  */
 #include "models/bert.h"
 
@@ -120,8 +121,8 @@ const char *bert_config_problem(const ts_bert_config *c, char *buf, size_t cap) 
     if (c->attention_mask_dtype != TS_I32 && c->attention_mask_dtype != TS_F32)
         return snprintf(buf, cap, "attention_mask_dtype must be i32 or f32, got %s",
                         ts_dtype_name(c->attention_mask_dtype)), buf;
-    if (c->compute_dtype != TS_F32 && c->compute_dtype != TS_BF16)
-        return snprintf(buf, cap, "compute_dtype must be f32 or bf16, got %s",
+    if (c->compute_dtype != TS_F32 && c->compute_dtype != TS_BF16 && c->compute_dtype != TS_F16)
+        return snprintf(buf, cap, "compute_dtype must be f32, bf16 or f16, got %s",
                         ts_dtype_name(c->compute_dtype)), buf;
     return NULL;
 }
@@ -336,9 +337,9 @@ static const char *join(char *buf, const char *prefix, const char *suffix) {
 /* dropout(x), or x itself when p == 0 (so an inference-only config adds no nodes). */
 static ts_value dropout(ts_graph *g, ts_value x, float p) { return p > 0.f ? ts_dropout(g, x, p) : x; }
 
-/* a b in compute dtype dt: f32 as is; bf16 as autocast does it: each operand cast to bf16 here
- * (a cast per use, so no bf16 value has two consumers whose gradients would need a bf16 add),
- * the bf16 product (f32 accumulation), cast back to f32. */
+/* a b in compute dtype dt: f32 as is; bf16 or f16 as autocast does it: each operand cast to dt
+ * here (a cast per use, so no 16-bit value has two consumers whose gradients would need a 16-bit
+ * add), the 16-bit product (f32 accumulation), cast back to f32. */
 static ts_value matmul_in(ts_graph *g, ts_dtype dt, ts_value a, ts_value b, int ta, int tb) {
     if (dt == TS_F32) return ts_matmul(g, a, b, ta, tb);
     return ts_cast(g, ts_matmul(g, ts_cast(g, a, dt), ts_cast(g, b, dt), ta, tb), TS_F32);

@@ -389,13 +389,18 @@ static ts_status cast_kernel(const ts_kargs *k) {
         memcpy(y, x, (size_t)n * ts_dtype_size(to));
         return TS_OK;
     }
-    if ((from == TS_F32 && to == TS_BF16) || (from == TS_BF16 && to == TS_F32)) {
+    int half = to == TS_BF16 || to == TS_F16 ? to : from; /* the 16-bit side of a float pair */
+    if ((from == TS_F32 || to == TS_F32) && (half == TS_BF16 || half == TS_F16)) {
         int64_t chunk = 16384, nchunks = (n + chunk - 1) / chunk;
 #pragma omp parallel for schedule(static) if (nchunks > 2)
         for (int64_t c = 0; c < nchunks; c++) {
             int64_t lo = c * chunk, len = n - lo < chunk ? n - lo : chunk;
-            if (from == TS_F32) ts_f32_to_bf16((const float *)x + lo, (uint16_t *)y + lo, (size_t)len);
-            else ts_bf16_to_f32((const uint16_t *)x + lo, (float *)y + lo, (size_t)len);
+            const float *xf = (const float *)x + lo;
+            const uint16_t *xh = (const uint16_t *)x + lo;
+            if (from == TS_F32 && half == TS_BF16) ts_f32_to_bf16(xf, (uint16_t *)y + lo, (size_t)len);
+            else if (from == TS_F32) ts_f32_to_f16(xf, (uint16_t *)y + lo, (size_t)len);
+            else if (half == TS_BF16) ts_bf16_to_f32(xh, (float *)y + lo, (size_t)len);
+            else ts_f16_to_f32(xh, (float *)y + lo, (size_t)len);
         }
         return TS_OK;
     }

@@ -9,8 +9,9 @@
  *   The batch dims ("...") broadcast like numpy: a 2-D b is shared by every matrix of a 3-D a,
  *   a [B, H, T, D] @ b [B, H, D, T] is a batch of B*H products, [B, 1, M, K] @ [1, H, K, N] gives
  *   [B, H, M, N]. Both operands have rank >= 2.
- *   dtypes: a and b both f32 -> f32, or both bf16 -> bf16 (accumulated in f32). The bias is f32,
- *   or, for a bf16 matmul, f32 or bf16.
+ *   dtypes: a and b both f32 -> f32, both bf16 -> bf16 or both f16 -> f16 (the 16-bit products
+ *   accumulate in f32 and round once to the output dtype; an f16 result beyond +-65504 becomes
+ *   +-inf). The bias is f32, or, for a 16-bit matmul, f32 or the operands' dtype.
  *
  * Attributes: i[0] = trans_a, i[1] = trans_b (0 / 1), f[0] = alpha. f[0] == 0 means alpha = 1, so
  * that zero-initialised attributes (ts_attrs at = {0}) give a plain product; a true alpha of 0 is
@@ -29,8 +30,12 @@
  * ts_reshape), one [K, N] matmul rather than a batched one and a sum.
  * bf16 gradients that need a batch sum are summed in f32 (sum_to takes f32) and cast back.
  *
- * The reference kernel below is plain blocked loops in f32 (bf16 is widened while packing); the
- * CPU backend runs oneDNN instead (backend/cpu/matmul_dnnl.c) and falls back to this one.
+ * The reference kernel below is plain blocked loops in f32 (bf16 and f16 operands are widened
+ * exactly to f32 while packing); the CPU backend runs oneDNN instead (backend/cpu/matmul_dnnl.c)
+ * and falls back to this one. oneDNN 2.6 (Debian 12's) has no f16 matmul on CPUs without
+ * AVX512_FP16; there the backend runs an f32 primitive on widened copies of the operands and
+ * rounds its product to f16: f16 operands (their range and precision), f32 arithmetic, one
+ * rounding — the numbers of a native f16 matmul with f32 accumulation.
  */
 #include "ops/op.h"
 
@@ -89,8 +94,8 @@ static ts_status infer_matmul(ts_graph *g, ts_node *n) {
     if (a->ndim < 2 || b->ndim < 2)
         return ts_err(TS_ERR_SHAPE, "op matmul: operands need rank >= 2, got a %s and b %s",
                       VS(g, n->in[0]), VS(g, n->in[1]));
-    if (a->dtype != b->dtype || (a->dtype != TS_F32 && a->dtype != TS_BF16))
-        return ts_err(TS_ERR_DTYPE, "op matmul: a %s and b %s must both be f32 or both bf16",
+    if (a->dtype != b->dtype || (a->dtype != TS_F32 && a->dtype != TS_BF16 && a->dtype != TS_F16))
+        return ts_err(TS_ERR_DTYPE, "op matmul: a %s and b %s must both be f32, both bf16 or both f16",
                       VS(g, n->in[0]), VS(g, n->in[1]));
     mm_geom q;
     mm_geom_init(&q, a, b, ta, tb);
@@ -105,9 +110,9 @@ static ts_status infer_matmul(ts_graph *g, ts_node *n) {
     int nd = q.nb + 2;
     if (n->nin > 2 && n->in[2] >= 0) {
         const ts_val *c = &g->vals[n->in[2]];
-        if (c->dtype != TS_F32 && !(c->dtype == TS_BF16 && a->dtype == TS_BF16))
-            return ts_err(TS_ERR_DTYPE, "op matmul: bias %s must be f32%s", VS(g, n->in[2]),
-                          a->dtype == TS_BF16 ? " or bf16" : "");
+        if (c->dtype != TS_F32 && c->dtype != a->dtype)
+            return ts_err(TS_ERR_DTYPE, "op matmul: bias %s must be f32%s%s", VS(g, n->in[2]),
+                          a->dtype != TS_F32 ? " or " : "", a->dtype != TS_F32 ? ts_dtype_name(a->dtype) : "");
         int good = c->ndim >= 1 && c->ndim <= nd && c->shape[c->ndim - 1] == q.N;
         for (int i = 0; good && i < c->ndim - 1; i++) good = c->shape[i] == 1;
         if (!good)
@@ -203,8 +208,9 @@ static ts_status grad_matmul(ts_graph *g, const ts_node *n, const ts_value *gout
  * are widened to f32 into thread buffers and multiplied in an i-k-j loop that vectorises. */
 enum { MM_MB = 32, MM_NB = 64, MM_KB = 256 };
 
-static inline float ld(const void *p, int bf16, int64_t i) {
-    return bf16 ? ts_bf16_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+static inline float ld(const void *p, ts_dtype dt, int64_t i) {
+    return dt == TS_BF16 ? ts_bf16_f32(((const uint16_t *)p)[i])
+         : dt == TS_F16  ? ts_f16_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
 }
 
 static int64_t batch_off(const mm_geom *q, const int64_t *st, int64_t p) {
@@ -222,8 +228,8 @@ static ts_status matmul_kernel(const ts_kargs *k) {
     const ts_val *av = &g->vals[n->in[0]], *bv = &g->vals[n->in[1]];
     mm_geom q;
     mm_geom_init(&q, av, bv, n->attr.i[0] != 0, n->attr.i[1] != 0);
-    int bf = av->dtype == TS_BF16;
-    int bias_bf = n->nin > 2 && n->in[2] >= 0 && g->vals[n->in[2]].dtype == TS_BF16;
+    ts_dtype dt = av->dtype;
+    ts_dtype bias_dt = n->nin > 2 && n->in[2] >= 0 ? g->vals[n->in[2]].dtype : TS_F32;
     const void *A = k->in[0], *B = k->in[1], *C = n->nin > 2 ? k->in[2] : NULL;
     void *O = k->out[0];
     float alpha = mm_alpha(n);
@@ -249,10 +255,10 @@ static ts_status matmul_kernel(const ts_kargs *k) {
                 int64_t kb = K - k0 < MM_KB ? K - k0 : MM_KB;
                 for (int64_t i = 0; i < mb; i++)
                     for (int64_t kk = 0; kk < kb; kk++)
-                        pa[i * MM_KB + kk] = ld(A, bf, oa + (m0 + i) * q.a_sm + (k0 + kk) * q.a_sk);
+                        pa[i * MM_KB + kk] = ld(A, dt, oa + (m0 + i) * q.a_sm + (k0 + kk) * q.a_sk);
                 for (int64_t kk = 0; kk < kb; kk++) {
                     for (int64_t j = 0; j < nbk; j++)
-                        pb[kk * MM_NB + j] = ld(B, bf, ob + (k0 + kk) * q.b_sk + (n0 + j) * q.b_sn);
+                        pb[kk * MM_NB + j] = ld(B, dt, ob + (k0 + kk) * q.b_sk + (n0 + j) * q.b_sn);
                     for (int64_t j = nbk; j < MM_NB; j++) pb[kk * MM_NB + j] = 0.f;
                 }
                 for (int64_t i = 0; i < mb; i++) {
@@ -268,8 +274,9 @@ static ts_status matmul_kernel(const ts_kargs *k) {
             for (int64_t i = 0; i < mb; i++) {
                 int64_t row = (p * M + m0 + i) * N + n0;
                 for (int64_t j = 0; j < nbk; j++) {
-                    float v = alpha * acc[i * MM_NB + j] + (C ? ld(C, bias_bf, n0 + j) : 0.f);
-                    if (bf) ((uint16_t *)O)[row + j] = ts_f32_bf16(v);
+                    float v = alpha * acc[i * MM_NB + j] + (C ? ld(C, bias_dt, n0 + j) : 0.f);
+                    if (dt == TS_BF16) ((uint16_t *)O)[row + j] = ts_f32_bf16(v);
+                    else if (dt == TS_F16) ((uint16_t *)O)[row + j] = ts_f32_f16(v);
                     else ((float *)O)[row + j] = v;
                 }
             }

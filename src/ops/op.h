@@ -61,7 +61,13 @@ const ts_op_def *ts_op_get(int op);
 #include "ops/ops.def"
 #undef TS_OP
 
+/* ts_backward with the loss's gradient seeded by `seed` (a rank-0 f32 value, the loss scale of
+ * src/train/loss_scale.c) instead of 1; TS_NONE: 1 (graph/autodiff.c). */
+ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed);
+
 /* Helpers for op files. */
+/* Input k of node n is a rank-0 f32 value, else TS_ERR_SHAPE naming the op and `what` (optim.c). */
+ts_status ts_need_scalar(const ts_graph *g, const ts_node *n, int k, const char *what);
 /* Sum gradient g (shape of a broadcast result) down to the shape of value `like`. */
 ts_value ts_sum_to(ts_graph *g, ts_value grad, ts_value like);
 /* y = f(x) for a unary op (scale sqrt exp log relu tanh sigmoid gelu), n elements; the

@@ -5,13 +5,16 @@
  * by dead-code elimination, dropped for inference). src/train/optimizer.c appends one update per
  * trained parameter; src/train/schedule.c appends the schedule.
  *
- * Every tensor is f32; lr, clip, t and the schedule counter are rank-0 f32 (t counts the steps a
- * parameter has taken, starting from 0). Below, g is the gradient times the clip coefficient when
- * a clip input is given (torch.nn.utils.clip_grad_norm_ scales the .grad in place), else the
- * gradient. An lr that is negative or not finite fails the run (TS_ERR_RUNTIME) before anything
- * is written. None of these ops is differentiable: grad rules are NULL.
+ * Every tensor is f32; lr, coef, t and the schedule counter are rank-0 f32 (t counts the steps a
+ * parameter has taken, starting from 0). Below, g is the gradient times the step coefficient
+ * when a coef input is given (step_coef's: clipping as torch.nn.utils.clip_grad_norm_ scales the
+ * .grad in place, the 1 / N of gradient accumulation, the 1 / scale of loss scaling), else the
+ * gradient. A coefficient of exactly 0 skips the update: nothing is written, not even t (a
+ * micro-batch that is not the last of its step, or a loss-scaled step whose gradients
+ * overflowed). An lr that is negative or not finite fails the run (TS_ERR_RUNTIME) before
+ * anything is written. None of these ops is differentiable: grad rules are NULL.
  *
- *   sgd_update(param, grad, lr, momentum_buffer?, t?, clip?)                  (PyTorch SGD)
+ *   sgd_update(param, grad, lr, momentum_buffer?, t?, coef?)                  (PyTorch SGD)
  *     d = g + wd p
  *     if momentum != 0: buf = d on the first step (t == 0, or always when there is no t: with
  *                       dampening 0 the two agree since buf starts at 0),
@@ -20,11 +23,11 @@
  *     p -= lr d
  *     attrs f[0] = momentum, f[1] = weight_decay, f[2] = dampening, i[0] = nesterov.
  *     momentum != 0 needs the buffer; dampening != 0 needs t.
- *   adamw_update(param, grad, lr, m, v, t, clip?)                             (PyTorch AdamW)
+ *   adamw_update(param, grad, lr, m, v, t, coef?)                             (PyTorch AdamW)
  *     t += 1; p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
  *     p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
  *     attrs f[0] = beta1, f[1] = beta2, f[2] = eps, f[3] = weight_decay.
- *   lamb_update(param, grad, lr, m, v, t, clip?)                              (LAMB, You et al.)
+ *   lamb_update(param, grad, lr, m, v, t, coef?)                              (LAMB, You et al.)
  *     t += 1; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
  *     r = (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) + wd p;
  *     trust = ||p|| / ||r|| when both norms are > 0, else 1;  p -= (lr trust) r
@@ -32,9 +35,19 @@
  *   grad_sumsq(acc?, g1, ..., gk) -> s []      s = acc + sum over i of sum(gi^2)
  *     attrs i[0] = 1 when in[0] is the accumulator acc. Chains of these sum over any number of
  *     gradients (a node takes at most TS_MAX_IN inputs).
- *   clip_coef(s) -> coef [], norm []            norm = sqrt(s);
- *     coef = min(1, max_norm / (norm + 1e-6))   (torch.nn.utils.clip_grad_norm_, L2)
- *     attrs f[0] = max_norm.
+ *   step_coef(s?, micro?, scale?) -> coef [], norm []
+ *     The coefficient the updates multiply their gradient by. s is the sum of squares of every
+ *     gradient the updates read (grad_sumsq's), micro the micro-batch counter of gradient
+ *     accumulation (0 .. N - 1: micro-batches summed before this one in the step), scale the
+ *     loss scale the gradients carry (absent: 1). With u = 1 / (N scale):
+ *       norm = sqrt(s) u                          (of the mean, unscaled gradient; 0 without s)
+ *       coef = 0                                  micro present and micro + 1 < N (no update yet)
+ *       coef = 0                                  scale present and s not finite (overflow: skip)
+ *       coef = u min(1, max_norm / (norm + 1e-6)) max_norm > 0 (torch.nn.utils.clip_grad_norm_)
+ *       coef = u                                  otherwise
+ *     Without a scale, a clipped step with a norm that is not finite gets coef NaN (the
+ *     parameters become NaN, as they do in torch), so 0 always means a deliberate skip.
+ *     attrs f[0] = max_norm (0: no clipping), i[0] = N (>= 1).
  *   lr_schedule(counter) -> lr []               lr = base_lr * lambda(step), step = counter,
  *     with lambda as Hugging Face transformers' schedules (W warm-up steps, T total steps):
  *       step < W (any kind):       step / max(1, W)
@@ -46,7 +59,10 @@
  *                                  ((base_lr - lr_end) (1 - (step - W) / (T - W))^power + lr_end) / base_lr
  *     attrs i[0] = kind (TS_LR_*), i[1] = W, i[2] = T; f[0] = base_lr, f[1] = lr_end,
  *     f[2] = power, f[3] = cycles.
- *   step_count(counter)                         counter += 1 (a side effect at the end of a step)
+ *   step_count(counter, gate?)                  counter += 1, or when attr i[0] = M > 0:
+ *     counter = (counter + 1) mod M; nothing when gate is present and exactly 0 (the schedule
+ *     counts optimizer steps taken, as Hugging Face's Trainer skips scheduler.step() after a
+ *     skipped fp16 step). A side effect at the end of a step.
  */
 #include "ops/op.h"
 
@@ -66,8 +82,8 @@ static ts_status need_like_param(const ts_graph *g, const ts_node *n, int k, con
     return TS_OK;
 }
 
-/* Input k is a rank-0 f32 value. */
-static ts_status need_scalar(const ts_graph *g, const ts_node *n, int k, const char *what) {
+/* Input k is a rank-0 f32 value (op.h). */
+ts_status ts_need_scalar(const ts_graph *g, const ts_node *n, int k, const char *what) {
     const ts_val *v = &g->vals[n->in[k]];
     if (v->dtype != TS_F32 || v->ndim != 0)
         return ts_err(TS_ERR_SHAPE, "op %s: %s %s must be a rank-0 f32 value",
@@ -82,8 +98,8 @@ static ts_status check_common(const ts_graph *g, const ts_node *n, int clip_at) 
         return ts_err(TS_ERR_DTYPE, "op %s: parameter %s has dtype %s; updates take f32",
                       ts_op_get(n->op)->name, VS(g, n->in[0]), ts_dtype_name(p->dtype));
     ts_status s = need_like_param(g, n, 1, "gradient");
-    if (!s) s = need_scalar(g, n, 2, "learning rate");
-    if (!s && has_in(n, clip_at)) s = need_scalar(g, n, clip_at, "clip coefficient");
+    if (!s) s = ts_need_scalar(g, n, 2, "learning rate");
+    if (!s && has_in(n, clip_at)) s = ts_need_scalar(g, n, clip_at, "step coefficient");
     return s;
 }
 
@@ -94,7 +110,7 @@ static ts_status check_lr(const ts_kargs *k, float lr) {
                   ts_op_get(k->node->op)->name, (double)lr, VS(k->g, k->node->in[0]));
 }
 
-static float clip_of(const ts_kargs *k, int at) {
+static float coef_of(const ts_kargs *k, int at) {
     return has_in(k->node, at) ? *(const float *)k->in[at] : 1.f;
 }
 
@@ -103,7 +119,7 @@ static float clip_of(const ts_kargs *k, int at) {
 static ts_status infer_sgd(ts_graph *g, ts_node *n) {
     ts_status s = check_common(g, n, 5);
     if (!s && has_in(n, 3)) s = need_like_param(g, n, 3, "momentum buffer");
-    if (!s && has_in(n, 4)) s = need_scalar(g, n, 4, "step counter");
+    if (!s && has_in(n, 4)) s = ts_need_scalar(g, n, 4, "step counter");
     if (s) return s;
     if (n->attr.f[0] != 0.f && !has_in(n, 3))
         return ts_err(TS_ERR_ARG, "op sgd_update: momentum %g for parameter %s needs a momentum buffer",
@@ -138,9 +154,11 @@ static ts_status sgd_kernel(const ts_kargs *k) {
     float lr = *(const float *)k->in[2];
     ts_status s = check_lr(k, lr);
     if (s) return s;
+    float coef = coef_of(k, 5);
+    if (coef == 0.f) return TS_OK; /* skipped step */
     float *buf = has_in(n, 3) ? k->in[3] : NULL, *t = has_in(n, 4) ? k->in[4] : NULL;
     int first = t ? *t == 0.f : 0;
-    sgd_f32(k->in[0], k->in[1], buf, cnt, lr, clip_of(k, 5), n->attr.f[0], n->attr.f[1],
+    sgd_f32(k->in[0], k->in[1], buf, cnt, lr, coef, n->attr.f[0], n->attr.f[1],
             (float)(1.0 - (double)n->attr.f[2]), (int)n->attr.i[0], first);
     if (t) *t += 1.f;
     return TS_OK;
@@ -155,7 +173,7 @@ static ts_status infer_adam_like(ts_graph *g, ts_node *n) {
     ts_status s = check_common(g, n, 6);
     if (!s) s = need_like_param(g, n, 3, "first moment");
     if (!s) s = need_like_param(g, n, 4, "second moment");
-    if (!s) s = need_scalar(g, n, 5, "step counter");
+    if (!s) s = ts_need_scalar(g, n, 5, "step counter");
     return s;
 }
 
@@ -181,11 +199,13 @@ static ts_status adamw_kernel(const ts_kargs *k) {
     float lr = *(const float *)k->in[2];
     ts_status s = check_lr(k, lr);
     if (s) return s;
+    float coef = coef_of(k, 6);
+    if (coef == 0.f) return TS_OK; /* skipped step */
     float *t = k->in[5];
     float b1 = n->attr.f[0], b2 = n->attr.f[1], eps = n->attr.f[2], wd = n->attr.f[3];
     *t += 1.f;
     double bc1 = 1.0 - pow((double)b1, (double)*t), bc2 = 1.0 - pow((double)b2, (double)*t);
-    adamw_f32(k->in[0], k->in[1], k->in[3], k->in[4], cnt, clip_of(k, 6), 1.f - lr * wd, b1, b2,
+    adamw_f32(k->in[0], k->in[1], k->in[3], k->in[4], cnt, coef, 1.f - lr * wd, b1, b2,
               (float)((double)lr / bc1), (float)sqrt(bc2), eps);
     return TS_OK;
 }
@@ -233,12 +253,14 @@ static ts_status lamb_kernel(const ts_kargs *k) {
     float lr = *(const float *)k->in[2];
     ts_status s = check_lr(k, lr);
     if (s) return s;
+    float coef = coef_of(k, 6);
+    if (coef == 0.f) return TS_OK; /* skipped step */
     float *t = k->in[5];
     float b1 = n->attr.f[0], b2 = n->attr.f[1], eps = n->attr.f[2], wd = n->attr.f[3];
     *t += 1.f;
     float bc1 = (float)(1.0 - pow((double)b1, (double)*t)), bc2 = (float)(1.0 - pow((double)b2, (double)*t));
     double pp, rr;
-    lamb_moments(k->in[0], k->in[1], k->in[3], k->in[4], cnt, clip_of(k, 6), b1, b2, bc1, bc2, eps,
+    lamb_moments(k->in[0], k->in[1], k->in[3], k->in[4], cnt, coef, b1, b2, bc1, bc2, eps,
                  wd, &pp, &rr);
     float pn = (float)sqrt(pp), rn = (float)sqrt(rr);
     float trust = pn > 0.f && rn > 0.f ? pn / rn : 1.f;
@@ -260,7 +282,7 @@ static void set_scalar_out(ts_graph *g, const ts_node *n, int k) {
 static ts_status infer_sumsq(ts_graph *g, ts_node *n) {
     int acc = n->attr.i[0] != 0;
     if (acc) {
-        ts_status s = need_scalar(g, n, 0, "accumulator");
+        ts_status s = ts_need_scalar(g, n, 0, "accumulator");
         if (s) return s;
     }
     if (n->nin <= acc) return ts_err(TS_ERR_ARG, "op grad_sumsq: no gradient given");
@@ -292,30 +314,51 @@ static ts_status sumsq_kernel(const ts_kargs *k) {
 const ts_op_def ts_opdef_grad_sumsq = {"grad_sumsq", 1, TS_MAX_IN, 1, 0, infer_sumsq, NULL,
                                        sumsq_kernel, NULL};
 
-static ts_status infer_clip(ts_graph *g, ts_node *n) {
-    ts_status s = need_scalar(g, n, 0, "sum of squares");
-    if (s) return s;
-    if (!(n->attr.f[0] > 0.f) || isinf(n->attr.f[0]))
-        return ts_err(TS_ERR_ARG, "op clip_coef: max_norm %g must be finite and > 0", (double)n->attr.f[0]);
+static ts_status infer_step_coef(ts_graph *g, ts_node *n) {
+    static const char *const what[3] = {"sum of squares", "micro-batch counter", "loss scale"};
+    for (int j = 0; j < 3; j++) {
+        ts_status s = has_in(n, j) ? ts_need_scalar(g, n, j, what[j]) : TS_OK;
+        if (s) return s;
+    }
+    float max_norm = n->attr.f[0];
+    if (!(max_norm >= 0.f) || isinf(max_norm))
+        return ts_err(TS_ERR_ARG, "op step_coef: max_norm %g must be finite and >= 0", (double)max_norm);
+    if (n->attr.i[0] < 1 || (n->attr.i[0] > 1 && !has_in(n, 1)))
+        return ts_err(TS_ERR_ARG, "op step_coef: accumulation over %lld micro-batches needs N >= 1 "
+                      "and, above 1, a micro-batch counter", (long long)n->attr.i[0]);
+    if (max_norm > 0.f && !has_in(n, 0))
+        return ts_err(TS_ERR_ARG, "op step_coef: clipping needs the sum of squares");
     set_scalar_out(g, n, 0);
     set_scalar_out(g, n, 1);
     return TS_OK;
 }
 
-static ts_status clip_kernel(const ts_kargs *k) {
-    float norm = sqrtf(*(const float *)k->in[0]);
-    float coef = k->node->attr.f[0] / (norm + 1e-6f);
-    *(float *)k->out[0] = coef < 1.f ? coef : 1.f; /* a NaN norm gives a NaN coefficient, as torch */
+/* The coefficient and norm of the comment at the top. */
+static ts_status step_coef_kernel(const ts_kargs *k) {
+    const ts_node *n = k->node;
+    float max_norm = n->attr.f[0], N = (float)n->attr.i[0];
+    float s = has_in(n, 0) ? *(const float *)k->in[0] : 0.f;
+    float scale = has_in(n, 2) ? *(const float *)k->in[2] : 1.f;
+    float u = (float)(1.0 / ((double)N * scale));
+    float norm = sqrtf(s) * u, coef = u;
+    if (has_in(n, 1) && *(const float *)k->in[1] + 1.f < N) coef = 0.f;
+    else if (has_in(n, 2) && !isfinite(s)) coef = 0.f;
+    else if (max_norm > 0.f) {
+        float c = max_norm / (norm + 1e-6f);
+        coef = !isfinite(norm) ? NAN : c < 1.f ? u * c : u;
+    }
+    *(float *)k->out[0] = coef;
     *(float *)k->out[1] = norm;
     return TS_OK;
 }
 
-const ts_op_def ts_opdef_clip_coef = {"clip_coef", 1, 1, 2, 0, infer_clip, NULL, clip_kernel, NULL};
+const ts_op_def ts_opdef_step_coef = {"step_coef", 0, 3, 2, 0, infer_step_coef, NULL, step_coef_kernel,
+                                      NULL};
 
 /* ------------------------------------------------------------------ lr_schedule, step_count */
 
 static ts_status infer_lr_schedule(ts_graph *g, ts_node *n) {
-    ts_status s = need_scalar(g, n, 0, "step counter");
+    ts_status s = ts_need_scalar(g, n, 0, "step counter");
     if (s) return s;
     if (n->attr.i[0] < TS_LR_CONSTANT || n->attr.i[0] > TS_LR_POLYNOMIAL)
         return ts_err(TS_ERR_ARG, "op lr_schedule: unknown schedule kind %lld", (long long)n->attr.i[0]);
@@ -350,16 +393,21 @@ const ts_op_def ts_opdef_lr_schedule = {"lr_schedule", 1, 1, 1, 0, infer_lr_sche
                                         lr_schedule_kernel, NULL};
 
 static ts_status infer_step_count(ts_graph *g, ts_node *n) {
-    ts_status s = need_scalar(g, n, 0, "counter");
+    ts_status s = ts_need_scalar(g, n, 0, "counter");
     if (!s && g->vals[n->in[0]].kind != TS_V_STATE)
         s = ts_err(TS_ERR_ARG, "op step_count: counter %s must be a state value", VS(g, n->in[0]));
+    if (!s && has_in(n, 1)) s = ts_need_scalar(g, n, 1, "gate");
+    if (!s && n->attr.i[0] < 0)
+        s = ts_err(TS_ERR_ARG, "op step_count: modulus %lld must be >= 0", (long long)n->attr.i[0]);
     return s;
 }
 
 static ts_status step_count_kernel(const ts_kargs *k) {
-    *(float *)k->in[0] += 1.f;
+    if (has_in(k->node, 1) && *(const float *)k->in[1] == 0.f) return TS_OK;
+    float *c = k->in[0], m = (float)k->node->attr.i[0];
+    *c = m > 0.f && *c + 1.f >= m ? 0.f : *c + 1.f;
     return TS_OK;
 }
 
-const ts_op_def ts_opdef_step_count = {"step_count", 1, 1, 0, TS_OPF_SIDE_EFFECT, infer_step_count,
+const ts_op_def ts_opdef_step_count = {"step_count", 1, 2, 0, TS_OPF_SIDE_EFFECT, infer_step_count,
                                        NULL, step_count_kernel, NULL};

@@ -5,13 +5,21 @@
  * named after the parameter:
  *   "<param>@MOMENTUM" (SGD with momentum; "<param>@STEP" too when dampening != 0),
  *   "<param>@MOMENT1", "<param>@MOMENT2" and the rank-0 step counter "<param>@STEP" (AdamW, LAMB).
- * With clipping, a chain of grad_sumsq nodes sums every gradient's squares and clip_coef turns
- * that into the coefficient each update multiplies its gradient by. The update math is stated
- * once, in ops/optim.c (and the public version in tessera.h).
- * The updates come after every other node, so they run at the end of each step; the lr
- * schedule's counter increment (train/schedule.c) is moved behind them.
+ * With gradient accumulation over N micro-batches, each parameter also gets an accumulator
+ * "<param>@ACCUM" that an accum_grad node fills each run (ops/amp.c), and the updates read it
+ * instead of the gradient; the counter "optimizer@MICRO_STEP" says which micro-batch runs.
+ * With clipping or loss scaling (ts_backward_scaled, train/loss_scale.c), a chain of grad_sumsq
+ * nodes sums the squares of every gradient the updates read. A step_coef node turns the sum, the
+ * counter and the loss scale into the one coefficient each update multiplies its gradient by:
+ * clipping, the 1 / N of the mean over micro-batches, the 1 / scale of loss scaling, and 0 —
+ * "skip" — for a micro-batch that is not the last of its step or a scaled step that overflowed.
+ * The update math is stated once, in ops/optim.c and ops/amp.c (the public version in tessera.h).
+ * The updates come after every other node, so they run at the end of each step; the counter
+ * increments (the lr schedule's of train/schedule.c, gated by the coefficient so that it counts
+ * optimizer steps, and the micro-batch counter's) are moved behind them.
  */
 #include "ops/op.h"
+#include "train/train.h"
 
 #include <fnmatch.h>
 #include <math.h>
@@ -54,13 +62,16 @@ static ts_status check_graph(ts_graph *g, const char *fn, ts_value lr) {
 static ts_value add_state(ts_graph *g, ts_value param, const char *what, int scalar) {
     char name[512];
     snprintf(name, sizeof name, "%s@%s", g->vals[param].name, what);
+    int64_t shape[TS_MAX_DIMS]; /* a copy: ts_val_add may move g->vals */
+    memcpy(shape, g->vals[param].shape, sizeof shape);
+    return ts_state_new(g, name, scalar ? 0 : g->vals[param].ndim, shape);
+}
+
+ts_value ts_state_new(ts_graph *g, const char *name, int ndim, const int64_t *shape) {
     if (ts_lookup(g, name) != TS_NONE)
         return ts_graph_fail(g, TS_ERR_ARG, "optimizer state '%s': the name is already used in "
                              "this graph", name);
-    int64_t shape[TS_MAX_DIMS]; /* a copy: ts_val_add may move g->vals */
-    int nd = scalar ? 0 : g->vals[param].ndim;
-    memcpy(shape, g->vals[param].shape, sizeof shape);
-    int s = ts_val_add(g, TS_V_STATE, TS_F32, nd, shape);
+    int s = ts_val_add(g, TS_V_STATE, TS_F32, ndim, shape);
     g->vals[s].name = ts_strdup(name);
     return s;
 }
@@ -88,6 +99,9 @@ static ts_status check_opts(ts_graph *g, const ts_optim_opts *o) {
     if (!finite_ge0(o->weight_decay) || !finite_ge0(o->max_grad_norm))
         return bad(g, "ts_optimizer: weight_decay %g and max_grad_norm %g must be finite and >= 0",
                    o->weight_decay, o->max_grad_norm);
+    if (o->accumulation_steps < 0 || o->accumulation_steps > (1 << 24))
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_optimizer: accumulation_steps %d must be in [0, 2^24] "
+                             "(0 or 1: no accumulation)", o->accumulation_steps), g->status;
     if (o->kind == TS_OPTIM_SGD) {
         if (!finite_ge0(o->momentum) || !(o->dampening >= 0.f && o->dampening <= 1.f))
             return bad(g, "ts_optimizer: SGD momentum %g must be finite and >= 0, dampening %g in [0, 1]",
@@ -105,19 +119,18 @@ static ts_status check_opts(ts_graph *g, const ts_optim_opts *o) {
     return TS_OK;
 }
 
-/* Gradient clipping: the sum of squares of every trained gradient, in chains of grad_sumsq
- * nodes, then clip_coef. Returns the coefficient value, or TS_NONE after recording an error. */
-static ts_value add_clip(ts_graph *g, float max_norm) {
+/* The sum of squares of every gradient the updates read (src[v] for each trained parameter v),
+ * in chains of grad_sumsq nodes. Returns it, or TS_NONE after recording an error. */
+static ts_value add_sumsq(ts_graph *g, const ts_value *src, int nv) {
     ts_value acc = TS_NONE;
     int in[TS_MAX_IN], nin = 0;
     ts_attrs at = {0};
-    int nv = g->nvals;
     for (int v = 0; v <= nv; v++) {
         int last = v == nv;
         if (!last && (g->vals[v].kind != TS_V_PARAM || g->vals[v].grad < 0)) continue;
         if (!last) {
             if (nin == 0 && acc != TS_NONE) in[nin++] = acc;
-            in[nin++] = g->vals[v].grad;
+            in[nin++] = src[v];
         }
         if (nin == TS_MAX_IN || (last && nin > 0)) {
             at.i[0] = in[0] == acc && acc != TS_NONE;
@@ -126,12 +139,79 @@ static ts_value add_clip(ts_graph *g, float max_norm) {
             nin = 0;
         }
     }
-    ts_attrs ca = {0};
-    ca.f[0] = max_norm;
-    int outs[2];
-    if (ts_node_add(g, TS_OP_CLIP_COEF, 1, &acc, &ca, outs) == TS_NONE) return TS_NONE;
-    if (ts_lookup(g, "optimizer@GRAD_NORM") == TS_NONE) ts_name(g, outs[1], "optimizer@GRAD_NORM");
-    return outs[0];
+    return acc;
+}
+
+/* The loss_scale node of ts_backward_scaled, or -1 when the gradients are not scaled. */
+static int loss_scale_node(const ts_graph *g) {
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == TS_OP_LOSS_SCALE) return i;
+    return -1;
+}
+
+/* How the step's gradients reach the updates. */
+typedef struct step_plan {
+    int N;              /* micro-batches a step (1: no accumulation) */
+    int scaler;         /* the loss_scale node, or -1 */
+    ts_value micro;     /* optimizer@MICRO_STEP, or TS_NONE */
+    ts_value sumsq;     /* sum of squares of what the updates read, or TS_NONE */
+    ts_value coef;      /* step_coef's coefficient, or TS_NONE (1) */
+} step_plan;
+
+/* Accumulators (src[v] becomes "<v>@ACCUM" when N > 1, else the gradient), the sum of squares
+ * and the coefficient. Returns TS_OK or the graph's error. */
+static ts_status add_step_coef(ts_graph *g, const ts_optim_opts *o, ts_value *src, int nv, step_plan *sp) {
+    sp->N = o->accumulation_steps > 1 ? o->accumulation_steps : 1;
+    sp->scaler = loss_scale_node(g);
+    sp->micro = sp->sumsq = sp->coef = TS_NONE;
+    if (sp->N > 1 && (sp->micro = ts_state_new(g, TS_MICRO_STEP, 0, NULL)) == TS_NONE) return g->status;
+    for (int v = 0; v < nv; v++) {
+        if (g->vals[v].kind != TS_V_PARAM || g->vals[v].grad < 0) continue;
+        src[v] = g->vals[v].grad;
+        if (sp->N == 1) continue;
+        ts_value acc = add_state(g, v, "ACCUM", 0);
+        int in[3] = {acc, g->vals[v].grad, sp->micro};
+        if (acc == TS_NONE || ts_node_add(g, TS_OP_ACCUM_GRAD, 3, in, NULL, NULL) == TS_NONE) return g->status;
+        src[v] = acc;
+    }
+    if (o->max_grad_norm > 0.f || sp->scaler >= 0)
+        if ((sp->sumsq = add_sumsq(g, src, nv)) == TS_NONE) return g->status;
+    if (o->max_grad_norm == 0.f && sp->scaler < 0 && sp->N == 1) return TS_OK;
+    ts_attrs at = {0};
+    at.f[0] = o->max_grad_norm;
+    at.i[0] = sp->N;
+    int in[3] = {sp->sumsq, sp->micro, sp->scaler >= 0 ? g->nodes[sp->scaler].out[0] : TS_NONE}, outs[2];
+    if (ts_node_add(g, TS_OP_STEP_COEF, 3, in, &at, outs) == TS_NONE) return g->status;
+    if (sp->sumsq != TS_NONE && ts_lookup(g, "optimizer@GRAD_NORM") == TS_NONE)
+        ts_name(g, outs[1], "optimizer@GRAD_NORM");
+    sp->coef = outs[0];
+    return g->status;
+}
+
+/* After the updates: the loss scale's update, the micro-batch counter's increment, and the lr
+ * schedule's counter gated by the coefficient (it stays when the update was skipped). */
+static ts_status add_step_end(ts_graph *g, const step_plan *sp) {
+    if (sp->scaler >= 0) {
+        ts_attrs at = g->nodes[sp->scaler].attr;
+        at.i[1] = sp->N;
+        int in[5] = {g->nodes[sp->scaler].in[0], ts_lookup(g, TS_LOSS_SCALE_CLEAN),
+                     ts_lookup(g, TS_LOSS_SCALE_SKIPPED), sp->sumsq, sp->micro};
+        if (ts_node_add(g, TS_OP_LOSS_SCALE_UPDATE, 5, in, &at, NULL) == TS_NONE) return g->status;
+    }
+    if (sp->N > 1 || sp->scaler >= 0) {
+        for (int i = 0; i < g->nnodes; i++) {
+            ts_node *n = &g->nodes[i];
+            if (n->op != TS_OP_STEP_COUNT || n->nin != 1) continue;
+            n->in[1] = sp->coef; /* a rank-0 f32 value: step_count's gate */
+            n->nin = 2;
+        }
+    }
+    if (sp->N > 1) {
+        ts_attrs at = {0};
+        at.i[0] = sp->N;
+        if (ts_node_add(g, TS_OP_STEP_COUNT, 1, &sp->micro, &at, NULL) == TS_NONE) return g->status;
+    }
+    return g->status;
 }
 
 /* Move every step_count node (the lr schedule's counter increment) to the end of the graph, so
@@ -149,6 +229,46 @@ static void counters_last(ts_graph *g) {
     }
     for (int i = 0; i < nmoved; i++) g->nodes[w++] = moved[i];
     free(moved);
+}
+
+/* One update node per trained parameter v, reading gradient src[v] and coefficient coef. */
+static ts_status add_updates(ts_graph *g, ts_value lr, const ts_optim_opts *o, const ts_value *src, int nv,
+                             ts_value coef) {
+    for (int v = 0; v < nv; v++) {
+        if (g->vals[v].kind != TS_V_PARAM || g->vals[v].grad < 0) continue;
+        float wd = excluded(o, g->vals[v].name) ? 0.f : o->weight_decay;
+        ts_attrs at = {0};
+        int in[7], nin;
+        if (o->kind == TS_OPTIM_SGD) {
+            at.f[0] = o->momentum;
+            at.f[1] = wd;
+            at.f[2] = o->dampening;
+            at.i[0] = o->nesterov != 0;
+            ts_value buf = TS_NONE, t = TS_NONE;
+            if (o->momentum != 0.f && (buf = add_state(g, v, "MOMENTUM", 0)) == TS_NONE) return g->status;
+            if (o->momentum != 0.f && o->dampening != 0.f && (t = add_state(g, v, "STEP", 1)) == TS_NONE)
+                return g->status;
+            int a[6] = {v, src[v], lr, buf, t, coef};
+            nin = coef != TS_NONE ? 6 : t != TS_NONE ? 5 : 4;
+            memcpy(in, a, sizeof a);
+        } else {
+            at.f[0] = o->beta1;
+            at.f[1] = o->beta2;
+            at.f[2] = o->eps;
+            at.f[3] = wd;
+            ts_value m = add_state(g, v, "MOMENT1", 0);
+            ts_value s2 = m == TS_NONE ? TS_NONE : add_state(g, v, "MOMENT2", 0);
+            ts_value t = s2 == TS_NONE ? TS_NONE : add_state(g, v, "STEP", 1);
+            if (t == TS_NONE) return g->status;
+            int a[7] = {v, src[v], lr, m, s2, t, coef};
+            nin = coef != TS_NONE ? 7 : 6;
+            memcpy(in, a, sizeof a);
+        }
+        int op = o->kind == TS_OPTIM_SGD ? TS_OP_SGD_UPDATE
+               : o->kind == TS_OPTIM_ADAMW ? TS_OP_ADAMW_UPDATE : TS_OP_LAMB_UPDATE;
+        if (ts_node_add(g, op, nin, in, &at, NULL) == TS_NONE) return g->status;
+    }
+    return TS_OK;
 }
 
 ts_optim_opts ts_optim_defaults(ts_optim_kind kind) {
@@ -172,46 +292,16 @@ ts_status ts_optimizer(ts_graph *g, ts_value lr, const ts_optim_opts *o) {
                              o->nno_decay, o->no_decay ? "set" : "NULL"), g->status;
     if ((st = check_opts(g, o))) return st;
 
-    ts_value clip = o->max_grad_norm > 0.f ? add_clip(g, o->max_grad_norm) : TS_NONE;
-    if (o->max_grad_norm > 0.f && clip == TS_NONE) return g->status;
-
     int nv = g->nvals; /* state values added below are not parameters */
-    for (int v = 0; v < nv; v++) {
-        if (g->vals[v].kind != TS_V_PARAM || g->vals[v].grad < 0) continue;
-        float wd = excluded(o, g->vals[v].name) ? 0.f : o->weight_decay;
-        ts_attrs at = {0};
-        int in[7], nin;
-        if (o->kind == TS_OPTIM_SGD) {
-            at.f[0] = o->momentum;
-            at.f[1] = wd;
-            at.f[2] = o->dampening;
-            at.i[0] = o->nesterov != 0;
-            ts_value buf = TS_NONE, t = TS_NONE;
-            if (o->momentum != 0.f && (buf = add_state(g, v, "MOMENTUM", 0)) == TS_NONE) return g->status;
-            if (o->momentum != 0.f && o->dampening != 0.f && (t = add_state(g, v, "STEP", 1)) == TS_NONE)
-                return g->status;
-            int a[6] = {v, g->vals[v].grad, lr, buf, t, clip};
-            nin = clip != TS_NONE ? 6 : t != TS_NONE ? 5 : 4;
-            memcpy(in, a, sizeof a);
-        } else {
-            at.f[0] = o->beta1;
-            at.f[1] = o->beta2;
-            at.f[2] = o->eps;
-            at.f[3] = wd;
-            ts_value m = add_state(g, v, "MOMENT1", 0);
-            ts_value s2 = m == TS_NONE ? TS_NONE : add_state(g, v, "MOMENT2", 0);
-            ts_value t = s2 == TS_NONE ? TS_NONE : add_state(g, v, "STEP", 1);
-            if (t == TS_NONE) return g->status;
-            int a[7] = {v, g->vals[v].grad, lr, m, s2, t, clip};
-            nin = clip != TS_NONE ? 7 : 6;
-            memcpy(in, a, sizeof a);
-        }
-        int op = o->kind == TS_OPTIM_SGD ? TS_OP_SGD_UPDATE
-               : o->kind == TS_OPTIM_ADAMW ? TS_OP_ADAMW_UPDATE : TS_OP_LAMB_UPDATE;
-        if (ts_node_add(g, op, nin, in, &at, NULL) == TS_NONE) return g->status;
-    }
-    counters_last(g);
-    return TS_OK;
+    ts_value *src = malloc(sizeof(ts_value) * (size_t)nv);
+    if (!src) abort();
+    step_plan sp;
+    st = add_step_coef(g, o, src, nv, &sp);
+    if (!st) st = add_updates(g, lr, o, src, nv, sp.coef);
+    free(src);
+    if (!st) st = add_step_end(g, &sp);
+    if (!st) counters_last(g);
+    return st;
 }
 
 ts_status ts_sgd_ex(ts_graph *g, ts_value lr, const ts_sgd_opts *so) {

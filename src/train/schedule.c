@@ -5,7 +5,9 @@
  * lr_schedule node that reads it (the formulas are in ops/optim.c and tessera.h), and a
  * step_count node that adds 1 to it. ts_optimizer moves the step_count node behind the
  * parameter updates, so step t (0-based) runs with lr * lambda(t) and the counter reads t + 1
- * after it — PyTorch's scheduler.step() after optimizer.step().
+ * after it — PyTorch's scheduler.step() after optimizer.step(). With gradient accumulation or
+ * loss scaling ts_optimizer also gates it with the step coefficient, so it counts the optimizer
+ * steps taken, not runs.
  */
 #include "ops/op.h"
 

@@ -19,6 +19,12 @@
  *    bytes, so it runs in the runtime's shared workspace (kargs->scratch), not a private buffer.
  *  - dnnl_memory objects are created once with DNNL_MEMORY_NONE; run() only sets their data
  *    handles to this run's buffers and executes.
+ * f16: oneDNN 2.6 has no f16 matmul on CPUs without AVX512_FP16 (checked here: primitive
+ * creation returns "unimplemented" on AVX512_BF16 hardware). There the node gets an f32
+ * primitive on f32 copies of the operands: run() widens a, b (and an f16 bias) exactly into the
+ * workspace, multiplies in f32 and rounds the f32 result once to f16 (inf beyond +-65504) — the
+ * numbers of an f16 matmul with f32 accumulation, at f32 speed plus the conversions. The copies
+ * live after the scratchpad in the node's scratch bytes.
  * If oneDNN cannot make a primitive for a case (an unusual stride pattern, a dtype mix), the
  * node has no state and run() calls the reference kernel of src/ops/matmul.c.
  * The engine and stream are created once per process, lazily, and kept to exit. The CPU stream
@@ -76,7 +82,12 @@ typedef struct mm_dnnl {
     dnnl_memory_t mem[NARG];   /* NULL where unused */
     dnnl_exec_arg_t args[NARG];
     int nargs;
-    size_t scratch_bytes;
+    size_t scratch_bytes;      /* oneDNN's scratchpad */
+    /* f16 through f32: f32 copies of a, b, an f16 bias and the output in the workspace, at
+     * byte offsets off[] after the scratchpad; numel[k] == 0 where there is no copy. */
+    int widen;
+    size_t off[4], total_bytes;
+    int64_t numel[4];
 } mm_dnnl;
 
 static void mm_release(void *state) {
@@ -88,7 +99,11 @@ static void mm_release(void *state) {
     free(s);
 }
 
-static dnnl_data_type_t dnnl_dt(ts_dtype t) { return t == TS_BF16 ? dnnl_bf16 : dnnl_f32; }
+/* f16 asks oneDNN for an f16 primitive; where it has none (oneDNN 2.6 on CPUs without
+ * AVX512_FP16) build() leaves no primitive and the op's reference kernel runs. */
+static dnnl_data_type_t dnnl_dt(ts_dtype t) {
+    return t == TS_BF16 ? dnnl_bf16 : t == TS_F16 ? dnnl_f16 : dnnl_f32;
+}
 
 /* Descriptor of operand x (rank r, stored row-major) seen as [nd-2 batch dims, rows, cols] of
  * the product: leading 1s pad it to rank nd, and trans swaps the last two dims and strides. */
@@ -123,10 +138,21 @@ static dnnl_status_t plain_md(dnnl_memory_desc_t *md, int nd, const dnnl_dims_t 
     return dnnl_memory_desc_init_by_strides(md, nd, dims, dnnl_dt(dt), strides);
 }
 
-/* Build the primitive; leaves s->prim NULL when oneDNN has no implementation for this case. */
-static ts_status build(const ts_graph *g, const ts_node *n, mm_dnnl *s) {
+/* Build the primitive; leaves s->prim NULL when oneDNN has no implementation for this case.
+ * widen: describe every 16-bit operand and the output as f32 (f16 through f32, above). */
+static ts_status build(const ts_graph *g, const ts_node *n, mm_dnnl *s, int widen) {
     const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]], *o = &g->vals[n->out[0]];
     const ts_val *c = n->nin > 2 && n->in[2] >= 0 ? &g->vals[n->in[2]] : NULL;
+    ts_val w[4];
+    if (widen) {
+        const ts_val *src[4] = {a, b, c, o};
+        for (int k = 0; k < 4; k++) {
+            if (!src[k]) continue;
+            w[k] = *src[k];
+            w[k].dtype = TS_F32;
+        }
+        a = &w[0], b = &w[1], c = c ? &w[2] : NULL, o = &w[3];
+    }
     int ta = n->attr.i[0] != 0, tb = n->attr.i[1] != 0;
     float alpha = n->attr.f[0] == 0.f ? 1.f : n->attr.f[0];
     int nd = o->ndim;
@@ -206,29 +232,67 @@ static ts_status build(const ts_graph *g, const ts_node *n, mm_dnnl *s) {
     return TS_OK;
 }
 
+static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
+
+/* Where the f32 copies of f16 through f32 go (after the scratchpad), and the total bytes. */
+static void plan_copies(const ts_graph *g, const ts_node *n, mm_dnnl *s) {
+    int vals[4] = {n->in[0], n->in[1], n->nin > 2 ? n->in[2] : -1, n->out[0]};
+    size_t at = align64(s->scratch_bytes);
+    for (int k = 0; k < 4; k++) {
+        s->numel[k] = vals[k] >= 0 && g->vals[vals[k]].dtype == TS_F16 ? ts_val_numel(&g->vals[vals[k]]) : 0;
+        s->off[k] = at;
+        at += align64(sizeof(float) * (size_t)s->numel[k]);
+    }
+    s->total_bytes = at;
+}
+
 static ts_status mm_prepare(const ts_graph *g, const ts_node *n, void **state, size_t *scratch) {
     *state = NULL;
     *scratch = 0;
     if (!dnnl_ready()) return TS_OK; /* reference kernel */
     mm_dnnl *s = calloc(1, sizeof *s);
     if (!s) return ts_err(TS_ERR_NOMEM, "op matmul: out of memory");
-    ts_status st = build(g, n, s);
+    ts_status st = build(g, n, s, 0);
+    if (st == TS_OK && !s->prim && g->vals[n->in[0]].dtype == TS_F16) {
+        mm_release(s);
+        if (!(s = calloc(1, sizeof *s))) return ts_err(TS_ERR_NOMEM, "op matmul: out of memory");
+        s->widen = 1;
+        st = build(g, n, s, 1);
+    }
     if (st != TS_OK || !s->prim) {
         mm_release(s);
         return st;
     }
+    if (s->widen) plan_copies(g, n, s);
+    else s->total_bytes = s->scratch_bytes;
     *state = s;
-    *scratch = s->scratch_bytes;
+    *scratch = s->total_bytes;
     return TS_OK;
+}
+
+/* f16 -> f32 and back (rounded to nearest even, inf beyond +-65504), n elements, in chunks
+ * shared by the threads. */
+static void widen16(const uint16_t *x, float *y, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; i += 4096) ts_f16_to_f32(x + i, y + i, (size_t)(n - i < 4096 ? n - i : 4096));
+}
+static void narrow16(const float *x, uint16_t *y, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; i += 4096) ts_f32_to_f16(x + i, y + i, (size_t)(n - i < 4096 ? n - i : 4096));
 }
 
 static ts_status mm_run(const ts_kargs *k) {
     mm_dnnl *s = k->state;
     if (!s) return ts_op_get(TS_OP_MATMUL)->kernel(k);
-    if (s->scratch_bytes > k->scratch_bytes || (s->scratch_bytes && !k->scratch))
+    if (s->total_bytes > k->scratch_bytes || (s->total_bytes && !k->scratch))
         return ts_err(TS_ERR_RUNTIME, "op matmul: the workspace has %zu bytes, oneDNN needs %zu",
-                      k->scratch_bytes, s->scratch_bytes);
+                      k->scratch_bytes, s->total_bytes);
     void *ptr[NARG] = {k->in[0], k->in[1], k->node->nin > 2 ? k->in[2] : NULL, k->out[0], k->scratch};
+    for (int i = 0; s->widen && i < 4; i++) { /* f16 through f32: ARG_SRC .. ARG_DST are 0 .. 3 */
+        if (!s->numel[i]) continue;
+        ptr[i] = (char *)k->scratch + s->off[i];
+        if (i < 3) widen16(k->in[i], ptr[i], s->numel[i]);
+    }
     for (int i = 0; i < NARG; i++) {
         if (!s->mem[i]) continue;
         dnnl_status_t st = dnnl_memory_set_data_handle(s->mem[i], ptr[i]);
@@ -238,6 +302,7 @@ static ts_status mm_run(const ts_kargs *k) {
     dnnl_status_t st = dnnl_primitive_execute(s->prim, g_stream, s->nargs, s->args);
     if (st == dnnl_success) st = dnnl_stream_wait(g_stream);
     if (st != dnnl_success) return ts_err(TS_ERR_RUNTIME, "op matmul: oneDNN execute: %s", dnnl_status2str(st));
+    if (s->widen) narrow16(ptr[ARG_DST], k->out[0], s->numel[3]);
     return TS_OK;
 }
 
