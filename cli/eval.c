@@ -90,7 +90,7 @@ double ts_cls_majority(const ts_text_dataset *train, const ts_text_dataset *test
 static ts_program *open_infer(const char *model, const ts_bert_config *cfg, int batch, int seq, int threads,
                               const char *const *fetches, int nfetch) {
     ts_program *p = NULL;
-    if (ts_bert_programs("eval", cfg, cfg->head, batch, seq, 0, threads, 0, 0, NULL, 0, NULL, fetches, nfetch, &p))
+    if (ts_bert_programs("eval", cfg, cfg->head, batch, seq, 0, threads, 0, 0, NULL, 0, NULL, fetches, nfetch, &p, NULL))
         return NULL;
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", model);

@@ -59,6 +59,7 @@ static const char *USAGE =
     "  --seed N             shuffling, split and dropout (default 42)\n"
     "  --threads N          CPU threads (default: all)\n"
     "  --bf16               bf16 matrix products (mixed precision; master weights stay f32)\n"
+    "  --fp16               fp16 matrix products with dynamic loss scaling (master weights f32)\n"
     "  --recompute          recompute each layer's forward in the backward (less memory, same result)\n"
     "  --deterministic      bit-identical runs for a seed: pins --threads (default all CPUs) and\n"
     "                       refuses --max-minutes\n"
@@ -153,12 +154,13 @@ static int run(const ft_opts *o) {
     cfg.num_labels = nl;
     cfg.head = TS_BERT_SEQ_CLASSIFICATION;
     if (o->bf16) cfg.compute_dtype = TS_BF16;
+    if (o->fp16) cfg.compute_dtype = TS_F16;
     cfg.recompute = o->recompute;
 
     rc = 1;
     const int B = o->batch;
     if (ts_bert_programs("finetune", &cfg, TS_BERT_SEQ_CLASSIFICATION, B, seq, (uint64_t)o->seed, o->threads, 1,
-                         (float)o->wd, (const char *[]){"loss"}, 1, &tp, (const char *[]){"logits"}, 1, &ip))
+                         (float)o->wd, (const char *[]){"loss"}, 1, &tp, (const char *[]){"logits"}, 1, &ip, NULL))
         goto done;
     char path[4200], vocab[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", o->model);
@@ -231,12 +233,12 @@ static int run(const ft_opts *o) {
             }
             double l = *(float *)ts_tensor_data(loss);
             ts_tensor_free(loss);
-            if (!isfinite(l)) {
+            if (!isfinite(l) && !o->fp16) { /* fp16: an overflow skips the step, lowers the scale */
                 fprintf(stderr, "\ntessera finetune: step %lld: the loss is %g; try a lower --lr\n", (long long)step + 1, l);
                 goto done;
             }
             step++;
-            loss_sum += l, loss_n++;
+            if (isfinite(l)) loss_sum += l, loss_n++;
             double now = ts_now(), rate = m / (now - t_last);
             t_last = now;
             ts_progress_step(&pr, step, l, rate);
@@ -351,6 +353,7 @@ int ts_cli_finetune(int argc, char **argv) {
         {"seed", OPT_INT, &o.seed, 0},           {"threads", OPT_INT, &o.threads, 0},
         {"bf16", OPT_FLAG, &o.bf16, 0},          {"max-minutes", OPT_FLOAT, &o.max_minutes, 0},
         {"recompute", OPT_FLAG, &o.recompute, 0}, {"deterministic", OPT_FLAG, &o.deterministic, 0},
+        {"fp16", OPT_FLAG, &o.fp16, 0},
     };
     ts_optset os;
     int rc = ts_opts_parse(&os, "finetune", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
@@ -368,6 +371,9 @@ int ts_cli_finetune(int argc, char **argv) {
             rc = 2;
         } else if (o.warmup > 1) {
             fprintf(stderr, "tessera finetune: --warmup %g is a fraction of the steps, at most 1\n", o.warmup);
+            rc = 2;
+        } else if (o.bf16 && o.fp16) {
+            fprintf(stderr, "tessera finetune: --bf16 and --fp16 exclude each other\n");
             rc = 2;
         } else if (!o.deterministic || !(rc = ts_deterministic_setup("finetune", &o.threads, o.max_minutes))) {
             rc = run_task(&o);

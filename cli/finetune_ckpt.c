@@ -36,6 +36,7 @@ static cJSON *shape_json(const ft_opts *o, const char *task, int seq, int doc_st
     cJSON_AddNumberToObject(j, "weight-decay", o->wd);
     cJSON_AddNumberToObject(j, "seed", o->seed);
     cJSON_AddNumberToObject(j, "bf16", o->bf16);
+    cJSON_AddNumberToObject(j, "fp16", o->fp16);
     cJSON_AddNumberToObject(j, "deterministic", o->deterministic);
     cJSON_AddNumberToObject(j, "threads", o->deterministic ? o->threads : 0); /* pinned, or 0 */
     cJSON_AddNumberToObject(j, "test-split", o->dev ? 0 : o->test_split);

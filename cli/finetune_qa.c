@@ -62,10 +62,11 @@ static int build(qa_run *r) {
     const ft_opts *o = r->o;
     r->cfg.head = TS_BERT_QUESTION_ANSWERING;
     if (o->bf16) r->cfg.compute_dtype = TS_BF16;
+    if (o->fp16) r->cfg.compute_dtype = TS_F16;
     r->cfg.recompute = o->recompute;
     if (ts_bert_programs("finetune", &r->cfg, TS_BERT_QUESTION_ANSWERING, o->batch, r->seq, (uint64_t)o->seed,
                          o->threads, 1, (float)o->wd, (const char *[]){"loss"}, 1, &r->tp,
-                         (const char *[]){"start_logits", "end_logits"}, 2, &r->ip))
+                         (const char *[]){"start_logits", "end_logits"}, 2, &r->ip, NULL))
         return 1;
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", o->model);
@@ -156,12 +157,12 @@ static int train(qa_run *r) {
             }
             double l = *(float *)ts_tensor_data(loss);
             ts_tensor_free(loss);
-            if (!isfinite(l)) {
+            if (!isfinite(l) && !o->fp16) {
                 fprintf(stderr, "\ntessera finetune: step %lld: the loss is %g; try a lower --lr\n", (long long)step + 1, l);
                 goto done;
             }
             step++;
-            loss_sum += l, loss_n++;
+            if (isfinite(l)) loss_sum += l, loss_n++;
             double now = ts_now(), rate = m / (now - t_last);
             t_last = now;
             ts_progress_step(&pr, step, l, rate);

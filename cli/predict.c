@@ -166,7 +166,7 @@ int ts_cli_predict(int argc, char **argv) {
         goto done;
     }
     if (ts_bert_programs("predict", &cfg, TS_BERT_SEQ_CLASSIFICATION, batch, pr.seq, 0, threads, 0, 0, NULL, 0, NULL,
-                         (const char *[]){"logits"}, 1, &pr.p))
+                         (const char *[]){"logits"}, 1, &pr.p, NULL))
         goto done;
     char path[4200], where[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", model);

@@ -108,7 +108,7 @@ int ts_predict_qa(const char *model, const ts_bert_config *cfg, const ts_model_m
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", model);
     if (ts_bert_programs("predict", cfg, TS_BERT_QUESTION_ANSWERING, batch, seq, 0, threads, 0, 0, NULL, 0, NULL,
-                         (const char *[]){"start_logits", "end_logits"}, 2, &p))
+                         (const char *[]){"start_logits", "end_logits"}, 2, &p, NULL))
         goto done;
     if (ts_program_load(p, path, 1, NULL) != TS_OK) {
         fprintf(stderr, "tessera predict: %s\n", ts_last_error());

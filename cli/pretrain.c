@@ -24,6 +24,11 @@ static const char *USAGE =
     "            --lr 5e-4 (peak; linear warm-up over --warmup 0.05 of the run, then linear decay)\n"
     "            --weight-decay 0.01  --seed 0  --wwm (whole-word masking)  --mask-prob 0.15\n"
     "            --threads N  --bf16 (bf16 matrix products, f32 master weights)\n"
+    "            --fp16 (fp16 matrix products with dynamic loss scaling, f32 master weights)\n"
+    "            --accumulation N (micro-batches of --batch per optimizer step, default 1: the\n"
+    "            effective batch is batch x N; --max-steps counts optimizer steps)\n"
+    "            --device-iterations K (optimizer steps per call into the compiled program,\n"
+    "            default 1; --max-steps, --save-every, --eval-every, --stop-after: multiples of K)\n"
     "            --recompute (recompute each layer's forward in the backward: less memory, same result)\n"
     "            --deterministic (bit-identical runs for a seed: pins --threads, default all CPUs,\n"
     "            and refuses --max-minutes)\n"
@@ -49,6 +54,7 @@ typedef struct pt_opts {
     ts_strlist corpus;
     int layers, hidden, heads, inter, max_len, batch, max_steps, seed, save_every, eval_every, eval_batches;
     int threads, wwm, bf16, keep, stop_after, recompute, deterministic;
+    int fp16, accumulation, device_iterations;
     const char *resume;
     double max_minutes, lr, warmup, wd, dropout, mask_prob;
 } pt_opts;
@@ -220,7 +226,10 @@ static int run(const pt_opts *o) {
     cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = (float)o->dropout;
     cfg.head = TS_BERT_PRETRAINING;
     if (o->bf16) cfg.compute_dtype = TS_BF16;
+    if (o->fp16) cfg.compute_dtype = TS_F16;
     cfg.recompute = o->recompute;
+    const int N = o->accumulation, K = o->device_iterations, S = N * K; /* S batches per call */
+    ts_train_loop loop = {.accumulation = N, .device_iterations = S};
     if (o->hidden % o->heads) {
         fprintf(stderr, "tessera pretrain: --hidden %d is not a multiple of --heads %d\n", o->hidden, o->heads);
         ts_tokenizer_free(tok);
@@ -266,13 +275,14 @@ static int run(const pt_opts *o) {
     if (ts_bert_programs("pretrain", &cfg, TS_BERT_PRETRAINING, o->batch, o->max_len, (uint64_t)o->seed, o->threads,
                          1, (float)o->wd, (const char *[]){"loss", "mlm_loss", "nsp_loss"}, 3, &tp,
                          (const char *[]){"prediction_logits", "seq_relationship_logits", "mlm_loss"}, 3,
-                         held.n ? &ip : NULL))
+                         held.n ? &ip : NULL, &loop))
         goto done;
     pt_shape shape = {.layers = o->layers, .hidden = o->hidden, .heads = o->heads, .inter = o->inter,
                       .max_len = o->max_len, .batch = o->batch, .seed = o->seed, .wwm = o->wwm, .bf16 = o->bf16,
                       .vocab_size = cfg.vocab_size, .max_steps = o->max_steps, .lr = o->lr, .warmup = o->warmup,
                       .wd = o->wd, .dropout = o->dropout, .mask_prob = o->mask_prob,
-                      .deterministic = o->deterministic, .threads = o->deterministic ? o->threads : 0};
+                      .deterministic = o->deterministic, .threads = o->deterministic ? o->threads : 0,
+                      .fp16 = o->fp16, .accumulation = N};
     int64_t step = 0;
     if (o->resume) {
         char ckpt[4300];
@@ -281,12 +291,18 @@ static int run(const pt_opts *o) {
             goto done;
         rc = 1;
         printf("tessera pretrain: resuming from %s at step %lld\n", ckpt, (long long)step);
+        if (step % K) {
+            fprintf(stderr, "tessera pretrain: --resume at step %lld: not a multiple of --device-iterations %d\n",
+                    (long long)step, K);
+            rc = 2;
+            goto done;
+        }
     }
     const int64_t step0 = step;
     if (!(metrics = o->resume ? ts_metrics_append(o->out, "pretrain") : ts_metrics_open(o->out, "pretrain")))
         goto done;
-    lr_t = ts_tensor_new(TS_F32, 0, NULL);
-    if (!lr_t || !ts_batch_buf_init(&bb, o->batch, o->max_len, 2)) {
+    lr_t = S > 1 ? ts_tensor_new(TS_F32, 1, (const int64_t[]){S}) : ts_tensor_new(TS_F32, 0, NULL);
+    if (!lr_t || !ts_batch_buf_init_slices(&bb, o->batch, o->max_len, 2, S)) {
         fprintf(stderr, "tessera pretrain: out of memory\n");
         goto done;
     }
@@ -296,7 +312,11 @@ static int run(const pt_opts *o) {
     printf("tessera pretrain: BERT %d layers x %d hidden, %d heads, FFN %d, vocab %d, %.1f M parameters; "
            "batch %d x %d tokens, up to %d steps%s, lr %g%s\n",
            o->layers, o->hidden, o->heads, o->inter, cfg.vocab_size, mem.params / 4e6, o->batch, o->max_len,
-           o->max_steps, max_s > 0 ? " or the time limit" : "", o->lr, o->bf16 ? ", bf16 compute" : "");
+           o->max_steps, max_s > 0 ? " or the time limit" : "", o->lr,
+           o->bf16 ? ", bf16 compute" : o->fp16 ? ", fp16 compute with loss scaling" : "");
+    if (N > 1 || K > 1)
+        printf("tessera pretrain: %d micro-batch%s of %d per step (effective batch %d), %d step%s per program call\n",
+               N, N == 1 ? "" : "es", o->batch, N * o->batch, K, K == 1 ? "" : "s");
     printf("tessera pretrain: held-out set: %d batches of %d sequences\n", held.n, o->batch);
 
     ts_progress pr;
@@ -306,8 +326,18 @@ static int run(const pt_opts *o) {
     const char *vocab_copy = o->vocab;
     ts_model_meta meta = {.max_len = o->max_len, .lowercase = 1};
     while (step < o->max_steps && !(max_s > 0 && ts_now() - pr.t0 >= max_s)) {
-        int rows = 0;
-        ts_status st = ts_pretrain_next(reader, &bb.b, &rows);
+        /* one program call: K optimizer steps of N micro-batches each, S = K N batches */
+        int rows = 0, dry = 0;
+        ts_status st = TS_OK;
+        for (int k = 0; k < S && st == TS_OK && !dry; k++) {
+            int r = 0;
+            ts_batch_buf_slice(&bb, k);
+            st = ts_pretrain_next(reader, &bb.b, &r);
+            rows += r;
+            dry = st == TS_OK && r == 0; /* cannot happen with endless epochs, but be safe */
+        }
+        ts_batch_buf_slice(&bb, 0);
+        if (dry) break;
         if (st != TS_OK && strstr(ts_last_error(), "no sentence pair")) { /* name the user's files */
             fprintf(stderr, "tessera pretrain: the corpus (%s%s) holds no sentence pairs: it needs documents of two "
                             "or more sentences (one a line), or two or more documents (blank lines between)\n",
@@ -319,45 +349,66 @@ static int run(const pt_opts *o) {
             fprintf(stderr, "\ntessera pretrain: %s\n", ts_last_error());
             goto done;
         }
-        if (rows == 0) break; /* cannot happen with endless epochs, but be safe */
         /* The schedule follows whichever limit is nearer: steps or time. */
-        double frac = (double)step / o->max_steps;
-        if (max_s > 0 && (ts_now() - pr.t0) / max_s > frac) frac = (ts_now() - pr.t0) / max_s;
-        float lr = ts_lr_at((float)o->lr, (int64_t)(frac * 1e6), (int64_t)(o->warmup * 1e6), 1000000);
-        *(float *)ts_tensor_data(lr_t) = lr;
-        ts_tensor *loss = NULL, *ml = NULL, *nl = NULL;
+        float lrs[64]; /* per step of this call (K <= 64) */
+        for (int j = 0; j < K; j++) {
+            double frac = (double)(step + j) / o->max_steps;
+            if (max_s > 0 && (ts_now() - pr.t0) / max_s > frac) frac = (ts_now() - pr.t0) / max_s;
+            lrs[j] = ts_lr_at((float)o->lr, (int64_t)(frac * 1e6), (int64_t)(o->warmup * 1e6), 1000000);
+            for (int n = 0; n < N; n++) ((float *)ts_tensor_data(lr_t))[j * N + n] = lrs[j];
+        }
+        ts_tensor *loss = NULL, *ml = NULL, *nl = NULL, *scale = NULL, *skipped = NULL;
         if ((st = ts_batch_buf_feed(&bb, tp, 1)) || (st = ts_program_feed(tp, "lr", lr_t)) || (st = ts_program_run(tp)) ||
             (st = ts_program_fetch(tp, "loss", &loss)) || (st = ts_program_fetch(tp, "mlm_loss", &ml)) ||
-            (st = ts_program_fetch(tp, "nsp_loss", &nl))) {
+            (st = ts_program_fetch(tp, "nsp_loss", &nl)) ||
+            (o->fp16 && ((st = ts_program_fetch(tp, "optimizer@LOSS_SCALE", &scale)) ||
+                         (st = ts_program_fetch(tp, "optimizer@SKIPPED_STEPS", &skipped))))) {
             fprintf(stderr, "\ntessera pretrain: step %lld: %s\n", (long long)step + 1, ts_last_error());
-            ts_tensor_free(loss), ts_tensor_free(ml), ts_tensor_free(nl);
+            ts_tensor_free(loss), ts_tensor_free(ml), ts_tensor_free(nl), ts_tensor_free(scale), ts_tensor_free(skipped);
             goto done;
         }
-        double l = *(float *)ts_tensor_data(loss), lm = *(float *)ts_tensor_data(ml), ln = *(float *)ts_tensor_data(nl);
-        ts_tensor_free(loss), ts_tensor_free(ml), ts_tensor_free(nl);
-        if (!isfinite(l)) {
-            fprintf(stderr, "\ntessera pretrain: step %lld: the loss is %g; try a lower --lr\n", (long long)step + 1, l);
-            goto done;
-        }
-        step++;
-        sum += l, sum_mlm += lm, sum_nsp += ln, n_sum++;
-        double now = ts_now(), rate = rows / (now - t_last);
+        double now = ts_now(), rate = rows / (now - t_last), l = 0;
         t_last = now;
-        ts_progress_step(&pr, step, l, rate);
-        ts_metrics_write(metrics,
-                         "\"step\": %lld, \"time_s\": %.2f, \"loss\": %.6f, \"mlm_loss\": %.6f, \"nsp_loss\": %.6f, "
-                         "\"lr\": %.6g, \"seq_per_s\": %.2f",
-                         (long long)step, now - pr.t0, l, lm, ln, lr, rate);
+        for (int j = 0; j < K; j++) {
+            double lm = 0, ln = 0;
+            l = 0;
+            for (int n = 0; n < N; n++) { /* the step's loss: the mean over its micro-batches */
+                l += ((float *)ts_tensor_data(loss))[j * N + n] / N;
+                lm += ((float *)ts_tensor_data(ml))[j * N + n] / N;
+                ln += ((float *)ts_tensor_data(nl))[j * N + n] / N;
+            }
+            if (!isfinite(l) && !o->fp16) { /* with fp16 an overflow skips the step and lowers the scale */
+                fprintf(stderr, "\ntessera pretrain: step %lld: the loss is %g; try a lower --lr\n", (long long)step + 1, l);
+                ts_tensor_free(loss), ts_tensor_free(ml), ts_tensor_free(nl), ts_tensor_free(scale), ts_tensor_free(skipped);
+                goto done;
+            }
+            step++;
+            if (isfinite(l)) sum += l, sum_mlm += lm, sum_nsp += ln, n_sum++;
+            ts_progress_step(&pr, step, l, rate);
+            if (o->fp16)
+                ts_metrics_write(metrics,
+                                 "\"step\": %lld, \"time_s\": %.2f, \"loss\": %.6f, \"mlm_loss\": %.6f, \"nsp_loss\": %.6f, "
+                                 "\"lr\": %.6g, \"seq_per_s\": %.2f, \"loss_scale\": %g, \"skipped_steps\": %g",
+                                 (long long)step, now - pr.t0, l, lm, ln, lrs[j], rate,
+                                 (double)*(float *)ts_tensor_data(scale), (double)*(float *)ts_tensor_data(skipped));
+            else
+                ts_metrics_write(metrics,
+                                 "\"step\": %lld, \"time_s\": %.2f, \"loss\": %.6f, \"mlm_loss\": %.6f, \"nsp_loss\": %.6f, "
+                                 "\"lr\": %.6g, \"seq_per_s\": %.2f",
+                                 (long long)step, now - pr.t0, l, lm, ln, lrs[j], rate);
+        }
+        ts_tensor_free(loss), ts_tensor_free(ml), ts_tensor_free(nl), ts_tensor_free(scale), ts_tensor_free(skipped);
         int last = step >= o->max_steps || (max_s > 0 && now - pr.t0 >= max_s);
         if (held.n && (step % o->eval_every == 0 || last)) {
             if (ts_program_copy_params(ip, tp) < 0 || evaluate(ip, &held, &acc, &nacc, &eloss) != TS_OK) {
                 fprintf(stderr, "\ntessera pretrain: evaluating: %s\n", ts_last_error());
                 goto done;
             }
+            double ns = n_sum ? (double)n_sum : NAN;
             ts_progress_print(&pr,
                               "step %lld: train loss %.4f (mlm %.4f, nsp %.4f); held-out MLM accuracy %.2f%%, "
                               "MLM loss %.4f, NSP accuracy %.2f%%; %.0f s\n",
-                              (long long)step, sum / n_sum, sum_mlm / n_sum, sum_nsp / n_sum, 100 * acc, eloss,
+                              (long long)step, sum / ns, sum_mlm / ns, sum_nsp / ns, 100 * acc, eloss,
                               100 * nacc, now - pr.t0);
             ts_metrics_write(metrics,
                              "\"step\": %lld, \"heldout_mlm_accuracy\": %.6f, \"heldout_mlm_loss\": %.6f, "
@@ -382,7 +433,7 @@ static int run(const pt_opts *o) {
     if (ts_model_dir_save("pretrain", o->out, tp, &cfg, "BertForPreTraining", vocab_copy, &meta)) goto done;
     double el = ts_now() - pr.t0;
     ts_progress_print(&pr, "tessera pretrain: %lld steps in %.0f s (%.1f seq/s)", (long long)(step - step0), el,
-                      (double)(step - step0) * o->batch / (el > 0 ? el : 1));
+                      (double)(step - step0) * o->batch * N / (el > 0 ? el : 1));
     if (step0) printf(", steps %lld to %lld", (long long)step0 + 1, (long long)step);
     if (acc >= 0) printf("; held-out MLM accuracy %.2f%%, NSP accuracy %.2f%%", 100 * acc, 100 * nacc);
     printf("; wrote %s\n", o->out);
@@ -404,7 +455,7 @@ done:
 int ts_cli_pretrain(int argc, char **argv) {
     pt_opts o = {.layers = 4, .hidden = 256, .heads = 4, .inter = 1024, .max_len = 128, .batch = 32,
                  .max_steps = 1000, .eval_every = 100, .eval_batches = 4, .lr = 5e-4, .warmup = 0.05, .wd = 0.01,
-                 .dropout = 0.1, .mask_prob = 0.15, .keep = 3};
+                 .dropout = 0.1, .mask_prob = 0.15, .keep = 3, .accumulation = 1, .device_iterations = 1};
     const ts_opt opts[] = {
         {"vocab", OPT_STR, &o.vocab, 0},           {"corpus", OPT_LIST, &o.corpus, 0},
         {"out", OPT_STR, &o.out, 0},               {"layers", OPT_INT, &o.layers, 1},
@@ -420,6 +471,8 @@ int ts_cli_pretrain(int argc, char **argv) {
         {"bf16", OPT_FLAG, &o.bf16, 0},            {"keep", OPT_INT, &o.keep, 1},
         {"resume", OPT_STR, &o.resume, 0},         {"stop-after", OPT_INT, &o.stop_after, 1},
         {"recompute", OPT_FLAG, &o.recompute, 0},  {"deterministic", OPT_FLAG, &o.deterministic, 0},
+        {"fp16", OPT_FLAG, &o.fp16, 0},            {"accumulation", OPT_INT, &o.accumulation, 1},
+        {"device-iterations", OPT_INT, &o.device_iterations, 1},
     };
     ts_optset os;
     int rc = ts_opts_parse(&os, "pretrain", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
@@ -434,6 +487,17 @@ int ts_cli_pretrain(int argc, char **argv) {
             fprintf(stderr, "tessera pretrain: %s is required\n(tessera pretrain --help shows the usage)\n", missing);
         else if (o.warmup > 1 || o.dropout >= 1 || o.mask_prob <= 0 || o.mask_prob >= 1)
             fprintf(stderr, "tessera pretrain: --warmup must be at most 1, --dropout below 1, --mask-prob in (0, 1)\n");
+        else if (o.bf16 && o.fp16)
+            fprintf(stderr, "tessera pretrain: --bf16 and --fp16 exclude each other\n");
+        else if (o.device_iterations > 64 || o.accumulation > 4096)
+            fprintf(stderr, "tessera pretrain: --device-iterations %d is above 64 or --accumulation %d above 4096\n",
+                    o.device_iterations, o.accumulation);
+        else if (o.device_iterations > 1 &&
+                 (o.max_steps % o.device_iterations || o.save_every % o.device_iterations ||
+                  o.eval_every % o.device_iterations || o.stop_after % o.device_iterations))
+            fprintf(stderr, "tessera pretrain: --max-steps %d, --save-every %d, --eval-every %d and --stop-after %d must "
+                            "be multiples of --device-iterations %d (each call into the program runs that many steps)\n",
+                    o.max_steps, o.save_every, o.eval_every, o.stop_after, o.device_iterations);
         else if (!o.deterministic || !(rc = ts_deterministic_setup("pretrain", &o.threads, o.max_minutes)))
             rc = run(&o);
     }

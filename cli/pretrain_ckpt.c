@@ -32,7 +32,8 @@ static const shape_field FIELDS[] = {
     SI("max-len", max_len), SI("batch", batch), SI("seed", seed), SI("wwm", wwm), SI("bf16", bf16),
     SI("vocab size", vocab_size), SI("max-steps", max_steps), SD("lr", lr), SD("warmup", warmup),
     SD("weight-decay", wd), SD("dropout", dropout), SD("mask-prob", mask_prob),
-    SI("deterministic", deterministic), SI("threads", threads),
+    SI("deterministic", deterministic), SI("threads", threads), SI("fp16", fp16),
+    SI("accumulation", accumulation),
 };
 #define NFIELDS ((int)(sizeof FIELDS / sizeof *FIELDS))
 
@@ -194,7 +195,8 @@ int pt_ckpt_load(const char *path, ts_program *p, ts_pretrain_reader *r, const p
     rs.next = (int64_t)get_u64(rd, "next", &bad);
     rs.served = get_u64(rd, "served", &bad);
     *step = (int64_t)get_u64(j, "step", &bad);
-    if (bad || (uint64_t)*step != ts_program_step(p)) {
+    /* the program counts runs: one per micro-batch */
+    if (bad || (uint64_t)*step * (uint64_t)(shape->accumulation > 0 ? shape->accumulation : 1) != ts_program_step(p)) {
         fprintf(stderr, "tessera pretrain: --resume %s: trainer.json's step or reader state is malformed\n", path);
         goto done;
     }

@@ -334,7 +334,7 @@ int ts_deterministic_setup(const char *cmd, int *threads, double max_minutes) {
 int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq,
                      uint64_t seed, int threads, int train, float wd, const char *const *train_fetches,
                      int ntrain_fetches, ts_program **train_p, const char *const *infer_fetches,
-                     int ninfer_fetches, ts_program **infer_p) {
+                     int ninfer_fetches, ts_program **infer_p, const ts_train_loop *loop) {
     if (train_p) *train_p = NULL;
     if (infer_p) *infer_p = NULL;
     ts_graph *g = ts_graph_new();
@@ -349,12 +349,18 @@ int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head he
     if (train) {
         ts_value lr = ts_input(g, "lr", TS_F32, 0, NULL);
         what = "adding the backward pass";
-        if (ts_backward(g, out.loss) != TS_OK) goto fail;
+        if ((cfg->compute_dtype == TS_F16 ? ts_backward_scaled(g, out.loss, NULL) : ts_backward(g, out.loss)) != TS_OK)
+            goto fail;
         what = "adding the optimizer";
-        if (ts_adamw(g, lr, 0.9f, 0.999f, 1e-6f, wd) != TS_OK) goto fail;
+        ts_optim_opts oo = ts_optim_defaults(TS_OPTIM_ADAMW);
+        oo.eps = 1e-6f;
+        oo.weight_decay = wd;
+        oo.accumulation_steps = loop ? loop->accumulation : 1;
+        if (ts_optimizer(g, lr, &oo) != TS_OK) goto fail;
         what = "compiling the training program";
         *train_p = ts_compile(g, &(ts_compile_opts){.num_threads = threads, .nfetch = ntrain_fetches,
-                                                    .fetches = train_fetches});
+                                                    .fetches = train_fetches,
+                                                    .device_iterations = loop ? loop->device_iterations : 1});
         if (!*train_p) goto fail;
     }
     if (infer_p) {
@@ -373,26 +379,42 @@ fail:
 }
 
 int ts_batch_buf_init(ts_batch_buf *bb, int batch, int seq, int labels_rank) {
+    return ts_batch_buf_init_slices(bb, batch, seq, labels_rank, 1);
+}
+
+int ts_batch_buf_init_slices(ts_batch_buf *bb, int batch, int seq, int labels_rank, int slices) {
     memset(bb, 0, sizeof *bb);
-    const int64_t bt[2] = {batch, seq}, b1[1] = {batch};
-    bb->ids = ts_tensor_new(TS_I32, 2, bt);
-    bb->types = ts_tensor_new(TS_I32, 2, bt);
-    bb->mask = ts_tensor_new(TS_I32, 2, bt);
-    if (labels_rank == 1) bb->labels = ts_tensor_new(TS_I32, 1, b1);
+    /* [S, B, T] and [S, B] with S slices, [B, T] and [B] with one */
+    int lead = slices > 1, n = lead ? 3 : 2;
+    const int64_t bt[3] = {slices, batch, seq};
+    const int64_t *sbt = bt + !lead;
+    bb->slices = slices;
+    bb->batch = batch;
+    bb->seq = seq;
+    bb->ids = ts_tensor_new(TS_I32, n, sbt);
+    bb->types = ts_tensor_new(TS_I32, n, sbt);
+    bb->mask = ts_tensor_new(TS_I32, n, sbt);
+    if (labels_rank == 1) bb->labels = ts_tensor_new(TS_I32, n - 1, sbt);
     if (labels_rank == 2) {
-        bb->labels = ts_tensor_new(TS_I32, 2, bt);
-        bb->nsp = ts_tensor_new(TS_I32, 1, b1);
+        bb->labels = ts_tensor_new(TS_I32, n, sbt);
+        bb->nsp = ts_tensor_new(TS_I32, n - 1, sbt);
     }
     if (!bb->ids || !bb->types || !bb->mask || (labels_rank && !bb->labels) || (labels_rank == 2 && !bb->nsp)) {
         ts_batch_buf_free(bb);
         return 0;
     }
-    bb->b.input_ids = ts_tensor_data(bb->ids);
-    bb->b.token_type_ids = ts_tensor_data(bb->types);
-    bb->b.attention_mask = ts_tensor_data(bb->mask);
-    if (bb->labels) bb->b.labels = ts_tensor_data(bb->labels);
-    if (bb->nsp) bb->b.next_sentence_label = ts_tensor_data(bb->nsp);
+    ts_batch_buf_slice(bb, 0);
     return 1;
+}
+
+void ts_batch_buf_slice(ts_batch_buf *bb, int k) {
+    size_t bt = (size_t)k * (size_t)bb->batch * (size_t)bb->seq, b = (size_t)k * (size_t)bb->batch;
+    bb->b.input_ids = (int32_t *)ts_tensor_data(bb->ids) + bt;
+    bb->b.token_type_ids = (int32_t *)ts_tensor_data(bb->types) + bt;
+    bb->b.attention_mask = (int32_t *)ts_tensor_data(bb->mask) + bt;
+    if (bb->labels) /* [.., B, T] for pretraining (with nsp), [.., B] for classification */
+        bb->b.labels = (int32_t *)ts_tensor_data(bb->labels) + (bb->nsp ? bt : b);
+    if (bb->nsp) bb->b.next_sentence_label = (int32_t *)ts_tensor_data(bb->nsp) + b;
 }
 
 void ts_batch_buf_free(ts_batch_buf *bb) {

@@ -114,24 +114,42 @@ int ts_model_dir_save(const char *cmd, const char *dir, const ts_program *p, con
  * file) and returns NULL on failure. */
 ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config *cfg, ts_model_meta *meta);
 
+/* How the training program runs its steps (NULL: one batch per step and per call).
+ *   accumulation       micro-batches per optimizer step (ts_optim_opts.accumulation_steps)
+ *   device_iterations  runs per ts_program_run (ts_compile_opts.device_iterations): every input,
+ *                      "lr" too, is then fed [device_iterations, ...]
+ * With cfg->compute_dtype TS_F16 the training program also scales the loss dynamically
+ * (ts_backward_scaled, GradScaler's defaults), as fp16 training needs. */
+typedef struct ts_train_loop {
+    int accumulation, device_iterations;
+} ts_train_loop;
+
 /* Build BERT with a head for batch x seq into a new graph; when `train`, add backward and AdamW
  * (lr fed as the input "lr", weight decay wd) and compile a training program fetching
- * train_fetches, else leave *train_p NULL. An inference program fetching infer_fetches is always
- * compiled (into *infer_p, which may be NULL to skip it). Prints the error and returns nonzero
- * on failure. */
+ * train_fetches (run as `loop` says), else leave *train_p NULL. An inference program fetching
+ * infer_fetches is always compiled (into *infer_p, which may be NULL to skip it). Prints the
+ * error and returns nonzero on failure. */
 int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq,
                      uint64_t seed, int threads, int train, float wd, const char *const *train_fetches,
                      int ntrain_fetches, ts_program **train_p, const char *const *infer_fetches,
-                     int ninfer_fetches, ts_program **infer_p);
+                     int ninfer_fetches, ts_program **infer_p,
+                     const ts_train_loop *loop);
 
-/* The three int32 [B, T] inputs and the label tensors of a batch, with a ts_batch over them. */
+/* The three int32 [B, T] inputs and the label tensors of a batch, with a ts_batch over them;
+ * or, for a program with device iterations, S such batches as [S, B, T] tensors, b pointing
+ * into slice k (ts_batch_buf_slice). */
 typedef struct ts_batch_buf {
     ts_tensor *ids, *types, *mask, *labels, *nsp;
     ts_batch b;
+    int slices, batch, seq;
 } ts_batch_buf;
 
 /* labels_rank: 0 none, 1 [B] (classification), 2 [B, T] (+ next_sentence_label [B]). */
 int ts_batch_buf_init(ts_batch_buf *bb, int batch, int seq, int labels_rank);
+/* The same with `slices` batches (> 1: tensors [slices, B, T], [slices, B]); b at slice 0. */
+int ts_batch_buf_init_slices(ts_batch_buf *bb, int batch, int seq, int labels_rank, int slices);
+/* Point bb->b at slice k. */
+void ts_batch_buf_slice(ts_batch_buf *bb, int k);
 void ts_batch_buf_free(ts_batch_buf *bb);
 /* Feed input_ids, token_type_ids, attention_mask (and labels, next_sentence_label when
  * with_labels and present). */

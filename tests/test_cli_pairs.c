@@ -93,6 +93,14 @@ static void test_pairs(void) {
     rc = tessera(NULL, "eval --model ftj --data pairs.jsonl --threads 1");
     CHECK_RAN(rc, 0);
     CHECK(eval_accuracy() >= 90, "eval on the JSONL pairs: %s", out_text);
+
+    /* the same with fp16 matrix products (loss scaling) and recomputation */
+    rc = tessera(NULL, "finetune --model pre --train pairs.jsonl --text-b-column text_b --out ftf --test-split 0.25 "
+                       "--epochs 15 --batch 8 --max-len 24 --lr 2e-3 --threads 1 --fp16 --recompute");
+    CHECK_RAN(rc, 0);
+    ta = strstr(out_text, "tessera finetune: test accuracy ");
+    tacc = ta ? atof(ta + strlen("tessera finetune: test accuracy ")) : -1;
+    CHECK(tacc >= 80, "JSONL pairs, --fp16 --recompute: held-out accuracy %.2f%% (want >= 80): %s", tacc, out_text);
 }
 
 /* finetune --stop-after N, then --resume: the same model, bit for bit, as one run. */

@@ -8,7 +8,9 @@
  * bounds the checkpoints kept; resuming with other options or a changed corpus is refused.
  * --deterministic: two runs on 2 threads give the same losses and a byte-identical model, and
  * so does a third with --recompute; the flag refuses --max-minutes, and a resume on another
- * thread count is refused.
+ * thread count is refused. --accumulation 4 run as 4 device iterations per call (and 2 steps of
+ * them per call) ends with the same model as one call per micro-batch, also when resumed; --fp16
+ * logs its loss scale; bad combinations of these flags are refused, naming them.
  */
 #include <fcntl.h>
 
@@ -182,6 +184,44 @@ static void test_deterministic(void) {
     CHECK(strstr(err_text, "--deterministic"), "the refusal does not name --deterministic: %s", err_text);
 }
 
+static void test_accumulation(void) {
+    const char *run = "--vocab vocab.txt --corpus corpus.txt --layers 2 --hidden 32 --heads 2 --intermediate 64 "
+                      "--max-len 32 --batch 2 --accumulation 4 --max-steps 8 --eval-every 4 --eval-batches 1 "
+                      "--threads 1";
+    int rc = tessera(NULL, "pretrain %s --out g1", run);
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "4 micro-batches of 2 per step (effective batch 8)"), "no accumulation line: %s", out_text);
+    rc = tessera(NULL, "pretrain %s --device-iterations 2 --out g2", run);
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "2 steps per program call"), "no device-iterations line: %s", out_text);
+    CHECK(same_model("g1", "g2"), "2 device iterations per call changed the parameters");
+    char l1[2048], l2[2048];
+    losses("g1", l1, sizeof l1);
+    losses("g2", l2, sizeof l2);
+    CHECK(strlen(l1) > 40 && strcmp(l1, l2) == 0, "device iterations logged other losses:\n%s\n%s", l1, l2);
+    /* stopped after 4 steps (one call of 2 steps x 4 micro-batches, twice) and resumed */
+    rc = tessera(NULL, "pretrain %s --device-iterations 2 --out g3 --save-every 4 --stop-after 4", run);
+    CHECK_RAN(rc, 0);
+    rc = tessera(NULL, "pretrain %s --accumulation 2 --resume g3", run);
+    CHECK_FAILS(rc, "was made with --accumulation 4, not 2");
+    rc = tessera(NULL, "pretrain %s --device-iterations 2 --resume g3", run);
+    CHECK_RAN(rc, 0);
+    CHECK(same_model("g1", "g3"), "accumulation with device iterations, stopped and resumed: other parameters");
+    /* fp16 with loss scaling logs the scale and the skipped steps */
+    rc = tessera(NULL, "pretrain %s --fp16 --out g4", run);
+    CHECK_RAN(rc, 0);
+    static char m[1 << 16];
+    read_into("g4/metrics.jsonl", m, sizeof m);
+    CHECK(strstr(m, "\"loss_scale\": 65536") && strstr(m, "\"skipped_steps\": 0"), "fp16 metrics: %.300s", m);
+    CHECK(strstr(out_text, "fp16 compute with loss scaling"), "fp16 not reported: %s", out_text);
+    rc = tessera(NULL, "pretrain %s --device-iterations 3 --out g5", run);
+    CHECK_FAILS(rc, "multiples of --device-iterations 3");
+    rc = tessera(NULL, "pretrain %s --bf16 --fp16 --out g5", run);
+    CHECK_FAILS(rc, "--bf16 and --fp16");
+    rc = tessera(NULL, "pretrain %s --accumulation 0 --out g5", run);
+    CHECK_FAILS(rc, "--accumulation");
+}
+
 static void test_bad_resume(void) {
     int rc = tessera(NULL, "pretrain %s --hidden 64 --heads 2 --resume b", MODEL);
     CHECK_FAILS(rc, "was made with --hidden 32, not 64");
@@ -203,6 +243,7 @@ int main(void) {
     RUN(test_stop_and_resume);
     RUN(test_kill_and_resume);
     RUN(test_deterministic);
+    RUN(test_accumulation);
     RUN(test_bad_resume);
     cli_cleanup("test_cli_resume");
     return tu_finish("test_cli_resume");
