@@ -16,12 +16,14 @@
  * tessera runs twice, as configured and with per-layer recomputation (ts_bert_config.recompute),
  * unless --recompute asks for that alone; the ratio to PyTorch is of the first.
  * Usage: train_memory [--steps N (3)] [--layers L (12)] [--recompute] [--bf16] [--tessera-only]
- * Threads: OMP_NUM_THREADS for both (PyTorch reads it too).
+ * Threads: OMP_NUM_THREADS, or every CPU; PyTorch is given the same count (torch.set_num_threads:
+ * its own default counts physical cores, 1 on this machine's 2 vCPUs).
  */
 #include "tessera.h"
 
 #include <errno.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,11 +152,12 @@ static void run_tessera(void *a) {
 }
 static void run_torch(void *a) {
     targs *t = a;
-    char steps[16], layers[16];
+    char steps[16], layers[16], threads[16];
     snprintf(steps, sizeof steps, "%d", t->steps);
     snprintf(layers, sizeof layers, "%d", t->layers);
+    snprintf(threads, sizeof threads, "%d", omp_get_max_threads()); /* tessera's count */
     execl("/usr/bin/python3", "python3", TS_SOURCE_DIR "/tools/torch_bert_train.py", "--steps", steps,
-          "--layers", layers, (char *)NULL);
+          "--layers", layers, "--threads", threads, (char *)NULL);
     fprintf(stderr, "train_memory: cannot run /usr/bin/python3: %s\n", strerror(errno));
     _exit(127);
 }

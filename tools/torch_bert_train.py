@@ -10,6 +10,7 @@ token ids (every sequence full length, no padding), 15% of positions carry MLM l
 -100. The optimizer is torch.optim.AdamW (lr 1e-4, weight decay 0.01), f32, dropout 0.1.
 
 Usage: /usr/bin/python3 tools/torch_bert_train.py [--steps N] [--batch B] [--seq T] [--layers L]
+                                                  [--threads N]
 Prints one JSON line: {"steps": N, "step_s": [...], "loss": [...], "threads": n}. Peak resident
 memory is measured by the caller (wait4's ru_maxrss), so both frameworks are measured alike.
 Needs Debian's python3-torch.
@@ -76,16 +77,28 @@ class BertForPreTraining(nn.Module):
         return mlm + F.cross_entropy(self.nsp(pooled), nsp_label)
 
 
+def init_weights(m):
+    """transformers' BertPreTrainedModel._init_weights: N(0, 0.02) weights, zero biases."""
+    if isinstance(m, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(m.weight, std=0.02)
+    if isinstance(m, nn.Linear) and m.bias is not None:
+        nn.init.zeros_(m.bias)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--threads", type=int, default=0, help="0: PyTorch's default (physical cores)")
     a = ap.parse_args()
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     vocab = 30522
     model = BertForPreTraining(vocab, 768, a.layers, 12, 3072, 512, 0.1)
+    model.apply(init_weights)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(0, vocab, (a.batch, a.seq), generator=g)
