@@ -497,7 +497,17 @@ static ts_status infer_sum_to(ts_graph *g, ts_node *n) {
     return TS_OK;
 }
 /* out[j] = sum of x over every element that broadcasts onto j. Parallel over output columns when
- * the reduced dims all lead (the bias-gradient case [R, C] -> [C]); serial otherwise. */
+ * the reduced dims all lead (the bias-gradient case [R, C] -> [C]): each thread sums a block of
+ * columns row by row (contiguous, vectorised), every column's rows in order 0 .. R-1, so the
+ * result does not depend on the thread count. Serial otherwise. */
+__attribute__((target_clones("avx512f", "default")))
+static void sum_rows_block(const float *X, int64_t R, int64_t ld, int64_t nj, float *O) {
+    float s[256];
+    for (int64_t j = 0; j < nj; j++) s[j] = 0.f;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < nj; j++) s[j] += X[r * ld + j];
+    for (int64_t j = 0; j < nj; j++) O[j] = s[j];
+}
 static ts_status sum_to_kernel(const ts_kargs *k) {
     const ts_val *x = &k->g->vals[k->node->in[0]], *o = &k->g->vals[k->node->out[0]];
     const float *X = k->in[0];
@@ -511,11 +521,15 @@ static ts_status sum_to_kernel(const ts_kargs *k) {
     }
     if (lead) {
         int64_t R = xn / (on ? on : 1);
-#pragma omp parallel for schedule(static) if (xn > 32768)
-        for (int64_t j = 0; j < on; j++) {
-            float s = 0.f;
-            for (int64_t r = 0; r < R; r++) s += X[r * on + j];
-            O[j] = s;
+        /* blocks of at most 256 columns, at least one per thread when there are enough columns */
+        int nt = omp_get_max_threads();
+        int64_t cb = (on + nt - 1) / nt;
+        cb = cb < 16 ? 16 : cb > 256 ? 256 : (cb + 15) / 16 * 16;
+        int64_t nb = (on + cb - 1) / cb;
+#pragma omp parallel for schedule(static) if (xn > 32768 && nb > 1)
+        for (int64_t b = 0; b < nb; b++) {
+            int64_t j0 = b * cb, nj = on - j0 < cb ? on - j0 : cb;
+            sum_rows_block(X + j0, R, on, nj, O + j0);
         }
         return TS_OK;
     }
