@@ -23,6 +23,9 @@ static const char *USAGE =
     "  Training: --batch 32  --max-steps N (default 1000)  --max-minutes M (stop by time; 0: none)\n"
     "            --lr 5e-4 (peak; linear warm-up over --warmup 0.05 of the run, then linear decay)\n"
     "            --weight-decay 0.01  --seed 0  --wwm (whole-word masking)  --mask-prob 0.15\n"
+    "            --max-predictions P (masked positions per sequence, at most; the MLM head runs on\n"
+    "            those only, as Google's run_pretraining; default ceil(max-len x mask-prob), 20\n"
+    "            for 128; 0: no cap, the head on every position)\n"
     "            --threads N  --bf16 (bf16 matrix products, f32 master weights)\n"
     "            --fp16 (fp16 matrix products with dynamic loss scaling, f32 master weights)\n"
     "            --accumulation N (micro-batches of --batch per optimizer step, default 1: the\n"
@@ -54,7 +57,7 @@ typedef struct pt_opts {
     ts_strlist corpus;
     int layers, hidden, heads, inter, max_len, batch, max_steps, seed, save_every, eval_every, eval_batches;
     int threads, wwm, bf16, keep, stop_after, recompute, deterministic;
-    int fp16, accumulation, device_iterations;
+    int fp16, accumulation, device_iterations, max_predictions;
     const char *resume;
     double max_minutes, lr, warmup, wd, dropout, mask_prob;
 } pt_opts;
@@ -135,6 +138,7 @@ static int read_heldout(const pt_opts *o, const ts_tokenizer *tok, const char *p
     po.max_len = o->max_len;
     po.mask_prob = o->mask_prob;
     po.whole_word = o->wwm;
+    po.max_predictions = o->max_predictions;
     po.epochs = 1;
     po.seed = 0x68656c64; /* fixed: the held-out set does not depend on --seed */
     ts_pretrain_reader *r = ts_pretrain_open(tok, &po);
@@ -146,7 +150,7 @@ static int read_heldout(const pt_opts *o, const ts_tokenizer *tok, const char *p
     int rc = h->b ? 0 : 1;
     while (!rc && h->n < o->eval_batches) {
         ts_batch_buf *bb = &h->b[h->n];
-        if (!ts_batch_buf_init(bb, o->batch, o->max_len, 2)) {
+        if (!ts_batch_buf_init_slices(bb, o->batch, o->max_len, 2, 1, o->max_predictions)) {
             rc = 1;
             break;
         }
@@ -159,6 +163,7 @@ static int read_heldout(const pt_opts *o, const ts_tokenizer *tok, const char *p
                 fprintf(stderr, "tessera pretrain: held-out set: %s\n", ts_last_error()), rc = 1;
             break;
         }
+        if (bb->predictions) ts_batch_buf_compact(bb, 0);
         h->n++;
     }
     ts_pretrain_close(r);
@@ -180,7 +185,8 @@ static ts_status evaluate(ts_program *ip, heldout *h, double *mlm_acc, double *n
         if ((st = ts_batch_buf_feed(&h->b[i], ip, 1)) || (st = ts_program_run(ip)) ||
             (st = ts_program_fetch(ip, "prediction_logits", &lg)) ||
             (st = ts_program_fetch(ip, "seq_relationship_logits", &nsp)) || (st = ts_program_fetch(ip, "mlm_loss", &ml)) ||
-            (st = ts_mlm_accuracy(lg, h->b[i].b.labels, &correct, &total))) {
+            (st = ts_mlm_accuracy(lg, h->b[i].predictions ? (const int32_t *)ts_tensor_data(h->b[i].plabels) : h->b[i].b.labels,
+                                  &correct, &total))) {
             ts_tensor_free(lg), ts_tensor_free(nsp), ts_tensor_free(ml);
             return st;
         }
@@ -228,6 +234,7 @@ static int run(const pt_opts *o) {
     if (o->bf16) cfg.compute_dtype = TS_BF16;
     if (o->fp16) cfg.compute_dtype = TS_F16;
     cfg.recompute = o->recompute;
+    cfg.max_predictions_per_seq = o->max_predictions;
     const int N = o->accumulation, K = o->device_iterations, S = N * K; /* S batches per call */
     ts_train_loop loop = {.accumulation = N, .device_iterations = S};
     if (o->hidden % o->heads) {
@@ -264,6 +271,7 @@ static int run(const pt_opts *o) {
     po.max_len = o->max_len;
     po.mask_prob = o->mask_prob;
     po.whole_word = o->wwm;
+    po.max_predictions = o->max_predictions;
     po.seed = (uint64_t)o->seed;
     if (!(reader = ts_pretrain_open(tok, &po))) {
         fprintf(stderr, "tessera pretrain: %s\n", ts_last_error());
@@ -282,7 +290,7 @@ static int run(const pt_opts *o) {
                       .vocab_size = cfg.vocab_size, .max_steps = o->max_steps, .lr = o->lr, .warmup = o->warmup,
                       .wd = o->wd, .dropout = o->dropout, .mask_prob = o->mask_prob,
                       .deterministic = o->deterministic, .threads = o->deterministic ? o->threads : 0,
-                      .fp16 = o->fp16, .accumulation = N};
+                      .fp16 = o->fp16, .accumulation = N, .max_predictions = o->max_predictions};
     int64_t step = 0;
     if (o->resume) {
         char ckpt[4300];
@@ -302,7 +310,7 @@ static int run(const pt_opts *o) {
     if (!(metrics = o->resume ? ts_metrics_append(o->out, "pretrain") : ts_metrics_open(o->out, "pretrain")))
         goto done;
     lr_t = S > 1 ? ts_tensor_new(TS_F32, 1, (const int64_t[]){S}) : ts_tensor_new(TS_F32, 0, NULL);
-    if (!lr_t || !ts_batch_buf_init_slices(&bb, o->batch, o->max_len, 2, S)) {
+    if (!lr_t || !ts_batch_buf_init_slices(&bb, o->batch, o->max_len, 2, S, o->max_predictions)) {
         fprintf(stderr, "tessera pretrain: out of memory\n");
         goto done;
     }
@@ -333,6 +341,7 @@ static int run(const pt_opts *o) {
             int r = 0;
             ts_batch_buf_slice(&bb, k);
             st = ts_pretrain_next(reader, &bb.b, &r);
+            if (st == TS_OK && bb.predictions) ts_batch_buf_compact(&bb, k); /* the masker caps at P */
             rows += r;
             dry = st == TS_OK && r == 0; /* cannot happen with endless epochs, but be safe */
         }
@@ -455,7 +464,8 @@ done:
 int ts_cli_pretrain(int argc, char **argv) {
     pt_opts o = {.layers = 4, .hidden = 256, .heads = 4, .inter = 1024, .max_len = 128, .batch = 32,
                  .max_steps = 1000, .eval_every = 100, .eval_batches = 4, .lr = 5e-4, .warmup = 0.05, .wd = 0.01,
-                 .dropout = 0.1, .mask_prob = 0.15, .keep = 3, .accumulation = 1, .device_iterations = 1};
+                 .dropout = 0.1, .mask_prob = 0.15, .keep = 3, .accumulation = 1, .device_iterations = 1,
+                 .max_predictions = -1};
     const ts_opt opts[] = {
         {"vocab", OPT_STR, &o.vocab, 0},           {"corpus", OPT_LIST, &o.corpus, 0},
         {"out", OPT_STR, &o.out, 0},               {"layers", OPT_INT, &o.layers, 1},
@@ -473,11 +483,14 @@ int ts_cli_pretrain(int argc, char **argv) {
         {"recompute", OPT_FLAG, &o.recompute, 0},  {"deterministic", OPT_FLAG, &o.deterministic, 0},
         {"fp16", OPT_FLAG, &o.fp16, 0},            {"accumulation", OPT_INT, &o.accumulation, 1},
         {"device-iterations", OPT_INT, &o.device_iterations, 1},
+        {"max-predictions", OPT_INT, &o.max_predictions, 0},
     };
     ts_optset os;
     int rc = ts_opts_parse(&os, "pretrain", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc == 1) {
         char probe[4300];
+        if (o.max_predictions < 0) /* Google's max_predictions_per_seq: 20 for 128 tokens at 15% */
+            o.max_predictions = (int)ceil(o.max_len * o.mask_prob);
         if (o.resume) snprintf(probe, sizeof probe, "%s/trainer.json", o.resume);
         if (!o.out && o.resume && access(probe, F_OK) != 0)
             o.out = o.resume; /* an earlier run's directory: continue in it */
@@ -487,6 +500,9 @@ int ts_cli_pretrain(int argc, char **argv) {
             fprintf(stderr, "tessera pretrain: %s is required\n(tessera pretrain --help shows the usage)\n", missing);
         else if (o.warmup > 1 || o.dropout >= 1 || o.mask_prob <= 0 || o.mask_prob >= 1)
             fprintf(stderr, "tessera pretrain: --warmup must be at most 1, --dropout below 1, --mask-prob in (0, 1)\n");
+        else if (o.max_predictions > o.max_len)
+            fprintf(stderr, "tessera pretrain: --max-predictions %d is more than --max-len %d\n", o.max_predictions,
+                    o.max_len);
         else if (o.bf16 && o.fp16)
             fprintf(stderr, "tessera pretrain: --bf16 and --fp16 exclude each other\n");
         else if (o.device_iterations > 64 || o.accumulation > 4096)

@@ -142,17 +142,26 @@ typedef struct ts_batch_buf {
     ts_tensor *ids, *types, *mask, *labels, *nsp;
     ts_batch b;
     int slices, batch, seq;
+    /* pre-training with max_predictions_per_seq P > 0: the labelled positions of each row and
+     * their labels, [.., B, P] (ts_batch_buf_compact fills them from b.labels) */
+    int predictions;
+    ts_tensor *positions, *plabels;
 } ts_batch_buf;
 
 /* labels_rank: 0 none, 1 [B] (classification), 2 [B, T] (+ next_sentence_label [B]). */
 int ts_batch_buf_init(ts_batch_buf *bb, int batch, int seq, int labels_rank);
-/* The same with `slices` batches (> 1: tensors [slices, B, T], [slices, B]); b at slice 0. */
-int ts_batch_buf_init_slices(ts_batch_buf *bb, int batch, int seq, int labels_rank, int slices);
+/* The same with `slices` batches (> 1: tensors [slices, B, T], [slices, B]); b at slice 0; with
+ * predictions P > 0 (labels_rank 2) also masked_lm_positions and labels [.., B, P]. */
+int ts_batch_buf_init_slices(ts_batch_buf *bb, int batch, int seq, int labels_rank, int slices, int predictions);
+/* With predictions P: list the labelled positions of slice k's rows (b.labels, [B, T]) and their
+ * labels into positions / plabels, padded with position 0 and label -100. Returns the number of
+ * labelled positions beyond P that were left out (0 when the masker caps at P). */
+int ts_batch_buf_compact(ts_batch_buf *bb, int k);
 /* Point bb->b at slice k. */
 void ts_batch_buf_slice(ts_batch_buf *bb, int k);
 void ts_batch_buf_free(ts_batch_buf *bb);
 /* Feed input_ids, token_type_ids, attention_mask (and labels, next_sentence_label when
- * with_labels and present). */
+ * with_labels and present; with predictions, masked_lm_positions and the compacted labels). */
 ts_status ts_batch_buf_feed(ts_batch_buf *bb, ts_program *p, int with_labels);
 
 /* ------------------------------------------------------------------ full-state checkpoints */

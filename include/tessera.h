@@ -466,7 +466,13 @@ typedef enum ts_bert_head {
      * (NSP, from the pooler); labels i32 [B, T] (-100: not predicted), next_sentence_label i32
      * [B] (0: B follows A); loss = mlm_loss + nsp_loss, both cross-entropies, also fetchable.
      * Parameters cls.predictions.transform.dense.*, cls.predictions.transform.LayerNorm.*,
-     * cls.predictions.bias, cls.seq_relationship.*. */
+     * cls.predictions.bias, cls.seq_relationship.*.
+     * With max_predictions_per_seq P > 0 (Google's original run_pretraining.py, and Graphcore's
+     * BERT), the MLM head runs on P gathered positions per sequence only: input
+     * masked_lm_positions i32 [B, P] (positions in [0, T); padding entries any valid position
+     * with label -100), labels i32 [B, P], prediction_logits [B, P, V]. The loss is the same
+     * (a mean over the labelled positions) when the positions list every labelled one; the
+     * decoder's V-wide product then costs P / T of the full head's. */
     TS_BERT_PRETRAINING,
     /* BertForMaskedLM: logits [B, T, V] (no pooler); labels i32 [B, T] (-100 ignored);
      * loss = their cross-entropy. Parameters cls.predictions.* as above. */
@@ -509,6 +515,8 @@ typedef struct ts_bert_config {
                                            (ts_graph_recompute_begin): training keeps one
                                            [B, T, C] checkpoint per layer instead of every
                                            layer's activations; same gradients (default 0) */
+    int max_predictions_per_seq;        /* pre-training: P > 0 runs the MLM head on P gathered
+                                           positions (see TS_BERT_PRETRAINING); 0: on all T */
 } ts_bert_config;
 
 /* Hugging Face's BertConfig() defaults (bert-base-uncased): V 30522, C 768, 12 layers, 12 heads,
@@ -534,6 +542,7 @@ ts_status ts_bert_config_load(const char *path, ts_bert_config *cfg);
 /* The values ts_bert_build made; TS_NONE for what the head does not have. */
 typedef struct ts_bert_outputs {
     ts_value input_ids, token_type_ids, attention_mask;                 /* inputs */
+    ts_value masked_lm_positions;           /* pre-training with max_predictions_per_seq > 0 */
     ts_value labels, next_sentence_label, start_positions, end_positions; /* label inputs */
     ts_value last_hidden_state, pooler_output;                          /* f32 [B, T, C], [B, C] */
     ts_value prediction_logits, seq_relationship_logits;                /* pre-training */

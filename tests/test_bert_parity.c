@@ -87,14 +87,15 @@ static ts_tensor *get_tensor(ts_safetensors *st, const char *name) {
     return t;
 }
 
-/* Feed the fixture's inputs (those p has); the mask as f32 when mask_f32. */
-static void feed_inputs(ts_program *p, int mask_f32) {
+/* Feed the fixture's inputs (those p has) but `skip` (may be NULL); the mask as f32 when mask_f32. */
+static void feed_inputs_but(ts_program *p, int mask_f32, const char *skip) {
     ts_safetensors *in = ts_safetensors_open(fixture("inputs.safetensors"));
     CHECK(in != NULL, "open inputs: %s", ts_last_error());
     if (!in) return;
     static const char *const names[] = {"input_ids", "token_type_ids", "attention_mask", "labels",
                                         "next_sentence_label"};
     for (int i = 0; i < 5; i++) {
+        if (skip && !strcmp(names[i], skip)) continue;
         ts_tensor *t = get_tensor(in, names[i]);
         if (!t) continue;
         if (mask_f32 && i == 2) {
@@ -108,6 +109,8 @@ static void feed_inputs(ts_program *p, int mask_f32) {
     }
     ts_safetensors_close(in);
 }
+
+static void feed_inputs(ts_program *p, int mask_f32) { feed_inputs_but(p, mask_f32, NULL); }
 
 static int load_fixture_config(ts_bert_config *cfg) {
     ts_status s = CHECK_OK(ts_bert_config_load(fixture("config.json"), cfg));
@@ -214,6 +217,104 @@ out:
     free(fetch);
     ts_program_free(p);
     ts_safetensors_close(exp);
+}
+
+
+/* max_predictions_per_seq: the MLM head on the labelled positions only, fed as
+ * masked_lm_positions with the labels compacted to [B, P]. Losses, the gathered logits rows and
+ * every gradient must match the reference's full-head values (the same math: the mean of the
+ * cross-entropies over the labelled positions). */
+static void test_parity_masked_positions(void) {
+    ts_bert_config cfg;
+    if (!load_fixture_config(&cfg)) return;
+    cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0.f;
+    ts_safetensors *exp = ts_safetensors_open(fixture("expected.safetensors"));
+    ts_safetensors *in = ts_safetensors_open(fixture("inputs.safetensors"));
+    CHECK(exp && in, "open fixtures: %s", ts_last_error());
+    ts_tensor *labels = in ? get_tensor(in, "labels") : NULL, *want_logits = exp ? get_tensor(exp, "prediction_logits") : NULL;
+    ts_graph *g = NULL;
+    ts_program *p = NULL;
+    const char **fetch = NULL;
+    if (!labels || !want_logits) goto out;
+    /* P = the most labelled positions of a row; rows with fewer are padded (position 0, -100) */
+    const int32_t *lab = ts_tensor_data(labels);
+    int P = 0;
+    for (int b = 0; b < FIX_B; b++) {
+        int n = 0;
+        for (int t = 0; t < FIX_T; t++) n += lab[b * FIX_T + t] != -100;
+        if (n > P) P = n;
+    }
+    CHECK(P > 0 && P < FIX_T, "the fixture has %d labelled positions in its fullest row", P);
+    ts_tensor *pos = ts_tensor_new(TS_I32, 2, (int64_t[]){FIX_B, P}), *plab = ts_tensor_new(TS_I32, 2, (int64_t[]){FIX_B, P});
+    int32_t *pp = ts_tensor_data(pos), *pl = ts_tensor_data(plab);
+    for (int b = 0; b < FIX_B; b++) {
+        int n = 0;
+        for (int t = 0; t < FIX_T; t++)
+            if (lab[b * FIX_T + t] != -100) pp[b * P + n] = t, pl[b * P + n] = lab[b * FIX_T + t], n++;
+        for (; n < P; n++) pp[b * P + n] = 0, pl[b * P + n] = -100;
+    }
+    cfg.max_predictions_per_seq = P;
+    g = ts_graph_new();
+    ts_bert_outputs o;
+    CHECK_OK(ts_bert_build(g, &cfg, TS_BERT_PRETRAINING, FIX_B, FIX_T, &o));
+    CHECK(o.masked_lm_positions != TS_NONE, "no masked_lm_positions input");
+    CHECK_OK(ts_backward(g, o.loss));
+    int ne = ts_safetensors_count(exp), nf = 0;
+    fetch = calloc((size_t)ne + 4, sizeof *fetch);
+    static const char *const outs[] = {"loss", "mlm_loss", "nsp_loss", "prediction_logits"};
+    for (int i = 0; i < 4; i++) fetch[nf++] = outs[i];
+    for (int i = 0; i < ne; i++)
+        if (ends_with(ts_safetensors_name(exp, i), "@GRAD") && !strstr(ts_safetensors_name(exp, i), "key.bias"))
+            fetch[nf++] = ts_safetensors_name(exp, i);
+    p = ts_compile(g, &(ts_compile_opts){.nfetch = nf, .fetches = fetch});
+    CHECK(p != NULL, "compile: %s", ts_last_error());
+    if (p && !CHECK_OK(ts_program_load(p, fixture("model.safetensors"), 1, NULL))) {
+        feed_inputs_but(p, 0, "labels");
+        CHECK_OK(ts_program_feed(p, "masked_lm_positions", pos));
+        CHECK_OK(ts_program_feed(p, "labels", plab));
+        if (!CHECK_OK(ts_program_run(p))) {
+            printf("  MLM head on %d gathered positions per row (of %d):\n", P, FIX_T);
+            for (int i = 0; i < 3; i++) compare_fetch(p, exp, outs[i], NULL);
+            double worst = 0;
+            for (int i = 4; i < nf; i++) {
+                ts_tensor *a = TU_FETCH(p, fetch[i]), *b = get_tensor(exp, fetch[i]);
+                worst = fmax(worst, max_diff(a, b) / fmax(b ? max_abs(b) : 1, 1e-30));
+                ts_tensor_free(a);
+                ts_tensor_free(b);
+            }
+            printf("    every gradient (%d, key biases aside): worst rel err %.2e\n", nf - 4, worst);
+            CHECK(worst <= TOL, "gradients with gathered MLM positions: relative error %.3e", worst);
+            /* the gathered logits rows are the full head's rows at those positions */
+            ts_tensor *lg = TU_FETCH(p, "prediction_logits");
+            int V = cfg.vocab_size;
+            double d = 0;
+            for (int b = 0; lg && b < FIX_B; b++)
+                for (int k = 0; k < P; k++)
+                    if (pl[b * P + k] != -100)
+                        d = fmax(d, tu_max_abs_diff_f(tu_f32(lg) + ((int64_t)b * P + k) * V,
+                                                      tu_f32(want_logits) + ((int64_t)b * FIX_T + pp[b * P + k]) * V, V));
+            d /= max_abs(want_logits);
+            printf("    prediction_logits rows at the positions: rel err %.2e\n", d);
+            CHECK(lg && d <= TOL, "gathered prediction_logits: relative error %.3e", d);
+            ts_tensor_free(lg);
+        }
+    }
+    /* a bad P is refused at build time */
+    ts_graph *g2 = ts_graph_new();
+    cfg.max_predictions_per_seq = FIX_T + 1;
+    CHECK_STATUS(ts_bert_build(g2, &cfg, TS_BERT_PRETRAINING, FIX_B, FIX_T, NULL), TS_ERR_ARG);
+    CHECK_ERRMSG("max_predictions_per_seq");
+    ts_graph_free(g2);
+    ts_tensor_free(pos);
+    ts_tensor_free(plab);
+out:
+    free(fetch);
+    ts_program_free(p);
+    ts_graph_free(g);
+    ts_tensor_free(labels);
+    ts_tensor_free(want_logits);
+    ts_safetensors_close(exp);
+    ts_safetensors_close(in);
 }
 
 /* ------------------------------------------------------------------ parity: inference */
@@ -626,6 +727,7 @@ static void test_save_load(void) {
 
 int main(void) {
     RUN(test_parity_training);
+    RUN(test_parity_masked_positions);
     RUN(test_parity_inference_f32_mask);
     RUN(test_parity_gelu_new);
     RUN(test_config_load);

@@ -488,14 +488,30 @@ static ts_value labels_input(ts_graph *g, const char *name, ts_dtype dt, int B, 
     return T > 0 ? ts_input(g, name, dt, 2, (int64_t[]){B, T}) : ts_input(g, name, dt, 1, (int64_t[]){B});
 }
 
+/* The rows of x [B, T, C] at masked_lm_positions [B, P]: x.reshape(B T, C)[pos + b T] -> [B, P, C].
+ * The flat row index is computed in f32 (exact below 2^24) as the elementwise ops take f32. */
+static ts_value gather_positions(ts_graph *g, const ts_bert_config *cfg, ts_value x, ts_value pos, int B, int T) {
+    int C = cfg->hidden_size;
+    ts_tensor *off = ts_tensor_new(TS_F32, 2, (int64_t[]){B, 1});
+    for (int b = 0; off && b < B; b++) ((float *)ts_tensor_data(off))[b] = (float)b * (float)T;
+    ts_value rows = ts_cast(g, ts_add(g, ts_cast(g, pos, TS_F32), ts_constant(g, off)), TS_I32);
+    ts_tensor_free(off);
+    return ts_gather(g, ts_reshape(g, x, 2, (int64_t[]){(int64_t)B * T, C}), rows);
+}
+
 /* BertForPreTraining: MLM and NSP logits, loss = CE(MLM, ignore -100) + CE(NSP). */
 static void head_pretraining(ts_graph *g, const ts_bert_config *cfg, ts_value x, ts_value pooled, int B,
                              int T, ts_bert_outputs *o) {
+    int P = cfg->max_predictions_per_seq;
+    if (P > 0) { /* the MLM head on the P gathered positions only */
+        o->masked_lm_positions = ts_input(g, "masked_lm_positions", TS_I32, 2, (int64_t[]){B, P});
+        x = gather_positions(g, cfg, x, o->masked_lm_positions, B, T);
+    }
     o->prediction_logits = ts_name(g, bert_mlm_logits(g, cfg, x), "prediction_logits");
     o->seq_relationship_logits = ts_name(
         g, bert_dense(g, cfg, "cls.seq_relationship", pooled, cfg->hidden_size, 2),
         "seq_relationship_logits"); /* [B, 2] */
-    o->labels = labels_input(g, "labels", TS_I32, B, T);
+    o->labels = labels_input(g, "labels", TS_I32, B, P > 0 ? P : T);
     o->next_sentence_label = labels_input(g, "next_sentence_label", TS_I32, B, 0);
     o->mlm_loss = ts_name(g, ts_cross_entropy(g, o->prediction_logits, o->labels, -100), "mlm_loss");
     o->nsp_loss = ts_name(g, ts_cross_entropy(g, o->seq_relationship_logits, o->next_sentence_label, -100),
@@ -566,6 +582,9 @@ ts_status ts_bert_build(ts_graph *g, const ts_bert_config *cfg, ts_bert_head hea
     if (seq > cfg->max_position_embeddings)
         return ts_graph_fail(g, TS_ERR_SHAPE, "ts_bert_build: seq %d is longer than "
                              "max_position_embeddings %d", seq, cfg->max_position_embeddings), g->status;
+    if (cfg->max_predictions_per_seq < 0 || cfg->max_predictions_per_seq > seq)
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_bert_build: max_predictions_per_seq %d must be in [0, seq %d]",
+                             cfg->max_predictions_per_seq, seq), g->status;
     int B = batch, T = seq;
 
     o.input_ids = ts_input(g, "input_ids", TS_I32, 2, (int64_t[]){B, T});
