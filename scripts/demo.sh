@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # demo.sh — tessera end to end on real text, in about ten minutes on two cores:
-#   1. learn an 8,000-token WordPiece vocabulary from the Brown Corpus + WordNet glosses;
+#   1. learn a 16,000-token WordPiece vocabulary from the Brown Corpus + WordNet glosses;
 #   2. pretrain a small BERT (4 layers, hidden 256) on them for a few minutes (masked LM + NSP);
 #   3. fine-tune it on the SpamAssassin corpus (deduplicated, 80/20 split): test accuracy beside
 #      the majority-class baseline;
@@ -11,7 +11,7 @@
 #
 # Environment: BUILD (default build), DEMO_DIR (default $BUILD/demo), PRETRAIN_MINUTES (3.5),
 # FINETUNE_EPOCHS (4), FINETUNE_MINUTES (5: fine-tuning stops there even mid-epoch, so the demo
-# ends within ten minutes on a busy machine too), THREADS (0: all cores).
+# ends within ten minutes on a busy machine too), THREADS (0: all cores), VOCAB_SIZE (16000).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,6 +22,7 @@ PRETRAIN_MINUTES="${PRETRAIN_MINUTES:-3.5}"
 FINETUNE_EPOCHS="${FINETUNE_EPOCHS:-4}"
 FINETUNE_MINUTES="${FINETUNE_MINUTES:-5}"
 THREADS="${THREADS:-0}"
+VOCAB_SIZE="${VOCAB_SIZE:-16000}"
 TESSERA="$BUILD/tessera"
 
 for f in data/text/brown.txt data/text/wordnet.txt data/spam/spam.tsv; do
@@ -36,8 +37,8 @@ cmake --build "$BUILD" -j "$(nproc 2>/dev/null || echo 2)" --target tessera_cli 
 mkdir -p "$DEMO_DIR"
 rm -rf "$DEMO_DIR/pretrained" "$DEMO_DIR/spam-model"
 
-step "vocabulary: 8000 WordPiece tokens from the Brown Corpus and WordNet glosses"
-"$TESSERA" vocab --out "$DEMO_DIR/vocab.txt" --size 8000 data/text/brown.txt data/text/wordnet.txt
+step "vocabulary: $VOCAB_SIZE WordPiece tokens from the Brown Corpus and WordNet glosses"
+"$TESSERA" vocab --out "$DEMO_DIR/vocab.txt" --size "$VOCAB_SIZE" data/text/brown.txt data/text/wordnet.txt
 
 step "pretraining: BERT 4 x 256 on Brown + WordNet for $PRETRAIN_MINUTES minutes"
 "$TESSERA" pretrain --vocab "$DEMO_DIR/vocab.txt" --corpus data/text/brown.txt data/text/wordnet.txt \
