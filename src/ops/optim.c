@@ -193,20 +193,38 @@ static void adamw_f32(float *p, const float *gr, float *m, float *v, int64_t n, 
     }
 }
 
+/* What AdamW and LAMB do before their element loops (inputs param, grad, lr, m, v, step, coef):
+ * check lr, and unless the step is skipped (coef 0: *run = 0) count it in the step counter and
+ * give the bias corrections 1 - beta1^t and 1 - beta2^t (in double). */
+typedef struct adam_step {
+    int run;
+    float lr, coef;
+    double bc1, bc2;
+} adam_step;
+static ts_status adam_begin(const ts_kargs *k, adam_step *a) {
+    const ts_node *n = k->node;
+    a->lr = *(const float *)k->in[2];
+    ts_status s = check_lr(k, a->lr);
+    if (s) return s;
+    a->coef = coef_of(k, 6);
+    a->run = a->coef != 0.f;
+    if (!a->run) return TS_OK; /* skipped step */
+    float *t = k->in[5];
+    *t += 1.f;
+    a->bc1 = 1.0 - pow((double)n->attr.f[0], (double)*t);
+    a->bc2 = 1.0 - pow((double)n->attr.f[1], (double)*t);
+    return TS_OK;
+}
+
 static ts_status adamw_kernel(const ts_kargs *k) {
     const ts_node *n = k->node;
     int64_t cnt = ts_val_numel(&k->g->vals[n->in[0]]);
-    float lr = *(const float *)k->in[2];
-    ts_status s = check_lr(k, lr);
-    if (s) return s;
-    float coef = coef_of(k, 6);
-    if (coef == 0.f) return TS_OK; /* skipped step */
-    float *t = k->in[5];
+    adam_step a;
+    ts_status s = adam_begin(k, &a);
+    if (s || !a.run) return s;
     float b1 = n->attr.f[0], b2 = n->attr.f[1], eps = n->attr.f[2], wd = n->attr.f[3];
-    *t += 1.f;
-    double bc1 = 1.0 - pow((double)b1, (double)*t), bc2 = 1.0 - pow((double)b2, (double)*t);
-    adamw_f32(k->in[0], k->in[1], k->in[3], k->in[4], cnt, coef, 1.f - lr * wd, b1, b2,
-              (float)((double)lr / bc1), (float)sqrt(bc2), eps);
+    adamw_f32(k->in[0], k->in[1], k->in[3], k->in[4], cnt, a.coef, 1.f - a.lr * wd, b1, b2,
+              (float)((double)a.lr / a.bc1), (float)sqrt(a.bc2), eps);
     return TS_OK;
 }
 
@@ -250,17 +268,13 @@ static void lamb_apply(float *p, const float *m, const float *v, int64_t n, floa
 static ts_status lamb_kernel(const ts_kargs *k) {
     const ts_node *n = k->node;
     int64_t cnt = ts_val_numel(&k->g->vals[n->in[0]]);
-    float lr = *(const float *)k->in[2];
-    ts_status s = check_lr(k, lr);
-    if (s) return s;
-    float coef = coef_of(k, 6);
-    if (coef == 0.f) return TS_OK; /* skipped step */
-    float *t = k->in[5];
+    adam_step a;
+    ts_status s = adam_begin(k, &a);
+    if (s || !a.run) return s;
     float b1 = n->attr.f[0], b2 = n->attr.f[1], eps = n->attr.f[2], wd = n->attr.f[3];
-    *t += 1.f;
-    float bc1 = (float)(1.0 - pow((double)b1, (double)*t)), bc2 = (float)(1.0 - pow((double)b2, (double)*t));
+    float bc1 = (float)a.bc1, bc2 = (float)a.bc2, lr = a.lr;
     double pp, rr;
-    lamb_moments(k->in[0], k->in[1], k->in[3], k->in[4], cnt, coef, b1, b2, bc1, bc2, eps,
+    lamb_moments(k->in[0], k->in[1], k->in[3], k->in[4], cnt, a.coef, b1, b2, bc1, bc2, eps,
                  wd, &pp, &rr);
     float pn = (float)sqrt(pp), rn = (float)sqrt(rr);
     float trust = pn > 0.f && rn > 0.f ? pn / rn : 1.f;
