@@ -65,6 +65,30 @@ static const char *USAGE =
     "                       refuses --max-minutes\n"
     "  --config FILE        a JSON object of the options above, keys without '--' (flags override)\n";
 
+int ft_train_step(const ft_opts *o, ts_program *tp, ts_tensor *lr_t, float lr, int rows, int epoch, int64_t *step,
+                  double *loss_sum, int64_t *loss_n, double *t_last, ts_progress *pr, FILE *metrics) {
+    *(float *)ts_tensor_data(lr_t) = lr;
+    ts_tensor *loss = NULL;
+    if (ts_program_feed(tp, "lr", lr_t) || ts_program_run(tp) || ts_program_fetch(tp, "loss", &loss)) {
+        fprintf(stderr, "\ntessera finetune: step %lld: %s\n", (long long)*step + 1, ts_last_error());
+        return 1;
+    }
+    double l = *(float *)ts_tensor_data(loss);
+    ts_tensor_free(loss);
+    if (!isfinite(l) && !o->fp16) { /* fp16: an overflow skips the step, lowers the scale */
+        fprintf(stderr, "\ntessera finetune: step %lld: the loss is %g; try a lower --lr\n", (long long)*step + 1, l);
+        return 1;
+    }
+    ++*step;
+    if (isfinite(l)) *loss_sum += l, ++*loss_n;
+    double now = ts_now(), rate = rows / (now - *t_last);
+    *t_last = now;
+    ts_progress_step(pr, *step, l, rate);
+    ts_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"loss\": %.6f, \"lr\": %.6g, \"seq_per_s\": %.2f",
+                     (long long)*step, epoch + 1, l, lr, rate);
+    return 0;
+}
+
 /* Train rows, test rows and the label names, from the file. */
 static int load_data(const ft_opts *o, ts_text_dataset **train, ts_text_dataset **test) {
     ts_text_opts to = {.text_column = o->text_col, .text_b_column = o->text_b_col, .label_column = o->label_col};
@@ -222,28 +246,11 @@ static int run(const ft_opts *o) {
                 float lt = ts_lr_at((float)o->lr, (int64_t)(el / max_s * 1e6), (int64_t)(o->warmup * 1e6), 1000000);
                 lr = lt < lr ? lt : lr;
             }
-            *(float *)ts_tensor_data(lr_t) = lr;
-            ts_tensor *loss = NULL;
-            ts_status st;
-            if ((st = ts_text_dataset_batch(train, tok, order + i, m, B, seq, &bb.b)) ||
-                (st = ts_batch_buf_feed(&bb, tp, 1)) || (st = ts_program_feed(tp, "lr", lr_t)) ||
-                (st = ts_program_run(tp)) || (st = ts_program_fetch(tp, "loss", &loss))) {
+            if (ts_text_dataset_batch(train, tok, order + i, m, B, seq, &bb.b) || ts_batch_buf_feed(&bb, tp, 1)) {
                 fprintf(stderr, "\ntessera finetune: step %lld: %s\n", (long long)step + 1, ts_last_error());
                 goto done;
             }
-            double l = *(float *)ts_tensor_data(loss);
-            ts_tensor_free(loss);
-            if (!isfinite(l) && !o->fp16) { /* fp16: an overflow skips the step, lowers the scale */
-                fprintf(stderr, "\ntessera finetune: step %lld: the loss is %g; try a lower --lr\n", (long long)step + 1, l);
-                goto done;
-            }
-            step++;
-            if (isfinite(l)) loss_sum += l, loss_n++;
-            double now = ts_now(), rate = m / (now - t_last);
-            t_last = now;
-            ts_progress_step(&pr, step, l, rate);
-            ts_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"loss\": %.6f, \"lr\": %.6g, \"seq_per_s\": %.2f",
-                             (long long)step, epoch + 1, l, *(float *)ts_tensor_data(lr_t), rate);
+            if (ft_train_step(o, tp, lr_t, lr, m, epoch, &step, &loss_sum, &loss_n, &t_last, &pr, metrics)) goto done;
             if (o->save_every && step % o->save_every == 0 && step < total &&
                 (ts_model_dir_save("finetune", o->out, tp, &cfg, "BertForSequenceClassification", vocab, &meta) ||
                  ft_ckpt_save(o, "classify", seq, 0, 0, step, tp)))

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "tessera.h"
+#include "train_common.h"
 
 typedef struct ft_opts {
     const char *model, *train, *dev, *out, *task, *text_col, *text_b_col, *label_col, *resume;
@@ -17,6 +18,14 @@ typedef struct ft_opts {
     int recompute, deterministic, fp16;
     int doc_stride, max_query_len, max_answer_len, n_best; /* qa; 0: the default */
 } ft_opts;
+
+/* One training step of either trainer, its batch already fed: feed lr (into lr_t), run, read
+ * "loss"; stop on a non-finite loss (under --fp16 the step is skipped instead: an overflow that
+ * lowered the loss scale); count the step in *step, add a finite loss to *loss_sum / *loss_n,
+ * update the progress line and write the metrics row (rows: sequences in the batch, for the
+ * rate; *t_last: when the previous step ended). 0, or prints the error and returns 1. */
+int ft_train_step(const ft_opts *o, ts_program *tp, ts_tensor *lr_t, float lr, int rows, int epoch, int64_t *step,
+                  double *loss_sum, int64_t *loss_n, double *t_last, ts_progress *pr, FILE *metrics);
 
 /* `tessera finetune --task qa`: fine-tune BertForQuestionAnswering on a SQuAD v1.1 file.
  * Returns the exit code (0, 1 failure while running, 2 bad input). */

@@ -147,27 +147,12 @@ static int train(qa_run *r) {
             }
             int m = (int)(nf - i < B ? nf - i : B);
             float lr = ts_lr_at((float)o->lr, step, warmup, total);
-            *(float *)ts_tensor_data(lr_t) = lr;
-            ts_tensor *loss = NULL;
-            if (ts_qa_feed(r->tp, r->train, order + i, m, B, &bb, sp, ep, 1) ||
-                ts_program_feed(r->tp, "lr", lr_t) || ts_program_run(r->tp) ||
-                ts_program_fetch(r->tp, "loss", &loss)) {
+            if (ts_qa_feed(r->tp, r->train, order + i, m, B, &bb, sp, ep, 1)) {
                 fprintf(stderr, "\ntessera finetune: step %lld: %s\n", (long long)step + 1, ts_last_error());
                 goto done;
             }
-            double l = *(float *)ts_tensor_data(loss);
-            ts_tensor_free(loss);
-            if (!isfinite(l) && !o->fp16) {
-                fprintf(stderr, "\ntessera finetune: step %lld: the loss is %g; try a lower --lr\n", (long long)step + 1, l);
+            if (ft_train_step(o, r->tp, lr_t, lr, m, epoch, &step, &loss_sum, &loss_n, &t_last, &pr, metrics))
                 goto done;
-            }
-            step++;
-            if (isfinite(l)) loss_sum += l, loss_n++;
-            double now = ts_now(), rate = m / (now - t_last);
-            t_last = now;
-            ts_progress_step(&pr, step, l, rate);
-            ts_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"loss\": %.6f, \"lr\": %.6g, \"seq_per_s\": %.2f",
-                             (long long)step, epoch + 1, l, lr, rate);
             int saving = o->save_every && step % o->save_every == 0 && step < total;
             if (saving && (save(r) || checkpoint(r, step))) goto done;
             if (o->stop_after && step == o->stop_after && step < total) {
