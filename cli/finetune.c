@@ -33,6 +33,10 @@ static const char *USAGE =
     "                       config.json for tessera eval and predict\n"
     "  --label-column NAME  column / key of the label (default label)\n"
     "  --test-split F       fraction held out for testing, after deduplication (default 0.2; 0: none)\n"
+    "  --truncate HOW       what of a text longer than --max-len the model sees: head (default: its\n"
+    "                       start), tail (its end) or head+tail (the first quarter of the room from\n"
+    "                       the start, the rest from the end: greeting and signature); remembered\n"
+    "                       in config.json for tessera eval and predict\n"
     "  Question answering (run_squad's windows and decoding):\n"
     "  --doc-stride N       context pieces between the starts of a context's windows\n"
     "                       (default min(128, max-len / 3))\n"
@@ -169,6 +173,8 @@ static int run(const ft_opts *o) {
     int nl = ts_text_dataset_num_labels(train);
     meta.max_len = seq;
     meta.lowercase = 1;
+    meta.truncation = o->truncate ? ts_trunc_parse("finetune", o->truncate) : TS_TRUNC_HEAD;
+    ts_trunc_apply(tok, meta.truncation, seq);
     if (o->text_b_col && !(meta.text_b_column = strdup(o->text_b_col))) goto oom;
     meta.nlabels = nl;
     meta.labels = calloc((size_t)nl, sizeof *meta.labels);
@@ -322,7 +328,7 @@ static int run_task(const ft_opts *o) {
         if (ts_bert_config_load(path, &cfg) == TS_OK && cfg.head == TS_BERT_QUESTION_ANSWERING) task = TS_TASK_QA;
     }
     if (task == TS_TASK_QA) {
-        const char *cls_only = o->text_b_col ? "--text-b-column" : NULL;
+        const char *cls_only = o->text_b_col ? "--text-b-column" : o->truncate ? "--truncate" : NULL;
         if (cls_only) {
             fprintf(stderr, "tessera finetune: %s is for --task classify, not qa\n", cls_only);
             return 2;
@@ -360,7 +366,7 @@ int ts_cli_finetune(int argc, char **argv) {
         {"seed", OPT_INT, &o.seed, 0},           {"threads", OPT_INT, &o.threads, 0},
         {"bf16", OPT_FLAG, &o.bf16, 0},          {"max-minutes", OPT_FLOAT, &o.max_minutes, 0},
         {"recompute", OPT_FLAG, &o.recompute, 0}, {"deterministic", OPT_FLAG, &o.deterministic, 0},
-        {"fp16", OPT_FLAG, &o.fp16, 0},
+        {"fp16", OPT_FLAG, &o.fp16, 0},          {"truncate", OPT_STR, &o.truncate, 0},
     };
     ts_optset os;
     int rc = ts_opts_parse(&os, "finetune", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
@@ -378,6 +384,8 @@ int ts_cli_finetune(int argc, char **argv) {
             rc = 2;
         } else if (o.warmup > 1) {
             fprintf(stderr, "tessera finetune: --warmup %g is a fraction of the steps, at most 1\n", o.warmup);
+            rc = 2;
+        } else if (o.truncate && ts_trunc_parse("finetune", o.truncate) < 0) {
             rc = 2;
         } else if (o.bf16 && o.fp16) {
             fprintf(stderr, "tessera finetune: --bf16 and --fp16 exclude each other\n");

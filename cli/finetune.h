@@ -12,7 +12,7 @@
 #include "train_common.h"
 
 typedef struct ft_opts {
-    const char *model, *train, *dev, *out, *task, *text_col, *text_b_col, *label_col, *resume;
+    const char *model, *train, *dev, *out, *task, *text_col, *text_b_col, *label_col, *resume, *truncate;
     double test_split, lr, warmup, wd, max_minutes;
     int epochs, batch, max_len, max_steps, save_every, seed, threads, bf16, keep, stop_after;
     int recompute, deterministic, fp16;

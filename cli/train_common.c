@@ -476,6 +476,20 @@ void ts_model_meta_free(ts_model_meta *m) {
     m->text_b_column = NULL;
 }
 
+const char *const ts_trunc_names[3] = {"head", "tail", "head+tail"};
+
+int ts_trunc_parse(const char *cmd, const char *value) {
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(value, ts_trunc_names[i])) return i;
+    if (cmd) fprintf(stderr, "tessera %s: --truncate %s: expected head, tail or head+tail\n", cmd, value);
+    return -1;
+}
+
+void ts_trunc_apply(ts_tokenizer *tok, int mode, int max_len) {
+    int room = max_len - 2; /* [CLS] and [SEP] */
+    ts_tokenizer_set_truncation(tok, mode == TS_TRUNC_TAIL ? 0 : mode == TS_TRUNC_HEAD_TAIL ? room / 4 : -1);
+}
+
 int ts_task_parse(const char *cmd, const char *value) {
     if (!strcmp(value, "classify")) return TS_TASK_CLASSIFY;
     if (!strcmp(value, "qa")) return TS_TASK_QA;
@@ -648,6 +662,8 @@ int ts_model_dir_save(const char *cmd, const char *dir, const ts_program *p, con
     if (meta->text_b_column) cJSON_AddStringToObject(j, "tessera_text_b_column", meta->text_b_column);
     if (meta->doc_stride > 0) cJSON_AddNumberToObject(j, "tessera_doc_stride", meta->doc_stride);
     if (meta->max_query_len > 0) cJSON_AddNumberToObject(j, "tessera_max_query_len", meta->max_query_len);
+    if (meta->truncation != TS_TRUNC_HEAD)
+        cJSON_AddStringToObject(j, "tessera_truncation", ts_trunc_names[meta->truncation]);
     char *text = cJSON_Print(j);
     cJSON_Delete(j);
     if (!text) {
@@ -700,6 +716,14 @@ ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config
     const cJSON *mq = cJSON_GetObjectItemCaseSensitive(j, "tessera_max_query_len");
     meta->doc_stride = cJSON_IsNumber(ds) && ds->valuedouble >= 1 && ds->valuedouble < 1e6 ? ds->valueint : 0;
     meta->max_query_len = cJSON_IsNumber(mq) && mq->valuedouble >= 1 && mq->valuedouble < 1e6 ? mq->valueint : 0;
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "tessera_truncation");
+    if (tr && (!cJSON_IsString(tr) || (meta->truncation = ts_trunc_parse(NULL, tr->valuestring)) < 0)) {
+        fprintf(stderr, "tessera %s: %s: \"tessera_truncation\" must be \"head\", \"tail\" or \"head+tail\"\n", cmd,
+                path);
+        ts_model_meta_free(meta);
+        cJSON_Delete(j);
+        return NULL;
+    }
     const cJSON *id2 = cJSON_GetObjectItemCaseSensitive(j, "id2label");
     int n = cJSON_IsObject(id2) ? cJSON_GetArraySize(id2) : 0;
     if (n > 0) {
@@ -716,6 +740,7 @@ ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config
     cJSON_Delete(j);
     snprintf(path, sizeof path, "%s/vocab.txt", dir);
     ts_tokenizer *tok = ts_tokenizer_load(path, meta->lowercase);
+    if (tok) ts_trunc_apply(tok, meta->truncation, meta->max_len);
     if (!tok) {
         fprintf(stderr, "tessera %s: --model %s: %s\n", cmd, dir, ts_last_error());
         ts_model_meta_free(meta);

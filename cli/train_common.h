@@ -97,7 +97,18 @@ typedef struct ts_model_meta {
                                  ("tessera_text_b_column"); NULL for single texts */
     int doc_stride;           /* question answering: the windows' stride ("tessera_doc_stride") */
     int max_query_len;        /* ... and question pieces kept ("tessera_max_query_len"); 0: unset */
+    int truncation;           /* how a long text is cut ("tessera_truncation"): TS_TRUNC_* */
 } ts_model_meta;
+
+/* Which pieces of a text too long for max_len a classifier sees: its start (the default), its
+ * end, or both: the first quarter of the room from the start, the rest from the end. */
+enum { TS_TRUNC_HEAD, TS_TRUNC_TAIL, TS_TRUNC_HEAD_TAIL };
+extern const char *const ts_trunc_names[3]; /* "head", "tail", "head+tail" */
+/* The TS_TRUNC_* named value, or -1 (after printing "tessera CMD: --truncate VALUE: ..." unless
+ * cmd is NULL). */
+int ts_trunc_parse(const char *cmd, const char *value);
+/* Set tok's cut (ts_tokenizer_set_truncation) for TS_TRUNC_* mode at sequence length max_len. */
+void ts_trunc_apply(ts_tokenizer *tok, int mode, int max_len);
 
 void ts_model_meta_free(ts_model_meta *m);
 

@@ -969,11 +969,20 @@ ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, int32_t *ids, i
  *   token_type_ids  0 over [CLS] A [SEP], 1 over B [SEP], 0 on padding     (may be NULL)
  *   attention_mask  1 on real tokens, 0 on padding                          (may be NULL)
  * Each array holds max_len entries; *n (may be NULL) is set to the count of real tokens.
- * Inputs that do not fit are cut at the end: a single one to max_len - 2; a pair longest-first,
+ * Inputs that do not fit are cut (at the end, unless ts_tokenizer_set_truncation says otherwise):
+ * a single one to max_len - 2; a pair longest-first,
  * as Hugging Face tokenizers does (when both are long each gets half of max_len - 3, B the
  * larger half; otherwise the shorter stays whole). max_len must be at least 2 (3 for a pair). */
 ts_status ts_encode(const ts_tokenizer *tok, const char *text_a, const char *text_b, int max_len,
                     int32_t *input_ids, int32_t *token_type_ids, int32_t *attention_mask, int *n);
+
+/* Where ts_encode cuts a text that does not fit (each text of a pair is cut to its length as
+ * above): keep_head < 0 (the default) keeps its start, like Hugging Face's truncation_side
+ * "right"; otherwise the first keep_head pieces (or all the room, when that is less) and then the
+ * text's last pieces: 0 keeps the end ("left"), and a quarter of max_len is "head+tail", which
+ * Sun et al. (2019, How to Fine-Tune BERT for Text Classification) found best for long documents:
+ * a mail's greeting and its signature or footer both stay in. */
+void ts_tokenizer_set_truncation(ts_tokenizer *tok, int keep_head);
 
 /* Learn a WordPiece vocabulary of at most vocab_size tokens from text files (UTF-8, read line
  * by line, so corpora larger than memory work as long as their distinct words fit) and write it

@@ -331,6 +331,48 @@ static void test_encode_layout(void) {
     ts_tokenizer_free(t);
 }
 
+/* ts_tokenizer_set_truncation: which pieces of a long text survive (ids as in small_tok: hello 9,
+ * world 10, a 14, b 21, the 16, cat 17; [CLS] 3, [SEP] 4). */
+static void test_encode_truncation(void) {
+    ts_tokenizer *t = small_tok(1);
+    if (!t) return;
+    int32_t ids[16];
+    int n = -1;
+    const char *six = "hello world a b the cat";
+    struct {
+        int keep_head, max_len;
+        int32_t want[8];
+    } cases[] = {
+        {-1, 6, {3, 9, 10, 14, 21, 4}},         /* the start (default) */
+        {0, 6, {3, 14, 21, 16, 17, 4}},         /* the end */
+        {1, 6, {3, 9, 21, 16, 17, 4}},          /* 1 from the start, 3 from the end */
+        {3, 6, {3, 9, 10, 14, 17, 4}},          /* 3 + 1 */
+        {10, 6, {3, 9, 10, 14, 21, 4}},         /* more head than room: the start */
+        {0, 8, {3, 9, 10, 14, 21, 16, 17, 4}},  /* fits: whole, whatever the setting */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        ts_tokenizer_set_truncation(t, cases[c].keep_head);
+        CHECK_OK(ts_encode(t, six, NULL, cases[c].max_len, ids, NULL, NULL, &n));
+        CHECK(n == cases[c].max_len && memcmp(ids, cases[c].want, (size_t)n * sizeof *ids) == 0,
+              "keep_head %d, max_len %d: n %d, ids %d %d %d %d %d %d", cases[c].keep_head, cases[c].max_len, n,
+              ids[0], ids[1], ids[2], ids[3], ids[4], ids[5]);
+    }
+    /* a pair: each text is cut to its longest-first length (2 + 2 here), then by the setting */
+    ts_tokenizer_set_truncation(t, 1);
+    int32_t types[16];
+    CHECK_OK(ts_encode(t, "hello world a b", "the cat the cat", 7, ids, types, NULL, &n));
+    int32_t wp[7] = {3, 9, 21, 4, 16, 17, 4}, tp[7] = {0, 0, 0, 0, 1, 1, 1};
+    CHECK(n == 7 && memcmp(ids, wp, sizeof wp) == 0 && memcmp(types, tp, sizeof tp) == 0, "pair, keep_head 1");
+    /* a word split into pieces is cut between pieces: "unaffable" = un ##aff ##able */
+    ts_tokenizer_set_truncation(t, 0);
+    CHECK_OK(ts_encode(t, "hello unaffable", NULL, 4, ids, NULL, NULL, &n));
+    CHECK(n == 4 && ids[1] == 7 && ids[2] == 8, "tail of a split word: %d %d", ids[1], ids[2]);
+    ts_tokenizer_set_truncation(t, -5); /* any negative: back to the start */
+    CHECK_OK(ts_encode(t, six, NULL, 4, ids, NULL, NULL, &n));
+    CHECK(n == 4 && ids[1] == 9 && ids[2] == 10, "reset to the start");
+    ts_tokenizer_free(t);
+}
+
 static void test_vocab_errors(void) {
     const char *missing = tmp_path("no_such_vocab.txt");
     CHECK(ts_tokenizer_load(missing, 1) == NULL, "missing file loads");
@@ -501,6 +543,7 @@ int main(void) {
     RUN(test_parity_encode);
     RUN(test_wordpiece_small);
     RUN(test_encode_layout);
+    RUN(test_encode_truncation);
     RUN(test_vocab_errors);
     RUN(test_fuzz_bytes);
     RUN(test_vocab_build);

@@ -24,6 +24,7 @@ struct ts_tokenizer {
     size_t nslots;     /* a power of two */
     int32_t special[TS_NSPECIAL]; /* ids, -1 when absent ([MASK] may be absent) */
     size_t max_len;    /* bytes of the longest token: no longer piece can match */
+    int keep_head;     /* ts_encode's cut: pieces kept from a long text's start (-1: all that fit) */
 };
 
 /* Id of the token prefix + s[0..n) ("##" + piece), or -1. */

@@ -156,6 +156,7 @@ ts_tokenizer *ts_tokenizer_load(const char *vocab_path, int lowercase) {
         return NULL;
     }
     tok->lowercase = lowercase != 0;
+    tok->keep_head = -1;
     if (read_lines(tok, vocab_path) != TS_OK) {
         ts_tokenizer_free(tok);
         return NULL;

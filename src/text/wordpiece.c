@@ -159,6 +159,20 @@ static void truncate_pair(size_t *na, size_t *nb, size_t max_len) {
     *nb = b;
 }
 
+/* Write the n of l's pieces that survive the cut (n <= l->n) to out: all of them when they fit,
+ * else the first keep_head (or n) and the last n - that. Returns n. */
+static int keep_pieces(const ts_tokenizer *tok, const idlist *l, size_t n, int32_t *out) {
+    size_t head = tok->keep_head < 0 || (size_t)tok->keep_head > n ? n : (size_t)tok->keep_head;
+    if (n == l->n) head = n;
+    for (size_t i = 0; i < head; i++) out[i] = l->v[i];
+    for (size_t i = head; i < n; i++) out[i] = l->v[l->n - n + i];
+    return (int)n;
+}
+
+void ts_tokenizer_set_truncation(ts_tokenizer *tok, int keep_head) {
+    if (tok) tok->keep_head = keep_head < 0 ? -1 : keep_head;
+}
+
 ts_status ts_encode(const ts_tokenizer *tok, const char *text_a, const char *text_b, int max_len,
                     int32_t *input_ids, int32_t *token_type_ids, int32_t *attention_mask, int *n) {
     if (n) *n = 0;
@@ -169,8 +183,10 @@ ts_status ts_encode(const ts_tokenizer *tok, const char *text_a, const char *tex
         return ts_err(TS_ERR_ARG, "ts_encode: max_len %d cannot hold [CLS] and %d [SEP]", max_len,
                       nspecial - 1);
     idlist a = {0}, b = {0};
-    ts_status st = tokenize_text(tok, text_a, &a, (size_t)max_len);
-    if (st == TS_OK && text_b) st = tokenize_text(tok, text_b, &b, (size_t)max_len);
+    /* Cutting at the end needs only the first max_len or so pieces; keeping the tail needs all. */
+    size_t limit = tok->keep_head < 0 ? (size_t)max_len : 0;
+    ts_status st = tokenize_text(tok, text_a, &a, limit);
+    if (st == TS_OK && text_b) st = tokenize_text(tok, text_b, &b, limit);
     if (st == TS_OK) {
         size_t na = a.n, nb = b.n;
         if (text_b) truncate_pair(&na, &nb, (size_t)max_len);
@@ -178,11 +194,11 @@ ts_status ts_encode(const ts_tokenizer *tok, const char *text_a, const char *tex
         int32_t cls = tok->special[TS_SPECIAL_CLS], sep = tok->special[TS_SPECIAL_SEP];
         int k = 0;
         input_ids[k++] = cls;
-        for (size_t i = 0; i < na; i++) input_ids[k++] = a.v[i];
+        k += keep_pieces(tok, &a, na, input_ids + k);
         input_ids[k++] = sep;
         int first_end = k;
         if (text_b) {
-            for (size_t i = 0; i < nb; i++) input_ids[k++] = b.v[i];
+            k += keep_pieces(tok, &b, nb, input_ids + k);
             input_ids[k++] = sep;
         }
         for (int i = 0; i < max_len; i++) {
