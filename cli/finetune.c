@@ -171,8 +171,7 @@ static int run(const ft_opts *o) {
         goto done;
     }
     int nl = ts_text_dataset_num_labels(train);
-    meta.max_len = seq;
-    meta.lowercase = 1;
+    meta.max_len = seq; /* meta.lowercase stays the pretrained model's do_lower_case */
     meta.truncation = o->truncate ? ts_trunc_parse("finetune", o->truncate) : TS_TRUNC_HEAD;
     ts_trunc_apply(tok, meta.truncation, seq);
     if (o->text_b_col && !(meta.text_b_column = strdup(o->text_b_col))) goto oom;

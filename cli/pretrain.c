@@ -23,6 +23,8 @@ static const char *USAGE =
     "  Training: --batch 32  --max-steps N (default 1000)  --max-minutes M (stop by time; 0: none)\n"
     "            --lr 5e-4 (peak; linear warm-up over --warmup 0.05 of the run, then linear decay)\n"
     "            --weight-decay 0.01  --seed 0  --wwm (whole-word masking)  --mask-prob 0.15\n"
+    "            --cased (keep case and accents, for a vocabulary from tessera vocab --cased;\n"
+    "            default uncased; remembered as do_lower_case in config.json)\n"
     "            --max-predictions P (masked positions per sequence, at most; the MLM head runs on\n"
     "            those only, as Google's run_pretraining; default ceil(max-len x mask-prob), 20\n"
     "            for 128; 0: no cap, the head on every position)\n"
@@ -57,7 +59,7 @@ typedef struct pt_opts {
     ts_strlist corpus;
     int layers, hidden, heads, inter, max_len, batch, max_steps, seed, save_every, eval_every, eval_batches;
     int threads, wwm, bf16, keep, stop_after, recompute, deterministic;
-    int fp16, accumulation, device_iterations, max_predictions;
+    int fp16, accumulation, device_iterations, max_predictions, cased;
     const char *resume;
     double max_minutes, lr, warmup, wd, dropout, mask_prob;
 } pt_opts;
@@ -205,7 +207,7 @@ static ts_status evaluate(ts_program *ip, heldout *h, double *mlm_acc, double *n
 
 static int run(const pt_opts *o) {
     int rc = 2;
-    ts_tokenizer *tok = ts_tokenizer_load(o->vocab, 1);
+    ts_tokenizer *tok = ts_tokenizer_load(o->vocab, !o->cased);
     if (!tok) {
         fprintf(stderr, "tessera pretrain: --vocab %s: %s\n", o->vocab, ts_last_error());
         return 2;
@@ -286,7 +288,7 @@ static int run(const pt_opts *o) {
                          held.n ? &ip : NULL, &loop))
         goto done;
     pt_shape shape = {.layers = o->layers, .hidden = o->hidden, .heads = o->heads, .inter = o->inter,
-                      .max_len = o->max_len, .batch = o->batch, .seed = o->seed, .wwm = o->wwm, .bf16 = o->bf16,
+                      .max_len = o->max_len, .batch = o->batch, .seed = o->seed, .wwm = o->wwm, .cased = o->cased, .bf16 = o->bf16,
                       .vocab_size = cfg.vocab_size, .max_steps = o->max_steps, .lr = o->lr, .warmup = o->warmup,
                       .wd = o->wd, .dropout = o->dropout, .mask_prob = o->mask_prob,
                       .deterministic = o->deterministic, .threads = o->deterministic ? o->threads : 0,
@@ -332,7 +334,7 @@ static int run(const pt_opts *o) {
     double t_last = pr.t0, sum = 0, sum_mlm = 0, sum_nsp = 0, acc = -1, nacc = -1, eloss = 0;
     int64_t n_sum = 0;
     const char *vocab_copy = o->vocab;
-    ts_model_meta meta = {.max_len = o->max_len, .lowercase = 1};
+    ts_model_meta meta = {.max_len = o->max_len, .lowercase = !o->cased};
     while (step < o->max_steps && !(max_s > 0 && ts_now() - pr.t0 >= max_s)) {
         /* one program call: K optimizer steps of N micro-batches each, S = K N batches */
         int rows = 0, dry = 0;
@@ -478,6 +480,7 @@ int ts_cli_pretrain(int argc, char **argv) {
         {"seed", OPT_INT, &o.seed, 0},             {"save-every", OPT_INT, &o.save_every, 0},
         {"eval-every", OPT_INT, &o.eval_every, 1}, {"eval-batches", OPT_INT, &o.eval_batches, 0},
         {"threads", OPT_INT, &o.threads, 0},       {"wwm", OPT_FLAG, &o.wwm, 0},
+        {"cased", OPT_FLAG, &o.cased, 0},
         {"bf16", OPT_FLAG, &o.bf16, 0},            {"keep", OPT_INT, &o.keep, 1},
         {"resume", OPT_STR, &o.resume, 0},         {"stop-after", OPT_INT, &o.stop_after, 1},
         {"recompute", OPT_FLAG, &o.recompute, 0},  {"deterministic", OPT_FLAG, &o.deterministic, 0},

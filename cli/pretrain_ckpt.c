@@ -33,7 +33,7 @@ static const shape_field FIELDS[] = {
     SI("vocab size", vocab_size), SI("max-steps", max_steps), SD("lr", lr), SD("warmup", warmup),
     SD("weight-decay", wd), SD("dropout", dropout), SD("mask-prob", mask_prob),
     SI("deterministic", deterministic), SI("threads", threads), SI("fp16", fp16),
-    SI("accumulation", accumulation), SI("max-predictions", max_predictions),
+    SI("accumulation", accumulation), SI("max-predictions", max_predictions), SI("cased", cased),
 };
 #define NFIELDS ((int)(sizeof FIELDS / sizeof *FIELDS))
 

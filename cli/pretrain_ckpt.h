@@ -16,7 +16,7 @@
 typedef struct pt_shape {
     int layers, hidden, heads, inter, max_len, batch, seed, wwm, bf16, vocab_size, max_steps;
     int deterministic, threads; /* threads: the pinned count under --deterministic, else 0 */
-    int fp16, accumulation, max_predictions;
+    int fp16, accumulation, max_predictions, cased;
     double lr, warmup, wd, dropout, mask_prob;
 } pt_shape;
 

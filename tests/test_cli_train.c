@@ -82,6 +82,52 @@ static void test_pipeline(void) {
     CHECK(strstr(out_text, "the dog eats\n"), "predict --text: %s", out_text);
 }
 
+/* A cased model end to end: vocab --cased, pretrain --cased, finetune on rows whose label is
+ * only the case of a word ("the CAT runs 3" pos, "the cat runs 3" neg). The cased classifier
+ * learns it; an uncased one sees each pair of rows as one text and can score no better than 50%. */
+static void test_cased(void) {
+    static char corpus[16384], tsv[8192];
+    size_t n = 0, t = (size_t)snprintf(tsv, sizeof tsv, "label\ttext\n");
+    for (int d = 0; d < 8; d++) {
+        for (int s = 0; s < 6; s++)
+            n += (size_t)snprintf(corpus + n, sizeof corpus - n, "The %s %s and the %s %s.\n", WORDS_A[(d + s) % 6],
+                                  WORDS_B[(d * s) % 6], WORDS_A[(s + 3) % 6], WORDS_B[(d + 1) % 6]);
+        n += (size_t)snprintf(corpus + n, sizeof corpus - n, "THE CAT, THE DOG, THE BIRD AND THE FISH.\n\n");
+    }
+    write_str("cased_corpus.txt", corpus);
+    for (int i = 0; i < 40; i++) {
+        const char *w = WORDS_A[(i / 2) % 4];
+        char up[16];
+        for (int k = 0; k < 15 && (up[k] = (char)(w[k] >= 'a' && w[k] <= 'z' ? w[k] - 32 : w[k])); k++) up[k + 1] = 0;
+        t += (size_t)snprintf(tsv + t, sizeof tsv - t, "%s\tthe %s %s %d\n", i % 2 ? "neg" : "pos", i % 2 ? w : up,
+                              WORDS_B[(i / 2) % 6], i / 2);
+    }
+    write_str("case.tsv", tsv);
+    const char *how[] = {"--cased", ""};
+    for (int c = 0; c < 2; c++) {
+        int rc = tessera(NULL, "vocab --out v%d.txt --size 100 %s cased_corpus.txt", c, how[c]);
+        CHECK_RAN(rc, 0);
+        rc = tessera(NULL, "pretrain --vocab v%d.txt --corpus cased_corpus.txt --out pc%d --layers 1 --hidden 32 "
+                           "--heads 2 --intermediate 64 --max-len 32 --batch 4 --max-steps 2 --threads 1 %s", c, c, how[c]);
+        CHECK_RAN(rc, 0);
+        rc = tessera(NULL, "finetune --model pc%d --train case.tsv --out fc%d --test-split 0 --epochs 25 --batch 8 "
+                           "--max-len 16 --lr 2e-3 --threads 1", c, c);
+        CHECK_RAN(rc, 0);
+        char cfg[8192], path[64];
+        for (int k = 0; k < 2; k++) {
+            snprintf(path, sizeof path, k ? "fc%d/config.json" : "pc%d/config.json", c);
+            read_into(path, cfg, sizeof cfg);
+            CHECK(strstr(cfg, c ? "\"do_lower_case\":\ttrue" : "\"do_lower_case\":\tfalse"), "%s: %s", path, cfg);
+        }
+        rc = tessera(NULL, "eval --model fc%d --data case.tsv --threads 1", c);
+        CHECK_RAN(rc, 0);
+        const char *a = strstr(out_text, "accuracy ");
+        double acc = a ? atof(a + strlen("accuracy ")) : -1;
+        if (c == 0) CHECK(acc >= 90, "cased: accuracy %.2f%% on rows told apart by case (want >= 90): %s", acc, out_text);
+        else CHECK(acc >= 0 && acc <= 50, "uncased: accuracy %.2f%% (want <= 50): %s", acc, out_text);
+    }
+}
+
 static void test_bad_input(void) {
     int rc = tessera(NULL, "pretrain --corpus corpus.txt --out x");
     CHECK_FAILS(rc, "--vocab");
@@ -118,6 +164,7 @@ int main(void) {
     if (rc) return rc;
     make_data();
     RUN(test_pipeline);
+    RUN(test_cased);
     RUN(test_bad_input);
     cli_cleanup("test_cli_train");
     return tu_finish("test_cli_train");
