@@ -50,7 +50,10 @@ static const char *USAGE =
     "                       positions) for qa)\n"
     "  --lr X               peak learning rate (default 1e-4)\n"
     "  --warmup F           fraction of the steps spent warming up (default 0.1)\n"
-    "  --weight-decay X     AdamW decoupled weight decay (default 0.01)\n"
+    "  --weight-decay X     AdamW decoupled weight decay (default 0.01; not on biases and LayerNorm\n"
+    "                       weights)\n"
+    "  --max-grad-norm X    clip the gradients to global norm X (Hugging Face's Trainer uses 1.0;\n"
+    "                       default 0: no clipping)\n"
     "  --max-steps N        stop after N steps (default: epochs x batches)\n"
     "  --max-minutes M      stop training after M minutes (then test and save; 0: no limit)\n"
     "  --save-every N       also write --out every N steps (default: only at the end), and a\n"
@@ -189,7 +192,8 @@ static int run(const ft_opts *o) {
     rc = 1;
     const int B = o->batch;
     if (ts_bert_programs("finetune", &cfg, TS_BERT_SEQ_CLASSIFICATION, B, seq, (uint64_t)o->seed, o->threads, 1,
-                         (float)o->wd, (const char *[]){"loss"}, 1, &tp, (const char *[]){"logits"}, 1, &ip, NULL))
+                         (float)o->wd, (const char *[]){"loss"}, 1, &tp, (const char *[]){"logits"}, 1, &ip,
+                         &(ts_train_loop){.max_grad_norm = (float)o->max_grad_norm}))
         goto done;
     char path[4200], vocab[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", o->model);
@@ -361,6 +365,7 @@ int ts_cli_finetune(int argc, char **argv) {
         {"epochs", OPT_INT, &o.epochs, 1},       {"batch", OPT_INT, &o.batch, 1},
         {"max-len", OPT_INT, &o.max_len, 3},     {"lr", OPT_FLOAT, &o.lr, 0},
         {"warmup", OPT_FLOAT, &o.warmup, 0},     {"weight-decay", OPT_FLOAT, &o.wd, 0},
+        {"max-grad-norm", OPT_FLOAT, &o.max_grad_norm, 0},
         {"max-steps", OPT_INT, &o.max_steps, 0}, {"save-every", OPT_INT, &o.save_every, 0},
         {"seed", OPT_INT, &o.seed, 0},           {"threads", OPT_INT, &o.threads, 0},
         {"bf16", OPT_FLAG, &o.bf16, 0},          {"max-minutes", OPT_FLOAT, &o.max_minutes, 0},

@@ -34,6 +34,7 @@ static cJSON *shape_json(const ft_opts *o, const char *task, int seq, int doc_st
     cJSON_AddNumberToObject(j, "lr", o->lr);
     cJSON_AddNumberToObject(j, "warmup", o->warmup);
     cJSON_AddNumberToObject(j, "weight-decay", o->wd);
+    cJSON_AddNumberToObject(j, "max-grad-norm", o->max_grad_norm);
     cJSON_AddNumberToObject(j, "seed", o->seed);
     cJSON_AddNumberToObject(j, "bf16", o->bf16);
     cJSON_AddNumberToObject(j, "fp16", o->fp16);

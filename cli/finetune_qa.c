@@ -66,7 +66,8 @@ static int build(qa_run *r) {
     r->cfg.recompute = o->recompute;
     if (ts_bert_programs("finetune", &r->cfg, TS_BERT_QUESTION_ANSWERING, o->batch, r->seq, (uint64_t)o->seed,
                          o->threads, 1, (float)o->wd, (const char *[]){"loss"}, 1, &r->tp,
-                         (const char *[]){"start_logits", "end_logits"}, 2, &r->ip, NULL))
+                         (const char *[]){"start_logits", "end_logits"}, 2, &r->ip,
+                         &(ts_train_loop){.max_grad_norm = (float)o->max_grad_norm}))
         return 1;
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", o->model);

@@ -22,7 +22,9 @@ static const char *USAGE =
     "  Model:    --layers 4  --hidden 256  --heads 4  --intermediate 1024  --max-len 128  --dropout 0.1\n"
     "  Training: --batch 32  --max-steps N (default 1000)  --max-minutes M (stop by time; 0: none)\n"
     "            --lr 5e-4 (peak; linear warm-up over --warmup 0.05 of the run, then linear decay)\n"
-    "            --weight-decay 0.01  --seed 0  --wwm (whole-word masking)  --mask-prob 0.15\n"
+    "            --weight-decay 0.01 (not on biases and LayerNorm weights)  --max-grad-norm X (clip\n"
+    "            the gradients to global norm X, as BERT's recipe with 1.0; default 0: no clipping)\n"
+    "            --seed 0  --wwm (whole-word masking)  --mask-prob 0.15\n"
     "            --cased (keep case and accents, for a vocabulary from tessera vocab --cased;\n"
     "            default uncased; remembered as do_lower_case in config.json)\n"
     "            --max-predictions P (masked positions per sequence, at most; the MLM head runs on\n"
@@ -61,7 +63,7 @@ typedef struct pt_opts {
     int threads, wwm, bf16, keep, stop_after, recompute, deterministic;
     int fp16, accumulation, device_iterations, max_predictions, cased;
     const char *resume;
-    double max_minutes, lr, warmup, wd, dropout, mask_prob;
+    double max_minutes, lr, warmup, wd, dropout, mask_prob, max_grad_norm;
 } pt_opts;
 
 /* Split the corpus into a training file and a held-out file (every HOLDOUT_EVERY-th document).
@@ -238,7 +240,7 @@ static int run(const pt_opts *o) {
     cfg.recompute = o->recompute;
     cfg.max_predictions_per_seq = o->max_predictions;
     const int N = o->accumulation, K = o->device_iterations, S = N * K; /* S batches per call */
-    ts_train_loop loop = {.accumulation = N, .device_iterations = S};
+    ts_train_loop loop = {.accumulation = N, .device_iterations = S, .max_grad_norm = (float)o->max_grad_norm};
     if (o->hidden % o->heads) {
         fprintf(stderr, "tessera pretrain: --hidden %d is not a multiple of --heads %d\n", o->hidden, o->heads);
         ts_tokenizer_free(tok);
@@ -290,7 +292,7 @@ static int run(const pt_opts *o) {
     pt_shape shape = {.layers = o->layers, .hidden = o->hidden, .heads = o->heads, .inter = o->inter,
                       .max_len = o->max_len, .batch = o->batch, .seed = o->seed, .wwm = o->wwm, .cased = o->cased, .bf16 = o->bf16,
                       .vocab_size = cfg.vocab_size, .max_steps = o->max_steps, .lr = o->lr, .warmup = o->warmup,
-                      .wd = o->wd, .dropout = o->dropout, .mask_prob = o->mask_prob,
+                      .wd = o->wd, .max_grad_norm = o->max_grad_norm, .dropout = o->dropout, .mask_prob = o->mask_prob,
                       .deterministic = o->deterministic, .threads = o->deterministic ? o->threads : 0,
                       .fp16 = o->fp16, .accumulation = N, .max_predictions = o->max_predictions};
     int64_t step = 0;
@@ -476,6 +478,7 @@ int ts_cli_pretrain(int argc, char **argv) {
         {"batch", OPT_INT, &o.batch, 1},           {"max-steps", OPT_INT, &o.max_steps, 1},
         {"max-minutes", OPT_FLOAT, &o.max_minutes, 0}, {"lr", OPT_FLOAT, &o.lr, 0},
         {"warmup", OPT_FLOAT, &o.warmup, 0},       {"weight-decay", OPT_FLOAT, &o.wd, 0},
+        {"max-grad-norm", OPT_FLOAT, &o.max_grad_norm, 0},
         {"dropout", OPT_FLOAT, &o.dropout, 0},     {"mask-prob", OPT_FLOAT, &o.mask_prob, 0},
         {"seed", OPT_INT, &o.seed, 0},             {"save-every", OPT_INT, &o.save_every, 0},
         {"eval-every", OPT_INT, &o.eval_every, 1}, {"eval-batches", OPT_INT, &o.eval_batches, 0},

@@ -31,7 +31,7 @@ static const shape_field FIELDS[] = {
     SI("layers", layers), SI("hidden", hidden), SI("heads", heads), SI("intermediate", inter),
     SI("max-len", max_len), SI("batch", batch), SI("seed", seed), SI("wwm", wwm), SI("bf16", bf16),
     SI("vocab size", vocab_size), SI("max-steps", max_steps), SD("lr", lr), SD("warmup", warmup),
-    SD("weight-decay", wd), SD("dropout", dropout), SD("mask-prob", mask_prob),
+    SD("weight-decay", wd), SD("max-grad-norm", max_grad_norm), SD("dropout", dropout), SD("mask-prob", mask_prob),
     SI("deterministic", deterministic), SI("threads", threads), SI("fp16", fp16),
     SI("accumulation", accumulation), SI("max-predictions", max_predictions), SI("cased", cased),
 };

@@ -353,14 +353,18 @@ int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head he
             goto fail;
         what = "adding the optimizer";
         ts_optim_opts oo = ts_optim_defaults(TS_OPTIM_ADAMW);
+        static const char *const no_decay[] = {"bias", "LayerNorm.weight"};
         oo.eps = 1e-6f;
         oo.weight_decay = wd;
-        oo.accumulation_steps = loop ? loop->accumulation : 1;
+        oo.no_decay = no_decay;
+        oo.nno_decay = 2;
+        oo.max_grad_norm = loop ? loop->max_grad_norm : 0;
+        oo.accumulation_steps = loop && loop->accumulation > 1 ? loop->accumulation : 1;
         if (ts_optimizer(g, lr, &oo) != TS_OK) goto fail;
         what = "compiling the training program";
         *train_p = ts_compile(g, &(ts_compile_opts){.num_threads = threads, .nfetch = ntrain_fetches,
                                                     .fetches = train_fetches,
-                                                    .device_iterations = loop ? loop->device_iterations : 1});
+                                                    .device_iterations = loop && loop->device_iterations > 1 ? loop->device_iterations : 1});
         if (!*train_p) goto fail;
     }
     if (infer_p) {

@@ -125,18 +125,22 @@ int ts_model_dir_save(const char *cmd, const char *dir, const ts_program *p, con
  * file) and returns NULL on failure. */
 ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config *cfg, ts_model_meta *meta);
 
-/* How the training program runs its steps (NULL: one batch per step and per call).
+/* How the training program runs its steps (NULL: one batch per step and per call, no clipping).
  *   accumulation       micro-batches per optimizer step (ts_optim_opts.accumulation_steps)
  *   device_iterations  runs per ts_program_run (ts_compile_opts.device_iterations): every input,
  *                      "lr" too, is then fed [device_iterations, ...]
+ *   max_grad_norm      clip the gradients to this global norm (0: no clipping, as PyTorch
+ *                      without clip_grad_norm_); BERT's recipe and Hugging Face's Trainer use 1.0
  * With cfg->compute_dtype TS_F16 the training program also scales the loss dynamically
  * (ts_backward_scaled, GradScaler's defaults), as fp16 training needs. */
 typedef struct ts_train_loop {
     int accumulation, device_iterations;
+    float max_grad_norm;
 } ts_train_loop;
 
 /* Build BERT with a head for batch x seq into a new graph; when `train`, add backward and AdamW
- * (lr fed as the input "lr", weight decay wd) and compile a training program fetching
+ * (lr fed as the input "lr", weight decay wd except on biases and LayerNorm weights, as BERT's
+ * and Hugging Face's recipes do) and compile a training program fetching
  * train_fetches (run as `loop` says), else leave *train_p NULL. An inference program fetching
  * infer_fetches is always compiled (into *infer_p, which may be NULL to skip it). Prints the
  * error and returns nonzero on failure. */

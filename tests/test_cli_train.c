@@ -155,6 +155,10 @@ static void test_bad_input(void) {
     CHECK_FAILS(rc, "--data");
     rc = tessera(NULL, "eval --model pre --data data.tsv");
     CHECK_FAILS(rc, "is not a fine-tuned model");
+    rc = tessera(NULL, "pretrain --vocab vocab.txt --corpus corpus.txt --out x --max-grad-norm -1");
+    CHECK_FAILS(rc, "--max-grad-norm wants a non-negative number, not '-1'");
+    rc = tessera(NULL, "finetune --model pre --train data.tsv --out y --max-grad-norm nan");
+    CHECK_FAILS(rc, "--max-grad-norm wants a non-negative number, not 'nan'");
     rc = tessera(NULL, "predict --model ft --frobnicate");
     CHECK_FAILS(rc, "unknown flag '--frobnicate'");
 }
