@@ -193,16 +193,20 @@ static void adamw_f32(float *p, const float *gr, float *m, float *v, int64_t n, 
     }
 }
 
-/* What AdamW and LAMB do before their element loops (inputs param, grad, lr, m, v, step, coef):
- * check lr, and unless the step is skipped (coef 0: *run = 0) count it in the step counter and
- * give the bias corrections 1 - beta1^t and 1 - beta2^t (in double). */
+/* What AdamW and LAMB do before their element loops (inputs param, grad, lr, m, v, step, coef;
+ * attributes beta1, beta2, eps, weight decay): read the attributes and the element count, check
+ * lr, and unless the step is skipped (coef 0: run = 0) count it in the step counter and give the
+ * bias corrections 1 - beta1^t and 1 - beta2^t (in double). */
 typedef struct adam_step {
     int run;
-    float lr, coef;
+    int64_t cnt;
+    float lr, coef, b1, b2, eps, wd;
     double bc1, bc2;
 } adam_step;
 static ts_status adam_begin(const ts_kargs *k, adam_step *a) {
     const ts_node *n = k->node;
+    a->cnt = ts_val_numel(&k->g->vals[n->in[0]]);
+    a->b1 = n->attr.f[0], a->b2 = n->attr.f[1], a->eps = n->attr.f[2], a->wd = n->attr.f[3];
     a->lr = *(const float *)k->in[2];
     ts_status s = check_lr(k, a->lr);
     if (s) return s;
@@ -211,20 +215,17 @@ static ts_status adam_begin(const ts_kargs *k, adam_step *a) {
     if (!a->run) return TS_OK; /* skipped step */
     float *t = k->in[5];
     *t += 1.f;
-    a->bc1 = 1.0 - pow((double)n->attr.f[0], (double)*t);
-    a->bc2 = 1.0 - pow((double)n->attr.f[1], (double)*t);
+    a->bc1 = 1.0 - pow((double)a->b1, (double)*t);
+    a->bc2 = 1.0 - pow((double)a->b2, (double)*t);
     return TS_OK;
 }
 
 static ts_status adamw_kernel(const ts_kargs *k) {
-    const ts_node *n = k->node;
-    int64_t cnt = ts_val_numel(&k->g->vals[n->in[0]]);
     adam_step a;
     ts_status s = adam_begin(k, &a);
     if (s || !a.run) return s;
-    float b1 = n->attr.f[0], b2 = n->attr.f[1], eps = n->attr.f[2], wd = n->attr.f[3];
-    adamw_f32(k->in[0], k->in[1], k->in[3], k->in[4], cnt, a.coef, 1.f - a.lr * wd, b1, b2,
-              (float)((double)a.lr / a.bc1), (float)sqrt(a.bc2), eps);
+    adamw_f32(k->in[0], k->in[1], k->in[3], k->in[4], a.cnt, a.coef, 1.f - a.lr * a.wd, a.b1, a.b2,
+              (float)((double)a.lr / a.bc1), (float)sqrt(a.bc2), a.eps);
     return TS_OK;
 }
 
@@ -266,19 +267,16 @@ static void lamb_apply(float *p, const float *m, const float *v, int64_t n, floa
 }
 
 static ts_status lamb_kernel(const ts_kargs *k) {
-    const ts_node *n = k->node;
-    int64_t cnt = ts_val_numel(&k->g->vals[n->in[0]]);
     adam_step a;
     ts_status s = adam_begin(k, &a);
     if (s || !a.run) return s;
-    float b1 = n->attr.f[0], b2 = n->attr.f[1], eps = n->attr.f[2], wd = n->attr.f[3];
-    float bc1 = (float)a.bc1, bc2 = (float)a.bc2, lr = a.lr;
+    float bc1 = (float)a.bc1, bc2 = (float)a.bc2;
     double pp, rr;
-    lamb_moments(k->in[0], k->in[1], k->in[3], k->in[4], cnt, a.coef, b1, b2, bc1, bc2, eps,
-                 wd, &pp, &rr);
+    lamb_moments(k->in[0], k->in[1], k->in[3], k->in[4], a.cnt, a.coef, a.b1, a.b2, bc1, bc2, a.eps,
+                 a.wd, &pp, &rr);
     float pn = (float)sqrt(pp), rn = (float)sqrt(rr);
     float trust = pn > 0.f && rn > 0.f ? pn / rn : 1.f;
-    lamb_apply(k->in[0], k->in[3], k->in[4], cnt, bc1, bc2, eps, wd, lr * trust);
+    lamb_apply(k->in[0], k->in[3], k->in[4], a.cnt, bc1, bc2, a.eps, a.wd, a.lr * trust);
     return TS_OK;
 }
 

@@ -159,11 +159,10 @@ static void truncate_pair(size_t *na, size_t *nb, size_t max_len) {
     *nb = b;
 }
 
-/* Write the n of l's pieces that survive the cut (n <= l->n) to out: all of them when they fit,
- * else the first keep_head (or n) and the last n - that. Returns n. */
+/* Write the n of l's pieces that survive the cut (n <= l->n) to out: the first keep_head (or n)
+ * and the last n - that (when n == l->n, all of them in order). Returns n. */
 static int keep_pieces(const ts_tokenizer *tok, const idlist *l, size_t n, int32_t *out) {
     size_t head = tok->keep_head < 0 || (size_t)tok->keep_head > n ? n : (size_t)tok->keep_head;
-    if (n == l->n) head = n;
     for (size_t i = 0; i < head; i++) out[i] = l->v[i];
     for (size_t i = head; i < n; i++) out[i] = l->v[l->n - n + i];
     return (int)n;
