@@ -175,7 +175,7 @@ static int run(const ft_opts *o) {
     }
     int nl = ts_text_dataset_num_labels(train);
     meta.max_len = seq; /* meta.lowercase stays the pretrained model's do_lower_case */
-    meta.truncation = o->truncate ? ts_trunc_parse("finetune", o->truncate) : TS_TRUNC_HEAD;
+    meta.truncation = o->truncation;
     ts_trunc_apply(tok, meta.truncation, seq);
     if (o->text_b_col && !(meta.text_b_column = strdup(o->text_b_col))) goto oom;
     meta.nlabels = nl;
@@ -389,7 +389,7 @@ int ts_cli_finetune(int argc, char **argv) {
         } else if (o.warmup > 1) {
             fprintf(stderr, "tessera finetune: --warmup %g is a fraction of the steps, at most 1\n", o.warmup);
             rc = 2;
-        } else if (o.truncate && ts_trunc_parse("finetune", o.truncate) < 0) {
+        } else if (o.truncate && (o.truncation = ts_trunc_parse("finetune", o.truncate)) < 0) {
             rc = 2;
         } else if (o.bf16 && o.fp16) {
             fprintf(stderr, "tessera finetune: --bf16 and --fp16 exclude each other\n");

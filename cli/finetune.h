@@ -16,6 +16,7 @@ typedef struct ft_opts {
     double test_split, lr, warmup, wd, max_minutes, max_grad_norm;
     int epochs, batch, max_len, max_steps, save_every, seed, threads, bf16, keep, stop_after;
     int recompute, deterministic, fp16;
+    int truncation; /* --truncate, parsed: TS_TRUNC_* (TS_TRUNC_HEAD without the flag) */
     int doc_stride, max_query_len, max_answer_len, n_best; /* qa; 0: the default */
 } ft_opts;
 

@@ -744,7 +744,6 @@ ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config
     cJSON_Delete(j);
     snprintf(path, sizeof path, "%s/vocab.txt", dir);
     ts_tokenizer *tok = ts_tokenizer_load(path, meta->lowercase);
-    if (tok) ts_trunc_apply(tok, meta->truncation, meta->max_len);
     if (!tok) {
         fprintf(stderr, "tessera %s: --model %s: %s\n", cmd, dir, ts_last_error());
         ts_model_meta_free(meta);
@@ -757,6 +756,7 @@ ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config
         ts_model_meta_free(meta);
         return NULL;
     }
+    ts_trunc_apply(tok, meta->truncation, meta->max_len);
     return tok;
 }
 

@@ -87,6 +87,12 @@ __attribute__((format(printf, 2, 3), unused)) static int tessera(const char *in,
     CHECK((rc) == (want) && !strstr(err_text, "Sanitizer"), "exit %d, want %d\nstdout: %s\nstderr: %s", rc, want, \
           out_text, err_text)
 
+/* The number the last command printed on stdout right after `label` (e.g. "accuracy "), or -1. */
+static inline double printed_number(const char *label) {
+    const char *a = strstr(out_text, label);
+    return a ? atof(a + strlen(label)) : -1;
+}
+
 /* Failure: non-zero exit (not a crash), stderr holds `needle`. */
 #define CHECK_FAILS(rc, needle)                                                                                  \
     CHECK((rc) > 0 && strstr(err_text, needle) && !strstr(err_text, "Sanitizer"),                                \

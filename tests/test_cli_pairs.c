@@ -38,12 +38,6 @@ static void make_data(void) {
     write_str("short.tsv", "sentence1\tsentence2\tlabel\nthe cat runs\tit is happy\tpos\nthe dog sleeps\tneg\n");
 }
 
-/* The accuracy eval printed, or -1. */
-static double eval_accuracy(void) {
-    const char *a = strstr(out_text, "accuracy ");
-    return a ? atof(a + strlen("accuracy ")) : -1;
-}
-
 static void test_pairs(void) {
     int rc = tessera(NULL, "vocab --out vocab.txt --size 150 corpus.txt");
     CHECK_RAN(rc, 0);
@@ -61,7 +55,7 @@ static void test_pairs(void) {
     /* eval: the pair column comes from the model directory */
     rc = tessera(NULL, "eval --model ft --data pairs.tsv --text-column sentence1 --threads 1");
     CHECK_RAN(rc, 0);
-    double acc = eval_accuracy();
+    double acc = printed_number("accuracy ");
     CHECK(acc >= 95, "eval accuracy %.2f%% on the training pairs (want >= 95): %s", acc, out_text);
     printf("  training pairs after fine-tuning: accuracy %.2f%%\n", acc);
 
@@ -87,19 +81,17 @@ static void test_pairs(void) {
     rc = tessera(NULL, "finetune --model pre --train pairs.jsonl --text-b-column text_b --out ftj --test-split 0.25 "
                        "--epochs 15 --batch 8 --max-len 24 --lr 2e-3 --threads 1");
     CHECK_RAN(rc, 0);
-    const char *ta = strstr(out_text, "tessera finetune: test accuracy ");
-    double tacc = ta ? atof(ta + strlen("tessera finetune: test accuracy ")) : -1;
+    double tacc = printed_number("tessera finetune: test accuracy ");
     CHECK(tacc >= 80, "JSONL pairs: held-out accuracy %.2f%% (want >= 80): %s", tacc, out_text);
     rc = tessera(NULL, "eval --model ftj --data pairs.jsonl --threads 1");
     CHECK_RAN(rc, 0);
-    CHECK(eval_accuracy() >= 90, "eval on the JSONL pairs: %s", out_text);
+    CHECK(printed_number("accuracy ") >= 90, "eval on the JSONL pairs: %s", out_text);
 
     /* the same with fp16 matrix products (loss scaling) and recomputation */
     rc = tessera(NULL, "finetune --model pre --train pairs.jsonl --text-b-column text_b --out ftf --test-split 0.25 "
                        "--epochs 15 --batch 8 --max-len 24 --lr 2e-3 --threads 1 --fp16 --recompute");
     CHECK_RAN(rc, 0);
-    ta = strstr(out_text, "tessera finetune: test accuracy ");
-    tacc = ta ? atof(ta + strlen("tessera finetune: test accuracy ")) : -1;
+    tacc = printed_number("tessera finetune: test accuracy ");
     CHECK(tacc >= 80, "JSONL pairs, --fp16 --recompute: held-out accuracy %.2f%% (want >= 80): %s", tacc, out_text);
 }
 

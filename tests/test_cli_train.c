@@ -121,8 +121,7 @@ static void test_cased(void) {
         }
         rc = tessera(NULL, "eval --model fc%d --data case.tsv --threads 1", c);
         CHECK_RAN(rc, 0);
-        const char *a = strstr(out_text, "accuracy ");
-        double acc = a ? atof(a + strlen("accuracy ")) : -1;
+        double acc = printed_number("accuracy ");
         if (c == 0) CHECK(acc >= 90, "cased: accuracy %.2f%% on rows told apart by case (want >= 90): %s", acc, out_text);
         else CHECK(acc >= 0 && acc <= 50, "uncased: accuracy %.2f%% (want <= 50): %s", acc, out_text);
     }

@@ -51,12 +51,6 @@ static void make_data(void) {
     write_str("test.tsv", test);
 }
 
-/* The accuracy eval printed, or -1. */
-static double eval_accuracy(void) {
-    const char *a = strstr(out_text, "accuracy ");
-    return a ? atof(a + strlen("accuracy ")) : -1;
-}
-
 static const char *FT = "finetune --model pre --train train.tsv --test-split 0 --epochs 20 --batch 8 --max-len 16 "
                         "--lr 2e-3 --threads 1";
 
@@ -75,7 +69,7 @@ static void test_truncate(void) {
     CHECK(!strstr(cfg, "tessera_truncation"), "a head cut is the default and not written: %s", cfg);
     rc = tessera(NULL, "eval --model ft-head --data test.tsv --threads 1");
     CHECK_RAN(rc, 0);
-    double head = eval_accuracy();
+    double head = printed_number("accuracy ");
     CHECK(head >= 0 && head <= 60, "head: held-out accuracy %.2f%% without the ending (want 50): %s", head, out_text);
 
     /* head+tail and tail: the ending is in */
@@ -90,7 +84,7 @@ static void test_truncate(void) {
         CHECK(strstr(cfg, want), "%s lacks %s: %s", dir_cfg, want, cfg);
         rc = tessera(NULL, "eval --model ft-%d --data test.tsv --threads 1", k);
         CHECK_RAN(rc, 0);
-        double acc = eval_accuracy();
+        double acc = printed_number("accuracy ");
         CHECK(acc >= 90, "%s: held-out accuracy %.2f%% (want >= 90): %s", how[k], acc, out_text);
         printf("  held-out accuracy: --truncate head %.2f%%, %s %.2f%%\n", head, how[k], acc);
     }
