@@ -24,9 +24,9 @@ int ts_cli_pretrain(int argc, char **argv);
 /* tessera finetune --model DIR --train FILE --out DIR [--task classify|qa] [options]
  * (cli/finetune.c, finetune_qa.c) */
 int ts_cli_finetune(int argc, char **argv);
-/* tessera eval --model DIR --data FILE [options] (cli/eval.c) */
+/* tessera eval --model DIR... --data FILE [--test-split F --seed N] [options] (cli/eval.c) */
 int ts_cli_eval(int argc, char **argv);
-/* tessera predict --model DIR [--text TEXT...] [--data FILE] [< lines] (cli/predict.c,
+/* tessera predict --model DIR... [--text TEXT...] [--data FILE] [< lines] (cli/predict.c,
  * predict_qa.c) */
 int ts_cli_predict(int argc, char **argv);
 /* tessera run --model DIR --inputs IN.safetensors --outputs OUT.safetensors [--device cpu]

@@ -3,36 +3,46 @@
  * labelled file. A sequence classifier: accuracy on a TSV / CSV / JSONL file (single texts or the
  * model's text pairs) beside the majority-class baseline. A question-answering model: the
  * official SQuAD v1.1 exact match and F1 on a SQuAD JSON file. The task comes from the model's
- * architecture (--task only checks it). Also home of ts_cls_accuracy, which `tessera finetune`
- * uses on its test split.
+ * architecture (--task only checks it). Several classifiers score as one ensemble (the mean of
+ * their class probabilities, each member encoding the text with its own vocabulary and length);
+ * --test-split / --seed score only the rows `tessera finetune` held out. Also home of
+ * ts_cls_accuracy, which `tessera finetune` uses on its test split.
  *
- *   tessera eval --model DIR --data FILE [--task classify|qa] [--batch N] [...]
+ *   tessera eval --model DIR... --data FILE [--test-split F --seed N] [--task classify|qa] [...]
  */
+#include <math.h>
+
 #include "cli.h"
 #include "qa.h"
 #include "train_common.h"
 
 static const char *USAGE =
-    "usage: tessera eval --model DIR --data FILE [options]\n"
+    "usage: tessera eval --model DIR... --data FILE [options]\n"
     "  Scores the model in DIR (from tessera finetune) on a labelled file. The task is the model's:\n"
     "   - a classifier: accuracy on a .tsv, .csv or .jsonl file, and the majority-class baseline\n"
     "     (every row is scored, no deduplication); a text-pair model reads its second text from\n"
-    "     the column it was trained with\n"
+    "     the column it was trained with. Several DIRs (classifiers with the same labels) score\n"
+    "     as one ensemble: a row's label is the largest mean of their class probabilities\n"
     "   - question answering: exact match and F1 (the official SQuAD v1.1 script's) on a SQuAD\n"
     "     JSON file, answers decoded over every doc-stride window\n"
     "  --task classify|qa   the task expected (an error when the model is another)\n"
     "  --text-column NAME   classify: column / key of the text (default text)\n"
     "  --text-b-column NAME classify: of the second text (default: the model's)\n"
     "  --label-column NAME  classify: column / key of the label (default label)\n"
+    "  --test-split F       classify: score only the rows tessera finetune held out with the same\n"
+    "                       --test-split F and split seed (deduplicated, then split), not all of FILE\n"
+    "  --seed N             the split seed of --test-split (finetune's --split-seed, else --seed;\n"
+    "                       default 42)\n"
     "  --max-answer-len N   qa: pieces in an answer, at most (default 30)\n"
     "  --n-best N           qa: start / end candidates per window (default 20)\n"
     "  --batch N            sequences per forward pass (default 32)\n"
     "  --threads N          CPU threads (default: all)\n"
     "  --config FILE        a JSON object of the options above (flags override it)\n";
 
-ts_status ts_cls_accuracy(ts_program *infer, const ts_tokenizer *tok, const ts_text_dataset *d, int batch,
-                          int seq, int64_t *correct, int64_t *total) {
-    *correct = *total = 0;
+/* Add each row's class probabilities under one classifier (the softmax of its logits) to
+ * probs [n, nl]. */
+static ts_status add_probs(ts_program *infer, const ts_tokenizer *tok, const ts_text_dataset *d, int batch, int seq,
+                           double *probs) {
     int64_t n = ts_text_dataset_size(d);
     int nl = ts_text_dataset_num_labels(d);
     ts_batch_buf bb;
@@ -51,17 +61,47 @@ ts_status ts_cls_accuracy(ts_program *infer, const ts_tokenizer *tok, const ts_t
             break;
         const float *lg = ts_tensor_data(logits);
         int c = (int)ts_tensor_shape(logits)[1];
-        for (int k = 0; k < m; k++) {
-            int best = 0;
-            for (int j = 1; j < c; j++)
-                if (lg[k * c + j] > lg[k * c + best]) best = j;
-            int32_t label = bb.b.labels[k];
-            if (label >= 0 && label < nl) *correct += best == label, ++*total;
+        for (int k = 0; k < m && c == nl; k++) { /* c == nl: the labels were loaded as the model's */
+            const float *r = lg + (size_t)k * c;
+            float top = r[0];
+            for (int j = 1; j < c; j++) top = r[j] > top ? r[j] : top;
+            double z = 0;
+            for (int j = 0; j < c; j++) z += exp((double)(r[j] - top));
+            for (int j = 0; j < c; j++) probs[(i + k) * nl + j] += exp((double)(r[j] - top)) / z;
         }
         ts_tensor_free(logits);
     }
     ts_batch_buf_free(&bb);
     free(rows);
+    return st;
+}
+
+/* How many rows of d the summed class probabilities probs [n, nl] label right (the largest
+ * sum); *total gets the rows with a label. */
+static int64_t count_right(const ts_text_dataset *d, const double *probs, int64_t *total) {
+    int64_t n = ts_text_dataset_size(d), right = 0;
+    int nl = ts_text_dataset_num_labels(d);
+    *total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int32_t label;
+        if (ts_text_dataset_get(d, i, NULL, NULL, &label) != TS_OK || label < 0 || label >= nl) continue;
+        int best = 0;
+        for (int j = 1; j < nl; j++)
+            if (probs[i * nl + j] > probs[i * nl + best]) best = j;
+        right += best == label, ++*total;
+    }
+    return right;
+}
+
+ts_status ts_cls_accuracy(ts_program *infer, const ts_tokenizer *tok, const ts_text_dataset *d, int batch,
+                          int seq, int64_t *correct, int64_t *total) {
+    *correct = *total = 0;
+    int64_t n = ts_text_dataset_size(d);
+    double *probs = calloc((size_t)(n ? n : 1) * (size_t)ts_text_dataset_num_labels(d), sizeof *probs);
+    if (!probs) return TS_ERR_NOMEM;
+    ts_status st = add_probs(infer, tok, d, batch, seq, probs);
+    if (st == TS_OK) *correct = count_right(d, probs, total);
+    free(probs);
     return st;
 }
 
@@ -103,8 +143,10 @@ static ts_program *open_infer(const char *model, const ts_bert_config *cfg, int 
 }
 
 typedef struct ev_opts {
+    ts_strlist models; /* --model DIR...: one, or the members of an ensemble (classifiers) */
     const char *model, *data, *task, *text_col, *text_b_col, *label_col;
-    int batch, threads, max_answer_len, n_best;
+    double test_split;
+    int batch, threads, max_answer_len, n_best, seed;
 } ev_opts;
 
 static int eval_qa(const ev_opts *o, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok) {
@@ -128,40 +170,95 @@ static int eval_qa(const ev_opts *o, const ts_bert_config *cfg, const ts_model_m
     return rc;
 }
 
+/* 0 when `other` (model directory dir) is a classifier that can join the ensemble of `first`:
+ * the same labels in the same order and the same second-text column; else prints why. */
+static int same_classifier(const char *first_dir, const ts_model_meta *first, const char *dir,
+                           const ts_model_meta *other) {
+    int same = other->nlabels == first->nlabels &&
+               !!other->text_b_column == !!first->text_b_column &&
+               (!first->text_b_column || !strcmp(first->text_b_column, other->text_b_column));
+    for (int i = 0; same && i < first->nlabels; i++)
+        same = first->labels[i] && other->labels[i] && !strcmp(first->labels[i], other->labels[i]);
+    if (!same)
+        fprintf(stderr, "tessera eval: --model %s and %s are not the same kind of classifier (labels or text "
+                        "columns differ); an ensemble needs models trained on the same task\n", first_dir, dir);
+    return !same;
+}
+
 static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok) {
     ts_text_opts to = {.text_column = o->text_col,
                        .text_b_column = o->text_b_col ? o->text_b_col : meta->text_b_column,
                        .label_column = o->label_col,
                        .labels = (const char *const *)meta->labels,
                        .nlabels = meta->nlabels};
-    ts_text_dataset *d = ts_text_dataset_load(o->data, &to);
+    ts_text_dataset *d = ts_text_dataset_load(o->data, &to), *train = NULL, *test = NULL;
     if (!d) {
         fprintf(stderr, "tessera eval: --data %s\n", ts_last_error());
         return 2;
     }
-    int rc = 1;
-    ts_program *p = open_infer(o->model, cfg, o->batch, meta->max_len, o->threads, (const char *[]){"logits"}, 1);
-    double t0 = ts_now();
-    int64_t correct, total;
-    if (p && ts_cls_accuracy(p, tok, d, o->batch, meta->max_len, &correct, &total) != TS_OK)
-        fprintf(stderr, "tessera eval: %s: %s\n", o->data, ts_last_error());
-    else if (p) {
-        int maj;
-        double base = ts_cls_majority(d, d, &maj);
-        printf("tessera eval: %s: accuracy %.2f%% (%lld of %lld), majority class '%s' %.2f%%, %.1f s\n", o->data,
-               total ? 100.0 * (double)correct / (double)total : 0.0, (long long)correct, (long long)total,
-               meta->labels[maj] ? meta->labels[maj] : "?", 100 * base, ts_now() - t0);
-        rc = 0;
+    if (o->test_split > 0) { /* the rows tessera finetune held out */
+        if (ts_text_dataset_split(d, o->test_split, (uint64_t)o->seed, &train, &test, NULL) != TS_OK) {
+            fprintf(stderr, "tessera eval: %s: %s\n", o->data, ts_last_error());
+            ts_text_dataset_free(d);
+            return 1;
+        }
     }
-    ts_program_free(p);
+    const ts_text_dataset *scored = test ? test : d;
+    int64_t n = ts_text_dataset_size(scored);
+    int nl = ts_text_dataset_num_labels(scored);
+    double *probs = calloc((size_t)(n ? n : 1) * (size_t)nl, sizeof *probs);
+    int rc = probs ? 0 : 1;
+    if (!probs) fprintf(stderr, "tessera eval: out of memory\n");
+    double t0 = ts_now();
+    for (int k = 0; k < o->models.n && !rc; k++) { /* each member with its own vocabulary and length */
+        const char *dir = o->models.v[k];
+        ts_bert_config kcfg = *cfg;
+        ts_model_meta kmeta = {0};
+        ts_tokenizer *ktok = NULL;
+        const ts_tokenizer *t = tok;
+        const ts_model_meta *m = meta;
+        if (k > 0) {
+            rc = 2;
+            if (!(ktok = ts_model_dir_open("eval", dir, &kcfg, &kmeta))) goto next;
+            if (ts_task_of_model("eval", "classify", dir, &kcfg, &kmeta) != TS_TASK_CLASSIFY) goto next;
+            if (same_classifier(o->models.v[0], meta, dir, &kmeta)) goto next;
+            t = ktok, m = &kmeta;
+        }
+        rc = 1;
+        ts_program *p = open_infer(dir, &kcfg, o->batch, m->max_len, o->threads, (const char *[]){"logits"}, 1);
+        if (p && add_probs(p, t, scored, o->batch, m->max_len, probs) != TS_OK)
+            fprintf(stderr, "tessera eval: %s on %s: %s\n", dir, o->data, ts_last_error());
+        else if (p)
+            rc = 0;
+        ts_program_free(p);
+    next:
+        ts_tokenizer_free(ktok);
+        if (k > 0) ts_model_meta_free(&kmeta);
+    }
+    if (!rc) {
+        int64_t total, correct = count_right(scored, probs, &total);
+        int maj;
+        double base = ts_cls_majority(train ? train : d, scored, &maj);
+        char what[64] = "";
+        if (o->models.n > 1) snprintf(what, sizeof what, " (ensemble of %d models)", o->models.n);
+        char part[96] = "";
+        if (test) snprintf(part, sizeof part, " (its held-out %g, split seed %d)", o->test_split, o->seed);
+        printf("tessera eval: %s%s: accuracy%s %.2f%% (%lld of %lld), majority class '%s' %.2f%%, %.1f s\n", o->data,
+               part, what, total ? 100.0 * (double)correct / (double)total : 0.0, (long long)correct,
+               (long long)total, meta->labels[maj] ? meta->labels[maj] : "?", 100 * base, ts_now() - t0);
+    }
+    free(probs);
+    ts_text_dataset_free(train);
+    ts_text_dataset_free(test);
     ts_text_dataset_free(d);
     return rc;
 }
 
 int ts_cli_eval(int argc, char **argv) {
-    ev_opts o = {.text_col = "text", .label_col = "label", .batch = 32};
+    ev_opts o = {.text_col = "text", .label_col = "label", .batch = 32, .seed = 42};
     const ts_opt opts[] = {
-        {"model", OPT_STR, &o.model, 0},          {"data", OPT_STR, &o.data, 0},
+        {"model", OPT_LIST, &o.models, 0},        {"data", OPT_STR, &o.data, 0},
+        {"test-split", OPT_FLOAT, &o.test_split, 0}, {"seed", OPT_INT, &o.seed, 0},
         {"task", OPT_STR, &o.task, 0},            {"text-column", OPT_STR, &o.text_col, 0},
         {"text-b-column", OPT_STR, &o.text_b_col, 0}, {"label-column", OPT_STR, &o.label_col, 0},
         {"max-answer-len", OPT_INT, &o.max_answer_len, 1}, {"n-best", OPT_INT, &o.n_best, 1},
@@ -171,6 +268,7 @@ int ts_cli_eval(int argc, char **argv) {
     int rc = ts_opts_parse(&os, "eval", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done_opts;
     rc = 2;
+    o.model = o.models.n ? o.models.v[0] : NULL;
     if (!o.model || !o.data) {
         fprintf(stderr, "tessera eval: %s is required\n(tessera eval --help shows the usage)\n",
                 !o.model ? "--model DIR" : "--data FILE");
@@ -181,7 +279,13 @@ int ts_cli_eval(int argc, char **argv) {
     ts_tokenizer *tok = ts_model_dir_open("eval", o.model, &cfg, &meta);
     if (!tok) goto done_opts;
     int task = ts_task_of_model("eval", o.task, o.model, &cfg, &meta);
-    if (task == TS_TASK_QA) rc = eval_qa(&o, &cfg, &meta, tok);
+    if (task == TS_TASK_QA && (o.models.n > 1 || o.test_split > 0))
+        fprintf(stderr, "tessera eval: %s answers questions: %s is for classifiers\n", o.model,
+                o.models.n > 1 ? "an ensemble of several --model DIRs" : "--test-split");
+    else if (o.test_split >= 1)
+        fprintf(stderr, "tessera eval: --test-split %g holds out every row; finetune's is a fraction below 1\n",
+                o.test_split);
+    else if (task == TS_TASK_QA) rc = eval_qa(&o, &cfg, &meta, tok);
     else if (task == TS_TASK_CLASSIFY) rc = eval_cls(&o, &cfg, &meta, tok);
     ts_tokenizer_free(tok);
     ts_model_meta_free(&meta);

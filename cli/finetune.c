@@ -64,6 +64,8 @@ static const char *USAGE =
     "                       the result is the same, bit for bit, as one run (without --max-minutes)\n"
     "  --stop-after N       end this invocation after step N, with a checkpoint there\n"
     "  --seed N             shuffling, split and dropout (default 42)\n"
+    "  --split-seed N       the train/test split's alone (default: --seed), so that models trained\n"
+    "                       with other seeds hold out the same rows (an ensemble for tessera eval)\n"
     "  --threads N          CPU threads (default: all)\n"
     "  --bf16               bf16 matrix products (mixed precision; master weights stay f32)\n"
     "  --fp16               fp16 matrix products with dynamic loss scaling (master weights f32)\n"
@@ -130,7 +132,8 @@ static int load_data(const ft_opts *o, ts_text_dataset **train, ts_text_dataset 
             return 2;
         }
     } else if (o->test_split > 0) {
-        st = ts_text_dataset_split(all, o->test_split, (uint64_t)o->seed, train, test, &dup);
+        st = ts_text_dataset_split(all, o->test_split, (uint64_t)(o->split_seed >= 0 ? o->split_seed : o->seed), train,
+                                   test, &dup);
         ts_text_dataset_free(all);
     } else {
         st = ts_text_dataset_dedup(all, &dup);
@@ -352,7 +355,7 @@ static int run_task(const ft_opts *o) {
 
 int ts_cli_finetune(int argc, char **argv) {
     ft_opts o = {.text_col = "text", .label_col = "label", .test_split = 0.2, .lr = 1e-4, .warmup = 0.1,
-                 .wd = 0.01, .epochs = 3, .batch = 32, .seed = 42, .keep = 3};
+                 .wd = 0.01, .epochs = 3, .batch = 32, .seed = 42, .split_seed = -1, .keep = 3};
     const ts_opt opts[] = {
         {"model", OPT_STR, &o.model, 0},         {"train", OPT_STR, &o.train, 0},
         {"task", OPT_STR, &o.task, 0},           {"dev", OPT_STR, &o.dev, 0},
@@ -367,7 +370,8 @@ int ts_cli_finetune(int argc, char **argv) {
         {"warmup", OPT_FLOAT, &o.warmup, 0},     {"weight-decay", OPT_FLOAT, &o.wd, 0},
         {"max-grad-norm", OPT_FLOAT, &o.max_grad_norm, 0},
         {"max-steps", OPT_INT, &o.max_steps, 0}, {"save-every", OPT_INT, &o.save_every, 0},
-        {"seed", OPT_INT, &o.seed, 0},           {"threads", OPT_INT, &o.threads, 0},
+        {"seed", OPT_INT, &o.seed, 0},           {"split-seed", OPT_INT, &o.split_seed, 0},
+        {"threads", OPT_INT, &o.threads, 0},
         {"bf16", OPT_FLAG, &o.bf16, 0},          {"max-minutes", OPT_FLOAT, &o.max_minutes, 0},
         {"recompute", OPT_FLAG, &o.recompute, 0}, {"deterministic", OPT_FLAG, &o.deterministic, 0},
         {"fp16", OPT_FLAG, &o.fp16, 0},          {"truncate", OPT_STR, &o.truncate, 0},

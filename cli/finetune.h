@@ -15,6 +15,7 @@ typedef struct ft_opts {
     const char *model, *train, *dev, *out, *task, *text_col, *text_b_col, *label_col, *resume, *truncate;
     double test_split, lr, warmup, wd, max_minutes, max_grad_norm;
     int epochs, batch, max_len, max_steps, save_every, seed, threads, bf16, keep, stop_after;
+    int split_seed; /* --split-seed: the train/test split's shuffle (-1: --seed's) */
     int recompute, deterministic, fp16;
     int truncation; /* --truncate, parsed: TS_TRUNC_* (TS_TRUNC_HEAD without the flag) */
     int doc_stride, max_query_len, max_answer_len, n_best; /* qa; 0: the default */

@@ -41,6 +41,7 @@ static cJSON *shape_json(const ft_opts *o, const char *task, int seq, int doc_st
     cJSON_AddNumberToObject(j, "deterministic", o->deterministic);
     cJSON_AddNumberToObject(j, "threads", o->deterministic ? o->threads : 0); /* pinned, or 0 */
     cJSON_AddNumberToObject(j, "test-split", o->dev ? 0 : o->test_split);
+    cJSON_AddNumberToObject(j, "split-seed", o->dev || !o->test_split ? -1 : o->split_seed >= 0 ? o->split_seed : o->seed);
     add_str(j, "text-column", o->text_col);
     add_str(j, "text-b-column", o->text_b_col);
     add_str(j, "label-column", o->label_col);

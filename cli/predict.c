@@ -3,9 +3,11 @@
  * reads texts (each --text, else each line of --data FILE or stdin) and prints one line per
  * text: label<TAB>probability<TAB>the text's first 60 characters. A text-pair classifier takes
  * text<TAB>text_b (the pair separated by a tab). A question-answering model reads questions and
- * contexts (predict_qa.c) and prints one answer a line.
+ * contexts (predict_qa.c) and prints one answer a line. Several classifiers predict as one
+ * ensemble: the label with the largest mean class probability (each member encodes the text with
+ * its own vocabulary and length), and that mean.
  *
- *   tessera predict --model DIR [--text "..."]... [--data FILE] [--batch N] [< lines]
+ *   tessera predict --model DIR... [--text "..."]... [--data FILE] [--batch N] [< lines]
  */
 #include <math.h>
 #include <stdint.h>
@@ -15,11 +17,13 @@
 #include "train_common.h"
 
 static const char *USAGE =
-    "usage: tessera predict --model DIR [--text TEXT...] [--data FILE] [options] [< lines]\n"
+    "usage: tessera predict --model DIR... [--text TEXT...] [--data FILE] [options] [< lines]\n"
     "  Runs the model in DIR (from tessera finetune) on new inputs; the task is the model's.\n"
     "  A classifier: each TEXT (or, without --text, each line of FILE or stdin) gives a line\n"
     "  label<TAB>probability<TAB>the text's first 60 characters. A text-pair classifier wants\n"
-    "  text<TAB>text_b: the first tab of a TEXT or line separates the pair.\n"
+    "  text<TAB>text_b: the first tab of a TEXT or line separates the pair. Several DIRs\n"
+    "  (classifiers with the same labels) predict as one ensemble: the label with the largest\n"
+    "  mean probability, and that mean.\n"
     "  Question answering: FILE (or stdin) holds JSON lines {\"question\": ..., \"context\": ...}\n"
     "  (an \"id\" is allowed and ignored), or FILE is a SQuAD .json file; each question gives one\n"
     "  line, its answer (a span of its context, decoded over every doc-stride window; an empty\n"
@@ -34,14 +38,22 @@ static const char *USAGE =
 
 #define PREFIX_CHARS 60
 
-typedef struct predictor {
+/* One classifier of the ensemble (or the only one): its program, vocabulary and row length. */
+typedef struct member {
     ts_program *p;
-    const ts_tokenizer *tok;
-    const ts_model_meta *meta;
-    int batch, seq, n;
+    ts_tokenizer *tok;
+    ts_model_meta meta;
+    ts_bert_config cfg;
+    ts_batch_buf bb;
+} member;
+
+typedef struct predictor {
+    member *m;    /* nm members; m[0].meta names the labels */
+    int nm;
+    int batch, n;
     int pairs;    /* texts are text<TAB>text_b */
     char **texts; /* the pending batch */
-    ts_batch_buf bb;
+    double *probs; /* [batch, labels]: the members' summed class probabilities */
 } predictor;
 
 /* Print the first PREFIX_CHARS characters of s (whole UTF-8 sequences), tabs as spaces. */
@@ -56,47 +68,97 @@ static void print_prefix(const char *s) {
     }
 }
 
-static int flush_batch(predictor *pr) {
-    if (!pr->n) return 0;
-    ts_batch *b = &pr->bb.b;
-    int T = pr->seq;
+/* Run member mb on the pending batch, adding each text's class probabilities (the softmax of
+ * the logits) to pr->probs. */
+static int run_member(predictor *pr, member *mb) {
+    ts_batch *b = &mb->bb.b;
+    int T = mb->bb.seq, nl = pr->m[0].meta.nlabels;
     for (int i = 0; i < pr->batch; i++) {
         int32_t *ids = b->input_ids + (size_t)i * T, *types = b->token_type_ids + (size_t)i * T;
         int32_t *mask = b->attention_mask + (size_t)i * T;
         if (i < pr->n) {
             char *tab = pr->pairs ? strchr(pr->texts[i], '\t') : NULL;
             if (tab) *tab = 0; /* split the pair for encoding, joined again for printing */
-            ts_status st = ts_encode(pr->tok, pr->texts[i], tab ? tab + 1 : NULL, T, ids, types, mask, NULL);
+            ts_status st = ts_encode(mb->tok, pr->texts[i], tab ? tab + 1 : NULL, T, ids, types, mask, NULL);
             if (tab) *tab = '\t';
-            if (st != TS_OK) goto fail;
+            if (st != TS_OK) return 1;
         } else {
             for (int t = 0; t < T; t++) ids[t] = 0, types[t] = 0, mask[t] = t == 0; /* padding row */
         }
     }
     ts_tensor *logits = NULL;
-    if (ts_batch_buf_feed(&pr->bb, pr->p, 0) || ts_program_run(pr->p) || ts_program_fetch(pr->p, "logits", &logits))
-        goto fail;
+    if (ts_batch_buf_feed(&mb->bb, mb->p, 0) || ts_program_run(mb->p) || ts_program_fetch(mb->p, "logits", &logits))
+        return 1;
     const float *lg = ts_tensor_data(logits);
     int c = (int)ts_tensor_shape(logits)[1];
-    for (int i = 0; i < pr->n; i++) {
+    for (int i = 0; i < pr->n && c == nl; i++) { /* c == nl: members share the labels */
         const float *r = lg + (size_t)i * c;
-        int best = 0;
-        for (int j = 1; j < c; j++)
-            if (r[j] > r[best]) best = j;
+        float top = r[0];
+        for (int j = 1; j < c; j++) top = r[j] > top ? r[j] : top;
         double z = 0;
-        for (int j = 0; j < c; j++) z += exp((double)(r[j] - r[best]));
-        const char *name = best < pr->meta->nlabels && pr->meta->labels[best] ? pr->meta->labels[best] : "?";
-        printf("%s\t%.4f\t", name, 1.0 / z);
+        for (int j = 0; j < c; j++) z += exp((double)(r[j] - top));
+        for (int j = 0; j < c; j++) pr->probs[(size_t)i * nl + j] += exp((double)(r[j] - top)) / z;
+    }
+    ts_tensor_free(logits);
+    return 0;
+}
+
+static int flush_batch(predictor *pr) {
+    if (!pr->n) return 0;
+    const ts_model_meta *meta = &pr->m[0].meta;
+    int nl = meta->nlabels;
+    memset(pr->probs, 0, (size_t)pr->batch * (size_t)nl * sizeof *pr->probs);
+    for (int k = 0; k < pr->nm; k++)
+        if (run_member(pr, &pr->m[k])) {
+            fprintf(stderr, "tessera predict: %s\n", ts_last_error());
+            return 1;
+        }
+    for (int i = 0; i < pr->n; i++) {
+        const double *r = pr->probs + (size_t)i * nl;
+        int best = 0;
+        for (int j = 1; j < nl; j++)
+            if (r[j] > r[best]) best = j;
+        const char *name = meta->labels[best] ? meta->labels[best] : "?";
+        printf("%s\t%.4f\t", name, r[best] / pr->nm);
         print_prefix(pr->texts[i]);
         putchar('\n');
         free(pr->texts[i]);
     }
-    ts_tensor_free(logits);
     pr->n = 0;
     return 0;
-fail:
-    fprintf(stderr, "tessera predict: %s\n", ts_last_error());
-    return 1;
+}
+
+/* Open model directory dir as member mb (a classifier; for k > 0 with m0's labels and text
+ * columns). 0, or prints the error and returns 2 (bad model) or 1. */
+static int open_member(member *mb, const char *dir, int k, const member *m0, int batch, int threads) {
+    if (k > 0) {
+        if (!(mb->tok = ts_model_dir_open("predict", dir, &mb->cfg, &mb->meta))) return 2;
+        if (ts_task_of_model("predict", "classify", dir, &mb->cfg, &mb->meta) != TS_TASK_CLASSIFY) return 2;
+        int same = mb->meta.nlabels == m0->meta.nlabels && !!mb->meta.text_b_column == !!m0->meta.text_b_column &&
+                   (!mb->meta.text_b_column || !strcmp(mb->meta.text_b_column, m0->meta.text_b_column));
+        for (int i = 0; same && i < mb->meta.nlabels; i++)
+            same = mb->meta.labels[i] && m0->meta.labels[i] && !strcmp(mb->meta.labels[i], m0->meta.labels[i]);
+        if (!same) {
+            fprintf(stderr, "tessera predict: --model %s is not the same kind of classifier as the first model "
+                            "(labels or text columns differ); an ensemble needs models trained on the same task\n",
+                    dir);
+            return 2;
+        }
+    }
+    if (!ts_batch_buf_init(&mb->bb, batch, mb->meta.max_len, 0)) {
+        fprintf(stderr, "tessera predict: out of memory\n");
+        return 1;
+    }
+    if (ts_bert_programs("predict", &mb->cfg, TS_BERT_SEQ_CLASSIFICATION, batch, mb->meta.max_len, 0, threads, 0, 0,
+                         NULL, 0, NULL, (const char *[]){"logits"}, 1, &mb->p, NULL))
+        return 1;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (ts_program_load(mb->p, path, 1, NULL) != TS_OK) {
+        fprintf(stderr, "tessera predict: %s\n", ts_last_error());
+        return 2;
+    }
+    return 0;
 }
 
 /* One input; `where` names it for errors ("stdin:3", "--text 2"). */
@@ -115,18 +177,21 @@ static int add_text(predictor *pr, const char *text, const char *where) {
 
 int ts_cli_predict(int argc, char **argv) {
     const char *model = NULL, *data = NULL, *task_flag = NULL;
-    ts_strlist texts = {0};
+    ts_strlist texts = {0}, models = {0};
     int batch = 8, threads = 0, n_best = 0, max_ans = 0;
     const ts_opt opts[] = {
-        {"model", OPT_STR, &model, 0}, {"text", OPT_LIST, &texts, 0},
+        {"model", OPT_LIST, &models, 0}, {"text", OPT_LIST, &texts, 0},
         {"data", OPT_STR, &data, 0},   {"task", OPT_STR, &task_flag, 0},
         {"batch", OPT_INT, &batch, 1}, {"threads", OPT_INT, &threads, 0},
         {"n-best", OPT_INT, &n_best, 1}, {"max-answer-len", OPT_INT, &max_ans, 1},
     };
     ts_optset os;
+    predictor pr = {.batch = batch};
+    FILE *in = stdin;
     int rc = ts_opts_parse(&os, "predict", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done_opts;
     rc = 2;
+    model = models.n ? models.v[0] : NULL;
     if (!model) {
         fprintf(stderr, "tessera predict: --model DIR is required\n(tessera predict --help shows the usage)\n");
         goto done_opts;
@@ -135,14 +200,17 @@ int ts_cli_predict(int argc, char **argv) {
         fprintf(stderr, "tessera predict: give --text or --data, not both\n");
         goto done_opts;
     }
-    ts_bert_config cfg;
-    ts_model_meta meta;
-    ts_tokenizer *tok = ts_model_dir_open("predict", model, &cfg, &meta);
-    if (!tok) goto done_opts;
-    predictor pr = {.tok = tok, .meta = &meta, .batch = batch, .seq = meta.max_len, .pairs = meta.text_b_column != NULL};
-    FILE *in = stdin;
+    pr.batch = batch;
+    if (!(pr.m = calloc((size_t)models.n, sizeof *pr.m))) {
+        fprintf(stderr, "tessera predict: out of memory\n");
+        rc = 1;
+        goto done_opts;
+    }
+    member *m0 = &pr.m[0];
+    if (!(m0->tok = ts_model_dir_open("predict", model, &m0->cfg, &m0->meta))) goto done;
+    pr.pairs = m0->meta.text_b_column != NULL;
     const char *in_name = "stdin";
-    int task = ts_task_of_model("predict", task_flag, model, &cfg, &meta);
+    int task = ts_task_of_model("predict", task_flag, model, &m0->cfg, &m0->meta);
     if (task < 0) goto done;
     if (task == TS_TASK_QA) {
         if (texts.n) {
@@ -150,10 +218,19 @@ int ts_cli_predict(int argc, char **argv) {
                             "{\"question\": ..., \"context\": ...} on stdin or in --data FILE\n", model);
             goto done;
         }
-        rc = ts_predict_qa(model, &cfg, &meta, tok, data, batch, threads, n_best ? n_best : TS_QA_N_BEST,
+        if (models.n > 1) {
+            fprintf(stderr, "tessera predict: %s answers questions: an ensemble of several --model DIRs is for "
+                            "classifiers\n", model);
+            goto done;
+        }
+        rc = ts_predict_qa(model, &m0->cfg, &m0->meta, m0->tok, data, batch, threads, n_best ? n_best : TS_QA_N_BEST,
                            max_ans ? max_ans : TS_QA_MAX_ANSWER_LEN);
         goto done;
     }
+    for (int k = 0; k < models.n; k++)
+        if ((rc = open_member(&pr.m[k], models.v[k], k, m0, batch, threads)) != 0) goto done;
+    pr.nm = models.n;
+    rc = 2;
     if (data && !(in = fopen(data, "r"))) {
         fprintf(stderr, "tessera predict: --data %s: %s\n", data, strerror(errno));
         goto done;
@@ -161,19 +238,12 @@ int ts_cli_predict(int argc, char **argv) {
     if (data) in_name = data;
     rc = 1;
     pr.texts = calloc((size_t)batch, sizeof *pr.texts);
-    if (!pr.texts || !ts_batch_buf_init(&pr.bb, batch, pr.seq, 0)) {
+    pr.probs = calloc((size_t)batch * (size_t)(m0->meta.nlabels ? m0->meta.nlabels : 1), sizeof *pr.probs);
+    if (!pr.texts || !pr.probs) {
         fprintf(stderr, "tessera predict: out of memory\n");
         goto done;
     }
-    if (ts_bert_programs("predict", &cfg, TS_BERT_SEQ_CLASSIFICATION, batch, pr.seq, 0, threads, 0, 0, NULL, 0, NULL,
-                         (const char *[]){"logits"}, 1, &pr.p, NULL))
-        goto done;
-    char path[4200], where[4200];
-    snprintf(path, sizeof path, "%s/model.safetensors", model);
-    if (ts_program_load(pr.p, path, 1, NULL) != TS_OK) {
-        fprintf(stderr, "tessera predict: %s\n", ts_last_error());
-        goto done;
-    }
+    char where[4200];
     if (texts.n) {
         for (int i = 0; i < texts.n; i++) {
             snprintf(where, sizeof where, "--text %d", i + 1);
@@ -213,10 +283,14 @@ done:
     if (pr.texts)
         for (int i = 0; i < pr.n; i++) free(pr.texts[i]);
     free(pr.texts);
-    ts_batch_buf_free(&pr.bb);
-    ts_program_free(pr.p);
-    ts_tokenizer_free(tok);
-    ts_model_meta_free(&meta);
+    free(pr.probs);
+    for (int k = 0; pr.m && k < models.n; k++) {
+        ts_batch_buf_free(&pr.m[k].bb);
+        ts_program_free(pr.m[k].p);
+        ts_tokenizer_free(pr.m[k].tok);
+        ts_model_meta_free(&pr.m[k].meta);
+    }
+    free(pr.m);
 done_opts:
     ts_opts_free(&os);
     return rc;

@@ -2,16 +2,23 @@
 # demo.sh — tessera end to end on real text, in about ten minutes on two cores:
 #   1. learn a 16,000-token WordPiece vocabulary from the Brown Corpus + WordNet glosses;
 #   2. pretrain a small BERT (4 layers, hidden 256) on them for a few minutes (masked LM + NSP);
-#   3. fine-tune it on the SpamAssassin corpus (deduplicated, 80/20 split): test accuracy beside
-#      the majority-class baseline;
-#   4. classify a few example mails with `tessera predict`.
+#   3. fine-tune it twice on the SpamAssassin corpus (deduplicated, the same 80/20 split, two
+#      training seeds) and score the two as an ensemble (`tessera eval --model A B`: the mean of
+#      their class probabilities) on the held-out mails, beside the majority-class baseline;
+#   4. classify a few example mails with the ensemble (`tessera predict --model A B`).
 #
 #   bash scripts/install-deps.sh   # once: fetches data/text/*.txt and data/spam/spam.tsv
 #   make demo                      # or: bash scripts/demo.sh
 #
+# Why an ensemble: one fine-tuning run lands anywhere in about 96.0-97.8% on a split (its seed,
+# and the time-limited pretraining, move it). On the other splits measured (split seeds 1 and 2,
+# never this one), two 3-epoch runs scored 96.65 / 97.80% and 97.00 / 97.09%, their ensembles
+# 97.89% and 97.80%: 0.7 points above the runs' average.
+#
 # Environment: BUILD (default build), DEMO_DIR (default $BUILD/demo), PRETRAIN_MINUTES (3.5),
-# FINETUNE_EPOCHS (4), FINETUNE_MINUTES (5: fine-tuning stops there even mid-epoch, so the demo
-# ends within ten minutes on a busy machine too), THREADS (0: all cores), VOCAB_SIZE (16000).
+# MEMBERS (2: fine-tuning runs in the ensemble), FINETUNE_EPOCHS (3, each), FINETUNE_MINUTES
+# (2.5, each: a run stops there even mid-epoch, so the demo ends within ten minutes on a busy
+# machine too), THREADS (0: all cores), VOCAB_SIZE (16000).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,8 +26,9 @@ cd "$ROOT"
 BUILD="${BUILD:-build}"
 DEMO_DIR="${DEMO_DIR:-$BUILD/demo}"
 PRETRAIN_MINUTES="${PRETRAIN_MINUTES:-3.5}"
-FINETUNE_EPOCHS="${FINETUNE_EPOCHS:-4}"
-FINETUNE_MINUTES="${FINETUNE_MINUTES:-5}"
+MEMBERS="${MEMBERS:-2}"
+FINETUNE_EPOCHS="${FINETUNE_EPOCHS:-3}"
+FINETUNE_MINUTES="${FINETUNE_MINUTES:-2.5}"
 THREADS="${THREADS:-0}"
 VOCAB_SIZE="${VOCAB_SIZE:-16000}"
 TESSERA="$BUILD/tessera"
@@ -35,7 +43,7 @@ step "build"
 [ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j "$(nproc 2>/dev/null || echo 2)" --target tessera_cli >/dev/null
 mkdir -p "$DEMO_DIR"
-rm -rf "$DEMO_DIR/pretrained" "$DEMO_DIR/spam-model"
+rm -rf "$DEMO_DIR/pretrained" "$DEMO_DIR"/spam-model*
 
 step "vocabulary: $VOCAB_SIZE WordPiece tokens from the Brown Corpus and WordNet glosses"
 "$TESSERA" vocab --out "$DEMO_DIR/vocab.txt" --size "$VOCAB_SIZE" data/text/brown.txt data/text/wordnet.txt
@@ -46,13 +54,20 @@ step "pretraining: BERT 4 x 256 on Brown + WordNet for $PRETRAIN_MINUTES minutes
     --batch 32 --lr 5e-4 --max-steps 100000 --max-minutes "$PRETRAIN_MINUTES" --eval-every 100 --bf16 \
     --threads "$THREADS"
 
-step "fine-tuning on SpamAssassin (ham vs spam, deduplicated, 80/20 split)"
-"$TESSERA" finetune --model "$DEMO_DIR/pretrained" --train data/spam/spam.tsv --out "$DEMO_DIR/spam-model" \
-    --test-split 0.2 --epochs "$FINETUNE_EPOCHS" --max-minutes "$FINETUNE_MINUTES" --batch 16 --max-len 128 \
-    --lr 3e-4 --bf16 --threads "$THREADS"
+models=()
+for ((m = 1; m <= MEMBERS; m++)); do
+    step "fine-tuning $m of $MEMBERS on SpamAssassin (ham vs spam, deduplicated, 80/20 split; seed $((41 + m)))"
+    "$TESSERA" finetune --model "$DEMO_DIR/pretrained" --train data/spam/spam.tsv --out "$DEMO_DIR/spam-model-$m" \
+        --test-split 0.2 --split-seed 42 --seed $((41 + m)) --epochs "$FINETUNE_EPOCHS" \
+        --max-minutes "$FINETUNE_MINUTES" --batch 16 --max-len 128 --lr 3e-4 --bf16 --threads "$THREADS"
+    models+=("$DEMO_DIR/spam-model-$m")
+done
 
-step "predicting: a few mails the model has not seen"
-"$TESSERA" predict --model "$DEMO_DIR/spam-model" --threads "$THREADS" <<'MAILS'
+step "the ensemble of the $MEMBERS models on the held-out mails"
+"$TESSERA" eval --model "${models[@]}" --data data/spam/spam.tsv --test-split 0.2 --seed 42 --threads "$THREADS"
+
+step "predicting: a few mails the models have not seen"
+"$TESSERA" predict --model "${models[@]}" --threads "$THREADS" <<'MAILS'
 Hi Tom, the meeting moved to 3pm tomorrow. I attached the minutes from last week; could you check the budget numbers before then? Thanks, Anna
 CONGRATULATIONS!!! You have been selected to receive a FREE 7-day Caribbean cruise. Click here now to claim your prize, this offer expires in 24 hours!
 Has anyone got the new kernel to build on Red Hat 7.3? make fails with an undefined reference in the ALSA driver, and I could not find anything in the list archives.
