@@ -10,8 +10,6 @@
  *
  *   tessera eval --model DIR... --data FILE [--test-split F --seed N] [--task classify|qa] [...]
  */
-#include <math.h>
-
 #include "cli.h"
 #include "qa.h"
 #include "train_common.h"
@@ -61,14 +59,8 @@ static ts_status add_probs(ts_program *infer, const ts_tokenizer *tok, const ts_
             break;
         const float *lg = ts_tensor_data(logits);
         int c = (int)ts_tensor_shape(logits)[1];
-        for (int k = 0; k < m && c == nl; k++) { /* c == nl: the labels were loaded as the model's */
-            const float *r = lg + (size_t)k * c;
-            float top = r[0];
-            for (int j = 1; j < c; j++) top = r[j] > top ? r[j] : top;
-            double z = 0;
-            for (int j = 0; j < c; j++) z += exp((double)(r[j] - top));
-            for (int j = 0; j < c; j++) probs[(i + k) * nl + j] += exp((double)(r[j] - top)) / z;
-        }
+        for (int k = 0; k < m && c == nl; k++) /* c == nl: the labels were loaded as the model's */
+            ts_softmax_add(lg + (size_t)k * c, c, probs + (i + k) * nl);
         ts_tensor_free(logits);
     }
     ts_batch_buf_free(&bb);
@@ -126,22 +118,6 @@ double ts_cls_majority(const ts_text_dataset *train, const ts_text_dataset *test
     return n ? (double)hit / (double)n : 0;
 }
 
-/* The inference program of a model directory's head, its parameters loaded (strict). */
-static ts_program *open_infer(const char *model, const ts_bert_config *cfg, int batch, int seq, int threads,
-                              const char *const *fetches, int nfetch) {
-    ts_program *p = NULL;
-    if (ts_bert_programs("eval", cfg, cfg->head, batch, seq, 0, threads, 0, 0, NULL, 0, NULL, fetches, nfetch, &p, NULL))
-        return NULL;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/model.safetensors", model);
-    if (ts_program_load(p, path, 1, NULL) != TS_OK) {
-        fprintf(stderr, "tessera eval: %s\n", ts_last_error());
-        ts_program_free(p);
-        return NULL;
-    }
-    return p;
-}
-
 typedef struct ev_opts {
     ts_strlist models; /* --model DIR...: one, or the members of an ensemble (classifiers) */
     const char *model, *data, *task, *text_col, *text_b_col, *label_col;
@@ -156,7 +132,7 @@ static int eval_qa(const ev_opts *o, const ts_bert_config *cfg, const ts_model_m
     ts_squad *s = ts_qa_load("eval", "--data", o->data, tok, &so, 1);
     if (!s) return 2;
     int rc = 1;
-    ts_program *p = open_infer(o->model, cfg, o->batch, meta->max_len, o->threads,
+    ts_program *p = ts_model_dir_program("eval", o->model, cfg, o->batch, meta->max_len, o->threads,
                                (const char *[]){"start_logits", "end_logits"}, 2);
     double t0 = ts_now(), em, f1;
     if (p && !ts_qa_score("eval", p, s, o->batch, meta->max_len, o->n_best ? o->n_best : TS_QA_N_BEST,
@@ -168,21 +144,6 @@ static int eval_qa(const ev_opts *o, const ts_bert_config *cfg, const ts_model_m
     ts_program_free(p);
     ts_squad_free(s);
     return rc;
-}
-
-/* 0 when `other` (model directory dir) is a classifier that can join the ensemble of `first`:
- * the same labels in the same order and the same second-text column; else prints why. */
-static int same_classifier(const char *first_dir, const ts_model_meta *first, const char *dir,
-                           const ts_model_meta *other) {
-    int same = other->nlabels == first->nlabels &&
-               !!other->text_b_column == !!first->text_b_column &&
-               (!first->text_b_column || !strcmp(first->text_b_column, other->text_b_column));
-    for (int i = 0; same && i < first->nlabels; i++)
-        same = first->labels[i] && other->labels[i] && !strcmp(first->labels[i], other->labels[i]);
-    if (!same)
-        fprintf(stderr, "tessera eval: --model %s and %s are not the same kind of classifier (labels or text "
-                        "columns differ); an ensemble needs models trained on the same task\n", first_dir, dir);
-    return !same;
 }
 
 static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok) {
@@ -221,11 +182,17 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
             rc = 2;
             if (!(ktok = ts_model_dir_open("eval", dir, &kcfg, &kmeta))) goto next;
             if (ts_task_of_model("eval", "classify", dir, &kcfg, &kmeta) != TS_TASK_CLASSIFY) goto next;
-            if (same_classifier(o->models.v[0], meta, dir, &kmeta)) goto next;
+            if (!ts_same_classifier(meta, &kmeta)) {
+                fprintf(stderr, "tessera eval: --model %s and %s are not the same kind of classifier (labels or "
+                                "text columns differ); an ensemble needs models trained on the same task\n",
+                        o->models.v[0], dir);
+                goto next;
+            }
             t = ktok, m = &kmeta;
         }
         rc = 1;
-        ts_program *p = open_infer(dir, &kcfg, o->batch, m->max_len, o->threads, (const char *[]){"logits"}, 1);
+        ts_program *p =
+            ts_model_dir_program("eval", dir, &kcfg, o->batch, m->max_len, o->threads, (const char *[]){"logits"}, 1);
         if (p && add_probs(p, t, scored, o->batch, m->max_len, probs) != TS_OK)
             fprintf(stderr, "tessera eval: %s on %s: %s\n", dir, o->data, ts_last_error());
         else if (p)

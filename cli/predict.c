@@ -9,7 +9,6 @@
  *
  *   tessera predict --model DIR... [--text "..."]... [--data FILE] [--batch N] [< lines]
  */
-#include <math.h>
 #include <stdint.h>
 
 #include "cli.h"
@@ -91,14 +90,8 @@ static int run_member(predictor *pr, member *mb) {
         return 1;
     const float *lg = ts_tensor_data(logits);
     int c = (int)ts_tensor_shape(logits)[1];
-    for (int i = 0; i < pr->n && c == nl; i++) { /* c == nl: members share the labels */
-        const float *r = lg + (size_t)i * c;
-        float top = r[0];
-        for (int j = 1; j < c; j++) top = r[j] > top ? r[j] : top;
-        double z = 0;
-        for (int j = 0; j < c; j++) z += exp((double)(r[j] - top));
-        for (int j = 0; j < c; j++) pr->probs[(size_t)i * nl + j] += exp((double)(r[j] - top)) / z;
-    }
+    for (int i = 0; i < pr->n && c == nl; i++) /* c == nl: members share the labels */
+        ts_softmax_add(lg + (size_t)i * c, c, pr->probs + (size_t)i * nl);
     ts_tensor_free(logits);
     return 0;
 }
@@ -129,16 +122,12 @@ static int flush_batch(predictor *pr) {
 }
 
 /* Open model directory dir as member mb (a classifier; for k > 0 with m0's labels and text
- * columns). 0, or prints the error and returns 2 (bad model) or 1. */
+ * columns). 0, or prints the error and returns 2 (not such a classifier) or 1 (its program). */
 static int open_member(member *mb, const char *dir, int k, const member *m0, int batch, int threads) {
     if (k > 0) {
         if (!(mb->tok = ts_model_dir_open("predict", dir, &mb->cfg, &mb->meta))) return 2;
         if (ts_task_of_model("predict", "classify", dir, &mb->cfg, &mb->meta) != TS_TASK_CLASSIFY) return 2;
-        int same = mb->meta.nlabels == m0->meta.nlabels && !!mb->meta.text_b_column == !!m0->meta.text_b_column &&
-                   (!mb->meta.text_b_column || !strcmp(mb->meta.text_b_column, m0->meta.text_b_column));
-        for (int i = 0; same && i < mb->meta.nlabels; i++)
-            same = mb->meta.labels[i] && m0->meta.labels[i] && !strcmp(mb->meta.labels[i], m0->meta.labels[i]);
-        if (!same) {
+        if (!ts_same_classifier(&m0->meta, &mb->meta)) {
             fprintf(stderr, "tessera predict: --model %s is not the same kind of classifier as the first model "
                             "(labels or text columns differ); an ensemble needs models trained on the same task\n",
                     dir);
@@ -149,16 +138,8 @@ static int open_member(member *mb, const char *dir, int k, const member *m0, int
         fprintf(stderr, "tessera predict: out of memory\n");
         return 1;
     }
-    if (ts_bert_programs("predict", &mb->cfg, TS_BERT_SEQ_CLASSIFICATION, batch, mb->meta.max_len, 0, threads, 0, 0,
-                         NULL, 0, NULL, (const char *[]){"logits"}, 1, &mb->p, NULL))
-        return 1;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (ts_program_load(mb->p, path, 1, NULL) != TS_OK) {
-        fprintf(stderr, "tessera predict: %s\n", ts_last_error());
-        return 2;
-    }
-    return 0;
+    return (mb->p = ts_model_dir_program("predict", dir, &mb->cfg, batch, mb->meta.max_len, threads,
+                                         (const char *[]){"logits"}, 1)) ? 0 : 1;
 }
 
 /* One input; `where` names it for errors ("stdin:3", "--text 2"). */
@@ -186,7 +167,7 @@ int ts_cli_predict(int argc, char **argv) {
         {"n-best", OPT_INT, &n_best, 1}, {"max-answer-len", OPT_INT, &max_ans, 1},
     };
     ts_optset os;
-    predictor pr = {.batch = batch};
+    predictor pr = {0};
     FILE *in = stdin;
     int rc = ts_opts_parse(&os, "predict", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done_opts;

@@ -105,15 +105,9 @@ int ts_predict_qa(const char *model, const ts_bert_config *cfg, const ts_model_m
     int rc = 1;
     ts_program *p = NULL;
     float *st = NULL, *en = NULL;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/model.safetensors", model);
-    if (ts_bert_programs("predict", cfg, TS_BERT_QUESTION_ANSWERING, batch, seq, 0, threads, 0, 0, NULL, 0, NULL,
-                         (const char *[]){"start_logits", "end_logits"}, 2, &p, NULL))
+    if (!(p = ts_model_dir_program("predict", model, cfg, batch, seq, threads,
+                                   (const char *[]){"start_logits", "end_logits"}, 2)))
         goto done;
-    if (ts_program_load(p, path, 1, NULL) != TS_OK) {
-        fprintf(stderr, "tessera predict: %s\n", ts_last_error());
-        goto done;
-    }
     if (ts_qa_logits("predict", p, s, batch, seq, &st, &en)) goto done;
     for (int64_t i = 0; i < ts_squad_num_examples(s); i++) {
         char *a = ts_qa_answer(s, i, st, en, n_best, max_answer_len);

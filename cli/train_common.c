@@ -808,3 +808,37 @@ int ts_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap) {
     return 0;
 }
 
+
+ts_program *ts_model_dir_program(const char *cmd, const char *dir, const ts_bert_config *cfg, int batch, int seq,
+                                 int threads, const char *const *fetches, int nfetch) {
+    ts_program *p = NULL;
+    if (ts_bert_programs(cmd, cfg, cfg->head, batch, seq, 0, threads, 0, 0, NULL, 0, NULL, fetches, nfetch, &p, NULL))
+        return NULL;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (ts_program_load(p, path, 1, NULL) != TS_OK) {
+        fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
+        ts_program_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* ------------------------------------------------------------------ classifier ensembles */
+
+/* softmax(x)_j = exp(x_j - max x) / sum_i exp(x_i - max x) */
+void ts_softmax_add(const float *logits, int c, double *probs) {
+    float top = logits[0];
+    for (int j = 1; j < c; j++) top = logits[j] > top ? logits[j] : top;
+    double z = 0;
+    for (int j = 0; j < c; j++) z += exp((double)(logits[j] - top));
+    for (int j = 0; j < c; j++) probs[j] += exp((double)(logits[j] - top)) / z;
+}
+
+int ts_same_classifier(const ts_model_meta *a, const ts_model_meta *b) {
+    if (a->nlabels != b->nlabels || !a->text_b_column != !b->text_b_column) return 0;
+    if (a->text_b_column && strcmp(a->text_b_column, b->text_b_column)) return 0;
+    for (int i = 0; i < a->nlabels; i++)
+        if (!a->labels[i] || !b->labels[i] || strcmp(a->labels[i], b->labels[i])) return 0;
+    return 1;
+}

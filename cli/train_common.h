@@ -150,6 +150,19 @@ int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head he
                      int ninfer_fetches, ts_program **infer_p,
                      const ts_train_loop *loop);
 
+/* The inference program of model directory dir (its config in cfg, head cfg->head) for batch x
+ * seq, fetching `fetches`, with DIR/model.safetensors loaded strictly. NULL after printing the
+ * error ("tessera CMD: ...") on failure. */
+ts_program *ts_model_dir_program(const char *cmd, const char *dir, const ts_bert_config *cfg, int batch, int seq,
+                                 int threads, const char *const *fetches, int nfetch);
+
+/* ------------------------------------------------------------------ classifier ensembles */
+/* Add the softmax of one row of c logits to probs[0 .. c) (an ensemble sums its members'). */
+void ts_softmax_add(const float *logits, int c, double *probs);
+/* 1 when classifiers a and b can score as one ensemble: the same labels in the same order and
+ * the same second-text column (or none). */
+int ts_same_classifier(const ts_model_meta *a, const ts_model_meta *b);
+
 /* The three int32 [B, T] inputs and the label tensors of a batch, with a ts_batch over them;
  * or, for a program with device iterations, S such batches as [S, B, T] tensors, b pointing
  * into slice k (ts_batch_buf_slice). */
