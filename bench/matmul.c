@@ -83,8 +83,9 @@ typedef struct direct {
     int nargs;
 } direct;
 
-static void direct_init(direct *d, dnnl_engine_t eng, dnnl_data_type_t dt, int64_t M, int64_t K,
-                        int64_t N, void *A, void *B) {
+/* 0 when oneDNN has no matmul for this dtype on this CPU (bf16 without AVX-512), else 1. */
+static int direct_init(direct *d, dnnl_engine_t eng, dnnl_data_type_t dt, int64_t M, int64_t K,
+                       int64_t N, void *A, void *B) {
     dnnl_memory_desc_t ma, mb, mc;
     CHECK_DNNL(dnnl_memory_desc_init_by_strides(&ma, 2, (dnnl_dims_t){M, K}, dt, (dnnl_dims_t){K, 1}));
     CHECK_DNNL(dnnl_memory_desc_init_by_strides(&mb, 2, (dnnl_dims_t){K, N}, dt, (dnnl_dims_t){N, 1}));
@@ -95,7 +96,12 @@ static void direct_init(direct *d, dnnl_engine_t eng, dnnl_data_type_t dt, int64
     CHECK_DNNL(dnnl_primitive_attr_create(&attr));
     CHECK_DNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
     dnnl_primitive_desc_t pd;
-    CHECK_DNNL(dnnl_primitive_desc_create(&pd, &desc, attr, eng, NULL));
+    dnnl_status_t made = dnnl_primitive_desc_create(&pd, &desc, attr, eng, NULL);
+    if (made == dnnl_unimplemented) {
+        dnnl_primitive_attr_destroy(attr);
+        return 0;
+    }
+    CHECK_DNNL(made);
     CHECK_DNNL(dnnl_primitive_create(&d->prim, pd));
     const dnnl_memory_desc_t *ms = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     size_t sbytes = ms ? dnnl_memory_desc_get_size(ms) : 0;
@@ -116,6 +122,7 @@ static void direct_init(direct *d, dnnl_engine_t eng, dnnl_data_type_t dt, int64
     }
     dnnl_primitive_desc_destroy(pd);
     dnnl_primitive_attr_destroy(attr);
+    return 1;
 }
 
 static void direct_free(direct *d) {
@@ -184,7 +191,16 @@ int main(int argc, char **argv) {
                 CHECK_TS(ts_program_feed(p, "b", B));
 
                 direct d;
-                direct_init(&d, eng, di ? dnnl_bf16 : dnnl_f32, M, K, N, ts_tensor_data(A), ts_tensor_data(B));
+                if (!direct_init(&d, eng, di ? dnnl_bf16 : dnnl_f32, M, K, N, ts_tensor_data(A), ts_tensor_data(B))) {
+                    printf("%-5s: oneDNN %d.%d has no %s matmul on this CPU (it needs AVX-512); not measured\n",
+                           ts_dtype_name(dt), v->major, v->minor, ts_dtype_name(dt));
+                    ts_program_free(p);
+                    ts_graph_free(g);
+                    ts_tensor_free(A);
+                    ts_tensor_free(B);
+                    ki = ni = 2; /* the next dtype */
+                    break;
+                }
 
                 /* warm-up (primitive JIT, page faults, caches), then size the repeat count */
                 double est = 0;

@@ -13,8 +13,8 @@
  *    step allocates no tensor-sized heap block, and the report does not change.
  */
 #define TU_ALLOC_COUNTER
-#include "encoder.h"
 #include "test_util.h"
+#include "encoder.h"
 
 static size_t a64(size_t n) { return (n + 63) & ~(size_t)63; }
 
@@ -321,13 +321,13 @@ static void test_two_runs_identical(void) {
     ts_memory m0, m1;
     CHECK_OK(ts_program_memory(p, &m0));
     int counting = tu_alloc_counter_init();
-    long allocs = -1, big = -1;
+    long allocs = -1, big = -1, dnnl = -1;
     for (int run = 0; run < 3; run++) {
         ts_program_set_step(p, 7); /* the same dropout masks */
         CHECK_OK(ts_program_feed(p, "x", run == 1 ? x2 : x1));
         if (run == 2) tu_alloc_count_start();
         ts_status s = ts_program_run(p);
-        if (run == 2) tu_alloc_count_stop(&allocs, &big);
+        if (run == 2) tu_alloc_count_stop(&allocs, &big, &dnnl);
         CHECK(s == TS_OK, "run %d: %s", run, ts_last_error());
         o[run] = TU_FETCH(p, "out");
         gw[run] = TU_FETCH(p, "proj@GRAD");
@@ -337,8 +337,9 @@ static void test_two_runs_identical(void) {
     CHECK(o[0] && o[1] && tu_max_abs_diff_f(tu_f32(o[0]), tu_f32(o[1]), B * T * C) > 1e-3,
           "another input gave the same output: stale buffers?");
     if (counting)
-        printf("  heap allocations during a warm run: %ld of >= %d bytes, %ld in all (bookkeeping)\n", big,
-               TU_BIG_ALLOC, allocs);
+        printf("  heap allocations during a warm run: %ld of >= %d bytes, %ld in all (bookkeeping), and %ld "
+               "tensor-sized ones by oneDNN itself\n",
+               big, TU_BIG_ALLOC, allocs, dnnl);
     else
         printf("  heap allocations not counted in this build (sanitizer without a malloc hook)\n");
     CHECK(!counting || big == 0, "a warm run made %ld heap allocations of >= %d bytes: a buffer allocated per step?", big,

@@ -16,6 +16,14 @@
 #ifndef TEST_UTIL_H
 #define TEST_UTIL_H
 
+#ifdef TU_ALLOC_COUNTER
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr */
+#endif
+#include <dlfcn.h>
+#include <execinfo.h>
+#endif
+
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -352,12 +360,33 @@ static double tu_max_abs_diff_f(const float *a, const float *b, int64_t n) {
  * (tu_alloc_counter_init() returns 0); otherwise this executable interposes the allocator and
  * forwards to glibc. */
 #define TU_BIG_ALLOC 16384
-static long tu_allocs, tu_big_allocs;
+static long tu_allocs, tu_big_allocs, tu_dnnl_allocs;
 static int tu_counting;
+/* 1 when the allocation being counted was asked for by oneDNN itself (a frame of the call
+ * stack lies in libdnnl). oneDNN's gemm-based matmul ("gemm:jit", what oneDNN 2.6 picks on
+ * CPUs without AVX-512, such as AVX2-only EPYCs) packs its operands into buffers it mallocs on
+ * every call, whatever scratchpad it is given; the brgemm kernels used with AVX-512 take all of
+ * theirs from the scratchpad tessera plans. Those are the library's, not a tessera buffer made
+ * per step, so they are counted apart. */
+static int tu_from_dnnl(void) {
+    void *frames[48];
+    int n = backtrace(frames, 48);
+    for (int i = 1; i < n; i++) {
+        Dl_info info;
+        if (dladdr(frames[i], &info) && info.dli_fname && strstr(info.dli_fname, "libdnnl")) return 1;
+    }
+    return 0;
+}
 static inline void tu_count_one(size_t n) {
     if (!__atomic_load_n(&tu_counting, __ATOMIC_RELAXED)) return;
     __atomic_add_fetch(&tu_allocs, 1, __ATOMIC_RELAXED);
-    if (n >= TU_BIG_ALLOC) __atomic_add_fetch(&tu_big_allocs, 1, __ATOMIC_RELAXED);
+    if (n >= TU_BIG_ALLOC) __atomic_add_fetch(tu_from_dnnl() ? &tu_dnnl_allocs : &tu_big_allocs, 1, __ATOMIC_RELAXED);
+}
+/* backtrace() loads its unwinder (and allocates) on its first call: make that call now, outside
+ * any allocator hook. */
+static void tu_backtrace_warm(void) {
+    void *frames[4];
+    (void)backtrace(frames, 4);
 }
 /* which allocator hook: ASan's (gcc or clang), none under other sanitizers, else interposition */
 #if defined(__SANITIZE_ADDRESS__)
@@ -378,6 +407,7 @@ static void tu_malloc_hook(const volatile void *p, size_t n) { (void)p; tu_count
 static void tu_free_hook(const volatile void *p) { (void)p; }
 /* 1 when allocations can be counted in this build */
 static int tu_alloc_counter_init(void) {
+    tu_backtrace_warm();
     return __sanitizer_install_malloc_and_free_hooks(tu_malloc_hook, tu_free_hook) != 0;
 }
 #elif defined(TU_HOOK_NONE)
@@ -401,17 +431,24 @@ int posix_memalign(void **out, size_t al, size_t n) {
     *out = p;
     return 0;
 }
-static int tu_alloc_counter_init(void) { return 1; }
+static int tu_alloc_counter_init(void) {
+    tu_backtrace_warm();
+    return 1;
+}
 #endif
 static inline void tu_alloc_count_start(void) {
     __atomic_store_n(&tu_allocs, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&tu_dnnl_allocs, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&tu_big_allocs, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&tu_counting, 1, __ATOMIC_RELAXED);
 }
-static inline void tu_alloc_count_stop(long *all, long *big) {
+/* all: every allocation; big: tensor-sized ones asked for by anything but oneDNN; dnnl: tensor-
+ * sized ones oneDNN asked for itself (see tu_from_dnnl). */
+static inline void tu_alloc_count_stop(long *all, long *big, long *dnnl) {
     __atomic_store_n(&tu_counting, 0, __ATOMIC_RELAXED);
     *all = __atomic_load_n(&tu_allocs, __ATOMIC_RELAXED);
     *big = __atomic_load_n(&tu_big_allocs, __ATOMIC_RELAXED);
+    *dnnl = __atomic_load_n(&tu_dnnl_allocs, __ATOMIC_RELAXED);
 }
 #endif
 
