@@ -1,12 +1,15 @@
 # Makefile — thin wrapper over CMake. Targets:
 #   make            configure + build build/ (Release)
-#   make test       build/ + ctest, then build-asan/ (TS_SANITIZE=ON) + ctest with leak checks
+#   make test       build/ + ctest, then build-asan/ (TS_SANITIZE=ON) + ctest with leak checks, then
+#                   test-fuzz
+#   make test-fuzz  fuzz/run.sh: build the libFuzzer targets in build-fuzz/ (clang) and run each for
+#                   FUZZ_SECONDS (default 10); skipped when clang is not installed (fuzz/README.md)
 #   make bench      build, then run every bench/*.c program one after another
 #   make demo       build, then scripts/demo.sh: WordPiece vocabulary, pretrain a small BERT on Brown +
 #                   WordNet, fine-tune it on SpamAssassin, classify a few mails (data from install-deps.sh)
 #   make mnist      build, then train the MNIST example on data/mnist (scripts/install-deps.sh fetches it)
 #   make install    install header, libraries and tessera.pc under PREFIX (default /usr/local)
-#   make clean      remove build/ and build-asan/ (data/ is kept)
+#   make clean      remove build/, build-asan/ and build-fuzz/ (data/ is kept)
 # libgomp's default lets idle threads spin; when the 2 cores are shared with other work that cost
 # MNIST 305 s instead of 19 s (measured), and it is faster even on quiet cores (9.7 s vs 20.4 s).
 # libgomp reads this when it loads, so it is set for every program make starts.
@@ -16,12 +19,13 @@ MAKEFLAGS += --no-print-directory
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD  ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_SECONDS ?= 10
 CMAKE  ?= cmake
 CTEST  ?= ctest
 # LeakSanitizer works on these machines (checked with a deliberate leak), so leaks fail the tests.
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
-.PHONY: all build test test-release test-asan asan bench demo mnist install clean
+.PHONY: all build test test-release test-asan test-fuzz asan bench demo mnist install clean
 
 all: build
 
@@ -37,13 +41,17 @@ $(ASAN_BUILD)/CMakeCache.txt:
 asan: $(ASAN_BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS)
 
-test: test-release test-asan
+test: test-release test-asan test-fuzz
 
 test-release: build
 	cd $(BUILD) && $(CTEST) --output-on-failure -j $(JOBS)
 
 test-asan: asan
 	cd $(ASAN_BUILD) && $(ASAN_ENV) $(CTEST) --output-on-failure -j $(JOBS)
+
+# libFuzzer targets (fuzz/fuzz_*.c) in build-fuzz/, FUZZ_SECONDS each; prints a skip without clang.
+test-fuzz:
+	JOBS=$(JOBS) bash fuzz/run.sh $(FUZZ_SECONDS)
 
 bench: build
 	$(CMAKE) --build $(BUILD) --target run_bench
@@ -58,4 +66,4 @@ install: build
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

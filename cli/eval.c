@@ -33,8 +33,10 @@ static const char *USAGE =
     "                       default 42)\n"
     "  --max-answer-len N   qa: pieces in an answer, at most (default 30)\n"
     "  --n-best N           qa: start / end candidates per window (default 20)\n"
+    "  --relocate-answers   qa: take an answer not at its answer_start at its nearest occurrence\n"
     "  --batch N            sequences per forward pass (default 32)\n"
     "  --threads N          CPU threads (default: all)\n"
+    TS_DEVICE_USAGE TS_LOAD_USAGE
     "  --config FILE        a JSON object of the options above (flags override it)\n";
 
 /* Add each row's class probabilities under one classifier (the softmax of its logits) to
@@ -122,13 +124,14 @@ typedef struct ev_opts {
     ts_strlist models; /* --model DIR...: one, or the members of an ensemble (classifiers) */
     const char *model, *data, *task, *text_col, *text_b_col, *label_col;
     double test_split;
-    int batch, threads, max_answer_len, n_best, seed;
+    int batch, threads, max_answer_len, n_best, seed, relocate_answers;
 } ev_opts;
 
 static int eval_qa(const ev_opts *o, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok) {
     ts_squad_opts so = {.max_seq_len = meta->max_len,
                         .doc_stride = meta->doc_stride ? meta->doc_stride : ts_qa_default_stride(meta->max_len),
-                        .max_query_len = meta->max_query_len ? meta->max_query_len : ts_qa_default_query(meta->max_len)};
+                        .max_query_len = meta->max_query_len ? meta->max_query_len : ts_qa_default_query(meta->max_len),
+                        .relocate_answers = o->relocate_answers};
     ts_squad *s = ts_qa_load("eval", "--data", o->data, tok, &so, 1);
     if (!s) return 2;
     int rc = 1;
@@ -167,6 +170,14 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
     const ts_text_dataset *scored = test ? test : d;
     int64_t n = ts_text_dataset_size(scored);
     int nl = ts_text_dataset_num_labels(scored);
+    if (n == 0) { /* an accuracy of 0 of 0 would read as a result */
+        fprintf(stderr, "tessera eval: --data %s has no rows to score%s\n", o->data,
+                test ? " in its held-out part (--test-split)" : " (a header and nothing else?)");
+        ts_text_dataset_free(train);
+        ts_text_dataset_free(test);
+        ts_text_dataset_free(d);
+        return 2;
+    }
     double *probs = calloc((size_t)(n ? n : 1) * (size_t)nl, sizeof *probs);
     int rc = probs ? 0 : 1;
     if (!probs) fprintf(stderr, "tessera eval: out of memory\n");
@@ -229,7 +240,9 @@ int ts_cli_eval(int argc, char **argv) {
         {"task", OPT_STR, &o.task, 0},            {"text-column", OPT_STR, &o.text_col, 0},
         {"text-b-column", OPT_STR, &o.text_b_col, 0}, {"label-column", OPT_STR, &o.label_col, 0},
         {"max-answer-len", OPT_INT, &o.max_answer_len, 1}, {"n-best", OPT_INT, &o.n_best, 1},
+        {"relocate-answers", OPT_FLAG, &o.relocate_answers, 0},
         {"batch", OPT_INT, &o.batch, 1},          {"threads", OPT_INT, &o.threads, 0},
+        TS_DEVICE_OPTS,                           TS_LOAD_OPTS,
     };
     ts_optset os;
     int rc = ts_opts_parse(&os, "eval", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);

@@ -43,6 +43,8 @@ static const char *USAGE =
     "  --max-query-len N    question pieces kept (default min(64, max-len / 4))\n"
     "  --max-answer-len N   pieces in a predicted answer, at most (default 30)\n"
     "  --n-best N           start / end candidates per window (default 20)\n"
+    "  --relocate-answers   take an answer that is not at its answer_start at its nearest occurrence in\n"
+    "                       the context (as Hugging Face's scripts do); by default such a file is refused\n"
     "  Training:\n"
     "  --epochs N           passes over the training rows (default 3)\n"
     "  --batch N            sequences per step (default 32)\n"
@@ -54,6 +56,14 @@ static const char *USAGE =
     "                       weights)\n"
     "  --max-grad-norm X    clip the gradients to global norm X (Hugging Face's Trainer uses 1.0;\n"
     "                       default 0: no clipping)\n"
+    "  --optimizer NAME     adamw (default), lamb (layer-wise trust ratio; biases and LayerNorm\n"
+    "                       weights without weight decay or trust ratio) or sgd (--momentum M,\n"
+    "                       default 0); recorded in checkpoints\n"
+    "  --accumulation N     micro-batches of --batch per optimizer step (default 1: the effective\n"
+    "                       batch is batch x N; an epoch's last step may hold fewer)\n"
+    "  --device-iterations K  optimizer steps per call into the compiled program (default 1; the\n"
+    "                       rows of an epoch that do not fill a call are left out of it;\n"
+    "                       --max-steps, --save-every, --stop-after: multiples of K)\n"
     "  --max-steps N        stop after N steps (default: epochs x batches)\n"
     "  --max-minutes M      stop training after M minutes (then test and save; 0: no limit)\n"
     "  --save-every N       also write --out every N steps (default: only at the end), and a\n"
@@ -72,31 +82,8 @@ static const char *USAGE =
     "  --recompute          recompute each layer's forward in the backward (less memory, same result)\n"
     "  --deterministic      bit-identical runs for a seed: pins --threads (default all CPUs) and\n"
     "                       refuses --max-minutes\n"
+    TS_DEVICE_USAGE TS_LOAD_USAGE
     "  --config FILE        a JSON object of the options above, keys without '--' (flags override)\n";
-
-int ft_train_step(const ft_opts *o, ts_program *tp, ts_tensor *lr_t, float lr, int rows, int epoch, int64_t *step,
-                  double *loss_sum, int64_t *loss_n, double *t_last, ts_progress *pr, FILE *metrics) {
-    *(float *)ts_tensor_data(lr_t) = lr;
-    ts_tensor *loss = NULL;
-    if (ts_program_feed(tp, "lr", lr_t) || ts_program_run(tp) || ts_program_fetch(tp, "loss", &loss)) {
-        fprintf(stderr, "\ntessera finetune: step %lld: %s\n", (long long)*step + 1, ts_last_error());
-        return 1;
-    }
-    double l = *(float *)ts_tensor_data(loss);
-    ts_tensor_free(loss);
-    if (!isfinite(l) && !o->fp16) { /* fp16: an overflow skips the step, lowers the scale */
-        fprintf(stderr, "\ntessera finetune: step %lld: the loss is %g; try a lower --lr\n", (long long)*step + 1, l);
-        return 1;
-    }
-    ++*step;
-    if (isfinite(l)) *loss_sum += l, ++*loss_n;
-    double now = ts_now(), rate = rows / (now - *t_last);
-    *t_last = now;
-    ts_progress_step(pr, *step, l, rate);
-    ts_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"loss\": %.6f, \"lr\": %.6g, \"seq_per_s\": %.2f",
-                     (long long)*step, epoch + 1, l, lr, rate);
-    return 0;
-}
 
 /* Train rows, test rows and the label names, from the file. */
 static int load_data(const ft_opts *o, ts_text_dataset **train, ts_text_dataset **test) {
@@ -150,174 +137,162 @@ static int load_data(const ft_opts *o, ts_text_dataset **train, ts_text_dataset 
     return 0;
 }
 
-static int run(const ft_opts *o) {
-    int rc = 2;
+/* A classification run: what the training loop's callbacks (ft_task) need. */
+typedef struct cls_run {
+    const ft_opts *o;
     ts_bert_config cfg;
     ts_model_meta meta;
-    ts_text_dataset *train = NULL, *test = NULL;
-    ts_program *tp = NULL, *ip = NULL;
+    ts_tokenizer *tok;
+    ts_text_dataset *train, *test;
+    ts_program *tp, *ip;
+    ts_batch_buf bb; /* S slices of [B, seq] and labels [B] */
+    int seq, base_label;
+    double base, acc; /* majority baseline; the last test accuracy (-1: none) */
+    char vocab[4200];
+} cls_run;
+
+static int cls_fill(void *ctx, const int64_t *rows, int m, int k) {
+    cls_run *r = ctx;
+    ts_batch_buf_slice(&r->bb, k);
+    return ts_text_dataset_batch(r->train, r->tok, rows, m, r->o->batch, r->seq, &r->bb.b) ? -1 : 0;
+}
+
+static int cls_feed(void *ctx) {
+    cls_run *r = ctx;
+    return ts_batch_buf_feed(&r->bb, r->tp, 1) ? -1 : 0;
+}
+
+static int cls_epoch_end(void *ctx, int epoch, int64_t step, double train_loss, ts_progress *pr, FILE *metrics) {
+    cls_run *r = ctx;
+    if (!r->test || ts_text_dataset_size(r->test) == 0) {
+        ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,
+                          ts_now() - pr->t0);
+        return 0;
+    }
+    int64_t correct, n;
+    if (ts_program_copy_params(r->ip, r->tp) < 0 ||
+        ts_cls_accuracy(r->ip, r->tok, r->test, r->o->batch, r->seq, &correct, &n) != TS_OK) {
+        fprintf(stderr, "\ntessera finetune: evaluating: %s\n", ts_last_error());
+        return 1;
+    }
+    r->acc = n ? (double)correct / (double)n : 0;
+    ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, test accuracy %.2f%% (%lld/%lld), majority baseline "
+                          "%.2f%%, %.0f s\n", epoch + 1, (long long)step, train_loss, 100 * r->acc, (long long)correct,
+                      (long long)n, 100 * r->base, ts_now() - pr->t0);
+    ts_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"test_accuracy\": %.6f, \"majority_baseline\": %.6f",
+                     (long long)step, epoch + 1, r->acc, r->base);
+    return 0;
+}
+
+static int cls_save(void *ctx) {
+    cls_run *r = ctx;
+    return ts_model_dir_save("finetune", r->o->out, r->tp, &r->cfg, "BertForSequenceClassification", r->vocab, &r->meta);
+}
+
+static int cls_checkpoint(void *ctx, int64_t step) {
+    cls_run *r = ctx;
+    return ft_ckpt_save(r->o, "classify", r->seq, 0, 0, step, r->tp);
+}
+
+static void cls_report(void *ctx, int64_t step, double seconds) {
+    cls_run *r = ctx;
+    if (r->acc >= 0)
+        printf("tessera finetune: test accuracy %.2f%% (majority baseline %.2f%%: always '%s'); %lld steps in %.0f s; "
+               "wrote %s\n", 100 * r->acc, 100 * r->base, r->meta.labels[r->base_label], (long long)step, seconds,
+               r->o->out);
+    else
+        printf("tessera finetune: %lld steps in %.0f s; wrote %s\n", (long long)step, seconds, r->o->out);
+}
+
+static int run(const ft_opts *o) {
+    cls_run r = {.o = o, .acc = -1};
+    int rc = 2;
     FILE *metrics = NULL;
-    int64_t *order = NULL;
-    ts_batch_buf bb = {0};
-    ts_tensor *lr_t = NULL;
-    ts_tokenizer *tok = ts_model_dir_open("finetune", o->model, &cfg, &meta);
-    if (!tok) return 2;
-    ts_model_meta_free(&meta); /* the pretrained model's labels, if any, are replaced */
-    if ((rc = load_data(o, &train, &test))) goto done;
+    if (!(r.tok = ts_model_dir_open("finetune", o->model, &r.cfg, &r.meta))) return 2;
+    ts_model_meta_free(&r.meta); /* the pretrained model's labels, if any, are replaced */
+    if ((rc = load_data(o, &r.train, &r.test))) goto done;
     rc = 2;
-    int seq = o->max_len ? o->max_len : 128;
-    if (seq > cfg.max_position_embeddings) {
-        fprintf(stderr, "tessera finetune: --max-len %d exceeds the model's %d positions\n", seq,
-                cfg.max_position_embeddings);
+    r.seq = o->max_len ? o->max_len : 128;
+    if (r.seq > r.cfg.max_position_embeddings) {
+        fprintf(stderr, "tessera finetune: --max-len %d exceeds the model's %d positions\n", r.seq,
+                r.cfg.max_position_embeddings);
         goto done;
     }
-    if (seq < (o->text_b_col ? 4 : 3)) {
-        fprintf(stderr, "tessera finetune: --max-len %d cannot hold [CLS] text [SEP]%s\n", seq,
+    if (r.seq < (o->text_b_col ? 4 : 3)) {
+        fprintf(stderr, "tessera finetune: --max-len %d cannot hold [CLS] text [SEP]%s\n", r.seq,
                 o->text_b_col ? " text_b [SEP]" : "");
         goto done;
     }
-    int nl = ts_text_dataset_num_labels(train);
-    meta.max_len = seq; /* meta.lowercase stays the pretrained model's do_lower_case */
-    meta.truncation = o->truncation;
-    ts_trunc_apply(tok, meta.truncation, seq);
-    if (o->text_b_col && !(meta.text_b_column = strdup(o->text_b_col))) goto oom;
-    meta.nlabels = nl;
-    meta.labels = calloc((size_t)nl, sizeof *meta.labels);
-    if (!meta.labels) goto oom;
+    int nl = ts_text_dataset_num_labels(r.train);
+    r.meta.max_len = r.seq; /* meta.lowercase stays the pretrained model's do_lower_case */
+    r.meta.truncation = o->truncation;
+    ts_trunc_apply(r.tok, r.meta.truncation, r.seq);
+    if (o->text_b_col && !(r.meta.text_b_column = strdup(o->text_b_col))) goto oom;
+    r.meta.nlabels = nl;
+    r.meta.labels = calloc((size_t)nl, sizeof *r.meta.labels);
+    if (!r.meta.labels) goto oom;
     for (int i = 0; i < nl; i++)
-        if (!(meta.labels[i] = strdup(ts_text_dataset_label_name(train, i)))) goto oom;
-    cfg.num_labels = nl;
-    cfg.head = TS_BERT_SEQ_CLASSIFICATION;
-    if (o->bf16) cfg.compute_dtype = TS_BF16;
-    if (o->fp16) cfg.compute_dtype = TS_F16;
-    cfg.recompute = o->recompute;
+        if (!(r.meta.labels[i] = strdup(ts_text_dataset_label_name(r.train, i)))) goto oom;
+    r.cfg.num_labels = nl;
+    r.cfg.head = TS_BERT_SEQ_CLASSIFICATION;
+    if (o->bf16) r.cfg.compute_dtype = TS_BF16;
+    if (o->fp16) r.cfg.compute_dtype = TS_F16;
+    r.cfg.recompute = o->recompute;
 
     rc = 1;
     const int B = o->batch;
-    if (ts_bert_programs("finetune", &cfg, TS_BERT_SEQ_CLASSIFICATION, B, seq, (uint64_t)o->seed, o->threads, 1,
-                         (float)o->wd, (const char *[]){"loss"}, 1, &tp, (const char *[]){"logits"}, 1, &ip,
-                         &(ts_train_loop){.max_grad_norm = (float)o->max_grad_norm}))
+    ts_train_loop loop = ft_loop_opts(o);
+    if (ts_bert_programs("finetune", &r.cfg, TS_BERT_SEQ_CLASSIFICATION, B, r.seq, (uint64_t)o->seed, o->threads, 1,
+                         (float)o->wd, (const char *[]){"loss"}, 1, &r.tp, (const char *[]){"logits"}, 1, &r.ip, &loop))
         goto done;
-    char path[4200], vocab[4200];
+    char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", o->model);
-    snprintf(vocab, sizeof vocab, "%s/vocab.txt", o->model);
+    snprintf(r.vocab, sizeof r.vocab, "%s/vocab.txt", o->model);
     int nmissing = 0;
-    if (ts_program_load(tp, path, 0, &nmissing) != TS_OK) {
+    if (ts_program_load(r.tp, path, ts_cli_load_flags(0), &nmissing) != TS_OK) {
         fprintf(stderr, "tessera finetune: %s\n", ts_last_error());
         goto done;
     }
-    if (nmissing == ts_program_num_params(tp)) {
+    if (nmissing == ts_program_num_params(r.tp)) {
         fprintf(stderr, "tessera finetune: %s holds none of the model's parameters\n", path);
         goto done;
     }
     int64_t step = 0;
-    if (o->resume && ft_ckpt_resume(o, "classify", seq, 0, 0, tp, &step)) {
+    if (o->resume && ft_ckpt_resume(o, "classify", r.seq, 0, 0, r.tp, &step)) {
         rc = 2;
         goto done;
     }
-    if (ts_make_dir("finetune", o->out) ||
-        !(metrics = o->resume ? ts_metrics_append(o->out, "finetune") : ts_metrics_open(o->out, "finetune")))
+    if ((rc = ts_out_lock("finetune", o->out))) goto done;
+    rc = 1;
+    if (!(metrics = o->resume ? ts_metrics_append(o->out, "finetune") : ts_metrics_open(o->out, "finetune")))
         goto done;
 
-    int64_t ntrain = ts_text_dataset_size(train);
-    int64_t per_epoch = (ntrain + B - 1) / B;
-    int64_t total = per_epoch * o->epochs;
+    int64_t ntrain = ts_text_dataset_size(r.train);
+    int64_t total = ft_steps_per_epoch(o, ntrain) * o->epochs;
     if (o->max_steps && o->max_steps < total) total = o->max_steps;
-    int64_t warmup = (int64_t)llround(o->warmup * (double)total);
     printf("tessera finetune: %d labels (", nl);
-    for (int i = 0; i < nl; i++) printf("%s%s", i ? ", " : "", meta.labels[i]);
-    printf("), %d layers x %d hidden, %d of %d parameters new, %lld steps of %d x %d tokens, lr %g\n",
-           cfg.num_hidden_layers, cfg.hidden_size, nmissing, ts_program_num_params(tp), (long long)total, B, seq, o->lr);
-
-    order = malloc((size_t)(ntrain > 0 ? ntrain : 1) * sizeof *order);
-    lr_t = ts_tensor_new(TS_F32, 0, NULL);
-    if (!order || !lr_t || !ts_batch_buf_init(&bb, B, seq, 1)) goto oom;
-    ts_progress pr;
-    double max_s = o->max_minutes * 60;
-    ts_progress_init(&pr, total, max_s);
-    int out_of_time = 0;
-    double t_last = ts_now(), loss_sum = 0, acc = -1;
-    int64_t loss_n = 0;
-    int base_label;
-    double base = test ? ts_cls_majority(train, test, &base_label) : 0;
-    /* a resumed run starts where step says: epoch e's order is a function of (seed, e) */
-    const int epoch0 = (int)(step / per_epoch);
-    const int64_t i0 = step % per_epoch * B;
-    for (int epoch = epoch0; step < total && !out_of_time; epoch++) {
-        ts_permutation((uint64_t)o->seed + 1000003u * (uint64_t)epoch, ntrain, order);
-        for (int64_t i = epoch == epoch0 ? i0 : 0; i < ntrain && step < total; i += B) {
-            int m = (int)(ntrain - i < B ? ntrain - i : B);
-            double el = ts_now() - pr.t0;
-            if (max_s > 0 && el >= max_s) {
-                out_of_time = 1;
-                break;
-            }
-            /* With a time limit the schedule follows whichever end is nearer: steps or time. */
-            float lr = ts_lr_at((float)o->lr, step, warmup, total);
-            if (max_s > 0 && el / max_s > (double)step / (double)total) {
-                float lt = ts_lr_at((float)o->lr, (int64_t)(el / max_s * 1e6), (int64_t)(o->warmup * 1e6), 1000000);
-                lr = lt < lr ? lt : lr;
-            }
-            if (ts_text_dataset_batch(train, tok, order + i, m, B, seq, &bb.b) || ts_batch_buf_feed(&bb, tp, 1)) {
-                fprintf(stderr, "\ntessera finetune: step %lld: %s\n", (long long)step + 1, ts_last_error());
-                goto done;
-            }
-            if (ft_train_step(o, tp, lr_t, lr, m, epoch, &step, &loss_sum, &loss_n, &t_last, &pr, metrics)) goto done;
-            if (o->save_every && step % o->save_every == 0 && step < total &&
-                (ts_model_dir_save("finetune", o->out, tp, &cfg, "BertForSequenceClassification", vocab, &meta) ||
-                 ft_ckpt_save(o, "classify", seq, 0, 0, step, tp)))
-                goto done;
-            if (o->stop_after && step == o->stop_after && step < total) {
-                if (!(o->save_every && step % o->save_every == 0) && ft_ckpt_save(o, "classify", seq, 0, 0, step, tp))
-                    goto done;
-                ts_progress_print(&pr, "tessera finetune: stopped after step %lld (--stop-after); continue with "
-                                       "--resume %s\n", (long long)step, o->out);
-                rc = 0;
-                goto done;
-            }
-        }
-        if (loss_n == 0) break; /* the time ran out as this epoch began */
-        if (out_of_time) ts_progress_print(&pr, "--max-minutes %g reached in epoch %d\n", o->max_minutes, epoch + 1);
-        if (test && ts_text_dataset_size(test) > 0) {
-            int64_t correct, n;
-            if (ts_program_copy_params(ip, tp) < 0 || ts_cls_accuracy(ip, tok, test, B, seq, &correct, &n) != TS_OK) {
-                fprintf(stderr, "\ntessera finetune: evaluating: %s\n", ts_last_error());
-                goto done;
-            }
-            acc = n ? (double)correct / (double)n : 0;
-            ts_progress_print(&pr, "epoch %d: step %lld, train loss %.4f, test accuracy %.2f%% (%lld/%lld), majority baseline %.2f%%, %.0f s\n",
-                              epoch + 1, (long long)step, loss_sum / (double)(loss_n ? loss_n : 1), 100 * acc,
-                              (long long)correct, (long long)n, 100 * base, ts_now() - pr.t0);
-            ts_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"test_accuracy\": %.6f, \"majority_baseline\": %.6f",
-                             (long long)step, epoch + 1, acc, base);
-        } else {
-            ts_progress_print(&pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step,
-                              loss_sum / (double)(loss_n ? loss_n : 1), ts_now() - pr.t0);
-        }
-        loss_sum = 0, loss_n = 0;
-    }
-    if (ts_model_dir_save("finetune", o->out, tp, &cfg, "BertForSequenceClassification", vocab, &meta)) goto done;
-    if (acc >= 0)
-        printf("tessera finetune: test accuracy %.2f%% (majority baseline %.2f%%: always '%s'); %lld steps in %.0f s; wrote %s\n",
-               100 * acc, 100 * base, meta.labels[base_label], (long long)step, ts_now() - pr.t0, o->out);
-    else
-        printf("tessera finetune: %lld steps in %.0f s; wrote %s\n", (long long)step, ts_now() - pr.t0, o->out);
-    rc = 0;
+    for (int i = 0; i < nl; i++) printf("%s%s", i ? ", " : "", r.meta.labels[i]);
+    printf("), %d layers x %d hidden, %d of %d parameters new, %lld steps of %d x %d tokens, %s, lr %g\n",
+           r.cfg.num_hidden_layers, r.cfg.hidden_size, nmissing, ts_program_num_params(r.tp), (long long)total, B, r.seq,
+           ts_optimizer_name((ts_optim_kind)ts_optimizer_parse("finetune", o->optimizer)), o->lr);
+    if (!ts_batch_buf_init_slices(&r.bb, B, r.seq, 1, loop.device_iterations, 0)) goto oom;
+    r.base = r.test ? ts_cls_majority(r.train, r.test, &r.base_label) : 0;
+    ft_task t = {.ctx = &r, .nrows = ntrain, .tp = r.tp, .fill = cls_fill, .feed = cls_feed,
+                 .epoch_end = cls_epoch_end, .save = cls_save, .checkpoint = cls_checkpoint, .report = cls_report};
+    rc = ft_train_loop(o, &t, step, metrics);
     goto done;
 oom:
     fprintf(stderr, "tessera finetune: out of memory\n");
     rc = 1;
 done:
     if (metrics) fclose(metrics);
-    ts_tensor_free(lr_t);
-    ts_batch_buf_free(&bb);
-    free(order);
-    ts_program_free(tp);
-    ts_program_free(ip);
-    ts_text_dataset_free(train);
-    ts_text_dataset_free(test);
-    ts_model_meta_free(&meta);
-    ts_tokenizer_free(tok);
+    ts_batch_buf_free(&r.bb);
+    ts_program_free(r.tp);
+    ts_program_free(r.ip);
+    ts_text_dataset_free(r.train);
+    ts_text_dataset_free(r.test);
+    ts_model_meta_free(&r.meta);
+    ts_tokenizer_free(r.tok);
     return rc;
 }
 
@@ -345,6 +320,7 @@ static int run_task(const ft_opts *o) {
                           : o->max_query_len ? "--max-query-len"
                           : o->max_answer_len ? "--max-answer-len"
                           : o->n_best        ? "--n-best"
+                          : o->relocate_answers ? "--relocate-answers"
                                              : NULL;
     if (qa_only) {
         fprintf(stderr, "tessera finetune: %s is for --task qa\n", qa_only);
@@ -355,13 +331,15 @@ static int run_task(const ft_opts *o) {
 
 int ts_cli_finetune(int argc, char **argv) {
     ft_opts o = {.text_col = "text", .label_col = "label", .test_split = 0.2, .lr = 1e-4, .warmup = 0.1,
-                 .wd = 0.01, .epochs = 3, .batch = 32, .seed = 42, .split_seed = -1, .keep = 3};
+                 .wd = 0.01, .epochs = 3, .batch = 32, .seed = 42, .split_seed = -1, .keep = 3,
+                 .optimizer = "adamw", .accumulation = 1, .device_iterations = 1};
     const ts_opt opts[] = {
         {"model", OPT_STR, &o.model, 0},         {"train", OPT_STR, &o.train, 0},
         {"task", OPT_STR, &o.task, 0},           {"dev", OPT_STR, &o.dev, 0},
         {"text-b-column", OPT_STR, &o.text_b_col, 0}, {"doc-stride", OPT_INT, &o.doc_stride, 1},
         {"max-query-len", OPT_INT, &o.max_query_len, 1}, {"max-answer-len", OPT_INT, &o.max_answer_len, 1},
         {"n-best", OPT_INT, &o.n_best, 1},       {"resume", OPT_STR, &o.resume, 0},
+        {"relocate-answers", OPT_FLAG, &o.relocate_answers, 0},
         {"keep", OPT_INT, &o.keep, 1},           {"stop-after", OPT_INT, &o.stop_after, 1},
         {"out", OPT_STR, &o.out, 0},             {"text-column", OPT_STR, &o.text_col, 0},
         {"label-column", OPT_STR, &o.label_col, 0}, {"test-split", OPT_FLOAT, &o.test_split, 0},
@@ -375,6 +353,9 @@ int ts_cli_finetune(int argc, char **argv) {
         {"bf16", OPT_FLAG, &o.bf16, 0},          {"max-minutes", OPT_FLOAT, &o.max_minutes, 0},
         {"recompute", OPT_FLAG, &o.recompute, 0}, {"deterministic", OPT_FLAG, &o.deterministic, 0},
         {"fp16", OPT_FLAG, &o.fp16, 0},          {"truncate", OPT_STR, &o.truncate, 0},
+        {"optimizer", OPT_STR, &o.optimizer, 0}, {"momentum", OPT_FLOAT, &o.momentum, 0},
+        {"accumulation", OPT_INT, &o.accumulation, 1}, {"device-iterations", OPT_INT, &o.device_iterations, 1},
+        TS_DEVICE_OPTS,                          TS_LOAD_OPTS,
     };
     ts_optset os;
     int rc = ts_opts_parse(&os, "finetune", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
@@ -397,6 +378,22 @@ int ts_cli_finetune(int argc, char **argv) {
             rc = 2;
         } else if (o.bf16 && o.fp16) {
             fprintf(stderr, "tessera finetune: --bf16 and --fp16 exclude each other\n");
+            rc = 2;
+        } else if (ts_optimizer_parse("finetune", o.optimizer) < 0) {
+            rc = 2;
+        } else if (o.momentum >= 1 || (o.momentum > 0 && strcmp(o.optimizer, "sgd"))) {
+            fprintf(stderr, "tessera finetune: --momentum %g: SGD's momentum, below 1 (with --optimizer sgd)\n",
+                    o.momentum);
+            rc = 2;
+        } else if (o.device_iterations > 64 || o.accumulation > 4096) {
+            fprintf(stderr, "tessera finetune: --device-iterations %d is above 64 or --accumulation %d above 4096\n",
+                    o.device_iterations, o.accumulation);
+            rc = 2;
+        } else if (o.device_iterations > 1 && (o.max_steps % o.device_iterations || o.save_every % o.device_iterations ||
+                                               o.stop_after % o.device_iterations)) {
+            fprintf(stderr, "tessera finetune: --max-steps %d, --save-every %d and --stop-after %d must be multiples of "
+                            "--device-iterations %d (each call into the program runs that many steps)\n",
+                    o.max_steps, o.save_every, o.stop_after, o.device_iterations);
             rc = 2;
         } else if (!o.deterministic || !(rc = ts_deterministic_setup("finetune", &o.threads, o.max_minutes))) {
             rc = run_task(&o);

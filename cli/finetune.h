@@ -13,21 +13,56 @@
 
 typedef struct ft_opts {
     const char *model, *train, *dev, *out, *task, *text_col, *text_b_col, *label_col, *resume, *truncate;
-    double test_split, lr, warmup, wd, max_minutes, max_grad_norm;
+    const char *optimizer; /* --optimizer adamw|lamb|sgd */
+    double test_split, lr, warmup, wd, max_minutes, max_grad_norm, momentum;
+    int accumulation, device_iterations; /* micro-batches per optimizer step; steps per program call */
     int epochs, batch, max_len, max_steps, save_every, seed, threads, bf16, keep, stop_after;
     int split_seed; /* --split-seed: the train/test split's shuffle (-1: --seed's) */
     int recompute, deterministic, fp16;
     int truncation; /* --truncate, parsed: TS_TRUNC_* (TS_TRUNC_HEAD without the flag) */
     int doc_stride, max_query_len, max_answer_len, n_best; /* qa; 0: the default */
+    int relocate_answers; /* qa: --relocate-answers (ts_squad_opts.relocate_answers) */
 } ft_opts;
 
-/* One training step of either trainer, its batch already fed: feed lr (into lr_t), run, read
- * "loss"; stop on a non-finite loss (under --fp16 the step is skipped instead: an overflow that
- * lowered the loss scale); count the step in *step, add a finite loss to *loss_sum / *loss_n,
- * update the progress line and write the metrics row (rows: sequences in the batch, for the
- * rate; *t_last: when the previous step ended). 0, or prints the error and returns 1. */
-int ft_train_step(const ft_opts *o, ts_program *tp, ts_tensor *lr_t, float lr, int rows, int epoch, int64_t *step,
-                  double *loss_sum, int64_t *loss_n, double *t_last, ts_progress *pr, FILE *metrics);
+/* What the training loop (finetune_loop.c) needs of a task. The program takes S = accumulation x
+ * device_iterations micro-batches of --batch rows per call, slice k of its inputs for micro-batch
+ * k ([S, B, ...] when S > 1). */
+typedef struct ft_task {
+    void *ctx;
+    int64_t nrows;   /* training rows: texts, or QA windows */
+    ts_program *tp;  /* the training program */
+    /* Encode rows[0..m) of the training data into slice k (m < batch pads the rest; m may be 0:
+     * an empty micro-batch, all padding, which adds nothing to the gradient). 0 or -1 (message
+     * in ts_last_error()). */
+    int (*fill)(void *ctx, const int64_t *rows, int m, int k);
+    /* Feed every slice's inputs and labels to tp. 0 or -1 (message in ts_last_error()). */
+    int (*feed)(void *ctx);
+    /* After each epoch (and at a time limit): score the held-out data with the current weights,
+     * print and log it (train_loss: the epoch's mean). 0 or the exit code. */
+    int (*epoch_end)(void *ctx, int epoch, int64_t step, double train_loss, ts_progress *pr, FILE *metrics);
+    /* Write the model directory --out; 0 or 1. */
+    int (*save)(void *ctx);
+    /* Write a full-state checkpoint at step; 0 or 1. */
+    int (*checkpoint)(void *ctx, int64_t step);
+    /* The last line, after the final save: what was reached in `step` steps and `seconds`. */
+    void (*report)(void *ctx, int64_t step, double seconds);
+} ft_task;
+
+/* Train: epochs over t->nrows rows in the order of ts_permutation(seed + 1000003 epoch), one
+ * optimizer step per accumulation x batch rows (an epoch's last step may be short; with device
+ * iterations K > 1 every call takes K full steps and the rows that do not fill one are left out
+ * of that epoch, as PopTorch's DataLoader drops the last), from `step` (a resumed run's),
+ * under a linear warm-up and decay (and --max-minutes), writing metrics, checkpoints
+ * (--save-every), stopping at --stop-after, and saving the model at the end. Returns the exit
+ * code. */
+int ft_train_loop(const ft_opts *o, ft_task *t, int64_t step, FILE *metrics);
+
+/* Steps in one epoch of n rows, under o's batch, accumulation and device iterations (0 when n
+ * rows do not fill one call with device iterations). */
+int64_t ft_steps_per_epoch(const ft_opts *o, int64_t n);
+
+/* The optimizer and loop options of o, for ts_bert_programs. */
+ts_train_loop ft_loop_opts(const ft_opts *o);
 
 /* `tessera finetune --task qa`: fine-tune BertForQuestionAnswering on a SQuAD v1.1 file.
  * Returns the exit code (0, 1 failure while running, 2 bad input). */

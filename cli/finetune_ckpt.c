@@ -35,6 +35,10 @@ static cJSON *shape_json(const ft_opts *o, const char *task, int seq, int doc_st
     cJSON_AddNumberToObject(j, "warmup", o->warmup);
     cJSON_AddNumberToObject(j, "weight-decay", o->wd);
     cJSON_AddNumberToObject(j, "max-grad-norm", o->max_grad_norm);
+    add_str(j, "optimizer", o->optimizer);
+    cJSON_AddNumberToObject(j, "momentum", o->momentum);
+    cJSON_AddNumberToObject(j, "accumulation", o->accumulation);
+    cJSON_AddNumberToObject(j, "device-iterations", o->device_iterations);
     cJSON_AddNumberToObject(j, "seed", o->seed);
     cJSON_AddNumberToObject(j, "bf16", o->bf16);
     cJSON_AddNumberToObject(j, "fp16", o->fp16);
@@ -104,7 +108,8 @@ int ft_ckpt_resume(const ft_opts *o, const char *task, int seq, int doc_stride, 
     char *end;
     errno = 0;
     long long s = strtoll(st->valuestring, &end, 10);
-    if (errno || *end || s < 0 || (uint64_t)s != ts_program_step(p)) {
+    /* the program counts runs: one per micro-batch */
+    if (errno || *end || s < 0 || (uint64_t)s * (uint64_t)(o->accumulation > 1 ? o->accumulation : 1) != ts_program_step(p)) {
         fprintf(stderr, "tessera finetune: --resume %s: trainer.json's step is malformed\n", path);
         goto done;
     }

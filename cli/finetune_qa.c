@@ -22,6 +22,9 @@ typedef struct qa_run {
     ts_program *tp, *ip;
     int seq, n_best, max_ans;
     char vocab[4200];
+    ts_batch_buf bb;        /* S slices of [B, seq] */
+    ts_tensor *sp, *ep;     /* start / end positions, [S, B] ([B] when S == 1) */
+    double em, f1;          /* the last dev scores (-1: none) */
 } qa_run;
 
 /* Check the window options and read the files. 0, or the exit code. */
@@ -35,7 +38,8 @@ static int setup(qa_run *r) {
     }
     ts_squad_opts so = {.max_seq_len = r->seq,
                         .doc_stride = o->doc_stride ? o->doc_stride : ts_qa_default_stride(r->seq),
-                        .max_query_len = o->max_query_len ? o->max_query_len : ts_qa_default_query(r->seq)};
+                        .max_query_len = o->max_query_len ? o->max_query_len : ts_qa_default_query(r->seq),
+                        .relocate_answers = o->relocate_answers};
     if (r->seq - so.max_query_len - 3 < 1) {
         fprintf(stderr, "tessera finetune: --max-len %d leaves no room for context after --max-query-len %d, [CLS] "
                         "and two [SEP]\n", r->seq, so.max_query_len);
@@ -64,16 +68,16 @@ static int build(qa_run *r) {
     if (o->bf16) r->cfg.compute_dtype = TS_BF16;
     if (o->fp16) r->cfg.compute_dtype = TS_F16;
     r->cfg.recompute = o->recompute;
+    ts_train_loop loop = ft_loop_opts(o);
     if (ts_bert_programs("finetune", &r->cfg, TS_BERT_QUESTION_ANSWERING, o->batch, r->seq, (uint64_t)o->seed,
                          o->threads, 1, (float)o->wd, (const char *[]){"loss"}, 1, &r->tp,
-                         (const char *[]){"start_logits", "end_logits"}, 2, &r->ip,
-                         &(ts_train_loop){.max_grad_norm = (float)o->max_grad_norm}))
+                         (const char *[]){"start_logits", "end_logits"}, 2, &r->ip, &loop))
         return 1;
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", o->model);
     snprintf(r->vocab, sizeof r->vocab, "%s/vocab.txt", o->model);
     int nmissing = 0;
-    if (ts_program_load(r->tp, path, 0, &nmissing) != TS_OK) {
+    if (ts_program_load(r->tp, path, ts_cli_load_flags(0), &nmissing) != TS_OK) {
         fprintf(stderr, "tessera finetune: %s\n", ts_last_error());
         return 2;
     }
@@ -86,21 +90,68 @@ static int build(qa_run *r) {
     return 0;
 }
 
-static int save(qa_run *r) {
+static int qa_save(void *ctx) {
+    qa_run *r = ctx;
     return ts_model_dir_save("finetune", r->o->out, r->tp, &r->cfg, "BertForQuestionAnswering", r->vocab, &r->meta);
 }
 
-static int checkpoint(qa_run *r, int64_t step) {
+static int qa_checkpoint(void *ctx, int64_t step) {
+    qa_run *r = ctx;
     return ft_ckpt_save(r->o, "qa", r->seq, r->meta.doc_stride, r->meta.max_query_len, step, r->tp);
 }
 
-/* Dev EM / F1 with the current weights; 0 or 1. */
-static int score_dev(qa_run *r, double *em, double *f1) {
+/* Windows rows[0..m) into slice k, with their answer positions (a window without the answer, or
+ * a padding row, points past the end: ignored by the loss, as run_squad's clamped positions). */
+static int qa_fill(void *ctx, const int64_t *rows, int m, int k) {
+    qa_run *r = ctx;
+    int B = r->o->batch;
+    ts_batch_buf_slice(&r->bb, k);
+    ts_batch b = r->bb.b;
+    int32_t *sp = (int32_t *)ts_tensor_data(r->sp) + (size_t)k * B, *ep = (int32_t *)ts_tensor_data(r->ep) + (size_t)k * B;
+    b.start_positions = sp;
+    b.end_positions = ep;
+    if (ts_squad_batch(r->train, rows, m, B, &b) != TS_OK) return -1;
+    for (int i = 0; i < B; i++) {
+        if (sp[i] == TS_IGNORE_INDEX) sp[i] = r->seq;
+        if (ep[i] == TS_IGNORE_INDEX) ep[i] = r->seq;
+    }
+    return 0;
+}
+
+static int qa_feed(void *ctx) {
+    qa_run *r = ctx;
+    if (ts_batch_buf_feed(&r->bb, r->tp, 0) || ts_program_feed(r->tp, "start_positions", r->sp) ||
+        ts_program_feed(r->tp, "end_positions", r->ep))
+        return -1;
+    return 0;
+}
+
+static int qa_epoch_end(void *ctx, int epoch, int64_t step, double train_loss, ts_progress *pr, FILE *metrics) {
+    qa_run *r = ctx;
+    if (!r->dev) {
+        ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,
+                          ts_now() - pr->t0);
+        return 0;
+    }
     if (ts_program_copy_params(r->ip, r->tp) < 0) {
         fprintf(stderr, "tessera finetune: %s\n", ts_last_error());
         return 1;
     }
-    return ts_qa_score("finetune", r->ip, r->dev, r->o->batch, r->seq, r->n_best, r->max_ans, em, f1);
+    if (ts_qa_score("finetune", r->ip, r->dev, r->o->batch, r->seq, r->n_best, r->max_ans, &r->em, &r->f1)) return 1;
+    ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, dev EM %.2f, F1 %.2f, %.0f s\n", epoch + 1,
+                      (long long)step, train_loss, r->em, r->f1, ts_now() - pr->t0);
+    ts_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"dev_exact_match\": %.4f, \"dev_f1\": %.4f",
+                     (long long)step, epoch + 1, r->em, r->f1);
+    return 0;
+}
+
+static void qa_report(void *ctx, int64_t step, double seconds) {
+    qa_run *r = ctx;
+    if (r->em >= 0)
+        printf("tessera finetune: dev EM %.2f, F1 %.2f; %lld steps in %.0f s; wrote %s\n", r->em, r->f1,
+               (long long)step, seconds, r->o->out);
+    else
+        printf("tessera finetune: %lld steps in %.0f s; wrote %s\n", (long long)step, seconds, r->o->out);
 }
 
 static int train(qa_run *r) {
@@ -108,96 +159,32 @@ static int train(qa_run *r) {
     const int B = o->batch;
     int rc = 1;
     FILE *metrics = NULL;
-    int64_t nf = ts_squad_num_features(r->train);
-    int64_t *order = malloc((size_t)nf * sizeof *order);
-    ts_tensor *lr_t = ts_tensor_new(TS_F32, 0, NULL), *sp = ts_tensor_new(TS_I32, 1, (int64_t[]){B}),
-              *ep = ts_tensor_new(TS_I32, 1, (int64_t[]){B});
-    ts_batch_buf bb;
-    int have_bb = ts_batch_buf_init(&bb, B, r->seq, 0);
-    if (!order || !lr_t || !sp || !ep || !have_bb) {
+    ts_train_loop loop = ft_loop_opts(o);
+    int S = loop.device_iterations; /* micro-batches per call */
+    const int64_t sb[2] = {S, B};
+    r->sp = ts_tensor_new(TS_I32, S > 1 ? 2 : 1, S > 1 ? sb : sb + 1);
+    r->ep = ts_tensor_new(TS_I32, S > 1 ? 2 : 1, S > 1 ? sb : sb + 1);
+    if (!r->sp || !r->ep || !ts_batch_buf_init_slices(&r->bb, B, r->seq, 0, S, 0)) {
         fprintf(stderr, "tessera finetune: out of memory\n");
-        goto done;
+        return 1;
     }
     int64_t step = 0;
-    if (o->resume && ft_ckpt_resume(o, "qa", r->seq, r->meta.doc_stride, r->meta.max_query_len, r->tp, &step)) {
-        rc = 2;
-        goto done;
-    }
-    if (ts_make_dir("finetune", o->out) ||
-        !(metrics = o->resume ? ts_metrics_append(o->out, "finetune") : ts_metrics_open(o->out, "finetune")))
-        goto done;
-    int64_t per_epoch = (nf + B - 1) / B, total = per_epoch * o->epochs;
+    if (o->resume && ft_ckpt_resume(o, "qa", r->seq, r->meta.doc_stride, r->meta.max_query_len, r->tp, &step)) return 2;
+    if ((rc = ts_out_lock("finetune", o->out))) return rc;
+    if (!(metrics = o->resume ? ts_metrics_append(o->out, "finetune") : ts_metrics_open(o->out, "finetune"))) return 1;
+    int64_t nf = ts_squad_num_features(r->train), total = ft_steps_per_epoch(o, nf) * o->epochs;
     if (o->max_steps && o->max_steps < total) total = o->max_steps;
-    int64_t warmup = (int64_t)llround(o->warmup * (double)total);
-    printf("tessera finetune: %lld steps of %d x %d tokens, lr %g\n", (long long)total, B, r->seq, o->lr);
-    ts_progress pr;
-    double max_s = o->max_minutes * 60, loss_sum = 0, em = -1, f1 = -1;
-    ts_progress_init(&pr, total, max_s);
-    int64_t loss_n = 0;
-    int out_of_time = 0;
-    double t_last = ts_now();
-    /* a resumed run starts where step says: epoch e's order is a function of (seed, e) */
-    const int epoch0 = (int)(step / per_epoch);
-    const int64_t i0 = step % per_epoch * B;
-    for (int epoch = epoch0; step < total && !out_of_time; epoch++) {
-        ts_permutation((uint64_t)o->seed + 1000003u * (uint64_t)epoch, nf, order);
-        for (int64_t i = epoch == epoch0 ? i0 : 0; i < nf && step < total; i += B) {
-            if (max_s > 0 && ts_now() - pr.t0 >= max_s) {
-                out_of_time = 1;
-                break;
-            }
-            int m = (int)(nf - i < B ? nf - i : B);
-            float lr = ts_lr_at((float)o->lr, step, warmup, total);
-            if (ts_qa_feed(r->tp, r->train, order + i, m, B, &bb, sp, ep, 1)) {
-                fprintf(stderr, "\ntessera finetune: step %lld: %s\n", (long long)step + 1, ts_last_error());
-                goto done;
-            }
-            if (ft_train_step(o, r->tp, lr_t, lr, m, epoch, &step, &loss_sum, &loss_n, &t_last, &pr, metrics))
-                goto done;
-            int saving = o->save_every && step % o->save_every == 0 && step < total;
-            if (saving && (save(r) || checkpoint(r, step))) goto done;
-            if (o->stop_after && step == o->stop_after && step < total) {
-                if (!saving && checkpoint(r, step)) goto done;
-                ts_progress_print(&pr, "tessera finetune: stopped after step %lld (--stop-after); continue with "
-                                       "--resume %s\n", (long long)step, o->out);
-                rc = 0;
-                goto done;
-            }
-        }
-        if (loss_n == 0) break;
-        if (out_of_time) ts_progress_print(&pr, "--max-minutes %g reached in epoch %d\n", o->max_minutes, epoch + 1);
-        double mean = loss_sum / (double)loss_n;
-        if (r->dev) {
-            if (score_dev(r, &em, &f1)) goto done;
-            ts_progress_print(&pr, "epoch %d: step %lld, train loss %.4f, dev EM %.2f, F1 %.2f, %.0f s\n", epoch + 1,
-                              (long long)step, mean, em, f1, ts_now() - pr.t0);
-            ts_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"dev_exact_match\": %.4f, \"dev_f1\": %.4f",
-                             (long long)step, epoch + 1, em, f1);
-        } else {
-            ts_progress_print(&pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, mean,
-                              ts_now() - pr.t0);
-        }
-        loss_sum = 0, loss_n = 0;
-    }
-    if (save(r)) goto done;
-    if (em >= 0)
-        printf("tessera finetune: dev EM %.2f, F1 %.2f; %lld steps in %.0f s; wrote %s\n", em, f1, (long long)step,
-               ts_now() - pr.t0, o->out);
-    else
-        printf("tessera finetune: %lld steps in %.0f s; wrote %s\n", (long long)step, ts_now() - pr.t0, o->out);
-    rc = 0;
-done:
-    if (metrics) fclose(metrics);
-    if (have_bb) ts_batch_buf_free(&bb);
-    ts_tensor_free(lr_t);
-    ts_tensor_free(sp);
-    ts_tensor_free(ep);
-    free(order);
+    printf("tessera finetune: %lld steps of %d x %d tokens, %s, lr %g\n", (long long)total, B, r->seq,
+           ts_optimizer_name((ts_optim_kind)ts_optimizer_parse("finetune", o->optimizer)), o->lr);
+    ft_task t = {.ctx = r, .nrows = nf, .tp = r->tp, .fill = qa_fill, .feed = qa_feed, .epoch_end = qa_epoch_end,
+                 .save = qa_save, .checkpoint = qa_checkpoint, .report = qa_report};
+    rc = ft_train_loop(o, &t, step, metrics);
+    fclose(metrics);
     return rc;
 }
 
 int ts_finetune_qa(const ft_opts *o) {
-    qa_run r = {.o = o};
+    qa_run r = {.o = o, .em = -1, .f1 = -1};
     int rc = 2;
     if (!(r.tok = ts_model_dir_open("finetune", o->model, &r.cfg, &r.meta))) return 2;
     int lowercase = r.meta.lowercase;
@@ -205,6 +192,9 @@ int ts_finetune_qa(const ft_opts *o) {
     memset(&r.meta, 0, sizeof r.meta);
     r.meta.lowercase = lowercase;
     if (!(rc = setup(&r)) && !(rc = build(&r))) rc = train(&r);
+    ts_batch_buf_free(&r.bb);
+    ts_tensor_free(r.sp);
+    ts_tensor_free(r.ep);
     ts_program_free(r.tp);
     ts_program_free(r.ip);
     ts_squad_free(r.train);

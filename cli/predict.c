@@ -33,6 +33,7 @@ static const char *USAGE =
     "  --n-best N         qa: start / end candidates per window (default 20)\n"
     "  --batch N          sequences per forward pass (default 8)\n"
     "  --threads N        CPU threads (default: all)\n"
+    TS_DEVICE_USAGE TS_LOAD_USAGE
     "  --config FILE      a JSON object of the options above (flags override it)\n";
 
 #define PREFIX_CHARS 60
@@ -134,12 +135,16 @@ static int open_member(member *mb, const char *dir, int k, const member *m0, int
             return 2;
         }
     }
+    /* the program first: a batch too large for the device is refused by its memory check */
+    if (!(mb->p = ts_model_dir_program("predict", dir, &mb->cfg, batch, mb->meta.max_len, threads,
+                                       (const char *[]){"logits"}, 1)))
+        return 1;
     if (!ts_batch_buf_init(&mb->bb, batch, mb->meta.max_len, 0)) {
-        fprintf(stderr, "tessera predict: out of memory\n");
+        fprintf(stderr, "tessera predict: out of memory for a batch of --batch %d x %d tokens\n", batch,
+                mb->meta.max_len);
         return 1;
     }
-    return (mb->p = ts_model_dir_program("predict", dir, &mb->cfg, batch, mb->meta.max_len, threads,
-                                         (const char *[]){"logits"}, 1)) ? 0 : 1;
+    return 0;
 }
 
 /* One input; `where` names it for errors ("stdin:3", "--text 2"). */
@@ -165,6 +170,7 @@ int ts_cli_predict(int argc, char **argv) {
         {"data", OPT_STR, &data, 0},   {"task", OPT_STR, &task_flag, 0},
         {"batch", OPT_INT, &batch, 1}, {"threads", OPT_INT, &threads, 0},
         {"n-best", OPT_INT, &n_best, 1}, {"max-answer-len", OPT_INT, &max_ans, 1},
+        TS_DEVICE_OPTS,                TS_LOAD_OPTS,
     };
     ts_optset os;
     predictor pr = {0};

@@ -80,7 +80,8 @@ int ts_predict_qa(const char *model, const ts_bert_config *cfg, const ts_model_m
     int seq = meta->max_len;
     ts_squad_opts so = {.max_seq_len = seq,
                         .doc_stride = meta->doc_stride ? meta->doc_stride : ts_qa_default_stride(seq),
-                        .max_query_len = meta->max_query_len ? meta->max_query_len : ts_qa_default_query(seq)};
+                        .max_query_len = meta->max_query_len ? meta->max_query_len : ts_qa_default_query(seq),
+                        .relocate_answers = 1 /* a file's answers, if any, are not used */};
     ts_squad *s = NULL;
     if (data && is_squad_file(data)) {
         if (!(s = ts_qa_load("predict", "--data", data, tok, &so, 0))) return 2;

@@ -22,6 +22,9 @@ static const char *USAGE =
     "  Model:    --layers 4  --hidden 256  --heads 4  --intermediate 1024  --max-len 128  --dropout 0.1\n"
     "  Training: --batch 32  --max-steps N (default 1000)  --max-minutes M (stop by time; 0: none)\n"
     "            --lr 5e-4 (peak; linear warm-up over --warmup 0.05 of the run, then linear decay)\n"
+    "            --optimizer adamw|lamb|sgd (default adamw; lamb: layer-wise trust ratios, as BERT's\n"
+    "            large-batch recipe, biases and LayerNorm weights without weight decay or trust ratio;\n"
+    "            sgd: --momentum M, default 0)\n"
     "            --weight-decay 0.01 (not on biases and LayerNorm weights)  --max-grad-norm X (clip\n"
     "            the gradients to global norm X, as BERT's recipe with 1.0; default 0: no clipping)\n"
     "            --seed 0  --wwm (whole-word masking)  --mask-prob 0.15\n"
@@ -51,6 +54,7 @@ static const char *USAGE =
     "            bit for bit, as one uninterrupted run (unless --max-minutes stops or shapes it).\n"
     "            --stop-after N ends this invocation after step N, with a checkpoint there, keeping\n"
     "            the schedule of --max-steps (to train in pieces).\n"
+    TS_DEVICE_USAGE
     "  --config FILE  a JSON object of these options, keys without '--' (flags override it)\n";
 
 #define HOLDOUT_EVERY 50      /* document i is held out when i % 50 == 1 */
@@ -62,8 +66,8 @@ typedef struct pt_opts {
     int layers, hidden, heads, inter, max_len, batch, max_steps, seed, save_every, eval_every, eval_batches;
     int threads, wwm, bf16, keep, stop_after, recompute, deterministic;
     int fp16, accumulation, device_iterations, max_predictions, cased;
-    const char *resume;
-    double max_minutes, lr, warmup, wd, dropout, mask_prob, max_grad_norm;
+    const char *resume, *optimizer;
+    double max_minutes, lr, warmup, wd, dropout, mask_prob, max_grad_norm, momentum;
 } pt_opts;
 
 /* Split the corpus into a training file and a held-out file (every HOLDOUT_EVERY-th document).
@@ -152,9 +156,12 @@ static int read_heldout(const pt_opts *o, const ts_tokenizer *tok, const char *p
     }
     h->b = calloc((size_t)o->eval_batches, sizeof *h->b);
     int rc = h->b ? 0 : 1;
+    if (rc) fprintf(stderr, "tessera pretrain: held-out set: out of memory\n");
     while (!rc && h->n < o->eval_batches) {
         ts_batch_buf *bb = &h->b[h->n];
         if (!ts_batch_buf_init_slices(bb, o->batch, o->max_len, 2, 1, o->max_predictions)) {
+            fprintf(stderr, "tessera pretrain: held-out set: out of memory for a batch of --batch %d x --max-len %d\n",
+                    o->batch, o->max_len);
             rc = 1;
             break;
         }
@@ -240,12 +247,20 @@ static int run(const pt_opts *o) {
     cfg.recompute = o->recompute;
     cfg.max_predictions_per_seq = o->max_predictions;
     const int N = o->accumulation, K = o->device_iterations, S = N * K; /* S batches per call */
-    ts_train_loop loop = {.accumulation = N, .device_iterations = S, .max_grad_norm = (float)o->max_grad_norm};
+    ts_train_loop loop = {.accumulation = N, .device_iterations = S, .max_grad_norm = (float)o->max_grad_norm,
+                          .optimizer = o->optimizer, .momentum = (float)o->momentum};
     if (o->hidden % o->heads) {
         fprintf(stderr, "tessera pretrain: --hidden %d is not a multiple of --heads %d\n", o->hidden, o->heads);
         ts_tokenizer_free(tok);
         return 2;
     }
+    if (ts_bert_config_check(&cfg) != TS_OK) { /* the flags are the config's fields */
+        fprintf(stderr, "tessera pretrain: the model's config (from --vocab, --hidden, --layers, --heads, "
+                        "--intermediate, --max-len): %s\n", ts_last_error());
+        ts_tokenizer_free(tok);
+        return 2;
+    }
+    ts_cli_dev.sizes_from = "--vocab's size, --hidden, --layers, --intermediate, --max-len";
 
     char train_path[4200], held_path[4200];
     ts_pretrain_reader *reader = NULL;
@@ -256,7 +271,15 @@ static int run(const pt_opts *o) {
     FILE *metrics = NULL;
     snprintf(train_path, sizeof train_path, "%s/.pretrain-train.%ld.txt", o->out, (long)getpid());
     snprintf(held_path, sizeof held_path, "%s/.pretrain-heldout.%ld.txt", o->out, (long)getpid());
-    if (ts_make_dir("pretrain", o->out)) goto done;
+    if ((rc = ts_out_lock("pretrain", o->out))) goto done;
+    /* the programs first: a model or batch too large for the device is refused before the corpus
+     * is read (the inference program scores the held-out set; freed below when there is none) */
+    rc = 1;
+    if (ts_bert_programs("pretrain", &cfg, TS_BERT_PRETRAINING, o->batch, o->max_len, (uint64_t)o->seed, o->threads,
+                         1, (float)o->wd, (const char *[]){"loss", "mlm_loss", "nsp_loss"}, 3, &tp,
+                         (const char *[]){"prediction_logits", "seq_relationship_logits", "mlm_loss"}, 3, &ip,
+                         &loop))
+        goto done;
     int64_t ndocs, nheld;
     double t_split = ts_now();
     if ((rc = split_corpus(o, train_path, held_path, &ndocs, &nheld))) goto done;
@@ -283,18 +306,15 @@ static int run(const pt_opts *o) {
     }
     rc = 1;
     if (nheld && read_heldout(o, tok, held_path, &held)) goto done;
+    if (!held.n) ts_program_free(ip), ip = NULL;
 
-    if (ts_bert_programs("pretrain", &cfg, TS_BERT_PRETRAINING, o->batch, o->max_len, (uint64_t)o->seed, o->threads,
-                         1, (float)o->wd, (const char *[]){"loss", "mlm_loss", "nsp_loss"}, 3, &tp,
-                         (const char *[]){"prediction_logits", "seq_relationship_logits", "mlm_loss"}, 3,
-                         held.n ? &ip : NULL, &loop))
-        goto done;
     pt_shape shape = {.layers = o->layers, .hidden = o->hidden, .heads = o->heads, .inter = o->inter,
                       .max_len = o->max_len, .batch = o->batch, .seed = o->seed, .wwm = o->wwm, .cased = o->cased, .bf16 = o->bf16,
                       .vocab_size = cfg.vocab_size, .max_steps = o->max_steps, .lr = o->lr, .warmup = o->warmup,
                       .wd = o->wd, .max_grad_norm = o->max_grad_norm, .dropout = o->dropout, .mask_prob = o->mask_prob,
                       .deterministic = o->deterministic, .threads = o->deterministic ? o->threads : 0,
-                      .fp16 = o->fp16, .accumulation = N, .max_predictions = o->max_predictions};
+                      .fp16 = o->fp16, .accumulation = N, .max_predictions = o->max_predictions,
+                      .optimizer = ts_optimizer_parse("pretrain", o->optimizer), .momentum = o->momentum};
     int64_t step = 0;
     if (o->resume) {
         char ckpt[4300];
@@ -322,9 +342,9 @@ static int run(const pt_opts *o) {
     ts_program_memory(tp, &mem);
     double max_s = o->max_minutes * 60;
     printf("tessera pretrain: BERT %d layers x %d hidden, %d heads, FFN %d, vocab %d, %.1f M parameters; "
-           "batch %d x %d tokens, up to %d steps%s, lr %g%s\n",
+           "batch %d x %d tokens, up to %d steps%s, %s, lr %g%s\n",
            o->layers, o->hidden, o->heads, o->inter, cfg.vocab_size, mem.params / 4e6, o->batch, o->max_len,
-           o->max_steps, max_s > 0 ? " or the time limit" : "", o->lr,
+           o->max_steps, max_s > 0 ? " or the time limit" : "", o->optimizer, o->lr,
            o->bf16 ? ", bf16 compute" : o->fp16 ? ", fp16 compute with loss scaling" : "");
     if (N > 1 || K > 1)
         printf("tessera pretrain: %d micro-batch%s of %d per step (effective batch %d), %d step%s per program call\n",
@@ -469,7 +489,7 @@ int ts_cli_pretrain(int argc, char **argv) {
     pt_opts o = {.layers = 4, .hidden = 256, .heads = 4, .inter = 1024, .max_len = 128, .batch = 32,
                  .max_steps = 1000, .eval_every = 100, .eval_batches = 4, .lr = 5e-4, .warmup = 0.05, .wd = 0.01,
                  .dropout = 0.1, .mask_prob = 0.15, .keep = 3, .accumulation = 1, .device_iterations = 1,
-                 .max_predictions = -1};
+                 .max_predictions = -1, .optimizer = "adamw"};
     const ts_opt opts[] = {
         {"vocab", OPT_STR, &o.vocab, 0},           {"corpus", OPT_LIST, &o.corpus, 0},
         {"out", OPT_STR, &o.out, 0},               {"layers", OPT_INT, &o.layers, 1},
@@ -490,6 +510,8 @@ int ts_cli_pretrain(int argc, char **argv) {
         {"fp16", OPT_FLAG, &o.fp16, 0},            {"accumulation", OPT_INT, &o.accumulation, 1},
         {"device-iterations", OPT_INT, &o.device_iterations, 1},
         {"max-predictions", OPT_INT, &o.max_predictions, 0},
+        {"optimizer", OPT_STR, &o.optimizer, 0}, {"momentum", OPT_FLOAT, &o.momentum, 0},
+        TS_DEVICE_OPTS,
     };
     ts_optset os;
     int rc = ts_opts_parse(&os, "pretrain", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
@@ -511,6 +533,11 @@ int ts_cli_pretrain(int argc, char **argv) {
                     o.max_len);
         else if (o.bf16 && o.fp16)
             fprintf(stderr, "tessera pretrain: --bf16 and --fp16 exclude each other\n");
+        else if (ts_optimizer_parse("pretrain", o.optimizer) < 0)
+            ;
+        else if (o.momentum >= 1 || (o.momentum > 0 && strcmp(o.optimizer, "sgd")))
+            fprintf(stderr, "tessera pretrain: --momentum %g: SGD's momentum, below 1 (with --optimizer sgd)\n",
+                    o.momentum);
         else if (o.device_iterations > 64 || o.accumulation > 4096)
             fprintf(stderr, "tessera pretrain: --device-iterations %d is above 64 or --accumulation %d above 4096\n",
                     o.device_iterations, o.accumulation);

@@ -34,6 +34,7 @@ static const shape_field FIELDS[] = {
     SD("weight-decay", wd), SD("max-grad-norm", max_grad_norm), SD("dropout", dropout), SD("mask-prob", mask_prob),
     SI("deterministic", deterministic), SI("threads", threads), SI("fp16", fp16),
     SI("accumulation", accumulation), SI("max-predictions", max_predictions), SI("cased", cased),
+    SI("optimizer", optimizer), SD("momentum", momentum),
 };
 #define NFIELDS ((int)(sizeof FIELDS / sizeof *FIELDS))
 
@@ -121,8 +122,14 @@ static int check_same(const char *path, const cJSON *j, const pt_shape *shape, c
                    v->valuedouble, want);
             continue;
         }
-        fprintf(stderr, "tessera pretrain: --resume %s was made with %s%s %g, not %g (resume with the same options)\n",
-                path, FIELDS[i].flag[0] == 'v' ? "a " : "--", FIELDS[i].flag, v->valuedouble, want);
+        if (!strcmp(FIELDS[i].flag, "optimizer")) /* stored as its ts_optim_kind */
+            fprintf(stderr, "tessera pretrain: --resume %s was made with --optimizer %s, not %s (resume with the same "
+                            "options)\n", path, ts_optimizer_name((ts_optim_kind)v->valueint),
+                    ts_optimizer_name((ts_optim_kind)want));
+        else
+            fprintf(stderr, "tessera pretrain: --resume %s was made with %s%s %g, not %g (resume with the same "
+                            "options)\n", path, FIELDS[i].flag[0] == 'v' ? "a " : "--", FIELDS[i].flag,
+                    v->valuedouble, want);
         return 2;
     }
     if (!cJSON_IsArray(cp) || cJSON_GetArraySize(cp) != ncorpus) {

@@ -17,7 +17,8 @@ typedef struct pt_shape {
     int layers, hidden, heads, inter, max_len, batch, seed, wwm, bf16, vocab_size, max_steps;
     int deterministic, threads; /* threads: the pinned count under --deterministic, else 0 */
     int fp16, accumulation, max_predictions, cased;
-    double lr, warmup, wd, dropout, mask_prob, max_grad_norm;
+    int optimizer; /* ts_optim_kind */
+    double lr, warmup, wd, dropout, mask_prob, max_grad_norm, momentum;
 } pt_shape;
 
 /* Write checkpoint OUT/checkpoints/step-<step> atomically and keep the newest `keep`. 0, or

@@ -24,6 +24,10 @@ ts_squad *ts_qa_load(const char *cmd, const char *flag, const char *path, const 
         return NULL;
     }
     int64_t n = ts_squad_num_examples(s);
+    if (need_answers && ts_squad_num_relocated(s) > 0)
+        fprintf(stderr, "tessera %s: note: %s %s: %lld answer%s not at %s answer_start; taken at the nearest "
+                        "occurrence (--relocate-answers)\n", cmd, flag, path, (long long)ts_squad_num_relocated(s),
+                ts_squad_num_relocated(s) == 1 ? " was" : "s were", ts_squad_num_relocated(s) == 1 ? "its" : "their");
     if (n == 0) {
         fprintf(stderr, "tessera %s: %s %s: no questions in the file\n", cmd, flag, path);
         ts_squad_free(s);
@@ -52,21 +56,9 @@ ts_squad *ts_qa_load(const char *cmd, const char *flag, const char *path, const 
     return s;
 }
 
-ts_status ts_qa_feed(ts_program *p, const ts_squad *s, const int64_t *features, int n, int batch, ts_batch_buf *bb,
-                     ts_tensor *start_t, ts_tensor *end_t, int with_labels) {
-    ts_batch b = bb->b;
-    int32_t *sp = with_labels ? ts_tensor_data(start_t) : NULL, *ep = with_labels ? ts_tensor_data(end_t) : NULL;
-    b.start_positions = sp;
-    b.end_positions = ep;
-    ts_status st = ts_squad_batch(s, features, n, batch, &b);
-    if (st != TS_OK || (st = ts_batch_buf_feed(bb, p, 0)) != TS_OK || !with_labels) return st;
-    int T = (int)ts_tensor_shape(bb->ids)[1];
-    for (int i = 0; i < batch; i++) {
-        if (sp[i] == TS_IGNORE_INDEX) sp[i] = T;
-        if (ep[i] == TS_IGNORE_INDEX) ep[i] = T;
-    }
-    if ((st = ts_program_feed(p, "start_positions", start_t)) != TS_OK) return st;
-    return ts_program_feed(p, "end_positions", end_t);
+ts_status ts_qa_feed(ts_program *p, const ts_squad *s, const int64_t *features, int n, int batch, ts_batch_buf *bb) {
+    ts_status st = ts_squad_batch(s, features, n, batch, &bb->b);
+    return st != TS_OK ? st : ts_batch_buf_feed(bb, p, 0);
 }
 
 int ts_qa_logits(const char *cmd, ts_program *infer, const ts_squad *s, int batch, int seq, float **start,
@@ -86,7 +78,7 @@ int ts_qa_logits(const char *cmd, ts_program *infer, const ts_squad *s, int batc
         int m = (int)(nf - f < batch ? nf - f : batch);
         for (int k = 0; k < m; k++) rows[k] = f + k;
         ts_tensor *sl = NULL, *el = NULL;
-        if (ts_qa_feed(infer, s, rows, m, batch, &bb, NULL, NULL, 0) || ts_program_run(infer) ||
+        if (ts_qa_feed(infer, s, rows, m, batch, &bb) || ts_program_run(infer) ||
             ts_program_fetch(infer, "start_logits", &sl) || ts_program_fetch(infer, "end_logits", &el)) {
             fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
             ts_tensor_free(sl);

@@ -39,10 +39,9 @@ char *ts_qa_answer(const ts_squad *s, int64_t i, const float *start, const float
 int ts_qa_score(const char *cmd, ts_program *infer, const ts_squad *s, int batch, int seq, int n_best,
                 int max_answer_len, double *em, double *f1);
 
-/* Feed a batch of features (ts_squad_batch into bb, positions into start_t / end_t, i32 [B]);
- * positions TS_IGNORE_INDEX become T, which the QA loss ignores. */
-ts_status ts_qa_feed(ts_program *p, const ts_squad *s, const int64_t *features, int n, int batch, ts_batch_buf *bb,
-                     ts_tensor *start_t, ts_tensor *end_t, int with_labels);
+/* Feed the inputs of a batch of features (ts_squad_batch into bb) to an inference program. The
+ * training loop fills its labelled batches itself (finetune_qa.c). */
+ts_status ts_qa_feed(ts_program *p, const ts_squad *s, const int64_t *features, int n, int batch, ts_batch_buf *bb);
 
 /* `tessera predict` on a question-answering model directory (predict_qa.c): the questions of
  * `data` (a SQuAD .json file, else JSON lines; NULL: JSON lines on stdin), one answer printed a

@@ -11,6 +11,7 @@
  * model.safetensors and draws the parameters as ts_bert_build initialises them, so a model can
  * be timed without a checkpoint; --repeat N runs the batch N times and reports the best time.
  */
+#include <math.h>
 #include <time.h>
 
 #include "cli.h"
@@ -19,7 +20,7 @@
 static const char *USAGE =
     "usage: tessera run --model DIR --inputs IN.safetensors --outputs OUT.safetensors\n"
     "                   [--device cpu] [--dtype f32|bf16] [--threads N] [--init-random SEED]\n"
-    "                   [--repeat N]\n"
+    "                   [--repeat N] [--allow-nonfinite] [--device-memory GIB]\n"
     "  Runs a BERT model on one batch and writes every output of its head, by name, as f32.\n"
     "  --model DIR         config.json + model.safetensors (Hugging Face layout; vocab.txt unused).\n"
     "                      The head is config.json's \"architectures\" (BertModel when absent):\n"
@@ -39,6 +40,9 @@ static const char *USAGE =
     "  --init-random SEED  do not read model.safetensors: random parameters drawn from SEED (the\n"
     "                      model's own initialisation), to time a model without a checkpoint.\n"
     "  --repeat N          run the batch N times (default 1) and report the best time.\n"
+    "  --allow-nonfinite   load weights that hold NaN or inf (refused by default).\n"
+    "  --device-memory GIB memory the program may take (default: the device's; for the CPU its\n"
+    "                      physical memory); a larger one is refused before it allocates.\n"
     "Exit codes: 0 done, 1 failed while running, 2 bad flags or files.\n";
 
 #define CMD "run"
@@ -146,7 +150,7 @@ static ts_tensor *filled_ids(const int64_t shape[2], int32_t v) {
 
 /* Copy a stored float tensor (f32 / bf16 / f16) into f32 parameter `pname`. 0 on success. */
 static int set_param_from(ts_program *p, ts_safetensors *st, const char *path, const char *pname,
-                          const char *sname) {
+                          const char *sname, int allow_nonfinite) {
     ts_tensor *t = NULL, *cur = NULL;
     if (ts_safetensors_get(st, sname, &t) != TS_OK || ts_program_get_param(p, pname, &cur) != TS_OK) {
         fprintf(stderr, "tessera run: %s\n", ts_last_error());
@@ -169,7 +173,14 @@ static int set_param_from(ts_program *p, ts_safetensors *st, const char *path, c
         if (dt == TS_F32) memcpy(d, ts_tensor_data(t), n * sizeof(float));
         else if (dt == TS_BF16) ts_bf16_to_f32(ts_tensor_data(t), d, n);
         else ts_f16_to_f32(ts_tensor_data(t), d, n);
-        if (ts_program_set_param(p, pname, cur) == TS_OK) rc = 0;
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < n && !allow_nonfinite; i++)
+            if (!isfinite(d[i]) && !bad++) first = i;
+        if (bad)
+            fprintf(stderr, "tessera run: %s: tensor \"%s\" holds %zu non-finite value%s of %zu (the first at element "
+                    "%zu); a model with NaN or inf weights computes NaN; --allow-nonfinite loads it anyway\n",
+                    path, sname, bad, bad == 1 ? "" : "s", n, first);
+        else if (ts_program_set_param(p, pname, cur) == TS_OK) rc = 0;
         else fprintf(stderr, "tessera run: %s\n", ts_last_error());
     }
     ts_tensor_free(t);
@@ -181,8 +192,8 @@ static int set_param_from(ts_program *p, ts_safetensors *st, const char *path, c
  * without the "bert." prefix the heads' state dicts (and so tessera) use: when the strict load
  * finds parameters missing and the file has such names, they are matched with the prefix
  * stripped. Returns 0, or -1 after printing the error. */
-static int load_weights(ts_program *p, const char *path) {
-    ts_status s = ts_program_load(p, path, 1, NULL);
+static int load_weights(ts_program *p, const char *path, int allow_nonfinite) {
+    ts_status s = ts_program_load(p, path, TS_LOAD_STRICT | (allow_nonfinite ? TS_LOAD_ALLOW_NONFINITE : 0), NULL);
     if (s == TS_OK) return 0;
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", ts_last_error());
@@ -207,7 +218,7 @@ static int load_weights(ts_program *p, const char *path) {
     }
     for (int i = 0; i < np && rc == 0; i++) {
         const char *pn = ts_program_param_name(p, i);
-        rc = set_param_from(p, st, path, pn, strncmp(pn, "bert.", 5) == 0 ? pn + 5 : pn);
+        rc = set_param_from(p, st, path, pn, strncmp(pn, "bert.", 5) == 0 ? pn + 5 : pn, allow_nonfinite);
     }
     ts_safetensors_close(st);
     return rc;
@@ -218,8 +229,9 @@ static int load_weights(ts_program *p, const char *path) {
 typedef struct run_args {
     const char *model, *inputs, *outputs, *device;
     ts_dtype dtype;
-    int threads, repeat, random_init;
+    int threads, repeat, random_init, allow_nonfinite;
     uint64_t seed;
+    double memory_gib;
 } run_args;
 
 /* Parse argv into *a: 0, 1 for --help (printed), or 2 after a usage message. */
@@ -245,6 +257,16 @@ static int parse_args(int argc, char **argv, run_args *a) {
             else fprintf(stderr, "tessera run: --dtype must be f32 or bf16, not '%s'\n", v), bad = 1;
         } else if ((v = ts_cli_value(argc, argv, &i, "--threads", CMD, &bad))) {
             if ((a->threads = ts_cli_positive(v, "--threads", CMD)) < 0) bad = 1;
+            else if (a->threads > ts_max_threads())
+                fprintf(stderr, "tessera run: --threads %d: at most %d (4 x the %d online CPUs)\n", a->threads,
+                        ts_max_threads(), ts_max_threads() / 4), bad = 1;
+        } else if (!strcmp(s, "--allow-nonfinite")) {
+            a->allow_nonfinite = 1;
+        } else if ((v = ts_cli_value(argc, argv, &i, "--device-memory", CMD, &bad))) {
+            char *end;
+            a->memory_gib = strtod(v, &end);
+            if (end == v || *end || !(a->memory_gib > 0) || a->memory_gib > 1e9)
+                fprintf(stderr, "tessera run: --device-memory wants a positive number of GiB, not '%s'\n", v), bad = 1;
         } else if ((v = ts_cli_value(argc, argv, &i, "--repeat", CMD, &bad))) {
             if ((a->repeat = ts_cli_positive(v, "--repeat", CMD)) < 0) bad = 1;
         } else if ((v = ts_cli_value(argc, argv, &i, "--init-random", CMD, &bad))) {
@@ -367,16 +389,22 @@ int ts_cli_run(int argc, char **argv) {
     for (size_t i = 0; i < sizeof cand / sizeof *cand; i++)
         if (cand[i].v != TS_NONE) fetch[nf++] = cand[i].name;
     p = ts_compile(g, &(ts_compile_opts){.device = a.device, .num_threads = a.threads, .nfetch = nf,
-                                         .fetches = fetch, .inference = 1});
+                                         .fetches = fetch, .inference = 1,
+                                         .memory_limit = (size_t)(a.memory_gib * 1073741824.0)});
     ts_graph_free(g);
     g = NULL;
     if (!p) {
         fprintf(stderr, "tessera run: compiling for --device %s: %s\n", a.device, ts_last_error());
+        if (ts_last_status() == TS_ERR_NOMEM)
+            fprintf(stderr, "tessera run: the parameters grow with %s's sizes (vocab_size %d, hidden_size %d, "
+                    "num_hidden_layers %d, intermediate_size %d), the activations with the batch of %s [%d, %d]%s\n",
+                    config_path, cfg.vocab_size, cfg.hidden_size, cfg.num_hidden_layers, cfg.intermediate_size,
+                    a.inputs, B, T, a.memory_gib > 0 ? "; the limit is --device-memory" : "");
         rc = 1;
         goto done;
     }
     double t1 = now_s();
-    if (!a.random_init && load_weights(p, weights_path) != 0) goto done;
+    if (!a.random_init && load_weights(p, weights_path, a.allow_nonfinite) != 0) goto done;
     double t2 = now_s();
 
     /* ---- run */

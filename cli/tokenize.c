@@ -116,10 +116,10 @@ static int encode_line(const ts_tokenizer *tok, const opts *o, char *line, int32
     }
     int32_t *out = *ids;
     out[n++] = ts_token_to_id(tok, "[CLS]");
-    memcpy(out + n, *a, (size_t)na * sizeof *out), n += na;
+    if (na) memcpy(out + n, *a, (size_t)na * sizeof *out), n += na; /* *a is NULL until a text had pieces */
     out[n++] = ts_token_to_id(tok, "[SEP]");
     if (text_b) {
-        memcpy(out + n, *b, (size_t)nb * sizeof *out), n += nb;
+        if (nb) memcpy(out + n, *b, (size_t)nb * sizeof *out), n += nb;
         out[n++] = ts_token_to_id(tok, "[SEP]");
     }
     return n;

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +19,12 @@
 #include "cli.h"
 
 /* ------------------------------------------------------------------ options */
+
+ts_cli_device ts_cli_dev;
+
+int ts_cli_load_flags(int strict) {
+    return (strict ? TS_LOAD_STRICT : 0) | (ts_cli_dev.allow_nonfinite ? TS_LOAD_ALLOW_NONFINITE : 0);
+}
 
 static const ts_opt *find_opt(const ts_optset *s, const char *name) {
     for (int i = 0; i < s->nopts; i++)
@@ -218,6 +225,12 @@ int ts_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt
         case OPT_FLAG: break;
         }
     }
+    const ts_opt *th = find_opt(s, "threads");
+    if (!bad && th && *(int *)th->ptr > ts_max_threads()) {
+        fprintf(stderr, "tessera %s: --threads %d: at most %d (4 x the %d online CPUs)\n", cmd, *(int *)th->ptr,
+                ts_max_threads(), ts_max_threads() / 4);
+        bad = 1;
+    }
     if (bad) {
         fprintf(stderr, "(tessera %s --help shows the usage)\n", cmd);
         return 2;
@@ -331,6 +344,17 @@ int ts_deterministic_setup(const char *cmd, int *threads, double max_minutes) {
     return 0;
 }
 
+static const char *const optim_names[] = {[TS_OPTIM_SGD] = "sgd", [TS_OPTIM_ADAMW] = "adamw", [TS_OPTIM_LAMB] = "lamb"};
+
+int ts_optimizer_parse(const char *cmd, const char *name) {
+    for (int k = 0; k < 3; k++)
+        if (!strcmp(name, optim_names[k])) return k;
+    fprintf(stderr, "tessera %s: --optimizer %s: the optimizers are adamw, lamb and sgd\n", cmd, name);
+    return -1;
+}
+
+const char *ts_optimizer_name(ts_optim_kind k) { return (unsigned)k < 3 ? optim_names[k] : "?"; }
+
 int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq,
                      uint64_t seed, int threads, int train, float wd, const char *const *train_fetches,
                      int ntrain_fetches, ts_program **train_p, const char *const *infer_fetches,
@@ -345,6 +369,7 @@ int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head he
     ts_graph_set_seed(g, seed);
     ts_bert_outputs out;
     const char *what = "building the model";
+    size_t limit = (size_t)(ts_cli_dev.memory_gib * 1073741824.0);
     if (ts_bert_build(g, cfg, head, batch, seq, &out) != TS_OK) goto fail;
     if (train) {
         ts_value lr = ts_input(g, "lr", TS_F32, 0, NULL);
@@ -352,31 +377,46 @@ int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head he
         if ((cfg->compute_dtype == TS_F16 ? ts_backward_scaled(g, out.loss, NULL) : ts_backward(g, out.loss)) != TS_OK)
             goto fail;
         what = "adding the optimizer";
-        ts_optim_opts oo = ts_optim_defaults(TS_OPTIM_ADAMW);
+        int kind = loop && loop->optimizer ? ts_optimizer_parse(cmd, loop->optimizer) : TS_OPTIM_ADAMW;
+        if (kind < 0) goto fail_quiet;
+        ts_optim_opts oo = ts_optim_defaults((ts_optim_kind)kind);
         static const char *const no_decay[] = {"bias", "LayerNorm.weight"};
-        oo.eps = 1e-6f;
+        oo.eps = 1e-6f; /* AdamW and LAMB: BERT's */
         oo.weight_decay = wd;
         oo.no_decay = no_decay;
         oo.nno_decay = 2;
+        if (kind == TS_OPTIM_LAMB) oo.no_trust = no_decay, oo.nno_trust = 2;
+        if (kind == TS_OPTIM_SGD) oo.momentum = loop->momentum;
         oo.max_grad_norm = loop ? loop->max_grad_norm : 0;
         oo.accumulation_steps = loop && loop->accumulation > 1 ? loop->accumulation : 1;
         if (ts_optimizer(g, lr, &oo) != TS_OK) goto fail;
         what = "compiling the training program";
         *train_p = ts_compile(g, &(ts_compile_opts){.num_threads = threads, .nfetch = ntrain_fetches,
                                                     .fetches = train_fetches,
-                                                    .device_iterations = loop && loop->device_iterations > 1 ? loop->device_iterations : 1});
+                                                    .device_iterations = loop && loop->device_iterations > 1 ? loop->device_iterations : 1,
+                                                    .memory_limit = limit});
         if (!*train_p) goto fail;
     }
     if (infer_p) {
         what = "compiling the inference program";
         *infer_p = ts_compile(g, &(ts_compile_opts){.num_threads = threads, .nfetch = ninfer_fetches,
-                                                    .fetches = infer_fetches, .inference = 1});
+                                                    .fetches = infer_fetches, .inference = 1, .memory_limit = limit});
         if (!*infer_p) goto fail;
     }
     ts_graph_free(g);
     return 0;
 fail:
     fprintf(stderr, "tessera %s: %s: %s\n", cmd, what, ts_last_error());
+    if (ts_last_status() == TS_ERR_NOMEM) /* say which of the user's numbers make it that large */
+        fprintf(stderr, "tessera %s: the parameters grow with the model's sizes (vocab_size %d, hidden_size %d, "
+                        "num_hidden_layers %d, intermediate_size %d, max_position_embeddings %d%s%s), the "
+                        "activations with the batch (%d sequences of %d tokens; --batch%s)%s\n",
+                cmd, cfg->vocab_size, cfg->hidden_size, cfg->num_hidden_layers, cfg->intermediate_size,
+                cfg->max_position_embeddings, ts_cli_dev.sizes_from ? ": from " : "",
+                ts_cli_dev.sizes_from ? ts_cli_dev.sizes_from : "", batch, seq,
+                loop && loop->device_iterations > 1 ? ", and --device-iterations x --accumulation inputs" : "",
+                ts_cli_dev.memory_gib > 0 ? "; the limit is --device-memory" : "; --device-memory GIB sets the limit");
+fail_quiet:
     if (train_p && *train_p) ts_program_free(*train_p), *train_p = NULL;
     ts_graph_free(g);
     return 1;
@@ -548,6 +588,35 @@ int ts_make_dir(const char *cmd, const char *dir) {
     return 0;
 }
 
+int ts_out_lock(const char *cmd, const char *dir) {
+    if (ts_make_dir(cmd, dir)) return 1;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/.tessera.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        fprintf(stderr, "tessera %s: --out %s: cannot create %s: %s\n", cmd, dir, path, strerror(errno));
+        return 1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int busy = errno == EWOULDBLOCK;
+        char pid[32] = "";
+        ssize_t n = busy ? pread(fd, pid, sizeof pid - 1, 0) : -1;
+        pid[n > 0 ? n : 0] = 0;
+        pid[strcspn(pid, "\n")] = 0;
+        if (busy)
+            fprintf(stderr, "tessera %s: --out %s is being written by another run (pid %s); wait for it to end, or "
+                            "give another --out\n", cmd, dir, pid[0] ? pid : "unknown");
+        else
+            fprintf(stderr, "tessera %s: --out %s: cannot lock %s: %s\n", cmd, dir, path, strerror(errno));
+        close(fd);
+        return busy ? 2 : 1;
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) { /* only informative */ }
+    return 0; /* fd stays open: the lock lasts until the process exits */
+}
+
 /* Write len bytes to path atomically: a temp file in the same directory, fsync, rename. */
 static int write_atomic(const char *cmd, const char *path, const char *data, size_t len) {
     char tmp[4200];
@@ -692,6 +761,9 @@ ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config
     memset(meta, 0, sizeof *meta);
     meta->lowercase = 1;
     snprintf(path, sizeof path, "%s/config.json", dir);
+    static char sizes_from[4200]; /* for the out-of-memory message of ts_bert_programs */
+    snprintf(sizes_from, sizeof sizes_from, "%s", path);
+    ts_cli_dev.sizes_from = sizes_from;
     ts_bert_config_default(cfg);
     if (ts_bert_config_load(path, cfg) != TS_OK) {
         fprintf(stderr, "tessera %s: --model %s: %s\n", cmd, dir, ts_last_error());
@@ -816,7 +888,7 @@ ts_program *ts_model_dir_program(const char *cmd, const char *dir, const ts_bert
         return NULL;
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (ts_program_load(p, path, 1, NULL) != TS_OK) {
+    if (ts_program_load(p, path, ts_cli_load_flags(1), NULL) != TS_OK) {
         fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
         ts_program_free(p);
         return NULL;

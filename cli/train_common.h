@@ -40,9 +40,31 @@ typedef struct ts_optset {
     void *json;     /* the config's cJSON tree (its strings are the STR values) */
 } ts_optset;
 
+/* Settings that every program a command compiles, and every model it loads, follows: flags that
+ * the subcommands share, listed in an option table with TS_DEVICE_OPTS (and TS_LOAD_OPTS where
+ * a model is loaded). One command runs per process, so they live here once. */
+typedef struct ts_cli_device {
+    double memory_gib;   /* --device-memory GIB: the memory a program may take (0: the device's) */
+    int allow_nonfinite; /* --allow-nonfinite: load weights that hold NaN or inf */
+    const char *sizes_from; /* where the model's sizes came from, for an out-of-memory message
+                               ("--hidden, --layers, ..." or "DIR/config.json") */
+} ts_cli_device;
+extern ts_cli_device ts_cli_dev;
+#define TS_DEVICE_OPTS {"device-memory", OPT_FLOAT, &ts_cli_dev.memory_gib, 0}
+#define TS_LOAD_OPTS {"allow-nonfinite", OPT_FLAG, &ts_cli_dev.allow_nonfinite, 0}
+/* The usage lines of those flags. */
+#define TS_DEVICE_USAGE                                                                                \
+    "  --device-memory GIB  memory a compiled program may take (default: the device's, for the CPU\n" \
+    "                       its physical memory); a larger program is refused before it allocates\n"
+#define TS_LOAD_USAGE                                                                                  \
+    "  --allow-nonfinite    load a model whose weights hold NaN or inf (refused by default)\n"
+/* ts_program_load's flags for a model (TS_LOAD_STRICT when strict) under these settings. */
+int ts_cli_load_flags(int strict);
+
 /* Parse argv (argv[0] is the subcommand). `--config FILE` (anywhere) is read first: each key must
- * name an option; then the flags override it. Returns 1 to go on, 0 when --help printed usage, 2
- * on a usage error (message on stderr naming the flag, or the config file and key). */
+ * name an option; then the flags override it. An option named "threads" must be at most
+ * ts_max_threads(). Returns 1 to go on, 0 when --help printed usage, 2 on a usage error (message
+ * on stderr naming the flag, or the config file and key). */
 int ts_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt *opts, int nopts, int argc,
                   char **argv);
 void ts_opts_free(ts_optset *s);
@@ -114,6 +136,11 @@ void ts_model_meta_free(ts_model_meta *m);
 
 /* mkdir -p; 0 on success, else prints "tessera CMD: DIR: reason". */
 int ts_make_dir(const char *cmd, const char *dir);
+/* Make output directory DIR (ts_make_dir) and lock it for this run: an exclusive flock on
+ * DIR/.tessera.lock, which holds the pid, kept until the process exits. A second run on the same
+ * DIR is refused at start, naming the directory and the other run's pid, instead of the two
+ * deleting each other's temporary files. 0, 1 (cannot create it), or 2 (in use). */
+int ts_out_lock(const char *cmd, const char *dir);
 
 /* Write DIR/model.safetensors (ts_program_save), DIR/vocab.txt (a copy of vocab_path) and
  * DIR/config.json (cfg, architecture, meta), each atomically (temp file, fsync, rename), config
@@ -136,11 +163,23 @@ ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config
 typedef struct ts_train_loop {
     int accumulation, device_iterations;
     float max_grad_norm;
+    const char *optimizer; /* --optimizer: "adamw" (also NULL), "lamb" or "sgd" */
+    float momentum;        /* SGD's --momentum */
 } ts_train_loop;
 
-/* Build BERT with a head for batch x seq into a new graph; when `train`, add backward and AdamW
- * (lr fed as the input "lr", weight decay wd except on biases and LayerNorm weights, as BERT's
- * and Hugging Face's recipes do) and compile a training program fetching
+/* --optimizer NAME: "adamw" (the default), "lamb" or "sgd". Returns the kind, or -1 after printing
+ * the error. AdamW and LAMB leave biases and LayerNorm weights out of weight decay, as BERT's
+ * recipes do; LAMB also gives them trust ratio 1 (TensorFlow's exclude_from_layer_adaptation,
+ * set like its weight-decay exclusions in BERT's LAMB recipe); SGD (PyTorch's) leaves them out
+ * of weight decay too. */
+int ts_optimizer_parse(const char *cmd, const char *name);
+/* "adamw", "lamb" or "sgd". */
+const char *ts_optimizer_name(ts_optim_kind k);
+
+/* Build BERT with a head for batch x seq into a new graph; when `train`, add backward and the
+ * optimizer of loop (AdamW when loop is NULL; lr fed as the input "lr", weight decay wd except
+ * on biases and LayerNorm weights, as BERT's and Hugging Face's recipes do; AdamW and LAMB with
+ * eps 1e-6) and compile a training program fetching
  * train_fetches (run as `loop` says), else leave *train_p NULL. An inference program fetching
  * infer_fetches is always compiled (into *infer_p, which may be NULL to skip it). Prints the
  * error and returns nonzero on failure. */

@@ -55,6 +55,9 @@ typedef enum ts_status {
  * that fails on this thread. */
 const char *ts_last_error(void);
 
+/* The code of that failure (TS_OK if none): what a call that returns NULL or TS_NONE failed with. */
+ts_status ts_last_status(void);
+
 /* A short constant name of a status code ("TS_ERR_SHAPE"). */
 const char *ts_status_name(ts_status s);
 
@@ -202,7 +205,8 @@ ts_value ts_dropout(ts_graph *g, ts_value x, float p);
 ts_value ts_cross_entropy(ts_graph *g, ts_value logits, ts_value labels, int64_t ignore_index);
 /* cond ? a : b elementwise, cond u8 (0 / non-zero); all three broadcast. */
 ts_value ts_where(ts_graph *g, ts_value cond, ts_value a, ts_value b);
-/* Convert to another dtype (float -> int truncates toward zero). */
+/* Convert to another dtype (float -> int truncates toward zero and saturates at the integer
+ * type's range; NaN becomes 0). */
 ts_value ts_cast(ts_graph *g, ts_value x, ts_dtype dtype);
 
 /* ---------------------------------------------------------------- training */
@@ -277,7 +281,8 @@ ts_status ts_adamw(ts_graph *g, ts_value lr, float beta1, float beta2, float eps
  *  LAMB  (You et al. 2019, bias-corrected Adam moments as NVIDIA's and pytorch-optimizer's):
  *        t += 1, m and v as AdamW; r = (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) + wd p;
  *        trust = ||p|| / ||r|| (1 when either norm is 0, norms over the whole tensor);
- *        p -= lr trust r.   ADAMW and LAMB state: "<p>@MOMENT1", "<p>@MOMENT2", "<p>@STEP".
+ *        p -= lr trust r (trust 1 for a parameter matching no_trust).   ADAMW and LAMB state:
+ *        "<p>@MOMENT1", "<p>@MOMENT2", "<p>@STEP".
  * Gradient clipping (max_grad_norm > 0, torch.nn.utils.clip_grad_norm_): before any update,
  * norm = sqrt(sum over every trained parameter of sum(g^2)), and each g is scaled by
  * min(1, max_norm / (norm + 1e-6)). The norm is the value named "optimizer@GRAD_NORM" (fetch it
@@ -307,6 +312,11 @@ typedef struct ts_optim_opts {
     int nno_decay;
     float max_grad_norm;          /* > 0: clip gradients by global norm; 0: no clipping */
     int accumulation_steps;       /* micro-batches per optimizer step, <= 2^24; 0 or 1: none */
+    const char *const *no_trust;  /* LAMB: parameters (patterns as no_decay) that take Adam's
+                                     step unscaled, trust ratio 1: TensorFlow's LAMB
+                                     exclude_from_layer_adaptation, which BERT's LAMB recipe
+                                     sets like its weight-decay exclusions (may be NULL) */
+    int nno_trust;
 } ts_optim_opts;
 
 /* PyTorch's defaults for a kind: SGD momentum 0; AdamW betas 0.9 / 0.999, eps 1e-8, wd 0.01;
@@ -366,21 +376,28 @@ typedef struct ts_program ts_program;
 
 typedef struct ts_compile_opts {
     const char *device;             /* "cpu" (default when NULL) */
-    int num_threads;                /* 0: the OpenMP default. Results are bitwise reproducible
-                                       for a given thread count (static OpenMP schedules, no
-                                       atomics, fixed reduction order); another count may
-                                       change the last bits of float sums */
+    int num_threads;                /* 0: the OpenMP default; at most ts_max_threads(). Results
+                                       are bitwise reproducible for a given thread count (static
+                                       OpenMP schedules, no atomics, fixed reduction order);
+                                       another count may change the last bits of float sums */
     int nfetch;                     /* values to be read after a run, by name */
     const char *const *fetches;
     int inference;                  /* 1: drop optimizer updates, dropout becomes identity */
     int no_fusion;                  /* 1: skip the fusion pass (for testing) */
     int device_iterations;          /* K > 1: each ts_program_run runs the step K times (see
                                        below); 0 or 1: once */
+    size_t memory_limit;            /* bytes the program may take on the device; 0: the
+                                       device's memory (the CPU: physical memory, or the
+                                       container's limit when lower) */
 } ts_compile_opts;
 
 /* Compile graph g for a device: dead-code elimination, fusion, memory planning, kernel selection,
  * and one arena for every intermediate. The graph is not modified and may be freed afterwards.
- * Parameters start from their initializers. NULL on failure (see ts_last_error()). */
+ * Parameters start from their initializers. NULL on failure (see ts_last_error() and
+ * ts_last_status()). Before anything is allocated, the planned memory (parameters, gradients,
+ * optimizer state, the arena, inputs and constants; then the kernels' workspace) is compared with
+ * the device's (opts->memory_limit when set): a program that does not fit is TS_ERR_NOMEM with a
+ * message giving what it needs, part by part, its largest value, and what the device has. */
 ts_program *ts_compile(const ts_graph *g, const ts_compile_opts *opts);
 void ts_program_free(ts_program *p);
 
@@ -423,6 +440,10 @@ typedef struct ts_memory {
     int fused;              /* nodes removed by fusion */
 } ts_memory;
 ts_status ts_program_memory(const ts_program *p, ts_memory *m);
+
+/* The most threads a program may use: 4 x the online CPUs (so oversubscribed runs stay possible,
+ * and a typo like 100000 is refused rather than crashing the thread library). */
+int ts_max_threads(void);
 
 /* Names of the devices this build can compile for, comma-separated ("cpu"). */
 const char *ts_devices(void);
@@ -489,6 +510,18 @@ typedef enum ts_bert_head {
 } ts_bert_head;
 
 /* A BERT configuration: the fields of a Hugging Face config.json, plus build choices. */
+/* Bounds on a config's sizes, far above any real BERT (bert-large: V 30522, C 1024, 24 layers,
+ * FFN 4096, 512 positions) and far below sizes that would overflow or take minutes to build
+ * before the memory check of ts_compile could refuse them. A config beyond one is TS_ERR_ARG,
+ * naming the field, when it is read (ts_bert_config_load) or built (ts_bert_build). */
+#define TS_BERT_MAX_VOCAB (1 << 24)        /* vocab_size */
+#define TS_BERT_MAX_HIDDEN (1 << 16)       /* hidden_size, num_attention_heads */
+#define TS_BERT_MAX_LAYERS 1024            /* num_hidden_layers */
+#define TS_BERT_MAX_INTERMEDIATE (1 << 20) /* intermediate_size */
+#define TS_BERT_MAX_POSITIONS (1 << 20)    /* max_position_embeddings */
+#define TS_BERT_MAX_TYPES (1 << 16)        /* type_vocab_size */
+#define TS_BERT_MAX_LABELS (1 << 20)       /* num_labels */
+
 typedef struct ts_bert_config {
     int vocab_size;                     /* V: rows of the word embeddings */
     int hidden_size;                    /* C */
@@ -516,7 +549,8 @@ typedef struct ts_bert_config {
                                            [B, T, C] checkpoint per layer instead of every
                                            layer's activations; same gradients (default 0) */
     int max_predictions_per_seq;        /* pre-training: P > 0 runs the MLM head on P gathered
-                                           positions (see TS_BERT_PRETRAINING); 0: on all T */
+                                           positions (see TS_BERT_PRETRAINING), for batches of
+                                           at most 2^24 tokens; 0: on all T */
 } ts_bert_config;
 
 /* Hugging Face's BertConfig() defaults (bert-base-uncased): V 30522, C 768, 12 layers, 12 heads,
@@ -534,10 +568,17 @@ void ts_bert_config_default(ts_bert_config *cfg);
  * position_embedding_type other than "absolute", is_decoder true and add_cross_attention true are
  * TS_ERR_UNSUPPORTED, as is an unknown hidden_act. Errors name the file and the field: an
  * unreadable file or invalid JSON (TS_ERR_IO, with the byte offset), a missing field, a wrong
- * JSON type or a non-integer where an integer is due, a non-positive size, a probability outside
+ * JSON type or a non-integer where an integer is due, a non-positive size or one above its
+ * TS_BERT_MAX_* bound, a probability outside
  * [0, 1), hidden_size not divisible by num_attention_heads (TS_ERR_ARG). On failure *cfg is left
  * unchanged. */
 ts_status ts_bert_config_load(const char *path, ts_bert_config *cfg);
+
+/* TS_OK when cfg is one ts_bert_build accepts (sizes positive and within the bounds above,
+ * hidden_size divisible by num_attention_heads, probabilities in [0, 1), ...), else TS_ERR_ARG
+ * with a message naming the field ("field \"hidden_size\" is 1000000000, above tessera's bound of
+ * 65536 for it"). */
+ts_status ts_bert_config_check(const ts_bert_config *cfg);
 
 /* The values ts_bert_build made; TS_NONE for what the head does not have. */
 typedef struct ts_bert_outputs {
@@ -629,11 +670,19 @@ ts_status ts_safetensors_save(const char *path, int n, const char *const *names,
  * F16 converts to the parameter's dtype (so a bf16 checkpoint loads into f32 parameters and the
  * other way round); any other dtype mismatch is TS_ERR_DTYPE, a shape mismatch TS_ERR_SHAPE
  * naming the tensor and both shapes. Tensors in the file that p has no parameter for are ignored.
- * strict != 0: a parameter missing from the file is TS_ERR_NOT_FOUND, naming it (the first few)
- * and saying how many are missing. strict == 0: missing parameters keep their values.
+ * flags, or-ed:
+ *   TS_LOAD_STRICT            a parameter missing from the file is TS_ERR_NOT_FOUND, naming it
+ *                             (the first few) and saying how many are missing; without it,
+ *                             missing parameters keep their values;
+ *   TS_LOAD_ALLOW_NONFINITE   load tensors holding NaN or inf. Without it such a tensor is
+ *                             TS_ERR_IO, naming the file, the tensor, how many values and the
+ *                             first one's index (a model with NaN weights computes NaN).
+ * (flags 0 and 1 are the non-strict and strict loads of earlier versions.)
  * Either way *nmissing (when not NULL) receives the number of p's parameters the file lacks.
  * Everything is checked before anything is copied: on an error p's parameters are unchanged. */
-ts_status ts_program_load(ts_program *p, const char *path, int strict, int *nmissing);
+#define TS_LOAD_STRICT 1
+#define TS_LOAD_ALLOW_NONFINITE 2
+ts_status ts_program_load(ts_program *p, const char *path, int flags, int *nmissing);
 /* Write every parameter of p to path (as ts_safetensors_save, atomically), converted to dtype
  * (TS_F32, TS_BF16 or TS_F16), with "__metadata__" {"format": "pt"} as Hugging Face expects. */
 ts_status ts_program_save(const ts_program *p, const char *path, ts_dtype dtype);
@@ -860,8 +909,8 @@ ts_status ts_text_dataset_batch(const ts_text_dataset *d, const ts_tokenizer *to
  *    doc_stride pieces after the one before, until one reaches the end;
  *  - each window is a row [CLS] question [SEP] window [SEP] [PAD]..., token types 0 then 1;
  *  - the answer (the first one listed) is located from answer_start, a character offset into
- *    the context (or, when its text is not exactly there, at its occurrence nearest to that
- *    offset); start / end positions are the row positions of its first and last pieces when
+ *    the context where its text must stand (see relocate_answers); start / end positions are
+ *    the row positions of its first and last pieces when
  *    both lie in the window, else 0 ([CLS]). When the context does not hold the answer text,
  *    or a question has no answer, the positions are TS_IGNORE_INDEX (left out of a loss), as
  *    run_squad skips such examples in training.
@@ -872,6 +921,12 @@ typedef struct ts_squad_opts {
     int max_seq_len;   /* T, tokens per row (default 384) */
     int doc_stride;    /* pieces between the starts of a context's windows (128) */
     int max_query_len; /* question pieces kept (64) */
+    int relocate_answers; /* 0 (default): every answer's text must stand at its answer_start in
+                             the context, as the format says, else the file is refused
+                             (TS_ERR_IO naming the file, the question's place and id, the
+                             offset and what is there). 1: an answer not at its offset is taken
+                             at its occurrence nearest to it (counted: ts_squad_num_relocated),
+                             as Hugging Face's scripts do with a warning */
 } ts_squad_opts;
 
 /* Read and featurize a SQuAD file with tok (which must outlive s); opts may be NULL. NULL on
@@ -881,6 +936,9 @@ ts_squad *ts_squad_load(const char *path, const ts_tokenizer *tok, const ts_squa
 void ts_squad_free(ts_squad *s);
 int64_t ts_squad_num_examples(const ts_squad *s);
 int64_t ts_squad_num_features(const ts_squad *s);
+/* Answers that were not at their answer_start and were taken at their nearest occurrence
+ * (relocate_answers), and answers whose text is nowhere in the context; 0 without relocation. */
+int64_t ts_squad_num_relocated(const ts_squad *s);
 
 /* One example (question); pointers live as long as s. Its features are first_feature ..
  * first_feature + nfeatures - 1 (an empty context has none). */

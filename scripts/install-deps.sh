@@ -3,8 +3,10 @@
 #
 #   bash scripts/install-deps.sh [--bench]
 #
-# 1. Debian packages: build-essential cmake pkg-config libdnnl-dev libcjson-dev, plus nodejs and
-#    npm unless `node` and `npm` are already on PATH (a newer Node is never replaced); with
+# 1. Debian packages: build-essential cmake pkg-config libdnnl-dev libcjson-dev clang libomp-dev
+#    (clang: libFuzzer for `make test`'s fuzz step, fuzz/run.sh; libomp-dev: clang's OpenMP, which
+#    the library needs), plus nodejs and npm unless `node` and `npm` are already on PATH (a newer
+#    Node is never replaced); with
 #    --bench also python3, python3-torch and libopenblas0-pthread: the PyTorch that `make bench`
 #    measures beside tessera, with an optimised BLAS under it.
 #    `apt-get update` runs only when something is missing. Needs root (or password-less sudo)
@@ -31,7 +33,7 @@ say() { printf 'install-deps: %s\n' "$*"; }
 die() { printf 'install-deps: error: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- 1. packages
-packages=(build-essential cmake pkg-config libdnnl-dev libcjson-dev)
+packages=(build-essential cmake pkg-config libdnnl-dev libcjson-dev clang libomp-dev)
 # --bench: also the peers `make bench` measures tessera against (PyTorch 1.13 from Debian)
 for arg in "$@"; do
     case "$arg" in

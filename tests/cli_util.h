@@ -98,6 +98,35 @@ static inline double printed_number(const char *label) {
     CHECK((rc) > 0 && strstr(err_text, needle) && !strstr(err_text, "Sanitizer"),                                \
           "exit %d, want non-zero with \"%s\" on stderr\nstderr: %s", rc, needle, err_text)
 
+/* The little world of the generated data: animals and what they do. */
+__attribute__((unused)) static const char *WORDS_A[] = {"cat", "dog", "bird", "fish", "horse", "mouse"};
+__attribute__((unused)) static const char *WORDS_B[] = {"runs", "sleeps", "eats", "jumps", "swims", "sings"};
+
+/* A pretraining corpus of 8 documents of 6 sentences, blank lines between documents, as file
+ * `name` in dir. */
+__attribute__((unused)) static void write_corpus(const char *name) {
+    static char corpus[16384];
+    size_t n = 0;
+    for (int d = 0; d < 8; d++) {
+        for (int s = 0; s < 6; s++)
+            n += (size_t)snprintf(corpus + n, sizeof corpus - n, "the %s %s and the %s %s quickly.\n",
+                                  WORDS_A[(d + s) % 6], WORDS_B[(d * s) % 6], WORDS_A[(s + 3) % 6], WORDS_B[(d + 1) % 6]);
+        n += (size_t)snprintf(corpus + n, sizeof corpus - n, "\n");
+    }
+    write_str(name, corpus);
+}
+
+/* 40 labelled rows "label<TAB>text" under a header: "pos" rows talk about cats and dogs, "neg"
+ * rows about fish, horses and mice; the numbers make every row distinct. */
+__attribute__((unused)) static void write_labelled(const char *name) {
+    static char tsv[8192];
+    size_t n = (size_t)snprintf(tsv, sizeof tsv, "label\ttext\n");
+    for (int i = 0; i < 40; i++)
+        n += (size_t)snprintf(tsv + n, sizeof tsv - n, "%s\tthe %s %s %d times\n", i % 2 ? "pos" : "neg",
+                              i % 2 ? WORDS_A[i % 2] : WORDS_A[3 + i % 3], WORDS_B[i % 6], i);
+    write_str(name, tsv);
+}
+
 /* Find the command and make the temporary directory /tmp/<name>_XXXXXX. Returns 0 to go on, 77
  * (skip) when the command is not built, 1 on failure. */
 static int cli_setup(const char *name) {

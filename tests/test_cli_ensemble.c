@@ -13,20 +13,11 @@
 #include "test_util.h"
 #include "cli_util.h"
 
-static const char *WORDS_A[] = {"cat", "dog", "bird", "fish", "horse", "mouse"};
-static const char *WORDS_B[] = {"runs", "sleeps", "eats", "jumps", "swims", "sings"};
 #define ROWS 48
 
 static void make_data(void) {
-    static char corpus[16384], tsv[8192], texts[8192], other[8192], flip[8192];
-    size_t n = 0;
-    for (int d = 0; d < 8; d++) {
-        for (int s = 0; s < 6; s++)
-            n += (size_t)snprintf(corpus + n, sizeof corpus - n, "the %s %s and the %s %s quickly.\n",
-                                  WORDS_A[(d + s) % 6], WORDS_B[(d * s) % 6], WORDS_A[(s + 3) % 6], WORDS_B[(d + 1) % 6]);
-        n += (size_t)snprintf(corpus + n, sizeof corpus - n, "\n");
-    }
-    write_str("corpus.txt", corpus);
+    static char tsv[8192], texts[8192], other[8192], flip[8192];
+    write_corpus("corpus.txt");
     /* "pos" rows are about cats and dogs, "neg" rows about fish, horses and mice; the numbers
      * make every row distinct. texts.txt holds the texts alone, for predict. */
     size_t t = (size_t)snprintf(tsv, sizeof tsv, "label\ttext\n"), x = 0;

@@ -84,6 +84,9 @@ static void make_data(void) {
                                    "\"q7\", \"question\": \"who runs?\", \"answers\": [{\"text\": \"horse\", "
                                    "\"answer_start\": 4}]}]}]}]}");
     write_str("truncated.json", "{\"data\": [{\"paragraphs\": [{\"context\": \"the cat runs\", \"qas\": [{\"id\": \"a\",");
+    write_str("offset.json", "{\"data\": [{\"paragraphs\": [{\"context\": \"the cat runs and the dog sits\", \"qas\": "
+                             "[{\"id\": \"q8\", \"question\": \"who sits?\", \"answers\": [{\"text\": \"dog\", "
+                             "\"answer_start\": 1000}]}]}]}]}");
     write_str("noanswers.json", "{\"data\": [{\"paragraphs\": [{\"context\": \"the cat runs\", \"qas\": [{\"id\": "
                                 "\"q9\", \"question\": \"who runs?\", \"answers\": []}]}]}]}");
 }
@@ -186,7 +189,20 @@ static void test_bad_input(void) {
     int rc = tessera(NULL, "finetune --task qa --model pre --train noquestion.json --out x --max-len 48 --threads 1");
     CHECK_FAILS(rc, "noquestion.json: data[0].paragraphs[0].qas[0]: no \"question\" string");
     rc = tessera(NULL, "finetune --task qa --model pre --train notincontext.json --out x --max-len 48 --threads 1");
-    CHECK_FAILS(rc, "notincontext.json: question \"q7\": the answer \"horse\" does not occur in its context");
+    CHECK_FAILS(rc, "notincontext.json: data[0].paragraphs[0].qas[0] (id \"q7\"): answers[0]: the text \"horse\" does "
+                    "not occur in its context");
+    /* answer_start must point at the answer (SQuAD's format); --relocate-answers takes the nearest one */
+    rc = tessera(NULL, "finetune --task qa --model pre --train offset.json --out x --max-len 48 --threads 1");
+    CHECK_FAILS(rc, "offset.json: data[0].paragraphs[0].qas[0] (id \"q8\"): answers[0]: answer_start 1000 is past the "
+                    "end of the context (29 characters), not the text \"dog\", which occurs at character 21");
+    rc = tessera(NULL, "finetune --task qa --model pre --train offset.json --out reloc --max-len 48 --threads 1 "
+                       "--max-steps 1 --relocate-answers");
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(err_text, "note: --train offset.json: 1 answer was not at its answer_start"), "stderr: %s", err_text);
+    rc = tessera(NULL, "eval --model qa --data offset.json --threads 1");
+    CHECK_FAILS(rc, "(id \"q8\"): answers[0]: answer_start 1000");
+    rc = tessera(NULL, "eval --model qa --data offset.json --threads 1 --relocate-answers");
+    CHECK_RAN(rc, 0);
     rc = tessera(NULL, "finetune --task qa --model pre --train truncated.json --out x --max-len 48 --threads 1");
     CHECK_FAILS(rc, "truncated.json:1: not valid JSON (it ends inside an object, array or string: is it cut short?)");
     rc = tessera(NULL, "finetune --task qa --model pre --train noanswers.json --out x --max-len 48 --threads 1");
@@ -202,7 +218,7 @@ static void test_bad_input(void) {
     rc = tessera(NULL, "finetune --model pre --train train.json --out x --doc-stride 8");
     CHECK_FAILS(rc, "--doc-stride is for --task qa");
     rc = tessera(NULL, "eval --model qa --data notincontext.json --threads 1");
-    CHECK_FAILS(rc, "notincontext.json: question \"q7\"");
+    CHECK_FAILS(rc, "notincontext.json: data[0].paragraphs[0].qas[0] (id \"q7\")");
     rc = tessera(NULL, "eval --model qa --data train.json --task classify");
     CHECK_FAILS(rc, "--task classify, but qa is a qa model");
     rc = tessera(NULL, "eval --model pre --data train.json");

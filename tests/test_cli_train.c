@@ -11,26 +11,12 @@
 #include "test_util.h"
 #include "cli_util.h"
 
-static const char *WORDS_A[] = {"cat", "dog", "bird", "fish", "horse", "mouse"};
-static const char *WORDS_B[] = {"runs", "sleeps", "eats", "jumps", "swims", "sings"};
 
 static void make_data(void) {
     /* A corpus of 8 documents of 6 sentences, blank lines between documents. */
-    static char corpus[16384], tsv[16384];
-    size_t n = 0;
-    for (int d = 0; d < 8; d++) {
-        for (int s = 0; s < 6; s++)
-            n += (size_t)snprintf(corpus + n, sizeof corpus - n, "the %s %s and the %s %s quickly.\n",
-                                  WORDS_A[(d + s) % 6], WORDS_B[(d * s) % 6], WORDS_A[(s + 3) % 6], WORDS_B[(d + 1) % 6]);
-        n += (size_t)snprintf(corpus + n, sizeof corpus - n, "\n");
-    }
-    write_str("corpus.txt", corpus);
+    write_corpus("corpus.txt");
     /* 40 labelled rows: "pos" rows talk about cats and dogs, "neg" rows about fish and mice. */
-    n = (size_t)snprintf(tsv, sizeof tsv, "label\ttext\n");
-    for (int i = 0; i < 40; i++)
-        n += (size_t)snprintf(tsv + n, sizeof tsv - n, "%s\tthe %s %s %d times\n", i % 2 ? "pos" : "neg",
-                              i % 2 ? WORDS_A[i % 2] : WORDS_A[3 + i % 3], WORDS_B[i % 6], i);
-    write_str("data.tsv", tsv);
+    write_labelled("data.tsv");
     write_str("one_line.txt", "the cat runs.\n");
     write_str("empty.txt", "");
     write_str("bad.tsv", "label\ttext\npos\tthe cat runs\nneg\n");

@@ -893,9 +893,15 @@ static void test_permutation(void) {
 
 /* ------------------------------------------------------------------ SQuAD */
 
+/* The fixture has an answer at a wrong offset (q3) and one that is not in its context (q4), so it
+ * loads only with relocate_answers. */
 static ts_squad *load_squad(const ts_tokenizer *tok, const ts_squad_opts *o) {
-    ts_squad *s = ts_squad_load(FIXTURES "/squad_tiny.json", tok, o);
+    ts_squad_opts r = o ? *o : (ts_squad_opts){0};
+    r.relocate_answers = 1;
+    ts_squad *s = ts_squad_load(FIXTURES "/squad_tiny.json", tok, &r);
     CHECK(s != NULL, "ts_squad_load: %s", ts_last_error());
+    if (s) CHECK(ts_squad_num_relocated(s) == 2, "%lld answers relocated, expected 2 (q3, q4)",
+                 (long long)ts_squad_num_relocated(s));
     return s;
 }
 
@@ -1008,6 +1014,31 @@ static void test_squad_errors(void) {
     CHECK(ts_squad_load(FIXTURES "/squad_tiny.json", tok, &(ts_squad_opts){.max_seq_len = 32, .max_query_len = 40}) == NULL,
           "max_query_len > max_seq_len accepted");
     CHECK_ERRMSG("max_seq_len");
+    /* answer_start must point at the answer's text (in characters), unless answers are relocated */
+    CHECK(ts_squad_load(FIXTURES "/squad_tiny.json", tok, NULL) == NULL, "an answer at a wrong offset accepted");
+    CHECK_ERRMSG("squad_tiny.json: data[0].paragraphs[0].qas[2] (id \"q3\"): answers[0]: answer_start 0",
+                 "\"Gustave Eiffel\", which occurs at character 54", "--relocate-answers");
+    const char *ctx67 = "The quick brown fox jumps over the lazy dog while the cat sleeps ok";
+    char doc[512];
+    snprintf(doc, sizeof doc, "{\"data\": [{\"paragraphs\": [{\"context\": \"%s\", \"qas\": [{\"id\": \"far\", "
+             "\"question\": \"q\", \"answers\": [{\"text\": \"fox\", \"answer_start\": 10000}]}]}]}]}", ctx67);
+    write_file(tmp_path("bad5.json"), doc);
+    CHECK(ts_squad_load(tmp_path("bad5.json"), tok, NULL) == NULL, "answer_start past the context accepted");
+    CHECK_ERRMSG("(id \"far\")", "answer_start 10000 is past the end of the context (67 characters)",
+                 "occurs at character 16");
+    ts_squad *rs = ts_squad_load(tmp_path("bad5.json"), tok, &(ts_squad_opts){.relocate_answers = 1});
+    CHECK(rs && ts_squad_num_relocated(rs) == 1, "relocated: %s", rs ? "count" : ts_last_error());
+    ts_squad_free(rs);
+    snprintf(doc, sizeof doc, "{\"data\": [{\"paragraphs\": [{\"context\": \"%s\", \"qas\": [{\"id\": \"elsewhere\", "
+             "\"question\": \"q\", \"answers\": [{\"text\": \"fox\", \"answer_start\": 4}]}]}]}]}", ctx67);
+    write_file(tmp_path("bad6.json"), doc);
+    CHECK(ts_squad_load(tmp_path("bad6.json"), tok, NULL) == NULL, "answer_start at other text accepted");
+    CHECK_ERRMSG("(id \"elsewhere\")", "answer_start 4 is where the context has \"quick brown fox", "character 16");
+    snprintf(doc, sizeof doc, "{\"data\": [{\"paragraphs\": [{\"context\": \"%s\", \"qas\": [{\"id\": \"nowhere\", "
+             "\"question\": \"q\", \"answers\": [{\"text\": \"horse\", \"answer_start\": 4}]}]}]}]}", ctx67);
+    write_file(tmp_path("bad7.json"), doc);
+    CHECK(ts_squad_load(tmp_path("bad7.json"), tok, NULL) == NULL, "an answer not in its context accepted");
+    CHECK_ERRMSG("(id \"nowhere\")", "\"horse\" does not occur in its context");
     CHECK(ts_squad_load(tmp_path("none.json"), tok, NULL) == NULL, "missing file");
     CHECK_ERRMSG("none.json");
     ts_tokenizer_free(tok);

@@ -35,6 +35,9 @@ struct ts_backend {
     /* Run every node of the plan once; step seeds dropout. Buffers are set by then. */
     ts_status (*run)(const ts_backend *be, void *compiled, const ts_plan *plan, uint64_t step);
     void (*release)(const ts_backend *be, void *compiled);
+    /* Bytes of memory the device has for programs (optional: NULL when unknown, and then no
+     * program is refused for its size). */
+    size_t (*memory_bytes)(const ts_backend *be);
     /* Wait for queued work (a no-op on synchronous devices). */
     ts_status (*synchronize)(const ts_backend *be);
     /* Collectives across replicas: optional, filled by the distributed work. `comm` is the

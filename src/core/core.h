@@ -38,6 +38,20 @@ static inline int64_t ts_numel(int ndim, const int64_t *shape) {
     return n;
 }
 
+/* The most bytes one value may hold (2^48, 256 TiB): above it a shape is refused when it is
+ * built, before any product of its dims could overflow int64 or size_t. */
+#define TS_MAX_VALUE_BYTES ((int64_t)1 << 48)
+/* 1 when a value of these dims and element size holds at most TS_MAX_VALUE_BYTES bytes (dims
+ * must be positive). */
+static inline int ts_shape_fits(int ndim, const int64_t *shape, size_t elem) {
+    int64_t n = (int64_t)elem;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] > TS_MAX_VALUE_BYTES / n) return 0;
+        n *= shape[i];
+    }
+    return n <= TS_MAX_VALUE_BYTES;
+}
+
 /* "[8, 128, 768]" into buf (returns buf). */
 const char *ts_shape_str(int ndim, const int64_t *shape, char *buf, size_t cap);
 

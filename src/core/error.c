@@ -4,8 +4,10 @@
 #include <stdio.h>
 
 static _Thread_local char last_error[1024];
+static _Thread_local ts_status last_status;
 
 ts_status ts_err(ts_status code, const char *fmt, ...) {
+    last_status = code;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
@@ -13,9 +15,10 @@ ts_status ts_err(ts_status code, const char *fmt, ...) {
     return code;
 }
 
-void ts_err_clear(void) { last_error[0] = 0; }
+void ts_err_clear(void) { last_error[0] = 0, last_status = TS_OK; }
 
 const char *ts_last_error(void) { return last_error; }
+ts_status ts_last_status(void) { return last_status; }
 
 const char *ts_status_name(ts_status s) {
     switch (s) {

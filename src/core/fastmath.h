@@ -2,6 +2,9 @@
  * fastmath.h — branch-free f32 exp / tanh / erf that compilers vectorise (no libm calls), so the
  * activation and softmax loops run 16 lanes wide under AVX-512. Accuracy: exp ~2 ulp over
  * [-87, 88]; erf abs error < 2e-7 (Abramowitz & Stegun 7.1.26); tanh rel error < 1e-6.
+ * Every input is defined, as libm's: exp(NaN) = NaN, exp(+inf) = +inf (also beyond 88.72, where
+ * f32 overflows), exp(-inf) = 0 (also below -87.34, where f32 normals end: denormal results are
+ * flushed to 0); tanh(+-inf) = +-1, sigmoid(-inf) = 0, erf(+-inf) = +-1; NaN in, NaN out.
  */
 #ifndef TS_FASTMATH_H
 #define TS_FASTMATH_H
@@ -10,11 +13,14 @@
 #include <stdint.h>
 #include <string.h>
 
-/* exp(x) = 2^n * e^r, n = round(x / ln2), r = x - n ln2 in [-ln2/2, ln2/2]; e^r by Taylor to r^7. */
+/* exp(x) = 2^n * e^r, n = round(x / ln2), r = x - n ln2 in [-ln2/2, ln2/2]; e^r by Taylor to r^7.
+ * The polynomial runs on x clamped to [ln FLT_MIN, ln FLT_MAX] (NaN clamps too: fmaxf / fminf
+ * drop it), so n stays in [-126, 128]; 2^n is built from its bits as 2^min(n, 127), times 2 when
+ * n is 128. The ends and NaN are put back last. */
 static inline float ts_expf(float x) {
-    x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
-    float n = floorf(x * 1.44269504089f + 0.5f);
-    float r = x - n * 0.693145751953125f - n * 1.428606765330187e-06f;
+    float xc = fminf(fmaxf(x, -87.33654f), 88.72283f);
+    float n = floorf(xc * 1.44269504089f + 0.5f);
+    float r = xc - n * 0.693145751953125f - n * 1.428606765330187e-06f;
     float p = 1.f / 5040.f;
     p = p * r + 1.f / 720.f;
     p = p * r + 1.f / 120.f;
@@ -23,10 +29,14 @@ static inline float ts_expf(float x) {
     p = p * r + 0.5f;
     p = p * r + 1.f;
     p = p * r + 1.f;
-    int32_t bits = ((int32_t)n + 127) << 23;
+    float nb = fminf(n, 127.f);
+    uint32_t bits = (uint32_t)((int32_t)nb + 127) << 23;
     float scale;
     memcpy(&scale, &bits, 4);
-    return p * scale;
+    float y = p * scale * (n > nb ? 2.f : 1.f);
+    y = x > 88.72283f ? INFINITY : y;
+    y = x < -87.33654f ? 0.f : y;
+    return x != x ? x : y;
 }
 
 /* tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)); an odd polynomial near 0 keeps relative accuracy. */

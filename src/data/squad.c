@@ -155,6 +155,36 @@ static ts_status add_features(ts_squad *s, int64_t ei) {
 
 static char *dup_or_null(const char *s) { return strdup(s ? s : ""); }
 
+/* Answer a of e must stand at its answer_start (a character offset) in its context, unless the
+ * options relocate answers; then a miss is counted and locate_answer takes the nearest one. */
+static ts_status check_answer_start(ts_squad *s, const char *path, const char *where, const sq_example *e, int a) {
+    const char *ctx = s->paras[e->para].context, *ans = e->answers[a];
+    size_t clen = strlen(ctx), alen = strlen(ans);
+    int64_t at = char_to_byte(ctx, clen, e->starts[a]);
+    if (at >= 0 && (size_t)at + alen <= clen && memcmp(ctx + at, ans, alen) == 0) return TS_OK;
+    if (s->o.relocate_answers) {
+        s->relocated++;
+        return TS_OK;
+    }
+    int64_t nchars = 0;
+    for (size_t i = 0; i < clen; i++) nchars += ((unsigned char)ctx[i] & 0xC0) != 0x80;
+    const char *found = alen ? strstr(ctx, ans) : NULL;
+    char head[96];
+    snprintf(head, sizeof head, "\"%.40s%s\"", ans, alen > 40 ? "..." : "");
+    if (!found) /* relocating cannot help */
+        return ts_err(TS_ERR_IO, "%s: %s (id \"%s\"): answers[%d]: the text %s does not occur in its context", path,
+                      where, e->id, a, head);
+    int64_t c = 0; /* where it is, in characters as answer_start counts */
+    for (const char *q = ctx; q < found; q++) c += ((unsigned char)*q & 0xC0) != 0x80;
+    char there[96];
+    if (at < 0) snprintf(there, sizeof there, "past the end of the context (%lld characters)", (long long)nchars);
+    else snprintf(there, sizeof there, "where the context has \"%.24s%s\"", ctx + at, strlen(ctx + at) > 24 ? "..." : "");
+    return ts_err(TS_ERR_IO, "%s: %s (id \"%s\"): answers[%d]: answer_start %lld is %s, not the text %s, which "
+                  "occurs at character %lld; fix the offset, or take answers at their nearest occurrence "
+                  "(--relocate-answers)",
+                  path, where, e->id, a, (long long)e->starts[a], there, head, (long long)c);
+}
+
 /* One entry of "qas". */
 static ts_status read_qa(ts_squad *s, const char *path, const cJSON *qa, int i, int j, int k) {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(qa, "id");
@@ -194,6 +224,8 @@ static ts_status read_qa(ts_squad *s, const char *path, const cJSON *qa, int i, 
         if (!(e->answers[a] = strdup(t->valuestring))) return ts_err(TS_ERR_NOMEM, "squad: out of memory");
         e->starts[a] = (int64_t)st->valuedouble;
         e->nanswers = a + 1;
+        ts_status sa = check_answer_start(s, path, where, e, a);
+        if (sa != TS_OK) return sa;
     }
     /* the question, cut to max_query_len pieces */
     ts_i32vec qv = {0};
@@ -282,6 +314,7 @@ ts_squad *ts_squad_parse(const char *name, const char *json, size_t len, const t
     if (!o.max_seq_len) o.max_seq_len = 384;
     if (!o.doc_stride) o.doc_stride = 128;
     if (!o.max_query_len) o.max_query_len = 64;
+    o.relocate_answers = o.relocate_answers != 0;
     if (o.doc_stride < 1 || o.max_query_len < 1 || o.max_seq_len - o.max_query_len - 3 < 1) {
         ts_err(TS_ERR_ARG, "ts_squad_load: %s: max_seq_len %d must exceed max_query_len %d + 3, and doc_stride "
                "%d must be positive", path, o.max_seq_len, o.max_query_len, o.doc_stride);
@@ -329,6 +362,7 @@ ts_squad *ts_squad_parse(const char *name, const char *json, size_t len, const t
 
 int64_t ts_squad_num_examples(const ts_squad *s) { return s ? s->nex : 0; }
 int64_t ts_squad_num_features(const ts_squad *s) { return s ? s->nfeat : 0; }
+int64_t ts_squad_num_relocated(const ts_squad *s) { return s ? s->relocated : 0; }
 
 ts_status ts_squad_get(const ts_squad *s, int64_t i, ts_squad_example *out) {
     if (!s || !out || i < 0 || i >= s->nex)

@@ -44,6 +44,7 @@ struct ts_squad {
     int64_t nex, excap;
     sq_feature *feat;
     int64_t nfeat, featcap;
+    int64_t relocated; /* answers not at their answer_start (relocate_answers) */
 };
 
 #endif

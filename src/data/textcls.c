@@ -154,11 +154,11 @@ static ts_status assign_labels(ts_text_dataset *d, rawlabels *rl, const char *co
     } else {
         char **sorted = malloc((size_t)(rl->n ? rl->n : 1) * sizeof *sorted);
         if (!sorted) return ts_err(TS_ERR_NOMEM, "%s: out of memory", d->path);
-        memcpy(sorted, rl->s, (size_t)rl->n * sizeof *sorted);
+        if (rl->n) memcpy(sorted, rl->s, (size_t)rl->n * sizeof *sorted); /* rl->s is NULL with no rows */
         int all_int = 1;
         long long v;
         for (int64_t i = 0; i < rl->n && all_int; i++) all_int = is_int(rl->s[i], &v);
-        qsort(sorted, (size_t)rl->n, sizeof *sorted, all_int ? cmp_int : cmp_bytes);
+        if (rl->n) qsort(sorted, (size_t)rl->n, sizeof *sorted, all_int ? cmp_int : cmp_bytes);
         int64_t nu = 0;
         for (int64_t i = 0; i < rl->n; i++)
             if (nu == 0 || strcmp(sorted[nu - 1], sorted[i]) != 0) sorted[nu++] = sorted[i];

@@ -19,6 +19,7 @@ void ts_graph_free(ts_graph *g) {
     free(g->vals);
     free(g->nodes);
     free(g->status_msg);
+    free(g->name_slots);
     free(g);
 }
 
@@ -80,11 +81,52 @@ const char *ts_val_str(const ts_graph *g, int v, char *buf, size_t cap) {
     return buf;
 }
 
+/* ------------------------------------------------------------------ the name index */
+
+static uint64_t name_hash(const char *s) { /* FNV-1a */
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* Put value v (named) into the first free slot of its probe sequence. */
+static void name_insert(ts_graph *g, int v) {
+    int mask = g->name_nslots - 1;
+    int i = (int)(name_hash(g->vals[v].name) & (uint64_t)mask);
+    while (g->name_slots[i] >= 0) i = (i + 1) & mask;
+    g->name_slots[i] = v;
+    g->name_used++;
+}
+
+/* Rebuild the index with room for at least `need` names at load <= 1/2. */
+static void name_rebuild(ts_graph *g, int need) {
+    int n = 64;
+    while (n < 2 * need) n *= 2;
+    free(g->name_slots);
+    g->name_slots = ts_xrealloc(NULL, sizeof(int) * (size_t)n);
+    memset(g->name_slots, 0xff, sizeof(int) * (size_t)n);
+    g->name_nslots = n;
+    g->name_used = 0;
+    for (int v = 0; v < g->nvals; v++)
+        if (g->vals[v].name) name_insert(g, v);
+}
+
+void ts_val_set_name(ts_graph *g, int v, const char *name) {
+    free(g->vals[v].name);
+    g->vals[v].name = ts_strdup(name);
+    if (2 * (g->name_used + 1) > g->name_nslots) name_rebuild(g, g->name_used + 1);
+    else name_insert(g, v);
+}
+
 ts_value ts_lookup(const ts_graph *g, const char *name) {
     if (!g || !name) return TS_NONE;
-    for (int i = 0; i < g->nvals; i++)
-        if (g->vals[i].name && strcmp(g->vals[i].name, name) == 0) return i;
-    return TS_NONE;
+    if (!g->name_slots) return TS_NONE; /* no value has been named yet */
+    int mask = g->name_nslots - 1;
+    for (int i = (int)(name_hash(name) & (uint64_t)mask);; i = (i + 1) & mask) {
+        int v = g->name_slots[i];
+        if (v < 0) return TS_NONE;
+        if (v < g->nvals && g->vals[v].name && strcmp(g->vals[v].name, name) == 0) return v;
+    }
 }
 
 static int check_new_name(ts_graph *g, const char *what, const char *name) {
@@ -116,6 +158,13 @@ static int check_shape(ts_graph *g, const char *what, const char *name, ts_dtype
                           name, i, (long long)shape[i]);
             return 0;
         }
+    if (!ts_shape_fits(ndim, shape, ts_dtype_size(dtype))) {
+        char sh[160];
+        ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s': shape %s %s is more than %lld TiB", what, name,
+                      ts_shape_str(ndim, shape, sh, sizeof sh), ts_dtype_name(dtype),
+                      (long long)(TS_MAX_VALUE_BYTES >> 40));
+        return 0;
+    }
     return 1;
 }
 
@@ -124,7 +173,7 @@ ts_value ts_input(ts_graph *g, const char *name, ts_dtype dtype, int ndim, const
     if (!check_new_name(g, "ts_input", name) || !check_shape(g, "ts_input", name, dtype, ndim, shape))
         return TS_NONE;
     int v = ts_val_add(g, TS_V_INPUT, dtype, ndim, shape);
-    g->vals[v].name = ts_strdup(name);
+    ts_val_set_name(g, v, name);
     return v;
 }
 
@@ -137,7 +186,7 @@ ts_value ts_param(ts_graph *g, const char *name, ts_dtype dtype, int ndim, const
         return ts_graph_fail(g, TS_ERR_DTYPE, "ts_param '%s': dtype %s is not a float type", name,
                              ts_dtype_name(dtype));
     int v = ts_val_add(g, TS_V_PARAM, dtype, ndim, shape);
-    g->vals[v].name = ts_strdup(name);
+    ts_val_set_name(g, v, name);
     g->vals[v].init = init;
     return v;
 }
@@ -166,8 +215,7 @@ ts_value ts_name(ts_graph *g, ts_value v, const char *name) {
     if (g->vals[v].kind == TS_V_INPUT || g->vals[v].kind == TS_V_PARAM)
         return ts_graph_fail(g, TS_ERR_ARG, "ts_name: value '%s' already has a name; cannot rename to '%s'",
                              g->vals[v].name, name);
-    free(g->vals[v].name);
-    g->vals[v].name = ts_strdup(name);
+    ts_val_set_name(g, v, name);
     return v;
 }
 
@@ -229,6 +277,15 @@ ts_value ts_node_add(ts_graph *g, int op, int nin, const int *in, const ts_attrs
     g->nodes[id] = n;
     g->nnodes++;
     ts_status s = d->infer(g, &g->nodes[id]);
+    for (int k = 0; k < d->nout && s == TS_OK; k++) { /* no output beyond what any buffer can be */
+        const ts_val *o = &g->vals[g->nodes[id].out[k]];
+        if (!ts_shape_fits(o->ndim, o->shape, ts_dtype_size(o->dtype))) {
+            char sh[160];
+            s = ts_err(TS_ERR_SHAPE, "op %s: output %d would have shape %s %s, more than %lld TiB", d->name, k,
+                       ts_shape_str(o->ndim, o->shape, sh, sizeof sh), ts_dtype_name(o->dtype),
+                       (long long)(TS_MAX_VALUE_BYTES >> 40));
+        }
+    }
     if (s != TS_OK) {
         /* Roll the node back so the graph stays consistent; keep the message. */
         char msg[1024];
@@ -252,6 +309,11 @@ ts_graph *ts_graph_clone(const ts_graph *g) {
     if (g->nvals) memcpy(c->vals, g->vals, sizeof(ts_val) * (size_t)g->nvals);
     if (g->nnodes) memcpy(c->nodes, g->nodes, sizeof(ts_node) * (size_t)g->nnodes);
     c->status_msg = g->status_msg ? ts_strdup(g->status_msg) : NULL;
+    if (g->name_slots) {
+        c->name_slots = malloc(sizeof(int) * (size_t)g->name_nslots);
+        if (!c->name_slots) abort();
+        memcpy(c->name_slots, g->name_slots, sizeof(int) * (size_t)g->name_nslots);
+    }
     for (int i = 0; i < c->nvals; i++) {
         ts_val *v = &c->vals[i];
         if (v->name) v->name = ts_strdup(v->name);

@@ -59,6 +59,11 @@ struct ts_graph {
     int loss;          /* value passed to ts_backward, or -1 */
     int nseg;          /* recompute segments begun so far (graph/recompute.c) */
     int open_seg;      /* the segment new nodes join, 0: none */
+    /* names -> value ids: open addressing (linear probing, load <= 1/2) over value ids, -1 for
+     * an empty slot. An entry is checked against vals[id].name when found, so one left behind
+     * by a rename never matches; rebuilt from the values when it grows. */
+    int *name_slots;
+    int name_nslots, name_used;
 };
 
 /* Append a node applying op to inputs; infers and checks output shapes with the op's rule.
@@ -70,6 +75,9 @@ ts_value ts_graph_fail(ts_graph *g, ts_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Add a value of the given kind; returns its id. */
 int ts_val_add(ts_graph *g, ts_val_kind kind, ts_dtype dtype, int ndim, const int64_t *shape);
+/* Set (or replace) the name of value v: the one way names are given, so the name index stays
+ * right. The caller has checked that no other value has it. */
+void ts_val_set_name(ts_graph *g, int v, const char *name);
 /* True when v is a valid value id of g. */
 static inline bool ts_val_ok(const ts_graph *g, ts_value v) { return v >= 0 && v < g->nvals; }
 /* A human-readable description of value v for messages: "'x' [8, 784] f32" or "%12 [..] f32". */

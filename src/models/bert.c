@@ -76,23 +76,31 @@ static const struct {
 };
 
 const char *bert_config_problem(const ts_bert_config *c, char *buf, size_t cap) {
+    /* the bounds: far above any real BERT (bert-large: V 30522, C 1024, 24 layers, FFN 4096, 512
+     * positions; multilingual vocabularies ~250k), far below what would overflow a size or take
+     * minutes to build before the memory check could refuse it */
     const struct {
         const char *name;
-        int v;
+        int v, max;
     } sizes[] = {
-        {"vocab_size", c->vocab_size},
-        {"hidden_size", c->hidden_size},
-        {"num_hidden_layers", c->num_hidden_layers},
-        {"num_attention_heads", c->num_attention_heads},
-        {"intermediate_size", c->intermediate_size},
-        {"max_position_embeddings", c->max_position_embeddings},
-        {"type_vocab_size", c->type_vocab_size},
-        {"num_labels", c->num_labels},
+        {"vocab_size", c->vocab_size, TS_BERT_MAX_VOCAB},
+        {"hidden_size", c->hidden_size, TS_BERT_MAX_HIDDEN},
+        {"num_hidden_layers", c->num_hidden_layers, TS_BERT_MAX_LAYERS},
+        {"num_attention_heads", c->num_attention_heads, TS_BERT_MAX_HIDDEN},
+        {"intermediate_size", c->intermediate_size, TS_BERT_MAX_INTERMEDIATE},
+        {"max_position_embeddings", c->max_position_embeddings, TS_BERT_MAX_POSITIONS},
+        {"type_vocab_size", c->type_vocab_size, TS_BERT_MAX_TYPES},
+        {"num_labels", c->num_labels, TS_BERT_MAX_LABELS},
     };
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         if (sizes[i].v <= 0)
             return snprintf(buf, cap, "field \"%s\" must be positive, got %d", sizes[i].name, sizes[i].v),
                    buf;
+        if (sizes[i].v > sizes[i].max)
+            return snprintf(buf, cap, "field \"%s\" is %d, above tessera's bound of %d for it", sizes[i].name,
+                            sizes[i].v, sizes[i].max),
+                   buf;
+    }
     if (c->hidden_size % c->num_attention_heads != 0)
         return snprintf(buf, cap, "field \"hidden_size\" %d is not divisible by \"num_attention_heads\" %d",
                         c->hidden_size, c->num_attention_heads), buf;
@@ -125,6 +133,13 @@ const char *bert_config_problem(const ts_bert_config *c, char *buf, size_t cap) 
         return snprintf(buf, cap, "compute_dtype must be f32, bf16 or f16, got %s",
                         ts_dtype_name(c->compute_dtype)), buf;
     return NULL;
+}
+
+ts_status ts_bert_config_check(const ts_bert_config *cfg) {
+    char why[256];
+    if (!cfg) return ts_err(TS_ERR_ARG, "ts_bert_config_check: cfg is NULL");
+    if (bert_config_problem(cfg, why, sizeof why)) return ts_err(TS_ERR_ARG, "%s", why);
+    return TS_OK;
 }
 
 /* config.json reading. Each reader returns TS_OK, leaves *out alone when the key is absent and
@@ -585,6 +600,10 @@ ts_status ts_bert_build(ts_graph *g, const ts_bert_config *cfg, ts_bert_head hea
     if (cfg->max_predictions_per_seq < 0 || cfg->max_predictions_per_seq > seq)
         return ts_graph_fail(g, TS_ERR_ARG, "ts_bert_build: max_predictions_per_seq %d must be in [0, seq %d]",
                              cfg->max_predictions_per_seq, seq), g->status;
+    if (head == TS_BERT_PRETRAINING && cfg->max_predictions_per_seq > 0 && (int64_t)batch * seq > (1 << 24))
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_bert_build: batch %d x seq %d is %lld rows; the masked-position MLM "
+                             "head (max_predictions_per_seq) indexes at most 2^24 = 16777216 rows exactly",
+                             batch, seq, (long long)batch * seq), g->status;
     int B = batch, T = seq;
 
     o.input_ids = ts_input(g, "input_ids", TS_I32, 2, (int64_t[]){B, T});

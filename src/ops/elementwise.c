@@ -411,9 +411,18 @@ static ts_status cast_kernel(const ts_kargs *k) {
         case TS_F32: ((float *)y)[i] = (float)v; break;
         case TS_BF16: ((uint16_t *)y)[i] = ts_f32_bf16((float)v); break;
         case TS_F16: ((uint16_t *)y)[i] = ts_f32_f16((float)v); break;
-        case TS_I32: ((int32_t *)y)[i] = (int32_t)v; break;
-        case TS_I64: ((int64_t *)y)[i] = (int64_t)v; break;
-        case TS_U8: ((uint8_t *)y)[i] = (uint8_t)v; break;
+        /* to an integer: truncate toward zero, saturate at the type's range, NaN -> 0 (C leaves
+         * the out-of-range conversions undefined) */
+        case TS_I32:
+            ((int32_t *)y)[i] = v != v ? 0 : v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int32_t)v;
+            break;
+        case TS_I64:
+            ((int64_t *)y)[i] = v != v                        ? 0
+                                : v >= 9223372036854775807.0  ? INT64_MAX
+                                : v <= -9223372036854775808.0 ? INT64_MIN
+                                                              : (int64_t)v;
+            break;
+        case TS_U8: ((uint8_t *)y)[i] = v != v || v <= 0 ? 0 : v >= 255.0 ? 255 : (uint8_t)v; break;
         default: break;
         }
     }

@@ -31,7 +31,8 @@
  *     t += 1; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
  *     r = (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) + wd p;
  *     trust = ||p|| / ||r|| when both norms are > 0, else 1;  p -= (lr trust) r
- *     (norms over the whole parameter tensor, taken before the update). attrs as adamw_update.
+ *     (norms over the whole parameter tensor, taken before the update). attrs as adamw_update,
+ *     and i[0] = 1: no layer adaptation, trust = 1 (the optimizer's no_trust parameters).
  *   grad_sumsq(acc?, g1, ..., gk) -> s []      s = acc + sum over i of sum(gi^2)
  *     attrs i[0] = 1 when in[0] is the accumulator acc. Chains of these sum over any number of
  *     gradients (a node takes at most TS_MAX_IN inputs).
@@ -275,7 +276,7 @@ static ts_status lamb_kernel(const ts_kargs *k) {
     lamb_moments(k->in[0], k->in[1], k->in[3], k->in[4], a.cnt, a.coef, a.b1, a.b2, bc1, bc2, a.eps,
                  a.wd, &pp, &rr);
     float pn = (float)sqrt(pp), rn = (float)sqrt(rr);
-    float trust = pn > 0.f && rn > 0.f ? pn / rn : 1.f;
+    float trust = pn > 0.f && rn > 0.f && !k->node->attr.i[0] ? pn / rn : 1.f;
     lamb_apply(k->in[0], k->in[3], k->in[4], a.cnt, bc1, bc2, a.eps, a.wd, a.lr * trust);
     return TS_OK;
 }

@@ -30,8 +30,31 @@ void ts_st_convert(ts_dtype from, const void *src, ts_dtype to, void *dst, int64
     for (int64_t i = 0; i < n; i++) store_f(to, d + (size_t)i * b, load_f(from, s + (size_t)i * a));
 }
 
+/* Count the NaN and +-inf elements of n floats of dtype t at p; *first gets the index of the first
+ * (or -1). Exponent bits all ones is what makes a float non-finite, in all three formats. */
+static int64_t count_nonfinite(ts_dtype t, const uint8_t *p, int64_t n, int64_t *first, int64_t *nan) {
+    int64_t bad = 0;
+    *first = -1, *nan = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int nf, isnan_;
+        if (t == TS_F32) {
+            uint32_t u;
+            memcpy(&u, p + 4 * i, 4);
+            nf = (u & 0x7f800000u) == 0x7f800000u, isnan_ = nf && (u & 0x007fffffu);
+        } else {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            uint16_t e = t == TS_BF16 ? 0x7f80u : 0x7c00u, mbits = t == TS_BF16 ? 0x007fu : 0x03ffu;
+            nf = (h & e) == e, isnan_ = nf && (h & mbits);
+        }
+        if (nf && *first < 0) *first = i;
+        bad += nf, *nan += isnan_;
+    }
+    return bad;
+}
+
 /* Check every parameter against the file: -1 for one the file lacks, else the entry index. */
-static ts_status match_params(const ts_program *p, const ts_safetensors *st, int strict, int *idx, int *nmissing) {
+static ts_status match_params(const ts_program *p, const ts_safetensors *st, int flags, int *idx, int *nmissing) {
     char b1[160], b2[160], names[400] = "";
     size_t o = 0;
     int missing = 0;
@@ -53,15 +76,23 @@ static ts_status match_params(const ts_program *p, const ts_safetensors *st, int
             return ts_err(TS_ERR_DTYPE, "%s: tensor '%s' is %s in the file; the program's parameter is %s and loads "
                           "only from F32, BF16 or F16", st->path, x->name, ts_st_dtype_name(e->st_dtype),
                           ts_dtype_name(x->dtype));
+        int64_t first, nan, n = ts_numel(e->ndim, e->shape);
+        int64_t bad = flags & TS_LOAD_ALLOW_NONFINITE ? 0 : count_nonfinite(e->dtype, ts_st_bytes(st, k), n, &first, &nan);
+        if (bad)
+            return ts_err(TS_ERR_IO, "%s: tensor '%s' holds %lld non-finite value%s of %lld (%lld NaN, %lld inf; the first "
+                          "at element %lld): a model with NaN or inf weights computes NaN; it is not loaded (allow it "
+                          "with TS_LOAD_ALLOW_NONFINITE, on the command line --allow-nonfinite)",
+                          st->path, x->name, (long long)bad, bad == 1 ? "" : "s", (long long)n, (long long)nan,
+                          (long long)(bad - nan), (long long)first);
     }
     *nmissing = missing;
-    if (strict && missing)
+    if ((flags & TS_LOAD_STRICT) && missing)
         return ts_err(TS_ERR_NOT_FOUND, "%s: %d of the program's %d parameters are missing from the file: %s%s", st->path,
                       missing, p->nparams, names, missing > 5 ? ", ..." : "");
     return TS_OK;
 }
 
-ts_status ts_program_load(ts_program *p, const char *path, int strict, int *nmissing) {
+ts_status ts_program_load(ts_program *p, const char *path, int flags, int *nmissing) {
     if (nmissing) *nmissing = 0;
     if (!p || !path) return ts_err(TS_ERR_ARG, "ts_program_load: %s is NULL", p ? "path" : "program");
     ts_safetensors *st = NULL;
@@ -69,7 +100,7 @@ ts_status ts_program_load(ts_program *p, const char *path, int strict, int *nmis
     if (s) return s;
     int *idx = malloc(sizeof(int) * (size_t)(p->nparams + 1)), missing = 0;
     if (!idx) { ts_safetensors_close(st); return ts_err(TS_ERR_NOMEM, "ts_program_load: out of memory"); }
-    s = match_params(p, st, strict, idx, &missing);
+    s = match_params(p, st, flags, idx, &missing);
     void *tmp = NULL;
     for (int i = 0; i < p->nparams && !s; i++) {
         if (idx[i] < 0) continue;

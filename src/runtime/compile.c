@@ -7,6 +7,7 @@
 
 #include <omp.h>
 #include <stdio.h>
+#include <unistd.h>
 
 
 void ts_set_threads(int n) {
@@ -74,9 +75,45 @@ static ts_status setup_iterations(ts_program *p, const ts_memplan *mp) {
 static ts_program *fail(ts_program *p) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", ts_last_error());
+    ts_status code = ts_last_status();
     ts_program_free(p);
-    ts_err(TS_ERR_ARG, "%s", msg); /* keep the message; the code is reported by NULL */
+    ts_err(code != TS_OK ? code : TS_ERR_ARG, "%s", msg); /* keep the message and its code */
     return NULL;
+}
+
+int ts_max_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return 4 * (n > 0 ? (int)n : 1);
+}
+
+static double gib(size_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
+
+/* The bytes the device may give this program: opts' limit, else the device's memory (0: no
+ * limit known). *what says which. */
+static size_t memory_budget(const ts_backend *be, const ts_compile_opts *o, const char **what) {
+    if (o->memory_limit) {
+        *what = "the limit set";
+        return o->memory_limit;
+    }
+    *what = "its memory";
+    return be->memory_bytes ? be->memory_bytes(be) : 0;
+}
+
+/* TS_ERR_NOMEM when `need` bytes (m's parts, and ws of workspace) exceed the budget. */
+static ts_status check_memory(const ts_backend *be, const ts_compile_opts *o, const ts_graph *g, const ts_memory *m,
+                              size_t other, size_t ws, int largest) {
+    const char *what;
+    size_t budget = memory_budget(be, o, &what);
+    size_t need = m->params + m->grads + m->optimizer_state + m->activations + other + ws;
+    if (!budget || need <= budget) return TS_OK;
+    char big[320] = "", desc[256];
+    if (largest >= 0)
+        snprintf(big, sizeof big, "; the largest value: %s, %.2f GiB", ts_val_str(g, largest, desc, sizeof desc),
+                 gib(ts_val_bytes(&g->vals[largest])));
+    return ts_err(TS_ERR_NOMEM, "ts_compile: the program needs %.2f GiB on device %s (parameters %.2f, gradients %.2f, "
+                  "optimizer state %.2f, activations %.2f, inputs and constants %.2f, workspace %.2f GiB%s); the "
+                  "device has %.2f GiB (%s)", gib(need), be->name, gib(m->params), gib(m->grads),
+                  gib(m->optimizer_state), gib(m->activations), gib(other), gib(ws), big, gib(budget), what);
 }
 
 ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
@@ -95,6 +132,11 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
         return NULL;
     }
 
+    if (o.num_threads < 0 || o.num_threads > ts_max_threads()) {
+        ts_err(TS_ERR_ARG, "ts_compile: num_threads %d is outside 0..%d (4 x the %d online CPUs)", o.num_threads,
+               ts_max_threads(), ts_max_threads() / 4);
+        return NULL;
+    }
     if (o.device_iterations < 0) {
         ts_err(TS_ERR_ARG, "ts_compile: device_iterations is %d; it must be >= 0", o.device_iterations);
         return NULL;
@@ -170,20 +212,41 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
     ts_memplan mp;
     ts_memplan_build(g, p->sched, p->nsched, in_arena, pinned, &mp);
 
-    /* persistent buffers: parameters, state, inputs, constants, gradients */
+    /* persistent buffers: parameters, state, inputs, constants, gradients. Pass 0 adds up their
+     * sizes, which with the arena's must fit the device's memory; pass 1 allocates them. */
     ts_memory *m = &p->mem;
-    for (int v = 0; v < nv; v++) {
-        ts_val *x = &g->vals[v];
-        int persistent = x->kind != TS_V_NODE || is_grad[v];
-        if (!persistent || !(used[v] || x->kind == TS_V_PARAM)) continue;
-        if (mp.root[v] != v) continue;
-        size_t bytes = ts_val_bytes(x) * (x->kind == TS_V_INPUT ? (size_t)p->iters : 1);
-        p->buf[v] = dev_alloc(p, bytes);
-        if (!p->buf[v]) { ts_err(TS_ERR_NOMEM, "ts_compile: out of device memory for %s", x->name ? x->name : "a buffer"); ts_memplan_free(&mp); free(used); free(is_grad); goto error; }
-        p->owned[v] = 1;
-        if (x->kind == TS_V_PARAM) m->params += bytes;
-        else if (x->kind == TS_V_STATE) m->optimizer_state += bytes;
-        else if (is_grad[v]) m->grads += bytes;
+    size_t other = 0; /* inputs and constants */
+    int largest = -1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int v = 0; v < nv; v++) {
+            ts_val *x = &g->vals[v];
+            int persistent = x->kind != TS_V_NODE || is_grad[v];
+            if (pass == 0 && used[v] && (largest < 0 || ts_val_bytes(x) > ts_val_bytes(&g->vals[largest])))
+                largest = v;
+            if (!persistent || !(used[v] || x->kind == TS_V_PARAM)) continue;
+            if (mp.root[v] != v) continue;
+            size_t bytes = ts_val_bytes(x) * (x->kind == TS_V_INPUT ? (size_t)p->iters : 1);
+            if (pass == 0) {
+                if (x->kind == TS_V_PARAM) m->params += bytes;
+                else if (x->kind == TS_V_STATE) m->optimizer_state += bytes;
+                else if (is_grad[v]) m->grads += bytes;
+                else other += bytes;
+                continue;
+            }
+            p->buf[v] = dev_alloc(p, bytes);
+            if (!p->buf[v]) {
+                ts_err(TS_ERR_NOMEM, "ts_compile: out of device memory for %s (%.2f GiB)",
+                       x->name ? x->name : "a buffer", gib(bytes));
+                ts_memplan_free(&mp); free(used); free(is_grad);
+                goto error;
+            }
+            p->owned[v] = 1;
+        }
+        m->activations = mp.arena_bytes;
+        if (pass == 0 && check_memory(be, &o, g, m, other, 0, largest) != TS_OK) {
+            ts_memplan_free(&mp); free(used); free(is_grad);
+            goto error;
+        }
     }
     p->arena = mp.arena_bytes ? dev_alloc(p, mp.arena_bytes) : NULL;
     if (mp.arena_bytes && !p->arena) {
@@ -215,6 +278,7 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
     size_t ws = 0;
     ts_set_threads(o.num_threads);
     if (be->compile(be, &p->plan, &ws, &p->compiled) != TS_OK) goto error;
+    if (check_memory(be, &o, g, m, other, ws, largest) != TS_OK) goto error;
     if (ws) {
         p->workspace = dev_alloc(p, ws);
         if (!p->workspace) { ts_err(TS_ERR_NOMEM, "ts_compile: cannot allocate %zu bytes of workspace", ws); goto error; }

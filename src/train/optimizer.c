@@ -72,21 +72,23 @@ ts_value ts_state_new(ts_graph *g, const char *name, int ndim, const int64_t *sh
         return ts_graph_fail(g, TS_ERR_ARG, "optimizer state '%s': the name is already used in "
                              "this graph", name);
     int s = ts_val_add(g, TS_V_STATE, TS_F32, ndim, shape);
-    g->vals[s].name = ts_strdup(name);
+    ts_val_set_name(g, s, name);
     return s;
 }
 
 static int finite_ge0(float x) { return x >= 0.f && !isinf(x); }
 
 /* Whether name matches a weight-decay exclusion (a glob when it has * ? [, else a substring). */
-static int excluded(const ts_optim_opts *o, const char *name) {
-    for (int i = 0; i < o->nno_decay; i++) {
-        const char *pat = o->no_decay[i];
+/* 1 when name matches one of the n patterns (a glob when it holds * ? or [, else a substring). */
+static int matches(const char *const *pats, int n, const char *name) {
+    for (int i = 0; i < n; i++) {
+        const char *pat = pats[i];
         if (!pat || !*pat) continue;
         if (strpbrk(pat, "*?[") ? fnmatch(pat, name, 0) == 0 : strstr(name, pat) != NULL) return 1;
     }
     return 0;
 }
+static int excluded(const ts_optim_opts *o, const char *name) { return matches(o->no_decay, o->nno_decay, name); }
 
 static ts_status bad(ts_graph *g, const char *fmt, double a, double b) {
     return ts_graph_fail(g, TS_ERR_ARG, fmt, a, b), g->status;
@@ -263,6 +265,8 @@ static ts_status add_updates(ts_graph *g, ts_value lr, const ts_optim_opts *o, c
             int a[7] = {v, src[v], lr, m, s2, t, coef};
             nin = coef != TS_NONE ? 7 : 6;
             memcpy(in, a, sizeof a);
+            /* LAMB: no layer adaptation (trust ratio 1) for the no_trust parameters */
+            at.i[0] = o->kind == TS_OPTIM_LAMB && matches(o->no_trust, o->nno_trust, g->vals[v].name);
         }
         int op = o->kind == TS_OPTIM_SGD ? TS_OP_SGD_UPDATE
                : o->kind == TS_OPTIM_ADAMW ? TS_OP_ADAMW_UPDATE : TS_OP_LAMB_UPDATE;
@@ -290,6 +294,9 @@ ts_status ts_optimizer(ts_graph *g, ts_value lr, const ts_optim_opts *o) {
     if (o->nno_decay < 0 || (o->nno_decay > 0 && !o->no_decay))
         return ts_graph_fail(g, TS_ERR_ARG, "ts_optimizer: nno_decay is %d but no_decay is %s",
                              o->nno_decay, o->no_decay ? "set" : "NULL"), g->status;
+    if (o->nno_trust < 0 || (o->nno_trust > 0 && !o->no_trust))
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_optimizer: nno_trust is %d but no_trust is %s",
+                             o->nno_trust, o->no_trust ? "set" : "NULL"), g->status;
     if ((st = check_opts(g, o))) return st;
 
     int nv = g->nvals; /* state values added below are not parameters */

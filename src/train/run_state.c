@@ -454,6 +454,23 @@ static int parse_name(const char *name, const char *prefix, int old, uint64_t *s
 
 /* The step-numbered checkpoints under parent, newest first. A step whose DIR is missing but
  * whose DIR.old exists is listed by its DIR name (resolve_dir then finds DIR.old). */
+/* Rename path to path.del-PID, sync its parent, then delete it. 0 (also when path does not
+ * exist) or -1 with errno. */
+static int remove_aside(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -1;
+    char aside[4200];
+    snprintf(aside, sizeof aside, "%s.del-%ld", path, (long)getpid());
+    if (rename(path, aside) != 0) return -1;
+    char parent[4200];
+    snprintf(parent, sizeof parent, "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (slash) *slash = 0;
+    int dfd = open(slash ? parent : ".", O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) fsync(dfd), close(dfd);
+    return rm_tree(aside);
+}
+
 static ts_status list_ckpts(const char *parent, const char *prefix, entry **out, int *n) {
     *out = NULL;
     *n = 0;
@@ -514,8 +531,10 @@ ts_status ts_checkpoint_rotate(const char *parent_dir, const char *prefix, int k
         char *old = cat(path, ".old");
         if (!old) { free(path); s = ts_err(TS_ERR_NOMEM, "%s: out of memory", parent_dir); break; }
         if (i >= keep) {
-            /* the newest copy of this step goes first: a crash leaves at worst an older one */
-            if (rm_tree(path) != 0 || rm_tree(old) != 0)
+            /* the newest copy of this step goes first: a crash leaves at worst an older one; each
+             * is renamed aside (DIR.del-PID, a name no listing takes for a checkpoint) before it is
+             * deleted, so a kill mid-deletion never leaves a half-deleted one under its own name */
+            if (remove_aside(path) != 0 || remove_aside(old) != 0)
                 s = ts_err(TS_ERR_IO, "%s: cannot remove an old checkpoint: %s", path, strerror(errno));
         } else if (is_dir(path) && rm_tree(old) != 0) { /* DIR is complete: DIR.old is left over */
             s = ts_err(TS_ERR_IO, "%s: cannot remove: %s", old, strerror(errno));
@@ -526,7 +545,8 @@ ts_status ts_checkpoint_rotate(const char *parent_dir, const char *prefix, int k
     }
     free_list(v, n);
     if (s) return s;
-    /* temp dirs of interrupted saves, "<prefix><digits>.tmp-*", whether or not the step exists */
+    /* temp dirs of interrupted saves, "<prefix><digits>.tmp-*", and of interrupted deletions,
+     * "<prefix><digits>.del-*", whether or not the step exists */
     DIR *d = opendir(parent_dir);
     if (!d) return ts_err(TS_ERR_IO, "%s: cannot open the checkpoint directory: %s", parent_dir, strerror(errno));
     struct dirent *e;
@@ -537,7 +557,7 @@ ts_status ts_checkpoint_rotate(const char *parent_dir, const char *prefix, int k
         q += pl;
         if (!(*q >= '0' && *q <= '9')) continue;
         while (*q >= '0' && *q <= '9') q++;
-        if (strncmp(q, ".tmp-", 5) != 0) continue;
+        if (strncmp(q, ".tmp-", 5) != 0 && strncmp(q, ".del-", 5) != 0) continue;
         char *path = join(parent_dir, e->d_name);
         if (path && rm_tree(path) != 0)
             s = ts_err(TS_ERR_IO, "%s: cannot remove a stale temporary checkpoint: %s", path, strerror(errno));

@@ -47,7 +47,7 @@ ts_value ts_lr_schedule(ts_graph *g, const ts_lr_schedule_opts *o) {
                              "(value '" COUNTER "'); one schedule per graph");
 
     ts_value counter = ts_val_add(g, TS_V_STATE, TS_F32, 0, NULL);
-    g->vals[counter].name = ts_strdup(COUNTER);
+    ts_val_set_name(g, counter, COUNTER);
     ts_attrs at = {0};
     at.i[0] = o->kind;
     at.i[1] = o->warmup_steps;

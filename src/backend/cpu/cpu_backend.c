@@ -4,6 +4,9 @@
  */
 #include "backend/cpu/cpu.h"
 
+#include <stdio.h>
+#include <unistd.h>
+
 typedef struct {
     const ts_cpu_kernel **kern; /* per scheduled node: own kernel or NULL */
     void **state;               /* per scheduled node */
@@ -84,6 +87,30 @@ static ts_status cpu_run(const ts_backend *be, void *compiled, const ts_plan *pl
 
 static ts_status cpu_sync(const ts_backend *be) { (void)be; return TS_OK; }
 
+/* A number of bytes from the first line of a file ("max" or unreadable: 0). */
+static size_t read_limit(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    unsigned long long v = 0;
+    int ok = fscanf(f, "%llu", &v) == 1;
+    fclose(f);
+    return ok ? (size_t)v : 0;
+}
+
+/* The CPU's memory: physical memory, or the control group's limit when that is lower (a
+ * container: cgroup v2's memory.max, v1's memory.limit_in_bytes). */
+static size_t cpu_memory(const ts_backend *be) {
+    (void)be;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t phys = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+    const char *const limits[] = {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+    for (int i = 0; i < 2; i++) {
+        size_t lim = read_limit(limits[i]);
+        if (lim && (!phys || lim < phys)) phys = lim;
+    }
+    return phys;
+}
+
 const ts_backend ts_backend_cpu = {
     .name = "cpu",
     .alloc = cpu_alloc,
@@ -94,5 +121,6 @@ const ts_backend ts_backend_cpu = {
     .run = cpu_run,
     .release = cpu_release,
     .synchronize = cpu_sync,
+    .memory_bytes = cpu_memory,
     /* collectives: filled by the distributed work (MPI) */
 };
