@@ -53,10 +53,10 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Is `name` one of the comma-separated devices this build has? */
+/* Is `name` ("cpu", "cpu:2") a device of one of the comma-separated backends this build has? */
 static int known_device(const char *name) {
     const char *list = ts_devices();
-    size_t n = strlen(name);
+    size_t n = strcspn(name, ":");
     for (const char *p = list; p && *p;) {
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);

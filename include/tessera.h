@@ -233,6 +233,22 @@ ts_value ts_grad(const ts_graph *g, ts_value param);
 ts_status ts_graph_recompute_begin(ts_graph *g);
 ts_status ts_graph_recompute_end(ts_graph *g);
 
+/* Pipeline stages (model parallelism, as Paddle's ipu_shard_guard(index, stage)). Ops built between
+ * ts_graph_stage_begin(g, k) and ts_graph_stage_end(g) are placed on pipeline stage k (0 ..
+ * TS_MAX_STAGES - 1); stages run in order in the forward pass and in reverse in the backward.
+ * ts_backward places each gradient op on the stage of the forward op it differentiates (a
+ * recomputed segment's clones too); ts_optimizer places each parameter's accumulation and update
+ * on its stage (the stage of the first op that reads it) and its global parts (sum of squares,
+ * clipping coefficient, counters) where they are needed. Ops built outside any stage go where
+ * their inputs are. A graph compiled for one device ignores the stages; compiled with
+ * ts_compile_opts.stage_devices it runs as a pipeline (see there). Begin only before
+ * ts_backward; stages do not nest (TS_ERR_ARG, recorded in the graph like a builder error). */
+#define TS_MAX_STAGES 64
+ts_status ts_graph_stage_begin(ts_graph *g, int stage);
+ts_status ts_graph_stage_end(ts_graph *g);
+/* 1 + the highest stage placed so far (0 when none). */
+int ts_graph_num_stages(const ts_graph *g);
+
 /* Dynamic loss scaling for fp16 training, as torch.cuda.amp.GradScaler: the backward pass starts
  * from d loss = scale instead of 1, so small gradients stay above fp16's underflow; the optimizer
  * (ts_optimizer, added after) divides the gradients by the scale again before its updates, and
@@ -375,7 +391,9 @@ ts_value ts_lr_schedule(ts_graph *g, const ts_lr_schedule_opts *o);
 typedef struct ts_program ts_program;
 
 typedef struct ts_compile_opts {
-    const char *device;             /* "cpu" (default when NULL) */
+    const char *device;             /* "cpu" (default when NULL; every core), "cpu:N" (a device of
+                                       its own: its own oneDNN engine and stream, for programs
+                                       that run side by side), or a registered backend's */
     int num_threads;                /* 0: the OpenMP default; at most ts_max_threads(). Results
                                        are bitwise reproducible for a given thread count (static
                                        OpenMP schedules, no atomics, fixed reduction order);
@@ -388,7 +406,11 @@ typedef struct ts_compile_opts {
                                        below); 0 or 1: once */
     size_t memory_limit;            /* bytes the program may take on the device; 0: the
                                        device's memory (the CPU: physical memory, or the
-                                       container's limit when lower) */
+                                       container's limit when lower); per device in a pipeline */
+    const char *const *stage_devices; /* a pipeline: the device of each stage ("cpu:0", "cpu:1",
+                                       ...; two stages may share one), nstage_devices of them,
+                                       at least ts_graph_num_stages(g); NULL: one device */
+    int nstage_devices;
 } ts_compile_opts;
 
 /* Compile graph g for a device: dead-code elimination, fusion, memory planning, kernel selection,
@@ -445,7 +467,24 @@ ts_status ts_program_memory(const ts_program *p, ts_memory *m);
  * and a typo like 100000 is refused rather than crashing the thread library). */
 int ts_max_threads(void);
 
-/* Names of the devices this build can compile for, comma-separated ("cpu"). */
+/* A pipelined program's stages (ts_compile_opts.stage_devices); a program on one device has one. */
+typedef struct ts_stage_info {
+    const char *device;   /* "cpu:1" */
+    int threads;          /* of its device */
+    ts_memory mem;        /* its program: activations count every micro-batch it keeps in flight */
+    int in_flight;        /* micro-batches whose activations it keeps at most: min(M, S - stage) */
+    double busy_s;        /* time its device spent running it, over the runs so far */
+} ts_stage_info;
+int ts_program_num_stages(const ts_program *p);
+ts_status ts_program_stage_info(const ts_program *p, int stage, ts_stage_info *info);
+/* Of a pipelined program's runs so far: the wall time, and the bubble: the share of the devices'
+ * time spent idle, 1 - (time busy, summed over stages) / (devices x wall time). 0 and 0 for a
+ * program on one device. ts_program_pipeline_reset_stats starts them over (after a warm-up). */
+ts_status ts_program_pipeline_stats(const ts_program *p, double *wall_s, double *bubble);
+void ts_program_pipeline_reset_stats(ts_program *p);
+
+/* Names of the backends this build has, comma-separated ("cpu"); devices are "<name>" and
+ * "<name>:<index>". */
 const char *ts_devices(void);
 
 /* ---------------------------------------------------------------- BERT (src/models/bert.c) */
@@ -548,6 +587,13 @@ typedef struct ts_bert_config {
                                            (ts_graph_recompute_begin): training keeps one
                                            [B, T, C] checkpoint per layer instead of every
                                            layer's activations; same gradients (default 0) */
+    const int *layer_stages;            /* pipeline placement (ts_graph_stage_begin): the stage
+                                           of each encoder layer (num_hidden_layers of them;
+                                           NULL: no placement); embeddings and the attention
+                                           mask go on embedding_stage, the pooler and head on
+                                           head_stage; stages must not decrease along the
+                                           forward pass */
+    int embedding_stage, head_stage;
     int max_predictions_per_seq;        /* pre-training: P > 0 runs the MLM head on P gathered
                                            positions (see TS_BERT_PRETRAINING), for batches of
                                            at most 2^24 tokens; 0: on all T */

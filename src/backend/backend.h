@@ -1,57 +1,52 @@
 /*
- * backend.h — the device ABI. A backend is a struct of function pointers, found by name at run
- * time ("cpu"). The runtime plans memory and the schedule device-independently, then hands the
- * backend a ts_plan to compile and run. Entries marked optional may be NULL.
+ * backend.h — devices inside the runtime: a registered backend (include/tessera_backend.h, the
+ * ABI) and one of its opened devices, with the calls the runtime makes through the ABI table.
+ * Devices are opened once, by name ("cpu", "cpu:2"), and kept for the life of the process.
  */
 #ifndef TS_BACKEND_H
 #define TS_BACKEND_H
 
-#include "ops/op.h"
+#include <stddef.h>
 
-/* What the runtime hands a backend: the graph after passes, the schedule, and the device
- * address of every live value (buf[v]; NULL for a value that is never materialised). */
+#include "ops/op.h"
+#include "tessera_backend.h"
+
+/* Does the table have entry `field` (within the struct_size it was built with) and is it set? */
+#define TS_API_HAS(api, field)                                                                    \
+    ((api)->struct_size >= offsetof(ts_backend_api, field) + sizeof((api)->field) && (api)->field)
+
+typedef struct ts_device {
+    const ts_backend_api *api;
+    void *ctx;      /* the backend's context of this device */
+    int index;
+    char name[48];  /* "cpu" for index 0, else "cpu:1" */
+} ts_device;
+
+/* The device called name ("cpu", "cpu:0", "cpu:3"; "<backend>" is index 0), opened on first
+ * use. NULL with a message naming the known backends or the index range. */
+ts_device *ts_device_get(const char *name);
+/* Its memory in bytes (0: unknown). */
+size_t ts_device_memory(const ts_device *d);
+
+/* The runtime's side of the calls, through the table. */
+ts_status ts_dev_alloc(const ts_device *d, size_t bytes, ts_buffer *out);
+void ts_dev_free(const ts_device *d, ts_buffer *b);
+ts_status ts_dev_copy_in(const ts_device *d, ts_buffer dst, const void *src, size_t bytes);
+ts_status ts_dev_copy_out(const ts_device *d, void *dst, ts_buffer src, size_t bytes);
+/* Device to device (any two devices, of any backends): the backend's own copy when both are of
+ * one backend and it has one, else through host memory. */
+ts_status ts_dev_copy(const ts_device *dst_dev, ts_buffer dst, const ts_device *src_dev, ts_buffer src, size_t bytes);
+static inline ts_buffer ts_buf_at(ts_buffer b, uint64_t off) { b.offset += off; return b; }
+
+/* What the built-in backends read of a plan through ts_abi_plan.internal. */
 typedef struct ts_plan {
     const ts_graph *g;
-    const int *sched;   /* node ids in run order */
+    const int *sched;     /* node ids in run order */
     int nsched;
-    void **buf;         /* per value id */
-    void *workspace;    /* scratch shared by all kernels, workspace_bytes long */
-    size_t workspace_bytes;
+    ts_abi_value *values; /* per value id: the plan's value table (buffers live here) */
 } ts_plan;
 
-typedef struct ts_backend ts_backend;
-struct ts_backend {
-    const char *name;
-    /* Device memory, 64-byte aligned. alloc returns NULL on failure. */
-    void *(*alloc)(const ts_backend *be, size_t bytes);
-    void (*free)(const ts_backend *be, void *p);
-    /* Host <-> device copies. */
-    ts_status (*copy_in)(const ts_backend *be, void *dst, const void *src, size_t bytes);
-    ts_status (*copy_out)(const ts_backend *be, void *dst, const void *src, size_t bytes);
-    /* Prepare per-node state for a plan (e.g. create library primitives once). Sets *workspace
-     * to the scratch bytes the plan needs (the runtime allocates it before the first run).
-     * Returns the backend's compiled program in *out. Must not touch buffers yet. */
-    ts_status (*compile)(const ts_backend *be, const ts_plan *plan, size_t *workspace, void **out);
-    /* Run every node of the plan once; step seeds dropout. Buffers are set by then. */
-    ts_status (*run)(const ts_backend *be, void *compiled, const ts_plan *plan, uint64_t step);
-    void (*release)(const ts_backend *be, void *compiled);
-    /* Bytes of memory the device has for programs (optional: NULL when unknown, and then no
-     * program is refused for its size). */
-    size_t (*memory_bytes)(const ts_backend *be);
-    /* Wait for queued work (a no-op on synchronous devices). */
-    ts_status (*synchronize)(const ts_backend *be);
-    /* Collectives across replicas: optional, filled by the distributed work. `comm` is the
-     * backend's communicator. */
-    ts_status (*allreduce_sum)(const ts_backend *be, void *comm, float *buf, size_t n);
-    ts_status (*broadcast)(const ts_backend *be, void *comm, void *buf, size_t bytes, int root);
-    ts_status (*send)(const ts_backend *be, void *comm, const void *buf, size_t bytes, int peer);
-    ts_status (*recv)(const ts_backend *be, void *comm, void *buf, size_t bytes, int peer);
-};
-
-/* The backend called name, or NULL (ts_last_error() lists the known names). */
-const ts_backend *ts_backend_find(const char *name);
-
-/* The CPU backend (backend/cpu). */
-extern const ts_backend ts_backend_cpu;
+/* The CPU backend's table (backend/cpu). */
+extern const ts_backend_api ts_backend_cpu_api;
 
 #endif

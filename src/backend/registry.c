@@ -1,13 +1,183 @@
-/* registry.c — backends by name. A new device adds one line here and a folder under backend/. */
+/*
+ * registry.c — the registered backends (the CPU backend is always the first), the devices opened
+ * from them by name, and the runtime's calls through a backend's table (see backend.h).
+ */
 #include "backend/backend.h"
 
-static const ts_backend *const backends[] = {&ts_backend_cpu};
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 
-const ts_backend *ts_backend_find(const char *name) {
-    for (size_t i = 0; i < sizeof backends / sizeof *backends; i++)
-        if (name && strcmp(backends[i]->name, name) == 0) return backends[i];
-    ts_err(TS_ERR_NOT_FOUND, "unknown device '%s' (this build has: %s)", name ? name : "(null)", ts_devices());
+#define MAX_BACKENDS 16
+#define MAX_DEVICES 256
+
+static const ts_backend_api *backends[MAX_BACKENDS] = {&ts_backend_cpu_api};
+static int nbackends = 1;
+static ts_device *devices[MAX_DEVICES];
+static int ndevices;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+ts_status ts_abi_error(ts_status code, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ts_err(code, "%s", msg);
+}
+
+/* The entries every backend must have (ABI 1.0). */
+static const char *missing_entry(const ts_backend_api *a) {
+#define NEED(f) if (!TS_API_HAS(a, f)) return #f
+    NEED(device_count);
+    NEED(device_open);
+    NEED(device_close);
+    NEED(alloc);
+    NEED(free);
+    NEED(copy_to_device);
+    NEED(copy_to_host);
+    NEED(supports);
+    NEED(compile);
+    NEED(execute);
+    NEED(release);
+#undef NEED
     return NULL;
 }
 
-const char *ts_devices(void) { return "cpu"; }
+ts_status ts_backend_register(const ts_backend_api *api) {
+    if (!api) return ts_err(TS_ERR_ARG, "ts_backend_register: api is NULL");
+    if (api->struct_size < offsetof(ts_backend_api, abi_minor) + sizeof api->abi_minor)
+        return ts_err(TS_ERR_ARG, "ts_backend_register: struct_size %zu is too small to hold the ABI version",
+                      api->struct_size);
+    const char *name = api->struct_size >= offsetof(ts_backend_api, name) + sizeof api->name && api->name
+                           ? api->name : "(unnamed)";
+    if (api->abi_major != TS_ABI_MAJOR)
+        return ts_err(TS_ERR_UNSUPPORTED, "ts_backend_register: backend '%s' was built for device ABI %d.%d; this "
+                      "tessera implements ABI %d.%d, and majors must match (rebuild the backend against this "
+                      "tessera's tessera_backend.h)", name, api->abi_major, api->abi_minor, TS_ABI_MAJOR,
+                      TS_ABI_MINOR);
+    const char *miss = missing_entry(api);
+    if (miss) return ts_err(TS_ERR_ARG, "ts_backend_register: backend '%s' has no '%s' (required by ABI 1.0)", name, miss);
+    if (!api->name || !*api->name || strchr(api->name, ':') || strchr(api->name, ','))
+        return ts_err(TS_ERR_ARG, "ts_backend_register: a backend needs a name without ':' or ','");
+    pthread_mutex_lock(&lock);
+    ts_status s = TS_OK;
+    for (int i = 0; i < nbackends && !s; i++)
+        if (!strcmp(backends[i]->name, api->name))
+            s = ts_err(TS_ERR_ARG, "ts_backend_register: a backend named '%s' is already registered", api->name);
+    if (!s && nbackends == MAX_BACKENDS) s = ts_err(TS_ERR_ARG, "ts_backend_register: more than %d backends", MAX_BACKENDS);
+    if (!s) backends[nbackends++] = api;
+    pthread_mutex_unlock(&lock);
+    return s;
+}
+
+int ts_backend_count(void) { return nbackends; }
+
+const ts_backend_api *ts_backend_at(int i) { return i >= 0 && i < nbackends ? backends[i] : NULL; }
+
+static void known_names(char *buf, size_t cap) {
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < nbackends && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? ", " : "", backends[i]->name);
+}
+
+const ts_backend_api *ts_backend_find(const char *name) {
+    for (int i = 0; name && i < nbackends; i++)
+        if (!strcmp(backends[i]->name, name)) return backends[i];
+    char known[256];
+    known_names(known, sizeof known);
+    ts_err(TS_ERR_NOT_FOUND, "unknown device '%s' (this build has: %s)", name ? name : "(null)", known);
+    return NULL;
+}
+
+const char *ts_devices(void) {
+    static char buf[256];
+    known_names(buf, sizeof buf);
+    return buf;
+}
+
+ts_device *ts_device_get(const char *name) {
+    if (!name || !*name) name = "cpu";
+    char back[48];
+    const char *colon = strchr(name, ':');
+    int index = 0;
+    size_t bl = colon ? (size_t)(colon - name) : strlen(name);
+    if (bl >= sizeof back) bl = sizeof back - 1;
+    memcpy(back, name, bl);
+    back[bl] = 0;
+    if (colon) {
+        char *end;
+        long v = strtol(colon + 1, &end, 10);
+        if (end == colon + 1 || *end || v < 0 || v > 1000000) {
+            ts_err(TS_ERR_ARG, "device '%s': expected <backend> or <backend>:<index>, the index a number >= 0", name);
+            return NULL;
+        }
+        index = (int)v;
+    }
+    const ts_backend_api *api = ts_backend_find(back);
+    if (!api) return NULL;
+    pthread_mutex_lock(&lock);
+    ts_device *d = NULL;
+    for (int i = 0; i < ndevices && !d; i++)
+        if (devices[i]->api == api && devices[i]->index == index) d = devices[i];
+    if (!d) {
+        int count = api->device_count();
+        if (index >= count) {
+            ts_err(TS_ERR_NOT_FOUND, "device '%s': backend '%s' has %d device%s (%s:0 .. %s:%d)", name, api->name, count,
+                   count == 1 ? "" : "s", api->name, api->name, count - 1);
+        } else if (ndevices == MAX_DEVICES) {
+            ts_err(TS_ERR_ARG, "device '%s': more than %d devices opened", name, MAX_DEVICES);
+        } else if ((d = calloc(1, sizeof *d))) {
+            ts_device_args args = {sizeof args, index};
+            d->api = api;
+            d->index = index;
+            if (index == 0) snprintf(d->name, sizeof d->name, "%s", api->name);
+            else snprintf(d->name, sizeof d->name, "%s:%d", api->name, index);
+            if (api->device_open(&args, &d->ctx) != TS_OK) {
+                free(d);
+                d = NULL;
+            } else {
+                devices[ndevices++] = d;
+            }
+        } else {
+            ts_err(TS_ERR_NOMEM, "device '%s': out of memory", name);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return d;
+}
+
+size_t ts_device_memory(const ts_device *d) { return TS_API_HAS(d->api, memory_bytes) ? d->api->memory_bytes(d->ctx) : 0; }
+
+ts_status ts_dev_alloc(const ts_device *d, size_t bytes, ts_buffer *out) {
+    out->offset = 0;
+    out->mem = NULL;
+    return d->api->alloc(d->ctx, bytes ? bytes : 64, &out->mem);
+}
+
+void ts_dev_free(const ts_device *d, ts_buffer *b) {
+    if (b->mem) d->api->free(d->ctx, b->mem);
+    b->mem = NULL;
+}
+
+ts_status ts_dev_copy_in(const ts_device *d, ts_buffer dst, const void *src, size_t bytes) {
+    return bytes ? d->api->copy_to_device(d->ctx, dst, src, bytes) : TS_OK;
+}
+
+ts_status ts_dev_copy_out(const ts_device *d, void *dst, ts_buffer src, size_t bytes) {
+    return bytes ? d->api->copy_to_host(d->ctx, dst, src, bytes) : TS_OK;
+}
+
+ts_status ts_dev_copy(const ts_device *dst_dev, ts_buffer dst, const ts_device *src_dev, ts_buffer src, size_t bytes) {
+    if (!bytes) return TS_OK;
+    if (dst_dev->api == src_dev->api && TS_API_HAS(dst_dev->api, copy_from_device))
+        return dst_dev->api->copy_from_device(dst_dev->ctx, dst, src_dev->ctx, src, bytes);
+    void *tmp = ts_alloc(bytes, 0);
+    if (!tmp) return ts_err(TS_ERR_NOMEM, "copying %zu bytes from %s to %s: out of memory", bytes, src_dev->name,
+                            dst_dev->name);
+    ts_status s = ts_dev_copy_out(src_dev, tmp, src, bytes);
+    if (!s) s = ts_dev_copy_in(dst_dev, dst, tmp, bytes);
+    ts_free(tmp);
+    return s;
+}

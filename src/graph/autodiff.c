@@ -26,6 +26,9 @@ ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed) {
     if (g->open_seg)
         return ts_graph_fail(g, TS_ERR_ARG, "ts_backward: recompute segment %d is still open "
                              "(call ts_graph_recompute_end first)", g->open_seg), g->status;
+    if (g->cur_stage >= 0)
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_backward: pipeline stage %d is still open "
+                             "(call ts_graph_stage_end first)", g->cur_stage), g->status;
     char b[256];
     const ts_val *lv = &g->vals[loss];
     if (ts_val_numel(lv) != 1 || lv->dtype != TS_F32)
@@ -33,6 +36,7 @@ ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed) {
                              ts_val_str(g, loss, b, sizeof b)), g->status;
 
     int nv = g->nvals, nn = g->nnodes;
+    g->bwd_start = nn;
     char *dep = calloc((size_t)nv, 1);
     int *grad = malloc(sizeof(int) * (size_t)nv);
     if (!dep || !grad) abort();
@@ -47,6 +51,8 @@ ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed) {
         for (int k = 0; k < n->nout; k++) dep[n->out[k]] = (char)d;
     }
 
+    /* every gradient op goes on the stage of the forward op it differentiates */
+    g->cur_stage = lv->kind == TS_V_NODE ? g->nodes[lv->node].stage : -1;
     ts_tensor *one = ts_tensor_new(TS_F32, lv->ndim, lv->shape);
     ((float *)one->data)[0] = 1.f;
     grad[loss] = seed == TS_NONE ? ts_constant(g, one)
@@ -70,6 +76,7 @@ ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed) {
         }
         if (!has_gout || !has_dep) continue;
         const ts_op_def *d = ts_op_get(n.op);
+        g->cur_stage = n.stage;
         if (!d->grad) {
             st = g->status ? g->status
                            : (ts_graph_fail(g, TS_ERR_UNSUPPORTED,
@@ -96,6 +103,7 @@ ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed) {
     for (int v = 0; v < nv && st == TS_OK; v++) {
         if (g->vals[v].kind != TS_V_PARAM || grad[v] == TS_NONE) continue;
         ts_value gv = grad[v];
+        g->cur_stage = g->vals[gv].kind == TS_V_NODE ? g->nodes[g->vals[gv].node].stage : -1;
         /* A gradient must be a buffer of its own: copy one that is shared, already named, or a
          * view of another value's storage (the output of an alias op such as reshape). */
         if (g->vals[gv].kind != TS_V_NODE || g->vals[gv].name ||
@@ -108,6 +116,7 @@ ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed) {
         if (ts_name(g, gv, name) == TS_NONE) { st = g->status; break; }
         g->vals[v].grad = gv;
     }
+    g->cur_stage = -1;
     if (st == TS_OK && g->status != TS_OK) st = g->status;
     ts_recompute_free(&rc);
     free(dep);

@@ -7,6 +7,8 @@ ts_graph *ts_graph_new(void) {
     ts_graph *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     g->loss = -1;
+    g->cur_stage = -1;
+    g->bwd_start = g->opt_start = -1;
     return g;
 }
 
@@ -268,6 +270,7 @@ ts_value ts_node_add(ts_graph *g, int op, int nin, const int *in, const ts_attrs
     for (int i = nin; i < TS_MAX_IN; i++) n.in[i] = -1;
     if (attr) n.attr = *attr;
     n.seg = g->open_seg;
+    n.stage = g->cur_stage;
     n.nout = d->nout;
     int id = g->nnodes;
     for (int k = 0; k < d->nout; k++) {
@@ -321,3 +324,33 @@ ts_graph *ts_graph_clone(const ts_graph *g) {
     }
     return c;
 }
+
+/* ------------------------------------------------------------------ pipeline stages */
+
+ts_status ts_graph_stage_begin(ts_graph *g, int stage) {
+    if (!g) return ts_err(TS_ERR_ARG, "ts_graph_stage_begin: graph is NULL");
+    if (g->status != TS_OK) return g->status;
+    if (stage < 0 || stage >= TS_MAX_STAGES)
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_graph_stage_begin: stage %d is outside 0..%d", stage,
+                             TS_MAX_STAGES - 1), g->status;
+    if (g->cur_stage >= 0)
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_graph_stage_begin(%d): stage %d is still open (stages do not "
+                             "nest; call ts_graph_stage_end first)", stage, g->cur_stage), g->status;
+    if (g->has_backward)
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_graph_stage_begin: the graph already has its backward pass (place "
+                             "the forward; ts_backward places the gradients)"), g->status;
+    g->cur_stage = stage;
+    if (stage + 1 > g->nstages) g->nstages = stage + 1;
+    return TS_OK;
+}
+
+ts_status ts_graph_stage_end(ts_graph *g) {
+    if (!g) return ts_err(TS_ERR_ARG, "ts_graph_stage_end: graph is NULL");
+    if (g->status != TS_OK) return g->status;
+    if (g->cur_stage < 0)
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_graph_stage_end: no stage is open"), g->status;
+    g->cur_stage = -1;
+    return TS_OK;
+}
+
+int ts_graph_num_stages(const ts_graph *g) { return g ? g->nstages : 0; }

@@ -45,6 +45,7 @@ typedef struct ts_node {
     int out[TS_MAX_OUT];
     ts_attrs attr;
     int seg;                  /* recompute segment it was built in (1, 2, ...), 0: none */
+    int stage;                /* pipeline stage (ts_graph_stage_begin), -1: not placed */
 } ts_node;
 
 struct ts_graph {
@@ -59,6 +60,11 @@ struct ts_graph {
     int loss;          /* value passed to ts_backward, or -1 */
     int nseg;          /* recompute segments begun so far (graph/recompute.c) */
     int open_seg;      /* the segment new nodes join, 0: none */
+    int cur_stage;     /* the pipeline stage new nodes are placed on, -1: none */
+    int nstages;       /* 1 + the highest stage any node was placed on (0: none placed) */
+    int bwd_start;     /* index of the first node ts_backward appended (-1: no backward) */
+    int opt_start;     /* ... and of the first ts_optimizer appended (-1: no optimizer) */
+    int accum_steps;   /* the optimizer's micro-batches per step (0: no optimizer) */
     /* names -> value ids: open addressing (linear probing, load <= 1/2) over value ids, -1 for
      * an empty slot. An entry is checked against vals[id].name when found, so one left behind
      * by a rename never matches; rebuilt from the values when it grows. */
@@ -87,6 +93,15 @@ ts_graph *ts_graph_clone(const ts_graph *g);
 static inline int64_t ts_val_numel(const ts_val *v) { return ts_numel(v->ndim, v->shape); }
 static inline size_t ts_val_bytes(const ts_val *v) {
     return (size_t)ts_val_numel(v) * ts_dtype_size(v->dtype);
+}
+
+/* A node's phase in a training step: 0 forward, 1 backward (and gradient accumulation, which runs
+ * with every micro-batch), 2 the optimizer's once-a-step part. From the node's index and the
+ * positions where ts_backward and ts_optimizer began appending. */
+static inline int ts_node_phase(const ts_graph *g, int i, int op_is_accum) {
+    if (g->opt_start >= 0 && i >= g->opt_start) return op_is_accum ? 1 : 2;
+    if (g->bwd_start >= 0 && i >= g->bwd_start) return 1;
+    return 0;
 }
 
 /* numpy broadcast of two shapes into out; returns out rank, or -1 if incompatible. */

@@ -34,7 +34,7 @@ static int by_offset(const void *a, const void *b) {
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 ts_status ts_memplan_build(const ts_graph *g, const int *sched, int nsched, const uint8_t *in_arena,
-                           const uint8_t *pinned, ts_memplan *mp) {
+                           const uint8_t *pinned, const int *until, ts_memplan *mp) {
     int nv = g->nvals;
     memset(mp, 0, sizeof *mp);
     mp->offset = malloc(sizeof(int64_t) * (size_t)nv);
@@ -62,8 +62,10 @@ ts_status ts_memplan_build(const ts_graph *g, const int *sched, int nsched, cons
         }
         if ((d->flags & TS_OPF_ALIAS0) && n->in[0] >= 0) mp->root[n->out[0]] = mp->root[n->in[0]];
     }
-    for (int v = 0; v < nv; v++)
+    for (int v = 0; v < nv; v++) {
         if (pinned[v]) last[mp->root[v]] = nsched;
+        if (until && until[v] > last[mp->root[v]]) last[mp->root[v]] = until[v];
+    }
     /* last[] of a root now covers its aliases' uses only if they were visited as that root:
      * uses of an alias were recorded on its root above because root[] was set before them. */
 
@@ -73,7 +75,7 @@ ts_status ts_memplan_build(const ts_graph *g, const int *sched, int nsched, cons
         const ts_op_def *d = ts_op_get(n->op);
         if (!(d->flags & TS_OPF_INPLACE0) || n->in[0] < 0) continue;
         int r = mp->root[n->in[0]], o = n->out[0];
-        if (!in_arena[r] || !in_arena[o] || pinned[r] || last[r] != p) continue;
+        if (!in_arena[r] || !in_arena[o] || pinned[r] || (until && until[r] >= 0) || last[r] != p) continue;
         if (ts_val_bytes(&g->vals[r]) != ts_val_bytes(&g->vals[o])) continue;
         if (mp->root[o] != o) continue;
         for (int w = 0; w < nv; w++) /* o's aliases (defined later) follow it */

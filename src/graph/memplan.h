@@ -15,11 +15,13 @@ typedef struct ts_memplan {
 } ts_memplan;
 
 /* Plan the arena for the values with in_arena[v] set, produced by the scheduled nodes.
- * pinned[v]: live until the end of the step (fetched values). Outputs of TS_OPF_ALIAS0 ops share
+ * pinned[v]: live until the end of the step (fetched values); until (may be NULL): until[v] >= 0
+ * keeps value v alive to that schedule position (a pipeline stage's value sent to another stage,
+ * kept to the end of its phase). Outputs of TS_OPF_ALIAS0 ops share
  * their input's storage; outputs of TS_OPF_INPLACE0 ops take a dying input 0's storage when the
  * sizes agree. Storages whose lifetimes overlap never overlap in the arena (greedy by size). */
 ts_status ts_memplan_build(const ts_graph *g, const int *sched, int nsched, const uint8_t *in_arena,
-                           const uint8_t *pinned, ts_memplan *mp);
+                           const uint8_t *pinned, const int *until, ts_memplan *mp);
 void ts_memplan_free(ts_memplan *mp);
 
 #endif

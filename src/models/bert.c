@@ -600,6 +600,19 @@ ts_status ts_bert_build(ts_graph *g, const ts_bert_config *cfg, ts_bert_head hea
     if (cfg->max_predictions_per_seq < 0 || cfg->max_predictions_per_seq > seq)
         return ts_graph_fail(g, TS_ERR_ARG, "ts_bert_build: max_predictions_per_seq %d must be in [0, seq %d]",
                              cfg->max_predictions_per_seq, seq), g->status;
+    if (cfg->layer_stages) { /* stages in forward order: embeddings <= layers <= heads */
+        int prev = cfg->embedding_stage;
+        for (int l = 0; l <= cfg->num_hidden_layers; l++) {
+            int st = l < cfg->num_hidden_layers ? cfg->layer_stages[l] : cfg->head_stage;
+            if (st < prev || st >= TS_MAX_STAGES || prev < 0)
+                return ts_graph_fail(g, TS_ERR_ARG, "ts_bert_build: pipeline stages must not decrease from the "
+                                     "embeddings (%d) through the layers to the heads (%d) and stay below %d: "
+                                     "%s %d is on stage %d after stage %d", cfg->embedding_stage,
+                                     cfg->head_stage, TS_MAX_STAGES, l < cfg->num_hidden_layers ? "layer" : "the heads, after layer",
+                                     l < cfg->num_hidden_layers ? l : l - 1, st, prev), g->status;
+            prev = st;
+        }
+    }
     if (head == TS_BERT_PRETRAINING && cfg->max_predictions_per_seq > 0 && (int64_t)batch * seq > (1 << 24))
         return ts_graph_fail(g, TS_ERR_ARG, "ts_bert_build: batch %d x seq %d is %lld rows; the masked-position MLM "
                              "head (max_predictions_per_seq) indexes at most 2^24 = 16777216 rows exactly",
@@ -610,13 +623,17 @@ ts_status ts_bert_build(ts_graph *g, const ts_bert_config *cfg, ts_bert_head hea
     o.token_type_ids = ts_input(g, "token_type_ids", TS_I32, 2, (int64_t[]){B, T});
     o.attention_mask = ts_input(g, "attention_mask", cfg->attention_mask_dtype, 2, (int64_t[]){B, T});
 
+    const int *ls = cfg->layer_stages; /* pipeline placement, when set */
+    if (ls) ts_graph_stage_begin(g, cfg->embedding_stage);
     ts_value x = bert_embeddings(g, cfg, o.input_ids, o.token_type_ids, T); /* [B, T, C] */
     ts_value mask = bert_extended_mask(g, o.attention_mask, B, T);            /* [B, 1, 1, T] */
     for (int l = 0; l < cfg->num_hidden_layers; l++) {
+        if (ls) ts_graph_stage_end(g), ts_graph_stage_begin(g, ls[l]);
         if (cfg->recompute) ts_graph_recompute_begin(g); /* recomputed in the backward */
         x = bert_layer(g, cfg, l, x, mask, B, T);
         if (cfg->recompute) ts_graph_recompute_end(g);
     }
+    if (ls) ts_graph_stage_end(g), ts_graph_stage_begin(g, cfg->head_stage);
     o.last_hidden_state = ts_name(g, x, "last_hidden_state");
 
     int pooled = head == TS_BERT_MODEL || head == TS_BERT_PRETRAINING || head == TS_BERT_SEQ_CLASSIFICATION;
@@ -629,6 +646,7 @@ ts_status ts_bert_build(ts_graph *g, const ts_bert_config *cfg, ts_bert_head hea
     case TS_BERT_SEQ_CLASSIFICATION: head_seq_classification(g, cfg, o.pooler_output, B, &o); break;
     case TS_BERT_QUESTION_ANSWERING: head_question_answering(g, cfg, x, B, T, &o); break;
     }
+    if (ls) ts_graph_stage_end(g);
     if (out) *out = o;
     return ts_graph_status(g);
 }

@@ -28,6 +28,7 @@ typedef struct ts_kargs {
     size_t scratch_bytes;
     uint64_t step;
     void *state;
+    void *device;          /* the backend's context of the device it runs on */
 } ts_kargs;
 
 enum {

@@ -115,7 +115,7 @@ ts_status ts_program_load(ts_program *p, const char *path, int flags, int *nmiss
             ts_st_convert(e->dtype, src, x->dtype, tmp, ts_val_numel(x));
             src = tmp;
         }
-        s = p->be->copy_in(p->be, p->buf[v], src, bytes);
+        s = ts_value_write(p, v, src);
         ts_free(tmp);
         tmp = NULL;
     }
@@ -137,10 +137,10 @@ static ts_status fill_param(void *c, int i, void *dst) {
     int v = p->params[i];
     const ts_val *x = &p->g->vals[v];
     size_t bytes = ts_val_bytes(x);
-    if (x->dtype == sc->dtype) return p->be->copy_out(p->be, dst, p->buf[v], bytes);
+    if (x->dtype == sc->dtype) return ts_value_read(p, v, dst);
     void *tmp = ts_alloc(bytes, 0);
     if (!tmp) return ts_err(TS_ERR_NOMEM, "ts_program_save: parameter '%s': out of memory", x->name);
-    ts_status s = p->be->copy_out(p->be, tmp, p->buf[v], bytes);
+    ts_status s = ts_value_read(p, v, tmp);
     if (!s) ts_st_convert(x->dtype, tmp, sc->dtype, dst, ts_val_numel(x));
     ts_free(tmp);
     return s;

@@ -1,14 +1,15 @@
 /*
  * compile.c — ts_compile: copy the graph, run the passes (inference rewrite, dead code, fusion),
- * plan memory, let the backend prepare its kernels, then allocate the arena and the persistent
- * buffers and initialise parameters.
+ * plan memory, check it against the device's, allocate the arena and the persistent and slotted
+ * buffers, let the device compile its executables (one per phase), and initialise parameters.
+ * A graph compiled with stage devices becomes a pipeline (pipeline.c), whose stages come back
+ * here one by one through ts_compile_on with a stage spec.
  */
 #include "runtime/program.h"
 
 #include <omp.h>
 #include <stdio.h>
 #include <unistd.h>
-
 
 void ts_set_threads(int n) {
     static int default_threads = 0;
@@ -17,59 +18,50 @@ void ts_set_threads(int n) {
     omp_set_num_threads(n > 0 ? n : default_threads);
 }
 
-static void *dev_alloc(ts_program *p, size_t bytes) {
-    void *b = p->be->alloc(p->be, bytes ? bytes : 64);
-    return b;
-}
-
 void ts_program_free(ts_program *p) {
     if (!p) return;
-    if (p->compiled && p->be->release) p->be->release(p->be, p->compiled);
-    if (p->buf && p->g)
+    if (p->pipe) ts_pipeline_free(p->pipe);
+    for (int k = 0; p->exe && k < p->nphases; k++)
+        if (p->exe[k]) p->dev->api->release(p->dev->ctx, p->exe[k]);
+    free(p->exe);
+    free(p->plan);
+    free(p->abi);
+    free(p->phase_begin);
+    if (p->vals && p->g)
         for (int v = 0; v < p->g->nvals; v++)
-            if (p->owned[v]) p->be->free(p->be, p->buf[v]);
-    if (p->arena) p->be->free(p->be, p->arena);
-    if (p->workspace) p->be->free(p->be, p->workspace);
-    free(p->buf);
+            if (p->owned[v]) ts_dev_free(p->dev, &p->vals[v].buf);
+    for (int i = 0; i < p->nslots; i++) {
+        ts_dev_free(p->dev, &p->slots[i].base);
+        free(p->slots[i].vals);
+    }
+    free(p->slots);
+    if (p->dev) {
+        ts_dev_free(p->dev, &p->arena);
+        ts_dev_free(p->dev, &p->workspace);
+    }
+    free(p->vals);
     free(p->owned);
     free(p->sched);
+    free(p->nodes);
     free(p->fetch);
     free(p->params);
     if (p->fetch_host)
         for (int i = 0; i < p->nfetch; i++) free(p->fetch_host[i]);
     free(p->fetch_host);
-    free(p->iter_vals);
-    free(p->iter_bytes);
-    free(p->iter_base);
     ts_graph_free(p->g);
     free(p);
 }
 
-/* Device iterations: record every value whose buffer is (an alias of) an input's, so run()
- * can move it to slice k, and give every fetch a host buffer for K copies. */
-static ts_status setup_iterations(ts_program *p, const ts_memplan *mp) {
-    const ts_graph *g = p->g;
-    int nv = g->nvals;
-    p->iter_vals = malloc(sizeof(int) * (size_t)nv);
-    p->iter_bytes = malloc(sizeof(size_t) * (size_t)nv);
-    p->iter_base = malloc(sizeof(void *) * (size_t)nv);
-    p->fetch_host = calloc((size_t)p->nfetch + 1, sizeof(void *));
-    if (!p->iter_vals || !p->iter_bytes || !p->iter_base || !p->fetch_host)
-        return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
-    for (int v = 0; v < nv; v++) {
-        int r = mp->root[v];
-        if (!p->buf[v] || g->vals[r].kind != TS_V_INPUT) continue;
-        p->iter_vals[p->niter_vals] = v;
-        p->iter_bytes[p->niter_vals] = ts_val_bytes(&g->vals[r]);
-        p->iter_base[p->niter_vals++] = p->buf[v];
-    }
-    for (int i = 0; i < p->nfetch; i++) {
-        size_t bytes = ts_val_bytes(&g->vals[p->fetch[i]]) * (size_t)p->iters;
-        if (!(p->fetch_host[i] = calloc(1, bytes ? bytes : 1)))
-            return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the fetches of %d device "
-                          "iterations", p->iters);
-    }
-    return TS_OK;
+void ts_slot_select(ts_program *p, const ts_slotted *s, int k) {
+    ts_buffer b = ts_buf_at(s->base, (uint64_t)k * s->stride);
+    for (int i = 0; i < s->nvals; i++) p->vals[s->vals[i]].buf = b;
+}
+
+ts_slotted *ts_slot_of(ts_program *p, int v) {
+    for (int i = 0; i < p->nslots; i++)
+        for (int j = 0; j < p->slots[i].nvals; j++)
+            if (p->slots[i].vals[j] == v) return &p->slots[i];
+    return NULL;
 }
 
 static ts_program *fail(ts_program *p) {
@@ -88,22 +80,12 @@ int ts_max_threads(void) {
 
 static double gib(size_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
 
-/* The bytes the device may give this program: opts' limit, else the device's memory (0: no
- * limit known). *what says which. */
-static size_t memory_budget(const ts_backend *be, const ts_compile_opts *o, const char **what) {
-    if (o->memory_limit) {
-        *what = "the limit set";
-        return o->memory_limit;
-    }
-    *what = "its memory";
-    return be->memory_bytes ? be->memory_bytes(be) : 0;
-}
-
-/* TS_ERR_NOMEM when `need` bytes (m's parts, and ws of workspace) exceed the budget. */
-static ts_status check_memory(const ts_backend *be, const ts_compile_opts *o, const ts_graph *g, const ts_memory *m,
+/* TS_ERR_NOMEM when what m's parts, `other` (inputs and constants) and ws (workspace) add up to
+ * exceeds the device's memory or the limit set. */
+static ts_status check_memory(const ts_device *dev, const ts_compile_opts *o, const ts_graph *g, const ts_memory *m,
                               size_t other, size_t ws, int largest) {
-    const char *what;
-    size_t budget = memory_budget(be, o, &what);
+    const char *what = o->memory_limit ? "the limit set" : "its memory";
+    size_t budget = o->memory_limit ? o->memory_limit : ts_device_memory(dev);
     size_t need = m->params + m->grads + m->optimizer_state + m->activations + other + ws;
     if (!budget || need <= budget) return TS_OK;
     char big[320] = "", desc[256];
@@ -112,53 +94,77 @@ static ts_status check_memory(const ts_backend *be, const ts_compile_opts *o, co
                  gib(ts_val_bytes(&g->vals[largest])));
     return ts_err(TS_ERR_NOMEM, "ts_compile: the program needs %.2f GiB on device %s (parameters %.2f, gradients %.2f, "
                   "optimizer state %.2f, activations %.2f, inputs and constants %.2f, workspace %.2f GiB%s); the "
-                  "device has %.2f GiB (%s)", gib(need), be->name, gib(m->params), gib(m->grads),
+                  "device has %.2f GiB (%s)", gib(need), dev->name, gib(m->params), gib(m->grads),
                   gib(m->optimizer_state), gib(m->activations), gib(other), gib(ws), big, gib(budget), what);
 }
 
-ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
-    ts_compile_opts o = {0};
-    if (opts) o = *opts;
-    if (!graph) { ts_err(TS_ERR_ARG, "ts_compile: graph is NULL"); return NULL; }
-    if (graph->status != TS_OK) {
-        ts_err(graph->status, "ts_compile: the graph has an error from building: %s", graph->status_msg);
-        return NULL;
-    }
-    const char *dev = o.device ? o.device : "cpu";
-    const ts_backend *be = ts_backend_find(dev);
-    if (!be) return NULL;
-    if (o.nfetch < 0 || (o.nfetch > 0 && !o.fetches)) {
-        ts_err(TS_ERR_ARG, "ts_compile: nfetch is %d but fetches is %s", o.nfetch, o.fetches ? "set" : "NULL");
-        return NULL;
-    }
+/* Does parameter v have a gradient made in this program (any, without a stage spec)? */
+static int has_grad_here(const ts_graph *g, int v, const ts_stage_spec *spec) {
+    int gv = g->vals[v].kind == TS_V_PARAM ? g->vals[v].grad : -1;
+    if (gv < 0) return 0;
+    return !spec || (g->vals[gv].kind == TS_V_NODE && spec->alive[g->vals[gv].node]);
+}
 
-    if (o.num_threads < 0 || o.num_threads > ts_max_threads()) {
-        ts_err(TS_ERR_ARG, "ts_compile: num_threads %d is outside 0..%d (4 x the %d online CPUs)", o.num_threads,
-               ts_max_threads(), ts_max_threads() / 4);
-        return NULL;
-    }
-    if (o.device_iterations < 0) {
-        ts_err(TS_ERR_ARG, "ts_compile: device_iterations is %d; it must be >= 0", o.device_iterations);
-        return NULL;
-    }
+/* The ABI's view of scheduled node n. */
+static void abi_node(const ts_graph *g, const ts_node *n, ts_abi_node *a) {
+    memset(a, 0, sizeof *a);
+    a->struct_size = sizeof *a;
+    a->op = ts_op_get(n->op)->name;
+    a->op_id = n->op;
+    a->nin = n->nin;
+    a->nout = n->nout;
+    for (int j = 0; j < TS_ABI_MAX_IN; j++) a->in[j] = j < n->nin ? n->in[j] : -1;
+    for (int k = 0; k < TS_ABI_MAX_OUT; k++) a->out[k] = k < n->nout ? n->out[k] : -1;
+    for (int i = 0; i < TS_ABI_MAX_IATTR && i < TS_MAX_DIMS + 4; i++) a->iattr[i] = n->attr.i[i];
+    memcpy(a->fattr, n->attr.f, sizeof a->fattr);
+    (void)g;
+}
 
+/* Every scheduled node the device has no kernel for, all in one message. */
+static ts_status check_supported(const ts_program *p) {
+    const ts_backend_api *api = p->dev->api;
+    char msg[1024];
+    size_t o = 0;
+    int bad = 0;
+    for (int i = 0; i < p->nsched; i++) {
+        const ts_node *n = &p->g->nodes[p->sched[i]];
+        ts_dtype dt = n->nout ? p->g->vals[n->out[0]].dtype : TS_F32;
+        if (api->supports(p->dev->ctx, ts_op_get(n->op)->name, dt)) continue;
+        if (bad++ < 12 && o < sizeof msg)
+            o += (size_t)snprintf(msg + o, sizeof msg - o, "%s%s (%s)", bad > 1 ? ", " : "", ts_op_get(n->op)->name,
+                                  ts_dtype_name(dt));
+    }
+    if (!bad) return TS_OK;
+    return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: device %s has no kernel for %d node%s of the program: %s%s",
+                  p->dev->name, bad, bad == 1 ? "" : "s", msg, bad > 12 ? ", ..." : "");
+}
+
+ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *opts, const ts_stage_spec *spec) {
+    ts_compile_opts o = *opts;
     ts_program *p = calloc(1, sizeof *p);
-    if (!p) return NULL;
-    p->be = be;
+    if (!p) {
+        ts_graph_free(g);
+        ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
+        return NULL;
+    }
+    p->dev = dev;
     p->iters = o.device_iterations > 1 ? o.device_iterations : 1;
     p->num_threads = o.num_threads;
-    p->g = ts_graph_clone(graph);
-    ts_graph *g = p->g;
+    p->g = g;
     int nv = g->nvals;
-
     uint8_t *pinned = calloc((size_t)nv, 1), *alive = malloc((size_t)(g->nnodes ? g->nnodes : 1));
-    uint8_t *in_arena = calloc((size_t)nv, 1);
-    p->buf = calloc((size_t)nv, sizeof(void *));
+    uint8_t *in_arena = calloc((size_t)nv, 1), *used = calloc((size_t)nv, 1), *is_grad = calloc((size_t)nv, 1);
+    int *until = malloc(sizeof(int) * (size_t)(nv ? nv : 1)), *nslot = calloc((size_t)nv, sizeof(int));
+    p->vals = calloc((size_t)nv, sizeof *p->vals);
     p->owned = calloc((size_t)nv, 1);
     p->fetch = malloc(sizeof(int) * (size_t)(o.nfetch + 1));
     p->params = malloc(sizeof(int) * (size_t)(nv + 1));
-    if (!pinned || !alive || !in_arena || !p->buf || !p->owned || !p->fetch || !p->params) abort();
-    memset(alive, 1, (size_t)g->nnodes);
+    if (!pinned || !alive || !in_arena || !used || !is_grad || !until || !nslot || !p->vals || !p->owned || !p->fetch ||
+        !p->params)
+        abort();
+    for (int v = 0; v < nv; v++) until[v] = -1;
+    for (int i = 0; i < g->nnodes; i++) alive[i] = spec ? spec->alive[i] : 1;
+    ts_memplan mp = {0};
 
     /* fetches */
     for (int i = 0; i < o.nfetch; i++) {
@@ -172,11 +178,17 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
         pinned[v] = 1;
         p->fetch[p->nfetch++] = v;
     }
-    /* gradients of parameters stay to the end of the step, like PyTorch's .grad */
+    /* gradients of parameters stay to the end of the step, like PyTorch's .grad (in a pipeline
+     * stage, those it makes) */
     for (int v = 0; v < nv; v++) {
-        if (g->vals[v].kind == TS_V_PARAM) p->params[p->nparams++] = v;
-        if (!o.inference && g->vals[v].kind == TS_V_PARAM && g->vals[v].grad >= 0) pinned[g->vals[v].grad] = 1;
+        if (g->vals[v].kind != TS_V_PARAM) continue;
+        p->params[p->nparams++] = v;
+        if (!o.inference && has_grad_here(g, v, spec)) pinned[g->vals[v].grad] = 1;
     }
+    /* what a pipeline stage sends to others must survive dead-code elimination */
+    if (spec)
+        for (int v = 0; v < nv; v++)
+            if (spec->sent[v]) pinned[v] = 1;
 
     /* inference: no updates, dropout is the identity */
     if (o.inference)
@@ -185,17 +197,34 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
             if (g->nodes[i].op == TS_OP_DROPOUT) g->nodes[i].attr.f[0] = 0.f;
         }
     /* grads not needed in inference: unpin them so dead code removes the backward pass */
-    int removed = ts_pass_dce(g, alive, pinned, !o.inference);
-    (void)removed;
-    int fused = o.no_fusion ? 0 : ts_pass_fuse(g, alive, pinned);
+    ts_pass_dce(g, alive, pinned, !o.inference);
+    int fused = o.no_fusion || spec ? 0 : ts_pass_fuse(g, alive, pinned); /* a pipeline fused before the split */
     if (fused) ts_pass_dce(g, alive, pinned, !o.inference);
+    if (spec) /* sent values are kept to their phase's end (below), not the step's */
+        for (int v = 0; v < nv; v++)
+            if (spec->sent[v]) pinned[v] = 0;
+    for (int i = 0; i < p->nfetch; i++) pinned[p->fetch[i]] = 1;
+    for (int v = 0; v < nv; v++)
+        if (!o.inference && has_grad_here(g, v, spec)) pinned[g->vals[v].grad] = 1;
 
+    /* the schedule, phase by phase (node order within a phase) */
+    p->nphases = spec ? spec->nphases : 1;
     p->sched = malloc(sizeof(int) * (size_t)(g->nnodes + 1));
-    for (int i = 0; i < g->nnodes; i++)
-        if (alive[i]) p->sched[p->nsched++] = i;
+    p->nodes = malloc(sizeof(ts_abi_node) * (size_t)(g->nnodes + 1));
+    p->phase_begin = malloc(sizeof(int) * (size_t)(p->nphases + 1));
+    p->plan = calloc((size_t)p->nphases, sizeof *p->plan);
+    p->abi = calloc((size_t)p->nphases, sizeof *p->abi);
+    p->exe = calloc((size_t)p->nphases, sizeof *p->exe);
+    if (!p->sched || !p->nodes || !p->phase_begin || !p->plan || !p->abi || !p->exe) abort();
+    for (int ph = 0; ph < p->nphases; ph++) {
+        p->phase_begin[ph] = p->nsched;
+        for (int i = 0; i < g->nnodes; i++)
+            if (alive[i] && (spec ? spec->phase[i] : 0) == ph) p->sched[p->nsched++] = i;
+    }
+    p->phase_begin[p->nphases] = p->nsched;
+    for (int s = 0; s < p->nsched; s++) abi_node(g, &g->nodes[p->sched[s]], &p->nodes[s]);
 
-    /* which values live in the arena: every op output except parameter gradients */
-    uint8_t *used = calloc((size_t)nv, 1);
+    /* which values live in the arena: every op output except parameter gradients and slotted ones */
     for (int s = 0; s < p->nsched; s++) {
         const ts_node *n = &g->nodes[p->sched[s]];
         for (int j = 0; j < n->nin; j++)
@@ -203,123 +232,230 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
         for (int k = 0; k < n->nout; k++) used[n->out[k]] = 1;
     }
     for (int v = 0; v < nv; v++) if (pinned[v]) used[v] = 1;
-    uint8_t *is_grad = calloc((size_t)nv, 1);
     for (int v = 0; v < nv; v++)
-        if (g->vals[v].kind == TS_V_PARAM && g->vals[v].grad >= 0 && !o.inference) is_grad[g->vals[v].grad] = 1;
+        if (!o.inference && has_grad_here(g, v, spec)) is_grad[g->vals[v].grad] = 1;
     for (int v = 0; v < nv; v++)
-        in_arena[v] = used[v] && g->vals[v].kind == TS_V_NODE && !is_grad[v];
+        nslot[v] = spec && spec->slots[v] > 0 ? spec->slots[v] : g->vals[v].kind == TS_V_INPUT && p->iters > 1 ? p->iters : 0;
+    /* a slotted value's storage is its alias root's (a reshape of a kept value keeps the value) */
+    for (int s = 0; spec && s < p->nsched; s++) {
+        const ts_node *n = &g->nodes[p->sched[s]];
+        if (!(ts_op_get(n->op)->flags & TS_OPF_ALIAS0) || n->in[0] < 0) continue;
+        int r = n->in[0];
+        while (g->vals[r].kind == TS_V_NODE && (ts_op_get(g->nodes[g->vals[r].node].op)->flags & TS_OPF_ALIAS0) &&
+               g->nodes[g->vals[r].node].in[0] >= 0)
+            r = g->nodes[g->vals[r].node].in[0];
+        if (nslot[n->out[0]] > nslot[r]) nslot[r] = nslot[n->out[0]];
+    }
+    for (int v = 0; v < nv; v++) {
+        int root_slotted = 0; /* an alias of a slotted root lives in its slots, not the arena */
+        if (spec && g->vals[v].kind == TS_V_NODE && (ts_op_get(g->nodes[g->vals[v].node].op)->flags & TS_OPF_ALIAS0)) {
+            int r = v;
+            while (g->vals[r].kind == TS_V_NODE && (ts_op_get(g->nodes[g->vals[r].node].op)->flags & TS_OPF_ALIAS0) &&
+                   g->nodes[g->vals[r].node].in[0] >= 0)
+                r = g->nodes[g->vals[r].node].in[0];
+            root_slotted = r != v && nslot[r] > 0;
+            if (root_slotted) nslot[v] = 0;
+        }
+        in_arena[v] = used[v] && g->vals[v].kind == TS_V_NODE && !is_grad[v] && !nslot[v] && !root_slotted;
+    }
+    /* a sent value lives to the end of the phase that makes it */
+    if (spec)
+        for (int s = 0; s < p->nsched; s++) {
+            const ts_node *n = &g->nodes[p->sched[s]];
+            int ph = spec->phase[p->sched[s]];
+            for (int k = 0; k < n->nout; k++)
+                if (spec->sent[n->out[k]]) until[n->out[k]] = p->phase_begin[ph + 1];
+        }
+    ts_memplan_build(g, p->sched, p->nsched, in_arena, pinned, until, &mp);
 
-    ts_memplan mp;
-    ts_memplan_build(g, p->sched, p->nsched, in_arena, pinned, &mp);
-
-    /* persistent buffers: parameters, state, inputs, constants, gradients. Pass 0 adds up their
-     * sizes, which with the arena's must fit the device's memory; pass 1 allocates them. */
+    /* persistent and slotted buffers: parameters, state, inputs, constants, gradients, values
+     * kept or received across a pipeline's phases. Pass 0 adds up their sizes, which with the
+     * arena's must fit the device's memory; pass 1 allocates them. */
     ts_memory *m = &p->mem;
     size_t other = 0; /* inputs and constants */
     int largest = -1;
     for (int pass = 0; pass < 2; pass++) {
         for (int v = 0; v < nv; v++) {
             ts_val *x = &g->vals[v];
-            int persistent = x->kind != TS_V_NODE || is_grad[v];
+            /* a program holds every parameter (to load and save them) but a pipeline stage only
+             * the ones it uses */
+            int own = (x->kind != TS_V_NODE || is_grad[v] || nslot[v]) && (used[v] || (x->kind == TS_V_PARAM && !spec));
             if (pass == 0 && used[v] && (largest < 0 || ts_val_bytes(x) > ts_val_bytes(&g->vals[largest])))
                 largest = v;
-            if (!persistent || !(used[v] || x->kind == TS_V_PARAM)) continue;
-            if (mp.root[v] != v) continue;
-            size_t bytes = ts_val_bytes(x) * (x->kind == TS_V_INPUT ? (size_t)p->iters : 1);
+            if (!own || mp.root[v] != v) continue;
+            size_t stride = spec ? (ts_val_bytes(x) + 63) & ~(size_t)63 : ts_val_bytes(x);
+            size_t bytes = nslot[v] ? stride * (size_t)nslot[v] : ts_val_bytes(x);
             if (pass == 0) {
                 if (x->kind == TS_V_PARAM) m->params += bytes;
                 else if (x->kind == TS_V_STATE) m->optimizer_state += bytes;
                 else if (is_grad[v]) m->grads += bytes;
+                else if (x->kind == TS_V_NODE || (spec && nslot[v])) m->activations += bytes;
                 else other += bytes;
                 continue;
             }
-            p->buf[v] = dev_alloc(p, bytes);
-            if (!p->buf[v]) {
+            ts_buffer b;
+            if (ts_dev_alloc(dev, bytes, &b) != TS_OK) {
                 ts_err(TS_ERR_NOMEM, "ts_compile: out of device memory for %s (%.2f GiB)",
                        x->name ? x->name : "a buffer", gib(bytes));
-                ts_memplan_free(&mp); free(used); free(is_grad);
                 goto error;
             }
-            p->owned[v] = 1;
+            if (nslot[v]) {
+                ts_slotted *ns = realloc(p->slots, sizeof *ns * (size_t)(p->nslots + 1));
+                if (!ns) abort();
+                p->slots = ns;
+                ts_slotted *sl = &p->slots[p->nslots++];
+                memset(sl, 0, sizeof *sl);
+                sl->root = v, sl->nslots = nslot[v], sl->bytes = ts_val_bytes(x), sl->stride = stride, sl->base = b;
+            } else {
+                p->vals[v].buf = b;
+                p->owned[v] = 1;
+            }
         }
-        m->activations = mp.arena_bytes;
-        if (pass == 0 && check_memory(be, &o, g, m, other, 0, largest) != TS_OK) {
-            ts_memplan_free(&mp); free(used); free(is_grad);
-            goto error;
+        if (pass == 0) {
+            m->activations += mp.arena_bytes;
+            if (check_memory(dev, &o, g, m, other, 0, largest) != TS_OK) goto error;
         }
     }
-    p->arena = mp.arena_bytes ? dev_alloc(p, mp.arena_bytes) : NULL;
-    if (mp.arena_bytes && !p->arena) {
+    if (mp.arena_bytes && ts_dev_alloc(dev, mp.arena_bytes, &p->arena) != TS_OK) {
         ts_err(TS_ERR_NOMEM, "ts_compile: cannot allocate a %zu-byte arena", mp.arena_bytes);
-        ts_memplan_free(&mp); free(used); free(is_grad);
         goto error;
     }
     for (int v = 0; v < nv; v++)
-        if (in_arena[v] && mp.offset[v] >= 0) p->buf[v] = (char *)p->arena + mp.offset[v];
-    for (int v = 0; v < nv; v++)
-        if (mp.root[v] != v && !p->buf[v]) p->buf[v] = p->buf[mp.root[v]];
-    if (p->iters > 1 && setup_iterations(p, &mp) != TS_OK) {
-        ts_memplan_free(&mp); free(used); free(is_grad);
-        goto error;
+        if (in_arena[v] && mp.offset[v] >= 0) p->vals[v].buf = ts_buf_at(p->arena, (uint64_t)mp.offset[v]);
+    /* aliases: the root's buffer, or a member of the root's slotted buffer */
+    for (int v = 0; v < nv; v++) {
+        int r = mp.root[v];
+        ts_slotted *sl = NULL;
+        for (int i = 0; i < p->nslots && !sl; i++)
+            if (p->slots[i].root == r) sl = &p->slots[i];
+        if (sl && (used[v] || v == r)) {
+            sl->vals = realloc(sl->vals, sizeof(int) * (size_t)(sl->nvals + 1));
+            if (!sl->vals) abort();
+            sl->vals[sl->nvals++] = v;
+        } else if (r != v && !p->vals[v].buf.mem) {
+            p->vals[v].buf = p->vals[r].buf;
+        }
     }
-    m->activations = mp.arena_bytes;
+    for (int i = 0; i < p->nslots; i++) ts_slot_select(p, &p->slots[i], 0);
+    if (p->iters > 1) {
+        p->fetch_host = calloc((size_t)p->nfetch + 1, sizeof(void *));
+        if (!p->fetch_host) abort();
+        for (int i = 0; i < p->nfetch; i++) {
+            size_t bytes = ts_val_bytes(&g->vals[p->fetch[i]]) * (size_t)p->iters;
+            if (!(p->fetch_host[i] = calloc(1, bytes ? bytes : 1))) {
+                ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the fetches of %d device iterations", p->iters);
+                goto error;
+            }
+        }
+    }
+    if (spec) { /* a stage's parameters: those it holds */
+        int k = 0;
+        for (int i = 0; i < p->nparams; i++)
+            if (p->owned[p->params[i]]) p->params[k++] = p->params[i];
+        p->nparams = k;
+    }
     m->intermediates_total = mp.total_bytes;
     m->nodes = p->nsched;
     m->fused = fused;
     ts_memplan_free(&mp);
-    free(used);
-    free(is_grad);
 
-    /* backend compile */
-    p->plan.g = g;
-    p->plan.sched = p->sched;
-    p->plan.nsched = p->nsched;
-    p->plan.buf = p->buf;
+    /* the value table, then the device's executables: one per phase that has nodes */
+    for (int v = 0; v < nv; v++) {
+        const ts_val *x = &g->vals[v];
+        ts_abi_value *a = &p->vals[v];
+        a->struct_size = sizeof *a;
+        a->dtype = x->dtype;
+        a->ndim = x->ndim;
+        memcpy(a->shape, x->shape, sizeof a->shape);
+        a->name = x->name;
+    }
+    if (check_supported(p) != TS_OK) goto error;
     size_t ws = 0;
     ts_set_threads(o.num_threads);
-    if (be->compile(be, &p->plan, &ws, &p->compiled) != TS_OK) goto error;
-    if (check_memory(be, &o, g, m, other, ws, largest) != TS_OK) goto error;
-    if (ws) {
-        p->workspace = dev_alloc(p, ws);
-        if (!p->workspace) { ts_err(TS_ERR_NOMEM, "ts_compile: cannot allocate %zu bytes of workspace", ws); goto error; }
+    for (int ph = 0; ph < p->nphases; ph++) {
+        int b = p->phase_begin[ph], e = p->phase_begin[ph + 1];
+        if (e == b) continue;
+        p->plan[ph] = (ts_plan){g, p->sched + b, e - b, p->vals};
+        p->abi[ph] = (ts_abi_plan){sizeof(ts_abi_plan), nv, p->vals, e - b, p->nodes + b, &p->plan[ph]};
+        size_t need = 0;
+        if (dev->api->compile(dev->ctx, &p->abi[ph], &need, &p->exe[ph]) != TS_OK) goto error;
+        if (need > ws) ws = need;
     }
-    p->plan.workspace = p->workspace;
-    p->plan.workspace_bytes = ws;
+    if (check_memory(dev, &o, g, m, other, ws, largest) != TS_OK) goto error;
+    if (ws && ts_dev_alloc(dev, ws, &p->workspace) != TS_OK) {
+        ts_err(TS_ERR_NOMEM, "ts_compile: cannot allocate %zu bytes of workspace", ws);
+        goto error;
+    }
     m->workspace = ws;
 
-    /* initial values */
+    /* initial values of what the program owns */
     for (int v = 0; v < nv; v++) {
         ts_val *x = &g->vals[v];
         if (!p->owned[v]) continue;
         int64_t n = ts_val_numel(x);
+        ts_status st = TS_OK;
         if (x->kind == TS_V_CONST) {
-            be->copy_in(be, p->buf[v], x->data->data, ts_val_bytes(x));
+            st = ts_dev_copy_in(dev, p->vals[v].buf, x->data->data, ts_val_bytes(x));
         } else if (x->kind == TS_V_PARAM) {
             float *tmp = malloc(sizeof(float) * (size_t)(n ? n : 1));
-            if (!tmp) { ts_err(TS_ERR_NOMEM, "ts_compile: out of memory"); goto error; }
-            ts_init_fill(&x->init, g->seed, x->name, tmp, n);
-            if (x->dtype == TS_F32) be->copy_in(be, p->buf[v], tmp, (size_t)n * 4);
-            else {
-                uint16_t *h = malloc(2 * (size_t)(n ? n : 1));
-                if (x->dtype == TS_BF16) ts_f32_to_bf16(tmp, h, (size_t)n);
-                else ts_f32_to_f16(tmp, h, (size_t)n);
-                be->copy_in(be, p->buf[v], h, (size_t)n * 2);
-                free(h);
+            uint16_t *h = x->dtype == TS_F32 ? NULL : malloc(2 * (size_t)(n ? n : 1));
+            if (!tmp || (x->dtype != TS_F32 && !h)) {
+                free(tmp), free(h);
+                ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
+                goto error;
             }
+            ts_init_fill(&x->init, g->seed, x->name, tmp, n);
+            if (x->dtype == TS_BF16) ts_f32_to_bf16(tmp, h, (size_t)n);
+            if (x->dtype == TS_F16) ts_f32_to_f16(tmp, h, (size_t)n);
+            st = ts_dev_copy_in(dev, p->vals[v].buf, h ? (void *)h : (void *)tmp, ts_val_bytes(x));
             free(tmp);
+            free(h);
         } else {
             void *z = calloc(1, ts_val_bytes(x) + 1);
-            be->copy_in(be, p->buf[v], z, ts_val_bytes(x));
+            if (!z) { ts_err(TS_ERR_NOMEM, "ts_compile: out of memory"); goto error; }
+            st = ts_dev_copy_in(dev, p->vals[v].buf, z, ts_val_bytes(x));
             free(z);
         }
+        if (st != TS_OK) goto error;
     }
-    free(pinned);
-    free(alive);
-    free(in_arena);
+    free(pinned), free(alive), free(in_arena), free(used), free(is_grad), free(until), free(nslot);
     return p;
 error:
-    free(pinned);
-    free(alive);
-    free(in_arena);
+    ts_memplan_free(&mp);
+    free(pinned), free(alive), free(in_arena), free(used), free(is_grad), free(until), free(nslot);
     return fail(p);
+}
+
+ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
+    ts_compile_opts o = {0};
+    if (opts) o = *opts;
+    if (!graph) { ts_err(TS_ERR_ARG, "ts_compile: graph is NULL"); return NULL; }
+    if (graph->status != TS_OK) {
+        ts_err(graph->status, "ts_compile: the graph has an error from building: %s", graph->status_msg);
+        return NULL;
+    }
+    if (o.nfetch < 0 || (o.nfetch > 0 && !o.fetches)) {
+        ts_err(TS_ERR_ARG, "ts_compile: nfetch is %d but fetches is %s", o.nfetch, o.fetches ? "set" : "NULL");
+        return NULL;
+    }
+    if (o.num_threads < 0 || o.num_threads > ts_max_threads()) {
+        ts_err(TS_ERR_ARG, "ts_compile: num_threads %d is outside 0..%d (4 x the %d online CPUs)", o.num_threads,
+               ts_max_threads(), ts_max_threads() / 4);
+        return NULL;
+    }
+    if (o.device_iterations < 0) {
+        ts_err(TS_ERR_ARG, "ts_compile: device_iterations is %d; it must be >= 0", o.device_iterations);
+        return NULL;
+    }
+    if (o.nstage_devices < 0 || (o.nstage_devices > 0 && !o.stage_devices)) {
+        ts_err(TS_ERR_ARG, "ts_compile: nstage_devices is %d but stage_devices is %s", o.nstage_devices,
+               o.stage_devices ? "set" : "NULL");
+        return NULL;
+    }
+    if (o.nstage_devices > 0 && !o.inference) return ts_pipeline_compile(graph, &o);
+    ts_device *dev = ts_device_get(o.nstage_devices > 0 ? o.stage_devices[0] : o.device ? o.device : "cpu");
+    if (!dev) return NULL;
+    ts_graph *g = ts_graph_clone(graph);
+    if (!g) { ts_err(TS_ERR_NOMEM, "ts_compile: out of memory"); return NULL; }
+    return ts_compile_on(g, dev, &o, NULL);
 }

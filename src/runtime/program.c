@@ -1,5 +1,7 @@
 /*
- * program.c — using a compiled program: feeds, runs, fetches, parameters, memory report.
+ * program.c — using a compiled program: feeds, runs, fetches, parameters, memory report. A
+ * pipelined program hands feeds, runs and fetches to pipeline.c and reads and writes its
+ * persistent values through its stages (ts_value_read / ts_value_write).
  */
 #include "runtime/program.h"
 
@@ -8,11 +10,9 @@
 
 static int find_named(const ts_program *p, const char *name, ts_val_kind kind, int any_kind) {
     if (!name) return -1;
-    const ts_graph *g = p->g;
-    for (int v = 0; v < g->nvals; v++)
-        if (g->vals[v].name && (any_kind || g->vals[v].kind == kind) && strcmp(g->vals[v].name, name) == 0)
-            return v;
-    return -1;
+    int v = ts_lookup(p->g, name);
+    if (v < 0 || !(any_kind || p->g->vals[v].kind == kind)) return -1;
+    return v;
 }
 
 /* t must have v's dtype and shape, with a leading dimension `lead` in front when lead > 0. */
@@ -47,50 +47,77 @@ ts_status ts_program_feed(ts_program *p, const char *name, const ts_tensor *t) {
     }
     ts_status s = check_tensor(p->g, v, t, "ts_program_feed: input", p->iters > 1 ? p->iters : 0);
     if (s) return s;
-    if (!p->buf[v]) return TS_OK; /* an input this program does not read (e.g. labels at inference) */
-    return p->be->copy_in(p->be, p->buf[v], t->data, ts_tensor_nbytes(t));
+    if (p->pipe) return ts_pipeline_feed(p, v, t);
+    ts_slotted *sl = p->iters > 1 ? ts_slot_of(p, v) : NULL;
+    if (sl) return ts_dev_copy_in(p->dev, sl->base, t->data, ts_tensor_nbytes(t));
+    if (!p->vals[v].buf.mem) return TS_OK; /* an input this program does not read (e.g. labels at inference) */
+    return ts_dev_copy_in(p->dev, p->vals[v].buf, t->data, ts_tensor_nbytes(t));
+}
+
+ts_status ts_program_run_phase(ts_program *p, int ph, uint64_t step) {
+    if (!p->exe[ph]) return TS_OK;
+    return p->dev->api->execute(p->dev->ctx, p->exe[ph], &p->abi[ph], p->workspace, step);
+}
+
+/* Every phase of a plain program (it has one) at step. */
+static ts_status run_once(ts_program *p, uint64_t step) {
+    ts_status s = TS_OK;
+    for (int ph = 0; ph < p->nphases && s == TS_OK; ph++) s = ts_program_run_phase(p, ph, step);
+    return s;
 }
 
 ts_status ts_program_run(ts_program *p) {
     if (!p) return ts_err(TS_ERR_ARG, "ts_program_run: program is NULL");
+    if (p->pipe) return ts_pipeline_run(p);
     ts_set_threads(p->num_threads);
     if (p->iters == 1) {
-        ts_status s = p->be->run(p->be, p->compiled, &p->plan, p->step);
+        ts_status s = run_once(p, p->step);
         if (s == TS_OK) p->step++;
         return s;
     }
-    for (int k = 0; k < p->iters; k++) {
-        for (int i = 0; i < p->niter_vals; i++)
-            p->buf[p->iter_vals[i]] = (char *)p->iter_base[i] + (size_t)k * p->iter_bytes[i];
-        ts_status s = p->be->run(p->be, p->compiled, &p->plan, p->step);
+    ts_status s = TS_OK;
+    for (int k = 0; k < p->iters && s == TS_OK; k++) {
+        for (int i = 0; i < p->nslots; i++) ts_slot_select(p, &p->slots[i], k);
+        s = run_once(p, p->step);
         for (int i = 0; i < p->nfetch && s == TS_OK; i++) {
             size_t bytes = ts_val_bytes(&p->g->vals[p->fetch[i]]);
-            s = p->be->copy_out(p->be, (char *)p->fetch_host[i] + (size_t)k * bytes, p->buf[p->fetch[i]], bytes);
+            s = ts_dev_copy_out(p->dev, (char *)p->fetch_host[i] + (size_t)k * bytes, p->vals[p->fetch[i]].buf, bytes);
         }
-        if (s != TS_OK) {
-            for (int i = 0; i < p->niter_vals; i++) p->buf[p->iter_vals[i]] = p->iter_base[i];
-            return s;
-        }
-        p->step++;
+        if (s == TS_OK) p->step++;
     }
     /* back to slice 0, where ts_program_feed writes */
-    for (int i = 0; i < p->niter_vals; i++) p->buf[p->iter_vals[i]] = p->iter_base[i];
-    return TS_OK;
+    for (int i = 0; i < p->nslots; i++) ts_slot_select(p, &p->slots[i], 0);
+    return s;
+}
+
+int ts_value_present(const ts_program *p, int v) {
+    if (p->pipe) return 1; /* the pipeline's values are its stages' (pipeline.c checks) */
+    return p->vals[v].buf.mem != NULL;
+}
+
+ts_status ts_value_read(const ts_program *p, int v, void *host) {
+    if (p->pipe) return ts_pipeline_read(p, v, host);
+    return ts_dev_copy_out(p->dev, host, p->vals[v].buf, ts_val_bytes(&p->g->vals[v]));
+}
+
+ts_status ts_value_write(ts_program *p, int v, const void *host) {
+    if (p->pipe) return ts_pipeline_write(p, v, host);
+    return ts_dev_copy_in(p->dev, p->vals[v].buf, host, ts_val_bytes(&p->g->vals[v]));
 }
 
 static int fetchable(const ts_program *p, int v) {
-    if (p->owned[v]) return 1;
+    if (p->g->vals[v].kind != TS_V_NODE) return 1;
     for (int i = 0; i < p->nfetch; i++)
         if (p->fetch[i] == v) return 1;
     return 0;
 }
 
-/* A new host tensor holding value v's device buffer. */
+/* A new host tensor holding value v. */
 static ts_status copy_out_value(const ts_program *p, int v, ts_tensor **out) {
     const ts_val *x = &p->g->vals[v];
     ts_tensor *t = ts_tensor_new(x->dtype, x->ndim, x->shape);
-    if (!t) return TS_ERR_NOMEM;
-    ts_status s = p->be->copy_out(p->be, t->data, p->buf[v], ts_val_bytes(x));
+    if (!t) return ts_err(TS_ERR_NOMEM, "out of memory for a copy of '%s'", x->name ? x->name : "a value");
+    ts_status s = ts_value_read(p, v, t->data);
     if (s) { ts_tensor_free(t); return s; }
     *out = t;
     return TS_OK;
@@ -101,8 +128,9 @@ ts_status ts_program_fetch(ts_program *p, const char *name, ts_tensor **out) {
     *out = NULL;
     int v = find_named(p, name, TS_V_NODE, 1);
     if (v < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_program_fetch: the graph has no value named '%s'", name ? name : "(null)");
-    if (!p->buf[v] || !fetchable(p, v))
+    if (!ts_value_present(p, v) || !fetchable(p, v))
         return ts_err(TS_ERR_NOT_FOUND, "ts_program_fetch: '%s' was not named in the fetches at compile time", name);
+    if (p->pipe) return ts_pipeline_fetch(p, v, out);
     for (int i = 0; i < p->nfetch && p->iters > 1; i++) {
         if (p->fetch[i] != v) continue;
         const ts_val *x = &p->g->vals[v];
@@ -140,7 +168,7 @@ ts_status ts_program_set_param(ts_program *p, const char *name, const ts_tensor 
     if (v < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_program_set_param: no parameter named '%s'", name ? name : "(null)");
     ts_status s = check_tensor(p->g, v, t, "ts_program_set_param: parameter", 0);
     if (s) return s;
-    return p->be->copy_in(p->be, p->buf[v], t->data, ts_tensor_nbytes(t));
+    return ts_value_write(p, v, t->data);
 }
 
 int ts_program_copy_params(ts_program *dst, const ts_program *src) {
@@ -154,13 +182,14 @@ int ts_program_copy_params(ts_program *dst, const ts_program *src) {
         const ts_val *y = &dst->g->vals[dv];
         if (y->dtype != x->dtype || y->ndim != x->ndim || memcmp(y->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim))
             continue;
-        /* both buffers are device memory of possibly different backends: go through the host */
+        /* both are device memory of possibly different devices: go through the host */
         size_t bytes = ts_val_bytes(x);
         void *tmp = malloc(bytes ? bytes : 1);
         if (!tmp) { ts_err(TS_ERR_NOMEM, "ts_program_copy_params: out of memory"); return -1; }
-        src->be->copy_out(src->be, tmp, src->buf[sv], bytes);
-        dst->be->copy_in(dst->be, dst->buf[dv], tmp, bytes);
+        ts_status s = ts_value_read(src, sv, tmp);
+        if (!s) s = ts_value_write(dst, dv, tmp);
         free(tmp);
+        if (s) return -1;
         copied++;
     }
     return copied;

@@ -1,7 +1,8 @@
 /*
- * program.h — a compiled program: the graph after passes, its schedule, one arena for the
- * intermediates, persistent buffers (parameters, optimizer state, inputs, constants,
- * gradients) and the backend's compiled state.
+ * program.h — a compiled program: the graph after passes, its schedule (in phases), one arena for
+ * the intermediates, persistent buffers (parameters, optimizer state, inputs, constants,
+ * gradients), slotted buffers, and the device's executables. A pipelined program (pipeline.c)
+ * holds one such program per stage instead and runs them on their devices.
  */
 #ifndef TS_PROGRAM_H
 #define TS_PROGRAM_H
@@ -9,35 +10,84 @@
 #include "backend/backend.h"
 #include "graph/memplan.h"
 
+/* Phases of a schedule: a plain program has one; a pipeline stage's program runs its forward
+ * (phase 0) and backward (phase 1) once per micro-batch, and its part of the optimizer update
+ * once per step, in one or more segments (phases 2, 3, ...) between which other stages run. */
+enum { TS_PH_FWD = 0, TS_PH_BWD = 1, TS_PH_UPD = 2 };
+
+/* A buffer with several copies ("slots") and the values that live in it (a root and its aliases):
+ * the inputs of a program with device iterations (one slot per iteration), and in a pipeline
+ * stage the values kept from a micro-batch's forward for its backward, and those received from
+ * other stages (one slot per micro-batch in flight). */
+typedef struct ts_slotted {
+    int root, nslots;
+    size_t bytes;     /* of one slot */
+    size_t stride;    /* slot k at base + k stride: bytes for fed inputs (fed as one block),
+                         64-byte aligned in a pipeline stage (where the kernels read them) */
+    ts_buffer base;
+    int nvals, *vals; /* the root and the values aliasing it */
+} ts_slotted;
+
+typedef struct ts_pipeline ts_pipeline;
+
 struct ts_program {
     ts_graph *g;              /* owned copy, after passes */
-    const ts_backend *be;
-    void *compiled;           /* backend state */
-    ts_plan plan;
-    int *sched;
+    ts_device *dev;
+    ts_abi_value *vals;       /* per value id: dtype, shape and buffer (mem NULL: none) */
+    uint8_t *owned;           /* vals[v].buf was allocated for v alone (persistent) */
+    int *sched;               /* node ids, phase by phase */
     int nsched;
-    void **buf;               /* device address per value */
-    uint8_t *owned;           /* buf[v] was allocated for v alone (persistent) */
-    void *arena;
-    void *workspace;
+    int nphases;
+    int *phase_begin;         /* [nphases + 1]: sched[phase_begin[k] .. phase_begin[k+1]) is phase k */
+    ts_abi_node *nodes;       /* per scheduled node: the ABI's view */
+    ts_plan *plan;            /* per phase: what the backend compiled */
+    ts_abi_plan *abi;
+    void **exe;
+    ts_buffer arena, workspace;
     int *fetch;               /* fetchable value ids */
     int nfetch;
     int *params;              /* parameter value ids */
     int nparams;
     uint64_t step;
     int num_threads;
-    /* device iterations: K runs per ts_program_run. With K > 1 every input buffer holds K
-     * slices; iter_vals lists the values whose buffer lies in an input's (the input itself and
-     * its aliases) with the input's slice size, so run() can point them at slice k; fetch_host
-     * holds each fetch's K copies. */
+    /* device iterations: K runs per ts_program_run, every input slotted K times; fetch_host holds
+     * each fetch's K copies */
     int iters;
-    int niter_vals;
-    int *iter_vals;
-    size_t *iter_bytes;
-    void **iter_base;
+    ts_slotted *slots;
+    int nslots;
     void **fetch_host;
     ts_memory mem;
+    ts_pipeline *pipe;        /* a pipelined program: the stages do the work (pipeline.c) */
 };
+
+/* What a pipeline asks of one stage's program (NULL for a plain program). */
+typedef struct ts_stage_spec {
+    const uint8_t *alive;     /* per node: in this program */
+    const int *phase;         /* per node: its phase, 0 .. nphases - 1 */
+    int nphases;
+    const int *slots;         /* per value: > 0, a slotted buffer of that many copies */
+    const uint8_t *sent;      /* per value: read by another stage: kept to the end of its phase */
+} ts_stage_spec;
+
+/* Compile graph g (owned by the program from here on, freed on failure) for device dev: the
+ * passes, plan and buffers of ts_compile, for a stage of a pipeline when spec is set. */
+ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *o, const ts_stage_spec *spec);
+
+/* Point the values of slotted buffer s at slot k. */
+void ts_slot_select(ts_program *p, const ts_slotted *s, int k);
+/* The slotted buffer whose root is value v's root, or NULL. */
+ts_slotted *ts_slot_of(ts_program *p, int v);
+
+/* Run phase ph of p (0 for a plain program's whole schedule) once, at step. */
+ts_status ts_program_run_phase(ts_program *p, int ph, uint64_t step);
+
+/* Read / write a persistent value or a materialised one (all bytes), wherever it lives: in a
+ * pipeline, the read comes from the stage that updates it and the write goes to every stage that
+ * holds it. */
+ts_status ts_value_read(const ts_program *p, int v, void *host);
+ts_status ts_value_write(ts_program *p, int v, const void *host);
+/* 1 when value v has a buffer in p (in some stage of a pipeline). */
+int ts_value_present(const ts_program *p, int v);
 
 /* Set the OpenMP thread count for a program: n > 0, or the process default when n == 0 (so one
  * program's setting does not leak into the next). */
@@ -48,8 +98,18 @@ void ts_init_fill(const ts_init *init, uint64_t seed, const char *name, float *d
 
 /* Passes (src/graph/passes). `alive` marks scheduled nodes; `pinned` marks values that must
  * keep their identity (fetches). Each returns the number of nodes it removed. A fused node takes
- * the index of the last node it replaces, so index order stays a valid schedule. */
+ * the index of the last node it replaces, so index order stays a valid schedule; fusion never
+ * joins nodes of two stages or two phases. */
 int ts_pass_dce(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int keep_side_effects);
 int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned);
+
+/* Pipelines (pipeline.c): compile g for the stage devices of o; run one call; free. */
+ts_program *ts_pipeline_compile(const ts_graph *g, const ts_compile_opts *o);
+ts_status ts_pipeline_run(ts_program *p);
+ts_status ts_pipeline_feed(ts_program *p, int v, const ts_tensor *t);
+ts_status ts_pipeline_fetch(ts_program *p, int v, ts_tensor **out);
+ts_status ts_pipeline_read(const ts_program *p, int v, void *host);
+ts_status ts_pipeline_write(ts_program *p, int v, const void *host);
+void ts_pipeline_free(ts_pipeline *pl);
 
 #endif

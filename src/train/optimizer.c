@@ -121,26 +121,42 @@ static ts_status check_opts(ts_graph *g, const ts_optim_opts *o) {
     return TS_OK;
 }
 
+/* The pipeline stage of parameter v: where its gradient is complete (-1: not placed). */
+static int param_stage(const ts_graph *g, int v) {
+    int gv = g->vals[v].grad;
+    return gv >= 0 && g->vals[gv].kind == TS_V_NODE ? g->nodes[g->vals[gv].node].stage : -1;
+}
+
 /* The sum of squares of every gradient the updates read (src[v] for each trained parameter v),
- * in chains of grad_sumsq nodes. Returns it, or TS_NONE after recording an error. */
+ * in chains of grad_sumsq nodes. With pipeline stages the parameters go stage by stage (in their
+ * order within a stage) and no node reads two stages' gradients, so the chain crosses from one
+ * stage to the next once; the same chain, the same sums, on one device or several. Returns it,
+ * or TS_NONE after recording an error. */
 static ts_value add_sumsq(ts_graph *g, const ts_value *src, int nv) {
     ts_value acc = TS_NONE;
-    int in[TS_MAX_IN], nin = 0;
+    int in[TS_MAX_IN], nin = 0, cur = -1;
+    int *order = malloc(sizeof(int) * (size_t)(nv + 1)), n = 0;
+    if (!order) abort();
+    for (int s = -1; s < TS_MAX_STAGES; s++) /* unplaced (-1) first, then stage by stage */
+        for (int v = 0; v < nv; v++)
+            if (g->vals[v].kind == TS_V_PARAM && g->vals[v].grad >= 0 && param_stage(g, v) == s) order[n++] = v;
     ts_attrs at = {0};
-    for (int v = 0; v <= nv; v++) {
-        int last = v == nv;
-        if (!last && (g->vals[v].kind != TS_V_PARAM || g->vals[v].grad < 0)) continue;
+    for (int k = 0; k <= n; k++) {
+        int last = k == n, v = last ? -1 : order[k];
+        /* a node ends when it is full, at a stage's end, or at the last gradient */
+        if (nin > 0 && (last || nin == TS_MAX_IN || param_stage(g, v) != cur)) {
+            at.i[0] = in[0] == acc && acc != TS_NONE;
+            acc = ts_node_add(g, TS_OP_GRAD_SUMSQ, nin, in, &at, NULL);
+            if (acc == TS_NONE) break;
+            nin = 0;
+        }
         if (!last) {
+            cur = param_stage(g, v);
             if (nin == 0 && acc != TS_NONE) in[nin++] = acc;
             in[nin++] = src[v];
         }
-        if (nin == TS_MAX_IN || (last && nin > 0)) {
-            at.i[0] = in[0] == acc && acc != TS_NONE;
-            acc = ts_node_add(g, TS_OP_GRAD_SUMSQ, nin, in, &at, NULL);
-            if (acc == TS_NONE) return TS_NONE;
-            nin = 0;
-        }
     }
+    free(order);
     return acc;
 }
 
@@ -300,6 +316,8 @@ ts_status ts_optimizer(ts_graph *g, ts_value lr, const ts_optim_opts *o) {
     if ((st = check_opts(g, o))) return st;
 
     int nv = g->nvals; /* state values added below are not parameters */
+    g->opt_start = g->nnodes;
+    g->accum_steps = o->accumulation_steps > 1 ? o->accumulation_steps : 1;
     ts_value *src = malloc(sizeof(ts_value) * (size_t)nv);
     if (!src) abort();
     step_plan sp;

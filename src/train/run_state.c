@@ -181,7 +181,7 @@ static void remove_stale_tmps(const char *dir) {
 /* Persistent non-parameter values with a buffer and a name: the ones a checkpoint holds. */
 static int is_saved_state(const ts_program *p, int v) {
     const ts_val *x = &p->g->vals[v];
-    return x->kind == TS_V_STATE && x->name && p->owned[v] && p->buf[v];
+    return x->kind == TS_V_STATE && x->name && p->owned[v];
 }
 
 typedef struct state_ctx {
@@ -192,7 +192,8 @@ typedef struct state_ctx {
 static ts_status fill_state(void *c, int i, void *dst) {
     const state_ctx *sc = c;
     const ts_val *x = &sc->p->g->vals[sc->ids[i]];
-    return sc->p->be->copy_out(sc->p->be, dst, sc->p->buf[sc->ids[i]], ts_val_bytes(x));
+    (void)x;
+    return ts_value_read(sc->p, sc->ids[i], dst);
 }
 
 static ts_status save_states(const ts_program *p, const char *path) {
@@ -387,7 +388,7 @@ ts_status ts_program_load_state(ts_program *p, const char *dir, char **extra_jso
     for (int v = 0; v < nv && !s; v++) {
         idx[v] = -1;
         const ts_val *x = &p->g->vals[v];
-        if (x->kind == TS_V_PARAM && p->owned[v] && p->buf[v]) s = match(c.model, x, 1, &idx[v]);
+        if (x->kind == TS_V_PARAM && p->owned[v]) s = match(c.model, x, 1, &idx[v]);
         else if (is_saved_state(p, v)) s = match(c.state, x, 0, &idx[v]);
     }
     /* then copy */
@@ -405,7 +406,8 @@ ts_status ts_program_load_state(ts_program *p, const char *dir, char **extra_jso
             ts_st_convert(e->dtype, src, x->dtype, tmp, ts_val_numel(x));
             src = tmp;
         }
-        s = p->be->copy_in(p->be, p->buf[v], src, bytes);
+        (void)bytes;
+        s = ts_value_write(p, v, src);
         free(tmp);
         tmp = NULL;
     }

@@ -1,18 +1,32 @@
 /*
- * cpu.h — the CPU backend's own kernels: ops for which it has something faster than the
- * reference kernel in src/ops (oneDNN primitives, fused AVX-512 loops).
+ * cpu.h — the CPU backend's insides: a device's context, and the kernels it has of its own for
+ * ops where it has something faster than the reference kernel in src/ops (oneDNN primitives).
  */
 #ifndef TS_CPU_H
 #define TS_CPU_H
 
 #include "backend/backend.h"
 
+/* A CPU device's context: its index and its oneDNN engine and stream, made on first use
+ * (matmul_dnnl.c). */
+typedef struct ts_cpu_dev {
+    int index;
+    int dnnl_ready;                    /* 0: not tried, 1: usable, -1: creation failed */
+    void *dnnl_engine, *dnnl_stream;   /* dnnl_engine_t, dnnl_stream_t */
+} ts_cpu_dev;
+/* Destroy what the device made (matmul_dnnl.c). */
+void ts_cpu_dev_release(ts_cpu_dev *d);
+
+/* The host address of a CPU buffer. */
+static inline void *ts_cpu_ptr(ts_buffer b) { return (char *)b.mem + b.offset; }
+
 typedef struct ts_cpu_kernel {
     int op;
-    /* Called once at compile time: build per-node state and report scratch bytes. Optional. */
-    ts_status (*prepare)(const ts_graph *g, const ts_node *n, void **state, size_t *scratch);
-    ts_status (*run)(const ts_kargs *a);
-    void (*release)(void *state); /* optional */
+    /* Called once at compile time on device dev: build per-node state and report scratch bytes.
+     * Optional. */
+    ts_status (*prepare)(ts_cpu_dev *dev, const ts_graph *g, const ts_node *n, void **state, size_t *scratch);
+    ts_status (*run)(const ts_kargs *a); /* a->device is the ts_cpu_dev */
+    void (*release)(void *state);        /* optional */
 } ts_cpu_kernel;
 
 /* The kernel the CPU backend uses for op, or NULL for the reference one. */

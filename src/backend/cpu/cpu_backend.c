@@ -1,91 +1,33 @@
 /*
- * cpu_backend.c — the CPU backend: host memory, OpenMP kernels, oneDNN where it is faster.
- * It goes through the device ABI like any other backend would.
+ * cpu_backend.c — the CPU backend: host memory, OpenMP kernels, oneDNN where it is faster. It is
+ * a ts_backend_api table like any plugin's (include/tessera_backend.h), registered first.
+ *
+ * Devices: "cpu" (index 0) and "cpu:N". Each device is a context of its own — a oneDNN engine
+ * and stream — so pipeline stages on cpu:0 .. cpu:3 run from four host threads at once, each
+ * with its own OpenMP team (the thread count is the program's, set by the runtime on the calling
+ * thread). Memory is the host's: a buffer's handle is its 64-byte-aligned address.
  */
 #include "backend/cpu/cpu.h"
 
 #include <stdio.h>
 #include <unistd.h>
 
-typedef struct {
-    const ts_cpu_kernel **kern; /* per scheduled node: own kernel or NULL */
-    void **state;               /* per scheduled node */
-    int n;
-} cpu_prog;
+#define CPU_DEVICES 256 /* cpu:0 .. cpu:255: more devices than cores oversubscribe them */
 
-/* Not zeroed: the runtime initialises every persistent buffer, and every arena value is written
- * by its node before it is read (zeroing a BERT-Base arena would touch ~1.5 GB at compile). */
-static void *cpu_alloc(const ts_backend *be, size_t bytes) { (void)be; return ts_alloc(bytes, 0); }
-static void cpu_free(const ts_backend *be, void *p) { (void)be; ts_free(p); }
-static ts_status cpu_copy(const ts_backend *be, void *dst, const void *src, size_t bytes) {
-    (void)be;
-    if (bytes) memcpy(dst, src, bytes);
+static int cpu_count(void) { return CPU_DEVICES; }
+
+static ts_status cpu_open(const ts_device_args *args, void **dev) {
+    ts_cpu_dev *d = calloc(1, sizeof *d);
+    if (!d) return ts_abi_error(TS_ERR_NOMEM, "cpu: out of memory");
+    d->index = args->index;
+    *dev = d;
     return TS_OK;
 }
 
-static void cpu_release(const ts_backend *be, void *compiled) {
-    (void)be;
-    cpu_prog *cp = compiled;
-    if (!cp) return;
-    for (int i = 0; i < cp->n; i++)
-        if (cp->kern[i] && cp->kern[i]->release && cp->state[i]) cp->kern[i]->release(cp->state[i]);
-    free(cp->kern);
-    free(cp->state);
-    free(cp);
+static void cpu_close(void *dev) {
+    ts_cpu_dev_release(dev);
+    free(dev);
 }
-
-static ts_status cpu_compile(const ts_backend *be, const ts_plan *plan, size_t *workspace, void **out) {
-    cpu_prog *cp = calloc(1, sizeof *cp);
-    if (!cp) return ts_err(TS_ERR_NOMEM, "cpu: out of memory");
-    cp->n = plan->nsched;
-    cp->kern = calloc((size_t)cp->n + 1, sizeof *cp->kern);
-    cp->state = calloc((size_t)cp->n + 1, sizeof *cp->state);
-    if (!cp->kern || !cp->state) { cpu_release(be, cp); return ts_err(TS_ERR_NOMEM, "cpu: out of memory"); }
-    size_t ws = 0;
-    for (int i = 0; i < plan->nsched; i++) {
-        const ts_node *n = &plan->g->nodes[plan->sched[i]];
-        const ts_op_def *d = ts_op_get(n->op);
-        size_t need = 0;
-        cp->kern[i] = ts_cpu_kernel_for(n->op);
-        if (cp->kern[i] && cp->kern[i]->prepare) {
-            ts_status s = cp->kern[i]->prepare(plan->g, n, &cp->state[i], &need);
-            if (s != TS_OK) { cpu_release(be, cp); return s; }
-        } else if (!cp->kern[i] && d->scratch) {
-            need = d->scratch(plan->g, n);
-        }
-        if (!cp->kern[i] && !d->kernel) {
-            cpu_release(be, cp);
-            return ts_err(TS_ERR_UNSUPPORTED, "cpu: op %s has no kernel", d->name);
-        }
-        if (need > ws) ws = need;
-    }
-    *workspace = ws;
-    *out = cp;
-    return TS_OK;
-}
-
-static ts_status cpu_run(const ts_backend *be, void *compiled, const ts_plan *plan, uint64_t step) {
-    (void)be;
-    cpu_prog *cp = compiled;
-    ts_kargs a;
-    memset(&a, 0, sizeof a);
-    a.g = plan->g;
-    a.scratch = plan->workspace;
-    a.scratch_bytes = plan->workspace_bytes;
-    a.step = step;
-    for (int i = 0; i < plan->nsched; i++) {
-        const ts_node *n = &plan->g->nodes[plan->sched[i]];
-        a.node = n;
-        for (int j = 0; j < TS_MAX_IN; j++) a.in[j] = j < n->nin && n->in[j] >= 0 ? plan->buf[n->in[j]] : NULL;
-        for (int k = 0; k < TS_MAX_OUT; k++) a.out[k] = k < n->nout ? plan->buf[n->out[k]] : NULL;
-        a.state = cp->state[i];
-        ts_status s = cp->kern[i] ? cp->kern[i]->run(&a) : ts_op_get(n->op)->kernel(&a);
-        if (s != TS_OK) return s;
-    }
-    return TS_OK;
-}
-
-static ts_status cpu_sync(const ts_backend *be) { (void)be; return TS_OK; }
 
 /* A number of bytes from the first line of a file ("max" or unreadable: 0). */
 static size_t read_limit(const char *path) {
@@ -98,9 +40,9 @@ static size_t read_limit(const char *path) {
 }
 
 /* The CPU's memory: physical memory, or the control group's limit when that is lower (a
- * container: cgroup v2's memory.max, v1's memory.limit_in_bytes). */
-static size_t cpu_memory(const ts_backend *be) {
-    (void)be;
+ * container: cgroup v2's memory.max, v1's memory.limit_in_bytes). Every cpu device shares it. */
+static size_t cpu_memory(void *dev) {
+    (void)dev;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     size_t phys = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
     const char *const limits[] = {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
@@ -111,16 +53,134 @@ static size_t cpu_memory(const ts_backend *be) {
     return phys;
 }
 
-const ts_backend ts_backend_cpu = {
+/* Not zeroed: the runtime initialises every persistent buffer, and every arena value is written
+ * by its node before it is read (zeroing a BERT-Base arena would touch ~1.5 GB at compile). */
+static ts_status cpu_alloc(void *dev, size_t bytes, void **mem) {
+    (void)dev;
+    *mem = ts_alloc(bytes, 0);
+    return *mem ? TS_OK : ts_abi_error(TS_ERR_NOMEM, "cpu: cannot allocate %zu bytes", bytes);
+}
+
+static void cpu_free(void *dev, void *mem) {
+    (void)dev;
+    ts_free(mem);
+}
+
+static ts_status cpu_to_device(void *dev, ts_buffer dst, const void *src, size_t bytes) {
+    (void)dev;
+    memcpy(ts_cpu_ptr(dst), src, bytes);
+    return TS_OK;
+}
+
+static ts_status cpu_to_host(void *dev, void *dst, ts_buffer src, size_t bytes) {
+    (void)dev;
+    memcpy(dst, ts_cpu_ptr(src), bytes);
+    return TS_OK;
+}
+
+static ts_status cpu_from_device(void *dev, ts_buffer dst, void *src_dev, ts_buffer src, size_t bytes) {
+    (void)dev, (void)src_dev;
+    memmove(ts_cpu_ptr(dst), ts_cpu_ptr(src), bytes);
+    return TS_OK;
+}
+
+/* Every op of tessera has a reference kernel in src/ops, so the CPU runs them all. */
+static int cpu_supports(void *dev, const char *op, ts_dtype dtype) {
+    (void)dev, (void)dtype;
+    return op != NULL;
+}
+
+typedef struct {
+    const ts_cpu_kernel **kern; /* per scheduled node: own kernel or NULL */
+    void **state;               /* per scheduled node */
+    int n;
+    size_t ws;                  /* the workspace bytes asked for */
+} cpu_prog;
+
+static void cpu_release(void *dev, void *exe) {
+    (void)dev;
+    cpu_prog *cp = exe;
+    if (!cp) return;
+    for (int i = 0; i < cp->n; i++)
+        if (cp->kern[i] && cp->kern[i]->release && cp->state[i]) cp->kern[i]->release(cp->state[i]);
+    free(cp->kern);
+    free(cp->state);
+    free(cp);
+}
+
+static ts_status cpu_compile(void *dev, const ts_abi_plan *abi, size_t *workspace, void **exe) {
+    const ts_plan *plan = abi->internal;
+    cpu_prog *cp = calloc(1, sizeof *cp);
+    if (!cp) return ts_err(TS_ERR_NOMEM, "cpu: out of memory");
+    cp->n = plan->nsched;
+    cp->kern = calloc((size_t)cp->n + 1, sizeof *cp->kern);
+    cp->state = calloc((size_t)cp->n + 1, sizeof *cp->state);
+    if (!cp->kern || !cp->state) { cpu_release(dev, cp); return ts_err(TS_ERR_NOMEM, "cpu: out of memory"); }
+    size_t ws = 0;
+    for (int i = 0; i < plan->nsched; i++) {
+        const ts_node *n = &plan->g->nodes[plan->sched[i]];
+        const ts_op_def *d = ts_op_get(n->op);
+        size_t need = 0;
+        cp->kern[i] = ts_cpu_kernel_for(n->op);
+        if (cp->kern[i] && cp->kern[i]->prepare) {
+            ts_status s = cp->kern[i]->prepare(dev, plan->g, n, &cp->state[i], &need);
+            if (s != TS_OK) { cpu_release(dev, cp); return s; }
+        } else if (!cp->kern[i] && d->scratch) {
+            need = d->scratch(plan->g, n);
+        }
+        if (!cp->kern[i] && !d->kernel) {
+            cpu_release(dev, cp);
+            return ts_err(TS_ERR_UNSUPPORTED, "cpu: op %s has no kernel", d->name);
+        }
+        if (need > ws) ws = need;
+    }
+    *workspace = cp->ws = ws;
+    *exe = cp;
+    return TS_OK;
+}
+
+static ts_status cpu_execute(void *dev, void *exe, const ts_abi_plan *abi, ts_buffer workspace, uint64_t step) {
+    const ts_plan *plan = abi->internal;
+    cpu_prog *cp = exe;
+    const ts_abi_value *val = plan->values;
+    ts_kargs a;
+    memset(&a, 0, sizeof a);
+    a.g = plan->g;
+    a.scratch = workspace.mem ? ts_cpu_ptr(workspace) : NULL;
+    a.scratch_bytes = a.scratch ? cp->ws : 0;
+    a.step = step;
+    a.device = dev;
+    for (int i = 0; i < plan->nsched; i++) {
+        const ts_node *n = &plan->g->nodes[plan->sched[i]];
+        a.node = n;
+        for (int j = 0; j < TS_MAX_IN; j++)
+            a.in[j] = j < n->nin && n->in[j] >= 0 && val[n->in[j]].buf.mem ? ts_cpu_ptr(val[n->in[j]].buf) : NULL;
+        for (int k = 0; k < TS_MAX_OUT; k++)
+            a.out[k] = k < n->nout && val[n->out[k]].buf.mem ? ts_cpu_ptr(val[n->out[k]].buf) : NULL;
+        a.state = cp->state[i];
+        ts_status s = cp->kern[i] ? cp->kern[i]->run(&a) : ts_op_get(n->op)->kernel(&a);
+        if (s != TS_OK) return s;
+    }
+    return TS_OK;
+}
+
+const ts_backend_api ts_backend_cpu_api = {
+    .struct_size = sizeof(ts_backend_api),
+    .abi_major = TS_ABI_MAJOR,
+    .abi_minor = TS_ABI_MINOR,
     .name = "cpu",
+    .device_count = cpu_count,
+    .device_open = cpu_open,
+    .device_close = cpu_close,
+    .memory_bytes = cpu_memory,
     .alloc = cpu_alloc,
     .free = cpu_free,
-    .copy_in = cpu_copy,
-    .copy_out = cpu_copy,
+    .copy_to_device = cpu_to_device,
+    .copy_to_host = cpu_to_host,
+    .copy_from_device = cpu_from_device,
+    .supports = cpu_supports,
     .compile = cpu_compile,
-    .run = cpu_run,
+    .execute = cpu_execute,
     .release = cpu_release,
-    .synchronize = cpu_sync,
-    .memory_bytes = cpu_memory,
-    /* collectives: filled by the distributed work (MPI) */
+    .synchronize = NULL, /* synchronous */
 };

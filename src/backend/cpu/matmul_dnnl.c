@@ -27,8 +27,9 @@
  * live after the scratchpad in the node's scratch bytes.
  * If oneDNN cannot make a primitive for a case (an unusual stride pattern, a dtype mix), the
  * node has no state and run() calls the reference kernel of src/ops/matmul.c.
- * The engine and stream are created once per process, lazily, and kept to exit. The CPU stream
- * executes synchronously in the calling thread, with OpenMP threads as the library's own.
+ * Each CPU device has its own engine and stream (made on first use, kept while the device is
+ * open): a primitive is made on its device's engine and executed on its stream, in the thread
+ * that runs the device, with that thread's OpenMP team.
  *
  * Weight layout: plain (the tensor's own row-major layout, described by strides), no reorder.
  * Checked once on this machine (2 cores of an AMD EPYC with AVX-512 BF16, oneDNN 2.6.3, brgemm
@@ -55,24 +56,33 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
-static dnnl_engine_t g_engine;
-static dnnl_stream_t g_stream;
-static int g_ready; /* 0: not tried, 1: usable, -1: creation failed */
-
-static int dnnl_ready(void) {
+/* The device's engine and stream, made on first use; 1 when usable. */
+static int dnnl_ready(ts_cpu_dev *d) {
 #pragma omp critical(ts_dnnl_init)
     {
-        if (!g_ready) {
-            g_ready = -1;
-            if (dnnl_engine_create(&g_engine, dnnl_cpu, 0) == dnnl_success) {
-                if (dnnl_stream_create(&g_stream, g_engine, dnnl_stream_default_flags) == dnnl_success)
-                    g_ready = 1;
-                else
-                    dnnl_engine_destroy(g_engine);
+        if (!d->dnnl_ready) {
+            dnnl_engine_t e;
+            dnnl_stream_t st;
+            d->dnnl_ready = -1;
+            if (dnnl_engine_create(&e, dnnl_cpu, 0) == dnnl_success) {
+                if (dnnl_stream_create(&st, e, dnnl_stream_default_flags) == dnnl_success) {
+                    d->dnnl_engine = e, d->dnnl_stream = st;
+                    d->dnnl_ready = 1;
+                } else {
+                    dnnl_engine_destroy(e);
+                }
             }
         }
     }
-    return g_ready > 0;
+    return d->dnnl_ready > 0;
+}
+
+void ts_cpu_dev_release(ts_cpu_dev *d) {
+    if (d->dnnl_ready > 0) {
+        dnnl_stream_destroy(d->dnnl_stream);
+        dnnl_engine_destroy(d->dnnl_engine);
+    }
+    d->dnnl_ready = 0;
 }
 
 enum { ARG_SRC, ARG_WEI, ARG_BIAS, ARG_DST, ARG_SCRATCH, NARG };
@@ -140,7 +150,8 @@ static dnnl_status_t plain_md(dnnl_memory_desc_t *md, int nd, const dnnl_dims_t 
 
 /* Build the primitive; leaves s->prim NULL when oneDNN has no implementation for this case.
  * widen: describe every 16-bit operand and the output as f32 (f16 through f32, above). */
-static ts_status build(const ts_graph *g, const ts_node *n, mm_dnnl *s, int widen) {
+static ts_status build(ts_cpu_dev *dev, const ts_graph *g, const ts_node *n, mm_dnnl *s, int widen) {
+    dnnl_engine_t g_engine = dev->dnnl_engine;
     const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]], *o = &g->vals[n->out[0]];
     const ts_val *c = n->nin > 2 && n->in[2] >= 0 ? &g->vals[n->in[2]] : NULL;
     ts_val w[4];
@@ -246,18 +257,18 @@ static void plan_copies(const ts_graph *g, const ts_node *n, mm_dnnl *s) {
     s->total_bytes = at;
 }
 
-static ts_status mm_prepare(const ts_graph *g, const ts_node *n, void **state, size_t *scratch) {
+static ts_status mm_prepare(ts_cpu_dev *dev, const ts_graph *g, const ts_node *n, void **state, size_t *scratch) {
     *state = NULL;
     *scratch = 0;
-    if (!dnnl_ready()) return TS_OK; /* reference kernel */
+    if (!dnnl_ready(dev)) return TS_OK; /* reference kernel */
     mm_dnnl *s = calloc(1, sizeof *s);
     if (!s) return ts_err(TS_ERR_NOMEM, "op matmul: out of memory");
-    ts_status st = build(g, n, s, 0);
+    ts_status st = build(dev, g, n, s, 0);
     if (st == TS_OK && !s->prim && g->vals[n->in[0]].dtype == TS_F16) {
         mm_release(s);
         if (!(s = calloc(1, sizeof *s))) return ts_err(TS_ERR_NOMEM, "op matmul: out of memory");
         s->widen = 1;
-        st = build(g, n, s, 1);
+        st = build(dev, g, n, s, 1);
     }
     if (st != TS_OK || !s->prim) {
         mm_release(s);
@@ -299,8 +310,9 @@ static ts_status mm_run(const ts_kargs *k) {
         if (st != dnnl_success)
             return ts_err(TS_ERR_RUNTIME, "op matmul: oneDNN set_data_handle: %s", dnnl_status2str(st));
     }
-    dnnl_status_t st = dnnl_primitive_execute(s->prim, g_stream, s->nargs, s->args);
-    if (st == dnnl_success) st = dnnl_stream_wait(g_stream);
+    dnnl_stream_t stream = ((ts_cpu_dev *)k->device)->dnnl_stream;
+    dnnl_status_t st = dnnl_primitive_execute(s->prim, stream, s->nargs, s->args);
+    if (st == dnnl_success) st = dnnl_stream_wait(stream);
     if (st != dnnl_success) return ts_err(TS_ERR_RUNTIME, "op matmul: oneDNN execute: %s", dnnl_status2str(st));
     if (s->widen) narrow16(ptr[ARG_DST], k->out[0], s->numel[3]);
     return TS_OK;

@@ -27,13 +27,21 @@ typedef struct {
     int *uses; /* per value: alive input slots reading it, +1 when pinned */
 } fuse_ctx;
 
-/* The alive node producing v when v may be fused away into its single consumer, else -1. */
-static int fusable_producer(const fuse_ctx *c, int v) {
+/* Where node i runs: its pipeline stage and its phase (forward, backward, update). Two nodes of
+ * different places are never fused, so a pipeline can split the graph after fusion. */
+static int place(const ts_graph *g, int i) {
+    int op = g->nodes[i].op;
+    return g->nodes[i].stage * 4 + ts_node_phase(g, i, op == TS_OP_ACCUM_GRAD);
+}
+
+/* The alive node producing v when v may be fused away into its single consumer i, else -1. */
+static int fusable_producer(const fuse_ctx *c, int v, int i) {
     if (v < 0) return -1;
     const ts_val *x = &c->g->vals[v];
     if (x->kind != TS_V_NODE || x->name || c->pinned[v] || c->uses[v] != 1) return -1;
     int p = x->node;
     if (p < 0 || !c->alive[p] || c->g->nodes[p].nout != 1 || c->g->nodes[p].out[0] != v) return -1;
+    if (place(c->g, p) != place(c->g, i)) return -1;
     return p;
 }
 
@@ -64,7 +72,7 @@ static int fuse_matmul_bias(fuse_ctx *c, int i) {
     if (n->op != TS_OP_ADD || n->nin != 2) return 0;
     for (int side = 0; side < 2; side++) {
         int mv = n->in[side], bias = n->in[1 - side];
-        int p = fusable_producer(c, mv);
+        int p = fusable_producer(c, mv, i);
         if (p < 0 || bias < 0) continue;
         const ts_node *m = &g->nodes[p];
         if (m->op != TS_OP_MATMUL || mm_has_bias(m)) continue;
@@ -88,7 +96,7 @@ static int fuse_matmul_scale(fuse_ctx *c, int i) {
     ts_graph *g = c->g;
     const ts_node *n = &g->nodes[i];
     if (n->op != TS_OP_SCALE || n->attr.f[1] != 0.f) return 0;
-    int p = fusable_producer(c, n->in[0]);
+    int p = fusable_producer(c, n->in[0], i);
     if (p < 0) return 0;
     const ts_node *m = &g->nodes[p];
     if (m->op != TS_OP_MATMUL || mm_has_bias(m)) return 0;
@@ -109,7 +117,7 @@ static int fuse_unary_chain(fuse_ctx *c, int i) {
     ts_graph *g = c->g;
     const ts_node *n = &g->nodes[i];
     if (n->nin != 1 || n->nout != 1) return 0;
-    int p = fusable_producer(c, n->in[0]);
+    int p = fusable_producer(c, n->in[0], i);
     if (p < 0) return 0;
     const ts_node *u = &g->nodes[p];
     if (u->nin != 1 || u->in[0] < 0) return 0;
