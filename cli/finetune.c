@@ -61,6 +61,10 @@ static const char *USAGE =
     "                       default 0); recorded in checkpoints\n"
     "  --accumulation N     micro-batches of --batch per optimizer step (default 1: the effective\n"
     "                       batch is batch x N; an epoch's last step may hold fewer)\n"
+    "  --devices LIST       run as a pipeline over these devices (cpu:0,cpu:1,...), stages in 1F1B order\n"
+    "  --stages SPEC|auto   which device runs what (\"0:emb 1:0-1 2:2-3,heads\", as tessera pretrain\n"
+    "                       --help explains; default auto: balanced by measured time)\n"
+    "  --micro-batches M    micro-batches per step with --devices (default 2 x devices; = --accumulation)\n"
     "  --device-iterations K  optimizer steps per call into the compiled program (default 1; the\n"
     "                       rows of an epoch that do not fill a call are left out of it;\n"
     "                       --max-steps, --save-every, --stop-after: multiples of K)\n"
@@ -226,7 +230,7 @@ static int run(const ft_opts *o) {
     int nl = ts_text_dataset_num_labels(r.train);
     r.meta.max_len = r.seq; /* meta.lowercase stays the pretrained model's do_lower_case */
     r.meta.truncation = o->truncation;
-    ts_trunc_apply(r.tok, r.meta.truncation, r.seq);
+    ts_truncation_apply(r.tok, r.meta.truncation, r.seq);
     if (o->text_b_col && !(r.meta.text_b_column = strdup(o->text_b_col))) goto oom;
     r.meta.nlabels = nl;
     r.meta.labels = calloc((size_t)nl, sizeof *r.meta.labels);
@@ -241,10 +245,13 @@ static int run(const ft_opts *o) {
 
     rc = 1;
     const int B = o->batch;
-    ts_train_loop loop = ft_loop_opts(o);
+    ts_train_loop loop;
+    if ((rc = ft_loop_opts(o, &r.cfg, TS_BERT_SEQ_CLASSIFICATION, r.seq, &loop))) goto done;
+    rc = 1;
     if (ts_bert_programs("finetune", &r.cfg, TS_BERT_SEQ_CLASSIFICATION, B, r.seq, (uint64_t)o->seed, o->threads, 1,
                          (float)o->wd, (const char *[]){"loss"}, 1, &r.tp, (const char *[]){"logits"}, 1, &r.ip, &loop))
         goto done;
+    ft_describe(o, r.tp, NULL);
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", o->model);
     snprintf(r.vocab, sizeof r.vocab, "%s/vocab.txt", o->model);
@@ -266,6 +273,7 @@ static int run(const ft_opts *o) {
     rc = 1;
     if (!(metrics = o->resume ? ts_metrics_append(o->out, "finetune") : ts_metrics_open(o->out, "finetune")))
         goto done;
+    ft_describe(o, r.tp, metrics);
 
     int64_t ntrain = ts_text_dataset_size(r.train);
     int64_t total = ft_steps_per_epoch(o, ntrain) * o->epochs;
@@ -355,6 +363,8 @@ int ts_cli_finetune(int argc, char **argv) {
         {"fp16", OPT_FLAG, &o.fp16, 0},          {"truncate", OPT_STR, &o.truncate, 0},
         {"optimizer", OPT_STR, &o.optimizer, 0}, {"momentum", OPT_FLOAT, &o.momentum, 0},
         {"accumulation", OPT_INT, &o.accumulation, 1}, {"device-iterations", OPT_INT, &o.device_iterations, 1},
+        {"devices", OPT_STR, &o.devices, 0},     {"stages", OPT_STR, &o.stages, 0},
+        {"micro-batches", OPT_INT, &o.micro_batches, 2},
         TS_DEVICE_OPTS,                          TS_LOAD_OPTS,
     };
     ts_optset os;
@@ -379,7 +389,8 @@ int ts_cli_finetune(int argc, char **argv) {
         } else if (o.bf16 && o.fp16) {
             fprintf(stderr, "tessera finetune: --bf16 and --fp16 exclude each other\n");
             rc = 2;
-        } else if (ts_optimizer_parse("finetune", o.optimizer) < 0) {
+        } else if (ts_optimizer_parse("finetune", o.optimizer) < 0 ||
+                   ts_pipe_micro("finetune", o.devices, o.stages, o.micro_batches, &o.accumulation, o.fp16)) {
             rc = 2;
         } else if (o.momentum >= 1 || (o.momentum > 0 && strcmp(o.optimizer, "sgd"))) {
             fprintf(stderr, "tessera finetune: --momentum %g: SGD's momentum, below 1 (with --optimizer sgd)\n",

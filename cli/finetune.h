@@ -16,6 +16,8 @@ typedef struct ft_opts {
     const char *optimizer; /* --optimizer adamw|lamb|sgd */
     double test_split, lr, warmup, wd, max_minutes, max_grad_norm, momentum;
     int accumulation, device_iterations; /* micro-batches per optimizer step; steps per program call */
+    const char *devices, *stages;        /* --devices / --stages: a pipeline */
+    int micro_batches;
     int epochs, batch, max_len, max_steps, save_every, seed, threads, bf16, keep, stop_after;
     int split_seed; /* --split-seed: the train/test split's shuffle (-1: --seed's) */
     int recompute, deterministic, fp16;
@@ -46,6 +48,7 @@ typedef struct ft_task {
     int (*checkpoint)(void *ctx, int64_t step);
     /* The last line, after the final save: what was reached in `step` steps and `seconds`. */
     void (*report)(void *ctx, int64_t step, double seconds);
+    FILE *metrics;   /* set by ft_train_loop */
 } ft_task;
 
 /* Train: epochs over t->nrows rows in the order of ts_permutation(seed + 1000003 epoch), one
@@ -61,8 +64,12 @@ int ft_train_loop(const ft_opts *o, ft_task *t, int64_t step, FILE *metrics);
  * rows do not fill one call with device iterations). */
 int64_t ft_steps_per_epoch(const ft_opts *o, int64_t n);
 
-/* The optimizer and loop options of o, for ts_bert_programs. */
-ts_train_loop ft_loop_opts(const ft_opts *o);
+/* The optimizer and loop options of o, for ts_bert_programs; with --devices, the pipeline of a
+ * model of config cfg with head `head` at sequence length seq (placed and, for --stages auto,
+ * measured here). 0, or prints the error and returns the exit code. */
+int ft_loop_opts(const ft_opts *o, const ts_bert_config *cfg, ts_bert_head head, int seq, ts_train_loop *loop);
+/* With --devices: print the pipeline's stages (metrics NULL) or log them. */
+void ft_describe(const ft_opts *o, ts_program *tp, FILE *metrics);
 
 /* `tessera finetune --task qa`: fine-tune BertForQuestionAnswering on a SQuAD v1.1 file.
  * Returns the exit code (0, 1 failure while running, 2 bad input). */

@@ -49,7 +49,7 @@ static cJSON *shape_json(const ft_opts *o, const char *task, int seq, int doc_st
     add_str(j, "text-column", o->text_col);
     add_str(j, "text-b-column", o->text_b_col);
     add_str(j, "label-column", o->label_col);
-    add_str(j, "truncate", ts_trunc_names[o->truncation]); /* the cut, with or without the flag */
+    add_str(j, "truncate", ts_truncation_names[o->truncation]); /* the cut, with or without the flag */
     cJSON_AddNumberToObject(j, "doc-stride", doc_stride);
     cJSON_AddNumberToObject(j, "max-query-len", max_query_len);
     return j;

@@ -68,11 +68,14 @@ static int build(qa_run *r) {
     if (o->bf16) r->cfg.compute_dtype = TS_BF16;
     if (o->fp16) r->cfg.compute_dtype = TS_F16;
     r->cfg.recompute = o->recompute;
-    ts_train_loop loop = ft_loop_opts(o);
+    ts_train_loop loop;
+    int rc = ft_loop_opts(o, &r->cfg, TS_BERT_QUESTION_ANSWERING, r->seq, &loop);
+    if (rc) return rc;
     if (ts_bert_programs("finetune", &r->cfg, TS_BERT_QUESTION_ANSWERING, o->batch, r->seq, (uint64_t)o->seed,
                          o->threads, 1, (float)o->wd, (const char *[]){"loss"}, 1, &r->tp,
                          (const char *[]){"start_logits", "end_logits"}, 2, &r->ip, &loop))
         return 1;
+    ft_describe(o, r->tp, NULL);
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", o->model);
     snprintf(r->vocab, sizeof r->vocab, "%s/vocab.txt", o->model);
@@ -159,8 +162,7 @@ static int train(qa_run *r) {
     const int B = o->batch;
     int rc = 1;
     FILE *metrics = NULL;
-    ts_train_loop loop = ft_loop_opts(o);
-    int S = loop.device_iterations; /* micro-batches per call */
+    int S = (o->accumulation > 1 ? o->accumulation : 1) * (o->device_iterations > 1 ? o->device_iterations : 1);
     const int64_t sb[2] = {S, B};
     r->sp = ts_tensor_new(TS_I32, S > 1 ? 2 : 1, S > 1 ? sb : sb + 1);
     r->ep = ts_tensor_new(TS_I32, S > 1 ? 2 : 1, S > 1 ? sb : sb + 1);
@@ -172,6 +174,7 @@ static int train(qa_run *r) {
     if (o->resume && ft_ckpt_resume(o, "qa", r->seq, r->meta.doc_stride, r->meta.max_query_len, r->tp, &step)) return 2;
     if ((rc = ts_out_lock("finetune", o->out))) return rc;
     if (!(metrics = o->resume ? ts_metrics_append(o->out, "finetune") : ts_metrics_open(o->out, "finetune"))) return 1;
+    ft_describe(o, r->tp, metrics);
     int64_t nf = ts_squad_num_features(r->train), total = ft_steps_per_epoch(o, nf) * o->epochs;
     if (o->max_steps && o->max_steps < total) total = o->max_steps;
     printf("tessera finetune: %lld steps of %d x %d tokens, %s, lr %g\n", (long long)total, B, r->seq,

@@ -40,6 +40,13 @@ static const char *USAGE =
     "            --device-iterations K (optimizer steps per call into the compiled program,\n"
     "            default 1; --max-steps, --save-every, --eval-every, --stop-after: multiples of K)\n"
     "            --recompute (recompute each layer's forward in the backward: less memory, same result)\n"
+    "  Pipeline: --devices cpu:0,cpu:1,...  run the model as a pipeline over these devices (the cores\n"
+    "            shared among them; more devices than cores oversubscribe), stages in 1F1B order\n"
+    "            --stages SPEC|auto  which device runs what: \"0:emb,heads 1:0-3 2:4-7 3:8-11\" (device\n"
+    "            index: emb, heads, layers N or A-B; the seed system's layout for 12 layers), or auto\n"
+    "            (default: time each part, then balance the layers over the devices)\n"
+    "            --micro-batches M  micro-batches of --batch per step (default 2 x devices; the\n"
+    "            effective batch is batch x M; the same as --accumulation)\n"
     "            --deterministic (bit-identical runs for a seed: pins --threads, default all CPUs,\n"
     "            and refuses --max-minutes)\n"
     "  Output:   --save-every N (steps; default only at the end)  --eval-every K (default 100)\n"
@@ -66,7 +73,8 @@ typedef struct pt_opts {
     int layers, hidden, heads, inter, max_len, batch, max_steps, seed, save_every, eval_every, eval_batches;
     int threads, wwm, bf16, keep, stop_after, recompute, deterministic;
     int fp16, accumulation, device_iterations, max_predictions, cased;
-    const char *resume, *optimizer;
+    const char *resume, *optimizer, *devices, *stages;
+    int micro_batches;
     double max_minutes, lr, warmup, wd, dropout, mask_prob, max_grad_norm, momentum;
 } pt_opts;
 
@@ -214,6 +222,89 @@ static ts_status evaluate(ts_program *ip, heldout *h, double *mlm_acc, double *n
     return TS_OK;
 }
 
+/* A run between ts_train's hooks. */
+typedef struct pt_run {
+    const pt_opts *o;
+    ts_program *tp, *ip;
+    ts_pretrain_reader *reader;
+    ts_batch_buf *bb;
+    heldout *held;
+    FILE *metrics;
+    const ts_bert_config *cfg;
+    const pt_shape *shape;
+    ts_model_meta meta;
+    ts_progress pr;
+    double sum, sum_mlm, sum_nsp, acc, nacc, eloss;
+    int64_t n_sum;
+    int no_pairs;      /* the corpus holds no sentence pair */
+    int timed;         /* the pipeline's stages were reported */
+    const ts_pipe_plan *pipe; /* --devices */
+} pt_run;
+
+static int pt_fill(void *ctx, int64_t step, int micro, int slice, int *rows) {
+    pt_run *R = ctx;
+    (void)step, (void)micro;
+    ts_batch_buf_slice(R->bb, slice);
+    ts_status st = ts_pretrain_next(R->reader, &R->bb->b, rows);
+    if (st == TS_OK && R->bb->predictions) ts_batch_buf_compact(R->bb, slice); /* the masker caps at P */
+    ts_batch_buf_slice(R->bb, 0);
+    if (st != TS_OK && strstr(ts_last_error(), "no sentence pair")) R->no_pairs = 1;
+    return st == TS_OK ? 0 : -1;
+}
+
+static ts_status pt_feed(void *ctx, ts_program *p) { return ts_batch_buf_feed(((pt_run *)ctx)->bb, p, 1); }
+
+static void pt_step(void *ctx, const ts_train_step_report *r) {
+    pt_run *R = ctx;
+    if (isfinite(r->losses[0])) R->sum += r->losses[0], R->sum_mlm += r->losses[1], R->sum_nsp += r->losses[2], R->n_sum++;
+    ts_progress_step(&R->pr, r->step, r->losses[0], r->seq_per_s);
+}
+
+/* A pipeline's stages: how long they ran, and the bubble; printed and logged once, after the
+ * first evaluation (or the end). */
+static void report_stages(pt_run *R) {
+    if (!R->pipe || R->timed) return;
+    R->timed = 1;
+    char line[2048];
+    ts_pipe_report(R->pipe, R->tp, R->o->accumulation, line, sizeof line, R->metrics);
+    ts_progress_print(&R->pr, "tessera pretrain: %s\n", line);
+}
+
+static ts_status pt_after(void *ctx, int64_t step, int last) {
+    pt_run *R = ctx;
+    const pt_opts *o = R->o;
+    if (!R->held->n || !(step % o->eval_every == 0 || last)) {
+        if (last) report_stages(R);
+        return TS_OK;
+    }
+    if (ts_program_copy_params(R->ip, R->tp) < 0 || evaluate(R->ip, R->held, &R->acc, &R->nacc, &R->eloss) != TS_OK)
+        return ts_set_error(ts_last_status() ? ts_last_status() : TS_ERR_RUNTIME, "evaluating: %s", ts_last_error());
+    double ns = R->n_sum ? (double)R->n_sum : NAN;
+    ts_progress_print(&R->pr,
+                      "step %lld: train loss %.4f (mlm %.4f, nsp %.4f); held-out MLM accuracy %.2f%%, "
+                      "MLM loss %.4f, NSP accuracy %.2f%%; %.0f s\n",
+                      (long long)step, R->sum / ns, R->sum_mlm / ns, R->sum_nsp / ns, 100 * R->acc, R->eloss,
+                      100 * R->nacc, ts_now() - R->pr.t0);
+    ts_metrics_write(R->metrics,
+                     "\"step\": %lld, \"heldout_mlm_accuracy\": %.6f, \"heldout_mlm_loss\": %.6f, "
+                     "\"heldout_nsp_accuracy\": %.6f",
+                     (long long)step, R->acc, R->eloss, R->nacc);
+    R->sum = R->sum_mlm = R->sum_nsp = 0, R->n_sum = 0;
+    report_stages(R);
+    return TS_OK;
+}
+
+static ts_status pt_checkpoint(void *ctx, int64_t step) {
+    pt_run *R = ctx;
+    const pt_opts *o = R->o;
+    if (o->save_every && step % o->save_every == 0 && step < o->max_steps &&
+        ts_model_dir_save("pretrain", o->out, R->tp, R->cfg, "BertForPreTraining", o->vocab, &R->meta))
+        return ts_set_error(TS_ERR_IO, "saving the model at step %lld", (long long)step);
+    if (pt_ckpt_save(o->out, step, R->tp, R->reader, R->shape, o->corpus.v, o->corpus.n, o->keep))
+        return ts_set_error(TS_ERR_IO, "saving a checkpoint at step %lld", (long long)step);
+    return TS_OK;
+}
+
 static int run(const pt_opts *o) {
     int rc = 2;
     ts_tokenizer *tok = ts_tokenizer_load(o->vocab, !o->cased);
@@ -249,6 +340,19 @@ static int run(const pt_opts *o) {
     const int N = o->accumulation, K = o->device_iterations, S = N * K; /* S batches per call */
     ts_train_loop loop = {.accumulation = N, .device_iterations = S, .max_grad_norm = (float)o->max_grad_norm,
                           .optimizer = o->optimizer, .momentum = (float)o->momentum};
+    static ts_pipe_plan pp; /* --devices: the pipeline (cfg points into it) */
+    if (o->devices) {
+        if (ts_pipe_parse("pretrain", o->devices, o->stages, o->layers, &pp)) {
+            ts_tokenizer_free(tok);
+            return 2;
+        }
+        if (pp.automatic && (rc = ts_pipe_measure("pretrain", &cfg, TS_BERT_PRETRAINING, o->batch, o->max_len, N, &pp))) {
+            ts_tokenizer_free(tok);
+            return rc;
+        }
+        rc = 2;
+        loop.pipe = &pp;
+    }
     if (o->hidden % o->heads) {
         fprintf(stderr, "tessera pretrain: --hidden %d is not a multiple of --heads %d\n", o->hidden, o->heads);
         ts_tokenizer_free(tok);
@@ -267,7 +371,6 @@ static int run(const pt_opts *o) {
     ts_program *tp = NULL, *ip = NULL;
     heldout held = {0};
     ts_batch_buf bb = {0};
-    ts_tensor *lr_t = NULL;
     FILE *metrics = NULL;
     snprintf(train_path, sizeof train_path, "%s/.pretrain-train.%ld.txt", o->out, (long)getpid());
     snprintf(held_path, sizeof held_path, "%s/.pretrain-heldout.%ld.txt", o->out, (long)getpid());
@@ -280,6 +383,7 @@ static int run(const pt_opts *o) {
                          (const char *[]){"prediction_logits", "seq_relationship_logits", "mlm_loss"}, 3, &ip,
                          &loop))
         goto done;
+    if (o->devices) ts_pipe_describe("pretrain", tp, &pp, N, NULL);
     int64_t ndocs, nheld;
     double t_split = ts_now();
     if ((rc = split_corpus(o, train_path, held_path, &ndocs, &nheld))) goto done;
@@ -333,8 +437,8 @@ static int run(const pt_opts *o) {
     const int64_t step0 = step;
     if (!(metrics = o->resume ? ts_metrics_append(o->out, "pretrain") : ts_metrics_open(o->out, "pretrain")))
         goto done;
-    lr_t = S > 1 ? ts_tensor_new(TS_F32, 1, (const int64_t[]){S}) : ts_tensor_new(TS_F32, 0, NULL);
-    if (!lr_t || !ts_batch_buf_init_slices(&bb, o->batch, o->max_len, 2, S, o->max_predictions)) {
+    if (o->devices) ts_pipe_describe("pretrain", tp, &pp, N, metrics);
+    if (!ts_batch_buf_init_slices(&bb, o->batch, o->max_len, 2, S, o->max_predictions)) {
         fprintf(stderr, "tessera pretrain: out of memory\n");
         goto done;
     }
@@ -351,118 +455,45 @@ static int run(const pt_opts *o) {
                N, N == 1 ? "" : "es", o->batch, N * o->batch, K, K == 1 ? "" : "s");
     printf("tessera pretrain: held-out set: %d batches of %d sequences\n", held.n, o->batch);
 
-    ts_progress pr;
-    ts_progress_init(&pr, o->max_steps, max_s);
-    double t_last = pr.t0, sum = 0, sum_mlm = 0, sum_nsp = 0, acc = -1, nacc = -1, eloss = 0;
-    int64_t n_sum = 0;
-    const char *vocab_copy = o->vocab;
-    ts_model_meta meta = {.max_len = o->max_len, .lowercase = !o->cased};
-    while (step < o->max_steps && !(max_s > 0 && ts_now() - pr.t0 >= max_s)) {
-        /* one program call: K optimizer steps of N micro-batches each, S = K N batches */
-        int rows = 0, dry = 0;
-        ts_status st = TS_OK;
-        for (int k = 0; k < S && st == TS_OK && !dry; k++) {
-            int r = 0;
-            ts_batch_buf_slice(&bb, k);
-            st = ts_pretrain_next(reader, &bb.b, &r);
-            if (st == TS_OK && bb.predictions) ts_batch_buf_compact(&bb, k); /* the masker caps at P */
-            rows += r;
-            dry = st == TS_OK && r == 0; /* cannot happen with endless epochs, but be safe */
-        }
-        ts_batch_buf_slice(&bb, 0);
-        if (dry) break;
-        if (st != TS_OK && strstr(ts_last_error(), "no sentence pair")) { /* name the user's files */
+    pt_run pr_ = {.o = o, .tp = tp, .ip = ip, .reader = reader, .bb = &bb, .held = &held, .metrics = metrics,
+                  .cfg = &cfg, .shape = &shape, .acc = -1, .nacc = -1, .pipe = o->devices ? &pp : NULL,
+                  .meta = {.max_len = o->max_len, .lowercase = !o->cased}};
+    pt_run *R = &pr_;
+    ts_progress_init(&R->pr, o->max_steps, max_s);
+    static const char *const losses[] = {"loss", "mlm_loss", "nsp_loss"};
+    static const char *const extra[] = {"optimizer@LOSS_SCALE", "optimizer@SKIPPED_STEPS"};
+    static const char *const extra_keys[] = {"loss_scale", "skipped_steps"};
+    ts_train_spec spec = {.struct_size = sizeof spec, .program = tp, .micro_batches = N, .steps_per_call = K,
+                          .lr = (float)o->lr, .warmup = o->warmup, .total_steps = o->max_steps, .max_seconds = max_s,
+                          .losses = losses, .nlosses = 3, .extra = extra, .extra_keys = extra_keys,
+                          .nextra = o->fp16 ? 2 : 0, .skip_nonfinite = o->fp16, .save_every = o->save_every,
+                          .stop_after = o->stop_after, .metrics = metrics};
+    ts_train_hooks hooks = {.ctx = R, .fill = pt_fill, .feed = pt_feed, .on_step = pt_step, .after_call = pt_after,
+                            .checkpoint = pt_checkpoint};
+    ts_train_result res;
+    ts_status tst = ts_train(&spec, &hooks, step, &res);
+    step = res.step;
+    if (tst) {
+        if (R->no_pairs) { /* name the user's files */
             fprintf(stderr, "tessera pretrain: the corpus (%s%s) holds no sentence pairs: it needs documents of two "
                             "or more sentences (one a line), or two or more documents (blank lines between)\n",
                     o->corpus.v[0], o->corpus.n > 1 ? ", ..." : "");
             rc = 2;
-            goto done;
-        }
-        if (st != TS_OK) {
+        } else {
             fprintf(stderr, "\ntessera pretrain: %s\n", ts_last_error());
-            goto done;
         }
-        /* The schedule follows whichever limit is nearer: steps or time. */
-        float lrs[64]; /* per step of this call (K <= 64) */
-        for (int j = 0; j < K; j++) {
-            double frac = (double)(step + j) / o->max_steps;
-            if (max_s > 0 && (ts_now() - pr.t0) / max_s > frac) frac = (ts_now() - pr.t0) / max_s;
-            lrs[j] = ts_lr_at((float)o->lr, (int64_t)(frac * 1e6), (int64_t)(o->warmup * 1e6), 1000000);
-            for (int n = 0; n < N; n++) ((float *)ts_tensor_data(lr_t))[j * N + n] = lrs[j];
-        }
-        ts_tensor *loss = NULL, *ml = NULL, *nl = NULL, *scale = NULL, *skipped = NULL;
-        if ((st = ts_batch_buf_feed(&bb, tp, 1)) || (st = ts_program_feed(tp, "lr", lr_t)) || (st = ts_program_run(tp)) ||
-            (st = ts_program_fetch(tp, "loss", &loss)) || (st = ts_program_fetch(tp, "mlm_loss", &ml)) ||
-            (st = ts_program_fetch(tp, "nsp_loss", &nl)) ||
-            (o->fp16 && ((st = ts_program_fetch(tp, "optimizer@LOSS_SCALE", &scale)) ||
-                         (st = ts_program_fetch(tp, "optimizer@SKIPPED_STEPS", &skipped))))) {
-            fprintf(stderr, "\ntessera pretrain: step %lld: %s\n", (long long)step + 1, ts_last_error());
-            ts_tensor_free(loss), ts_tensor_free(ml), ts_tensor_free(nl), ts_tensor_free(scale), ts_tensor_free(skipped);
-            goto done;
-        }
-        double now = ts_now(), rate = rows / (now - t_last), l = 0;
-        t_last = now;
-        for (int j = 0; j < K; j++) {
-            double lm = 0, ln = 0;
-            l = 0;
-            for (int n = 0; n < N; n++) { /* the step's loss: the mean over its micro-batches */
-                l += ((float *)ts_tensor_data(loss))[j * N + n] / N;
-                lm += ((float *)ts_tensor_data(ml))[j * N + n] / N;
-                ln += ((float *)ts_tensor_data(nl))[j * N + n] / N;
-            }
-            if (!isfinite(l) && !o->fp16) { /* with fp16 an overflow skips the step and lowers the scale */
-                fprintf(stderr, "\ntessera pretrain: step %lld: the loss is %g; try a lower --lr\n", (long long)step + 1, l);
-                ts_tensor_free(loss), ts_tensor_free(ml), ts_tensor_free(nl), ts_tensor_free(scale), ts_tensor_free(skipped);
-                goto done;
-            }
-            step++;
-            if (isfinite(l)) sum += l, sum_mlm += lm, sum_nsp += ln, n_sum++;
-            ts_progress_step(&pr, step, l, rate);
-            if (o->fp16)
-                ts_metrics_write(metrics,
-                                 "\"step\": %lld, \"time_s\": %.2f, \"loss\": %.6f, \"mlm_loss\": %.6f, \"nsp_loss\": %.6f, "
-                                 "\"lr\": %.6g, \"seq_per_s\": %.2f, \"loss_scale\": %g, \"skipped_steps\": %g",
-                                 (long long)step, now - pr.t0, l, lm, ln, lrs[j], rate,
-                                 (double)*(float *)ts_tensor_data(scale), (double)*(float *)ts_tensor_data(skipped));
-            else
-                ts_metrics_write(metrics,
-                                 "\"step\": %lld, \"time_s\": %.2f, \"loss\": %.6f, \"mlm_loss\": %.6f, \"nsp_loss\": %.6f, "
-                                 "\"lr\": %.6g, \"seq_per_s\": %.2f",
-                                 (long long)step, now - pr.t0, l, lm, ln, lrs[j], rate);
-        }
-        ts_tensor_free(loss), ts_tensor_free(ml), ts_tensor_free(nl), ts_tensor_free(scale), ts_tensor_free(skipped);
-        int last = step >= o->max_steps || (max_s > 0 && now - pr.t0 >= max_s);
-        if (held.n && (step % o->eval_every == 0 || last)) {
-            if (ts_program_copy_params(ip, tp) < 0 || evaluate(ip, &held, &acc, &nacc, &eloss) != TS_OK) {
-                fprintf(stderr, "\ntessera pretrain: evaluating: %s\n", ts_last_error());
-                goto done;
-            }
-            double ns = n_sum ? (double)n_sum : NAN;
-            ts_progress_print(&pr,
-                              "step %lld: train loss %.4f (mlm %.4f, nsp %.4f); held-out MLM accuracy %.2f%%, "
-                              "MLM loss %.4f, NSP accuracy %.2f%%; %.0f s\n",
-                              (long long)step, sum / ns, sum_mlm / ns, sum_nsp / ns, 100 * acc, eloss,
-                              100 * nacc, now - pr.t0);
-            ts_metrics_write(metrics,
-                             "\"step\": %lld, \"heldout_mlm_accuracy\": %.6f, \"heldout_mlm_loss\": %.6f, "
-                             "\"heldout_nsp_accuracy\": %.6f",
-                             (long long)step, acc, eloss, nacc);
-            sum = sum_mlm = sum_nsp = 0, n_sum = 0;
-        }
-        if (o->save_every && step % o->save_every == 0 && !last &&
-            ts_model_dir_save("pretrain", o->out, tp, &cfg, "BertForPreTraining", vocab_copy, &meta))
-            goto done;
-        int stop = o->stop_after && step == o->stop_after && !last;
-        if (((o->save_every && step % o->save_every == 0) || stop) &&
-            pt_ckpt_save(o->out, step, tp, reader, &shape, o->corpus.v, o->corpus.n, o->keep))
-            goto done;
-        if (stop) {
-            ts_progress_print(&pr, "tessera pretrain: stopped after step %lld (--stop-after); continue with --resume %s\n",
-                              (long long)step, o->out);
-            rc = 0;
-            goto done;
-        }
+        goto done;
     }
+    if (res.stopped) {
+        ts_progress_print(&R->pr, "tessera pretrain: stopped after step %lld (--stop-after); continue with --resume %s\n",
+                          (long long)step, o->out);
+        rc = 0;
+        goto done;
+    }
+    ts_progress pr = R->pr;
+    double acc = R->acc, nacc = R->nacc;
+    const char *vocab_copy = o->vocab;
+    ts_model_meta meta = R->meta;
     if (ts_model_dir_save("pretrain", o->out, tp, &cfg, "BertForPreTraining", vocab_copy, &meta)) goto done;
     double el = ts_now() - pr.t0;
     ts_progress_print(&pr, "tessera pretrain: %lld steps in %.0f s (%.1f seq/s)", (long long)(step - step0), el,
@@ -475,7 +506,6 @@ done:
     unlink(train_path);
     unlink(held_path);
     if (metrics) fclose(metrics);
-    ts_tensor_free(lr_t);
     ts_batch_buf_free(&bb);
     heldout_free(&held);
     ts_program_free(tp);
@@ -511,6 +541,8 @@ int ts_cli_pretrain(int argc, char **argv) {
         {"device-iterations", OPT_INT, &o.device_iterations, 1},
         {"max-predictions", OPT_INT, &o.max_predictions, 0},
         {"optimizer", OPT_STR, &o.optimizer, 0}, {"momentum", OPT_FLOAT, &o.momentum, 0},
+        {"devices", OPT_STR, &o.devices, 0},     {"stages", OPT_STR, &o.stages, 0},
+        {"micro-batches", OPT_INT, &o.micro_batches, 2},
         TS_DEVICE_OPTS,
     };
     ts_optset os;
@@ -533,6 +565,8 @@ int ts_cli_pretrain(int argc, char **argv) {
                     o.max_len);
         else if (o.bf16 && o.fp16)
             fprintf(stderr, "tessera pretrain: --bf16 and --fp16 exclude each other\n");
+        else if (ts_pipe_micro("pretrain", o.devices, o.stages, o.micro_batches, &o.accumulation, o.fp16))
+            ;
         else if (ts_optimizer_parse("pretrain", o.optimizer) < 0)
             ;
         else if (o.momentum >= 1 || (o.momentum > 0 && strcmp(o.optimizer, "sgd")))

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "tessera.h"
+#include "pipeline_opts.h"
 
 /* ------------------------------------------------------------------ options */
 
@@ -96,8 +97,6 @@ FILE *ts_metrics_append(const char *dir, const char *cmd);
 /* Write one JSON object line (fmt gives the members without braces) and flush. */
 void ts_metrics_write(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Linear warm-up over `warmup` steps to peak, then linear decay to 0 at `total`. */
-float ts_lr_at(float peak, int64_t step, int64_t warmup, int64_t total);
 
 /* --deterministic: the same seed and thread count give bit-identical losses and parameters run
  * to run. tessera's kernels already compute the same bits at a fixed thread count (static
@@ -109,30 +108,9 @@ int ts_deterministic_setup(const char *cmd, int *threads, double max_minutes);
 
 /* ------------------------------------------------------------------ model directories */
 
-/* What a model directory's config.json holds besides the BERT config. */
-typedef struct ts_model_meta {
-    int max_len;              /* sequence length the model was trained with ("tessera_max_len") */
-    int lowercase;            /* "do_lower_case" */
-    char **labels;            /* id2label names, nlabels of them (NULL without a classifier) */
-    int nlabels;
-    char *text_b_column;      /* a text-pair classifier: the column of the second text
-                                 ("tessera_text_b_column"); NULL for single texts */
-    int doc_stride;           /* question answering: the windows' stride ("tessera_doc_stride") */
-    int max_query_len;        /* ... and question pieces kept ("tessera_max_query_len"); 0: unset */
-    int truncation;           /* how a long text is cut ("tessera_truncation"): TS_TRUNC_* */
-} ts_model_meta;
-
-/* Which pieces of a text too long for max_len a classifier sees: its start (the default), its
- * end, or both: the first quarter of the room from the start, the rest from the end. */
-enum { TS_TRUNC_HEAD, TS_TRUNC_TAIL, TS_TRUNC_HEAD_TAIL };
-extern const char *const ts_trunc_names[3]; /* "head", "tail", "head+tail" */
-/* The TS_TRUNC_* named value, or -1 (after printing "tessera CMD: --truncate VALUE: ..." unless
- * cmd is NULL). */
+/* --truncate VALUE: the TS_TRUNC_* named value, or -1 after printing "tessera CMD: --truncate
+ * VALUE: ..." (nothing when cmd is NULL). */
 int ts_trunc_parse(const char *cmd, const char *value);
-/* Set tok's cut (ts_tokenizer_set_truncation) for TS_TRUNC_* mode at sequence length max_len. */
-void ts_trunc_apply(ts_tokenizer *tok, int mode, int max_len);
-
-void ts_model_meta_free(ts_model_meta *m);
 
 /* mkdir -p; 0 on success, else prints "tessera CMD: DIR: reason". */
 int ts_make_dir(const char *cmd, const char *dir);
@@ -165,6 +143,7 @@ typedef struct ts_train_loop {
     float max_grad_norm;
     const char *optimizer; /* --optimizer: "adamw" (also NULL), "lamb" or "sgd" */
     float momentum;        /* SGD's --momentum */
+    const struct ts_pipe_plan *pipe; /* --devices / --stages: a pipeline (NULL: one device) */
 } ts_train_loop;
 
 /* --optimizer NAME: "adamw" (the default), "lamb" or "sgd". Returns the kind, or -1 after printing
@@ -202,39 +181,8 @@ void ts_softmax_add(const float *logits, int c, double *probs);
  * the same second-text column (or none). */
 int ts_same_classifier(const ts_model_meta *a, const ts_model_meta *b);
 
-/* The three int32 [B, T] inputs and the label tensors of a batch, with a ts_batch over them;
- * or, for a program with device iterations, S such batches as [S, B, T] tensors, b pointing
- * into slice k (ts_batch_buf_slice). */
-typedef struct ts_batch_buf {
-    ts_tensor *ids, *types, *mask, *labels, *nsp;
-    ts_batch b;
-    int slices, batch, seq;
-    /* pre-training with max_predictions_per_seq P > 0: the labelled positions of each row and
-     * their labels, [.., B, P] (ts_batch_buf_compact fills them from b.labels) */
-    int predictions;
-    ts_tensor *positions, *plabels;
-} ts_batch_buf;
-
-/* labels_rank: 0 none, 1 [B] (classification), 2 [B, T] (+ next_sentence_label [B]). */
-int ts_batch_buf_init(ts_batch_buf *bb, int batch, int seq, int labels_rank);
-/* The same with `slices` batches (> 1: tensors [slices, B, T], [slices, B]); b at slice 0; with
- * predictions P > 0 (labels_rank 2) also masked_lm_positions and labels [.., B, P]. */
-int ts_batch_buf_init_slices(ts_batch_buf *bb, int batch, int seq, int labels_rank, int slices, int predictions);
-/* With predictions P: list the labelled positions of slice k's rows (b.labels, [B, T]) and their
- * labels into positions / plabels, padded with position 0 and label -100. Returns the number of
- * labelled positions beyond P that were left out (0 when the masker caps at P). */
-int ts_batch_buf_compact(ts_batch_buf *bb, int k);
-/* Point bb->b at slice k. */
-void ts_batch_buf_slice(ts_batch_buf *bb, int k);
-void ts_batch_buf_free(ts_batch_buf *bb);
-/* Feed input_ids, token_type_ids, attention_mask (and labels, next_sentence_label when
- * with_labels and present; with predictions, masked_lm_positions and the compacted labels). */
-ts_status ts_batch_buf_feed(ts_batch_buf *bb, ts_program *p, int with_labels);
-
 /* ------------------------------------------------------------------ full-state checkpoints */
 
-#define TS_CKPT_DIR "checkpoints" /* under --out */
-#define TS_CKPT_PREFIX "step-"    /* checkpoints/step-000100 */
 
 /* Write checkpoint OUT/checkpoints/step-<step> (ts_program_save_state with trainer_json)
  * atomically and keep the newest `keep`. 0, or prints the error and returns 1. */

@@ -30,6 +30,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -57,6 +58,9 @@ const char *ts_last_error(void);
 
 /* The code of that failure (TS_OK if none): what a call that returns NULL or TS_NONE failed with. */
 ts_status ts_last_status(void);
+/* Record a failure (its code and printf-style message) for the calling thread, as tessera's own
+ * calls do: for code called back by tessera (training hooks, backends). Returns code. */
+ts_status ts_set_error(ts_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A short constant name of a status code ("TS_ERR_SHAPE"). */
 const char *ts_status_name(ts_status s);
@@ -672,6 +676,52 @@ typedef struct ts_bert_outputs {
 ts_status ts_bert_build(ts_graph *g, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq,
                         ts_bert_outputs *out);
 
+/* ---------------------------------------------------------------- model directories (src/train/model_dir.c) */
+/* A model directory as Hugging Face lays it out: config.json, model.safetensors, vocab.txt. */
+typedef struct ts_tokenizer ts_tokenizer; /* the WordPiece tokenizer (see "text" below) */
+
+/* What config.json holds besides the BERT config (keys "tessera_*" are tessera's own). */
+typedef struct ts_model_meta {
+    int max_len;              /* sequence length the model was trained with ("tessera_max_len") */
+    int lowercase;            /* "do_lower_case" */
+    char **labels;            /* id2label names, nlabels of them (NULL without a classifier) */
+    int nlabels;
+    char *text_b_column;      /* a text-pair classifier: the column of the second text
+                                 ("tessera_text_b_column"); NULL for single texts */
+    int doc_stride;           /* question answering: the windows' stride ("tessera_doc_stride") */
+    int max_query_len;        /* ... and question pieces kept ("tessera_max_query_len"); 0: unset */
+    int truncation;           /* how a long text is cut ("tessera_truncation"): TS_TRUNC_* */
+} ts_model_meta;
+void ts_model_meta_free(ts_model_meta *m);
+
+/* Which pieces of a text too long for max_len a classifier sees: its start (the default), its
+ * end, or both: the first quarter of the room from the start, the rest from the end. */
+enum { TS_TRUNC_HEAD, TS_TRUNC_TAIL, TS_TRUNC_HEAD_TAIL };
+extern const char *const ts_truncation_names[3]; /* "head", "tail", "head+tail" */
+/* The TS_TRUNC_* of a name, or -1. */
+int ts_truncation_parse(const char *value);
+/* Set tok's cut (ts_tokenizer_set_truncation) for TS_TRUNC_* mode at sequence length max_len. */
+void ts_truncation_apply(ts_tokenizer *tok, int mode, int max_len);
+
+/* "BertModel", "BertForPreTraining", ... (config.json's "architectures"). */
+const char *ts_bert_head_name(ts_bert_head head);
+/* Write cfg and meta (may be NULL) as a Hugging Face config.json (architectures from cfg->head),
+ * atomically (temp file, fsync, rename). */
+ts_status ts_bert_config_save(const char *path, const ts_bert_config *cfg, const ts_model_meta *meta);
+/* Write DIR/model.safetensors (ts_program_save, f32), DIR/vocab.txt (a copy of vocab_path) and
+ * DIR/config.json, each atomically, config last; DIR is created. */
+ts_status ts_model_save_dir(const char *dir, const ts_program *p, const ts_bert_config *cfg, const char *vocab_path,
+                            const ts_model_meta *meta);
+/* Read DIR/config.json into cfg and meta (free with ts_model_meta_free) and load DIR/vocab.txt
+ * with the model's case and truncation. NULL on failure, the message naming the file. */
+ts_tokenizer *ts_model_load_dir(const char *dir, ts_bert_config *cfg, ts_model_meta *meta);
+/* mkdir -p DIR. */
+ts_status ts_make_dirs(const char *dir);
+/* Make DIR and lock it for this process (an flock on DIR/.tessera.lock holding the pid, kept until
+ * the process exits), so that two runs never write one output directory. TS_ERR_RUNTIME with
+ * *other_pid (may be NULL) set when another process holds it. */
+ts_status ts_out_dir_lock(const char *dir, long *other_pid);
+
 /* ---------------------------------------------------------------- checkpoints (safetensors) */
 /* The safetensors format (Hugging Face): an 8-byte little-endian header length, a JSON header
  * {"<name>": {"dtype", "shape", "data_offsets"}, "__metadata__": {str: str}}, then the raw
@@ -770,6 +820,122 @@ ts_status ts_checkpoint_rotate(const char *parent_dir, const char *prefix, int k
  * so a run resumes from the one before. TS_ERR_NOT_FOUND when there is none. */
 ts_status ts_checkpoint_latest(const char *parent_dir, const char *prefix, char *out, size_t cap);
 
+/* ---------------------------------------------------------------- training runs (src/train/trainer.c) */
+/* The loop of a training run, the same for pre-training, fine-tuning and library users, on one
+ * device or a pipeline: each call into the program (compiled with accumulation_steps N and
+ * device_iterations N x K) takes K optimizer steps of N micro-batches, which the fill hook puts
+ * into the feeds (slice k = micro-batch k % N of step k / N) and the feed hook feeds; "lr" is fed
+ * beside them ([N x K], each step's lr on its micro-batches). The losses come back per
+ * micro-batch; a step's is the mean over its micro-batches that held rows. A non-finite loss
+ * ends the run (unless skip_nonfinite: fp16, where the step was skipped and the scale lowered).
+ * Each step writes a metrics row {"step", "time_s", <losses>, "lr", "seq_per_s", <extras>}. */
+#define TS_TRAIN_MAX_LOSSES 8
+typedef struct ts_train_spec {
+    size_t struct_size;
+    ts_program *program;
+    int micro_batches;          /* N (accumulation) */
+    int steps_per_call;         /* K (device iterations) */
+    float lr;                   /* peak learning rate */
+    double warmup;              /* fraction of the run spent warming up linearly, then linear decay
+                                   to 0 at total_steps (with a time limit the run's fraction is the
+                                   larger of steps done and time spent: whichever end is nearer) */
+    int64_t total_steps;        /* the run ends here */
+    double max_seconds;         /* > 0: a time limit */
+    const char *const *losses;  /* per-micro-batch fetches, the loss first (NULL: "loss" alone) */
+    int nlosses;
+    const char *const *extra;   /* rank-0 values logged after each call (optimizer@LOSS_SCALE) */
+    const char *const *extra_keys; /* their keys in the metrics (NULL: the names) */
+    int nextra;
+    int skip_nonfinite;
+    int64_t save_every, stop_after; /* checkpoint hook at multiples of save_every and at stop_after,
+                                       where the run then stops */
+    FILE *metrics;              /* metrics.jsonl (may be NULL) */
+} ts_train_spec;
+
+typedef struct ts_train_step_report {
+    int64_t step;               /* 1-based: the step just done */
+    double losses[TS_TRAIN_MAX_LOSSES];
+    const char *const *names;
+    int nlosses;
+    double extra[TS_TRAIN_MAX_LOSSES];
+    const char *const *extra_names;
+    int nextra;
+    float lr;
+    double seq_per_s, elapsed;
+    int64_t rows;
+} ts_train_step_report;
+
+typedef struct ts_train_hooks {
+    void *ctx;
+    /* Put micro-batch `micro` of optimizer step `step` (0-based) into slice `slice` of the
+     * caller's batch buffers; *rows: rows filled (0: an empty micro-batch, padding only). 0, or -1
+     * with the message in ts_last_error(). */
+    int (*fill)(void *ctx, int64_t step, int micro, int slice, int *rows);
+    /* Feed the filled slices to p. */
+    ts_status (*feed)(void *ctx, ts_program *p);
+    /* After each step (optional): progress. */
+    void (*on_step)(void *ctx, const ts_train_step_report *r);
+    /* Optional: more members of a step's metrics row, written as ", \"key\": value". */
+    void (*metrics_extra)(void *ctx, FILE *metrics);
+    /* After each call (optional): evaluation, saving; `last` when the run ends with it. */
+    ts_status (*after_call)(void *ctx, int64_t step, int last);
+    /* Save a full-state checkpoint at step (optional). */
+    ts_status (*checkpoint)(void *ctx, int64_t step);
+} ts_train_hooks;
+
+typedef struct ts_train_result {
+    int64_t start_step, step;   /* where the run began and ended */
+    double seconds;
+    double loss_sum;            /* the finite steps' losses, for a mean */
+    int64_t loss_n;
+    int stopped, out_of_time, exhausted;
+} ts_train_result;
+
+/* The programs of a BERT training run. */
+typedef struct ts_bert_train_opts {
+    size_t struct_size;
+    const ts_bert_config *cfg;   /* with layer_stages for a pipeline */
+    ts_bert_head head;
+    int batch, seq;              /* of one micro-batch */
+    uint64_t seed;
+    int threads;                 /* 0: every core (a pipeline: the cores shared among its devices) */
+    int infer_threads;           /* of the evaluation program (0: threads) */
+    ts_optim_kind optimizer;     /* AdamW and LAMB with eps 1e-6; biases and LayerNorm weights
+                                    without weight decay (and, with LAMB, without trust ratio) */
+    float weight_decay, max_grad_norm, momentum;
+    int accumulation;            /* N micro-batches a step */
+    int steps_per_call;          /* K: the program takes N x K micro-batches a call */
+    size_t memory_limit;         /* per device (0: each device's memory) */
+    const char *const *stage_devices; /* a pipeline: the device of each stage (NULL: one device) */
+    int nstage_devices;
+    const char *const *train_fetches, *const *infer_fetches;
+    int ntrain_fetches, ninfer_fetches;
+} ts_bert_train_opts;
+/* Build the model (o->head) with the backward pass and the optimizer, and compile it for
+ * training into *train (may be NULL: none) and for evaluation (inference, one device) into
+ * *infer (may be NULL). On failure nothing is returned and the message says what failed
+ * ("compiling the training program: ..."). */
+ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train, ts_program **infer);
+
+/* The learning rate of step (0-based) after `elapsed` seconds under spec's schedule. */
+float ts_train_lr(const ts_train_spec *spec, int64_t step, double elapsed);
+/* Run from `step` (a resumed run's; a multiple of K) until total_steps, the time limit,
+ * stop_after, or the data's end (a call whose micro-batches all came back empty). The message of
+ * a failure names the step. */
+ts_status ts_train(const ts_train_spec *spec, const ts_train_hooks *hooks, int64_t step, ts_train_result *result);
+
+/* A training run's checkpoints: OUT/checkpoints/step-NNNNNN (step zero-padded to 6 digits),
+ * written with ts_program_save_state (trainer_json as trainer.json) and rotated to the newest
+ * `keep` (ts_checkpoint_rotate). */
+#define TS_CKPT_DIR "checkpoints"
+#define TS_CKPT_PREFIX "step-"
+ts_status ts_train_checkpoint_save(const char *out, int64_t step, const ts_program *p, const char *trainer_json,
+                                   int keep);
+/* The checkpoint to resume from: `resume` itself when it is one (holds trainer.json), else the
+ * newest valid one in resume/checkpoints, else in resume (a newer invalid one is skipped, with a
+ * line on stderr naming it). Writes its path to path[cap]. TS_ERR_NOT_FOUND when there is none. */
+ts_status ts_train_checkpoint_find(const char *resume, char *path, size_t cap);
+
 /* ---------------------------------------------------------------- data: batches */
 /* The data readers — BERT pretraining text, text classification files, SQuAD — write batches
  * into caller-provided int32 buffers, row-major (to feed a program, pass ts_tensor_data() of
@@ -801,6 +967,36 @@ typedef struct ts_batch {
 /* A seeded random permutation of 0 .. n-1 into out[n] (Fisher-Yates on tessera's splitmix64
  * stream): the same on every platform. The shuffle for the batch functions' row lists. */
 void ts_permutation(uint64_t seed, int64_t n, int64_t *out);
+
+/* Batch buffers (src/train/batches.c): the three int32 [B, T] inputs and the label tensors of a
+ * batch, with a ts_batch over them; or, for a program taking S micro-batches a call (device
+ * iterations, accumulation), S such batches as [S, B, T] tensors, b pointing into slice k
+ * (ts_batch_buf_slice). Fields are read directly; the functions return 0 on out of memory. */
+typedef struct ts_batch_buf {
+    ts_tensor *ids, *types, *mask, *labels, *nsp;
+    ts_batch b;
+    int slices, batch, seq;
+    /* pre-training with max_predictions_per_seq P > 0: the labelled positions of each row and
+     * their labels, [.., B, P] (ts_batch_buf_compact fills them from b.labels) */
+    int predictions;
+    ts_tensor *positions, *plabels;
+} ts_batch_buf;
+
+/* labels_rank: 0 none, 1 [B] (classification), 2 [B, T] (+ next_sentence_label [B]). */
+int ts_batch_buf_init(ts_batch_buf *bb, int batch, int seq, int labels_rank);
+/* The same with `slices` batches (> 1: tensors [slices, B, T], [slices, B]); b at slice 0; with
+ * predictions P > 0 (labels_rank 2) also masked_lm_positions and labels [.., B, P]. */
+int ts_batch_buf_init_slices(ts_batch_buf *bb, int batch, int seq, int labels_rank, int slices, int predictions);
+/* With predictions P: list the labelled positions of slice k's rows (b.labels, [B, T]) and their
+ * labels into positions / plabels, padded with position 0 and label -100. Returns the number of
+ * labelled positions beyond P that were left out (0 when the masker caps at P). */
+int ts_batch_buf_compact(ts_batch_buf *bb, int k);
+/* Point bb->b at slice k. */
+void ts_batch_buf_slice(ts_batch_buf *bb, int k);
+void ts_batch_buf_free(ts_batch_buf *bb);
+/* Feed input_ids, token_type_ids, attention_mask (and labels, next_sentence_label when
+ * with_labels and present; with predictions, masked_lm_positions and the compacted labels). */
+ts_status ts_batch_buf_feed(ts_batch_buf *bb, ts_program *p, int with_labels);
 
 /* ---------------------------------------------------------------- data: BERT pretraining */
 /* Masked-LM + next-sentence examples from plain text, as Google's create_pretraining_data.py

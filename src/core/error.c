@@ -6,11 +6,24 @@
 static _Thread_local char last_error[1024];
 static _Thread_local ts_status last_status;
 
-ts_status ts_err(ts_status code, const char *fmt, ...) {
+static ts_status record(ts_status code, const char *fmt, va_list ap) {
     last_status = code;
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    return code;
+}
+
+ts_status ts_err(ts_status code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    record(code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+ts_status ts_set_error(ts_status code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    record(code, fmt, ap);
     va_end(ap);
     return code;
 }

@@ -128,10 +128,11 @@ static int param_stage(const ts_graph *g, int v) {
 }
 
 /* The sum of squares of every gradient the updates read (src[v] for each trained parameter v),
- * in chains of grad_sumsq nodes. With pipeline stages the parameters go stage by stage (in their
- * order within a stage) and no node reads two stages' gradients, so the chain crosses from one
- * stage to the next once; the same chain, the same sums, on one device or several. Returns it,
- * or TS_NONE after recording an error. */
+ * in a chain of grad_sumsq nodes of one gradient each (the running sum rounds to f32 after each
+ * parameter, so however stages cut the chain, the sums are the same). With pipeline stages the
+ * parameters go stage by stage (in their order within a stage), so the chain crosses from one
+ * stage to the next once; a model whose parameters are made in stage order (BERT) keeps its order
+ * whether it is placed on stages or not. Returns it, or TS_NONE after recording an error. */
 static ts_value add_sumsq(ts_graph *g, const ts_value *src, int nv) {
     ts_value acc = TS_NONE;
     int in[TS_MAX_IN], nin = 0, cur = -1;
@@ -143,8 +144,8 @@ static ts_value add_sumsq(ts_graph *g, const ts_value *src, int nv) {
     ts_attrs at = {0};
     for (int k = 0; k <= n; k++) {
         int last = k == n, v = last ? -1 : order[k];
-        /* a node ends when it is full, at a stage's end, or at the last gradient */
-        if (nin > 0 && (last || nin == TS_MAX_IN || param_stage(g, v) != cur)) {
+        /* one gradient a node: the chain's sums are then the same however the stages split it */
+        if (nin > 0 && (last || nin == 2 || (nin == 1 && acc == TS_NONE) || param_stage(g, v) != cur)) {
             at.i[0] = in[0] == acc && acc != TS_NONE;
             acc = ts_node_add(g, TS_OP_GRAD_SUMSQ, nin, in, &at, NULL);
             if (acc == TS_NONE) break;

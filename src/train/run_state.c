@@ -595,3 +595,35 @@ ts_status ts_checkpoint_latest(const char *parent_dir, const char *prefix, char 
     free_list(v, n);
     return s;
 }
+
+/* ---------------------------------------------------------------- a run's checkpoints */
+
+ts_status ts_train_checkpoint_save(const char *out, int64_t step, const ts_program *p, const char *trainer_json,
+                                   int keep) {
+    char parent[4200], path[4300];
+    snprintf(parent, sizeof parent, "%s/" TS_CKPT_DIR, out);
+    ts_status s = ts_make_dirs(parent);
+    if (s) return s;
+    snprintf(path, sizeof path, "%s/" TS_CKPT_PREFIX "%06lld", parent, (long long)step);
+    if ((s = ts_program_save_state(p, path, trainer_json))) return s;
+    return ts_checkpoint_rotate(parent, TS_CKPT_PREFIX, keep);
+}
+
+ts_status ts_train_checkpoint_find(const char *resume, char *path, size_t cap) {
+    char probe[4300];
+    snprintf(probe, sizeof probe, "%s/trainer.json", resume);
+    if (access(probe, F_OK) == 0) {
+        if (ts_checkpoint_check(resume) != TS_OK) return ts_err(ts_last_status(), "%s: %s", resume, ts_last_error());
+        snprintf(path, cap, "%s", resume);
+        return TS_OK;
+    }
+    struct stat st;
+    int found = stat(resume, &st) == 0;
+    if (!found || !S_ISDIR(st.st_mode))
+        return ts_err(TS_ERR_NOT_FOUND, "%s: %s", resume, found ? "not a directory" : strerror(errno));
+    snprintf(probe, sizeof probe, "%s/" TS_CKPT_DIR, resume);
+    const char *parent = is_dir(probe) ? probe : resume;
+    if (ts_checkpoint_latest(parent, TS_CKPT_PREFIX, path, cap) != TS_OK)
+        return ts_err(TS_ERR_NOT_FOUND, "%s: no valid checkpoint (" TS_CKPT_PREFIX "NNNNNN) in %s", resume, parent);
+    return TS_OK;
+}

@@ -1,0 +1,283 @@
+/*
+ * model_dir.c — model directories as Hugging Face lays them out: config.json (the BERT config and
+ * what tessera adds: the training length, the labels, the text-pair column, the QA windows, the
+ * truncation), model.safetensors and vocab.txt, each written atomically; and the output
+ * directory's lock. See "Training runs" in tessera.h.
+ */
+#include "core/core.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void ts_model_meta_free(ts_model_meta *m) {
+    if (!m) return;
+    for (int i = 0; i < m->nlabels; i++) free(m->labels[i]);
+    free(m->labels);
+    free(m->text_b_column);
+    m->labels = NULL;
+    m->nlabels = 0;
+    m->text_b_column = NULL;
+}
+
+const char *const ts_truncation_names[3] = {"head", "tail", "head+tail"};
+
+int ts_truncation_parse(const char *value) {
+    for (int i = 0; value && i < 3; i++)
+        if (!strcmp(value, ts_truncation_names[i])) return i;
+    return -1;
+}
+
+void ts_truncation_apply(ts_tokenizer *tok, int mode, int max_len) {
+    int room = max_len - 2; /* [CLS] and [SEP] */
+    ts_tokenizer_set_truncation(tok, mode == TS_TRUNC_TAIL ? 0 : mode == TS_TRUNC_HEAD_TAIL ? room / 4 : -1);
+}
+
+ts_status ts_make_dirs(const char *dir) {
+    char path[4096];
+    if (!dir || !*dir) return ts_err(TS_ERR_ARG, "ts_make_dirs: no directory");
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return ts_err(TS_ERR_IO, "%s: path too long", dir);
+    for (char *p = path + 1;; p++) {
+        int end = *p == 0;
+        if (*p == '/' || end) {
+            *p = 0;
+            if (mkdir(path, 0777) != 0 && errno != EEXIST) return ts_err(TS_ERR_IO, "creating %s: %s", path, strerror(errno));
+            if (end) break;
+            *p = '/';
+        }
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return ts_err(TS_ERR_IO, "%s is not a directory", dir);
+    return TS_OK;
+}
+
+ts_status ts_out_dir_lock(const char *dir, long *other_pid) {
+    if (other_pid) *other_pid = 0;
+    ts_status s = ts_make_dirs(dir);
+    if (s) return s;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/.tessera.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) return ts_err(TS_ERR_IO, "%s: cannot create %s: %s", dir, path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int busy = errno == EWOULDBLOCK;
+        char pid[32] = "";
+        ssize_t n = busy ? pread(fd, pid, sizeof pid - 1, 0) : -1;
+        pid[n > 0 ? n : 0] = 0;
+        close(fd);
+        if (!busy) return ts_err(TS_ERR_IO, "%s: cannot lock %s: %s", dir, path, strerror(errno));
+        if (other_pid) *other_pid = strtol(pid, NULL, 10);
+        return ts_err(TS_ERR_RUNTIME, "%s is being written by another run (pid %ld)", dir, strtol(pid, NULL, 10));
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) { /* only informative */ }
+    return TS_OK; /* fd stays open: the lock lasts until the process exits */
+}
+
+/* Write len bytes to path atomically: a temp file in the same directory, fsync, rename. */
+static ts_status write_atomic(const char *path, const char *data, size_t len) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666), e = 0;
+    if (fd < 0) return ts_err(TS_ERR_IO, "writing %s: %s", path, strerror(errno));
+    for (size_t off = 0; off < len && !e;) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) e = errno ? errno : EIO;
+        else off += (size_t)w;
+    }
+    if (!e && fsync(fd) != 0) e = errno;
+    if (close(fd) != 0 && !e) e = errno;
+    if (!e && rename(tmp, path) != 0) e = errno;
+    if (e) {
+        unlink(tmp);
+        return ts_err(TS_ERR_IO, "writing %s: %s", path, strerror(e));
+    }
+    return TS_OK;
+}
+
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n;
+    *len = 0;
+    char chunk[65536];
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (*len + n + 1 > cap) {
+            cap = (*len + n + 1) * 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) { free(buf); fclose(f); errno = ENOMEM; return NULL; }
+            buf = nb;
+        }
+        memcpy(buf + *len, chunk, n);
+        *len += n;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) { free(buf); errno = EIO; return NULL; }
+    if (!buf && !(buf = malloc(1))) return NULL;
+    buf[*len] = 0;
+    return buf;
+}
+
+/* A float as the shortest decimal that reads back as it (0.1f -> 0.1, not 0.10000000149). */
+static double short_float(float x) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.7g", (double)x);
+    return strtod(buf, NULL);
+}
+
+static const char *act_name(ts_bert_act a) {
+    return a == TS_BERT_RELU ? "relu" : a == TS_BERT_GELU_TANH ? "gelu_new" : "gelu";
+}
+
+const char *ts_bert_head_name(ts_bert_head h) {
+    static const char *const names[] = {"BertModel", "BertForPreTraining", "BertForMaskedLM",
+                                        "BertForSequenceClassification", "BertForQuestionAnswering"};
+    return (unsigned)h < sizeof names / sizeof *names ? names[h] : "BertModel";
+}
+
+ts_status ts_bert_config_save(const char *path, const ts_bert_config *cfg, const ts_model_meta *meta) {
+    if (!path || !cfg) return ts_err(TS_ERR_ARG, "ts_bert_config_save: NULL argument");
+    ts_model_meta none = {.lowercase = 1};
+    if (!meta) meta = &none;
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return ts_err(TS_ERR_NOMEM, "ts_bert_config_save: out of memory");
+    cJSON *arch = cJSON_AddArrayToObject(j, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(ts_bert_head_name(cfg->head)));
+    cJSON_AddStringToObject(j, "model_type", "bert");
+    cJSON_AddNumberToObject(j, "vocab_size", cfg->vocab_size);
+    cJSON_AddNumberToObject(j, "hidden_size", cfg->hidden_size);
+    cJSON_AddNumberToObject(j, "num_hidden_layers", cfg->num_hidden_layers);
+    cJSON_AddNumberToObject(j, "num_attention_heads", cfg->num_attention_heads);
+    cJSON_AddNumberToObject(j, "intermediate_size", cfg->intermediate_size);
+    cJSON_AddNumberToObject(j, "max_position_embeddings", cfg->max_position_embeddings);
+    cJSON_AddNumberToObject(j, "type_vocab_size", cfg->type_vocab_size);
+    cJSON_AddStringToObject(j, "hidden_act", act_name(cfg->hidden_act));
+    cJSON_AddNumberToObject(j, "hidden_dropout_prob", short_float(cfg->hidden_dropout_prob));
+    cJSON_AddNumberToObject(j, "attention_probs_dropout_prob", short_float(cfg->attention_probs_dropout_prob));
+    if (cfg->classifier_dropout < 0) cJSON_AddNullToObject(j, "classifier_dropout");
+    else cJSON_AddNumberToObject(j, "classifier_dropout", short_float(cfg->classifier_dropout));
+    cJSON_AddNumberToObject(j, "layer_norm_eps", short_float(cfg->layer_norm_eps));
+    cJSON_AddNumberToObject(j, "initializer_range", short_float(cfg->initializer_range));
+    cJSON_AddStringToObject(j, "position_embedding_type", "absolute");
+    if (meta->nlabels > 0) {
+        cJSON *id2 = cJSON_AddObjectToObject(j, "id2label"), *l2 = cJSON_AddObjectToObject(j, "label2id");
+        for (int i = 0; i < meta->nlabels; i++) {
+            char k[16];
+            snprintf(k, sizeof k, "%d", i);
+            cJSON_AddStringToObject(id2, k, meta->labels[i]);
+            cJSON_AddNumberToObject(l2, meta->labels[i], i);
+        }
+    }
+    cJSON_AddBoolToObject(j, "do_lower_case", meta->lowercase);
+    if (meta->max_len > 0) cJSON_AddNumberToObject(j, "tessera_max_len", meta->max_len);
+    if (meta->text_b_column) cJSON_AddStringToObject(j, "tessera_text_b_column", meta->text_b_column);
+    if (meta->doc_stride > 0) cJSON_AddNumberToObject(j, "tessera_doc_stride", meta->doc_stride);
+    if (meta->max_query_len > 0) cJSON_AddNumberToObject(j, "tessera_max_query_len", meta->max_query_len);
+    if (meta->truncation > TS_TRUNC_HEAD && meta->truncation <= TS_TRUNC_HEAD_TAIL)
+        cJSON_AddStringToObject(j, "tessera_truncation", ts_truncation_names[meta->truncation]);
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
+    if (!text) return ts_err(TS_ERR_NOMEM, "ts_bert_config_save: out of memory");
+    size_t tl = strlen(text);
+    char *withnl = realloc(text, tl + 2);
+    if (withnl) text = withnl, text[tl++] = '\n', text[tl] = 0;
+    ts_status s = write_atomic(path, text, tl);
+    free(text);
+    return s;
+}
+
+ts_status ts_model_save_dir(const char *dir, const ts_program *p, const ts_bert_config *cfg, const char *vocab_path,
+                            const ts_model_meta *meta) {
+    char path[4200];
+    ts_status s = ts_make_dirs(dir);
+    if (s) return s;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if ((s = ts_program_save(p, path, TS_F32))) return s;
+    size_t len;
+    char *vocab = read_all(vocab_path, &len);
+    if (!vocab) return ts_err(TS_ERR_IO, "reading %s: %s", vocab_path, strerror(errno));
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    s = write_atomic(path, vocab, len);
+    free(vocab);
+    if (s) return s;
+    snprintf(path, sizeof path, "%s/config.json", dir); /* last: a directory with it is complete */
+    if ((s = ts_bert_config_save(path, cfg, meta))) return s;
+    int dfd = open(dir, O_RDONLY); /* make the renames durable */
+    if (dfd >= 0) fsync(dfd), close(dfd);
+    return TS_OK;
+}
+
+ts_tokenizer *ts_model_load_dir(const char *dir, ts_bert_config *cfg, ts_model_meta *meta) {
+    char path[4200];
+    memset(meta, 0, sizeof *meta);
+    meta->lowercase = 1;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    ts_bert_config_default(cfg);
+    if (ts_bert_config_load(path, cfg) != TS_OK) return NULL;
+    size_t len;
+    char *text = read_all(path, &len);
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (!j) {
+        ts_err(TS_ERR_IO, "%s: cannot read it back", path);
+        return NULL;
+    }
+    const cJSON *ml = cJSON_GetObjectItemCaseSensitive(j, "tessera_max_len");
+    meta->max_len = cJSON_IsNumber(ml) && ml->valuedouble > 1 && ml->valuedouble < 1e7 ? ml->valueint : 128;
+    if (meta->max_len > cfg->max_position_embeddings) meta->max_len = cfg->max_position_embeddings;
+    const cJSON *lc = cJSON_GetObjectItemCaseSensitive(j, "do_lower_case");
+    if (cJSON_IsBool(lc)) meta->lowercase = cJSON_IsTrue(lc);
+    const cJSON *tb = cJSON_GetObjectItemCaseSensitive(j, "tessera_text_b_column");
+    if (cJSON_IsString(tb) && !(meta->text_b_column = strdup(tb->valuestring))) {
+        cJSON_Delete(j);
+        ts_err(TS_ERR_NOMEM, "%s: out of memory", path);
+        return NULL;
+    }
+    const cJSON *ds = cJSON_GetObjectItemCaseSensitive(j, "tessera_doc_stride");
+    const cJSON *mq = cJSON_GetObjectItemCaseSensitive(j, "tessera_max_query_len");
+    meta->doc_stride = cJSON_IsNumber(ds) && ds->valuedouble >= 1 && ds->valuedouble < 1e6 ? ds->valueint : 0;
+    meta->max_query_len = cJSON_IsNumber(mq) && mq->valuedouble >= 1 && mq->valuedouble < 1e6 ? mq->valueint : 0;
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "tessera_truncation");
+    if (tr && (!cJSON_IsString(tr) || (meta->truncation = ts_truncation_parse(tr->valuestring)) < 0)) {
+        ts_err(TS_ERR_ARG, "%s: \"tessera_truncation\" must be \"head\", \"tail\" or \"head+tail\"", path);
+        ts_model_meta_free(meta);
+        cJSON_Delete(j);
+        return NULL;
+    }
+    const cJSON *id2 = cJSON_GetObjectItemCaseSensitive(j, "id2label");
+    int n = cJSON_IsObject(id2) ? cJSON_GetArraySize(id2) : 0;
+    if (n > 0) {
+        meta->labels = calloc((size_t)n, sizeof *meta->labels);
+        meta->nlabels = meta->labels ? n : 0;
+        for (int i = 0; i < meta->nlabels; i++) {
+            char k[16];
+            snprintf(k, sizeof k, "%d", i);
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(id2, k);
+            meta->labels[i] = strdup(cJSON_IsString(v) ? v->valuestring : k);
+        }
+    }
+    cJSON_Delete(j);
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    ts_tokenizer *tok = ts_tokenizer_load(path, meta->lowercase);
+    if (!tok) {
+        ts_model_meta_free(meta);
+        return NULL;
+    }
+    if (ts_tokenizer_vocab_size(tok) > cfg->vocab_size) {
+        ts_err(TS_ERR_ARG, "%s has %d tokens, more than the config's vocab_size %d", path,
+               ts_tokenizer_vocab_size(tok), cfg->vocab_size);
+        ts_tokenizer_free(tok);
+        ts_model_meta_free(meta);
+        return NULL;
+    }
+    ts_truncation_apply(tok, meta->truncation, meta->max_len);
+    return tok;
+}

@@ -1,0 +1,144 @@
+/*
+ * trainer.c — the training loop that `tessera pretrain`, `finetune` (both tasks) and library users
+ * share (ts_train, "Training runs" in tessera.h): per call into the compiled program, K optimizer
+ * steps of N micro-batches are filled by the caller's hook and fed; the learning rate of each step
+ * is fed beside them; the losses come back per micro-batch and are checked, averaged per step and
+ * logged (metrics.jsonl); checkpoints, --stop-after and the time limit are applied between calls.
+ * The program may run on one device or as a pipeline over several: the loop is the same.
+ */
+#include "core/core.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+float ts_train_lr(const ts_train_spec *s, int64_t step, double elapsed) {
+    double total = s->total_steps > 0 ? (double)s->total_steps : 1, f = (double)step / total;
+    if (s->max_seconds > 0 && elapsed / s->max_seconds > f) f = elapsed / s->max_seconds;
+    double w = s->warmup > 0 ? s->warmup : 0, lr;
+    if (w > 0 && f < w) lr = s->lr * fmin(1.0, (f * total + 1) / (w * total));
+    else if (w >= 1) lr = s->lr;
+    else lr = s->lr * fmax(0.0, (1 - f) / (1 - w));
+    return (float)lr;
+}
+
+ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step, ts_train_result *res) {
+    if (!s || !h || !s->program || !h->fill || !h->feed)
+        return ts_err(TS_ERR_ARG, "ts_train: NULL spec, hooks, program or fill/feed hook");
+    const int N = s->micro_batches > 1 ? s->micro_batches : 1, K = s->steps_per_call > 1 ? s->steps_per_call : 1;
+    const int S = N * K, nl = s->nlosses > 0 ? s->nlosses : 1;
+    const char *const def_loss[] = {"loss"};
+    const char *const *loss_names = s->nlosses > 0 ? s->losses : def_loss;
+    if (nl > TS_TRAIN_MAX_LOSSES) return ts_err(TS_ERR_ARG, "ts_train: more than %d losses", TS_TRAIN_MAX_LOSSES);
+    if (step % K) return ts_err(TS_ERR_ARG, "ts_train: step %lld is not a multiple of %d steps a call", (long long)step, K);
+    ts_train_result r = {0};
+    r.start_step = step;
+    ts_tensor *lr_t = S > 1 ? ts_tensor_new(TS_F32, 1, (const int64_t[]){S}) : ts_tensor_new(TS_F32, 0, NULL);
+    int *rows = malloc(sizeof(int) * (size_t)S);
+    float *lrs = malloc(sizeof(float) * (size_t)K);
+    if (!lr_t || !rows || !lrs) {
+        ts_tensor_free(lr_t), free(rows), free(lrs);
+        return ts_err(TS_ERR_NOMEM, "ts_train: out of memory");
+    }
+    ts_status st = TS_OK;
+    double t0 = now_s(), t_last = t0;
+    while (step < s->total_steps) {
+        double el = now_s() - t0;
+        if (s->max_seconds > 0 && el >= s->max_seconds) {
+            r.out_of_time = 1;
+            break;
+        }
+        /* one call: K optimizer steps of N micro-batches */
+        int64_t call_rows = 0;
+        int any = 0;
+        for (int k = 0; k < S && !st; k++) {
+            rows[k] = 0;
+            int rc = h->fill(h->ctx, step + k / N, k % N, k, &rows[k]);
+            if (rc < 0) st = ts_err(ts_last_status() ? ts_last_status() : TS_ERR_IO, "step %lld: %s",
+                                    (long long)(step + k / N + 1), ts_last_error());
+            call_rows += rows[k];
+            any |= rows[k] > 0;
+        }
+        if (st) break;
+        if (!any) { /* the data ran out */
+            r.exhausted = 1;
+            break;
+        }
+        for (int j = 0; j < K; j++) {
+            lrs[j] = ts_train_lr(s, step + j, el);
+            for (int n = 0; n < N; n++) ((float *)ts_tensor_data(lr_t))[j * N + n] = lrs[j];
+        }
+        ts_tensor *loss[TS_TRAIN_MAX_LOSSES] = {0};
+        if ((st = h->feed(h->ctx, s->program)) || (st = ts_program_feed(s->program, "lr", lr_t)) ||
+            (st = ts_program_run(s->program))) {
+            st = ts_err(st, "step %lld: %s", (long long)step + 1, ts_last_error());
+            break;
+        }
+        for (int i = 0; i < nl && !st; i++)
+            if ((st = ts_program_fetch(s->program, loss_names[i], &loss[i])))
+                st = ts_err(st, "step %lld: %s", (long long)step + 1, ts_last_error());
+        double extra[TS_TRAIN_MAX_LOSSES] = {0};
+        for (int i = 0; i < s->nextra && i < TS_TRAIN_MAX_LOSSES && !st; i++) {
+            ts_tensor *e = NULL;
+            if ((st = ts_program_fetch(s->program, s->extra[i], &e))) break;
+            extra[i] = ((float *)ts_tensor_data(e))[ts_tensor_numel(e) - 1];
+            ts_tensor_free(e);
+        }
+        double now = now_s(), rate = (double)call_rows / (now - t_last > 0 ? now - t_last : 1e-9);
+        t_last = now;
+        for (int j = 0; j < K && !st; j++) {
+            ts_train_step_report rep = {0};
+            rep.step = step + 1, rep.lr = lrs[j], rep.seq_per_s = rate, rep.elapsed = now - t0;
+            rep.nlosses = nl, rep.names = loss_names, rep.nextra = s->nextra, rep.extra_names = s->extra;
+            int used = 0;
+            for (int n = 0; n < N; n++) { /* a step's loss: the mean over its micro-batches that hold rows */
+                if (!rows[j * N + n]) continue;
+                used++;
+                for (int i = 0; i < nl; i++) rep.losses[i] += ((float *)ts_tensor_data(loss[i]))[S > 1 ? j * N + n : 0];
+                rep.rows += rows[j * N + n];
+            }
+            for (int i = 0; i < nl; i++) rep.losses[i] = used ? rep.losses[i] / used : 0;
+            for (int i = 0; i < s->nextra; i++) rep.extra[i] = extra[i];
+            if (!isfinite(rep.losses[0]) && !s->skip_nonfinite) {
+                st = ts_err(TS_ERR_RUNTIME, "step %lld: the loss is %g; try a lower learning rate", (long long)step + 1,
+                            rep.losses[0]);
+                break;
+            }
+            step++;
+            if (isfinite(rep.losses[0])) r.loss_sum += rep.losses[0], r.loss_n++;
+            if (s->metrics) {
+                fprintf(s->metrics, "{\"step\": %lld, \"time_s\": %.2f", (long long)step, rep.elapsed);
+                for (int i = 0; i < nl; i++) fprintf(s->metrics, ", \"%s\": %.6f", loss_names[i], rep.losses[i]);
+                fprintf(s->metrics, ", \"lr\": %.6g, \"seq_per_s\": %.2f", lrs[j], rate);
+                for (int i = 0; i < s->nextra; i++)
+                    fprintf(s->metrics, ", \"%s\": %g", s->extra_keys ? s->extra_keys[i] : s->extra[i], extra[i]);
+                if (h->metrics_extra) h->metrics_extra(h->ctx, s->metrics);
+                fprintf(s->metrics, "}\n");
+                fflush(s->metrics);
+            }
+            if (h->on_step) h->on_step(h->ctx, &rep);
+        }
+        for (int i = 0; i < nl; i++) ts_tensor_free(loss[i]);
+        if (st) break;
+        int last = step >= s->total_steps || (s->max_seconds > 0 && now_s() - t0 >= s->max_seconds);
+        if (h->after_call && (st = h->after_call(h->ctx, step, last))) break;
+        int stop = s->stop_after && step == s->stop_after && step < s->total_steps;
+        if (((s->save_every && step % s->save_every == 0) || stop) && h->checkpoint && (st = h->checkpoint(h->ctx, step)))
+            break;
+        if (stop) {
+            r.stopped = 1;
+            break;
+        }
+    }
+    r.step = step;
+    r.seconds = now_s() - t0;
+    if (res) *res = r;
+    ts_tensor_free(lr_t), free(rows), free(lrs);
+    return st;
+}
