@@ -7,9 +7,10 @@
  * emb (embeddings and attention mask), heads (pooler and the task's head, with the loss) and
  * encoder layers (N or A-B). Every layer once, in order along the devices' parts. The parts become
  * pipeline stages in forward order: a device that runs two separate stretches (the embeddings and
- * the heads above) runs two stages. "auto" measures each part's time on one device (a short run
- * with a stage per part) and cuts the layers into contiguous stretches of balanced time, the
- * embeddings with the first and the heads with the last.
+ * the heads above) runs two stages. "auto" measures each part's time and memory on one device (a
+ * short run with a stage per part) and cuts the layers into contiguous stretches of balanced cost
+ * (a part's share of the time plus its share of the memory), the embeddings with the first and
+ * the heads with the last.
  */
 #include "pipeline_opts.h"
 
@@ -266,11 +267,18 @@ int ts_pipe_measure(const char *cmd, const ts_bert_config *cfg, ts_bert_head hea
             rc = 1;
         }
     }
+    /* each part's share of the time plus its share of the memory (parameters, their state and the
+     * activations a stage keeps): both are balanced, time and memory weighing the same */
+    double mem[TS_MAX_STAGES] = {0}, tt = 0, mt = 0;
     for (int s = 0; s < parts && !rc; s++) {
         ts_stage_info si;
         ts_program_stage_info(p, s, &si);
         t[s] = si.busy_s;
+        mem[s] = (double)(si.mem.params + si.mem.grads + si.mem.optimizer_state) +
+                 (double)si.mem.activations / (si.in_flight > 0 ? si.in_flight : 1);
+        tt += t[s], mt += mem[s];
     }
+    for (int s = 0; s < parts && !rc; s++) t[s] = t[s] / (tt > 0 ? tt : 1) + mem[s] / (mt > 0 ? mt : 1);
     ts_program_free(p);
     return rc ? rc : ts_pipe_balance(cmd, t, L, pp);
 }

@@ -14,11 +14,13 @@
 #include <string.h>
 
 /* exp(x) = 2^n * e^r, n = round(x / ln2), r = x - n ln2 in [-ln2/2, ln2/2]; e^r by Taylor to r^7.
- * The polynomial runs on x clamped to [ln FLT_MIN, ln FLT_MAX] (NaN clamps too: fmaxf / fminf
- * drop it), so n stays in [-126, 128]; 2^n is built from its bits as 2^min(n, 127), times 2 when
+ * The polynomial runs on x clamped to [ln FLT_MIN, ln FLT_MAX] (NaN too: it fails the compares;
+ * plain compares, not fminf / fmaxf, which are libm calls that stop the loop vectorising), so n
+ * stays in [-126, 128]; 2^n is built from its bits as 2^min(n, 127), times 2 when
  * n is 128. The ends and NaN are put back last. */
 static inline float ts_expf(float x) {
-    float xc = fminf(fmaxf(x, -87.33654f), 88.72283f);
+    float xc = x > -87.33654f ? x : -87.33654f; /* NaN compares false: it becomes the low end */
+    xc = xc < 88.72283f ? xc : 88.72283f;
     float n = floorf(xc * 1.44269504089f + 0.5f);
     float r = xc - n * 0.693145751953125f - n * 1.428606765330187e-06f;
     float p = 1.f / 5040.f;
@@ -29,7 +31,7 @@ static inline float ts_expf(float x) {
     p = p * r + 0.5f;
     p = p * r + 1.f;
     p = p * r + 1.f;
-    float nb = fminf(n, 127.f);
+    float nb = n < 127.f ? n : 127.f;
     uint32_t bits = (uint32_t)((int32_t)nb + 127) << 23;
     float scale;
     memcpy(&scale, &bits, 4);
