@@ -111,9 +111,11 @@ static void test_qa(void) {
     rc = tessera(NULL, "pretrain --vocab vocab.txt --corpus corpus.txt --out pre --layers 2 --hidden 32 --heads 2 "
                        "--intermediate 64 --max-len 64 --batch 4 --max-steps 3 --dropout 0 --threads 1");
     CHECK_RAN(rc, 0);
-    /* 48 tokens with at most 12 question pieces: the long context needs several windows */
+    /* 48 tokens with at most 12 question pieces: the long context needs several windows. lr 2e-3: at 5e-3
+     * this tiny model's loss spikes near epoch 40 and whether it recovers depends on rounding (the ASan
+     * build's differs), so the check would test luck rather than fine-tuning. */
     rc = tessera(NULL, "finetune --task qa --model pre --train train.json --dev train.json --out qa --max-len 48 "
-                       "--doc-stride 16 --max-query-len 12 --batch 4 --epochs 150 --lr 5e-3 --warmup 0.05 "
+                       "--doc-stride 16 --max-query-len 12 --batch 4 --epochs 150 --lr 2e-3 --warmup 0.05 "
                        "--threads 1 --seed 1");
     CHECK_RAN(rc, 0);
     CHECK(strstr(out_text, "2 of ") && strstr(out_text, "parameters new (qa_outputs)"),
