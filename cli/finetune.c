@@ -86,7 +86,7 @@ static const char *USAGE =
     "  --recompute          recompute each layer's forward in the backward (less memory, same result)\n"
     "  --deterministic      bit-identical runs for a seed: pins --threads (default all CPUs) and\n"
     "                       refuses --max-minutes\n"
-    TS_DEVICE_USAGE TS_LOAD_USAGE
+    TS_REPLICA_USAGE TS_DEVICE_USAGE TS_LOAD_USAGE
     "  --config FILE        a JSON object of the options above, keys without '--' (flags override)\n";
 
 /* Train rows, test rows and the label names, from the file. */
@@ -366,6 +366,7 @@ int ts_cli_finetune(int argc, char **argv) {
         {"devices", OPT_STR, &o.devices, 0},     {"stages", OPT_STR, &o.stages, 0},
         {"micro-batches", OPT_INT, &o.micro_batches, 2},
         TS_DEVICE_OPTS,                          TS_LOAD_OPTS,
+        TS_REPLICA_OPTS,
     };
     ts_optset os;
     int rc = ts_opts_parse(&os, "finetune", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
@@ -405,6 +406,8 @@ int ts_cli_finetune(int argc, char **argv) {
             fprintf(stderr, "tessera finetune: --max-steps %d, --save-every %d and --stop-after %d must be multiples of "
                             "--device-iterations %d (each call into the program runs that many steps)\n",
                     o.max_steps, o.save_every, o.stop_after, o.device_iterations);
+            rc = 2;
+        } else if (ts_replicas_setup("finetune")) {
             rc = 2;
         } else if (!o.deterministic || !(rc = ts_deterministic_setup("finetune", &o.threads, o.max_minutes))) {
             rc = run_task(&o);

@@ -52,6 +52,10 @@ static cJSON *shape_json(const ft_opts *o, const char *task, int seq, int doc_st
     add_str(j, "truncate", ts_truncation_names[o->truncation]); /* the cut, with or without the flag */
     cJSON_AddNumberToObject(j, "doc-stride", doc_stride);
     cJSON_AddNumberToObject(j, "max-query-len", max_query_len);
+    if (ts_cli_rep.size > 1) { /* replicas (absent from one process's checkpoints) */
+        cJSON_AddNumberToObject(j, "ranks", ts_cli_rep.size);
+        cJSON_AddNumberToObject(j, "shard-optimizer", ts_cli_rep.shard_optimizer);
+    }
     return j;
 }
 
@@ -69,7 +73,7 @@ int ft_ckpt_save(const ft_opts *o, const char *task, int seq, int doc_stride, in
         fprintf(stderr, "\ntessera finetune: out of memory\n");
         return 1;
     }
-    int rc = ts_ckpt_save("finetune", o->out, step, p, text, o->keep);
+    int rc = ts_ckpt_save("finetune", o->out, step, p, text, NULL, o->keep);
     free(text);
     return rc;
 }

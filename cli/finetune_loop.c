@@ -37,7 +37,7 @@ void ft_describe(const ft_opts *o, ts_program *tp, FILE *metrics) {
 
 int64_t ft_steps_per_epoch(const ft_opts *o, int64_t n) {
     int64_t N = o->accumulation > 1 ? o->accumulation : 1, K = o->device_iterations > 1 ? o->device_iterations : 1;
-    int64_t rows = (int64_t)o->batch * N; /* per optimizer step */
+    int64_t rows = (int64_t)o->batch * N * ts_cli_rep.size; /* per optimizer step, over the replicas */
     if (K == 1) return (n + rows - 1) / rows;
     return n / (rows * K) * K; /* whole calls only */
 }
@@ -63,7 +63,9 @@ static int run_fill(void *ctx, int64_t step, int micro, int slice, int *rows) {
         ts_permutation((uint64_t)r->o->seed + 1000003u * (uint64_t)epoch, r->n, r->order);
         r->epoch = epoch;
     }
-    int64_t i = step % r->per_epoch * B * N + (int64_t)micro * B;
+    /* replicas: rank q takes micro-batch micro R + q of the step's N R, as one process would read them */
+    const int R = ts_cli_rep.size;
+    int64_t i = step % r->per_epoch * B * N * R + ((int64_t)micro * R + ts_cli_rep.rank) * B;
     int m = (int)(i >= r->n ? 0 : r->n - i < B ? r->n - i : B);
     *rows = m;
     return r->t->fill(r->t->ctx, r->order + (i < r->n ? i : 0), m, slice);
@@ -133,19 +135,27 @@ int ft_train_loop(const ft_opts *o, ft_task *t, int64_t step, FILE *metrics) {
         fprintf(stderr, "tessera finetune: out of memory\n");
         return 1;
     }
-    if (N > 1 || K > 1) {
-        printf("tessera finetune: %d micro-batch%s of %d per step (effective batch %d), %d step%s per program call",
-               N, N == 1 ? "" : "es", B, N * B, K, K == 1 ? "" : "s");
-        if (K > 1 && r.n % ((int64_t)B * N * K))
-            printf("; %lld rows an epoch left out (the calls take whole steps)", (long long)(r.n - r.per_epoch * B * N));
+    const int R = ts_cli_rep.size;
+    if (N > 1 || K > 1 || R > 1) {
+        printf("tessera finetune: %d micro-batch%s of %d per step%s (effective batch %d), %d step%s per program call",
+               N, N == 1 ? "" : "es", B, R > 1 ? " on each replica" : "", N * B * R, K, K == 1 ? "" : "s");
+        if (K > 1 && r.n % ((int64_t)B * N * K * R))
+            printf("; %lld rows an epoch left out (the calls take whole steps)",
+                   (long long)(r.n - r.per_epoch * B * N * R));
         printf("\n");
     }
+    if (ts_replicas_check_params("finetune", t->tp, o->resume ? "after resuming" : "at the start")) {
+        free(r.order);
+        return 1;
+    }
+    ts_replicas_describe("finetune", t->tp, metrics);
     t->metrics = metrics;
     ts_progress_init(&r.pr, r.total, o->max_minutes * 60);
     ts_train_spec spec = {.struct_size = sizeof spec, .program = t->tp, .micro_batches = N, .steps_per_call = K,
                           .lr = (float)o->lr, .warmup = o->warmup, .total_steps = r.total,
                           .max_seconds = o->max_minutes * 60, .skip_nonfinite = o->fp16,
-                          .save_every = o->save_every, .stop_after = o->stop_after, .metrics = metrics};
+                          .save_every = o->save_every, .stop_after = o->stop_after, .metrics = metrics,
+                          .comm = R > 1 ? ts_cli_rep.comm : NULL};
     ts_train_hooks hooks = {.ctx = &r, .fill = run_fill, .feed = run_feed, .on_step = run_step,
                             .metrics_extra = run_metrics, .after_call = run_after, .checkpoint = run_checkpoint};
     ts_train_result res;
@@ -156,6 +166,8 @@ int ft_train_loop(const ft_opts *o, ft_task *t, int64_t step, FILE *metrics) {
         ts_progress_print(&r.pr, "tessera finetune: stopped after step %lld (--stop-after); continue with --resume %s\n",
                           (long long)res.step, o->out);
         rc = 0;
+    } else if (ts_replicas_check_params("finetune", t->tp, "at the end")) {
+        rc = 1;
     } else if (!t->save(t->ctx)) {
         t->report(t->ctx, res.step, res.seconds);
         rc = 0;

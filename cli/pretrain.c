@@ -61,6 +61,7 @@ static const char *USAGE =
     "            bit for bit, as one uninterrupted run (unless --max-minutes stops or shapes it).\n"
     "            --stop-after N ends this invocation after step N, with a checkpoint there, keeping\n"
     "            the schedule of --max-steps (to train in pieces).\n"
+    TS_REPLICA_USAGE
     TS_DEVICE_USAGE
     "  --config FILE  a JSON object of these options, keys without '--' (flags override it)\n";
 
@@ -404,6 +405,7 @@ static int run(const pt_opts *o) {
     po.whole_word = o->wwm;
     po.max_predictions = o->max_predictions;
     po.seed = (uint64_t)o->seed;
+    po.shard = ts_cli_rep.rank, po.num_shards = ts_cli_rep.size; /* replicas: batches dealt round-robin */
     if (!(reader = ts_pretrain_open(tok, &po))) {
         fprintf(stderr, "tessera pretrain: %s\n", ts_last_error());
         goto done;
@@ -418,7 +420,8 @@ static int run(const pt_opts *o) {
                       .wd = o->wd, .max_grad_norm = o->max_grad_norm, .dropout = o->dropout, .mask_prob = o->mask_prob,
                       .deterministic = o->deterministic, .threads = o->deterministic ? o->threads : 0,
                       .fp16 = o->fp16, .accumulation = N, .max_predictions = o->max_predictions,
-                      .optimizer = ts_optimizer_parse("pretrain", o->optimizer), .momentum = o->momentum};
+                      .optimizer = ts_optimizer_parse("pretrain", o->optimizer), .momentum = o->momentum,
+                      .ranks = ts_cli_rep.size, .shard = ts_cli_rep.shard_optimizer};
     int64_t step = 0;
     if (o->resume) {
         char ckpt[4300];
@@ -435,9 +438,11 @@ static int run(const pt_opts *o) {
         }
     }
     const int64_t step0 = step;
+    if (ts_replicas_check_params("pretrain", tp, o->resume ? "after resuming" : "at the start")) goto done;
     if (!(metrics = o->resume ? ts_metrics_append(o->out, "pretrain") : ts_metrics_open(o->out, "pretrain")))
         goto done;
     if (o->devices) ts_pipe_describe("pretrain", tp, &pp, N, metrics);
+    ts_replicas_describe("pretrain", tp, metrics);
     if (!ts_batch_buf_init_slices(&bb, o->batch, o->max_len, 2, S, o->max_predictions)) {
         fprintf(stderr, "tessera pretrain: out of memory\n");
         goto done;
@@ -450,9 +455,11 @@ static int run(const pt_opts *o) {
            o->layers, o->hidden, o->heads, o->inter, cfg.vocab_size, mem.params / 4e6, o->batch, o->max_len,
            o->max_steps, max_s > 0 ? " or the time limit" : "", o->optimizer, o->lr,
            o->bf16 ? ", bf16 compute" : o->fp16 ? ", fp16 compute with loss scaling" : "");
-    if (N > 1 || K > 1)
-        printf("tessera pretrain: %d micro-batch%s of %d per step (effective batch %d), %d step%s per program call\n",
-               N, N == 1 ? "" : "es", o->batch, N * o->batch, K, K == 1 ? "" : "s");
+    const int RN = ts_cli_rep.size; /* replicas */
+    if (N > 1 || K > 1 || RN > 1)
+        printf("tessera pretrain: %d micro-batch%s of %d per step%s (effective batch %d), %d step%s per program call\n",
+               N, N == 1 ? "" : "es", o->batch, RN > 1 ? " on each replica" : "", N * o->batch * RN, K,
+               K == 1 ? "" : "s");
     printf("tessera pretrain: held-out set: %d batches of %d sequences\n", held.n, o->batch);
 
     pt_run pr_ = {.o = o, .tp = tp, .ip = ip, .reader = reader, .bb = &bb, .held = &held, .metrics = metrics,
@@ -467,7 +474,8 @@ static int run(const pt_opts *o) {
                           .lr = (float)o->lr, .warmup = o->warmup, .total_steps = o->max_steps, .max_seconds = max_s,
                           .losses = losses, .nlosses = 3, .extra = extra, .extra_keys = extra_keys,
                           .nextra = o->fp16 ? 2 : 0, .skip_nonfinite = o->fp16, .save_every = o->save_every,
-                          .stop_after = o->stop_after, .metrics = metrics};
+                          .stop_after = o->stop_after, .metrics = metrics,
+                          .comm = RN > 1 ? ts_cli_rep.comm : NULL};
     ts_train_hooks hooks = {.ctx = R, .fill = pt_fill, .feed = pt_feed, .on_step = pt_step, .after_call = pt_after,
                             .checkpoint = pt_checkpoint};
     ts_train_result res;
@@ -490,6 +498,7 @@ static int run(const pt_opts *o) {
         rc = 0;
         goto done;
     }
+    if (ts_replicas_check_params("pretrain", tp, "at the end")) goto done;
     ts_progress pr = R->pr;
     double acc = R->acc, nacc = R->nacc;
     const char *vocab_copy = o->vocab;
@@ -497,7 +506,7 @@ static int run(const pt_opts *o) {
     if (ts_model_dir_save("pretrain", o->out, tp, &cfg, "BertForPreTraining", vocab_copy, &meta)) goto done;
     double el = ts_now() - pr.t0;
     ts_progress_print(&pr, "tessera pretrain: %lld steps in %.0f s (%.1f seq/s)", (long long)(step - step0), el,
-                      (double)(step - step0) * o->batch * N / (el > 0 ? el : 1));
+                      (double)(step - step0) * o->batch * N * RN / (el > 0 ? el : 1));
     if (step0) printf(", steps %lld to %lld", (long long)step0 + 1, (long long)step);
     if (acc >= 0) printf("; held-out MLM accuracy %.2f%%, NSP accuracy %.2f%%", 100 * acc, 100 * nacc);
     printf("; wrote %s\n", o->out);
@@ -543,7 +552,7 @@ int ts_cli_pretrain(int argc, char **argv) {
         {"optimizer", OPT_STR, &o.optimizer, 0}, {"momentum", OPT_FLOAT, &o.momentum, 0},
         {"devices", OPT_STR, &o.devices, 0},     {"stages", OPT_STR, &o.stages, 0},
         {"micro-batches", OPT_INT, &o.micro_batches, 2},
-        TS_DEVICE_OPTS,
+        TS_DEVICE_OPTS,                          TS_REPLICA_OPTS,
     };
     ts_optset os;
     int rc = ts_opts_parse(&os, "pretrain", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
@@ -581,6 +590,8 @@ int ts_cli_pretrain(int argc, char **argv) {
             fprintf(stderr, "tessera pretrain: --max-steps %d, --save-every %d, --eval-every %d and --stop-after %d must "
                             "be multiples of --device-iterations %d (each call into the program runs that many steps)\n",
                     o.max_steps, o.save_every, o.eval_every, o.stop_after, o.device_iterations);
+        else if (ts_replicas_setup("pretrain"))
+            ;
         else if (!o.deterministic || !(rc = ts_deterministic_setup("pretrain", &o.threads, o.max_minutes)))
             rc = run(&o);
     }

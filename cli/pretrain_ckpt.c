@@ -34,8 +34,14 @@ static const shape_field FIELDS[] = {
     SD("weight-decay", wd), SD("max-grad-norm", max_grad_norm), SD("dropout", dropout), SD("mask-prob", mask_prob),
     SI("deterministic", deterministic), SI("threads", threads), SI("fp16", fp16),
     SI("accumulation", accumulation), SI("max-predictions", max_predictions), SI("cased", cased),
-    SI("optimizer", optimizer), SD("momentum", momentum),
+    SI("optimizer", optimizer), SD("momentum", momentum), SI("ranks", ranks), SI("shard-optimizer", shard),
 };
+/* Fields added later, and their value in a checkpoint that lacks them. */
+static int default_of(const char *flag, double *v) {
+    if (!strcmp(flag, "ranks")) return *v = 1, 1;
+    if (!strcmp(flag, "shard-optimizer")) return *v = 0, 1;
+    return 0;
+}
 #define NFIELDS ((int)(sizeof FIELDS / sizeof *FIELDS))
 
 static double field(const pt_shape *s, int i) {
@@ -61,17 +67,20 @@ int pt_ckpt_save(const char *out, int64_t step, ts_program *p, const ts_pretrain
         fprintf(stderr, "\ntessera pretrain: %s\n", ts_last_error());
         return 1;
     }
-    cJSON *j = cJSON_CreateObject(), *rd, *op, *cp;
+    cJSON *j = cJSON_CreateObject(), *op, *cp, *mine = shape->ranks > 1 ? cJSON_CreateObject() : NULL;
     cJSON_AddStringToObject(j, "format", "tessera-pretrain-1");
     add_u64(j, "step", (unsigned long long)step);
-    rd = cJSON_AddObjectToObject(j, "reader");
-    add_u64(rd, "fingerprint", rs.fingerprint);
-    add_u64(rd, "epoch", rs.epoch);
-    add_u64(rd, "window", rs.window);
-    add_u64(rd, "file", (unsigned long long)rs.file);
-    add_u64(rd, "offset", (unsigned long long)rs.offset);
-    add_u64(rd, "next", (unsigned long long)rs.next);
-    add_u64(rd, "served", rs.served);
+    for (int k = 0; k < 1 + (mine != NULL); k++) { /* rank 0's in trainer.json; each rank's in its part */
+        cJSON *rd = cJSON_AddObjectToObject(k ? mine : j, "reader");
+        add_u64(rd, "fingerprint", rs.fingerprint);
+        add_u64(rd, "epoch", rs.epoch);
+        add_u64(rd, "window", rs.window);
+        add_u64(rd, "file", (unsigned long long)rs.file);
+        add_u64(rd, "offset", (unsigned long long)rs.offset);
+        add_u64(rd, "next", (unsigned long long)rs.next);
+        add_u64(rd, "served", rs.served);
+        add_u64(rd, "batches", rs.batches);
+    }
     op = cJSON_AddObjectToObject(j, "options");
     for (int i = 0; i < NFIELDS; i++) cJSON_AddNumberToObject(op, FIELDS[i].flag, field(shape, i));
     cp = cJSON_AddArrayToObject(j, "corpus");
@@ -81,12 +90,14 @@ int pt_ckpt_save(const char *out, int64_t step, ts_program *p, const ts_pretrain
         cJSON_AddNumberToObject(f, "bytes", (double)file_size(corpus[i]));
         cJSON_AddItemToArray(cp, f);
     }
-    char *text = cJSON_Print(j);
+    char *text = cJSON_Print(j), *rank_text = mine ? cJSON_PrintUnformatted(mine) : NULL;
     cJSON_Delete(j);
+    cJSON_Delete(mine);
     int rc = 1;
-    if (!text) fprintf(stderr, "\ntessera pretrain: out of memory\n");
-    else rc = ts_ckpt_save("pretrain", out, step, p, text, keep);
+    if (!text || (mine && !rank_text)) fprintf(stderr, "\ntessera pretrain: out of memory\n");
+    else rc = ts_ckpt_save("pretrain", out, step, p, text, rank_text, keep);
     free(text);
+    free(rank_text);
     return rc;
 }
 
@@ -111,12 +122,19 @@ static int check_same(const char *path, const cJSON *j, const pt_shape *shape, c
     const cJSON *cp = cJSON_GetObjectItemCaseSensitive(j, "corpus");
     for (int i = 0; i < NFIELDS; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(op, FIELDS[i].flag);
-        if (!cJSON_IsNumber(v)) {
+        double had = 0;
+        if (cJSON_IsNumber(v)) had = v->valuedouble;
+        else if (!default_of(FIELDS[i].flag, &had)) {
             fprintf(stderr, "tessera pretrain: --resume %s: trainer.json has no option \"%s\"\n", path, FIELDS[i].flag);
             return 2;
         }
         double want = field(shape, i);
-        if (v->valuedouble == want) continue;
+        if (had == want) continue;
+        if (!strcmp(FIELDS[i].flag, "ranks")) {
+            fprintf(stderr, "tessera pretrain: --resume %s was made by %g replicas (mpirun -np %g), not %g (resume with as "
+                            "many)\n", path, had, had, want);
+            return 2;
+        }
         if (!strcmp(FIELDS[i].flag, "max-steps")) {
             printf("tessera pretrain: the checkpoint's run planned %g steps; the schedule now ends at %g\n",
                    v->valuedouble, want);
@@ -124,12 +142,12 @@ static int check_same(const char *path, const cJSON *j, const pt_shape *shape, c
         }
         if (!strcmp(FIELDS[i].flag, "optimizer")) /* stored as its ts_optim_kind */
             fprintf(stderr, "tessera pretrain: --resume %s was made with --optimizer %s, not %s (resume with the same "
-                            "options)\n", path, ts_optimizer_name((ts_optim_kind)v->valueint),
+                            "options)\n", path, ts_optimizer_name((ts_optim_kind)had),
                     ts_optimizer_name((ts_optim_kind)want));
         else
             fprintf(stderr, "tessera pretrain: --resume %s was made with %s%s %g, not %g (resume with the same "
                             "options)\n", path, FIELDS[i].flag[0] == 'v' ? "a " : "--", FIELDS[i].flag,
-                    v->valuedouble, want);
+                    had, want);
         return 2;
     }
     if (!cJSON_IsArray(cp) || cJSON_GetArraySize(cp) != ncorpus) {
@@ -188,11 +206,15 @@ int pt_ckpt_load(const char *path, ts_program *p, ts_pretrain_reader *r, const p
     int rc = check_same(path, j, shape, corpus, ncorpus), bad = 0;
     if (rc) goto done;
     rc = 2;
-    if (ts_program_load_state(p, path, NULL) != TS_OK) {
+    char *rank_text = NULL;
+    if (ts_program_load_state_parts(p, path, NULL, &rank_text) != TS_OK) {
         fprintf(stderr, "tessera pretrain: --resume: %s\n", ts_last_error());
         goto done;
     }
-    const cJSON *rd = cJSON_GetObjectItemCaseSensitive(j, "reader");
+    /* replicas: this rank's reader, from its part */
+    cJSON *mine = shape->ranks > 1 ? cJSON_Parse(rank_text ? rank_text : "") : NULL;
+    free(rank_text);
+    const cJSON *rd = cJSON_GetObjectItemCaseSensitive(shape->ranks > 1 ? mine : j, "reader");
     ts_pretrain_state rs;
     rs.fingerprint = get_u64(rd, "fingerprint", &bad);
     rs.epoch = get_u64(rd, "epoch", &bad);
@@ -201,7 +223,10 @@ int pt_ckpt_load(const char *path, ts_program *p, ts_pretrain_reader *r, const p
     rs.offset = (int64_t)get_u64(rd, "offset", &bad);
     rs.next = (int64_t)get_u64(rd, "next", &bad);
     rs.served = get_u64(rd, "served", &bad);
+    int no_batches = 0; /* absent from checkpoints of before replicas: 0 */
+    rs.batches = get_u64(rd, "batches", &no_batches);
     *step = (int64_t)get_u64(j, "step", &bad);
+    cJSON_Delete(mine);
     /* the program counts runs: one per micro-batch */
     if (bad || (uint64_t)*step * (uint64_t)(shape->accumulation > 0 ? shape->accumulation : 1) != ts_program_step(p)) {
         fprintf(stderr, "tessera pretrain: --resume %s: trainer.json's step or reader state is malformed\n", path);

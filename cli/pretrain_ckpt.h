@@ -3,7 +3,8 @@
  * must keep to continue exactly — the program's parameters, optimizer state and step (which seeds
  * dropout) through ts_program_save_state, and in trainer.json the data reader's position, the
  * options that shape the run and the corpus files' sizes — and how `--resume DIR` finds and
- * checks the newest valid checkpoint.
+ * checks the newest valid checkpoint. With replicas each rank's reader position goes into its own
+ * part of the checkpoint (ts_program_save_state_parts).
  */
 #ifndef TS_CLI_PRETRAIN_CKPT_H
 #define TS_CLI_PRETRAIN_CKPT_H
@@ -18,6 +19,7 @@ typedef struct pt_shape {
     int deterministic, threads; /* threads: the pinned count under --deterministic, else 0 */
     int fp16, accumulation, max_predictions, cased;
     int optimizer; /* ts_optim_kind */
+    int ranks, shard; /* replicas (mpirun -np) and --shard-optimizer: a checkpoint without them had 1 and 0 */
     double lr, warmup, wd, dropout, mask_prob, max_grad_norm, momentum;
 } pt_shape;
 

@@ -306,8 +306,13 @@ static FILE *metrics_fopen(const char *dir, const char *cmd, const char *mode) {
     return f;
 }
 
-FILE *ts_metrics_open(const char *dir, const char *cmd) { return metrics_fopen(dir, cmd, "w"); }
-FILE *ts_metrics_append(const char *dir, const char *cmd) { return metrics_fopen(dir, cmd, "a"); }
+/* replicas: rank 0 writes the log, the others' lines go nowhere */
+FILE *ts_metrics_open(const char *dir, const char *cmd) {
+    return ts_cli_rep.rank > 0 ? fopen("/dev/null", "w") : metrics_fopen(dir, cmd, "w");
+}
+FILE *ts_metrics_append(const char *dir, const char *cmd) {
+    return ts_cli_rep.rank > 0 ? fopen("/dev/null", "w") : metrics_fopen(dir, cmd, "a");
+}
 
 void ts_metrics_write(FILE *f, const char *fmt, ...) {
     if (!f) return;
@@ -368,7 +373,9 @@ int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head he
                             .memory_limit = (size_t)(ts_cli_dev.memory_gib * 1073741824.0),
                             .stage_devices = pp ? pp->stage_name : NULL, .nstage_devices = pp ? pp->nstages : 0,
                             .train_fetches = train_fetches, .ntrain_fetches = ntrain_fetches,
-                            .infer_fetches = infer_fetches, .ninfer_fetches = ninfer_fetches};
+                            .infer_fetches = infer_fetches, .ninfer_fetches = ninfer_fetches,
+                            .comm = ts_cli_rep.size > 1 ? ts_cli_rep.comm : NULL,
+                            .shard_state = ts_cli_rep.shard_optimizer};
     if (pp && threads > 0) o.threads = threads; /* --threads: per device */
     if (ts_bert_train_programs(&o, train ? train_p : NULL, infer_p) == TS_OK) return 0;
     fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
@@ -427,6 +434,7 @@ int ts_make_dir(const char *cmd, const char *dir) {
 }
 
 int ts_out_lock(const char *cmd, const char *dir) {
+    if (ts_cli_rep.rank > 0) return ts_make_dir(cmd, dir) ? 1 : 0; /* replicas: rank 0 holds the lock */
     long other;
     ts_status s = ts_out_dir_lock(dir, &other);
     if (s == TS_OK) return 0;
@@ -440,6 +448,7 @@ int ts_out_lock(const char *cmd, const char *dir) {
 
 int ts_model_dir_save(const char *cmd, const char *dir, const ts_program *p, const ts_bert_config *cfg,
                       const char *architecture, const char *vocab_path, const ts_model_meta *meta) {
+    if (ts_cli_rep.rank > 0) return 0; /* replicas: rank 0 writes the model (every rank holds the same) */
     ts_bert_config c = *cfg;
     for (int h = 0; h <= TS_BERT_QUESTION_ANSWERING; h++)
         if (!strcmp(architecture, ts_bert_head_name((ts_bert_head)h))) c.head = (ts_bert_head)h;
@@ -460,16 +469,30 @@ ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config
 /* ------------------------------------------------------------------ full-state checkpoints */
 
 int ts_ckpt_save(const char *cmd, const char *out, int64_t step, const ts_program *p, const char *trainer_json,
-                 int keep) {
-    if (ts_train_checkpoint_save(out, step, p, trainer_json, keep) == TS_OK) return 0;
+                 const char *rank_json, int keep) {
+    if (ts_train_checkpoint_save_parts(out, step, p, trainer_json, rank_json, keep) == TS_OK) return 0;
     fprintf(stderr, "\ntessera %s: %s\n", cmd, ts_last_error());
     return 1;
 }
 
 int ts_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap) {
-    if (ts_train_checkpoint_find(resume, path, cap) == TS_OK) return 0;
-    fprintf(stderr, "tessera %s: --resume %s\n", cmd, ts_last_error());
-    return 2;
+    int rc = 0;
+    if (ts_cli_rep.rank == 0 && ts_train_checkpoint_find(resume, path, cap) != TS_OK) {
+        fprintf(stderr, "tessera %s: --resume %s\n", cmd, ts_last_error());
+        rc = 2;
+    }
+    if (ts_cli_rep.size > 1) { /* rank 0's choice for every rank */
+        char buf[4400] = "";
+        int32_t r = rc;
+        if (ts_cli_rep.rank == 0 && !rc) snprintf(buf, sizeof buf, "%s", path);
+        if (ts_comm_broadcast(ts_cli_rep.comm, &r, sizeof r, 0) || ts_comm_broadcast(ts_cli_rep.comm, buf, sizeof buf, 0)) {
+            fprintf(stderr, "tessera %s: --resume: %s\n", cmd, ts_last_error());
+            return 1;
+        }
+        rc = r;
+        if (!rc) snprintf(path, cap, "%s", buf);
+    }
+    return rc;
 }
 
 ts_program *ts_model_dir_program(const char *cmd, const char *dir, const ts_bert_config *cfg, int batch, int seq,

@@ -70,6 +70,40 @@ int ts_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt
                   char **argv);
 void ts_opts_free(ts_optset *s);
 
+/* ------------------------------------------------------------------ replicas (cli/replicas.c) */
+
+/* `mpirun -np R tessera pretrain|finetune ...`: each rank is a replica of the run (with --devices
+ * a whole pipeline); the global batch is --batch x --accumulation (or --micro-batches) x R, and
+ * rank r trains on micro-batches r, r + R, ... of what one process would read (so R ranks give
+ * the losses and parameters of one process with R times the accumulation). Rank 0 alone prints,
+ * writes metrics.jsonl and the model, and takes the --out lock; checkpoints are written by every
+ * rank together (ts_program_save_state_parts). One command runs per process, so this lives here. */
+typedef struct ts_cli_replicas {
+    ts_comm *comm;        /* the world (one rank without mpirun) */
+    int rank, size;
+    int shard_optimizer;  /* --shard-optimizer: ZeRO-1 */
+    double comm_timeout;  /* --comm-timeout SECONDS (0: the default, 60) */
+} ts_cli_replicas;
+extern ts_cli_replicas ts_cli_rep;
+#define TS_REPLICA_OPTS                                                                                \
+    {"shard-optimizer", OPT_FLAG, &ts_cli_rep.shard_optimizer, 0},                                     \
+    {"comm-timeout", OPT_FLOAT, &ts_cli_rep.comm_timeout, 0}
+#define TS_REPLICA_USAGE                                                                               \
+    "  Replicas: mpirun -np R tessera ... runs R data-parallel replicas (each with its --devices);\n"   \
+    "            the global batch is R times one process's, the gradients summed over the ranks\n"     \
+    "            (one machine: mpirun --oversubscribe -np R; hosts: mpirun --host a:1,b:1 -np 2)\n"     \
+    "            --shard-optimizer  each rank keeps and updates 1/R of the optimizer state (ZeRO-1)\n" \
+    "            --comm-timeout S   a rank that waits S seconds (default 60) for the others stops the\n" \
+    "                               job, naming the ranks that did not arrive\n"
+/* The world and the flags above: 0, or prints the error and returns 2. Prints one line describing
+ * the replicas when there are several. */
+int ts_replicas_setup(const char *cmd);
+/* With replicas: the same parameters on every rank? (a hash of each rank's, compared). 0, or
+ * prints which ranks differ and returns 1. `when` names the moment ("after loading"). */
+int ts_replicas_check_params(const char *cmd, const ts_program *p, const char *when);
+/* A line on what each rank holds: "optimizer state X MiB per rank (1/R of Y MiB: --shard-optimizer)". */
+void ts_replicas_describe(const char *cmd, const ts_program *p, FILE *metrics);
+
 /* ------------------------------------------------------------------ progress, metrics, timing */
 
 double ts_now(void);
@@ -184,14 +218,16 @@ int ts_same_classifier(const ts_model_meta *a, const ts_model_meta *b);
 /* ------------------------------------------------------------------ full-state checkpoints */
 
 
-/* Write checkpoint OUT/checkpoints/step-<step> (ts_program_save_state with trainer_json)
- * atomically and keep the newest `keep`. 0, or prints the error and returns 1. */
+/* Write checkpoint OUT/checkpoints/step-<step> (ts_program_save_state_parts with trainer_json and
+ * this rank's rank_json, which may be NULL) atomically and keep the newest `keep`. With replicas
+ * every rank calls it. 0, or prints the error and returns 1. */
 int ts_ckpt_save(const char *cmd, const char *out, int64_t step, const ts_program *p, const char *trainer_json,
-                 int keep);
+                 const char *rank_json, int keep);
 
 /* Find the checkpoint of --resume DIR: DIR itself when it is one (holds trainer.json), else the
  * newest valid one in DIR/checkpoints, else in DIR (a newer invalid one is skipped with a
- * message naming it). Writes its path to path[cap]. 0, or prints the error and returns 2. */
+ * message naming it). Writes its path to path[cap]. With replicas rank 0 looks and the others
+ * take its answer. 0, or prints the error and returns 2. */
 int ts_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap);
 
 /* ------------------------------------------------------------------ tasks */

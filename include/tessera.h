@@ -50,6 +50,7 @@ typedef enum ts_status {
     TS_ERR_NOMEM,       /* allocation failed */
     TS_ERR_UNSUPPORTED, /* valid request that this build or device cannot do */
     TS_ERR_RUNTIME,     /* a kernel found bad data at run time (e.g. an index out of range) */
+    TS_ERR_COMM,        /* a collective between ranks failed or timed out (a rank died or hung) */
 } ts_status;
 
 /* The message of the most recent failure on this thread ("" if none). Valid until the next call
@@ -214,6 +215,9 @@ ts_value ts_where(ts_graph *g, ts_value cond, ts_value a, ts_value b);
 ts_value ts_cast(ts_graph *g, ts_value x, ts_dtype dtype);
 
 /* ---------------------------------------------------------------- training */
+/* A communicator between the processes of a job ("Replicas" below). */
+typedef struct ts_comm ts_comm;
+
 
 /* Append the backward pass of scalar `loss` to the graph: afterwards every trainable parameter
  * that loss depends on has a gradient value named "<param>@GRAD" (see ts_grad). Once per graph. */
@@ -337,6 +341,24 @@ typedef struct ts_optim_opts {
                                      exclude_from_layer_adaptation, which BERT's LAMB recipe
                                      sets like its weight-decay exclusions (may be NULL) */
     int nno_trust;
+    /* Replicas (data parallelism, "Replicas" below): with comm of R > 1 ranks, each rank runs
+     * this graph on its own micro-batches and the gradients are summed over the ranks before
+     * any update. The accumulators "<p>@ACCUM" (made for every trained parameter, also without
+     * accumulation) are laid out in contiguous buckets of about bucket_bytes, in the order the
+     * backward pass completes them; each bucket's all-reduce (op comm_start) is posted as soon as
+     * its last gradient is accumulated at the step's last micro-batch and runs on a progress
+     * thread while the backward pass goes on; the updates wait for it (op comm_wait). The mean
+     * then divides by N x R, so R ranks of N micro-batches each compute the step of one process
+     * with N x R, and clipping, loss-scale skips and LAMB's trust ratios all see the global
+     * gradient: every rank takes the same decision. With pipeline stages each stage's buckets
+     * are reduced on a channel of their own, among the same stage of every rank.
+     * shard_state (ZeRO stage 1): each trained parameter is given to one rank (balanced by size,
+     * within each stage), only that rank keeps its optimizer state ("<p>@MOMENT1", ...) and
+     * updates it, and then broadcasts it to the others; the optimizer state per rank is about
+     * 1/R of the total. The results are those without sharding. */
+    ts_comm *comm;                /* NULL or one rank: no replicas */
+    size_t bucket_bytes;          /* 0: 25 MiB (PyTorch DistributedDataParallel's default) */
+    int shard_state;              /* ZeRO-1: shard the optimizer state over the ranks */
 } ts_optim_opts;
 
 /* PyTorch's defaults for a kind: SGD momentum 0; AdamW betas 0.9 / 0.999, eps 1e-8, wd 0.01;
@@ -464,6 +486,8 @@ typedef struct ts_memory {
     size_t intermediates_total; /* sum of all intermediate sizes, as if none were reused */
     int nodes;              /* scheduled nodes after passes */
     int fused;              /* nodes removed by fusion */
+    size_t grad_buckets;    /* replicas: the gradient accumulators summed over the ranks, in
+                               contiguous buckets (not in optimizer_state) */
 } ts_memory;
 ts_status ts_program_memory(const ts_program *p, ts_memory *m);
 
@@ -805,6 +829,17 @@ ts_status ts_program_save_state(const ts_program *p, const char *dir, const char
  * that the program lacks are ignored. *extra_json_out (when not NULL) receives a malloc'd copy of
  * trainer.json; free() it. */
 ts_status ts_program_load_state(ts_program *p, const char *dir, char **extra_json_out);
+/* The same with a second JSON text that is this rank's own (a data reader's position): saved
+ * beside the state (rank_json may be NULL) and handed back in *rank_json_out (malloc'd; NULL when
+ * the checkpoint has none). A program whose optimizer sums over replicas (ts_optim_opts.comm) is
+ * saved by every rank of the communicator together — call it on each, as a collective: each rank
+ * writes DIR/part-<rank>.safetensors (its rank_json, and its share of the optimizer state with
+ * shard_state), rank 0 the parameters, the rest of the state and extra_json, and the directory
+ * appears only once every part is written (so ts_checkpoint_check refuses one missing a part). A
+ * load by such a program reads its rank's part and needs a checkpoint of as many ranks. */
+ts_status ts_program_save_state_parts(const ts_program *p, const char *dir, const char *extra_json,
+                                      const char *rank_json);
+ts_status ts_program_load_state_parts(ts_program *p, const char *dir, char **extra_json_out, char **rank_json_out);
 /* Validate a checkpoint directory without a program: both safetensors files well formed and
  * complete, trainer.json valid JSON, the step present. TS_OK or the error ts_program_load_state
  * would report for the files themselves. */
@@ -850,6 +885,10 @@ typedef struct ts_train_spec {
     int64_t save_every, stop_after; /* checkpoint hook at multiples of save_every and at stop_after,
                                        where the run then stops */
     FILE *metrics;              /* metrics.jsonl (may be NULL) */
+    ts_comm *comm;              /* replicas (the program's optimizer sums over it; NULL: none):
+                                   every rank runs ts_train in step; a step's losses and rows are
+                                   those of every rank's micro-batches, the time limit is rank
+                                   0's, and the data ends when every rank's fill came back empty */
 } ts_train_spec;
 
 typedef struct ts_train_step_report {
@@ -910,6 +949,9 @@ typedef struct ts_bert_train_opts {
     int nstage_devices;
     const char *const *train_fetches, *const *infer_fetches;
     int ntrain_fetches, ninfer_fetches;
+    ts_comm *comm;               /* replicas: ts_optim_opts.comm (NULL: one process) */
+    int shard_state;             /* ZeRO-1 over comm (ts_optim_opts.shard_state) */
+    size_t bucket_bytes;         /* gradient buckets (0: 25 MiB) */
 } ts_bert_train_opts;
 /* Build the model (o->head) with the backward pass and the optimizer, and compile it for
  * training into *train (may be NULL: none) and for evaluation (inference, one device) into
@@ -931,10 +973,65 @@ ts_status ts_train(const ts_train_spec *spec, const ts_train_hooks *hooks, int64
 #define TS_CKPT_PREFIX "step-"
 ts_status ts_train_checkpoint_save(const char *out, int64_t step, const ts_program *p, const char *trainer_json,
                                    int keep);
+/* The same with this rank's JSON (ts_program_save_state_parts); with replicas a collective, and
+ * rank 0 rotates. */
+ts_status ts_train_checkpoint_save_parts(const char *out, int64_t step, const ts_program *p, const char *trainer_json,
+                                         const char *rank_json, int keep);
 /* The checkpoint to resume from: `resume` itself when it is one (holds trainer.json), else the
  * newest valid one in resume/checkpoints, else in resume (a newer invalid one is skipped, with a
  * line on stderr naming it). Writes its path to path[cap]. TS_ERR_NOT_FOUND when there is none. */
 ts_status ts_train_checkpoint_find(const char *resume, char *path, size_t cap);
+
+/* ---------------------------------------------------------------- replicas (src/dist/comm.c) */
+/* Data parallelism over processes: `mpirun -np R tessera pretrain ...` (or any program) starts R
+ * ranks, each a replica of one training run — or, with stage devices, a whole pipeline — and the
+ * world communicator connects them. tessera uses MPI (Open MPI) when it was built with it
+ * (libopenmpi-dev present) and the process was started by mpirun; otherwise the world is one
+ * rank, nothing touches MPI, and every collective below is a copy. A process started by mpirun
+ * with more than one rank in a build without MPI gets TS_ERR_UNSUPPORTED.
+ * Collectives are called by every rank, in the same order, from one thread at a time; buf, in
+ * and out are host memory (the CPU device's buffers are). A collective that does not complete
+ * within the timeout (default 60 s; the environment's TS_COMM_TIMEOUT; ts_comm_set_timeout)
+ * asks every other rank where it is and fails with TS_ERR_COMM naming the ranks that did not
+ * answer (dead or stopped) or are elsewhere, and the step (ts_comm_set_step). After any
+ * TS_ERR_COMM the communicator is unusable: end the job with ts_comm_abort. */
+/* The job's communicator, made (and MPI initialised) on the first call; NULL on failure. */
+ts_comm *ts_comm_world(void);
+int ts_comm_rank(const ts_comm *c);
+int ts_comm_size(const ts_comm *c);
+/* "mpi" when this build has MPI, else "none". */
+const char *ts_comm_backend(void);
+/* buf[0 .. count) = the sum over the ranks of their buf (f32, i32 or i64), on every rank. */
+ts_status ts_comm_allreduce(ts_comm *c, void *buf, int64_t count, ts_dtype dtype);
+/* The same for doubles (host statistics: loss sums, row counts). */
+ts_status ts_comm_allreduce_f64(ts_comm *c, double *buf, int64_t count);
+/* in is size x count elements; rank r gets out[0 .. count) = the sum over the ranks of their
+ * in[r count .. (r + 1) count). count <= 2^30. */
+ts_status ts_comm_reduce_scatter(ts_comm *c, const void *in, void *out, int64_t count, ts_dtype dtype);
+/* out (size x count elements) = every rank's in (count), in rank order. count <= 2^30. */
+ts_status ts_comm_allgather(ts_comm *c, const void *in, void *out, int64_t count, ts_dtype dtype);
+/* buf[0 .. bytes) = root's, on every rank. */
+ts_status ts_comm_broadcast(ts_comm *c, void *buf, size_t bytes, int root);
+ts_status ts_comm_barrier(ts_comm *c);
+void ts_comm_set_timeout(ts_comm *c, double seconds);
+double ts_comm_timeout(const ts_comm *c);
+/* The training step this rank is at, for the messages of a timeout (its own and other ranks'). */
+void ts_comm_set_step(ts_comm *c, int64_t step);
+/* What the collectives cost on this rank: in_graph 0 the host collectives above, 1 the
+ * in-graph ones (gradient all-reduces, parameter broadcasts). busy_s: seconds the progress
+ * threads spent in MPI; wait_s: seconds callers (the comm_wait ops) were blocked waiting, the
+ * part not hidden behind other work. */
+typedef struct ts_comm_stats {
+    uint64_t ops, bytes;
+    double busy_s, wait_s;
+} ts_comm_stats;
+void ts_comm_get_stats(const ts_comm *c, int in_graph, ts_comm_stats *s);
+void ts_comm_reset_stats(ts_comm *c);
+/* End the whole job now with exit code `code` (MPI_Abort; a lone process just exits). */
+void ts_comm_abort(ts_comm *c, int code) __attribute__((noreturn));
+/* Shut the world down (threads joined, MPI finalized) once every rank is done; called at exit
+ * too. After a TS_ERR_COMM it aborts the job instead, since a collective may still hang. */
+void ts_comm_finalize(void);
 
 /* ---------------------------------------------------------------- data: batches */
 /* The data readers — BERT pretraining text, text classification files, SQuAD — write batches
@@ -1039,6 +1136,9 @@ typedef struct ts_pretrain_opts {
     double random_next_prob;  /* 0.5 */
     int epochs;               /* passes over the files; 0: repeat without end (0) */
     uint64_t seed;            /* (0) */
+    int shard, num_shards;    /* replicas: the batches of the one stream above are dealt round-robin
+                                 and this reader serves batches k with k % num_shards == shard,
+                                 skipping the others' rows unmasked (0 and 0 or 1: every batch) */
 } ts_pretrain_opts;
 
 /* The defaults noted above (files NULL). */
@@ -1066,6 +1166,7 @@ typedef struct ts_pretrain_state {
     int64_t offset;       /* ... and byte offset */
     int64_t next;         /* examples of the window already served */
     uint64_t served;      /* examples served since the start (for information) */
+    uint64_t batches;     /* batches of the stream passed, served or dealt to other shards */
 } ts_pretrain_state;
 
 ts_status ts_pretrain_save(const ts_pretrain_reader *r, ts_pretrain_state *state);

@@ -5,7 +5,8 @@
 #
 # 1. Debian packages: build-essential cmake pkg-config libdnnl-dev libcjson-dev clang libomp-dev
 #    (clang: libFuzzer for `make test`'s fuzz step, fuzz/run.sh; libomp-dev: clang's OpenMP, which
-#    the library needs), plus nodejs and npm unless `node` and `npm` are already on PATH (a newer
+#    the library needs; libopenmpi-dev openmpi-bin: Open MPI for replicas, `mpirun -np R tessera
+#    pretrain ...`), plus nodejs and npm unless `node` and `npm` are already on PATH (a newer
 #    Node is never replaced); with
 #    --bench also python3, python3-torch and libopenblas0-pthread: the PyTorch that `make bench`
 #    measures beside tessera, with an optimised BLAS under it.
@@ -33,7 +34,7 @@ say() { printf 'install-deps: %s\n' "$*"; }
 die() { printf 'install-deps: error: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- 1. packages
-packages=(build-essential cmake pkg-config libdnnl-dev libcjson-dev clang libomp-dev)
+packages=(build-essential cmake pkg-config libdnnl-dev libcjson-dev clang libomp-dev libopenmpi-dev openmpi-bin)
 # --bench: also the peers `make bench` measures tessera against (PyTorch 1.13 from Debian)
 for arg in "$@"; do
     case "$arg" in

@@ -44,6 +44,7 @@ const char *ts_status_name(ts_status s) {
     case TS_ERR_NOMEM: return "TS_ERR_NOMEM";
     case TS_ERR_UNSUPPORTED: return "TS_ERR_UNSUPPORTED";
     case TS_ERR_RUNTIME: return "TS_ERR_RUNTIME";
+    case TS_ERR_COMM: return "TS_ERR_COMM";
     }
     return "TS_ERR_?";
 }

@@ -36,6 +36,7 @@ struct ts_pretrain_reader {
     uint64_t epoch, window;
     int64_t win_file, win_off, next;
     uint64_t served, epoch_pairs;
+    uint64_t batches;        /* of the stream, this reader's and the other shards' */
 
     int32_t *scratch;        /* masking: 4 T */
 };
@@ -81,6 +82,7 @@ static uint64_t fingerprint(const ts_pretrain_opts *o, int vocab) {
     bits[8] = o->seed;
     uint64_t h = 0x7473706274ull;
     for (int i = 0; i < 9; i++) h = ts_mix64(h ^ bits[i]);
+    if (o->num_shards > 1) h = ts_mix64(h ^ ((uint64_t)o->num_shards << 32 | (uint64_t)o->shard));
     return h;
 }
 
@@ -97,6 +99,8 @@ static ts_status check_opts(const ts_pretrain_opts *o) {
         return ts_err(TS_ERR_ARG, "ts_pretrain_open: short_seq_prob %g is outside [0, 1]", o->short_seq_prob);
     if (!(o->random_next_prob >= 0 && o->random_next_prob <= 1))
         return ts_err(TS_ERR_ARG, "ts_pretrain_open: random_next_prob %g is outside [0, 1]", o->random_next_prob);
+    if (o->num_shards < 0 || o->shard < 0 || (o->shard > 0 && o->shard >= o->num_shards))
+        return ts_err(TS_ERR_ARG, "ts_pretrain_open: shard %d of %d shards", o->shard, o->num_shards);
     if (o->max_predictions < 0 || o->epochs < 0)
         return ts_err(TS_ERR_ARG, "ts_pretrain_open: max_predictions %d or epochs %d < 0", o->max_predictions,
                       o->epochs);
@@ -321,9 +325,32 @@ static void pad_row(ts_pretrain_reader *r, const ts_batch *b, int row) {
     if (b->next_sentence_label) b->next_sentence_label[row] = TS_IGNORE_INDEX;
 }
 
+/* Pass the rows of one batch dealt to another shard: windows are read (the stream is one), no
+ * row is masked or filled. */
+static ts_status skip_batch(ts_pretrain_reader *r) {
+    for (int row = 0; row < r->o.batch_size; row++) {
+        while (!r->finished && (!r->loaded || r->next >= (int64_t)r->pairs.n)) {
+            ts_status st = advance(r);
+            if (st != TS_OK) return st;
+        }
+        if (r->finished) break;
+        r->next++;
+    }
+    r->batches++;
+    return TS_OK;
+}
+
 ts_status ts_pretrain_next(ts_pretrain_reader *r, const ts_batch *b, int *nrows) {
     if (nrows) *nrows = 0;
     if (!r || !b || !b->input_ids) return ts_err(TS_ERR_ARG, "ts_pretrain_next: NULL reader, batch or input_ids");
+    while (r->o.num_shards > 1 && r->batches % (uint64_t)r->o.num_shards != (uint64_t)r->o.shard) {
+        ts_status st = skip_batch(r);
+        if (st != TS_OK) {
+            for (int k = 0; k < r->o.batch_size; k++) pad_row(r, b, k);
+            return st;
+        }
+    }
+    r->batches++;
     int filled = 0;
     for (int row = 0; row < r->o.batch_size; row++) {
         while (!r->finished && (!r->loaded || r->next >= (int64_t)r->pairs.n)) {
@@ -359,6 +386,7 @@ ts_status ts_pretrain_save(const ts_pretrain_reader *r, ts_pretrain_state *s) {
     s->offset = r->loaded ? r->win_off : r->pos_off;
     s->next = r->loaded ? r->next : 0;
     s->served = r->served;
+    s->batches = r->batches;
     return TS_OK;
 }
 
@@ -371,6 +399,7 @@ static void rewind_reader(ts_pretrain_reader *r) {
     r->epoch = r->window = 0;
     r->win_file = r->win_off = r->next = 0;
     r->served = r->epoch_pairs = 0;
+    r->batches = 0;
 }
 
 ts_status ts_pretrain_restore(ts_pretrain_reader *r, const ts_pretrain_state *s) {
@@ -391,6 +420,7 @@ ts_status ts_pretrain_restore(ts_pretrain_reader *r, const ts_pretrain_state *s)
     r->epoch = s->epoch;
     r->window = s->window;
     r->served = s->served;
+    r->batches = s->batches;
     r->epoch_pairs = 1; /* the part of this epoch before the state is not re-read */
     if (r->o.epochs && r->epoch >= (uint64_t)r->o.epochs) {
         r->finished = 1;

@@ -29,6 +29,12 @@ typedef struct ts_val {
     ts_tensor *data;   /* TS_V_CONST data */
     ts_init init;      /* TS_V_PARAM initializer */
     int grad;          /* TS_V_PARAM: its gradient value after ts_backward, else -1 */
+    int pack;          /* > 0: a TS_V_STATE that lives inside persistent value pack - 1, at byte
+                          pack_off (a gradient accumulator in its bucket); 0: its own buffer */
+    int64_t pack_off;
+    int sharded;       /* TS_V_STATE of this rank's share of the optimizer state (ZeRO-1): saved in
+                          the rank's part of a checkpoint */
+    int bucket;        /* a TS_V_STATE gradient bucket: the buffer packed values live in */
 } ts_val;
 
 /* Op attributes. Each op documents which fields it uses, in its ops/ file. */
@@ -65,6 +71,10 @@ struct ts_graph {
     int bwd_start;     /* index of the first node ts_backward appended (-1: no backward) */
     int opt_start;     /* ... and of the first ts_optimizer appended (-1: no optimizer) */
     int accum_steps;   /* the optimizer's micro-batches per step (0: no optimizer) */
+    int replicas;      /* ranks whose gradients the optimizer sums (0 or 1: none) */
+    int replica;       /* this graph's rank among them: dropout of micro-batch m of a step runs at
+                          step (local run) x replicas + replica, as one process would */
+    int comm_id;       /* the communicator of the collectives */
     /* names -> value ids: open addressing (linear probing, load <= 1/2) over value ids, -1 for
      * an empty slot. An entry is checked against vals[id].name when found, so one left behind
      * by a rename never matches; rebuilt from the values when it grows. */

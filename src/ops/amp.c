@@ -5,10 +5,11 @@
  * values, zero-initialised by the runtime and kept across runs. None of these ops is
  * differentiable: grad rules are NULL.
  *
- *   accum_grad(acc, grad, micro)                 acc = (micro == 0 ? 0 : acc) + grad
+ *   accum_grad(acc, grad, micro?)                acc = (micro == 0 ? 0 : acc) + grad
  *     The gradient accumulator of one parameter ("<param>@ACCUM"): the first micro-batch of a
  *     step (micro, the micro-batch counter, is 0) overwrites what the previous step left, the
- *     others add to it. A side effect: it writes acc in place.
+ *     others add to it. Without micro (replicas without accumulation) every run is the first.
+ *     A side effect: it writes acc in place.
  *   loss_scale(state) -> scale []                scale = state > 0 ? state : init_scale
  *     The loss scale of this run: the gradient ts_backward_scaled seeds the loss with. state
  *     ("optimizer@LOSS_SCALE") is 0 until the first run's loss_scale_update stores the scale.
@@ -54,13 +55,13 @@ static ts_status infer_accum(ts_graph *g, ts_node *n) {
         memcmp(gr->shape, a->shape, sizeof(int64_t) * (size_t)a->ndim) != 0)
         return ts_err(TS_ERR_SHAPE, "op accum_grad: gradient %s must be f32 of the shape of accumulator %s",
                       VS(g, n->in[1]), VS(g, n->in[0]));
-    return need_scalar(g, n, 2, "micro-batch counter", 1);
+    return has_in(n, 2) ? need_scalar(g, n, 2, "micro-batch counter", 1) : TS_OK;
 }
 
 static ts_status accum_kernel(const ts_kargs *k) {
     float *acc = k->in[0];
     const float *gr = k->in[1];
-    int first = *(const float *)k->in[2] == 0.f;
+    int first = !has_in(k->node, 2) || *(const float *)k->in[2] == 0.f;
     int64_t cnt = ts_val_numel(&k->g->vals[k->node->in[0]]);
     if (first) {
         memcpy(acc, gr, sizeof(float) * (size_t)cnt);
@@ -71,7 +72,7 @@ static ts_status accum_kernel(const ts_kargs *k) {
     return TS_OK;
 }
 
-const ts_op_def ts_opdef_accum_grad = {"accum_grad", 3, 3, 0, TS_OPF_SIDE_EFFECT, infer_accum, NULL,
+const ts_op_def ts_opdef_accum_grad = {"accum_grad", 2, 3, 0, TS_OPF_SIDE_EFFECT, infer_accum, NULL,
                                        accum_kernel, NULL};
 
 /* ------------------------------------------------------------------ loss_scale */

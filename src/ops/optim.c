@@ -40,7 +40,8 @@
  *     The coefficient the updates multiply their gradient by. s is the sum of squares of every
  *     gradient the updates read (grad_sumsq's), micro the micro-batch counter of gradient
  *     accumulation (0 .. N - 1: micro-batches summed before this one in the step), scale the
- *     loss scale the gradients carry (absent: 1). With u = 1 / (N scale):
+ *     loss scale the gradients carry (absent: 1). With u = 1 / (N R scale), R the replicas whose
+ *     gradients were summed (1 without):
  *       norm = sqrt(s) u                          (of the mean, unscaled gradient; 0 without s)
  *       coef = 0                                  micro present and micro + 1 < N (no update yet)
  *       coef = 0                                  scale present and s not finite (overflow: skip)
@@ -48,7 +49,7 @@
  *       coef = u                                  otherwise
  *     Without a scale, a clipped step with a norm that is not finite gets coef NaN (the
  *     parameters become NaN, as they do in torch), so 0 always means a deliberate skip.
- *     attrs f[0] = max_norm (0: no clipping), i[0] = N (>= 1).
+ *     attrs f[0] = max_norm (0: no clipping), i[0] = N (>= 1), i[1] = R (0 or 1: no replicas).
  *   lr_schedule(counter) -> lr []               lr = base_lr * lambda(step), step = counter,
  *     with lambda as Hugging Face transformers' schedules (W warm-up steps, T total steps):
  *       step < W (any kind):       step / max(1, W)
@@ -350,9 +351,10 @@ static ts_status infer_step_coef(ts_graph *g, ts_node *n) {
 static ts_status step_coef_kernel(const ts_kargs *k) {
     const ts_node *n = k->node;
     float max_norm = n->attr.f[0], N = (float)n->attr.i[0];
+    double R = n->attr.i[1] > 1 ? (double)n->attr.i[1] : 1.0;
     float s = has_in(n, 0) ? *(const float *)k->in[0] : 0.f;
     float scale = has_in(n, 2) ? *(const float *)k->in[2] : 1.f;
-    float u = (float)(1.0 / ((double)N * scale));
+    float u = (float)(1.0 / ((double)N * R * scale));
     float norm = sqrtf(s) * u, coef = u;
     if (has_in(n, 1) && *(const float *)k->in[1] + 1.f < N) coef = 0.f;
     else if (has_in(n, 2) && !isfinite(s)) coef = 0.f;

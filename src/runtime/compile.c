@@ -5,6 +5,7 @@
  * A graph compiled with stage devices becomes a pipeline (pipeline.c), whose stages come back
  * here one by one through ts_compile_on with a stage spec.
  */
+#include "dist/comm.h"
 #include "runtime/program.h"
 
 #include <omp.h>
@@ -86,7 +87,7 @@ static ts_status check_memory(const ts_device *dev, const ts_compile_opts *o, co
                               size_t other, size_t ws, int largest) {
     const char *what = o->memory_limit ? "the limit set" : "its memory";
     size_t budget = o->memory_limit ? o->memory_limit : ts_device_memory(dev);
-    size_t need = m->params + m->grads + m->optimizer_state + m->activations + other + ws;
+    size_t need = m->params + m->grads + m->optimizer_state + m->grad_buckets + m->activations + other + ws;
     if (!budget || need <= budget) return TS_OK;
     char big[320] = "", desc[256];
     if (largest >= 0)
@@ -232,6 +233,8 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
         for (int k = 0; k < n->nout; k++) used[n->out[k]] = 1;
     }
     for (int v = 0; v < nv; v++) if (pinned[v]) used[v] = 1;
+    for (int v = 0; v < nv; v++) /* a packed value's bucket holds it */
+        if (used[v] && g->vals[v].pack > 0) used[g->vals[v].pack - 1] = 1;
     for (int v = 0; v < nv; v++)
         if (!o.inference && has_grad_here(g, v, spec)) is_grad[g->vals[v].grad] = 1;
     for (int v = 0; v < nv; v++)
@@ -279,14 +282,16 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
             ts_val *x = &g->vals[v];
             /* a program holds every parameter (to load and save them) but a pipeline stage only
              * the ones it uses */
-            int own = (x->kind != TS_V_NODE || is_grad[v] || nslot[v]) && (used[v] || (x->kind == TS_V_PARAM && !spec));
+            int own = (x->kind != TS_V_NODE || is_grad[v] || nslot[v]) && (used[v] || (x->kind == TS_V_PARAM && !spec)) &&
+                      !x->pack;
             if (pass == 0 && used[v] && (largest < 0 || ts_val_bytes(x) > ts_val_bytes(&g->vals[largest])))
                 largest = v;
             if (!own || mp.root[v] != v) continue;
             size_t stride = spec ? (ts_val_bytes(x) + 63) & ~(size_t)63 : ts_val_bytes(x);
             size_t bytes = nslot[v] ? stride * (size_t)nslot[v] : ts_val_bytes(x);
             if (pass == 0) {
-                if (x->kind == TS_V_PARAM) m->params += bytes;
+                if (x->bucket) m->grad_buckets += bytes;
+                else if (x->kind == TS_V_PARAM) m->params += bytes;
                 else if (x->kind == TS_V_STATE) m->optimizer_state += bytes;
                 else if (is_grad[v]) m->grads += bytes;
                 else if (x->kind == TS_V_NODE || (spec && nslot[v])) m->activations += bytes;
@@ -322,6 +327,8 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
     }
     for (int v = 0; v < nv; v++)
         if (in_arena[v] && mp.offset[v] >= 0) p->vals[v].buf = ts_buf_at(p->arena, (uint64_t)mp.offset[v]);
+    for (int v = 0; v < nv; v++) /* packed values: inside their bucket */
+        if (used[v] && g->vals[v].pack > 0) p->vals[v].buf = ts_buf_at(p->vals[g->vals[v].pack - 1].buf, (uint64_t)g->vals[v].pack_off);
     /* aliases: the root's buffer, or a member of the root's slotted buffer */
     for (int v = 0; v < nv; v++) {
         int r = mp.root[v];
@@ -451,6 +458,15 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
         ts_err(TS_ERR_ARG, "ts_compile: nstage_devices is %d but stage_devices is %s", o.nstage_devices,
                o.stage_devices ? "set" : "NULL");
         return NULL;
+    }
+    if (graph->replicas > 1 && !o.inference) { /* the collectives' channels: host, then one per stage */
+        ts_comm *c = ts_comm_by_id(graph->comm_id);
+        if (!c) {
+            ts_err(TS_ERR_COMM, "ts_compile: the graph's optimizer sums over communicator %d, which does not exist "
+                   "(finalized?)", graph->comm_id);
+            return NULL;
+        }
+        if (ts_comm_channels(c, 1 + (graph->nstages > 0 ? graph->nstages : 1)) != TS_OK) return NULL;
     }
     if (o.nstage_devices > 0 && !o.inference) return ts_pipeline_compile(graph, &o);
     ts_device *dev = ts_device_get(o.nstage_devices > 0 ? o.stage_devices[0] : o.device ? o.device : "cpu");

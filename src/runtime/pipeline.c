@@ -443,7 +443,9 @@ static ts_status place_nodes(const ts_graph *g, const uint8_t *alive, placing *p
         pc->stage[i] = pc->phase[i] = -1;
         if (!alive[i]) continue;
         const ts_node *n = &g->nodes[i];
-        int per_micro = i < g->bwd_start || n->op == TS_OP_ACCUM_GRAD;
+        /* per micro-batch: the forward, the backward, the accumulation and the gradient all-reduce's
+         * start (which acts at the last micro-batch) */
+        int per_micro = i < g->bwd_start || n->op == TS_OP_ACCUM_GRAD || (n->op == TS_OP_COMM_START && n->attr.i[2] == 0);
         for (int j = 0; j < n->nin && !per_micro; j++) per_micro = n->in[j] >= 0 && micro[n->in[j]];
         for (int k = 0; k < n->nout; k++) micro[n->out[k]] = (uint8_t)per_micro;
         int st = n->stage;
@@ -778,6 +780,7 @@ ts_program *ts_pipeline_compile(const ts_graph *graph, const ts_compile_opts *o)
         for (int v = 0; v < nv; v++) p->owned[v] |= sp->owned[v] && g->vals[v].kind != TS_V_NODE && g->vals[v].kind != TS_V_INPUT;
         p->mem.params += sp->mem.params, p->mem.grads += sp->mem.grads;
         p->mem.optimizer_state += sp->mem.optimizer_state, p->mem.activations += sp->mem.activations;
+        p->mem.grad_buckets += sp->mem.grad_buckets;
         p->mem.workspace += sp->mem.workspace, p->mem.intermediates_total += sp->mem.intermediates_total;
         p->mem.nodes += sp->mem.nodes;
     }

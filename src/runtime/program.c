@@ -56,6 +56,8 @@ ts_status ts_program_feed(ts_program *p, const char *name, const ts_tensor *t) {
 
 ts_status ts_program_run_phase(ts_program *p, int ph, uint64_t step) {
     if (!p->exe[ph]) return TS_OK;
+    /* a replica's run m is micro-batch m R + r of one process's step (dropout is keyed by it) */
+    if (p->g->replicas > 1) step = step * (uint64_t)p->g->replicas + (uint64_t)p->g->replica;
     return p->dev->api->execute(p->dev->ctx, p->exe[ph], &p->abi[ph], p->workspace, step);
 }
 

@@ -17,7 +17,15 @@
  * The updates come after every other node, so they run at the end of each step; the counter
  * increments (the lr schedule's of train/schedule.c, gated by the coefficient so that it counts
  * optimizer steps, and the micro-batch counter's) are moved behind them.
+ * Replicas (opts->comm of R > 1 ranks): every parameter gets an accumulator; the accumulators are
+ * packed into contiguous buckets (state values the runtime allocates once, the accumulators
+ * living inside at their offsets), a comm_start node per bucket sums it over the ranks
+ * (ops/collective.c) and is moved to just after the backward node that completes the bucket's
+ * last gradient, so the reduction overlaps the rest of the backward pass; a comm_wait per bucket
+ * comes before the sum of squares and the updates. With shard_state each rank updates only the
+ * parameters it owns (and holds only their state), then broadcasts them.
  */
+#include "dist/comm.h"
 #include "ops/op.h"
 #include "train/train.h"
 
@@ -171,14 +179,163 @@ static int loss_scale_node(const ts_graph *g) {
 /* How the step's gradients reach the updates. */
 typedef struct step_plan {
     int N;              /* micro-batches a step (1: no accumulation) */
+    int R, rank;        /* replicas summing their gradients (1: none), and this graph's rank */
+    int comm_id;
+    int *owner;         /* shard_state: per value, the rank that updates the parameter (else NULL) */
     int scaler;         /* the loss_scale node, or -1 */
     ts_value micro;     /* optimizer@MICRO_STEP, or TS_NONE */
     ts_value sumsq;     /* sum of squares of what the updates read, or TS_NONE */
     ts_value coef;      /* step_coef's coefficient, or TS_NONE (1) */
 } step_plan;
 
-/* Accumulators (src[v] becomes "<v>@ACCUM" when N > 1, else the gradient), the sum of squares
- * and the coefficient. Returns TS_OK or the graph's error. */
+/* The index of the node that makes value v (-1: not a node's output). */
+static int producer(const ts_graph *g, int v) { return g->vals[v].kind == TS_V_NODE ? g->vals[v].node : -1; }
+
+/* Add a collective node (ops/collective.c) on x for stage `stage` (-1: unplaced), acting at the
+ * step's last micro-batch. Returns TS_OK or the graph's error. */
+static ts_status add_comm(ts_graph *g, int op, ts_value x, const step_plan *sp, int stage, int kind, int root, int tag) {
+    ts_attrs at = {0};
+    at.i[0] = sp->comm_id;
+    at.i[1] = 1 + (stage >= 0 ? stage : 0);
+    at.i[2] = kind;
+    at.i[3] = root;
+    at.i[4] = sp->N;
+    at.i[5] = tag;
+    int in[2] = {x, sp->micro};
+    if (ts_node_add(g, op, sp->micro != TS_NONE ? 2 : 1, in, &at, NULL) == TS_NONE && g->status) return g->status;
+    g->nodes[g->nnodes - 1].stage = stage; /* with the parameters it serves, not where its inputs are */
+    return TS_OK;
+}
+
+static int cmp_by_key(const void *a, const void *b) {
+    const int64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* Replicas: pack the accumulators src[v] into buckets of about bucket_bytes, stage by stage, in
+ * the order the backward pass completes their gradients; post each bucket's all-reduce after its
+ * accumulation and wait for every bucket before what reads them. *nbuckets: buckets made (their
+ * tags are 0 .. nbuckets - 1). */
+static ts_status add_buckets(ts_graph *g, const ts_optim_opts *o, const ts_value *src, int nv, step_plan *sp,
+                             int *nbuckets) {
+    size_t cap = o->bucket_bytes ? o->bucket_bytes : (size_t)25 << 20;
+    int64_t (*key)[2] = malloc(sizeof *key * (size_t)(nv + 1));
+    int n = 0;
+    if (!key) abort();
+    /* later stages finish their backward first; within a stage, the earliest gradient first */
+    for (int v = 0; v < nv; v++)
+        if (g->vals[v].kind == TS_V_PARAM && g->vals[v].grad >= 0)
+            key[n][0] = ((int64_t)(TS_MAX_STAGES - param_stage(g, v)) << 40) + producer(g, g->vals[v].grad) + 1,
+            key[n][1] = v, n++;
+    qsort(key, (size_t)n, sizeof *key, cmp_by_key);
+    ts_status st = TS_OK;
+    int nb = 0;
+    for (int i = 0; i < n && !st;) {
+        int stage = param_stage(g, (int)key[i][1]), j = i;
+        size_t bytes = 0;
+        while (j < n && param_stage(g, (int)key[j][1]) == stage) { /* members: 64-byte aligned */
+            size_t b = ts_val_bytes(&g->vals[src[key[j][1]]]), off = (bytes + 63) & ~(size_t)63;
+            if (j > i && off + b > cap) break;
+            bytes = off + b;
+            j++;
+        }
+        int64_t shape[1] = {(int64_t)((bytes + 63) & ~(size_t)63) / 4};
+        int b = ts_val_add(g, TS_V_STATE, TS_F32, 1, shape);
+        g->vals[b].bucket = 1;
+        size_t off = 0;
+        for (int k = i; k < j; k++) {
+            ts_val *x = &g->vals[src[key[k][1]]];
+            off = (off + 63) & ~(size_t)63;
+            x->pack = b + 1;
+            x->pack_off = (int64_t)off;
+            off += ts_val_bytes(x);
+        }
+        st = add_comm(g, TS_OP_COMM_START, b, sp, stage, 0, 0, nb++);
+        i = j;
+    }
+    /* the waits, bucket by bucket (a bucket's start is the node after its members' accumulation) */
+    int tag = 0;
+    for (int i = 0, nn = g->nnodes; i < nn && !st; i++) {
+        const ts_node *nd = &g->nodes[i];
+        if (nd->op == TS_OP_COMM_START && nd->attr.i[2] == 0)
+            st = add_comm(g, TS_OP_COMM_WAIT, nd->in[0], sp, nd->stage, 0, 0, tag++);
+    }
+    free(key);
+    *nbuckets = nb;
+    return st ? st : g->status;
+}
+
+/* Move each bucket's accumulation nodes and all-reduce start to just after the node that makes
+ * the last of its gradients, so that the all-reduce runs while the backward pass goes on. Moved
+ * nodes have no outputs; the nodes they pass keep their order (and get their outputs' producer
+ * indices renumbered). ts_optimizer's nodes then begin later by the number moved. */
+static void start_buckets_early(ts_graph *g) {
+    int nn = g->nnodes, nv = g->nvals;
+    int *anchor = malloc(sizeof(int) * (size_t)(nv + 1)); /* per bucket value: its last gradient's producer */
+    int *at = malloc(sizeof(int) * (size_t)(nn + 1));      /* per node: move after this node (-1: stays) */
+    ts_node *out = malloc(sizeof(ts_node) * (size_t)(nn + 1));
+    int *new_index = malloc(sizeof(int) * (size_t)(nn + 1));
+    if (!anchor || !at || !out || !new_index) abort();
+    for (int v = 0; v < nv; v++) anchor[v] = -1;
+    for (int i = 0; i < nn; i++) {
+        const ts_node *nd = &g->nodes[i];
+        at[i] = -1;
+        if (nd->op != TS_OP_ACCUM_GRAD || !g->vals[nd->in[0]].pack) continue;
+        int b = g->vals[nd->in[0]].pack - 1, p = producer(g, nd->in[1]);
+        if (p > anchor[b]) anchor[b] = p;
+    }
+    int moved = 0;
+    for (int i = g->opt_start; i < nn; i++) {
+        const ts_node *nd = &g->nodes[i];
+        int b = nd->op == TS_OP_ACCUM_GRAD && g->vals[nd->in[0]].pack ? g->vals[nd->in[0]].pack - 1
+              : nd->op == TS_OP_COMM_START && nd->attr.i[2] == 0 ? nd->in[0] : -1;
+        if (b >= 0 && anchor[b] >= 0 && anchor[b] < g->opt_start) at[i] = anchor[b], moved++;
+    }
+    int w = 0;
+    for (int i = 0; i < nn; i++) {
+        if (at[i] >= 0) continue;
+        new_index[i] = w, out[w++] = g->nodes[i];
+        if (i >= g->opt_start) continue;
+        for (int k = g->opt_start; k < nn; k++) /* in their order: a bucket's accumulations, then its start */
+            if (at[k] == i) new_index[k] = w, out[w++] = g->nodes[k];
+    }
+    memcpy(g->nodes, out, sizeof(ts_node) * (size_t)nn);
+    for (int i = 0; i < nn; i++)
+        for (int k = 0; k < g->nodes[i].nout; k++) g->vals[g->nodes[i].out[k]].node = i;
+    g->opt_start += moved;
+    free(anchor), free(at), free(out), free(new_index);
+}
+
+/* shard_state: the rank that updates each trained parameter — within each stage, the largest
+ * parameters first, each to the rank with the fewest bytes so far (the same on every rank). */
+static int *assign_owners(const ts_graph *g, int nv, int R) {
+    int *owner = malloc(sizeof(int) * (size_t)(nv + 1));
+    int64_t (*key)[2] = malloc(sizeof *key * (size_t)(nv + 1));
+    size_t *load = calloc((size_t)R, sizeof(size_t));
+    if (!owner || !key || !load) abort();
+    for (int v = 0; v < nv; v++) owner[v] = -1;
+    for (int s = -1; s < TS_MAX_STAGES; s++) {
+        int n = 0;
+        for (int v = 0; v < nv; v++)
+            if (g->vals[v].kind == TS_V_PARAM && g->vals[v].grad >= 0 && param_stage(g, v) == s)
+                key[n][0] = -(int64_t)ts_val_bytes(&g->vals[v]), key[n][1] = v, n++;
+        if (!n) continue;
+        qsort(key, (size_t)n, sizeof *key, cmp_by_key);
+        memset(load, 0, sizeof(size_t) * (size_t)R);
+        for (int i = 0; i < n; i++) {
+            int best = 0;
+            for (int r = 1; r < R; r++)
+                if (load[r] < load[best]) best = r;
+            owner[key[i][1]] = best;
+            load[best] += ts_val_bytes(&g->vals[key[i][1]]);
+        }
+    }
+    free(key), free(load);
+    return owner;
+}
+
+/* Accumulators (src[v] becomes "<v>@ACCUM" when N > 1 or with replicas, else the gradient), the
+ * buckets' all-reduces, the sum of squares and the coefficient. Returns TS_OK or the graph's error. */
 static ts_status add_step_coef(ts_graph *g, const ts_optim_opts *o, ts_value *src, int nv, step_plan *sp) {
     sp->N = o->accumulation_steps > 1 ? o->accumulation_steps : 1;
     sp->scaler = loss_scale_node(g);
@@ -187,18 +344,22 @@ static ts_status add_step_coef(ts_graph *g, const ts_optim_opts *o, ts_value *sr
     for (int v = 0; v < nv; v++) {
         if (g->vals[v].kind != TS_V_PARAM || g->vals[v].grad < 0) continue;
         src[v] = g->vals[v].grad;
-        if (sp->N == 1) continue;
+        if (sp->N == 1 && sp->R == 1) continue;
         ts_value acc = add_state(g, v, "ACCUM", 0);
         int in[3] = {acc, g->vals[v].grad, sp->micro};
-        if (acc == TS_NONE || ts_node_add(g, TS_OP_ACCUM_GRAD, 3, in, NULL, NULL) == TS_NONE) return g->status;
+        if (acc == TS_NONE || ts_node_add(g, TS_OP_ACCUM_GRAD, sp->micro != TS_NONE ? 3 : 2, in, NULL, NULL) == TS_NONE)
+            return g->status;
         src[v] = acc;
     }
+    int nb = 0;
+    if (sp->R > 1 && add_buckets(g, o, src, nv, sp, &nb)) return g->status;
     if (o->max_grad_norm > 0.f || sp->scaler >= 0)
         if ((sp->sumsq = add_sumsq(g, src, nv)) == TS_NONE) return g->status;
-    if (o->max_grad_norm == 0.f && sp->scaler < 0 && sp->N == 1) return TS_OK;
+    if (o->max_grad_norm == 0.f && sp->scaler < 0 && sp->N == 1 && sp->R == 1) return TS_OK;
     ts_attrs at = {0};
     at.f[0] = o->max_grad_norm;
     at.i[0] = sp->N;
+    at.i[1] = sp->R;
     int in[3] = {sp->sumsq, sp->micro, sp->scaler >= 0 ? g->nodes[sp->scaler].out[0] : TS_NONE}, outs[2];
     if (ts_node_add(g, TS_OP_STEP_COEF, 3, in, &at, outs) == TS_NONE) return g->status;
     if (sp->sumsq != TS_NONE && ts_lookup(g, "optimizer@GRAD_NORM") == TS_NONE)
@@ -252,9 +413,11 @@ static void counters_last(ts_graph *g) {
 
 /* One update node per trained parameter v, reading gradient src[v] and coefficient coef. */
 static ts_status add_updates(ts_graph *g, ts_value lr, const ts_optim_opts *o, const ts_value *src, int nv,
-                             ts_value coef) {
+                             ts_value coef, const int *owner, int rank) {
     for (int v = 0; v < nv; v++) {
         if (g->vals[v].kind != TS_V_PARAM || g->vals[v].grad < 0) continue;
+        if (owner && owner[v] != rank) continue; /* another rank updates it and broadcasts it */
+        int first_state = g->nvals;
         float wd = excluded(o, g->vals[v].name) ? 0.f : o->weight_decay;
         ts_attrs at = {0};
         int in[7], nin;
@@ -288,6 +451,8 @@ static ts_status add_updates(ts_graph *g, ts_value lr, const ts_optim_opts *o, c
         int op = o->kind == TS_OPTIM_SGD ? TS_OP_SGD_UPDATE
                : o->kind == TS_OPTIM_ADAMW ? TS_OP_ADAMW_UPDATE : TS_OP_LAMB_UPDATE;
         if (ts_node_add(g, op, nin, in, &at, NULL) == TS_NONE) return g->status;
+        if (owner) /* this rank's share of the state: its own part of a checkpoint */
+            for (int s = first_state; s < g->nvals; s++) g->vals[s].sharded = 1;
     }
     return TS_OK;
 }
@@ -316,17 +481,40 @@ ts_status ts_optimizer(ts_graph *g, ts_value lr, const ts_optim_opts *o) {
                              o->nno_trust, o->no_trust ? "set" : "NULL"), g->status;
     if ((st = check_opts(g, o))) return st;
 
+    int R = o->comm ? ts_comm_size(o->comm) : 1;
+    if (o->shard_state && R < 2)
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_optimizer: shard_state needs a communicator of 2 or more ranks "
+                             "(this one has %d)", R), g->status;
+    if (o->shard_state && o->kind == TS_OPTIM_SGD && o->momentum == 0.f)
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_optimizer: shard_state: SGD without momentum has no state to "
+                             "shard"), g->status;
+
     int nv = g->nvals; /* state values added below are not parameters */
     g->opt_start = g->nnodes;
     g->accum_steps = o->accumulation_steps > 1 ? o->accumulation_steps : 1;
     ts_value *src = malloc(sizeof(ts_value) * (size_t)nv);
     if (!src) abort();
-    step_plan sp;
+    step_plan sp = {.R = R, .rank = o->comm ? ts_comm_rank(o->comm) : 0, .comm_id = ts_comm_id(o->comm)};
+    if (R > 1) g->replicas = R, g->replica = sp.rank, g->comm_id = sp.comm_id;
+    if (o->shard_state) sp.owner = assign_owners(g, nv, R);
     st = add_step_coef(g, o, src, nv, &sp);
-    if (!st) st = add_updates(g, lr, o, src, nv, sp.coef);
+    if (!st) st = add_updates(g, lr, o, src, nv, sp.coef, sp.owner, sp.rank);
+    if (!st && sp.owner) { /* each parameter from the rank that updated it; tags after the buckets' */
+        int tag0 = 0;
+        for (int i = 0; i < g->nnodes; i++)
+            if (g->nodes[i].op == TS_OP_COMM_START) tag0++;
+        for (int v = 0, k = 0; v < nv && !st; v++)
+            if (g->vals[v].kind == TS_V_PARAM && g->vals[v].grad >= 0)
+                st = add_comm(g, TS_OP_COMM_START, v, &sp, param_stage(g, v), 1, sp.owner[v], tag0 + k++);
+        for (int v = 0, k = 0; v < nv && !st; v++)
+            if (g->vals[v].kind == TS_V_PARAM && g->vals[v].grad >= 0)
+                st = add_comm(g, TS_OP_COMM_WAIT, v, &sp, param_stage(g, v), 1, sp.owner[v], tag0 + k++);
+    }
     free(src);
+    free(sp.owner);
     if (!st) st = add_step_end(g, &sp);
     if (!st) counters_last(g);
+    if (!st && R > 1) start_buckets_early(g);
     return st;
 }
 

@@ -5,6 +5,7 @@
  */
 #include "core/core.h"
 
+#include <stddef.h>
 #include <stdio.h>
 
 ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train, ts_program **infer) {
@@ -33,6 +34,8 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
             if (o->optimizer == TS_OPTIM_SGD) oo.momentum = o->momentum;
             oo.max_grad_norm = o->max_grad_norm;
             oo.accumulation_steps = N;
+            if (o->struct_size >= offsetof(ts_bert_train_opts, bucket_bytes) + sizeof o->bucket_bytes)
+                oo.comm = o->comm, oo.shard_state = o->shard_state, oo.bucket_bytes = o->bucket_bytes;
             st = ts_optimizer(g, lr, &oo);
         }
         if (!st) {

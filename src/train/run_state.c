@@ -16,8 +16,19 @@
  *
  * Also: ts_checkpoint_check (validate without a program), ts_checkpoint_rotate (keep the newest
  * N step-numbered checkpoints "<prefix><digits>") and ts_checkpoint_latest (the newest valid one).
+ *
+ * Replicas (a program whose optimizer sums over R > 1 ranks): every rank saves together. Rank 0
+ * makes DIR.tmp-XXXXXX and tells the others its name; each rank r writes its part,
+ *   DIR/part-<r>.safetensors   its share of the optimizer state (ZeRO-1: the moments of the
+ *                              parameters it owns; nothing without sharding) and, in
+ *                              "__metadata__", "rank_json": its own JSON (its data reader's position)
+ * then the ranks agree that every part was written, and only then rank 0 writes the replicated
+ * files above (state.safetensors with "ranks": R in its metadata) and moves the directory into
+ * place. A checkpoint is complete only when every part is there: ts_checkpoint_check refuses one
+ * that lacks a part, so a resume never picks it.
  */
 #define _GNU_SOURCE /* nftw */
+#include "dist/comm.h"
 #include "io/safetensors.h"
 #include "runtime/program.h"
 
@@ -184,6 +195,14 @@ static int is_saved_state(const ts_program *p, int v) {
     return x->kind == TS_V_STATE && x->name && p->owned[v];
 }
 
+enum { ALL_STATE = 0, REPLICATED_STATE = 1, SHARDED_STATE = 2 };
+/* Of the saved state, the part `which` asks for (a rank's share of the optimizer state, or the rest). */
+static int in_part(const ts_program *p, int v, int which) {
+    return is_saved_state(p, v) && (which == ALL_STATE || (which == SHARDED_STATE) == (p->g->vals[v].sharded != 0));
+}
+
+static int replicas_of(const ts_program *p) { return p->g->replicas > 1 ? p->g->replicas : 1; }
+
 typedef struct state_ctx {
     const ts_program *p;
     const int *ids;
@@ -196,65 +215,66 @@ static ts_status fill_state(void *c, int i, void *dst) {
     return ts_value_read(sc->p, sc->ids[i], dst);
 }
 
-static ts_status save_states(const ts_program *p, const char *path) {
+/* Write the state values of part `which` to path, with "format" and "step" and the nx metadata
+ * pairs xkey / xval (a NULL value is left out). */
+static ts_status save_states(const ts_program *p, const char *path, int which, int nx, const char *const *xkey,
+                             const char *const *xval) {
     int nv = p->g->nvals, n = 0;
     int *ids = malloc(sizeof(int) * (size_t)(nv + 1));
     ts_st_out *t = calloc((size_t)nv + 1, sizeof *t);
     if (!ids || !t) { free(ids); free(t); return ts_err(TS_ERR_NOMEM, "%s: out of memory", path); }
     for (int v = 0; v < nv; v++)
-        if (is_saved_state(p, v)) {
+        if (in_part(p, v, which)) {
             const ts_val *x = &p->g->vals[v];
             ids[n] = v;
             t[n++] = (ts_st_out){x->name, x->dtype, x->ndim, x->shape, NULL};
         }
     char step[32];
     snprintf(step, sizeof step, "%" PRIu64, p->step);
-    static const char *const key[] = {"format", "step"};
-    const char *val[] = {STATE_FORMAT, step};
+    const char *key[8] = {"format", "step"}, *val[8] = {STATE_FORMAT, step};
+    int nmeta = 2;
+    for (int i = 0; i < nx && nmeta < 8; i++)
+        if (xval[i]) key[nmeta] = xkey[i], val[nmeta++] = xval[i];
     state_ctx sc = {p, ids};
-    ts_status s = ts_st_write(path, n, t, 2, key, val, fill_state, &sc);
+    ts_status s = ts_st_write(path, n, t, nmeta, key, val, fill_state, &sc);
     free(ids);
     free(t);
     return s;
 }
 
+/* DIR/part-<rank>.safetensors, malloc'd. */
+static char *part_path(const char *dir, int rank) {
+    char name[64];
+    snprintf(name, sizeof name, "part-%d.safetensors", rank);
+    return join(dir, name);
+}
+
 /* ---------------------------------------------------------------- save */
 
-ts_status ts_program_save_state(const ts_program *p, const char *dir, const char *extra_json) {
-    if (!p || !dir || !*dir)
-        return ts_err(TS_ERR_ARG, "ts_program_save_state: %s is NULL", !p ? "program" : "directory");
-    if (extra_json) {
-        cJSON *j = cJSON_ParseWithOpts(extra_json, NULL, 1);
-        int ok = j != NULL;
-        cJSON_Delete(j);
-        if (!ok) return ts_err(TS_ERR_ARG, "%s: ts_program_save_state: extra_json is not valid JSON", dir);
+/* Make the temporary directory d.tmp-XXXXXX (into tmp, malloc'd). */
+static ts_status make_tmp(const char *d, char **tmp) {
+    *tmp = cat(d, ".tmp-XXXXXX");
+    if (!*tmp) return ts_err(TS_ERR_NOMEM, "ts_program_save_state: out of memory");
+    if (!mkdtemp(*tmp)) {
+        free(*tmp), *tmp = NULL;
+        return ts_err(TS_ERR_IO, "%s: cannot create a temporary directory next to it: %s", d, strerror(errno));
     }
-    size_t dl = strlen(dir);
-    while (dl > 1 && dir[dl - 1] == '/') dl--; /* "ckpt/" names "ckpt" */
-    char *d = malloc(dl + 1);
-    if (!d) return ts_err(TS_ERR_NOMEM, "ts_program_save_state: out of memory");
-    memcpy(d, dir, dl);
-    d[dl] = 0;
-    remove_stale_tmps(d);
+    chmod(*tmp, 0755);
+    return TS_OK;
+}
 
-    char *tmp = cat(d, ".tmp-XXXXXX"), *old = cat(d, ".old"), *parent = parent_of(d);
-    char *fm = NULL, *fs = NULL, *ft = NULL;
+/* Into tmp: the parameters, the state of part `which` (with nx metadata pairs) and trainer.json;
+ * then swap tmp into place as d. On failure tmp is removed. */
+static ts_status write_and_swap(const ts_program *p, const char *d, char *tmp, int which, int nx,
+                                const char *const *xkey, const char *const *xval, const char *extra_json) {
+    char *old = cat(d, ".old"), *parent = parent_of(d);
+    char *fm = join(tmp, MODEL_FILE), *fs = join(tmp, STATE_FILE), *ft = join(tmp, TRAINER_FILE);
     ts_status s = TS_OK;
-    int made = 0;
-    if (!tmp || !old) { s = ts_err(TS_ERR_NOMEM, "ts_program_save_state: out of memory"); goto done; }
-    if (!mkdtemp(tmp)) {
-        s = ts_err(TS_ERR_IO, "%s: cannot create a temporary directory next to it: %s", d, strerror(errno));
-        goto done;
-    }
-    made = 1;
-    chmod(tmp, 0755);
-    fm = join(tmp, MODEL_FILE);
-    fs = join(tmp, STATE_FILE);
-    ft = join(tmp, TRAINER_FILE);
-    if (!fm || !fs || !ft) { s = ts_err(TS_ERR_NOMEM, "ts_program_save_state: out of memory"); goto done; }
+    int made = 1;
+    if (!old || !fm || !fs || !ft) { s = ts_err(TS_ERR_NOMEM, "ts_program_save_state: out of memory"); goto done; }
     /* each file is written to a temp name, fsynced and renamed, and the directory fsynced */
     if ((s = ts_program_save(p, fm, TS_F32))) goto done;
-    if ((s = save_states(p, fs))) goto done;
+    if ((s = save_states(p, fs, which, nx, xkey, xval))) goto done;
     if ((s = write_small(ft, extra_json ? extra_json : "{}"))) goto done;
     if (fsync_path(tmp, 1) != 0) { s = ts_err(TS_ERR_IO, "%s: cannot fsync: %s", tmp, strerror(errno)); goto done; }
 
@@ -279,9 +299,92 @@ done:
     free(fm);
     free(fs);
     free(ft);
-    free(tmp);
     free(old);
     free(parent);
+    return s;
+}
+
+/* The replicated save of the top of the file: every rank of the program's communicator. */
+static ts_status save_replicated(const ts_program *p, const char *d, const char *extra_json, const char *rank_json) {
+    ts_comm *c = ts_comm_by_id(p->g->comm_id);
+    if (!c) return ts_err(TS_ERR_COMM, "%s: the program's communicator is gone (finalized?)", d);
+    int rank = ts_comm_rank(c), R = ts_comm_size(c);
+    char name[4096] = "";
+    char *tmp = NULL;
+    ts_status s = TS_OK;
+    if (rank == 0) {
+        remove_stale_tmps(d);
+        if (!(s = make_tmp(d, &tmp))) snprintf(name, sizeof name, "%s", tmp);
+    }
+    ts_status cs = ts_comm_broadcast(c, name, sizeof name, 0);
+    if (cs) { free(tmp); return cs; }
+    if (!name[0]) { free(tmp); return s ? s : ts_err(TS_ERR_IO, "%s: rank 0 could not create the checkpoint's directory", d); }
+    /* every rank's part, then the agreement that all are there */
+    char *part = part_path(name, rank), rk[16], nr[16];
+    snprintf(rk, sizeof rk, "%d", rank);
+    snprintf(nr, sizeof nr, "%d", R);
+    static const char *const pkey[] = {"rank", "ranks", "rank_json"};
+    const char *pval[] = {rk, nr, rank_json ? rank_json : "{}"};
+    s = part ? save_states(p, part, SHARDED_STATE, 3, pkey, pval) : ts_err(TS_ERR_NOMEM, "%s: out of memory", d);
+    free(part);
+    char mine[1024] = "";
+    if (s) snprintf(mine, sizeof mine, "%s", ts_last_error());
+    int32_t failed = s != TS_OK;
+    if ((cs = ts_comm_allreduce(c, &failed, 1, TS_I32))) { free(tmp); return cs; }
+    if (failed) {
+        if (rank == 0) rm_tree(name);
+        free(tmp);
+        return s ? ts_err(s, "%s", mine)
+                 : ts_err(TS_ERR_IO, "%s: %d rank%s could not write their part of the checkpoint", d, (int)failed,
+                          failed > 1 ? "s" : "");
+    }
+    if (rank == 0) {
+        static const char *const skey[] = {"ranks"};
+        const char *sval[] = {nr};
+        s = write_and_swap(p, d, tmp, REPLICATED_STATE, 1, skey, sval, extra_json);
+        if (s) snprintf(mine, sizeof mine, "%s", ts_last_error());
+    }
+    free(tmp);
+    int32_t ok = s == TS_OK;
+    if ((cs = ts_comm_broadcast(c, &ok, sizeof ok, 0))) return cs;
+    if (rank == 0) return s ? ts_err(s, "%s", mine) : TS_OK;
+    return ok ? TS_OK : ts_err(TS_ERR_IO, "%s: rank 0 could not complete the checkpoint", d);
+}
+
+ts_status ts_program_save_state(const ts_program *p, const char *dir, const char *extra_json) {
+    return ts_program_save_state_parts(p, dir, extra_json, NULL);
+}
+
+ts_status ts_program_save_state_parts(const ts_program *p, const char *dir, const char *extra_json,
+                                      const char *rank_json) {
+    if (!p || !dir || !*dir)
+        return ts_err(TS_ERR_ARG, "ts_program_save_state: %s is NULL", !p ? "program" : "directory");
+    const char *js[2] = {extra_json, rank_json};
+    for (int k = 0; k < 2; k++) {
+        if (!js[k]) continue;
+        cJSON *j = cJSON_ParseWithOpts(js[k], NULL, 1);
+        int ok = j != NULL;
+        cJSON_Delete(j);
+        if (!ok) return ts_err(TS_ERR_ARG, "%s: ts_program_save_state: %s is not valid JSON", dir,
+                               k ? "rank_json" : "extra_json");
+    }
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/') dl--; /* "ckpt/" names "ckpt" */
+    char *d = malloc(dl + 1);
+    if (!d) return ts_err(TS_ERR_NOMEM, "ts_program_save_state: out of memory");
+    memcpy(d, dir, dl);
+    d[dl] = 0;
+    ts_status s;
+    if (replicas_of(p) > 1) {
+        s = save_replicated(p, d, extra_json, rank_json);
+    } else {
+        remove_stale_tmps(d);
+        char *tmp = NULL;
+        static const char *const key[] = {"rank_json"};
+        const char *val[] = {rank_json};
+        if (!(s = make_tmp(d, &tmp))) s = write_and_swap(p, d, tmp, ALL_STATE, 1, key, val, extra_json);
+        free(tmp);
+    }
     free(d);
     return s;
 }
@@ -292,13 +395,16 @@ done:
 typedef struct ckpt {
     char *dir, *fm, *fs, *ft;
     ts_safetensors *model, *state;
+    ts_safetensors *part;      /* the loading rank's part (replicas) */
     char *json;
     uint64_t step;
+    int ranks;                 /* 1, or the replicas that wrote it (each a part) */
 } ckpt;
 
 static void ckpt_close(ckpt *c) {
     ts_safetensors_close(c->model);
     ts_safetensors_close(c->state);
+    ts_safetensors_close(c->part);
     free(c->dir);
     free(c->fm);
     free(c->fs);
@@ -345,6 +451,33 @@ static ts_status ckpt_open(const char *dir, ckpt *c) {
         return s;
     }
     c->step = (uint64_t)v;
+    /* replicas: every rank's part, of the same step */
+    const char *nr = ts_safetensors_metadata(c->state, "ranks");
+    c->ranks = nr ? atoi(nr) : 1;
+    if (c->ranks < 1 || c->ranks > 1 << 20) {
+        s = ts_err(TS_ERR_IO, "%s: metadata \"ranks\" is %s", c->fs, nr);
+        ckpt_close(c);
+        return s;
+    }
+    for (int r = 0; r < c->ranks && c->ranks > 1; r++) {
+        char *pp = part_path(c->dir, r);
+        ts_safetensors *pt = NULL;
+        s = pp ? ts_st_open(pp, &pt) : ts_err(TS_ERR_NOMEM, "%s: out of memory", dir);
+        if (s == TS_ERR_NOT_FOUND || (s && !exists(pp)))
+            s = ts_err(TS_ERR_IO, "%s: the part of rank %d of %d is missing: the checkpoint is incomplete", c->dir, r,
+                       c->ranks);
+        const char *ps = s ? NULL : ts_safetensors_metadata(pt, "step");
+        const char *prk = s ? NULL : ts_safetensors_metadata(pt, "rank");
+        if (!s && (!ps || strcmp(ps, step) != 0 || !prk || atoi(prk) != r))
+            s = ts_err(TS_ERR_IO, "%s: its step %s or rank %s is not the checkpoint's (%s, %d)", pp, ps ? ps : "missing",
+                       prk ? prk : "missing", step, r);
+        ts_safetensors_close(pt);
+        free(pp);
+        if (s) {
+            ckpt_close(c);
+            return s;
+        }
+    }
     return TS_OK;
 }
 
@@ -376,11 +509,30 @@ ts_status ts_checkpoint_check(const char *dir) {
 }
 
 ts_status ts_program_load_state(ts_program *p, const char *dir, char **extra_json_out) {
+    return ts_program_load_state_parts(p, dir, extra_json_out, NULL);
+}
+
+ts_status ts_program_load_state_parts(ts_program *p, const char *dir, char **extra_json_out, char **rank_json_out) {
     if (extra_json_out) *extra_json_out = NULL;
+    if (rank_json_out) *rank_json_out = NULL;
     if (!p || !dir) return ts_err(TS_ERR_ARG, "ts_program_load_state: %s is NULL", p ? "directory" : "program");
     ckpt c;
     ts_status s = ckpt_open(dir, &c);
     if (s) return s;
+    int R = replicas_of(p), rank = R > 1 ? p->g->replica : 0;
+    if (c.ranks != R) {
+        s = ts_err(TS_ERR_ARG, "%s: written by %d rank%s, but this program is %s%d (resume with the same number of "
+                   "ranks: mpirun -np %d)", c.dir, c.ranks, c.ranks == 1 ? "" : "s", R > 1 ? "one of " : "", R, c.ranks);
+        ckpt_close(&c);
+        return s;
+    }
+    if (R > 1) {
+        char *pp = part_path(c.dir, rank);
+        s = pp ? ts_st_open(pp, &c.part) : ts_err(TS_ERR_NOMEM, "ts_program_load_state: out of memory");
+        free(pp);
+        if (s) { ckpt_close(&c); return s; }
+    }
+    const ts_safetensors *sharded_from = R > 1 ? c.part : c.state;
     /* validate everything before the program is touched */
     int nv = p->g->nvals;
     int *idx = malloc(sizeof(int) * (size_t)(nv + 1));
@@ -389,14 +541,14 @@ ts_status ts_program_load_state(ts_program *p, const char *dir, char **extra_jso
         idx[v] = -1;
         const ts_val *x = &p->g->vals[v];
         if (x->kind == TS_V_PARAM && p->owned[v]) s = match(c.model, x, 1, &idx[v]);
-        else if (is_saved_state(p, v)) s = match(c.state, x, 0, &idx[v]);
+        else if (is_saved_state(p, v)) s = match(x->sharded ? sharded_from : c.state, x, 0, &idx[v]);
     }
     /* then copy */
     void *tmp = NULL;
     for (int v = 0; v < nv && !s; v++) {
         if (idx[v] < 0) continue;
         const ts_val *x = &p->g->vals[v];
-        const ts_safetensors *st = x->kind == TS_V_PARAM ? c.model : c.state;
+        const ts_safetensors *st = x->kind == TS_V_PARAM ? c.model : x->sharded ? sharded_from : c.state;
         const ts_st_entry *e = &st->e[idx[v]];
         const void *src = ts_st_bytes(st, idx[v]);
         size_t bytes = ts_val_bytes(x);
@@ -419,6 +571,8 @@ ts_status ts_program_load_state(ts_program *p, const char *dir, char **extra_jso
             *extra_json_out = c.json;
             c.json = NULL;
         }
+        const char *rj = ts_safetensors_metadata(R > 1 ? c.part : c.state, "rank_json");
+        if (rank_json_out && rj) *rank_json_out = ts_strdup(rj);
     }
     ckpt_close(&c);
     return s;
@@ -600,12 +754,18 @@ ts_status ts_checkpoint_latest(const char *parent_dir, const char *prefix, char 
 
 ts_status ts_train_checkpoint_save(const char *out, int64_t step, const ts_program *p, const char *trainer_json,
                                    int keep) {
+    return ts_train_checkpoint_save_parts(out, step, p, trainer_json, NULL, keep);
+}
+
+ts_status ts_train_checkpoint_save_parts(const char *out, int64_t step, const ts_program *p, const char *trainer_json,
+                                         const char *rank_json, int keep) {
     char parent[4200], path[4300];
     snprintf(parent, sizeof parent, "%s/" TS_CKPT_DIR, out);
     ts_status s = ts_make_dirs(parent);
     if (s) return s;
     snprintf(path, sizeof path, "%s/" TS_CKPT_PREFIX "%06lld", parent, (long long)step);
-    if ((s = ts_program_save_state(p, path, trainer_json))) return s;
+    if ((s = ts_program_save_state_parts(p, path, trainer_json, rank_json))) return s;
+    if (replicas_of(p) > 1 && p->g->replica != 0) return TS_OK; /* rank 0 rotates */
     return ts_checkpoint_rotate(parent, TS_CKPT_PREFIX, keep);
 }
 

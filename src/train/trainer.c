@@ -4,11 +4,15 @@
  * steps of N micro-batches are filled by the caller's hook and fed; the learning rate of each step
  * is fed beside them; the losses come back per micro-batch and are checked, averaged per step and
  * logged (metrics.jsonl); checkpoints, --stop-after and the time limit are applied between calls.
- * The program may run on one device or as a pipeline over several: the loop is the same.
+ * The program may run on one device or as a pipeline over several: the loop is the same. With
+ * replicas (spec->comm) every rank runs this loop in step: before each call the ranks agree on the
+ * time (rank 0's) and on whether any data is left, after it they sum their micro-batches' losses
+ * and rows, so every rank logs, checks and decides the same.
  */
 #include "core/core.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -47,9 +51,22 @@ ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step
         return ts_err(TS_ERR_NOMEM, "ts_train: out of memory");
     }
     ts_status st = TS_OK;
+    ts_comm *comm = s->struct_size >= offsetof(ts_train_spec, comm) + sizeof s->comm ? s->comm : NULL;
+    const int R = comm ? ts_comm_size(comm) : 1, rank = comm ? ts_comm_rank(comm) : 0;
+    double *sums = malloc(sizeof(double) * (size_t)(K * (nl + 2) + 1));
+    if (!sums) {
+        ts_tensor_free(lr_t), free(rows), free(lrs);
+        return ts_err(TS_ERR_NOMEM, "ts_train: out of memory");
+    }
     double t0 = now_s(), t_last = t0;
     while (step < s->total_steps) {
         double el = now_s() - t0;
+        if (R > 1) { /* rank 0's clock decides */
+            ts_comm_set_step(comm, step + 1);
+            double e = rank == 0 ? el : 0;
+            if ((st = ts_comm_allreduce_f64(comm, &e, 1))) break;
+            el = e;
+        }
         if (s->max_seconds > 0 && el >= s->max_seconds) {
             r.out_of_time = 1;
             break;
@@ -66,6 +83,12 @@ ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step
             any |= rows[k] > 0;
         }
         if (st) break;
+        if (R > 1) { /* the data ran out when it did on every rank */
+            double a = (double)call_rows;
+            if ((st = ts_comm_allreduce_f64(comm, &a, 1))) break;
+            any = a > 0;
+            call_rows = (int64_t)a;
+        }
         if (!any) { /* the data ran out */
             r.exhausted = 1;
             break;
@@ -90,20 +113,31 @@ ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step
             extra[i] = ((float *)ts_tensor_data(e))[ts_tensor_numel(e) - 1];
             ts_tensor_free(e);
         }
+        /* per step: the sums of each loss over the micro-batches that hold rows, their count, rows
+         * (over every rank with replicas) */
+        for (int j = 0; j < K && !st; j++) {
+            double *sj = sums + (size_t)j * (nl + 2);
+            memset(sj, 0, sizeof(double) * (size_t)(nl + 2));
+            for (int n = 0; n < N; n++) {
+                if (!rows[j * N + n]) continue;
+                for (int i = 0; i < nl; i++) sj[i] += ((float *)ts_tensor_data(loss[i]))[S > 1 ? j * N + n : 0];
+                sj[nl]++;
+                sj[nl + 1] += rows[j * N + n];
+            }
+        }
+        if (!st && R > 1 && (st = ts_comm_allreduce_f64(comm, sums, (int64_t)K * (nl + 2))))
+            st = ts_err(st, "step %lld: %s", (long long)step + 1, ts_last_error());
         double now = now_s(), rate = (double)call_rows / (now - t_last > 0 ? now - t_last : 1e-9);
         t_last = now;
         for (int j = 0; j < K && !st; j++) {
             ts_train_step_report rep = {0};
             rep.step = step + 1, rep.lr = lrs[j], rep.seq_per_s = rate, rep.elapsed = now - t0;
             rep.nlosses = nl, rep.names = loss_names, rep.nextra = s->nextra, rep.extra_names = s->extra;
-            int used = 0;
-            for (int n = 0; n < N; n++) { /* a step's loss: the mean over its micro-batches that hold rows */
-                if (!rows[j * N + n]) continue;
-                used++;
-                for (int i = 0; i < nl; i++) rep.losses[i] += ((float *)ts_tensor_data(loss[i]))[S > 1 ? j * N + n : 0];
-                rep.rows += rows[j * N + n];
-            }
-            for (int i = 0; i < nl; i++) rep.losses[i] = used ? rep.losses[i] / used : 0;
+            /* a step's loss: the mean over its micro-batches that hold rows */
+            const double *sj = sums + (size_t)j * (nl + 2);
+            double used = sj[nl];
+            for (int i = 0; i < nl; i++) rep.losses[i] = used ? sj[i] / used : 0;
+            rep.rows = (int64_t)sj[nl + 1];
             for (int i = 0; i < s->nextra; i++) rep.extra[i] = extra[i];
             if (!isfinite(rep.losses[0]) && !s->skip_nonfinite) {
                 st = ts_err(TS_ERR_RUNTIME, "step %lld: the loss is %g; try a lower learning rate", (long long)step + 1,
@@ -139,6 +173,6 @@ ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step
     r.step = step;
     r.seconds = now_s() - t0;
     if (res) *res = r;
-    ts_tensor_free(lr_t), free(rows), free(lrs);
+    ts_tensor_free(lr_t), free(rows), free(lrs), free(sums);
     return st;
 }

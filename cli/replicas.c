@@ -1,0 +1,91 @@
+/*
+ * replicas.c — what `tessera pretrain` and `finetune` do for replicas (mpirun -np R): the world
+ * and its flags (--shard-optimizer, --comm-timeout), the check that every rank holds the same
+ * parameters, and the line on memory per rank. See "replicas" in train_common.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "train_common.h"
+
+ts_cli_replicas ts_cli_rep = {.size = 1};
+
+int ts_replicas_setup(const char *cmd) {
+    ts_cli_rep.comm = ts_comm_world();
+    if (!ts_cli_rep.comm) {
+        fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
+        return 2;
+    }
+    ts_cli_rep.rank = ts_comm_rank(ts_cli_rep.comm);
+    ts_cli_rep.size = ts_comm_size(ts_cli_rep.comm);
+    if (ts_cli_rep.comm_timeout < 0) {
+        fprintf(stderr, "tessera %s: --comm-timeout %g: seconds, above 0\n", cmd, ts_cli_rep.comm_timeout);
+        return 2;
+    }
+    if (ts_cli_rep.comm_timeout > 0) ts_comm_set_timeout(ts_cli_rep.comm, ts_cli_rep.comm_timeout);
+    if (ts_cli_rep.shard_optimizer && ts_cli_rep.size < 2) {
+        fprintf(stderr, "tessera %s: --shard-optimizer shares the optimizer state among replicas: start %s with mpirun "
+                        "-np R (R >= 2)\n", cmd, cmd);
+        return 2;
+    }
+    if (ts_cli_rep.size > 1)
+        printf("tessera %s: %d replicas (mpirun ranks), gradients summed over them (all-reduce in %s buckets)%s\n", cmd,
+               ts_cli_rep.size, "25 MiB", ts_cli_rep.shard_optimizer ? ", optimizer state sharded (ZeRO-1)" : "");
+    return 0;
+}
+
+/* FNV-1a over every parameter's bytes, in the program's order. */
+static ts_status params_hash(const ts_program *p, uint64_t *h) {
+    *h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < ts_program_num_params(p); i++) {
+        ts_tensor *t = NULL;
+        ts_status st = ts_program_get_param(p, ts_program_param_name(p, i), &t);
+        if (st) return st;
+        const uint8_t *b = ts_tensor_data(t);
+        size_t n = ts_tensor_nbytes(t);
+        uint64_t x = *h;
+        for (size_t k = 0; k < n; k++) x = (x ^ b[k]) * 0x100000001b3ull;
+        *h = x;
+        ts_tensor_free(t);
+    }
+    return TS_OK;
+}
+
+int ts_replicas_check_params(const char *cmd, const ts_program *p, const char *when) {
+    if (ts_cli_rep.size < 2) return 0;
+    uint64_t h;
+    int64_t *all = calloc((size_t)ts_cli_rep.size, sizeof *all);
+    ts_status st = all ? params_hash(p, &h) : TS_ERR_NOMEM;
+    if (!st) {
+        int64_t mine = (int64_t)h;
+        st = ts_comm_allgather(ts_cli_rep.comm, &mine, all, 1, TS_I64);
+    }
+    if (st) {
+        fprintf(stderr, "tessera %s: comparing the replicas' parameters %s: %s\n", cmd, when, ts_last_error());
+        free(all);
+        return 1;
+    }
+    char list[512];
+    size_t o = 0;
+    int bad = 0;
+    for (int r = 1; r < ts_cli_rep.size; r++)
+        if (all[r] != all[0] && o < sizeof list) o += (size_t)snprintf(list + o, sizeof list - o, "%s%d", bad++ ? ", " : "", r);
+    free(all);
+    if (!bad) return 0;
+    fprintf(stderr, "tessera %s: %s, the parameters of rank%s %s differ from rank 0's (the ranks must start from the "
+                    "same model: the same --seed, --model and options)\n", cmd, when, bad > 1 ? "s" : "", list);
+    return 1;
+}
+
+void ts_replicas_describe(const char *cmd, const ts_program *p, FILE *metrics) {
+    if (ts_cli_rep.size < 2) return;
+    ts_memory m;
+    if (ts_program_memory(p, &m) != TS_OK) return;
+    double mib = 1024.0 * 1024.0;
+    printf("tessera %s: per rank: parameters %.1f MiB, optimizer state %.1f MiB%s, gradient buckets %.1f MiB\n", cmd,
+           m.params / mib, m.optimizer_state / mib, ts_cli_rep.shard_optimizer ? " (its share: --shard-optimizer)" : "",
+           m.grad_buckets / mib);
+    ts_metrics_write(metrics, "\"replicas\": %d, \"shard_optimizer\": %d, \"optimizer_state_bytes_per_rank\": %zu, "
+                     "\"grad_bucket_bytes\": %zu", ts_cli_rep.size, ts_cli_rep.shard_optimizer, m.optimizer_state,
+                     m.grad_buckets);
+}
