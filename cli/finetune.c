@@ -407,7 +407,7 @@ int ts_cli_finetune(int argc, char **argv) {
                             "--device-iterations %d (each call into the program runs that many steps)\n",
                     o.max_steps, o.save_every, o.stop_after, o.device_iterations);
             rc = 2;
-        } else if (ts_replicas_setup("finetune")) {
+        } else if (ts_replicas_setup("finetune", &o.threads)) {
             rc = 2;
         } else if (!o.deterministic || !(rc = ts_deterministic_setup("finetune", &o.threads, o.max_minutes))) {
             rc = run_task(&o);

@@ -13,6 +13,7 @@
  * the heads with the last.
  */
 #include "pipeline_opts.h"
+#include "train_common.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -280,7 +281,18 @@ int ts_pipe_measure(const char *cmd, const ts_bert_config *cfg, ts_bert_head hea
     }
     for (int s = 0; s < parts && !rc; s++) t[s] = t[s] / (tt > 0 ? tt : 1) + mem[s] / (mt > 0 ? mt : 1);
     ts_program_free(p);
-    return rc ? rc : ts_pipe_balance(cmd, t, L, pp);
+    rc = rc ? rc : ts_pipe_balance(cmd, t, L, pp);
+    if (ts_cli_rep.size > 1) { /* replicas: every rank builds rank 0's stages, whatever its own clock said */
+        int32_t r0 = rc;
+        if (ts_comm_broadcast(ts_cli_rep.comm, &r0, sizeof r0, 0) ||
+            ts_comm_broadcast(ts_cli_rep.comm, pp, sizeof *pp, 0)) {
+            fprintf(stderr, "tessera %s: --stages auto: %s\n", cmd, ts_last_error());
+            return 1;
+        }
+        for (int s = 0; s < pp->nstages; s++) pp->stage_name[s] = pp->dev[pp->stage_dev[s]];
+        rc = r0;
+    }
+    return rc;
 }
 
 static double mib(size_t b) { return (double)b / (1024.0 * 1024.0); }

@@ -590,7 +590,7 @@ int ts_cli_pretrain(int argc, char **argv) {
             fprintf(stderr, "tessera pretrain: --max-steps %d, --save-every %d, --eval-every %d and --stop-after %d must "
                             "be multiples of --device-iterations %d (each call into the program runs that many steps)\n",
                     o.max_steps, o.save_every, o.eval_every, o.stop_after, o.device_iterations);
-        else if (ts_replicas_setup("pretrain"))
+        else if (ts_replicas_setup("pretrain", &o.threads))
             ;
         else if (!o.deterministic || !(rc = ts_deterministic_setup("pretrain", &o.threads, o.max_minutes)))
             rc = run(&o);

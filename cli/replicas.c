@@ -10,7 +10,7 @@
 
 ts_cli_replicas ts_cli_rep = {.size = 1};
 
-int ts_replicas_setup(const char *cmd) {
+int ts_replicas_setup(const char *cmd, int *threads) {
     ts_cli_rep.comm = ts_comm_world();
     if (!ts_cli_rep.comm) {
         fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
@@ -31,6 +31,14 @@ int ts_replicas_setup(const char *cmd) {
     if (ts_cli_rep.size > 1)
         printf("tessera %s: %d replicas (mpirun ranks), gradients summed over them (all-reduce in %s buckets)%s\n", cmd,
                ts_cli_rep.size, "25 MiB", ts_cli_rep.shard_optimizer ? ", optimizer state sharded (ZeRO-1)" : "");
+    /* ranks sharing this host share its cores, as torchrun's OMP_NUM_THREADS does (--threads overrides) */
+    const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    int local = ls ? atoi(ls) : 1, cpus = ts_max_threads() / 4;
+    if (threads && *threads == 0 && local > 1) {
+        *threads = cpus / local > 0 ? cpus / local : 1;
+        printf("tessera %s: %d ranks on this host of %d CPUs: %d thread%s each (--threads N to choose)\n", cmd, local,
+               cpus, *threads, *threads == 1 ? "" : "s");
+    }
     return 0;
 }
 

@@ -96,8 +96,9 @@ extern ts_cli_replicas ts_cli_rep;
     "            --comm-timeout S   a rank that waits S seconds (default 60) for the others stops the\n" \
     "                               job, naming the ranks that did not arrive\n"
 /* The world and the flags above: 0, or prints the error and returns 2. Prints one line describing
- * the replicas when there are several. */
-int ts_replicas_setup(const char *cmd);
+ * the replicas when there are several. When several ranks share this host and *threads is 0 (all
+ * CPUs), it becomes their share of the CPUs. */
+int ts_replicas_setup(const char *cmd, int *threads);
 /* With replicas: the same parameters on every rank? (a hash of each rank's, compared). 0, or
  * prints which ranks differ and returns 1. `when` names the moment ("after loading"). */
 int ts_replicas_check_params(const char *cmd, const ts_program *p, const char *when);

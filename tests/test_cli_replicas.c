@@ -4,7 +4,7 @@
  * OMPI_ALLOW_RUN_AS_ROOT, and oversubscribed (more ranks and devices than the 2 cores here).
  *  - equivalence: a small BERT (2 layers, dropout 0.1, clipping at 1) pretrained for 20 steps with
  *    the same global batch — one process of 4 micro-batches a step, 2 ranks x 2, 4 ranks x 1,
- *    2 ranks x a pipeline of 2 devices, and 2 and 4 ranks with --shard-optimizer — gives the
+ *    2 ranks x a pipeline of 2 devices, and 2 and 4 ranks and the pipeline with --shard-optimizer — gives the
  *    losses and final parameters of the one process within 1e-5 relative (parameters: per
  *    tensor, ||a - b|| <= 1e-5 ||a|| + 1e-8; the floor is for the attention key biases, whose
  *    gradient is zero up to rounding, so that they stay near 0 and Adam turns the rounding into
@@ -138,6 +138,10 @@ static void test_equivalence(void) {
     rc = mpi(4, "%s %s --out r4s --shard-optimizer", PRE, m);
     CHECK_RAN(rc, 0);
     check_close("one", "r4s");
+    rc = mpi(2, "%s %s --out r2ps --devices cpu:0,cpu:1 --stages \"0:emb,0 1:1,heads\" --micro-batches 2 "
+                "--shard-optimizer", PRE, m);
+    CHECK_RAN(rc, 0);
+    check_close("one", "r2ps");
 }
 
 static void test_pod16(void) {

@@ -6,7 +6,8 @@
  *    all-gather, broadcast and barrier give the sums and copies computed here; a small model
  *    trained with ts_optimizer(comm) — gradients accumulated over 2 micro-batches on each rank,
  *    several buckets, clipping — equals, on every rank, the same model trained by one rank with
- *    2 x R micro-batches a step (within 1e-5 relative), with and without shard_state; the
+ *    2 x R micro-batches a step (within 1e-5 relative), with and without shard_state, and with
+ *    LAMB (trust ratios) and dynamic loss scaling; the
  *    buckets' all-reduces are placed inside the backward pass (before its last node), right
  *    after their gradients; shard_state keeps about 1/R of the moments per rank;
  *  - a timeout: rank 1 stays away from a barrier; rank 0 fails after --comm-timeout with
@@ -102,9 +103,10 @@ static void batch(int m, float *x, float *y) {
     for (int i = 0; i < B * OUT; i++) y[i] = (float)tu_uniform(&s, -1, 1);
 }
 
-/* A two-layer net: y' = tanh(x w1 + b1) w2; loss = mean((y' - y)^2). Trained with AdamW,
- * clipping at 0.5 and `accum` micro-batches a step; comm (may be NULL) sums over replicas. */
-static ts_graph *net(int accum, ts_comm *c, int shard, ts_value *lr_out) {
+/* A two-layer net: y' = tanh(x w1 + b1) w2; loss = mean((y' - y)^2). Trained with AdamW and
+ * clipping at 0.5 (lamb: LAMB, with dynamic loss scaling from 2^10) and `accum` micro-batches a
+ * step; comm (may be NULL) sums over replicas. */
+static ts_graph *net(int accum, ts_comm *c, int shard, int lamb) {
     ts_graph *g = ts_graph_new();
     ts_graph_set_seed(g, 5);
     ts_value x = ts_input(g, "x", TS_F32, 2, (int64_t[]){B, IN}), y = ts_input(g, "y", TS_F32, 2, (int64_t[]){B, OUT});
@@ -115,16 +117,17 @@ static ts_graph *net(int accum, ts_comm *c, int shard, ts_value *lr_out) {
     ts_value d = ts_sub(g, ts_matmul(g, h, w2, 0, 0), y);
     ts_value loss = ts_reduce_mean(g, ts_mul(g, d, d), 0, NULL, 0);
     ts_name(g, loss, "loss");
-    CHECK_OK(ts_backward(g, loss));
+    ts_loss_scale_opts ls = ts_loss_scale_defaults();
+    ls.init_scale = 1024;
+    CHECK_OK(lamb ? ts_backward_scaled(g, loss, &ls) : ts_backward(g, loss));
     ts_value lr = ts_scalar(g, 0.05f);
-    ts_optim_opts o = ts_optim_defaults(TS_OPTIM_ADAMW);
+    ts_optim_opts o = ts_optim_defaults(lamb ? TS_OPTIM_LAMB : TS_OPTIM_ADAMW);
     o.accumulation_steps = accum;
     o.max_grad_norm = 0.5f;
     o.comm = c;
     o.shard_state = shard;
     o.bucket_bytes = 100; /* several buckets: w2, then b1, then w1 */
     CHECK_OK(ts_optimizer(g, lr, &o));
-    if (lr_out) *lr_out = lr;
     return g;
 }
 
@@ -143,9 +146,10 @@ static void train(ts_program *p, int runs, int stride, int offset) {
 }
 
 static void test_training(void) {
-    for (int shard = 0; shard < 2; shard++) {
+    for (int variant = 0; variant < 3; variant++) {
+        int shard = variant == 1, lamb = variant == 2;
         /* the replica: its micro-batches j R + me of each step's 2 R */
-        ts_graph *g = net(NACC, comm, shard, NULL);
+        ts_graph *g = net(NACC, comm, shard, lamb);
         int starts = 0, first_start = -1;
         for (int i = 0; i < g->nnodes; i++)
             if (g->nodes[i].op == TS_OP_COMM_START && g->nodes[i].attr.i[2] == 0) {
@@ -164,7 +168,7 @@ static void test_training(void) {
         CHECK(mem.grad_buckets >= 4 * (IN * 8 + 8 + 8 * OUT), "gradient buckets %zu bytes", mem.grad_buckets);
         train(p, STEPS * NACC, R, me);
         /* the reference, on this rank alone: every micro-batch of the step, in order */
-        ts_graph *gr = net(NACC * R, NULL, 0, NULL);
+        ts_graph *gr = net(NACC * R, NULL, 0, lamb);
         ts_program *pr = ts_compile(gr, &(ts_compile_opts){.num_threads = 1, TU_FETCHES("loss")});
         CHECK(pr, "compile: %s", ts_last_error());
         if (!pr) return;
@@ -185,8 +189,8 @@ static void test_training(void) {
                 double u = ((float *)ts_tensor_data(a))[k], v = ((float *)ts_tensor_data(b))[k];
                 dd += (u - v) * (u - v), ss += v * v;
             }
-            CHECK(sqrt(dd) <= 1e-5 * sqrt(ss), "shard %d, rank %d: %s differs from one process's by %.3g relative",
-                  shard, me, names[i], sqrt(dd / ss));
+            CHECK(sqrt(dd) <= 1e-5 * sqrt(ss), "%s, rank %d: %s differs from one process's by %.3g relative",
+                  shard ? "shard_state" : lamb ? "LAMB with loss scaling" : "AdamW", me, names[i], sqrt(dd / ss));
             ts_tensor_free(a), ts_tensor_free(b);
         }
         ts_program_free(p), ts_program_free(pr);
