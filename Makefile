@@ -8,6 +8,7 @@
 #   make demo       build, then scripts/demo.sh: WordPiece vocabulary, pretrain a small BERT on Brown +
 #                   WordNet, fine-tune it on SpamAssassin, classify a few mails (data from install-deps.sh)
 #   make mnist      build, then train the MNIST example on data/mnist (scripts/install-deps.sh fetches it)
+#   make mnist-cnn  build, then train the MNIST CNN example (examples/mnist_cnn.c, 12 epochs, >= 98.5%)
 #   make install    install header, libraries and tessera.pc under PREFIX (default /usr/local)
 #   make clean      remove build/, build-asan/ and build-fuzz/ (data/ is kept)
 # libgomp's default lets idle threads spin; when the 2 cores are shared with other work that cost
@@ -25,7 +26,7 @@ CTEST  ?= ctest
 # LeakSanitizer works on these machines (checked with a deliberate leak), so leaks fail the tests.
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
-.PHONY: all build test test-release test-asan test-fuzz asan bench demo mnist install clean
+.PHONY: all build test test-release test-asan test-fuzz asan bench demo mnist mnist-cnn install clean
 
 all: build
 
@@ -61,6 +62,9 @@ demo: build
 
 mnist: build
 	./$(BUILD)/examples/mnist data/mnist
+
+mnist-cnn: build
+	./$(BUILD)/examples/mnist_cnn data/mnist
 
 install: build
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)

@@ -32,6 +32,16 @@ int ts_cli_predict(int argc, char **argv);
 /* tessera run --model DIR --inputs IN.safetensors --outputs OUT.safetensors [--device cpu]
  *             [--dtype f32|bf16] [--threads N] [--init-random SEED] [--repeat N] */
 int ts_cli_run(int argc, char **argv);
+/* tessera run --model MODEL.onnx ...: run's ONNX path (cli/run_onnx.c). */
+int ts_cli_run_onnx(const char *model, const char *inputs, const char *outputs, const char *device, int threads,
+                    int repeat, double memory_gib);
+/* tessera onnx-ops: the ONNX importer's op table as markdown (cli/run_onnx.c). */
+int ts_cli_onnx_ops(int argc, char **argv);
+/* tessera ocr IMAGE [--lang ch|en] [--json] [--threads N] [--models DIR] (cli/ocr.c) */
+int ts_cli_ocr(int argc, char **argv);
+/* tessera export --onnx OUT.onnx --model DIR [--batch B] [--seq-len T] [--init-random SEED]
+ * (cli/export.c) */
+int ts_cli_export(int argc, char **argv);
 
 /* If argv[*i] is `flag VALUE` or `flag=VALUE`, return VALUE (advancing *i past it); NULL if
  * argv[*i] is another flag. A flag given without its value prints an error and sets *bad. */

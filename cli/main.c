@@ -20,7 +20,10 @@ static const subcommand commands[] = {
     {"finetune", ts_cli_finetune, "fine-tune a pretrained BERT: text (pair) classifier or SQuAD QA"},
     {"eval", ts_cli_eval, "score a fine-tuned model: accuracy, or SQuAD exact match / F1"},
     {"predict", ts_cli_predict, "run a fine-tuned model: labels of texts, answers to questions"},
-    {"run", ts_cli_run, "run a BERT model on a batch of inputs (safetensors in and out)"},
+    {"run", ts_cli_run, "run a BERT or ONNX model on a batch of inputs (safetensors in and out)"},
+    {"onnx-ops", ts_cli_onnx_ops, "print the ONNX ops and opsets the importer takes (README's table)"},
+    {"ocr", ts_cli_ocr, "read the lines of text in a PNG or JPEG image (PaddleOCR PP-OCRv4)"},
+    {"export", ts_cli_export, "write a BERT model directory as an ONNX model (fixed batch shape)"},
 };
 
 static void usage(FILE *f) {

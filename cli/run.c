@@ -1,9 +1,12 @@
 /*
  * run.c — `tessera run`: one inference batch through a BERT model directory (Hugging Face
- * layout), every output of the model written by name to a safetensors file.
+ * layout), every output of the model written by name to a safetensors file; or, when --model
+ * names an ONNX file (a file rather than a directory), through the ONNX importer (run_onnx.c).
  *
  *   tessera run --model DIR --inputs IN.safetensors --outputs OUT.safetensors
  *               [--device cpu] [--dtype f32|bf16] [--threads N] [--init-random SEED] [--repeat N]
+ *   tessera run --model MODEL.onnx --inputs IN.safetensors --outputs OUT.safetensors
+ *               [--device cpu] [--threads N] [--repeat N]
  *
  * DIR holds config.json (its "architectures" picks the head; BertModel when absent) and
  * model.safetensors. The batch shape [B, T] comes from the inputs, so the program is built and
@@ -12,6 +15,7 @@
  * be timed without a checkpoint; --repeat N runs the batch N times and reports the best time.
  */
 #include <math.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli.h"
@@ -21,7 +25,14 @@ static const char *USAGE =
     "usage: tessera run --model DIR --inputs IN.safetensors --outputs OUT.safetensors\n"
     "                   [--device cpu] [--dtype f32|bf16] [--threads N] [--init-random SEED]\n"
     "                   [--repeat N] [--allow-nonfinite] [--device-memory GIB]\n"
+    "       tessera run --model MODEL.onnx --inputs IN.safetensors --outputs OUT.safetensors\n"
+    "                   [--device cpu] [--threads N] [--repeat N] [--device-memory GIB]\n"
     "  Runs a BERT model on one batch and writes every output of its head, by name, as f32.\n"
+    "  With an ONNX file (a --model that is a file, not a directory), runs that model instead\n"
+    "  (opsets 9-17; `tessera onnx-ops` lists the ops): the inputs are the safetensors tensors\n"
+    "  named as the model's inputs, of any shape the model allows (converted to the declared\n"
+    "  dtype between float types or between integer types), and every output is written under\n"
+    "  its name in its own dtype. --dtype, --init-random and --allow-nonfinite are BERT-only.\n"
     "  --model DIR         config.json + model.safetensors (Hugging Face layout; vocab.txt unused).\n"
     "                      The head is config.json's \"architectures\" (BertModel when absent):\n"
     "                      BertModel              last_hidden_state, pooler_output\n"
@@ -284,7 +295,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
             bad = 1;
         }
     }
-    if (!bad && !a->model) fprintf(stderr, "tessera run: --model DIR is required\n"), bad = 1;
+    if (!bad && !a->model) fprintf(stderr, "tessera run: --model DIR (or MODEL.onnx) is required\n"), bad = 1;
     if (!bad && !a->inputs) fprintf(stderr, "tessera run: --inputs FILE is required\n"), bad = 1;
     if (!bad && !a->outputs) fprintf(stderr, "tessera run: --outputs FILE is required\n"), bad = 1;
     if (!bad && !known_device(a->device))
@@ -303,10 +314,27 @@ static const char *head_name(ts_bert_head h) {
     return (unsigned)h < sizeof names / sizeof *names ? names[h] : "?";
 }
 
+/* Is the model an ONNX file: a path ending in .onnx, or any file that is not a directory. */
+static int is_onnx_model(const char *path) {
+    struct stat st;
+    size_t n = strlen(path);
+    if (n > 5 && !strcmp(path + n - 5, ".onnx")) return 1;
+    return stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
 int ts_cli_run(int argc, char **argv) {
     run_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc == 1 ? 0 : rc;
+    if (is_onnx_model(a.model)) {
+        const char *bert_only = a.dtype != TS_F32 ? "--dtype" : a.random_init ? "--init-random"
+                                : a.allow_nonfinite ? "--allow-nonfinite" : NULL;
+        if (bert_only) {
+            fprintf(stderr, "tessera run: %s is for BERT model directories, not ONNX models (%s)\n", bert_only, a.model);
+            return 2;
+        }
+        return ts_cli_run_onnx(a.model, a.inputs, a.outputs, a.device, a.threads, a.repeat, a.memory_gib);
+    }
 
     char config_path[4096], weights_path[4096];
     snprintf(config_path, sizeof config_path, "%s/config.json", a.model);

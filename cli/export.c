@@ -1,0 +1,141 @@
+/*
+ * export.c — `tessera export`: a BERT model directory written as an ONNX model (opset 17) for one
+ * fixed batch shape, through ts_onnx_export.
+ *
+ *   tessera export --onnx OUT.onnx --model DIR [--batch B] [--seq-len T] [--init-random SEED]
+ *
+ * DIR is read as `tessera run` reads it: config.json (its "architectures" picks the head) and
+ * model.safetensors, loaded strictly by tessera's names (a bare BertModel checkpoint, whose names
+ * lack "bert.", which `tessera run` renames, is refused here). The model is built for inference (no dropout) for batches of B sequences of
+ * T tokens, and exported with
+ *   inputs   input_ids, token_type_ids, attention_mask: int32 [B, T] (mask 1 keep, 0 padding)
+ *   outputs  the head's outputs by name, float [..], as `tessera run` writes them
+ *   weights  the loaded parameters, as initializers named as in model.safetensors.
+ * The shape is fixed: ONNX's symbolic dimensions (dim_param) are not written, so another batch
+ * shape needs another export.
+ */
+#include "cli.h"
+#include "tessera.h"
+#include "train_common.h"
+
+static const char *USAGE =
+    "usage: tessera export --onnx OUT.onnx --model DIR [--batch B] [--seq-len T] [--init-random SEED]\n"
+    "  Writes the BERT model of DIR (config.json + model.safetensors, as `tessera run` reads them) as an\n"
+    "  ONNX model (opset 17) that infers on batches of a fixed shape [B, T].\n"
+    "  --onnx FILE          the ONNX file to write (atomically).\n"
+    "  --model DIR          the model directory; config.json's \"architectures\" picks the head.\n"
+    "  --batch B            sequences a batch (default 1).\n"
+    "  --seq-len T          tokens a sequence (default: 128, or max_position_embeddings when smaller).\n"
+    "  --init-random SEED   do not read model.safetensors: parameters drawn from SEED as the model\n"
+    "                       initialises them (to try an export without a checkpoint).\n"
+    "  --threads N          worker threads while compiling (default: OpenMP's).\n"
+    TS_DEVICE_USAGE TS_LOAD_USAGE
+    "Inputs of the ONNX model: input_ids, token_type_ids, attention_mask, int32 [B, T]. Outputs: the\n"
+    "head's, by name (BertModel: last_hidden_state, pooler_output; classifiers: logits; ...), float.\n"
+    "Exit codes: 0 written, 1 failed while exporting, 2 bad flags or files.\n";
+
+typedef struct export_opts {
+    const char *onnx, *model;
+    int batch, seq_len, seed, threads;
+} export_opts;
+
+/* Build, compile and load the model of o for inference, then export it. */
+static int export_model(const export_opts *o, ts_bert_config *cfg) {
+    char config_path[4200], weights_path[4200];
+    snprintf(config_path, sizeof config_path, "%s/config.json", o->model);
+    snprintf(weights_path, sizeof weights_path, "%s/model.safetensors", o->model);
+    int T = o->seq_len > 0 ? o->seq_len : cfg->max_position_embeddings < 128 ? cfg->max_position_embeddings : 128;
+    cfg->hidden_dropout_prob = cfg->attention_probs_dropout_prob = 0.f;
+    cfg->classifier_dropout = 0.f;
+    cfg->attention_mask_dtype = TS_I32;
+    cfg->compute_dtype = TS_F32;
+
+    int rc = 1;
+    ts_program *p = NULL;
+    ts_graph *g = ts_graph_new();
+    if (!g) goto fail;
+    ts_graph_set_seed(g, (uint64_t)(o->seed > 0 ? o->seed : 0));
+    ts_bert_outputs out;
+    if (ts_bert_build(g, cfg, cfg->head, o->batch, T, &out) != TS_OK) {
+        fprintf(stderr, "tessera export: %s (model %s, batch %d x seq %d)\n", ts_last_error(), config_path, o->batch, T);
+        rc = 2;
+        goto done;
+    }
+    const struct {
+        ts_value v;
+        const char *name;
+    } cand[] = {
+        {out.last_hidden_state, "last_hidden_state"}, {out.pooler_output, "pooler_output"},
+        {out.prediction_logits, "prediction_logits"}, {out.seq_relationship_logits, "seq_relationship_logits"},
+        {out.logits, "logits"},                       {out.start_logits, "start_logits"},
+        {out.end_logits, "end_logits"},
+    };
+    ts_value outs[8];
+    const char *names[8];
+    int n = 0;
+    for (size_t i = 0; i < sizeof cand / sizeof *cand; i++)
+        if (cand[i].v != TS_NONE) outs[n] = cand[i].v, names[n++] = cand[i].name;
+    p = ts_compile(g, &(ts_compile_opts){.num_threads = o->threads, .nfetch = n, .fetches = names, .inference = 1,
+                                         .memory_limit = (size_t)(ts_cli_dev.memory_gib * 1073741824.0)});
+    if (!p) goto fail;
+    if (o->seed < 0 && ts_program_load(p, weights_path, ts_cli_load_flags(1), NULL) != TS_OK) {
+        fprintf(stderr, "tessera export: %s\n", ts_last_error());
+        rc = 2;
+        goto done;
+    }
+    if (ts_onnx_export(g, p, n, outs, o->onnx) != TS_OK) goto fail;
+    printf("tessera export: %s (%d layers, hidden %d) for batch %d x seq %d -> %s\n", ts_bert_head_name(cfg->head),
+           cfg->num_hidden_layers, cfg->hidden_size, o->batch, T, o->onnx);
+    printf("tessera export: inputs input_ids, token_type_ids, attention_mask (int32 [%d, %d]); outputs", o->batch, T);
+    for (int i = 0; i < n; i++) {
+        int64_t sh[TS_MAX_DIMS];
+        int nd = ts_value_shape(g, outs[i], sh);
+        printf("%s %s [", i ? "," : "", names[i]);
+        for (int d = 0; d < nd; d++) printf("%s%lld", d ? ", " : "", (long long)sh[d]);
+        printf("]");
+    }
+    printf("; weights %s\n", o->seed >= 0 ? "random (--init-random)" : weights_path);
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "tessera export: %s\n", ts_last_error());
+done:
+    ts_program_free(p);
+    ts_graph_free(g);
+    return rc;
+}
+
+int ts_cli_export(int argc, char **argv) {
+    export_opts o = {.batch = 1, .seed = -1};
+    const ts_opt opts[] = {
+        {"onnx", OPT_STR, &o.onnx, 0},       {"model", OPT_STR, &o.model, 0},
+        {"batch", OPT_INT, &o.batch, 1},     {"seq-len", OPT_INT, &o.seq_len, 1},
+        {"init-random", OPT_INT, &o.seed, 0}, {"threads", OPT_INT, &o.threads, 0},
+        TS_DEVICE_OPTS,                      TS_LOAD_OPTS,
+    };
+    ts_optset os;
+    int rc = ts_opts_parse(&os, "export", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    if (rc != 1) goto done;
+    rc = 2;
+    if (!o.onnx || !o.model) {
+        fprintf(stderr, "tessera export: %s is required\n(tessera export --help shows the usage)\n",
+                !o.onnx ? "--onnx FILE" : "--model DIR");
+        goto done;
+    }
+    char config_path[4200];
+    snprintf(config_path, sizeof config_path, "%s/config.json", o.model);
+    ts_bert_config cfg;
+    if (ts_bert_config_load(config_path, &cfg) != TS_OK) {
+        fprintf(stderr, "tessera export: --model: %s\n", ts_last_error());
+        goto done;
+    }
+    if (o.seq_len > cfg.max_position_embeddings) {
+        fprintf(stderr, "tessera export: --seq-len %d is longer than the model's max_position_embeddings %d (%s)\n",
+                o.seq_len, cfg.max_position_embeddings, config_path);
+        goto done;
+    }
+    rc = export_model(&o, &cfg);
+done:
+    ts_opts_free(&os);
+    return rc;
+}

@@ -1,0 +1,26 @@
+/*
+ * onnx_testing.h — importer entry points for tests that do not go through the public API, in a
+ * header free of protobuf types: reading a serialized TensorProto file (ONNX's test data:
+ * input_0.pb, output_0.pb), and importing with every graph input known (which folds the model
+ * on the host as far as the mappings allow, a check of the folding paths).
+ */
+#ifndef TS_ONNX_TESTING_H
+#define TS_ONNX_TESTING_H
+
+#include "tessera.h"
+
+/* The tensor stored in a file holding one serialized TensorProto, as a new host tensor; its
+ * name (may be "") copied into name[0..cap) when name is not NULL. NULL with ts_last_error()
+ * naming the file and the problem (unreadable, not a TensorProto, a dtype tessera has not). */
+ts_tensor *ts_onnx_tensor_file(const char *path, char *name, size_t cap);
+
+/* ts_onnx_import with, optionally, every graph input known (known_inputs[i] for input i; NULL:
+ * graph inputs as usual). */
+ts_status onnx_import_ex(const ts_onnx *m, ts_graph *g, const int *ndims, const int64_t *const *shapes,
+                         const ts_onnx_import_opts *opts, ts_value *outs, const ts_tensor *const *known_inputs);
+
+/* The model's nodes: how many, and node i's op type (NULL for a bad index). */
+int onnx_num_nodes(const ts_onnx *m);
+const char *onnx_node_op_type(const ts_onnx *m, int i);
+
+#endif

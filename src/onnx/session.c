@@ -1,0 +1,174 @@
+/*
+ * session.c — ts_onnx_session: inference on an ONNX model whatever the input shapes. Each
+ * distinct set of input shapes is imported and compiled once (for inference, fetching every
+ * graph output) and kept; the 8 most recently used programs stay, the least recently used one
+ * is dropped for a ninth. Inputs are matched to the model's inputs by position and checked
+ * against the declared dtype and static dims before anything is built.
+ */
+#include "onnx/onnx_imp.h"
+
+#include <stdio.h>
+
+#define CACHE 8
+
+typedef struct {
+    ts_program *p;
+    int64_t *shapes; /* every input's dims, back to back */
+    int *ndims;
+    uint64_t used;   /* the run counter when last used */
+} entry;
+
+struct ts_onnx_session {
+    const ts_onnx *m;
+    ts_compile_opts opts;
+    char *device;
+    const char **fetches;
+    entry cache[CACHE];
+    uint64_t clock;
+};
+
+ts_onnx_session *ts_onnx_session_new(const ts_onnx *m, const ts_compile_opts *opts) {
+    if (!m) {
+        ts_err(TS_ERR_ARG, "ts_onnx_session_new: the model is NULL");
+        return NULL;
+    }
+    ts_onnx_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        ts_err(TS_ERR_NOMEM, "ts_onnx_session_new: out of memory");
+        return NULL;
+    }
+    s->m = m;
+    if (opts) s->opts = *opts;
+    s->device = opts && opts->device ? ts_strdup(opts->device) : NULL;
+    s->opts.device = s->device;
+    s->fetches = calloc((size_t)m->noutputs, sizeof *s->fetches);
+    if (!s->fetches) {
+        free(s->device);
+        free(s);
+        ts_err(TS_ERR_NOMEM, "ts_onnx_session_new: out of memory");
+        return NULL;
+    }
+    for (int j = 0; j < m->noutputs; j++) s->fetches[j] = m->outputs[j]->name;
+    s->opts.fetches = s->fetches;
+    s->opts.nfetch = m->noutputs;
+    s->opts.inference = 1;
+    s->opts.device_iterations = 0; /* one batch a run: the inputs are fed as they come */
+    s->opts.stage_devices = NULL;
+    s->opts.nstage_devices = 0;
+    return s;
+}
+
+static void drop(entry *e) {
+    ts_program_free(e->p);
+    free(e->shapes);
+    free(e->ndims);
+    memset(e, 0, sizeof *e);
+}
+
+void ts_onnx_session_free(ts_onnx_session *s) {
+    if (!s) return;
+    for (int i = 0; i < CACHE; i++) drop(&s->cache[i]);
+    free(s->fetches);
+    free(s->device);
+    free(s);
+}
+
+/* The inputs fit the model's declared inputs: TS_OK or an error naming the input. */
+static ts_status check_inputs(const ts_onnx *m, const ts_tensor *const *in) {
+    for (int i = 0; i < m->ninputs; i++) {
+        const char *name = m->inputs[i]->name;
+        if (!in[i]) return ts_err(TS_ERR_ARG, "%s: input %d '%s' is NULL", m->what, i, name);
+        if (in[i]->dtype != m->in_dtype[i])
+            return ts_err(TS_ERR_DTYPE, "%s: input '%s' is %s; the model declares %s", m->what, name,
+                          ts_dtype_name(in[i]->dtype), ts_dtype_name(m->in_dtype[i]));
+        int nd = m->in_ndim[i];
+        int ok = nd < 0 || nd == in[i]->ndim;
+        for (int d = 0; ok && nd >= 0 && d < nd; d++) ok = m->in_shape[i][d] < 0 || m->in_shape[i][d] == in[i]->shape[d];
+        if (!ok) {
+            char a[160], b[160];
+            return ts_err(TS_ERR_SHAPE, "%s: input '%s' has shape %s; the model declares %s (-1: any size)", m->what,
+                          name, ts_shape_str(in[i]->ndim, in[i]->shape, a, sizeof a), ts_shape_str(nd, m->in_shape[i], b, sizeof b));
+        }
+    }
+    return TS_OK;
+}
+
+static int same_shapes(const entry *e, const ts_onnx *m, const ts_tensor *const *in) {
+    if (!e->p) return 0;
+    const int64_t *sh = e->shapes;
+    for (int i = 0; i < m->ninputs; i++) {
+        if (e->ndims[i] != in[i]->ndim || memcmp(sh, in[i]->shape, sizeof(int64_t) * (size_t)in[i]->ndim)) return 0;
+        sh += in[i]->ndim;
+    }
+    return 1;
+}
+
+/* Import and compile the model for these input shapes into e. */
+static ts_status build(ts_onnx_session *s, entry *e, const ts_tensor *const *in) {
+    const ts_onnx *m = s->m;
+    int n = m->ninputs, total = 0;
+    for (int i = 0; i < n; i++) total += in[i]->ndim;
+    int *ndims = calloc((size_t)n + 1, sizeof *ndims);
+    int64_t *flat = calloc((size_t)total + 1, sizeof *flat);
+    const int64_t **shapes = calloc((size_t)n + 1, sizeof *shapes);
+    ts_graph *g = ts_graph_new();
+    ts_status st = TS_ERR_NOMEM;
+    if (!ndims || !flat || !shapes || !g) {
+        ts_err(TS_ERR_NOMEM, "%s: out of memory", m->what);
+        goto done;
+    }
+    for (int i = 0, o = 0; i < n; i++) {
+        ndims[i] = in[i]->ndim;
+        shapes[i] = flat + o;
+        memcpy(flat + o, in[i]->shape, sizeof(int64_t) * (size_t)in[i]->ndim);
+        o += in[i]->ndim;
+    }
+    if ((st = ts_onnx_import(m, g, ndims, shapes, NULL, NULL)) != TS_OK) goto done;
+    ts_program *p = ts_compile(g, &s->opts);
+    if (!p) {
+        st = ts_last_status();
+        ts_err(st, "%s: compiling: %s", m->what, ts_last_error());
+        goto done;
+    }
+    e->p = p;
+    e->ndims = ndims;
+    e->shapes = flat;
+    ndims = NULL;
+    flat = NULL;
+    st = TS_OK;
+done:
+    free(ndims);
+    free(flat);
+    free(shapes);
+    ts_graph_free(g);
+    return st;
+}
+
+ts_status ts_onnx_session_run(ts_onnx_session *s, const ts_tensor *const *inputs, ts_tensor **outputs) {
+    if (!s || (!inputs && s->m->ninputs) || !outputs)
+        return ts_err(TS_ERR_ARG, "ts_onnx_session_run: %s is NULL", !s ? "the session" : !outputs ? "outputs" : "inputs");
+    const ts_onnx *m = s->m;
+    for (int j = 0; j < m->noutputs; j++) outputs[j] = NULL;
+    ts_status st = check_inputs(m, inputs);
+    if (st) return st;
+    entry *e = NULL, *lru = &s->cache[0];
+    for (int i = 0; i < CACHE && !e; i++) {
+        if (same_shapes(&s->cache[i], m, inputs)) e = &s->cache[i];
+        else if (!s->cache[i].p || (lru->p && s->cache[i].used < lru->used)) lru = &s->cache[i];
+    }
+    if (!e) {
+        drop(lru);
+        if ((st = build(s, lru, inputs)) != TS_OK) return st;
+        e = lru;
+    }
+    e->used = ++s->clock;
+    for (int i = 0; i < m->ninputs; i++)
+        if ((st = ts_program_feed(e->p, m->inputs[i]->name, inputs[i])) != TS_OK) return st;
+    if ((st = ts_program_run(e->p)) != TS_OK) return ts_err(st, "%s: %s", m->what, ts_last_error());
+    for (int j = 0; j < m->noutputs; j++)
+        if ((st = ts_program_fetch(e->p, s->fetches[j], &outputs[j])) != TS_OK) {
+            for (int k = 0; k < j; k++) ts_tensor_free(outputs[k]), outputs[k] = NULL;
+            return st;
+        }
+    return TS_OK;
+}
