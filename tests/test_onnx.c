@@ -88,6 +88,36 @@ static void test_session_shapes(void) {
     ts_onnx_free(m);
 }
 
+/* A Reshape whose target shape is a graph input (ONNX's test_reshape_extended_dims): the session
+ * builds it with the shape's value known and keys its programs on that value, so a second shape
+ * value gets a second program, and the first value its first program again. */
+static void test_session_shape_values(void) {
+    const char *path = "/usr/share/libonnx-testdata/data/node/test_reshape_extended_dims/model.onnx";
+    if (access(path, R_OK) != 0) {
+        printf("  (skipped: %s is missing)\n", path);
+        return;
+    }
+    ts_onnx *m = ts_onnx_load(path);
+    CHECK(m != NULL, "%s", ts_last_error());
+    ts_onnx_session *s = m ? ts_onnx_session_new(m, &(ts_compile_opts){.num_threads = 1}) : NULL;
+    ts_tensor *x = ts_tensor_new(TS_F32, 3, (int64_t[]){2, 3, 4});
+    for (int i = 0; i < 24; i++) ((float *)ts_tensor_data(x))[i] = (float)i;
+    static const int64_t targets[3][4] = {{3, 2, 2, 2}, {4, 6, 1, 1}, {3, 2, 2, 2}};
+    for (int r = 0; r < 3 && s; r++) {
+        ts_tensor *shape = ts_tensor_from(TS_I64, 1, (int64_t[]){4}, targets[r]), *y = NULL;
+        const ts_tensor *in[2] = {x, shape};
+        CHECK_OK(ts_onnx_session_run(s, in, &y));
+        CHECK(y && ts_tensor_ndim(y) == 4 && !memcmp(ts_tensor_shape(y), targets[r], sizeof targets[r]),
+              "run %d: output of rank %d", r, y ? ts_tensor_ndim(y) : -1);
+        if (y) CHECK(!memcmp(ts_tensor_data(y), ts_tensor_data(x), ts_tensor_nbytes(x)), "run %d: values moved", r);
+        ts_tensor_free(shape);
+        ts_tensor_free(y);
+    }
+    ts_tensor_free(x);
+    ts_onnx_session_free(s);
+    ts_onnx_free(m);
+}
+
 /* Every fixture through a session matches its expected output. */
 static void test_fixture_sessions(void) {
     static const char *const models[] = {"fold_reshape", "conv_bn", "attention", "opset9_rec", "opset11_det"};
@@ -262,6 +292,7 @@ static void test_op_table(void) {
 
 int main(void) {
     RUN(test_session_shapes);
+    RUN(test_session_shape_values);
     RUN(test_fixture_sessions);
     RUN(test_trainable_and_save);
     RUN(test_refusals);

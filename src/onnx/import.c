@@ -8,6 +8,7 @@
  * Graph outputs are named as in the file. Also ts_onnx_load_params.
  */
 #include "onnx/onnx_imp.h"
+#include "onnx/onnx_testing.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -159,6 +160,10 @@ static void import_node(ts_onnx_ctx *cx, int i) {
         if (s != TS_OK && !cx->node_refused) /* an import function that failed without saying why */
             onnx_unsupported(cx, n, "%s", ts_last_error());
     }
+    if (!skip && s != TS_OK && cx->wanted) /* graph inputs the refused node read */
+        for (int k = 0; k < onnx_nin(n); k++)
+            for (int i = 0; onnx_has_in(n, k) && i < cx->m->ninputs; i++)
+                if (!strcmp(cx->m->inputs[i]->name, n->input[k])) cx->wanted[i] = 1;
     if (skip || s != TS_OK)
         for (int k = 0; k < onnx_nout(n); k++)
             if (onnx_has_out(n, k)) {
@@ -205,13 +210,20 @@ static void add_output(ts_onnx_ctx *cx, int j, ts_value *out) {
 
 ts_status onnx_import_ex(const ts_onnx *m, ts_graph *g, const int *ndims, const int64_t *const *shapes,
                          const ts_onnx_import_opts *opts, ts_value *outs, const ts_tensor *const *known_inputs) {
+    return onnx_import_wanted(m, g, ndims, shapes, opts, outs, known_inputs, NULL);
+}
+
+ts_status onnx_import_wanted(const ts_onnx *m, ts_graph *g, const int *ndims, const int64_t *const *shapes,
+                             const ts_onnx_import_opts *opts, ts_value *outs, const ts_tensor *const *known_inputs,
+                             int *wanted) {
+    if (m && wanted) memset(wanted, 0, sizeof *wanted * (size_t)m->ninputs);
     if (!m || !g) return ts_err(TS_ERR_ARG, "ts_onnx_import: %s is NULL", m ? "the graph" : "the model");
     if (shapes && !ndims) return ts_err(TS_ERR_ARG, "ts_onnx_import: shapes given without ndims");
     if (ts_graph_status(g) != TS_OK)
         return ts_err(ts_graph_status(g), "ts_onnx_import: the graph already failed: %s", g->status_msg);
     ts_onnx_import_opts o = opts ? *opts : (ts_onnx_import_opts){0};
     ts_onnx_ctx cx = {.g = g, .m = m, .opset = m->opset, .trainable = o.trainable, .frozen = o.frozen,
-                      .nfrozen = o.nfrozen};
+                      .nfrozen = o.nfrozen, .wanted = wanted};
     const Onnx__GraphProto *gp = m->model->graph;
     for (size_t i = 0; i < gp->n_node; i++) /* who reads what: for fusions that need one consumer */
         for (size_t k = 0; k < gp->node[i]->n_input; k++)

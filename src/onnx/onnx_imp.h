@@ -131,6 +131,8 @@ struct ts_onnx_ctx {
     int node_index;
     uint64_t attr_read;            /* bit a: attribute a was read */
     int node_refused;
+    int *wanted;                   /* NULL, or per graph input: 1 when a refused node read it (a value
+                                      the import may need known: a shape, axes, scales) */
     int graph_failed;              /* a builder call failed: the graph takes no more nodes */
     /* refusals so far: count and the "; "-joined messages */
     int nerrors;

@@ -19,6 +19,13 @@ ts_tensor *ts_onnx_tensor_file(const char *path, char *name, size_t cap);
 ts_status onnx_import_ex(const ts_onnx *m, ts_graph *g, const int *ndims, const int64_t *const *shapes,
                          const ts_onnx_import_opts *opts, ts_value *outs, const ts_tensor *const *known_inputs);
 
+/* onnx_import_ex that also reports, in wanted[i] (ninputs entries, set to 0 first; may be NULL),
+ * the graph inputs read directly by a node the import refused: importing again with those inputs
+ * known may succeed (a Reshape's shape, a Resize's scales fed as inputs). ts_onnx_session does. */
+ts_status onnx_import_wanted(const ts_onnx *m, ts_graph *g, const int *ndims, const int64_t *const *shapes,
+                             const ts_onnx_import_opts *opts, ts_value *outs, const ts_tensor *const *known_inputs,
+                             int *wanted);
+
 /* The model's nodes: how many, and node i's op type (NULL for a bad index). */
 int onnx_num_nodes(const ts_onnx *m);
 const char *onnx_node_op_type(const ts_onnx *m, int i);

@@ -4,8 +4,13 @@
  * graph output) and kept; the 8 most recently used programs stay, the least recently used one
  * is dropped for a ninth. Inputs are matched to the model's inputs by position and checked
  * against the declared dtype and static dims before anything is built.
+ * Inputs whose values decide shapes (a Reshape's target shape, a Resize's scales, Slice's starts
+ * fed as graph inputs, as ONNX Runtime allows): when an import is refused at nodes that read
+ * graph inputs directly, the session imports again with those inputs' values known (folded at
+ * import) and from then on keys its programs on their values as well as on every shape.
  */
 #include "onnx/onnx_imp.h"
+#include "onnx/onnx_testing.h"
 
 #include <stdio.h>
 
@@ -15,6 +20,7 @@ typedef struct {
     ts_program *p;
     int64_t *shapes; /* every input's dims, back to back */
     int *ndims;
+    ts_tensor **vals; /* per input: a copy of its value when the program was built with it known */
     uint64_t used;   /* the run counter when last used */
 } entry;
 
@@ -23,6 +29,7 @@ struct ts_onnx_session {
     ts_compile_opts opts;
     char *device;
     const char **fetches;
+    int *spec;        /* per input: 1 once an import needed its value known */
     entry cache[CACHE];
     uint64_t clock;
 };
@@ -41,8 +48,11 @@ ts_onnx_session *ts_onnx_session_new(const ts_onnx *m, const ts_compile_opts *op
     if (opts) s->opts = *opts;
     s->device = opts && opts->device ? ts_strdup(opts->device) : NULL;
     s->opts.device = s->device;
-    s->fetches = calloc((size_t)m->noutputs, sizeof *s->fetches);
-    if (!s->fetches) {
+    s->fetches = calloc((size_t)m->noutputs + 1, sizeof *s->fetches);
+    s->spec = calloc((size_t)m->ninputs + 1, sizeof *s->spec);
+    if (!s->fetches || !s->spec) {
+        free(s->fetches);
+        free(s->spec);
         free(s->device);
         free(s);
         ts_err(TS_ERR_NOMEM, "ts_onnx_session_new: out of memory");
@@ -58,7 +68,9 @@ ts_onnx_session *ts_onnx_session_new(const ts_onnx *m, const ts_compile_opts *op
     return s;
 }
 
-static void drop(entry *e) {
+static void drop(entry *e, int ninputs) {
+    for (int i = 0; e->vals && i < ninputs; i++) ts_tensor_free(e->vals[i]);
+    free(e->vals);
     ts_program_free(e->p);
     free(e->shapes);
     free(e->ndims);
@@ -67,8 +79,9 @@ static void drop(entry *e) {
 
 void ts_onnx_session_free(ts_onnx_session *s) {
     if (!s) return;
-    for (int i = 0; i < CACHE; i++) drop(&s->cache[i]);
+    for (int i = 0; i < CACHE; i++) drop(&s->cache[i], s->m->ninputs);
     free(s->fetches);
+    free(s->spec);
     free(s->device);
     free(s);
 }
@@ -98,22 +111,26 @@ static int same_shapes(const entry *e, const ts_onnx *m, const ts_tensor *const 
     const int64_t *sh = e->shapes;
     for (int i = 0; i < m->ninputs; i++) {
         if (e->ndims[i] != in[i]->ndim || memcmp(sh, in[i]->shape, sizeof(int64_t) * (size_t)in[i]->ndim)) return 0;
+        if (e->vals[i] && memcmp(e->vals[i]->data, in[i]->data, ts_tensor_nbytes(in[i]))) return 0;
         sh += in[i]->ndim;
     }
     return 1;
 }
 
-/* Import and compile the model for these input shapes into e. */
+/* Import and compile the model for these input shapes (and the values of the inputs in s->spec)
+ * into e: a refused import that read graph inputs directly is tried once more with them known. */
 static ts_status build(ts_onnx_session *s, entry *e, const ts_tensor *const *in) {
     const ts_onnx *m = s->m;
     int n = m->ninputs, total = 0;
     for (int i = 0; i < n; i++) total += in[i]->ndim;
-    int *ndims = calloc((size_t)n + 1, sizeof *ndims);
+    int *ndims = calloc((size_t)n + 1, sizeof *ndims), *wanted = calloc((size_t)n + 1, sizeof *wanted);
     int64_t *flat = calloc((size_t)total + 1, sizeof *flat);
     const int64_t **shapes = calloc((size_t)n + 1, sizeof *shapes);
-    ts_graph *g = ts_graph_new();
+    const ts_tensor **known = calloc((size_t)n + 1, sizeof *known);
+    ts_tensor **vals = calloc((size_t)n + 1, sizeof *vals);
+    ts_graph *g = NULL;
     ts_status st = TS_ERR_NOMEM;
-    if (!ndims || !flat || !shapes || !g) {
+    if (!ndims || !wanted || !flat || !shapes || !known || !vals) {
         ts_err(TS_ERR_NOMEM, "%s: out of memory", m->what);
         goto done;
     }
@@ -123,20 +140,46 @@ static ts_status build(ts_onnx_session *s, entry *e, const ts_tensor *const *in)
         memcpy(flat + o, in[i]->shape, sizeof(int64_t) * (size_t)in[i]->ndim);
         o += in[i]->ndim;
     }
-    if ((st = ts_onnx_import(m, g, ndims, shapes, NULL, NULL)) != TS_OK) goto done;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int any = 0;
+        for (int i = 0; i < n; i++) any |= s->spec[i], known[i] = s->spec[i] ? in[i] : NULL;
+        ts_graph_free(g);
+        if (!(g = ts_graph_new())) {
+            ts_err(TS_ERR_NOMEM, "%s: out of memory", m->what);
+            goto done;
+        }
+        st = onnx_import_wanted(m, g, ndims, shapes, NULL, NULL, any ? known : NULL, wanted);
+        int more = 0;
+        for (int i = 0; i < n; i++) more |= wanted[i] && !s->spec[i];
+        if (st == TS_OK || !more) break;
+        for (int i = 0; i < n; i++) s->spec[i] |= wanted[i];
+    }
+    if (st != TS_OK) goto done;
     ts_program *p = ts_compile(g, &s->opts);
     if (!p) {
         st = ts_last_status();
         ts_err(st, "%s: compiling: %s", m->what, ts_last_error());
         goto done;
     }
+    for (int i = 0; i < n; i++)
+        if (known[i] && !(vals[i] = ts_tensor_from(in[i]->dtype, in[i]->ndim, in[i]->shape, in[i]->data))) {
+            ts_program_free(p);
+            st = ts_err(TS_ERR_NOMEM, "%s: out of memory", m->what);
+            goto done;
+        }
     e->p = p;
     e->ndims = ndims;
     e->shapes = flat;
+    e->vals = vals;
     ndims = NULL;
     flat = NULL;
+    vals = NULL;
     st = TS_OK;
 done:
+    for (int i = 0; vals && i < n; i++) ts_tensor_free(vals[i]);
+    free(vals);
+    free(known);
+    free(wanted);
     free(ndims);
     free(flat);
     free(shapes);
@@ -157,13 +200,13 @@ ts_status ts_onnx_session_run(ts_onnx_session *s, const ts_tensor *const *inputs
         else if (!s->cache[i].p || (lru->p && s->cache[i].used < lru->used)) lru = &s->cache[i];
     }
     if (!e) {
-        drop(lru);
+        drop(lru, m->ninputs);
         if ((st = build(s, lru, inputs)) != TS_OK) return st;
         e = lru;
     }
     e->used = ++s->clock;
-    for (int i = 0; i < m->ninputs; i++)
-        if ((st = ts_program_feed(e->p, m->inputs[i]->name, inputs[i])) != TS_OK) return st;
+    for (int i = 0; i < m->ninputs; i++) /* an input built in as a known value is not fed */
+        if (!e->vals[i] && (st = ts_program_feed(e->p, m->inputs[i]->name, inputs[i])) != TS_OK) return st;
     if ((st = ts_program_run(e->p)) != TS_OK) return ts_err(st, "%s: %s", m->what, ts_last_error());
     for (int j = 0; j < m->noutputs; j++)
         if ((st = ts_program_fetch(e->p, s->fetches[j], &outputs[j])) != TS_OK) {
