@@ -76,7 +76,8 @@ static int export_model(const export_opts *o, ts_bert_config *cfg) {
     for (size_t i = 0; i < sizeof cand / sizeof *cand; i++)
         if (cand[i].v != TS_NONE) outs[n] = cand[i].v, names[n++] = cand[i].name;
     p = ts_compile(g, &(ts_compile_opts){.num_threads = o->threads, .nfetch = n, .fetches = names, .inference = 1,
-                                         .memory_limit = (size_t)(ts_cli_dev.memory_gib * 1073741824.0)});
+                                         .memory_limit = (size_t)(ts_cli_dev.memory_gib * 1073741824.0),
+                                         .skip_param_init = o->seed < 0 /* loaded strictly next */});
     if (!p) goto fail;
     if (o->seed < 0 && ts_program_load(p, weights_path, ts_cli_load_flags(1), NULL) != TS_OK) {
         fprintf(stderr, "tessera export: %s\n", ts_last_error());

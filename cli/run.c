@@ -5,6 +5,7 @@
  *
  *   tessera run --model DIR --inputs IN.safetensors --outputs OUT.safetensors
  *               [--device cpu] [--dtype f32|bf16] [--threads N] [--init-random SEED] [--repeat N]
+ *               [--profile]
  *   tessera run --model MODEL.onnx --inputs IN.safetensors --outputs OUT.safetensors
  *               [--device cpu] [--threads N] [--repeat N]
  *
@@ -24,7 +25,7 @@
 static const char *USAGE =
     "usage: tessera run --model DIR --inputs IN.safetensors --outputs OUT.safetensors\n"
     "                   [--device cpu] [--dtype f32|bf16] [--threads N] [--init-random SEED]\n"
-    "                   [--repeat N] [--allow-nonfinite] [--device-memory GIB]\n"
+    "                   [--repeat N] [--allow-nonfinite] [--device-memory GIB] [--profile]\n"
     "       tessera run --model MODEL.onnx --inputs IN.safetensors --outputs OUT.safetensors\n"
     "                   [--device cpu] [--threads N] [--repeat N] [--device-memory GIB]\n"
     "  Runs a BERT model on one batch and writes every output of its head, by name, as f32.\n"
@@ -32,7 +33,8 @@ static const char *USAGE =
     "  (opsets 9-17; `tessera onnx-ops` lists the ops): the inputs are the safetensors tensors\n"
     "  named as the model's inputs, of any shape the model allows (converted to the declared\n"
     "  dtype between float types or between integer types), and every output is written under\n"
-    "  its name in its own dtype. --dtype, --init-random and --allow-nonfinite are BERT-only.\n"
+    "  its name in its own dtype. --dtype, --init-random, --allow-nonfinite and --profile are\n"
+    "  BERT-only.\n"
     "  --model DIR         config.json + model.safetensors (Hugging Face layout; vocab.txt unused).\n"
     "                      The head is config.json's \"architectures\" (BertModel when absent):\n"
     "                      BertModel              last_hidden_state, pooler_output\n"
@@ -52,6 +54,10 @@ static const char *USAGE =
     "                      model's own initialisation), to time a model without a checkpoint.\n"
     "  --repeat N          run the batch N times (default 1) and report the best time.\n"
     "  --allow-nonfinite   load weights that hold NaN or inf (refused by default).\n"
+    "  --profile           print to stdout, after the runs, where their time went: the share\n"
+    "                      outside kernels, then time per op type and per layer (see\n"
+    "                      ts_program_profile_report). With --repeat N > 1 the first run is a\n"
+    "                      warm-up and is left out; the report covers the other N - 1.\n"
     "  --device-memory GIB memory the program may take (default: the device's; for the CPU its\n"
     "                      physical memory); a larger one is refused before it allocates.\n"
     "Exit codes: 0 done, 1 failed while running, 2 bad flags or files.\n";
@@ -240,7 +246,7 @@ static int load_weights(ts_program *p, const char *path, int allow_nonfinite) {
 typedef struct run_args {
     const char *model, *inputs, *outputs, *device;
     ts_dtype dtype;
-    int threads, repeat, random_init, allow_nonfinite;
+    int threads, repeat, random_init, allow_nonfinite, profile;
     uint64_t seed;
     double memory_gib;
 } run_args;
@@ -273,6 +279,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
                         ts_max_threads(), ts_max_threads() / 4), bad = 1;
         } else if (!strcmp(s, "--allow-nonfinite")) {
             a->allow_nonfinite = 1;
+        } else if (!strcmp(s, "--profile")) {
+            a->profile = 1;
         } else if ((v = ts_cli_value(argc, argv, &i, "--device-memory", CMD, &bad))) {
             char *end;
             a->memory_gib = strtod(v, &end);
@@ -328,7 +336,7 @@ int ts_cli_run(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     if (is_onnx_model(a.model)) {
         const char *bert_only = a.dtype != TS_F32 ? "--dtype" : a.random_init ? "--init-random"
-                                : a.allow_nonfinite ? "--allow-nonfinite" : NULL;
+                                : a.allow_nonfinite ? "--allow-nonfinite" : a.profile ? "--profile" : NULL;
         if (bert_only) {
             fprintf(stderr, "tessera run: %s is for BERT model directories, not ONNX models (%s)\n", bert_only, a.model);
             return 2;
@@ -418,6 +426,8 @@ int ts_cli_run(int argc, char **argv) {
         if (cand[i].v != TS_NONE) fetch[nf++] = cand[i].name;
     p = ts_compile(g, &(ts_compile_opts){.device = a.device, .num_threads = a.threads, .nfetch = nf,
                                          .fetches = fetch, .inference = 1,
+                                         .skip_param_init = !a.random_init, /* loaded strictly next */
+                                         .profile = a.profile,
                                          .memory_limit = (size_t)(a.memory_gib * 1073741824.0)});
     ts_graph_free(g);
     g = NULL;
@@ -450,6 +460,7 @@ int ts_cli_run(int argc, char **argv) {
             goto done;
         }
         double dt = now_s() - r0;
+        if (r == 0 && a.repeat > 1) ts_program_profile_reset(p); /* the warm-up is left out */
         best = r == 0 || dt < best ? dt : best;
         total += dt;
     }
@@ -479,6 +490,10 @@ int ts_cli_run(int argc, char **argv) {
         printf("]");
     }
     printf("\n");
+    if (a.profile && ts_program_profile_report(p, stdout) != TS_OK) {
+        fprintf(stderr, "tessera run: --profile: %s\n", ts_last_error());
+        goto done;
+    }
     rc = 0;
 
 done:

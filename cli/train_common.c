@@ -375,7 +375,8 @@ int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head he
                             .train_fetches = train_fetches, .ntrain_fetches = ntrain_fetches,
                             .infer_fetches = infer_fetches, .ninfer_fetches = ninfer_fetches,
                             .comm = ts_cli_rep.size > 1 ? ts_cli_rep.comm : NULL,
-                            .shard_state = ts_cli_rep.shard_optimizer};
+                            .shard_state = ts_cli_rep.shard_optimizer,
+                            .skip_param_init = !train}; /* train == 0: the model is loaded next */
     if (pp && threads > 0) o.threads = threads; /* --threads: per device */
     if (ts_bert_train_programs(&o, train ? train_p : NULL, infer_p) == TS_OK) return 0;
     fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());

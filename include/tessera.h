@@ -648,6 +648,13 @@ typedef struct ts_compile_opts {
                                        ...; two stages may share one), nstage_devices of them,
                                        at least ts_graph_num_stages(g); NULL: one device */
     int nstage_devices;
+    int skip_param_init;            /* 1: parameters start at zero instead of being drawn from
+                                       their initializers, for a program whose parameters are all
+                                       loaded next (ts_program_load with TS_LOAD_STRICT): the
+                                       draws were 3.4 s of a 3.8 s BERT-Base compile */
+    int profile;                    /* 1: time every kernel call and every ts_program_run (see
+                                       ts_program_profile_report); 0: off, no cost. A pipelined
+                                       program (stage_devices) refuses it: TS_ERR_UNSUPPORTED */
 } ts_compile_opts;
 
 /* Compile graph g for a device: dead-code elimination, fusion, memory planning, kernel selection,
@@ -701,6 +708,25 @@ typedef struct ts_memory {
                                contiguous buckets (not in optimizer_state) */
 } ts_memory;
 ts_status ts_program_memory(const ts_program *p, ts_memory *m);
+
+/* Profiling (a program compiled with ts_compile_opts.profile = 1). Print to out what the
+ * ts_program_run calls since compile or the last reset took: their total wall time, the time
+ * inside kernels (a monotonic clock around each kernel call of the device's node loop; the CPU
+ * backend, other backends report no kernel time) and the share outside them (framework overhead:
+ * run loop, thread setup, copies made inside the run), then two tables (name, nodes, calls,
+ * total ms, % of kernel time):
+ *  - per op type (the node's op, after fusion), by time, largest first;
+ *  - per layer, in the order the layers first run: a node's layer is taken from the nearest named value it reads: its inputs first
+ *    (in order), then breadth-first through their producers (at most 256 values looked at);
+ *    from a name ("bert.encoder.layer.3.attention.self.query.weight"; "@GRAD" and the like
+ *    dropped) the layer is the prefix through its first all-digit component
+ *    ("bert.encoder.layer.3"), else its first two components, the last one excluded
+ *    ("bert.embeddings", "cls.predictions", "classifier"); a node reading no such name is
+ *    "other".
+ * TS_ERR_UNSUPPORTED for a program compiled without profile; TS_ERR_ARG for a NULL argument. */
+ts_status ts_program_profile_report(const ts_program *p, FILE *out);
+/* Zero the counters (e.g. after warm-up runs). No-op without profile. */
+void ts_program_profile_reset(ts_program *p);
 
 /* The most threads a program may use: 4 x the online CPUs (so oversubscribed runs stay possible,
  * and a typo like 100000 is refused rather than crashing the thread library). */
@@ -1301,6 +1327,8 @@ typedef struct ts_bert_train_opts {
     ts_comm *comm;               /* replicas: ts_optim_opts.comm (NULL: one process) */
     int shard_state;             /* ZeRO-1 over comm (ts_optim_opts.shard_state) */
     size_t bucket_bytes;         /* gradient buckets (0: 25 MiB) */
+    int skip_param_init;         /* with no training program: the inference program's parameters
+                                    start at zero, to be loaded (ts_compile_opts.skip_param_init) */
 } ts_bert_train_opts;
 /* Build the model (o->head) with the backward pass and the optimizer, and compile it for
  * training into *train (may be NULL: none) and for evaluation (inference, one device) into

@@ -11,7 +11,7 @@
  *  - the library side of --dtype bf16 (ts_bert_config.compute_dtype): a training step in bf16
  *    compute has every parameter's gradient, in f32, close to the f32 step's;
  *  - a bare BertModel checkpoint (names without "bert.") loads; --init-random is deterministic
- *    and needs no model.safetensors;
+ *    and needs no model.safetensors; --profile prints the op and layer tables;
  *  - bad input (flags, files, tensors): a non-zero exit, never a signal or a sanitizer report,
  *    and a message on stderr naming the flag, file or tensor at fault;
  *  - with the argument --bert-base (ctest cli_run_bert_base, label slow): a BERT-Base-sized
@@ -446,6 +446,14 @@ static void test_init_random(void) {
                    "--repeat", "3"),
            "seed 7 again");
     ok_run(RUN_CLI("--model", dir, "--inputs", in, "--outputs", tmp("c.safetensors"), "--init-random", "8"), "seed 8");
+    /* --profile: after the runs (the first, a warm-up, left out), the totals, op and layer tables */
+    const cli_result *pr = RUN_CLI("--model", dir, "--inputs", in, "--outputs", tmp("d.safetensors"), "--init-random",
+                                   "7", "--repeat", "2", "--profile");
+    if (ok_run(pr, "--profile"))
+        CHECK(strstr(pr->out, "profile: 1 run, ") && strstr(pr->out, "outside kernels") &&
+                  strstr(pr->out, "% kernel") && strstr(pr->out, "\nmatmul ") &&
+                  strstr(pr->out, "\nbert.encoder.layer.1 "),
+              "--profile report incomplete:\n%s", pr->out);
     static const char *const qa[] = {"last_hidden_state", "start_logits", "end_logits"};
     for (int i = 0; i < 3; i++) check_same(tmp("a.safetensors"), tmp("b.safetensors"), qa[i]);
     ts_tensor *a = load(tmp("a.safetensors"), "start_logits"), *c = load(tmp("c.safetensors"), "start_logits");

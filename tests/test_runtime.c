@@ -884,6 +884,31 @@ out:
     ts_graph_free(g);
 }
 
+/* skip_param_init: parameters start at zero (for a program loaded next) instead of their draws;
+ * without it the initializer's values are there. */
+static void test_skip_param_init(void) {
+    ts_graph *g = ts_graph_new();
+    ts_value w = ts_param(g, "w", TS_F32, 2, (int64_t[]){4, 8}, ts_init_normal(0.5f));
+    ts_value b = ts_param(g, "b", TS_F32, 1, (int64_t[]){8}, ts_init_ones());
+    ts_name(g, ts_add(g, ts_matmul(g, ts_input(g, "x", TS_F32, 2, (int64_t[]){2, 4}), w, 0, 0), b), "y");
+    for (int skip = 0; skip < 2; skip++) {
+        ts_program *p = ts_compile(g, &(ts_compile_opts){.inference = 1, .skip_param_init = skip});
+        CHECK(p != NULL, "%s", ts_last_error());
+        ts_tensor *tw = NULL, *tb = NULL;
+        if (p) CHECK_OK(ts_program_get_param(p, "w", &tw));
+        if (p) CHECK_OK(ts_program_get_param(p, "b", &tb));
+        int nonzero = 0, ones = 0;
+        for (int i = 0; tw && i < 32; i++) nonzero += ((float *)ts_tensor_data(tw))[i] != 0.f;
+        for (int i = 0; tb && i < 8; i++) ones += ((float *)ts_tensor_data(tb))[i] == 1.f;
+        if (skip) CHECK(nonzero == 0 && ones == 0, "skip_param_init: %d of w non-zero, %d of b one", nonzero, ones);
+        else CHECK(nonzero == 32 && ones == 8, "initialised: %d of w non-zero, %d of b one", nonzero, ones);
+        ts_tensor_free(tw);
+        ts_tensor_free(tb);
+        ts_program_free(p);
+    }
+    ts_graph_free(g);
+}
+
 int main(void) {
     RUN(test_feed_fetch);
     RUN(test_scalar_input);
@@ -899,5 +924,6 @@ int main(void) {
     RUN(test_arena_reuse);
     RUN(test_num_threads);
     RUN(test_device_iterations);
+    RUN(test_skip_param_init);
     return tu_finish("test_runtime");
 }

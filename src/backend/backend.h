@@ -44,7 +44,13 @@ typedef struct ts_plan {
     const int *sched;     /* node ids in run order */
     int nsched;
     ts_abi_value *values; /* per value id: the plan's value table (buffers live here) */
+    /* ts_compile_opts.profile: per scheduled node, the nanoseconds spent in its kernel and its
+     * calls, added to at each execute (runtime/profile.c); NULL: not profiled */
+    uint64_t *prof_ns, *prof_calls;
 } ts_plan;
+
+/* A monotonic clock in nanoseconds (runtime/profile.c). */
+uint64_t ts_now_ns(void);
 
 /* The CPU backend's table (backend/cpu). */
 extern const ts_backend_api ts_backend_cpu_api;

@@ -22,6 +22,7 @@ void ts_set_threads(int n) {
 void ts_program_free(ts_program *p) {
     if (!p) return;
     if (p->pipe) ts_pipeline_free(p->pipe);
+    ts_profile_free(p);
     for (int k = 0; p->exe && k < p->nphases; k++)
         if (p->exe[k]) p->dev->api->release(p->dev->ctx, p->exe[k]);
     free(p->exe);
@@ -382,7 +383,7 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
     for (int ph = 0; ph < p->nphases; ph++) {
         int b = p->phase_begin[ph], e = p->phase_begin[ph + 1];
         if (e == b) continue;
-        p->plan[ph] = (ts_plan){g, p->sched + b, e - b, p->vals};
+        p->plan[ph] = (ts_plan){g, p->sched + b, e - b, p->vals, NULL, NULL};
         p->abi[ph] = (ts_abi_plan){sizeof(ts_abi_plan), nv, p->vals, e - b, p->nodes + b, &p->plan[ph]};
         size_t need = 0;
         if (dev->api->compile(dev->ctx, &p->abi[ph], &need, &p->exe[ph]) != TS_OK) goto error;
@@ -411,7 +412,8 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
                 ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
                 goto error;
             }
-            ts_init_fill(&x->init, g->seed, x->name, tmp, n);
+            if (o.skip_param_init) memset(tmp, 0, sizeof(float) * (size_t)n); /* loaded next */
+            else ts_init_fill(&x->init, g->seed, x->name, tmp, n);
             if (x->dtype == TS_BF16) ts_f32_to_bf16(tmp, h, (size_t)n);
             if (x->dtype == TS_F16) ts_f32_to_f16(tmp, h, (size_t)n);
             st = ts_dev_copy_in(dev, p->vals[v].buf, h ? (void *)h : (void *)tmp, ts_val_bytes(x));
@@ -468,10 +470,20 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
         }
         if (ts_comm_channels(c, 1 + (graph->nstages > 0 ? graph->nstages : 1)) != TS_OK) return NULL;
     }
+    if (o.profile && o.nstage_devices > 0 && !o.inference) {
+        ts_err(TS_ERR_UNSUPPORTED, "ts_compile: profile is not supported for a pipelined program (stage_devices); "
+               "profile it without stages");
+        return NULL;
+    }
     if (o.nstage_devices > 0 && !o.inference) return ts_pipeline_compile(graph, &o);
     ts_device *dev = ts_device_get(o.nstage_devices > 0 ? o.stage_devices[0] : o.device ? o.device : "cpu");
     if (!dev) return NULL;
     ts_graph *g = ts_graph_clone(graph);
     if (!g) { ts_err(TS_ERR_NOMEM, "ts_compile: out of memory"); return NULL; }
-    return ts_compile_on(g, dev, &o, NULL);
+    ts_program *p = ts_compile_on(g, dev, &o, NULL);
+    if (p && o.profile && ts_profile_enable(p) != TS_OK) {
+        ts_program_free(p);
+        return NULL;
+    }
+    return p;
 }

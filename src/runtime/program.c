@@ -68,9 +68,19 @@ static ts_status run_once(ts_program *p, uint64_t step) {
     return s;
 }
 
+static ts_status run_plain(ts_program *p);
+
 ts_status ts_program_run(ts_program *p) {
     if (!p) return ts_err(TS_ERR_ARG, "ts_program_run: program is NULL");
     if (p->pipe) return ts_pipeline_run(p);
+    if (!p->prof) return run_plain(p);
+    uint64_t t0 = ts_now_ns();
+    ts_status s = run_plain(p);
+    ts_profile_add_run(p, ts_now_ns() - t0);
+    return s;
+}
+
+static ts_status run_plain(ts_program *p) {
     ts_set_threads(p->num_threads);
     if (p->iters == 1) {
         ts_status s = run_once(p, p->step);

@@ -58,6 +58,7 @@ struct ts_program {
     void **fetch_host;
     ts_memory mem;
     ts_pipeline *pipe;        /* a pipelined program: the stages do the work (pipeline.c) */
+    struct ts_profile *prof;  /* ts_compile_opts.profile: what the runs took (profile.c); NULL: off */
 };
 
 /* What a pipeline asks of one stage's program (NULL for a plain program). */
@@ -102,6 +103,12 @@ void ts_init_fill(const ts_init *init, uint64_t seed, const char *name, float *d
  * joins nodes of two stages or two phases. */
 int ts_pass_dce(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int keep_side_effects);
 int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned);
+
+/* Profiling (profile.c): allocate p's counters and point its plans at them; free them. */
+ts_status ts_profile_enable(ts_program *p);
+void ts_profile_free(ts_program *p);
+/* Add one ts_program_run call of ns nanoseconds to p's profile. */
+void ts_profile_add_run(ts_program *p, uint64_t ns);
 
 /* Pipelines (pipeline.c): compile g for the stage devices of o; run one call; free. */
 ts_program *ts_pipeline_compile(const ts_graph *g, const ts_compile_opts *o);

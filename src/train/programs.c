@@ -52,7 +52,10 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
         what = "compiling the inference program";
         *infer = ts_compile(g, &(ts_compile_opts){.num_threads = o->infer_threads ? o->infer_threads : o->threads,
                                                   .nfetch = o->ninfer_fetches, .fetches = o->infer_fetches,
-                                                  .inference = 1, .memory_limit = o->memory_limit});
+                                                  .inference = 1, .memory_limit = o->memory_limit,
+                                                  .skip_param_init = !train && o->struct_size >=
+                                                      offsetof(ts_bert_train_opts, skip_param_init) +
+                                                      sizeof o->skip_param_init && o->skip_param_init});
         if (!*infer) st = ts_last_status() ? ts_last_status() : TS_ERR_ARG;
     }
     ts_graph_free(g);

@@ -158,7 +158,12 @@ static ts_status cpu_execute(void *dev, void *exe, const ts_abi_plan *abi, ts_bu
         for (int k = 0; k < TS_MAX_OUT; k++)
             a.out[k] = k < n->nout && val[n->out[k]].buf.mem ? ts_cpu_ptr(val[n->out[k]].buf) : NULL;
         a.state = cp->state[i];
+        uint64_t t0 = plan->prof_ns ? ts_now_ns() : 0;
         ts_status s = cp->kern[i] ? cp->kern[i]->run(&a) : ts_op_get(n->op)->kernel(&a);
+        if (plan->prof_ns) {
+            plan->prof_ns[i] += ts_now_ns() - t0;
+            plan->prof_calls[i]++;
+        }
         if (s != TS_OK) return s;
     }
     return TS_OK;

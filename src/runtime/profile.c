@@ -1,0 +1,194 @@
+/*
+ * profile.c — ts_compile_opts.profile: per scheduled node, the time spent in its kernel (the
+ * backend's node loop adds to ts_plan.prof_ns / prof_calls), the wall time of each
+ * ts_program_run, and the report: totals, the share outside kernels, time per op type and per
+ * layer (the layer rule is documented with ts_program_profile_report in tessera.h).
+ */
+#include "runtime/program.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct ts_profile {
+    uint64_t *ns, *calls; /* per scheduled node (p->sched order) */
+    uint64_t wall_ns;     /* ts_program_run calls since the last reset */
+    uint64_t runs;
+} ts_profile;
+
+uint64_t ts_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+ts_status ts_profile_enable(ts_program *p) {
+    ts_profile *pr = calloc(1, sizeof *pr);
+    if (pr) {
+        pr->ns = calloc((size_t)p->nsched + 1, sizeof *pr->ns);
+        pr->calls = calloc((size_t)p->nsched + 1, sizeof *pr->calls);
+    }
+    if (!pr || !pr->ns || !pr->calls) {
+        if (pr) free(pr->ns), free(pr->calls);
+        free(pr);
+        return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the profile counters");
+    }
+    p->prof = pr;
+    for (int ph = 0; ph < p->nphases; ph++) {
+        p->plan[ph].prof_ns = pr->ns + p->phase_begin[ph];
+        p->plan[ph].prof_calls = pr->calls + p->phase_begin[ph];
+    }
+    return TS_OK;
+}
+
+void ts_profile_free(ts_program *p) {
+    if (!p->prof) return;
+    for (int ph = 0; p->plan && ph < p->nphases; ph++) p->plan[ph].prof_ns = p->plan[ph].prof_calls = NULL;
+    free(p->prof->ns);
+    free(p->prof->calls);
+    free(p->prof);
+    p->prof = NULL;
+}
+
+void ts_profile_add_run(ts_program *p, uint64_t ns) {
+    p->prof->wall_ns += ns;
+    p->prof->runs++;
+}
+
+void ts_program_profile_reset(ts_program *p) {
+    if (!p || !p->prof) return;
+    memset(p->prof->ns, 0, sizeof *p->prof->ns * (size_t)p->nsched);
+    memset(p->prof->calls, 0, sizeof *p->prof->calls * (size_t)p->nsched);
+    p->prof->wall_ns = p->prof->runs = 0;
+}
+
+/* The layer a value name tells (see tessera.h) into buf; 0 when it tells none. */
+static int layer_of_name(const char *name, char *buf, size_t cap) {
+    if (!name || !*name) return 0;
+    size_t len = strcspn(name, "@");
+    if (len >= cap) len = cap - 1;
+    memcpy(buf, name, len);
+    buf[len] = 0;
+    /* the prefix through the first all-digit component */
+    for (char *c = buf; *c;) {
+        size_t n = strcspn(c, ".");
+        size_t d = strspn(c, "0123456789");
+        if (n > 0 && d == n) {
+            c[n] = 0;
+            return 1;
+        }
+        c += n;
+        if (*c) c++;
+    }
+    /* else the first two components, never the last one */
+    int ncomp = 1;
+    for (const char *c = buf; *c; c++) ncomp += *c == '.';
+    if (ncomp < 2) return 0;
+    int keep = ncomp - 1 < 2 ? ncomp - 1 : 2;
+    char *c = buf;
+    for (int k = 0; k < keep; k++) c += strcspn(c, ".") + (k + 1 < keep);
+    *c = 0;
+    return buf[0] != 0;
+}
+
+#define LAYER_SEARCH 256
+
+/* Node n's layer into buf ("other" when none): its inputs' names, then breadth-first back
+ * through producers. */
+static void layer_of_node(const ts_graph *g, const ts_node *n, char *buf, size_t cap) {
+    int q[LAYER_SEARCH], nq = 0;
+    for (int j = 0; j < n->nin && nq < LAYER_SEARCH; j++)
+        if (n->in[j] >= 0) q[nq++] = n->in[j];
+    for (int i = 0; i < nq; i++) {
+        const ts_val *x = &g->vals[q[i]];
+        if (layer_of_name(x->name, buf, cap)) return;
+        if (x->kind != TS_V_NODE || x->node < 0) continue;
+        const ts_node *m = &g->nodes[x->node];
+        for (int j = 0; j < m->nin && nq < LAYER_SEARCH; j++) {
+            int v = m->in[j], seen = v < 0;
+            for (int k = 0; k < nq && !seen; k++) seen = q[k] == v;
+            if (!seen) q[nq++] = v;
+        }
+    }
+    snprintf(buf, cap, "other");
+}
+
+typedef struct {
+    char *name;
+    uint64_t ns, calls;
+    int nodes;
+} prof_row;
+
+/* Add to the row called name (a new one at the end when absent); -1 when out of memory. */
+static int add_row(prof_row **rows, int *nrows, int *cap, const char *name, uint64_t ns, uint64_t calls) {
+    int i = 0;
+    while (i < *nrows && strcmp((*rows)[i].name, name) != 0) i++;
+    if (i == *nrows) {
+        if (*nrows == *cap) {
+            int nc = *cap ? 2 * *cap : 32;
+            prof_row *r = realloc(*rows, sizeof *r * (size_t)nc);
+            if (!r) return -1;
+            *rows = r, *cap = nc;
+        }
+        char *copy = malloc(strlen(name) + 1);
+        if (!copy) return -1;
+        strcpy(copy, name);
+        (*rows)[(*nrows)++] = (prof_row){copy, 0, 0, 0};
+    }
+    (*rows)[i].ns += ns;
+    (*rows)[i].calls += calls;
+    (*rows)[i].nodes++;
+    return 0;
+}
+
+static int by_time(const void *a, const void *b) {
+    const prof_row *x = a, *y = b;
+    if (x->ns != y->ns) return x->ns < y->ns ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+
+static void free_rows(prof_row *rows, int n) {
+    for (int i = 0; i < n; i++) free(rows[i].name);
+    free(rows);
+}
+
+static double pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * (double)part / (double)whole : 0.0; }
+
+ts_status ts_program_profile_report(const ts_program *p, FILE *out) {
+    if (!p || !out) return ts_err(TS_ERR_ARG, "ts_program_profile_report: %s is NULL", p ? "out" : "program");
+    if (!p->prof)
+        return ts_err(TS_ERR_UNSUPPORTED, "ts_program_profile_report: the program was compiled without "
+                      "ts_compile_opts.profile = 1");
+    const ts_profile *pr = p->prof;
+    prof_row *ops = NULL, *layers = NULL;
+    int nops = 0, capops = 0, nlayers = 0, caplayers = 0;
+    uint64_t kernel = 0;
+    char layer[256];
+    for (int i = 0; i < p->nsched; i++) {
+        const ts_node *n = &p->g->nodes[p->sched[i]];
+        kernel += pr->ns[i];
+        layer_of_node(p->g, n, layer, sizeof layer);
+        if (add_row(&ops, &nops, &capops, ts_op_get(n->op)->name, pr->ns[i], pr->calls[i]) ||
+            add_row(&layers, &nlayers, &caplayers, layer, pr->ns[i], pr->calls[i])) {
+            free_rows(ops, nops), free_rows(layers, nlayers);
+            return ts_err(TS_ERR_NOMEM, "ts_program_profile_report: out of memory");
+        }
+    }
+    if (nops > 1) qsort(ops, (size_t)nops, sizeof *ops, by_time);
+    uint64_t outside = pr->wall_ns > kernel ? pr->wall_ns - kernel : 0;
+    fprintf(out, "profile: %llu run%s, %.3f ms in ts_program_run, %.3f ms in kernels (%.1f%%), "
+            "%.3f ms outside kernels (%.1f%%)\n",
+            (unsigned long long)pr->runs, pr->runs == 1 ? "" : "s", (double)pr->wall_ns / 1e6,
+            (double)kernel / 1e6, pct(kernel, pr->wall_ns), (double)outside / 1e6, pct(outside, pr->wall_ns));
+    fprintf(out, "%-28s %6s %10s %12s %9s\n", "op", "nodes", "calls", "total ms", "% kernel");
+    for (int i = 0; i < nops; i++)
+        fprintf(out, "%-28s %6d %10llu %12.3f %9.1f\n", ops[i].name, ops[i].nodes, (unsigned long long)ops[i].calls,
+                (double)ops[i].ns / 1e6, pct(ops[i].ns, kernel));
+    fprintf(out, "%-28s %6s %10s %12s %9s\n", "layer (first run first)", "nodes", "calls", "total ms", "% kernel");
+    for (int i = 0; i < nlayers; i++)
+        fprintf(out, "%-28s %6d %10llu %12.3f %9.1f\n", layers[i].name, layers[i].nodes,
+                (unsigned long long)layers[i].calls, (double)layers[i].ns / 1e6, pct(layers[i].ns, kernel));
+    free_rows(ops, nops);
+    free_rows(layers, nlayers);
+    return ferror(out) ? ts_err(TS_ERR_IO, "ts_program_profile_report: writing the report failed") : TS_OK;
+}
