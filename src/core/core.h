@@ -22,6 +22,10 @@ void *ts_alloc(size_t bytes, int zero);
 void ts_free(void *p);
 /* strdup that aborts on out-of-memory (names are tiny; a failure there is not user input). */
 char *ts_strdup(const char *s);
+/* Write len bytes to path atomically: a temporary file next to it (unique in the process),
+ * fsynced, renamed over path, the directory fsynced; on failure the old file is untouched and
+ * the temporary removed, and the error names path (file.c). */
+ts_status ts_write_atomic(const char *path, const void *data, size_t len);
 /* realloc-or-abort for the builder's small growable arrays. */
 void *ts_xrealloc(void *p, size_t bytes);
 

@@ -6,10 +6,7 @@
 #include "onnx/export_pb.h"
 #include "onnx/onnx_imp.h" /* onnx_type_of */
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <unistd.h>
 
 /* ------------------------------------------------------------------ arena */
 
@@ -249,47 +246,6 @@ void ts_ox_output(ts_ox *b, const char *name, ts_dtype dtype, int ndim, const in
 
 /* ------------------------------------------------------------------ the file */
 
-static ts_status sync_dir(const char *path) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
-    int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    ts_status s = TS_OK;
-    if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL && errno != EROFS))
-        s = ts_err(TS_ERR_IO, "ts_onnx_export: %s: written, but its directory could not be synced: %s", path,
-                   strerror(errno));
-    if (fd >= 0) close(fd);
-    return s;
-}
-
-/* bytes -> path through a temporary file next to it. */
-static ts_status write_atomic(const char *path, const uint8_t *bytes, size_t n) {
-    static unsigned counter; /* two exports in one process never share a temporary file */
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return ts_err(TS_ERR_IO, "ts_onnx_export: %s: cannot create a temporary file next to it: %s", path,
-                      strerror(errno));
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w = write(fd, bytes + done, n - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        done += (size_t)w;
-    }
-    int ok = done == n && fsync(fd) == 0;
-    int err = errno;
-    if (close(fd) != 0 && ok) ok = 0, err = errno;
-    if (ok && rename(tmp, path) != 0) ok = 0, err = errno;
-    if (!ok) {
-        unlink(tmp);
-        return ts_err(TS_ERR_IO, "ts_onnx_export: %s: write failed: %s", path, strerror(err));
-    }
-    return sync_dir(path);
-}
-
 ts_status ts_ox_write(ts_ox *b, int opset, const char *path) {
     Onnx__ModelProto model;
     Onnx__GraphProto graph;
@@ -325,7 +281,7 @@ ts_status ts_ox_write(ts_ox *b, int opset, const char *path) {
     uint8_t *buf = malloc(n ? n : 1);
     if (!buf) return ts_err(TS_ERR_NOMEM, "ts_onnx_export: %s: out of memory for %zu bytes", path, n);
     onnx__model_proto__pack(&model, buf);
-    ts_status s = write_atomic(path, buf, n);
+    ts_status s = ts_write_atomic(path, buf, n);
     free(buf);
     return s;
 }

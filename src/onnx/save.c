@@ -7,9 +7,7 @@
  */
 #include "onnx/onnx_imp.h"
 
-#include <errno.h>
 #include <stdio.h>
-#include <unistd.h>
 
 /* An initializer's data fields, saved to be put back after packing (m stays as loaded). */
 typedef struct {
@@ -17,26 +15,6 @@ typedef struct {
     Onnx__TensorProto saved;
     ts_tensor *value;
 } swap;
-
-static ts_status write_atomically(const char *path, const uint8_t *buf, size_t len) {
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 32);
-    if (!tmp) return ts_err(TS_ERR_NOMEM, "%s: out of memory", path);
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    ts_status s = TS_OK;
-    if (!f) {
-        s = ts_err(TS_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    } else {
-        int bad = fwrite(buf, 1, len, f) != len || fflush(f) != 0 || fsync(fileno(f)) != 0;
-        if (fclose(f) != 0) bad = 1;
-        if (bad) s = ts_err(TS_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-        else if (rename(tmp, path) != 0) s = ts_err(TS_ERR_IO, "%s: cannot rename %s over it: %s", path, tmp, strerror(errno));
-        if (s) unlink(tmp);
-    }
-    free(tmp);
-    return s;
-}
 
 ts_status ts_onnx_save_with_params(const ts_onnx *m, const ts_program *p, const char *path) {
     if (!m || !p || !path)
@@ -76,7 +54,7 @@ ts_status ts_onnx_save_with_params(const ts_onnx *m, const ts_program *p, const 
         ts_tensor_free(sw[k].value);
     }
     free(sw);
-    if (s == TS_OK) s = write_atomically(path, buf, len);
+    if (s == TS_OK) s = ts_write_atomic(path, buf, len);
     free(buf);
     return s;
 }

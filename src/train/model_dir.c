@@ -79,28 +79,6 @@ ts_status ts_out_dir_lock(const char *dir, long *other_pid) {
     return TS_OK; /* fd stays open: the lock lasts until the process exits */
 }
 
-/* Write len bytes to path atomically: a temp file in the same directory, fsync, rename. */
-static ts_status write_atomic(const char *path, const char *data, size_t len) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666), e = 0;
-    if (fd < 0) return ts_err(TS_ERR_IO, "writing %s: %s", path, strerror(errno));
-    for (size_t off = 0; off < len && !e;) {
-        ssize_t w = write(fd, data + off, len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) e = errno ? errno : EIO;
-        else off += (size_t)w;
-    }
-    if (!e && fsync(fd) != 0) e = errno;
-    if (close(fd) != 0 && !e) e = errno;
-    if (!e && rename(tmp, path) != 0) e = errno;
-    if (e) {
-        unlink(tmp);
-        return ts_err(TS_ERR_IO, "writing %s: %s", path, strerror(e));
-    }
-    return TS_OK;
-}
-
 static char *read_all(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -189,7 +167,7 @@ ts_status ts_bert_config_save(const char *path, const ts_bert_config *cfg, const
     size_t tl = strlen(text);
     char *withnl = realloc(text, tl + 2);
     if (withnl) text = withnl, text[tl++] = '\n', text[tl] = 0;
-    ts_status s = write_atomic(path, text, tl);
+    ts_status s = ts_write_atomic(path, text, tl);
     free(text);
     return s;
 }
@@ -205,7 +183,7 @@ ts_status ts_model_save_dir(const char *dir, const ts_program *p, const ts_bert_
     char *vocab = read_all(vocab_path, &len);
     if (!vocab) return ts_err(TS_ERR_IO, "reading %s: %s", vocab_path, strerror(errno));
     snprintf(path, sizeof path, "%s/vocab.txt", dir);
-    s = write_atomic(path, vocab, len);
+    s = ts_write_atomic(path, vocab, len);
     free(vocab);
     if (s) return s;
     snprintf(path, sizeof path, "%s/config.json", dir); /* last: a directory with it is complete */
