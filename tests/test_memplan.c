@@ -11,10 +11,19 @@
  *  - params / grads / optimizer_state of SGD (momentum) and AdamW programs.
  *  - A small training program run twice gives bitwise identical outputs and gradients, a warm
  *    step allocates no tensor-sized heap block, and the report does not change.
+ *  - Fusion of act(matmul(x, w) + b), act = gelu erf / gelu tanh / relu (fuse.c rules 1 and 4):
+ *    forward-only, the program is one matmul node carrying the activation (attr i[2]) and its
+ *    output, the unfused program's and the op's reference kernel's match a double-precision
+ *    reference within 1e-5 * max(1, |ref|); the reference kernel's gradient refuses such a node
+ *    and the shape rule refuses an unknown activation code. With ts_backward the activation is
+ *    not fused (its backward reads the product) and loss and gradients match the unfused
+ *    program's; the same graph compiled for inference fuses.
  */
 #define TU_ALLOC_COUNTER
 #include "test_util.h"
 #include "encoder.h"
+#include "ops/op.h"
+#include "runtime/program.h"
 
 static size_t a64(size_t n) { return (n + 63) & ~(size_t)63; }
 
@@ -249,6 +258,191 @@ static void test_plan_fusion_report(void) {
     ts_graph_free(g);
 }
 
+/* ------------------------------------------------------------------ matmul + activation fusion */
+
+enum { FA_B = 2, FA_T = 24, FA_K = 40, FA_N = 56 };
+static const char *const fa_name[4] = {"none", "gelu erf", "gelu tanh", "relu"};
+
+static ts_value fa_act(ts_graph *g, int act, ts_value v) {
+    return act == 3 ? ts_relu(g, v) : ts_gelu(g, v, act == 2);
+}
+static double fa_ref_act(int act, double v) {
+    if (act == 3) return v > 0 ? v : 0;
+    if (act == 2) return 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    return 0.5 * v * (1 + erf(v / sqrt(2)));
+}
+
+/* Scheduled matmul nodes of p with activation code act (any nonzero code when act < 0). */
+static int fa_count(const ts_program *p, int act) {
+    int c = 0;
+    for (int i = 0; i < p->nsched; i++) {
+        const ts_node *n = &p->g->nodes[p->sched[i]];
+        if (n->op == TS_OP_MATMUL && (act < 0 ? n->attr.i[2] != 0 : n->attr.i[2] == act)) c++;
+    }
+    return c;
+}
+
+/* max over elements of |y - ref| / max(1, |ref|), ref = act(alpha x @ w + b) in double. */
+static double fa_err(int act, float alpha, const float *x, const float *w, const float *b, const float *y) {
+    double worst = 0;
+    for (int r = 0; r < FA_B * FA_T; r++)
+        for (int n = 0; n < FA_N; n++) {
+            double v = 0;
+            for (int k = 0; k < FA_K; k++) v += (double)x[r * FA_K + k] * w[k * FA_N + n];
+            v = alpha * v + b[n];
+            double ref = fa_ref_act(act, v), e = fabs(y[r * FA_N + n] - ref) / (fabs(ref) > 1 ? fabs(ref) : 1);
+            if (!(e <= worst)) worst = e;
+        }
+    return worst;
+}
+
+/* act(alpha * x @ w + b); alpha != 1 goes in as scale(matmul), which rule 2 folds into the matmul
+ * (oneDNN then takes the bias as a binary post-op before the activation's). */
+static void fuse_act_forward(int act, float alpha) {
+    printf("  %s, alpha %g:\n", fa_name[act], alpha);
+    ts_graph *g = ts_graph_new();
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(FA_B, FA_T, FA_K));
+    ts_value w = ts_input(g, "w", TS_F32, DIMS(FA_K, FA_N));
+    ts_value b = ts_input(g, "b", TS_F32, DIMS(FA_N));
+    ts_value mm = ts_matmul(g, x, w, 0, 0);
+    if (alpha != 1.f) mm = ts_scale(g, mm, alpha, 0.f);
+    ts_name(g, fa_act(g, act, ts_add(g, mm, b)), "out");
+    int nn = alpha != 1.f ? 4 : 3;
+    ts_program *pf = compile_small(g, 0), *pn = compile_small(g, 1);
+    tu_rng r = tu_rng_seed(11);
+    ts_tensor *xt = tu_rand_tensor(&r, DIMS(FA_B, FA_T, FA_K), -1, 1), *wt = tu_rand_tensor(&r, DIMS(FA_K, FA_N), -0.5, 0.5),
+              *bt = tu_rand_tensor(&r, DIMS(FA_N), -1, 1);
+    if (pf && pn) {
+        ts_memory mf, mn;
+        CHECK_OK(ts_program_memory(pf, &mf));
+        CHECK_OK(ts_program_memory(pn, &mn));
+        CHECK(mn.nodes == nn && mn.fused == 0, "unfused: nodes %d fused %d, expected %d and 0", mn.nodes, mn.fused, nn);
+        CHECK(mf.nodes == 1 && mf.fused == nn - 1, "fused: nodes %d fused %d, expected 1 and %d", mf.nodes, mf.fused,
+              nn - 1);
+        CHECK(fa_count(pf, act) == 1, "the fused program has no matmul with activation %d", act);
+        ts_program *ps[2] = {pf, pn};
+        ts_tensor *o[2] = {0};
+        for (int k = 0; k < 2; k++) {
+            CHECK_OK(ts_program_feed(ps[k], "x", xt));
+            CHECK_OK(ts_program_feed(ps[k], "w", wt));
+            CHECK_OK(ts_program_feed(ps[k], "b", bt));
+            CHECK_OK(ts_program_run(ps[k]));
+            o[k] = TU_FETCH(ps[k], "out");
+        }
+        if (o[0] && o[1]) {
+            double ef = fa_err(act, alpha, tu_f32(xt), tu_f32(wt), tu_f32(bt), tu_f32(o[0]));
+            double en = fa_err(act, alpha, tu_f32(xt), tu_f32(wt), tu_f32(bt), tu_f32(o[1]));
+            double d = tu_max_abs_diff_f(tu_f32(o[0]), tu_f32(o[1]), FA_B * FA_T * FA_N);
+            printf("    fused err %.2e, unfused err %.2e (vs double), fused - unfused max abs %.2e\n", ef, en, d);
+            CHECK(ef <= 1e-5, "fused %s(matmul + b) is off the reference by %.3e", fa_name[act], ef);
+            CHECK(en <= 1e-5, "unfused %s(matmul + b) is off the reference by %.3e", fa_name[act], en);
+        }
+        ts_tensor_free(o[0]);
+        ts_tensor_free(o[1]);
+    }
+    ts_program_free(pf);
+    ts_program_free(pn);
+    ts_graph_free(g);
+
+    /* the op's reference kernel (the backend's fallback) on a node carrying the activation */
+    g = ts_graph_new();
+    int in[3] = {ts_input(g, "x", TS_F32, DIMS(FA_B, FA_T, FA_K)), ts_input(g, "w", TS_F32, DIMS(FA_K, FA_N)),
+                 ts_input(g, "b", TS_F32, DIMS(FA_N))};
+    ts_attrs at = {0};
+    at.i[2] = act;
+    at.ni = 3;
+    at.f[0] = alpha == 1.f ? 0.f : alpha;
+    ts_value y = ts_node_add(g, TS_OP_MATMUL, 3, in, &at, NULL);
+    CHECK(y != TS_NONE, "matmul with activation %d refused: %s", act, ts_last_error());
+    if (y != TS_NONE) {
+        const ts_node *n = &g->nodes[g->vals[y].node];
+        float *out = calloc(FA_B * FA_T * FA_N, sizeof(float));
+        ts_kargs k = {.g = g, .node = n, .in = {tu_f32(xt), tu_f32(wt), tu_f32(bt)}, .out = {out}};
+        CHECK_OK(ts_op_get(TS_OP_MATMUL)->kernel(&k));
+        double e = fa_err(act, alpha, tu_f32(xt), tu_f32(wt), tu_f32(bt), out);
+        printf("    reference kernel err %.2e\n", e);
+        CHECK(e <= 1e-5, "reference kernel %s(matmul + b) is off by %.3e", fa_name[act], e);
+        free(out);
+        ts_value gy = ts_input(g, "gy", TS_F32, DIMS(FA_B, FA_T, FA_N)), gin[3] = {TS_NONE, TS_NONE, TS_NONE};
+        n = &g->nodes[g->vals[y].node];
+        ts_status st = ts_op_get(TS_OP_MATMUL)->grad(g, n, &gy, gin);
+        CHECK(st == TS_ERR_UNSUPPORTED && strstr(ts_last_error(), "fused activation"),
+              "gradient of an activated matmul: %s, %s", ts_status_name(st), ts_last_error());
+    }
+    ts_graph_free(g);
+    if (act == 3) { /* an unknown code is refused by the shape rule */
+        g = ts_graph_new();
+        int in2[2] = {ts_input(g, "x", TS_F32, DIMS(3, 4)), ts_input(g, "w", TS_F32, DIMS(4, 5))};
+        at.i[2] = 7;
+        CHECK(ts_node_add(g, TS_OP_MATMUL, 2, in2, &at, NULL) == TS_NONE && strstr(ts_last_error(), "i[2] = 7"),
+              "activation code 7 accepted: %s", ts_last_error());
+        ts_graph_free(g);
+    }
+    ts_tensor_free(xt);
+    ts_tensor_free(wt);
+    ts_tensor_free(bt);
+}
+
+/* Training: loss = mean(act(x @ w + b)^2), w and b parameters; recompute: the forward in a
+ * recompute segment, whose originals no backward node reads (fuse.c leaves them unfused). */
+static void fuse_act_training(int act, int recompute) {
+    ts_graph *g = ts_graph_new();
+    ts_graph_set_seed(g, 5);
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(FA_B, FA_T, FA_K));
+    ts_value w = ts_param(g, "w", TS_F32, DIMS(FA_K, FA_N), ts_init_normal(0.3f));
+    ts_value b = ts_param(g, "b", TS_F32, DIMS(FA_N), ts_init_normal(0.5f));
+    if (recompute) CHECK_OK(ts_graph_recompute_begin(g));
+    ts_value h = ts_name(g, fa_act(g, act, ts_add(g, ts_matmul(g, x, w, 0, 0), b)), "out");
+    if (recompute) CHECK_OK(ts_graph_recompute_end(g));
+    ts_value loss = ts_name(g, ts_reduce_mean(g, ts_mul(g, h, h), 0, NULL, 0), "loss");
+    CHECK_OK(ts_backward(g, loss));
+    ts_program *pf = ts_compile(g, &(ts_compile_opts){TU_FETCHES("loss", "w@GRAD", "b@GRAD")});
+    ts_program *pn = ts_compile(g, &(ts_compile_opts){TU_FETCHES("loss", "w@GRAD", "b@GRAD"), .no_fusion = 1});
+    ts_program *pi = ts_compile(g, &(ts_compile_opts){TU_FETCHES("out"), .inference = 1});
+    CHECK(pf && pn && pi, "compile: %s", ts_last_error());
+    if (pf && pn && pi) {
+        CHECK(fa_count(pf, -1) == 0, "%s fused into a matmul of a training program", fa_name[act]);
+        CHECK(fa_count(pi, act) == 1, "%s not fused in the inference program of a training graph", fa_name[act]);
+        tu_rng r = tu_rng_seed(12);
+        ts_tensor *xt = tu_rand_tensor(&r, DIMS(FA_B, FA_T, FA_K), -1, 1);
+        const char *names[3] = {"loss", "w@GRAD", "b@GRAD"};
+        ts_tensor *of[3] = {0}, *on[3] = {0};
+        CHECK_OK(ts_program_feed(pf, "x", xt));
+        CHECK_OK(ts_program_feed(pn, "x", xt));
+        CHECK_OK(ts_program_run(pf));
+        CHECK_OK(ts_program_run(pn));
+        for (int k = 0; k < 3; k++) {
+            of[k] = TU_FETCH(pf, names[k]);
+            on[k] = TU_FETCH(pn, names[k]);
+            if (!of[k] || !on[k]) continue;
+            int64_t cnt = ts_tensor_numel(on[k]);
+            double d = tu_max_abs_diff_f(tu_f32(of[k]), tu_f32(on[k]), cnt), mx = 0;
+            for (int64_t j = 0; j < cnt; j++) mx = fmax(mx, fabs(tu_f32(on[k])[j]));
+            printf("    training %s%s: %s fused - unfused max abs %.2e (max |value| %.2e)\n", fa_name[act],
+                   recompute ? " (recompute)" : "", names[k], d, mx);
+            CHECK(d <= 1e-5 * fmax(mx, 1e-3), "training %s: %s differs by %.3e", fa_name[act], names[k], d);
+        }
+        for (int k = 0; k < 3; k++) {
+            ts_tensor_free(of[k]);
+            ts_tensor_free(on[k]);
+        }
+        ts_tensor_free(xt);
+    }
+    ts_program_free(pf);
+    ts_program_free(pn);
+    ts_program_free(pi);
+    ts_graph_free(g);
+}
+
+static void test_fuse_matmul_act(void) {
+    for (int act = 1; act <= 3; act++) {
+        fuse_act_forward(act, 1.f);
+        fuse_act_training(act, 0);
+    }
+    fuse_act_training(1, 1);
+    fuse_act_forward(1, 0.5f);
+}
+
 /* ------------------------------------------------------------------ report of persistent memory */
 
 /* w [13, 7] and b [7]: 98 floats. SGD with momentum keeps one buffer per parameter, AdamW two. */
@@ -363,6 +557,7 @@ int main(void) {
     RUN(test_plan_grow);
     RUN(test_plan_reuse);
     RUN(test_plan_fusion_report);
+    RUN(test_fuse_matmul_act);
     RUN(test_report_plain);
     RUN(test_report_sgd);
     RUN(test_report_adamw);

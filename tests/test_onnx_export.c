@@ -11,7 +11,8 @@
  *  - an "op zoo" graph of every op the exporter maps (broadcasting binaries, every unary, both
  *    GELUs, transposed matmuls, reshape / transpose / slice / concat / expand / gather, the three
  *    reductions, masked softmax, log-softmax, layer norm with and without gamma / beta, where,
- *    cast, dropout; convolutions strided, padded unevenly, dilated, grouped and transposed; max
+ *    cast, dropout; a matmul carrying a fused activation (gelu erf / tanh, relu; built by hand,
+ *    as only compile-time fusion makes one); convolutions strided, padded unevenly, dilated, grouped and transposed; max
  *    and average pools; clip, hard sigmoid, hard swish) exported with ts_onnx_export: ONNX Runtime's outputs within 1e-4 of the
  *    compiled program's, and tessera's importer (ts_onnx_load + session) reads the file back to
  *    the same outputs;
@@ -24,6 +25,7 @@
 #include "test_util.h"
 
 #include "cli_util.h"
+#include "ops/op.h"
 
 #include <dirent.h>
 
@@ -213,6 +215,7 @@ static void build_zoo(zoo *z) {
     ts_value wt = ts_param(g, "wt", TS_F32, DIMS(3, 2, 3, 3), ts_init_zeros());
     ts_value bt = ts_param(g, "bt", TS_F32, DIMS(2), ts_init_zeros());
     ts_value w = ts_param(g, "w", TS_F32, DIMS(5, 4), ts_init_zeros());
+    ts_value wb = ts_param(g, "wb", TS_F32, DIMS(5), ts_init_zeros());
     ts_value table = ts_param(g, "table", TS_F32, DIMS(7, 4), ts_init_zeros());
     ts_value gamma = ts_param(g, "gamma", TS_F32, DIMS(4), ts_init_zeros());
     ts_value beta = ts_param(g, "beta", TS_F32, DIMS(4), ts_init_zeros());
@@ -239,6 +242,15 @@ static void build_zoo(zoo *z) {
     out(z, "linear", ts_matmul(g, x, w, 0, 1));                          /* [2, 3, 5] */
     out(z, "gram", ts_matmul(g, x, x, 1, 0));                            /* [2, 4, 4] */
     out(z, "outer", ts_matmul(g, x, ts_transpose(g, x, NULL), 0, 0));    /* [2, 3, 3] */
+    static const char *const act_names[4] = {NULL, "linear_gelu", "linear_gelu_tanh", "linear_relu"};
+    for (int act = 1; act <= 3; act++) { /* act(alpha x w^T + wb), alpha 0.5 for the first (ops/matmul.c) */
+        ts_attrs at = {0};
+        at.i[1] = 1;
+        at.i[2] = act;
+        at.ni = 3;
+        at.f[0] = act == 1 ? 0.5f : 0.f;
+        out(z, act_names[act], ts_node_add(g, TS_OP_MATMUL, 3, (int[]){x, w, wb}, &at, NULL)); /* [2, 3, 5] */
+    }
     out(z, "reshape", ts_reshape(g, x, 2, (int64_t[]){6, -1}));
     out(z, "transpose", ts_transpose(g, x, (int[]){2, 0, 1}));
     out(z, "concat", ts_concat(g, 2, (ts_value[]){x, ts_slice(g, x, 2, 1, 3)}, 2));

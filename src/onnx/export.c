@@ -18,7 +18,9 @@
  *   gelu, tanh form             0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) in Mul/Add/Tanh
  *   matmul(a, b, bias?)         Transpose (last two dims) of a transposed operand, MatMul (its
  *                               batch dims broadcast as tessera's), Mul(., c(alpha)) when
- *                               alpha != 1, Add(., bias) when there is one
+ *                               alpha != 1, Add(., bias) when there is one, then its fused
+ *                               activation (attr i[2], set only by compile-time fusion, so a
+ *                               user's graph has none) as gelu / Relu below
  *   reshape / expand            Reshape(x, ints) (allowzero = 1 when a dim is 0) / Expand(x, ints)
  *   transpose                   Transpose(perm)
  *   slice(axis, start, end)     Slice(x, starts, ends, axes)
@@ -166,6 +168,9 @@ static const char *swap_last(exporter *e, int v) {
 static void emit_matmul(exporter *e, const ts_node *n, const char *y) {
     float alpha = n->attr.f[0] == 0.f ? 1.f : n->attr.f[0];
     int has_bias = n->nin > 2 && n->in[2] >= 0;
+    int64_t act = n->attr.i[2]; /* 1 gelu erf, 2 gelu tanh, 3 relu (ops/matmul.c) */
+    const char *out = y;
+    if (act) y = tmp(e);
     const char *a = n->attr.i[0] ? swap_last(e, n->in[0]) : vname(e, n->in[0]);
     const char *b = n->attr.i[1] ? swap_last(e, n->in[1]) : vname(e, n->in[1]);
     const char *prod = alpha != 1.f || has_bias ? tmp(e) : y;
@@ -176,6 +181,7 @@ static void emit_matmul(exporter *e, const ts_node *n, const char *y) {
         prod = scaled;
     }
     if (has_bias) ts_ox_node2(&e->b, "Add", prod, vname(e, n->in[2]), y);
+    if (act) emit_unary(e, act == 3 ? TS_OP_RELU : TS_OP_GELU, act == 2, 0.f, 0.f, y, out);
 }
 
 /* ------------------------------------------------------------------ vision */

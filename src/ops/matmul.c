@@ -16,6 +16,14 @@
  * Attributes: i[0] = trans_a, i[1] = trans_b (0 / 1), f[0] = alpha. f[0] == 0 means alpha = 1, so
  * that zero-initialised attributes (ts_attrs at = {0}) give a plain product; a true alpha of 0 is
  * not expressible (it would be a constant zero anyway).
+ * i[2] = a fused activation act applied last: out = act(alpha * op(a) @ op(b) + bias), with
+ *   0 none (act(x) = x), 1 gelu erf form, 2 gelu tanh form, 3 relu — the GELU / ReLU ops' own
+ *   evaluator (ts_unary_f32), applied in f32 before a 16-bit output is rounded. Only the fusion
+ *   pass (graph/passes/fuse.c) sets it, on the compiled program's copy of the graph, after
+ *   ts_backward: gelu(matmul(a, b[, bias])) / relu(...) whose product nothing else reads (in a
+ *   training graph the GELU's backward reads it, so there it does not fuse; nor in a training
+ *   program's recompute segments). An activated matmul therefore never reaches autodiff;
+ *   grad_matmul refuses one with an error all the same.
  *
  * Gradients, with upstream G = d loss / d out [..., M, N]:
  *   d op(a) = alpha G op(b)^T          d op(b) = alpha op(a)^T G          d bias = sum of G
@@ -42,6 +50,15 @@
 #define VS(g, v) ts_val_str(g, v, (char[256]){0}, 256)
 
 static float mm_alpha(const ts_node *n) { return n->attr.f[0] == 0.f ? 1.f : n->attr.f[0]; }
+
+/* The fused activation (attr i[2]) as the unary op that defines it: *op = TS_OP_GELU or
+ * TS_OP_RELU and its gelu tanh-form flag; 0 when there is none. */
+static int mm_act(const ts_node *n, int *op, int *tanh_form) {
+    int64_t a = n->attr.i[2];
+    *op = a == 3 ? TS_OP_RELU : TS_OP_GELU;
+    *tanh_form = a == 2;
+    return a >= 1 && a <= 3;
+}
 
 /* Where the elements of one product live. Batch dims are the output's ("...", rank nb); sa / sb
  * are the element strides of a / b along them (0 where the operand is broadcast). Inside one
@@ -91,6 +108,9 @@ static void mm_geom_init(mm_geom *q, const ts_val *a, const ts_val *b, int ta, i
 static ts_status infer_matmul(ts_graph *g, ts_node *n) {
     const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]];
     int ta = n->attr.i[0] != 0, tb = n->attr.i[1] != 0;
+    if (n->attr.i[2] < 0 || n->attr.i[2] > 3)
+        return ts_err(TS_ERR_ARG, "op matmul: activation attribute i[2] = %lld; takes 0 (none), 1 (gelu erf), "
+                      "2 (gelu tanh) or 3 (relu)", (long long)n->attr.i[2]);
     if (a->ndim < 2 || b->ndim < 2)
         return ts_err(TS_ERR_SHAPE, "op matmul: operands need rank >= 2, got a %s and b %s",
                       VS(g, n->in[0]), VS(g, n->in[1]));
@@ -167,6 +187,10 @@ static ts_status grad_matmul(ts_graph *g, const ts_node *n, const ts_value *gout
     ts_value G = gout[0], A = n->in[0], B = n->in[1];
     int ta = n->attr.i[0] != 0, tb = n->attr.i[1] != 0;
     float alpha = mm_alpha(n);
+    if (n->attr.i[2] != 0) /* never reached: fusion (which sets it) runs after ts_backward */
+        return ts_err(TS_ERR_UNSUPPORTED, "op matmul: no gradient for a matmul with a fused activation "
+                      "(i[2] = %lld); the fusion pass makes those after ts_backward, in compiled programs only",
+                      (long long)n->attr.i[2]);
     if (G == TS_NONE) return TS_OK;
     const ts_val *av = &g->vals[A], *bv = &g->vals[B]; /* valid until the first node is added */
     mm_geom q;
@@ -203,7 +227,7 @@ static ts_status grad_matmul(ts_graph *g, const ts_node *n, const ts_value *gout
 
 /* ------------------------------------------------------------------ reference kernel */
 
-/* out[p, m, n] = alpha * sum_k op(a)[p, m, k] op(b)[p, k, n] + bias[n], p over the output batch.
+/* out[p, m, n] = act(alpha * sum_k op(a)[p, m, k] op(b)[p, k, n] + bias[n]), p over the output batch.
  * Tiles of MB x NB outputs are the parallel tasks; per tile, panels of KB of op(a) and op(b)
  * are widened to f32 into thread buffers and multiplied in an i-k-j loop that vectorises. */
 enum { MM_MB = 32, MM_NB = 64, MM_KB = 256 };
@@ -233,6 +257,7 @@ static ts_status matmul_kernel(const ts_kargs *k) {
     const void *A = k->in[0], *B = k->in[1], *C = n->nin > 2 ? k->in[2] : NULL;
     void *O = k->out[0];
     float alpha = mm_alpha(n);
+    int act_op, act_tanh, act = mm_act(n, &act_op, &act_tanh);
     int64_t M = q.M, N = q.N, K = q.K;
     int64_t mt = (M + MM_MB - 1) / MM_MB, nt = (N + MM_NB - 1) / MM_NB, tasks = q.batch * mt * nt;
     int fail = 0;
@@ -273,8 +298,11 @@ static ts_status matmul_kernel(const ts_kargs *k) {
             }
             for (int64_t i = 0; i < mb; i++) {
                 int64_t row = (p * M + m0 + i) * N + n0;
+                float *ci = acc + i * MM_NB;
+                for (int64_t j = 0; j < nbk; j++) ci[j] = alpha * ci[j] + (C ? ld(C, bias_dt, n0 + j) : 0.f);
+                if (act) ts_unary_f32(act_op, act_tanh, 0.f, 0.f, ci, ci, nbk); /* <= 64: this thread */
                 for (int64_t j = 0; j < nbk; j++) {
-                    float v = alpha * acc[i * MM_NB + j] + (C ? ld(C, bias_dt, n0 + j) : 0.f);
+                    float v = ci[j];
                     if (dt == TS_BF16) ((uint16_t *)O)[row + j] = ts_f32_bf16(v);
                     else if (dt == TS_F16) ((uint16_t *)O)[row + j] = ts_f32_f16(v);
                     else ((float *)O)[row + j] = v;

@@ -200,7 +200,7 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
         }
     /* grads not needed in inference: unpin them so dead code removes the backward pass */
     ts_pass_dce(g, alive, pinned, !o.inference);
-    int fused = o.no_fusion || spec ? 0 : ts_pass_fuse(g, alive, pinned); /* a pipeline fused before the split */
+    int fused = o.no_fusion || spec ? 0 : ts_pass_fuse(g, alive, pinned, dev->api == &ts_backend_cpu_api); /* a pipeline fused before the split */
     if (fused) ts_pass_dce(g, alive, pinned, !o.inference);
     if (spec) /* sent values are kept to their phase's end (below), not the step's */
         for (int v = 0; v < nv; v++)

@@ -641,7 +641,7 @@ ts_program *ts_pipeline_compile(const ts_graph *graph, const ts_compile_opts *o)
         if (g->vals[v].grad >= 0) pinned[g->vals[v].grad] = 1;
     }
     ts_pass_dce(g, alive, pinned, 1);
-    p->mem.fused = o->no_fusion ? 0 : ts_pass_fuse(g, alive, pinned);
+    p->mem.fused = o->no_fusion ? 0 : ts_pass_fuse(g, alive, pinned, ncpu == pl->ndev); /* act: all built-in CPU */
     if (p->mem.fused) ts_pass_dce(g, alive, pinned, 1);
     if (place_nodes(g, alive, &pc) != TS_OK) return pipe_fail(p, &pc, alive, pinned);
     pcp = &pc;

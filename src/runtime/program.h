@@ -102,7 +102,7 @@ void ts_init_fill(const ts_init *init, uint64_t seed, const char *name, float *d
  * the index of the last node it replaces, so index order stays a valid schedule; fusion never
  * joins nodes of two stages or two phases. */
 int ts_pass_dce(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int keep_side_effects);
-int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned);
+int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int matmul_act);
 
 /* Profiling (profile.c): allocate p's counters and point its plans at them; free them. */
 ts_status ts_profile_enable(ts_program *p);

@@ -25,6 +25,7 @@ typedef struct {
     uint8_t *alive;
     const uint8_t *pinned;
     int *uses; /* per value: alive input slots reading it, +1 when pinned */
+    int backward; /* some alive node is a backward or update node (a training program) */
 } fuse_ctx;
 
 /* Where node i runs: its pipeline stage and its phase (forward, backward, update). Two nodes of
@@ -51,6 +52,8 @@ static int same_type(const ts_val *a, const ts_val *b) {
 }
 
 static int mm_has_bias(const ts_node *m) { return m->nin >= 3 && m->in[2] >= 0; }
+/* A matmul with a fused activation (attr i[2], rule 4): nothing more may be folded into it. */
+static int mm_has_act(const ts_node *m) { return m->attr.i[2] != 0; }
 
 /* Node i becomes repl (the merged node), keeping its own output value; producer p dies. */
 static void absorb(fuse_ctx *c, int i, int p, const ts_node *repl) {
@@ -75,7 +78,7 @@ static int fuse_matmul_bias(fuse_ctx *c, int i) {
         int p = fusable_producer(c, mv, i);
         if (p < 0 || bias < 0) continue;
         const ts_node *m = &g->nodes[p];
-        if (m->op != TS_OP_MATMUL || mm_has_bias(m)) continue;
+        if (m->op != TS_OP_MATMUL || mm_has_bias(m) || mm_has_act(m)) continue;
         const ts_val *mo = &g->vals[mv], *bv = &g->vals[bias], *o = &g->vals[n->out[0]];
         if (mo->ndim < 1 || bv->ndim < 1 || bv->shape[bv->ndim - 1] != mo->shape[mo->ndim - 1]) continue;
         if (ts_val_numel(bv) != bv->shape[bv->ndim - 1]) continue; /* leading dims all 1 */
@@ -99,7 +102,7 @@ static int fuse_matmul_scale(fuse_ctx *c, int i) {
     int p = fusable_producer(c, n->in[0], i);
     if (p < 0) return 0;
     const ts_node *m = &g->nodes[p];
-    if (m->op != TS_OP_MATMUL || mm_has_bias(m)) return 0;
+    if (m->op != TS_OP_MATMUL || mm_has_bias(m) || mm_has_act(m)) return 0;
     if (!same_type(&g->vals[n->in[0]], &g->vals[n->out[0]])) return 0;
     float alpha = (m->attr.f[0] == 0.f ? 1.f : m->attr.f[0]) * n->attr.f[0];
     if (alpha == 0.f) return 0;
@@ -135,9 +138,41 @@ static int fuse_unary_chain(fuse_ctx *c, int i) {
     return 1;
 }
 
-int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned) {
-    fuse_ctx c = {g, alive, pinned, calloc((size_t)(g->nvals ? g->nvals : 1), sizeof(int))};
+/* 4. matmul + activation: gelu(matmul(a, b[, bias])) (erf or tanh form) or relu(matmul(...)),
+ * f32 (the unary ops take f32 only), the matmul without an activation yet -> the matmul with
+ * attr i[2] = 1 (gelu erf), 2 (gelu tanh) or 3 (relu) (encoding in ops/matmul.c). Rule 1 has
+ * already moved an add of a bias into the matmul when it reaches the activation (index order),
+ * so BERT's FFN act(x W1^T + b1) becomes one node. In a training graph the activation's backward
+ * (unary_grad) also reads the product, so fusable_producer refuses it there — except for the
+ * forward originals of a recompute segment (graph/recompute.c), whose backward reads the clones
+ * instead: those are left alone in a training program, as the unfused clones must compute the
+ * forward's bits and oneDNN's GELU is not bit-equal to the GELU op's (backend/cpu/matmul_dnnl.c). */
+static int fuse_matmul_act(fuse_ctx *c, int i) {
+    ts_graph *g = c->g;
+    const ts_node *n = &g->nodes[i];
+    if ((n->op != TS_OP_GELU && n->op != TS_OP_RELU) || n->nin != 1) return 0;
+    if (c->backward && n->seg) return 0;
+    int p = fusable_producer(c, n->in[0], i);
+    if (p < 0) return 0;
+    const ts_node *m = &g->nodes[p];
+    if (m->op != TS_OP_MATMUL || mm_has_act(m)) return 0;
+    const ts_val *mo = &g->vals[n->in[0]], *o = &g->vals[n->out[0]];
+    if (mo->dtype != TS_F32 || !same_type(mo, o)) return 0;
+    ts_node r = *m;
+    r.attr.i[2] = n->op == TS_OP_RELU ? 3 : n->attr.i[0] != 0 ? 2 : 1;
+    if (r.attr.ni < 3) r.attr.ni = 3;
+    absorb(c, i, p, &r);
+    return 1;
+}
+
+/* matmul_act: whether rule 4 may run. Only tessera's own CPU backend knows the activation
+ * attribute of a matmul; a plugin backend (include/tessera_backend.h) that runs "matmul" may not,
+ * so the runtime passes 0 when any device of the program is not the built-in CPU backend. */
+int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int matmul_act) {
+    fuse_ctx c = {g, alive, pinned, calloc((size_t)(g->nvals ? g->nvals : 1), sizeof(int)), 0};
     if (!c.uses) abort();
+    for (int i = 0; i < g->nnodes && !c.backward; i++)
+        c.backward = alive[i] && ts_node_phase(g, i, g->nodes[i].op == TS_OP_ACCUM_GRAD) != 0;
     for (int v = 0; v < g->nvals; v++) c.uses[v] = pinned[v] ? 1 : 0;
     for (int i = 0; i < g->nnodes; i++) {
         if (!alive[i]) continue;
@@ -148,7 +183,8 @@ int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned) {
     int removed = 0;
     for (int i = 0; i < g->nnodes; i++) {
         if (!alive[i]) continue;
-        removed += fuse_matmul_bias(&c, i) || fuse_matmul_scale(&c, i) || fuse_unary_chain(&c, i);
+        removed += fuse_matmul_bias(&c, i) || fuse_matmul_scale(&c, i) || (matmul_act && fuse_matmul_act(&c, i)) ||
+                   fuse_unary_chain(&c, i);
     }
     free(c.uses);
     return removed;
