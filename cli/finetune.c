@@ -86,6 +86,7 @@ static const char *USAGE =
     "  --recompute          recompute each layer's forward in the backward (less memory, same result)\n"
     "  --deterministic      bit-identical runs for a seed: pins --threads (default all CPUs) and\n"
     "                       refuses --max-minutes\n"
+    TS_PROFILE_USAGE
     TS_REPLICA_USAGE TS_DEVICE_USAGE TS_LOAD_USAGE
     "  --config FILE        a JSON object of the options above, keys without '--' (flags override)\n";
 
@@ -364,7 +365,7 @@ int ts_cli_finetune(int argc, char **argv) {
         {"optimizer", OPT_STR, &o.optimizer, 0}, {"momentum", OPT_FLOAT, &o.momentum, 0},
         {"accumulation", OPT_INT, &o.accumulation, 1}, {"device-iterations", OPT_INT, &o.device_iterations, 1},
         {"devices", OPT_STR, &o.devices, 0},     {"stages", OPT_STR, &o.stages, 0},
-        {"micro-batches", OPT_INT, &o.micro_batches, 2},
+        {"micro-batches", OPT_INT, &o.micro_batches, 2}, {"profile", OPT_FLAG, &o.profile, 0},
         TS_DEVICE_OPTS,                          TS_LOAD_OPTS,
         TS_REPLICA_OPTS,
     };
@@ -389,6 +390,10 @@ int ts_cli_finetune(int argc, char **argv) {
             rc = 2;
         } else if (o.bf16 && o.fp16) {
             fprintf(stderr, "tessera finetune: --bf16 and --fp16 exclude each other\n");
+            rc = 2;
+        } else if (o.profile && o.devices) {
+            fprintf(stderr, "tessera finetune: --profile is not supported with --devices (a pipelined program is not "
+                            "profiled); profile the step on one device, without --devices\n");
             rc = 2;
         } else if (ts_optimizer_parse("finetune", o.optimizer) < 0 ||
                    ts_pipe_micro("finetune", o.devices, o.stages, o.micro_batches, &o.accumulation, o.fp16)) {

@@ -24,6 +24,7 @@ typedef struct ft_opts {
     int truncation; /* --truncate, parsed: TS_TRUNC_* (TS_TRUNC_HEAD without the flag) */
     int doc_stride, max_query_len, max_answer_len, n_best; /* qa; 0: the default */
     int relocate_answers; /* qa: --relocate-answers (ts_squad_opts.relocate_answers) */
+    int profile;          /* --profile: report where the training step's time went, at the end */
 } ft_opts;
 
 /* What the training loop (finetune_loop.c) needs of a task. The program takes S = accumulation x

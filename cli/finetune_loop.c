@@ -2,7 +2,8 @@
  * finetune_loop.c — the training loop `tessera finetune` runs for both of its tasks (see
  * ft_train_loop in finetune.h): epochs of shuffled rows, micro-batches accumulated into optimizer
  * steps, several steps per call into the program (device iterations), the learning-rate
- * schedule, the loss check, progress and metrics, checkpoints, --stop-after and the final save.
+ * schedule, the loss check, progress and metrics, checkpoints, --stop-after and the final save,
+ * then --profile's report of the training program.
  *
  * One call into the training program takes S = N x K micro-batches of B rows (N = --accumulation,
  * K = --device-iterations): micro-batch n of step j reads rows [p + (j N + n) B, ... + B) of the
@@ -23,7 +24,8 @@ int ft_loop_opts(const ft_opts *o, const ts_bert_config *cfg, ts_bert_head head,
                             .device_iterations = n * k, /* program runs per call: micro-batches */
                             .max_grad_norm = (float)o->max_grad_norm,
                             .optimizer = o->optimizer,
-                            .momentum = (float)o->momentum};
+                            .momentum = (float)o->momentum,
+                            .profile = o->profile};
     if (!o->devices) return 0;
     if (ts_pipe_parse("finetune", o->devices, o->stages, cfg->num_hidden_layers, &pipe_plan)) return 2;
     int rc = pipe_plan.automatic ? ts_pipe_measure("finetune", cfg, head, o->batch, seq, n, &pipe_plan) : 0;
@@ -53,6 +55,7 @@ typedef struct ft_run {
     double loss_sum;    /* this epoch's */
     int64_t loss_n;
     int timed;          /* the pipeline's stages were reported */
+    int64_t step0, prof_from; /* --profile: where this run began; where the counters start (-1: not yet) */
 } ft_run;
 
 static int run_fill(void *ctx, int64_t step, int micro, int slice, int *rows) {
@@ -90,6 +93,7 @@ static void run_metrics(void *ctx, FILE *f) {
 
 static ts_status run_after(void *ctx, int64_t step, int last) {
     ft_run *r = ctx;
+    if (r->o->profile) ts_profile_after_call(r->t->tp, r->step0, step, last, &r->prof_from);
     int end = step % r->per_epoch == 0;
     if (!end && !last) return TS_OK;
     int epoch = (int)((step - 1) / r->per_epoch);
@@ -118,7 +122,8 @@ static ts_status run_checkpoint(void *ctx, int64_t step) {
 int ft_train_loop(const ft_opts *o, ft_task *t, int64_t step, FILE *metrics) {
     const int B = o->batch, N = o->accumulation > 1 ? o->accumulation : 1;
     const int K = o->device_iterations > 1 ? o->device_iterations : 1;
-    ft_run r = {.o = o, .t = t, .n = t->nrows, .per_epoch = ft_steps_per_epoch(o, t->nrows), .epoch = -1};
+    ft_run r = {.o = o, .t = t, .n = t->nrows, .per_epoch = ft_steps_per_epoch(o, t->nrows), .epoch = -1,
+                .step0 = step, .prof_from = -1};
     if (r.per_epoch == 0) {
         fprintf(stderr, "tessera finetune: %lld training rows do not fill one call of --batch %d x --accumulation %d "
                         "x --device-iterations %d\n", (long long)r.n, B, N, K);
@@ -165,12 +170,12 @@ int ft_train_loop(const ft_opts *o, ft_task *t, int64_t step, FILE *metrics) {
     else if (res.stopped) {
         ts_progress_print(&r.pr, "tessera finetune: stopped after step %lld (--stop-after); continue with --resume %s\n",
                           (long long)res.step, o->out);
-        rc = 0;
+        rc = o->profile && ts_profile_print("finetune", t->tp, step, r.prof_from, res.step);
     } else if (ts_replicas_check_params("finetune", t->tp, "at the end")) {
         rc = 1;
     } else if (!t->save(t->ctx)) {
         t->report(t->ctx, res.step, res.seconds);
-        rc = 0;
+        rc = o->profile && ts_profile_print("finetune", t->tp, step, r.prof_from, res.step);
     }
     free(r.order);
     return rc;

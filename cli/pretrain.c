@@ -7,7 +7,8 @@
  * on a terminal, appends every step to DIR/metrics.jsonl, and writes config.json +
  * model.safetensors + vocab.txt to --out (each file atomically) at the end and every
  * --save-every steps, together with a full-state checkpoint (pretrain_ckpt.c) from which
- * --resume continues the run exactly.
+ * --resume continues the run exactly. --profile prints, at the end, where the training step's time
+ * went (ts_program_profile_report; the first step, a warm-up, left out).
  */
 #include <math.h>
 #include <unistd.h>
@@ -51,6 +52,9 @@ static const char *USAGE =
     "            and refuses --max-minutes)\n"
     "  Output:   --save-every N (steps; default only at the end)  --eval-every K (default 100)\n"
     "            --eval-batches N (held-out batches, default 4)\n"
+    "            --profile (print to stdout, at the end, where the training step's time went: the share\n"
+    "            outside kernels, then time per op type and per layer, see ts_program_profile_report;\n"
+    "            the first step, a warm-up, is left out; not with --devices)\n"
     "  Resume:   --save-every N also writes a full-state checkpoint DIR/checkpoints/step-NNNNNN\n"
     "            (parameters, AdamW state, step and dropout seed, the data reader's position),\n"
     "            atomically; --keep N keeps the newest N (default 3).\n"
@@ -73,7 +77,7 @@ typedef struct pt_opts {
     ts_strlist corpus;
     int layers, hidden, heads, inter, max_len, batch, max_steps, seed, save_every, eval_every, eval_batches;
     int threads, wwm, bf16, keep, stop_after, recompute, deterministic;
-    int fp16, accumulation, device_iterations, max_predictions, cased;
+    int fp16, accumulation, device_iterations, max_predictions, cased, profile;
     const char *resume, *optimizer, *devices, *stages;
     int micro_batches;
     double max_minutes, lr, warmup, wd, dropout, mask_prob, max_grad_norm, momentum;
@@ -240,6 +244,7 @@ typedef struct pt_run {
     int no_pairs;      /* the corpus holds no sentence pair */
     int timed;         /* the pipeline's stages were reported */
     const ts_pipe_plan *pipe; /* --devices */
+    int64_t step0, prof_from; /* --profile: where this run began; where the counters start (-1: not yet) */
 } pt_run;
 
 static int pt_fill(void *ctx, int64_t step, int micro, int slice, int *rows) {
@@ -274,6 +279,7 @@ static void report_stages(pt_run *R) {
 static ts_status pt_after(void *ctx, int64_t step, int last) {
     pt_run *R = ctx;
     const pt_opts *o = R->o;
+    if (o->profile) ts_profile_after_call(R->tp, R->step0, step, last, &R->prof_from);
     if (!R->held->n || !(step % o->eval_every == 0 || last)) {
         if (last) report_stages(R);
         return TS_OK;
@@ -340,7 +346,7 @@ static int run(const pt_opts *o) {
     cfg.max_predictions_per_seq = o->max_predictions;
     const int N = o->accumulation, K = o->device_iterations, S = N * K; /* S batches per call */
     ts_train_loop loop = {.accumulation = N, .device_iterations = S, .max_grad_norm = (float)o->max_grad_norm,
-                          .optimizer = o->optimizer, .momentum = (float)o->momentum};
+                          .optimizer = o->optimizer, .momentum = (float)o->momentum, .profile = o->profile};
     static ts_pipe_plan pp; /* --devices: the pipeline (cfg points into it) */
     if (o->devices) {
         if (ts_pipe_parse("pretrain", o->devices, o->stages, o->layers, &pp)) {
@@ -464,7 +470,7 @@ static int run(const pt_opts *o) {
 
     pt_run pr_ = {.o = o, .tp = tp, .ip = ip, .reader = reader, .bb = &bb, .held = &held, .metrics = metrics,
                   .cfg = &cfg, .shape = &shape, .acc = -1, .nacc = -1, .pipe = o->devices ? &pp : NULL,
-                  .meta = {.max_len = o->max_len, .lowercase = !o->cased}};
+                  .meta = {.max_len = o->max_len, .lowercase = !o->cased}, .step0 = step0, .prof_from = -1};
     pt_run *R = &pr_;
     ts_progress_init(&R->pr, o->max_steps, max_s);
     static const char *const losses[] = {"loss", "mlm_loss", "nsp_loss"};
@@ -495,7 +501,7 @@ static int run(const pt_opts *o) {
     if (res.stopped) {
         ts_progress_print(&R->pr, "tessera pretrain: stopped after step %lld (--stop-after); continue with --resume %s\n",
                           (long long)step, o->out);
-        rc = 0;
+        rc = o->profile && ts_profile_print("pretrain", tp, step0, R->prof_from, step);
         goto done;
     }
     if (ts_replicas_check_params("pretrain", tp, "at the end")) goto done;
@@ -510,7 +516,7 @@ static int run(const pt_opts *o) {
     if (step0) printf(", steps %lld to %lld", (long long)step0 + 1, (long long)step);
     if (acc >= 0) printf("; held-out MLM accuracy %.2f%%, NSP accuracy %.2f%%", 100 * acc, 100 * nacc);
     printf("; wrote %s\n", o->out);
-    rc = 0;
+    rc = o->profile && ts_profile_print("pretrain", tp, step0, R->prof_from, step);
 done:
     unlink(train_path);
     unlink(held_path);
@@ -551,7 +557,7 @@ int ts_cli_pretrain(int argc, char **argv) {
         {"max-predictions", OPT_INT, &o.max_predictions, 0},
         {"optimizer", OPT_STR, &o.optimizer, 0}, {"momentum", OPT_FLOAT, &o.momentum, 0},
         {"devices", OPT_STR, &o.devices, 0},     {"stages", OPT_STR, &o.stages, 0},
-        {"micro-batches", OPT_INT, &o.micro_batches, 2},
+        {"micro-batches", OPT_INT, &o.micro_batches, 2}, {"profile", OPT_FLAG, &o.profile, 0},
         TS_DEVICE_OPTS,                          TS_REPLICA_OPTS,
     };
     ts_optset os;
@@ -574,6 +580,9 @@ int ts_cli_pretrain(int argc, char **argv) {
                     o.max_len);
         else if (o.bf16 && o.fp16)
             fprintf(stderr, "tessera pretrain: --bf16 and --fp16 exclude each other\n");
+        else if (o.profile && o.devices)
+            fprintf(stderr, "tessera pretrain: --profile is not supported with --devices (a pipelined program is not "
+                            "profiled); profile the step on one device, without --devices\n");
         else if (ts_pipe_micro("pretrain", o.devices, o.stages, o.micro_batches, &o.accumulation, o.fp16))
             ;
         else if (ts_optimizer_parse("pretrain", o.optimizer) < 0)

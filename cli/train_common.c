@@ -1,6 +1,7 @@
 /*
  * train_common.c — options (JSON config + flags), progress line, metrics log, LR schedule and
- * the BERT program / batch plumbing that the training subcommands share (see train_common.h).
+ * the BERT program / batch plumbing that the training subcommands share, and --profile's warm-up
+ * and report (see train_common.h).
  */
 #include "train_common.h"
 
@@ -376,7 +377,8 @@ int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head he
                             .infer_fetches = infer_fetches, .ninfer_fetches = ninfer_fetches,
                             .comm = ts_cli_rep.size > 1 ? ts_cli_rep.comm : NULL,
                             .shard_state = ts_cli_rep.shard_optimizer,
-                            .skip_param_init = !train}; /* train == 0: the model is loaded next */
+                            .skip_param_init = !train, /* train == 0: the model is loaded next */
+                            .profile = train && loop && loop->profile};
     if (pp && threads > 0) o.threads = threads; /* --threads: per device */
     if (ts_bert_train_programs(&o, train ? train_p : NULL, infer_p) == TS_OK) return 0;
     fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
@@ -389,6 +391,36 @@ int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head he
                 ts_cli_dev.sizes_from ? ts_cli_dev.sizes_from : "", batch, seq,
                 S > 1 ? ", and --device-iterations x --accumulation inputs" : "",
                 ts_cli_dev.memory_gib > 0 ? "; the limit is --device-memory" : "; --device-memory GIB sets the limit");
+    return 1;
+}
+
+/* ------------------------------------------------------------------ --profile */
+
+void ts_profile_after_call(ts_program *tp, int64_t step0, int64_t step, int last, int64_t *from) {
+    if (*from >= 0) return;
+    if (last) { /* one call in all: nothing to leave out */
+        *from = step0;
+        return;
+    }
+    ts_program_profile_reset(tp); /* the first call was a warm-up */
+    *from = step;
+}
+
+int ts_profile_print(const char *cmd, const ts_program *tp, int64_t step0, int64_t from, int64_t step) {
+    if (ts_cli_rep.rank > 0) return 0;
+    if (from < 0) from = step; /* no call ran */
+    long long n = (long long)(step - from), first = (long long)(from - step0);
+    char ranks[64] = "";
+    if (ts_cli_rep.size > 1) snprintf(ranks, sizeof ranks, "; rank 0 of %d", ts_cli_rep.size);
+    if (first == 0)
+        printf("profile of the training step (%lld step%s, no warm-up left out%s):\n", n, n == 1 ? "" : "s", ranks);
+    else if (first == 1)
+        printf("profile of the training step (%lld step%s after the first%s):\n", n, n == 1 ? "" : "s", ranks);
+    else /* --device-iterations K: the first call ran K steps */
+        printf("profile of the training step (%lld step%s after the first %lld, one call into the program%s):\n", n,
+               n == 1 ? "" : "s", first, ranks);
+    if (ts_program_profile_report(tp, stdout) == TS_OK) return 0;
+    fprintf(stderr, "tessera %s: --profile: %s\n", cmd, ts_last_error());
     return 1;
 }
 

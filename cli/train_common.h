@@ -179,6 +179,7 @@ typedef struct ts_train_loop {
     const char *optimizer; /* --optimizer: "adamw" (also NULL), "lamb" or "sgd" */
     float momentum;        /* SGD's --momentum */
     const struct ts_pipe_plan *pipe; /* --devices / --stages: a pipeline (NULL: one device) */
+    int profile;           /* --profile: compile the training program with ts_compile_opts.profile */
 } ts_train_loop;
 
 /* --optimizer NAME: "adamw" (the default), "lamb" or "sgd". Returns the kind, or -1 after printing
@@ -202,6 +203,22 @@ int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head he
                      int ntrain_fetches, ts_program **train_p, const char *const *infer_fetches,
                      int ninfer_fetches, ts_program **infer_p,
                      const ts_train_loop *loop);
+
+/* --profile (pretrain, finetune): the training program is compiled with profiling on
+ * (ts_train_loop.profile; a pipeline, --devices, is refused) and its report is printed at the end.
+ * ts_profile_after_call, from ts_train's after_call hook, treats the first call of this run (from
+ * step0) as a warm-up, as `tessera run --repeat` does: it zeroes the counters after it, unless it
+ * is also the last, and sets *from (-1 before the first call) to the step they count from.
+ * ts_profile_print prints to stdout the heading "profile of the training step (N steps after the
+ * first):" (N = step - from) and ts_program_profile_report; 0, or prints the error and returns 1.
+ * With replicas, rank 0's program is reported. */
+void ts_profile_after_call(ts_program *tp, int64_t step0, int64_t step, int last, int64_t *from);
+int ts_profile_print(const char *cmd, const ts_program *tp, int64_t step0, int64_t from, int64_t step);
+/* The usage line of --profile, in the finetune / eval style. */
+#define TS_PROFILE_USAGE                                                                               \
+    "  --profile            print to stdout, at the end, where the training step's time went: the\n" \
+    "                       share outside kernels, then time per op type and per layer (see\n"      \
+    "                       ts_program_profile_report); the first step is a warm-up, left out\n"
 
 /* The inference program of model directory dir (its config in cfg, head cfg->head) for batch x
  * seq, fetching `fetches`, with DIR/model.safetensors loaded strictly. NULL after printing the

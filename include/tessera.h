@@ -1329,6 +1329,8 @@ typedef struct ts_bert_train_opts {
     size_t bucket_bytes;         /* gradient buckets (0: 25 MiB) */
     int skip_param_init;         /* with no training program: the inference program's parameters
                                     start at zero, to be loaded (ts_compile_opts.skip_param_init) */
+    int profile;                 /* 1: the training program is compiled with ts_compile_opts.profile
+                                    (see ts_program_profile_report; not with stage_devices) */
 } ts_bert_train_opts;
 /* Build the model (o->head) with the backward pass and the optimizer, and compile it for
  * training into *train (may be NULL: none) and for evaluation (inference, one device) into

@@ -40,11 +40,12 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
         }
         if (!st) {
             what = "compiling the training program";
+            int profile = o->struct_size >= offsetof(ts_bert_train_opts, profile) + sizeof o->profile && o->profile;
             *train = ts_compile(g, &(ts_compile_opts){.num_threads = o->threads, .nfetch = o->ntrain_fetches,
                                                       .fetches = o->train_fetches, .device_iterations = N * K,
                                                       .memory_limit = o->memory_limit,
                                                       .stage_devices = o->stage_devices,
-                                                      .nstage_devices = o->nstage_devices});
+                                                      .nstage_devices = o->nstage_devices, .profile = profile});
             if (!*train) st = ts_last_status() ? ts_last_status() : TS_ERR_ARG;
         }
     }
