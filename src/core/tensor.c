@@ -95,11 +95,11 @@ void *ts_tensor_data(ts_tensor *t) { return t->data; }
 
 /* Both loops vectorise (16 lanes with AVX-512, chosen at load time); the rounding is
  * ts_f32_bf16's, element for element. */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 void ts_f32_to_bf16(const float *src, uint16_t *dst, size_t n) {
     for (size_t i = 0; i < n; i++) dst[i] = ts_f32_bf16(src[i]);
 }
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 void ts_bf16_to_f32(const uint16_t *src, float *dst, size_t n) {
     for (size_t i = 0; i < n; i++) dst[i] = ts_bf16_f32(src[i]);
 }

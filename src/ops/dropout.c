@@ -57,7 +57,7 @@ static inline uint32_t fmix32(uint32_t h) {
 /* key = mix64(mix64(mix64(seed) ^ salt) ^ step), split into k0 (low) and k1 (high); element i:
  *   h = fmix32(fmix32(lo32(i) * 0x9e3779b9 + k0) ^ hi32(i) ^ k1),  u = (h >> 8) / 2^24,
  * keep when u >= p, i.e. (h >> 8) >= thr = ceil(p 2^24). y = keep ? x * scale : 0. */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void dropout_f32(const float *x, float *y, int64_t n, uint64_t key, uint32_t thr, float scale) {
     uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
     int64_t nchunks = (n + CHUNK - 1) / CHUNK;

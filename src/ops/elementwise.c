@@ -54,7 +54,7 @@ static ts_status infer_binary(ts_graph *g, ts_node *n) {
 }
 
 #define BINARY_KERNEL(NAME, EXPR)                                                               \
-    __attribute__((target_clones("avx512f", "default")))                                        \
+    TS_SIMD_CLONES                                        \
     static void NAME##_rows(const ts_bcast *bc, const float *A, const float *B, float *O) {       \
         int64_t cols = bc->cols, sa = bc->st[0][bc->nd - 1], sb = bc->st[1][bc->nd - 1];          \
         _Pragma("omp parallel for schedule(static) if (bc->rows * cols > 32768)")                 \
@@ -163,7 +163,7 @@ static ts_status infer_unary(ts_graph *g, ts_node *n) {
 }
 
 /* y = f(x) over one contiguous block, single-threaded; vectorised 16 lanes wide under AVX-512. */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void unary_block(int op, int tanh_form, float alpha, float beta, const float *x, float *y, int64_t n) {
 #define LOOP(EXPR) for (int64_t i = 0; i < n; i++) { float v = x[i]; y[i] = (EXPR); } break;
     switch (op) {
@@ -265,7 +265,7 @@ ts_value ts_gelu(ts_graph *g, ts_value x, int tanh_approx) {
  *   gelu (erf):  gy (Phi(x) + x phi(x))
  *   gelu (tanh): u = sqrt(2/pi)(x + 0.044715 x^3), t = tanh u,
  *                gy (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)) */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void unary_grad_f32(int op, int tanh_form, const float *x, const float *y, const float *gy,
                            float *gx, int64_t n) {
 #define LOOP(EXPR) _Pragma("omp parallel for simd schedule(static) if (n > 32768)") \
@@ -509,7 +509,7 @@ static ts_status infer_sum_to(ts_graph *g, ts_node *n) {
  * the reduced dims all lead (the bias-gradient case [R, C] -> [C]): each thread sums a block of
  * columns row by row (contiguous, vectorised), every column's rows in order 0 .. R-1, so the
  * result does not depend on the thread count. Serial otherwise. */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void sum_rows_block(const float *X, int64_t R, int64_t ld, int64_t nj, float *O) {
     float s[256];
     for (int64_t j = 0; j < nj; j++) s[j] = 0.f;

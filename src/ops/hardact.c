@@ -46,7 +46,7 @@ static ts_status infer_hard(ts_graph *g, ts_node *n) {
 }
 
 /* y = f(x) elementwise, f as at the top of the file */
-__attribute__((target_clones("avx512f", "avx2", "default")))
+TS_SIMD_CLONES
 static void hard_fwd(int op, float a, float b, const float *x, float *y, int64_t n) {
     switch (op) {
     case TS_OP_CLIP:
@@ -77,7 +77,7 @@ static void hard_fwd(int op, float a, float b, const float *x, float *y, int64_t
 }
 
 /* gx = g f'(x), f' as at the top of the file */
-__attribute__((target_clones("avx512f", "avx2", "default")))
+TS_SIMD_CLONES
 static void hard_bwd(int op, float a, float b, const float *x, const float *g, float *gx, int64_t n) {
     switch (op) {
     case TS_OP_CLIP:

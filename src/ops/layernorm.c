@@ -78,7 +78,7 @@ static inline void row_stats(const float *x, int64_t C, float eps, float *mean_o
 }
 
 /* y = (x - mean) rstd, then y *= gamma and y += beta where present. */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void layer_norm_f32(const float *X, const float *G, const float *B, float eps, float *Y,
                            int64_t rows, int64_t C) {
 #pragma omp parallel for schedule(static) if (rows * C > 16384)
@@ -157,7 +157,7 @@ static size_t layer_norm_grad_scratch(const ts_graph *g, const ts_node *n) {
 /* Per row (mean, rstd recomputed; xhat = (x - mean) rstd; gg = gy gamma):
  *   gx = rstd (gg - sum(gg) / C - xhat sum(gg xhat) / C)
  * and into block b's partials P[b] = [pgamma C | pbeta C]: pgamma += gy xhat, pbeta += gy. */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void layer_norm_grad_rows(const float *X, const float *G, const float *GY, float eps,
                                  float *GX, float *P, int64_t nb, int64_t rows, int64_t C) {
 #pragma omp parallel for schedule(static) if (rows * C > 16384)
@@ -189,7 +189,7 @@ static void layer_norm_grad_rows(const float *X, const float *G, const float *GY
 }
 
 /* ggamma[j] = sum_b P[b][j], gbeta[j] = sum_b P[b][C + j], blocks in order. */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void layer_norm_grad_reduce(const float *P, int64_t nb, int64_t C, float *GG, float *GB) {
 #pragma omp parallel for simd schedule(static) if (nb * C > 16384)
     for (int64_t j = 0; j < C; j++) {

@@ -133,7 +133,7 @@ static ts_status infer_sgd(ts_graph *g, ts_node *n) {
 }
 
 /* One SGD step over n elements (the math is in the comment at the top). first: buf = d. */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void sgd_f32(float *p, const float *gr, float *buf, int64_t n, float lr, float clip, float mom,
                     float wd, float damp1, int nesterov, int first) {
     if (buf) {
@@ -181,7 +181,7 @@ static ts_status infer_adam_like(ts_graph *g, ts_node *n) {
 
 /* p = p decay - step_size m / (sqrt(v) / bc2_sqrt + eps) after the moment updates, with
  * decay = 1 - lr wd, step_size = lr / (1 - b1^t), bc2_sqrt = sqrt(1 - b2^t). */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void adamw_f32(float *p, const float *gr, float *m, float *v, int64_t n, float clip, float decay,
                       float b1, float b2, float step_size, float bc2_sqrt, float eps) {
 #pragma omp parallel for simd schedule(static) if (n > 32768)
@@ -240,7 +240,7 @@ static inline float lamb_r(float m, float v, float p, float bc1, float bc2, floa
 }
 
 /* Pass 1: update the moments, return ||p||^2 and ||r||^2 (double sums). */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void lamb_moments(const float *p, const float *gr, float *m, float *v, int64_t n, float clip,
                          float b1, float b2, float bc1, float bc2, float eps, float wd, double *pp,
                          double *rr) {
@@ -261,7 +261,7 @@ static void lamb_moments(const float *p, const float *gr, float *m, float *v, in
 }
 
 /* Pass 2: p -= step r. */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void lamb_apply(float *p, const float *m, const float *v, int64_t n, float bc1, float bc2,
                        float eps, float wd, float step) {
 #pragma omp parallel for simd schedule(static) if (n > 32768)

@@ -74,7 +74,7 @@ static ts_status infer_softmax(ts_graph *g, ts_node *n) {
 
 /* y[r, j] = e^(z_j - max z) / sum_k e^(z_k - max z), z = x[r, :] + mask row. The mask row is
  * either contiguous (mst = 1) or one value for the whole row (mst = 0, also no mask: mc = 0). */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void softmax_f32(const float *X, const float *M, const ts_bcast *bc, float *Y, int64_t rows,
                         int64_t C) {
     int64_t mst = M ? bc->st[0][bc->nd - 1] : 0;
@@ -156,7 +156,7 @@ static ts_status infer_row_grad(ts_graph *g, ts_node *n) {
 }
 
 /* gx = y (gy - sum_j gy_j y_j), per row. */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void softmax_grad_f32(const float *Y, const float *GY, float *GX, int64_t rows, int64_t C) {
 #pragma omp parallel for schedule(static) if (rows * C > 16384)
     for (int64_t r = 0; r < rows; r++) {
@@ -171,7 +171,7 @@ static void softmax_grad_f32(const float *Y, const float *GY, float *GX, int64_t
 }
 
 /* gx = gy - exp(y) sum_j gy_j, per row (y = log_softmax(x), so exp(y) = softmax(x)). */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void log_softmax_grad_f32(const float *Y, const float *GY, float *GX, int64_t rows, int64_t C) {
 #pragma omp parallel for schedule(static) if (rows * C > 16384)
     for (int64_t r = 0; r < rows; r++) {
@@ -210,7 +210,7 @@ static ts_status infer_log_softmax(ts_graph *g, ts_node *n) {
 }
 
 /* y[r, j] = x_j - max x - log sum_k e^(x_k - max x). */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void log_softmax_f32(const float *X, float *Y, int64_t rows, int64_t C) {
 #pragma omp parallel for schedule(static) if (rows * C > 16384)
     for (int64_t r = 0; r < rows; r++) {
@@ -274,7 +274,7 @@ static inline int64_t label_at(const void *L, int is64, int64_t r) {
 }
 
 /* max and sum_j e^(x_j - max) of one row: log-sum-exp = max + log(sum). */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void row_max_sumexp(const float *x, int64_t C, float *mx_out, float *sum_out) {
     float mx = -INFINITY, sum = 0.f;
 #pragma omp simd reduction(max : mx)
@@ -364,7 +364,7 @@ static ts_status infer_cross_entropy_grad(ts_graph *g, ts_node *n) {
 
 /* gx[r, j] = (e^(x_j - max) / sum - [j == label_r]) * scale for kept rows, 0 for ignored ones;
  * scale = gloss / count. */
-__attribute__((target_clones("avx512f", "default")))
+TS_SIMD_CLONES
 static void cross_entropy_grad_f32(const float *X, const void *L, int is64, int64_t ignore,
                                    float scale, float *GX, int64_t rows, int64_t C) {
 #pragma omp parallel for schedule(static) if (rows * C > 16384)
