@@ -155,8 +155,9 @@ ts_dtype ts_value_dtype(const ts_graph *g, ts_value v);
  * the operand first. Batch dims broadcast; a 2-D b is shared by every batch. f32, bf16 or f16
  * (both operands alike; 16-bit products accumulate in f32 and round once to the output, an f16
  * result beyond +-65504 becomes +-inf). oneDNN 2.6 has no f16 matmul on CPUs without
- * AVX512_FP16: there the f16 operands are widened exactly to f32, multiplied by oneDNN's f32
- * matmul, and the product rounded to f16 — the same numbers, at f32 speed. */
+ * AVX512_FP16, and no bf16 one on CPUs without AVX-512: there the 16-bit operands are widened
+ * exactly to f32, multiplied by oneDNN's f32 matmul, and the product rounded to f16 / bf16 — the
+ * same numbers, at f32 speed (plus the conversions). */
 ts_value ts_matmul(ts_graph *g, ts_value a, ts_value b, int trans_a, int trans_b);
 ts_value ts_add(ts_graph *g, ts_value a, ts_value b);
 ts_value ts_sub(ts_graph *g, ts_value a, ts_value b);
@@ -1068,7 +1069,9 @@ typedef struct ts_bert_outputs {
  * compute_dtype TS_F16 is the same with f16 operands and products (11 bits of mantissa, but a
  * range of only +-65504: train it with ts_backward_scaled, whose loss scaling keeps small
  * gradients from flushing to zero and skips the steps where a product overflowed to inf). On
- * CPUs without AVX512_FP16 its matmuls run as f32 ones on widened operands (see ts_matmul).
+ * CPUs without AVX512_FP16 its matmuls run as f32 ones on widened operands (see ts_matmul), and
+ * so do bf16's on CPUs without AVX-512: the numbers of bf16 / f16, the speed of f32 less the
+ * casts.
  * Returns TS_OK, or the graph's first error: a bad argument or config (named field), seq above
  * max_position_embeddings (TS_ERR_SHAPE), a name already used in g. Call ts_backward(g, out.loss)
  * to train. */

@@ -13,11 +13,17 @@
  *    inference program of a scaled, accumulating graph runs without any of that state;
  *  - the f16 matmul: products rounded to f16, overflow to inf; the bulk f16 conversions (F16C)
  *    agree with the scalar ones on every f16 value and on rounding ties, overflow, subnormals;
+ *  - the bf16 matmul (with bf16 and f32 biases, alpha, transposes, folded, batched and
+ *    broadcast batches) gets a oneDNN primitive — native, or f32 on widened operands where oneDNN
+ *    has no bf16 kernel (AVX2 CPUs) — and gives round_to_bf16(the f32 product of the operands
+ *    widened to f32) within one bf16 ulp;
  *  - bad options are errors naming the option.
  */
 #include "test_util.h"
 
-#include "core/core.h" /* the scalar f16 conversions, reference for the bulk ones */
+#include "backend/cpu/cpu.h" /* the CPU backend's matmul kernel: which path a node takes */
+#include "core/core.h"        /* the scalar f16 conversions, reference for the bulk ones */
+#include "ops/op.h"           /* ts_node_add: a matmul with a bias and alpha */
 
 enum { IN = 12, HID = 16, NCLS = 5, BIG = 8 };
 
@@ -509,6 +515,134 @@ static void test_f16_matmul_batched(void) {
     ts_program_free(p);
 }
 
+/* A value rounded to bf16 (nearest even) and back. */
+static float bf16(float x) {
+    uint16_t h;
+    float y;
+    ts_f32_to_bf16(&x, &h, 1);
+    ts_bf16_to_f32(&h, &y, 1);
+    return y;
+}
+
+/* bf16 products through the CPU backend: out = alpha op(a) op(b) + bias over bf16 operands (bias
+ * bf16 or f32), on odd sizes, checked against round_to_bf16 of the product of the widened
+ * operands computed here (in double, rounded to f32): within one bf16 ulp of it, plus what a
+ * different f32 summation order can move it (K f32 roundings of the partial sums, far below a
+ * bf16 ulp unless the sum cancels). Every node must get a oneDNN primitive when oneDNN is usable
+ * (on CPUs without AVX-512 oneDNN 2.6 has no bf16 matmul: the f32 one on widened copies). */
+static void test_bf16_matmul(void) {
+    enum { BT = 3, M = 37, K = 53, N = 29, NY = 5 };
+    ts_graph *g = ts_graph_new();
+    ts_value a = ts_input(g, "a", TS_F32, DIMS(M, K)), b = ts_input(g, "b", TS_F32, DIMS(K, N));
+    ts_value w = ts_input(g, "w", TS_F32, DIMS(N, K)), c = ts_input(g, "c", TS_F32, DIMS(N));
+    ts_value a3 = ts_input(g, "a3", TS_F32, DIMS(BT, M, K)), at = ts_input(g, "at", TS_F32, DIMS(BT, K, M));
+    ts_value bb = ts_input(g, "bb", TS_F32, DIMS(BT, K, N)), a4 = ts_input(g, "a4", TS_F32, DIMS(2, 1, M, K));
+    ts_value b4 = ts_input(g, "b4", TS_F32, DIMS(1, BT, K, N));
+    ts_value h = ts_cast(g, a, TS_BF16), hb = ts_cast(g, b, TS_BF16), hw = ts_cast(g, w, TS_BF16);
+    ts_value hc = ts_cast(g, c, TS_BF16);
+    /* y0: a b + bias (bf16); y1: 0.5 a w^T + bias (bf16; the bias as a post-op); y2: a3 w^T + bias
+     * (f32; the batch folded into the rows); y3: at^T bb (a batch of products); y4: [2, 1] x [1, 3]
+     * broadcast batches */
+    struct { int in[3], nin, ta, tb; float alpha; } def[NY] = {
+        {{h, hb, hc}, 3, 0, 0, 1.f},
+        {{h, hw, hc}, 3, 0, 1, 0.5f},
+        {{ts_cast(g, a3, TS_BF16), hw, c}, 3, 0, 1, 1.f},
+        {{ts_cast(g, at, TS_BF16), ts_cast(g, bb, TS_BF16), -1}, 2, 1, 0, 1.f},
+        {{ts_cast(g, a4, TS_BF16), ts_cast(g, b4, TS_BF16), -1}, 2, 0, 0, 1.f},
+    };
+    ts_value y[NY];
+    char names[NY][8];
+    for (int i = 0; i < NY; i++) {
+        ts_attrs att = {0};
+        att.i[0] = def[i].ta, att.i[1] = def[i].tb;
+        att.ni = 2;
+        att.f[0] = def[i].alpha == 1.f ? 0.f : def[i].alpha;
+        y[i] = ts_node_add(g, TS_OP_MATMUL, def[i].nin, def[i].in, &att, NULL);
+        CHECK(y[i] != TS_NONE && ts_value_dtype(g, y[i]) == TS_BF16, "bf16 matmul %d: %s", i, ts_last_error());
+        if (y[i] == TS_NONE) {
+            ts_graph_free(g);
+            return;
+        }
+        snprintf(names[i], sizeof names[i], "y%d", i);
+        ts_name(g, ts_cast(g, y[i], TS_F32), names[i]);
+    }
+
+    /* the backend's kernel for each node: a oneDNN primitive, not the reference loops */
+    ts_cpu_dev dev = {0};
+    const ts_cpu_kernel *kk = ts_cpu_kernel_for(TS_OP_MATMUL);
+    if (kk && kk->prepare && ts_cpu_dnnl_ready(&dev)) {
+        for (int i = 0; i < NY; i++) {
+            void *state = NULL;
+            size_t scratch = 0;
+            CHECK_OK(kk->prepare(&dev, g, &g->nodes[g->vals[y[i]].node], &state, &scratch));
+            CHECK(state != NULL, "bf16 matmul y%d gets no oneDNN primitive (the reference kernel would run)", i);
+            if (state && kk->release) kk->release(state);
+        }
+    }
+    ts_cpu_dev_release(&dev);
+
+    ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y0", "y1", "y2", "y3", "y4")});
+    CHECK(p != NULL, "compile: %s", ts_last_error());
+    ts_graph_free(g);
+    if (!p) return;
+    tu_rng r = tu_rng_seed(11);
+    ts_tensor *ta = tu_rand_tensor(&r, DIMS(M, K), -2, 2), *tb = tu_rand_tensor(&r, DIMS(K, N), -2, 2);
+    ts_tensor *tw = tu_rand_tensor(&r, DIMS(N, K), -2, 2), *tc = tu_rand_tensor(&r, DIMS(N), -2, 2);
+    ts_tensor *ta3 = tu_rand_tensor(&r, DIMS(BT, M, K), -2, 2), *tat = tu_rand_tensor(&r, DIMS(BT, K, M), -2, 2);
+    ts_tensor *tbb = tu_rand_tensor(&r, DIMS(BT, K, N), -2, 2), *ta4 = tu_rand_tensor(&r, DIMS(2, 1, M, K), -2, 2);
+    ts_tensor *tb4 = tu_rand_tensor(&r, DIMS(1, BT, K, N), -2, 2);
+    const char *in_names[9] = {"a", "b", "w", "c", "a3", "at", "bb", "a4", "b4"};
+    ts_tensor *ins[9] = {ta, tb, tw, tc, ta3, tat, tbb, ta4, tb4};
+    for (int i = 0; i < 9; i++) CHECK_OK(ts_program_feed(p, in_names[i], ins[i]));
+    CHECK_OK(ts_program_run(p));
+    int bad = 0, checked = 0;
+    double worst = 0, worst_beyond = 0; /* in bf16 ulps; beyond the summation-order allowance */
+    for (int i = 0; i < NY; i++) {
+        ts_tensor *out = TU_FETCH(p, names[i]);
+        if (!out) {
+            bad++;
+            continue;
+        }
+        int nb = i >= 2 ? (i == 4 ? 2 * BT : BT) : 1;
+        for (int q = 0; q < nb; q++)
+            for (int m = 0; m < M; m++)
+                for (int n = 0; n < N; n++) {
+                    double s = 0, sa = 0;
+                    for (int k = 0; k < K; k++) {
+                        float x, v;
+                        switch (i) {
+                        case 0: x = tu_f32(ta)[m * K + k], v = tu_f32(tb)[k * N + n]; break;
+                        case 1: x = tu_f32(ta)[m * K + k], v = tu_f32(tw)[n * K + k]; break;
+                        case 2: x = tu_f32(ta3)[(q * M + m) * K + k], v = tu_f32(tw)[n * K + k]; break;
+                        case 3: x = tu_f32(tat)[(q * K + k) * M + m], v = tu_f32(tbb)[(q * K + k) * N + n]; break;
+                        default: /* out [2, BT]: a4 [q / BT], b4 [q % BT] */
+                            x = tu_f32(ta4)[(q / BT * M + m) * K + k], v = tu_f32(tb4)[(q % BT * K + k) * N + n];
+                        }
+                        s += (double)bf16(x) * bf16(v);
+                        sa += fabs((double)bf16(x) * bf16(v));
+                    }
+                    s *= def[i].alpha, sa *= def[i].alpha;
+                    if (i <= 1) s += bf16(tu_f32(tc)[n]);
+                    if (i == 2) s += tu_f32(tc)[n];
+                    float want = bf16((float)s), got = tu_f32(out)[(q * M + m) * N + n];
+                    int e;
+                    frexpf(want != 0.f ? want : 1e-30f, &e);
+                    double ulp = ldexp(1.0, e - 8), slack = ldexp(sa + fabs(s), -23) * K;
+                    double d = fabs((double)got - want);
+                    if (d / ulp > worst) worst = d / ulp;
+                    if ((d - slack) / ulp > worst_beyond) worst_beyond = (d - slack) / ulp;
+                    bad += d > ulp + slack || got != bf16(got);
+                    checked++;
+                }
+        ts_tensor_free(out);
+    }
+    printf("  %d bf16 products: largest difference from round_to_bf16(f32 product) %.2f bf16 ulp, %.2f beyond the "
+           "summation-order allowance\n", checked, worst, worst_beyond);
+    CHECK(bad == 0, "%d of %d bf16 products differ from the reference by more than a bf16 ulp", bad, checked);
+    for (int i = 0; i < 9; i++) ts_tensor_free(ins[i]);
+    ts_program_free(p);
+}
+
 static void test_bad_options(void) {
     ts_graph *g = ts_graph_new();
     ts_value loss = mlp(g, 2, TS_F32);
@@ -549,6 +683,7 @@ int main(void) {
     RUN(test_f16_matmul);
     RUN(test_f16_matmul_batched);
     RUN(test_f16_conversions);
+    RUN(test_bf16_matmul);
     RUN(test_bad_options);
     return tu_finish("test_amp");
 }

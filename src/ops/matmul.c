@@ -41,9 +41,11 @@
  * The reference kernel below is plain blocked loops in f32 (bf16 and f16 operands are widened
  * exactly to f32 while packing); the CPU backend runs oneDNN instead (backend/cpu/matmul_dnnl.c)
  * and falls back to this one. oneDNN 2.6 (Debian 12's) has no f16 matmul on CPUs without
- * AVX512_FP16; there the backend runs an f32 primitive on widened copies of the operands and
- * rounds its product to f16: f16 operands (their range and precision), f32 arithmetic, one
- * rounding — the numbers of a native f16 matmul with f32 accumulation.
+ * AVX512_FP16 and no bf16 matmul (only reference loops) on CPUs without AVX-512; there the backend
+ * runs an f32 primitive on widened copies of the operands and rounds its product to f16 / bf16:
+ * 16-bit operands (their range and precision), f32 arithmetic, one rounding — the numbers of a
+ * native 16-bit matmul with f32 accumulation, at f32 speed plus the conversions (for bf16 on an
+ * AVX2 CPU about 7x this kernel's speed: see backend/cpu/matmul_dnnl.c).
  */
 #include "ops/op.h"
 
