@@ -23,6 +23,8 @@
  */
 #include "tessera.h"
 
+#include "bench_util.h"
+
 #include <math.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
@@ -46,17 +48,6 @@
             exit(1);                                                                     \
         }                                                                                \
     } while (0)
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static float urand(void) { /* [-1, 1) */

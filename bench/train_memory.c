@@ -21,6 +21,8 @@
  */
 #include "tessera.h"
 
+#include "bench_util.h"
+
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -39,21 +41,7 @@
 
 enum { B = 8, T = 128, V = 30522 };
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n ? (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])) : NAN;
-}
+static double median(double *v, int n) { return median_inplace(v, n); }
 
 #define DIE(...) do { fprintf(stderr, "train_memory: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 
@@ -119,39 +107,17 @@ static void tessera_child(int steps, int layers, int recompute, int bf16) {
 
 /* Run fn (a child process) with its stdout into buf; returns the child's peak RSS in KiB, or -1
  * when it failed (exit status in *status). */
-static long run_child(void (*fn)(void *), void *arg, char *buf, size_t n, int *status) {
-    int fd[2];
-    if (pipe(fd)) DIE("pipe: %s", strerror(errno));
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) DIE("fork: %s", strerror(errno));
-    if (pid == 0) {
-        close(fd[0]);
-        dup2(fd[1], 1);
-        close(fd[1]);
-        fn(arg);
-        fflush(stdout);
-        _exit(0);
-    }
-    close(fd[1]);
-    size_t len = 0;
-    ssize_t got;
-    while ((got = read(fd[0], buf + len, n - 1 - len)) > 0 && len + (size_t)got < n - 1) len += (size_t)got;
-    if (got > 0) len += (size_t)got;
-    buf[len] = 0;
-    close(fd[0]);
-    struct rusage ru;
-    if (wait4(pid, status, 0, &ru) < 0) DIE("wait4: %s", strerror(errno));
-    return WIFEXITED(*status) && WEXITSTATUS(*status) == 0 ? ru.ru_maxrss : -1;
+static long run_child(void (*fn)(const void *), const void *arg, char *buf, size_t n, int *status) {
+    return bench_run_child(fn, arg, buf, n, status);
 }
 
 typedef struct { int steps, layers, recompute, bf16; } targs;
-static void run_tessera(void *a) {
-    targs *t = a;
+static void run_tessera(const void *a) {
+    const targs *t = a;
     tessera_child(t->steps, t->layers, t->recompute, t->bf16);
 }
-static void run_torch(void *a) {
-    targs *t = a;
+static void run_torch(const void *a) {
+    const targs *t = a;
     char steps[16], layers[16], threads[16];
     snprintf(steps, sizeof steps, "%d", t->steps);
     snprintf(layers, sizeof layers, "%d", t->layers);

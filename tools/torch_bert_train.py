@@ -63,14 +63,23 @@ class BertForPreTraining(nn.Module):
         self.mlm_bias = nn.Parameter(torch.zeros(vocab))
         self.nsp = nn.Linear(c, 2)
 
-    def forward(self, ids, types, mask, labels, nsp_label):
+    def encode(self, ids, types, mask):
+        """BertModel's last_hidden_state [B, T, C]."""
         t = ids.shape[1]
         x = self.word(ids) + self.pos(torch.arange(t)) + self.tok_type(types)
         x = self.drop(self.ln(x))
         ext = (1.0 - mask[:, None, None, :].float()) * -10000.0
         for layer in self.layers:
             x = layer(x, ext)
+        return x
+
+    def forward(self, ids, types, mask, labels, nsp_label, positions=None):
+        """The pre-training loss; with positions [B, P] the MLM head runs on those positions only
+        (labels [B, P]), as Google's run_pretraining.py gathers its masked positions."""
+        x = self.encode(ids, types, mask)
         pooled = torch.tanh(self.pool(x[:, 0]))
+        if positions is not None:
+            x = x.gather(1, positions[:, :, None].expand(-1, -1, x.shape[-1]))
         h = self.tln(F.gelu(self.transform(x)))
         logits = h @ self.word.weight.t() + self.mlm_bias
         mlm = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
