@@ -44,7 +44,7 @@
  * --train-rounds for training rows), and each side's best median counts: this machine has slow
  * spells (other tenants) of tens of seconds that halve whatever runs in them, and interleaved
  * rounds keep one spell from deciding a ratio. The roofline takes each GEMM's fastest repeat.
- * --only runs the rows whose id contains SUBSTRING; --profile prints tessera's time per op type
+ * --only runs the rows whose id contains SUBSTRING (or one of several, comma-separated); --profile prints tessera's time per op type
  * and per layer for each row (ts_compile_opts.profile). Threads: OMP_NUM_THREADS, else every CPU.
  */
 #include "tessera.h"
@@ -109,6 +109,18 @@ typedef struct opts {
     const char *only, *json;
     int threads;
 } opts;
+
+/* Whether row id is selected by --only (comma-separated substrings; none: every row). */
+static int selected(const opts *o, const char *id) {
+    if (!o->only) return 1;
+    for (const char *s = o->only; *s;) {
+        size_t n = strcspn(s, ",");
+        for (const char *p = id; *p; p++)
+            if (n && !strncmp(p, s, n)) return 1;
+        s += n + (s[n] == ',');
+    }
+    return 0;
+}
 
 /* Random inputs of one row, the same for every row of a batch size (xorshift from a fixed seed). */
 typedef struct inputs {
@@ -499,7 +511,7 @@ static void roofline_fn(const void *a) {
     printf("bf16 %d\n", have_bf16);
     for (int i = 0; i < g_nrows; i++) {
         row *r = &g_rows[i];
-        if (g_opts->only && !strstr(r->id, g_opts->only)) continue;
+        if (!selected(g_opts, r->id)) continue;
         roofline(r, g_opts->layers, eng, st, have_bf16);
         printf("roof %d %.6f %.6f\n", i, r->gflop, r->roof_s);
     }
@@ -604,7 +616,7 @@ int main(int argc, char **argv) {
                      rows[i].label, at + 4);
             rows[i].label = bf16_labels[i];
         }
-        if ((!o.only || strstr(rows[i].id, o.only)) && (int)strlen(rows[i].label) > label_w)
+        if (selected(&o, rows[i].id) && (int)strlen(rows[i].label) > label_w)
             label_w = (int)strlen(rows[i].label);
     }
     fflush(stdout);
@@ -615,7 +627,7 @@ int main(int argc, char **argv) {
     snprintf(onnx_path[1], sizeof onnx_path[1], "%s/bench/bert-base-%dl-b1.onnx", TS_BUILD_DIR, o.layers);
     int any_infer = 0;
     for (int i = 0; i < nrows; i++)
-        any_infer |= !rows[i].train && (!o.only || strstr(rows[i].id, o.only));
+        any_infer |= !rows[i].train && selected(&o, rows[i].id);
     if (any_infer) {
         g_want_onnx = have_ort;
         double t0 = now();
@@ -629,7 +641,7 @@ int main(int argc, char **argv) {
     snprintf(layers_arg, sizeof layers_arg, "%d", o.layers);
     for (int i = 0; i < nrows; i++) {
         row *r = &rows[i];
-        if (o.only && !strstr(r->id, o.only)) continue;
+        if (!selected(&o, r->id)) continue;
         printf("%s:", r->id);
         int rounds = r->train ? o.train_rounds : o.rounds;
         for (int round = 0; round < rounds; round++) {
@@ -724,7 +736,7 @@ int main(int argc, char **argv) {
            "------------------------------------------------------------------------------------------------");
     for (int i = 0; i < nrows; i++) {
         row *r = &rows[i];
-        if (o.only && !strstr(r->id, o.only)) continue;
+        if (!selected(&o, r->id)) continue;
         int lat = r->batch == 1;
         /* latency rows in ms per forward; the others in sequences per second */
         double ts = lat ? r->ts_s * 1e3 : seq_per_s(r, r->ts_s), pt = lat ? r->pt_s * 1e3 : seq_per_s(r, r->pt_s);
@@ -769,7 +781,7 @@ int main(int argc, char **argv) {
     int first = 1;
     for (int i = 0; i < nrows; i++) {
         row *r = &rows[i];
-        if (o.only && !strstr(r->id, o.only)) continue;
+        if (!selected(&o, r->id)) continue;
 #define JNUM(x) (isnan(x) || (x) <= 0 ? -1.0 : (x))
         fprintf(js,
                 "%s  {\"id\": \"%s\", \"batch\": %d, \"gflop_per_run\": %.3f, \"tessera_s\": %.6g, "
