@@ -124,7 +124,7 @@ static void first_normals(uint64_t key, uint64_t i0, int64_t n, double *z) {
     for (int64_t j = 0; j < n; j++) z[j] = sqrt(-2.0 * log_unit(z[j])) * cos_2pi(u2[j]);
 }
 
-void ts_init_fill(const ts_init *init, uint64_t seed, const char *name, float *dst, int64_t numel) {
+void ts_init_fill(const ts_init *init, uint64_t seed, const char *name, float *dst, int64_t start, int64_t numel) {
     uint64_t key = mix64(seed) ^ fnv1a(name);
     switch (init->kind) {
     case TS_INIT_ZEROS: memset(dst, 0, sizeof(float) * (size_t)numel); break;
@@ -133,7 +133,7 @@ void ts_init_fill(const ts_init *init, uint64_t seed, const char *name, float *d
     case TS_INIT_UNIFORM:
 #pragma omp parallel for schedule(static) if (numel > 65536)
         for (int64_t i = 0; i < numel; i++)
-            dst[i] = (float)(init->a + (init->b - init->a) * unif_at(key, (uint64_t)i, 0));
+            dst[i] = (float)(init->a + (init->b - init->a) * unif_at(key, (uint64_t)(start + i), 0));
         break;
     case TS_INIT_NORMAL:
         /* Blocks of NORMAL_BLOCK elements: first draws by the vectorised path, then the few
@@ -142,9 +142,9 @@ void ts_init_fill(const ts_init *init, uint64_t seed, const char *name, float *d
         for (int64_t b = 0; b < numel; b += NORMAL_BLOCK) {
             int64_t n = numel - b < NORMAL_BLOCK ? numel - b : NORMAL_BLOCK;
             double z[NORMAL_BLOCK];
-            first_normals(key, (uint64_t)b, n, z);
+            first_normals(key, (uint64_t)(start + b), n, z);
             for (int64_t j = 0; j < n; j++) {
-                double v = fabs(z[j]) > 2.0 ? normal_at(key, (uint64_t)(b + j)) : z[j];
+                double v = fabs(z[j]) > 2.0 ? normal_at(key, (uint64_t)(start + b + j)) : z[j];
                 dst[b + j] = (float)(init->a + init->b * v);
             }
         }

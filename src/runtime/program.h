@@ -94,8 +94,9 @@ int ts_value_present(const ts_program *p, int v);
  * program's setting does not leak into the next). */
 void ts_set_threads(int n);
 
-/* Parameter initial values: deterministic in (seed, name). Writes numel floats to dst. */
-void ts_init_fill(const ts_init *init, uint64_t seed, const char *name, float *dst, int64_t numel);
+/* Parameter initial values: deterministic in (seed, name, element index). Writes the numel
+ * floats of elements [start, start + numel) to dst, so a parameter can be filled piece by piece. */
+void ts_init_fill(const ts_init *init, uint64_t seed, const char *name, float *dst, int64_t start, int64_t numel);
 
 /* Passes (src/graph/passes). `alive` marks scheduled nodes; `pinned` marks values that must
  * keep their identity (fetches). Each returns the number of nodes it removed. A fused node takes

@@ -66,9 +66,24 @@ static void cpu_free(void *dev, void *mem) {
     ts_free(mem);
 }
 
+/* Copies of 1 MiB and more are split among the threads: into memory touched for the first time
+ * (a compile's initial values) most of the time is the kernel clearing new pages, one fault at a
+ * time per thread, so two cores fill a fresh BERT-Base program's 1.7 GB about twice as fast. */
 static ts_status cpu_to_device(void *dev, ts_buffer dst, const void *src, size_t bytes) {
     (void)dev;
-    memcpy(ts_cpu_ptr(dst), src, bytes);
+    char *d = ts_cpu_ptr(dst);
+    const char *s = src;
+    if (bytes < ((size_t)1 << 20)) {
+        memcpy(d, s, bytes);
+        return TS_OK;
+    }
+    enum { PIECE = 256 << 10 };
+    int64_t pieces = (int64_t)((bytes + PIECE - 1) / PIECE);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < pieces; i++) {
+        size_t at = (size_t)i * PIECE, k = bytes - at < PIECE ? bytes - at : PIECE;
+        memcpy(d + at, s + at, k);
+    }
     return TS_OK;
 }
 
