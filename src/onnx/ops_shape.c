@@ -90,8 +90,8 @@ static ts_status imp_reshape(ts_onnx_ctx *cx, const ts_onnx_node *n) {
             minus = i;
         } else if (want[i] < 0) {
             return onnx_invalid(cx, n, "shape entry %d is %lld", i, (long long)want[i]);
-        } else {
-            known *= want[i];
+        } else if (__builtin_mul_overflow(known, want[i], &known)) {
+            return onnx_invalid(cx, n, "the shape's element count overflows (entry %d is %lld)", i, (long long)want[i]);
         }
     }
     if (minus >= 0) {
