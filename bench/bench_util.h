@@ -1,6 +1,6 @@
 /*
  * bench_util.h — what several bench programs share: a monotonic clock, a comparison for qsort of
- * doubles, a median, and running a function in a child process with its stdout captured and its
+ * doubles, a median, reading the numbers a child printed, and running a function in a child process with its stdout captured and its
  * peak resident set measured (wait4's ru_maxrss: everything the process touched, libraries
  * included). Header-only (static functions): each bench/<name>.c is one program.
  */
@@ -32,6 +32,22 @@ static inline double median_inplace(double *v, int n) {
     if (n <= 0) return 0.0 / 0.0;
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The numbers after the first `key` in buf, up to the end of that line or a ']' (a "key 1 2 3"
+ * line, or the JSON list after "key":), at most max of them into v; 0 when key is absent. */
+static inline int bench_numbers(const char *buf, const char *key, double *v, int max) {
+    const char *s = strstr(buf, key);
+    if (!s) return 0;
+    s += strlen(key);
+    int n = 0;
+    while (*s && *s != '\n' && *s != ']' && n < max) {
+        char *e = (char *)s;
+        if ((*s >= '0' && *s <= '9') || *s == '-' || *s == '.') v[n] = strtod(s, &e);
+        if (e == s) s++; /* not a number (a lone '-' too): skip the character */
+        else s = e, n++;
+    }
+    return n;
 }
 
 /* Run fn(arg) in a child process with its stdout into buf (n bytes, NUL-terminated, the rest cut

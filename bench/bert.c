@@ -308,27 +308,9 @@ static void exec_child(const void *arg) {
     _exit(127);
 }
 
-/* The numbers after `key` on its line (or inside the JSON list after "key":). */
-static int parse_list(const char *buf, const char *key, double *v, int max) {
-    const char *s = strstr(buf, key);
-    if (!s) return 0;
-    s += strlen(key);
-    int n = 0;
-    while (*s && *s != '\n' && *s != ']' && n < max) {
-        if ((*s >= '0' && *s <= '9') || *s == '-' || *s == '.') {
-            char *e;
-            v[n++] = strtod(s, &e);
-            s = e;
-        } else {
-            s++;
-        }
-    }
-    return n;
-}
-
 static double timed_median(const char *buf, const char *key, int warmup) {
     double v[MAX_RUNS];
-    int n = parse_list(buf, key, v, MAX_RUNS);
+    int n = bench_numbers(buf, key, v, MAX_RUNS);
     return n > warmup ? median(v + warmup, n - warmup) : NAN;
 }
 
@@ -590,11 +572,11 @@ int main(int argc, char **argv) {
     run_fork(roofline_fn, NULL, &c);
     if (c.rss_kib < 0) DIE("the roofline measurement failed (status %d)", c.status);
     double v2[2];
-    int have_bf16 = parse_list(c.buf, "bf16", v2, 1) == 1 && v2[0] == 1;
+    int have_bf16 = bench_numbers(c.buf, "bf16", v2, 1) == 1 && v2[0] == 1;
     for (int i = 0; i < nrows; i++) {
         char key[32];
         snprintf(key, sizeof key, "roof %d ", i);
-        if (parse_list(c.buf, key, v2, 2) == 2) rows[i].gflop = v2[0], rows[i].roof_s = v2[1];
+        if (bench_numbers(c.buf, key, v2, 2) == 2) rows[i].gflop = v2[0], rows[i].roof_s = v2[1];
     }
 
     const char *ort_pkg = TS_SOURCE_DIR "/tools/ort/node_modules/onnxruntime-node/package.json";
@@ -652,10 +634,10 @@ int main(int argc, char **argv) {
         if (c.rss_kib < 0) DIE("%s: the tessera run failed (status %d)", r->id, c.status);
         double v[1];
         r->ts_s = best(r->ts_s, timed_median(c.buf, "run_s", r->warmup));
-        r->ts_compile_s = best(r->ts_compile_s, parse_list(c.buf, "compile_s", v, 1) ? v[0] : NAN);
+        r->ts_compile_s = best(r->ts_compile_s, bench_numbers(c.buf, "compile_s", v, 1) ? v[0] : NAN);
         r->ts_rss_kib = c.rss_kib;
         double l[2] = {NAN, NAN};
-        parse_list(c.buf, "loss", l, 2);
+        bench_numbers(c.buf, "loss", l, 2);
         r->ts_loss0 = l[0], r->ts_loss1 = l[1];
         printf(" %.3f s", r->ts_s);
         if (o.profile) {

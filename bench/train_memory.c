@@ -105,12 +105,6 @@ static void tessera_child(int steps, int layers, int recompute, int bf16) {
     ts_program_free(p);
 }
 
-/* Run fn (a child process) with its stdout into buf; returns the child's peak RSS in KiB, or -1
- * when it failed (exit status in *status). */
-static long run_child(void (*fn)(const void *), const void *arg, char *buf, size_t n, int *status) {
-    return bench_run_child(fn, arg, buf, n, status);
-}
-
 typedef struct { int steps, layers, recompute, bf16; } targs;
 static void run_tessera(const void *a) {
     const targs *t = a;
@@ -126,21 +120,6 @@ static void run_torch(const void *a) {
           "--layers", layers, "--threads", threads, (char *)NULL);
     fprintf(stderr, "train_memory: cannot run /usr/bin/python3: %s\n", strerror(errno));
     _exit(127);
-}
-
-/* The step times after the first (warm-up) one, from a "step_s a b c" line or a JSON list. */
-static int parse_times(const char *s, double *t, int max) {
-    int n = 0;
-    while (*s && n < max) {
-        while (*s && !(*s >= '0' && *s <= '9')) s++;
-        if (!*s) break;
-        char *e;
-        t[n++] = strtod(s, &e);
-        s = e;
-        while (*s == ' ' || *s == ',') s++;
-        if (*s == ']' || *s == '\n') break;
-    }
-    return n;
 }
 
 int main(int argc, char **argv) {
@@ -170,9 +149,9 @@ int main(int argc, char **argv) {
         targs t = a;
         t.recompute = a.recompute || pass == 1;
         double *times = pass == 0 ? t_ts : t_rc;
-        long rss = run_child(run_tessera, &t, out_ts, sizeof out_ts, &st_ts);
+        long rss = bench_run_child(run_tessera, &t, out_ts, sizeof out_ts, &st_ts);
         if (rss < 0) DIE("the tessera run failed (status %d)", st_ts);
-        int n = parse_times(strstr(out_ts, "step_s"), times, 64);
+        int n = bench_numbers(out_ts, "step_s", times, 64);
         const char *mem = strstr(out_ts, "memory");
         printf("  tessera%s: peak RSS %7.1f MiB, step %.3f s (median after warm-up), %.1f seq/s\n",
                t.recompute ? " (recompute)" : "", rss / 1024.0, median(times + 1, n - 1),
@@ -182,14 +161,13 @@ int main(int argc, char **argv) {
     }
     if (tessera_only) return 0;
 
-    long rss_pt = run_child(run_torch, &a, out_pt, sizeof out_pt, &st_pt);
+    long rss_pt = bench_run_child(run_torch, &a, out_pt, sizeof out_pt, &st_pt);
     if (rss_pt < 0) {
         printf("  PyTorch: not measured — /usr/bin/python3 with python3-torch is needed "
                "(bash scripts/install-deps.sh --bench); exit status %d\n", st_pt);
         return 0;
     }
-    const char *js = strstr(out_pt, "\"step_s\"");
-    int n_pt = js ? parse_times(js + 8, t_pt, 64) : 0;
+    int n_pt = bench_numbers(out_pt, "\"step_s\":", t_pt, 64);
     printf("  PyTorch: peak RSS %7.1f MiB, step %.3f s (median after warm-up), %.1f seq/s\n",
            rss_pt / 1024.0, median(t_pt + 1, n_pt - 1), B / median(t_pt + 1, n_pt - 1));
     double ratio = (double)rss_ts / (double)rss_pt;
