@@ -57,7 +57,7 @@ test-fuzz:
 bench: build
 	$(CMAKE) --build $(BUILD) --target run_bench
 
-demo: build
+demo: $(BUILD)/CMakeCache.txt
 	BUILD=$(BUILD) bash scripts/demo.sh
 
 mnist: build

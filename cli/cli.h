@@ -19,6 +19,10 @@
 int ts_cli_tokenize(int argc, char **argv);
 /* tessera vocab --out vocab.txt --size N [--cased] FILE... */
 int ts_cli_vocab(int argc, char **argv);
+/* tessera split --data FILE --out DIR [--test-split F] [--seed N] [--subset N]... (cli/split.c) */
+int ts_cli_split(int argc, char **argv);
+/* tessera bow --vocab vocab.txt --train FILE --test FILE [--epochs N] [--lr X]... (cli/bow.c) */
+int ts_cli_bow(int argc, char **argv);
 /* tessera pretrain --vocab vocab.txt --corpus FILE... --out DIR [options] (cli/pretrain.c) */
 int ts_cli_pretrain(int argc, char **argv);
 /* tessera finetune --model DIR --train FILE --out DIR [--task classify|qa] [options]

@@ -84,6 +84,11 @@ static const char *USAGE =
     "  --bf16               bf16 matrix products (mixed precision; master weights stay f32)\n"
     "  --fp16               fp16 matrix products with dynamic loss scaling (master weights f32)\n"
     "  --recompute          recompute each layer's forward in the backward (less memory, same result)\n"
+    "  --test-every N       classify: score the test rows after every N-th epoch and the last (default\n"
+    "                       1; 0: after the last only)\n"
+    "  --random-init        classify: DIR's shape and vocabulary, but not its weights: every parameter\n"
+    "                       drawn fresh from --seed (BERT's initialisation), as a baseline of what\n"
+    "                       pretraining buys\n"
     "  --deterministic      bit-identical runs for a seed: pins --threads (default all CPUs) and\n"
     "                       refuses --max-minutes\n"
     TS_PROFILE_USAGE
@@ -167,9 +172,11 @@ static int cls_feed(void *ctx) {
     return ts_batch_buf_feed(&r->bb, r->tp, 1) ? -1 : 0;
 }
 
-static int cls_epoch_end(void *ctx, int epoch, int64_t step, double train_loss, ts_progress *pr, FILE *metrics) {
+static int cls_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr,
+                         FILE *metrics) {
     cls_run *r = ctx;
-    if (!r->test || ts_text_dataset_size(r->test) == 0) {
+    int every = r->o->test_every;
+    if (!r->test || ts_text_dataset_size(r->test) == 0 || (!last && (every == 0 || (epoch + 1) % every != 0))) {
         ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,
                           ts_now() - pr->t0);
         return 0;
@@ -256,12 +263,14 @@ static int run(const ft_opts *o) {
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", o->model);
     snprintf(r.vocab, sizeof r.vocab, "%s/vocab.txt", o->model);
-    int nmissing = 0;
-    if (ts_program_load(r.tp, path, ts_cli_load_flags(0), &nmissing) != TS_OK) {
+    int nmissing = ts_program_num_params(r.tp);
+    if (o->random_init) {
+        printf("tessera finetune: --random-init: %s's shape and vocabulary, no weights loaded\n", o->model);
+    } else if (ts_program_load(r.tp, path, ts_cli_load_flags(0), &nmissing) != TS_OK) {
         fprintf(stderr, "tessera finetune: %s\n", ts_last_error());
         goto done;
     }
-    if (nmissing == ts_program_num_params(r.tp)) {
+    if (!o->random_init && nmissing == ts_program_num_params(r.tp)) {
         fprintf(stderr, "tessera finetune: %s holds none of the model's parameters\n", path);
         goto done;
     }
@@ -318,7 +327,10 @@ static int run_task(const ft_opts *o) {
         if (ts_bert_config_load(path, &cfg) == TS_OK && cfg.head == TS_BERT_QUESTION_ANSWERING) task = TS_TASK_QA;
     }
     if (task == TS_TASK_QA) {
-        const char *cls_only = o->text_b_col ? "--text-b-column" : o->truncate ? "--truncate" : NULL;
+        const char *cls_only = o->text_b_col   ? "--text-b-column"
+                               : o->truncate   ? "--truncate"
+                               : o->random_init ? "--random-init"
+                                                : NULL;
         if (cls_only) {
             fprintf(stderr, "tessera finetune: %s is for --task classify, not qa\n", cls_only);
             return 2;
@@ -339,7 +351,7 @@ static int run_task(const ft_opts *o) {
 }
 
 int ts_cli_finetune(int argc, char **argv) {
-    ft_opts o = {.text_col = "text", .label_col = "label", .test_split = 0.2, .lr = 1e-4, .warmup = 0.1,
+    ft_opts o = {.test_every = 1, .text_col = "text", .label_col = "label", .test_split = 0.2, .lr = 1e-4, .warmup = 0.1,
                  .wd = 0.01, .epochs = 3, .batch = 32, .seed = 42, .split_seed = -1, .keep = 3,
                  .optimizer = "adamw", .accumulation = 1, .device_iterations = 1};
     const ts_opt opts[] = {
@@ -360,7 +372,8 @@ int ts_cli_finetune(int argc, char **argv) {
         {"seed", OPT_INT, &o.seed, 0},           {"split-seed", OPT_INT, &o.split_seed, 0},
         {"threads", OPT_INT, &o.threads, 0},
         {"bf16", OPT_FLAG, &o.bf16, 0},          {"max-minutes", OPT_FLOAT, &o.max_minutes, 0},
-        {"recompute", OPT_FLAG, &o.recompute, 0}, {"deterministic", OPT_FLAG, &o.deterministic, 0},
+        {"recompute", OPT_FLAG, &o.recompute, 0}, {"random-init", OPT_FLAG, &o.random_init, 0},
+        {"test-every", OPT_INT, &o.test_every, 0}, {"deterministic", OPT_FLAG, &o.deterministic, 0},
         {"fp16", OPT_FLAG, &o.fp16, 0},          {"truncate", OPT_STR, &o.truncate, 0},
         {"optimizer", OPT_STR, &o.optimizer, 0}, {"momentum", OPT_FLOAT, &o.momentum, 0},
         {"accumulation", OPT_INT, &o.accumulation, 1}, {"device-iterations", OPT_INT, &o.device_iterations, 1},

@@ -21,6 +21,8 @@ typedef struct ft_opts {
     int epochs, batch, max_len, max_steps, save_every, seed, threads, bf16, keep, stop_after;
     int split_seed; /* --split-seed: the train/test split's shuffle (-1: --seed's) */
     int recompute, deterministic, fp16;
+    int test_every;  /* classify: test after every N-th epoch (and the last); 0: after the last only */
+    int random_init; /* classify: DIR's shape and vocabulary, its weights not loaded (drawn from --seed) */
     int truncation; /* --truncate, parsed: TS_TRUNC_* (TS_TRUNC_HEAD without the flag) */
     int doc_stride, max_query_len, max_answer_len, n_best; /* qa; 0: the default */
     int relocate_answers; /* qa: --relocate-answers (ts_squad_opts.relocate_answers) */
@@ -42,7 +44,7 @@ typedef struct ft_task {
     int (*feed)(void *ctx);
     /* After each epoch (and at a time limit): score the held-out data with the current weights,
      * print and log it (train_loss: the epoch's mean). 0 or the exit code. */
-    int (*epoch_end)(void *ctx, int epoch, int64_t step, double train_loss, ts_progress *pr, FILE *metrics);
+    int (*epoch_end)(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr, FILE *metrics);
     /* Write the model directory --out; 0 or 1. */
     int (*save)(void *ctx);
     /* Write a full-state checkpoint at step; 0 or 1. */

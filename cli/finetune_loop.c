@@ -99,7 +99,7 @@ static ts_status run_after(void *ctx, int64_t step, int last) {
     int epoch = (int)((step - 1) / r->per_epoch);
     if (last && !end && step < r->total)
         ts_progress_print(&r->pr, "--max-minutes %g reached in epoch %d\n", r->o->max_minutes, epoch + 1);
-    int rc = r->t->epoch_end(r->t->ctx, epoch, step, r->loss_n ? r->loss_sum / (double)r->loss_n : NAN, &r->pr,
+    int rc = r->t->epoch_end(r->t->ctx, epoch, step, last, r->loss_n ? r->loss_sum / (double)r->loss_n : NAN, &r->pr,
                              r->o->out ? r->t->metrics : NULL);
     if (r->o->devices && !r->timed) { /* the pipeline's stages, measured, once */
         char line[2048];

@@ -129,7 +129,7 @@ static int qa_feed(void *ctx) {
     return 0;
 }
 
-static int qa_epoch_end(void *ctx, int epoch, int64_t step, double train_loss, ts_progress *pr, FILE *metrics) {
+static int qa_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr, FILE *metrics) {
     qa_run *r = ctx;
     if (!r->dev) {
         ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,

@@ -16,6 +16,8 @@ typedef struct {
 static const subcommand commands[] = {
     {"tokenize", ts_cli_tokenize, "print the WordPiece token ids of each input line"},
     {"vocab", ts_cli_vocab, "learn a WordPiece vocabulary from text files"},
+    {"split", ts_cli_split, "write the train / test split finetune makes of a labelled file"},
+    {"bow", ts_cli_bow, "train a bag-of-words logistic regression: the baseline beside BERT"},
     {"pretrain", ts_cli_pretrain, "pretrain a BERT (masked LM + next sentence) on text files"},
     {"finetune", ts_cli_finetune, "fine-tune a pretrained BERT: text (pair) classifier or SQuAD QA"},
     {"eval", ts_cli_eval, "score a fine-tuned model: accuracy, or SQuAD exact match / F1"},

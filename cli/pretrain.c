@@ -29,6 +29,9 @@ static const char *USAGE =
     "            --weight-decay 0.01 (not on biases and LayerNorm weights)  --max-grad-norm X (clip\n"
     "            the gradients to global norm X, as BERT's recipe with 1.0; default 0: no clipping)\n"
     "            --seed 0  --wwm (whole-word masking)  --mask-prob 0.15\n"
+    "            --untie-embeddings (the MLM decoder gets a weight of its own instead of the word\n"
+    "            embeddings', written as tie_word_embeddings false: a short pretraining then leaves\n"
+    "            the input embeddings to the encoder's gradient alone)\n"
     "            --cased (keep case and accents, for a vocabulary from tessera vocab --cased;\n"
     "            default uncased; remembered as do_lower_case in config.json)\n"
     "            --max-predictions P (masked positions per sequence, at most; the MLM head runs on\n"
@@ -76,7 +79,7 @@ typedef struct pt_opts {
     const char *vocab, *out;
     ts_strlist corpus;
     int layers, hidden, heads, inter, max_len, batch, max_steps, seed, save_every, eval_every, eval_batches;
-    int threads, wwm, bf16, keep, stop_after, recompute, deterministic;
+    int threads, wwm, bf16, keep, stop_after, recompute, deterministic, untie;
     int fp16, accumulation, device_iterations, max_predictions, cased, profile;
     const char *resume, *optimizer, *devices, *stages;
     int micro_batches;
@@ -344,6 +347,7 @@ static int run(const pt_opts *o) {
     if (o->fp16) cfg.compute_dtype = TS_F16;
     cfg.recompute = o->recompute;
     cfg.max_predictions_per_seq = o->max_predictions;
+    cfg.untie_word_embeddings = o->untie;
     const int N = o->accumulation, K = o->device_iterations, S = N * K; /* S batches per call */
     ts_train_loop loop = {.accumulation = N, .device_iterations = S, .max_grad_norm = (float)o->max_grad_norm,
                           .optimizer = o->optimizer, .momentum = (float)o->momentum, .profile = o->profile};
@@ -547,7 +551,7 @@ int ts_cli_pretrain(int argc, char **argv) {
         {"dropout", OPT_FLOAT, &o.dropout, 0},     {"mask-prob", OPT_FLOAT, &o.mask_prob, 0},
         {"seed", OPT_INT, &o.seed, 0},             {"save-every", OPT_INT, &o.save_every, 0},
         {"eval-every", OPT_INT, &o.eval_every, 1}, {"eval-batches", OPT_INT, &o.eval_batches, 0},
-        {"threads", OPT_INT, &o.threads, 0},       {"wwm", OPT_FLAG, &o.wwm, 0},
+        {"threads", OPT_INT, &o.threads, 0},       {"wwm", OPT_FLAG, &o.wwm, 0}, {"untie-embeddings", OPT_FLAG, &o.untie, 0},
         {"cased", OPT_FLAG, &o.cased, 0},
         {"bf16", OPT_FLAG, &o.bf16, 0},            {"keep", OPT_INT, &o.keep, 1},
         {"resume", OPT_STR, &o.resume, 0},         {"stop-after", OPT_INT, &o.stop_after, 1},

@@ -998,6 +998,10 @@ typedef struct ts_bert_config {
                                            head_stage; stages must not decrease along the
                                            forward pass */
     int embedding_stage, head_stage;
+    int untie_word_embeddings;          /* non-zero: the MLM decoder is a weight of its own,
+                                           cls.predictions.decoder.weight [V, C], not the word
+                                           embeddings (config.json "tie_word_embeddings": false;
+                                           default 0: tied, as BERT) */
     int max_predictions_per_seq;        /* pre-training: P > 0 runs the MLM head on P gathered
                                            positions (see TS_BERT_PRETRAINING), for batches of
                                            at most 2^24 tokens; 0: on all T */

@@ -1,78 +1,122 @@
 #!/usr/bin/env bash
-# demo.sh — tessera end to end on real text, in about ten minutes on two cores:
-#   1. learn a 16,000-token WordPiece vocabulary from the Brown Corpus + WordNet glosses;
-#   2. pretrain a small BERT (4 layers, hidden 256) on them for a few minutes (masked LM + NSP);
-#   3. fine-tune it twice on the SpamAssassin corpus (deduplicated, the same 80/20 split, two
-#      training seeds) and score the two as an ensemble (`tessera eval --model A B`: the mean of
-#      their class probabilities) on the held-out mails, beside the majority-class baseline;
-#   4. classify a few example mails with the ensemble (`tessera predict --model A B`).
+# demo.sh — tessera end to end on real mail, in under ten minutes on two cores:
+#   1. split SpamAssassin (deduplicated) 80/20 once, as files (`tessera split`): every later step
+#      reads the same held-out mails, and nothing but the training mails is used to learn;
+#   2. learn a WordPiece vocabulary from the Brown Corpus, WordNet glosses and the training mails;
+#   3. pretrain a small BERT (masked LM + next sentence) on the training mails' text, labels unused,
+#      printing the held-out masked-LM accuracy as it climbs;
+#   4. what pretraining buys: fine-tune on only FEW labelled mails, once from the pretrained model
+#      and once from a random initialisation of the same shape (same steps, same recipe), beside
+#      a bag-of-words logistic regression (`tessera bow`) on the same FEW mails;
+#   5. the spam filter: fine-tune on all the training mails and score on the held-out ones beside
+#      the majority-class baseline (`tessera eval`), then the bag-of-words model on them too. It
+#      starts from a random initialisation (MAIN_INIT=random), not the pretrained model: on split
+#      seed 1, two epochs from the pretrained model scored 96.56%, from random weights 97.97%
+#      (seeds 2 and 7, from random weights: 97.53%, 97.80%); minutes of pretraining on two cores
+#      leave a model that fine-tunes worse than random weights (README, under `make demo`);
+#   6. classify a few example mails with it (`tessera predict`).
 #
 #   bash scripts/install-deps.sh   # once: fetches data/text/*.txt and data/spam/spam.tsv
 #   make demo                      # or: bash scripts/demo.sh
 #
-# Why an ensemble: one fine-tuning run lands anywhere in about 96.0-97.9% on a split (its seed,
-# and the time-limited pretraining, move it). On other splits (split seeds 1, 2 and 7, never this
-# one), pairs of 3-epoch runs scored 96.65 / 97.80%, 97.00 / 97.09% and 96.83 / 97.89%, their
-# ensembles 97.89%, 97.80% and 97.44%: 0.1-0.75 points above the pair's average, and never below
-# it; the ensemble also does not depend on one run that went badly.
+# The recipe was chosen on other split seeds (1, 2, 7), never on the demo's (42); the README's
+# "What the demo shows" gives the figures behind each choice.
 #
-# Environment: BUILD (default build), DEMO_DIR (default $BUILD/demo), PRETRAIN_MINUTES (3.5),
-# MEMBERS (2: fine-tuning runs in the ensemble), FINETUNE_EPOCHS (3, each), FINETUNE_MINUTES
-# (2.5, each: a run stops there even mid-epoch, so the demo ends within ten minutes on a busy
-# machine too), THREADS (0: all cores), VOCAB_SIZE (16000).
+# Environment (defaults in brackets): BUILD [build], DEMO_DIR [$BUILD/demo], SPAM
+# [data/spam/spam.tsv], TEXTS [data/text/brown.txt data/text/wordnet.txt: vocabulary text besides
+# the training mails], SPLIT_SEED [42], FEW [200], VOCAB_SIZE [16000], LAYERS [2], HIDDEN [128],
+# HEADS [2], INTERMEDIATE [512], MAX_LEN [128], PRETRAIN_MINUTES [3], PRETRAIN_STEPS [100000: the
+# time limit ends it first], EVAL_EVERY [50], FEW_EPOCHS [20], EPOCHS [2], FINETUNE_MINUTES [3],
+# MAIN_INIT [random, or pretrained: where the spam filter starts], THREADS [0: all cores].
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 BUILD="${BUILD:-build}"
 DEMO_DIR="${DEMO_DIR:-$BUILD/demo}"
-PRETRAIN_MINUTES="${PRETRAIN_MINUTES:-3.5}"
-MEMBERS="${MEMBERS:-2}"
-FINETUNE_EPOCHS="${FINETUNE_EPOCHS:-3}"
-FINETUNE_MINUTES="${FINETUNE_MINUTES:-2.5}"
-THREADS="${THREADS:-0}"
+SPAM="${SPAM:-data/spam/spam.tsv}"
+TEXTS="${TEXTS:-data/text/brown.txt data/text/wordnet.txt}"
+SPLIT_SEED="${SPLIT_SEED:-42}"
+FEW="${FEW:-200}"
 VOCAB_SIZE="${VOCAB_SIZE:-16000}"
+LAYERS="${LAYERS:-2}" HIDDEN="${HIDDEN:-128}" HEADS="${HEADS:-2}" INTERMEDIATE="${INTERMEDIATE:-512}"
+MAX_LEN="${MAX_LEN:-128}"
+PRETRAIN_MINUTES="${PRETRAIN_MINUTES:-3}"
+PRETRAIN_STEPS="${PRETRAIN_STEPS:-100000}"
+EVAL_EVERY="${EVAL_EVERY:-50}"
+FEW_EPOCHS="${FEW_EPOCHS:-20}"
+EPOCHS="${EPOCHS:-2}"
+FINETUNE_MINUTES="${FINETUNE_MINUTES:-3}"
+MAIN_INIT="${MAIN_INIT:-random}"
+THREADS="${THREADS:-0}"
 TESSERA="$BUILD/tessera"
 
-for f in data/text/brown.txt data/text/wordnet.txt data/spam/spam.tsv; do
+read -r -a texts <<<"$TEXTS"
+for f in "$SPAM" "${texts[@]}"; do
     [ -f "$f" ] || { echo "demo: $f is missing; run: bash scripts/install-deps.sh" >&2; exit 1; }
 done
 step() { printf '\n== %s\n' "$*"; }
+# The accuracy a `tessera finetune`, `eval` or `bow` run printed last ("test accuracy 97.36%").
+accuracy() { grep -o 'accuracy [0-9.]*%' "$1" | tail -1 | cut -d' ' -f2; }
 t0=$SECONDS
 
 step "build"
 [ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j "$(nproc 2>/dev/null || echo 2)" --target tessera_cli >/dev/null
 mkdir -p "$DEMO_DIR"
-rm -rf "$DEMO_DIR/pretrained" "$DEMO_DIR"/spam-model*
+rm -rf "$DEMO_DIR/split" "$DEMO_DIR/pretrained" "$DEMO_DIR"/few-* "$DEMO_DIR/spam-model"
+S="$DEMO_DIR/split"
 
-step "vocabulary: $VOCAB_SIZE WordPiece tokens from the Brown Corpus and WordNet glosses"
-"$TESSERA" vocab --out "$DEMO_DIR/vocab.txt" --size "$VOCAB_SIZE" data/text/brown.txt data/text/wordnet.txt
+step "split: $SPAM deduplicated, 20% held out (split seed $SPLIT_SEED), $FEW training mails as a small labelled set"
+"$TESSERA" split --data "$SPAM" --out "$S" --seed "$SPLIT_SEED" --subset "$FEW"
 
-step "pretraining: BERT 4 x 256 on Brown + WordNet for $PRETRAIN_MINUTES minutes"
-"$TESSERA" pretrain --vocab "$DEMO_DIR/vocab.txt" --corpus data/text/brown.txt data/text/wordnet.txt \
-    --out "$DEMO_DIR/pretrained" --layers 4 --hidden 256 --heads 4 --intermediate 1024 --max-len 128 \
-    --batch 32 --lr 5e-4 --max-steps 100000 --max-minutes "$PRETRAIN_MINUTES" --eval-every 100 --bf16 \
-    --threads "$THREADS"
+step "vocabulary: $VOCAB_SIZE WordPiece tokens from ${texts[*]} and the training mails"
+"$TESSERA" vocab --out "$DEMO_DIR/vocab.txt" --size "$VOCAB_SIZE" "${texts[@]}" "$S/train.txt"
 
-models=()
-for ((m = 1; m <= MEMBERS; m++)); do
-    step "fine-tuning $m of $MEMBERS on SpamAssassin (ham vs spam, deduplicated, 80/20 split; seed $((41 + m)))"
-    "$TESSERA" finetune --model "$DEMO_DIR/pretrained" --train data/spam/spam.tsv --out "$DEMO_DIR/spam-model-$m" \
-        --test-split 0.2 --split-seed 42 --seed $((41 + m)) --epochs "$FINETUNE_EPOCHS" \
-        --max-minutes "$FINETUNE_MINUTES" --batch 16 --max-len 128 --lr 3e-4 --bf16 --threads "$THREADS"
-    models+=("$DEMO_DIR/spam-model-$m")
-done
+step "pretraining: BERT $LAYERS x $HIDDEN on the training mails' text (no labels) for $PRETRAIN_MINUTES minutes"
+"$TESSERA" pretrain --vocab "$DEMO_DIR/vocab.txt" --corpus "$S/train.txt" --out "$DEMO_DIR/pretrained" \
+    --layers "$LAYERS" --hidden "$HIDDEN" --heads "$HEADS" --intermediate "$INTERMEDIATE" --max-len "$MAX_LEN" \
+    --batch 32 --lr 1e-3 --max-steps "$PRETRAIN_STEPS" --max-minutes "$PRETRAIN_MINUTES" --eval-every "$EVAL_EVERY" \
+    --untie-embeddings --threads "$THREADS"
 
-step "the ensemble of the $MEMBERS models on the held-out mails"
-"$TESSERA" eval --model "${models[@]}" --data data/spam/spam.tsv --test-split 0.2 --seed 42 --threads "$THREADS"
+few() { # few NAME [finetune flags]: fine-tune on the FEW labelled mails, test on the held-out ones
+    local name=$1
+    shift
+    "$TESSERA" finetune --model "$DEMO_DIR/pretrained" --train "$S/train-$FEW.tsv" --dev "$S/test.tsv" \
+        --out "$DEMO_DIR/few-$name" --epochs "$FEW_EPOCHS" --test-every 0 --batch 16 --max-len "$MAX_LEN" \
+        --lr 2e-4 --seed 42 --threads "$THREADS" "$@" | tee "$DEMO_DIR/few-$name.log"
+}
+step "what pretraining buys: fine-tuning on $FEW labelled mails, from the pretrained model"
+few pretrained
+step "... and from a random initialisation of the same shape (same steps)"
+few random --random-init
+step "... and a bag-of-words logistic regression on the same $FEW mails"
+"$TESSERA" bow --vocab "$DEMO_DIR/vocab.txt" --train "$S/train-$FEW.tsv" --test "$S/test.tsv" --threads "$THREADS" |
+    tee "$DEMO_DIR/few-bow.log"
 
-step "predicting: a few mails the models have not seen"
-"$TESSERA" predict --model "${models[@]}" --threads "$THREADS" <<'MAILS'
+init=() start="the pretrained model"
+[ "$MAIN_INIT" = pretrained ] || init=(--random-init) start="a random initialisation"
+step "the spam filter: BERT $LAYERS x $HIDDEN from $start, fine-tuned on all the training mails ($EPOCHS epochs)"
+"$TESSERA" finetune --model "$DEMO_DIR/pretrained" "${init[@]}" --train "$S/train.tsv" --dev "$S/test.tsv" \
+    --out "$DEMO_DIR/spam-model" --epochs "$EPOCHS" --max-minutes "$FINETUNE_MINUTES" --test-every 0 --batch 16 \
+    --max-len "$MAX_LEN" --lr 5e-4 --seed 42 --threads "$THREADS"
+"$TESSERA" eval --model "$DEMO_DIR/spam-model" --data "$S/test.tsv" --threads "$THREADS" | tee "$DEMO_DIR/eval.log"
+"$TESSERA" bow --vocab "$DEMO_DIR/vocab.txt" --train "$S/train.tsv" --test "$S/test.tsv" --threads "$THREADS" |
+    tee "$DEMO_DIR/bow.log"
+
+step "predicting: a few mails the model has not seen"
+"$TESSERA" predict --model "$DEMO_DIR/spam-model" --threads "$THREADS" <<'MAILS'
 Hi Tom, the meeting moved to 3pm tomorrow. I attached the minutes from last week; could you check the budget numbers before then? Thanks, Anna
 CONGRATULATIONS!!! You have been selected to receive a FREE 7-day Caribbean cruise. Click here now to claim your prize, this offer expires in 24 hours!
 Has anyone got the new kernel to build on Red Hat 7.3? make fails with an undefined reference in the ALSA driver, and I could not find anything in the list archives.
 Earn $5,000 a week working from home! No experience needed. To be removed from our mailing list reply with REMOVE in the subject line.
 MAILS
 
+step "summary (held-out mails of split seed $SPLIT_SEED)"
+printf '  %-62s %s\n' "spam filter: BERT from $start, all training mails" "$(accuracy "$DEMO_DIR/eval.log")" \
+    "bag-of-words logistic regression on all training mails" "$(accuracy "$DEMO_DIR/bow.log")" \
+    "$FEW labelled mails: BERT from the pretrained model" "$(accuracy "$DEMO_DIR/few-pretrained.log")" \
+    "$FEW labelled mails: BERT from a random initialisation" "$(accuracy "$DEMO_DIR/few-random.log")" \
+    "$FEW labelled mails: bag-of-words logistic regression" "$(accuracy "$DEMO_DIR/few-bow.log")"
+printf '  %-62s %s\n' "majority baseline (every mail the commoner label)" "$(grep -o 'majority baseline [0-9.]*%' "$DEMO_DIR/bow.log" | cut -d' ' -f3)"
 printf '\ndemo: done in %d s; models in %s\n' "$((SECONDS - t0))" "$DEMO_DIR"

@@ -148,12 +148,115 @@ static void test_bad_input(void) {
     CHECK_FAILS(rc, "unknown flag '--frobnicate'");
 }
 
+/* The pieces of the demo's study (scripts/demo.sh): `tessera split` writes finetune's split as
+ * files (the same rows, duplicates dropped first, a subset, the training texts as a corpus);
+ * pretrain --untie-embeddings gives the MLM decoder a weight of its own, recorded in config.json;
+ * finetune --random-init loads no weights; --test-every chooses the epochs that are scored. */
+static void test_study_pieces(void) {
+    static char tsv[8192], buf[1 << 16];
+    /* data.tsv (40 distinct rows) with rows 0-4 repeated: 45 rows, 5 duplicates */
+    read_into("data.tsv", tsv, sizeof tsv);
+    size_t n = strlen(tsv);
+    const char *row = strchr(tsv, '\n') + 1;
+    for (int i = 0; i < 5; i++) {
+        const char *end = strchr(row, '\n') + 1;
+        memcpy(tsv + n, row, (size_t)(end - row));
+        n += (size_t)(end - row);
+        row = end;
+    }
+    tsv[n] = 0;
+    write_str("dup.tsv", tsv);
+    int rc = tessera(NULL, "split --data dup.tsv --out sp --test-split 0.25 --seed 3 --subset 7");
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "45 rows (5 duplicates dropped)") && strstr(out_text, "train.tsv 30, test.tsv 10"),
+          "split: %s", out_text);
+    int lines[3] = {0, 0, 0};
+    const char *files[3] = {"sp/train.tsv", "sp/test.tsv", "sp/train-7.tsv"};
+    static char train[8192], test[8192];
+    for (int f = 0; f < 3; f++) {
+        read_into(files[f], buf, sizeof buf);
+        for (char *p = buf; *p; p++) lines[f] += *p == '\n';
+        if (f == 0) memcpy(train, buf, strlen(buf) + 1);
+        if (f == 1) memcpy(test, buf, strlen(buf) + 1);
+        if (f == 2) CHECK(!strncmp(buf, train, strlen(buf)), "train-7.tsv is not the head of train.tsv");
+    }
+    CHECK(lines[0] == 31 && lines[1] == 11 && lines[2] == 8, "split files hold %d / %d / %d lines", lines[0],
+          lines[1], lines[2]);
+    for (char *l = test + strlen("label\ttext\n"); *l; l = strchr(l, '\n') + 1) { /* no test row in train */
+        char one[256];
+        size_t len = (size_t)(strchr(l, '\n') - l);
+        snprintf(one, sizeof one, "\n%.*s\n", (int)len, l);
+        CHECK(!strstr(train, one), "held-out row also in train.tsv: %s", one + 1);
+    }
+    read_into("sp/train.txt", buf, sizeof buf);
+    CHECK(strstr(buf, " times\n\n"), "train.txt is not one document per row: %.200s", buf);
+    /* finetune on the split files scores the same rows as finetune's own split */
+    rc = tessera(NULL, "finetune --model pre --train sp/train.tsv --dev sp/test.tsv --out fa --max-steps 2 --batch 4 "
+                       "--max-len 32 --threads 1 --random-init --epochs 3 --test-every 0");
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "--random-init: pre's shape and vocabulary, no weights loaded"), "random-init: %s", out_text);
+    /* the classifier's parameters are all new: "N of N parameters new" */
+    const char *p = strstr(out_text, "hidden, ");
+    int a = -1, b = -2;
+    if (p) sscanf(p, "hidden, %d of %d parameters new", &a, &b);
+    CHECK(a == b, "random-init: %d of %d parameters new: %s", a, b, out_text);
+    /* --test-every: 3 epochs of 30 rows in batches of 10 */
+    rc = tessera(NULL, "finetune --model pre --train sp/train.tsv --dev sp/test.tsv --out fb --batch 10 --max-len 32 "
+                       "--threads 1 --epochs 3 --test-every 0");
+    CHECK_RAN(rc, 0);
+    int scored = 0;
+    for (const char *q = out_text; (q = strstr(q, ", test accuracy ")); q++) scored++;
+    CHECK(scored == 1 && strstr(out_text, "epoch 3: step 9, train loss"), "--test-every 0 scored %d epochs: %s",
+          scored, out_text);
+    rc = tessera(NULL, "finetune --model pre --train sp/train.tsv --dev sp/test.tsv --out fb --batch 10 --max-len 32 "
+                       "--threads 1 --epochs 3 --test-every 2");
+    CHECK_RAN(rc, 0);
+    scored = 0;
+    for (const char *q = out_text; (q = strstr(q, ", test accuracy ")); q++) scored++;
+    const char *e1 = strstr(out_text, "epoch 1: step 3, train loss"), *e1end = e1 ? strchr(e1, '\n') : NULL;
+    const char *t1 = e1 ? strstr(e1, "test accuracy") : NULL;
+    CHECK(scored == 2 && e1 && e1end && (!t1 || t1 > e1end), "--test-every 2 scored %d epochs (want 2 and 3): %s",
+          scored, out_text);
+    /* an untied decoder: its own tensor, remembered in config.json, and the model fine-tunes */
+    rc = tessera(NULL, "pretrain --config config.json --vocab vocab.txt --corpus sp/train.txt --out preu --max-steps 2 "
+                       "--untie-embeddings");
+    CHECK_RAN(rc, 0);
+    read_into("preu/config.json", buf, sizeof buf);
+    CHECK(strstr(buf, "\"tie_word_embeddings\":\tfalse"), "preu/config.json: %s", buf);
+    read_into("pre/config.json", buf, sizeof buf);
+    CHECK(!strstr(buf, "tie_word_embeddings"), "a tied model's config.json names tie_word_embeddings: %s", buf);
+    FILE *f = NULL;
+    char path[256];
+    snprintf(path, sizeof path, "%s/preu/model.safetensors", dir);
+    size_t got = (f = fopen(path, "rb")) ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f) fclose(f);
+    int found = 0;
+    for (size_t i = 0; i + 30 <= got && !found; i++) found = !memcmp(buf + i, "cls.predictions.decoder.weight", 30);
+    CHECK(found, "no decoder tensor in preu/model.safetensors");
+    rc = tessera(NULL, "finetune --model preu --train sp/train.tsv --out fu --max-steps 2 --batch 4 --max-len 32 "
+                       "--threads 1");
+    CHECK_RAN(rc, 0);
+    /* bad input */
+    rc = tessera(NULL, "split --data dup.tsv --out sp2 --subset 31 --test-split 0.25");
+    CHECK_FAILS(rc, "--subset 31 is more than the 30 training rows");
+    rc = tessera(NULL, "split --data dup.tsv --out sp2 --test-split 1.5");
+    CHECK_FAILS(rc, "--test-split '1.5'");
+    rc = tessera(NULL, "split --out sp2");
+    CHECK_FAILS(rc, "--data FILE is required");
+    rc = tessera(NULL, "split --data no_such.tsv --out sp2");
+    CHECK_FAILS(rc, "no_such.tsv");
+    write_str("qa.json", "{\"data\": []}");
+    rc = tessera(NULL, "finetune --model pre --task qa --train qa.json --out fq --random-init");
+    CHECK_FAILS(rc, "--random-init is for --task classify");
+}
+
 int main(void) {
     int rc = cli_setup("ts_cli_train");
     if (rc) return rc;
     make_data();
     RUN(test_pipeline);
     RUN(test_cased);
+    RUN(test_study_pieces);
     RUN(test_bad_input);
     cli_cleanup("test_cli_train");
     return tu_finish("test_cli_train");

@@ -273,6 +273,10 @@ static ts_status parse_config(const cJSON *root, const char *path, ts_bert_confi
     if (pos && strcmp(pos, "absolute") != 0)
         return CFG_ERR(TS_ERR_UNSUPPORTED, "%s: field \"position_embedding_type\" is \"%s\"; only "
                        "\"absolute\" is supported", path, pos);
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
+    if (tie && !cJSON_IsBool(tie))
+        return CFG_ERR(TS_ERR_ARG, "%s: field \"tie_word_embeddings\" must be a boolean, got %s", path, json_type(tie));
+    c->untie_word_embeddings = tie && cJSON_IsFalse(tie);
     if ((s = read_false(root, path, "is_decoder")) || (s = read_false(root, path, "add_cross_attention")))
         return s;
 
@@ -493,7 +497,10 @@ ts_value bert_mlm_logits(ts_graph *g, const ts_bert_config *cfg, ts_value x) {
     int C = cfg->hidden_size;
     ts_value t = bert_act(g, cfg, bert_dense(g, cfg, "cls.predictions.transform.dense", x, C, C));
     t = bert_layer_norm(g, "cls.predictions.transform.LayerNorm", t, C, cfg->layer_norm_eps);
-    ts_value word = ts_lookup(g, "bert.embeddings.word_embeddings.weight"); /* tied decoder */
+    ts_value word = cfg->untie_word_embeddings
+                        ? ts_param(g, "cls.predictions.decoder.weight", TS_F32, 2, (int64_t[]){cfg->vocab_size, C},
+                                   ts_init_normal(cfg->initializer_range))
+                        : ts_lookup(g, "bert.embeddings.word_embeddings.weight"); /* tied decoder */
     ts_value bias = ts_param(g, "cls.predictions.bias", TS_F32, 1, (int64_t[]){cfg->vocab_size},
                              ts_init_zeros());
     return ts_add(g, bert_matmul(g, cfg, t, word, 0, 1), bias); /* [B, T, V] */

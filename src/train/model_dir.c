@@ -145,6 +145,7 @@ ts_status ts_bert_config_save(const char *path, const ts_bert_config *cfg, const
     cJSON_AddNumberToObject(j, "layer_norm_eps", short_float(cfg->layer_norm_eps));
     cJSON_AddNumberToObject(j, "initializer_range", short_float(cfg->initializer_range));
     cJSON_AddStringToObject(j, "position_embedding_type", "absolute");
+    if (cfg->untie_word_embeddings) cJSON_AddBoolToObject(j, "tie_word_embeddings", 0);
     if (meta->nlabels > 0) {
         cJSON *id2 = cJSON_AddObjectToObject(j, "id2label"), *l2 = cJSON_AddObjectToObject(j, "label2id");
         for (int i = 0; i < meta->nlabels; i++) {
