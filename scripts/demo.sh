@@ -13,7 +13,10 @@
 #      starts from a random initialisation (MAIN_INIT=random), not the pretrained model: on split
 #      seed 1, two epochs from the pretrained model scored 96.56%, from random weights 97.97%
 #      (seeds 2 and 7, from random weights: 97.53%, 97.80%); minutes of pretraining on two cores
-#      leave a model that fine-tunes worse than random weights (README, under `make demo`);
+#      leave a model that fine-tunes worse than random weights (README, under `make demo`). Two
+#      such runs (training seeds 42, 43) are scored as an ensemble: on seeds 1 / 2 the runs scored
+#      97.97 / 97.80% and 97.53 / 98.06%, their ensembles 97.97% and 97.89%, above the pairs'
+#      averages; three epochs of one run instead: 97.80% and 97.80%;
 #   6. classify a few example mails with it (`tessera predict`).
 #
 #   bash scripts/install-deps.sh   # once: fetches data/text/*.txt and data/spam/spam.tsv
@@ -27,7 +30,9 @@
 # the training mails], SPLIT_SEED [42], FEW [200], VOCAB_SIZE [16000], LAYERS [2], HIDDEN [128],
 # HEADS [2], INTERMEDIATE [512], MAX_LEN [128], PRETRAIN_MINUTES [3], PRETRAIN_STEPS [100000: the
 # time limit ends it first], EVAL_EVERY [50], FEW_EPOCHS [20], EPOCHS [2], FINETUNE_MINUTES [3],
-# MAIN_INIT [random, or pretrained: where the spam filter starts], THREADS [0: all cores].
+# MAIN_INIT [random, or pretrained: where the spam filter starts], MEMBERS [2: fine-tuning runs
+# (seeds 42, 43, ...) scored as one ensemble, the mean of their class probabilities], THREADS
+# [0: all cores].
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -48,6 +53,7 @@ FEW_EPOCHS="${FEW_EPOCHS:-20}"
 EPOCHS="${EPOCHS:-2}"
 FINETUNE_MINUTES="${FINETUNE_MINUTES:-3}"
 MAIN_INIT="${MAIN_INIT:-random}"
+MEMBERS="${MEMBERS:-2}"
 THREADS="${THREADS:-0}"
 TESSERA="$BUILD/tessera"
 
@@ -56,15 +62,16 @@ for f in "$SPAM" "${texts[@]}"; do
     [ -f "$f" ] || { echo "demo: $f is missing; run: bash scripts/install-deps.sh" >&2; exit 1; }
 done
 step() { printf '\n== %s\n' "$*"; }
-# The accuracy a `tessera finetune`, `eval` or `bow` run printed last ("test accuracy 97.36%").
-accuracy() { grep -o 'accuracy [0-9.]*%' "$1" | tail -1 | cut -d' ' -f2; }
+# The accuracy a `tessera finetune`, `eval` or `bow` run printed last ("test accuracy 97.36%",
+# "accuracy (ensemble of 2 models) 97.89%").
+accuracy() { grep -oE 'accuracy( \(ensemble of [0-9]+ models\))? [0-9.]+%' "$1" | tail -1 | awk '{print $NF}'; }
 t0=$SECONDS
 
 step "build"
 [ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j "$(nproc 2>/dev/null || echo 2)" --target tessera_cli >/dev/null
 mkdir -p "$DEMO_DIR"
-rm -rf "$DEMO_DIR/split" "$DEMO_DIR/pretrained" "$DEMO_DIR"/few-* "$DEMO_DIR/spam-model"
+rm -rf "$DEMO_DIR/split" "$DEMO_DIR/pretrained" "$DEMO_DIR"/few-* "$DEMO_DIR"/spam-model*
 S="$DEMO_DIR/split"
 
 step "split: $SPAM deduplicated, 20% held out (split seed $SPLIT_SEED), $FEW training mails as a small labelled set"
@@ -95,17 +102,22 @@ step "... and a bag-of-words logistic regression on the same $FEW mails"
     tee "$DEMO_DIR/few-bow.log"
 
 init=() start="the pretrained model"
-[ "$MAIN_INIT" = pretrained ] || init=(--random-init) start="a random initialisation"
-step "the spam filter: BERT $LAYERS x $HIDDEN from $start, fine-tuned on all the training mails ($EPOCHS epochs)"
-"$TESSERA" finetune --model "$DEMO_DIR/pretrained" "${init[@]}" --train "$S/train.tsv" --dev "$S/test.tsv" \
-    --out "$DEMO_DIR/spam-model" --epochs "$EPOCHS" --max-minutes "$FINETUNE_MINUTES" --test-every 0 --batch 16 \
-    --max-len "$MAX_LEN" --lr 5e-4 --seed 42 --threads "$THREADS"
-"$TESSERA" eval --model "$DEMO_DIR/spam-model" --data "$S/test.tsv" --threads "$THREADS" | tee "$DEMO_DIR/eval.log"
+[ "$MAIN_INIT" = pretrained ] || init=(--random-init) start="random weights"
+models=()
+for ((m = 1; m <= MEMBERS; m++)); do
+    step "the spam filter, $m of $MEMBERS: BERT $LAYERS x $HIDDEN from $start, fine-tuned on all the training mails ($EPOCHS epochs, seed $((41 + m)))"
+    "$TESSERA" finetune --model "$DEMO_DIR/pretrained" "${init[@]}" --train "$S/train.tsv" --dev "$S/test.tsv" \
+        --out "$DEMO_DIR/spam-model-$m" --epochs "$EPOCHS" --max-minutes "$FINETUNE_MINUTES" --test-every 0 --batch 16 \
+        --max-len "$MAX_LEN" --lr 5e-4 --seed $((41 + m)) --threads "$THREADS"
+    models+=("$DEMO_DIR/spam-model-$m")
+done
+step "the spam filter: the $MEMBERS models as one ensemble on the held-out mails, and a bag-of-words model"
+"$TESSERA" eval --model "${models[@]}" --data "$S/test.tsv" --threads "$THREADS" | tee "$DEMO_DIR/eval.log"
 "$TESSERA" bow --vocab "$DEMO_DIR/vocab.txt" --train "$S/train.tsv" --test "$S/test.tsv" --threads "$THREADS" |
     tee "$DEMO_DIR/bow.log"
 
 step "predicting: a few mails the model has not seen"
-"$TESSERA" predict --model "$DEMO_DIR/spam-model" --threads "$THREADS" <<'MAILS'
+"$TESSERA" predict --model "${models[@]}" --threads "$THREADS" <<'MAILS'
 Hi Tom, the meeting moved to 3pm tomorrow. I attached the minutes from last week; could you check the budget numbers before then? Thanks, Anna
 CONGRATULATIONS!!! You have been selected to receive a FREE 7-day Caribbean cruise. Click here now to claim your prize, this offer expires in 24 hours!
 Has anyone got the new kernel to build on Red Hat 7.3? make fails with an undefined reference in the ALSA driver, and I could not find anything in the list archives.
@@ -113,7 +125,7 @@ Earn $5,000 a week working from home! No experience needed. To be removed from o
 MAILS
 
 step "summary (held-out mails of split seed $SPLIT_SEED)"
-printf '  %-62s %s\n' "spam filter: BERT from $start, all training mails" "$(accuracy "$DEMO_DIR/eval.log")" \
+printf '  %-62s %s\n' "spam filter: $MEMBERS BERTs from $start, all training mails" "$(accuracy "$DEMO_DIR/eval.log")" \
     "bag-of-words logistic regression on all training mails" "$(accuracy "$DEMO_DIR/bow.log")" \
     "$FEW labelled mails: BERT from the pretrained model" "$(accuracy "$DEMO_DIR/few-pretrained.log")" \
     "$FEW labelled mails: BERT from a random initialisation" "$(accuracy "$DEMO_DIR/few-random.log")" \

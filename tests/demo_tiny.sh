@@ -38,7 +38,7 @@ if [ -n "$(comm -12 <(tail -n +2 "$S/train.tsv" | sort) <(tail -n +2 "$S/test.ts
     fail "a held-out mail is also a training mail"
 fi
 grep -q 'held-out MLM accuracy' "$out" || { cat "$out"; fail "pretraining printed no held-out MLM accuracy"; }
-for what in "spam filter: BERT from a random" "bag-of-words logistic regression on all" \
+for what in "spam filter: 2 BERTs from random" "bag-of-words logistic regression on all" \
     "24 labelled mails: BERT from the pretrained" "24 labelled mails: BERT from a random" \
     "24 labelled mails: bag-of-words"; do
     grep -Eq "$what.* [0-9]+\.[0-9]+%\$" "$out" || { cat "$out"; fail "no figure for '$what'"; }
