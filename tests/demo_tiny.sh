@@ -40,7 +40,7 @@ fi
 grep -q 'held-out MLM accuracy' "$out" || { cat "$out"; fail "pretraining printed no held-out MLM accuracy"; }
 for what in "spam filter: 2 BERTs from random" "bag-of-words logistic regression on all" \
     "24 labelled mails: BERT from the pretrained" "24 labelled mails: BERT from a random" \
-    "24 labelled mails: bag-of-words"; do
+    "24 labelled mails: the same at lr 1e-3" "24 labelled mails: bag-of-words"; do
     grep -Eq "$what.* [0-9]+\.[0-9]+%\$" "$out" || { cat "$out"; fail "no figure for '$what'"; }
 done
 grep -q -- '--random-init: .* no weights loaded' "$out" || fail "the random-initialisation run loaded weights"
