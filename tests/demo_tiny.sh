@@ -27,7 +27,7 @@ for i in $(seq 1 300); do printf 'the meeting moved to %d. a free offer for numb
 
 out="$W/demo.log"
 BUILD="$BUILD" DEMO_DIR="$W/demo" SPAM="$W/spam.tsv" TEXTS="$W/text.txt" FEW=24 VOCAB_SIZE=200 \
-    LAYERS=1 HIDDEN=32 HEADS=2 INTERMEDIATE=64 MAX_LEN=32 PRETRAIN_STEPS=10 EVAL_EVERY=5 \
+    LAYERS=1 HIDDEN=32 HEADS=2 INTERMEDIATE=64 MAX_LEN=32 MAIN_LEN=48 PRETRAIN_STEPS=10 EVAL_EVERY=5 \
     FEW_EPOCHS=2 EPOCHS=2 THREADS=2 bash "$ROOT/scripts/demo.sh" >"$out" 2>&1 || { cat "$out"; fail "demo.sh exited $?"; }
 
 S="$W/demo/split"

@@ -191,10 +191,16 @@ static void test_study_pieces(void) {
     read_into("sp/train.txt", buf, sizeof buf);
     CHECK(strstr(buf, " times\n\n"), "train.txt is not one document per row: %.200s", buf);
     /* finetune on the split files scores the same rows as finetune's own split */
+    /* pre has 32 positions: a random start may read longer sequences (it gets 48), a loaded one not */
     rc = tessera(NULL, "finetune --model pre --train sp/train.tsv --dev sp/test.tsv --out fa --max-steps 2 --batch 4 "
-                       "--max-len 32 --threads 1 --random-init --epochs 3 --test-every 0");
+                       "--max-len 48 --threads 1 --epochs 3 --test-every 0");
+    CHECK_FAILS(rc, "--max-len 48 exceeds the model's 32 positions");
+    rc = tessera(NULL, "finetune --model pre --train sp/train.tsv --dev sp/test.tsv --out fa --max-steps 2 --batch 4 "
+                       "--max-len 48 --threads 1 --random-init --epochs 3 --test-every 0");
     CHECK_RAN(rc, 0);
     CHECK(strstr(out_text, "--random-init: pre's shape and vocabulary, no weights loaded"), "random-init: %s", out_text);
+    read_into("fa/config.json", buf, sizeof buf);
+    CHECK(strstr(buf, "\"max_position_embeddings\":\t48"), "random-init --max-len 48: %s", buf);
     /* the classifier's parameters are all new: "N of N parameters new" */
     const char *p = strstr(out_text, "hidden, ");
     int a = -1, b = -2;
