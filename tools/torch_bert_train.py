@@ -80,7 +80,10 @@ class BertForPreTraining(nn.Module):
         pooled = torch.tanh(self.pool(x[:, 0]))
         if positions is not None:
             x = x.gather(1, positions[:, :, None].expand(-1, -1, x.shape[-1]))
-        h = self.tln(F.gelu(self.transform(x)))
+        # Under CPU autocast (torch 1.13) layer_norm runs in its input's dtype and refuses a bf16
+        # input with f32 weights; the encoder's LayerNorms get f32 from their residual adds, this
+        # one takes a bf16 product, so it is widened (a no-op in f32).
+        h = self.tln(F.gelu(self.transform(x)).float())
         logits = h @ self.word.weight.t() + self.mlm_bias
         mlm = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
         return mlm + F.cross_entropy(self.nsp(pooled), nsp_label)
