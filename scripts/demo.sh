@@ -5,16 +5,16 @@
 #   2. learn a WordPiece vocabulary from the Brown Corpus, WordNet glosses and the training mails;
 #   3. pretrain a small BERT (masked LM + next sentence) on the training mails' text, labels unused,
 #      for 4.5 minutes, in bf16 (f32 master weights) where the CPU multiplies bf16 natively
-#      (avx512_bf16; elsewhere bf16 goes through f32 and is slower than f32 itself), printing the held-out masked-LM accuracy as it
-#      climbs;
+#      (avx512_bf16; elsewhere bf16 goes through f32 and is slower than f32 itself), printing the
+#      held-out masked-LM accuracy as it climbs;
 #   4. what pretraining buys: fine-tune on only FEW (50) labelled mails, once from the pretrained
 #      model and once from a random initialisation of the same shape (same steps, same recipe:
 #      20 epochs, lr 5e-4), then the random start again at lr 1e-3 (its better rate on split seed
 #      1, so that the comparison is not won by the rate alone), beside a bag-of-words logistic
 #      regression (`tessera bow`) on the same FEW mails. Why 50: on split seed 1, 4.5 minutes of
 #      pretraining bought +16 points on 50 mails (88.6% against 72.3% at lr 2e-4; at lr 5e-4,
-#      chosen then, 90.3% against 72.3%)
-#      but only about +2 on 200 (93.8% vs 91.7%, and that after 13 minutes of pretraining);
+#      chosen then, 90.3% against 72.3%) but only about +2 on 200 (93.8% vs 91.7%, and that after
+#      13 minutes of pretraining);
 #   5. the spam filter: fine-tune on all the training mails and score on the held-out ones beside
 #      the majority-class baseline (`tessera eval`), then the bag-of-words model on them too. It
 #      starts from a random initialisation (MAIN_INIT=random), not the pretrained model: on split
@@ -33,18 +33,17 @@
 #   make demo                      # or: bash scripts/demo.sh
 #
 # The recipe was chosen on other split seeds (1, 2, 7), never on the demo's (42); the README's
-# "What the demo shows" gives the figures behind each choice.
+# "What it prints, and what the figures mean" (under `make demo`) gives the figures behind it.
 #
 # Environment (defaults in brackets): BUILD [build], DEMO_DIR [$BUILD/demo], SPAM
 # [data/spam/spam.tsv], TEXTS [data/text/brown.txt data/text/wordnet.txt: vocabulary text besides
 # the training mails], SPLIT_SEED [42], FEW [50], VOCAB_SIZE [16000], LAYERS [2], HIDDEN [128],
-# HEADS [2], INTERMEDIATE [512], MAX_LEN [128], PRETRAIN_MINUTES [4.5], PRETRAIN_BF16 [auto: 1 on a CPU
-# with avx512_bf16, else 0; 1: pretrain with --bf16], PRETRAIN_STEPS [100000: the
-# time limit ends it first], EVAL_EVERY [50], FEW_EPOCHS [20], EPOCHS [2], FINETUNE_MINUTES [3],
-# MAIN_INIT [random, or pretrained: where the spam filter starts], MEMBERS [2: fine-tuning runs
-# (seeds 42, 43, ...) scored as one ensemble, the mean of their class probabilities], THREADS
-# [0: all cores], MAIN_LEN [256 from random weights, else
-# MAX_LEN: tokens the spam filter reads].
+# HEADS [2], INTERMEDIATE [512], MAX_LEN [128], PRETRAIN_MINUTES [4.5], PRETRAIN_BF16 [auto: 1 on
+# a CPU with avx512_bf16, else 0; 1: pretrain with --bf16], PRETRAIN_STEPS [100000: the time limit
+# ends it first], EVAL_EVERY [50], FEW_EPOCHS [20], EPOCHS [2], FINETUNE_MINUTES [3], MAIN_INIT
+# [random, or pretrained: where the spam filter starts], MEMBERS [2: fine-tuning runs (seeds 42,
+# 43, ...) scored as one ensemble, the mean of their class probabilities], THREADS [0: all cores],
+# MAIN_LEN [256 from random weights, else MAX_LEN: tokens the spam filter reads].
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -63,6 +62,8 @@ if [ "$PRETRAIN_BF16" = auto ]; then
     PRETRAIN_BF16=0
     grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null && PRETRAIN_BF16=1
 fi
+bf16=()
+[ "$PRETRAIN_BF16" = 1 ] && bf16=(--bf16)
 PRETRAIN_MINUTES="${PRETRAIN_MINUTES:-4.5}"
 PRETRAIN_STEPS="${PRETRAIN_STEPS:-100000}"
 EVAL_EVERY="${EVAL_EVERY:-50}"
@@ -102,7 +103,7 @@ step "pretraining: BERT $LAYERS x $HIDDEN on the training mails' text (no labels
 "$TESSERA" pretrain --vocab "$DEMO_DIR/vocab.txt" --corpus "$S/train.txt" --out "$DEMO_DIR/pretrained" \
     --layers "$LAYERS" --hidden "$HIDDEN" --heads "$HEADS" --intermediate "$INTERMEDIATE" --max-len "$MAX_LEN" \
     --batch 32 --lr 1e-3 --max-steps "$PRETRAIN_STEPS" --max-minutes "$PRETRAIN_MINUTES" --eval-every "$EVAL_EVERY" \
-    --untie-embeddings --threads "$THREADS" $([ "$PRETRAIN_BF16" = 1 ] && echo --bf16)
+    --untie-embeddings --threads "$THREADS" "${bf16[@]}"
 
 few() { # few NAME [finetune flags]: fine-tune on the FEW labelled mails, test on the held-out ones
     local name=$1

@@ -190,8 +190,8 @@ static void test_study_pieces(void) {
     }
     read_into("sp/train.txt", buf, sizeof buf);
     CHECK(strstr(buf, " times\n\n"), "train.txt is not one document per row: %.200s", buf);
-    /* finetune on the split files scores the same rows as finetune's own split */
-    /* pre has 32 positions: a random start may read longer sequences (it gets 48), a loaded one not */
+    /* finetune on the split files scores the same rows as finetune's own split. pre has 32
+     * positions: a random start may read longer sequences (it gets 48), a loaded model not. */
     rc = tessera(NULL, "finetune --model pre --train sp/train.tsv --dev sp/test.tsv --out fa --max-steps 2 --batch 4 "
                        "--max-len 48 --threads 1 --epochs 3 --test-every 0");
     CHECK_FAILS(rc, "--max-len 48 exceeds the model's 32 positions");
