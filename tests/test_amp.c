@@ -24,6 +24,7 @@
 #include "backend/cpu/cpu.h" /* the CPU backend's matmul kernel: which path a node takes */
 #include "core/core.h"        /* the scalar f16 conversions, reference for the bulk ones */
 #include "ops/op.h"           /* ts_node_add: a matmul with a bias and alpha */
+#include "runtime/program.h"  /* a compiled program's nodes: which matmuls were fused */
 
 enum { IN = 12, HID = 16, NCLS = 5, BIG = 8 };
 
@@ -579,12 +580,40 @@ static void test_bf16_matmul(void) {
             if (state && kk->release) kk->release(state);
         }
     }
-    ts_cpu_dev_release(&dev);
 
-    ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y0", "y1", "y2", "y3", "y4")});
-    CHECK(p != NULL, "compile: %s", ts_last_error());
+    /* unfused: each bf16 product rounded to bf16, then widened by its cast; fused (rule 5 of
+     * graph/passes/fuse.c): cast(matmul) is one matmul writing its f32 accumulation unrounded */
+    ts_program *p[2];
+    for (int f = 0; f < 2; f++) {
+        p[f] = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y0", "y1", "y2", "y3", "y4"), .no_fusion = !f});
+        CHECK(p[f] != NULL, "compile: %s", ts_last_error());
+    }
     ts_graph_free(g);
-    if (!p) return;
+    if (!p[0] || !p[1]) {
+        ts_program_free(p[0]);
+        ts_program_free(p[1]);
+        ts_cpu_dev_release(&dev);
+        return;
+    }
+    int f32_out[2] = {0, 0};
+    for (int f = 0; f < 2; f++)
+        for (int i = 0; i < p[f]->nsched; i++) {
+            const ts_node *n = &p[f]->g->nodes[p[f]->sched[i]];
+            f32_out[f] += n->op == TS_OP_MATMUL && n->attr.i[3] == 1 && p[f]->g->vals[n->out[0]].dtype == TS_F32;
+        }
+    CHECK(f32_out[0] == 0 && f32_out[1] == NY, "matmuls with an f32 product: %d unfused (want 0), %d fused (want %d)",
+          f32_out[0], f32_out[1], NY);
+    if (kk && kk->prepare && ts_cpu_dnnl_ready(&dev)) /* the f32-product nodes get a primitive too */
+        for (int i = 0; i < p[1]->nsched; i++) {
+            const ts_node *n = &p[1]->g->nodes[p[1]->sched[i]];
+            if (n->op != TS_OP_MATMUL) continue;
+            void *state = NULL;
+            size_t scratch = 0;
+            CHECK_OK(kk->prepare(&dev, p[1]->g, n, &state, &scratch));
+            CHECK(state != NULL, "fused bf16 matmul (node %d) gets no oneDNN primitive", p[1]->sched[i]);
+            if (state && kk->release) kk->release(state);
+        }
+    ts_cpu_dev_release(&dev);
     tu_rng r = tu_rng_seed(11);
     ts_tensor *ta = tu_rand_tensor(&r, DIMS(M, K), -2, 2), *tb = tu_rand_tensor(&r, DIMS(K, N), -2, 2);
     ts_tensor *tw = tu_rand_tensor(&r, DIMS(N, K), -2, 2), *tc = tu_rand_tensor(&r, DIMS(N), -2, 2);
@@ -593,54 +622,60 @@ static void test_bf16_matmul(void) {
     ts_tensor *tb4 = tu_rand_tensor(&r, DIMS(1, BT, K, N), -2, 2);
     const char *in_names[9] = {"a", "b", "w", "c", "a3", "at", "bb", "a4", "b4"};
     ts_tensor *ins[9] = {ta, tb, tw, tc, ta3, tat, tbb, ta4, tb4};
-    for (int i = 0; i < 9; i++) CHECK_OK(ts_program_feed(p, in_names[i], ins[i]));
-    CHECK_OK(ts_program_run(p));
-    int bad = 0, checked = 0;
-    double worst = 0, worst_beyond = 0; /* in bf16 ulps; beyond the summation-order allowance */
-    for (int i = 0; i < NY; i++) {
-        ts_tensor *out = TU_FETCH(p, names[i]);
-        if (!out) {
-            bad++;
-            continue;
-        }
-        int nb = i >= 2 ? (i == 4 ? 2 * BT : BT) : 1;
-        for (int q = 0; q < nb; q++)
-            for (int m = 0; m < M; m++)
-                for (int n = 0; n < N; n++) {
-                    double s = 0, sa = 0;
-                    for (int k = 0; k < K; k++) {
-                        float x, v;
-                        switch (i) {
-                        case 0: x = tu_f32(ta)[m * K + k], v = tu_f32(tb)[k * N + n]; break;
-                        case 1: x = tu_f32(ta)[m * K + k], v = tu_f32(tw)[n * K + k]; break;
-                        case 2: x = tu_f32(ta3)[(q * M + m) * K + k], v = tu_f32(tw)[n * K + k]; break;
-                        case 3: x = tu_f32(tat)[(q * K + k) * M + m], v = tu_f32(tbb)[(q * K + k) * N + n]; break;
-                        default: /* out [2, BT]: a4 [q / BT], b4 [q % BT] */
-                            x = tu_f32(ta4)[(q / BT * M + m) * K + k], v = tu_f32(tb4)[(q % BT * K + k) * N + n];
+    for (int f = 0; f < 2; f++) {
+        for (int i = 0; i < 9; i++) CHECK_OK(ts_program_feed(p[f], in_names[i], ins[i]));
+        CHECK_OK(ts_program_run(p[f]));
+        int bad = 0, checked = 0;
+        double worst = 0, worst_beyond = 0; /* in bf16 ulps (unfused) or f32 ulps (fused); beyond the
+                                             * summation-order allowance */
+        for (int i = 0; i < NY; i++) {
+            ts_tensor *out = TU_FETCH(p[f], names[i]);
+            if (!out) {
+                bad++;
+                continue;
+            }
+            int nb = i >= 2 ? (i == 4 ? 2 * BT : BT) : 1;
+            for (int q = 0; q < nb; q++)
+                for (int m = 0; m < M; m++)
+                    for (int n = 0; n < N; n++) {
+                        double s = 0, sa = 0;
+                        for (int k = 0; k < K; k++) {
+                            float x, v;
+                            switch (i) {
+                            case 0: x = tu_f32(ta)[m * K + k], v = tu_f32(tb)[k * N + n]; break;
+                            case 1: x = tu_f32(ta)[m * K + k], v = tu_f32(tw)[n * K + k]; break;
+                            case 2: x = tu_f32(ta3)[(q * M + m) * K + k], v = tu_f32(tw)[n * K + k]; break;
+                            case 3: x = tu_f32(tat)[(q * K + k) * M + m], v = tu_f32(tbb)[(q * K + k) * N + n]; break;
+                            default: /* out [2, BT]: a4 [q / BT], b4 [q % BT] */
+                                x = tu_f32(ta4)[(q / BT * M + m) * K + k], v = tu_f32(tb4)[(q % BT * K + k) * N + n];
+                            }
+                            s += (double)bf16(x) * bf16(v);
+                            sa += fabs((double)bf16(x) * bf16(v));
                         }
-                        s += (double)bf16(x) * bf16(v);
-                        sa += fabs((double)bf16(x) * bf16(v));
+                        s *= def[i].alpha, sa *= def[i].alpha;
+                        if (i <= 1) s += bf16(tu_f32(tc)[n]);
+                        if (i == 2) s += tu_f32(tc)[n];
+                        float want = f ? (float)s : bf16((float)s), got = tu_f32(out)[(q * M + m) * N + n];
+                        int e;
+                        frexpf(want != 0.f ? want : 1e-30f, &e);
+                        double ulp = ldexp(1.0, e - (f ? 24 : 8)), slack = ldexp(sa + fabs(s), -23) * K;
+                        double d = fabs((double)got - want);
+                        if (d / ulp > worst) worst = d / ulp;
+                        if ((d - slack) / ulp > worst_beyond) worst_beyond = (d - slack) / ulp;
+                        bad += d > ulp + slack || (!f && got != bf16(got));
+                        checked++;
                     }
-                    s *= def[i].alpha, sa *= def[i].alpha;
-                    if (i <= 1) s += bf16(tu_f32(tc)[n]);
-                    if (i == 2) s += tu_f32(tc)[n];
-                    float want = bf16((float)s), got = tu_f32(out)[(q * M + m) * N + n];
-                    int e;
-                    frexpf(want != 0.f ? want : 1e-30f, &e);
-                    double ulp = ldexp(1.0, e - 8), slack = ldexp(sa + fabs(s), -23) * K;
-                    double d = fabs((double)got - want);
-                    if (d / ulp > worst) worst = d / ulp;
-                    if ((d - slack) / ulp > worst_beyond) worst_beyond = (d - slack) / ulp;
-                    bad += d > ulp + slack || got != bf16(got);
-                    checked++;
-                }
-        ts_tensor_free(out);
+            ts_tensor_free(out);
+        }
+        printf("  %s: %d bf16 products: largest difference from %s %.2f %s ulp, %.2f beyond the summation-order "
+               "allowance\n", f ? "fused, f32 product" : "unfused", checked,
+               f ? "the f32 product" : "round_to_bf16(f32 product)", worst, f ? "f32" : "bf16", worst_beyond);
+        CHECK(bad == 0, "%s: %d of %d bf16 products differ from the reference by more than an ulp and the allowance",
+              f ? "fused" : "unfused", bad, checked);
     }
-    printf("  %d bf16 products: largest difference from round_to_bf16(f32 product) %.2f bf16 ulp, %.2f beyond the "
-           "summation-order allowance\n", checked, worst, worst_beyond);
-    CHECK(bad == 0, "%d of %d bf16 products differ from the reference by more than a bf16 ulp", bad, checked);
     for (int i = 0; i < 9; i++) ts_tensor_free(ins[i]);
-    ts_program_free(p);
+    ts_program_free(p[0]);
+    ts_program_free(p[1]);
 }
 
 static void test_bad_options(void) {

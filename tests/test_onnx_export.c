@@ -251,6 +251,14 @@ static void build_zoo(zoo *z) {
         at.f[0] = act == 1 ? 0.5f : 0.f;
         out(z, act_names[act], ts_node_add(g, TS_OP_MATMUL, 3, (int[]){x, w, wb}, &at, NULL)); /* [2, 3, 5] */
     }
+    { /* a bf16 product written out in f32 (i[3] = 1, as fusion rule 5 makes it) with an f32 bias */
+        ts_attrs at = {0};
+        at.i[1] = 1;
+        at.i[3] = 1;
+        at.ni = 4;
+        int in[3] = {ts_cast(g, x, TS_BF16), ts_cast(g, w, TS_BF16), wb};
+        out(z, "linear_bf16_f32", ts_node_add(g, TS_OP_MATMUL, 3, in, &at, NULL)); /* [2, 3, 5] f32 */
+    }
     out(z, "reshape", ts_reshape(g, x, 2, (int64_t[]){6, -1}));
     out(z, "transpose", ts_transpose(g, x, (int[]){2, 0, 1}));
     out(z, "concat", ts_concat(g, 2, (ts_value[]){x, ts_slice(g, x, 2, 1, 3)}, 2));

@@ -169,10 +169,17 @@ static void emit_matmul(exporter *e, const ts_node *n, const char *y) {
     float alpha = n->attr.f[0] == 0.f ? 1.f : n->attr.f[0];
     int has_bias = n->nin > 2 && n->in[2] >= 0;
     int64_t act = n->attr.i[2]; /* 1 gelu erf, 2 gelu tanh, 3 relu (ops/matmul.c) */
+    int f32_out = n->attr.i[3] != 0; /* bf16 operands, f32 product: MatMul in f32 on widened operands */
     const char *out = y;
     if (act) y = tmp(e);
     const char *a = n->attr.i[0] ? swap_last(e, n->in[0]) : vname(e, n->in[0]);
     const char *b = n->attr.i[1] ? swap_last(e, n->in[1]) : vname(e, n->in[1]);
+    if (f32_out) {
+        const char *wa = tmp(e), *wb = tmp(e);
+        ts_ox_attr_int(&e->b, ts_ox_node1(&e->b, "Cast", a, wa), "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+        ts_ox_attr_int(&e->b, ts_ox_node1(&e->b, "Cast", b, wb), "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+        a = wa, b = wb;
+    }
     const char *prod = alpha != 1.f || has_bias ? tmp(e) : y;
     ts_ox_node2(&e->b, "MatMul", a, b, prod);
     if (alpha != 1.f) {
@@ -180,7 +187,13 @@ static void emit_matmul(exporter *e, const ts_node *n, const char *y) {
         ts_ox_node2(&e->b, "Mul", prod, ts_ox_const_f32(&e->b, alpha), scaled);
         prod = scaled;
     }
-    if (has_bias) ts_ox_node2(&e->b, "Add", prod, vname(e, n->in[2]), y);
+    const char *bias = has_bias ? vname(e, n->in[2]) : NULL;
+    if (has_bias && f32_out && e->g->vals[n->in[2]].dtype != TS_F32) {
+        const char *wc = tmp(e);
+        ts_ox_attr_int(&e->b, ts_ox_node1(&e->b, "Cast", bias, wc), "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+        bias = wc;
+    }
+    if (has_bias) ts_ox_node2(&e->b, "Add", prod, bias, y);
     if (act) emit_unary(e, act == 3 ? TS_OP_RELU : TS_OP_GELU, act == 2, 0.f, 0.f, y, out);
 }
 

@@ -11,7 +11,7 @@
  *   [B, H, M, N]. Both operands have rank >= 2.
  *   dtypes: a and b both f32 -> f32, both bf16 -> bf16 or both f16 -> f16 (the 16-bit products
  *   accumulate in f32 and round once to the output dtype; an f16 result beyond +-65504 becomes
- *   +-inf). The bias is f32, or, for a 16-bit matmul, f32 or the operands' dtype.
+ *   +-inf); both bf16 with attr i[3] = 1 -> f32 (below). The bias is f32, or, for a 16-bit matmul, f32 or the operands' dtype.
  *
  * Attributes: i[0] = trans_a, i[1] = trans_b (0 / 1), f[0] = alpha. f[0] == 0 means alpha = 1, so
  * that zero-initialised attributes (ts_attrs at = {0}) give a plain product; a true alpha of 0 is
@@ -24,6 +24,12 @@
  *   training graph the GELU's backward reads it, so there it does not fuse; nor in a training
  *   program's recompute segments). An activated matmul therefore never reaches autodiff;
  *   grad_matmul refuses one with an error all the same.
+ * i[3] = 1: an f32 output for bf16 operands (the f32 accumulation is written out as it is, not
+ *   rounded to bf16); 0 (the default): the output has the operands' dtype. Also set by the fusion
+ *   pass only (rule 5: cast(matmul_bf16(a, b), f32) whose bf16 product nothing else reads), so
+ *   that autocast's bf16 product is not rounded and widened again, and the bias and activation
+ *   rules see an f32 product. f16 operands keep an f16 output (its overflow to inf is part of what
+ *   a loss scaler watches for).
  *
  * Gradients, with upstream G = d loss / d out [..., M, N]:
  *   d op(a) = alpha G op(b)^T          d op(b) = alpha op(a)^T G          d bias = sum of G
@@ -113,12 +119,18 @@ static ts_status infer_matmul(ts_graph *g, ts_node *n) {
     if (n->attr.i[2] < 0 || n->attr.i[2] > 3)
         return ts_err(TS_ERR_ARG, "op matmul: activation attribute i[2] = %lld; takes 0 (none), 1 (gelu erf), "
                       "2 (gelu tanh) or 3 (relu)", (long long)n->attr.i[2]);
+    if (n->attr.i[3] != 0 && n->attr.i[3] != 1)
+        return ts_err(TS_ERR_ARG, "op matmul: output attribute i[3] = %lld; takes 0 (the operands' dtype) or 1 (f32)",
+                      (long long)n->attr.i[3]);
     if (a->ndim < 2 || b->ndim < 2)
         return ts_err(TS_ERR_SHAPE, "op matmul: operands need rank >= 2, got a %s and b %s",
                       VS(g, n->in[0]), VS(g, n->in[1]));
     if (a->dtype != b->dtype || (a->dtype != TS_F32 && a->dtype != TS_BF16 && a->dtype != TS_F16))
         return ts_err(TS_ERR_DTYPE, "op matmul: a %s and b %s must both be f32, both bf16 or both f16",
                       VS(g, n->in[0]), VS(g, n->in[1]));
+    if (n->attr.i[3] && a->dtype != TS_BF16)
+        return ts_err(TS_ERR_DTYPE, "op matmul: output attribute i[3] = 1 (f32 output) needs bf16 operands, got a %s",
+                      VS(g, n->in[0]));
     mm_geom q;
     mm_geom_init(&q, a, b, ta, tb);
     if (q.Ka != q.Kb)
@@ -142,7 +154,7 @@ static ts_status infer_matmul(ts_graph *g, ts_node *n) {
                           VS(g, n->in[2]), (long long)q.N, VS(g, n->in[0]), VS(g, n->in[1]));
     }
     ts_val *o = &g->vals[n->out[0]];
-    o->dtype = a->dtype;
+    o->dtype = n->attr.i[3] ? TS_F32 : a->dtype;
     o->ndim = nd;
     memcpy(o->shape, q.bshape, sizeof(int64_t) * (size_t)q.nb);
     o->shape[nd - 2] = q.M;
@@ -193,6 +205,9 @@ static ts_status grad_matmul(ts_graph *g, const ts_node *n, const ts_value *gout
         return ts_err(TS_ERR_UNSUPPORTED, "op matmul: no gradient for a matmul with a fused activation "
                       "(i[2] = %lld); the fusion pass makes those after ts_backward, in compiled programs only",
                       (long long)n->attr.i[2]);
+    if (n->attr.i[3] != 0) /* never reached either: rule 5 of the fusion pass */
+        return ts_err(TS_ERR_UNSUPPORTED, "op matmul: no gradient for a bf16 matmul with an f32 output (i[3] = 1); "
+                      "the fusion pass makes those after ts_backward, in compiled programs only");
     if (G == TS_NONE) return TS_OK;
     const ts_val *av = &g->vals[A], *bv = &g->vals[B]; /* valid until the first node is added */
     mm_geom q;
@@ -254,7 +269,7 @@ static ts_status matmul_kernel(const ts_kargs *k) {
     const ts_val *av = &g->vals[n->in[0]], *bv = &g->vals[n->in[1]];
     mm_geom q;
     mm_geom_init(&q, av, bv, n->attr.i[0] != 0, n->attr.i[1] != 0);
-    ts_dtype dt = av->dtype;
+    ts_dtype dt = av->dtype, odt = g->vals[n->out[0]].dtype;
     ts_dtype bias_dt = n->nin > 2 && n->in[2] >= 0 ? g->vals[n->in[2]].dtype : TS_F32;
     const void *A = k->in[0], *B = k->in[1], *C = n->nin > 2 ? k->in[2] : NULL;
     void *O = k->out[0];
@@ -305,8 +320,8 @@ static ts_status matmul_kernel(const ts_kargs *k) {
                 if (act) ts_unary_f32(act_op, act_tanh, 0.f, 0.f, ci, ci, nbk); /* <= 64: this thread */
                 for (int64_t j = 0; j < nbk; j++) {
                     float v = ci[j];
-                    if (dt == TS_BF16) ((uint16_t *)O)[row + j] = ts_f32_bf16(v);
-                    else if (dt == TS_F16) ((uint16_t *)O)[row + j] = ts_f32_f16(v);
+                    if (odt == TS_BF16) ((uint16_t *)O)[row + j] = ts_f32_bf16(v);
+                    else if (odt == TS_F16) ((uint16_t *)O)[row + j] = ts_f32_f16(v);
                     else ((float *)O)[row + j] = v;
                 }
             }

@@ -165,8 +165,32 @@ static int fuse_matmul_act(fuse_ctx *c, int i) {
     return 1;
 }
 
-/* matmul_act: whether rule 4 may run. Only tessera's own CPU backend knows the activation
- * attribute of a matmul; a plugin backend (include/tessera_backend.h) that runs "matmul" may not,
+/* 5. bf16 matmul with an f32 product: cast(matmul(a, b[, bias]), f32) with a, b bf16 (autocast's
+ * pattern, models/bert.c matmul_in) -> the matmul with attr i[3] = 1, whose f32 accumulation is
+ * written out without the rounding to bf16 and the widening back (ops/matmul.c): one pass over the
+ * product fewer, a result closer to the exact one, and an f32 product that rules 1 and 4 can then
+ * fold the bias and the activation into (index order: the add and the GELU come after the cast).
+ * The bf16 product must be read by nothing else; matmul's backward reads its operands, not its
+ * product, so this fires in training graphs too (in recompute segments alike for the original and
+ * its clone, which stay bit-equal). f16 products are left as they are: their overflow to inf is
+ * a loss scaler's signal. */
+static int fuse_matmul_f32_out(fuse_ctx *c, int i) {
+    ts_graph *g = c->g;
+    const ts_node *n = &g->nodes[i];
+    if (n->op != TS_OP_CAST || n->nin != 1 || g->vals[n->out[0]].dtype != TS_F32) return 0;
+    int p = fusable_producer(c, n->in[0], i);
+    if (p < 0) return 0;
+    const ts_node *m = &g->nodes[p];
+    if (m->op != TS_OP_MATMUL || m->attr.i[3] != 0 || g->vals[n->in[0]].dtype != TS_BF16) return 0;
+    ts_node r = *m;
+    r.attr.i[3] = 1;
+    if (r.attr.ni < 4) r.attr.ni = 4;
+    absorb(c, i, p, &r);
+    return 1;
+}
+
+/* matmul_act: whether rules 4 and 5 may run. Only tessera's own CPU backend knows the activation
+ * and output attributes of a matmul; a plugin backend (include/tessera_backend.h) that runs "matmul" may not,
  * so the runtime passes 0 when any device of the program is not the built-in CPU backend. */
 int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int matmul_act) {
     fuse_ctx c = {g, alive, pinned, calloc((size_t)(g->nvals ? g->nvals : 1), sizeof(int)), 0};
@@ -183,8 +207,8 @@ int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int matmul_
     int removed = 0;
     for (int i = 0; i < g->nnodes; i++) {
         if (!alive[i]) continue;
-        removed += fuse_matmul_bias(&c, i) || fuse_matmul_scale(&c, i) || (matmul_act && fuse_matmul_act(&c, i)) ||
-                   fuse_unary_chain(&c, i);
+        removed += fuse_matmul_bias(&c, i) || fuse_matmul_scale(&c, i) ||
+                   (matmul_act && (fuse_matmul_act(&c, i) || fuse_matmul_f32_out(&c, i))) || fuse_unary_chain(&c, i);
     }
     free(c.uses);
     return removed;
