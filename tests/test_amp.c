@@ -575,7 +575,7 @@ static void test_bf16_matmul(void) {
         for (int i = 0; i < NY; i++) {
             void *state = NULL;
             size_t scratch = 0;
-            CHECK_OK(kk->prepare(&dev, g, &g->nodes[g->vals[y[i]].node], &state, &scratch));
+            CHECK_OK(kk->prepare(&dev, &(ts_plan){.g = g}, &g->nodes[g->vals[y[i]].node], &state, &scratch));
             CHECK(state != NULL, "bf16 matmul y%d gets no oneDNN primitive (the reference kernel would run)", i);
             if (state && kk->release) kk->release(state);
         }
@@ -609,7 +609,7 @@ static void test_bf16_matmul(void) {
             if (n->op != TS_OP_MATMUL) continue;
             void *state = NULL;
             size_t scratch = 0;
-            CHECK_OK(kk->prepare(&dev, p[1]->g, n, &state, &scratch));
+            CHECK_OK(kk->prepare(&dev, &(ts_plan){.g = p[1]->g}, n, &state, &scratch));
             CHECK(state != NULL, "fused bf16 matmul (node %d) gets no oneDNN primitive", p[1]->sched[i]);
             if (state && kk->release) kk->release(state);
         }

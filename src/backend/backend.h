@@ -47,6 +47,11 @@ typedef struct ts_plan {
     /* ts_compile_opts.profile: per scheduled node, the nanoseconds spent in its kernel and its
      * calls, added to at each execute (runtime/profile.c); NULL: not profiled */
     uint64_t *prof_ns, *prof_calls;
+    /* Non-NULL when no node of the program writes a parameter or constant (no optimizer update:
+     * an inference program, not a pipeline stage): then they change only between runs, through
+     * ts_value_write, which bumps *param_gen. A kernel may keep something derived from a weight
+     * (backend/cpu/matmul_dnnl.c: a blocked copy) and remake it when *param_gen moves. */
+    const uint64_t *param_gen;
 } ts_plan;
 
 /* A monotonic clock in nanoseconds (runtime/profile.c). */

@@ -29,6 +29,7 @@ typedef struct ts_kargs {
     uint64_t step;
     void *state;
     void *device;          /* the backend's context of the device it runs on */
+    uint64_t param_gen;    /* the plan's *param_gen (0 without one): moves when weights were written */
 } ts_kargs;
 
 enum {

@@ -389,10 +389,13 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
     if (check_supported(p) != TS_OK) goto error;
     size_t ws = 0;
     ts_set_threads(o.num_threads);
+    /* frozen: no scheduled node writes persistent memory, so parameters change only between runs */
+    int frozen = !spec;
+    for (int i = 0; i < p->nsched && frozen; i++) frozen = !(ts_op_get(g->nodes[p->sched[i]].op)->flags & TS_OPF_SIDE_EFFECT);
     for (int ph = 0; ph < p->nphases; ph++) {
         int b = p->phase_begin[ph], e = p->phase_begin[ph + 1];
         if (e == b) continue;
-        p->plan[ph] = (ts_plan){g, p->sched + b, e - b, p->vals, NULL, NULL};
+        p->plan[ph] = (ts_plan){g, p->sched + b, e - b, p->vals, NULL, NULL, frozen ? &p->param_gen : NULL};
         p->abi[ph] = (ts_abi_plan){sizeof(ts_abi_plan), nv, p->vals, e - b, p->nodes + b, &p->plan[ph]};
         size_t need = 0;
         if (dev->api->compile(dev->ctx, &p->abi[ph], &need, &p->exe[ph]) != TS_OK) goto error;

@@ -113,6 +113,7 @@ ts_status ts_value_read(const ts_program *p, int v, void *host) {
 }
 
 ts_status ts_value_write(ts_program *p, int v, const void *host) {
+    p->param_gen++; /* whatever a kernel derived from the old bytes is stale (ts_plan.param_gen) */
     if (p->pipe) return ts_pipeline_write(p, v, host);
     return ts_dev_copy_in(p->dev, p->vals[v].buf, host, ts_val_bytes(&p->g->vals[v]));
 }

@@ -59,6 +59,7 @@ struct ts_program {
     ts_memory mem;
     ts_pipeline *pipe;        /* a pipelined program: the stages do the work (pipeline.c) */
     struct ts_profile *prof;  /* ts_compile_opts.profile: what the runs took (profile.c); NULL: off */
+    uint64_t param_gen;       /* bumped by every ts_value_write (see ts_plan.param_gen) */
 };
 
 /* What a pipeline asks of one stage's program (NULL for a plain program). */

@@ -464,7 +464,8 @@ static ts_status dw_forward(const ts_kargs *k) {
 
 /* ------------------------------------------------------------------ kernel entry points */
 
-static ts_status conv_prepare(ts_cpu_dev *dev, const ts_graph *g, const ts_node *n, void **state, size_t *scratch) {
+static ts_status conv_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, void **state, size_t *scratch) {
+    const ts_graph *g = plan->g;
     *state = NULL;
     *scratch = 0;
     const char *ref = getenv("TS_CONV_REFERENCE");

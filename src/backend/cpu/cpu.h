@@ -25,12 +25,16 @@ static inline void *ts_cpu_ptr(ts_buffer b) { return (char *)b.mem + b.offset; }
 
 typedef struct ts_cpu_kernel {
     int op;
-    /* Called once at compile time on device dev: build per-node state and report scratch bytes.
-     * Optional. */
-    ts_status (*prepare)(ts_cpu_dev *dev, const ts_graph *g, const ts_node *n, void **state, size_t *scratch);
+    /* Called once at compile time on device dev for node n of plan: build per-node state and
+     * report scratch bytes. Optional. */
+    ts_status (*prepare)(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, void **state, size_t *scratch);
     ts_status (*run)(const ts_kargs *a); /* a->device is the ts_cpu_dev */
     void (*release)(void *state);        /* optional */
 } ts_cpu_kernel;
+
+/* Whether a matmul node's state (from the matmul kernel's prepare) keeps a prepacked copy of its
+ * weights (matmul_dnnl.c); for tests. */
+int ts_cpu_matmul_prepacked(const void *state);
 
 /* The kernel the CPU backend uses for op, or NULL for the reference one. */
 const ts_cpu_kernel *ts_cpu_kernel_for(int op);

@@ -138,7 +138,7 @@ static ts_status cpu_compile(void *dev, const ts_abi_plan *abi, size_t *workspac
         size_t need = 0;
         cp->kern[i] = ts_cpu_kernel_for(n->op);
         if (cp->kern[i] && cp->kern[i]->prepare) {
-            ts_status s = cp->kern[i]->prepare(dev, plan->g, n, &cp->state[i], &need);
+            ts_status s = cp->kern[i]->prepare(dev, plan, n, &cp->state[i], &need);
             if (s != TS_OK) { cpu_release(dev, cp); return s; }
         } else if (!cp->kern[i] && d->scratch) {
             need = d->scratch(plan->g, n);
@@ -165,6 +165,7 @@ static ts_status cpu_execute(void *dev, void *exe, const ts_abi_plan *abi, ts_bu
     a.scratch_bytes = a.scratch ? cp->ws : 0;
     a.step = step;
     a.device = dev;
+    a.param_gen = plan->param_gen ? *plan->param_gen : 0;
     for (int i = 0; i < plan->nsched; i++) {
         const ts_node *n = &plan->g->nodes[plan->sched[i]];
         a.node = n;

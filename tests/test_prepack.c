@@ -1,0 +1,199 @@
+/*
+ * test_prepack.c — prepacked matmul weights (backend/cpu/matmul_dnnl.c): in a program whose
+ * weights change only between runs, the CPU backend keeps each weight's copy in oneDNN's blocked
+ * layout and remakes it when a weight is written. These cases check that
+ *  - a program without optimizer updates gets a frozen-weights plan (ts_plan.param_gen), and a
+ *    training program does not;
+ *  - the outputs are the product of the weights in the program now: after ts_program_set_param
+ *    and after ts_program_load (a stale blocked copy would give the old product);
+ *  - prepacked and plain weights (TS_MATMUL_PLAIN_WEIGHTS=1) agree to f32 rounding.
+ */
+#include "test_util.h"
+
+#include "backend/cpu/cpu.h"  /* the matmul kernel's state: whether it holds a blocked copy */
+#include "runtime/program.h"  /* a compiled program's plans */
+
+enum { B = 2, T = 64, K = 96, N = 128, N2 = 80 };
+
+/* y = (x w1^T + b1) w2: w1 [N, K] as a Linear stores it (trans_b), w2 [N, N2] untransposed. */
+static ts_graph *model(void) {
+    ts_graph *g = ts_graph_new();
+    ts_graph_set_seed(g, 3);
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(B, T, K));
+    ts_value w1 = ts_param(g, "w1", TS_F32, DIMS(N, K), ts_init_normal(0.2f));
+    ts_value b1 = ts_param(g, "b1", TS_F32, DIMS(N), ts_init_normal(0.5f));
+    ts_value w2 = ts_param(g, "w2", TS_F32, DIMS(N, N2), ts_init_normal(0.2f));
+    ts_value h = ts_add(g, ts_matmul(g, x, w1, 0, 1), b1);
+    ts_name(g, ts_matmul(g, h, w2, 0, 0), "y");
+    return g;
+}
+
+/* The product in double from the program's own parameters; max |y - ref| / max(1, |ref|). */
+static double err_vs_params(ts_program *p, ts_tensor *xt, ts_tensor *yt) {
+    ts_tensor *w1 = NULL, *b1 = NULL, *w2 = NULL;
+    CHECK_OK(ts_program_get_param(p, "w1", &w1));
+    CHECK_OK(ts_program_get_param(p, "b1", &b1));
+    CHECK_OK(ts_program_get_param(p, "w2", &w2));
+    double worst = INFINITY;
+    if (w1 && b1 && w2) {
+        const float *x = ts_tensor_data(xt), *y = ts_tensor_data(yt), *a = ts_tensor_data(w1),
+                    *c = ts_tensor_data(b1), *d = ts_tensor_data(w2);
+        double *h = malloc(sizeof(double) * N);
+        worst = 0;
+        for (int r = 0; r < B * T; r++) {
+            for (int n = 0; n < N; n++) {
+                double s = c[n];
+                for (int k = 0; k < K; k++) s += (double)x[r * K + k] * a[n * K + k];
+                h[n] = s;
+            }
+            for (int m = 0; m < N2; m++) {
+                double s = 0;
+                for (int n = 0; n < N; n++) s += h[n] * d[n * N2 + m];
+                double e = fabs(y[r * N2 + m] - s) / (fabs(s) > 1 ? fabs(s) : 1);
+                if (!(e <= worst)) worst = e;
+            }
+        }
+        free(h);
+    }
+    ts_tensor_free(w1), ts_tensor_free(b1), ts_tensor_free(w2);
+    return worst;
+}
+
+static ts_tensor *run_y(ts_program *p, const ts_tensor *xt) {
+    CHECK_OK(ts_program_feed(p, "x", xt));
+    CHECK_OK(ts_program_run(p));
+    return TU_FETCH(p, "y");
+}
+
+/* How many of p's matmul nodes the kernel prepacks (prepare on the program's own plan). */
+static int count_prepacked(ts_program *p, int *nmatmul) {
+    ts_cpu_dev dev = {0};
+    const ts_cpu_kernel *kk = ts_cpu_kernel_for(TS_OP_MATMUL);
+    int packed = 0;
+    *nmatmul = 0;
+    if (kk && kk->prepare && ts_cpu_dnnl_ready(&dev))
+        for (int ph = 0; ph < p->nphases; ph++)
+            for (int i = p->phase_begin[ph]; i < p->phase_begin[ph + 1]; i++) {
+                const ts_node *n = &p->g->nodes[p->sched[i]];
+                if (n->op != TS_OP_MATMUL) continue;
+                void *state = NULL;
+                size_t scratch = 0;
+                CHECK_OK(kk->prepare(&dev, &p->plan[ph], n, &state, &scratch));
+                (*nmatmul)++;
+                packed += ts_cpu_matmul_prepacked(state);
+                if (state && kk->release) kk->release(state);
+            }
+    ts_cpu_dev_release(&dev);
+    return packed;
+}
+
+static void test_weights_written_between_runs(void) {
+    ts_graph *g = model();
+    ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y"), .inference = 1});
+    CHECK(p != NULL, "compile: %s", ts_last_error());
+    ts_graph_free(g);
+    if (!p) return;
+    CHECK(p->nphases >= 1 && p->plan[0].param_gen != NULL, "an inference program's plan has no param_gen");
+    int nmm = 0, packed = count_prepacked(p, &nmm);
+    printf("  %d of %d matmuls prepacked (oneDNN may keep a weight's own layout where that is its best)\n", packed,
+           nmm);
+    CHECK(nmm == 2, "%d matmul nodes, expected 2", nmm);
+
+    tu_rng r = tu_rng_seed(7);
+    ts_tensor *xt = tu_rand_tensor(&r, DIMS(B, T, K), -1, 1);
+    ts_tensor *y = run_y(p, xt);
+    double e0 = y ? err_vs_params(p, xt, y) : INFINITY;
+    ts_tensor_free(y);
+    y = run_y(p, xt); /* a second run reuses the blocked copies */
+    double e1 = y ? err_vs_params(p, xt, y) : INFINITY;
+    ts_tensor_free(y);
+
+    /* a new w1 through ts_program_set_param: the next run must multiply by it */
+    ts_tensor *w1n = tu_rand_tensor(&r, DIMS(N, K), -0.3, 0.3);
+    CHECK_OK(ts_program_set_param(p, "w1", w1n));
+    y = run_y(p, xt);
+    double e2 = y ? err_vs_params(p, xt, y) : INFINITY;
+    ts_tensor_free(y);
+
+    /* save, change w2, load the saved file back: the product of the saved weights again */
+    char path[] = "/tmp/ts_prepack_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd >= 0) close(fd);
+    CHECK_OK(ts_program_save(p, path, TS_F32));
+    y = run_y(p, xt);
+    ts_tensor *w2n = tu_rand_tensor(&r, DIMS(N, N2), -0.3, 0.3);
+    CHECK_OK(ts_program_set_param(p, "w2", w2n));
+    ts_tensor *y_changed = run_y(p, xt);
+    double e3 = y_changed ? err_vs_params(p, xt, y_changed) : INFINITY;
+    int nmissing = -1;
+    CHECK_OK(ts_program_load(p, path, TS_LOAD_STRICT, &nmissing));
+    ts_tensor *y_loaded = run_y(p, xt);
+    double e4 = y_loaded ? err_vs_params(p, xt, y_loaded) : INFINITY;
+    CHECK(y && y_loaded && tu_bitwise_equal(y, y_loaded), "after ts_program_load of the saved weights the output "
+          "differs from the one those weights gave before");
+    CHECK(y && y_changed && tu_max_abs_diff_f(tu_f32(y), tu_f32(y_changed), B * T * N2) > 1e-3,
+          "a new w2 did not change the output");
+    printf("  error vs the parameters' product: first run %.2e, second %.2e, new w1 %.2e, new w2 %.2e, "
+           "loaded %.2e\n", e0, e1, e2, e3, e4);
+    double worst = fmax(fmax(fmax(e0, e1), fmax(e2, e3)), e4);
+    CHECK(worst <= 1e-5, "an output is off the product of the program's current weights by %.3e", worst);
+    unlink(path);
+    ts_tensor_free(y), ts_tensor_free(y_changed), ts_tensor_free(y_loaded);
+    ts_tensor_free(w1n), ts_tensor_free(w2n), ts_tensor_free(xt);
+    ts_program_free(p);
+}
+
+/* Same weights, prepacked or read as stored: the same product up to f32 summation order. */
+static void test_packed_matches_plain(void) {
+    ts_program *p[2];
+    for (int k = 0; k < 2; k++) {
+        if (k) setenv("TS_MATMUL_PLAIN_WEIGHTS", "1", 1);
+        ts_graph *g = model();
+        p[k] = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y"), .inference = 1});
+        CHECK(p[k] != NULL, "compile: %s", ts_last_error());
+        ts_graph_free(g);
+    }
+    int nmm = 0, packed_plain = p[1] ? count_prepacked(p[1], &nmm) : -1;
+    unsetenv("TS_MATMUL_PLAIN_WEIGHTS");
+    CHECK(packed_plain == 0, "%d matmuls prepacked under TS_MATMUL_PLAIN_WEIGHTS=1", packed_plain);
+    if (p[0] && p[1]) {
+        tu_rng r = tu_rng_seed(9);
+        ts_tensor *xt = tu_rand_tensor(&r, DIMS(B, T, K), -1, 1);
+        ts_tensor *y0 = run_y(p[0], xt), *y1 = run_y(p[1], xt);
+        if (y0 && y1) {
+            double d = tu_max_abs_diff_f(tu_f32(y0), tu_f32(y1), B * T * N2);
+            printf("  prepacked vs plain: max |difference| %.2e\n", d);
+            CHECK(d <= 1e-4, "prepacked and plain weights differ by %.3e", d);
+        }
+        ts_tensor_free(y0), ts_tensor_free(y1), ts_tensor_free(xt);
+    }
+    ts_program_free(p[0]);
+    ts_program_free(p[1]);
+}
+
+/* A training program updates its weights inside the run: no frozen plan, nothing prepacked. */
+static void test_training_program_reads_weights_as_stored(void) {
+    ts_graph *g = model();
+    ts_value y = ts_lookup(g, "y");
+    ts_value loss = ts_name(g, ts_reduce_mean(g, ts_mul(g, y, y), 0, NULL, 0), "loss");
+    CHECK_OK(ts_backward(g, loss));
+    ts_optim_opts o = ts_optim_defaults(TS_OPTIM_SGD);
+    CHECK_OK(ts_optimizer(g, ts_scalar(g, 0.1f), &o));
+    ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("loss")});
+    CHECK(p != NULL, "compile: %s", ts_last_error());
+    ts_graph_free(g);
+    if (!p) return;
+    for (int ph = 0; ph < p->nphases; ph++)
+        CHECK(p->plan[ph].param_gen == NULL, "phase %d of a training program has a frozen-weights plan", ph);
+    int nmm = 0, packed = count_prepacked(p, &nmm);
+    CHECK(nmm >= 2 && packed == 0, "training program: %d of %d matmuls prepacked", packed, nmm);
+    ts_program_free(p);
+}
+
+int main(void) {
+    RUN(test_weights_written_between_runs);
+    RUN(test_packed_matches_plain);
+    RUN(test_training_program_reads_weights_as_stored);
+    return tu_finish("test_prepack");
+}
