@@ -697,7 +697,8 @@ int ts_program_copy_params(ts_program *dst, const ts_program *src);
 
 /* Memory a program holds, in bytes. */
 typedef struct ts_memory {
-    size_t params;          /* parameter buffers */
+    size_t params;          /* parameter buffers (and, in a program without optimizer updates, the
+                               kept casts of weights to a compute dtype: backend/cpu/cast_kept.c) */
     size_t grads;           /* parameter gradients kept to the end of the step */
     size_t optimizer_state; /* momentum / Adam moments */
     size_t activations;     /* the planned arena of every other intermediate */

@@ -6,7 +6,9 @@
  *    training program does not;
  *  - the outputs are the product of the weights in the program now: after ts_program_set_param
  *    and after ts_program_load (a stale blocked copy would give the old product);
- *  - prepacked and plain weights (TS_MATMUL_PLAIN_WEIGHTS=1) agree to f32 rounding.
+ *  - prepacked and plain weights (TS_MATMUL_PLAIN_WEIGHTS=1) agree to f32 rounding;
+ *  - autocast's bf16 copy of a weight is kept across runs (backend/cpu/cast_kept.c) in a buffer of
+ *    its own, and remade after the weight is written.
  */
 #include "test_util.h"
 
@@ -191,9 +193,80 @@ static void test_training_program_reads_weights_as_stored(void) {
     ts_program_free(p);
 }
 
+static float bf16(float x) {
+    uint16_t h;
+    float y;
+    ts_f32_to_bf16(&x, &h, 1);
+    ts_bf16_to_f32(&h, &y, 1);
+    return y;
+}
+
+/* y = x w^T as autocast computes it: both cast to bf16, the product in f32. The cast of w is a
+ * kept cast in an inference program (its own buffer, made again only after w is written), not in
+ * a training program. */
+static void test_kept_bf16_weight_cast(void) {
+    ts_graph *g = ts_graph_new();
+    ts_graph_set_seed(g, 4);
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(B, T, K));
+    ts_value w = ts_param(g, "w", TS_F32, DIMS(N, K), ts_init_normal(0.2f));
+    ts_value wc = ts_cast(g, w, TS_BF16);
+    ts_value y = ts_name(g, ts_cast(g, ts_matmul(g, ts_cast(g, x, TS_BF16), wc, 0, 1), TS_F32), "y");
+    ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y"), .inference = 1});
+    CHECK(p != NULL, "compile: %s", ts_last_error());
+    ts_value loss = ts_name(g, ts_reduce_mean(g, ts_mul(g, y, y), 0, NULL, 0), "loss");
+    CHECK_OK(ts_backward(g, loss));
+    ts_optim_opts o = ts_optim_defaults(TS_OPTIM_SGD);
+    CHECK_OK(ts_optimizer(g, ts_scalar(g, 0.1f), &o));
+    ts_program *pt = ts_compile(g, &(ts_compile_opts){TU_FETCHES("loss")});
+    CHECK(pt != NULL, "compile: %s", ts_last_error());
+    ts_graph_free(g);
+    if (!p || !pt) {
+        ts_program_free(p), ts_program_free(pt);
+        return;
+    }
+    CHECK(p->owned[wc] == 1, "the inference program's bf16 copy of w is not in a buffer of its own");
+    CHECK(pt->owned[wc] == 0, "the training program keeps its bf16 copy of w (w changes inside every run)");
+    int nmm = 0, packed = count_prepacked(p, &nmm);
+    printf("  bf16: %d of %d matmuls prepacked\n", packed, nmm);
+
+    tu_rng r = tu_rng_seed(5);
+    ts_tensor *xt = tu_rand_tensor(&r, DIMS(B, T, K), -1, 1);
+    double worst = 0;
+    for (int round = 0; round < 3; round++) { /* first run, a run on the kept copy, a run after a new w */
+        if (round == 2) {
+            ts_tensor *wn = tu_rand_tensor(&r, DIMS(N, K), -0.3, 0.3);
+            CHECK_OK(ts_program_set_param(p, "w", wn));
+            ts_tensor_free(wn);
+        }
+        ts_tensor *yt = run_y(p, xt), *wt = NULL;
+        CHECK_OK(ts_program_get_param(p, "w", &wt));
+        if (yt && wt) {
+            const float *xv = tu_f32(xt), *wv = tu_f32(wt), *yv = tu_f32(yt);
+            for (int row = 0; row < B * T; row++)
+                for (int n = 0; n < N; n++) {
+                    double s = 0, sa = 0;
+                    for (int k = 0; k < K; k++) {
+                        double t = (double)bf16(xv[row * K + k]) * bf16(wv[n * K + k]);
+                        s += t, sa += fabs(t);
+                    }
+                    double e = fabs(yv[row * N + n] - s) / (sa > 1 ? sa : 1);
+                    if (!(e <= worst)) worst = e;
+                }
+        } else {
+            worst = INFINITY;
+        }
+        ts_tensor_free(yt), ts_tensor_free(wt);
+    }
+    printf("  bf16: largest |y - product of the bf16-rounded operands| / sum |terms|: %.2e\n", worst);
+    CHECK(worst <= 1e-5, "bf16 output off the product of the current w by %.3e (a stale bf16 copy?)", worst);
+    ts_tensor_free(xt);
+    ts_program_free(p), ts_program_free(pt);
+}
+
 int main(void) {
     RUN(test_weights_written_between_runs);
     RUN(test_packed_matches_plain);
     RUN(test_training_program_reads_weights_as_stored);
+    RUN(test_kept_bf16_weight_cast);
     return tu_finish("test_prepack");
 }

@@ -52,6 +52,11 @@ typedef struct ts_plan {
      * ts_value_write, which bumps *param_gen. A kernel may keep something derived from a weight
      * (backend/cpu/matmul_dnnl.c: a blocked copy) and remake it when *param_gen moves. */
     const uint64_t *param_gen;
+    /* Per value, 1 for a kept cast of a weight: in a forward-only program with param_gen, a cast
+     * of a parameter or constant (autocast's bf16 copy) has a buffer of its own that keeps it
+     * across runs, and the CPU backend remakes it only on the first run after a weight was written
+     * (backend/cpu/cast_kept.c). NULL: none. */
+    const uint8_t *kept;
 } ts_plan;
 
 /* A monotonic clock in nanoseconds (runtime/profile.c). */

@@ -47,6 +47,7 @@ void ts_program_free(ts_program *p) {
     free(p->nodes);
     free(p->fetch);
     free(p->params);
+    free(p->kept);
     if (p->fetch_host)
         for (int i = 0; i < p->nfetch; i++) free(p->fetch_host[i]);
     free(p->fetch_host);
@@ -156,12 +157,13 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
     int nv = g->nvals;
     uint8_t *pinned = calloc((size_t)nv, 1), *alive = malloc((size_t)(g->nnodes ? g->nnodes : 1));
     uint8_t *in_arena = calloc((size_t)nv, 1), *used = calloc((size_t)nv, 1), *is_grad = calloc((size_t)nv, 1);
+    uint8_t *kept = p->kept = calloc((size_t)nv ? (size_t)nv : 1, 1); /* the plans point at it */
     int *until = malloc(sizeof(int) * (size_t)(nv ? nv : 1)), *nslot = calloc((size_t)nv, sizeof(int));
     p->vals = calloc((size_t)nv, sizeof *p->vals);
     p->owned = calloc((size_t)nv, 1);
     p->fetch = malloc(sizeof(int) * (size_t)(o.nfetch + 1));
     p->params = malloc(sizeof(int) * (size_t)(nv + 1));
-    if (!pinned || !alive || !in_arena || !used || !is_grad || !until || !nslot || !p->vals || !p->owned || !p->fetch ||
+    if (!pinned || !alive || !in_arena || !used || !is_grad || !kept || !until || !nslot || !p->vals || !p->owned || !p->fetch ||
         !p->params)
         abort();
     for (int v = 0; v < nv; v++) until[v] = -1;
@@ -235,7 +237,23 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
     p->phase_begin[p->nphases] = p->nsched;
     for (int s = 0; s < p->nsched; s++) abi_node(g, &g->nodes[p->sched[s]], &p->nodes[s]);
 
-    /* which values live in the arena: every op output except parameter gradients and slotted ones */
+    /* frozen: no scheduled node writes persistent memory, so parameters change only between runs
+     * (ts_plan.param_gen); then in a forward-only program the casts of weights are kept across runs
+     * (ts_plan.kept; not with a backward, where recompute clones casts to keep less) */
+    int frozen = !spec, forward_only = 1, nkept = 0;
+    for (int s = 0; s < p->nsched; s++) {
+        int id = p->sched[s], op = g->nodes[id].op;
+        if (ts_op_get(op)->flags & TS_OPF_SIDE_EFFECT) frozen = 0;
+        if (ts_node_phase(g, id, op == TS_OP_ACCUM_GRAD) != 0) forward_only = 0;
+    }
+    for (int s = 0; s < p->nsched && frozen && forward_only; s++) {
+        const ts_node *n = &g->nodes[p->sched[s]];
+        int kind = n->op == TS_OP_CAST && n->in[0] >= 0 ? g->vals[n->in[0]].kind : TS_V_NODE;
+        if (kind == TS_V_PARAM || kind == TS_V_CONST) kept[n->out[0]] = 1, nkept++;
+    }
+
+    /* which values live in the arena: every op output except parameter gradients, slotted ones and
+     * kept casts of weights */
     for (int s = 0; s < p->nsched; s++) {
         const ts_node *n = &g->nodes[p->sched[s]];
         for (int j = 0; j < n->nin; j++)
@@ -269,7 +287,7 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
             root_slotted = r != v && nslot[r] > 0;
             if (root_slotted) nslot[v] = 0;
         }
-        in_arena[v] = used[v] && g->vals[v].kind == TS_V_NODE && !is_grad[v] && !nslot[v] && !root_slotted;
+        in_arena[v] = used[v] && g->vals[v].kind == TS_V_NODE && !is_grad[v] && !nslot[v] && !root_slotted && !kept[v];
     }
     /* a sent value lives to the end of the phase that makes it */
     if (spec)
@@ -292,7 +310,7 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
             ts_val *x = &g->vals[v];
             /* a program holds every parameter (to load and save them) but a pipeline stage only
              * the ones it uses */
-            int own = (x->kind != TS_V_NODE || is_grad[v] || nslot[v]) && (used[v] || (x->kind == TS_V_PARAM && !spec)) &&
+            int own = (x->kind != TS_V_NODE || is_grad[v] || nslot[v] || kept[v]) && (used[v] || (x->kind == TS_V_PARAM && !spec)) &&
                       !x->pack;
             if (pass == 0 && used[v] && (largest < 0 || ts_val_bytes(x) > ts_val_bytes(&g->vals[largest])))
                 largest = v;
@@ -301,7 +319,7 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
             size_t bytes = nslot[v] ? stride * (size_t)nslot[v] : ts_val_bytes(x);
             if (pass == 0) {
                 if (x->bucket) m->grad_buckets += bytes;
-                else if (x->kind == TS_V_PARAM) m->params += bytes;
+                else if (x->kind == TS_V_PARAM || kept[v]) m->params += bytes;
                 else if (x->kind == TS_V_STATE) m->optimizer_state += bytes;
                 else if (is_grad[v]) m->grads += bytes;
                 else if (x->kind == TS_V_NODE || (spec && nslot[v])) m->activations += bytes;
@@ -389,13 +407,11 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
     if (check_supported(p) != TS_OK) goto error;
     size_t ws = 0;
     ts_set_threads(o.num_threads);
-    /* frozen: no scheduled node writes persistent memory, so parameters change only between runs */
-    int frozen = !spec;
-    for (int i = 0; i < p->nsched && frozen; i++) frozen = !(ts_op_get(g->nodes[p->sched[i]].op)->flags & TS_OPF_SIDE_EFFECT);
     for (int ph = 0; ph < p->nphases; ph++) {
         int b = p->phase_begin[ph], e = p->phase_begin[ph + 1];
         if (e == b) continue;
-        p->plan[ph] = (ts_plan){g, p->sched + b, e - b, p->vals, NULL, NULL, frozen ? &p->param_gen : NULL};
+        p->plan[ph] = (ts_plan){g, p->sched + b, e - b, p->vals, NULL, NULL, frozen ? &p->param_gen : NULL,
+                                nkept ? kept : NULL};
         p->abi[ph] = (ts_abi_plan){sizeof(ts_abi_plan), nv, p->vals, e - b, p->nodes + b, &p->plan[ph]};
         size_t need = 0;
         if (dev->api->compile(dev->ctx, &p->abi[ph], &need, &p->exe[ph]) != TS_OK) goto error;
@@ -422,7 +438,7 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
     }
     for (int v = 0; v < nv; v++) {
         ts_val *x = &g->vals[v];
-        if (!p->owned[v]) continue;
+        if (!p->owned[v] || kept[v]) continue; /* a kept cast is made by its first run */
         int64_t n = ts_val_numel(x);
         ts_status st = TS_OK;
         if (x->kind == TS_V_CONST) {

@@ -60,6 +60,7 @@ struct ts_program {
     ts_pipeline *pipe;        /* a pipelined program: the stages do the work (pipeline.c) */
     struct ts_profile *prof;  /* ts_compile_opts.profile: what the runs took (profile.c); NULL: off */
     uint64_t param_gen;       /* bumped by every ts_value_write (see ts_plan.param_gen) */
+    uint8_t *kept;            /* per value: a kept cast of a weight (ts_plan.kept) */
 };
 
 /* What a pipeline asks of one stage's program (NULL for a plain program). */

@@ -70,7 +70,8 @@
  *    transposed f32 weights. So a weight that changes every step stays plain.
  *  - Prepacked weights: where the weights change only between runs (ts_plan.param_gen is set: no
  *    node of the program writes a parameter, e.g. an inference program), a matmul whose b is a
- *    parameter or constant without batch dims gets a primitive with format "any" for b, a
+ *    parameter or constant without batch dims (or a kept cast of one, cast_kept.c: autocast's
+ *    bf16 weights) gets a primitive with format "any" for b, a
  *    weight-sized buffer of its own in the layout oneDNN chose, and a reorder that fills it on the
  *    first run and again on the first run after any ts_value_write (ts_program_set_param,
  *    ts_program_load, ...) has moved param_gen. Measured (2 cores of an AMD EPYC with AVX-512,
@@ -248,11 +249,11 @@ static ts_status build(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, m
     }
     if (st != dnnl_success) return TS_OK;
 
-    /* prepack b when it is a weight without batch dims (a parameter or a constant) of a plan
-     * whose weights change only between runs: oneDNN picks its layout (format "any") */
-    int kind_b = g->vals[n->in[1]].kind;
-    int prepack = plan->param_gen && !widen && b_batch == 1 && (kind_b == TS_V_PARAM || kind_b == TS_V_CONST) &&
-                  !plain_weights_forced();
+    /* prepack b when it is a weight without batch dims (a parameter, a constant, or a kept cast
+     * of one) of a plan whose weights change only between runs: oneDNN picks its layout */
+    const ts_val *vb = &g->vals[n->in[1]];
+    int weight = vb->kind == TS_V_PARAM || vb->kind == TS_V_CONST || (plan->kept && plan->kept[n->in[1]]);
+    int prepack = plan->param_gen && !widen && b_batch == 1 && weight && !plain_weights_forced();
     dnnl_memory_desc_t md_b_any;
     if (prepack && dnnl_memory_desc_init_by_tag(&md_b_any, md_b.ndims, md_b.dims, md_b.data_type,
                                                 dnnl_format_tag_any) != dnnl_success)
