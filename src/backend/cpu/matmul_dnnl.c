@@ -77,7 +77,11 @@
  *    ts_program_load, ...) has moved param_gen. Measured (2 cores of an AMD EPYC with AVX-512,
  *    oneDNN 2.6.3, f32, b stored [N, K]; medians of 30): M = 128 (a batch-1 BERT forward)
  *    0.722 -> 0.653 ms (768 x 768), 3.00 -> 2.67 (768 -> 3072), 2.86 -> 2.66 (3072 -> 768);
- *    M = 1024: 2-6% faster. The cost is memory: a second copy of every such weight (BERT-Base
+ *    M = 1024: 2-6% faster. Only where oneDNN runs a brgemm kernel (AVX-512): its gemm:jit kernel
+ *    (AVX2; checked with ONEDNN_MAX_CPU_ISA=AVX2 on the same machine) has no blocked layout, and
+ *    the plain layout it picks instead of b's own ran M = 128, 768 -> 3072 at half speed (5.78 vs
+ *    3.12 ms), so there b stays as stored — except through f32 (below), where the copy is the
+ *    widening of b, made once. The cost is memory: a second copy of every such weight (BERT-Base
  *    f32: 340 MB) for the life of the program. TS_MATMUL_PLAIN_WEIGHTS=1 in the environment at
  *    compile time turns it off.
  */
@@ -253,7 +257,8 @@ static ts_status build(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, m
      * of one) of a plan whose weights change only between runs: oneDNN picks its layout */
     const ts_val *vb = &g->vals[n->in[1]];
     int weight = vb->kind == TS_V_PARAM || vb->kind == TS_V_CONST || (plan->kept && plan->kept[n->in[1]]);
-    int prepack = plan->param_gen && !widen && b_batch == 1 && weight && !plain_weights_forced();
+    int fixed_b = plan->param_gen && b_batch == 1 && weight && !plain_weights_forced(); /* may keep a copy */
+    int prepack = fixed_b; /* ask for oneDNN's layout ("any"); dropped below unless brgemm */
     dnnl_memory_desc_t md_b_any;
     if (prepack && dnnl_memory_desc_init_by_tag(&md_b_any, md_b.ndims, md_b.dims, md_b.data_type,
                                                 dnnl_format_tag_any) != dnnl_success)
@@ -280,6 +285,17 @@ static ts_status build(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, m
         if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
     }
     if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &desc, attr, g_engine, NULL);
+    if (prepack) { /* only for brgemm kernels; others (gemm:jit) get b as stored (see the header) */
+        const char *impl = NULL;
+        if (st != dnnl_success || dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+            !impl || !strstr(impl, "brg")) {
+            if (pd) dnnl_primitive_desc_destroy(pd);
+            pd = NULL;
+            prepack = 0;
+            st = dnnl_matmul_desc_init(&desc, &md_a, &md_b, c && !bias_postop ? &md_c : NULL, &md_o);
+            if (st == dnnl_success && attr) st = dnnl_primitive_desc_create(&pd, &desc, attr, g_engine, NULL);
+        }
+    }
     if (st == dnnl_success && refuse_ref) {
         const char *impl = NULL;
         if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
@@ -298,14 +314,18 @@ static ts_status build(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, m
     /* the blocked copy of b and the reorder that makes it, when oneDNN chose a layout other than
      * b's own (it may not: then b is read as stored, as without prepacking) */
     const dnnl_memory_desc_t *md_w = &md_b;
-    if (prepack) {
+    if (fixed_b) {
+        /* through f32 (widen) the copy is also the widening of b, made once instead of every run:
+         * the reorder reads b as stored, in its 16-bit dtype */
         const dnnl_memory_desc_t *chosen = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-        if (chosen && !dnnl_memory_desc_equal(chosen, &md_b)) {
+        dnnl_memory_desc_t md_src = md_b;
+        if (widen) md_src.data_type = dnnl_dt(g->vals[n->in[1]].dtype);
+        if (chosen && (widen || !dnnl_memory_desc_equal(chosen, &md_b))) {
             dnnl_primitive_desc_t rpd = NULL;
-            st = dnnl_reorder_primitive_desc_create(&rpd, &md_b, g_engine, chosen, g_engine, NULL);
+            st = dnnl_reorder_primitive_desc_create(&rpd, &md_src, g_engine, chosen, g_engine, NULL);
             if (st == dnnl_success) st = dnnl_primitive_create(&s->reorder, rpd);
             if (rpd) dnnl_primitive_desc_destroy(rpd);
-            if (st == dnnl_success) st = dnnl_memory_create(&s->wuser, &md_b, g_engine, DNNL_MEMORY_NONE);
+            if (st == dnnl_success) st = dnnl_memory_create(&s->wuser, &md_src, g_engine, DNNL_MEMORY_NONE);
             if (st == dnnl_success && !(s->packed = ts_alloc(dnnl_memory_desc_get_size(chosen), 0))) st = dnnl_out_of_memory;
             if (st != dnnl_success) {
                 dnnl_primitive_desc_destroy(pd);
@@ -346,7 +366,8 @@ static void plan_copies(const ts_graph *g, const ts_node *n, mm_dnnl *s) {
     int vals[4] = {n->in[0], n->in[1], n->nin > 2 ? n->in[2] : -1, n->out[0]};
     size_t at = align64(s->scratch_bytes);
     for (int k = 0; k < 4; k++) {
-        s->numel[k] = vals[k] >= 0 && g->vals[vals[k]].dtype == s->widen ? ts_val_numel(&g->vals[vals[k]]) : 0;
+        s->numel[k] = vals[k] >= 0 && g->vals[vals[k]].dtype == s->widen && !(k == 1 && s->packed)
+                          ? ts_val_numel(&g->vals[vals[k]]) : 0; /* a prepacked b is widened once, in its copy */
         s->off[k] = at;
         at += align64(sizeof(float) * (size_t)s->numel[k]);
     }
