@@ -50,8 +50,8 @@
  * open): a primitive is made on its device's engine and executed on its stream, in the thread
  * that runs the device, with that thread's OpenMP team.
  *
- * Weight layout: plain (the tensor's own row-major layout, described by strides) in training, prepacked
- * where the weights change only between runs (below).
+ * Weight layout: plain (the tensor's own row-major layout, described by strides) where weights
+ * change every step; prepacked where they change only between runs (below).
  * Checked once on this machine (2 cores of an AMD EPYC with AVX-512 BF16, oneDNN 2.6.3, brgemm
  * kernels; M = 1024 and 256, K, N in {768, 3072}; medians of 15, other load present):
  *  - With dnnl_format_tag_any oneDNN picks a blocked weights format: BA16a64b for f32,
@@ -71,10 +71,9 @@
  *  - Prepacked weights: where the weights change only between runs (ts_plan.param_gen is set: no
  *    node of the program writes a parameter, e.g. an inference program), a matmul whose b is a
  *    parameter or constant without batch dims (or a kept cast of one, cast_kept.c: autocast's
- *    bf16 weights) gets a primitive with format "any" for b, a
- *    weight-sized buffer of its own in the layout oneDNN chose, and a reorder that fills it on the
- *    first run and again on the first run after any ts_value_write (ts_program_set_param,
- *    ts_program_load, ...) has moved param_gen. Measured (2 cores of an AMD EPYC with AVX-512,
+ *    bf16 weights) gets a primitive with format "any" for b, a weight-sized buffer of its own in
+ *    the layout oneDNN chose, and a reorder that fills it on the first run and again on the first
+ *    run after any ts_value_write (ts_program_set_param, ts_program_load, ...) moved param_gen. Measured (2 cores of an AMD EPYC with AVX-512,
  *    oneDNN 2.6.3, f32, b stored [N, K]; medians of 30): M = 128 (a batch-1 BERT forward)
  *    0.722 -> 0.653 ms (768 x 768), 3.00 -> 2.67 (768 -> 3072), 2.86 -> 2.66 (3072 -> 768);
  *    M = 1024: 2-6% faster. Only where oneDNN runs a brgemm kernel (AVX-512): its gemm:jit kernel
@@ -326,11 +325,12 @@ static ts_status build(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, m
             if (st == dnnl_success) st = dnnl_primitive_create(&s->reorder, rpd);
             if (rpd) dnnl_primitive_desc_destroy(rpd);
             if (st == dnnl_success) st = dnnl_memory_create(&s->wuser, &md_src, g_engine, DNNL_MEMORY_NONE);
-            if (st == dnnl_success && !(s->packed = ts_alloc(dnnl_memory_desc_get_size(chosen), 0))) st = dnnl_out_of_memory;
+            if (st == dnnl_success && !(s->packed = ts_alloc(dnnl_memory_desc_get_size(chosen), 0)))
+                st = dnnl_out_of_memory;
             if (st != dnnl_success) {
                 dnnl_primitive_desc_destroy(pd);
-                return ts_err(TS_ERR_NOMEM, "op matmul: prepacked weights %s: %s", ts_val_str(g, n->in[1], (char[256]){0}, 256),
-                              dnnl_status2str(st));
+                return ts_err(TS_ERR_NOMEM, "op matmul: prepacked weights %s: %s",
+                              ts_val_str(g, n->in[1], (char[256]){0}, 256), dnnl_status2str(st));
             }
             md_w = chosen;
         }
