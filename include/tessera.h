@@ -697,8 +697,7 @@ int ts_program_copy_params(ts_program *dst, const ts_program *src);
 
 /* Memory a program holds, in bytes. */
 typedef struct ts_memory {
-    size_t params;          /* parameter buffers (and, in a program without optimizer updates, the
-                               kept casts of weights to a compute dtype: backend/cpu/cast_kept.c) */
+    size_t params;          /* parameter buffers */
     size_t grads;           /* parameter gradients kept to the end of the step */
     size_t optimizer_state; /* momentum / Adam moments */
     size_t activations;     /* the planned arena of every other intermediate */
@@ -708,6 +707,10 @@ typedef struct ts_memory {
     int fused;              /* nodes removed by fusion */
     size_t grad_buckets;    /* replicas: the gradient accumulators summed over the ranks, in
                                contiguous buckets (not in optimizer_state) */
+    size_t weight_copies;   /* copies of weights kept across runs where weights change only between
+                               runs (a program without optimizer updates): casts of weights to a
+                               compute dtype (autocast's bf16 weights) and the CPU backend's
+                               prepacked matmul weights (backend/cpu/matmul_dnnl.c) */
 } ts_memory;
 ts_status ts_program_memory(const ts_program *p, ts_memory *m);
 

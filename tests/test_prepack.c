@@ -82,7 +82,7 @@ static int count_prepacked(ts_program *p, int *nmatmul) {
                 size_t scratch = 0;
                 CHECK_OK(kk->prepare(&dev, &p->plan[ph], n, &state, &scratch));
                 (*nmatmul)++;
-                packed += ts_cpu_matmul_prepacked(state);
+                packed += kk->kept_bytes && state && kk->kept_bytes(state) > 0;
                 if (state && kk->release) kk->release(state);
             }
     ts_cpu_dev_release(&dev);
@@ -100,6 +100,13 @@ static void test_weights_written_between_runs(void) {
     printf("  %d of %d matmuls prepacked (oneDNN may keep a weight's own layout where that is its best)\n", packed,
            nmm);
     CHECK(nmm == 2, "%d matmul nodes, expected 2", nmm);
+    ts_memory mem;
+    CHECK_OK(ts_program_memory(p, &mem));
+    size_t pbytes = sizeof(float) * (N * K + N + N * N2);
+    CHECK(mem.params == pbytes, "params %zu bytes, expected %zu", mem.params, pbytes);
+    /* a blocked copy is at least the weight's size (oneDNN pads blocks) */
+    CHECK(packed ? mem.weight_copies >= sizeof(float) * (packed == 2 ? N * K + N * N2 : N * N2) : mem.weight_copies == 0,
+          "%d weights prepacked, weight_copies %zu bytes", packed, mem.weight_copies);
 
     tu_rng r = tu_rng_seed(7);
     ts_tensor *xt = tu_rand_tensor(&r, DIMS(B, T, K), -1, 1);
@@ -190,6 +197,9 @@ static void test_training_program_reads_weights_as_stored(void) {
         CHECK(p->plan[ph].param_gen == NULL, "phase %d of a training program has a frozen-weights plan", ph);
     int nmm = 0, packed = count_prepacked(p, &nmm);
     CHECK(nmm >= 2 && packed == 0, "training program: %d of %d matmuls prepacked", packed, nmm);
+    ts_memory mem;
+    CHECK_OK(ts_program_memory(p, &mem));
+    CHECK(mem.weight_copies == 0, "a training program keeps %zu bytes of weight copies", mem.weight_copies);
     ts_program_free(p);
 }
 
@@ -225,6 +235,14 @@ static void test_kept_bf16_weight_cast(void) {
         return;
     }
     CHECK(p->owned[wc] == 1, "the inference program's bf16 copy of w is not in a buffer of its own");
+    ts_memory mi, mt;
+    CHECK_OK(ts_program_memory(p, &mi));
+    CHECK_OK(ts_program_memory(pt, &mt));
+    CHECK(mi.params == sizeof(float) * N * K && mt.params == mi.params, "params %zu / %zu bytes, expected %zu",
+          mi.params, mt.params, sizeof(float) * N * K);
+    CHECK(mi.weight_copies >= 2 * N * K && mt.weight_copies == 0,
+          "weight copies: inference %zu bytes (at least the bf16 copy, %d), training %zu (none)", mi.weight_copies,
+          2 * N * K, mt.weight_copies);
     CHECK(pt->owned[wc] == 0, "the training program keeps its bf16 copy of w (w changes inside every run)");
     int nmm = 0, packed = count_prepacked(p, &nmm);
     printf("  bf16: %d of %d matmuls prepacked\n", packed, nmm);

@@ -57,6 +57,9 @@ typedef struct ts_plan {
      * across runs, and the CPU backend remakes it only on the first run after a weight was written
      * (backend/cpu/cast_kept.c). NULL: none. */
     const uint8_t *kept;
+    /* The backend adds here, at compile, the bytes its kernels keep for themselves across runs
+     * (prepacked weights); reported as ts_memory.weight_copies. NULL: not counted. */
+    size_t *kernel_bytes;
 } ts_plan;
 
 /* A monotonic clock in nanoseconds (runtime/profile.c). */

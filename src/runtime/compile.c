@@ -319,7 +319,8 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
             size_t bytes = nslot[v] ? stride * (size_t)nslot[v] : ts_val_bytes(x);
             if (pass == 0) {
                 if (x->bucket) m->grad_buckets += bytes;
-                else if (x->kind == TS_V_PARAM || kept[v]) m->params += bytes;
+                else if (x->kind == TS_V_PARAM) m->params += bytes;
+                else if (kept[v]) m->weight_copies += bytes;
                 else if (x->kind == TS_V_STATE) m->optimizer_state += bytes;
                 else if (is_grad[v]) m->grads += bytes;
                 else if (x->kind == TS_V_NODE || (spec && nslot[v])) m->activations += bytes;
@@ -411,7 +412,7 @@ ts_program *ts_compile_on(ts_graph *g, ts_device *dev, const ts_compile_opts *op
         int b = p->phase_begin[ph], e = p->phase_begin[ph + 1];
         if (e == b) continue;
         p->plan[ph] = (ts_plan){g, p->sched + b, e - b, p->vals, NULL, NULL, frozen ? &p->param_gen : NULL,
-                                nkept ? kept : NULL};
+                                nkept ? kept : NULL, &m->weight_copies};
         p->abi[ph] = (ts_abi_plan){sizeof(ts_abi_plan), nv, p->vals, e - b, p->nodes + b, &p->plan[ph]};
         size_t need = 0;
         if (dev->api->compile(dev->ctx, &p->abi[ph], &need, &p->exe[ph]) != TS_OK) goto error;

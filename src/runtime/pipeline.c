@@ -782,6 +782,7 @@ ts_program *ts_pipeline_compile(const ts_graph *graph, const ts_compile_opts *o)
         p->mem.optimizer_state += sp->mem.optimizer_state, p->mem.activations += sp->mem.activations;
         p->mem.grad_buckets += sp->mem.grad_buckets;
         p->mem.workspace += sp->mem.workspace, p->mem.intermediates_total += sp->mem.intermediates_total;
+        p->mem.weight_copies += sp->mem.weight_copies;
         p->mem.nodes += sp->mem.nodes;
     }
     p->fetch_host = calloc((size_t)p->nfetch + 1, sizeof(void *));

@@ -535,7 +535,8 @@ static ts_status conv_run(const ts_kargs *k) {
     return r;
 }
 
-const ts_cpu_kernel ts_cpu_conv2d_dnnl = {TS_OP_CONV2D, conv_prepare, conv_run, conv_release};
-const ts_cpu_kernel ts_cpu_conv_transpose2d_dnnl = {TS_OP_CONV_TRANSPOSE2D, conv_prepare, conv_run, conv_release};
+const ts_cpu_kernel ts_cpu_conv2d_dnnl = {TS_OP_CONV2D, conv_prepare, conv_run, conv_release, NULL};
+const ts_cpu_kernel ts_cpu_conv_transpose2d_dnnl = {TS_OP_CONV_TRANSPOSE2D, conv_prepare, conv_run, conv_release,
+                                                    NULL};
 const ts_cpu_kernel ts_cpu_conv2d_grad_weight_dnnl = {TS_OP_CONV2D_GRAD_WEIGHT, conv_prepare, conv_run,
-                                                      conv_release};
+                                                      conv_release, NULL};

@@ -30,11 +30,8 @@ typedef struct ts_cpu_kernel {
     ts_status (*prepare)(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, void **state, size_t *scratch);
     ts_status (*run)(const ts_kargs *a); /* a->device is the ts_cpu_dev */
     void (*release)(void *state);        /* optional */
+    size_t (*kept_bytes)(const void *state); /* optional: memory the state holds across runs */
 } ts_cpu_kernel;
-
-/* Whether a matmul node's state (from the matmul kernel's prepare) keeps a prepacked copy of its
- * weights (matmul_dnnl.c); for tests. */
-int ts_cpu_matmul_prepacked(const void *state);
 
 /* The kernel the CPU backend uses for op, or NULL for the reference one. */
 const ts_cpu_kernel *ts_cpu_kernel_for(int op);

@@ -140,6 +140,8 @@ static ts_status cpu_compile(void *dev, const ts_abi_plan *abi, size_t *workspac
         if (cp->kern[i] && cp->kern[i]->prepare) {
             ts_status s = cp->kern[i]->prepare(dev, plan, n, &cp->state[i], &need);
             if (s != TS_OK) { cpu_release(dev, cp); return s; }
+            if (cp->kern[i]->kept_bytes && cp->state[i] && plan->kernel_bytes)
+                *plan->kernel_bytes += cp->kern[i]->kept_bytes(cp->state[i]);
         } else if (!cp->kern[i] && d->scratch) {
             need = d->scratch(plan->g, n);
         }

@@ -135,6 +135,7 @@ typedef struct mm_dnnl {
      * packed (owned), remade by the reorder from b's own buffer (wuser) on the first run and
      * whenever the plan's param_gen moved since (gen); NULL packed: b is read as it is stored. */
     void *packed;
+    size_t packed_bytes;
     dnnl_primitive_t reorder;
     dnnl_memory_t wuser;
     uint64_t gen;
@@ -325,8 +326,8 @@ static ts_status build(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, m
             if (st == dnnl_success) st = dnnl_primitive_create(&s->reorder, rpd);
             if (rpd) dnnl_primitive_desc_destroy(rpd);
             if (st == dnnl_success) st = dnnl_memory_create(&s->wuser, &md_src, g_engine, DNNL_MEMORY_NONE);
-            if (st == dnnl_success && !(s->packed = ts_alloc(dnnl_memory_desc_get_size(chosen), 0)))
-                st = dnnl_out_of_memory;
+            s->packed_bytes = dnnl_memory_desc_get_size(chosen);
+            if (st == dnnl_success && !(s->packed = ts_alloc(s->packed_bytes, 0))) st = dnnl_out_of_memory;
             if (st != dnnl_success) {
                 dnnl_primitive_desc_destroy(pd);
                 return ts_err(TS_ERR_NOMEM, "op matmul: prepacked weights %s: %s",
@@ -455,6 +456,6 @@ static ts_status mm_run(const ts_kargs *k) {
     return TS_OK;
 }
 
-int ts_cpu_matmul_prepacked(const void *state) { return state && ((const mm_dnnl *)state)->packed != NULL; }
+static size_t mm_kept_bytes(const void *state) { return ((const mm_dnnl *)state)->packed_bytes; }
 
-const ts_cpu_kernel ts_cpu_matmul_dnnl = {TS_OP_MATMUL, mm_prepare, mm_run, mm_release};
+const ts_cpu_kernel ts_cpu_matmul_dnnl = {TS_OP_MATMUL, mm_prepare, mm_run, mm_release, mm_kept_bytes};
