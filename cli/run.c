@@ -55,7 +55,7 @@ static const char *USAGE =
     "  --repeat N          run the batch N times (default 1) and report the best time.\n"
     "  --allow-nonfinite   load weights that hold NaN or inf (refused by default).\n"
     "  --profile           print to stdout, after the runs, where their time went: the share\n"
-    "                      outside kernels, then time per op type and per layer (see\n"
+    "                      outside kernels, then time per op type, per layer and per shape (see\n"
     "                      ts_program_profile_report). With --repeat N > 1 the first run is a\n"
     "                      warm-up and is left out; the report covers the other N - 1.\n"
     "  --device-memory GIB memory the program may take (default: the device's; for the CPU its\n"

@@ -217,8 +217,8 @@ int ts_profile_print(const char *cmd, const ts_program *tp, int64_t step0, int64
 /* The usage line of --profile, in the finetune / eval style. */
 #define TS_PROFILE_USAGE                                                                               \
     "  --profile            print to stdout, at the end, where the training step's time went: the\n" \
-    "                       share outside kernels, then time per op type and per layer (see\n"      \
-    "                       ts_program_profile_report); the first step is a warm-up, left out\n"
+    "                       share outside kernels, then time per op type, per layer and per shape\n" \
+    "                       (see ts_program_profile_report); the first step is a warm-up, left out\n"
 
 /* The inference program of model directory dir (its config in cfg, head cfg->head) for batch x
  * seq, fetching `fetches`, with DIR/model.safetensors loaded strictly. NULL after printing the

@@ -718,16 +718,18 @@ ts_status ts_program_memory(const ts_program *p, ts_memory *m);
  * ts_program_run calls since compile or the last reset took: their total wall time, the time
  * inside kernels (a monotonic clock around each kernel call of the device's node loop; the CPU
  * backend, other backends report no kernel time) and the share outside them (framework overhead:
- * run loop, thread setup, copies made inside the run), then two tables (name, nodes, calls,
- * total ms, % of kernel time):
- *  - per op type (the node's op, after fusion), by time, largest first;
+ * run loop, thread setup, copies made inside the run), then three tables of nodes, calls, total
+ * ms and % of kernel time:
+ *  - per op type (the node's op, after fusion; the name first), by time, largest first;
  *  - per layer, in the order the layers first run: a node's layer is taken from the nearest named value it reads: its inputs first
  *    (in order), then breadth-first through their producers (at most 256 values looked at);
  *    from a name ("bert.encoder.layer.3.attention.self.query.weight"; "@GRAD" and the like
  *    dropped) the layer is the prefix through its first all-digit component
  *    ("bert.encoder.layer.3"), else its first two components, the last one excluded
  *    ("bert.embeddings", "cls.predictions", "classifier"); a node reading no such name is
- *    "other".
+ *    "other";
+ *  - per op and shapes, the 15 largest by time: nodes of one op whose first input and first output
+ *    have the same dtypes and shapes ("matmul bf16[1024,768] -> f32[768,3072]", the name last).
  * TS_ERR_UNSUPPORTED for a program compiled without profile; TS_ERR_ARG for a NULL argument. */
 ts_status ts_program_profile_report(const ts_program *p, FILE *out);
 /* Zero the counters (e.g. after warm-up runs). No-op without profile. */

@@ -2,8 +2,8 @@
  * test_profile.c — ts_compile_opts.profile and ts_program_profile_report: a small graph
  * (matmul, add, softmax) run 3 times lists each op type with 3 calls, sane times and shares,
  * the layer rule (a parameter's "....layer.N" prefix, found through producers for a node that
- * reads no name), reset, and the refusals (no profile, or profile on a pipeline:
- * TS_ERR_UNSUPPORTED; NULL arguments).
+ * reads no name), the table by op and shapes, reset, and the refusals (no profile, or profile on
+ * a pipeline: TS_ERR_UNSUPPORTED; NULL arguments).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* open_memstream */
@@ -79,6 +79,14 @@ static void test_report(void) {
         CHECK(l && sscanf(l + strlen("enc.layer.2"), "%d %llu", &nodes, &calls) == 2 && nodes == 3 && calls == 9,
               "layer row:\n%s", rep);
         CHECK(!row(rep, "other"), "no node should be 'other':\n%s", rep);
+        /* the shapes table: the matmul as "op first-input -> output", its counts first on the line */
+        const char *sig = strstr(rep, "  matmul f32[4,8] -> f32[4,16]\n");
+        const char *line = sig;
+        while (line && line > rep && line[-1] != '\n') line--;
+        nodes = 0, calls = 0;
+        CHECK(sig && sscanf(line, "%d %llu", &nodes, &calls) == 2 && nodes == 1 && calls == 3,
+              "no shapes row for the matmul:\n%s", rep);
+        CHECK(strstr(rep, "softmax f32[4,16] -> f32[4,16]"), "no shapes row for the softmax:\n%s", rep);
     }
     free(rep);
     /* reset: zero runs, zero calls */

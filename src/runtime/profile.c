@@ -2,7 +2,8 @@
  * profile.c — ts_compile_opts.profile: per scheduled node, the time spent in its kernel (the
  * backend's node loop adds to ts_plan.prof_ns / prof_calls), the wall time of each
  * ts_program_run, and the report: totals, the share outside kernels, time per op type and per
- * layer (the layer rule is documented with ts_program_profile_report in tessera.h).
+ * layer (the layer rule is documented with ts_program_profile_report in tessera.h), and the
+ * largest op instances by shape.
  */
 #include "runtime/program.h"
 
@@ -152,6 +153,26 @@ static void free_rows(prof_row *rows, int n) {
     free(rows);
 }
 
+/* "f32[8,128,768]": value v's dtype and shape, into buf. */
+static void val_sig(const ts_graph *g, int v, char *buf, size_t cap) {
+    const ts_val *x = &g->vals[v];
+    size_t o = (size_t)snprintf(buf, cap, "%s[", ts_dtype_name(x->dtype));
+    for (int d = 0; d < x->ndim && o < cap; d++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", d ? "," : "", (long long)x->shape[d]);
+    if (o < cap) snprintf(buf + o, cap - o, "]");
+}
+
+/* Node n's shape signature, "matmul bf16[1024,768] -> f32[768,3072]" (op, first input, first
+ * output), into buf[256]. */
+static void node_sig(const ts_graph *g, const ts_node *n, char *buf) {
+    char a[96] = "-", b[96] = "-";
+    if (n->nin > 0 && n->in[0] >= 0) val_sig(g, n->in[0], a, sizeof a);
+    if (n->nout > 0 && n->out[0] >= 0) val_sig(g, n->out[0], b, sizeof b);
+    snprintf(buf, 256, "%s %s -> %s", ts_op_get(n->op)->name, a, b);
+}
+
+enum { TOP_SHAPES = 15 };
+
 static double pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * (double)part / (double)whole : 0.0; }
 
 ts_status ts_program_profile_report(const ts_program *p, FILE *out) {
@@ -160,21 +181,24 @@ ts_status ts_program_profile_report(const ts_program *p, FILE *out) {
         return ts_err(TS_ERR_UNSUPPORTED, "ts_program_profile_report: the program was compiled without "
                       "ts_compile_opts.profile = 1");
     const ts_profile *pr = p->prof;
-    prof_row *ops = NULL, *layers = NULL;
-    int nops = 0, capops = 0, nlayers = 0, caplayers = 0;
+    prof_row *ops = NULL, *layers = NULL, *sigs = NULL;
+    int nops = 0, capops = 0, nlayers = 0, caplayers = 0, nsigs = 0, capsigs = 0;
     uint64_t kernel = 0;
-    char layer[256];
+    char layer[256], sig[256];
     for (int i = 0; i < p->nsched; i++) {
         const ts_node *n = &p->g->nodes[p->sched[i]];
         kernel += pr->ns[i];
         layer_of_node(p->g, n, layer, sizeof layer);
+        node_sig(p->g, n, sig);
         if (add_row(&ops, &nops, &capops, ts_op_get(n->op)->name, pr->ns[i], pr->calls[i]) ||
-            add_row(&layers, &nlayers, &caplayers, layer, pr->ns[i], pr->calls[i])) {
-            free_rows(ops, nops), free_rows(layers, nlayers);
+            add_row(&layers, &nlayers, &caplayers, layer, pr->ns[i], pr->calls[i]) ||
+            add_row(&sigs, &nsigs, &capsigs, sig, pr->ns[i], pr->calls[i])) {
+            free_rows(ops, nops), free_rows(layers, nlayers), free_rows(sigs, nsigs);
             return ts_err(TS_ERR_NOMEM, "ts_program_profile_report: out of memory");
         }
     }
     if (nops > 1) qsort(ops, (size_t)nops, sizeof *ops, by_time);
+    if (nsigs > 1) qsort(sigs, (size_t)nsigs, sizeof *sigs, by_time);
     uint64_t outside = pr->wall_ns > kernel ? pr->wall_ns - kernel : 0;
     fprintf(out, "profile: %llu run%s, %.3f ms in ts_program_run, %.3f ms in kernels (%.1f%%), "
             "%.3f ms outside kernels (%.1f%%)\n",
@@ -188,7 +212,13 @@ ts_status ts_program_profile_report(const ts_program *p, FILE *out) {
     for (int i = 0; i < nlayers; i++)
         fprintf(out, "%-28s %6d %10llu %12.3f %9.1f\n", layers[i].name, layers[i].nodes,
                 (unsigned long long)layers[i].calls, (double)layers[i].ns / 1e6, pct(layers[i].ns, kernel));
+    fprintf(out, "%6s %10s %12s %9s  %s\n", "nodes", "calls", "total ms", "% kernel",
+            "op: first input -> output (the largest by time)");
+    for (int i = 0; i < nsigs && i < TOP_SHAPES; i++)
+        fprintf(out, "%6d %10llu %12.3f %9.1f  %s\n", sigs[i].nodes, (unsigned long long)sigs[i].calls,
+                (double)sigs[i].ns / 1e6, pct(sigs[i].ns, kernel), sigs[i].name);
     free_rows(ops, nops);
     free_rows(layers, nlayers);
+    free_rows(sigs, nsigs);
     return ferror(out) ? ts_err(TS_ERR_IO, "ts_program_profile_report: writing the report failed") : TS_OK;
 }
