@@ -219,6 +219,20 @@ static void test_refusals(void) {
     ts_onnx_free(m);
 }
 
+/* A Split node with no outputs (found by fuzz/fuzz_onnx: its equal split divided by zero) is an
+ * invalid model, said so by name. */
+static void test_split_without_outputs(void) {
+    ts_onnx *m = ts_onnx_load(API "/split_no_outputs.onnx");
+    CHECK(m != NULL, "%s", ts_last_error());
+    if (!m) return;
+    ts_graph *g = ts_graph_new();
+    ts_status s = ts_onnx_import(m, g, NULL, NULL, NULL, NULL);
+    CHECK(s != TS_OK && strstr(ts_last_error(), "node 'sp' (Split): no outputs to split into"), "import: %s, %s",
+          ts_status_name(s), ts_last_error());
+    ts_graph_free(g);
+    ts_onnx_free(m);
+}
+
 static void test_passthrough_outputs(void) {
     ts_onnx *m = ts_onnx_load(API "/passthrough.onnx");
     CHECK(m != NULL, "%s", ts_last_error());
@@ -296,6 +310,7 @@ int main(void) {
     RUN(test_fixture_sessions);
     RUN(test_trainable_and_save);
     RUN(test_refusals);
+    RUN(test_split_without_outputs);
     RUN(test_passthrough_outputs);
     RUN(test_deep_nesting);
     RUN(test_op_table);

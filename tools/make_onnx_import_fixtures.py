@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make_onnx_import_fixtures.py — write the ONNX importer's test models, laid out as ONNX's node
 tests are (NAME/model.onnx, NAME/test_data_set_0/input_K.pb, output_K.pb), under
-tests/fixtures/onnx_import/, and two models for the API tests in tests/fixtures/onnx_api/. Each
+tests/fixtures/onnx_import/, and three models for the API tests in tests/fixtures/onnx_api/. Each
 model of the first kind exercises what ONNX's single-op node tests do not: shape arithmetic folded at import (Shape -> Gather -> Concat -> Reshape), Conv + BatchNormalization
 folding, initializers and Constant nodes, the opset-9 forms of the PaddleOCR recognizer's ops
 (Softmax flattened to 2-D, attribute Slice / Squeeze / ReduceMean), the detector's (opset 11
@@ -208,6 +208,10 @@ def api_models():
                [x], [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("x", T.FLOAT, None),
                      h.make_tensor_value_info("w", T.FLOAT, None)],
                {"w": np.arange(4, dtype=np.float32)})
+    # a Split with no outputs (fuzz/fuzz_onnx found it dividing by zero): an invalid model
+    save_model("split_no_outputs", [h.make_node("Split", ["x"], [], name="sp", axis=1),
+                                    h.make_node("Relu", ["x"], ["y"])],
+               [x], [h.make_tensor_value_info("y", T.FLOAT, None)], {})
 
 
 def main():
@@ -216,7 +220,7 @@ def main():
     for make in (fold_reshape, conv_bn, attention, opset9_rec, opset11_det):
         make()
     api_models()
-    print(f"make_onnx_import_fixtures: wrote 5 models under {os.path.normpath(ROOT)} and 2 under {os.path.normpath(API)}")
+    print(f"make_onnx_import_fixtures: wrote 5 models under {os.path.normpath(ROOT)} and 3 under {os.path.normpath(API)}")
 
 
 if __name__ == "__main__":

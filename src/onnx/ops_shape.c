@@ -283,6 +283,7 @@ static ts_status imp_split(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     int a = norm_axis(cx, n, onnx_attr_int(cx, n, "axis", 0), r, "axis");
     if (a < 0) return TS_ERR_IO;
     if (nout > 64) return onnx_unsupported(cx, n, "%d outputs (at most 64)", nout);
+    if (nout < 1) return onnx_invalid(cx, n, "no outputs to split into");
     int ns = -1;
     if (cx->opset < 13) ns = onnx_attr_ints(cx, n, "split", sizes, 64);
     else if (onnx_has_in(n, 1) && (ns = onnx_known_ints(cx, n, 1, sizes, 64, "split")) < 0) return TS_ERR_UNSUPPORTED;
