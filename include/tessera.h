@@ -729,7 +729,7 @@ ts_status ts_program_memory(const ts_program *p, ts_memory *m);
  *    ("bert.embeddings", "cls.predictions", "classifier"); a node reading no such name is
  *    "other";
  *  - per op and shapes, the 15 largest by time: nodes of one op whose first input and first output
- *    have the same dtypes and shapes ("matmul bf16[1024,768] -> f32[768,3072]", the name last).
+ *    have the same dtypes and shapes ("matmul bf16[1024, 768] -> f32[768, 3072]", the name last).
  * TS_ERR_UNSUPPORTED for a program compiled without profile; TS_ERR_ARG for a NULL argument. */
 ts_status ts_program_profile_report(const ts_program *p, FILE *out);
 /* Zero the counters (e.g. after warm-up runs). No-op without profile. */

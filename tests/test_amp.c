@@ -516,15 +516,6 @@ static void test_f16_matmul_batched(void) {
     ts_program_free(p);
 }
 
-/* A value rounded to bf16 (nearest even) and back. */
-static float bf16(float x) {
-    uint16_t h;
-    float y;
-    ts_f32_to_bf16(&x, &h, 1);
-    ts_bf16_to_f32(&h, &y, 1);
-    return y;
-}
-
 /* bf16 products through the CPU backend: out = alpha op(a) op(b) + bias over bf16 operands (bias
  * bf16 or f32), on odd sizes, checked against round_to_bf16 of the product of the widened
  * operands computed here (in double, rounded to f32): within one bf16 ulp of it, plus what a
@@ -649,20 +640,20 @@ static void test_bf16_matmul(void) {
                             default: /* out [2, BT]: a4 [q / BT], b4 [q % BT] */
                                 x = tu_f32(ta4)[(q / BT * M + m) * K + k], v = tu_f32(tb4)[(q % BT * K + k) * N + n];
                             }
-                            s += (double)bf16(x) * bf16(v);
-                            sa += fabs((double)bf16(x) * bf16(v));
+                            s += (double)tu_bf16(x) * tu_bf16(v);
+                            sa += fabs((double)tu_bf16(x) * tu_bf16(v));
                         }
                         s *= def[i].alpha, sa *= def[i].alpha;
-                        if (i <= 1) s += bf16(tu_f32(tc)[n]);
+                        if (i <= 1) s += tu_bf16(tu_f32(tc)[n]);
                         if (i == 2) s += tu_f32(tc)[n];
-                        float want = f ? (float)s : bf16((float)s), got = tu_f32(out)[(q * M + m) * N + n];
+                        float want = f ? (float)s : tu_bf16((float)s), got = tu_f32(out)[(q * M + m) * N + n];
                         int e;
                         frexpf(want != 0.f ? want : 1e-30f, &e);
                         double ulp = ldexp(1.0, e - (f ? 24 : 8)), slack = ldexp(sa + fabs(s), -23) * K;
                         double d = fabs((double)got - want);
                         if (d / ulp > worst) worst = d / ulp;
                         if ((d - slack) / ulp > worst_beyond) worst_beyond = (d - slack) / ulp;
-                        bad += d > ulp + slack || (!f && got != bf16(got));
+                        bad += d > ulp + slack || (!f && got != tu_bf16(got));
                         checked++;
                     }
             ts_tensor_free(out);

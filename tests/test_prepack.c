@@ -181,14 +181,20 @@ static void test_packed_matches_plain(void) {
     ts_program_free(p[1]);
 }
 
-/* A training program updates its weights inside the run: no frozen plan, nothing prepacked. */
-static void test_training_program_reads_weights_as_stored(void) {
-    ts_graph *g = model();
-    ts_value y = ts_lookup(g, "y");
+/* Make g a training program's graph: loss = mean(y^2), its backward, and an SGD update; returns the
+ * loss. */
+static ts_value add_sgd_training(ts_graph *g, ts_value y) {
     ts_value loss = ts_name(g, ts_reduce_mean(g, ts_mul(g, y, y), 0, NULL, 0), "loss");
     CHECK_OK(ts_backward(g, loss));
     ts_optim_opts o = ts_optim_defaults(TS_OPTIM_SGD);
     CHECK_OK(ts_optimizer(g, ts_scalar(g, 0.1f), &o));
+    return loss;
+}
+
+/* A training program updates its weights inside the run: no frozen plan, nothing prepacked. */
+static void test_training_program_reads_weights_as_stored(void) {
+    ts_graph *g = model();
+    add_sgd_training(g, ts_lookup(g, "y"));
     ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("loss")});
     CHECK(p != NULL, "compile: %s", ts_last_error());
     ts_graph_free(g);
@@ -203,14 +209,6 @@ static void test_training_program_reads_weights_as_stored(void) {
     ts_program_free(p);
 }
 
-static float bf16(float x) {
-    uint16_t h;
-    float y;
-    ts_f32_to_bf16(&x, &h, 1);
-    ts_bf16_to_f32(&h, &y, 1);
-    return y;
-}
-
 /* y = x w^T as autocast computes it: both cast to bf16, the product in f32. The cast of w is a
  * kept cast in an inference program (its own buffer, made again only after w is written), not in
  * a training program. */
@@ -223,10 +221,7 @@ static void test_kept_bf16_weight_cast(void) {
     ts_value y = ts_name(g, ts_cast(g, ts_matmul(g, ts_cast(g, x, TS_BF16), wc, 0, 1), TS_F32), "y");
     ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y"), .inference = 1});
     CHECK(p != NULL, "compile: %s", ts_last_error());
-    ts_value loss = ts_name(g, ts_reduce_mean(g, ts_mul(g, y, y), 0, NULL, 0), "loss");
-    CHECK_OK(ts_backward(g, loss));
-    ts_optim_opts o = ts_optim_defaults(TS_OPTIM_SGD);
-    CHECK_OK(ts_optimizer(g, ts_scalar(g, 0.1f), &o));
+    add_sgd_training(g, y);
     ts_program *pt = ts_compile(g, &(ts_compile_opts){TU_FETCHES("loss")});
     CHECK(pt != NULL, "compile: %s", ts_last_error());
     ts_graph_free(g);
@@ -264,7 +259,7 @@ static void test_kept_bf16_weight_cast(void) {
                 for (int n = 0; n < N; n++) {
                     double s = 0, sa = 0;
                     for (int k = 0; k < K; k++) {
-                        double t = (double)bf16(xv[row * K + k]) * bf16(wv[n * K + k]);
+                        double t = (double)tu_bf16(xv[row * K + k]) * tu_bf16(wv[n * K + k]);
                         s += t, sa += fabs(t);
                     }
                     double e = fabs(yv[row * N + n] - s) / (sa > 1 ? sa : 1);

@@ -80,13 +80,13 @@ static void test_report(void) {
               "layer row:\n%s", rep);
         CHECK(!row(rep, "other"), "no node should be 'other':\n%s", rep);
         /* the shapes table: the matmul as "op first-input -> output", its counts first on the line */
-        const char *sig = strstr(rep, "  matmul f32[4,8] -> f32[4,16]\n");
+        const char *sig = strstr(rep, "  matmul f32[4, 8] -> f32[4, 16]\n");
         const char *line = sig;
         while (line && line > rep && line[-1] != '\n') line--;
         nodes = 0, calls = 0;
         CHECK(sig && sscanf(line, "%d %llu", &nodes, &calls) == 2 && nodes == 1 && calls == 3,
               "no shapes row for the matmul:\n%s", rep);
-        CHECK(strstr(rep, "softmax f32[4,16] -> f32[4,16]"), "no shapes row for the softmax:\n%s", rep);
+        CHECK(strstr(rep, "softmax f32[4, 16] -> f32[4, 16]"), "no shapes row for the softmax:\n%s", rep);
     }
     free(rep);
     /* reset: zero runs, zero calls */

@@ -302,6 +302,15 @@ static ts_tensor *tu_rand_tensor(tu_rng *r, int nd, const int64_t *sh, double lo
 
 static inline float *tu_f32(ts_tensor *t) { return (float *)ts_tensor_data(t); }
 
+/* x rounded to bf16 (nearest even) and back to f32. */
+static inline float tu_bf16(float x) {
+    uint16_t h;
+    float y;
+    ts_f32_to_bf16(&x, &h, 1);
+    ts_bf16_to_f32(&h, &y, 1);
+    return y;
+}
+
 /* Fetch a value; NULL (and a failed CHECK) on error. */
 #define TU_FETCH(p, name) tu_fetch_at(__FILE__, __LINE__, (p), (name))
 __attribute__((unused))

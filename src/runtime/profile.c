@@ -153,22 +153,15 @@ static void free_rows(prof_row *rows, int n) {
     free(rows);
 }
 
-/* "f32[8,128,768]": value v's dtype and shape, into buf. */
-static void val_sig(const ts_graph *g, int v, char *buf, size_t cap) {
-    const ts_val *x = &g->vals[v];
-    size_t o = (size_t)snprintf(buf, cap, "%s[", ts_dtype_name(x->dtype));
-    for (int d = 0; d < x->ndim && o < cap; d++)
-        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", d ? "," : "", (long long)x->shape[d]);
-    if (o < cap) snprintf(buf + o, cap - o, "]");
-}
-
-/* Node n's shape signature, "matmul bf16[1024,768] -> f32[768,3072]" (op, first input, first
+/* Node n's shape signature, "matmul bf16[1024, 768] -> f32[768, 3072]" (op, first input, first
  * output), into buf[256]. */
 static void node_sig(const ts_graph *g, const ts_node *n, char *buf) {
-    char a[96] = "-", b[96] = "-";
-    if (n->nin > 0 && n->in[0] >= 0) val_sig(g, n->in[0], a, sizeof a);
-    if (n->nout > 0 && n->out[0] >= 0) val_sig(g, n->out[0], b, sizeof b);
-    snprintf(buf, 256, "%s %s -> %s", ts_op_get(n->op)->name, a, b);
+    char a[96] = "", b[96] = "";
+    const ts_val *x = n->nin > 0 && n->in[0] >= 0 ? &g->vals[n->in[0]] : NULL;
+    const ts_val *y = n->nout > 0 && n->out[0] >= 0 ? &g->vals[n->out[0]] : NULL;
+    snprintf(buf, 256, "%s %s%s -> %s%s", ts_op_get(n->op)->name, x ? ts_dtype_name(x->dtype) : "-",
+             x ? ts_shape_str(x->ndim, x->shape, a, sizeof a) : "", y ? ts_dtype_name(y->dtype) : "-",
+             y ? ts_shape_str(y->ndim, y->shape, b, sizeof b) : "");
 }
 
 enum { TOP_SHAPES = 15 };

@@ -11,28 +11,20 @@
  */
 #include "backend/cpu/cpu.h"
 
-typedef struct cast_kept {
-    uint64_t gen; /* param_gen when the output was made */
-    int ready;
-} cast_kept;
-
 static ts_status kept_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, void **state, size_t *scratch) {
     (void)dev;
     *scratch = 0;
     *state = NULL;
     if (!plan->param_gen || !plan->kept || !plan->kept[n->out[0]]) return TS_OK; /* an ordinary cast */
-    if (!(*state = calloc(1, sizeof(cast_kept)))) return ts_err(TS_ERR_NOMEM, "op cast: out of memory");
+    if (!(*state = calloc(1, sizeof(ts_weight_stamp)))) return ts_err(TS_ERR_NOMEM, "op cast: out of memory");
     return TS_OK;
 }
 
 static ts_status kept_run(const ts_kargs *k) {
-    cast_kept *s = k->state;
-    if (s && s->ready && s->gen == k->param_gen) return TS_OK; /* the kept output is current */
+    ts_weight_stamp *s = k->state;
+    if (s && !ts_weight_stale(s, k->param_gen)) return TS_OK; /* the kept output is current */
     ts_status st = ts_op_get(TS_OP_CAST)->kernel(k);
-    if (s && st == TS_OK) {
-        s->gen = k->param_gen;
-        s->ready = 1;
-    }
+    if (s && st == TS_OK) ts_weight_made(s, k->param_gen);
     return st;
 }
 

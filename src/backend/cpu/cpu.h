@@ -20,6 +20,15 @@ int ts_cpu_dnnl_ready(ts_cpu_dev *d);
 /* Destroy what the device made (matmul_dnnl.c). */
 void ts_cpu_dev_release(ts_cpu_dev *d);
 
+/* When a kernel last made something it keeps from weights across runs (a kept cast, a prepacked
+ * copy): stale until made, and again once the plan's param_gen (kargs->param_gen) has moved. */
+typedef struct ts_weight_stamp {
+    uint64_t gen; /* param_gen when it was made */
+    int made;
+} ts_weight_stamp;
+static inline int ts_weight_stale(const ts_weight_stamp *s, uint64_t gen) { return !s->made || s->gen != gen; }
+static inline void ts_weight_made(ts_weight_stamp *s, uint64_t gen) { s->gen = gen, s->made = 1; }
+
 /* The host address of a CPU buffer. */
 static inline void *ts_cpu_ptr(ts_buffer b) { return (char *)b.mem + b.offset; }
 

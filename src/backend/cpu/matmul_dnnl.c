@@ -73,10 +73,10 @@
  *    parameter or constant without batch dims (or a kept cast of one, cast_kept.c: autocast's
  *    bf16 weights) gets a primitive with format "any" for b, a weight-sized buffer of its own in
  *    the layout oneDNN chose, and a reorder that fills it on the first run and again on the first
- *    run after any ts_value_write (ts_program_set_param, ts_program_load, ...) moved param_gen. Measured (2 cores of an AMD EPYC with AVX-512,
- *    oneDNN 2.6.3, f32, b stored [N, K]; medians of 30): M = 128 (a batch-1 BERT forward)
- *    0.722 -> 0.653 ms (768 x 768), 3.00 -> 2.67 (768 -> 3072), 2.86 -> 2.66 (3072 -> 768);
- *    M = 1024: 2-6% faster. Only where oneDNN runs a brgemm kernel (AVX-512): its gemm:jit kernel
+ *    run after any ts_value_write (ts_program_set_param, ts_program_load, ...) moved param_gen.
+ *    Measured (2 cores of an AMD EPYC with AVX-512, oneDNN 2.6.3, f32, b stored [N, K]; medians
+ *    of 30): M = 128 (a batch-1 BERT forward) 0.722 -> 0.653 ms (768 x 768), 3.00 -> 2.67
+ *    (768 -> 3072), 2.86 -> 2.66 (3072 -> 768); M = 1024: 2-6% faster. Only where oneDNN runs a brgemm kernel (AVX-512): its gemm:jit kernel
  *    (AVX2; checked with ONEDNN_MAX_CPU_ISA=AVX2 on the same machine) has no blocked layout, and
  *    the plain layout it picks instead of b's own ran M = 128, 768 -> 3072 at half speed (5.78 vs
  *    3.12 ms), so there b stays as stored — except through f32 (below), where the copy is the
@@ -132,14 +132,13 @@ typedef struct mm_dnnl {
     size_t off[4], total_bytes;
     int64_t numel[4];
     /* Prepacked weights (see "Weight layout" above): b in the primitive's blocked layout, in
-     * packed (owned), remade by the reorder from b's own buffer (wuser) on the first run and
-     * whenever the plan's param_gen moved since (gen); NULL packed: b is read as it is stored. */
+     * packed (owned), remade by the reorder from b's own buffer (wuser) whenever stamp says it is
+     * stale; NULL packed: b is read as it is stored. */
     void *packed;
     size_t packed_bytes;
     dnnl_primitive_t reorder;
     dnnl_memory_t wuser;
-    uint64_t gen;
-    int packed_ready;
+    ts_weight_stamp stamp;
 } mm_dnnl;
 
 static void mm_release(void *state) {
@@ -433,15 +432,14 @@ static ts_status mm_run(const ts_kargs *k) {
         if (i < 3) widen16(s->widen, k->in[i], ptr[i], s->numel[i]);
     }
     dnnl_stream_t stream = ((ts_cpu_dev *)k->device)->dnnl_stream;
-    if (s->packed && (!s->packed_ready || s->gen != k->param_gen)) { /* (re)make the blocked copy of b */
+    if (s->packed && ts_weight_stale(&s->stamp, k->param_gen)) { /* (re)make the blocked copy of b */
         dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->wuser}, {DNNL_ARG_TO, s->mem[ARG_WEI]}};
         dnnl_status_t st = dnnl_memory_set_data_handle(s->wuser, k->in[1]);
         if (st == dnnl_success) st = dnnl_primitive_execute(s->reorder, stream, 2, ra);
         if (st == dnnl_success) st = dnnl_stream_wait(stream);
         if (st != dnnl_success)
             return ts_err(TS_ERR_RUNTIME, "op matmul: reordering the weights: %s", dnnl_status2str(st));
-        s->gen = k->param_gen;
-        s->packed_ready = 1;
+        ts_weight_made(&s->stamp, k->param_gen);
     }
     for (int i = 0; i < NARG; i++) {
         if (!s->mem[i] || (i == ARG_WEI && s->packed)) continue;
