@@ -54,12 +54,17 @@ static inline float ts_tanhf(float x) {
 
 static inline float ts_sigmoidf(float x) { return 1.f / (1.f + ts_expf(-x)); }
 
+/* erf(x) = sign(x) (1 - p(t) e), t = 1 / (1 + 0.3275911 |x|), e = exp(-x^2), p the A&S quintic;
+ * ts_erf_exp takes e from a caller that has it (GELU's backward: exp(-x^2 / 2) is also its
+ * density term), ts_erff computes it. */
+static inline float ts_erf_exp(float x, float e) {
+    float t = 1.f / (1.f + 0.3275911f * fabsf(x));
+    float p = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+    return copysignf(1.f - p * e, x);
+}
 static inline float ts_erff(float x) {
     float ax = fabsf(x);
-    float t = 1.f / (1.f + 0.3275911f * ax);
-    float p = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
-    float y = 1.f - p * ts_expf(-ax * ax);
-    return copysignf(y, x);
+    return ts_erf_exp(x, ts_expf(-ax * ax));
 }
 
 #define TS_SQRT_2_OVER_PI 0.7978845608028654f

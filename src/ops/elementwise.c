@@ -208,8 +208,14 @@ static ts_status unary_kernel(const ts_kargs *k) {
     return TS_OK;
 }
 
+/* Whether op's derivative is computed from its input x (else from its output y): the one of the
+ * two the backward reads, so the other need not stay alive until then (GELU's output, exp's
+ * input). Also what unary_grad_f32 below uses. */
+static int grad_reads_x(int op) { return op == TS_OP_GELU || op == TS_OP_RELU || op == TS_OP_LOG; }
+
 static ts_value unary_grad_node(ts_graph *g, const ts_node *n, ts_value gy) {
-    int in[3] = {n->in[0], n->out[0], gy};
+    int rx = grad_reads_x(n->op);
+    int in[3] = {rx ? n->in[0] : TS_NONE, rx ? TS_NONE : n->out[0], gy};
     ts_attrs at = {0};
     at.i[0] = n->op;
     at.i[1] = n->attr.i[0];
@@ -259,32 +265,40 @@ ts_value ts_gelu(ts_graph *g, ts_value x, int tanh_approx) {
     return unary(g, TS_OP_GELU, x, tanh_approx != 0, 0, 0);
 }
 
-/* unary_grad(x, y, gy) -> gx = gy * f'(x), using y = f(x) where that is cheaper:
- *   sqrt: gy / (2y)   exp: gy y   log: gy / x   relu: gy [x > 0]   tanh: gy (1 - y^2)
- *   sigmoid: gy y (1 - y)
- *   gelu (erf):  gy (Phi(x) + x phi(x))
- *   gelu (tanh): u = sqrt(2/pi)(x + 0.044715 x^3), t = tanh u,
- *                gy (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)) */
+/* GELU's (erf form) derivative Phi(x) + x phi(x) with one exp: e = exp(-x^2 / 2) is both
+ * phi(x) sqrt(2 pi) and the exp(-(x / sqrt 2)^2) inside erf. */
+static inline float gelu_erf_slope(float x) {
+    float e = ts_expf(-0.5f * x * x);
+    return 0.5f * (1.f + ts_erf_exp(x * TS_INV_SQRT_2, e)) + x * TS_INV_SQRT_2PI * e;
+}
+
+/* unary_grad(x, y, gy) -> gx = gy * f'(x), from x or from y = f(x), whichever is cheaper; the
+ * other input is absent (TS_NONE; grad_reads_x says which):
+ *   from y:  sqrt: gy / (2y)   exp: gy y   tanh: gy (1 - y^2)   sigmoid: gy y (1 - y)
+ *   from x:  log: gy / x   relu: gy [x > 0]
+ *            gelu (erf):  gy (Phi(x) + x phi(x))
+ *            gelu (tanh): u = sqrt(2/pi)(x + 0.044715 x^3), t = tanh u,
+ *                         gy (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)) */
 TS_SIMD_CLONES
 static void unary_grad_f32(int op, int tanh_form, const float *x, const float *y, const float *gy,
                            float *gx, int64_t n) {
-#define LOOP(EXPR) _Pragma("omp parallel for simd schedule(static) if (n > 32768)") \
-    for (int64_t i = 0; i < n; i++) { float v = x[i], w = y[i], gg = gy[i]; (void)v; (void)w; gx[i] = (EXPR); } break;
+#define LOOP(IN, EXPR) _Pragma("omp parallel for simd schedule(static) if (n > 32768)") \
+    for (int64_t i = 0; i < n; i++) { float v = IN[i], gg = gy[i]; gx[i] = (EXPR); } break;
     switch (op) {
-    case TS_OP_SQRT: LOOP(gg * 0.5f / w)
-    case TS_OP_EXP: LOOP(gg * w)
-    case TS_OP_LOG: LOOP(gg / v)
-    case TS_OP_RELU: LOOP(v > 0.f ? gg : 0.f)
-    case TS_OP_TANH: LOOP(gg * (1.f - w * w))
-    case TS_OP_SIGMOID: LOOP(gg * w * (1.f - w))
+    case TS_OP_SQRT: LOOP(y, gg * 0.5f / v)
+    case TS_OP_EXP: LOOP(y, gg * v)
+    case TS_OP_TANH: LOOP(y, gg * (1.f - v * v))
+    case TS_OP_SIGMOID: LOOP(y, gg * v * (1.f - v))
+    case TS_OP_LOG: LOOP(x, gg / v)
+    case TS_OP_RELU: LOOP(x, v > 0.f ? gg : 0.f)
     case TS_OP_GELU:
         if (tanh_form) {
-            LOOP(gg * (0.5f * (1.f + ts_tanhf(TS_SQRT_2_OVER_PI * (v + 0.044715f * v * v * v))) +
-                       0.5f * v * (1.f - ts_tanhf(TS_SQRT_2_OVER_PI * (v + 0.044715f * v * v * v)) *
-                                             ts_tanhf(TS_SQRT_2_OVER_PI * (v + 0.044715f * v * v * v))) *
-                           TS_SQRT_2_OVER_PI * (1.f + 3.f * 0.044715f * v * v)))
+            LOOP(x, gg * (0.5f * (1.f + ts_tanhf(TS_SQRT_2_OVER_PI * (v + 0.044715f * v * v * v))) +
+                          0.5f * v * (1.f - ts_tanhf(TS_SQRT_2_OVER_PI * (v + 0.044715f * v * v * v)) *
+                                                ts_tanhf(TS_SQRT_2_OVER_PI * (v + 0.044715f * v * v * v))) *
+                              TS_SQRT_2_OVER_PI * (1.f + 3.f * 0.044715f * v * v)))
         } else {
-            LOOP(gg * (0.5f * (1.f + ts_erff(v * TS_INV_SQRT_2)) + v * TS_INV_SQRT_2PI * ts_expf(-0.5f * v * v)))
+            LOOP(x, gg * gelu_erf_slope(v))
         }
     default: break;
     }
@@ -292,8 +306,20 @@ static void unary_grad_f32(int op, int tanh_form, const float *x, const float *y
 }
 
 static ts_status infer_unary_grad(ts_graph *g, ts_node *n) {
-    const ts_val *x = &g->vals[n->in[0]];
-    set_out(g, n, 0, TS_F32, x->ndim, x->shape);
+    int op = (int)n->attr.i[0], rx = grad_reads_x(op), need = rx ? 0 : 1;
+    if (op != TS_OP_SQRT && op != TS_OP_EXP && op != TS_OP_TANH && op != TS_OP_SIGMOID && !rx)
+        return ts_err(TS_ERR_ARG, "op unary_grad: attr i[0] = %d is not one of sqrt exp log relu tanh sigmoid gelu", op);
+    if (n->in[2] < 0 || n->in[need] < 0)
+        return ts_err(TS_ERR_ARG, "op unary_grad of %s: needs %s and the output gradient", ts_op_get(op)->name,
+                      rx ? "the input x (input 0)" : "the output y (input 1)");
+    ts_status s = need_f32(g, n, 2);
+    if (!s) s = need_f32(g, n, need);
+    if (s) return s;
+    const ts_val *x = &g->vals[n->in[need]], *gy = &g->vals[n->in[2]];
+    if (x->ndim != gy->ndim || memcmp(x->shape, gy->shape, sizeof(int64_t) * (size_t)x->ndim) != 0)
+        return ts_err(TS_ERR_SHAPE, "op unary_grad: %s and the gradient %s differ in shape", VS(g, n->in[need]),
+                      VS(g, n->in[2]));
+    set_out(g, n, 0, TS_F32, gy->ndim, gy->shape);
     return TS_OK;
 }
 static ts_status unary_grad_kernel(const ts_kargs *k) {
@@ -303,7 +329,7 @@ static ts_status unary_grad_kernel(const ts_kargs *k) {
     return TS_OK;
 }
 /* Not differentiable (no double backward). */
-const ts_op_def ts_opdef_unary_grad = {"unary_grad", 3, 3, 1, TS_OPF_ELEMENTWISE,
+const ts_op_def ts_opdef_unary_grad = {"unary_grad", 0, 3, 1, TS_OPF_ELEMENTWISE,
                                        infer_unary_grad, NULL, unary_grad_kernel, NULL};
 
 /* ------------------------------------------------------------------ where */
