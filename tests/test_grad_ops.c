@@ -93,6 +93,9 @@ static void test_matmul_trans_b(void) { mm_case("matmul trans_b [5,7]@[3,7]^T", 
 static void test_matmul_trans_ab(void) { mm_case("matmul trans_a trans_b [7,5]^T@[3,7]^T", 1, 1, DIMS(7, 5), DIMS(3, 7)); }
 static void test_matmul_vec(void) { mm_case("matmul [1,13]@[13,1]", 0, 0, DIMS(1, 13), DIMS(13, 1)); }
 static void test_matmul_shared_b(void) { mm_case("matmul batched, shared 2-D b [2,5,7]@[7,3]", 0, 0, DIMS(2, 5, 7), DIMS(7, 3)); }
+/* a batch of one with a shared 2-D b: the CPU backend folds [1, M, K] into [M, K] as for larger batches */
+static void test_matmul_batch1_shared_b(void) { mm_case("matmul batch of 1, shared 2-D b [1,5,7]@[7,3]", 0, 0, DIMS(1, 5, 7), DIMS(7, 3)); }
+static void test_matmul_batch1_shared_b_tb(void) { mm_case("matmul batch of 1, shared 2-D b^T [1,1,5,7]@[4,7]^T", 0, 1, DIMS(1, 1, 5, 7), DIMS(4, 7)); }
 static void test_matmul_shared_b_tb(void) { mm_case("matmul batched, shared 2-D b^T [3,5,7]@[4,7]^T", 0, 1, DIMS(3, 5, 7), DIMS(4, 7)); }
 static void test_matmul_batched(void) { mm_case("matmul batched [2,5,7]@[2,7,3]", 0, 0, DIMS(2, 5, 7), DIMS(2, 7, 3)); }
 static void test_matmul_bcast(void) { mm_case("matmul broadcast batch [2,1,5,7]@[3,7,4]", 0, 0, DIMS(2, 1, 5, 7), DIMS(3, 7, 4)); }
@@ -1149,6 +1152,8 @@ int main(void) {
     RUN(test_matmul_vec);
     RUN(test_matmul_shared_b);
     RUN(test_matmul_shared_b_tb);
+    RUN(test_matmul_batch1_shared_b);
+    RUN(test_matmul_batch1_shared_b_tb);
     RUN(test_matmul_batched);
     RUN(test_matmul_bcast);
     RUN(test_matmul_batched_tt);

@@ -229,8 +229,10 @@ static ts_status build(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, m
 
     dnnl_memory_desc_t md_a, md_b, md_c, md_o;
     dnnl_status_t st;
-    if (!ta && b_batch == 1 && a_batch == out_batch && out_batch > 1) {
-        /* fold the batch into the rows: a [B, .., M, K] is one [B*..*M, K] matrix */
+    if (!ta && b_batch == 1 && a_batch == out_batch && nd > 2) {
+        /* fold the batch into the rows: a [B, .., M, K] is one [B*..*M, K] matrix. Also for a
+         * batch of 1 ([1, 128, 768] at batch-1 inference): oneDNN 2.6's brgemm ran the 3-D
+         * [1, M, K] x [1, K, N] form 15-20% slower than the same product in 2-D. */
         dnnl_dims_t ad = {out_batch * M, K}, od = {out_batch * M, N};
         const ts_val b2 = {.dtype = b->dtype, .ndim = 2, .shape = {b->shape[b->ndim - 2], b->shape[b->ndim - 1]}};
         nd = 2;
