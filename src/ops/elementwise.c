@@ -208,14 +208,21 @@ static ts_status unary_kernel(const ts_kargs *k) {
     return TS_OK;
 }
 
-/* Whether op's derivative is computed from its input x (else from its output y): the one of the
- * two the backward reads, so the other need not stay alive until then (GELU's output, exp's
- * input). Also what unary_grad_f32 below uses. */
-static int grad_reads_x(int op) { return op == TS_OP_GELU || op == TS_OP_RELU || op == TS_OP_LOG; }
+/* Which of unary_grad's inputs op's derivative is computed from: 0, its input x (gelu, relu,
+ * log), or 1, its output y (sqrt, exp, tanh, sigmoid); -1 for an op without one. The backward
+ * reads only that one, so the other need not stay alive until then (GELU's output, exp's input);
+ * unary_grad_f32's formulas below are the same split. */
+static int grad_input(int op) {
+    switch (op) {
+    case TS_OP_GELU: case TS_OP_RELU: case TS_OP_LOG: return 0;
+    case TS_OP_SQRT: case TS_OP_EXP: case TS_OP_TANH: case TS_OP_SIGMOID: return 1;
+    default: return -1;
+    }
+}
 
 static ts_value unary_grad_node(ts_graph *g, const ts_node *n, ts_value gy) {
-    int rx = grad_reads_x(n->op);
-    int in[3] = {rx ? n->in[0] : TS_NONE, rx ? TS_NONE : n->out[0], gy};
+    int from_y = grad_input(n->op) == 1;
+    int in[3] = {from_y ? TS_NONE : n->in[0], from_y ? n->out[0] : TS_NONE, gy};
     ts_attrs at = {0};
     at.i[0] = n->op;
     at.i[1] = n->attr.i[0];
@@ -273,7 +280,7 @@ static inline float gelu_erf_slope(float x) {
 }
 
 /* unary_grad(x, y, gy) -> gx = gy * f'(x), from x or from y = f(x), whichever is cheaper; the
- * other input is absent (TS_NONE; grad_reads_x says which):
+ * other input is absent (TS_NONE; grad_input says which):
  *   from y:  sqrt: gy / (2y)   exp: gy y   tanh: gy (1 - y^2)   sigmoid: gy y (1 - y)
  *   from x:  log: gy / x   relu: gy [x > 0]
  *            gelu (erf):  gy (Phi(x) + x phi(x))
@@ -306,12 +313,12 @@ static void unary_grad_f32(int op, int tanh_form, const float *x, const float *y
 }
 
 static ts_status infer_unary_grad(ts_graph *g, ts_node *n) {
-    int op = (int)n->attr.i[0], rx = grad_reads_x(op), need = rx ? 0 : 1;
-    if (op != TS_OP_SQRT && op != TS_OP_EXP && op != TS_OP_TANH && op != TS_OP_SIGMOID && !rx)
+    int op = (int)n->attr.i[0], need = grad_input(op);
+    if (need < 0)
         return ts_err(TS_ERR_ARG, "op unary_grad: attr i[0] = %d is not one of sqrt exp log relu tanh sigmoid gelu", op);
     if (n->in[2] < 0 || n->in[need] < 0)
         return ts_err(TS_ERR_ARG, "op unary_grad of %s: needs %s and the output gradient", ts_op_get(op)->name,
-                      rx ? "the input x (input 0)" : "the output y (input 1)");
+                      need == 0 ? "the input x (input 0)" : "the output y (input 1)");
     ts_status s = need_f32(g, n, 2);
     if (!s) s = need_f32(g, n, need);
     if (s) return s;
