@@ -9,7 +9,7 @@
  * appended when the walk reaches the segment (graph/recompute.c).
  */
 #include "graph/recompute.h"
-#include "ops/op.h"
+#include "graph/opdef.h"
 
 #include <stdio.h>
 

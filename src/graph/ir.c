@@ -1,5 +1,5 @@
 /* ir.c — building graphs: values, nodes, names, and the sticky builder error. */
-#include "ops/op.h"
+#include "graph/opdef.h"
 
 #include <stdio.h>
 

@@ -86,6 +86,9 @@ struct ts_graph {
  * Returns the first output value id, or TS_NONE after recording an error in g. If outs != NULL
  * it receives every output id. Any input == TS_NONE (but not declared optional) propagates. */
 ts_value ts_node_add(ts_graph *g, int op, int nin, const int *in, const ts_attrs *attr, int *outs);
+/* ts_backward with the loss's gradient seeded by `seed` (a rank-0 f32 value, the loss scale of
+ * src/optim/loss_scale.c) instead of 1; TS_NONE: 1 (graph/autodiff.c). */
+ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed);
 /* Record a builder error in g (first one wins) and in the thread's last error; returns TS_NONE. */
 ts_value ts_graph_fail(ts_graph *g, ts_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -11,7 +11,7 @@
  *    offset that overlaps no already placed root whose lifetime intersects its own.
  */
 #include "graph/memplan.h"
-#include "ops/op.h"
+#include "graph/opdef.h"
 
 typedef struct {
     int v;

@@ -27,7 +27,7 @@
  * has been: one value map for the whole backward, each entry written once.
  */
 #include "graph/recompute.h"
-#include "ops/op.h"
+#include "graph/opdef.h"
 
 ts_status ts_graph_recompute_begin(ts_graph *g) {
     if (!g) return ts_err(TS_ERR_ARG, "ts_graph_recompute_begin: graph is NULL");

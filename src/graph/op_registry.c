@@ -1,9 +1,10 @@
-/* registry.c — the op table: op id -> definition, built from ops.def. */
-#include "ops/op.h"
+/* op_registry.c — the op table: op id -> definition (defined by the op family files of src/ops/),
+ * built from ops.def. */
+#include "graph/opdef.h"
 
 static const ts_op_def *const table[TS_OP_COUNT] = {
 #define TS_OP(ID, name) [TS_OP_##ID] = &ts_opdef_##name,
-#include "ops/ops.def"
+#include "graph/ops.def"
 #undef TS_OP
 };
 
