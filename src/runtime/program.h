@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "graph/memplan.h"
+#include "graph/passes/passes.h"
 
 /* Phases of a schedule: a plain program has one; a pipeline stage's program runs its forward
  * (phase 0) and backward (phase 1) once per micro-batch, and its part of the optimizer update
@@ -99,13 +100,6 @@ void ts_set_threads(int n);
 /* Parameter initial values: deterministic in (seed, name, element index). Writes the numel
  * floats of elements [start, start + numel) to dst, so a parameter can be filled piece by piece. */
 void ts_init_fill(const ts_init *init, uint64_t seed, const char *name, float *dst, int64_t start, int64_t numel);
-
-/* Passes (src/graph/passes). `alive` marks scheduled nodes; `pinned` marks values that must
- * keep their identity (fetches). Each returns the number of nodes it removed. A fused node takes
- * the index of the last node it replaces, so index order stays a valid schedule; fusion never
- * joins nodes of two stages or two phases. */
-int ts_pass_dce(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int keep_side_effects);
-int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int matmul_act);
 
 /* Profiling (profile.c): allocate p's counters and point its plans at them; free them. */
 ts_status ts_profile_enable(ts_program *p);

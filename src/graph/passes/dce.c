@@ -1,5 +1,6 @@
 /* dce.c — dead-code elimination: keep the nodes that a pinned value or a side effect needs. */
-#include "runtime/program.h"
+#include "graph/opdef.h"
+#include "graph/passes/passes.h"
 
 int ts_pass_dce(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int keep_side_effects) {
     uint8_t *need = calloc((size_t)g->nvals, 1);

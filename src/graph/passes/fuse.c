@@ -15,7 +15,8 @@
  *    the dead producer read), so the counts are computed once.
  * Nodes are visited in index order, so a chain grows one consumer at a time.
  */
-#include "runtime/program.h"
+#include "graph/passes/passes.h"
+#include "ops/op.h" /* ts_fused_merge */
 
 /* Defined in ops/fused.c: attrs of fused_elementwise computing second(first(x)); 0 if not
  * fusable (not unary chain ops, or more steps than a fused node holds). */
