@@ -62,9 +62,6 @@ typedef struct ts_plan {
     size_t *kernel_bytes;
 } ts_plan;
 
-/* A monotonic clock in nanoseconds (runtime/profile.c). */
-uint64_t ts_now_ns(void);
-
 /* The CPU backend's table (backend/cpu). */
 extern const ts_backend_api ts_backend_cpu_api;
 

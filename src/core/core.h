@@ -28,6 +28,8 @@ char *ts_strdup(const char *s);
 ts_status ts_write_atomic(const char *path, const void *data, size_t len);
 /* realloc-or-abort for the builder's small growable arrays. */
 void *ts_xrealloc(void *p, size_t bytes);
+/* A monotonic clock in nanoseconds (clock.c): the profile's kernel and run times. */
+uint64_t ts_now_ns(void);
 
 struct ts_tensor {
     ts_dtype dtype;

@@ -9,19 +9,12 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct ts_profile {
     uint64_t *ns, *calls; /* per scheduled node (p->sched order) */
     uint64_t wall_ns;     /* ts_program_run calls since the last reset */
     uint64_t runs;
 } ts_profile;
-
-uint64_t ts_now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 ts_status ts_profile_enable(ts_program *p) {
     ts_profile *pr = calloc(1, sizeof *pr);
