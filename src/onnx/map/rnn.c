@@ -1,5 +1,5 @@
 /*
- * extra_rnn.c — ONNX mappings of RNN, GRU and LSTM, unrolled over the (import-time) sequence
+ * rnn.c — ONNX mappings of RNN, GRU and LSTM, unrolled over the (import-time) sequence
  * length into tessera ops on f32: one matmul of the whole input by W for all steps, then per step
  * a matmul of the hidden state by R and the gates, exactly as the ONNX definitions read
  * (X [T, B, I]; W [D, G H, I]; R [D, G H, H]; B [D, 2 G H] = Wb then Rb; "(.)" is elementwise):
@@ -20,7 +20,7 @@
  * Sigmoid, Tanh, Relu, LeakyRelu, ThresholdedRelu, Elu, Softsign, Softplus, HardSigmoid, Affine,
  * ScaledTanh (with activation_alpha / activation_beta consumed in order).
  */
-#include "onnx/extra.h"
+#include "onnx/map/map.h"
 
 typedef enum { K_RNN, K_GRU, K_LSTM } rnn_kind;
 
@@ -108,8 +108,8 @@ static ts_value cols_of(ts_graph *g, ts_value v, int64_t lo, int64_t hi) { retur
 
 static ts_value clipped(ts_graph *g, ts_value x, float clip) {
     if (clip <= 0) return x;
-    return ts_binary(g, TS_BIN_MIN, ts_binary(g, TS_BIN_MAX, x, ex_scalar(g, TS_F32, -clip)),
-                     ex_scalar(g, TS_F32, clip));
+    return ts_binary(g, TS_BIN_MIN, ts_binary(g, TS_BIN_MAX, x, map_scalar(g, TS_F32, -clip)),
+                     map_scalar(g, TS_F32, clip));
 }
 
 static ts_status rnn(ts_onnx_ctx *cx, const ts_onnx_node *n, rnn_kind kind) {
@@ -147,7 +147,7 @@ static ts_status rnn(ts_onnx_ctx *cx, const ts_onnx_node *n, rnn_kind kind) {
         if (k != 4 && onnx_has_in(n, k) && onnx_need_f32(cx, n, k, k)) return TS_ERR_UNSUPPORTED;
     if (onnx_has_in(n, 4) && onnx_need_dtype(cx, n, 4, (const ts_dtype[]){TS_I32, TS_I64}, 2))
         return TS_ERR_UNSUPPORTED;
-    if (ex_need_nonempty(cx, n, 0)) return TS_ERR_UNSUPPORTED;
+    if (map_need_nonempty(cx, n, 0)) return TS_ERR_UNSUPPORTED;
     if (T * D > 4096) return onnx_unsupported(cx, n, "%lld steps (unrolled: at most 4096)", (long long)(T * D));
 
     ts_value X = onnx_in(cx, n, 0);
@@ -156,7 +156,7 @@ static ts_status rnn(ts_onnx_ctx *cx, const ts_onnx_node *n, rnn_kind kind) {
     /* per step and batch row: is t < len[b] ([B, 1] u8), when sequence_lens is given */
     ts_value lens = onnx_has_in(n, 4) ? ts_reshape(g, onnx_in(cx, n, 4), 2, (int64_t[]){B, 1}) : TS_NONE;
     ts_dtype ld = onnx_has_in(n, 4) ? onnx_in_dtype(cx, n, 4) : TS_I64;
-    ts_value zeros = ts_expand(g, ex_scalar(g, TS_F32, 0), 2, (int64_t[]){B, Hs});
+    ts_value zeros = ts_expand(g, map_scalar(g, TS_F32, 0), 2, (int64_t[]){B, Hs});
     ts_value *Y = calloc((size_t)(T * D), sizeof *Y), hlast[2], clast[2];
     if (!Y) return onnx_unsupported(cx, n, "out of memory");
     for (int d = 0; d < D; d++) {
@@ -171,7 +171,7 @@ static ts_status rnn(ts_onnx_ctx *cx, const ts_onnx_node *n, rnn_kind kind) {
             /* Wb joins X W^T for every gate; Rb too, except GRU's h gate, whose Rbh sits inside */
             XW = ts_add(g, XW, kind == K_GRU ? Wb : ts_add(g, Wb, Rb));
             if (kind == K_GRU) { /* Rbz, Rbr, then 0 for h */
-                ts_value zero_h = ts_expand(g, ex_scalar(g, TS_F32, 0), 1, &Hs);
+                ts_value zero_h = ts_expand(g, map_scalar(g, TS_F32, 0), 1, &Hs);
                 XW = ts_add(g, XW, ts_concat(g, 2, (ts_value[]){ts_slice(g, Rb, 0, 0, 2 * Hs), zero_h}, 0));
             }
         }
@@ -231,7 +231,7 @@ static ts_status rnn(ts_onnx_ctx *cx, const ts_onnx_node *n, rnn_kind kind) {
             }
             ts_value y = hn;
             if (lens != TS_NONE) {
-                ts_value live = ts_binary(g, TS_BIN_LESS, ex_scalar(g, ld, (double)t), lens); /* [B, 1] */
+                ts_value live = ts_binary(g, TS_BIN_LESS, map_scalar(g, ld, (double)t), lens); /* [B, 1] */
                 y = ts_where(g, live, hn, zeros);
                 hn = ts_where(g, live, hn, H);
                 if (cn != TS_NONE) cn = ts_where(g, live, cn, C);
@@ -260,6 +260,16 @@ static ts_status rnn(ts_onnx_ctx *cx, const ts_onnx_node *n, rnn_kind kind) {
     return st;
 }
 
-ts_status ex_rnn(ts_onnx_ctx *cx, const ts_onnx_node *n) { return rnn(cx, n, K_RNN); }
-ts_status ex_gru(ts_onnx_ctx *cx, const ts_onnx_node *n) { return rnn(cx, n, K_GRU); }
-ts_status ex_lstm(ts_onnx_ctx *cx, const ts_onnx_node *n) { return rnn(cx, n, K_LSTM); }
+static ts_status imp_rnn(ts_onnx_ctx *cx, const ts_onnx_node *n) { return rnn(cx, n, K_RNN); }
+static ts_status imp_gru(ts_onnx_ctx *cx, const ts_onnx_node *n) { return rnn(cx, n, K_GRU); }
+static ts_status imp_lstm(ts_onnx_ctx *cx, const ts_onnx_node *n) { return rnn(cx, n, K_LSTM); }
+
+
+/* ------------------------------------------------------------------ the family's table */
+
+static const ts_onnx_op ops[] = {
+    {"RNN", 9, 17, imp_rnn},
+    {"GRU", 9, 17, imp_gru},
+    {"LSTM", 9, 17, imp_lstm},
+};
+const onnx_family onnx_family_rnn = {"rnn", ops, (int)(sizeof ops / sizeof *ops)};
