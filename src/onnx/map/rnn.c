@@ -112,8 +112,27 @@ static ts_value clipped(ts_graph *g, ts_value x, float clip) {
                      map_scalar(g, TS_F32, clip));
 }
 
-static ts_status rnn(ts_onnx_ctx *cx, const ts_onnx_node *n, rnn_kind kind) {
-    ts_graph *g = cx->g;
+/* The node's attributes and shapes, as rnn_read checked them. */
+typedef struct {
+    rnn_kind kind;
+    int G, nf;          /* gates, activations per direction */
+    int D, reverse;     /* directions (2: bidirectional); one direction run backwards */
+    int layout, lbr;    /* batch first; GRU's linear_before_reset */
+    int nstate;         /* states: H (and LSTM's C) */
+    float clip;         /* > 0: every gate's input clipped to [-clip, clip] */
+    int64_t T, B, I, Hs, GH;
+} rnn_geom;
+
+/* One direction's weights (W, R [G H, ..]), X W^T plus biases for all steps (XW [T B, G H]), R's
+ * bias Rb [G H] (TS_NONE without B), LSTM's peepholes Pv (TS_NONE without P), and its state H, C
+ * [B, H] as the steps advance it. */
+typedef struct {
+    ts_value W, R, XW, Rb, Pv[3], H, C;
+} rnn_dir;
+
+/* Read node n's attributes and check its inputs' shapes and dtypes into *p and acts: TS_OK, or
+ * the status of the refusal. */
+static ts_status rnn_read(ts_onnx_ctx *cx, const ts_onnx_node *n, rnn_kind kind, rnn_geom *p, act *acts) {
     int G = kind == K_RNN ? 1 : kind == K_GRU ? 3 : 4, nf = kind == K_RNN ? 1 : kind == K_GRU ? 2 : 3;
     int64_t xs[TS_MAX_DIMS], ws[TS_MAX_DIMS], rs[TS_MAX_DIMS], s[TS_MAX_DIMS];
     int rx = onnx_in_shape(cx, n, 0, xs), rw = onnx_in_shape(cx, n, 1, ws), rr = onnx_in_shape(cx, n, 2, rs);
@@ -125,7 +144,6 @@ static ts_status rnn(ts_onnx_ctx *cx, const ts_onnx_node *n, rnn_kind kind) {
     if (kind == K_LSTM && onnx_attr_int(cx, n, "input_forget", 0)) return onnx_unsupported(cx, n, "input_forget 1");
     int D = !strcmp(dir, "bidirectional") ? 2 : 1, reverse = !strcmp(dir, "reverse");
     if (D == 1 && !reverse && strcmp(dir, "forward")) return onnx_invalid(cx, n, "direction '%s'", dir);
-    act acts[6];
     if (cx->node_refused || read_acts(cx, n, kind, D, acts)) return TS_ERR_UNSUPPORTED;
     if (rx != 3 || rw != 3 || rr != 3) return onnx_invalid(cx, n, "X, W and R must be 3-D");
     int64_t T = layout ? xs[1] : xs[0], B = layout ? xs[0] : xs[1], I = xs[2], GH = G * Hs;
@@ -149,114 +167,163 @@ static ts_status rnn(ts_onnx_ctx *cx, const ts_onnx_node *n, rnn_kind kind) {
         return TS_ERR_UNSUPPORTED;
     if (map_need_nonempty(cx, n, 0)) return TS_ERR_UNSUPPORTED;
     if (T * D > 4096) return onnx_unsupported(cx, n, "%lld steps (unrolled: at most 4096)", (long long)(T * D));
+    *p = (rnn_geom){.kind = kind, .G = G, .nf = nf, .D = D, .reverse = reverse, .layout = layout, .lbr = lbr,
+                    .nstate = nstate, .clip = clip, .T = T, .B = B, .I = I, .Hs = Hs, .GH = GH};
+    return TS_OK;
+}
 
-    ts_value X = onnx_in(cx, n, 0);
-    if (layout) X = ts_transpose(g, X, (int[]){1, 0, 2});
-    ts_value X2 = ts_reshape(g, X, 2, (int64_t[]){T * B, I});
-    /* per step and batch row: is t < len[b] ([B, 1] u8), when sequence_lens is given */
-    ts_value lens = onnx_has_in(n, 4) ? ts_reshape(g, onnx_in(cx, n, 4), 2, (int64_t[]){B, 1}) : TS_NONE;
-    ts_dtype ld = onnx_has_in(n, 4) ? onnx_in_dtype(cx, n, 4) : TS_I64;
-    ts_value zeros = ts_expand(g, map_scalar(g, TS_F32, 0), 2, (int64_t[]){B, Hs});
-    ts_value *Y = calloc((size_t)(T * D), sizeof *Y), hlast[2], clast[2];
-    if (!Y) return onnx_unsupported(cx, n, "out of memory");
-    for (int d = 0; d < D; d++) {
-        int back = D == 2 ? d == 1 : reverse;
-        ts_value W = ts_reshape(g, ts_slice(g, onnx_in(cx, n, 1), 0, d, d + 1), 2, (int64_t[]){GH, I});
-        ts_value R = ts_reshape(g, ts_slice(g, onnx_in(cx, n, 2), 0, d, d + 1), 2, (int64_t[]){GH, Hs});
-        ts_value XW = ts_matmul(g, X2, W, 0, 1), Rb = TS_NONE; /* [T B, G H] */
-        if (onnx_has_in(n, 3)) {
-            ts_value Bd = ts_reshape(g, ts_slice(g, onnx_in(cx, n, 3), 0, d, d + 1), 1, (int64_t[]){2 * GH});
-            ts_value Wb = ts_slice(g, Bd, 0, 0, GH);
-            Rb = ts_slice(g, Bd, 0, GH, 2 * GH);
-            /* Wb joins X W^T for every gate; Rb too, except GRU's h gate, whose Rbh sits inside */
-            XW = ts_add(g, XW, kind == K_GRU ? Wb : ts_add(g, Wb, Rb));
-            if (kind == K_GRU) { /* Rbz, Rbr, then 0 for h */
-                ts_value zero_h = ts_expand(g, map_scalar(g, TS_F32, 0), 1, &Hs);
-                XW = ts_add(g, XW, ts_concat(g, 2, (ts_value[]){ts_slice(g, Rb, 0, 0, 2 * Hs), zero_h}, 0));
-            }
+/* Direction d's weights, biases, peepholes and initial state (zeros [B, H] where not given);
+ * X2 is X as [T B, I]. */
+static rnn_dir rnn_weights(ts_onnx_ctx *cx, const ts_onnx_node *n, const rnn_geom *p, int d, ts_value X2,
+                           ts_value zeros) {
+    ts_graph *g = cx->g;
+    int64_t GH = p->GH, Hs = p->Hs, I = p->I, B = p->B;
+    rnn_dir w = {.Rb = TS_NONE, .Pv = {TS_NONE, TS_NONE, TS_NONE}};
+    w.W = ts_reshape(g, ts_slice(g, onnx_in(cx, n, 1), 0, d, d + 1), 2, (int64_t[]){GH, I});
+    w.R = ts_reshape(g, ts_slice(g, onnx_in(cx, n, 2), 0, d, d + 1), 2, (int64_t[]){GH, Hs});
+    w.XW = ts_matmul(g, X2, w.W, 0, 1); /* [T B, G H] */
+    if (onnx_has_in(n, 3)) {
+        ts_value Bd = ts_reshape(g, ts_slice(g, onnx_in(cx, n, 3), 0, d, d + 1), 1, (int64_t[]){2 * GH});
+        ts_value Wb = ts_slice(g, Bd, 0, 0, GH);
+        w.Rb = ts_slice(g, Bd, 0, GH, 2 * GH);
+        /* Wb joins X W^T for every gate; Rb too, except GRU's h gate, whose Rbh sits inside */
+        w.XW = ts_add(g, w.XW, p->kind == K_GRU ? Wb : ts_add(g, Wb, w.Rb));
+        if (p->kind == K_GRU) { /* Rbz, Rbr, then 0 for h */
+            ts_value zero_h = ts_expand(g, map_scalar(g, TS_F32, 0), 1, &Hs);
+            w.XW = ts_add(g, w.XW, ts_concat(g, 2, (ts_value[]){ts_slice(g, w.Rb, 0, 0, 2 * Hs), zero_h}, 0));
         }
-        ts_value Pv[3] = {TS_NONE, TS_NONE, TS_NONE};
-        if (kind == K_LSTM && onnx_has_in(n, 7)) {
-            ts_value Pd = ts_reshape(g, ts_slice(g, onnx_in(cx, n, 7), 0, d, d + 1), 1, (int64_t[]){3 * Hs});
-            for (int k = 0; k < 3; k++) Pv[k] = ts_slice(g, Pd, 0, k * Hs, (k + 1) * Hs);
-        }
-        ts_value H = zeros, C = zeros;
-        for (int k = 5; k < 5 + nstate; k++) {
-            if (!onnx_has_in(n, k)) continue;
-            ts_value st = onnx_in(cx, n, k);
-            st = layout ? ts_slice(g, st, 1, d, d + 1) : ts_slice(g, st, 0, d, d + 1);
-            st = ts_reshape(g, st, 2, (int64_t[]){B, Hs});
-            if (k == 5) H = st;
-            else C = st;
-        }
-        const act *f = &acts[d * nf];
-        for (int64_t s0 = 0; s0 < T; s0++) {
-            int64_t t = back ? T - 1 - s0 : s0;
-            ts_value xw = rows_of(g, XW, t * B, (t + 1) * B), hn, cn = TS_NONE;
-            if (kind == K_RNN) {
-                hn = apply(g, &f[0], clipped(g, ts_add(g, xw, ts_matmul(g, H, R, 0, 1)), clip));
-            } else if (kind == K_GRU) {
-                ts_value hr = ts_matmul(g, H, rows_of(g, R, 0, 2 * Hs), 0, 1); /* [B, 2H] */
-                ts_value z = apply(g, &f[0], clipped(g, ts_add(g, cols_of(g, xw, 0, Hs), cols_of(g, hr, 0, Hs)), clip));
-                ts_value r = apply(
-                    g, &f[0], clipped(g, ts_add(g, cols_of(g, xw, Hs, 2 * Hs), cols_of(g, hr, Hs, 2 * Hs)), clip));
-                ts_value Rh = rows_of(g, R, 2 * Hs, 3 * Hs),
-                         Rbh = Rb == TS_NONE ? TS_NONE : ts_slice(g, Rb, 0, 2 * Hs, 3 * Hs);
-                ts_value inner;
-                if (lbr) {
-                    inner = ts_matmul(g, H, Rh, 0, 1);
-                    if (Rbh != TS_NONE) inner = ts_add(g, inner, Rbh);
-                    inner = ts_mul(g, r, inner);
-                } else {
-                    inner = ts_matmul(g, ts_mul(g, r, H), Rh, 0, 1);
-                    if (Rbh != TS_NONE) inner = ts_add(g, inner, Rbh);
-                }
-                ts_value hh = apply(g, &f[1], clipped(g, ts_add(g, cols_of(g, xw, 2 * Hs, 3 * Hs), inner), clip));
-                /* (1 - z) h + z H = h + z (H - h) */
-                hn = ts_add(g, hh, ts_mul(g, z, ts_sub(g, H, hh)));
-            } else {
-                ts_value pre = ts_add(g, xw, ts_matmul(g, H, R, 0, 1)); /* gates i o f c */
-                ts_value pi = cols_of(g, pre, 0, Hs), po = cols_of(g, pre, Hs, 2 * Hs);
-                ts_value pf = cols_of(g, pre, 2 * Hs, 3 * Hs), pc = cols_of(g, pre, 3 * Hs, 4 * Hs);
-                if (Pv[0] != TS_NONE) {
-                    pi = ts_add(g, pi, ts_mul(g, Pv[0], C));
-                    pf = ts_add(g, pf, ts_mul(g, Pv[2], C));
-                }
-                ts_value ig = apply(g, &f[0], clipped(g, pi, clip)), fg = apply(g, &f[0], clipped(g, pf, clip));
-                ts_value cg = apply(g, &f[1], clipped(g, pc, clip));
-                cn = ts_add(g, ts_mul(g, fg, C), ts_mul(g, ig, cg));
-                if (Pv[1] != TS_NONE) po = ts_add(g, po, ts_mul(g, Pv[1], cn));
-                ts_value og = apply(g, &f[0], clipped(g, po, clip));
-                hn = ts_mul(g, og, apply(g, &f[2], cn));
-            }
-            ts_value y = hn;
-            if (lens != TS_NONE) {
-                ts_value live = ts_binary(g, TS_BIN_LESS, map_scalar(g, ld, (double)t), lens); /* [B, 1] */
-                y = ts_where(g, live, hn, zeros);
-                hn = ts_where(g, live, hn, H);
-                if (cn != TS_NONE) cn = ts_where(g, live, cn, C);
-            }
-            H = hn;
-            if (cn != TS_NONE) C = cn;
-            Y[t * D + d] = ts_reshape(g, y, 4, (int64_t[]){1, 1, B, Hs});
-        }
-        hlast[d] = ts_reshape(g, H, 3, (int64_t[]){1, B, Hs});
-        clast[d] = ts_reshape(g, C, 3, (int64_t[]){1, B, Hs});
     }
+    if (p->kind == K_LSTM && onnx_has_in(n, 7)) {
+        ts_value Pd = ts_reshape(g, ts_slice(g, onnx_in(cx, n, 7), 0, d, d + 1), 1, (int64_t[]){3 * Hs});
+        for (int k = 0; k < 3; k++) w.Pv[k] = ts_slice(g, Pd, 0, k * Hs, (k + 1) * Hs);
+    }
+    w.H = zeros, w.C = zeros;
+    for (int k = 5; k < 5 + p->nstate; k++) {
+        if (!onnx_has_in(n, k)) continue;
+        ts_value st = onnx_in(cx, n, k);
+        st = p->layout ? ts_slice(g, st, 1, d, d + 1) : ts_slice(g, st, 0, d, d + 1);
+        st = ts_reshape(g, st, 2, (int64_t[]){B, Hs});
+        if (k == 5) w.H = st;
+        else w.C = st;
+    }
+    return w;
+}
+
+/* GRU's new hidden state from xw [B, 3 H] (X_t W^T + Wb + Rbz, Rbr) and the state w->H. */
+static ts_value gru_step(ts_graph *g, const rnn_geom *p, const act *f, const rnn_dir *w, ts_value xw) {
+    int64_t Hs = p->Hs;
+    float clip = p->clip;
+    ts_value H = w->H, R = w->R, Rb = w->Rb;
+    ts_value hr = ts_matmul(g, H, rows_of(g, R, 0, 2 * Hs), 0, 1); /* [B, 2H] */
+    ts_value z = apply(g, &f[0], clipped(g, ts_add(g, cols_of(g, xw, 0, Hs), cols_of(g, hr, 0, Hs)), clip));
+    ts_value r = apply(g, &f[0], clipped(g, ts_add(g, cols_of(g, xw, Hs, 2 * Hs), cols_of(g, hr, Hs, 2 * Hs)), clip));
+    ts_value Rh = rows_of(g, R, 2 * Hs, 3 * Hs), Rbh = Rb == TS_NONE ? TS_NONE : ts_slice(g, Rb, 0, 2 * Hs, 3 * Hs);
+    ts_value inner;
+    if (p->lbr) {
+        inner = ts_matmul(g, H, Rh, 0, 1);
+        if (Rbh != TS_NONE) inner = ts_add(g, inner, Rbh);
+        inner = ts_mul(g, r, inner);
+    } else {
+        inner = ts_matmul(g, ts_mul(g, r, H), Rh, 0, 1);
+        if (Rbh != TS_NONE) inner = ts_add(g, inner, Rbh);
+    }
+    ts_value hh = apply(g, &f[1], clipped(g, ts_add(g, cols_of(g, xw, 2 * Hs, 3 * Hs), inner), clip));
+    /* (1 - z) h + z H = h + z (H - h) */
+    return ts_add(g, hh, ts_mul(g, z, ts_sub(g, H, hh)));
+}
+
+/* LSTM's new hidden state (returned) and cell state *cn from xw [B, 4 H] and the state w->H, w->C. */
+static ts_value lstm_step(ts_graph *g, const rnn_geom *p, const act *f, const rnn_dir *w, ts_value xw, ts_value *cn) {
+    int64_t Hs = p->Hs;
+    float clip = p->clip;
+    ts_value C = w->C;
+    ts_value pre = ts_add(g, xw, ts_matmul(g, w->H, w->R, 0, 1)); /* gates i o f c */
+    ts_value pi = cols_of(g, pre, 0, Hs), po = cols_of(g, pre, Hs, 2 * Hs);
+    ts_value pf = cols_of(g, pre, 2 * Hs, 3 * Hs), pc = cols_of(g, pre, 3 * Hs, 4 * Hs);
+    if (w->Pv[0] != TS_NONE) {
+        pi = ts_add(g, pi, ts_mul(g, w->Pv[0], C));
+        pf = ts_add(g, pf, ts_mul(g, w->Pv[2], C));
+    }
+    ts_value ig = apply(g, &f[0], clipped(g, pi, clip)), fg = apply(g, &f[0], clipped(g, pf, clip));
+    ts_value cg = apply(g, &f[1], clipped(g, pc, clip));
+    *cn = ts_add(g, ts_mul(g, fg, C), ts_mul(g, ig, cg));
+    if (w->Pv[1] != TS_NONE) po = ts_add(g, po, ts_mul(g, w->Pv[1], *cn));
+    ts_value og = apply(g, &f[0], clipped(g, po, clip));
+    return ts_mul(g, og, apply(g, &f[2], *cn));
+}
+
+/* Direction d unrolled over the T steps: Y[t D + d] ([1, 1, B, H]) each step's output, w's state
+ * advanced to the last step's. lens [B, 1] (dtype ld) or TS_NONE: sequence_lens. */
+static void rnn_unroll(ts_graph *g, const rnn_geom *p, const act *f, int d, rnn_dir *w, ts_value lens, ts_dtype ld,
+                       ts_value zeros, ts_value *Y) {
+    int back = p->D == 2 ? d == 1 : p->reverse;
+    int64_t T = p->T, B = p->B, Hs = p->Hs;
+    for (int64_t s0 = 0; s0 < T; s0++) {
+        int64_t t = back ? T - 1 - s0 : s0;
+        ts_value xw = rows_of(g, w->XW, t * B, (t + 1) * B), hn, cn = TS_NONE;
+        if (p->kind == K_RNN) hn = apply(g, &f[0], clipped(g, ts_add(g, xw, ts_matmul(g, w->H, w->R, 0, 1)), p->clip));
+        else if (p->kind == K_GRU) hn = gru_step(g, p, f, w, xw);
+        else hn = lstm_step(g, p, f, w, xw, &cn);
+        ts_value y = hn;
+        if (lens != TS_NONE) {
+            ts_value live = ts_binary(g, TS_BIN_LESS, map_scalar(g, ld, (double)t), lens); /* [B, 1] */
+            y = ts_where(g, live, hn, zeros);
+            hn = ts_where(g, live, hn, w->H);
+            if (cn != TS_NONE) cn = ts_where(g, live, cn, w->C);
+        }
+        w->H = hn;
+        if (cn != TS_NONE) w->C = cn;
+        Y[t * p->D + d] = ts_reshape(g, y, 4, (int64_t[]){1, 1, B, Hs});
+    }
+}
+
+/* Set the node's outputs: Y from the steps' outputs (T D of them), Y_h and Y_c from each
+ * direction's last state (hlast, clast [1, B, H]). */
+static ts_status rnn_outputs(ts_onnx_ctx *cx, const ts_onnx_node *n, const rnn_geom *p, ts_value *Y,
+                             ts_value *hlast, ts_value *clast) {
+    ts_graph *g = cx->g;
+    int64_t T = p->T, B = p->B, Hs = p->Hs;
+    int D = p->D;
     ts_status st = TS_OK;
     if (onnx_has_out(n, 0)) {
         ts_value y = ts_concat(g, (int)(T * D), Y, 0); /* [T D, 1, B, H] */
         y = ts_reshape(g, y, 4, (int64_t[]){T, D, B, Hs});
-        if (layout) y = ts_transpose(g, y, (int[]){2, 0, 1, 3});
+        if (p->layout) y = ts_transpose(g, y, (int[]){2, 0, 1, 3});
         st = onnx_set(cx, n, 0, y);
     }
-    free(Y);
-    for (int o = 1; o <= nstate && st == TS_OK; o++) {
+    for (int o = 1; o <= p->nstate && st == TS_OK; o++) {
         if (!onnx_has_out(n, o)) continue;
         ts_value h = D == 1 ? (o == 1 ? hlast[0] : clast[0]) : ts_concat(g, 2, o == 1 ? hlast : clast, 0);
-        if (layout) h = ts_transpose(g, h, (int[]){1, 0, 2});
+        if (p->layout) h = ts_transpose(g, h, (int[]){1, 0, 2});
         st = onnx_set(cx, n, o, h);
     }
+    return st;
+}
+
+static ts_status rnn(ts_onnx_ctx *cx, const ts_onnx_node *n, rnn_kind kind) {
+    rnn_geom p = {0};
+    act acts[6];
+    ts_status st = rnn_read(cx, n, kind, &p, acts);
+    if (st) return st;
+    ts_graph *g = cx->g;
+    int64_t T = p.T, B = p.B, Hs = p.Hs;
+    ts_value X = onnx_in(cx, n, 0);
+    if (p.layout) X = ts_transpose(g, X, (int[]){1, 0, 2});
+    ts_value X2 = ts_reshape(g, X, 2, (int64_t[]){T * B, p.I});
+    /* per step and batch row: is t < len[b] ([B, 1] u8), when sequence_lens is given */
+    ts_value lens = onnx_has_in(n, 4) ? ts_reshape(g, onnx_in(cx, n, 4), 2, (int64_t[]){B, 1}) : TS_NONE;
+    ts_dtype ld = onnx_has_in(n, 4) ? onnx_in_dtype(cx, n, 4) : TS_I64;
+    ts_value zeros = ts_expand(g, map_scalar(g, TS_F32, 0), 2, (int64_t[]){B, Hs});
+    ts_value *Y = calloc((size_t)(T * p.D), sizeof *Y), hlast[2], clast[2];
+    if (!Y) return onnx_unsupported(cx, n, "out of memory");
+    for (int d = 0; d < p.D; d++) {
+        rnn_dir w = rnn_weights(cx, n, &p, d, X2, zeros);
+        rnn_unroll(g, &p, &acts[d * p.nf], d, &w, lens, ld, zeros, Y);
+        hlast[d] = ts_reshape(g, w.H, 3, (int64_t[]){1, B, Hs});
+        clast[d] = ts_reshape(g, w.C, 3, (int64_t[]){1, B, Hs});
+    }
+    st = rnn_outputs(cx, n, &p, Y, hlast, clast);
+    free(Y);
     return st;
 }
 
