@@ -12,7 +12,8 @@
  *    refused one not reported;
  *  - graph outputs that are an input or an initializer themselves;
  *  - a file nesting graphs inside attributes 100000 levels deep, refused before parsing;
- *  - the op table's listing.
+ *  - the op table's listing; the registry registers each op type once (and its duplicate check
+ *    finds one in a constructed list).
  */
 #include "test_util.h"
 
@@ -304,6 +305,19 @@ static void test_op_table(void) {
     CHECK(ts_onnx_op_info(n, NULL, NULL) == NULL && ts_last_status() == TS_ERR_ARG, "entry past the end");
 }
 
+/* Each op type is registered once (a second entry would shadow or be shadowed by the first), and
+ * the check that says so finds a duplicate when there is one. */
+static void test_op_registry_unique(void) {
+    const char *dup = onnx_registry_duplicate();
+    CHECK(dup == NULL, "op type %s is registered twice", dup ? dup : "");
+    const char *unique[] = {"Relu", "Conv", "Resize", "Gather"};
+    CHECK(onnx_op_types_duplicate(unique, 4) == NULL, "a duplicate found in a list without one");
+    const char *twice[] = {"Relu", "Conv", "Resize", "Conv", "Gather"};
+    const char *d = onnx_op_types_duplicate(twice, 5);
+    CHECK(d && !strcmp(d, "Conv"), "the duplicate Conv not found (%s)", d ? d : "NULL");
+    CHECK(onnx_op_types_duplicate(twice, 0) == NULL && onnx_op_types_duplicate(twice, 1) == NULL, "short lists");
+}
+
 int main(void) {
     RUN(test_session_shapes);
     RUN(test_session_shape_values);
@@ -314,5 +328,6 @@ int main(void) {
     RUN(test_passthrough_outputs);
     RUN(test_deep_nesting);
     RUN(test_op_table);
+    RUN(test_op_registry_unique);
     return tu_finish("test_onnx");
 }

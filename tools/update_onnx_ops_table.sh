@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # update_onnx_ops_table.sh — rewrite README.md's table of ONNX ops (between the "onnx-ops" markers)
-# with what the built `tessera onnx-ops` prints; tests/test_cli_onnx.c fails while they differ.
+# with what the built `tessera onnx-ops` prints (the op registry, src/onnx/map/registry.c, over the
+# families' tables in src/onnx/map/); tests/test_cli_onnx.c fails while they differ.
 #
 #   bash tools/update_onnx_ops_table.sh [BUILD_DIR]      (default build)
 set -euo pipefail

@@ -1,11 +1,11 @@
 /*
- * onnx_imp.h — the importer's internal interface: what the core (load.c, import.c) offers the
- * op-mapping files (ops_core.c, ops_vision.c, ops_extra.c, ...) and what they give back.
+ * onnx_imp.h — the importer's internal interface: what the core (import/: load.c, import.c, ctx.c,
+ * attrs.c, fold.c) offers the op-mapping families (map/<family>.c) and what they give back.
  *
- * A mapping file exports a table of ts_onnx_op entries {op type, opsets, import function}; the
- * importer concatenates the tables (table.c) in a fixed order — core, shape, vision, extra — and for
- * each node takes the first entry whose op type matches and whose opset range holds the model's
- * opset. An import function reads its node through the helpers below and either
+ * A family file exports a table of ts_onnx_op entries {op type, opsets, import function}; the
+ * registry (map/registry.c) reads the families' tables as one list in which each op type appears
+ * once, and for each node the importer takes the entry whose op type matches, when its opset range
+ * holds the model's opset. An import function reads its node through the helpers below and either
  *  - sets every output: a graph value (onnx_set) or, when it could compute the result at import
  *    time (constant folding of shape arithmetic), a host tensor (onnx_set_known); or
  *  - refuses the node with onnx_unsupported() (a valid node this importer cannot take: an
@@ -45,23 +45,13 @@ typedef struct ts_onnx_op {
     ts_onnx_import_fn import;
 } ts_onnx_op;
 
-/* Each mapping file defines its table and its length. */
-extern const ts_onnx_op ts_onnx_ops_core[];   /* ops_core.c: arithmetic, activations, matmul, norms */
-extern const int ts_onnx_ops_core_n;
-extern const ts_onnx_op ts_onnx_ops_shape[];  /* ops_shape.c: Shape, Reshape, Slice, Gather, ... */
-extern const int ts_onnx_ops_shape_n;
-extern const ts_onnx_op ts_onnx_ops_vision[]; /* ops_vision.c: Conv, pools, Resize, ... */
-extern const int ts_onnx_ops_vision_n;
-extern const ts_onnx_op ts_onnx_ops_extra[];  /* ops_extra.c: conformance breadth */
-extern const int ts_onnx_ops_extra_n;
-
 /* The inputs ONNX requires of op_type at opset (arity.c): the importer refuses a node that lacks
  * one (as invalid) before any mapping sees it, so mappings may read inputs 0 .. n - 1 without
  * checking onnx_has_in; 0 for an op it does not list. */
 int onnx_required_inputs(const char *op_type, int opset);
-/* The entry for op_type at opset (the first match in table order), or NULL (table.c). */
+/* The entry for op_type at opset, or NULL (map/registry.c). */
 const ts_onnx_op *onnx_find_op(const char *op_type, int opset);
-/* 1 when some entry has op_type, at any opset. */
+/* 1 when the registry has op_type, at any opset. */
 int onnx_known_op_type(const char *op_type);
 
 /* ------------------------------------------------------------------ the model (load.c) */
@@ -156,8 +146,8 @@ void *onnx_own(ts_onnx_ctx *cx, void *p);
 const ts_tensor *onnx_own_tensor(ts_onnx_ctx *cx, ts_tensor *t);
 void onnx_record(ts_onnx_ctx *cx, ts_status code, const char *msg);
 void onnx_ctx_free(ts_onnx_ctx *cx);
-/* Fold node n on the host when every input is known and its op is one shape arithmetic uses
- * whose mapping is in another table (Equal, Not, Floor, Min, ReduceProd, ...): 1 with the
+/* Fold node n on the host when every input is known and its op is one of those shape
+ * arithmetic uses that fold_ops.c lists (Equal, Not, Floor, Min, ReduceProd, ...): 1 with the
  * outcome in *st, or 0 when it is not such a node (fold_ops.c). */
 int onnx_fold_node(ts_onnx_ctx *cx, const ts_onnx_node *n, ts_status *st);
 /* The first attribute of n that its mapping never read, or NULL (attrs.c). */

@@ -2,7 +2,8 @@
  * onnx_testing.h — importer entry points for tests that do not go through the public API, in a
  * header free of protobuf types: reading a serialized TensorProto file (ONNX's test data:
  * input_0.pb, output_0.pb), and importing with every graph input known (which folds the model
- * on the host as far as the mappings allow, a check of the folding paths).
+ * on the host as far as the mappings allow, a check of the folding paths); the op registry's
+ * duplicate check.
  */
 #ifndef TS_ONNX_TESTING_H
 #define TS_ONNX_TESTING_H
@@ -25,6 +26,13 @@ ts_status onnx_import_ex(const ts_onnx *m, ts_graph *g, const int *ndims, const 
 ts_status onnx_import_wanted(const ts_onnx *m, ts_graph *g, const int *ndims, const int64_t *const *shapes,
                              const ts_onnx_import_opts *opts, ts_value *outs, const ts_tensor *const *known_inputs,
                              int *wanted);
+
+/* The op type that the importer's registry (map/registry.c) lists twice, or NULL when each op
+ * type is registered once. */
+const char *onnx_registry_duplicate(void);
+/* The registry's duplicate check on a list of n op types: the first one that repeats an earlier
+ * one, or NULL. */
+const char *onnx_op_types_duplicate(const char *const *op_types, int n);
 
 /* The model's nodes: how many, and node i's op type (NULL for a bad index). */
 int onnx_num_nodes(const ts_onnx *m);

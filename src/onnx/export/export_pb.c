@@ -3,7 +3,7 @@
  * tensors allocated in an arena the builder frees at the end, graph lists grown as nodes are
  * appended, and the packed model written atomically.
  */
-#include "onnx/export_pb.h"
+#include "onnx/export/export_pb.h"
 #include "onnx/onnx_imp.h" /* onnx_type_of */
 
 #include <stdio.h>

@@ -1,17 +1,15 @@
 /*
- * ops_shape.c — ONNX mappings of the ops that move or describe data: Shape, Size, Reshape,
- * Flatten, Squeeze, Unsqueeze, Transpose, Slice, Concat, Split, Gather, Expand, Cast, Identity,
- * Where, ConstantOfShape, Range, Constant.
+ * shape.c — ONNX mappings of the ops that describe, reshape or rearrange data: Shape, Size,
+ * Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice, Concat, Split, Expand, Tile (ts_tile),
+ * Pad (ts_pad), DepthToSpace / SpaceToDepth (reshape, transpose, reshape).
  *
  * Each one computes its result on the host when its inputs are known at import time (shape
  * arithmetic: Shape -> Gather -> Concat -> Reshape), and otherwise builds graph ops. Shapes,
- * axes, starts / ends and the like must be known (they fix the output's shape); a graph value
- * there is refused. Gather on a graph value with known indices gathers along any axis (a
- * transpose around ts_gather, or a slice for one index), and so with indices computed by the
- * graph (negative ones made positive by graph ops). Slice steps other than 1 are computed on
- * known values only.
+ * axes, starts / ends, repeats, pads and the like must be known (they fix the output's shape); a
+ * graph value there is refused. Slice steps other than 1 are computed on known values only.
  */
-#include "onnx/onnx_imp.h"
+
+#include "onnx/map/map.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -320,71 +318,6 @@ static ts_status imp_split(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     return TS_OK;
 }
 
-/* ------------------------------------------------------------------ Gather */
-
-static ts_status imp_gather(ts_onnx_ctx *cx, const ts_onnx_node *n) {
-    int64_t sh[TS_MAX_DIMS], ish[TS_MAX_DIMS];
-    int r = onnx_in_shape(cx, n, 0, sh), ir = onnx_in_shape(cx, n, 1, ish);
-    int a = norm_axis(cx, n, onnx_attr_int(cx, n, "axis", 0), r, "axis");
-    if (a < 0) return TS_ERR_IO;
-    ts_dtype idt = onnx_in_dtype(cx, n, 1);
-    if (idt != TS_I64 && idt != TS_I32) return onnx_invalid(cx, n, "indices are %s, not int32 / int64", ts_dtype_name(idt));
-    if (r + ir - 1 > TS_MAX_DIMS) return onnx_unsupported(cx, n, "the result would have rank %d > %d", r + ir - 1, TS_MAX_DIMS);
-    const ts_tensor *data = onnx_known(cx, n, 0), *idx = onnx_known(cx, n, 1);
-    ts_tensor *norm = NULL;
-    if (idx) { /* known indices: made non-negative and checked */
-        norm = onnx_host_cast(idx, TS_I64);
-        if (!norm) return onnx_unsupported(cx, n, "%s", ts_last_error());
-        onnx_own_tensor(cx, norm);
-        int64_t *p = norm->data;
-        for (int64_t i = 0, cnt = ts_tensor_numel(norm); i < cnt; i++) {
-            if (p[i] < -sh[a] || p[i] >= sh[a])
-                return onnx_invalid(cx, n, "index %lld is outside [-%lld, %lld)", (long long)p[i], (long long)sh[a], (long long)sh[a]);
-            if (p[i] < 0) p[i] += sh[a];
-        }
-    }
-    int64_t out[TS_MAX_DIMS];
-    int nd = 0;
-    for (int i = 0; i < a; i++) out[nd++] = sh[i];
-    for (int i = 0; i < ir; i++) out[nd++] = ish[i];
-    for (int i = a + 1; i < r; i++) out[nd++] = sh[i];
-    if (data && norm) {
-        if (!onnx_fold_limit(cx, n, nd, out)) return TS_ERR_UNSUPPORTED;
-        return onnx_set_known(cx, n, 0, onnx_host_gather(data, norm, a));
-    }
-    for (int i = 0; i < nd; i++)
-        if (out[i] == 0) return onnx_unsupported(cx, n, "the result is empty (empty tensors are not supported)");
-    ts_graph *g = cx->g;
-    ts_value x = onnx_in(cx, n, 0);
-    if (norm && ts_tensor_numel(norm) == 1) { /* one index: a slice of any dtype */
-        int64_t i0 = ((int64_t *)norm->data)[0];
-        ts_value y = ts_slice(g, x, a, i0, i0 + 1);
-        return onnx_set(cx, n, 0, y == TS_NONE ? y : ts_reshape(g, y, nd, out));
-    }
-    if (onnx_in_dtype(cx, n, 0) != TS_F32)
-        return onnx_unsupported(cx, n, "data is %s; gathering several entries takes f32 data", ts_dtype_name(onnx_in_dtype(cx, n, 0)));
-    ts_value iv = norm ? ts_constant(g, norm) : onnx_in(cx, n, 1);
-    if (!norm) { /* indices computed by the graph: negative ones count from the end */
-        ts_value zero = ts_constant(g, onnx_own_tensor(cx, ts_tensor_new(idt, 0, NULL)));
-        ts_tensor *dim = ts_tensor_new(idt, 0, NULL);
-        if (dim) onnx_put_i64(dim, 0, sh[a]);
-        ts_value dv = ts_constant(g, onnx_own_tensor(cx, dim));
-        iv = ts_select(g, ts_binary(g, TS_BIN_LESS, iv, zero), ts_binary(g, TS_BIN_ADD, iv, dv), iv);
-    }
-    if (a == 0) return onnx_set(cx, n, 0, ts_gather(g, x, iv));
-    /* along axis a: bring it to the front, gather, and move the index dims back to a */
-    int p1[TS_MAX_DIMS], p2[TS_MAX_DIMS], k = 0;
-    p1[k++] = a;
-    for (int i = 0; i < r; i++)
-        if (i != a) p1[k++] = i;
-    ts_value t = ts_gather(g, ts_transpose(g, x, p1), iv); /* [idx..., sh[0..a), sh(a..r)] */
-    k = 0;
-    for (int i = 0; i < a; i++) p2[k++] = ir + i;
-    for (int i = 0; i < ir; i++) p2[k++] = i;
-    for (int i = a + 1; i < r; i++) p2[k++] = ir + i - 1;
-    return onnx_set(cx, n, 0, ts_transpose(g, t, p2));
-}
-
 /* ------------------------------------------------------------------ Expand */
 
 static ts_status imp_expand(ts_onnx_ctx *cx, const ts_onnx_node *n) {
@@ -400,123 +333,93 @@ static ts_status imp_expand(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     return onnx_set(cx, n, 0, ts_expand(cx->g, onnx_in(cx, n, 0), nd, out));
 }
 
-/* ------------------------------------------------------------------ Cast, Identity, Where */
+/* ------------------------------------------------------------------ Tile, Pad */
 
-static ts_status imp_cast(ts_onnx_ctx *cx, const ts_onnx_node *n) {
-    int64_t to = onnx_attr_int(cx, n, "to", -1);
-    onnx_attr_ignore(cx, n, "saturate"); /* opset 19's, for 8-bit floats */
-    ts_dtype dt;
-    if (to < 0) return onnx_invalid(cx, n, "no 'to' attribute");
-    if (!onnx_dtype((int32_t)to, &dt)) return onnx_unsupported(cx, n, "cast to %s: tessera has no such dtype", onnx_type_name((int32_t)to));
-    const ts_tensor *k = onnx_known(cx, n, 0);
-    if (k) return onnx_set_known(cx, n, 0, onnx_host_cast(k, dt));
-    ts_dtype from = onnx_in_dtype(cx, n, 0);
-    ts_value x = onnx_in(cx, n, 0);
-    if (to == 9 /* BOOL */ && from != TS_U8) { /* x != 0 */
-        if (from != TS_F32 && from != TS_I32 && from != TS_I64)
-            return onnx_unsupported(cx, n, "cast of a graph %s value to BOOL", ts_dtype_name(from));
-        ts_value zero = ts_constant(cx->g, onnx_own_tensor(cx, ts_tensor_new(from, 0, NULL)));
-        return onnx_set(cx, n, 0, ts_not(cx->g, ts_binary(cx->g, TS_BIN_EQUAL, x, zero)));
-    }
-    if (from == dt) { /* a copy, so the output is a value of its own */
-        int64_t sh[TS_MAX_DIMS];
-        int r = onnx_in_shape(cx, n, 0, sh);
-        return onnx_set(cx, n, 0, ts_reshape(cx->g, x, r, sh));
-    }
-    return onnx_set(cx, n, 0, ts_cast(cx->g, x, dt));
+static ts_status imp_tile(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+    int64_t sh[TS_MAX_DIMS], rep[TS_MAX_DIMS];
+    int r = onnx_in_shape(cx, n, 0, sh);
+    int nr = onnx_known_ints(cx, n, 1, rep, TS_MAX_DIMS, "repeats");
+    if (nr < 0) return TS_ERR_UNSUPPORTED;
+    if (nr != r) return onnx_invalid(cx, n, "repeats has %d values for an input of rank %d", nr, r);
+    for (int i = 0; i < r; i++)
+        if (rep[i] < 1) return onnx_unsupported(cx, n, "repeat %lld (an empty result)", (long long)rep[i]);
+    if (map_need_nonempty(cx, n, 0)) return TS_ERR_UNSUPPORTED;
+    return onnx_set(cx, n, 0, ts_tile(cx->g, onnx_in(cx, n, 0), rep));
 }
 
-static ts_status imp_identity(ts_onnx_ctx *cx, const ts_onnx_node *n) {
-    const ts_tensor *k = onnx_known(cx, n, 0);
-    if (k) return onnx_set_known(cx, n, 0, ts_tensor_from(k->dtype, k->ndim, k->shape, k->data));
-    return onnx_set(cx, n, 0, onnx_in(cx, n, 0));
-}
-
-static ts_status imp_where(ts_onnx_ctx *cx, const ts_onnx_node *n) {
-    int64_t s[3][TS_MAX_DIMS], t[TS_MAX_DIMS], u[TS_MAX_DIMS];
-    int r0 = onnx_in_shape(cx, n, 0, s[0]), r1 = onnx_in_shape(cx, n, 1, s[1]), r2 = onnx_in_shape(cx, n, 2, s[2]);
-    int nt = onnx_bcast(r0, s[0], r1, s[1], t);
-    if (nt < 0 || onnx_bcast(nt, t, r2, s[2], u) < 0) return onnx_invalid(cx, n, "the shapes do not broadcast");
-    if (onnx_in_dtype(cx, n, 0) != TS_U8) return onnx_invalid(cx, n, "the condition is not BOOL");
-    if (onnx_in_dtype(cx, n, 1) != onnx_in_dtype(cx, n, 2)) return onnx_invalid(cx, n, "X and Y differ in dtype");
-    if (onnx_all_known(cx, n)) {
-        if (!onnx_fold_limit(cx, n, onnx_bcast(nt, t, r2, s[2], u), u)) return TS_ERR_UNSUPPORTED;
-        return onnx_set_known(cx, n, 0, onnx_host_where(onnx_known(cx, n, 0), onnx_known(cx, n, 1), onnx_known(cx, n, 2)));
+static ts_status imp_pad(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+    int64_t sh[TS_MAX_DIMS], pads[TS_MAX_DIMS * 2];
+    int r = onnx_in_shape(cx, n, 0, sh), np;
+    const char *ms = onnx_attr_string(cx, n, "mode", "constant");
+    double value = 0;
+    if (cx->opset < 11) {
+        np = onnx_attr_ints(cx, n, "pads", pads, TS_MAX_DIMS * 2);
+        value = onnx_attr_float(cx, n, "value", 0.f);
+        if (np < 0 && !cx->node_refused) return onnx_invalid(cx, n, "no pads attribute");
+    } else {
+        np = onnx_known_ints(cx, n, 1, pads, TS_MAX_DIMS * 2, "pads");
+        if (np >= 0 && onnx_has_in(n, 2) && !onnx_known_scalar(cx, n, 2, &value, "constant_value"))
+            return TS_ERR_UNSUPPORTED;
     }
-    return onnx_set(cx, n, 0, ts_select(cx->g, onnx_in(cx, n, 0), onnx_in(cx, n, 1), onnx_in(cx, n, 2)));
+    if (np < 0 || cx->node_refused) return TS_ERR_UNSUPPORTED;
+    ts_pad_mode mode;
+    if (!strcmp(ms, "constant")) mode = TS_PAD_CONSTANT;
+    else if (!strcmp(ms, "reflect")) mode = TS_PAD_REFLECT;
+    else if (!strcmp(ms, "edge")) mode = TS_PAD_EDGE;
+    else return onnx_unsupported(cx, n, "mode '%s'", ms);
+    if (np != 2 * r) return onnx_invalid(cx, n, "%d pads for an input of rank %d", np, r);
+    for (int i = 0; i < r; i++) {
+        int64_t b = pads[i], e = pads[r + i];
+        if (sh[i] + b + e < 1) return onnx_unsupported(cx, n, "pads that leave axis %d empty", i);
+        if (mode == TS_PAD_REFLECT && (b >= sh[i] || e >= sh[i]) && (b > 0 || e > 0))
+            return onnx_unsupported(cx, n, "reflect pads of axis %d as large as its size %lld", i, (long long)sh[i]);
+        if (b < INT32_MIN || b > INT32_MAX || e < INT32_MIN || e > INT32_MAX)
+            return onnx_unsupported(cx, n, "pads beyond 32 bits");
+    }
+    if (map_need_nonempty(cx, n, 0)) return TS_ERR_UNSUPPORTED;
+    return onnx_set(cx, n, 0, ts_pad(cx->g, onnx_in(cx, n, 0), pads, mode, value));
 }
 
-/* ------------------------------------------------------------------ Constant, ConstantOfShape, Range */
+/* ------------------------------------------------------------------ DepthToSpace, SpaceToDepth */
 
-static ts_status imp_constant(ts_onnx_ctx *cx, const ts_onnx_node *n) {
-    const ts_tensor *v = onnx_attr_tensor(cx, n, "value");
+static ts_status imp_depth_to_space(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+    int64_t s[TS_MAX_DIMS];
+    int r = onnx_in_shape(cx, n, 0, s);
+    int64_t b = onnx_attr_int(cx, n, "blocksize", 0);
+    const char *mode = onnx_attr_string(cx, n, "mode", "DCR");
+    int crd = !strcmp(mode, "CRD");
     if (cx->node_refused) return TS_ERR_UNSUPPORTED;
-    if (v) return onnx_set_known(cx, n, 0, ts_tensor_from(v->dtype, v->ndim, v->shape, v->data));
-    if (onnx_attr_has(cx, n, "value_float")) {
-        float f = onnx_attr_float(cx, n, "value_float", 0);
-        return onnx_set_known(cx, n, 0, ts_tensor_from(TS_F32, 0, NULL, &f));
-    }
-    if (onnx_attr_has(cx, n, "value_int")) {
-        int64_t i = onnx_attr_int(cx, n, "value_int", 0);
-        return onnx_set_known(cx, n, 0, ts_tensor_from(TS_I64, 0, NULL, &i));
-    }
-    for (size_t a = 0; a < n->n_attribute; a++) {
-        const Onnx__AttributeProto *at = n->attribute[a];
-        if (!at->name) continue;
-        if (!strcmp(at->name, "value_floats")) {
-            int64_t cnt = (int64_t)at->n_floats;
-            onnx_attr_ignore(cx, n, "value_floats");
-            return onnx_set_known(cx, n, 0, ts_tensor_from(TS_F32, 1, &cnt, at->floats));
-        }
-        if (!strcmp(at->name, "value_ints")) {
-            onnx_attr_ignore(cx, n, "value_ints");
-            return onnx_set_known(cx, n, 0, onnx_host_ints(at->ints, (int)at->n_ints));
-        }
-    }
-    if (n->n_attribute) return TS_OK; /* value_string(s), sparse_value: the unread check names it */
-    return onnx_invalid(cx, n, "no value attribute");
+    if (!crd && strcmp(mode, "DCR")) return onnx_invalid(cx, n, "mode '%s' is neither DCR nor CRD", mode);
+    if (r != 4 || b < 1 || b > s[1] || s[1] % (b * b))
+        return onnx_invalid(cx, n, "the input must be [N, C, H, W] with C divisible by blocksize^2");
+    if (map_need_nonempty(cx, n, 0)) return TS_ERR_UNSUPPORTED;
+    ts_graph *g = cx->g;
+    int64_t c = s[1] / (b * b);
+    /* DCR: [N, b, b, c, H, W] -> [N, c, H, b, W, b];  CRD: [N, c, b, b, H, W] -> the same order */
+    int64_t six[6] = {s[0], crd ? c : b, b, crd ? b : c, s[2], s[3]};
+    int perm_dcr[6] = {0, 3, 4, 1, 5, 2}, perm_crd[6] = {0, 1, 4, 2, 5, 3};
+    ts_value y = ts_transpose(g, ts_reshape(g, onnx_in(cx, n, 0), 6, six), crd ? perm_crd : perm_dcr);
+    return onnx_set(cx, n, 0, ts_reshape(g, y, 4, (int64_t[]){s[0], c, s[2] * b, s[3] * b}));
 }
 
-static ts_status imp_constant_of_shape(ts_onnx_ctx *cx, const ts_onnx_node *n) {
-    int64_t sh[TS_MAX_DIMS];
-    const ts_tensor *v = onnx_attr_tensor(cx, n, "value");
+static ts_status imp_space_to_depth(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+    int64_t s[TS_MAX_DIMS];
+    int r = onnx_in_shape(cx, n, 0, s);
+    int64_t b = onnx_attr_int(cx, n, "blocksize", 0);
     if (cx->node_refused) return TS_ERR_UNSUPPORTED;
-    if (v && ts_tensor_numel(v) != 1) return onnx_invalid(cx, n, "value has %lld elements, not 1", (long long)ts_tensor_numel(v));
-    int nd = onnx_known_ints(cx, n, 0, sh, TS_MAX_DIMS, "the shape");
-    if (nd < 0) return TS_ERR_UNSUPPORTED;
-    for (int i = 0; i < nd; i++)
-        if (sh[i] < 0) return onnx_invalid(cx, n, "dim %d is %lld", i, (long long)sh[i]);
-    if (!onnx_fold_limit(cx, n, nd, sh)) return TS_ERR_UNSUPPORTED;
-    ts_tensor *t = ts_tensor_new(v ? v->dtype : TS_F32, nd, sh);
-    if (t && v) {
-        size_t esz = ts_dtype_size(v->dtype);
-        for (int64_t i = 0, cnt = ts_tensor_numel(t); i < cnt; i++) memcpy((char *)t->data + (size_t)i * esz, v->data, esz);
-    }
-    return onnx_set_known(cx, n, 0, t);
+    if (r != 4 || b < 1 || b > s[2] || b > s[3] || s[2] % b || s[3] % b)
+        return onnx_invalid(cx, n, "the input must be [N, C, H, W] with H and W divisible by blocksize");
+    if (map_need_nonempty(cx, n, 0)) return TS_ERR_UNSUPPORTED;
+    ts_graph *g = cx->g;
+    int64_t six[6] = {s[0], s[1], s[2] / b, b, s[3] / b, b};
+    ts_value y = ts_transpose(g, ts_reshape(g, onnx_in(cx, n, 0), 6, six), (int[]){0, 3, 5, 1, 2, 4});
+    return onnx_set(cx, n, 0, ts_reshape(g, y, 4, (int64_t[]){s[0], s[1] * b * b, s[2] / b, s[3] / b}));
 }
 
-static ts_status imp_range(ts_onnx_ctx *cx, const ts_onnx_node *n) {
-    double v[3];
-    static const char *const what[3] = {"start", "limit", "delta"};
-    for (int k = 0; k < 3; k++)
-        if (!onnx_known_scalar(cx, n, k, &v[k], what[k])) return TS_ERR_UNSUPPORTED;
-    ts_dtype dt = onnx_in_dtype(cx, n, 0);
-    if (v[2] == 0) return onnx_invalid(cx, n, "delta is 0");
-    double cnt = ceil((v[1] - v[0]) / v[2]);
-    if (!(cnt < (double)((int64_t)1 << 40))) return onnx_unsupported(cx, n, "a range of %g elements", cnt);
-    int64_t len = cnt > 0 ? (int64_t)cnt : 0;
-    if (!onnx_fold_limit(cx, n, 1, &len)) return TS_ERR_UNSUPPORTED;
-    ts_tensor *t = ts_tensor_new(dt, 1, &len);
-    int ints = dt == TS_I32 || dt == TS_I64;
-    int64_t i0 = ints ? onnx_get_i64(onnx_known(cx, n, 0), 0) : 0, di = ints ? onnx_get_i64(onnx_known(cx, n, 2), 0) : 0;
-    for (int64_t i = 0; t && i < len; i++) {
-        if (ints) onnx_put_i64(t, i, (int64_t)((uint64_t)i0 + (uint64_t)i * (uint64_t)di));
-        else onnx_put_f64(t, i, (float)v[0] + (float)i * (float)v[2]);
-    }
-    return onnx_set_known(cx, n, 0, t);
-}
 
-const ts_onnx_op ts_onnx_ops_shape[] = {
+/* ------------------------------------------------------------------ the family's table */
+
+static const ts_onnx_op ops[] = {
     {"Shape", 9, 17, imp_shape},
     {"Size", 9, 17, imp_size},
     {"Reshape", 9, 17, imp_reshape},
@@ -527,14 +430,10 @@ const ts_onnx_op ts_onnx_ops_shape[] = {
     {"Slice", 9, 17, imp_slice},
     {"Concat", 9, 17, imp_concat},
     {"Split", 9, 17, imp_split},
-    {"Gather", 9, 17, imp_gather},
     {"Expand", 9, 17, imp_expand},
-    {"Cast", 9, 17, imp_cast},
-    {"Identity", 9, 17, imp_identity},
-    {"Where", 9, 17, imp_where},
-    {"Constant", 9, 17, imp_constant},
-    {"ConstantOfShape", 9, 17, imp_constant_of_shape},
-    {"Range", 11, 17, imp_range},
-    {NULL, 0, 0, NULL}, /* the end (not counted) */
+    {"Tile", 9, 17, imp_tile},
+    {"Pad", 9, 17, imp_pad},
+    {"DepthToSpace", 9, 17, imp_depth_to_space},
+    {"SpaceToDepth", 9, 17, imp_space_to_depth},
 };
-const int ts_onnx_ops_shape_n = (int)(sizeof ts_onnx_ops_shape / sizeof *ts_onnx_ops_shape) - 1;
+const onnx_family onnx_family_shape = {"shape", ops, (int)(sizeof ops / sizeof *ops)};

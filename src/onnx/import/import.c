@@ -3,7 +3,7 @@
  * Inputs become ts_input values, initializers known host tensors (materialised as constants
  * where the graph reads them) or, for training, parameters named as in the file; then each node
  * in file order (ONNX requires a topological order) is handed to the mapping its op type and
- * opset select (table.c). Refused nodes are collected over the whole graph — the nodes that
+ * opset select (map/registry.c). Refused nodes are collected over the whole graph — the nodes that
  * read their outputs are skipped — and the import fails once at the end, listing them all.
  * Graph outputs are named as in the file. Also ts_onnx_load_params.
  */

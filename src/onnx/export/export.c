@@ -46,7 +46,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "onnx/export_pb.h"
+#include "onnx/export/export_pb.h"
 #include "onnx/onnx_imp.h" /* onnx_type_of */
 #include "ops/op.h"
 

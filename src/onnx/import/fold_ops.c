@@ -1,10 +1,10 @@
 /*
  * fold_ops.c — nodes computed at import time before any mapping sees them: when every input of
- * a node is known and its op is one that shape arithmetic uses but whose mapping lives in
- * another table (comparisons, logic, Neg / Abs / Floor / Ceil, Min / Max / Mod, the integer
+ * a node is known and its op is one of those shape arithmetic uses that are listed
+ * below (comparisons, logic, Neg / Abs / Floor / Ceil, Min / Max / Mod, the integer
  * reductions), the importer computes it here on the host, so that shape subgraphs fold whoever
- * maps the op for graph values. The ops the core tables map (Add, Reshape, Gather, ...) fold in
- * their own mappings.
+ * maps the op for graph values. The other ops of shape arithmetic (Add, Reshape, Gather, ...)
+ * fold in their own mappings.
  */
 #include "onnx/onnx_imp.h"
 

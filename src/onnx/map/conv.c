@@ -1,8 +1,18 @@
 /*
- * ops_vision.c — ONNX mappings of the convolutional-network ops onto tessera's vision ops:
- * Conv, ConvTranspose (2-D, and 1-D as 2-D with a height of 1), BatchNormalization (inference),
- * MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Resize / Upsample (the last two
- * dims, nearest or linear), Clip, HardSigmoid, HardSwish.
+ * conv.c — ONNX mappings of convolution and pooling onto tessera's vision ops: Conv,
+ * ConvTranspose (2-D, and 1-D as 2-D with a height of 1), the integer convolutions ConvInteger and
+ * QLinearConv, BatchNormalization (inference; here because it folds into the Conv before it),
+ * MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, MaxUnpool.
+ *
+ *   ConvInteger: y (i32) = conv(x - x_zero_point, w - w_zero_point), computed as an f32 ts_conv2d
+ *                (exact: every sum of 8-bit products stays below 2^24, checked), padding with zeros
+ *                after the zero point is taken off (the padded x equals its zero point)
+ *   QLinearConv: y = saturate(round((conv(x - x_zp, w - w_zp) + B) * (x_scale w_scale / y_scale)) + y_zp),
+ *                w_scale / w_zero_point per output channel or scalars, B i32 [M] optional
+ *   MaxUnpool:   y = zeros of the unpooled shape (from kernel_shape / strides / pads), y.flat[indices]
+ *                = x (a ts_scatter_elements over the flattened result); a larger output_shape, known
+ *                at import, zero-pads that result at the end of each spatial dim
+ * The integer convolutions are 2-D only (x [N, C, H, W]).
  *
  * BatchNormalization with constant statistics is folded into the Conv before it when the Conv's
  * output feeds only it and the Conv's weights are constants: W' = W s, b' = (b - mean) s + beta
@@ -10,13 +20,13 @@
  * y = x scale + shift with per-channel constants (computed in the graph when scale and bias are
  * trainable parameters; the running mean and variance stay constants then, as buffers).
  */
-#include "onnx/onnx_imp.h"
+
+#include "onnx/map/map.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 
-/* ------------------------------------------------------------------ Conv, ConvTranspose */
 
 /* The geometry of a Conv / ConvTranspose / pool node over the spatial dims of x (nsp of them,
  * 1 or 2), read from its attributes. */
@@ -201,6 +211,124 @@ static ts_status imp_conv_transpose(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     return onnx_set(cx, n, 0, from4d(g, y, q.nsp));
 }
 
+/* ------------------------------------------------------------------ ConvInteger, QLinearConv */
+
+/* Conv attributes of node n for x [N, C, H, W] and a kernel [KH, KW] into o; -1 after refusing. */
+static int int_conv_opts(ts_onnx_ctx *cx, const ts_onnx_node *n, const int64_t *xs, const int64_t *ks, ts_conv_opts *o) {
+    int64_t st[4] = {1, 1}, dl[4] = {1, 1}, pd[8] = {0}, kk[4];
+    int nst = onnx_attr_ints(cx, n, "strides", st, 4), ndl = onnx_attr_ints(cx, n, "dilations", dl, 4);
+    int npd = onnx_attr_ints(cx, n, "pads", pd, 8), nkk = onnx_attr_ints(cx, n, "kernel_shape", kk, 4);
+    int64_t group = onnx_attr_int(cx, n, "group", 1);
+    const char *ap = onnx_attr_string(cx, n, "auto_pad", "NOTSET");
+    if (cx->node_refused) return -1;
+    if ((nst >= 0 && nst != 2) || (ndl >= 0 && ndl != 2) || (npd >= 0 && npd != 4))
+        return onnx_invalid(cx, n, "strides / dilations / pads for 2 spatial dims"), -1;
+    if (nkk >= 0 && (nkk != 2 || kk[0] != ks[0] || kk[1] != ks[1]))
+        return onnx_invalid(cx, n, "kernel_shape does not match the weights"), -1;
+    memset(o, 0, sizeof *o);
+    for (int i = 0; i < 2; i++) {
+        if (st[i] < 1 || dl[i] < 1) return onnx_invalid(cx, n, "a stride or dilation below 1"), -1;
+        o->stride[i] = (int)st[i];
+        o->dilation[i] = (int)dl[i];
+        int64_t b = pd[i], e = pd[i + 2];
+        if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID")) { /* SAME_UPPER / SAME_LOWER */
+            int64_t out = (xs[2 + i] + st[i] - 1) / st[i];
+            int64_t tot = (out - 1) * st[i] + (ks[i] - 1) * dl[i] + 1 - xs[2 + i];
+            tot = tot < 0 ? 0 : tot;
+            b = !strcmp(ap, "SAME_LOWER") ? tot - tot / 2 : tot / 2;
+            e = tot - b;
+        } else if (!strcmp(ap, "VALID")) {
+            b = e = 0;
+        }
+        if (b < 0 || e < 0 || b > 1 << 20 || e > 1 << 20)
+            return onnx_unsupported(cx, n, "pads %lld, %lld", (long long)b, (long long)e), -1;
+        o->pad[i] = (int)b; /* {top, left, bottom, right} */
+        o->pad[i + 2] = (int)e;
+    }
+    if (group < 1 || xs[1] % group) return onnx_invalid(cx, n, "group %lld", (long long)group), -1;
+    o->groups = (int)group;
+    return 0;
+}
+
+/* conv(x - x_zp, w - w_zp) in f32; inputs ix, ixz, iw, iwz (ixz / iwz absent: no zero point).
+ * w_zp may be per output channel. TS_NONE after refusing. */
+static ts_value int_conv(ts_onnx_ctx *cx, const ts_onnx_node *n, int ix, int ixz, int iw, int iwz) {
+    int64_t xs[TS_MAX_DIMS], ws[TS_MAX_DIMS], z[TS_MAX_DIMS];
+    const ts_dtype u8[] = {TS_U8};
+    if (onnx_need_dtype(cx, n, ix, u8, 1) || onnx_need_dtype(cx, n, iw, u8, 1)) return TS_NONE;
+    if (onnx_in_shape(cx, n, ix, xs) != 4 || onnx_in_shape(cx, n, iw, ws) != 4) {
+        onnx_unsupported(cx, n, "a convolution other than 2-D");
+        return TS_NONE;
+    }
+    ts_conv_opts o;
+    if (int_conv_opts(cx, n, xs, ws + 2, &o)) return TS_NONE;
+    if (ws[1] * o.groups != xs[1] || ws[0] % o.groups) {
+        onnx_invalid(cx, n, "the weights do not match the input's channels and group");
+        return TS_NONE;
+    }
+    if (ws[1] * ws[2] * ws[3] * 255 * 255 >= ((int64_t)1 << 24)) {
+        onnx_unsupported(cx, n, "a window of %lld elements (sums beyond 2^24 would not be exact in f32)",
+                         (long long)(ws[1] * ws[2] * ws[3]));
+        return TS_NONE;
+    }
+    for (int k = 0; k < 2; k++) {
+        int zi = k ? iwz : ixz;
+        if (!onnx_has_in(n, zi)) continue;
+        int64_t cnt = ts_numel(onnx_in_shape(cx, n, zi, z), z);
+        if (onnx_need_dtype(cx, n, zi, u8, 1)) return TS_NONE;
+        if (cnt != 1 && !(k && cnt == ws[0])) {
+            onnx_invalid(cx, n, "zero point %d must be a scalar%s", zi, k ? " or one per output channel" : "");
+            return TS_NONE;
+        }
+    }
+    if (map_need_nonempty(cx, n, ix) || map_need_nonempty(cx, n, iw)) return TS_NONE;
+    ts_graph *g = cx->g;
+    ts_value x = ts_cast(g, onnx_in(cx, n, ix), TS_F32), w = ts_cast(g, onnx_in(cx, n, iw), TS_F32);
+    if (onnx_has_in(n, ixz)) x = ts_sub(g, x, ts_cast(g, ts_reshape(g, onnx_in(cx, n, ixz), 0, NULL), TS_F32));
+    if (onnx_has_in(n, iwz)) {
+        int64_t c = ts_numel(onnx_in_shape(cx, n, iwz, z), z), shp[4] = {c, 1, 1, 1};
+        w = ts_sub(g, w, ts_cast(g, ts_reshape(g, onnx_in(cx, n, iwz), c == 1 ? 0 : 4, shp), TS_F32));
+    }
+    return ts_conv2d(g, x, w, TS_NONE, &o);
+}
+
+static ts_status imp_conv_integer(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+    ts_value y = int_conv(cx, n, 0, 2, 1, 3);
+    if (y == TS_NONE) return cx->node_refused ? TS_ERR_UNSUPPORTED : onnx_check(cx, n);
+    return onnx_set(cx, n, 0, ts_cast(cx->g, y, TS_I32));
+}
+
+static ts_status imp_qlinear_conv(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+    int64_t s[TS_MAX_DIMS], ws[TS_MAX_DIMS];
+    if (onnx_need_f32(cx, n, 1, 1) || onnx_need_f32(cx, n, 4, 4) || onnx_need_f32(cx, n, 6, 6))
+        return TS_ERR_UNSUPPORTED;
+    if (onnx_need_dtype(cx, n, 7, (const ts_dtype[]){TS_U8}, 1)) return TS_ERR_UNSUPPORTED;
+    onnx_in_shape(cx, n, 3, ws);
+    for (int k = 1; k < 8; k++) {
+        if (k == 3) continue;
+        int64_t cnt = ts_numel(onnx_in_shape(cx, n, k, s), s);
+        if (cnt != 1 && !((k == 4 || k == 5) && cnt == ws[0]))
+            return onnx_invalid(cx, n, "input %d must be a scalar%s", k,
+                                k == 4 || k == 5 ? " or one per output channel" : "");
+    }
+    if (onnx_has_in(n, 8) && (onnx_need_dtype(cx, n, 8, (const ts_dtype[]){TS_I32}, 1) ||
+                              onnx_in_shape(cx, n, 8, s) != 1 || s[0] != ws[0]))
+        return cx->node_refused ? TS_ERR_UNSUPPORTED : onnx_invalid(cx, n, "B must be i32 [M]");
+    ts_value c = int_conv(cx, n, 0, 2, 3, 5);
+    if (c == TS_NONE) return cx->node_refused ? TS_ERR_UNSUPPORTED : onnx_check(cx, n);
+    ts_graph *g = cx->g;
+    int64_t M = ws[0], per[4] = {1, M, 1, 1};
+    if (onnx_has_in(n, 8)) c = ts_add(g, c, ts_reshape(g, ts_cast(g, onnx_in(cx, n, 8), TS_F32), 4, per));
+    int64_t cw = ts_numel(onnx_in_shape(cx, n, 4, s), s);
+    ts_value sw = ts_reshape(g, onnx_in(cx, n, 4), cw == 1 ? 0 : 4, per);
+    ts_value scale = ts_div(g, ts_mul(g, ts_reshape(g, onnx_in(cx, n, 1), 0, NULL), sw),
+                            ts_reshape(g, onnx_in(cx, n, 6), 0, NULL));
+    ts_value q = ts_math(g, TS_MATH_ROUND, ts_mul(g, c, scale), 0, 0);
+    q = ts_add(g, q, ts_cast(g, ts_reshape(g, onnx_in(cx, n, 7), 0, NULL), TS_F32));
+    q = ts_binary(g, TS_BIN_MIN, ts_binary(g, TS_BIN_MAX, q, map_scalar(g, TS_F32, 0)), map_scalar(g, TS_F32, 255));
+    return onnx_set(cx, n, 0, ts_cast(g, q, TS_U8));
+}
+
 /* ------------------------------------------------------------------ BatchNormalization */
 
 /* Fold into the producing Conv: 1 when done (output set), 0 when the pattern does not apply. */
@@ -378,157 +506,68 @@ static ts_status global_pool(ts_onnx_ctx *cx, const ts_onnx_node *n, int is_max)
 static ts_status imp_global_avg_pool(ts_onnx_ctx *cx, const ts_onnx_node *n) { return global_pool(cx, n, 0); }
 static ts_status imp_global_max_pool(ts_onnx_ctx *cx, const ts_onnx_node *n) { return global_pool(cx, n, 1); }
 
-/* ------------------------------------------------------------------ Resize, Upsample */
+/* ------------------------------------------------------------------ MaxUnpool */
 
-static ts_status resize(ts_onnx_ctx *cx, const ts_onnx_node *n, int scales_in, int sizes_in) {
-    int64_t xs[TS_MAX_DIMS], sizes[TS_MAX_DIMS];
-    int r = onnx_in_shape(cx, n, 0, xs);
-    const char *mode = onnx_attr_string(cx, n, "mode", "nearest");
-    const char *ctm = onnx_attr_string(cx, n, "coordinate_transformation_mode", cx->opset < 11 ? "asymmetric" : "half_pixel");
-    const char *nm = onnx_attr_string(cx, n, "nearest_mode", "round_prefer_floor");
-    float cubic = onnx_attr_float(cx, n, "cubic_coeff_a", -0.75f);
-    (void)cubic; /* cubic mode is refused below, so its coefficient never matters */
-    if (onnx_attr_int(cx, n, "exclude_outside", 0) != 0) return onnx_unsupported(cx, n, "exclude_outside 1");
-    onnx_attr_ignore(cx, n, "extrapolation_value"); /* tf_crop_and_resize only, refused below */
-    if (onnx_attr_has(cx, n, "antialias") || onnx_attr_has(cx, n, "axes") || onnx_attr_has(cx, n, "keep_aspect_ratio_policy"))
-        return onnx_unsupported(cx, n, "opset 18 attributes");
+static ts_status imp_max_unpool(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+    int64_t xs[TS_MAX_DIMS], is[TS_MAX_DIMS], k[8], st[8] = {1, 1, 1, 1, 1, 1}, pd[16] = {0}, os[TS_MAX_DIMS];
+    int r = onnx_in_shape(cx, n, 0, xs), ri = onnx_in_shape(cx, n, 1, is);
+    int nk = onnx_attr_ints(cx, n, "kernel_shape", k, 8), nst = onnx_attr_ints(cx, n, "strides", st, 8);
+    int npd = onnx_attr_ints(cx, n, "pads", pd, 16);
     if (cx->node_refused) return TS_ERR_UNSUPPORTED;
-    ts_resize_opts o = {0};
-    if (!strcmp(mode, "nearest")) o.mode = TS_RESIZE_NEAREST;
-    else if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear")) o.mode = TS_RESIZE_LINEAR;
-    else return onnx_unsupported(cx, n, "mode '%s' (nearest and linear only)", mode);
-    if (!strcmp(ctm, "half_pixel")) o.coord = TS_COORD_HALF_PIXEL;
-    else if (!strcmp(ctm, "asymmetric")) o.coord = TS_COORD_ASYMMETRIC;
-    else if (!strcmp(ctm, "align_corners")) o.coord = TS_COORD_ALIGN_CORNERS;
-    else if (!strcmp(ctm, "pytorch_half_pixel")) o.coord = TS_COORD_PYTORCH_HALF_PIXEL;
-    else return onnx_unsupported(cx, n, "coordinate_transformation_mode '%s'", ctm);
-    if (!strcmp(nm, "round_prefer_floor")) o.round = TS_ROUND_PREFER_FLOOR;
-    else if (!strcmp(nm, "round_prefer_ceil")) o.round = TS_ROUND_PREFER_CEIL;
-    else if (!strcmp(nm, "floor")) o.round = TS_ROUND_FLOOR;
-    else if (!strcmp(nm, "ceil")) o.round = TS_ROUND_CEIL;
-    else return onnx_invalid(cx, n, "nearest_mode '%s'", nm);
-    if (onnx_need_f32(cx, n, 0, 0)) return TS_ERR_UNSUPPORTED;
-    if (r < 2) return onnx_invalid(cx, n, "the input has rank %d", r);
-    /* the output size: from sizes, or floor(in x scale) with the scale used in the coordinates */
-    const ts_tensor *sc = scales_in >= 0 && onnx_has_in(n, scales_in) ? onnx_known(cx, n, scales_in) : NULL;
-    int have_sizes = sizes_in >= 0 && onnx_has_in(n, sizes_in);
-    if (scales_in >= 0 && onnx_has_in(n, scales_in) && !sc)
-        return onnx_unsupported(cx, n, "scales must be known when the model is imported");
-    if (sc && ts_tensor_numel(sc) == 0) sc = NULL; /* opset 11-12: an empty scales with sizes */
-    if (have_sizes) {
-        int ns = onnx_known_ints(cx, n, sizes_in, sizes, TS_MAX_DIMS, "sizes");
-        if (ns < 0) return TS_ERR_UNSUPPORTED;
-        if (ns != r) return onnx_invalid(cx, n, "sizes has %d entries for rank %d", ns, r);
-        if (sc) return onnx_invalid(cx, n, "both scales and sizes are given");
-    } else if (sc) {
-        if (ts_tensor_numel(sc) != r || (sc->dtype != TS_F32)) return onnx_invalid(cx, n, "scales must be %d floats", r);
+    int sp = r - 2;
+    if (r < 3 || nk != sp || (nst >= 0 && nst != sp) || (npd >= 0 && npd != 2 * sp) || ri != r ||
+        memcmp(xs, is, sizeof(int64_t) * (size_t)r))
+        return onnx_invalid(
+            cx, n, "X and I must be [N, C, D..] alike, with kernel_shape / strides / pads per spatial dim");
+    if (onnx_need_f32(cx, n, 0, 0) || onnx_need_dtype(cx, n, 1, (const ts_dtype[]){TS_I64}, 1))
+        return TS_ERR_UNSUPPORTED;
+    os[0] = xs[0];
+    os[1] = xs[1];
+    for (int i = 0; i < sp; i++) {
+        if (k[i] < 1 || st[i] < 1 || k[i] > 1 << 20 || st[i] > 1 << 20 || pd[i] < 0 || pd[sp + i] < 0 ||
+            pd[i] > 1 << 20 || pd[sp + i] > 1 << 20)
+            return onnx_unsupported(cx, n, "kernel_shape / strides / pads beyond 1 .. 2^20");
+        os[2 + i] = (xs[2 + i] - 1) * st[i] + k[i] - pd[i] - pd[sp + i];
+    }
+    int64_t pads[2 * TS_MAX_DIMS] = {0};
+    int padded = 0;
+    if (onnx_has_in(n, 2)) { /* a larger shape: the unpooled result, zero-padded at the end */
+        int64_t given[TS_MAX_DIMS];
+        int ng = onnx_known_ints(cx, n, 2, given, TS_MAX_DIMS, "output_shape");
+        if (ng < 0) return TS_ERR_UNSUPPORTED;
+        if (ng != r) return onnx_invalid(cx, n, "output_shape has %d values for rank %d", ng, r);
         for (int i = 0; i < r; i++) {
-            float s = ((const float *)sc->data)[i];
-            if (!(s > 0) || isinf(s)) return onnx_invalid(cx, n, "scale %d is %g", i, (double)s);
-            double sz = floor((double)xs[i] * (double)s);
-            if (sz > (double)((int64_t)1 << 40)) return onnx_unsupported(cx, n, "scale %d (%g) makes a dim of %g", i, (double)s, sz);
-            sizes[i] = (int64_t)sz;
+            if (given[i] < os[i] || (i < 2 && given[i] != os[i]))
+                return onnx_unsupported(cx, n, "an output_shape smaller than the unpooled shape");
+            pads[r + i] = given[i] - os[i];
+            padded |= pads[r + i] != 0;
         }
-        o.scale[0] = ((const float *)sc->data)[r - 2];
-        o.scale[1] = ((const float *)sc->data)[r - 1];
-        /* ONNX's align_corners divides by (in x scale - 1), unrounded; tessera's by (out - 1) */
-        for (int i = r - 2; i < r && o.coord == TS_COORD_ALIGN_CORNERS; i++)
-            if ((double)xs[i] * ((const float *)sc->data)[i] != (double)sizes[i])
-                return onnx_unsupported(cx, n, "align_corners with a scale that does not give a whole output size");
-    } else {
-        return onnx_invalid(cx, n, "neither scales nor sizes");
     }
-    for (int i = 0; i < r - 2; i++)
-        if (sizes[i] != xs[i]) return onnx_unsupported(cx, n, "resizing dim %d (only the last two dims)", i);
-    if (sizes[r - 2] < 1 || sizes[r - 1] < 1) return onnx_unsupported(cx, n, "an empty output");
-    return onnx_set(cx, n, 0, ts_resize2d(cx->g, onnx_in(cx, n, 0), sizes[r - 2], sizes[r - 1], &o));
+    for (int i = 0; i < r; i++)
+        if (os[i] < 1) return onnx_unsupported(cx, n, "an empty result");
+    if (map_need_nonempty(cx, n, 0)) return TS_ERR_UNSUPPORTED;
+    ts_graph *g = cx->g;
+    int64_t total = ts_numel(r, os), cnt = ts_numel(r, xs);
+    ts_value zeros = ts_expand(g, map_scalar(g, TS_F32, 0), 1, &total);
+    ts_value y = ts_scatter_elements(g, zeros, ts_reshape(g, onnx_in(cx, n, 1), 1, &cnt),
+                                     ts_reshape(g, onnx_in(cx, n, 0), 1, &cnt), 0, TS_SCATTER_NONE);
+    y = ts_reshape(g, y, r, os);
+    return onnx_set(cx, n, 0, padded ? ts_pad(g, y, pads, TS_PAD_CONSTANT, 0) : y);
 }
 
-static ts_status imp_resize10(ts_onnx_ctx *cx, const ts_onnx_node *n) { return resize(cx, n, 1, -1); }
-static ts_status imp_resize11(ts_onnx_ctx *cx, const ts_onnx_node *n) { return resize(cx, n, 2, 3); }
 
-/* Upsample (opset 9): scales as input 1, asymmetric coordinates, floor for nearest. */
-static ts_status imp_upsample(ts_onnx_ctx *cx, const ts_onnx_node *n) {
-    const char *mode = onnx_attr_string(cx, n, "mode", "nearest");
-    int64_t xs[TS_MAX_DIMS];
-    int r = onnx_in_shape(cx, n, 0, xs);
-    const ts_tensor *sc = onnx_known(cx, n, 1);
-    if (!sc) return onnx_unsupported(cx, n, "scales must be known when the model is imported");
-    if (onnx_need_f32(cx, n, 0, 0)) return TS_ERR_UNSUPPORTED;
-    if (ts_tensor_numel(sc) != r || sc->dtype != TS_F32) return onnx_invalid(cx, n, "scales must be %d floats", r);
-    ts_resize_opts o = {strcmp(mode, "nearest") ? TS_RESIZE_LINEAR : TS_RESIZE_NEAREST, TS_COORD_ASYMMETRIC, TS_ROUND_FLOOR,
-                        {((const float *)sc->data)[r - 2], ((const float *)sc->data)[r - 1]}};
-    if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "bilinear"))
-        return onnx_unsupported(cx, n, "mode '%s'", mode);
-    for (int i = 0; i < r - 2; i++)
-        if (((const float *)sc->data)[i] != 1.f) return onnx_unsupported(cx, n, "upsampling dim %d (only the last two dims)", i);
-    double fh = floor((double)xs[r - 2] * o.scale[0]), fw = floor((double)xs[r - 1] * o.scale[1]);
-    if (!(fh >= 1 && fw >= 1)) return onnx_unsupported(cx, n, "an empty output (or a NaN scale)");
-    if (fh > (double)((int64_t)1 << 40) || fw > (double)((int64_t)1 << 40))
-        return onnx_unsupported(cx, n, "scales that make dims of %g x %g", fh, fw);
-    int64_t oh = (int64_t)fh, ow = (int64_t)fw;
-    return onnx_set(cx, n, 0, ts_resize2d(cx->g, onnx_in(cx, n, 0), oh, ow, &o));
-}
+/* ------------------------------------------------------------------ the family's table */
 
-/* ------------------------------------------------------------------ Clip, HardSigmoid, HardSwish */
-
-static ts_status imp_clip(ts_onnx_ctx *cx, const ts_onnx_node *n) {
-    float lo = -FLT_MAX, hi = FLT_MAX;
-    if (cx->opset < 11) {
-        lo = onnx_attr_float(cx, n, "min", -FLT_MAX);
-        hi = onnx_attr_float(cx, n, "max", FLT_MAX);
-    } else {
-        if (onnx_need_f32(cx, n, 0, 2)) return TS_ERR_UNSUPPORTED;
-        int64_t sh[TS_MAX_DIMS];
-        for (int k = 1; k <= 2; k++)
-            if (onnx_has_in(n, k) && (onnx_in_shape(cx, n, k, sh) < 0 || ts_numel(onnx_in_shape(cx, n, k, sh), sh) != 1))
-                return onnx_invalid(cx, n, "input %d is not a scalar", k);
-        if ((onnx_has_in(n, 1) && !onnx_known(cx, n, 1)) || (onnx_has_in(n, 2) && !onnx_known(cx, n, 2))) {
-            /* bounds computed by the graph: max(x, min), then min(., max) (max wins when min > max) */
-            ts_graph *g = cx->g;
-            ts_value y = onnx_in(cx, n, 0);
-            if (onnx_has_in(n, 1)) y = ts_binary(g, TS_BIN_MAX, y, onnx_in(cx, n, 1));
-            if (onnx_has_in(n, 2)) y = ts_binary(g, TS_BIN_MIN, y, onnx_in(cx, n, 2));
-            if (!onnx_has_in(n, 1) && !onnx_has_in(n, 2)) y = ts_clip(g, y, -FLT_MAX, FLT_MAX);
-            return onnx_set(cx, n, 0, y);
-        }
-        if (onnx_has_in(n, 1)) lo = (float)onnx_get_f64(onnx_known(cx, n, 1), 0);
-        if (onnx_has_in(n, 2)) hi = (float)onnx_get_f64(onnx_known(cx, n, 2), 0);
-    }
-    if (onnx_need_f32(cx, n, 0, 0)) return TS_ERR_UNSUPPORTED;
-    if (lo != lo || hi != hi) return onnx_unsupported(cx, n, "a NaN bound");
-    if (lo > hi) { /* ONNX: every element becomes max */
-        ts_value x = onnx_in(cx, n, 0);
-        return onnx_set(cx, n, 0, ts_scale(cx->g, x, 0.f, hi));
-    }
-    return onnx_set(cx, n, 0, ts_clip(cx->g, onnx_in(cx, n, 0), lo, hi));
-}
-
-static ts_status imp_hard_sigmoid(ts_onnx_ctx *cx, const ts_onnx_node *n) {
-    float alpha = onnx_attr_float(cx, n, "alpha", 0.2f), beta = onnx_attr_float(cx, n, "beta", 0.5f);
-    if (onnx_need_f32(cx, n, 0, 0)) return TS_ERR_UNSUPPORTED;
-    return onnx_set(cx, n, 0, ts_hard_sigmoid(cx->g, onnx_in(cx, n, 0), alpha, beta));
-}
-
-static ts_status imp_hard_swish(ts_onnx_ctx *cx, const ts_onnx_node *n) {
-    if (onnx_need_f32(cx, n, 0, 0)) return TS_ERR_UNSUPPORTED;
-    return onnx_set(cx, n, 0, ts_hard_swish(cx->g, onnx_in(cx, n, 0)));
-}
-
-const ts_onnx_op ts_onnx_ops_vision[] = {
+static const ts_onnx_op ops[] = {
     {"Conv", 9, 17, imp_conv},
     {"ConvTranspose", 9, 17, imp_conv_transpose},
+    {"ConvInteger", 10, 17, imp_conv_integer},
+    {"QLinearConv", 10, 17, imp_qlinear_conv},
     {"BatchNormalization", 9, 17, imp_batch_norm},
     {"MaxPool", 9, 17, imp_max_pool},
     {"AveragePool", 9, 17, imp_avg_pool},
     {"GlobalAveragePool", 9, 17, imp_global_avg_pool},
     {"GlobalMaxPool", 9, 17, imp_global_max_pool},
-    {"Upsample", 9, 9, imp_upsample},
-    {"Resize", 10, 10, imp_resize10},
-    {"Resize", 11, 17, imp_resize11},
-    {"Clip", 9, 17, imp_clip},
-    {"HardSigmoid", 9, 17, imp_hard_sigmoid},
-    {"HardSwish", 14, 17, imp_hard_swish},
-    {NULL, 0, 0, NULL}, /* the end (not counted) */
+    {"MaxUnpool", 11, 17, imp_max_unpool},
 };
-const int ts_onnx_ops_vision_n = (int)(sizeof ts_onnx_ops_vision / sizeof *ts_onnx_ops_vision) - 1;
+const onnx_family onnx_family_conv = {"conv", ops, (int)(sizeof ops / sizeof *ops)};

@@ -1,5 +1,5 @@
 /*
- * extra_loss.c — ONNX mappings of NegativeLogLikelihoodLoss (ts_nll_loss) and
+ * loss.c — ONNX mappings of NegativeLogLikelihoodLoss (ts_nll_loss) and
  * SoftmaxCrossEntropyLoss (log-softmax along the class axis 1, then ts_nll_loss; its optional
  * second output is that log-probability).
  *
@@ -7,7 +7,7 @@
  * reduction "none", "sum" or "mean" (the default); ignore_index optional (without it no target is
  * ignored: tessera is given INT64_MIN, which no valid target equals).
  */
-#include "onnx/extra.h"
+#include "onnx/map/map.h"
 
 /* reduction and ignore_index; checks the operands' dtypes and shapes. -1 after refusing. */
 static int loss_args(ts_onnx_ctx *cx, const ts_onnx_node *n, ts_reduction *red, int64_t *ii) {
@@ -26,11 +26,11 @@ static int loss_args(ts_onnx_ctx *cx, const ts_onnx_node *n, ts_reduction *red, 
         return onnx_invalid(cx, n, "the input must be [N, C, d..] and the target [N, d..]"), -1;
     if (onnx_has_in(n, 2) && (onnx_in_shape(cx, n, 2, w) != 1 || w[0] != x[1]))
         return onnx_invalid(cx, n, "the weight must be [C] = [%lld]", (long long)x[1]), -1;
-    if (ex_need_nonempty(cx, n, 0)) return -1;
+    if (map_need_nonempty(cx, n, 0)) return -1;
     return 0;
 }
 
-ts_status ex_nll_loss(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+static ts_status imp_nll_loss(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     ts_reduction red;
     int64_t ii;
     if (loss_args(cx, n, &red, &ii)) return TS_ERR_UNSUPPORTED;
@@ -38,7 +38,7 @@ ts_status ex_nll_loss(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     return onnx_set(cx, n, 0, ts_nll_loss(cx->g, onnx_in(cx, n, 0), onnx_in(cx, n, 1), w, ii, red));
 }
 
-ts_status ex_softmax_cross_entropy(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+static ts_status imp_softmax_cross_entropy(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     ts_reduction red;
     int64_t ii, sh[TS_MAX_DIMS];
     if (loss_args(cx, n, &red, &ii)) return TS_ERR_UNSUPPORTED;
@@ -59,3 +59,12 @@ ts_status ex_softmax_cross_entropy(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     if (s == TS_OK && onnx_has_out(n, 1)) s = onnx_set(cx, n, 1, lp);
     return s;
 }
+
+
+/* ------------------------------------------------------------------ the family's table */
+
+static const ts_onnx_op ops[] = {
+    {"NegativeLogLikelihoodLoss", 12, 17, imp_nll_loss},
+    {"SoftmaxCrossEntropyLoss", 12, 17, imp_softmax_cross_entropy},
+};
+const onnx_family onnx_family_loss = {"loss", ops, (int)(sizeof ops / sizeof *ops)};

@@ -1,5 +1,5 @@
 /*
- * export_pb.h — building an ONNX ModelProto for the exporter (src/onnx/export.c): an arena that
+ * export_pb.h — building an ONNX ModelProto for the exporter (src/onnx/export/export.c): an arena that
  * owns every string, tensor and message until the model is written, helpers that append nodes
  * with attributes, initializers, graph inputs and outputs, and the packing of the model
  * (protobuf-c's generated code, gen/onnx/onnx.pb-c.h) into a file written atomically.

@@ -1,5 +1,5 @@
 /*
- * extra_quant.c — ONNX mappings of the 8-bit quantization ops, composed in f32 (exact for 8-bit
+ * quant.c — ONNX mappings of the 8-bit quantization ops, composed in f32 (exact for 8-bit
  * values and for integer sums below 2^24), with UINT8 as tessera's u8 (INT8 has no tessera dtype:
  * refused):
  *   QuantizeLinear:   y = saturate(round(x / scale) + zero_point)   (round: halves to even; saturate
@@ -10,7 +10,7 @@
  *   MatMulInteger:    y (i32) = (a - a_zero_point) @ (b - b_zero_point)
  *   QLinearMatMul:    y = saturate(round(((a - a_zp) @ (b - b_zp)) * (a_scale b_scale / y_scale)) + y_zp)
  */
-#include "onnx/extra.h"
+#include "onnx/map/map.h"
 
 /* v reshaped to broadcast along axis `axis` of a rank-r value: a 1-D [C] becomes [1, .., C, .., 1];
  * scalars (any rank, one element) become rank 0. */
@@ -39,22 +39,22 @@ static int quant_axis(ts_onnx_ctx *cx, const ts_onnx_node *n, int r) {
     int64_t s[TS_MAX_DIMS], a = onnx_attr_int(cx, n, "axis", 1);
     if (cx->node_refused) return -1;
     for (int k = 1; k <= 2; k++)
-        if (onnx_has_in(n, k) && ts_numel(onnx_in_shape(cx, n, k, s), s) > 1) return ex_axis(cx, n, a, r, "axis");
+        if (onnx_has_in(n, k) && ts_numel(onnx_in_shape(cx, n, k, s), s) > 1) return map_axis(cx, n, a, r, "axis");
     return 0;
 }
 
 static ts_value saturate_u8(ts_graph *g, ts_value v) {
-    v = ts_binary(g, TS_BIN_MIN, ts_binary(g, TS_BIN_MAX, v, ex_scalar(g, TS_F32, 0)), ex_scalar(g, TS_F32, 255));
+    v = ts_binary(g, TS_BIN_MIN, ts_binary(g, TS_BIN_MAX, v, map_scalar(g, TS_F32, 0)), map_scalar(g, TS_F32, 255));
     return ts_cast(g, v, TS_U8);
 }
 
 static ts_value rnd(ts_graph *g, ts_value v) { return ts_math(g, TS_MATH_ROUND, v, 0, 0); }
 
-ts_status ex_quantize_linear(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+static ts_status imp_quantize_linear(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     int64_t sh[TS_MAX_DIMS];
     int r = onnx_in_shape(cx, n, 0, sh), per_axis = cx->opset >= 13, axis = 0;
     if (per_axis && (axis = quant_axis(cx, n, r)) < 0) return TS_ERR_UNSUPPORTED;
-    if (onnx_need_f32(cx, n, 0, 1) || ex_need_nonempty(cx, n, 0)) return TS_ERR_UNSUPPORTED;
+    if (onnx_need_f32(cx, n, 0, 1) || map_need_nonempty(cx, n, 0)) return TS_ERR_UNSUPPORTED;
     if (onnx_has_in(n, 2) && onnx_need_dtype(cx, n, 2, (const ts_dtype[]){TS_U8}, 1)) return TS_ERR_UNSUPPORTED;
     if (check_param(cx, n, 1, per_axis && r, r ? sh[axis] : 1) ||
         (onnx_has_in(n, 2) && check_param(cx, n, 2, per_axis && r, r ? sh[axis] : 1)))
@@ -65,12 +65,12 @@ ts_status ex_quantize_linear(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     return onnx_set(cx, n, 0, saturate_u8(g, q));
 }
 
-ts_status ex_dequantize_linear(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+static ts_status imp_dequantize_linear(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     int64_t sh[TS_MAX_DIMS];
     int r = onnx_in_shape(cx, n, 0, sh), per_axis = cx->opset >= 13, axis = 0;
     if (per_axis && (axis = quant_axis(cx, n, r)) < 0) return TS_ERR_UNSUPPORTED;
     if (onnx_need_dtype(cx, n, 0, (const ts_dtype[]){TS_U8, TS_I32}, 2) || onnx_need_f32(cx, n, 1, 1) ||
-        ex_need_nonempty(cx, n, 0))
+        map_need_nonempty(cx, n, 0))
         return TS_ERR_UNSUPPORTED;
     if (onnx_has_in(n, 2) && onnx_in_dtype(cx, n, 2) != onnx_in_dtype(cx, n, 0))
         return onnx_invalid(cx, n, "x and x_zero_point differ in dtype");
@@ -83,13 +83,13 @@ ts_status ex_dequantize_linear(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     return onnx_set(cx, n, 0, ts_mul(g, x, along(g, cx, n, 1, r, axis)));
 }
 
-ts_status ex_dynamic_quantize_linear(ts_onnx_ctx *cx, const ts_onnx_node *n) {
-    if (onnx_need_f32(cx, n, 0, 0) || ex_need_nonempty(cx, n, 0)) return TS_ERR_UNSUPPORTED;
+static ts_status imp_dynamic_quantize_linear(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+    if (onnx_need_f32(cx, n, 0, 0) || map_need_nonempty(cx, n, 0)) return TS_ERR_UNSUPPORTED;
     ts_graph *g = cx->g;
-    ts_value x = onnx_in(cx, n, 0), zero = ex_scalar(g, TS_F32, 0);
+    ts_value x = onnx_in(cx, n, 0), zero = map_scalar(g, TS_F32, 0);
     ts_value lo = ts_binary(g, TS_BIN_MIN, ts_reduce_min(g, x, 0, NULL, 0), zero);
     ts_value hi = ts_binary(g, TS_BIN_MAX, ts_reduce_max(g, x, 0, NULL, 0), zero);
-    ts_value scale = ts_div(g, ts_sub(g, hi, lo), ex_scalar(g, TS_F32, 255));
+    ts_value scale = ts_div(g, ts_sub(g, hi, lo), map_scalar(g, TS_F32, 255));
     ts_value zp = saturate_u8(g, rnd(g, ts_div(g, ts_scale(g, lo, -1.f, 0.f), scale)));
     ts_value y = saturate_u8(g, ts_add(g, rnd(g, ts_div(g, x, scale)), ts_cast(g, zp, TS_F32)));
     ts_status s = onnx_set(cx, n, 0, y);
@@ -124,7 +124,7 @@ static ts_value int_matmul(ts_onnx_ctx *cx, const ts_onnx_node *n, int ia, int i
         onnx_unsupported(cx, n, "K = %lld (sums beyond 2^24 would not be exact in f32)", (long long)b[rb - 2]);
         return TS_NONE;
     }
-    if (ex_need_nonempty(cx, n, ia) || ex_need_nonempty(cx, n, ib)) return TS_NONE;
+    if (map_need_nonempty(cx, n, ia) || map_need_nonempty(cx, n, ib)) return TS_NONE;
     ts_value av = ts_cast(g, onnx_in(cx, n, ia), TS_F32), bv = ts_cast(g, onnx_in(cx, n, ib), TS_F32);
     if (iazp >= 0 && onnx_has_in(n, iazp))
         av = ts_sub(g, av, ts_cast(g, ts_reshape(g, onnx_in(cx, n, iazp), 0, NULL), TS_F32));
@@ -133,13 +133,13 @@ static ts_value int_matmul(ts_onnx_ctx *cx, const ts_onnx_node *n, int ia, int i
     return ts_matmul(g, av, bv, 0, 0);
 }
 
-ts_status ex_matmul_integer(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+static ts_status imp_matmul_integer(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     ts_value y = int_matmul(cx, n, 0, 2, 1, 3);
     if (y == TS_NONE) return cx->node_refused ? TS_ERR_UNSUPPORTED : onnx_check(cx, n);
     return onnx_set(cx, n, 0, ts_cast(cx->g, y, TS_I32));
 }
 
-ts_status ex_qlinear_matmul(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+static ts_status imp_qlinear_matmul(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     int64_t s[TS_MAX_DIMS];
     if (onnx_need_f32(cx, n, 1, 1) || onnx_need_f32(cx, n, 4, 4) || onnx_need_f32(cx, n, 6, 6)) /* the scales */
         return TS_ERR_UNSUPPORTED;
@@ -156,3 +156,15 @@ ts_status ex_qlinear_matmul(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     q = ts_add(g, q, ts_cast(g, ts_reshape(g, onnx_in(cx, n, 7), 0, NULL), TS_F32));
     return onnx_set(cx, n, 0, saturate_u8(g, q));
 }
+
+
+/* ------------------------------------------------------------------ the family's table */
+
+static const ts_onnx_op ops[] = {
+    {"QuantizeLinear", 10, 17, imp_quantize_linear},
+    {"DequantizeLinear", 10, 17, imp_dequantize_linear},
+    {"DynamicQuantizeLinear", 11, 17, imp_dynamic_quantize_linear},
+    {"MatMulInteger", 10, 17, imp_matmul_integer},
+    {"QLinearMatMul", 10, 17, imp_qlinear_matmul},
+};
+const onnx_family onnx_family_quant = {"quant", ops, (int)(sizeof ops / sizeof *ops)};
