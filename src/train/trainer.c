@@ -32,6 +32,58 @@ float ts_train_lr(const ts_train_spec *s, int64_t step, double elapsed) {
     return (float)lr;
 }
 
+/* Fill the N K micro-batches of one call through the fill hook (rows[k] rows in micro-batch k);
+ * *call_rows: their sum, *any: whether any holds rows, both over every rank with replicas. */
+static ts_status fill_call(const ts_train_spec *s, const ts_train_hooks *h, ts_comm *comm, int64_t step, int N,
+                           int *rows, int64_t *call_rows, int *any) {
+    const int S = N * (s->steps_per_call > 1 ? s->steps_per_call : 1);
+    ts_status st = TS_OK;
+    for (int k = 0; k < S && !st; k++) {
+        rows[k] = 0;
+        int rc = h->fill(h->ctx, step + k / N, k % N, k, &rows[k]);
+        if (rc < 0) st = ts_err(ts_last_status() ? ts_last_status() : TS_ERR_IO, "step %lld: %s",
+                                (long long)(step + k / N + 1), ts_last_error());
+        *call_rows += rows[k];
+        *any |= rows[k] > 0;
+    }
+    if (st || !comm || ts_comm_size(comm) <= 1) return st;
+    double a = (double)*call_rows; /* the data ran out when it did on every rank */
+    if ((st = ts_comm_allreduce_f64(comm, &a, 1))) return st;
+    *any = a > 0;
+    *call_rows = (int64_t)a;
+    return TS_OK;
+}
+
+/* Per step j of a call, into sums[j (nl + 2) ..]: the sum of each of the nl losses over the
+ * micro-batches that hold rows, their count, and the rows. */
+static void step_sums(ts_tensor *const *loss, int nl, const int *rows, int N, int K, double *sums) {
+    const int S = N * K;
+    for (int j = 0; j < K; j++) {
+        double *sj = sums + (size_t)j * (nl + 2);
+        memset(sj, 0, sizeof(double) * (size_t)(nl + 2));
+        for (int n = 0; n < N; n++) {
+            if (!rows[j * N + n]) continue;
+            for (int i = 0; i < nl; i++) sj[i] += ((float *)ts_tensor_data(loss[i]))[S > 1 ? j * N + n : 0];
+            sj[nl]++;
+            sj[nl + 1] += rows[j * N + n];
+        }
+    }
+}
+
+/* One line of metrics.jsonl for the step just done (step counts it). */
+static void write_metrics(const ts_train_spec *s, const ts_train_hooks *h, const ts_train_step_report *rep,
+                          int64_t step, float lr, double rate) {
+    FILE *f = s->metrics;
+    fprintf(f, "{\"step\": %lld, \"time_s\": %.2f", (long long)step, rep->elapsed);
+    for (int i = 0; i < rep->nlosses; i++) fprintf(f, ", \"%s\": %.6f", rep->names[i], rep->losses[i]);
+    fprintf(f, ", \"lr\": %.6g, \"seq_per_s\": %.2f", lr, rate);
+    for (int i = 0; i < s->nextra; i++)
+        fprintf(f, ", \"%s\": %g", s->extra_keys ? s->extra_keys[i] : s->extra[i], rep->extra[i]);
+    if (h->metrics_extra) h->metrics_extra(h->ctx, f);
+    fprintf(f, "}\n");
+    fflush(f);
+}
+
 ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step, ts_train_result *res) {
     if (!s || !h || !s->program || !h->fill || !h->feed)
         return ts_err(TS_ERR_ARG, "ts_train: NULL spec, hooks, program or fill/feed hook");
@@ -74,21 +126,7 @@ ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step
         /* one call: K optimizer steps of N micro-batches */
         int64_t call_rows = 0;
         int any = 0;
-        for (int k = 0; k < S && !st; k++) {
-            rows[k] = 0;
-            int rc = h->fill(h->ctx, step + k / N, k % N, k, &rows[k]);
-            if (rc < 0) st = ts_err(ts_last_status() ? ts_last_status() : TS_ERR_IO, "step %lld: %s",
-                                    (long long)(step + k / N + 1), ts_last_error());
-            call_rows += rows[k];
-            any |= rows[k] > 0;
-        }
-        if (st) break;
-        if (R > 1) { /* the data ran out when it did on every rank */
-            double a = (double)call_rows;
-            if ((st = ts_comm_allreduce_f64(comm, &a, 1))) break;
-            any = a > 0;
-            call_rows = (int64_t)a;
-        }
+        if ((st = fill_call(s, h, comm, step, N, rows, &call_rows, &any))) break;
         if (!any) { /* the data ran out */
             r.exhausted = 1;
             break;
@@ -113,18 +151,7 @@ ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step
             extra[i] = ((float *)ts_tensor_data(e))[ts_tensor_numel(e) - 1];
             ts_tensor_free(e);
         }
-        /* per step: the sums of each loss over the micro-batches that hold rows, their count, rows
-         * (over every rank with replicas) */
-        for (int j = 0; j < K && !st; j++) {
-            double *sj = sums + (size_t)j * (nl + 2);
-            memset(sj, 0, sizeof(double) * (size_t)(nl + 2));
-            for (int n = 0; n < N; n++) {
-                if (!rows[j * N + n]) continue;
-                for (int i = 0; i < nl; i++) sj[i] += ((float *)ts_tensor_data(loss[i]))[S > 1 ? j * N + n : 0];
-                sj[nl]++;
-                sj[nl + 1] += rows[j * N + n];
-            }
-        }
+        if (!st) step_sums(loss, nl, rows, N, K, sums);
         if (!st && R > 1 && (st = ts_comm_allreduce_f64(comm, sums, (int64_t)K * (nl + 2))))
             st = ts_err(st, "step %lld: %s", (long long)step + 1, ts_last_error());
         double now = now_s(), rate = (double)call_rows / (now - t_last > 0 ? now - t_last : 1e-9);
@@ -146,16 +173,7 @@ ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step
             }
             step++;
             if (isfinite(rep.losses[0])) r.loss_sum += rep.losses[0], r.loss_n++;
-            if (s->metrics) {
-                fprintf(s->metrics, "{\"step\": %lld, \"time_s\": %.2f", (long long)step, rep.elapsed);
-                for (int i = 0; i < nl; i++) fprintf(s->metrics, ", \"%s\": %.6f", loss_names[i], rep.losses[i]);
-                fprintf(s->metrics, ", \"lr\": %.6g, \"seq_per_s\": %.2f", lrs[j], rate);
-                for (int i = 0; i < s->nextra; i++)
-                    fprintf(s->metrics, ", \"%s\": %g", s->extra_keys ? s->extra_keys[i] : s->extra[i], extra[i]);
-                if (h->metrics_extra) h->metrics_extra(h->ctx, s->metrics);
-                fprintf(s->metrics, "}\n");
-                fflush(s->metrics);
-            }
+            if (s->metrics) write_metrics(s, h, &rep, step, lrs[j], rate);
             if (h->on_step) h->on_step(h->ctx, &rep);
         }
         for (int i = 0; i < nl; i++) ts_tensor_free(loss[i]);
