@@ -124,16 +124,16 @@ typedef struct ts_backend_api {
  * another ABI major than this tessera's, naming both (a newer or older minor is fine: fields are
  * only appended, and what one side lacks the other does without); TS_ERR_ARG when struct_size is
  * smaller than the ABI 1.0 table, a required entry is NULL, or the name is taken. */
-ts_status ts_backend_register(const ts_backend_api *api);
+TS_API ts_status ts_backend_register(const ts_backend_api *api);
 /* Registered backends: how many, and the i-th (NULL when out of range); by name (NULL with an
  * error listing the known names). */
-int ts_backend_count(void);
-const ts_backend_api *ts_backend_at(int i);
-const ts_backend_api *ts_backend_find(const char *name);
+TS_API int ts_backend_count(void);
+TS_API const ts_backend_api *ts_backend_at(int i);
+TS_API const ts_backend_api *ts_backend_find(const char *name);
 
 /* For a backend: record an error message for the calling thread (what ts_last_error() returns)
  * and return code. */
-ts_status ts_abi_error(ts_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+TS_API ts_status ts_abi_error(ts_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #ifdef __cplusplus
 }
