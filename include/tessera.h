@@ -1374,7 +1374,7 @@ ts_status ts_train_checkpoint_save_parts(const char *out, int64_t step, const ts
  * line on stderr naming it). Writes its path to path[cap]. TS_ERR_NOT_FOUND when there is none. */
 ts_status ts_train_checkpoint_find(const char *resume, char *path, size_t cap);
 
-/* ---------------------------------------------------------------- replicas (src/dist/comm.c) */
+/* ---------------------------------------------------------------- replicas (src/comm/comm.c) */
 /* Data parallelism over processes: `mpirun -np R tessera pretrain ...` (or any program) starts R
  * ranks, each a replica of one training run — or, with stage devices, a whole pipeline — and the
  * world communicator connects them. tessera uses MPI (Open MPI) when it was built with it

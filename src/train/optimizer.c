@@ -25,7 +25,7 @@
  * comes before the sum of squares and the updates. With shard_state each rank updates only the
  * parameters it owns (and holds only their state), then broadcasts them.
  */
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "ops/op.h"
 #include "train/train.h"
 
