@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-/* ---------------------------------------------------------------- replicas (src/dist/comm.c) */
+/* ---------------------------------------------------------------- replicas (src/comm/comm.c) */
 /* Data parallelism over processes: `mpirun -np R tessera pretrain ...` (or any program) starts R
  * ranks, each a replica of one training run — or, with stage devices, a whole pipeline — and the
  * world communicator connects them. tessera uses MPI (Open MPI) when it was built with it

@@ -1,6 +1,6 @@
 /*
  * test_amp.c — gradient accumulation and dynamic loss scaling (ts_optim_opts.accumulation_steps,
- * ts_backward_scaled; src/train/optimizer.c, src/train/loss_scale.c, src/ops/amp.c):
+ * ts_backward_scaled; src/optim/optimizer.c, src/optim/loss_scale.c, src/ops/amp.c):
  *  - micro-batches of 2 accumulated 4 times give the parameters of batches of 8 (AdamW with
  *    clipping and a linear warm-up schedule; SGD with momentum; LAMB), counters count optimizer
  *    steps, a non-final micro-batch changes nothing, and a checkpoint taken mid-step resumes

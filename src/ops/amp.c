@@ -1,6 +1,6 @@
 /*
- * amp.c — the ops of gradient accumulation and dynamic loss scaling (src/train/optimizer.c and
- * src/train/loss_scale.c append them; ops/optim.c's step_coef turns their state into the
+ * amp.c — the ops of gradient accumulation and dynamic loss scaling (src/optim/optimizer.c and
+ * src/optim/loss_scale.c append them; ops/optim.c's step_coef turns their state into the
  * coefficient the updates use). State values are rank-0 or parameter-shaped f32 TS_V_STATE
  * values, zero-initialised by the runtime and kept across runs. None of these ops is
  * differentiable: grad rules are NULL.

@@ -1,6 +1,6 @@
 /*
  * collective.c — the in-graph collectives that ts_optimizer inserts for replicas (data
- * parallelism over the ranks of a communicator, src/dist/comm.c). Both are side effects with no
+ * parallelism over the ranks of a communicator, src/comm/comm.c). Both are side effects with no
  * output; neither is differentiable.
  *
  *   comm_start(x, micro?)   post a collective on x's buffer and return at once:
@@ -16,7 +16,7 @@
  *       i[3] = root (broadcast), i[4] = N (micro-batches a step; <= 1: every run), i[5] = tag
  *       (the bucket or parameter number, unique on its channel).
  */
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "ops/op.h"
 
 #include <stdio.h>

@@ -2,8 +2,8 @@
  * optim.c — the optimizer step as graph ops: parameter updates, gradient clipping by global norm,
  * and the learning-rate schedule. The updates have no outputs: they write the parameter and
  * their state in place through the input pointers, so they are flagged TS_OPF_SIDE_EFFECT (kept
- * by dead-code elimination, dropped for inference). src/train/optimizer.c appends one update per
- * trained parameter; src/train/schedule.c appends the schedule.
+ * by dead-code elimination, dropped for inference). src/optim/optimizer.c appends one update per
+ * trained parameter; src/optim/schedule.c appends the schedule.
  *
  * Every tensor is f32; lr, coef, t and the schedule counter are rank-0 f32 (t counts the steps a
  * parameter has taken, starting from 0). Below, g is the gradient times the step coefficient

@@ -5,7 +5,7 @@
  * A graph compiled with stage devices becomes a pipeline (pipeline.c), whose stages come back
  * here one by one through ts_compile_on with a stage spec.
  */
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "runtime/program.h"
 
 #include <omp.h>

@@ -25,13 +25,12 @@
  * the same order of accumulation, dropout keyed by the run's step), so with the same thread count
  * per device the results are bit for bit those of the whole graph on one device.
  */
+#include "optim/optim.h"
 #include "runtime/program.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>
-
-#include "train/train.h"
 
 #define MAX_DEV 64
 

@@ -28,7 +28,7 @@
  * that lacks a part, so a resume never picks it.
  */
 #define _GNU_SOURCE /* nftw */
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "io/safetensors.h"
 #include "runtime/program.h"
 

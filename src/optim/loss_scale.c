@@ -3,13 +3,13 @@
  * (torch.cuda.amp.GradScaler's method). It adds the scaler's state — "optimizer@LOSS_SCALE",
  * "optimizer@LOSS_SCALE_CLEAN_STEPS", "optimizer@SKIPPED_STEPS", rank-0 f32 TS_V_STATE values
  * saved with the optimizer state — and a loss_scale node whose value seeds the loss's gradient,
- * so every gradient comes out multiplied by the scale. ts_optimizer (train/optimizer.c) finds
+ * so every gradient comes out multiplied by the scale. ts_optimizer (optim/optimizer.c) finds
  * that node, unscales the gradients in its step coefficient, skips steps whose gradients hold an
  * inf or NaN, and appends the loss_scale_update that backs the scale off or grows it. The ops'
  * math is in ops/amp.c.
  */
 #include "ops/op.h"
-#include "train/train.h"
+#include "optim/optim.h"
 
 #include <math.h>
 

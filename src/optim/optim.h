@@ -1,10 +1,12 @@
 /*
- * train.h — what the files of src/train share: the names of the state values of loss scaling
- * (loss_scale.c adds them, optimizer.c reads them) and of gradient accumulation, and the maker
- * of state values.
+ * optim.h — what the graph builders of the training step share with each other and with the
+ * runtime: the names of the state values of loss scaling (loss_scale.c adds them, optimizer.c
+ * reads them) and of gradient accumulation (optimizer.c adds the micro-batch counter; the
+ * runtime's pipeline writes it before each micro-batch), and the maker of state values. The
+ * builders themselves are public (tessera.h: ts_optimizer, ts_backward_scaled, ts_lr_schedule).
  */
-#ifndef TS_TRAIN_H
-#define TS_TRAIN_H
+#ifndef TS_OPTIM_H
+#define TS_OPTIM_H
 
 #include "graph/ir.h"
 

@@ -8,14 +8,14 @@
  * With gradient accumulation over N micro-batches, each parameter also gets an accumulator
  * "<param>@ACCUM" that an accum_grad node fills each run (ops/amp.c), and the updates read it
  * instead of the gradient; the counter "optimizer@MICRO_STEP" says which micro-batch runs.
- * With clipping or loss scaling (ts_backward_scaled, train/loss_scale.c), a chain of grad_sumsq
+ * With clipping or loss scaling (ts_backward_scaled, optim/loss_scale.c), a chain of grad_sumsq
  * nodes sums the squares of every gradient the updates read. A step_coef node turns the sum, the
  * counter and the loss scale into the one coefficient each update multiplies its gradient by:
  * clipping, the 1 / N of the mean over micro-batches, the 1 / scale of loss scaling, and 0 —
  * "skip" — for a micro-batch that is not the last of its step or a scaled step that overflowed.
  * The update math is stated once, in ops/optim.c and ops/amp.c (the public version in tessera.h).
  * The updates come after every other node, so they run at the end of each step; the counter
- * increments (the lr schedule's of train/schedule.c, gated by the coefficient so that it counts
+ * increments (the lr schedule's of optim/schedule.c, gated by the coefficient so that it counts
  * optimizer steps, and the micro-batch counter's) are moved behind them.
  * Replicas (opts->comm of R > 1 ranks): every parameter gets an accumulator; the accumulators are
  * packed into contiguous buckets (state values the runtime allocates once, the accumulators
@@ -25,9 +25,9 @@
  * comes before the sum of squares and the updates. With shard_state each rank updates only the
  * parameters it owns (and holds only their state), then broadcasts them.
  */
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "ops/op.h"
-#include "train/train.h"
+#include "optim/optim.h"
 
 #include <fnmatch.h>
 #include <math.h>

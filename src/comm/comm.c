@@ -21,7 +21,7 @@
  * mpirun itself, which then ends the job. MPI errors are returned (MPI_ERRORS_RETURN), not fatal,
  * so they reach the caller as messages too.
  */
-#include "dist/comm.h"
+#include "comm/comm.h"
 
 #include <errno.h>
 #include <pthread.h>
