@@ -588,20 +588,20 @@ static void test_bf16_matmul(void) {
     }
     int f32_out[2] = {0, 0};
     for (int f = 0; f < 2; f++)
-        for (int i = 0; i < p[f]->nsched; i++) {
-            const ts_node *n = &p[f]->g->nodes[p[f]->sched[i]];
-            f32_out[f] += n->op == TS_OP_MATMUL && n->attr.i[3] == 1 && p[f]->g->vals[n->out[0]].dtype == TS_F32;
+        for (int i = 0; i < p[f]->one->nsched; i++) {
+            const ts_node *n = &p[f]->one->g->nodes[p[f]->one->sched[i]];
+            f32_out[f] += n->op == TS_OP_MATMUL && n->attr.i[3] == 1 && p[f]->one->g->vals[n->out[0]].dtype == TS_F32;
         }
     CHECK(f32_out[0] == 0 && f32_out[1] == NY, "matmuls with an f32 product: %d unfused (want 0), %d fused (want %d)",
           f32_out[0], f32_out[1], NY);
     if (kk && kk->prepare && ts_cpu_dnnl_ready(&dev)) /* the f32-product nodes get a primitive too */
-        for (int i = 0; i < p[1]->nsched; i++) {
-            const ts_node *n = &p[1]->g->nodes[p[1]->sched[i]];
+        for (int i = 0; i < p[1]->one->nsched; i++) {
+            const ts_node *n = &p[1]->one->g->nodes[p[1]->one->sched[i]];
             if (n->op != TS_OP_MATMUL) continue;
             void *state = NULL;
             size_t scratch = 0;
-            CHECK_OK(kk->prepare(&dev, &(ts_plan){.g = p[1]->g}, n, &state, &scratch));
-            CHECK(state != NULL, "fused bf16 matmul (node %d) gets no oneDNN primitive", p[1]->sched[i]);
+            CHECK_OK(kk->prepare(&dev, &(ts_plan){.g = p[1]->one->g}, n, &state, &scratch));
+            CHECK(state != NULL, "fused bf16 matmul (node %d) gets no oneDNN primitive", p[1]->one->sched[i]);
             if (state && kk->release) kk->release(state);
         }
     ts_cpu_dev_release(&dev);

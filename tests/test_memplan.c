@@ -275,8 +275,8 @@ static double fa_ref_act(int act, double v) {
 /* Scheduled matmul nodes of p with activation code act (any nonzero code when act < 0). */
 static int fa_count(const ts_program *p, int act) {
     int c = 0;
-    for (int i = 0; i < p->nsched; i++) {
-        const ts_node *n = &p->g->nodes[p->sched[i]];
+    for (int i = 0; i < p->one->nsched; i++) {
+        const ts_node *n = &p->one->g->nodes[p->one->sched[i]];
         if (n->op == TS_OP_MATMUL && (act < 0 ? n->attr.i[2] != 0 : n->attr.i[2] == act)) c++;
     }
     return c;

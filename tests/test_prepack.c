@@ -74,13 +74,13 @@ static int count_prepacked(ts_program *p, int *nmatmul) {
     int packed = 0;
     *nmatmul = 0;
     if (kk && kk->prepare && ts_cpu_dnnl_ready(&dev))
-        for (int ph = 0; ph < p->nphases; ph++)
-            for (int i = p->phase_begin[ph]; i < p->phase_begin[ph + 1]; i++) {
-                const ts_node *n = &p->g->nodes[p->sched[i]];
+        for (int ph = 0; ph < p->one->nphases; ph++)
+            for (int i = p->one->phase_begin[ph]; i < p->one->phase_begin[ph + 1]; i++) {
+                const ts_node *n = &p->one->g->nodes[p->one->sched[i]];
                 if (n->op != TS_OP_MATMUL) continue;
                 void *state = NULL;
                 size_t scratch = 0;
-                CHECK_OK(kk->prepare(&dev, &p->plan[ph], n, &state, &scratch));
+                CHECK_OK(kk->prepare(&dev, &p->one->plan[ph], n, &state, &scratch));
                 (*nmatmul)++;
                 packed += kk->kept_bytes && state && kk->kept_bytes(state) > 0;
                 if (state && kk->release) kk->release(state);
@@ -95,7 +95,7 @@ static void test_weights_written_between_runs(void) {
     CHECK(p != NULL, "compile: %s", ts_last_error());
     ts_graph_free(g);
     if (!p) return;
-    CHECK(p->nphases >= 1 && p->plan[0].param_gen != NULL, "an inference program's plan has no param_gen");
+    CHECK(p->one->nphases >= 1 && p->one->plan[0].param_gen != NULL, "an inference program's plan has no param_gen");
     int nmm = 0, packed = count_prepacked(p, &nmm);
     printf("  %d of %d matmuls prepacked (oneDNN may keep a weight's own layout where that is its best)\n", packed,
            nmm);
@@ -199,8 +199,8 @@ static void test_training_program_reads_weights_as_stored(void) {
     CHECK(p != NULL, "compile: %s", ts_last_error());
     ts_graph_free(g);
     if (!p) return;
-    for (int ph = 0; ph < p->nphases; ph++)
-        CHECK(p->plan[ph].param_gen == NULL, "phase %d of a training program has a frozen-weights plan", ph);
+    for (int ph = 0; ph < p->one->nphases; ph++)
+        CHECK(p->one->plan[ph].param_gen == NULL, "phase %d of a training program has a frozen-weights plan", ph);
     int nmm = 0, packed = count_prepacked(p, &nmm);
     CHECK(nmm >= 2 && packed == 0, "training program: %d of %d matmuls prepacked", packed, nmm);
     ts_memory mem;
@@ -229,7 +229,7 @@ static void test_kept_bf16_weight_cast(void) {
         ts_program_free(p), ts_program_free(pt);
         return;
     }
-    CHECK(p->owned[wc] == 1, "the inference program's bf16 copy of w is not in a buffer of its own");
+    CHECK(p->one->owned[wc] == 1, "the inference program's bf16 copy of w is not in a buffer of its own");
     ts_memory mi, mt;
     CHECK_OK(ts_program_memory(p, &mi));
     CHECK_OK(ts_program_memory(pt, &mt));
@@ -238,7 +238,7 @@ static void test_kept_bf16_weight_cast(void) {
     CHECK(mi.weight_copies >= 2 * N * K && mt.weight_copies == 0,
           "weight copies: inference %zu bytes (at least the bf16 copy, %d), training %zu (none)", mi.weight_copies,
           2 * N * K, mt.weight_copies);
-    CHECK(pt->owned[wc] == 0, "the training program keeps its bf16 copy of w (w changes inside every run)");
+    CHECK(pt->one->owned[wc] == 0, "the training program keeps its bf16 copy of w (w changes inside every run)");
     int nmm = 0, packed = count_prepacked(p, &nmm);
     printf("  bf16: %d of %d matmuls prepacked\n", packed, nmm);
 

@@ -1,7 +1,8 @@
 /*
  * checkpoint.c — a program's parameters to and from safetensors files, by Hugging Face name:
  * ts_program_load (with f32 / bf16 / f16 conversion, strict or partial) and ts_program_save
- * (atomic, in f32, bf16 or f16).
+ * (atomic, in f32, bf16 or f16). Calls program.c (ts_value_read / ts_value_write), the top of
+ * the runtime's files; called by none of them.
  */
 #include "io/safetensors.h"
 #include "runtime/program.h"
@@ -58,8 +59,8 @@ static ts_status match_params(const ts_program *p, const ts_safetensors *st, int
     char b1[160], b2[160], names[400] = "";
     size_t o = 0;
     int missing = 0;
-    for (int i = 0; i < p->nparams; i++) {
-        const ts_val *x = &p->g->vals[p->params[i]];
+    for (int i = 0; i < p->f.nparams; i++) {
+        const ts_val *x = &p->f.g->vals[p->f.params[i]];
         int k = idx[i] = ts_st_find(st, x->name);
         if (k < 0) {
             if (missing++ < 5 && o < sizeof names)
@@ -88,7 +89,7 @@ static ts_status match_params(const ts_program *p, const ts_safetensors *st, int
     *nmissing = missing;
     if ((flags & TS_LOAD_STRICT) && missing)
         return ts_err(TS_ERR_NOT_FOUND, "%s: %d of the program's %d parameters are missing from the file: %s%s", st->path,
-                      missing, p->nparams, names, missing > 5 ? ", ..." : "");
+                      missing, p->f.nparams, names, missing > 5 ? ", ..." : "");
     return TS_OK;
 }
 
@@ -98,14 +99,14 @@ ts_status ts_program_load(ts_program *p, const char *path, int flags, int *nmiss
     ts_safetensors *st = NULL;
     ts_status s = ts_st_open(path, &st);
     if (s) return s;
-    int *idx = malloc(sizeof(int) * (size_t)(p->nparams + 1)), missing = 0;
+    int *idx = malloc(sizeof(int) * (size_t)(p->f.nparams + 1)), missing = 0;
     if (!idx) { ts_safetensors_close(st); return ts_err(TS_ERR_NOMEM, "ts_program_load: out of memory"); }
     s = match_params(p, st, flags, idx, &missing);
     void *tmp = NULL;
-    for (int i = 0; i < p->nparams && !s; i++) {
+    for (int i = 0; i < p->f.nparams && !s; i++) {
         if (idx[i] < 0) continue;
-        int v = p->params[i];
-        const ts_val *x = &p->g->vals[v];
+        int v = p->f.params[i];
+        const ts_val *x = &p->f.g->vals[v];
         const ts_st_entry *e = &st->e[idx[i]];
         const void *src = ts_st_bytes(st, idx[i]);
         size_t bytes = ts_val_bytes(x);
@@ -134,8 +135,8 @@ typedef struct save_ctx {
 static ts_status fill_param(void *c, int i, void *dst) {
     const save_ctx *sc = c;
     const ts_program *p = sc->p;
-    int v = p->params[i];
-    const ts_val *x = &p->g->vals[v];
+    int v = p->f.params[i];
+    const ts_val *x = &p->f.g->vals[v];
     size_t bytes = ts_val_bytes(x);
     if (x->dtype == sc->dtype) return ts_value_read(p, v, dst);
     void *tmp = ts_alloc(bytes, 0);
@@ -151,16 +152,16 @@ ts_status ts_program_save(const ts_program *p, const char *path, ts_dtype dtype)
     if (!is_float(dtype))
         return ts_err(TS_ERR_DTYPE, "%s: ts_program_save: dtype %s; parameters are saved as f32, bf16 or f16", path,
                       ts_dtype_name(dtype));
-    ts_st_out *t = calloc((size_t)p->nparams + 1, sizeof *t);
+    ts_st_out *t = calloc((size_t)p->f.nparams + 1, sizeof *t);
     if (!t) return ts_err(TS_ERR_NOMEM, "ts_program_save: out of memory");
-    for (int i = 0; i < p->nparams; i++) {
-        const ts_val *x = &p->g->vals[p->params[i]];
+    for (int i = 0; i < p->f.nparams; i++) {
+        const ts_val *x = &p->f.g->vals[p->f.params[i]];
         t[i] = (ts_st_out){x->name, dtype, x->ndim, x->shape, NULL};
     }
     /* "format": "pt" is what Hugging Face transformers expects of a PyTorch-layout checkpoint */
     static const char *const key[] = {"format"}, *const val[] = {"pt"};
     save_ctx sc = {p, dtype};
-    ts_status s = ts_st_write(path, p->nparams, t, 1, key, val, fill_param, &sc);
+    ts_status s = ts_st_write(path, p->f.nparams, t, 1, key, val, fill_param, &sc);
     free(t);
     return s;
 }

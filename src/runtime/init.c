@@ -1,7 +1,7 @@
 /*
  * init.c — parameter initializers. Every draw is a function of (graph seed, parameter name,
  * element index), so a parameter's initial value does not depend on what else is in the graph,
- * nor on the thread count that filled it.
+ * nor on the thread count that filled it. Calls nothing in the runtime; called by compile.c.
  */
 #include "runtime/program.h"
 

@@ -24,8 +24,11 @@
  * update segments in order. Every node computes what it computes on one device (the same inputs,
  * the same order of accumulation, dropout keyed by the run's step), so with the same thread count
  * per device the results are bit for bit those of the whole graph on one device.
+ *
+ * Calls: compile.c (each stage's program), exec.c (running them); called by program.c only.
  */
 #include "optim/optim.h"
+#include "runtime/pipeline.h"
 #include "runtime/program.h"
 
 #include <pthread.h>
@@ -65,6 +68,15 @@ typedef struct task {
 } task;
 
 struct ts_pipeline {
+    /* the whole program, as the public API sees it (ts_pipeline_face) */
+    ts_graph *g;               /* the whole graph, after dead code and fusion */
+    int *fetch, nfetch;        /* fetchable value ids */
+    int *params, nparams;      /* parameter value ids */
+    uint8_t *owned;            /* per value: a persistent value some stage holds */
+    int iters;                 /* micro-batches per call: a whole number of steps */
+    void **fetch_host;         /* [nfetch]: each fetch's iters copies */
+    int num_threads;           /* ts_compile_opts.num_threads, set again after a call */
+    ts_memory mem;             /* the stages' added up */
     int S, M;                  /* stages; micro-batches per step */
     int nvals;                 /* of the master graph */
     int ndev;                  /* distinct devices */
@@ -72,7 +84,7 @@ struct ts_pipeline {
     int threads[MAX_DEV];
     int *stage_dev;            /* [S] */
     int *inflight;             /* [S]: micro-batches a stage keeps: min(M, S - s) */
-    ts_program **st;           /* [S] */
+    ts_exec **st;              /* [S]: each stage's program */
     int *home;                 /* [nvals]: the stage of a persistent value's master copy, or -1 */
     xfer *xf;
     int nxf;
@@ -145,7 +157,7 @@ static ts_status fail(ts_pipeline *pl, ts_status s) {
 /* Select the slots of micro-batch m in stage s's program: kept values at m mod in-flight, received
  * values and fed inputs at m. */
 static void select_slots(ts_pipeline *pl, int s, int m) {
-    ts_program *p = pl->st[s];
+    ts_exec *p = pl->st[s];
     for (int i = 0; i < p->nslots; i++) {
         const ts_slotted *sl = &p->slots[i];
         ts_slot_select(p, sl, m % sl->nslots); /* kept values: in-flight slots; received: M */
@@ -154,17 +166,16 @@ static void select_slots(ts_pipeline *pl, int s, int m) {
 
 /* Copy value v of stage `from` (as it is now) to stage `to` (its current slot). */
 static ts_status send(ts_pipeline *pl, int v, int from, int to) {
-    ts_program *a = pl->st[from], *b = pl->st[to];
+    ts_exec *a = pl->st[from], *b = pl->st[to];
     return ts_dev_copy(b->dev, b->vals[v].buf, a->dev, a->vals[v].buf, ts_val_bytes(&a->g->vals[v]));
 }
 
 /* Copy fetch i's value out of stage s into its host slices (micro-batches m0 .. m1). */
-static ts_status fetch_out(ts_program *p, int i, int s, int m0, int m1) {
-    ts_pipeline *pl = p->pipe;
-    int v = p->fetch[i];
-    size_t bytes = ts_val_bytes(&p->g->vals[v]);
+static ts_status fetch_out(ts_pipeline *pl, int i, int s, int m0, int m1) {
+    int v = pl->fetch[i];
+    size_t bytes = ts_val_bytes(&pl->g->vals[v]);
     for (int m = m0; m <= m1; m++) {
-        char *dst = (char *)p->fetch_host[i] + (size_t)(pl->step_in_call * pl->M + m) * bytes;
+        char *dst = (char *)pl->fetch_host[i] + (size_t)(pl->step_in_call * pl->M + m) * bytes;
         ts_status st = ts_dev_copy_out(pl->st[s]->dev, dst, pl->st[s]->vals[v].buf, bytes);
         if (st) return st;
     }
@@ -173,16 +184,15 @@ static ts_status fetch_out(ts_program *p, int i, int s, int m0, int m1) {
 
 /* Write micro-batch index m into stage s's copy of the micro-batch counter. */
 static ts_status set_micro(ts_pipeline *pl, int s, int m) {
-    ts_program *p = pl->st[s];
+    ts_exec *p = pl->st[s];
     if (pl->micro_v < 0 || !p->owned[pl->micro_v]) return TS_OK;
     float f = (float)m;
     return ts_dev_copy_in(p->dev, p->vals[pl->micro_v].buf, &f, sizeof f);
 }
 
-static ts_status run_task(ts_program *master, const task *t) {
-    ts_pipeline *pl = master->pipe;
+static ts_status run_task(ts_pipeline *pl, const task *t) {
     int s = t->stage, m = t->m, ph = t->bwd ? TS_PH_BWD : TS_PH_FWD;
-    ts_program *p = pl->st[s];
+    ts_exec *p = pl->st[s];
     ts_status st = TS_OK;
     select_slots(pl, s, m);
     for (int i = 0; i < pl->nhi && !st; i++) { /* this micro-batch's slice of what is fed */
@@ -194,30 +204,29 @@ static ts_status run_task(ts_program *master, const task *t) {
     }
     if (!st && t->bwd) st = set_micro(pl, s, m);
     double t0 = now_s();
-    if (!st) st = ts_program_run_phase(p, ph, pl->base_step + (uint64_t)m);
+    if (!st) st = ts_exec_run_phase(p, ph, pl->base_step + (uint64_t)m);
     pl->busy[s] += now_s() - t0;
     for (int i = 0; i < pl->nxf && !st; i++) { /* into the receiver's slot m, which no task reads yet */
         const xfer *x = &pl->xf[i];
         if (x->from != s || x->phase != ph || !x->per_micro) continue;
-        ts_program *r = pl->st[x->to];
+        ts_exec *r = pl->st[x->to];
         st = ts_dev_copy(r->dev, ts_buf_at(x->slot->base, (uint64_t)m * x->slot->stride), p->dev, p->vals[x->v].buf,
                          x->slot->bytes);
     }
-    for (int i = 0; i < master->nfetch && !st; i++)
-        if (pl->fetch_stage[i] == s && pl->fetch_phase[i] == ph) st = fetch_out(master, i, s, m, m);
+    for (int i = 0; i < pl->nfetch && !st; i++)
+        if (pl->fetch_stage[i] == s && pl->fetch_phase[i] == ph) st = fetch_out(pl, i, s, m, m);
     return st;
 }
 
 /* The loop of device d's thread: wait for a step, run its tasks in order as they become ready. */
 typedef struct worker_arg {
-    ts_program *p;
+    ts_pipeline *pl;
     int d;
 } worker_arg;
 
 static void *worker(void *arg) {
     worker_arg *wa = arg;
-    ts_program *p = wa->p;
-    ts_pipeline *pl = p->pipe;
+    ts_pipeline *pl = wa->pl;
     int d = wa->d, gen = 0;
     free(wa);
     ts_set_threads(pl->threads[d]);
@@ -239,7 +248,7 @@ static void *worker(void *arg) {
             if (stop) break;
             /* run_task touches only this stage's buffers and the receivers' current slots: the
              * receivers' slots of micro-batch m are not read before this task is marked done */
-            ts_status st = run_task(p, &list[k]);
+            ts_status st = run_task(pl, &list[k]);
             if (st) {
                 fail(pl, st);
                 break;
@@ -257,8 +266,7 @@ static void *worker(void *arg) {
 }
 
 /* One optimizer step: refresh the copies, the micro-batches through the stages, the update. */
-static ts_status run_step(ts_program *p) {
-    ts_pipeline *pl = p->pipe;
+static ts_status run_step(ts_pipeline *pl) {
     ts_status st = TS_OK;
     for (int i = 0; i < pl->nrp && !st; i++) st = send(pl, pl->rp[i].v, pl->rp[i].from, pl->rp[i].to);
     if (st) return st;
@@ -276,7 +284,7 @@ static ts_status run_step(ts_program *p) {
     for (int s = 0; s < pl->S && !st; s++) st = set_micro(pl, s, pl->M - 1);
     for (int k = 0; k < pl->nus && !st; k++) {
         const useg *u = &pl->us[k];
-        ts_program *sp = pl->st[u->stage];
+        ts_exec *sp = pl->st[u->stage];
         for (int i = 0; i < pl->nhi && !st; i++) { /* fed once a step: the step's last slice */
             const host_in *h = &pl->hi[i];
             if (h->stage != u->stage || h->per_micro || h->first_phase != u->phase) continue;
@@ -287,56 +295,34 @@ static ts_status run_step(ts_program *p) {
         }
         ts_set_threads(pl->threads[pl->stage_dev[u->stage]]);
         double t0 = now_s();
-        if (!st) st = ts_program_run_phase(sp, u->phase, pl->base_step + (uint64_t)pl->M - 1);
+        if (!st) st = ts_exec_run_phase(sp, u->phase, pl->base_step + (uint64_t)pl->M - 1);
         pl->busy[u->stage] += now_s() - t0;
         for (int i = 0; i < pl->nxf && !st; i++)
             if (pl->xf[i].from == u->stage && pl->xf[i].phase == u->phase) st = send(pl, pl->xf[i].v, u->stage, pl->xf[i].to);
-        for (int i = 0; i < p->nfetch && !st; i++)
-            if (pl->fetch_stage[i] == u->stage && pl->fetch_phase[i] == u->phase) st = fetch_out(p, i, u->stage, 0, pl->M - 1);
+        for (int i = 0; i < pl->nfetch && !st; i++)
+            if (pl->fetch_stage[i] == u->stage && pl->fetch_phase[i] == u->phase) st = fetch_out(pl, i, u->stage, 0, pl->M - 1);
     }
     return st;
 }
 
-ts_status ts_pipeline_run(ts_program *p) {
-    ts_pipeline *pl = p->pipe;
+ts_status ts_pipeline_run(ts_pipeline *pl, uint64_t *step) {
     double t0 = now_s();
     ts_status st = TS_OK;
-    for (int j = 0; j * pl->M < p->iters && !st; j++) {
+    for (int j = 0; j * pl->M < pl->iters && !st; j++) {
         pl->step_in_call = j;
-        pl->base_step = p->step;
-        st = run_step(p);
-        if (!st) p->step += (uint64_t)pl->M;
+        pl->base_step = *step;
+        st = run_step(pl);
+        if (!st) *step += (uint64_t)pl->M;
     }
     pl->wall += now_s() - t0;
-    ts_set_threads(p->num_threads);
+    ts_set_threads(pl->num_threads);
     return st;
 }
 
-ts_status ts_pipeline_feed(ts_program *p, int v, const ts_tensor *t) {
-    ts_pipeline *pl = p->pipe;
+ts_status ts_pipeline_feed(ts_pipeline *pl, int v, const ts_tensor *t) {
     if (!pl->feed_host[v]) return TS_OK; /* no stage reads it */
     memcpy(pl->feed_host[v], ts_tensor_data((ts_tensor *)t), ts_tensor_nbytes(t));
     return TS_OK;
-}
-
-ts_status ts_pipeline_fetch(ts_program *p, int v, ts_tensor **out) {
-    const ts_val *x = &p->g->vals[v];
-    for (int i = 0; i < p->nfetch; i++) {
-        if (p->fetch[i] != v) continue;
-        if (x->ndim == TS_MAX_DIMS)
-            return ts_err(TS_ERR_SHAPE, "ts_program_fetch: '%s' has %d dims; with device iterations it would need "
-                          "one more than TS_MAX_DIMS", x->name, x->ndim);
-        int64_t shape[TS_MAX_DIMS + 1] = {p->iters};
-        memcpy(shape + 1, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-        *out = ts_tensor_from(x->dtype, x->ndim + 1, shape, p->fetch_host[i]);
-        return *out ? TS_OK : ts_err(TS_ERR_NOMEM, "ts_program_fetch: out of memory for '%s'", x->name);
-    }
-    ts_tensor *t = ts_tensor_new(x->dtype, x->ndim, x->shape);
-    if (!t) return ts_err(TS_ERR_NOMEM, "ts_program_fetch: out of memory for '%s'", x->name);
-    ts_status st = ts_pipeline_read(p, v, ts_tensor_data(t));
-    if (st) ts_tensor_free(t), t = NULL;
-    *out = t;
-    return st;
 }
 
 /* The stage holding value v's master copy: its writer's, else any stage holding it. */
@@ -347,20 +333,18 @@ static int reader_stage(const ts_pipeline *pl, int v) {
     return -1;
 }
 
-ts_status ts_pipeline_read(const ts_program *p, int v, void *host) {
-    const ts_pipeline *pl = p->pipe;
+ts_status ts_pipeline_read(const ts_pipeline *pl, int v, void *host) {
     int s = reader_stage(pl, v);
     if (s < 0) return ts_err(TS_ERR_NOT_FOUND, "'%s' is held by no stage of the pipeline",
-                             p->g->vals[v].name ? p->g->vals[v].name : "a value");
-    const ts_program *sp = pl->st[s];
+                             pl->g->vals[v].name ? pl->g->vals[v].name : "a value");
+    const ts_exec *sp = pl->st[s];
     return ts_dev_copy_out(sp->dev, host, sp->vals[v].buf, ts_val_bytes(&sp->g->vals[v]));
 }
 
-ts_status ts_pipeline_write(ts_program *p, int v, const void *host) {
-    ts_pipeline *pl = p->pipe;
+ts_status ts_pipeline_write(ts_pipeline *pl, int v, const void *host) {
     ts_status st = TS_OK;
     for (int s = 0; s < pl->S && !st; s++) {
-        ts_program *sp = pl->st[s];
+        ts_exec *sp = pl->st[s];
         if (sp->owned[v]) st = ts_dev_copy_in(sp->dev, sp->vals[v].buf, host, ts_val_bytes(&sp->g->vals[v]));
     }
     return st;
@@ -379,7 +363,7 @@ void ts_pipeline_free(ts_pipeline *pl) {
     }
     pthread_mutex_destroy(&pl->mu);
     pthread_cond_destroy(&pl->cv);
-    for (int s = 0; pl->st && s < pl->S; s++) ts_program_free(pl->st[s]);
+    for (int s = 0; pl->st && s < pl->S; s++) ts_exec_free(pl->st[s]);
     if (pl->feed_host && pl->st)
         for (int v = 0; v < pl->nvals; v++) free(pl->feed_host[v]);
     free(pl->feed_host);
@@ -397,7 +381,18 @@ void ts_pipeline_free(ts_pipeline *pl) {
     free(pl->ntasks);
     free(pl->done);
     free(pl->busy);
+    if (pl->fetch_host)
+        for (int i = 0; i < pl->nfetch; i++) free(pl->fetch_host[i]);
+    free(pl->fetch_host);
+    free(pl->fetch);
+    free(pl->params);
+    free(pl->owned);
+    ts_graph_free(pl->g);
     free(pl);
+}
+
+ts_face ts_pipeline_face(const ts_pipeline *pl) {
+    return (ts_face){pl->g, pl->fetch, pl->nfetch, pl->params, pl->nparams, pl->owned, pl->iters, pl->fetch_host, &pl->mem};
 }
 
 /* ------------------------------------------------------------------ compiling */
@@ -530,62 +525,63 @@ static ts_status plan_tasks(ts_pipeline *pl) {
     return st;
 }
 
-static ts_program *pipe_fail(ts_program *p, placing *pc, uint8_t *alive, uint8_t *pinned) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", ts_last_error());
-    ts_status code = ts_last_status();
-    if (pc) placing_free(pc);
-    free(alive), free(pinned);
-    ts_program_free(p);
-    ts_err(code ? code : TS_ERR_ARG, "%s", msg);
-    return NULL;
+/* What the steps of a pipeline's compile share: the pipeline being built, and what each stage
+ * reads, sends and receives ([S][nv], stage-major). */
+typedef struct pbuild {
+    ts_pipeline *pl;
+    const ts_compile_opts *o;
+    ts_graph *g;               /* pl->g */
+    int S, M, nv, nn;
+    int ncpu;                  /* devices that are the built-in CPU */
+    uint8_t *alive, *pinned;   /* per node; per value */
+    placing pc;
+    uint8_t *reads, *sent, *recv;
+    int *slots;                /* > 0: a slotted buffer of that many copies in the stage's program */
+    int *first;                /* the earliest local phase reading it */
+    int *maxread;              /* the latest node index reading it */
+} pbuild;
+
+/* Can graph be a pipeline over the stage devices of o: a training step of M >= 2 micro-batches,
+ * whole steps per call, a device per stage, no loss scaling? */
+static ts_status check_pipeline(const ts_graph *graph, const ts_compile_opts *o) {
+    int S = graph->nstages > 0 ? graph->nstages : 1, M = graph->accum_steps;
+    if (graph->opt_start < 0 || graph->bwd_start < 0)
+        return ts_err(TS_ERR_ARG, "ts_compile: a pipeline (stage_devices) runs a training step: the graph needs "
+                      "ts_backward and ts_optimizer (compile with inference = 1 for one device)");
+    if (M < 2)
+        return ts_err(TS_ERR_ARG, "ts_compile: a pipeline runs a step as M >= 2 micro-batches: build the optimizer "
+                      "with accumulation_steps >= 2 (it has %d)", M);
+    if (o->nstage_devices < S)
+        return ts_err(TS_ERR_ARG, "ts_compile: the graph has %d pipeline stages but stage_devices names %d", S,
+                      o->nstage_devices);
+    if (o->device_iterations < M || o->device_iterations % M)
+        return ts_err(TS_ERR_ARG, "ts_compile: a pipeline's call runs whole steps: device_iterations %d must be a "
+                      "multiple of the %d micro-batches of a step", o->device_iterations, M);
+    for (int i = 0; i < graph->nnodes; i++)
+        if (graph->nodes[i].op == TS_OP_LOSS_SCALE)
+            return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: loss scaling (fp16) is not supported in a pipeline yet");
+    return TS_OK;
 }
 
-ts_program *ts_pipeline_compile(const ts_graph *graph, const ts_compile_opts *o) {
+/* Start b: the pipeline, a copy of the graph, and the tables of the steps. */
+static void begin(pbuild *b, const ts_graph *graph, const ts_compile_opts *o) {
     int S = graph->nstages > 0 ? graph->nstages : 1, M = graph->accum_steps;
-    if (graph->opt_start < 0 || graph->bwd_start < 0) {
-        ts_err(TS_ERR_ARG, "ts_compile: a pipeline (stage_devices) runs a training step: the graph needs "
-               "ts_backward and ts_optimizer (compile with inference = 1 for one device)");
-        return NULL;
-    }
-    if (M < 2) {
-        ts_err(TS_ERR_ARG, "ts_compile: a pipeline runs a step as M >= 2 micro-batches: build the optimizer with "
-               "accumulation_steps >= 2 (it has %d)", M);
-        return NULL;
-    }
-    if (o->nstage_devices < S) {
-        ts_err(TS_ERR_ARG, "ts_compile: the graph has %d pipeline stages but stage_devices names %d", S,
-               o->nstage_devices);
-        return NULL;
-    }
-    if (o->device_iterations < M || o->device_iterations % M) {
-        ts_err(TS_ERR_ARG, "ts_compile: a pipeline's call runs whole steps: device_iterations %d must be a multiple of "
-               "the %d micro-batches of a step", o->device_iterations, M);
-        return NULL;
-    }
-    for (int i = 0; i < graph->nnodes; i++)
-        if (graph->nodes[i].op == TS_OP_LOSS_SCALE) {
-            ts_err(TS_ERR_UNSUPPORTED, "ts_compile: loss scaling (fp16) is not supported in a pipeline yet");
-            return NULL;
-        }
-    ts_program *p = calloc(1, sizeof *p);
-    ts_pipeline *pl = calloc(1, sizeof *pl);
-    if (!p || !pl) abort();
-    p->pipe = pl;
+    memset(b, 0, sizeof *b);
+    ts_pipeline *pl = b->pl = calloc(1, sizeof *pl);
+    if (!pl) abort();
     pthread_mutex_init(&pl->mu, NULL);
     pthread_cond_init(&pl->cv, NULL);
-    pl->S = S, pl->M = M;
-    p->iters = o->device_iterations;
-    p->num_threads = o->num_threads;
-    ts_graph *g = p->g = ts_graph_clone(graph);
+    b->o = o, b->S = pl->S = S, b->M = pl->M = M;
+    pl->iters = o->device_iterations;
+    pl->num_threads = o->num_threads;
+    ts_graph *g = b->g = pl->g = ts_graph_clone(graph);
     if (!g) abort();
-    int nv = pl->nvals = g->nvals, nn = g->nnodes;
-    placing pc = {0}, *pcp = NULL;
-    uint8_t *alive = malloc((size_t)nn + 1), *pinned = calloc((size_t)nv + 1, 1);
-    p->owned = calloc((size_t)nv + 1, 1);
-    p->vals = calloc((size_t)nv + 1, sizeof *p->vals);
-    p->params = malloc(sizeof(int) * (size_t)(nv + 1));
-    p->fetch = malloc(sizeof(int) * (size_t)(o->nfetch + 1));
+    int nv = b->nv = pl->nvals = g->nvals, nn = b->nn = g->nnodes;
+    size_t snv = (size_t)S * nv;
+    b->alive = malloc((size_t)nn + 1), b->pinned = calloc((size_t)nv + 1, 1);
+    pl->owned = calloc((size_t)nv + 1, 1);
+    pl->params = malloc(sizeof(int) * (size_t)(nv + 1));
+    pl->fetch = malloc(sizeof(int) * (size_t)(o->nfetch + 1));
     pl->stage_dev = calloc((size_t)S, sizeof(int));
     pl->inflight = calloc((size_t)S, sizeof(int));
     pl->st = calloc((size_t)S, sizeof *pl->st);
@@ -595,252 +591,309 @@ ts_program *ts_pipeline_compile(const ts_graph *graph, const ts_compile_opts *o)
     pl->rp = malloc(sizeof(replica) * (size_t)(nv + 1));
     pl->hi = malloc(sizeof(host_in) * (size_t)(nv + 1));
     pl->done = calloc((size_t)S * 2 * (size_t)M, 1);
-    if (!alive || !pinned || !p->owned || !p->vals || !p->params || !p->fetch || !pl->stage_dev || !pl->inflight ||
-        !pl->st || !pl->busy || !pl->feed_host || !pl->xf || !pl->rp || !pl->hi || !pl->done)
+    b->reads = calloc(snv, 1), b->sent = calloc(snv, 1), b->recv = calloc(snv, 1);
+    b->slots = calloc(snv, sizeof(int)), b->first = malloc(sizeof(int) * snv), b->maxread = malloc(sizeof(int) * snv);
+    if (!b->alive || !b->pinned || !pl->owned || !pl->params || !pl->fetch || !pl->stage_dev || !pl->inflight ||
+        !pl->st || !pl->busy || !pl->feed_host || !pl->xf || !pl->rp || !pl->hi || !pl->done || !b->reads || !b->sent ||
+        !b->recv || !b->slots || !b->first || !b->maxread)
         abort();
-    memset(alive, 1, (size_t)nn);
+    memset(b->alive, 1, (size_t)nn);
+    for (size_t k = 0; k < snv; k++) b->first[k] = 1 << 30, b->maxread[k] = -1;
     pl->micro_v = ts_lookup(g, TS_MICRO_STEP);
+}
 
-    /* devices: one thread each; the cores shared among the CPU devices unless a count is given */
-    int ncpu = 0;
-    for (int s = 0; s < S; s++) {
-        ts_device *d = ts_device_get(o->stage_devices[s]);
-        if (!d) return pipe_fail(p, NULL, alive, pinned);
+/* The stages' devices, one thread each; the cores shared among the CPU devices unless a count
+ * is given. */
+static ts_status open_devices(pbuild *b) {
+    ts_pipeline *pl = b->pl;
+    for (int s = 0; s < b->S; s++) {
+        ts_device *d = ts_device_get(b->o->stage_devices[s]);
+        if (!d) return ts_last_status();
         int k = 0;
         while (k < pl->ndev && pl->dev[k] != d) k++;
         if (k == pl->ndev) {
-            if (pl->ndev == MAX_DEV) {
-                ts_err(TS_ERR_ARG, "ts_compile: more than %d devices in a pipeline", MAX_DEV);
-                return pipe_fail(p, NULL, alive, pinned);
-            }
+            if (pl->ndev == MAX_DEV) return ts_err(TS_ERR_ARG, "ts_compile: more than %d devices in a pipeline", MAX_DEV);
             pl->dev[pl->ndev++] = d;
-            ncpu += d->api == &ts_backend_cpu_api;
+            b->ncpu += d->api == &ts_backend_cpu_api;
         }
         pl->stage_dev[s] = k;
-        pl->inflight[s] = M < S - s ? M : S - s;
+        pl->inflight[s] = b->M < b->S - s ? b->M : b->S - s;
     }
-    int cores = ts_max_threads() / 4;
+    int cores = ts_max_threads() / 4, ncpu = b->ncpu;
     for (int d = 0; d < pl->ndev; d++)
-        pl->threads[d] = o->num_threads > 0 ? o->num_threads : cores / (ncpu ? ncpu : 1) > 0 ? cores / (ncpu ? ncpu : 1) : 1;
+        pl->threads[d] = b->o->num_threads > 0 ? b->o->num_threads : cores / (ncpu ? ncpu : 1) > 0 ? cores / (ncpu ? ncpu : 1) : 1;
+    return TS_OK;
+}
 
-    /* fetches and gradients survive the passes; then dead code and fusion on the whole graph */
-    for (int i = 0; i < o->nfetch; i++) {
-        int v = ts_lookup(g, o->fetches[i] ? o->fetches[i] : "");
-        if (v == TS_NONE) {
-            ts_err(TS_ERR_NOT_FOUND, "ts_compile: fetch '%s' is not a named value of the graph",
-                   o->fetches[i] ? o->fetches[i] : "(null)");
-            return pipe_fail(p, NULL, alive, pinned);
-        }
-        pinned[v] = 1;
-        p->fetch[p->nfetch++] = v;
+/* Fetches and gradients survive the passes; then dead code and fusion on the whole graph. */
+static ts_status run_passes(pbuild *b) {
+    ts_pipeline *pl = b->pl;
+    ts_graph *g = b->g;
+    for (int i = 0; i < b->o->nfetch; i++) {
+        int v = ts_lookup(g, b->o->fetches[i] ? b->o->fetches[i] : "");
+        if (v == TS_NONE)
+            return ts_err(TS_ERR_NOT_FOUND, "ts_compile: fetch '%s' is not a named value of the graph",
+                          b->o->fetches[i] ? b->o->fetches[i] : "(null)");
+        b->pinned[v] = 1;
+        pl->fetch[pl->nfetch++] = v;
     }
-    for (int v = 0; v < nv; v++) {
+    for (int v = 0; v < b->nv; v++) {
         if (g->vals[v].kind != TS_V_PARAM) continue;
-        p->params[p->nparams++] = v;
-        if (g->vals[v].grad >= 0) pinned[g->vals[v].grad] = 1;
+        pl->params[pl->nparams++] = v;
+        if (g->vals[v].grad >= 0) b->pinned[g->vals[v].grad] = 1;
     }
-    ts_pass_dce(g, alive, pinned, 1);
-    p->mem.fused = o->no_fusion ? 0 : ts_pass_fuse(g, alive, pinned, ncpu == pl->ndev); /* act: all built-in CPU */
-    if (p->mem.fused) ts_pass_dce(g, alive, pinned, 1);
-    if (place_nodes(g, alive, &pc) != TS_OK) return pipe_fail(p, &pc, alive, pinned);
-    pcp = &pc;
-    for (int i = 0; i < nn; i++)
-        if (alive[i] && pc.stage[i] >= S) {
-            ts_err(TS_ERR_ARG, "ts_compile: a node is on pipeline stage %d; stage_devices names %d", pc.stage[i], S);
-            return pipe_fail(p, pcp, alive, pinned);
-        }
-    memcpy(pl->home = malloc(sizeof(int) * (size_t)(nv + 1)), pc.home, sizeof(int) * (size_t)nv);
+    ts_pass_dce(g, b->alive, b->pinned, 1);
+    pl->mem.fused = b->o->no_fusion ? 0 : ts_pass_fuse(g, b->alive, b->pinned, b->ncpu == pl->ndev); /* act: all built-in CPU */
+    if (pl->mem.fused) ts_pass_dce(g, b->alive, b->pinned, 1);
+    return TS_OK;
+}
 
-    /* what each stage reads: received values, kept values, fed inputs, persistent values */
-    uint8_t *reads = calloc((size_t)S * nv, 1), *sent = calloc((size_t)S * nv, 1), *recv = calloc((size_t)S * nv, 1);
-    int *slots = calloc((size_t)S * nv, sizeof(int)), *first = malloc(sizeof(int) * (size_t)S * nv);
-    int *maxread = malloc(sizeof(int) * (size_t)S * nv); /* latest node index reading it per stage */
-    if (!reads || !sent || !recv || !slots || !first || !maxread) abort();
-    for (size_t k = 0; k < (size_t)S * nv; k++) first[k] = 1 << 30, maxread[k] = -1;
-    ts_status err = TS_OK;
-    for (int i = 0; i < nn && !err; i++) {
-        if (!alive[i]) continue;
+/* Every alive node's stage and phase (place_nodes), checked against the stage devices. */
+static ts_status place(pbuild *b) {
+    ts_status st = place_nodes(b->g, b->alive, &b->pc);
+    if (st != TS_OK) return st;
+    for (int i = 0; i < b->nn; i++)
+        if (b->alive[i] && b->pc.stage[i] >= b->S)
+            return ts_err(TS_ERR_ARG, "ts_compile: a node is on pipeline stage %d; stage_devices names %d",
+                          b->pc.stage[i], b->S);
+    b->pl->home = malloc(sizeof(int) * (size_t)(b->nv + 1));
+    if (!b->pl->home) abort();
+    memcpy(b->pl->home, b->pc.home, sizeof(int) * (size_t)b->nv);
+    return TS_OK;
+}
+
+/* What each stage reads: values it receives from other stages (a transfer each), values its
+ * forward keeps for its backward, and when each is first and last read. */
+static ts_status find_traffic(pbuild *b) {
+    ts_pipeline *pl = b->pl;
+    const ts_graph *g = b->g;
+    const placing *pc = &b->pc;
+    int nv = b->nv;
+    for (int i = 0; i < b->nn; i++) {
+        if (!b->alive[i]) continue;
         const ts_node *n = &g->nodes[i];
-        int s = pc.stage[i], ph = pc.phase[i], lph = local_phase(&pc, i);
-        for (int j = 0; j < n->nin && !err; j++) {
+        int s = pc->stage[i], ph = pc->phase[i], lph = local_phase(pc, i);
+        for (int j = 0; j < n->nin; j++) {
             int v = n->in[j];
             if (v < 0) continue;
             const ts_val *x = &g->vals[v];
             size_t sv = (size_t)s * nv + v;
-            reads[sv] = 1;
-            if (lph < first[sv]) first[sv] = lph;
-            if (i > maxread[sv]) maxread[sv] = i;
+            b->reads[sv] = 1;
+            if (lph < b->first[sv]) b->first[sv] = lph;
+            if (i > b->maxread[sv]) b->maxread[sv] = i;
             if (x->kind != TS_V_NODE) continue;
-            int t = pc.stage[x->node], pph = pc.phase[x->node];
-            if ((pph <= TS_PH_BWD) != (ph <= TS_PH_BWD)) {
-                err = ts_err(TS_ERR_UNSUPPORTED, "ts_compile: %s is made %s and read %s: a pipeline passes values "
-                             "between micro-batch phases and the update only through parameters and state",
-                             x->name ? x->name : "a value", pph <= TS_PH_BWD ? "per micro-batch" : "by the update",
-                             ph <= TS_PH_BWD ? "per micro-batch" : "by the update");
-                break;
-            }
+            int t = pc->stage[x->node], pph = pc->phase[x->node];
+            if ((pph <= TS_PH_BWD) != (ph <= TS_PH_BWD))
+                return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: %s is made %s and read %s: a pipeline passes values "
+                              "between micro-batch phases and the update only through parameters and state",
+                              x->name ? x->name : "a value", pph <= TS_PH_BWD ? "per micro-batch" : "by the update",
+                              ph <= TS_PH_BWD ? "per micro-batch" : "by the update");
             if (t == s) {
-                if (pph == TS_PH_FWD && ph == TS_PH_BWD) slots[sv] = pl->inflight[s]; /* kept for the backward */
+                if (pph == TS_PH_FWD && ph == TS_PH_BWD) b->slots[sv] = pl->inflight[s]; /* kept for the backward */
                 continue;
             }
-            if (!recv[sv]) {
-                recv[sv] = 1;
-                sent[(size_t)t * nv + v] = 1;
+            if (!b->recv[sv]) {
+                b->recv[sv] = 1;
+                b->sent[(size_t)t * nv + v] = 1;
                 xfer *xf = &pl->xf[pl->nxf++];
-                *xf = (xfer){v, t, s, pph <= TS_PH_BWD ? pph : pc.local[pph - TS_PH_UPD], pph <= TS_PH_BWD, 0, NULL};
-                if (xf->per_micro) slots[sv] = M;
+                *xf = (xfer){v, t, s, pph <= TS_PH_BWD ? pph : pc->local[pph - TS_PH_UPD], pph <= TS_PH_BWD, 0, NULL};
+                if (xf->per_micro) b->slots[sv] = b->M;
             }
             if (ph == TS_PH_FWD) /* the receiver's forward reads it */
                 for (int k = 0; k < pl->nxf; k++)
                     if (pl->xf[k].v == v && pl->xf[k].to == s) pl->xf[k].to_fwd = 1;
         }
     }
-    pl->fetch_stage = malloc(sizeof(int) * (size_t)(p->nfetch + 1));
-    pl->fetch_phase = malloc(sizeof(int) * (size_t)(p->nfetch + 1));
+    return TS_OK;
+}
+
+/* The stage and phase that make each fetch (which then sends it to the host). */
+static ts_status place_fetches(pbuild *b) {
+    ts_pipeline *pl = b->pl;
+    const ts_graph *g = b->g;
+    pl->fetch_stage = malloc(sizeof(int) * (size_t)(pl->nfetch + 1));
+    pl->fetch_phase = malloc(sizeof(int) * (size_t)(pl->nfetch + 1));
     if (!pl->fetch_stage || !pl->fetch_phase) abort();
-    for (int i = 0; i < p->nfetch && !err; i++) {
-        const ts_val *x = &g->vals[p->fetch[i]];
+    for (int i = 0; i < pl->nfetch; i++) {
+        const ts_val *x = &g->vals[pl->fetch[i]];
         pl->fetch_stage[i] = pl->fetch_phase[i] = -1;
-        if (x->kind == TS_V_NODE && alive[x->node]) {
-            pl->fetch_stage[i] = pc.stage[x->node];
-            pl->fetch_phase[i] = local_phase(&pc, x->node);
-            sent[(size_t)pl->fetch_stage[i] * nv + p->fetch[i]] = 1;
+        if (x->kind == TS_V_NODE && b->alive[x->node]) {
+            pl->fetch_stage[i] = b->pc.stage[x->node];
+            pl->fetch_phase[i] = local_phase(&b->pc, x->node);
+            b->sent[(size_t)pl->fetch_stage[i] * b->nv + pl->fetch[i]] = 1;
         } else if (x->kind != TS_V_PARAM && x->kind != TS_V_STATE) {
-            err = ts_err(TS_ERR_UNSUPPORTED, "ts_compile: fetch '%s' is not made by the pipeline's step", x->name);
+            return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: fetch '%s' is not made by the pipeline's step", x->name);
         }
     }
-    /* fed inputs, and copies of persistent values whose master is on another stage */
-    for (int s = 0; s < S && !err; s++)
-        for (int v = 0; v < nv && !err; v++) {
-            size_t sv = (size_t)s * nv + v;
+    return TS_OK;
+}
+
+/* Fed inputs (per micro-batch or once a step), copies of persistent values whose master is on
+ * another stage, and the update's segments. */
+static ts_status find_inputs(pbuild *b) {
+    ts_pipeline *pl = b->pl;
+    const ts_graph *g = b->g;
+    const placing *pc = &b->pc;
+    for (int s = 0; s < b->S; s++)
+        for (int v = 0; v < b->nv; v++) {
+            size_t sv = (size_t)s * b->nv + v;
             const ts_val *x = &g->vals[v];
-            if (!reads[sv]) continue;
+            if (!b->reads[sv]) continue;
             if (x->kind == TS_V_INPUT) {
-                int pm = first[sv] <= TS_PH_BWD;
-                pl->hi[pl->nhi++] = (host_in){v, s, pm, first[sv]};
-                if (pm) slots[sv] = M;
-                if (!pl->feed_host[v] && !(pl->feed_host[v] = calloc((size_t)p->iters, ts_val_bytes(x) + 1)))
-                    err = ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for input '%s'", x->name);
-            } else if ((x->kind == TS_V_PARAM || x->kind == TS_V_STATE) && pc.home[v] >= 0 && pc.home[v] != s) {
-                pl->rp[pl->nrp++] = (replica){v, pc.home[v], s};
+                int pm = b->first[sv] <= TS_PH_BWD;
+                pl->hi[pl->nhi++] = (host_in){v, s, pm, b->first[sv]};
+                if (pm) b->slots[sv] = b->M;
+                if (!pl->feed_host[v] && !(pl->feed_host[v] = calloc((size_t)pl->iters, ts_val_bytes(x) + 1)))
+                    return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for input '%s'", x->name);
+            } else if ((x->kind == TS_V_PARAM || x->kind == TS_V_STATE) && pc->home[v] >= 0 && pc->home[v] != s) {
+                pl->rp[pl->nrp++] = (replica){v, pc->home[v], s};
                 /* a copy is refreshed once a step: the update must not write it before another stage reads it */
                 if (v != pl->micro_v && g->vals[v].kind == TS_V_STATE) {
                     int writer = -1;
-                    for (int i = 0; i < nn; i++)
-                        if (alive[i] && side_effect(&g->nodes[i]) && g->nodes[i].in[0] == v) writer = i;
-                    if (writer >= 0 && maxread[sv] > writer && pc.phase[maxread[sv]] >= TS_PH_UPD)
-                        err = ts_err(TS_ERR_UNSUPPORTED, "ts_compile: '%s' is written on stage %d and then read on "
-                                     "stage %d in the same update", x->name ? x->name : "a state value", pc.home[v], s);
+                    for (int i = 0; i < b->nn; i++)
+                        if (b->alive[i] && side_effect(&g->nodes[i]) && g->nodes[i].in[0] == v) writer = i;
+                    if (writer >= 0 && b->maxread[sv] > writer && pc->phase[b->maxread[sv]] >= TS_PH_UPD)
+                        return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: '%s' is written on stage %d and then read on "
+                                      "stage %d in the same update", x->name ? x->name : "a state value", pc->home[v], s);
                 }
             }
         }
-    /* the update's segments */
-    pl->us = malloc(sizeof(useg) * (size_t)(pc.nseg + 1));
+    pl->us = malloc(sizeof(useg) * (size_t)(pc->nseg + 1));
     if (!pl->us) abort();
-    for (int k = 0; k < pc.nseg; k++) pl->us[k] = (useg){pc.seg_stage[k], pc.local[k]};
-    pl->nus = pc.nseg;
+    for (int k = 0; k < pc->nseg; k++) pl->us[k] = (useg){pc->seg_stage[k], pc->local[k]};
+    pl->nus = pc->nseg;
+    return TS_OK;
+}
 
-    /* each stage's program */
+/* Each stage's program on its device (compile.c), over a copy of the graph where what it receives
+ * is an input; then each transfer's receiving slotted buffer. */
+static ts_status compile_stages(pbuild *b) {
+    ts_pipeline *pl = b->pl;
+    const placing *pc = &b->pc;
+    int nn = b->nn, nv = b->nv;
+    ts_status err = TS_OK;
     int *phase = malloc(sizeof(int) * (size_t)(nn + 1));
     uint8_t *salive = malloc((size_t)nn + 1);
     if (!phase || !salive) abort();
-    for (int s = 0; s < S && !err; s++) {
+    for (int s = 0; s < b->S && !err; s++) {
         int nph = TS_PH_UPD;
-        for (int k = 0; k < pc.nseg; k++)
-            if (pc.seg_stage[k] == s && pc.local[k] + 1 > nph) nph = pc.local[k] + 1;
+        for (int k = 0; k < pc->nseg; k++)
+            if (pc->seg_stage[k] == s && pc->local[k] + 1 > nph) nph = pc->local[k] + 1;
         for (int i = 0; i < nn; i++) {
-            salive[i] = alive[i] && pc.stage[i] == s;
-            phase[i] = salive[i] ? local_phase(&pc, i) : 0;
+            salive[i] = b->alive[i] && pc->stage[i] == s;
+            phase[i] = salive[i] ? local_phase(pc, i) : 0;
         }
-        ts_graph *gs = ts_graph_clone(g);
+        ts_graph *gs = ts_graph_clone(b->g);
         if (!gs) abort();
         for (int v = 0; v < nv; v++)
-            if (recv[(size_t)s * nv + v]) gs->vals[v].kind = TS_V_INPUT, gs->vals[v].node = -1;
-        ts_stage_spec spec = {salive, phase, nph, slots + (size_t)s * nv, sent + (size_t)s * nv};
-        ts_compile_opts so = {.num_threads = pl->threads[pl->stage_dev[s]], .memory_limit = o->memory_limit,
+            if (b->recv[(size_t)s * nv + v]) gs->vals[v].kind = TS_V_INPUT, gs->vals[v].node = -1;
+        ts_stage_spec spec = {salive, phase, nph, b->slots + (size_t)s * nv, b->sent + (size_t)s * nv};
+        ts_compile_opts so = {.num_threads = pl->threads[pl->stage_dev[s]], .memory_limit = b->o->memory_limit,
                               .no_fusion = 1};
-        if (!(pl->st[s] = ts_compile_on(gs, pl->dev[pl->stage_dev[s]], &so, &spec))) err = ts_last_status();
+        if (!(pl->st[s] = ts_exec_compile(gs, pl->dev[pl->stage_dev[s]], &so, &spec))) err = ts_last_status();
     }
     free(phase), free(salive);
     for (int i = 0; i < pl->nxf && !err; i++) {
         xfer *x = &pl->xf[i];
         if (!x->per_micro) continue;
-        for (int k = 0; k < pl->st[x->to]->nslots; k++)
-            for (int j = 0; j < pl->st[x->to]->slots[k].nvals; j++)
-                if (pl->st[x->to]->slots[k].vals[j] == x->v) x->slot = &pl->st[x->to]->slots[k];
+        x->slot = ts_slot_of(pl->st[x->to], x->v);
         if (!x->slot) err = ts_err(TS_ERR_RUNTIME, "ts_compile: internal: no receive buffer for a sent value");
     }
-    free(reads), free(sent), free(recv), free(slots), free(first), free(maxread);
-    if (err) return pipe_fail(p, pcp, alive, pinned);
+    return err;
+}
 
-    /* the whole program: what its stages hold, its memory, its fetches */
-    for (int s = 0; s < S; s++) {
-        const ts_program *sp = pl->st[s];
-        for (int v = 0; v < nv; v++) p->owned[v] |= sp->owned[v] && g->vals[v].kind != TS_V_NODE && g->vals[v].kind != TS_V_INPUT;
-        p->mem.params += sp->mem.params, p->mem.grads += sp->mem.grads;
-        p->mem.optimizer_state += sp->mem.optimizer_state, p->mem.activations += sp->mem.activations;
-        p->mem.grad_buckets += sp->mem.grad_buckets;
-        p->mem.workspace += sp->mem.workspace, p->mem.intermediates_total += sp->mem.intermediates_total;
-        p->mem.weight_copies += sp->mem.weight_copies;
-        p->mem.nodes += sp->mem.nodes;
+/* The whole program: the persistent values its stages hold, its memory, its fetches' host copies. */
+static ts_status gather(pbuild *b) {
+    ts_pipeline *pl = b->pl;
+    const ts_graph *g = b->g;
+    for (int s = 0; s < b->S; s++) {
+        const ts_exec *sp = pl->st[s];
+        for (int v = 0; v < b->nv; v++)
+            pl->owned[v] |= sp->owned[v] && g->vals[v].kind != TS_V_NODE && g->vals[v].kind != TS_V_INPUT;
+        pl->mem.params += sp->mem.params, pl->mem.grads += sp->mem.grads;
+        pl->mem.optimizer_state += sp->mem.optimizer_state, pl->mem.activations += sp->mem.activations;
+        pl->mem.grad_buckets += sp->mem.grad_buckets;
+        pl->mem.workspace += sp->mem.workspace, pl->mem.intermediates_total += sp->mem.intermediates_total;
+        pl->mem.weight_copies += sp->mem.weight_copies;
+        pl->mem.nodes += sp->mem.nodes;
     }
-    p->fetch_host = calloc((size_t)p->nfetch + 1, sizeof(void *));
-    if (!p->fetch_host) abort();
-    for (int i = 0; i < p->nfetch; i++)
-        if (!(p->fetch_host[i] = calloc((size_t)p->iters, ts_val_bytes(&g->vals[p->fetch[i]]) + 1))) {
-            ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the fetches");
-            return pipe_fail(p, pcp, alive, pinned);
-        }
-    if (plan_tasks(pl) != TS_OK) return pipe_fail(p, pcp, alive, pinned);
+    pl->fetch_host = calloc((size_t)pl->nfetch + 1, sizeof(void *));
+    if (!pl->fetch_host) abort();
+    for (int i = 0; i < pl->nfetch; i++)
+        if (!(pl->fetch_host[i] = calloc((size_t)pl->iters, ts_val_bytes(&g->vals[pl->fetch[i]]) + 1)))
+            return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the fetches");
+    return TS_OK;
+}
+
+/* One host thread per device, waiting for the first step. */
+static ts_status start_threads(ts_pipeline *pl) {
     pl->th = calloc((size_t)pl->ndev, sizeof(pthread_t));
     if (!pl->th) abort();
     for (int d = 0; d < pl->ndev; d++) {
         worker_arg *wa = malloc(sizeof *wa);
         if (!wa) abort();
-        *wa = (worker_arg){p, d};
+        *wa = (worker_arg){pl, d};
         if (pthread_create(&pl->th[d], NULL, worker, wa) != 0) {
             free(wa);
-            ts_err(TS_ERR_RUNTIME, "ts_compile: cannot start the thread of device %s", pl->dev[d]->name);
-            return pipe_fail(p, pcp, alive, pinned);
+            return ts_err(TS_ERR_RUNTIME, "ts_compile: cannot start the thread of device %s", pl->dev[d]->name);
         }
     }
-    placing_free(&pc);
-    free(alive), free(pinned);
-    return p;
+    return TS_OK;
+}
+
+/* Free b's tables; on failure also the pipeline, keeping the error's message and code. */
+static ts_pipeline *finish(pbuild *b, ts_status st) {
+    placing_free(&b->pc);
+    free(b->alive), free(b->pinned);
+    free(b->reads), free(b->sent), free(b->recv), free(b->slots), free(b->first), free(b->maxread);
+    if (st == TS_OK) return b->pl;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ts_last_error());
+    ts_status code = ts_last_status();
+    ts_pipeline_free(b->pl);
+    ts_err(code ? code : TS_ERR_ARG, "%s", msg);
+    return NULL;
+}
+
+ts_pipeline *ts_pipeline_compile(const ts_graph *graph, const ts_compile_opts *o) {
+    if (check_pipeline(graph, o) != TS_OK) return NULL;
+    pbuild b;
+    begin(&b, graph, o);
+    ts_status st = open_devices(&b);
+    if (!st) st = run_passes(&b);
+    if (!st) st = place(&b);
+    if (!st) st = find_traffic(&b);
+    if (!st) st = place_fetches(&b);
+    if (!st) st = find_inputs(&b);
+    if (!st) st = compile_stages(&b);
+    if (!st) st = gather(&b);
+    if (!st) st = plan_tasks(b.pl);
+    if (!st) st = start_threads(b.pl);
+    return finish(&b, st);
 }
 
 /* ------------------------------------------------------------------ what the public API reports */
 
-int ts_program_num_stages(const ts_program *p) { return !p ? 0 : p->pipe ? p->pipe->S : 1; }
+int ts_pipeline_num_stages(const ts_pipeline *pl) { return pl->S; }
 
-ts_status ts_program_stage_info(const ts_program *p, int stage, ts_stage_info *out) {
-    if (!p || !out) return ts_err(TS_ERR_ARG, "ts_program_stage_info: NULL argument");
-    if (stage < 0 || stage >= ts_program_num_stages(p))
-        return ts_err(TS_ERR_ARG, "ts_program_stage_info: stage %d of %d", stage, ts_program_num_stages(p));
-    memset(out, 0, sizeof *out);
-    const ts_pipeline *pl = p->pipe;
-    const ts_program *sp = pl ? pl->st[stage] : p;
+void ts_pipeline_stage_info(const ts_pipeline *pl, int stage, ts_stage_info *out) {
+    const ts_exec *sp = pl->st[stage];
     out->device = sp->dev->name;
-    out->threads = pl ? pl->threads[pl->stage_dev[stage]] : sp->num_threads;
+    out->threads = pl->threads[pl->stage_dev[stage]];
     out->mem = sp->mem;
-    out->in_flight = pl ? pl->inflight[stage] : 1;
-    out->busy_s = pl ? pl->busy[stage] : 0;
-    return TS_OK;
+    out->in_flight = pl->inflight[stage];
+    out->busy_s = pl->busy[stage];
 }
 
-ts_status ts_program_pipeline_stats(const ts_program *p, double *wall_s, double *bubble) {
-    if (!p || !wall_s || !bubble) return ts_err(TS_ERR_ARG, "ts_program_pipeline_stats: NULL argument");
-    const ts_pipeline *pl = p->pipe;
-    *wall_s = pl ? pl->wall : 0, *bubble = 0;
-    if (!pl || pl->wall <= 0) return TS_OK;
+void ts_pipeline_stats(const ts_pipeline *pl, double *wall_s, double *bubble) {
+    *wall_s = pl->wall, *bubble = 0;
+    if (pl->wall <= 0) return;
     double busy = 0;
     for (int s = 0; s < pl->S; s++) busy += pl->busy[s];
     *bubble = 1 - busy / (pl->ndev * pl->wall);
-    return TS_OK;
 }
 
-void ts_program_pipeline_reset_stats(ts_program *p) {
-    if (!p || !p->pipe) return;
-    p->pipe->wall = 0;
-    for (int s = 0; s < p->pipe->S; s++) p->pipe->busy[s] = 0;
+void ts_pipeline_reset_stats(ts_pipeline *pl) {
+    pl->wall = 0;
+    for (int s = 0; s < pl->S; s++) pl->busy[s] = 0;
 }

@@ -3,7 +3,8 @@
  * backend's node loop adds to ts_plan.prof_ns / prof_calls), the wall time of each
  * ts_program_run, and the report: totals, the share outside kernels, time per op type and per
  * layer (the layer rule is documented with ts_program_profile_report in tessera.h), and the
- * largest op instances by shape.
+ * largest op instances by shape. Calls nothing in the runtime; called by exec.c (the counters)
+ * and program.c (enabling them); the report reads a program on one device (exec.h).
  */
 #include "runtime/program.h"
 
@@ -16,7 +17,7 @@ typedef struct ts_profile {
     uint64_t runs;
 } ts_profile;
 
-ts_status ts_profile_enable(ts_program *p) {
+ts_status ts_profile_enable(ts_exec *p) {
     ts_profile *pr = calloc(1, sizeof *pr);
     if (pr) {
         pr->ns = calloc((size_t)p->nsched + 1, sizeof *pr->ns);
@@ -35,7 +36,7 @@ ts_status ts_profile_enable(ts_program *p) {
     return TS_OK;
 }
 
-void ts_profile_free(ts_program *p) {
+void ts_profile_free(ts_exec *p) {
     if (!p->prof) return;
     for (int ph = 0; p->plan && ph < p->nphases; ph++) p->plan[ph].prof_ns = p->plan[ph].prof_calls = NULL;
     free(p->prof->ns);
@@ -44,12 +45,13 @@ void ts_profile_free(ts_program *p) {
     p->prof = NULL;
 }
 
-void ts_profile_add_run(ts_program *p, uint64_t ns) {
+void ts_profile_add_run(ts_exec *p, uint64_t ns) {
     p->prof->wall_ns += ns;
     p->prof->runs++;
 }
 
-void ts_program_profile_reset(ts_program *p) {
+void ts_program_profile_reset(ts_program *prog) {
+    ts_exec *p = prog ? prog->one : NULL; /* a pipeline has no profile */
     if (!p || !p->prof) return;
     memset(p->prof->ns, 0, sizeof *p->prof->ns * (size_t)p->nsched);
     memset(p->prof->calls, 0, sizeof *p->prof->calls * (size_t)p->nsched);
@@ -161,9 +163,10 @@ enum { TOP_SHAPES = 15 };
 
 static double pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * (double)part / (double)whole : 0.0; }
 
-ts_status ts_program_profile_report(const ts_program *p, FILE *out) {
-    if (!p || !out) return ts_err(TS_ERR_ARG, "ts_program_profile_report: %s is NULL", p ? "out" : "program");
-    if (!p->prof)
+ts_status ts_program_profile_report(const ts_program *prog, FILE *out) {
+    if (!prog || !out) return ts_err(TS_ERR_ARG, "ts_program_profile_report: %s is NULL", prog ? "out" : "program");
+    const ts_exec *p = prog->one; /* a pipeline has no profile */
+    if (!p || !p->prof)
         return ts_err(TS_ERR_UNSUPPORTED, "ts_program_profile_report: the program was compiled without "
                       "ts_compile_opts.profile = 1");
     const ts_profile *pr = p->prof;

@@ -1,17 +1,122 @@
 /*
- * program.c — using a compiled program: feeds, runs, fetches, parameters, memory report. A
- * pipelined program hands feeds, runs and fetches to pipeline.c and reads and writes its
- * persistent values through its stages (ts_value_read / ts_value_write).
+ * program.c — the public ts_program: ts_compile (a program on one device, or a pipeline with
+ * stage devices), feeds, runs, fetches, parameters, the memory and stage reports, freeing. Each
+ * call checks its arguments against the program's views (ts_face) and hands the work to the one
+ * the program holds. Calls: pipeline.c, compile.c, exec.c, profile.c; called by no runtime file
+ * but checkpoint.c (ts_value_read / ts_value_write).
  */
+#include "dist/comm.h"
+#include "runtime/pipeline.h"
 #include "runtime/program.h"
 
-#include <omp.h>
 #include <stdio.h>
+
+/* TS_OK when graph and o can be compiled (what ts_compile checks before it starts). */
+static ts_status check_compile(const ts_graph *graph, const ts_compile_opts *opts) {
+    const ts_compile_opts o = *opts;
+    if (!graph) return ts_err(TS_ERR_ARG, "ts_compile: graph is NULL");
+    if (graph->status != TS_OK) {
+        return ts_err(graph->status, "ts_compile: the graph has an error from building: %s", graph->status_msg);
+    }
+    if (o.nfetch < 0 || (o.nfetch > 0 && !o.fetches)) {
+        return ts_err(TS_ERR_ARG, "ts_compile: nfetch is %d but fetches is %s", o.nfetch, o.fetches ? "set" : "NULL");
+    }
+    if (o.num_threads < 0 || o.num_threads > ts_max_threads()) {
+        return ts_err(TS_ERR_ARG, "ts_compile: num_threads %d is outside 0..%d (4 x the %d online CPUs)", o.num_threads,
+               ts_max_threads(), ts_max_threads() / 4);
+    }
+    if (o.device_iterations < 0) {
+        return ts_err(TS_ERR_ARG, "ts_compile: device_iterations is %d; it must be >= 0", o.device_iterations);
+    }
+    if (o.nstage_devices < 0 || (o.nstage_devices > 0 && !o.stage_devices)) {
+        return ts_err(TS_ERR_ARG, "ts_compile: nstage_devices is %d but stage_devices is %s", o.nstage_devices,
+               o.stage_devices ? "set" : "NULL");
+    }
+    if (graph->replicas > 1 && !o.inference) { /* the collectives' channels: host, then one per stage */
+        ts_comm *c = ts_comm_by_id(graph->comm_id);
+        if (!c) {
+            return ts_err(TS_ERR_COMM, "ts_compile: the graph's optimizer sums over communicator %d, which does not exist "
+                   "(finalized?)", graph->comm_id);
+        }
+        if (ts_comm_channels(c, 1 + (graph->nstages > 0 ? graph->nstages : 1)) != TS_OK) return ts_last_status();
+    }
+    if (o.profile && o.nstage_devices > 0 && !o.inference) {
+        return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: profile is not supported for a pipelined program (stage_devices); "
+               "profile it without stages");
+    }
+    return TS_OK;
+}
+
+/* A ts_program over e or pl (the one not NULL); NULL (and e or pl freed) when either failed. */
+static ts_program *wrap(ts_exec *e, ts_pipeline *pl) {
+    ts_program *p = e || pl ? calloc(1, sizeof *p) : NULL;
+    if (!p) {
+        if (e || pl) ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
+        ts_exec_free(e), ts_pipeline_free(pl);
+        return NULL;
+    }
+    p->one = e, p->pipe = pl;
+    p->f = pl ? ts_pipeline_face(pl) : ts_exec_face(e);
+    return p;
+}
+
+ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
+    ts_compile_opts o = {0};
+    if (opts) o = *opts;
+    if (check_compile(graph, &o) != TS_OK) return NULL;
+    if (o.nstage_devices > 0 && !o.inference) return wrap(NULL, ts_pipeline_compile(graph, &o));
+    ts_device *dev = ts_device_get(o.nstage_devices > 0 ? o.stage_devices[0] : o.device ? o.device : "cpu");
+    if (!dev) return NULL;
+    ts_graph *g = ts_graph_clone(graph);
+    if (!g) { ts_err(TS_ERR_NOMEM, "ts_compile: out of memory"); return NULL; }
+    ts_exec *e = ts_exec_compile(g, dev, &o, NULL);
+    if (e && o.profile && ts_profile_enable(e) != TS_OK) {
+        ts_exec_free(e);
+        return NULL;
+    }
+    return wrap(e, NULL);
+}
+
+void ts_program_free(ts_program *p) {
+    if (!p) return;
+    ts_pipeline_free(p->pipe);
+    ts_exec_free(p->one);
+    free(p);
+}
+
+int ts_program_num_stages(const ts_program *p) { return !p ? 0 : p->pipe ? ts_pipeline_num_stages(p->pipe) : 1; }
+
+ts_status ts_program_stage_info(const ts_program *p, int stage, ts_stage_info *out) {
+    if (!p || !out) return ts_err(TS_ERR_ARG, "ts_program_stage_info: NULL argument");
+    if (stage < 0 || stage >= ts_program_num_stages(p))
+        return ts_err(TS_ERR_ARG, "ts_program_stage_info: stage %d of %d", stage, ts_program_num_stages(p));
+    memset(out, 0, sizeof *out);
+    if (p->pipe) {
+        ts_pipeline_stage_info(p->pipe, stage, out);
+        return TS_OK;
+    }
+    out->device = p->one->dev->name;
+    out->threads = p->one->num_threads;
+    out->mem = p->one->mem;
+    out->in_flight = 1;
+    return TS_OK;
+}
+
+ts_status ts_program_pipeline_stats(const ts_program *p, double *wall_s, double *bubble) {
+    if (!p || !wall_s || !bubble) return ts_err(TS_ERR_ARG, "ts_program_pipeline_stats: NULL argument");
+    *wall_s = 0, *bubble = 0;
+    if (p->pipe) ts_pipeline_stats(p->pipe, wall_s, bubble);
+    return TS_OK;
+}
+
+void ts_program_pipeline_reset_stats(ts_program *p) {
+    if (p && p->pipe) ts_pipeline_reset_stats(p->pipe);
+}
 
 static int find_named(const ts_program *p, const char *name, ts_val_kind kind, int any_kind) {
     if (!name) return -1;
-    int v = ts_lookup(p->g, name);
-    if (v < 0 || !(any_kind || p->g->vals[v].kind == kind)) return -1;
+    int v = ts_lookup((ts_graph *)p->f.g, name);
+    if (v < 0 || !(any_kind || p->f.g->vals[v].kind == kind)) return -1;
     return v;
 }
 
@@ -42,92 +147,45 @@ ts_status ts_program_feed(ts_program *p, const char *name, const ts_tensor *t) {
         int other = find_named(p, name, TS_V_INPUT, 1);
         if (other >= 0)
             return ts_err(TS_ERR_NOT_FOUND, "ts_program_feed: '%s' is not an input (it is a %s)", name,
-                          p->g->vals[other].kind == TS_V_PARAM ? "parameter; use ts_program_set_param" : "computed value");
+                          p->f.g->vals[other].kind == TS_V_PARAM ? "parameter; use ts_program_set_param" : "computed value");
         return ts_err(TS_ERR_NOT_FOUND, "ts_program_feed: the program has no input named '%s'", name ? name : "(null)");
     }
-    ts_status s = check_tensor(p->g, v, t, "ts_program_feed: input", p->iters > 1 ? p->iters : 0);
+    ts_status s = check_tensor(p->f.g, v, t, "ts_program_feed: input", p->f.iters > 1 ? p->f.iters : 0);
     if (s) return s;
-    if (p->pipe) return ts_pipeline_feed(p, v, t);
-    ts_slotted *sl = p->iters > 1 ? ts_slot_of(p, v) : NULL;
-    if (sl) return ts_dev_copy_in(p->dev, sl->base, t->data, ts_tensor_nbytes(t));
-    if (!p->vals[v].buf.mem) return TS_OK; /* an input this program does not read (e.g. labels at inference) */
-    return ts_dev_copy_in(p->dev, p->vals[v].buf, t->data, ts_tensor_nbytes(t));
+    return p->pipe ? ts_pipeline_feed(p->pipe, v, t) : ts_exec_feed(p->one, v, t);
 }
-
-ts_status ts_program_run_phase(ts_program *p, int ph, uint64_t step) {
-    if (!p->exe[ph]) return TS_OK;
-    /* a replica's run m is micro-batch m R + r of one process's step (dropout is keyed by it) */
-    if (p->g->replicas > 1) step = step * (uint64_t)p->g->replicas + (uint64_t)p->g->replica;
-    return p->dev->api->execute(p->dev->ctx, p->exe[ph], &p->abi[ph], p->workspace, step);
-}
-
-/* Every phase of a plain program (it has one) at step. */
-static ts_status run_once(ts_program *p, uint64_t step) {
-    ts_status s = TS_OK;
-    for (int ph = 0; ph < p->nphases && s == TS_OK; ph++) s = ts_program_run_phase(p, ph, step);
-    return s;
-}
-
-static ts_status run_plain(ts_program *p);
 
 ts_status ts_program_run(ts_program *p) {
     if (!p) return ts_err(TS_ERR_ARG, "ts_program_run: program is NULL");
-    if (p->pipe) return ts_pipeline_run(p);
-    if (!p->prof) return run_plain(p);
-    uint64_t t0 = ts_now_ns();
-    ts_status s = run_plain(p);
-    ts_profile_add_run(p, ts_now_ns() - t0);
-    return s;
-}
-
-static ts_status run_plain(ts_program *p) {
-    ts_set_threads(p->num_threads);
-    if (p->iters == 1) {
-        ts_status s = run_once(p, p->step);
-        if (s == TS_OK) p->step++;
-        return s;
-    }
-    ts_status s = TS_OK;
-    for (int k = 0; k < p->iters && s == TS_OK; k++) {
-        for (int i = 0; i < p->nslots; i++) ts_slot_select(p, &p->slots[i], k);
-        s = run_once(p, p->step);
-        for (int i = 0; i < p->nfetch && s == TS_OK; i++) {
-            size_t bytes = ts_val_bytes(&p->g->vals[p->fetch[i]]);
-            s = ts_dev_copy_out(p->dev, (char *)p->fetch_host[i] + (size_t)k * bytes, p->vals[p->fetch[i]].buf, bytes);
-        }
-        if (s == TS_OK) p->step++;
-    }
-    /* back to slice 0, where ts_program_feed writes */
-    for (int i = 0; i < p->nslots; i++) ts_slot_select(p, &p->slots[i], 0);
-    return s;
+    return p->pipe ? ts_pipeline_run(p->pipe, &p->step) : ts_exec_run(p->one, &p->step);
 }
 
 int ts_value_present(const ts_program *p, int v) {
     if (p->pipe) return 1; /* the pipeline's values are its stages' (pipeline.c checks) */
-    return p->vals[v].buf.mem != NULL;
+    return p->one->vals[v].buf.mem != NULL;
 }
 
 ts_status ts_value_read(const ts_program *p, int v, void *host) {
-    if (p->pipe) return ts_pipeline_read(p, v, host);
-    return ts_dev_copy_out(p->dev, host, p->vals[v].buf, ts_val_bytes(&p->g->vals[v]));
+    return p->pipe ? ts_pipeline_read(p->pipe, v, host) : ts_exec_read(p->one, v, host);
 }
 
 ts_status ts_value_write(ts_program *p, int v, const void *host) {
-    p->param_gen++; /* whatever a kernel derived from the old bytes is stale (ts_plan.param_gen) */
-    if (p->pipe) return ts_pipeline_write(p, v, host);
-    return ts_dev_copy_in(p->dev, p->vals[v].buf, host, ts_val_bytes(&p->g->vals[v]));
+    return p->pipe ? ts_pipeline_write(p->pipe, v, host) : ts_exec_write(p->one, v, host);
 }
 
+const ts_graph *ts_program_graph(const ts_program *p) { return p->f.g; }
+int ts_program_holds(const ts_program *p, int v) { return p->f.owned[v] != 0; }
+
 static int fetchable(const ts_program *p, int v) {
-    if (p->g->vals[v].kind != TS_V_NODE) return 1;
-    for (int i = 0; i < p->nfetch; i++)
-        if (p->fetch[i] == v) return 1;
+    if (p->f.g->vals[v].kind != TS_V_NODE) return 1;
+    for (int i = 0; i < p->f.nfetch; i++)
+        if (p->f.fetch[i] == v) return 1;
     return 0;
 }
 
 /* A new host tensor holding value v. */
 static ts_status copy_out_value(const ts_program *p, int v, ts_tensor **out) {
-    const ts_val *x = &p->g->vals[v];
+    const ts_val *x = &p->f.g->vals[v];
     ts_tensor *t = ts_tensor_new(x->dtype, x->ndim, x->shape);
     if (!t) return ts_err(TS_ERR_NOMEM, "out of memory for a copy of '%s'", x->name ? x->name : "a value");
     ts_status s = ts_value_read(p, v, t->data);
@@ -143,16 +201,15 @@ ts_status ts_program_fetch(ts_program *p, const char *name, ts_tensor **out) {
     if (v < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_program_fetch: the graph has no value named '%s'", name ? name : "(null)");
     if (!ts_value_present(p, v) || !fetchable(p, v))
         return ts_err(TS_ERR_NOT_FOUND, "ts_program_fetch: '%s' was not named in the fetches at compile time", name);
-    if (p->pipe) return ts_pipeline_fetch(p, v, out);
-    for (int i = 0; i < p->nfetch && p->iters > 1; i++) {
-        if (p->fetch[i] != v) continue;
-        const ts_val *x = &p->g->vals[v];
+    for (int i = 0; i < p->f.nfetch && p->f.iters > 1; i++) { /* one copy per device iteration */
+        if (p->f.fetch[i] != v) continue;
+        const ts_val *x = &p->f.g->vals[v];
         if (x->ndim == TS_MAX_DIMS)
             return ts_err(TS_ERR_SHAPE, "ts_program_fetch: '%s' has %d dims; with device iterations "
                           "it would need one more than TS_MAX_DIMS", name, x->ndim);
-        int64_t shape[TS_MAX_DIMS + 1] = {p->iters};
+        int64_t shape[TS_MAX_DIMS + 1] = {p->f.iters};
         memcpy(shape + 1, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-        *out = ts_tensor_from(x->dtype, x->ndim + 1, shape, p->fetch_host[i]);
+        *out = ts_tensor_from(x->dtype, x->ndim + 1, shape, p->f.fetch_host[i]);
         return *out ? TS_OK : ts_err(TS_ERR_NOMEM, "ts_program_fetch: out of memory for '%s'", name);
     }
     return copy_out_value(p, v, out);
@@ -161,10 +218,10 @@ ts_status ts_program_fetch(ts_program *p, const char *name, ts_tensor **out) {
 uint64_t ts_program_step(const ts_program *p) { return p ? p->step : 0; }
 void ts_program_set_step(ts_program *p, uint64_t step) { if (p) p->step = step; }
 
-int ts_program_num_params(const ts_program *p) { return p ? p->nparams : 0; }
+int ts_program_num_params(const ts_program *p) { return p ? p->f.nparams : 0; }
 const char *ts_program_param_name(const ts_program *p, int i) {
-    if (!p || i < 0 || i >= p->nparams) return NULL;
-    return p->g->vals[p->params[i]].name;
+    if (!p || i < 0 || i >= p->f.nparams) return NULL;
+    return p->f.g->vals[p->f.params[i]].name;
 }
 
 ts_status ts_program_get_param(const ts_program *p, const char *name, ts_tensor **out) {
@@ -179,7 +236,7 @@ ts_status ts_program_set_param(ts_program *p, const char *name, const ts_tensor 
     if (!p || !t) return ts_err(TS_ERR_ARG, "ts_program_set_param: %s is NULL", p ? "tensor" : "program");
     int v = find_named(p, name, TS_V_PARAM, 0);
     if (v < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_program_set_param: no parameter named '%s'", name ? name : "(null)");
-    ts_status s = check_tensor(p->g, v, t, "ts_program_set_param: parameter", 0);
+    ts_status s = check_tensor(p->f.g, v, t, "ts_program_set_param: parameter", 0);
     if (s) return s;
     return ts_value_write(p, v, t->data);
 }
@@ -187,12 +244,12 @@ ts_status ts_program_set_param(ts_program *p, const char *name, const ts_tensor 
 int ts_program_copy_params(ts_program *dst, const ts_program *src) {
     if (!dst || !src) { ts_err(TS_ERR_ARG, "ts_program_copy_params: program is NULL"); return -1; }
     int copied = 0;
-    for (int i = 0; i < src->nparams; i++) {
-        int sv = src->params[i];
-        const ts_val *x = &src->g->vals[sv];
+    for (int i = 0; i < src->f.nparams; i++) {
+        int sv = src->f.params[i];
+        const ts_val *x = &src->f.g->vals[sv];
         int dv = find_named(dst, x->name, TS_V_PARAM, 0);
         if (dv < 0) continue;
-        const ts_val *y = &dst->g->vals[dv];
+        const ts_val *y = &dst->f.g->vals[dv];
         if (y->dtype != x->dtype || y->ndim != x->ndim || memcmp(y->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim))
             continue;
         /* both are device memory of possibly different devices: go through the host */
@@ -210,6 +267,6 @@ int ts_program_copy_params(ts_program *dst, const ts_program *src) {
 
 ts_status ts_program_memory(const ts_program *p, ts_memory *m) {
     if (!p || !m) return ts_err(TS_ERR_ARG, "ts_program_memory: NULL argument");
-    *m = p->mem;
+    *m = *p->f.mem;
     return TS_OK;
 }

@@ -191,17 +191,21 @@ static void remove_stale_tmps(const char *dir) {
 
 /* Persistent non-parameter values with a buffer and a name: the ones a checkpoint holds. */
 static int is_saved_state(const ts_program *p, int v) {
-    const ts_val *x = &p->g->vals[v];
-    return x->kind == TS_V_STATE && x->name && p->owned[v];
+    const ts_val *x = &ts_program_graph(p)->vals[v];
+    return x->kind == TS_V_STATE && x->name && ts_program_holds(p, v);
 }
 
 enum { ALL_STATE = 0, REPLICATED_STATE = 1, SHARDED_STATE = 2 };
 /* Of the saved state, the part `which` asks for (a rank's share of the optimizer state, or the rest). */
 static int in_part(const ts_program *p, int v, int which) {
-    return is_saved_state(p, v) && (which == ALL_STATE || (which == SHARDED_STATE) == (p->g->vals[v].sharded != 0));
+    return is_saved_state(p, v) &&
+           (which == ALL_STATE || (which == SHARDED_STATE) == (ts_program_graph(p)->vals[v].sharded != 0));
 }
 
-static int replicas_of(const ts_program *p) { return p->g->replicas > 1 ? p->g->replicas : 1; }
+static int replicas_of(const ts_program *p) {
+    const ts_graph *g = ts_program_graph(p);
+    return g->replicas > 1 ? g->replicas : 1;
+}
 
 typedef struct state_ctx {
     const ts_program *p;
@@ -210,7 +214,7 @@ typedef struct state_ctx {
 
 static ts_status fill_state(void *c, int i, void *dst) {
     const state_ctx *sc = c;
-    const ts_val *x = &sc->p->g->vals[sc->ids[i]];
+    const ts_val *x = &ts_program_graph(sc->p)->vals[sc->ids[i]];
     (void)x;
     return ts_value_read(sc->p, sc->ids[i], dst);
 }
@@ -219,18 +223,19 @@ static ts_status fill_state(void *c, int i, void *dst) {
  * pairs xkey / xval (a NULL value is left out). */
 static ts_status save_states(const ts_program *p, const char *path, int which, int nx, const char *const *xkey,
                              const char *const *xval) {
-    int nv = p->g->nvals, n = 0;
+    const ts_graph *g = ts_program_graph(p);
+    int nv = g->nvals, n = 0;
     int *ids = malloc(sizeof(int) * (size_t)(nv + 1));
     ts_st_out *t = calloc((size_t)nv + 1, sizeof *t);
     if (!ids || !t) { free(ids); free(t); return ts_err(TS_ERR_NOMEM, "%s: out of memory", path); }
     for (int v = 0; v < nv; v++)
         if (in_part(p, v, which)) {
-            const ts_val *x = &p->g->vals[v];
+            const ts_val *x = &g->vals[v];
             ids[n] = v;
             t[n++] = (ts_st_out){x->name, x->dtype, x->ndim, x->shape, NULL};
         }
     char step[32];
-    snprintf(step, sizeof step, "%" PRIu64, p->step);
+    snprintf(step, sizeof step, "%" PRIu64, ts_program_step(p));
     const char *key[8] = {"format", "step"}, *val[8] = {STATE_FORMAT, step};
     int nmeta = 2;
     for (int i = 0; i < nx && nmeta < 8; i++)
@@ -306,7 +311,7 @@ done:
 
 /* The replicated save of the top of the file: every rank of the program's communicator. */
 static ts_status save_replicated(const ts_program *p, const char *d, const char *extra_json, const char *rank_json) {
-    ts_comm *c = ts_comm_by_id(p->g->comm_id);
+    ts_comm *c = ts_comm_by_id(ts_program_graph(p)->comm_id);
     if (!c) return ts_err(TS_ERR_COMM, "%s: the program's communicator is gone (finalized?)", d);
     int rank = ts_comm_rank(c), R = ts_comm_size(c);
     char name[4096] = "";
@@ -519,7 +524,7 @@ ts_status ts_program_load_state_parts(ts_program *p, const char *dir, char **ext
     ckpt c;
     ts_status s = ckpt_open(dir, &c);
     if (s) return s;
-    int R = replicas_of(p), rank = R > 1 ? p->g->replica : 0;
+    int R = replicas_of(p), rank = R > 1 ? ts_program_graph(p)->replica : 0;
     if (c.ranks != R) {
         s = ts_err(TS_ERR_ARG, "%s: written by %d rank%s, but this program is %s%d (resume with the same number of "
                    "ranks: mpirun -np %d)", c.dir, c.ranks, c.ranks == 1 ? "" : "s", R > 1 ? "one of " : "", R, c.ranks);
@@ -534,20 +539,21 @@ ts_status ts_program_load_state_parts(ts_program *p, const char *dir, char **ext
     }
     const ts_safetensors *sharded_from = R > 1 ? c.part : c.state;
     /* validate everything before the program is touched */
-    int nv = p->g->nvals;
+    const ts_graph *g = ts_program_graph(p);
+    int nv = g->nvals;
     int *idx = malloc(sizeof(int) * (size_t)(nv + 1));
     if (!idx) { ckpt_close(&c); return ts_err(TS_ERR_NOMEM, "ts_program_load_state: out of memory"); }
     for (int v = 0; v < nv && !s; v++) {
         idx[v] = -1;
-        const ts_val *x = &p->g->vals[v];
-        if (x->kind == TS_V_PARAM && p->owned[v]) s = match(c.model, x, 1, &idx[v]);
+        const ts_val *x = &g->vals[v];
+        if (x->kind == TS_V_PARAM && ts_program_holds(p, v)) s = match(c.model, x, 1, &idx[v]);
         else if (is_saved_state(p, v)) s = match(x->sharded ? sharded_from : c.state, x, 0, &idx[v]);
     }
     /* then copy */
     void *tmp = NULL;
     for (int v = 0; v < nv && !s; v++) {
         if (idx[v] < 0) continue;
-        const ts_val *x = &p->g->vals[v];
+        const ts_val *x = &g->vals[v];
         const ts_safetensors *st = x->kind == TS_V_PARAM ? c.model : x->sharded ? sharded_from : c.state;
         const ts_st_entry *e = &st->e[idx[v]];
         const void *src = ts_st_bytes(st, idx[v]);
@@ -566,7 +572,7 @@ ts_status ts_program_load_state_parts(ts_program *p, const char *dir, char **ext
     free(tmp);
     free(idx);
     if (!s) {
-        p->step = c.step;
+        ts_program_set_step(p, c.step);
         if (extra_json_out) {
             *extra_json_out = c.json;
             c.json = NULL;
@@ -765,7 +771,7 @@ ts_status ts_train_checkpoint_save_parts(const char *out, int64_t step, const ts
     if (s) return s;
     snprintf(path, sizeof path, "%s/" TS_CKPT_PREFIX "%06lld", parent, (long long)step);
     if ((s = ts_program_save_state_parts(p, path, trainer_json, rank_json))) return s;
-    if (replicas_of(p) > 1 && p->g->replica != 0) return TS_OK; /* rank 0 rotates */
+    if (replicas_of(p) > 1 && ts_program_graph(p)->replica != 0) return TS_OK; /* rank 0 rotates */
     return ts_checkpoint_rotate(parent, TS_CKPT_PREFIX, keep);
 }
 

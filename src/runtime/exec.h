@@ -1,0 +1,124 @@
+/*
+ * exec.h — a program on one device (ts_exec): the graph after passes, its schedule (in phases),
+ * one arena for the intermediates, persistent buffers (parameters, optimizer state, inputs,
+ * constants, gradients), slotted buffers, and the device's executables. compile.c builds one,
+ * exec.c runs, reads, writes and frees it. A public ts_program (program.h) is one of these, or a
+ * pipeline (pipeline.h) of several, one per stage.
+ *
+ * The runtime's files call one way, each only those after it:
+ *   checkpoint.c -> program.c -> pipeline.c -> compile.c -> exec.c -> profile.c, init.c
+ * (program.c also calls compile.c and exec.c directly; no file calls back up the chain).
+ */
+#ifndef TS_EXEC_H
+#define TS_EXEC_H
+
+#include "backend/backend.h"
+#include "graph/memplan.h"
+
+/* Phases of a schedule: a plain program has one; a pipeline stage's program runs its forward
+ * (phase 0) and backward (phase 1) once per micro-batch, and its part of the optimizer update
+ * once per step, in one or more segments (phases 2, 3, ...) between which other stages run. */
+enum { TS_PH_FWD = 0, TS_PH_BWD = 1, TS_PH_UPD = 2 };
+
+/* A buffer with several copies ("slots") and the values that live in it (a root and its aliases):
+ * the inputs of a program with device iterations (one slot per iteration), and in a pipeline
+ * stage the values kept from a micro-batch's forward for its backward, and those received from
+ * other stages (one slot per micro-batch in flight). */
+typedef struct ts_slotted {
+    int root, nslots;
+    size_t bytes;     /* of one slot */
+    size_t stride;    /* slot k at base + k stride: bytes for fed inputs (fed as one block),
+                         64-byte aligned in a pipeline stage (where the kernels read them) */
+    ts_buffer base;
+    int nvals, *vals; /* the root and the values aliasing it */
+} ts_slotted;
+
+typedef struct ts_exec {
+    ts_graph *g;              /* owned copy, after passes */
+    ts_device *dev;
+    ts_abi_value *vals;       /* per value id: dtype, shape and buffer (mem NULL: none) */
+    uint8_t *owned;           /* vals[v].buf was allocated for v alone (persistent) */
+    int *sched;               /* node ids, phase by phase */
+    int nsched;
+    int nphases;
+    int *phase_begin;         /* [nphases + 1]: sched[phase_begin[k] .. phase_begin[k+1]) is phase k */
+    ts_abi_node *nodes;       /* per scheduled node: the ABI's view */
+    ts_plan *plan;            /* per phase: what the backend compiled */
+    ts_abi_plan *abi;
+    void **exe;
+    ts_buffer arena, workspace;
+    int *fetch;               /* fetchable value ids */
+    int nfetch;
+    int *params;              /* parameter value ids */
+    int nparams;
+    int num_threads;
+    /* device iterations: K runs per ts_exec_run, every input slotted K times; fetch_host holds
+     * each fetch's K copies */
+    int iters;
+    ts_slotted *slots;
+    int nslots;
+    void **fetch_host;
+    ts_memory mem;
+    struct ts_profile *prof;  /* ts_compile_opts.profile: what the runs took (profile.c); NULL: off */
+    uint64_t param_gen;       /* bumped by every ts_exec_write (see ts_plan.param_gen) */
+    uint8_t *kept;            /* per value: a kept cast of a weight (ts_plan.kept) */
+} ts_exec;
+
+/* What a pipeline asks of one stage's program (NULL for a plain program). */
+typedef struct ts_stage_spec {
+    const uint8_t *alive;     /* per node: in this program */
+    const int *phase;         /* per node: its phase, 0 .. nphases - 1 */
+    int nphases;
+    const int *slots;         /* per value: > 0, a slotted buffer of that many copies */
+    const uint8_t *sent;      /* per value: read by another stage: kept to the end of its phase */
+} ts_stage_spec;
+
+/* What a compiled program shows the public API (program.c), the same for a program on one
+ * device and a pipeline: views into the one that owns them. */
+typedef struct ts_face {
+    const ts_graph *g;        /* after passes; a pipeline's: the whole graph */
+    const int *fetch;         /* fetchable value ids */
+    int nfetch;
+    const int *params;        /* parameter value ids */
+    int nparams;
+    const uint8_t *owned;     /* per value: the program holds a persistent buffer for it */
+    int iters;                /* runs per call (device iterations) */
+    void *const *fetch_host;  /* iters > 1: each fetch's iters copies, [iters, ...] */
+    const ts_memory *mem;
+} ts_face;
+
+/* compile.c: compile graph g (owned by the program from here on, freed on failure) for device
+ * dev: the passes, plan and buffers of ts_compile, for a stage of a pipeline when spec is set. */
+ts_exec *ts_exec_compile(ts_graph *g, ts_device *dev, const ts_compile_opts *o, const ts_stage_spec *spec);
+
+/* exec.c: free e and everything it holds (NULL: nothing). */
+void ts_exec_free(ts_exec *e);
+/* The views the public API reads. */
+ts_face ts_exec_face(const ts_exec *e);
+
+/* Point the values of slotted buffer s at slot k. */
+void ts_slot_select(ts_exec *e, const ts_slotted *s, int k);
+/* The slotted buffer whose root is value v's root, or NULL. */
+ts_slotted *ts_slot_of(ts_exec *e, int v);
+
+/* Run phase ph of e (0 for a plain program's whole schedule) once, at step. */
+ts_status ts_exec_run_phase(ts_exec *e, int ph, uint64_t step);
+/* One call of a plain program: its iters runs, the first at *step, each advancing *step. */
+ts_status ts_exec_run(ts_exec *e, uint64_t *step);
+/* Copy t (checked by the caller: v's dtype and shape, iters first when iters > 1) into input v. */
+ts_status ts_exec_feed(ts_exec *e, int v, const ts_tensor *t);
+/* Read / write all bytes of a persistent or materialised value v. A write bumps param_gen. */
+ts_status ts_exec_read(const ts_exec *e, int v, void *host);
+ts_status ts_exec_write(ts_exec *e, int v, const void *host);
+
+/* Set the OpenMP thread count for a program: n > 0, or the process default when n == 0 (so one
+ * program's setting does not leak into the next). */
+void ts_set_threads(int n);
+
+/* Profiling (profile.c): allocate e's counters and point its plans at them; free them. */
+ts_status ts_profile_enable(ts_exec *e);
+void ts_profile_free(ts_exec *e);
+/* Add one run call of ns nanoseconds to e's profile. */
+void ts_profile_add_run(ts_exec *e, uint64_t ns);
+
+#endif
