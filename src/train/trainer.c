@@ -32,6 +32,29 @@ float ts_train_lr(const ts_train_spec *s, int64_t step, double elapsed) {
     return (float)lr;
 }
 
+/* Step `step`'s metrics row {"step", "time_s", <losses>, "lr", "seq_per_s", <extras>}, in one call
+ * of s->metrics. */
+static void metrics_row(const ts_train_spec *s, const ts_train_hooks *h, int64_t step, const ts_train_step_report *rep,
+                        const char *const *loss_names, float lr, double rate) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return;
+    fprintf(f, "{\"step\": %lld, \"time_s\": %.2f", (long long)step, rep->elapsed);
+    for (int i = 0; i < rep->nlosses; i++) fprintf(f, ", \"%s\": %.6f", loss_names[i], rep->losses[i]);
+    fprintf(f, ", \"lr\": %.6g, \"seq_per_s\": %.2f", lr, rate);
+    for (int i = 0; i < s->nextra; i++)
+        fprintf(f, ", \"%s\": %g", s->extra_keys ? s->extra_keys[i] : s->extra[i], rep->extra[i]);
+    if (h->metrics_extra) {
+        char more[1024] = "";
+        h->metrics_extra(h->ctx, more, sizeof more);
+        fputs(more, f);
+    }
+    fputs("}\n", f);
+    if (!fclose(f)) s->metrics(s->metrics_ctx, text, len);
+    free(text);
+}
+
 ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step, ts_train_result *res) {
     if (!s || !h || !s->program || !h->fill || !h->feed)
         return ts_err(TS_ERR_ARG, "ts_train: NULL spec, hooks, program or fill/feed hook");
@@ -146,16 +169,7 @@ ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step
             }
             step++;
             if (isfinite(rep.losses[0])) r.loss_sum += rep.losses[0], r.loss_n++;
-            if (s->metrics) {
-                fprintf(s->metrics, "{\"step\": %lld, \"time_s\": %.2f", (long long)step, rep.elapsed);
-                for (int i = 0; i < nl; i++) fprintf(s->metrics, ", \"%s\": %.6f", loss_names[i], rep.losses[i]);
-                fprintf(s->metrics, ", \"lr\": %.6g, \"seq_per_s\": %.2f", lrs[j], rate);
-                for (int i = 0; i < s->nextra; i++)
-                    fprintf(s->metrics, ", \"%s\": %g", s->extra_keys ? s->extra_keys[i] : s->extra[i], extra[i]);
-                if (h->metrics_extra) h->metrics_extra(h->ctx, s->metrics);
-                fprintf(s->metrics, "}\n");
-                fflush(s->metrics);
-            }
+            if (s->metrics) metrics_row(s, h, step, &rep, loss_names, lrs[j], rate);
             if (h->on_step) h->on_step(h->ctx, &rep);
         }
         for (int i = 0; i < nl; i++) ts_tensor_free(loss[i]);
