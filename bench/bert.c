@@ -249,7 +249,7 @@ static void tessera_child(const row *r, const opts *o) {
     if (o->profile) {
         printf("profile\n");
         fflush(stdout);
-        ts_program_profile_report(p, stdout);
+        ts_program_profile_report(p, ts_write_stdio, stdout);
     }
     free_inputs(&in);
     ts_program_free(p);

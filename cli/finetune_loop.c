@@ -86,9 +86,9 @@ static void run_step(void *ctx, const ts_train_step_report *rep) {
     ts_progress_step(&r->pr, rep->step, rep->losses[0], rep->seq_per_s);
 }
 
-static void run_metrics(void *ctx, FILE *f) {
+static void run_metrics(void *ctx, char *buf, size_t cap) {
     ft_run *r = ctx;
-    fprintf(f, ", \"epoch\": %d", r->epoch + 1);
+    snprintf(buf, cap, ", \"epoch\": %d", r->epoch + 1);
 }
 
 static ts_status run_after(void *ctx, int64_t step, int last) {
@@ -159,7 +159,7 @@ int ft_train_loop(const ft_opts *o, ft_task *t, int64_t step, FILE *metrics) {
     ts_train_spec spec = {.struct_size = sizeof spec, .program = t->tp, .micro_batches = N, .steps_per_call = K,
                           .lr = (float)o->lr, .warmup = o->warmup, .total_steps = r.total,
                           .max_seconds = o->max_minutes * 60, .skip_nonfinite = o->fp16,
-                          .save_every = o->save_every, .stop_after = o->stop_after, .metrics = metrics,
+                          .save_every = o->save_every, .stop_after = o->stop_after, .metrics = ts_write_stdio, .metrics_ctx = metrics,
                           .comm = R > 1 ? ts_cli_rep.comm : NULL};
     ts_train_hooks hooks = {.ctx = &r, .fill = run_fill, .feed = run_feed, .on_step = run_step,
                             .metrics_extra = run_metrics, .after_call = run_after, .checkpoint = run_checkpoint};

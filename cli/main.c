@@ -29,7 +29,7 @@ static const subcommand commands[] = {
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tessera SUBCOMMAND [options]\n\nsubcommands:\n");
+    fprintf(f, "usage: tessera SUBCOMMAND [options]   (tessera --version: the version)\n\nsubcommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n`tessera SUBCOMMAND --help` describes each one. Devices in this build: %s\n", ts_devices());
@@ -77,6 +77,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("tessera %s\n", ts_version());
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)

@@ -484,7 +484,7 @@ static int run(const pt_opts *o) {
                           .lr = (float)o->lr, .warmup = o->warmup, .total_steps = o->max_steps, .max_seconds = max_s,
                           .losses = losses, .nlosses = 3, .extra = extra, .extra_keys = extra_keys,
                           .nextra = o->fp16 ? 2 : 0, .skip_nonfinite = o->fp16, .save_every = o->save_every,
-                          .stop_after = o->stop_after, .metrics = metrics,
+                          .stop_after = o->stop_after, .metrics = ts_write_stdio, .metrics_ctx = metrics,
                           .comm = RN > 1 ? ts_cli_rep.comm : NULL};
     ts_train_hooks hooks = {.ctx = R, .fill = pt_fill, .feed = pt_feed, .on_step = pt_step, .after_call = pt_after,
                             .checkpoint = pt_checkpoint};

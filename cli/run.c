@@ -490,7 +490,7 @@ int ts_cli_run(int argc, char **argv) {
         printf("]");
     }
     printf("\n");
-    if (a.profile && ts_program_profile_report(p, stdout) != TS_OK) {
+    if (a.profile && ts_program_profile_report(p, ts_write_stdio, stdout) != TS_OK) {
         fprintf(stderr, "tessera run: --profile: %s\n", ts_last_error());
         goto done;
     }

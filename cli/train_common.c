@@ -419,7 +419,7 @@ int ts_profile_print(const char *cmd, const ts_program *tp, int64_t step0, int64
     else /* --device-iterations K: the first call ran K steps */
         printf("profile of the training step (%lld step%s after the first %lld, one call into the program%s):\n", n,
                n == 1 ? "" : "s", first, ranks);
-    if (ts_program_profile_report(tp, stdout) == TS_OK) return 0;
+    if (ts_program_profile_report(tp, ts_write_stdio, stdout) == TS_OK) return 0;
     fprintf(stderr, "tessera %s: --profile: %s\n", cmd, ts_last_error());
     return 1;
 }

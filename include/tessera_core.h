@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
+#include <stdio.h> /* no FILE * in the API; kept for the callers that relied on it */
 
 #ifdef __cplusplus
 extern "C" {
@@ -69,6 +69,13 @@ TS_API ts_status ts_set_error(ts_status code, const char *fmt, ...) __attribute_
 
 /* A short constant name of a status code ("TS_ERR_SHAPE"). */
 TS_API const char *ts_status_name(ts_status s);
+
+/* Where text goes (a profile report, metrics rows): called with len bytes of text (not
+ * NUL-terminated) and the ctx given beside it. No FILE * crosses the API. */
+typedef void (*ts_write_fn)(void *ctx, const char *text, size_t len);
+/* A ts_write_fn for C callers: ctx is a FILE * (stdout, a file opened for append), written and
+ * flushed; a NULL ctx takes nothing. */
+TS_API void ts_write_stdio(void *ctx, const char *text, size_t len);
 
 /* ---------------------------------------------------------------- dtypes and tensors */
 
@@ -244,7 +251,8 @@ typedef struct ts_memory {
 } ts_memory;
 TS_API ts_status ts_program_memory(const ts_program *p, ts_memory *m);
 
-/* Profiling (a program compiled with ts_compile_opts.profile = 1). Print to out what the
+/* Profiling (a program compiled with ts_compile_opts.profile = 1). Write (one call of write,
+ * with ctx; ts_write_stdio with stdout prints it) what the
  * ts_program_run calls since compile or the last reset took: their total wall time, the time
  * inside kernels (a monotonic clock around each kernel call of the device's node loop; the CPU
  * backend, other backends report no kernel time) and the share outside them (framework overhead:
@@ -260,8 +268,8 @@ TS_API ts_status ts_program_memory(const ts_program *p, ts_memory *m);
  *    "other";
  *  - per op and shapes, the 15 largest by time: nodes of one op whose first input and first output
  *    have the same dtypes and shapes ("matmul bf16[1024, 768] -> f32[768, 3072]", the name last).
- * TS_ERR_UNSUPPORTED for a program compiled without profile; TS_ERR_ARG for a NULL argument. */
-TS_API ts_status ts_program_profile_report(const ts_program *p, FILE *out);
+ * TS_ERR_UNSUPPORTED for a program compiled without profile; TS_ERR_ARG for a NULL p or write. */
+TS_API ts_status ts_program_profile_report(const ts_program *p, ts_write_fn write, void *ctx);
 /* Zero the counters (e.g. after warm-up runs). No-op without profile. */
 TS_API void ts_program_profile_reset(ts_program *p);
 

@@ -236,7 +236,10 @@ typedef struct ts_train_spec {
     int skip_nonfinite;
     int64_t save_every, stop_after; /* checkpoint hook at multiples of save_every and at stop_after,
                                        where the run then stops */
-    FILE *metrics;              /* metrics.jsonl (may be NULL) */
+    ts_write_fn metrics;        /* receives each step's metrics row, one line of JSON (may be
+                                   NULL); ts_write_stdio with a FILE * as metrics_ctx appends
+                                   the rows to a metrics.jsonl */
+    void *metrics_ctx;
     ts_comm *comm;              /* replicas (the program's optimizer sums over it; NULL: none):
                                    every rank runs ts_train in step; a step's losses and rows are
                                    those of every rank's micro-batches, the time limit is rank
@@ -266,8 +269,9 @@ typedef struct ts_train_hooks {
     ts_status (*feed)(void *ctx, ts_program *p);
     /* After each step (optional): progress. */
     void (*on_step)(void *ctx, const ts_train_step_report *r);
-    /* Optional: more members of a step's metrics row, written as ", \"key\": value". */
-    void (*metrics_extra)(void *ctx, FILE *metrics);
+    /* Optional: more members of a step's metrics row, written into buf (cap bytes with the NUL)
+     * as ", \"key\": value". */
+    void (*metrics_extra)(void *ctx, char *buf, size_t cap);
     /* After each call (optional): evaluation, saving; `last` when the run ends with it. */
     ts_status (*after_call)(void *ctx, int64_t step, int last);
     /* Save a full-state checkpoint at step (optional). */

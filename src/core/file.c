@@ -1,7 +1,7 @@
 /*
  * file.c — writing a whole file atomically, for every writer of small files (config.json and
  * vocab.txt of model directories, ONNX models): readers see the old file or the new one, never a
- * part.
+ * part. And ts_write_stdio, the ts_write_fn of C callers.
  */
 #include "core/core.h"
 
@@ -46,4 +46,10 @@ ts_status ts_write_atomic(const char *path, const void *data, size_t len) {
         return ts_err(TS_ERR_IO, "writing %s: %s", path, strerror(e));
     }
     return sync_dir(path);
+}
+
+void ts_write_stdio(void *ctx, const char *text, size_t len) {
+    if (!ctx) return;
+    fwrite(text, 1, len, (FILE *)ctx);
+    fflush((FILE *)ctx);
 }

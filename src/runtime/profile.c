@@ -163,12 +163,27 @@ enum { TOP_SHAPES = 15 };
 
 static double pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * (double)part / (double)whole : 0.0; }
 
-ts_status ts_program_profile_report(const ts_program *prog, FILE *out) {
-    if (!prog || !out) return ts_err(TS_ERR_ARG, "ts_program_profile_report: %s is NULL", prog ? "out" : "program");
+/* The report's three tables, printed to out. */
+static ts_status print_report(const ts_exec *p, FILE *out);
+
+ts_status ts_program_profile_report(const ts_program *prog, ts_write_fn write, void *ctx) {
+    if (!prog || !write) return ts_err(TS_ERR_ARG, "ts_program_profile_report: %s is NULL", prog ? "write" : "program");
     const ts_exec *p = prog->one; /* a pipeline has no profile */
     if (!p || !p->prof)
         return ts_err(TS_ERR_UNSUPPORTED, "ts_program_profile_report: the program was compiled without "
                       "ts_compile_opts.profile = 1");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    if (!out) return ts_err(TS_ERR_NOMEM, "ts_program_profile_report: out of memory");
+    ts_status st = print_report(p, out);
+    if (fclose(out) && !st) st = ts_err(TS_ERR_NOMEM, "ts_program_profile_report: out of memory");
+    if (!st) write(ctx, text, len);
+    free(text);
+    return st;
+}
+
+static ts_status print_report(const ts_exec *p, FILE *out) {
     const ts_profile *pr = p->prof;
     prof_row *ops = NULL, *layers = NULL, *sigs = NULL;
     int nops = 0, capops = 0, nlayers = 0, caplayers = 0, nsigs = 0, capsigs = 0;
@@ -209,5 +224,5 @@ ts_status ts_program_profile_report(const ts_program *prog, FILE *out) {
     free_rows(ops, nops);
     free_rows(layers, nlayers);
     free_rows(sigs, nsigs);
-    return ferror(out) ? ts_err(TS_ERR_IO, "ts_program_profile_report: writing the report failed") : TS_OK;
+    return ferror(out) ? ts_err(TS_ERR_NOMEM, "ts_program_profile_report: out of memory") : TS_OK;
 }

@@ -70,18 +70,27 @@ static void step_sums(ts_tensor *const *loss, int nl, const int *rows, int N, in
     }
 }
 
-/* One line of metrics.jsonl for the step just done (step counts it). */
-static void write_metrics(const ts_train_spec *s, const ts_train_hooks *h, const ts_train_step_report *rep,
-                          int64_t step, float lr, double rate) {
-    FILE *f = s->metrics;
+/* Step `step`'s metrics row {"step", "time_s", <losses>, "lr", "seq_per_s", <extras>}, in one call
+ * of s->metrics. */
+static void metrics_row(const ts_train_spec *s, const ts_train_hooks *h, int64_t step, const ts_train_step_report *rep,
+                        float lr, double rate) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return;
     fprintf(f, "{\"step\": %lld, \"time_s\": %.2f", (long long)step, rep->elapsed);
     for (int i = 0; i < rep->nlosses; i++) fprintf(f, ", \"%s\": %.6f", rep->names[i], rep->losses[i]);
     fprintf(f, ", \"lr\": %.6g, \"seq_per_s\": %.2f", lr, rate);
     for (int i = 0; i < s->nextra; i++)
         fprintf(f, ", \"%s\": %g", s->extra_keys ? s->extra_keys[i] : s->extra[i], rep->extra[i]);
-    if (h->metrics_extra) h->metrics_extra(h->ctx, f);
-    fprintf(f, "}\n");
-    fflush(f);
+    if (h->metrics_extra) {
+        char more[1024] = "";
+        h->metrics_extra(h->ctx, more, sizeof more);
+        fputs(more, f);
+    }
+    fputs("}\n", f);
+    if (!fclose(f)) s->metrics(s->metrics_ctx, text, len);
+    free(text);
 }
 
 ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step, ts_train_result *res) {
@@ -173,7 +182,7 @@ ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step
             }
             step++;
             if (isfinite(rep.losses[0])) r.loss_sum += rep.losses[0], r.loss_n++;
-            if (s->metrics) write_metrics(s, h, &rep, step, lrs[j], rate);
+            if (s->metrics) metrics_row(s, h, step, &rep, lrs[j], rate);
             if (h->on_step) h->on_step(h->ctx, &rep);
         }
         for (int i = 0; i < nl; i++) ts_tensor_free(loss[i]);
