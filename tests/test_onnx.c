@@ -94,7 +94,7 @@ static void test_session_shapes(void) {
 static void test_session_shape_values(void) {
     const char *path = "/usr/share/libonnx-testdata/data/node/test_reshape_extended_dims/model.onnx";
     if (access(path, R_OK) != 0) {
-        printf("  (skipped: %s is missing)\n", path);
+        tu_skip_part("%s is missing (apt-get install libonnx-testdata)", path);
         return;
     }
     ts_onnx *m = ts_onnx_load(path);
@@ -304,7 +304,8 @@ static void test_op_table(void) {
     CHECK(ts_onnx_op_info(n, NULL, NULL) == NULL && ts_last_status() == TS_ERR_ARG, "entry past the end");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_session_shapes);
     RUN(test_session_shape_values);
     RUN(test_fixture_sessions);
