@@ -6,7 +6,8 @@
  * test_util.h.
  *
  * The command's path comes from TS_CLI (set by CMake to the built `tessera`); without it the
- * tests look for ./tessera (ctest runs tests in the build directory) and skip when it is absent.
+ * tests look for ./tessera (ctest runs tests in the build directory) and skip (exit 77) when it
+ * is absent.
  */
 #ifndef TS_CLI_UTIL_H
 #define TS_CLI_UTIL_H
@@ -127,13 +128,11 @@ __attribute__((unused)) static void write_labelled(const char *name) {
     write_str(name, tsv);
 }
 
-/* Find the command and make the temporary directory /tmp/<name>_XXXXXX. Returns 0 to go on, 77
- * (skip) when the command is not built, 1 on failure. */
+/* Find the command and make the temporary directory /tmp/<name>_XXXXXX. Returns 0 to go on, 1
+ * on failure; skips the test (tu_skip: exit 77, a failure with CI=true) when the command is not
+ * built. */
 static int cli_setup(const char *name) {
-    if (access(TS_CLI, X_OK) != 0) {
-        printf("%s: skipped, %s is not built\n", name, TS_CLI);
-        return 77;
-    }
+    if (access(TS_CLI, X_OK) != 0) tu_skip("%s is not built", TS_CLI);
     if (!realpath(TS_CLI, cli)) { /* the commands run in the temporary directory */
         perror(TS_CLI);
         return 1;

@@ -699,7 +699,8 @@ static void test_bad_options(void) {
     ts_graph_free(g);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_accumulation_matches_big_batch);
     RUN(test_partial_step_changes_nothing);
     RUN(test_accumulation_resume);

@@ -233,7 +233,8 @@ static void test_plugin_and_versions(void) {
     test_versions();
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_cpu_registry);
     /* registering lasts for the process: one case registers and uses every backend */
     RUN(test_plugin_and_versions);

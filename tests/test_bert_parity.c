@@ -725,7 +725,8 @@ static void test_save_load(void) {
     ts_program_free(q);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_parity_training);
     RUN(test_parity_masked_positions);
     RUN(test_parity_inference_f32_mask);

@@ -73,7 +73,8 @@ static void test_bad_input(void) {
     CHECK(rc == 2 && strstr(err_text, "other.tsv") && strstr(err_text, "eggs"), "exit %d: %s", rc, err_text);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     int rc = cli_setup("ts_cli_bow");
     if (rc) return rc;
     make_data();

@@ -157,7 +157,8 @@ static void test_bad_input(void) {
     CHECK_FAILS(rc, "--split-seed");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     int rc = cli_setup("ts_cli_ensemble");
     if (rc) return rc;
     make_data();

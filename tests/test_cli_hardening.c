@@ -327,7 +327,8 @@ static void test_finetune_accumulation(void) {
     CHECK(same_bytes("qa1/model.safetensors", "qa2/model.safetensors"), "QA: device iterations changed the model");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     int rc = cli_setup("ts_cli_hardening");
     if (rc) return rc;
     make_data();

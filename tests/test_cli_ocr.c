@@ -273,11 +273,11 @@ static void test_bad_input(void) {
 
 /* ------------------------------------------------------------------ setup */
 
-/* Can we draw the lines? Pango with the SC face, else a Noto CJK font file for label:. */
+/* Can we draw the lines? Pango with the SC face, else a Noto CJK font file for label:. Skips
+ * (tu_skip) when we cannot. */
 static int find_renderer(void) {
     if (system("convert -version >/dev/null 2>&1") != 0) {
-        printf("test_cli_ocr: skipped, ImageMagick's convert is not installed (apt-get install imagemagick)\n");
-        return 0;
+        tu_skip("ImageMagick's convert is not installed (apt-get install imagemagick)");
     }
     FILE *p = popen("fc-list ':family=Noto Sans CJK SC' file 2>/dev/null; fc-list ':lang=zh-cn' file 2>/dev/null", "r");
     char buf[1024];
@@ -292,8 +292,7 @@ static int find_renderer(void) {
     }
     if (p) pclose(p);
     if (!font_file[0]) {
-        printf("test_cli_ocr: skipped, no Noto CJK font (apt-get install fonts-noto-cjk)\n");
-        return 0;
+        tu_skip("no Noto CJK font (apt-get install fonts-noto-cjk)");
     }
     use_pango = sc && system("convert -list format 2>/dev/null | grep -q PANGO") == 0;
     printf("test_cli_ocr: drawing text with %s%s\n", use_pango ? "Pango, Noto Sans CJK SC" : "label:, ",
@@ -301,19 +300,17 @@ static int find_renderer(void) {
     return 1;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     static const char *files[] = {"ch_PP-OCRv4_det_infer.onnx", "ch_PP-OCRv4_rec_infer.onnx",
                                   "ch_ppocr_mobile_v2.0_cls_infer.onnx", "ppocr_keys_v1.txt"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s", MODELS, files[i]);
-        if (access(path, R_OK) != 0) {
-            printf("test_cli_ocr: skipped, %.400s is missing (bash scripts/install-deps.sh fetches the OCR models)\n",
-                   path);
-            return 77;
-        }
+        if (access(path, R_OK) != 0)
+            tu_skip("%.400s is missing (bash scripts/install-deps.sh fetches the OCR models)", path);
     }
-    if (!find_renderer()) return 77;
+    find_renderer(); /* skips without ImageMagick or a Noto CJK font */
     int rc = cli_setup("test_cli_ocr");
     if (rc) return rc;
     RUN(test_english);

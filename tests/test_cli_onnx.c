@@ -76,7 +76,7 @@ static void check_output(const char *name, const char *out) {
 
 static void test_node_models(void) {
     if (!have_testdata()) {
-        printf("test_cli_onnx: node-test models skipped, %s is not installed (apt-get install libonnx-testdata)\n", NODE_DIR);
+        tu_skip_part("the node-test models: %s is not installed (apt-get install libonnx-testdata)", NODE_DIR);
         return;
     }
     static const struct {
@@ -218,7 +218,8 @@ static void test_readme_table(void) {
           "  bash tools/update_onnx_ops_table.sh build\nREADME:\n%s\ntessera onnx-ops:\n%s", b, out_text);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     int rc = cli_setup("ts_cli_onnx");
     if (rc) return rc;
     RUN(test_node_models);

@@ -127,7 +127,8 @@ static void test_bad_input(void) {
     CHECK_FAILS(rc, "--text-b-column is for --task classify");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     int rc = cli_setup("ts_cli_pairs");
     if (rc) return rc;
     make_data();

@@ -128,7 +128,8 @@ static void test_bad_flags(void) {
     CHECK_FAILS(rc, "unknown device 'gpu'");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     int rc = cli_setup("ts_cli_pipeline");
     if (rc) return rc;
     RUN(test_setup);

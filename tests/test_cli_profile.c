@@ -119,7 +119,8 @@ static void test_flags(void) {
     CHECK_FAILS(rc, "unknown flag '--profiles'");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     int rc = cli_setup("ts_cli_profile");
     if (rc) return rc;
     write_corpus("corpus.txt");

@@ -236,7 +236,8 @@ static void test_bad_input(void) {
     CHECK_FAILS(rc, "--text is for classifiers");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     int rc = cli_setup("ts_cli_qa");
     if (rc) return rc;
     make_data();

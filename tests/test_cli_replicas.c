@@ -294,15 +294,10 @@ static void test_bad_flags(void) {
     CHECK(rc != 0 && strstr(err_text, "tessera vocab runs in one process"), "vocab under mpirun: %d %s", rc, err_text);
 }
 
-int main(void) {
-    if (strcmp(ts_comm_backend(), "mpi") != 0) {
-        printf("test_cli_replicas: skipped, this build has no MPI (install libopenmpi-dev)\n");
-        return 77;
-    }
-    if (system("mpirun --version >/dev/null 2>&1") != 0) {
-        printf("test_cli_replicas: skipped, mpirun is not installed (openmpi-bin)\n");
-        return 77;
-    }
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
+    if (strcmp(ts_comm_backend(), "mpi") != 0) tu_skip("this build has no MPI (install libopenmpi-dev)");
+    if (system("mpirun --version >/dev/null 2>&1") != 0) tu_skip("mpirun is not installed (openmpi-bin)");
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);

@@ -236,7 +236,8 @@ static void test_bad_resume(void) {
     CHECK_FAILS(rc, "--corpus corpus.txt has");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     int rc = cli_setup("ts_cli_resume");
     if (rc) return rc;
     make_data();

@@ -744,6 +744,7 @@ static void test_bert_base(void) {
 }
 
 int main(int argc, char **argv) {
+    tu_args(argc, argv);
     if (access(TS_CLI_PATH, X_OK) != 0) {
         printf("test_cli_run: %s is not built (%s)\n", TS_CLI_PATH, strerror(errno));
         return 1;

@@ -256,7 +256,8 @@ static void test_study_pieces(void) {
     CHECK_FAILS(rc, "--random-init is for --task classify");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     int rc = cli_setup("ts_cli_train");
     if (rc) return rc;
     make_data();

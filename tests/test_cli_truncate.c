@@ -119,7 +119,8 @@ static void test_bad_input(void) {
     CHECK_FAILS(rc, "ft-1/config.json: \"tessera_truncation\" must be");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     int rc = cli_setup("ts_cli_truncate");
     if (rc) return rc;
     make_data();

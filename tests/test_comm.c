@@ -240,6 +240,7 @@ static void test_jobs(void) {
 }
 
 int main(int argc, char **argv) {
+    tu_args(argc, argv);
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     if (getenv("OMPI_COMM_WORLD_SIZE")) { /* a rank: the cases in this process, no forks */
@@ -268,6 +269,6 @@ int main(int argc, char **argv) {
     }
     RUN(test_single);
     if (!strcmp(ts_comm_backend(), "mpi") && system("mpirun --version >/dev/null 2>&1") == 0) RUN(test_jobs);
-    else printf("test_comm: the jobs under mpirun skipped (no MPI in this build, or no mpirun)\n");
+    else if (tu_wanted("test_jobs")) tu_skip_part("the jobs under mpirun (no MPI in this build, or no mpirun)");
     return tu_finish("test_comm");
 }

@@ -813,7 +813,7 @@ static void test_dedup_split(void) {
 static void test_spam_corpus(void) {
     const char *path = TS_SOURCE_DIR "/data/spam/spam.tsv";
     if (access(path, R_OK) != 0) {
-        printf("    skipped: %s is missing (run: bash scripts/install-deps.sh)\n", path);
+        tu_skip_part("%s is missing (run: bash scripts/install-deps.sh)", path);
         return;
     }
     ts_text_dataset *d = ts_text_dataset_load(path, NULL);
@@ -1206,7 +1206,8 @@ static void cleanup(void) {
     if (tmpdir[0] && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     const char *base = getenv("TMPDIR");
     snprintf(tmpdir, sizeof tmpdir, "%s/ts_data_XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(tmpdir)) {

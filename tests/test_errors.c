@@ -622,7 +622,8 @@ static void test_null_arguments(void) {
     ts_graph_free(g);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_feed_errors);
     RUN(test_compile_errors);
     RUN(test_param_errors);

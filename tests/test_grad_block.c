@@ -87,7 +87,8 @@ static void test_block(void) { block_case("encoder layer (fusion on)", 0.f, 0, 0
 static void test_block_nofusion(void) { block_case("encoder layer (no_fusion)", 0.f, 1, 0); }
 static void test_block_dropout(void) { block_case("encoder layer, dropout 0.1, tanh gelu", 0.1f, 0, 1); }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     printf("finite-difference check of a BERT encoder layer; tolerance 1e-2\n");
     RUN(test_block_param_count);
     RUN(test_block);

@@ -1143,7 +1143,8 @@ static void test_norm_random(void) {
 
 /* ------------------------------------------------------------------ main */
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     printf("finite-difference gradient checks; tolerance max |num - ana| / max(1, |ana|) <= 1e-2\n");
     RUN(test_matmul_plain);
     RUN(test_matmul_trans_a);

@@ -399,7 +399,8 @@ static void test_rotation_aside(void) {
     ts_graph_free(g);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     snprintf(tdir, sizeof tdir, "/tmp/ts_hardening_XXXXXX");
     if (!mkdtemp(tdir)) return 1;
     RUN(test_fastmath_specials);

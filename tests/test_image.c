@@ -458,11 +458,10 @@ static void test_resize_rotate(void) {
     ts_image_free(im);
 }
 
-int main(void) {
-    if (system("convert -version >/dev/null 2>&1") != 0) {
-        printf("test_image: skipped, ImageMagick's convert is not installed (apt-get install imagemagick)\n");
-        return 77;
-    }
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
+    if (system("convert -version >/dev/null 2>&1") != 0)
+        tu_skip("ImageMagick's convert is not installed (apt-get install imagemagick)");
     const char *base = getenv("TMPDIR");
     snprintf(tdir, sizeof tdir, "%s/ts_image_XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(tdir)) {

@@ -593,7 +593,8 @@ static void test_two_runs_identical(void) {
     ts_graph_free(g);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_plan_chain);
     RUN(test_plan_diamond);
     RUN(test_plan_grow);

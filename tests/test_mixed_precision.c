@@ -100,7 +100,8 @@ static void test_loss_matches_f32(void) {
     CHECK(tail[0] < 0.8 * log(V - 5.0), "f32 did not learn: loss %.4f", tail[0]);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_loss_matches_f32);
     return tu_finish("test_mixed_precision");
 }

@@ -1138,7 +1138,8 @@ static void test_dft(void) {
     ts_graph_free(g);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     printf("more ops: forward against host references, finite-difference gradients, errors\n");
     RUN(test_math_forward);
     RUN(test_math_grad);

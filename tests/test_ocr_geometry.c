@@ -530,7 +530,8 @@ static void test_ctc(void) {
     ocr_charset_free(cs);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_hull_and_min_rect);
     RUN(test_min_rect_known);
     RUN(test_unclip);

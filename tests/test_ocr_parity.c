@@ -57,11 +57,10 @@ static void test_det(void) { check_model("ch_PP-OCRv4_det_infer", "det", "sigmoi
 static void test_rec(void) { check_model("ch_PP-OCRv4_rec_infer", "rec", "softmax_11.tmp_0"); }
 static void test_cls(void) { check_model("ch_ppocr_mobile_v2.0_cls_infer", "cls", "softmax_0.tmp_0"); }
 
-int main(void) {
-    if (access(MODELS "/ch_PP-OCRv4_det_infer.onnx", R_OK) != 0) {
-        printf("test_ocr_parity: skipped, %s is missing (run: bash scripts/install-deps.sh)\n", MODELS);
-        return 77;
-    }
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
+    if (access(MODELS "/ch_PP-OCRv4_det_infer.onnx", R_OK) != 0)
+        tu_skip("%s is missing (run: bash scripts/install-deps.sh)", MODELS);
     RUN(test_det);
     RUN(test_rec);
     RUN(test_cls);

@@ -95,7 +95,7 @@ static void test_session_shapes(void) {
 static void test_session_shape_values(void) {
     const char *path = "/usr/share/libonnx-testdata/data/node/test_reshape_extended_dims/model.onnx";
     if (access(path, R_OK) != 0) {
-        printf("  (skipped: %s is missing)\n", path);
+        tu_skip_part("%s is missing (apt-get install libonnx-testdata)", path);
         return;
     }
     ts_onnx *m = ts_onnx_load(path);
@@ -318,7 +318,8 @@ static void test_op_registry_unique(void) {
     CHECK(onnx_op_types_duplicate(twice, 0) == NULL && onnx_op_types_duplicate(twice, 1) == NULL, "short lists");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_session_shapes);
     RUN(test_session_shape_values);
     RUN(test_fixture_sessions);

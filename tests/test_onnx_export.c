@@ -442,19 +442,15 @@ static void test_errors(void) {
     cli_cleanup("test_onnx_export");
 }
 
-int main(void) {
-    if (access(TS_CLI, X_OK) != 0) {
-        printf("test_onnx_export: skipped, %s is not built\n", TS_CLI);
-        return 77;
-    }
-    int ort = ort_available();
-    if (!ort)
-        printf("test_onnx_export: ONNX Runtime comparisons skipped: onnxruntime-node is not installed in "
-               "tools/ort/node_modules (bash scripts/install-deps.sh installs it)\n");
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
+    if (access(TS_CLI, X_OK) != 0) tu_skip("%s is not built", TS_CLI);
+    if (!ort_available())
+        tu_skip_part("the ONNX Runtime comparisons: onnxruntime-node is not installed in tools/ort/node_modules "
+                     "(bash scripts/install-deps.sh installs it)");
     RUN(test_bert_fixture);
     RUN(test_bert_heads);
     RUN(test_op_zoo);
     RUN(test_errors);
-    int rc = tu_finish("test_onnx_export");
-    return rc == 0 && !ort ? 77 : rc; /* skipped: the acceptance check did not run */
+    return tu_finish("test_onnx_export"); /* 77 (skipped) when the acceptance check did not run */
 }

@@ -391,7 +391,8 @@ out:
     ts_graph_free(g);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_parity);
     RUN(test_large_lamb_clip);
     RUN(test_constant_warmup);

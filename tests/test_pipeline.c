@@ -295,7 +295,8 @@ static void test_refused(void) {
     ts_graph_free(g);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_equal);
     RUN(test_equal_recompute);
     RUN(test_seed_layout);

@@ -276,7 +276,8 @@ static void test_kept_bf16_weight_cast(void) {
     ts_program_free(p), ts_program_free(pt);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_weights_written_between_runs);
     RUN(test_packed_matches_plain);
     RUN(test_training_program_reads_weights_as_stored);

@@ -143,7 +143,8 @@ static void test_without_profile(void) {
     ts_graph_free(g);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_report);
     RUN(test_without_profile);
     return tu_finish("test_profile");

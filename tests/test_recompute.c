@@ -348,6 +348,7 @@ static void test_misuse(void) {
 }
 
 int main(int argc, char **argv) {
+    tu_args(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "--bert-base")) {
         RUN(test_bert_base_train);
         return tu_finish("test_recompute --bert-base");

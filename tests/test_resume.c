@@ -407,7 +407,8 @@ static void test_atomic_and_errors(void) {
     ts_program_free(p);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     snprintf(root, sizeof root, "/tmp/ts_resume_XXXXXX");
     if (!mkdtemp(root)) { perror("mkdtemp"); return 1; }
     RUN(test_kill_and_resume);

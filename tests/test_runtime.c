@@ -909,7 +909,8 @@ static void test_skip_param_init(void) {
     ts_graph_free(g);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_feed_fetch);
     RUN(test_scalar_input);
     RUN(test_graph_without_ops);

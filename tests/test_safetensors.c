@@ -761,7 +761,8 @@ out:
     remove_dir(tdir);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_roundtrip);
     RUN(test_reference_bytes);
     RUN(test_hand_built);

@@ -30,7 +30,7 @@ static const char *bert_vocab(void) {
 
 static int have_bert_vocab(const char *case_name) {
     if (access(bert_vocab(), R_OK) == 0) return 1;
-    printf("%s: skipped, %s is missing (run: bash scripts/install-deps.sh)\n", case_name, bert_vocab());
+    tu_skip_part("%s is missing (run: bash scripts/install-deps.sh)", bert_vocab());
     return 0;
 }
 
@@ -537,7 +537,8 @@ static void cleanup(void) {
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     tmp_path("x"); /* create the directory before forking cases */
     RUN(test_parity_wordpiece);
     RUN(test_parity_encode);

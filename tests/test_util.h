@@ -6,7 +6,14 @@
  *  - RUN(fn): runs one test case in a forked child (so a crash or a hang in one case is reported
  *    and the next case still runs), with a timeout. TS_TEST_NOFORK=1 runs cases in-process
  *    (handy under a debugger). tu_finish() prints the summary line and gives the exit code
- *    (1 on any failure). TS_TEST_VERBOSE=1 prints every error message CHECK_ERRMSG looks at.
+ *    (1 on any failure, 77 when something was skipped and nothing failed). TS_TEST_VERBOSE=1
+ *    prints every error message CHECK_ERRMSG looks at.
+ *  - tu_args(argc, argv), the first line of every main: `test_x CASE...` runs only the cases
+ *    named (RUN knows each case's name); an argument starting with "--" is left to the test's
+ *    own parsing. A name no RUN has is an error ("no case named X", exit 2).
+ *  - tu_skip(why) / tu_skip_part(why): what cannot run for want of data or a tool is reported
+ *    as skipped (exit 77, which ctest shows as "Not Run", never as passed); with CI=true (CI
+ *    installs everything, scripts/install-deps.sh) a skip is a failure instead.
  *  - A seeded RNG (splitmix64), host tensor helpers, n-d index helpers for host references.
  *  - Optionally (#define TU_ALLOC_COUNTER before including): a heap-allocation counter, used
  *    to check that a step allocates no buffers.
@@ -121,7 +128,83 @@ static int tu_msg_has_shape(const char *msg, int nd, const int64_t *d) {
 
 /* ------------------------------------------------------------------ running cases */
 
-static int tu_ncases, tu_ncase_fail;
+static int tu_ncases, tu_ncase_fail, tu_nskip;
+static const char *tu_prog = "test";     /* the program's name, for messages */
+static char **tu_names;                  /* the cases named on the command line (NULL: all) */
+static int tu_nnames, *tu_name_seen;
+
+/* The first line of every test's main: remembers the program's name and the case names given
+ * (every argument not starting with "--"; flags are the test's own to parse). */
+__attribute__((unused))
+static void tu_args(int argc, char **argv) {
+    if (argc > 0 && argv[0]) {
+        const char *base = strrchr(argv[0], '/');
+        tu_prog = base ? base + 1 : argv[0];
+    }
+    for (int i = 1; i < argc; i++) {
+        if (!strncmp(argv[i], "--", 2)) continue;
+        if (!tu_names) {
+            tu_names = calloc((size_t)argc, sizeof *tu_names);
+            tu_name_seen = calloc((size_t)argc, sizeof *tu_name_seen);
+            if (!tu_names || !tu_name_seen) abort();
+        }
+        tu_names[tu_nnames++] = argv[i];
+    }
+}
+
+/* Is case `name` to run (no names given, or one of them)? */
+static int tu_wanted(const char *name) {
+    if (!tu_names) return 1;
+    int want = 0;
+    for (int i = 0; i < tu_nnames; i++)
+        if (!strcmp(tu_names[i], name)) want = tu_name_seen[i] = 1;
+    return want;
+}
+
+/* Does CI (CI=true) run this? Then whatever CI should be able to run must run. */
+static inline int tu_in_ci(void) {
+    const char *ci = getenv("CI");
+    return ci && !strcmp(ci, "true");
+}
+
+#define TU_CI_NOTE "CI=true: CI installs every tool and data set the tests use (bash scripts/install-deps.sh), so this is a failure"
+
+/* The whole test cannot run (missing data or tool, said in `why`): prints "<test>: skipped,
+ * <why>" and exits 77, which ctest shows as skipped; with CI=true prints why it fails and exits
+ * 1. Called before any case runs. */
+__attribute__((format(printf, 1, 2), noreturn, unused))
+static void tu_skip(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s: skipped, ", tu_prog);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+    if (tu_in_ci()) printf("%s: FAIL: %s\n", tu_prog, TU_CI_NOTE);
+    fflush(stdout);
+    exit(tu_in_ci() ? 1 : 77);
+}
+
+/* Part of a test cannot run (missing data or tool, said in `why`): the case calling it (which
+ * then returns), or, called from main, some check. The rest runs; tu_finish() then exits 77 when
+ * nothing failed. With CI=true it is a failed check instead. */
+#define tu_skip_part(...) tu_skip_part_at(__FILE__, __LINE__, __VA_ARGS__)
+__attribute__((format(printf, 3, 4), unused))
+static void tu_skip_part_at(const char *file, int line, const char *fmt, ...) {
+    char why[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (tu_in_ci()) {
+        tu_nchecks++;
+        tu_fail_at(file, line, "nothing skipped", "skipped, %s (%s)", why, TU_CI_NOTE);
+        return;
+    }
+    printf("%s%s%s: skipped, %s\n", tu_prog, *tu_case ? ": " : "", tu_case, why);
+    fflush(stdout);
+    tu_nskip++;
+}
 
 static inline double tu_now(void) {
     struct timespec ts;
@@ -135,6 +218,7 @@ typedef void (*tu_fn)(void);
  * failed CHECK in the child marks the case failed. */
 __attribute__((unused))
 static void tu_run(const char *name, tu_fn fn, unsigned timeout_s) {
+    if (!tu_wanted(name)) return;
     tu_ncases++;
     fflush(stdout);
     fflush(stderr);
@@ -172,22 +256,23 @@ static void tu_run(const char *name, tu_fn fn, unsigned timeout_s) {
         tu_case = name;
         tu_nfail = 0;
         tu_nchecks = 0;
+        tu_nskip = 0;
         alarm(timeout_s);
         fn();
         fflush(stdout);
         fflush(stderr);
-        int counts[2] = {tu_nchecks, tu_nfail};
+        int counts[3] = {tu_nchecks, tu_nfail, tu_nskip};
         if (write(fds[1], counts, sizeof counts) != (ssize_t)sizeof counts) perror("write");
         close(fds[1]);
         exit(tu_nfail > 120 ? 120 : tu_nfail);
     }
     close(fds[1]);
-    int counts[2] = {0, 0};
+    int counts[3] = {0, 0, 0};
     ssize_t got = 0;
     while ((got = read(fds[0], counts, sizeof counts)) < 0 && errno == EINTR) {}
     close(fds[0]);
     int finished = got == (ssize_t)sizeof counts;
-    if (finished) tu_nchecks += counts[0];
+    if (finished) tu_nchecks += counts[0], tu_nskip += counts[2];
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
     if (WIFSIGNALED(st)) {
@@ -215,13 +300,27 @@ static void tu_run(const char *name, tu_fn fn, unsigned timeout_s) {
 
 #define RUN(fn) tu_run(#fn, fn, 300)
 
-/* The summary line; the exit code of main. */
+/* The summary line; the exit code of main: 1 on any failure, else 77 when something was
+ * skipped (tu_skip_part), else 0. A case named on the command line that no RUN has: "no case
+ * named X", exit 2. */
 __attribute__((unused))
 static int tu_finish(const char *suite) {
-    printf("== %s: %d cases, %d failed; %d checks, %d failed -> %s\n", suite, tu_ncases, tu_ncase_fail,
-           tu_nchecks, tu_nfail, tu_nfail ? "FAIL" : "PASS");
+    int unknown = 0;
+    for (int i = 0; i < tu_nnames; i++)
+        if (!tu_name_seen[i]) {
+            printf("%s: no case named %s\n", tu_prog, tu_names[i]);
+            unknown = 1;
+        }
+    if (unknown) {
+        fflush(stdout);
+        return 2;
+    }
+    const char *verdict = tu_nfail ? "FAIL" : tu_nskip ? "SKIPPED" : "PASS";
+    printf("== %s: %d cases, %d failed; %d checks, %d failed", suite, tu_ncases, tu_ncase_fail, tu_nchecks, tu_nfail);
+    if (tu_nskip) printf("; %d skipped", tu_nskip);
+    printf(" -> %s\n", verdict);
     fflush(stdout);
-    return tu_nfail ? 1 : 0;
+    return tu_nfail ? 1 : tu_nskip ? 77 : 0;
 }
 
 /* ------------------------------------------------------------------ RNG */

@@ -835,7 +835,8 @@ static void test_bad_inputs(void) {
     ts_graph_free(g);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
     RUN(test_conv_fd);
     RUN(test_conv_fd_reference);
     RUN(test_conv_transpose_fd);
