@@ -146,90 +146,104 @@ static int choose_layout(const ts_node *n, const cgeom *q) {
 
 static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
 
-/* Build the primitive of node n with activations in the chosen layout; leaves s->prim NULL
- * when oneDNN has none for it. */
-static ts_status build(dnnl_engine_t eng, const ts_graph *g, const ts_node *n, conv_dnnl *s, int blocked) {
-    cgeom q;
-    node_geom(g, n, &q);
-    dnnl_dims_t strides = {q.stride[0], q.stride[1]}, dil = {q.dil[0], q.dil[1]};
-    dnnl_dims_t pl = {q.pad_l[0], q.pad_l[1]}, pr = {q.pad_r[0], q.pad_r[1]};
-    int64_t sdims[4] = {q.N, q.C, q.H, q.W}, ddims[4] = {q.N, q.O, q.OH, q.OW};
-    int has_bias = n->nin > 2 && n->in[2] >= 0;
+/* The descriptors build() gives oneDNN: src, dst and weights in the layout the primitive may
+ * choose (_any; src and dst plain unless blocked) and as tessera stores them (_user), the bias
+ * (has_bias), and the window's strides, dilations and pads. */
+typedef struct {
     dnnl_memory_desc_t src_any, dst_any, wei_any, bias_md, src_user, dst_user, wei_user;
-    dnnl_status_t st = md_tag(&src_any, 4, sdims, blocked);
-    if (st == dnnl_success) st = md_tag(&dst_any, 4, ddims, blocked);
-    if (st == dnnl_success) st = md_tag(&src_user, 4, sdims, 0);
-    if (st == dnnl_success) st = md_tag(&dst_user, 4, ddims, 0);
-    if (st == dnnl_success) st = md_weights(&wei_any, &q, 1);
-    if (st == dnnl_success)
-        st = n->op == TS_OP_CONV_TRANSPOSE2D ? md_deconv_weights(&wei_user, &q) : md_weights(&wei_user, &q, 0);
-    if (st == dnnl_success && has_bias)
-        st = md_tag(&bias_md, 1, (int64_t[]){n->op == TS_OP_CONV_TRANSPOSE2D ? q.C : q.O}, 0);
-    if (st != dnnl_success) return TS_OK;
+    int has_bias;
+    dnnl_dims_t strides, dil, pl, pr;
+} conv_mds;
 
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_primitive_desc_t pd = NULL, hint = NULL;
-    st = dnnl_primitive_attr_create(&attr);
-    if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-    if (st != dnnl_success) {
-        if (attr) dnnl_primitive_attr_destroy(attr);
-        return ts_err(TS_ERR_NOMEM, "op %s: oneDNN attributes: %s", ts_op_get(n->op)->name, dnnl_status2str(st));
+/* One argument the primitive takes: its kind, kargs slot, tessera's descriptor (user), and the
+ * query (q, idx) that gives the descriptor the primitive chose. */
+typedef struct {
+    int kind, slot;
+    const dnnl_memory_desc_t *user;
+    dnnl_query_t q;
+    int idx;
+} conv_want;
+
+/* Node n's descriptors (geometry q) into *m. */
+static dnnl_status_t describe(const ts_node *n, const cgeom *q, int blocked, conv_mds *m) {
+    int64_t sdims[4] = {q->N, q->C, q->H, q->W}, ddims[4] = {q->N, q->O, q->OH, q->OW};
+    m->has_bias = n->nin > 2 && n->in[2] >= 0;
+    memset(m->strides, 0, sizeof m->strides), memset(m->dil, 0, sizeof m->dil);
+    memset(m->pl, 0, sizeof m->pl), memset(m->pr, 0, sizeof m->pr);
+    for (int i = 0; i < 2; i++) {
+        m->strides[i] = q->stride[i], m->dil[i] = q->dil[i];
+        m->pl[i] = q->pad_l[i], m->pr[i] = q->pad_r[i];
     }
+    dnnl_status_t st = md_tag(&m->src_any, 4, sdims, blocked);
+    if (st == dnnl_success) st = md_tag(&m->dst_any, 4, ddims, blocked);
+    if (st == dnnl_success) st = md_tag(&m->src_user, 4, sdims, 0);
+    if (st == dnnl_success) st = md_tag(&m->dst_user, 4, ddims, 0);
+    if (st == dnnl_success) st = md_weights(&m->wei_any, q, 1);
+    if (st == dnnl_success)
+        st = n->op == TS_OP_CONV_TRANSPOSE2D ? md_deconv_weights(&m->wei_user, q) : md_weights(&m->wei_user, q, 0);
+    if (st == dnnl_success && m->has_bias)
+        st = md_tag(&m->bias_md, 1, (int64_t[]){n->op == TS_OP_CONV_TRANSPOSE2D ? q->C : q->O}, 0);
+    return st;
+}
 
-    /* the primitive's arguments: (kind, kargs slot, user md, the md the primitive chose) */
-    struct { int kind, slot; const dnnl_memory_desc_t *user; dnnl_query_t q; int idx; } want[MAXARG];
-    int nw = 0;
+/* The primitive descriptor of node n (a convolution, a deconvolution, or a convolution's weight
+ * gradient) into *pd, and the arguments it takes into want[0 .. *nw). */
+static dnnl_status_t primitive_desc(dnnl_engine_t eng, const ts_node *n, const cgeom *q, const conv_mds *m,
+                                    dnnl_primitive_attr_t attr, dnnl_primitive_desc_t *pd, conv_want *want, int *nw) {
+    const dnnl_memory_desc_t *bias = m->has_bias ? &m->bias_md : NULL;
+    dnnl_primitive_desc_t hint = NULL;
+    dnnl_status_t st;
     if (n->op == TS_OP_CONV2D) {
         dnnl_convolution_desc_t d;
-        st = dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_training, dnnl_convolution_direct, &src_any,
-                                                         &wei_any, has_bias ? &bias_md : NULL, &dst_any, strides, dil,
-                                                         pl, pr);
-        if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &d, attr, eng, NULL);
-        want[nw++] = (typeof(want[0])){DNNL_ARG_SRC, 0, &src_user, dnnl_query_src_md, 0};
-        want[nw++] = (typeof(want[0])){DNNL_ARG_WEIGHTS, 1, &wei_user, dnnl_query_weights_md, 0};
-        if (has_bias) want[nw++] = (typeof(want[0])){DNNL_ARG_BIAS, 2, &bias_md, dnnl_query_weights_md, 1};
-        want[nw++] = (typeof(want[0])){DNNL_ARG_DST, 3, &dst_user, dnnl_query_dst_md, 0};
+        st = dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_training, dnnl_convolution_direct,
+                                                         &m->src_any, &m->wei_any, bias, &m->dst_any, m->strides,
+                                                         m->dil, m->pl, m->pr);
+        if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, &d, attr, eng, NULL);
+        want[(*nw)++] = (conv_want){DNNL_ARG_SRC, 0, &m->src_user, dnnl_query_src_md, 0};
+        want[(*nw)++] = (conv_want){DNNL_ARG_WEIGHTS, 1, &m->wei_user, dnnl_query_weights_md, 0};
+        if (m->has_bias) want[(*nw)++] = (conv_want){DNNL_ARG_BIAS, 2, &m->bias_md, dnnl_query_weights_md, 1};
+        want[(*nw)++] = (conv_want){DNNL_ARG_DST, 3, &m->dst_user, dnnl_query_dst_md, 0};
     } else if (n->op == TS_OP_CONV_TRANSPOSE2D) {
         /* deconvolution: its src is the convolution's dst (x), its dst the convolution's src */
         dnnl_deconvolution_desc_t d;
-        dnnl_memory_desc_t wa; /* deconvolution weights are [G, OC/G, IC/G, ..], OC its output (= q.C) */
-        st = q.G == 1 ? md_tag(&wa, 4, (int64_t[]){q.C, q.O, q.KH, q.KW}, 1)
-                      : md_tag(&wa, 5, (int64_t[]){q.G, q.C / q.G, q.O / q.G, q.KH, q.KW}, 1);
+        dnnl_memory_desc_t wa; /* deconvolution weights are [G, OC/G, IC/G, ..], OC its output (= q->C) */
+        st = q->G == 1 ? md_tag(&wa, 4, (int64_t[]){q->C, q->O, q->KH, q->KW}, 1)
+                       : md_tag(&wa, 5, (int64_t[]){q->G, q->C / q->G, q->O / q->G, q->KH, q->KW}, 1);
         if (st == dnnl_success)
             st = dnnl_dilated_deconvolution_forward_desc_init(&d, dnnl_forward_training, dnnl_deconvolution_direct,
-                                                               &dst_any, &wa, has_bias ? &bias_md : NULL, &src_any,
-                                                               strides, dil, pl, pr);
-        if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &d, attr, eng, NULL);
-        want[nw++] = (typeof(want[0])){DNNL_ARG_SRC, 0, &dst_user, dnnl_query_src_md, 0};
-        want[nw++] = (typeof(want[0])){DNNL_ARG_WEIGHTS, 1, &wei_user, dnnl_query_weights_md, 0};
-        if (has_bias) want[nw++] = (typeof(want[0])){DNNL_ARG_BIAS, 2, &bias_md, dnnl_query_weights_md, 1};
-        want[nw++] = (typeof(want[0])){DNNL_ARG_DST, 3, &src_user, dnnl_query_dst_md, 0};
+                                                               &m->dst_any, &wa, bias, &m->src_any, m->strides, m->dil,
+                                                               m->pl, m->pr);
+        if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, &d, attr, eng, NULL);
+        want[(*nw)++] = (conv_want){DNNL_ARG_SRC, 0, &m->dst_user, dnnl_query_src_md, 0};
+        want[(*nw)++] = (conv_want){DNNL_ARG_WEIGHTS, 1, &m->wei_user, dnnl_query_weights_md, 0};
+        if (m->has_bias) want[(*nw)++] = (conv_want){DNNL_ARG_BIAS, 2, &m->bias_md, dnnl_query_weights_md, 1};
+        want[(*nw)++] = (conv_want){DNNL_ARG_DST, 3, &m->src_user, dnnl_query_dst_md, 0};
     } else {
         /* weight gradient: needs a forward primitive descriptor as a hint */
         dnnl_convolution_desc_t f, d;
-        st = dnnl_dilated_convolution_forward_desc_init(&f, dnnl_forward_training, dnnl_convolution_direct, &src_any,
-                                                         &wei_any, NULL, &dst_any, strides, dil, pl, pr);
+        st = dnnl_dilated_convolution_forward_desc_init(&f, dnnl_forward_training, dnnl_convolution_direct,
+                                                         &m->src_any, &m->wei_any, NULL, &m->dst_any, m->strides,
+                                                         m->dil, m->pl, m->pr);
         if (st == dnnl_success) st = dnnl_primitive_desc_create(&hint, &f, NULL, eng, NULL);
         if (st == dnnl_success)
-            st = dnnl_dilated_convolution_backward_weights_desc_init(&d, dnnl_convolution_direct, &src_any, &wei_any,
-                                                                      NULL, &dst_any, strides, dil, pl, pr);
-        if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &d, attr, eng, hint);
-        want[nw++] = (typeof(want[0])){DNNL_ARG_SRC, 0, &src_user, dnnl_query_src_md, 0};
-        want[nw++] = (typeof(want[0])){DNNL_ARG_DIFF_DST, 1, &dst_user, dnnl_query_diff_dst_md, 0};
-        want[nw++] = (typeof(want[0])){DNNL_ARG_DIFF_WEIGHTS, 3, &wei_user, dnnl_query_diff_weights_md, 0};
+            st = dnnl_dilated_convolution_backward_weights_desc_init(&d, dnnl_convolution_direct, &m->src_any,
+                                                                      &m->wei_any, NULL, &m->dst_any, m->strides,
+                                                                      m->dil, m->pl, m->pr);
+        if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, &d, attr, eng, hint);
+        want[(*nw)++] = (conv_want){DNNL_ARG_SRC, 0, &m->src_user, dnnl_query_src_md, 0};
+        want[(*nw)++] = (conv_want){DNNL_ARG_DIFF_DST, 1, &m->dst_user, dnnl_query_diff_dst_md, 0};
+        want[(*nw)++] = (conv_want){DNNL_ARG_DIFF_WEIGHTS, 3, &m->wei_user, dnnl_query_diff_weights_md, 0};
     }
     if (hint) dnnl_primitive_desc_destroy(hint);
-    if (st == dnnl_success) st = dnnl_primitive_create(&s->prim, pd);
-    if (st != dnnl_success) {
-        s->prim = NULL;
-        if (pd) dnnl_primitive_desc_destroy(pd);
-        dnnl_primitive_attr_destroy(attr);
-        return TS_OK; /* no implementation: the reference kernel runs */
-    }
+    return st;
+}
 
-    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    size_t scratch = smd ? dnnl_memory_desc_get_size(smd) : 0, bufs = 0;
-    /* memory objects and reorders */
+/* The arguments' memory objects (s->a): tessera's layout, and where the primitive pd chose
+ * another, a buffer in the workspace (at *bufs, which grows) and the reorder to or from it;
+ * *scratch grows to the largest scratchpad a reorder needs. */
+static dnnl_status_t make_args(dnnl_engine_t eng, dnnl_primitive_desc_t pd, dnnl_primitive_attr_t attr,
+                               const conv_want *want, int nw, conv_dnnl *s, size_t *scratch, size_t *bufs) {
+    dnnl_status_t st = dnnl_success;
     for (int i = 0; i < nw && st == dnnl_success; i++) {
         carg *c = &s->a[s->na++];
         c->kind = want[i].kind;
@@ -240,8 +254,8 @@ static ts_status build(dnnl_engine_t eng, const ts_graph *g, const ts_node *n, c
         if (!pmd || dnnl_memory_desc_equal(pmd, want[i].user)) continue;
         st = dnnl_memory_create(&c->inner, pmd, eng, DNNL_MEMORY_NONE);
         if (st != dnnl_success) { c->inner = NULL; break; }
-        c->off = bufs;
-        bufs += align64(dnnl_memory_desc_get_size(pmd));
+        c->off = *bufs;
+        *bufs += align64(dnnl_memory_desc_get_size(pmd));
         int out = c->slot == 3;
         dnnl_primitive_desc_t rpd = NULL;
         st = dnnl_reorder_primitive_desc_create(&rpd, out ? pmd : want[i].user, eng, out ? want[i].user : pmd, eng,
@@ -249,12 +263,45 @@ static ts_status build(dnnl_engine_t eng, const ts_graph *g, const ts_node *n, c
         if (st == dnnl_success) {
             const dnnl_memory_desc_t *rs = dnnl_primitive_desc_query_md(rpd, dnnl_query_scratchpad_md, 0);
             size_t rb = rs ? dnnl_memory_desc_get_size(rs) : 0;
-            if (rb > scratch) scratch = rb;
+            if (rb > *scratch) *scratch = rb;
             st = dnnl_primitive_create(&c->reorder, rpd);
             if (st != dnnl_success) c->reorder = NULL;
         }
         if (rpd) dnnl_primitive_desc_destroy(rpd);
     }
+    return st;
+}
+
+/* Build the primitive of node n with activations in the chosen layout; leaves s->prim NULL
+ * when oneDNN has none for it. */
+static ts_status build(dnnl_engine_t eng, const ts_graph *g, const ts_node *n, conv_dnnl *s, int blocked) {
+    cgeom q;
+    node_geom(g, n, &q);
+    conv_mds m;
+    if (describe(n, &q, blocked, &m) != dnnl_success) return TS_OK;
+
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t st = dnnl_primitive_attr_create(&attr);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (st != dnnl_success) {
+        if (attr) dnnl_primitive_attr_destroy(attr);
+        return ts_err(TS_ERR_NOMEM, "op %s: oneDNN attributes: %s", ts_op_get(n->op)->name, dnnl_status2str(st));
+    }
+    conv_want want[MAXARG];
+    int nw = 0;
+    st = primitive_desc(eng, n, &q, &m, attr, &pd, want, &nw);
+    if (st == dnnl_success) st = dnnl_primitive_create(&s->prim, pd);
+    if (st != dnnl_success) {
+        s->prim = NULL;
+        if (pd) dnnl_primitive_desc_destroy(pd);
+        dnnl_primitive_attr_destroy(attr);
+        return TS_OK; /* no implementation: the reference kernel runs */
+    }
+
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t scratch = smd ? dnnl_memory_desc_get_size(smd) : 0, bufs = 0;
+    st = make_args(eng, pd, attr, want, nw, s, &scratch, &bufs);
     dnnl_primitive_desc_destroy(pd);
     dnnl_primitive_attr_destroy(attr);
     if (st == dnnl_success && scratch) {

@@ -201,15 +201,20 @@ static int plain_weights_forced(void) {
     return e && strcmp(e, "1") == 0;
 }
 
-/* Build the primitive; leaves s->prim NULL when oneDNN has no implementation for this case, or
- * for 16-bit operands only a reference one (a plain loop: slower than widening to f32).
- * widen: describe every 16-bit operand and the output as f32 (16-bit through f32, above). */
-static ts_status build(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, mm_dnnl *s, int widen) {
-    const ts_graph *g = plan->g;
-    dnnl_engine_t g_engine = dev->dnnl_engine;
+/* The product as build() describes it to oneDNN: the operands' descriptors (a, b, the bias c
+ * when has_c, the output o) after any folding of the batch into the rows, and what the
+ * primitive's attributes need. */
+typedef struct {
+    dnnl_memory_desc_t a, b, c, o;
+    int has_c, bias_postop; /* a bias; added as a post-op (alpha != 1 scales the product only) */
+    float alpha;
+    int64_t b_batch;        /* b's batch elements (1: a matrix shared by the batch) */
+} mm_desc;
+
+/* Describe node n's operands into *d (widen: every operand and the output as f32). */
+static dnnl_status_t describe(const ts_graph *g, const ts_node *n, int widen, mm_desc *d) {
     const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]], *o = &g->vals[n->out[0]];
     const ts_val *c = n->nin > 2 && n->in[2] >= 0 ? &g->vals[n->in[2]] : NULL;
-    int refuse_ref = !widen && is16(a->dtype);
     ts_val w[4];
     if (widen) {
         const ts_val *src[4] = {a, b, c, o};
@@ -221,80 +226,79 @@ static ts_status build(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, m
         a = &w[0], b = &w[1], c = c ? &w[2] : NULL, o = &w[3];
     }
     int ta = n->attr.i[0] != 0, tb = n->attr.i[1] != 0;
-    float alpha = n->attr.f[0] == 0.f ? 1.f : n->attr.f[0];
+    d->alpha = n->attr.f[0] == 0.f ? 1.f : n->attr.f[0];
+    d->has_c = c != NULL;
+    d->bias_postop = c && d->alpha != 1.f;
     int nd = o->ndim;
     int64_t M = o->shape[nd - 2], N = o->shape[nd - 1], K = ta ? a->shape[a->ndim - 2] : a->shape[a->ndim - 1];
     int64_t out_batch = ts_numel(nd - 2, o->shape), a_batch = ts_numel(a->ndim - 2, a->shape);
-    int64_t b_batch = ts_numel(b->ndim - 2, b->shape);
+    d->b_batch = ts_numel(b->ndim - 2, b->shape);
 
-    dnnl_memory_desc_t md_a, md_b, md_c, md_o;
     dnnl_status_t st;
-    if (!ta && b_batch == 1 && a_batch == out_batch && nd > 2) {
+    if (!ta && d->b_batch == 1 && a_batch == out_batch && nd > 2) {
         /* fold the batch into the rows: a [B, .., M, K] is one [B*..*M, K] matrix. Also for a
          * batch of 1 ([1, 128, 768] at batch-1 inference): oneDNN 2.6's brgemm ran the 3-D
          * [1, M, K] x [1, K, N] form 15-20% slower than the same product in 2-D. */
         dnnl_dims_t ad = {out_batch * M, K}, od = {out_batch * M, N};
         const ts_val b2 = {.dtype = b->dtype, .ndim = 2, .shape = {b->shape[b->ndim - 2], b->shape[b->ndim - 1]}};
         nd = 2;
-        st = plain_md(&md_a, 2, ad, a->dtype);
-        if (st == dnnl_success) st = operand_md(&md_b, &b2, 2, tb);
-        if (st == dnnl_success) st = plain_md(&md_o, 2, od, o->dtype);
+        st = plain_md(&d->a, 2, ad, a->dtype);
+        if (st == dnnl_success) st = operand_md(&d->b, &b2, 2, tb);
+        if (st == dnnl_success) st = plain_md(&d->o, 2, od, o->dtype);
     } else {
         dnnl_dims_t od;
-        for (int d = 0; d < nd; d++) od[d] = o->shape[d];
-        st = operand_md(&md_a, a, nd, ta);
-        if (st == dnnl_success) st = operand_md(&md_b, b, nd, tb);
-        if (st == dnnl_success) st = plain_md(&md_o, nd, od, o->dtype);
+        for (int k = 0; k < nd; k++) od[k] = o->shape[k];
+        st = operand_md(&d->a, a, nd, ta);
+        if (st == dnnl_success) st = operand_md(&d->b, b, nd, tb);
+        if (st == dnnl_success) st = plain_md(&d->o, nd, od, o->dtype);
     }
     if (st == dnnl_success && c) {
         dnnl_dims_t cd;
-        for (int d = 0; d < nd; d++) cd[d] = 1;
+        for (int k = 0; k < nd; k++) cd[k] = 1;
         cd[nd - 1] = N;
-        st = plain_md(&md_c, nd, cd, c->dtype);
+        st = plain_md(&d->c, nd, cd, c->dtype);
     }
-    if (st != dnnl_success) return TS_OK;
+    return st;
+}
 
-    /* prepack b when it is a weight without batch dims (a parameter, a constant, or a kept cast
-     * of one) of a plan whose weights change only between runs: oneDNN picks its layout */
-    const ts_val *vb = &g->vals[n->in[1]];
-    int weight = vb->kind == TS_V_PARAM || vb->kind == TS_V_CONST || (plan->kept && plan->kept[n->in[1]]);
-    int fixed_b = plan->param_gen && b_batch == 1 && weight && !plain_weights_forced(); /* may keep a copy */
-    int prepack = fixed_b; /* ask for oneDNN's layout ("any"); dropped below unless brgemm */
+/* The primitive (into s->prim) and its descriptor, or NULL with s->prim NULL when oneDNN has no
+ * implementation, or (refuse_ref) only a reference one. *prepack in: ask for oneDNN's layout of
+ * b ("any"); out: whether the primitive kept it (brgemm kernels only). */
+static dnnl_primitive_desc_t make_primitive(dnnl_engine_t engine, const ts_node *n, const mm_desc *d, int refuse_ref,
+                                            int *prepack, mm_dnnl *s) {
+    const dnnl_memory_desc_t *md_c = d->has_c && !d->bias_postop ? &d->c : NULL;
     dnnl_memory_desc_t md_b_any;
-    if (prepack && dnnl_memory_desc_init_by_tag(&md_b_any, md_b.ndims, md_b.dims, md_b.data_type,
-                                                dnnl_format_tag_any) != dnnl_success)
-        prepack = 0;
+    if (*prepack && dnnl_memory_desc_init_by_tag(&md_b_any, d->b.ndims, d->b.dims, d->b.data_type,
+                                                 dnnl_format_tag_any) != dnnl_success)
+        *prepack = 0;
 
     int64_t act = n->attr.i[2];
     dnnl_alg_kind_t act_alg = act == 1 ? dnnl_eltwise_gelu_erf : act == 2 ? dnnl_eltwise_gelu_tanh : dnnl_eltwise_relu;
-    int bias_postop = c && alpha != 1.f;
     dnnl_matmul_desc_t desc;
-    if (dnnl_matmul_desc_init(&desc, &md_a, prepack ? &md_b_any : &md_b, c && !bias_postop ? &md_c : NULL, &md_o) !=
-        dnnl_success)
-        return TS_OK;
+    if (dnnl_matmul_desc_init(&desc, &d->a, *prepack ? &md_b_any : &d->b, md_c, &d->o) != dnnl_success) return NULL;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    st = dnnl_primitive_attr_create(&attr);
+    dnnl_status_t st = dnnl_primitive_attr_create(&attr);
     if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-    if (st == dnnl_success && alpha != 1.f) st = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha);
-    if (st == dnnl_success && (bias_postop || act)) {
+    if (st == dnnl_success && d->alpha != 1.f) st = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &d->alpha);
+    if (st == dnnl_success && (d->bias_postop || act)) {
         st = dnnl_post_ops_create(&po);
         /* the binary add stays post-op 0: its argument is DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) below */
-        if (st == dnnl_success && bias_postop) st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &md_c);
+        if (st == dnnl_success && d->bias_postop) st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &d->c);
         if (st == dnnl_success && act) st = dnnl_post_ops_append_eltwise(po, 1.f, act_alg, 0.f, 0.f);
         if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
     }
-    if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &desc, attr, g_engine, NULL);
-    if (prepack) { /* only for brgemm kernels; others (gemm:jit) get b as stored (see the header) */
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL);
+    if (*prepack) { /* only for brgemm kernels; others (gemm:jit) get b as stored (see the header) */
         const char *impl = NULL;
         if (st != dnnl_success || dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
             !impl || !strstr(impl, "brg")) {
             if (pd) dnnl_primitive_desc_destroy(pd);
             pd = NULL;
-            prepack = 0;
-            st = dnnl_matmul_desc_init(&desc, &md_a, &md_b, c && !bias_postop ? &md_c : NULL, &md_o);
-            if (st == dnnl_success && attr) st = dnnl_primitive_desc_create(&pd, &desc, attr, g_engine, NULL);
+            *prepack = 0;
+            st = dnnl_matmul_desc_init(&desc, &d->a, &d->b, md_c, &d->o);
+            if (st == dnnl_success && attr) st = dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL);
         }
     }
     if (st == dnnl_success && refuse_ref) {
@@ -309,55 +313,88 @@ static ts_status build(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, m
     if (attr) dnnl_primitive_attr_destroy(attr);
     if (!s->prim) {
         if (pd) dnnl_primitive_desc_destroy(pd);
-        return TS_OK;
+        return NULL;
     }
+    return pd;
+}
 
-    /* the blocked copy of b and the reorder that makes it, when oneDNN chose a layout other than
-     * b's own (it may not: then b is read as stored, as without prepacking) */
-    const dnnl_memory_desc_t *md_w = &md_b;
-    if (fixed_b) {
-        /* through f32 (widen) the copy is also the widening of b, made once instead of every run:
-         * the reorder reads b as stored, in its 16-bit dtype */
-        const dnnl_memory_desc_t *chosen = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-        dnnl_memory_desc_t md_src = md_b;
-        if (widen) md_src.data_type = dnnl_dt(g->vals[n->in[1]].dtype);
-        if (chosen && (widen || !dnnl_memory_desc_equal(chosen, &md_b))) {
-            dnnl_primitive_desc_t rpd = NULL;
-            st = dnnl_reorder_primitive_desc_create(&rpd, &md_src, g_engine, chosen, g_engine, NULL);
-            if (st == dnnl_success) st = dnnl_primitive_create(&s->reorder, rpd);
-            if (rpd) dnnl_primitive_desc_destroy(rpd);
-            if (st == dnnl_success) st = dnnl_memory_create(&s->wuser, &md_src, g_engine, DNNL_MEMORY_NONE);
-            s->packed_bytes = dnnl_memory_desc_get_size(chosen);
-            if (st == dnnl_success && !(s->packed = ts_alloc(s->packed_bytes, 0))) st = dnnl_out_of_memory;
-            if (st != dnnl_success) {
-                dnnl_primitive_desc_destroy(pd);
-                return ts_err(TS_ERR_NOMEM, "op matmul: prepacked weights %s: %s",
-                              ts_val_str(g, n->in[1], (char[256]){0}, 256), dnnl_status2str(st));
-            }
-            md_w = chosen;
-        }
-    }
+/* The blocked copy of b (s->packed) and the reorder that makes it, when the primitive pd chose a
+ * layout other than b's own (it may not: then b is read as stored, as without prepacking);
+ * *md_w the weights' descriptor the primitive reads. */
+static dnnl_status_t pack_weights(dnnl_engine_t engine, const ts_graph *g, const ts_node *n, dnnl_primitive_desc_t pd,
+                                  const mm_desc *d, int widen, mm_dnnl *s, const dnnl_memory_desc_t **md_w) {
+    /* through f32 (widen) the copy is also the widening of b, made once instead of every run:
+     * the reorder reads b as stored, in its 16-bit dtype */
+    const dnnl_memory_desc_t *chosen = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_memory_desc_t md_src = d->b;
+    if (widen) md_src.data_type = dnnl_dt(g->vals[n->in[1]].dtype);
+    if (!chosen || !(widen || !dnnl_memory_desc_equal(chosen, &d->b))) return dnnl_success;
+    dnnl_primitive_desc_t rpd = NULL;
+    dnnl_status_t st = dnnl_reorder_primitive_desc_create(&rpd, &md_src, engine, chosen, engine, NULL);
+    if (st == dnnl_success) st = dnnl_primitive_create(&s->reorder, rpd);
+    if (rpd) dnnl_primitive_desc_destroy(rpd);
+    if (st == dnnl_success) st = dnnl_memory_create(&s->wuser, &md_src, engine, DNNL_MEMORY_NONE);
+    s->packed_bytes = dnnl_memory_desc_get_size(chosen);
+    if (st == dnnl_success && !(s->packed = ts_alloc(s->packed_bytes, 0))) st = dnnl_out_of_memory;
+    if (st == dnnl_success) *md_w = chosen;
+    return st;
+}
 
-    /* memory objects, without data: run() sets the handles (a packed b's is set here, once) */
+/* The memory objects, without data (run() sets the handles; a packed b's is set here, once),
+ * and the execution arguments that name them. */
+static dnnl_status_t make_memories(dnnl_engine_t engine, dnnl_primitive_desc_t pd, const mm_desc *d,
+                                   const dnnl_memory_desc_t *md_w, mm_dnnl *s) {
     const dnnl_memory_desc_t *scratch_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     s->scratch_bytes = scratch_md ? dnnl_memory_desc_get_size(scratch_md) : 0;
-    const dnnl_memory_desc_t *mds[NARG] = {&md_a, md_w, c ? &md_c : NULL, &md_o,
+    const dnnl_memory_desc_t *mds[NARG] = {&d->a, md_w, d->has_c ? &d->c : NULL, &d->o,
                                            s->scratch_bytes ? scratch_md : NULL};
     const int kinds[NARG] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,
-                             bias_postop ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1) : DNNL_ARG_BIAS,
+                             d->bias_postop ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1) : DNNL_ARG_BIAS,
                              DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD};
+    dnnl_status_t st = dnnl_success;
     for (int i = 0; i < NARG && st == dnnl_success; i++) {
         if (!mds[i]) continue;
-        st = dnnl_memory_create(&s->mem[i], mds[i], g_engine, DNNL_MEMORY_NONE);
+        st = dnnl_memory_create(&s->mem[i], mds[i], engine, DNNL_MEMORY_NONE);
         if (st != dnnl_success) s->mem[i] = NULL;
     }
     if (st == dnnl_success && s->packed) st = dnnl_memory_set_data_handle(s->mem[ARG_WEI], s->packed);
-    dnnl_primitive_desc_destroy(pd);
-    if (st != dnnl_success)
-        return ts_err(TS_ERR_NOMEM, "op matmul: oneDNN memory objects: %s", dnnl_status2str(st));
+    if (st != dnnl_success) return st;
     s->nargs = 0;
     for (int i = 0; i < NARG; i++)
         if (s->mem[i]) s->args[s->nargs++] = (dnnl_exec_arg_t){kinds[i], s->mem[i]};
+    return dnnl_success;
+}
+
+/* Build the primitive; leaves s->prim NULL when oneDNN has no implementation for this case, or
+ * for 16-bit operands only a reference one (a plain loop: slower than widening to f32).
+ * widen: describe every 16-bit operand and the output as f32 (16-bit through f32, above). */
+static ts_status build(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, mm_dnnl *s, int widen) {
+    const ts_graph *g = plan->g;
+    dnnl_engine_t engine = dev->dnnl_engine;
+    int refuse_ref = !widen && is16(g->vals[n->in[0]].dtype);
+    mm_desc d;
+    if (describe(g, n, widen, &d) != dnnl_success) return TS_OK;
+
+    /* prepack b when it is a weight without batch dims (a parameter, a constant, or a kept cast
+     * of one) of a plan whose weights change only between runs: oneDNN picks its layout */
+    const ts_val *vb = &g->vals[n->in[1]];
+    int weight = vb->kind == TS_V_PARAM || vb->kind == TS_V_CONST || (plan->kept && plan->kept[n->in[1]]);
+    int fixed_b = plan->param_gen && d.b_batch == 1 && weight && !plain_weights_forced(); /* may keep a copy */
+    int prepack = fixed_b; /* ask for oneDNN's layout ("any"); dropped unless brgemm */
+    dnnl_primitive_desc_t pd = make_primitive(engine, n, &d, refuse_ref, &prepack, s);
+    if (!pd) return TS_OK;
+
+    const dnnl_memory_desc_t *md_w = &d.b;
+    dnnl_status_t st = fixed_b ? pack_weights(engine, g, n, pd, &d, widen, s, &md_w) : dnnl_success;
+    if (st != dnnl_success) {
+        dnnl_primitive_desc_destroy(pd);
+        return ts_err(TS_ERR_NOMEM, "op matmul: prepacked weights %s: %s", ts_val_str(g, n->in[1], (char[256]){0}, 256),
+                      dnnl_status2str(st));
+    }
+    st = make_memories(engine, pd, &d, md_w, s);
+    dnnl_primitive_desc_destroy(pd);
+    if (st != dnnl_success)
+        return ts_err(TS_ERR_NOMEM, "op matmul: oneDNN memory objects: %s", dnnl_status2str(st));
     return TS_OK;
 }
 
