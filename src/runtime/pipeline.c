@@ -608,7 +608,7 @@ static ts_status open_devices(pbuild *b) {
     ts_pipeline *pl = b->pl;
     for (int s = 0; s < b->S; s++) {
         ts_device *d = ts_device_get(b->o->stage_devices[s]);
-        if (!d) return ts_last_status();
+        if (!d) return ts_last_status() ? ts_last_status() : TS_ERR_ARG; /* its message is set */
         int k = 0;
         while (k < pl->ndev && pl->dev[k] != d) k++;
         if (k == pl->ndev) {
