@@ -8,16 +8,21 @@
  *   x0,y0 x1,y1 x2,y2 x3,y3<TAB>confidence<TAB>text
  * (the corners top-left, top-right, bottom-right, bottom-left in image pixels), or with --json
  * one JSON array of {"box": [[x, y] x 4], "confidence": c, "text": "..."}. The models are looked
- * for in --models DIR, else in the source tree's data/ocr (TS_DATA_DIR, set by CMake), where
- * scripts/install-deps.sh puts them.
+ * for in --models DIR, else in $TESSERA_DATA/ocr, else in the installed data directory's ocr/
+ * (TS_INSTALL_DATA_DIR, <prefix>/share/tessera, set by CMake) when it holds them, else in the
+ * build's source tree data/ocr (TS_DATA_DIR), where scripts/install-deps.sh puts them.
  */
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "tessera.h"
 
 #ifndef TS_DATA_DIR
 #define TS_DATA_DIR "data"
+#endif
+#ifndef TS_INSTALL_DATA_DIR
+#define TS_INSTALL_DATA_DIR "/usr/local/share/tessera"
 #endif
 
 #define CMD "ocr"
@@ -35,6 +40,8 @@ static const char *USAGE =
     "  --threads N     worker threads (default: OpenMP's).\n"
     "  --models DIR    ch_PP-OCRv4_det_infer.onnx, ch_PP-OCRv4_rec_infer.onnx,\n"
     "                  ch_ppocr_mobile_v2.0_cls_infer.onnx and ppocr_keys_v1.txt (default:\n"
+    "                  $TESSERA_DATA/ocr when TESSERA_DATA is set, else\n"
+    "                  " TS_INSTALL_DATA_DIR "/ocr when it holds them, else\n"
     "                  " TS_DATA_DIR "/ocr, fetched by scripts/install-deps.sh).\n"
     "  --no-cls        skip the direction classifier (every line taken as upright).\n"
     "  --time          print the time taken on stderr.\n"
@@ -82,8 +89,25 @@ static void print_lines(const ts_ocr_line *lines, int n, int json) {
     if (json) printf("%s]\n", n ? "\n" : "");
 }
 
+/* Where the models are without --models: $TESSERA_DATA/ocr, else the installed data directory's
+ * ocr/ when it holds the detector, else the build's data/ocr. */
+static const char *default_models(char *buf, size_t cap) {
+    const char *env = getenv("TESSERA_DATA");
+    if (env && *env) {
+        snprintf(buf, cap, "%s/ocr", env);
+        return buf;
+    }
+    snprintf(buf, cap, "%s/ocr/ch_PP-OCRv4_det_infer.onnx", TS_INSTALL_DATA_DIR);
+    if (!access(buf, R_OK)) {
+        snprintf(buf, cap, "%s/ocr", TS_INSTALL_DATA_DIR);
+        return buf;
+    }
+    return TS_DATA_DIR "/ocr";
+}
+
 int ts_cli_ocr(int argc, char **argv) {
-    const char *image = NULL, *lang = "ch", *models = TS_DATA_DIR "/ocr", *v;
+    char models_buf[4096];
+    const char *image = NULL, *lang = "ch", *models = default_models(models_buf, sizeof models_buf), *v;
     int json = 0, threads = 0, no_cls = 0, show_time = 0, bad = 0;
     for (int i = 1; i < argc && !bad; i++) {
         const char *a = argv[i];
@@ -138,7 +162,7 @@ int ts_cli_ocr(int argc, char **argv) {
         fprintf(stderr, "tessera ocr: %s\n", ts_last_error());
         if (ts_last_status() == TS_ERR_IO)
             fprintf(stderr, "tessera ocr: the models are fetched into data/ocr by `bash scripts/install-deps.sh`; "
-                            "--models DIR gives another directory\n");
+                            "--models DIR or TESSERA_DATA (DIR/ocr) gives another directory\n");
         ts_image_free(im);
         return 2;
     }

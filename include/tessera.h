@@ -53,7 +53,7 @@
  * Ownership
  *  - What a call returns as a new object — ts_*_new, ts_compile, ts_*_load, ts_*_open, a tensor
  *    through a ts_tensor ** — belongs to the caller, who frees it once with the matching
- *    ts_*_free / ts_*_close. Every free function accepts NULL.
+ *    ts_*_free / ts_*_close. The free function of every opaque object accepts NULL.
  *  - Arguments are borrowed for the duration of the call; what a call keeps it copies (tensors
  *    fed or made constants, names, options), except where its documentation says it borrows
  *    (ts_onnx_session_new keeps the model, readers keep their tokenizer): those must outlive the

@@ -208,6 +208,13 @@ TS_API void ts_program_free(ts_program *p);
 /* Copy a tensor into the named input; its dtype and shape must match the input's exactly
  * ([K, shape...] with device_iterations K > 1: K batches at once, one per iteration). */
 TS_API ts_status ts_program_feed(ts_program *p, const char *name, const ts_tensor *t);
+/* ts_program_feed from the caller's memory: data holds the input's elements (dtype, ndim and shape
+ * as ts_program_feed requires; row-major, contiguous), copied once, straight into the program's
+ * buffer (a pipelined program's: its host staging buffer, as ts_program_feed does), with no
+ * ts_tensor made in between. data is read only during the call. Errors as
+ * ts_program_feed's, and TS_ERR_ARG for a NULL data or shape or a rank outside 0..TS_MAX_DIMS. */
+TS_API ts_status ts_program_feed_data(ts_program *p, const char *name, ts_dtype dtype, int ndim,
+                                      const int64_t *shape, const void *data);
 /* Run one step: every node of the compiled schedule, in order.
  * Device iterations (Graphcore's "batches per step"): with device_iterations K > 1, one call
  * runs the step K times back to back, iteration k reading slice k of every input, as K calls
