@@ -5,7 +5,7 @@
  * the program holds. Calls: pipeline.c, compile.c, exec.c, profile.c; called by no runtime file
  * but checkpoint.c (ts_value_read / ts_value_write).
  */
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "runtime/pipeline.h"
 #include "runtime/program.h"
 
