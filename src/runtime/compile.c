@@ -480,6 +480,7 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
     ts_compile_opts o = {0};
     if (opts) o = *opts;
     if (!graph) { ts_err(TS_ERR_ARG, "ts_compile: graph is NULL"); return NULL; }
+    if (TS_CHECK_STRUCT(&o, ts_compile_opts, "ts_compile")) return NULL;
     if (graph->status != TS_OK) {
         ts_err(graph->status, "ts_compile: the graph has an error from building: %s", graph->status_msg);
         return NULL;

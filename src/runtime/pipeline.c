@@ -819,6 +819,7 @@ ts_status ts_program_stage_info(const ts_program *p, int stage, ts_stage_info *o
     if (stage < 0 || stage >= ts_program_num_stages(p))
         return ts_err(TS_ERR_ARG, "ts_program_stage_info: stage %d of %d", stage, ts_program_num_stages(p));
     memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
     const ts_pipeline *pl = p->pipe;
     const ts_program *sp = pl ? pl->st[stage] : p;
     out->device = sp->dev->name;

@@ -211,5 +211,6 @@ int ts_program_copy_params(ts_program *dst, const ts_program *src) {
 ts_status ts_program_memory(const ts_program *p, ts_memory *m) {
     if (!p || !m) return ts_err(TS_ERR_ARG, "ts_program_memory: NULL argument");
     *m = p->mem;
+    m->struct_size = sizeof *m;
     return TS_OK;
 }
