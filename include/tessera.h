@@ -39,16 +39,23 @@
  *    "a.b.weight" is the value named "a.b.weight@GRAD" (Paddle's convention).
  *  - No FILE * crosses the API: text goes to a path or to a ts_write_fn callback.
  *
- * Structs that may grow (options, and what the library fills in) start with `size_t struct_size`,
- * the size of the struct the caller was compiled with: set it to sizeof the struct. Fields are
- * only ever appended within a major version, and the library reads and writes only the fields
- * that struct_size covers (those beyond it take their defaults), so a program built against an
- * older header keeps working with a newer library. struct_size 0 means the layout of 0.1.0, the
- * first version with struct_size, so a struct written as {.device = "cpu"} or {0} works as it
- * did. A struct_size between 1 and that layout's size is TS_ERR_ARG. Where defaults are not all
- * zero an init function fills them (ts_optim_opts_init, ts_bert_config_default, ...). Structs
- * that are plain data of a fixed meaning (ts_init, ts_batch, ts_ocr_line, ts_pretrain_state) do
- * not grow.
+ * Structs that may grow start with `size_t struct_size`, the size of the struct the caller was
+ * compiled with: options (ts_compile_opts, ts_optim_opts, ts_sgd_opts, ts_loss_scale_opts,
+ * ts_lr_schedule_opts, ts_onnx_import_opts, ts_ocr_opts, ts_pretrain_opts, ts_text_opts,
+ * ts_squad_opts, ts_bert_config, ts_bert_train_opts, ts_train_spec) and what the library fills
+ * (ts_memory, ts_stage_info). Within a major version fields are only appended. The library reads
+ * only the fields that struct_size covers (those beyond it take their defaults), so a program
+ * built against an older header keeps working with a newer library. struct_size 0 means the
+ * layout of 0.1.0, the first version with it, so {.device = "cpu"} or {0} works as it did; a size
+ * between 1 and that layout's is TS_ERR_ARG. (ts_train_spec and ts_bert_train_opts, older, want
+ * sizeof: a field their struct_size does not cover is taken as absent.) A struct the library
+ * fills comes back with struct_size set to the size it filled; in 0.1.0 that is the whole struct.
+ * Where defaults are not all zero a function fills them, struct_size included (ts_optim_defaults,
+ * ts_loss_scale_defaults, ts_pretrain_defaults, ts_bert_config_default). Structs of a fixed
+ * meaning do not grow: values (ts_init, ts_image, ts_ocr_line, ts_pretrain_state, ts_batch,
+ * ts_squad_example, ts_bert_outputs, ts_model_meta, ts_comm_stats, the training loop's report,
+ * hooks and result) and op attributes as ONNX defines them (ts_conv_opts, ts_pool_opts,
+ * ts_resize_opts, ts_tfidf_opts): a new option there is a new function.
  *
  * Ownership
  *  - What a call returns as a new object — ts_*_new, ts_compile, ts_*_load, ts_*_open, a tensor

@@ -88,6 +88,7 @@ typedef enum ts_bert_head {
 #define TS_BERT_MAX_LABELS (1 << 20)       /* num_labels */
 
 typedef struct ts_bert_config {
+    size_t struct_size; /* sizeof(ts_bert_config) (0: the 0.1.0 layout; see tessera.h) */
     int vocab_size;                     /* V: rows of the word embeddings */
     int hidden_size;                    /* C */
     int num_hidden_layers;              /* encoder layers */

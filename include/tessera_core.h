@@ -27,11 +27,7 @@ extern "C" {
 /* Marks a declaration as part of the shared library's ABI: the library is built with
  * -fvisibility=hidden, so only what carries TS_API is exported (tests/test_exports.sh checks that
  * libtessera.so exports exactly what the headers declare so). */
-#if defined(_WIN32)
-#define TS_API
-#else
 #define TS_API __attribute__((visibility("default")))
-#endif
 
 /* The version of the library actually loaded, "0.1.0" (which may differ from this header's when a
  * program runs against another libtessera.so of the same major). */
@@ -166,6 +162,7 @@ TS_API ts_dtype ts_value_dtype(const ts_graph *g, ts_value v);
 typedef struct ts_program ts_program;
 
 typedef struct ts_compile_opts {
+    size_t struct_size; /* sizeof(ts_compile_opts) (0: the 0.1.0 layout; see tessera.h) */
     const char *device;             /* "cpu" (default when NULL; every core), "cpu:N" (a device of
                                        its own: its own oneDNN engine and stream, for programs
                                        that run side by side), or a registered backend's */
@@ -241,6 +238,7 @@ TS_API int ts_program_copy_params(ts_program *dst, const ts_program *src);
 
 /* Memory a program holds, in bytes. */
 typedef struct ts_memory {
+    size_t struct_size; /* the size ts_program_memory filled (see tessera.h) */
     size_t params;          /* parameter buffers */
     size_t grads;           /* parameter gradients kept to the end of the step */
     size_t optimizer_state; /* momentum / Adam moments */
@@ -286,6 +284,7 @@ TS_API int ts_max_threads(void);
 
 /* A pipelined program's stages (ts_compile_opts.stage_devices); a program on one device has one. */
 typedef struct ts_stage_info {
+    size_t struct_size; /* the size ts_program_stage_info filled (see tessera.h) */
     const char *device;   /* "cpu:1" */
     int threads;          /* of its device */
     ts_memory mem;        /* its program: activations count every micro-batch it keeps in flight */

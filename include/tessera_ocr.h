@@ -51,6 +51,7 @@ TS_API ts_image *ts_image_rotate(const ts_image *im, int quarter_turns);
  * ("ch") models read Chinese and English alike. */
 
 typedef struct ts_ocr_opts {
+    size_t struct_size; /* sizeof(ts_ocr_opts) (0: the 0.1.0 layout; see tessera.h) */
     const char *models_dir; /* where the four files below are, under these names (NULL: ".") */
     const char *det_model;  /* NULL: models_dir/ch_PP-OCRv4_det_infer.onnx */
     const char *rec_model;  /* NULL: models_dir/ch_PP-OCRv4_rec_infer.onnx */

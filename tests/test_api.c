@@ -1,7 +1,7 @@
 /*
  * test_api.c — the rules the public header states once in its preamble (tessera.h), each checked:
  * the version, exported initializers, feeding from the caller's memory (ts_program_feed_data),
- * ownership (a graph freed after compile, free functions taking NULL, struct_size), and threads
+ * ownership (a graph freed after compile, free functions taking NULL), struct_size, and threads
  * (two programs on two devices run at once give the numbers they give one after the other; the
  * last error is per thread).
  */
@@ -228,10 +228,55 @@ static void test_ownership(void) {
     CHECK(1, "every free function took NULL");
 }
 
+/* struct_size: 0 and sizeof work, a size short of the first layout is refused naming the struct;
+ * what the library fills comes back with struct_size set; defaults set it. */
+static void test_struct_size(void) {
+    ts_graph *g = mlp(1);
+    CHECK(ts_compile(g, &(ts_compile_opts){.struct_size = 3, .inference = 1}) == NULL, "struct_size 3 accepted");
+    CHECK(ts_last_status() == TS_ERR_ARG, "status %s", ts_status_name(ts_last_status()));
+    CHECK_ERRMSG("ts_compile", "ts_compile_opts.struct_size", "3");
+    for (int way = 0; way < 2; way++) {
+        ts_compile_opts o = {.struct_size = way ? sizeof o : 0, .inference = 1, TU_FETCHES("loss")};
+        ts_program *p = ts_compile(g, &o);
+        CHECK(p != NULL, "struct_size %zu: %s", o.struct_size, ts_last_error());
+        ts_memory m;
+        memset(&m, 0xff, sizeof m);
+        if (p) CHECK_OK(ts_program_memory(p, &m));
+        CHECK(m.struct_size == sizeof m && m.params == (size_t)(D * H + H * C) * 4, "memory %zu %zu", m.struct_size,
+              m.params);
+        ts_stage_info si = {0};
+        if (p) CHECK_OK(ts_program_stage_info(p, 0, &si));
+        CHECK(si.struct_size == sizeof si && si.mem.params == m.params, "stage info");
+        ts_program_free(p);
+    }
+    ts_graph_free(g);
+    CHECK(ts_optim_defaults(TS_OPTIM_ADAMW).struct_size == sizeof(ts_optim_opts), "optim defaults");
+    CHECK(ts_loss_scale_defaults().struct_size == sizeof(ts_loss_scale_opts), "loss scale defaults");
+    CHECK(ts_pretrain_defaults().struct_size == sizeof(ts_pretrain_opts), "pretrain defaults");
+    ts_bert_config cfg;
+    ts_bert_config_default(&cfg);
+    CHECK(cfg.struct_size == sizeof cfg, "bert defaults");
+    cfg.struct_size = 8;
+    CHECK_STATUS(ts_bert_config_check(&cfg), TS_ERR_ARG);
+    CHECK_ERRMSG("ts_bert_config.struct_size");
+    /* a builder refusing it records the error in the graph, as its other errors */
+    g = ts_graph_new();
+    ts_value x = ts_param(g, "x", TS_F32, 1, (int64_t[]){4}, ts_init_ones());
+    ts_backward(g, ts_reduce_sum(g, x, 0, NULL, 0));
+    ts_optim_opts oo = ts_optim_defaults(TS_OPTIM_SGD);
+    oo.struct_size = 4;
+    CHECK_STATUS(ts_optimizer(g, ts_scalar(g, 0.1f), &oo), TS_ERR_ARG);
+    CHECK(ts_graph_status(g) == TS_ERR_ARG, "the graph should hold the error");
+    ts_graph_free(g);
+    CHECK(ts_ocr_new(&(ts_ocr_opts){.struct_size = 1}) == NULL && strstr(ts_last_error(), "ts_ocr_opts.struct_size"),
+          "ocr: %s", ts_last_error());
+}
+
 int main(void) {
     RUN(test_version_and_init);
     RUN(test_feed_data);
     RUN(test_ownership);
+    RUN(test_struct_size);
     RUN(test_error_per_thread);
     RUN(test_two_programs_two_threads);
     return tu_finish("test_api");

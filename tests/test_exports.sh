@@ -47,9 +47,10 @@ if [ -n "$bare" ]; then
 fi
 api=$(grep '^api ' <<<"$declared" | cut -d' ' -f2 | sort -u)
 # Defined dynamic symbols, less what the toolchain adds: libgomp's named critical sections
-# (.gomp_critical_user_*) and the resolvers of target_clones functions (NAME.resolver).
+# (.gomp_critical_user_*), the resolvers of target_clones functions (NAME.resolver) and, in a
+# sanitizer build, AddressSanitizer's ODR indicators of exported variables (__odr_asan.NAME).
 exported=$(nm -D --defined-only "$lib" | awk '{print $NF}' \
-    | grep -v -e '^\.gomp_critical_user_' -e '\.resolver$' | sort -u)
+    | grep -v -e '^\.gomp_critical_user_' -e '\.resolver$' -e '^__odr_asan\.' | sort -u)
 
 extra=$(comm -13 <(echo "$api") <(echo "$exported"))
 missing=$(comm -23 <(echo "$api") <(echo "$exported"))

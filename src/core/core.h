@@ -89,4 +89,10 @@ static inline uint16_t ts_f32_bf16(float f) {
 float ts_f16_f32(uint16_t h);
 uint16_t ts_f32_f16(float f);
 
+/* The struct_size rule of the public header (tessera.h): a struct's struct_size is 0 (the 0.1.0
+ * layout, base bytes) or at least base; anything between is TS_ERR_ARG naming the function and the
+ * struct. base is the struct's size in 0.1.0, its sizeof today. */
+ts_status ts_check_struct_size(size_t struct_size, size_t base, const char *fn, const char *what);
+#define TS_CHECK_STRUCT(opts, type, fn) ts_check_struct_size((opts)->struct_size, sizeof(type), fn, #type)
+
 #endif

@@ -42,7 +42,7 @@ struct ts_pretrain_reader {
 };
 
 ts_pretrain_opts ts_pretrain_defaults(void) {
-    ts_pretrain_opts o = {0};
+    ts_pretrain_opts o = {.struct_size = sizeof o};
     o.batch_size = 32;
     o.max_len = 128;
     o.shuffle_docs = 1000;
@@ -112,6 +112,7 @@ ts_pretrain_reader *ts_pretrain_open(const ts_tokenizer *tok, const ts_pretrain_
         ts_err(TS_ERR_ARG, "ts_pretrain_open: NULL tokenizer or options");
         return NULL;
     }
+    if (TS_CHECK_STRUCT(opts, ts_pretrain_opts, "ts_pretrain_open")) return NULL;
     if (check_opts(opts) != TS_OK) return NULL;
     ts_pretrain_reader *r = calloc(1, sizeof *r);
     if (!r) goto oom;

@@ -294,6 +294,7 @@ ts_squad *ts_squad_load(const char *path, const ts_tokenizer *tok, const ts_squa
         ts_err(TS_ERR_ARG, "ts_squad_load: NULL path or tokenizer");
         return NULL;
     }
+    if (opts && TS_CHECK_STRUCT(opts, ts_squad_opts, "ts_squad_load")) return NULL;
     size_t len = 0;
     char *text = slurp(path, &len);
     if (!text) return NULL;
@@ -308,6 +309,7 @@ ts_squad *ts_squad_parse(const char *name, const char *json, size_t len, const t
         ts_err(TS_ERR_ARG, "ts_squad_parse: NULL name, text or tokenizer");
         return NULL;
     }
+    if (opts && TS_CHECK_STRUCT(opts, ts_squad_opts, "ts_squad_parse")) return NULL;
     const char *path = name;
     ts_squad_opts o = {0};
     if (opts) o = *opts;

@@ -36,6 +36,7 @@
 void ts_bert_config_default(ts_bert_config *c) {
     if (!c) return;
     memset(c, 0, sizeof *c);
+    c->struct_size = sizeof *c;
     c->vocab_size = 30522;
     c->hidden_size = 768;
     c->num_hidden_layers = 12;
@@ -138,6 +139,7 @@ const char *bert_config_problem(const ts_bert_config *c, char *buf, size_t cap) 
 ts_status ts_bert_config_check(const ts_bert_config *cfg) {
     char why[256];
     if (!cfg) return ts_err(TS_ERR_ARG, "ts_bert_config_check: cfg is NULL");
+    if (TS_CHECK_STRUCT(cfg, ts_bert_config, "ts_bert_config_check")) return TS_ERR_ARG;
     if (bert_config_problem(cfg, why, sizeof why)) return ts_err(TS_ERR_ARG, "%s", why);
     return TS_OK;
 }
@@ -593,6 +595,7 @@ ts_status ts_bert_build(ts_graph *g, const ts_bert_config *cfg, ts_bert_head hea
     if (!g) return ts_err(TS_ERR_ARG, "ts_bert_build: graph is NULL");
     if (g->status != TS_OK) return ts_graph_status(g);
     if (!cfg) return ts_graph_fail(g, TS_ERR_ARG, "ts_bert_build: cfg is NULL"), g->status;
+    if (TS_CHECK_STRUCT(cfg, ts_bert_config, "ts_bert_build")) return ts_graph_fail(g, TS_ERR_ARG, "%s", ts_last_error()), g->status;
     char why[256];
     if (bert_config_problem(cfg, why, sizeof why))
         return ts_graph_fail(g, TS_ERR_ARG, "ts_bert_build: config %s", why), g->status;

@@ -101,6 +101,7 @@ static ts_status check_model(const ts_ocr *ocr, int which, int want_h) {
 
 ts_ocr *ts_ocr_new(const ts_ocr_opts *opts) {
     ts_ocr_opts o = opts ? *opts : (ts_ocr_opts){0};
+    if (TS_CHECK_STRUCT(&o, ts_ocr_opts, "ts_ocr_new")) return NULL;
     const char *dir = o.models_dir ? o.models_dir : ".";
     int ascii_only = 0;
     if (o.lang && strcmp(o.lang, "ch") != 0) {

@@ -458,7 +458,7 @@ static ts_status add_updates(ts_graph *g, ts_value lr, const ts_optim_opts *o, c
 }
 
 ts_optim_opts ts_optim_defaults(ts_optim_kind kind) {
-    ts_optim_opts o = {0};
+    ts_optim_opts o = {.struct_size = sizeof o};
     o.kind = kind;
     if (kind == TS_OPTIM_ADAMW || kind == TS_OPTIM_LAMB) {
         o.beta1 = 0.9f;
@@ -473,6 +473,7 @@ ts_status ts_optimizer(ts_graph *g, ts_value lr, const ts_optim_opts *o) {
     ts_status st = check_graph(g, "ts_optimizer", lr);
     if (st) return st;
     if (!o) return ts_graph_fail(g, TS_ERR_ARG, "ts_optimizer: options are NULL"), g->status;
+    if (TS_CHECK_STRUCT(o, ts_optim_opts, "ts_optimizer")) return ts_graph_fail(g, TS_ERR_ARG, "%s", ts_last_error()), g->status;
     if (o->nno_decay < 0 || (o->nno_decay > 0 && !o->no_decay))
         return ts_graph_fail(g, TS_ERR_ARG, "ts_optimizer: nno_decay is %d but no_decay is %s",
                              o->nno_decay, o->no_decay ? "set" : "NULL"), g->status;
@@ -523,6 +524,8 @@ ts_status ts_sgd_ex(ts_graph *g, ts_value lr, const ts_sgd_opts *so) {
         if (!g) return ts_err(TS_ERR_ARG, "ts_sgd_ex: graph is NULL");
         return ts_graph_fail(g, TS_ERR_ARG, "ts_sgd_ex: options are NULL"), g->status;
     }
+    if (TS_CHECK_STRUCT(so, ts_sgd_opts, "ts_sgd_ex"))
+        return g ? (ts_graph_fail(g, TS_ERR_ARG, "%s", ts_last_error()), g->status) : TS_ERR_ARG;
     ts_optim_opts o = ts_optim_defaults(TS_OPTIM_SGD);
     o.momentum = so->momentum;
     o.dampening = so->dampening;
@@ -532,7 +535,7 @@ ts_status ts_sgd_ex(ts_graph *g, ts_value lr, const ts_sgd_opts *so) {
 }
 
 ts_status ts_sgd(ts_graph *g, ts_value lr, float momentum, float weight_decay) {
-    ts_sgd_opts so = {momentum, 0.f, weight_decay, 0};
+    ts_sgd_opts so = {sizeof so, momentum, 0.f, weight_decay, 0};
     return ts_sgd_ex(g, lr, &so);
 }
 

@@ -15,6 +15,7 @@
 static ts_status check_compile(const ts_graph *graph, const ts_compile_opts *opts) {
     const ts_compile_opts o = *opts;
     if (!graph) return ts_err(TS_ERR_ARG, "ts_compile: graph is NULL");
+    if (TS_CHECK_STRUCT(&o, ts_compile_opts, "ts_compile")) return ts_last_status();
     if (graph->status != TS_OK) {
         return ts_err(graph->status, "ts_compile: the graph has an error from building: %s", graph->status_msg);
     }
@@ -91,6 +92,7 @@ ts_status ts_program_stage_info(const ts_program *p, int stage, ts_stage_info *o
     if (stage < 0 || stage >= ts_program_num_stages(p))
         return ts_err(TS_ERR_ARG, "ts_program_stage_info: stage %d of %d", stage, ts_program_num_stages(p));
     memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
     if (p->pipe) {
         ts_pipeline_stage_info(p->pipe, stage, out);
         return TS_OK;
@@ -268,5 +270,6 @@ int ts_program_copy_params(ts_program *dst, const ts_program *src) {
 ts_status ts_program_memory(const ts_program *p, ts_memory *m) {
     if (!p || !m) return ts_err(TS_ERR_ARG, "ts_program_memory: NULL argument");
     *m = *p->f.mem;
+    m->struct_size = sizeof *m;
     return TS_OK;
 }

@@ -248,6 +248,7 @@ ts_status onnx_import_wanted(const ts_onnx *m, ts_graph *g, const int *ndims, co
 
 ts_status ts_onnx_import(const ts_onnx *m, ts_graph *g, const int *ndims, const int64_t *const *shapes,
                          const ts_onnx_import_opts *opts, ts_value *outs) {
+    if (opts && TS_CHECK_STRUCT(opts, ts_onnx_import_opts, "ts_onnx_import")) return TS_ERR_ARG;
     return onnx_import_ex(m, g, ndims, shapes, opts, outs, NULL);
 }
 

@@ -39,6 +39,7 @@ ts_onnx_session *ts_onnx_session_new(const ts_onnx *m, const ts_compile_opts *op
         ts_err(TS_ERR_ARG, "ts_onnx_session_new: the model is NULL");
         return NULL;
     }
+    if (opts && TS_CHECK_STRUCT(opts, ts_compile_opts, "ts_onnx_session_new")) return NULL;
     ts_onnx_session *s = calloc(1, sizeof *s);
     if (!s) {
         ts_err(TS_ERR_NOMEM, "ts_onnx_session_new: out of memory");
