@@ -2,16 +2,17 @@
  * tessera.h — the public API of tessera, a static-graph deep-learning framework in C. This header
  * includes every part of it, one header per subject:
  *
- *   tessera_core.h        version, TS_API, status and errors, tensors, graphs, programs
- *   tessera_ops.h         the graph builder's ops
- *   tessera_train.h       backward pass, recomputation, stages, optimizers, schedules, training loop
- *   tessera_checkpoint.h  safetensors, parameters and training checkpoints
- *   tessera_devices.h     replicas: the communicator between processes
- *   tessera_text.h        WordPiece, batches, pretraining text, text datasets, SQuAD
- *   tessera_bert.h        BERT: config, model, heads, model directories, training programs
- *   tessera_onnx.h        ONNX import, sessions, export
- *   tessera_ocr.h         images and OCR
- *   tessera_backend.h     (not included here) the device ABI, for backends
+ *   tessera_core.h       version, TS_API, status and errors, tensors, graphs, programs
+ *   tessera_graph_ops.h  the graph builder's ops (the name tessera_ops.h is kept for the op
+ *                        contract of backends, beside tessera_backend.h)
+ *   tessera_train.h      backward pass, recomputation, stages, optimizers, schedules, training loop
+ *   tessera_checkpoint.h safetensors, parameters and training checkpoints
+ *   tessera_devices.h    replicas: the communicator between processes
+ *   tessera_text.h       WordPiece, batches, pretraining text, text datasets, SQuAD
+ *   tessera_bert.h       BERT: config, model, heads, model directories, training programs
+ *   tessera_onnx.h       ONNX import, sessions, export
+ *   tessera_ocr.h        images and OCR
+ *   tessera_backend.h    (not included here) the device ABI, for backends
  *
  * The model of use, front to back:
  *
@@ -84,7 +85,7 @@
 #define TESSERA_H
 
 #include "tessera_core.h"
-#include "tessera_ops.h"
+#include "tessera_graph_ops.h"
 #include "tessera_train.h"
 #include "tessera_checkpoint.h"
 #include "tessera_devices.h"

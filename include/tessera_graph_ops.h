@@ -1,9 +1,9 @@
 /*
- * tessera_ops.h — the graph builder's ops: arithmetic, shapes, reductions, normalisation,
+ * tessera_graph_ops.h — the graph builder's ops: arithmetic, shapes, reductions, normalisation,
  * losses, ONNX-style math and index ops, vision ops (convolution, pooling, resize).
  * Part of the public API; include "tessera.h", which includes every part. */
-#ifndef TESSERA_OPS_H
-#define TESSERA_OPS_H
+#ifndef TESSERA_GRAPH_OPS_H
+#define TESSERA_GRAPH_OPS_H
 
 #include "tessera_core.h"
 
@@ -292,4 +292,4 @@ TS_API ts_value ts_hard_swish(ts_graph *g, ts_value x);
 #ifdef __cplusplus
 }
 #endif
-#endif /* TESSERA_OPS_H */
+#endif /* TESSERA_GRAPH_OPS_H */
