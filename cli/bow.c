@@ -251,7 +251,7 @@ static int run(const bow_opts *o) {
 
     /* train */
     int64_t nbatch = (ntrain + B - 1) / B;
-    double t0 = ts_now(), loss = 0;
+    double t0 = cli_now(), loss = 0;
     for (int e = 0; e < o->epochs; e++) {
         ts_permutation((uint64_t)o->seed + (uint64_t)e, ntrain, order);
         loss = 0;
@@ -268,7 +268,7 @@ static int run(const bow_opts *o) {
             ts_tensor_free(l);
         }
     }
-    double seconds = ts_now() - t0;
+    double seconds = cli_now() - t0;
 
     /* test */
     if (ts_program_copy_params(ip, tp) < 0) {
@@ -297,7 +297,7 @@ static int run(const bow_opts *o) {
         ts_tensor_free(lg);
     }
     int maj = 0;
-    double base = ts_cls_majority(train, test, &maj);
+    double base = ts_classify_majority(train, test, &maj);
     printf("tessera bow: %lld training rows, %d labels (", (long long)ntrain, C);
     for (int c = 0; c < C; c++) printf("%s%s", c ? ", " : "", ts_text_dataset_label_name(train, c));
     printf("), %d features, %d epoch%s of %lld batch%s in %.1f s (last epoch's train loss %.4f)\n", V, o->epochs,
@@ -316,10 +316,10 @@ done:
     return rc;
 }
 
-int ts_cli_bow(int argc, char **argv) {
+int cli_bow(int argc, char **argv) {
     bow_opts o = {.text_col = "text", .label_col = "label", .epochs = 20, .batch = 32, .seed = 42,
                   .max_tokens = 1024, .lr = 0.01};
-    const ts_opt opts[] = {
+    const cli_opt opts[] = {
         {"vocab", OPT_STR, &o.vocab, 0},          {"train", OPT_STR, &o.train, 0},
         {"test", OPT_STR, &o.test, 0},            {"epochs", OPT_INT, &o.epochs, 1},
         {"batch", OPT_INT, &o.batch, 1},          {"lr", OPT_FLOAT, &o.lr, 0},
@@ -328,8 +328,8 @@ int ts_cli_bow(int argc, char **argv) {
         {"max-tokens", OPT_INT, &o.max_tokens, 1}, {"text-column", OPT_STR, &o.text_col, 0},
         {"label-column", OPT_STR, &o.label_col, 0},
     };
-    ts_optset os;
-    int rc = ts_opts_parse(&os, "bow", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    cli_optset os;
+    int rc = cli_opts_parse(&os, "bow", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done;
     rc = 2;
     const char *missing = !o.vocab ? "--vocab FILE" : !o.train ? "--train FILE" : !o.test ? "--test FILE" : NULL;
@@ -340,6 +340,6 @@ int ts_cli_bow(int argc, char **argv) {
     else
         rc = run(&o);
 done:
-    ts_opts_free(&os);
+    cli_opts_free(&os);
     return rc;
 }

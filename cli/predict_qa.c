@@ -75,16 +75,16 @@ static void print_answer(const char *a) {
     putchar('\n');
 }
 
-int ts_predict_qa(const char *model, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok,
+int cli_predict_qa(const char *model, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok,
                   const char *data, int batch, int threads, int n_best, int max_answer_len) {
     int seq = meta->max_len;
     ts_squad_opts so = {.max_seq_len = seq,
-                        .doc_stride = meta->doc_stride ? meta->doc_stride : ts_qa_default_stride(seq),
-                        .max_query_len = meta->max_query_len ? meta->max_query_len : ts_qa_default_query(seq),
+                        .doc_stride = meta->doc_stride ? meta->doc_stride : ts_squad_default_stride(seq),
+                        .max_query_len = meta->max_query_len ? meta->max_query_len : ts_squad_default_query(seq),
                         .relocate_answers = 1 /* a file's answers, if any, are not used */};
     ts_squad *s = NULL;
     if (data && is_squad_file(data)) {
-        if (!(s = ts_qa_load("predict", "--data", data, tok, &so, 0))) return 2;
+        if (!(s = cli_qa_load("predict", "--data", data, tok, &so, 0))) return 2;
     } else {
         FILE *in = data ? fopen(data, "r") : stdin;
         const char *name = data ? data : "stdin";
@@ -106,12 +106,12 @@ int ts_predict_qa(const char *model, const ts_bert_config *cfg, const ts_model_m
     int rc = 1;
     ts_program *p = NULL;
     float *st = NULL, *en = NULL;
-    if (!(p = ts_model_dir_program("predict", model, cfg, batch, seq, threads,
+    if (!(p = cli_model_dir_program("predict", model, cfg, batch, seq, threads,
                                    (const char *[]){"start_logits", "end_logits"}, 2)))
         goto done;
-    if (ts_qa_logits("predict", p, s, batch, seq, &st, &en)) goto done;
+    if (cli_qa_logits("predict", p, s, batch, seq, &st, &en)) goto done;
     for (int64_t i = 0; i < ts_squad_num_examples(s); i++) {
-        char *a = ts_qa_answer(s, i, st, en, n_best, max_answer_len);
+        char *a = ts_squad_answer(s, i, st, en, n_best, max_answer_len);
         if (!a) {
             fprintf(stderr, "tessera predict: out of memory\n");
             goto done;

@@ -72,7 +72,7 @@ static ts_tensor *convert(ts_tensor *t, ts_dtype want, const char *path, const c
     return o;
 }
 
-int ts_cli_run_onnx(const char *model, const char *inputs, const char *outputs, const char *device, int threads,
+int cli_run_onnx(const char *model, const char *inputs, const char *outputs, const char *device, int threads,
                     int repeat, double memory_gib) {
     double t0 = now_s();
     ts_onnx *m = ts_onnx_load(model);
@@ -169,7 +169,7 @@ done:
     return rc;
 }
 
-int ts_cli_onnx_ops(int argc, char **argv) {
+int cli_onnx_ops(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: tessera onnx-ops\n  Prints the ONNX ops the importer maps, with the opsets each covers, as the "

@@ -94,7 +94,7 @@ static int write_corpus(const char *path, const ts_text_dataset *d) {
     return 0;
 }
 
-int ts_cli_split(int argc, char **argv) {
+int cli_split(int argc, char **argv) {
     const char *data = NULL, *out = NULL, *text_col = "text", *label_col = "label";
     double test_split = 0.2;
     int seed = 42, bad = 0, nsub = 0, sub[MAX_SUBSETS];
@@ -103,29 +103,29 @@ int ts_cli_split(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(USAGE, stdout);
             return 0;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--data", "split", &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--data", "split", &bad))) {
             data = v;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--out", "split", &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--out", "split", &bad))) {
             out = v;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--text-column", "split", &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--text-column", "split", &bad))) {
             text_col = v;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--label-column", "split", &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--label-column", "split", &bad))) {
             label_col = v;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--test-split", "split", &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--test-split", "split", &bad))) {
             char *end;
             errno = 0;
             test_split = strtod(v, &end);
             if (errno || end == v || *end || !(test_split > 0 && test_split < 1))
                 fprintf(stderr, "tessera split: --test-split '%s' is not a fraction in (0, 1)\n", v), bad = 1;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--seed", "split", &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--seed", "split", &bad))) {
             char *end;
             errno = 0;
             long s = strtol(v, &end, 10);
             if (errno || end == v || *end || s < 0 || s > INT_MAX)
                 fprintf(stderr, "tessera split: --seed '%s' is not a non-negative integer\n", v), bad = 1;
             seed = (int)s;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--subset", "split", &bad))) {
-            int n = ts_cli_positive(v, "--subset", "split");
+        } else if ((v = cli_value(argc, argv, &i, "--subset", "split", &bad))) {
+            int n = cli_positive(v, "--subset", "split");
             if (n < 0) bad = 1;
             else if (nsub == MAX_SUBSETS) fprintf(stderr, "tessera split: more than %d --subset\n", MAX_SUBSETS), bad = 1;
             else sub[nsub++] = n;

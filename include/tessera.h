@@ -1792,6 +1792,8 @@ void ts_tokenizer_set_truncation(ts_tokenizer *tok, int keep_head);
 ts_status ts_vocab_build(const char *const *files, int nfiles, int vocab_size, int lowercase,
                          const char *out_path);
 
+#include "tessera_tasks.h" /* what the tessera command does, as library calls */
+
 #ifdef __cplusplus
 }
 #endif
