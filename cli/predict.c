@@ -161,6 +161,36 @@ static int add_text(predictor *pr, const char *text, const char *where) {
     return ++pr->n == pr->batch ? flush_batch(pr) : 0;
 }
 
+/* Every input: the --text values, else the lines of `in` (in_name for errors), batched through
+ * add_text. 0 or the exit code. */
+static int read_inputs(predictor *pr, const cli_strlist *texts, FILE *in, const char *in_name) {
+    char where[4200];
+    int rc = 0;
+    for (int i = 0; i < texts->n; i++) {
+        snprintf(where, sizeof where, "--text %d", i + 1);
+        if ((rc = add_text(pr, texts->v[i], where)) != 0) return rc;
+    }
+    if (texts->n) return 0;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    long lineno = 0;
+    while ((len = getline(&line, &cap, in)) >= 0) {
+        lineno++;
+        if (len && line[len - 1] == '\n') line[--len] = 0;
+        if (len && line[len - 1] == '\r') line[--len] = 0;
+        snprintf(where, sizeof where, "%s:%ld", in_name, lineno);
+        if ((rc = add_text(pr, line, where)) != 0) break;
+    }
+    free(line);
+    if (rc) return rc;
+    if (ferror(in)) {
+        fprintf(stderr, "tessera predict: reading %s: %s\n", in_name, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
 int cli_predict(int argc, char **argv) {
     const char *model = NULL, *data = NULL, *task_flag = NULL;
     cli_strlist texts = {0}, models = {0};
@@ -230,34 +260,7 @@ int cli_predict(int argc, char **argv) {
         fprintf(stderr, "tessera predict: out of memory\n");
         goto done;
     }
-    char where[4200];
-    if (texts.n) {
-        for (int i = 0; i < texts.n; i++) {
-            snprintf(where, sizeof where, "--text %d", i + 1);
-            if ((rc = add_text(&pr, texts.v[i], where)) != 0) goto done;
-        }
-    } else {
-        char *line = NULL;
-        size_t cap = 0;
-        ssize_t len;
-        long lineno = 0;
-        while ((len = getline(&line, &cap, in)) >= 0) {
-            lineno++;
-            if (len && line[len - 1] == '\n') line[--len] = 0;
-            if (len && line[len - 1] == '\r') line[--len] = 0;
-            snprintf(where, sizeof where, "%s:%ld", in_name, lineno);
-            if ((rc = add_text(&pr, line, where)) != 0) {
-                free(line);
-                goto done;
-            }
-        }
-        free(line);
-        rc = 1;
-        if (ferror(in)) {
-            fprintf(stderr, "tessera predict: reading %s: %s\n", in_name, strerror(errno));
-            goto done;
-        }
-    }
+    if ((rc = read_inputs(&pr, &texts, in, in_name))) goto done;
     rc = 1;
     if (flush_batch(&pr)) goto done;
     if (fflush(stdout) != 0) {

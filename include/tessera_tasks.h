@@ -202,4 +202,24 @@ ts_status ts_bert_read_inputs(ts_safetensors *in, const char *path, const ts_ber
  * missing and the file has such names, they are matched with the prefix stripped. */
 ts_status ts_bert_load_weights(ts_program *p, const char *path, int flags);
 
+/* ---------------------------------------------------------------- a bag-of-words classifier */
+
+/* The features of a text dataset's rows for the bag-of-words baseline: each row's distinct
+ * WordPiece ids (its first max_tokens; [PAD] [CLS] [SEP] [MASK] left out) with values
+ * log(1 + count). NULL on failure (error set, naming the row). */
+typedef struct ts_bow_features ts_bow_features;
+ts_bow_features *ts_bow_featurize(const ts_text_dataset *d, const ts_tokenizer *tok, int max_tokens);
+/* The most distinct ids of a row: the L of a batch that holds every row. */
+int ts_bow_longest(const ts_bow_features *f);
+/* Rows rows[0 .. n) of f (of dataset d) into a batch of B rows of L: ids [B, L], values x [B, L]
+ * and labels y [B] (padding: id 0, value 0, label TS_IGNORE_INDEX). */
+void ts_bow_fill(const ts_bow_features *f, const ts_text_dataset *d, const int64_t *rows, int n, int B, int L,
+                 int32_t *ids, float *x, int32_t *y);
+void ts_bow_features_free(ts_bow_features *f);
+/* The model for V ids and C labels on batches of B rows of L: *train (inputs "ids" [B, L] i32,
+ * "x" [B, L] f32, "labels" [B]; fetches "loss"; AdamW at lr with weight_decay) and *infer (the
+ * same parameters, after ts_program_copy_params; fetches "logits" [B, C]). */
+ts_status ts_bow_programs(int V, int C, int B, int L, float lr, float weight_decay, int threads, ts_program **train,
+                          ts_program **infer);
+
 #endif /* TESSERA_TASKS_H */
