@@ -39,7 +39,7 @@ int cli_run(int argc, char **argv);
 /* tessera run --model MODEL.onnx ...: run's ONNX path (cli/run_onnx.c). */
 int cli_run_onnx(const char *model, const char *inputs, const char *outputs, const char *device, int threads,
                     int repeat, double memory_gib);
-/* tessera onnx-ops: the ONNX importer's op table as markdown (cli/run_onnx.c). */
+/* tessera onnx-ops: the ONNX importer's op table as markdown (cli/onnx_ops.c). */
 int cli_onnx_ops(int argc, char **argv);
 /* tessera ocr IMAGE [--lang ch|en] [--json] [--threads N] [--models DIR] (cli/ocr.c) */
 int cli_ocr(int argc, char **argv);

@@ -100,6 +100,15 @@ ts_status ts_pretrain_heldout_eval(ts_program *ip, ts_pretrain_heldout *h, doubl
                                    double *mlm_loss);
 void ts_pretrain_heldout_free(ts_pretrain_heldout *h);
 
+/* ---------------------------------------------------------------- text datasets written out */
+
+/* Rows [0, n) of d as label<TAB>text lines under the header "label<TAB>text" (tabs and line
+ * breaks inside a field written as spaces). TS_ERR_IO "PATH: reason" when it cannot be written. */
+ts_status ts_text_dataset_write_tsv(const ts_text_dataset *d, int64_t n, const char *path);
+/* Every text of d as a pretraining corpus document: its sentences (ending in . ! or ?) a line
+ * each, "| " a line break, then a blank line. */
+ts_status ts_text_dataset_write_corpus(const ts_text_dataset *d, const char *path);
+
 /* ---------------------------------------------------------------- classification */
 
 /* Add the softmax of one row of c logits to probs[0 .. c) (an ensemble sums its members'). */
