@@ -197,6 +197,15 @@ ts_status ts_stage_plan_measure(const ts_bert_config *cfg, ts_bert_head head, in
 /* Place cfg's parts on pp's stages (cfg keeps a pointer into pp). */
 void ts_stage_plan_apply(const ts_stage_plan *pp, ts_bert_config *cfg);
 
+/* ---------------------------------------------------------------- a model's inputs from stored tensors */
+
+/* t in dtype `want`, for a model input that declares it: t itself when it already is, else a new
+ * tensor (the caller frees both). Only conversions that keep every value's meaning: between
+ * float types, between integer types (u8 included) within range. NULL when t cannot be
+ * converted: TS_ERR_DTYPE ("is f32 but the model's input is i64") or TS_ERR_RUNTIME (an element
+ * out of range, named); the message reads after the tensor's name. */
+ts_tensor *ts_tensor_convert_exact(ts_tensor *t, ts_dtype want);
+
 /* ---------------------------------------------------------------- a BERT on stored tensors */
 
 /* The inputs of a BERT of config cfg from safetensors file `in` (`path` names it in messages):
