@@ -141,6 +141,12 @@ int ts_model_meta_same_labels(const ts_model_meta *a, const ts_model_meta *b);
 int ts_squad_default_stride(int max_len);
 int ts_squad_default_query(int max_len);
 
+/* Questions as JSON lines: text[0 .. len) holds a {"question": ..., "context": ...} object a line
+ * (blank lines skipped; other members ignored), read as a SQuAD document of one paragraph per
+ * line with ids "1", "2", ... and featurized as ts_squad_parse (name for messages). NULL on
+ * failure: TS_ERR_ARG "NAME:LINE: ..." naming a malformed line, or ts_squad_parse's error. */
+ts_squad *ts_squad_parse_jsonl(const char *name, const char *text, size_t len, const ts_tokenizer *tok,
+                               const ts_squad_opts *so);
 /* Check a loaded SQuAD file (`name` for the message: its path): it has questions, and with
  * need_answers every question has an answer whose text occurs in its context (as training and
  * scoring need). TS_ERR_ARG with "NAME: ..." naming the question otherwise. */
