@@ -6,8 +6,8 @@
  * failure while running (e.g. writing the output), 2 a usage error (a missing or bad flag, a
  * missing or unreadable file), always with a message on stderr.
  */
-#ifndef TS_CLI_H
-#define TS_CLI_H
+#ifndef CLI_H
+#define CLI_H
 
 #include <errno.h>
 #include <limits.h>
@@ -16,40 +16,40 @@
 #include <string.h>
 
 /* tessera tokenize --vocab vocab.txt [--cased] [--max-len N [--pad]] [--pair] [--tokens] < text */
-int ts_cli_tokenize(int argc, char **argv);
+int cli_tokenize(int argc, char **argv);
 /* tessera vocab --out vocab.txt --size N [--cased] FILE... */
-int ts_cli_vocab(int argc, char **argv);
+int cli_vocab(int argc, char **argv);
 /* tessera split --data FILE --out DIR [--test-split F] [--seed N] [--subset N]... (cli/split.c) */
-int ts_cli_split(int argc, char **argv);
+int cli_split(int argc, char **argv);
 /* tessera bow --vocab vocab.txt --train FILE --test FILE [--epochs N] [--lr X]... (cli/bow.c) */
-int ts_cli_bow(int argc, char **argv);
+int cli_bow(int argc, char **argv);
 /* tessera pretrain --vocab vocab.txt --corpus FILE... --out DIR [options] (cli/pretrain.c) */
-int ts_cli_pretrain(int argc, char **argv);
+int cli_pretrain(int argc, char **argv);
 /* tessera finetune --model DIR --train FILE --out DIR [--task classify|qa] [options]
  * (cli/finetune.c, finetune_qa.c) */
-int ts_cli_finetune(int argc, char **argv);
+int cli_finetune(int argc, char **argv);
 /* tessera eval --model DIR... --data FILE [--test-split F --seed N] [options] (cli/eval.c) */
-int ts_cli_eval(int argc, char **argv);
+int cli_eval(int argc, char **argv);
 /* tessera predict --model DIR... [--text TEXT...] [--data FILE] [< lines] (cli/predict.c,
  * predict_qa.c) */
-int ts_cli_predict(int argc, char **argv);
+int cli_predict(int argc, char **argv);
 /* tessera run --model DIR --inputs IN.safetensors --outputs OUT.safetensors [--device cpu]
  *             [--dtype f32|bf16] [--threads N] [--init-random SEED] [--repeat N] */
-int ts_cli_run(int argc, char **argv);
+int cli_run(int argc, char **argv);
 /* tessera run --model MODEL.onnx ...: run's ONNX path (cli/run_onnx.c). */
-int ts_cli_run_onnx(const char *model, const char *inputs, const char *outputs, const char *device, int threads,
+int cli_run_onnx(const char *model, const char *inputs, const char *outputs, const char *device, int threads,
                     int repeat, double memory_gib);
-/* tessera onnx-ops: the ONNX importer's op table as markdown (cli/run_onnx.c). */
-int ts_cli_onnx_ops(int argc, char **argv);
+/* tessera onnx-ops: the ONNX importer's op table as markdown (cli/onnx_ops.c). */
+int cli_onnx_ops(int argc, char **argv);
 /* tessera ocr IMAGE [--lang ch|en] [--json] [--threads N] [--models DIR] (cli/ocr.c) */
-int ts_cli_ocr(int argc, char **argv);
+int cli_ocr(int argc, char **argv);
 /* tessera export --onnx OUT.onnx --model DIR [--batch B] [--seq-len T] [--init-random SEED]
  * (cli/export.c) */
-int ts_cli_export(int argc, char **argv);
+int cli_export(int argc, char **argv);
 
 /* If argv[*i] is `flag VALUE` or `flag=VALUE`, return VALUE (advancing *i past it); NULL if
  * argv[*i] is another flag. A flag given without its value prints an error and sets *bad. */
-static inline const char *ts_cli_value(int argc, char **argv, int *i, const char *flag, const char *cmd,
+static inline const char *cli_value(int argc, char **argv, int *i, const char *flag, const char *cmd,
                                        int *bad) {
     size_t n = strlen(flag);
     const char *a = argv[*i];
@@ -65,7 +65,7 @@ static inline const char *ts_cli_value(int argc, char **argv, int *i, const char
 }
 
 /* Parse a positive int flag value; prints an error and returns -1 when it is not one. */
-static inline int ts_cli_positive(const char *s, const char *flag, const char *cmd) {
+static inline int cli_positive(const char *s, const char *flag, const char *cmd) {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);

@@ -5,8 +5,8 @@
  * official SQuAD v1.1 exact match and F1 on a SQuAD JSON file. The task comes from the model's
  * architecture (--task only checks it). Several classifiers score as one ensemble (the mean of
  * their class probabilities, each member encoding the text with its own vocabulary and length);
- * --test-split / --seed score only the rows `tessera finetune` held out. Also home of
- * ts_cls_accuracy, which `tessera finetune` uses on its test split.
+ * --test-split / --seed score only the rows `tessera finetune` held out (scores from
+ * tessera_tasks.h: ts_classify_*, ts_squad_score_program).
  *
  *   tessera eval --model DIR... --data FILE [--test-split F --seed N] [--task classify|qa] [...]
  */
@@ -36,92 +36,11 @@ static const char *USAGE =
     "  --relocate-answers   qa: take an answer not at its answer_start at its nearest occurrence\n"
     "  --batch N            sequences per forward pass (default 32)\n"
     "  --threads N          CPU threads (default: all)\n"
-    TS_DEVICE_USAGE TS_LOAD_USAGE
+    CLI_DEVICE_USAGE CLI_LOAD_USAGE
     "  --config FILE        a JSON object of the options above (flags override it)\n";
 
-/* Add each row's class probabilities under one classifier (the softmax of its logits) to
- * probs [n, nl]. */
-static ts_status add_probs(ts_program *infer, const ts_tokenizer *tok, const ts_text_dataset *d, int batch, int seq,
-                           double *probs) {
-    int64_t n = ts_text_dataset_size(d);
-    int nl = ts_text_dataset_num_labels(d);
-    ts_batch_buf bb;
-    int64_t *rows = malloc((size_t)batch * sizeof *rows);
-    if (!rows || !ts_batch_buf_init(&bb, batch, seq, 1)) {
-        free(rows);
-        return TS_ERR_NOMEM;
-    }
-    ts_status st = TS_OK;
-    for (int64_t i = 0; i < n && st == TS_OK; i += batch) {
-        int m = (int)(n - i < batch ? n - i : batch);
-        for (int k = 0; k < m; k++) rows[k] = i + k;
-        ts_tensor *logits = NULL;
-        if ((st = ts_text_dataset_batch(d, tok, rows, m, batch, seq, &bb.b)) || (st = ts_batch_buf_feed(&bb, infer, 0)) ||
-            (st = ts_program_run(infer)) || (st = ts_program_fetch(infer, "logits", &logits)))
-            break;
-        const float *lg = ts_tensor_data(logits);
-        int c = (int)ts_tensor_shape(logits)[1];
-        for (int k = 0; k < m && c == nl; k++) /* c == nl: the labels were loaded as the model's */
-            ts_softmax_add(lg + (size_t)k * c, c, probs + (i + k) * nl);
-        ts_tensor_free(logits);
-    }
-    ts_batch_buf_free(&bb);
-    free(rows);
-    return st;
-}
-
-/* How many rows of d the summed class probabilities probs [n, nl] label right (the largest
- * sum); *total gets the rows with a label. */
-static int64_t count_right(const ts_text_dataset *d, const double *probs, int64_t *total) {
-    int64_t n = ts_text_dataset_size(d), right = 0;
-    int nl = ts_text_dataset_num_labels(d);
-    *total = 0;
-    for (int64_t i = 0; i < n; i++) {
-        int32_t label;
-        if (ts_text_dataset_get(d, i, NULL, NULL, &label) != TS_OK || label < 0 || label >= nl) continue;
-        int best = 0;
-        for (int j = 1; j < nl; j++)
-            if (probs[i * nl + j] > probs[i * nl + best]) best = j;
-        right += best == label, ++*total;
-    }
-    return right;
-}
-
-ts_status ts_cls_accuracy(ts_program *infer, const ts_tokenizer *tok, const ts_text_dataset *d, int batch,
-                          int seq, int64_t *correct, int64_t *total) {
-    *correct = *total = 0;
-    int64_t n = ts_text_dataset_size(d);
-    double *probs = calloc((size_t)(n ? n : 1) * (size_t)ts_text_dataset_num_labels(d), sizeof *probs);
-    if (!probs) return TS_ERR_NOMEM;
-    ts_status st = add_probs(infer, tok, d, batch, seq, probs);
-    if (st == TS_OK) *correct = count_right(d, probs, total);
-    free(probs);
-    return st;
-}
-
-double ts_cls_majority(const ts_text_dataset *train, const ts_text_dataset *test, int *label) {
-    int nl = ts_text_dataset_num_labels(train);
-    int64_t *count = calloc((size_t)(nl > 0 ? nl : 1), sizeof *count);
-    if (!count) return 0;
-    for (int64_t i = 0; i < ts_text_dataset_size(train); i++) {
-        int32_t l;
-        if (ts_text_dataset_get(train, i, NULL, NULL, &l) == TS_OK && l >= 0 && l < nl) count[l]++;
-    }
-    int best = 0;
-    for (int i = 1; i < nl; i++)
-        if (count[i] > count[best]) best = i;
-    free(count);
-    int64_t hit = 0, n = ts_text_dataset_size(test);
-    for (int64_t i = 0; i < n; i++) {
-        int32_t l;
-        if (ts_text_dataset_get(test, i, NULL, NULL, &l) == TS_OK && l == best) hit++;
-    }
-    if (label) *label = best;
-    return n ? (double)hit / (double)n : 0;
-}
-
 typedef struct ev_opts {
-    ts_strlist models; /* --model DIR...: one, or the members of an ensemble (classifiers) */
+    cli_strlist models; /* --model DIR...: one, or the members of an ensemble (classifiers) */
     const char *model, *data, *task, *text_col, *text_b_col, *label_col;
     double test_split;
     int batch, threads, max_answer_len, n_best, seed, relocate_answers;
@@ -129,19 +48,19 @@ typedef struct ev_opts {
 
 static int eval_qa(const ev_opts *o, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok) {
     ts_squad_opts so = {.max_seq_len = meta->max_len,
-                        .doc_stride = meta->doc_stride ? meta->doc_stride : ts_qa_default_stride(meta->max_len),
-                        .max_query_len = meta->max_query_len ? meta->max_query_len : ts_qa_default_query(meta->max_len),
+                        .doc_stride = meta->doc_stride ? meta->doc_stride : ts_squad_default_stride(meta->max_len),
+                        .max_query_len = meta->max_query_len ? meta->max_query_len : ts_squad_default_query(meta->max_len),
                         .relocate_answers = o->relocate_answers};
-    ts_squad *s = ts_qa_load("eval", "--data", o->data, tok, &so, 1);
+    ts_squad *s = cli_qa_load("eval", "--data", o->data, tok, &so, 1);
     if (!s) return 2;
     int rc = 1;
-    ts_program *p = ts_model_dir_program("eval", o->model, cfg, o->batch, meta->max_len, o->threads,
+    ts_program *p = cli_model_dir_program("eval", o->model, cfg, o->batch, meta->max_len, o->threads,
                                (const char *[]){"start_logits", "end_logits"}, 2);
-    double t0 = ts_now(), em, f1;
-    if (p && !ts_qa_score("eval", p, s, o->batch, meta->max_len, o->n_best ? o->n_best : TS_QA_N_BEST,
-                          o->max_answer_len ? o->max_answer_len : TS_QA_MAX_ANSWER_LEN, &em, &f1)) {
+    double t0 = cli_now(), em, f1;
+    if (p && !cli_qa_score("eval", p, s, o->batch, meta->max_len, o->n_best ? o->n_best : TS_SQUAD_N_BEST,
+                          o->max_answer_len ? o->max_answer_len : TS_SQUAD_MAX_ANSWER_LEN, &em, &f1)) {
         printf("tessera eval: %s: exact match %.2f, F1 %.2f (%lld questions, %lld windows), %.1f s\n", o->data, em, f1,
-               (long long)ts_squad_num_examples(s), (long long)ts_squad_num_features(s), ts_now() - t0);
+               (long long)ts_squad_num_examples(s), (long long)ts_squad_num_features(s), cli_now() - t0);
         rc = 0;
     }
     ts_program_free(p);
@@ -181,7 +100,7 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
     double *probs = calloc((size_t)(n ? n : 1) * (size_t)nl, sizeof *probs);
     int rc = probs ? 0 : 1;
     if (!probs) fprintf(stderr, "tessera eval: out of memory\n");
-    double t0 = ts_now();
+    double t0 = cli_now();
     for (int k = 0; k < o->models.n && !rc; k++) { /* each member with its own vocabulary and length */
         const char *dir = o->models.v[k];
         ts_bert_config kcfg = *cfg;
@@ -191,9 +110,9 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
         const ts_model_meta *m = meta;
         if (k > 0) {
             rc = 2;
-            if (!(ktok = ts_model_dir_open("eval", dir, &kcfg, &kmeta))) goto next;
-            if (ts_task_of_model("eval", "classify", dir, &kcfg, &kmeta) != TS_TASK_CLASSIFY) goto next;
-            if (!ts_same_classifier(meta, &kmeta)) {
+            if (!(ktok = cli_model_dir_open("eval", dir, &kcfg, &kmeta))) goto next;
+            if (cli_task_of_model("eval", "classify", dir, &kcfg, &kmeta) != CLI_TASK_CLASSIFY) goto next;
+            if (!ts_model_meta_same_labels(meta, &kmeta)) {
                 fprintf(stderr, "tessera eval: --model %s and %s are not the same kind of classifier (labels or "
                                 "text columns differ); an ensemble needs models trained on the same task\n",
                         o->models.v[0], dir);
@@ -203,8 +122,8 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
         }
         rc = 1;
         ts_program *p =
-            ts_model_dir_program("eval", dir, &kcfg, o->batch, m->max_len, o->threads, (const char *[]){"logits"}, 1);
-        if (p && add_probs(p, t, scored, o->batch, m->max_len, probs) != TS_OK)
+            cli_model_dir_program("eval", dir, &kcfg, o->batch, m->max_len, o->threads, (const char *[]){"logits"}, 1);
+        if (p && ts_classify_add_probs(p, t, scored, o->batch, m->max_len, probs) != TS_OK)
             fprintf(stderr, "tessera eval: %s on %s: %s\n", dir, o->data, ts_last_error());
         else if (p)
             rc = 0;
@@ -214,16 +133,16 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
         if (k > 0) ts_model_meta_free(&kmeta);
     }
     if (!rc) {
-        int64_t total, correct = count_right(scored, probs, &total);
+        int64_t total, correct = ts_classify_count_right(scored, probs, &total);
         int maj;
-        double base = ts_cls_majority(train ? train : d, scored, &maj);
+        double base = ts_classify_majority(train ? train : d, scored, &maj);
         char what[64] = "";
         if (o->models.n > 1) snprintf(what, sizeof what, " (ensemble of %d models)", o->models.n);
         char part[96] = "";
         if (test) snprintf(part, sizeof part, " (its held-out %g, split seed %d)", o->test_split, o->seed);
         printf("tessera eval: %s%s: accuracy%s %.2f%% (%lld of %lld), majority class '%s' %.2f%%, %.1f s\n", o->data,
                part, what, total ? 100.0 * (double)correct / (double)total : 0.0, (long long)correct,
-               (long long)total, meta->labels[maj] ? meta->labels[maj] : "?", 100 * base, ts_now() - t0);
+               (long long)total, meta->labels[maj] ? meta->labels[maj] : "?", 100 * base, cli_now() - t0);
     }
     free(probs);
     ts_text_dataset_free(train);
@@ -232,9 +151,9 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
     return rc;
 }
 
-int ts_cli_eval(int argc, char **argv) {
+int cli_eval(int argc, char **argv) {
     ev_opts o = {.text_col = "text", .label_col = "label", .batch = 32, .seed = 42};
-    const ts_opt opts[] = {
+    const cli_opt opts[] = {
         {"model", OPT_LIST, &o.models, 0},        {"data", OPT_STR, &o.data, 0},
         {"test-split", OPT_FLOAT, &o.test_split, 0}, {"seed", OPT_INT, &o.seed, 0},
         {"task", OPT_STR, &o.task, 0},            {"text-column", OPT_STR, &o.text_col, 0},
@@ -242,10 +161,10 @@ int ts_cli_eval(int argc, char **argv) {
         {"max-answer-len", OPT_INT, &o.max_answer_len, 1}, {"n-best", OPT_INT, &o.n_best, 1},
         {"relocate-answers", OPT_FLAG, &o.relocate_answers, 0},
         {"batch", OPT_INT, &o.batch, 1},          {"threads", OPT_INT, &o.threads, 0},
-        TS_DEVICE_OPTS,                           TS_LOAD_OPTS,
+        CLI_DEVICE_OPTS,                           CLI_LOAD_OPTS,
     };
-    ts_optset os;
-    int rc = ts_opts_parse(&os, "eval", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    cli_optset os;
+    int rc = cli_opts_parse(&os, "eval", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done_opts;
     rc = 2;
     o.model = o.models.n ? o.models.v[0] : NULL;
@@ -256,20 +175,20 @@ int ts_cli_eval(int argc, char **argv) {
     }
     ts_bert_config cfg;
     ts_model_meta meta;
-    ts_tokenizer *tok = ts_model_dir_open("eval", o.model, &cfg, &meta);
+    ts_tokenizer *tok = cli_model_dir_open("eval", o.model, &cfg, &meta);
     if (!tok) goto done_opts;
-    int task = ts_task_of_model("eval", o.task, o.model, &cfg, &meta);
-    if (task == TS_TASK_QA && (o.models.n > 1 || o.test_split > 0))
+    int task = cli_task_of_model("eval", o.task, o.model, &cfg, &meta);
+    if (task == CLI_TASK_QA && (o.models.n > 1 || o.test_split > 0))
         fprintf(stderr, "tessera eval: %s answers questions: %s is for classifiers\n", o.model,
                 o.models.n > 1 ? "an ensemble of several --model DIRs" : "--test-split");
     else if (o.test_split >= 1)
         fprintf(stderr, "tessera eval: --test-split %g holds out every row; finetune's is a fraction below 1\n",
                 o.test_split);
-    else if (task == TS_TASK_QA) rc = eval_qa(&o, &cfg, &meta, tok);
-    else if (task == TS_TASK_CLASSIFY) rc = eval_cls(&o, &cfg, &meta, tok);
+    else if (task == CLI_TASK_QA) rc = eval_qa(&o, &cfg, &meta, tok);
+    else if (task == CLI_TASK_CLASSIFY) rc = eval_cls(&o, &cfg, &meta, tok);
     ts_tokenizer_free(tok);
     ts_model_meta_free(&meta);
 done_opts:
-    ts_opts_free(&os);
+    cli_opts_free(&os);
     return rc;
 }

@@ -29,7 +29,7 @@ static const char *USAGE =
     "  --init-random SEED   do not read model.safetensors: parameters drawn from SEED as the model\n"
     "                       initialises them (to try an export without a checkpoint).\n"
     "  --threads N          worker threads while compiling (default: OpenMP's).\n"
-    TS_DEVICE_USAGE TS_LOAD_USAGE
+    CLI_DEVICE_USAGE CLI_LOAD_USAGE
     "Inputs of the ONNX model: input_ids, token_type_ids, attention_mask, int32 [B, T]. Outputs: the\n"
     "head's, by name (BertModel: last_hidden_state, pooler_output; classifiers: logits; ...), float.\n"
     "Exit codes: 0 written, 1 failed while exporting, 2 bad flags or files.\n";
@@ -76,10 +76,10 @@ static int export_model(const export_opts *o, ts_bert_config *cfg) {
     for (size_t i = 0; i < sizeof cand / sizeof *cand; i++)
         if (cand[i].v != TS_NONE) outs[n] = cand[i].v, names[n++] = cand[i].name;
     p = ts_compile(g, &(ts_compile_opts){.num_threads = o->threads, .nfetch = n, .fetches = names, .inference = 1,
-                                         .memory_limit = (size_t)(ts_cli_dev.memory_gib * 1073741824.0),
+                                         .memory_limit = (size_t)(cli_dev.memory_gib * 1073741824.0),
                                          .skip_param_init = o->seed < 0 /* loaded strictly next */});
     if (!p) goto fail;
-    if (o->seed < 0 && ts_program_load(p, weights_path, ts_cli_load_flags(1), NULL) != TS_OK) {
+    if (o->seed < 0 && ts_program_load(p, weights_path, cli_load_flags(1), NULL) != TS_OK) {
         fprintf(stderr, "tessera export: %s\n", ts_last_error());
         rc = 2;
         goto done;
@@ -106,16 +106,16 @@ done:
     return rc;
 }
 
-int ts_cli_export(int argc, char **argv) {
+int cli_export(int argc, char **argv) {
     export_opts o = {.batch = 1, .seed = -1};
-    const ts_opt opts[] = {
+    const cli_opt opts[] = {
         {"onnx", OPT_STR, &o.onnx, 0},       {"model", OPT_STR, &o.model, 0},
         {"batch", OPT_INT, &o.batch, 1},     {"seq-len", OPT_INT, &o.seq_len, 1},
         {"init-random", OPT_INT, &o.seed, 0}, {"threads", OPT_INT, &o.threads, 0},
-        TS_DEVICE_OPTS,                      TS_LOAD_OPTS,
+        CLI_DEVICE_OPTS,                      CLI_LOAD_OPTS,
     };
-    ts_optset os;
-    int rc = ts_opts_parse(&os, "export", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    cli_optset os;
+    int rc = cli_opts_parse(&os, "export", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done;
     rc = 2;
     if (!o.onnx || !o.model) {
@@ -137,6 +137,6 @@ int ts_cli_export(int argc, char **argv) {
     }
     rc = export_model(&o, &cfg);
 done:
-    ts_opts_free(&os);
+    cli_opts_free(&os);
     return rc;
 }

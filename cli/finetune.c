@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "finetune.h"
+#include "pipeline_opts.h"
 #include "train_common.h"
 
 static const char *USAGE =
@@ -48,8 +49,8 @@ static const char *USAGE =
     "  Training:\n"
     "  --epochs N           passes over the training rows (default 3)\n"
     "  --batch N            sequences per step (default 32)\n"
-    "  --max-len N          tokens per sequence (default 128 for classify, min(384, the model's\n"
-    "                       positions) for qa)\n"
+    "  --max-len N          tokens per sequence (default min(128, the model's positions) for classify,\n"
+    "                       min(384, the model's positions) for qa)\n"
     "  --lr X               peak learning rate (default 1e-4)\n"
     "  --warmup F           fraction of the steps spent warming up (default 0.1)\n"
     "  --weight-decay X     AdamW decoupled weight decay (default 0.01; not on biases and LayerNorm\n"
@@ -92,8 +93,8 @@ static const char *USAGE =
     "                       model gets --max-len of them)\n"
     "  --deterministic      bit-identical runs for a seed: pins --threads (default all CPUs) and\n"
     "                       refuses --max-minutes\n"
-    TS_PROFILE_USAGE
-    TS_REPLICA_USAGE TS_DEVICE_USAGE TS_LOAD_USAGE
+    CLI_PROFILE_USAGE
+    CLI_REPLICA_USAGE CLI_DEVICE_USAGE CLI_LOAD_USAGE
     "  --config FILE        a JSON object of the options above, keys without '--' (flags override)\n";
 
 /* Train rows, test rows and the label names, from the file. */
@@ -173,33 +174,33 @@ static int cls_feed(void *ctx) {
     return ts_batch_buf_feed(&r->bb, r->tp, 1) ? -1 : 0;
 }
 
-static int cls_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr,
+static int cls_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, cli_progress *pr,
                          FILE *metrics) {
     cls_run *r = ctx;
     int every = r->o->test_every;
     if (!r->test || ts_text_dataset_size(r->test) == 0 || (!last && (every == 0 || (epoch + 1) % every != 0))) {
-        ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,
-                          ts_now() - pr->t0);
+        cli_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,
+                          cli_now() - pr->t0);
         return 0;
     }
     int64_t correct, n;
     if (ts_program_copy_params(r->ip, r->tp) < 0 ||
-        ts_cls_accuracy(r->ip, r->tok, r->test, r->o->batch, r->seq, &correct, &n) != TS_OK) {
+        ts_classify_accuracy(r->ip, r->tok, r->test, r->o->batch, r->seq, &correct, &n) != TS_OK) {
         fprintf(stderr, "\ntessera finetune: evaluating: %s\n", ts_last_error());
         return 1;
     }
     r->acc = n ? (double)correct / (double)n : 0;
-    ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, test accuracy %.2f%% (%lld/%lld), majority baseline "
+    cli_progress_print(pr, "epoch %d: step %lld, train loss %.4f, test accuracy %.2f%% (%lld/%lld), majority baseline "
                           "%.2f%%, %.0f s\n", epoch + 1, (long long)step, train_loss, 100 * r->acc, (long long)correct,
-                      (long long)n, 100 * r->base, ts_now() - pr->t0);
-    ts_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"test_accuracy\": %.6f, \"majority_baseline\": %.6f",
+                      (long long)n, 100 * r->base, cli_now() - pr->t0);
+    cli_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"test_accuracy\": %.6f, \"majority_baseline\": %.6f",
                      (long long)step, epoch + 1, r->acc, r->base);
     return 0;
 }
 
 static int cls_save(void *ctx) {
     cls_run *r = ctx;
-    return ts_model_dir_save("finetune", r->o->out, r->tp, &r->cfg, "BertForSequenceClassification", r->vocab, &r->meta);
+    return cli_model_dir_save("finetune", r->o->out, r->tp, &r->cfg, "BertForSequenceClassification", r->vocab, &r->meta);
 }
 
 static int cls_checkpoint(void *ctx, int64_t step) {
@@ -221,13 +222,15 @@ static int run(const ft_opts *o) {
     cls_run r = {.o = o, .acc = -1};
     int rc = 2;
     FILE *metrics = NULL;
-    if (!(r.tok = ts_model_dir_open("finetune", o->model, &r.cfg, &r.meta))) return 2;
+    if (!(r.tok = cli_model_dir_open("finetune", o->model, &r.cfg, &r.meta))) return 2;
     ts_model_meta_free(&r.meta); /* the pretrained model's labels, if any, are replaced */
     if ((rc = load_data(o, &r.train, &r.test))) goto done;
     rc = 2;
-    r.seq = o->max_len ? o->max_len : 128;
-    /* Nothing is loaded from a random start, so its position table may be as long as the
+    /* Without --max-len: 128, or the model's positions when fewer (only a length the user gave is
+     * refused). Nothing is loaded from a random start, so its position table may be as long as the
      * sequences (the demo's spam filter reads 256 tokens with a 128-position pretrained shape). */
+    r.seq = o->max_len ? o->max_len
+            : !o->random_init && r.cfg.max_position_embeddings < 128 ? r.cfg.max_position_embeddings : 128;
     if (o->random_init && r.seq > r.cfg.max_position_embeddings) r.cfg.max_position_embeddings = r.seq;
     if (r.seq > r.cfg.max_position_embeddings) {
         fprintf(stderr, "tessera finetune: --max-len %d exceeds the model's %d positions\n", r.seq,
@@ -257,10 +260,10 @@ static int run(const ft_opts *o) {
 
     rc = 1;
     const int B = o->batch;
-    ts_train_loop loop;
+    cli_train_loop loop;
     if ((rc = ft_loop_opts(o, &r.cfg, TS_BERT_SEQ_CLASSIFICATION, r.seq, &loop))) goto done;
     rc = 1;
-    if (ts_bert_programs("finetune", &r.cfg, TS_BERT_SEQ_CLASSIFICATION, B, r.seq, (uint64_t)o->seed, o->threads, 1,
+    if (cli_bert_programs("finetune", &r.cfg, TS_BERT_SEQ_CLASSIFICATION, B, r.seq, (uint64_t)o->seed, o->threads, 1,
                          (float)o->wd, (const char *[]){"loss"}, 1, &r.tp, (const char *[]){"logits"}, 1, &r.ip, &loop))
         goto done;
     ft_describe(o, r.tp, NULL);
@@ -270,7 +273,7 @@ static int run(const ft_opts *o) {
     int nmissing = ts_program_num_params(r.tp);
     if (o->random_init) {
         printf("tessera finetune: --random-init: %s's shape and vocabulary, no weights loaded\n", o->model);
-    } else if (ts_program_load(r.tp, path, ts_cli_load_flags(0), &nmissing) != TS_OK) {
+    } else if (ts_program_load(r.tp, path, cli_load_flags(0), &nmissing) != TS_OK) {
         fprintf(stderr, "tessera finetune: %s\n", ts_last_error());
         goto done;
     }
@@ -283,9 +286,9 @@ static int run(const ft_opts *o) {
         rc = 2;
         goto done;
     }
-    if ((rc = ts_out_lock("finetune", o->out))) goto done;
+    if ((rc = cli_out_lock("finetune", o->out))) goto done;
     rc = 1;
-    if (!(metrics = o->resume ? ts_metrics_append(o->out, "finetune") : ts_metrics_open(o->out, "finetune")))
+    if (!(metrics = o->resume ? cli_metrics_append(o->out, "finetune") : cli_metrics_open(o->out, "finetune")))
         goto done;
     ft_describe(o, r.tp, metrics);
 
@@ -296,9 +299,9 @@ static int run(const ft_opts *o) {
     for (int i = 0; i < nl; i++) printf("%s%s", i ? ", " : "", r.meta.labels[i]);
     printf("), %d layers x %d hidden, %d of %d parameters new, %lld steps of %d x %d tokens, %s, lr %g\n",
            r.cfg.num_hidden_layers, r.cfg.hidden_size, nmissing, ts_program_num_params(r.tp), (long long)total, B, r.seq,
-           ts_optimizer_name((ts_optim_kind)ts_optimizer_parse("finetune", o->optimizer)), o->lr);
+           ts_optim_kind_name((ts_optim_kind)cli_optimizer_parse("finetune", o->optimizer)), o->lr);
     if (!ts_batch_buf_init_slices(&r.bb, B, r.seq, 1, loop.device_iterations, 0)) goto oom;
-    r.base = r.test ? ts_cls_majority(r.train, r.test, &r.base_label) : 0;
+    r.base = r.test ? ts_classify_majority(r.train, r.test, &r.base_label) : 0;
     ft_task t = {.ctx = &r, .nrows = ntrain, .tp = r.tp, .fill = cls_fill, .feed = cls_feed,
                  .epoch_end = cls_epoch_end, .save = cls_save, .checkpoint = cls_checkpoint, .report = cls_report};
     rc = ft_train_loop(o, &t, step, metrics);
@@ -320,17 +323,17 @@ done:
 
 /* --task, or qa when the model directory already holds a question-answering model. */
 static int run_task(const ft_opts *o) {
-    int task = TS_TASK_CLASSIFY;
+    int task = CLI_TASK_CLASSIFY;
     if (o->task) {
-        if ((task = ts_task_parse("finetune", o->task)) < 0) return 2;
+        if ((task = cli_task_parse("finetune", o->task)) < 0) return 2;
     } else {
         ts_bert_config cfg;
         char path[4200];
         snprintf(path, sizeof path, "%s/config.json", o->model);
         ts_bert_config_default(&cfg);
-        if (ts_bert_config_load(path, &cfg) == TS_OK && cfg.head == TS_BERT_QUESTION_ANSWERING) task = TS_TASK_QA;
+        if (ts_bert_config_load(path, &cfg) == TS_OK && cfg.head == TS_BERT_QUESTION_ANSWERING) task = CLI_TASK_QA;
     }
-    if (task == TS_TASK_QA) {
+    if (task == CLI_TASK_QA) {
         const char *cls_only = o->text_b_col   ? "--text-b-column"
                                : o->truncate   ? "--truncate"
                                : o->random_init ? "--random-init"
@@ -339,7 +342,7 @@ static int run_task(const ft_opts *o) {
             fprintf(stderr, "tessera finetune: %s is for --task classify, not qa\n", cls_only);
             return 2;
         }
-        return ts_finetune_qa(o);
+        return cli_finetune_qa(o);
     }
     const char *qa_only = o->doc_stride      ? "--doc-stride"
                           : o->max_query_len ? "--max-query-len"
@@ -354,11 +357,11 @@ static int run_task(const ft_opts *o) {
     return run(o);
 }
 
-int ts_cli_finetune(int argc, char **argv) {
+int cli_finetune(int argc, char **argv) {
     ft_opts o = {.test_every = 1, .text_col = "text", .label_col = "label", .test_split = 0.2, .lr = 1e-4, .warmup = 0.1,
                  .wd = 0.01, .epochs = 3, .batch = 32, .seed = 42, .split_seed = -1, .keep = 3,
                  .optimizer = "adamw", .accumulation = 1, .device_iterations = 1};
-    const ts_opt opts[] = {
+    const cli_opt opts[] = {
         {"model", OPT_STR, &o.model, 0},         {"train", OPT_STR, &o.train, 0},
         {"task", OPT_STR, &o.task, 0},           {"dev", OPT_STR, &o.dev, 0},
         {"text-b-column", OPT_STR, &o.text_b_col, 0}, {"doc-stride", OPT_INT, &o.doc_stride, 1},
@@ -383,11 +386,11 @@ int ts_cli_finetune(int argc, char **argv) {
         {"accumulation", OPT_INT, &o.accumulation, 1}, {"device-iterations", OPT_INT, &o.device_iterations, 1},
         {"devices", OPT_STR, &o.devices, 0},     {"stages", OPT_STR, &o.stages, 0},
         {"micro-batches", OPT_INT, &o.micro_batches, 2}, {"profile", OPT_FLAG, &o.profile, 0},
-        TS_DEVICE_OPTS,                          TS_LOAD_OPTS,
-        TS_REPLICA_OPTS,
+        CLI_DEVICE_OPTS,                          CLI_LOAD_OPTS,
+        CLI_REPLICA_OPTS,
     };
-    ts_optset os;
-    int rc = ts_opts_parse(&os, "finetune", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    cli_optset os;
+    int rc = cli_opts_parse(&os, "finetune", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc == 1) {
         char probe[4300];
         if (o.resume) snprintf(probe, sizeof probe, "%s/trainer.json", o.resume);
@@ -403,7 +406,7 @@ int ts_cli_finetune(int argc, char **argv) {
         } else if (o.warmup > 1) {
             fprintf(stderr, "tessera finetune: --warmup %g is a fraction of the steps, at most 1\n", o.warmup);
             rc = 2;
-        } else if (o.truncate && (o.truncation = ts_trunc_parse("finetune", o.truncate)) < 0) {
+        } else if (o.truncate && (o.truncation = cli_trunc_parse("finetune", o.truncate)) < 0) {
             rc = 2;
         } else if (o.bf16 && o.fp16) {
             fprintf(stderr, "tessera finetune: --bf16 and --fp16 exclude each other\n");
@@ -412,8 +415,8 @@ int ts_cli_finetune(int argc, char **argv) {
             fprintf(stderr, "tessera finetune: --profile is not supported with --devices (a pipelined program is not "
                             "profiled); profile the step on one device, without --devices\n");
             rc = 2;
-        } else if (ts_optimizer_parse("finetune", o.optimizer) < 0 ||
-                   ts_pipe_micro("finetune", o.devices, o.stages, o.micro_batches, &o.accumulation, o.fp16)) {
+        } else if (cli_optimizer_parse("finetune", o.optimizer) < 0 ||
+                   cli_pipe_micro("finetune", o.devices, o.stages, o.micro_batches, &o.accumulation, o.fp16)) {
             rc = 2;
         } else if (o.momentum >= 1 || (o.momentum > 0 && strcmp(o.optimizer, "sgd"))) {
             fprintf(stderr, "tessera finetune: --momentum %g: SGD's momentum, below 1 (with --optimizer sgd)\n",
@@ -429,12 +432,12 @@ int ts_cli_finetune(int argc, char **argv) {
                             "--device-iterations %d (each call into the program runs that many steps)\n",
                     o.max_steps, o.save_every, o.stop_after, o.device_iterations);
             rc = 2;
-        } else if (ts_replicas_setup("finetune", &o.threads)) {
+        } else if (cli_replicas_setup("finetune", &o.threads)) {
             rc = 2;
-        } else if (!o.deterministic || !(rc = ts_deterministic_setup("finetune", &o.threads, o.max_minutes))) {
+        } else if (!o.deterministic || !(rc = cli_deterministic_setup("finetune", &o.threads, o.max_minutes))) {
             rc = run_task(&o);
         }
     }
-    ts_opts_free(&os);
+    cli_opts_free(&os);
     return rc;
 }

@@ -3,8 +3,8 @@
  * classification (single texts or text pairs, finetune.c) and question answering on SQuAD
  * (finetune_qa.c).
  */
-#ifndef TS_CLI_FINETUNE_H
-#define TS_CLI_FINETUNE_H
+#ifndef CLI_FINETUNE_H
+#define CLI_FINETUNE_H
 
 #include <stdint.h>
 
@@ -44,7 +44,7 @@ typedef struct ft_task {
     int (*feed)(void *ctx);
     /* After each epoch (and at a time limit): score the held-out data with the current weights,
      * print and log it (train_loss: the epoch's mean). 0 or the exit code. */
-    int (*epoch_end)(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr, FILE *metrics);
+    int (*epoch_end)(void *ctx, int epoch, int64_t step, int last, double train_loss, cli_progress *pr, FILE *metrics);
     /* Write the model directory --out; 0 or 1. */
     int (*save)(void *ctx);
     /* Write a full-state checkpoint at step; 0 or 1. */
@@ -67,18 +67,19 @@ int ft_train_loop(const ft_opts *o, ft_task *t, int64_t step, FILE *metrics);
  * rows do not fill one call with device iterations). */
 int64_t ft_steps_per_epoch(const ft_opts *o, int64_t n);
 
-/* The optimizer and loop options of o, for ts_bert_programs; with --devices, the pipeline of a
+/* The optimizer and loop options of o, for cli_bert_programs; with --devices, the pipeline of a
  * model of config cfg with head `head` at sequence length seq (placed and, for --stages auto,
  * measured here). 0, or prints the error and returns the exit code. */
-int ft_loop_opts(const ft_opts *o, const ts_bert_config *cfg, ts_bert_head head, int seq, ts_train_loop *loop);
+int ft_loop_opts(const ft_opts *o, const ts_bert_config *cfg, ts_bert_head head, int seq, cli_train_loop *loop);
 /* With --devices: print the pipeline's stages (metrics NULL) or log them. */
 void ft_describe(const ft_opts *o, ts_program *tp, FILE *metrics);
 
 /* `tessera finetune --task qa`: fine-tune BertForQuestionAnswering on a SQuAD v1.1 file.
  * Returns the exit code (0, 1 failure while running, 2 bad input). */
-int ts_finetune_qa(const ft_opts *o);
+int cli_finetune_qa(const ft_opts *o);
 
-/* Full-state checkpoints (finetune_ckpt.c). Save OUT/checkpoints/step-<step> of program p with
+/* Full-state checkpoints (finetune_loop.c: ts_finetune_ckpt_save / _load). Save
+ * OUT/checkpoints/step-<step> of program p with
  * the options that shape the run (task "classify" or "qa", the row length and QA windows as
  * used); 0, or prints the error and returns 1. */
 int ft_ckpt_save(const ft_opts *o, const char *task, int seq, int doc_stride, int max_query_len, int64_t step,

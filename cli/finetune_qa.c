@@ -37,18 +37,18 @@ static int setup(qa_run *r) {
         return 2;
     }
     ts_squad_opts so = {.max_seq_len = r->seq,
-                        .doc_stride = o->doc_stride ? o->doc_stride : ts_qa_default_stride(r->seq),
-                        .max_query_len = o->max_query_len ? o->max_query_len : ts_qa_default_query(r->seq),
+                        .doc_stride = o->doc_stride ? o->doc_stride : ts_squad_default_stride(r->seq),
+                        .max_query_len = o->max_query_len ? o->max_query_len : ts_squad_default_query(r->seq),
                         .relocate_answers = o->relocate_answers};
     if (r->seq - so.max_query_len - 3 < 1) {
         fprintf(stderr, "tessera finetune: --max-len %d leaves no room for context after --max-query-len %d, [CLS] "
                         "and two [SEP]\n", r->seq, so.max_query_len);
         return 2;
     }
-    r->n_best = o->n_best ? o->n_best : TS_QA_N_BEST;
-    r->max_ans = o->max_answer_len ? o->max_answer_len : TS_QA_MAX_ANSWER_LEN;
-    if (!(r->train = ts_qa_load("finetune", "--train", o->train, r->tok, &so, 1))) return 2;
-    if (o->dev && !(r->dev = ts_qa_load("finetune", "--dev", o->dev, r->tok, &so, 1))) return 2;
+    r->n_best = o->n_best ? o->n_best : TS_SQUAD_N_BEST;
+    r->max_ans = o->max_answer_len ? o->max_answer_len : TS_SQUAD_MAX_ANSWER_LEN;
+    if (!(r->train = cli_qa_load("finetune", "--train", o->train, r->tok, &so, 1))) return 2;
+    if (o->dev && !(r->dev = cli_qa_load("finetune", "--dev", o->dev, r->tok, &so, 1))) return 2;
     r->meta.max_len = r->seq;
     r->meta.doc_stride = so.doc_stride;
     r->meta.max_query_len = so.max_query_len;
@@ -68,10 +68,10 @@ static int build(qa_run *r) {
     if (o->bf16) r->cfg.compute_dtype = TS_BF16;
     if (o->fp16) r->cfg.compute_dtype = TS_F16;
     r->cfg.recompute = o->recompute;
-    ts_train_loop loop;
+    cli_train_loop loop;
     int rc = ft_loop_opts(o, &r->cfg, TS_BERT_QUESTION_ANSWERING, r->seq, &loop);
     if (rc) return rc;
-    if (ts_bert_programs("finetune", &r->cfg, TS_BERT_QUESTION_ANSWERING, o->batch, r->seq, (uint64_t)o->seed,
+    if (cli_bert_programs("finetune", &r->cfg, TS_BERT_QUESTION_ANSWERING, o->batch, r->seq, (uint64_t)o->seed,
                          o->threads, 1, (float)o->wd, (const char *[]){"loss"}, 1, &r->tp,
                          (const char *[]){"start_logits", "end_logits"}, 2, &r->ip, &loop))
         return 1;
@@ -80,7 +80,7 @@ static int build(qa_run *r) {
     snprintf(path, sizeof path, "%s/model.safetensors", o->model);
     snprintf(r->vocab, sizeof r->vocab, "%s/vocab.txt", o->model);
     int nmissing = 0;
-    if (ts_program_load(r->tp, path, ts_cli_load_flags(0), &nmissing) != TS_OK) {
+    if (ts_program_load(r->tp, path, cli_load_flags(0), &nmissing) != TS_OK) {
         fprintf(stderr, "tessera finetune: %s\n", ts_last_error());
         return 2;
     }
@@ -95,7 +95,7 @@ static int build(qa_run *r) {
 
 static int qa_save(void *ctx) {
     qa_run *r = ctx;
-    return ts_model_dir_save("finetune", r->o->out, r->tp, &r->cfg, "BertForQuestionAnswering", r->vocab, &r->meta);
+    return cli_model_dir_save("finetune", r->o->out, r->tp, &r->cfg, "BertForQuestionAnswering", r->vocab, &r->meta);
 }
 
 static int qa_checkpoint(void *ctx, int64_t step) {
@@ -129,21 +129,21 @@ static int qa_feed(void *ctx) {
     return 0;
 }
 
-static int qa_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr, FILE *metrics) {
+static int qa_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, cli_progress *pr, FILE *metrics) {
     qa_run *r = ctx;
     if (!r->dev) {
-        ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,
-                          ts_now() - pr->t0);
+        cli_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,
+                          cli_now() - pr->t0);
         return 0;
     }
     if (ts_program_copy_params(r->ip, r->tp) < 0) {
         fprintf(stderr, "tessera finetune: %s\n", ts_last_error());
         return 1;
     }
-    if (ts_qa_score("finetune", r->ip, r->dev, r->o->batch, r->seq, r->n_best, r->max_ans, &r->em, &r->f1)) return 1;
-    ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, dev EM %.2f, F1 %.2f, %.0f s\n", epoch + 1,
-                      (long long)step, train_loss, r->em, r->f1, ts_now() - pr->t0);
-    ts_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"dev_exact_match\": %.4f, \"dev_f1\": %.4f",
+    if (cli_qa_score("finetune", r->ip, r->dev, r->o->batch, r->seq, r->n_best, r->max_ans, &r->em, &r->f1)) return 1;
+    cli_progress_print(pr, "epoch %d: step %lld, train loss %.4f, dev EM %.2f, F1 %.2f, %.0f s\n", epoch + 1,
+                      (long long)step, train_loss, r->em, r->f1, cli_now() - pr->t0);
+    cli_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"dev_exact_match\": %.4f, \"dev_f1\": %.4f",
                      (long long)step, epoch + 1, r->em, r->f1);
     return 0;
 }
@@ -172,13 +172,13 @@ static int train(qa_run *r) {
     }
     int64_t step = 0;
     if (o->resume && ft_ckpt_resume(o, "qa", r->seq, r->meta.doc_stride, r->meta.max_query_len, r->tp, &step)) return 2;
-    if ((rc = ts_out_lock("finetune", o->out))) return rc;
-    if (!(metrics = o->resume ? ts_metrics_append(o->out, "finetune") : ts_metrics_open(o->out, "finetune"))) return 1;
+    if ((rc = cli_out_lock("finetune", o->out))) return rc;
+    if (!(metrics = o->resume ? cli_metrics_append(o->out, "finetune") : cli_metrics_open(o->out, "finetune"))) return 1;
     ft_describe(o, r->tp, metrics);
     int64_t nf = ts_squad_num_features(r->train), total = ft_steps_per_epoch(o, nf) * o->epochs;
     if (o->max_steps && o->max_steps < total) total = o->max_steps;
     printf("tessera finetune: %lld steps of %d x %d tokens, %s, lr %g\n", (long long)total, B, r->seq,
-           ts_optimizer_name((ts_optim_kind)ts_optimizer_parse("finetune", o->optimizer)), o->lr);
+           ts_optim_kind_name((ts_optim_kind)cli_optimizer_parse("finetune", o->optimizer)), o->lr);
     ft_task t = {.ctx = r, .nrows = nf, .tp = r->tp, .fill = qa_fill, .feed = qa_feed, .epoch_end = qa_epoch_end,
                  .save = qa_save, .checkpoint = qa_checkpoint, .report = qa_report};
     rc = ft_train_loop(o, &t, step, metrics);
@@ -186,10 +186,10 @@ static int train(qa_run *r) {
     return rc;
 }
 
-int ts_finetune_qa(const ft_opts *o) {
+int cli_finetune_qa(const ft_opts *o) {
     qa_run r = {.o = o, .em = -1, .f1 = -1};
     int rc = 2;
-    if (!(r.tok = ts_model_dir_open("finetune", o->model, &r.cfg, &r.meta))) return 2;
+    if (!(r.tok = cli_model_dir_open("finetune", o->model, &r.cfg, &r.meta))) return 2;
     int lowercase = r.meta.lowercase;
     ts_model_meta_free(&r.meta); /* the pretrained model's labels, if any, are dropped */
     memset(&r.meta, 0, sizeof r.meta);

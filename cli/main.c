@@ -14,18 +14,18 @@ typedef struct {
 } subcommand;
 
 static const subcommand commands[] = {
-    {"tokenize", ts_cli_tokenize, "print the WordPiece token ids of each input line"},
-    {"vocab", ts_cli_vocab, "learn a WordPiece vocabulary from text files"},
-    {"split", ts_cli_split, "write the train / test split finetune makes of a labelled file"},
-    {"bow", ts_cli_bow, "train a bag-of-words logistic regression: the baseline beside BERT"},
-    {"pretrain", ts_cli_pretrain, "pretrain a BERT (masked LM + next sentence) on text files"},
-    {"finetune", ts_cli_finetune, "fine-tune a pretrained BERT: text (pair) classifier or SQuAD QA"},
-    {"eval", ts_cli_eval, "score a fine-tuned model: accuracy, or SQuAD exact match / F1"},
-    {"predict", ts_cli_predict, "run a fine-tuned model: labels of texts, answers to questions"},
-    {"run", ts_cli_run, "run a BERT or ONNX model on a batch of inputs (safetensors in and out)"},
-    {"onnx-ops", ts_cli_onnx_ops, "print the ONNX ops and opsets the importer takes (README's table)"},
-    {"ocr", ts_cli_ocr, "read the lines of text in a PNG or JPEG image (PaddleOCR PP-OCRv4)"},
-    {"export", ts_cli_export, "write a BERT model directory as an ONNX model (fixed batch shape)"},
+    {"tokenize", cli_tokenize, "print the WordPiece token ids of each input line"},
+    {"vocab", cli_vocab, "learn a WordPiece vocabulary from text files"},
+    {"split", cli_split, "write the train / test split finetune makes of a labelled file"},
+    {"bow", cli_bow, "train a bag-of-words logistic regression: the baseline beside BERT"},
+    {"pretrain", cli_pretrain, "pretrain a BERT (masked LM + next sentence) on text files"},
+    {"finetune", cli_finetune, "fine-tune a pretrained BERT: text (pair) classifier or SQuAD QA"},
+    {"eval", cli_eval, "score a fine-tuned model: accuracy, or SQuAD exact match / F1"},
+    {"predict", cli_predict, "run a fine-tuned model: labels of texts, answers to questions"},
+    {"run", cli_run, "run a BERT or ONNX model on a batch of inputs (safetensors in and out)"},
+    {"onnx-ops", cli_onnx_ops, "print the ONNX ops and opsets the importer takes (README's table)"},
+    {"ocr", cli_ocr, "read the lines of text in a PNG or JPEG image (PaddleOCR PP-OCRv4)"},
+    {"export", cli_export, "write a BERT model directory as an ONNX model (fixed batch shape)"},
 };
 
 static void usage(FILE *f) {

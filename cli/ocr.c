@@ -105,7 +105,7 @@ static const char *default_models(char *buf, size_t cap) {
     return TS_DATA_DIR "/ocr";
 }
 
-int ts_cli_ocr(int argc, char **argv) {
+int cli_ocr(int argc, char **argv) {
     char models_buf[4096];
     const char *image = NULL, *lang = "ch", *models = default_models(models_buf, sizeof models_buf), *v;
     int json = 0, threads = 0, no_cls = 0, show_time = 0, bad = 0;
@@ -120,20 +120,20 @@ int ts_cli_ocr(int argc, char **argv) {
             no_cls = 1;
         } else if (!strcmp(a, "--time")) {
             show_time = 1;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--lang", CMD, &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--lang", CMD, &bad))) {
             if (strcmp(v, "ch") != 0 && strcmp(v, "en") != 0) {
                 fprintf(stderr, "tessera ocr: --lang is ch or en, not '%s'\n", v);
                 return 2;
             }
             lang = v;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--threads", CMD, &bad))) {
-            if ((threads = ts_cli_positive(v, "--threads", CMD)) < 0) return 2;
+        } else if ((v = cli_value(argc, argv, &i, "--threads", CMD, &bad))) {
+            if ((threads = cli_positive(v, "--threads", CMD)) < 0) return 2;
             if (threads > ts_max_threads()) {
                 fprintf(stderr, "tessera ocr: --threads %d is more than the %d this machine allows\n", threads,
                         ts_max_threads());
                 return 2;
             }
-        } else if ((v = ts_cli_value(argc, argv, &i, "--models", CMD, &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--models", CMD, &bad))) {
             models = v;
         } else if (!bad && a[0] == '-' && a[1]) {
             fprintf(stderr, "tessera ocr: unknown flag '%s'\n%s", a, USAGE);

@@ -33,7 +33,7 @@ static const char *USAGE =
     "  --n-best N         qa: start / end candidates per window (default 20)\n"
     "  --batch N          sequences per forward pass (default 8)\n"
     "  --threads N        CPU threads (default: all)\n"
-    TS_DEVICE_USAGE TS_LOAD_USAGE
+    CLI_DEVICE_USAGE CLI_LOAD_USAGE
     "  --config FILE      a JSON object of the options above (flags override it)\n";
 
 #define PREFIX_CHARS 60
@@ -92,7 +92,7 @@ static int run_member(predictor *pr, member *mb) {
     const float *lg = ts_tensor_data(logits);
     int c = (int)ts_tensor_shape(logits)[1];
     for (int i = 0; i < pr->n && c == nl; i++) /* c == nl: members share the labels */
-        ts_softmax_add(lg + (size_t)i * c, c, pr->probs + (size_t)i * nl);
+        ts_classify_softmax_add(lg + (size_t)i * c, c, pr->probs + (size_t)i * nl);
     ts_tensor_free(logits);
     return 0;
 }
@@ -126,9 +126,9 @@ static int flush_batch(predictor *pr) {
  * columns). 0, or prints the error and returns 2 (not such a classifier) or 1 (its program). */
 static int open_member(member *mb, const char *dir, int k, const member *m0, int batch, int threads) {
     if (k > 0) {
-        if (!(mb->tok = ts_model_dir_open("predict", dir, &mb->cfg, &mb->meta))) return 2;
-        if (ts_task_of_model("predict", "classify", dir, &mb->cfg, &mb->meta) != TS_TASK_CLASSIFY) return 2;
-        if (!ts_same_classifier(&m0->meta, &mb->meta)) {
+        if (!(mb->tok = cli_model_dir_open("predict", dir, &mb->cfg, &mb->meta))) return 2;
+        if (cli_task_of_model("predict", "classify", dir, &mb->cfg, &mb->meta) != CLI_TASK_CLASSIFY) return 2;
+        if (!ts_model_meta_same_labels(&m0->meta, &mb->meta)) {
             fprintf(stderr, "tessera predict: --model %s is not the same kind of classifier as the first model "
                             "(labels or text columns differ); an ensemble needs models trained on the same task\n",
                     dir);
@@ -136,7 +136,7 @@ static int open_member(member *mb, const char *dir, int k, const member *m0, int
         }
     }
     /* the program first: a batch too large for the device is refused by its memory check */
-    if (!(mb->p = ts_model_dir_program("predict", dir, &mb->cfg, batch, mb->meta.max_len, threads,
+    if (!(mb->p = cli_model_dir_program("predict", dir, &mb->cfg, batch, mb->meta.max_len, threads,
                                        (const char *[]){"logits"}, 1)))
         return 1;
     if (!ts_batch_buf_init(&mb->bb, batch, mb->meta.max_len, 0)) {
@@ -161,21 +161,51 @@ static int add_text(predictor *pr, const char *text, const char *where) {
     return ++pr->n == pr->batch ? flush_batch(pr) : 0;
 }
 
-int ts_cli_predict(int argc, char **argv) {
+/* Every input: the --text values, else the lines of `in` (in_name for errors), batched through
+ * add_text. 0 or the exit code. */
+static int read_inputs(predictor *pr, const cli_strlist *texts, FILE *in, const char *in_name) {
+    char where[4200];
+    int rc = 0;
+    for (int i = 0; i < texts->n; i++) {
+        snprintf(where, sizeof where, "--text %d", i + 1);
+        if ((rc = add_text(pr, texts->v[i], where)) != 0) return rc;
+    }
+    if (texts->n) return 0;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    long lineno = 0;
+    while ((len = getline(&line, &cap, in)) >= 0) {
+        lineno++;
+        if (len && line[len - 1] == '\n') line[--len] = 0;
+        if (len && line[len - 1] == '\r') line[--len] = 0;
+        snprintf(where, sizeof where, "%s:%ld", in_name, lineno);
+        if ((rc = add_text(pr, line, where)) != 0) break;
+    }
+    free(line);
+    if (rc) return rc;
+    if (ferror(in)) {
+        fprintf(stderr, "tessera predict: reading %s: %s\n", in_name, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+int cli_predict(int argc, char **argv) {
     const char *model = NULL, *data = NULL, *task_flag = NULL;
-    ts_strlist texts = {0}, models = {0};
+    cli_strlist texts = {0}, models = {0};
     int batch = 8, threads = 0, n_best = 0, max_ans = 0;
-    const ts_opt opts[] = {
+    const cli_opt opts[] = {
         {"model", OPT_LIST, &models, 0}, {"text", OPT_LIST, &texts, 0},
         {"data", OPT_STR, &data, 0},   {"task", OPT_STR, &task_flag, 0},
         {"batch", OPT_INT, &batch, 1}, {"threads", OPT_INT, &threads, 0},
         {"n-best", OPT_INT, &n_best, 1}, {"max-answer-len", OPT_INT, &max_ans, 1},
-        TS_DEVICE_OPTS,                TS_LOAD_OPTS,
+        CLI_DEVICE_OPTS,                CLI_LOAD_OPTS,
     };
-    ts_optset os;
+    cli_optset os;
     predictor pr = {0};
     FILE *in = stdin;
-    int rc = ts_opts_parse(&os, "predict", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    int rc = cli_opts_parse(&os, "predict", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done_opts;
     rc = 2;
     model = models.n ? models.v[0] : NULL;
@@ -194,12 +224,12 @@ int ts_cli_predict(int argc, char **argv) {
         goto done_opts;
     }
     member *m0 = &pr.m[0];
-    if (!(m0->tok = ts_model_dir_open("predict", model, &m0->cfg, &m0->meta))) goto done;
+    if (!(m0->tok = cli_model_dir_open("predict", model, &m0->cfg, &m0->meta))) goto done;
     pr.pairs = m0->meta.text_b_column != NULL;
     const char *in_name = "stdin";
-    int task = ts_task_of_model("predict", task_flag, model, &m0->cfg, &m0->meta);
+    int task = cli_task_of_model("predict", task_flag, model, &m0->cfg, &m0->meta);
     if (task < 0) goto done;
-    if (task == TS_TASK_QA) {
+    if (task == CLI_TASK_QA) {
         if (texts.n) {
             fprintf(stderr, "tessera predict: --text is for classifiers; %s answers questions: give JSON lines "
                             "{\"question\": ..., \"context\": ...} on stdin or in --data FILE\n", model);
@@ -210,8 +240,8 @@ int ts_cli_predict(int argc, char **argv) {
                             "classifiers\n", model);
             goto done;
         }
-        rc = ts_predict_qa(model, &m0->cfg, &m0->meta, m0->tok, data, batch, threads, n_best ? n_best : TS_QA_N_BEST,
-                           max_ans ? max_ans : TS_QA_MAX_ANSWER_LEN);
+        rc = cli_predict_qa(model, &m0->cfg, &m0->meta, m0->tok, data, batch, threads, n_best ? n_best : TS_SQUAD_N_BEST,
+                           max_ans ? max_ans : TS_SQUAD_MAX_ANSWER_LEN);
         goto done;
     }
     for (int k = 0; k < models.n; k++)
@@ -230,34 +260,7 @@ int ts_cli_predict(int argc, char **argv) {
         fprintf(stderr, "tessera predict: out of memory\n");
         goto done;
     }
-    char where[4200];
-    if (texts.n) {
-        for (int i = 0; i < texts.n; i++) {
-            snprintf(where, sizeof where, "--text %d", i + 1);
-            if ((rc = add_text(&pr, texts.v[i], where)) != 0) goto done;
-        }
-    } else {
-        char *line = NULL;
-        size_t cap = 0;
-        ssize_t len;
-        long lineno = 0;
-        while ((len = getline(&line, &cap, in)) >= 0) {
-            lineno++;
-            if (len && line[len - 1] == '\n') line[--len] = 0;
-            if (len && line[len - 1] == '\r') line[--len] = 0;
-            snprintf(where, sizeof where, "%s:%ld", in_name, lineno);
-            if ((rc = add_text(&pr, line, where)) != 0) {
-                free(line);
-                goto done;
-            }
-        }
-        free(line);
-        rc = 1;
-        if (ferror(in)) {
-            fprintf(stderr, "tessera predict: reading %s: %s\n", in_name, strerror(errno));
-            goto done;
-        }
-    }
+    if ((rc = read_inputs(&pr, &texts, in, in_name))) goto done;
     rc = 1;
     if (flush_batch(&pr)) goto done;
     if (fflush(stdout) != 0) {
@@ -279,6 +282,6 @@ done:
     }
     free(pr.m);
 done_opts:
-    ts_opts_free(&os);
+    cli_opts_free(&os);
     return rc;
 }

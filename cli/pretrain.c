@@ -6,15 +6,15 @@
  * drawn from them measures MLM and NSP accuracy every --eval-every steps. Prints a progress line
  * on a terminal, appends every step to DIR/metrics.jsonl, and writes config.json +
  * model.safetensors + vocab.txt to --out (each file atomically) at the end and every
- * --save-every steps, together with a full-state checkpoint (pretrain_ckpt.c) from which
- * --resume continues the run exactly. --profile prints, at the end, where the training step's time
- * went (ts_program_profile_report; the first step, a warm-up, left out).
+ * --save-every steps, together with a full-state checkpoint (ts_pretrain_ckpt_save) from which
+ * --resume continues the run exactly. --profile prints, at the end, where the training step's
+ * time went (ts_program_profile_report; the first step, a warm-up, left out).
  */
 #include <math.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "pretrain_ckpt.h"
+#include "pipeline_opts.h"
 #include "train_common.h"
 
 static const char *USAGE =
@@ -68,16 +68,13 @@ static const char *USAGE =
     "            bit for bit, as one uninterrupted run (unless --max-minutes stops or shapes it).\n"
     "            --stop-after N ends this invocation after step N, with a checkpoint there, keeping\n"
     "            the schedule of --max-steps (to train in pieces).\n"
-    TS_REPLICA_USAGE
-    TS_DEVICE_USAGE
+    CLI_REPLICA_USAGE
+    CLI_DEVICE_USAGE
     "  --config FILE  a JSON object of these options, keys without '--' (flags override it)\n";
-
-#define HOLDOUT_EVERY 50      /* document i is held out when i % 50 == 1 */
-#define MAX_DOC_LINES 1000    /* a file without blank lines is cut into documents of this many lines */
 
 typedef struct pt_opts {
     const char *vocab, *out;
-    ts_strlist corpus;
+    cli_strlist corpus;
     int layers, hidden, heads, inter, max_len, batch, max_steps, seed, save_every, eval_every, eval_batches;
     int threads, wwm, bf16, keep, stop_after, recompute, deterministic, untie;
     int fp16, accumulation, device_iterations, max_predictions, cased, profile;
@@ -86,187 +83,47 @@ typedef struct pt_opts {
     double max_minutes, lr, warmup, wd, dropout, mask_prob, max_grad_norm, momentum;
 } pt_opts;
 
-/* Split the corpus into a training file and a held-out file (every HOLDOUT_EVERY-th document).
- * Returns 0, or prints the error naming the file and returns 2 (bad input) or 1. */
-static int split_corpus(const pt_opts *o, const char *train_path, const char *held_path, int64_t *ndocs,
-                        int64_t *nheld) {
-    FILE *tr = fopen(train_path, "w"), *he = fopen(held_path, "w");
-    int rc = 0;
-    if (!tr || !he) {
-        fprintf(stderr, "tessera pretrain: creating %s: %s\n", !tr ? train_path : held_path, strerror(errno));
-        rc = 1;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    int64_t doc = 0;
-    *ndocs = *nheld = 0;
-    for (int f = 0; f < o->corpus.n && !rc; f++) {
-        FILE *in = fopen(o->corpus.v[f], "r");
-        if (!in) {
-            fprintf(stderr, "tessera pretrain: --corpus %s: %s\n", o->corpus.v[f], strerror(errno));
-            rc = 2;
-            break;
-        }
-        ssize_t len;
-        int64_t lines = 0; /* of the current document */
-        while ((len = getline(&line, &cap, in)) >= 0) {
-            int blank = 1;
-            for (ssize_t i = 0; i < len && blank; i++) blank = line[i] == ' ' || line[i] == '\t' || line[i] == '\n' || line[i] == '\r';
-            if (blank || lines == MAX_DOC_LINES) { /* a document ends */
-                if (lines) {
-                    FILE *to = doc % HOLDOUT_EVERY == 1 ? he : tr;
-                    fputc('\n', to);
-                    *nheld += to == he;
-                    doc++;
-                }
-                lines = 0;
-                if (blank) continue;
-            }
-            FILE *to = doc % HOLDOUT_EVERY == 1 ? he : tr;
-            fwrite(line, 1, (size_t)len, to);
-            if (line[len - 1] != '\n') fputc('\n', to);
-            lines++;
-        }
-        if (ferror(in)) {
-            fprintf(stderr, "tessera pretrain: reading %s: %s\n", o->corpus.v[f], strerror(errno));
-            rc = 1;
-        }
-        fclose(in);
-        if (lines) {
-            FILE *to = doc % HOLDOUT_EVERY == 1 ? he : tr;
-            fputc('\n', to);
-            *nheld += to == he;
-            doc++;
-        }
-    }
-    free(line);
-    *ndocs = doc;
-    if ((tr && fclose(tr) != 0) || (he && fclose(he) != 0)) {
-        if (!rc) fprintf(stderr, "tessera pretrain: writing %s: %s\n", train_path, strerror(errno));
-        rc = rc ? rc : 1;
-    }
-    return rc;
-}
-
-/* The held-out batches: read once, the same every evaluation. */
-typedef struct heldout {
-    ts_batch_buf *b;
-    int n;
-} heldout;
-
-static int read_heldout(const pt_opts *o, const ts_tokenizer *tok, const char *path, heldout *h) {
-    ts_pretrain_opts po = ts_pretrain_defaults();
-    po.files = (const char *const[]){path};
-    po.nfiles = 1;
-    po.batch_size = o->batch;
-    po.max_len = o->max_len;
-    po.mask_prob = o->mask_prob;
-    po.whole_word = o->wwm;
-    po.max_predictions = o->max_predictions;
-    po.epochs = 1;
-    po.seed = 0x68656c64; /* fixed: the held-out set does not depend on --seed */
-    ts_pretrain_reader *r = ts_pretrain_open(tok, &po);
-    if (!r) {
-        fprintf(stderr, "tessera pretrain: held-out set: %s\n", ts_last_error());
-        return 1;
-    }
-    h->b = calloc((size_t)o->eval_batches, sizeof *h->b);
-    int rc = h->b ? 0 : 1;
-    if (rc) fprintf(stderr, "tessera pretrain: held-out set: out of memory\n");
-    while (!rc && h->n < o->eval_batches) {
-        ts_batch_buf *bb = &h->b[h->n];
-        if (!ts_batch_buf_init_slices(bb, o->batch, o->max_len, 2, 1, o->max_predictions)) {
-            fprintf(stderr, "tessera pretrain: held-out set: out of memory for a batch of --batch %d x --max-len %d\n",
-                    o->batch, o->max_len);
-            rc = 1;
-            break;
-        }
-        int rows = 0;
-        ts_status st = ts_pretrain_next(r, &bb->b, &rows);
-        if (st != TS_OK || rows == 0) {
-            ts_batch_buf_free(bb);
-            /* A held-out set with no sentence pair is no error: there is just nothing to measure. */
-            if (st != TS_OK && h->n == 0 && !strstr(ts_last_error(), "no sentence pair"))
-                fprintf(stderr, "tessera pretrain: held-out set: %s\n", ts_last_error()), rc = 1;
-            break;
-        }
-        if (bb->predictions) ts_batch_buf_compact(bb, 0);
-        h->n++;
-    }
-    ts_pretrain_close(r);
-    return rc;
-}
-
-static void heldout_free(heldout *h) {
-    for (int i = 0; i < h->n; i++) ts_batch_buf_free(&h->b[i]);
-    free(h->b);
-}
-
-/* MLM and NSP accuracy and the MLM loss of the inference program on the held-out batches. */
-static ts_status evaluate(ts_program *ip, heldout *h, double *mlm_acc, double *nsp_acc, double *mlm_loss) {
-    int64_t correct = 0, total = 0, nsp_ok = 0, nsp_n = 0;
-    double loss = 0;
-    for (int i = 0; i < h->n; i++) {
-        ts_tensor *lg = NULL, *nsp = NULL, *ml = NULL;
-        ts_status st;
-        if ((st = ts_batch_buf_feed(&h->b[i], ip, 1)) || (st = ts_program_run(ip)) ||
-            (st = ts_program_fetch(ip, "prediction_logits", &lg)) ||
-            (st = ts_program_fetch(ip, "seq_relationship_logits", &nsp)) || (st = ts_program_fetch(ip, "mlm_loss", &ml)) ||
-            (st = ts_mlm_accuracy(lg, h->b[i].predictions ? (const int32_t *)ts_tensor_data(h->b[i].plabels) : h->b[i].b.labels,
-                                  &correct, &total))) {
-            ts_tensor_free(lg), ts_tensor_free(nsp), ts_tensor_free(ml);
-            return st;
-        }
-        const float *s = ts_tensor_data(nsp);
-        const int32_t *lab = h->b[i].b.next_sentence_label;
-        for (int64_t k = 0; k < ts_tensor_shape(nsp)[0]; k++)
-            if (lab[k] == 0 || lab[k] == 1) nsp_ok += (s[2 * k + 1] > s[2 * k]) == lab[k], nsp_n++;
-        loss += *(float *)ts_tensor_data(ml);
-        ts_tensor_free(lg), ts_tensor_free(nsp), ts_tensor_free(ml);
-    }
-    *mlm_acc = total ? (double)correct / (double)total : 0;
-    *nsp_acc = nsp_n ? (double)nsp_ok / (double)nsp_n : 0;
-    *mlm_loss = h->n ? loss / h->n : 0;
-    return TS_OK;
-}
-
-/* A run between ts_train's hooks. */
+/* A run: what it holds, between ts_train's hooks. */
 typedef struct pt_run {
     const pt_opts *o;
+    ts_tokenizer *tok;
+    ts_bert_config cfg;
+    cli_train_loop loop;
     ts_program *tp, *ip;
     ts_pretrain_reader *reader;
-    ts_batch_buf *bb;
-    heldout *held;
+    ts_batch_buf bb;
+    ts_pretrain_heldout *held;
+    int nheld;         /* held-out batches */
     FILE *metrics;
-    const ts_bert_config *cfg;
-    const pt_shape *shape;
+    ts_pretrain_shape shape;
     ts_model_meta meta;
-    ts_progress pr;
+    cli_progress pr;
     double sum, sum_mlm, sum_nsp, acc, nacc, eloss;
     int64_t n_sum;
     int no_pairs;      /* the corpus holds no sentence pair */
     int timed;         /* the pipeline's stages were reported */
-    const ts_pipe_plan *pipe; /* --devices */
-    int64_t step0, prof_from; /* --profile: where this run began; where the counters start (-1: not yet) */
+    const ts_stage_plan *pipe; /* --devices */
+    int64_t step0, step, prof_from; /* --profile: where this run began; where the counters start (-1: not yet) */
+    char train_path[4200], held_path[4200];
 } pt_run;
 
 static int pt_fill(void *ctx, int64_t step, int micro, int slice, int *rows) {
     pt_run *R = ctx;
     (void)step, (void)micro;
-    ts_batch_buf_slice(R->bb, slice);
-    ts_status st = ts_pretrain_next(R->reader, &R->bb->b, rows);
-    if (st == TS_OK && R->bb->predictions) ts_batch_buf_compact(R->bb, slice); /* the masker caps at P */
-    ts_batch_buf_slice(R->bb, 0);
+    ts_batch_buf_slice(&R->bb, slice);
+    ts_status st = ts_pretrain_next(R->reader, &R->bb.b, rows);
+    if (st == TS_OK && R->bb.predictions) ts_batch_buf_compact(&R->bb, slice); /* the masker caps at P */
+    ts_batch_buf_slice(&R->bb, 0);
     if (st != TS_OK && strstr(ts_last_error(), "no sentence pair")) R->no_pairs = 1;
     return st == TS_OK ? 0 : -1;
 }
 
-static ts_status pt_feed(void *ctx, ts_program *p) { return ts_batch_buf_feed(((pt_run *)ctx)->bb, p, 1); }
+static ts_status pt_feed(void *ctx, ts_program *p) { return ts_batch_buf_feed(&((pt_run *)ctx)->bb, p, 1); }
 
 static void pt_step(void *ctx, const ts_train_step_report *r) {
     pt_run *R = ctx;
     if (isfinite(r->losses[0])) R->sum += r->losses[0], R->sum_mlm += r->losses[1], R->sum_nsp += r->losses[2], R->n_sum++;
-    ts_progress_step(&R->pr, r->step, r->losses[0], r->seq_per_s);
+    cli_progress_step(&R->pr, r->step, r->losses[0], r->seq_per_s);
 }
 
 /* A pipeline's stages: how long they ran, and the bubble; printed and logged once, after the
@@ -275,27 +132,28 @@ static void report_stages(pt_run *R) {
     if (!R->pipe || R->timed) return;
     R->timed = 1;
     char line[2048];
-    ts_pipe_report(R->pipe, R->tp, R->o->accumulation, line, sizeof line, R->metrics);
-    ts_progress_print(&R->pr, "tessera pretrain: %s\n", line);
+    cli_pipe_report(R->pipe, R->tp, R->o->accumulation, line, sizeof line, R->metrics);
+    cli_progress_print(&R->pr, "tessera pretrain: %s\n", line);
 }
 
 static ts_status pt_after(void *ctx, int64_t step, int last) {
     pt_run *R = ctx;
     const pt_opts *o = R->o;
-    if (o->profile) ts_profile_after_call(R->tp, R->step0, step, last, &R->prof_from);
-    if (!R->held->n || !(step % o->eval_every == 0 || last)) {
+    if (o->profile) cli_profile_after_call(R->tp, R->step0, step, last, &R->prof_from);
+    if (!R->nheld || !(step % o->eval_every == 0 || last)) {
         if (last) report_stages(R);
         return TS_OK;
     }
-    if (ts_program_copy_params(R->ip, R->tp) < 0 || evaluate(R->ip, R->held, &R->acc, &R->nacc, &R->eloss) != TS_OK)
+    if (ts_program_copy_params(R->ip, R->tp) < 0 ||
+        ts_pretrain_heldout_eval(R->ip, R->held, &R->acc, &R->nacc, &R->eloss) != TS_OK)
         return ts_set_error(ts_last_status() ? ts_last_status() : TS_ERR_RUNTIME, "evaluating: %s", ts_last_error());
     double ns = R->n_sum ? (double)R->n_sum : NAN;
-    ts_progress_print(&R->pr,
+    cli_progress_print(&R->pr,
                       "step %lld: train loss %.4f (mlm %.4f, nsp %.4f); held-out MLM accuracy %.2f%%, "
                       "MLM loss %.4f, NSP accuracy %.2f%%; %.0f s\n",
                       (long long)step, R->sum / ns, R->sum_mlm / ns, R->sum_nsp / ns, 100 * R->acc, R->eloss,
-                      100 * R->nacc, ts_now() - R->pr.t0);
-    ts_metrics_write(R->metrics,
+                      100 * R->nacc, cli_now() - R->pr.t0);
+    cli_metrics_write(R->metrics,
                      "\"step\": %lld, \"heldout_mlm_accuracy\": %.6f, \"heldout_mlm_loss\": %.6f, "
                      "\"heldout_nsp_accuracy\": %.6f",
                      (long long)step, R->acc, R->eloss, R->nacc);
@@ -308,106 +166,99 @@ static ts_status pt_checkpoint(void *ctx, int64_t step) {
     pt_run *R = ctx;
     const pt_opts *o = R->o;
     if (o->save_every && step % o->save_every == 0 && step < o->max_steps &&
-        ts_model_dir_save("pretrain", o->out, R->tp, R->cfg, "BertForPreTraining", o->vocab, &R->meta))
+        cli_model_dir_save("pretrain", o->out, R->tp, &R->cfg, "BertForPreTraining", o->vocab, &R->meta))
         return ts_set_error(TS_ERR_IO, "saving the model at step %lld", (long long)step);
-    if (pt_ckpt_save(o->out, step, R->tp, R->reader, R->shape, o->corpus.v, o->corpus.n, o->keep))
+    if (ts_pretrain_ckpt_save(o->out, step, R->tp, R->reader, &R->shape, o->corpus.v, o->corpus.n, o->keep)) {
+        fprintf(stderr, "\ntessera pretrain: %s\n", ts_last_error());
         return ts_set_error(TS_ERR_IO, "saving a checkpoint at step %lld", (long long)step);
+    }
     return TS_OK;
 }
 
-static int run(const pt_opts *o) {
-    int rc = 2;
-    ts_tokenizer *tok = ts_tokenizer_load(o->vocab, !o->cased);
-    if (!tok) {
+/* The vocabulary and the model's config from the flags (and with --devices its stages). 0 or
+ * the exit code, with the message printed. */
+static int pt_model(const pt_opts *o, pt_run *R) {
+    if (!(R->tok = ts_tokenizer_load(o->vocab, !o->cased))) {
         fprintf(stderr, "tessera pretrain: --vocab %s: %s\n", o->vocab, ts_last_error());
         return 2;
     }
-    if (ts_token_to_id(tok, "[MASK]") < 0) {
+    if (ts_token_to_id(R->tok, "[MASK]") < 0) {
         fprintf(stderr, "tessera pretrain: --vocab %s has no [MASK] token\n", o->vocab);
-        ts_tokenizer_free(tok);
         return 2;
     }
     for (int i = 0; i < o->corpus.n; i++)
         if (access(o->corpus.v[i], R_OK) != 0) {
             fprintf(stderr, "tessera pretrain: --corpus %s: %s\n", o->corpus.v[i], strerror(errno));
-            ts_tokenizer_free(tok);
             return 2;
         }
-    ts_bert_config cfg;
-    ts_bert_config_default(&cfg);
-    cfg.vocab_size = ts_tokenizer_vocab_size(tok);
-    cfg.hidden_size = o->hidden;
-    cfg.num_hidden_layers = o->layers;
-    cfg.num_attention_heads = o->heads;
-    cfg.intermediate_size = o->inter;
-    cfg.max_position_embeddings = o->max_len;
-    cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = (float)o->dropout;
-    cfg.head = TS_BERT_PRETRAINING;
-    if (o->bf16) cfg.compute_dtype = TS_BF16;
-    if (o->fp16) cfg.compute_dtype = TS_F16;
-    cfg.recompute = o->recompute;
-    cfg.max_predictions_per_seq = o->max_predictions;
-    cfg.untie_word_embeddings = o->untie;
-    const int N = o->accumulation, K = o->device_iterations, S = N * K; /* S batches per call */
-    ts_train_loop loop = {.accumulation = N, .device_iterations = S, .max_grad_norm = (float)o->max_grad_norm,
-                          .optimizer = o->optimizer, .momentum = (float)o->momentum, .profile = o->profile};
-    static ts_pipe_plan pp; /* --devices: the pipeline (cfg points into it) */
+    ts_bert_config *cfg = &R->cfg;
+    ts_bert_config_default(cfg);
+    cfg->vocab_size = ts_tokenizer_vocab_size(R->tok);
+    cfg->hidden_size = o->hidden;
+    cfg->num_hidden_layers = o->layers;
+    cfg->num_attention_heads = o->heads;
+    cfg->intermediate_size = o->inter;
+    cfg->max_position_embeddings = o->max_len;
+    cfg->hidden_dropout_prob = cfg->attention_probs_dropout_prob = (float)o->dropout;
+    cfg->head = TS_BERT_PRETRAINING;
+    if (o->bf16) cfg->compute_dtype = TS_BF16;
+    if (o->fp16) cfg->compute_dtype = TS_F16;
+    cfg->recompute = o->recompute;
+    cfg->max_predictions_per_seq = o->max_predictions;
+    cfg->untie_word_embeddings = o->untie;
+    const int N = o->accumulation, S = N * o->device_iterations; /* S batches per call */
+    R->loop = (cli_train_loop){.accumulation = N, .device_iterations = S, .max_grad_norm = (float)o->max_grad_norm,
+                               .optimizer = o->optimizer, .momentum = (float)o->momentum, .profile = o->profile};
+    static ts_stage_plan pp; /* --devices: the pipeline (cfg points into it) */
     if (o->devices) {
-        if (ts_pipe_parse("pretrain", o->devices, o->stages, o->layers, &pp)) {
-            ts_tokenizer_free(tok);
-            return 2;
-        }
-        if (pp.automatic && (rc = ts_pipe_measure("pretrain", &cfg, TS_BERT_PRETRAINING, o->batch, o->max_len, N, &pp))) {
-            ts_tokenizer_free(tok);
+        int rc;
+        if (cli_pipe_parse("pretrain", o->devices, o->stages, o->layers, &pp)) return 2;
+        if (pp.automatic && (rc = cli_pipe_measure("pretrain", cfg, TS_BERT_PRETRAINING, o->batch, o->max_len, N, &pp)))
             return rc;
-        }
-        rc = 2;
-        loop.pipe = &pp;
+        R->loop.pipe = R->pipe = &pp;
     }
     if (o->hidden % o->heads) {
         fprintf(stderr, "tessera pretrain: --hidden %d is not a multiple of --heads %d\n", o->hidden, o->heads);
-        ts_tokenizer_free(tok);
         return 2;
     }
-    if (ts_bert_config_check(&cfg) != TS_OK) { /* the flags are the config's fields */
+    if (ts_bert_config_check(cfg) != TS_OK) { /* the flags are the config's fields */
         fprintf(stderr, "tessera pretrain: the model's config (from --vocab, --hidden, --layers, --heads, "
                         "--intermediate, --max-len): %s\n", ts_last_error());
-        ts_tokenizer_free(tok);
         return 2;
     }
-    ts_cli_dev.sizes_from = "--vocab's size, --hidden, --layers, --intermediate, --max-len";
+    cli_dev.sizes_from = "--vocab's size, --hidden, --layers, --intermediate, --max-len";
+    return 0;
+}
 
-    char train_path[4200], held_path[4200];
-    ts_pretrain_reader *reader = NULL;
-    ts_program *tp = NULL, *ip = NULL;
-    heldout held = {0};
-    ts_batch_buf bb = {0};
-    FILE *metrics = NULL;
-    snprintf(train_path, sizeof train_path, "%s/.pretrain-train.%ld.txt", o->out, (long)getpid());
-    snprintf(held_path, sizeof held_path, "%s/.pretrain-heldout.%ld.txt", o->out, (long)getpid());
-    if ((rc = ts_out_lock("pretrain", o->out))) goto done;
-    /* the programs first: a model or batch too large for the device is refused before the corpus
-     * is read (the inference program scores the held-out set; freed below when there is none) */
-    rc = 1;
-    if (ts_bert_programs("pretrain", &cfg, TS_BERT_PRETRAINING, o->batch, o->max_len, (uint64_t)o->seed, o->threads,
-                         1, (float)o->wd, (const char *[]){"loss", "mlm_loss", "nsp_loss"}, 3, &tp,
-                         (const char *[]){"prediction_logits", "seq_relationship_logits", "mlm_loss"}, 3, &ip,
-                         &loop))
-        goto done;
-    if (o->devices) ts_pipe_describe("pretrain", tp, &pp, N, NULL);
+/* The programs (first: a model or batch too large for the device is refused before the corpus
+ * is read; the inference program scores the held-out set, freed when there is none), the corpus
+ * split, its reader and the held-out batches. 0 or the exit code, with the message printed. */
+static int pt_data(const pt_opts *o, pt_run *R) {
+    int rc;
+    snprintf(R->train_path, sizeof R->train_path, "%s/.pretrain-train.%ld.txt", o->out, (long)getpid());
+    snprintf(R->held_path, sizeof R->held_path, "%s/.pretrain-heldout.%ld.txt", o->out, (long)getpid());
+    if ((rc = cli_out_lock("pretrain", o->out))) return rc;
+    if (cli_bert_programs("pretrain", &R->cfg, TS_BERT_PRETRAINING, o->batch, o->max_len, (uint64_t)o->seed,
+                          o->threads, 1, (float)o->wd, (const char *[]){"loss", "mlm_loss", "nsp_loss"}, 3, &R->tp,
+                          (const char *[]){"prediction_logits", "seq_relationship_logits", "mlm_loss"}, 3, &R->ip,
+                          &R->loop))
+        return 1;
+    if (o->devices) cli_pipe_describe("pretrain", R->tp, R->pipe, o->accumulation, NULL);
     int64_t ndocs, nheld;
-    double t_split = ts_now();
-    if ((rc = split_corpus(o, train_path, held_path, &ndocs, &nheld))) goto done;
-    rc = 2;
+    double t_split = cli_now();
+    ts_status st = ts_pretrain_split_holdout(o->corpus.v, o->corpus.n, R->train_path, R->held_path, &ndocs, &nheld);
+    if (st != TS_OK) {
+        fprintf(stderr, "tessera pretrain: %s%s\n", st == TS_ERR_ARG ? "--corpus " : "", ts_last_error());
+        return st == TS_ERR_ARG ? 2 : 1;
+    }
     printf("tessera pretrain: %d file%s, %lld documents: %lld held out for evaluation (%.1f s)\n", o->corpus.n,
-           o->corpus.n == 1 ? "" : "s", (long long)ndocs, (long long)nheld, ts_now() - t_split);
+           o->corpus.n == 1 ? "" : "s", (long long)ndocs, (long long)nheld, cli_now() - t_split);
     if (ndocs == 0) {
         fprintf(stderr, "tessera pretrain: the corpus files hold no text\n");
-        goto done;
+        return 2;
     }
-
     ts_pretrain_opts po = ts_pretrain_defaults();
-    po.files = (const char *const[]){train_path};
+    po.files = (const char *const[]){R->train_path};
     po.nfiles = 1;
     po.batch_size = o->batch;
     po.max_len = o->max_len;
@@ -415,131 +266,156 @@ static int run(const pt_opts *o) {
     po.whole_word = o->wwm;
     po.max_predictions = o->max_predictions;
     po.seed = (uint64_t)o->seed;
-    po.shard = ts_cli_rep.rank, po.num_shards = ts_cli_rep.size; /* replicas: batches dealt round-robin */
-    if (!(reader = ts_pretrain_open(tok, &po))) {
+    po.shard = cli_rep.rank, po.num_shards = cli_rep.size; /* replicas: batches dealt round-robin */
+    if (!(R->reader = ts_pretrain_open(R->tok, &po))) {
         fprintf(stderr, "tessera pretrain: %s\n", ts_last_error());
-        goto done;
+        return 2;
     }
-    rc = 1;
-    if (nheld && read_heldout(o, tok, held_path, &held)) goto done;
-    if (!held.n) ts_program_free(ip), ip = NULL;
+    if (nheld && !(R->held = ts_pretrain_heldout_read(R->tok, R->held_path, &po, o->eval_batches))) {
+        fprintf(stderr, "tessera pretrain: %s\n", ts_last_error());
+        return 1;
+    }
+    if (!(R->nheld = ts_pretrain_heldout_batches(R->held))) ts_program_free(R->ip), R->ip = NULL;
+    return 0;
+}
 
-    pt_shape shape = {.layers = o->layers, .hidden = o->hidden, .heads = o->heads, .inter = o->inter,
-                      .max_len = o->max_len, .batch = o->batch, .seed = o->seed, .wwm = o->wwm, .cased = o->cased, .bf16 = o->bf16,
-                      .vocab_size = cfg.vocab_size, .max_steps = o->max_steps, .lr = o->lr, .warmup = o->warmup,
-                      .wd = o->wd, .max_grad_norm = o->max_grad_norm, .dropout = o->dropout, .mask_prob = o->mask_prob,
-                      .deterministic = o->deterministic, .threads = o->deterministic ? o->threads : 0,
-                      .fp16 = o->fp16, .accumulation = N, .max_predictions = o->max_predictions,
-                      .optimizer = ts_optimizer_parse("pretrain", o->optimizer), .momentum = o->momentum,
-                      .ranks = ts_cli_rep.size, .shard = ts_cli_rep.shard_optimizer};
-    int64_t step = 0;
-    if (o->resume) {
-        char ckpt[4300];
-        if ((rc = ts_ckpt_find("pretrain", o->resume, ckpt, sizeof ckpt)) ||
-            (rc = pt_ckpt_load(ckpt, tp, reader, &shape, o->corpus.v, o->corpus.n, &step)))
-            goto done;
-        rc = 1;
-        printf("tessera pretrain: resuming from %s at step %lld\n", ckpt, (long long)step);
-        if (step % K) {
-            fprintf(stderr, "tessera pretrain: --resume at step %lld: not a multiple of --device-iterations %d\n",
-                    (long long)step, K);
-            rc = 2;
-            goto done;
-        }
+/* --resume: the newest checkpoint, checked against this run's shape and restored. 0 or the exit
+ * code, with the message printed. */
+static int pt_resume(const pt_opts *o, pt_run *R) {
+    char ckpt[4300];
+    int rc, planned;
+    if ((rc = cli_ckpt_find("pretrain", o->resume, ckpt, sizeof ckpt))) return rc;
+    planned = o->max_steps;
+    ts_status st = ts_pretrain_ckpt_load(ckpt, R->tp, R->reader, &R->shape, o->corpus.v, o->corpus.n, &R->step,
+                                         &planned);
+    if (planned != o->max_steps)
+        printf("tessera pretrain: the checkpoint's run planned %g steps; the schedule now ends at %g\n",
+               (double)planned, (double)o->max_steps);
+    if (st != TS_OK) {
+        fprintf(stderr, "tessera pretrain: %s\n", ts_last_error());
+        return 2;
     }
-    const int64_t step0 = step;
-    if (ts_replicas_check_params("pretrain", tp, o->resume ? "after resuming" : "at the start")) goto done;
-    if (!(metrics = o->resume ? ts_metrics_append(o->out, "pretrain") : ts_metrics_open(o->out, "pretrain")))
-        goto done;
-    if (o->devices) ts_pipe_describe("pretrain", tp, &pp, N, metrics);
-    ts_replicas_describe("pretrain", tp, metrics);
-    if (!ts_batch_buf_init_slices(&bb, o->batch, o->max_len, 2, S, o->max_predictions)) {
+    printf("tessera pretrain: resuming from %s at step %lld\n", ckpt, (long long)R->step);
+    if (R->step % o->device_iterations) {
+        fprintf(stderr, "tessera pretrain: --resume at step %lld: not a multiple of --device-iterations %d\n",
+                (long long)R->step, o->device_iterations);
+        return 2;
+    }
+    return 0;
+}
+
+/* The metrics log, the batch buffers and the lines that describe the run. 0 or 1. */
+static int pt_start(const pt_opts *o, pt_run *R) {
+    const int N = o->accumulation, K = o->device_iterations, RN = cli_rep.size;
+    if (cli_replicas_check_params("pretrain", R->tp, o->resume ? "after resuming" : "at the start")) return 1;
+    if (!(R->metrics = o->resume ? cli_metrics_append(o->out, "pretrain") : cli_metrics_open(o->out, "pretrain")))
+        return 1;
+    if (o->devices) cli_pipe_describe("pretrain", R->tp, R->pipe, N, R->metrics);
+    cli_replicas_describe("pretrain", R->tp, R->metrics);
+    if (!ts_batch_buf_init_slices(&R->bb, o->batch, o->max_len, 2, N * K, o->max_predictions)) {
         fprintf(stderr, "tessera pretrain: out of memory\n");
-        goto done;
+        return 1;
     }
     ts_memory mem;
-    ts_program_memory(tp, &mem);
-    double max_s = o->max_minutes * 60;
+    ts_program_memory(R->tp, &mem);
     printf("tessera pretrain: BERT %d layers x %d hidden, %d heads, FFN %d, vocab %d, %.1f M parameters; "
            "batch %d x %d tokens, up to %d steps%s, %s, lr %g%s\n",
-           o->layers, o->hidden, o->heads, o->inter, cfg.vocab_size, mem.params / 4e6, o->batch, o->max_len,
-           o->max_steps, max_s > 0 ? " or the time limit" : "", o->optimizer, o->lr,
+           o->layers, o->hidden, o->heads, o->inter, R->cfg.vocab_size, mem.params / 4e6, o->batch, o->max_len,
+           o->max_steps, o->max_minutes > 0 ? " or the time limit" : "", o->optimizer, o->lr,
            o->bf16 ? ", bf16 compute" : o->fp16 ? ", fp16 compute with loss scaling" : "");
-    const int RN = ts_cli_rep.size; /* replicas */
     if (N > 1 || K > 1 || RN > 1)
         printf("tessera pretrain: %d micro-batch%s of %d per step%s (effective batch %d), %d step%s per program call\n",
                N, N == 1 ? "" : "es", o->batch, RN > 1 ? " on each replica" : "", N * o->batch * RN, K,
                K == 1 ? "" : "s");
-    printf("tessera pretrain: held-out set: %d batches of %d sequences\n", held.n, o->batch);
+    printf("tessera pretrain: held-out set: %d batches of %d sequences\n", R->nheld, o->batch);
+    return 0;
+}
 
-    pt_run pr_ = {.o = o, .tp = tp, .ip = ip, .reader = reader, .bb = &bb, .held = &held, .metrics = metrics,
-                  .cfg = &cfg, .shape = &shape, .acc = -1, .nacc = -1, .pipe = o->devices ? &pp : NULL,
-                  .meta = {.max_len = o->max_len, .lowercase = !o->cased}, .step0 = step0, .prof_from = -1};
-    pt_run *R = &pr_;
-    ts_progress_init(&R->pr, o->max_steps, max_s);
+/* Train to the end (ts_train with the hooks above), then write the model. The exit code. */
+static int pt_train(const pt_opts *o, pt_run *R) {
+    const int N = o->accumulation, RN = cli_rep.size;
+    double max_s = o->max_minutes * 60;
+    cli_progress_init(&R->pr, o->max_steps, max_s);
     static const char *const losses[] = {"loss", "mlm_loss", "nsp_loss"};
     static const char *const extra[] = {"optimizer@LOSS_SCALE", "optimizer@SKIPPED_STEPS"};
     static const char *const extra_keys[] = {"loss_scale", "skipped_steps"};
-    ts_train_spec spec = {.struct_size = sizeof spec, .program = tp, .micro_batches = N, .steps_per_call = K,
-                          .lr = (float)o->lr, .warmup = o->warmup, .total_steps = o->max_steps, .max_seconds = max_s,
-                          .losses = losses, .nlosses = 3, .extra = extra, .extra_keys = extra_keys,
-                          .nextra = o->fp16 ? 2 : 0, .skip_nonfinite = o->fp16, .save_every = o->save_every,
-                          .stop_after = o->stop_after, .metrics = ts_write_stdio, .metrics_ctx = metrics,
-                          .comm = RN > 1 ? ts_cli_rep.comm : NULL};
+    ts_train_spec spec = {.struct_size = sizeof spec, .program = R->tp, .micro_batches = N,
+                          .steps_per_call = o->device_iterations, .lr = (float)o->lr, .warmup = o->warmup,
+                          .total_steps = o->max_steps, .max_seconds = max_s, .losses = losses, .nlosses = 3,
+                          .extra = extra, .extra_keys = extra_keys, .nextra = o->fp16 ? 2 : 0,
+                          .skip_nonfinite = o->fp16, .save_every = o->save_every, .stop_after = o->stop_after,
+                          .metrics = ts_write_stdio, .metrics_ctx = R->metrics, .comm = RN > 1 ? cli_rep.comm : NULL};
     ts_train_hooks hooks = {.ctx = R, .fill = pt_fill, .feed = pt_feed, .on_step = pt_step, .after_call = pt_after,
                             .checkpoint = pt_checkpoint};
     ts_train_result res;
-    ts_status tst = ts_train(&spec, &hooks, step, &res);
-    step = res.step;
+    ts_status tst = ts_train(&spec, &hooks, R->step, &res);
+    int64_t step = res.step, step0 = R->step0;
     if (tst) {
-        if (R->no_pairs) { /* name the user's files */
-            fprintf(stderr, "tessera pretrain: the corpus (%s%s) holds no sentence pairs: it needs documents of two "
-                            "or more sentences (one a line), or two or more documents (blank lines between)\n",
-                    o->corpus.v[0], o->corpus.n > 1 ? ", ..." : "");
-            rc = 2;
-        } else {
+        if (!R->no_pairs) {
             fprintf(stderr, "\ntessera pretrain: %s\n", ts_last_error());
+            return 1;
         }
-        goto done;
+        fprintf(stderr, "tessera pretrain: the corpus (%s%s) holds no sentence pairs: it needs documents of two "
+                        "or more sentences (one a line), or two or more documents (blank lines between)\n",
+                o->corpus.v[0], o->corpus.n > 1 ? ", ..." : ""); /* name the user's files */
+        return 2;
     }
     if (res.stopped) {
-        ts_progress_print(&R->pr, "tessera pretrain: stopped after step %lld (--stop-after); continue with --resume %s\n",
-                          (long long)step, o->out);
-        rc = o->profile && ts_profile_print("pretrain", tp, step0, R->prof_from, step);
-        goto done;
+        cli_progress_print(&R->pr, "tessera pretrain: stopped after step %lld (--stop-after); continue with --resume %s\n",
+                           (long long)step, o->out);
+        return o->profile && cli_profile_print("pretrain", R->tp, step0, R->prof_from, step);
     }
-    if (ts_replicas_check_params("pretrain", tp, "at the end")) goto done;
-    ts_progress pr = R->pr;
-    double acc = R->acc, nacc = R->nacc;
-    const char *vocab_copy = o->vocab;
-    ts_model_meta meta = R->meta;
-    if (ts_model_dir_save("pretrain", o->out, tp, &cfg, "BertForPreTraining", vocab_copy, &meta)) goto done;
-    double el = ts_now() - pr.t0;
-    ts_progress_print(&pr, "tessera pretrain: %lld steps in %.0f s (%.1f seq/s)", (long long)(step - step0), el,
-                      (double)(step - step0) * o->batch * N * RN / (el > 0 ? el : 1));
+    if (cli_replicas_check_params("pretrain", R->tp, "at the end")) return 1;
+    if (cli_model_dir_save("pretrain", o->out, R->tp, &R->cfg, "BertForPreTraining", o->vocab, &R->meta)) return 1;
+    double el = cli_now() - R->pr.t0;
+    cli_progress_print(&R->pr, "tessera pretrain: %lld steps in %.0f s (%.1f seq/s)", (long long)(step - step0), el,
+                       (double)(step - step0) * o->batch * N * RN / (el > 0 ? el : 1));
     if (step0) printf(", steps %lld to %lld", (long long)step0 + 1, (long long)step);
-    if (acc >= 0) printf("; held-out MLM accuracy %.2f%%, NSP accuracy %.2f%%", 100 * acc, 100 * nacc);
+    if (R->acc >= 0) printf("; held-out MLM accuracy %.2f%%, NSP accuracy %.2f%%", 100 * R->acc, 100 * R->nacc);
     printf("; wrote %s\n", o->out);
-    rc = o->profile && ts_profile_print("pretrain", tp, step0, R->prof_from, step);
-done:
-    unlink(train_path);
-    unlink(held_path);
-    if (metrics) fclose(metrics);
-    ts_batch_buf_free(&bb);
-    heldout_free(&held);
-    ts_program_free(tp);
-    ts_program_free(ip);
-    ts_pretrain_close(reader);
-    ts_tokenizer_free(tok);
+    return o->profile && cli_profile_print("pretrain", R->tp, step0, R->prof_from, step);
+}
+
+static int run(const pt_opts *o) {
+    pt_run *R = calloc(1, sizeof *R);
+    if (!R) return 1;
+    *R = (pt_run){.o = o, .acc = -1, .nacc = -1, .meta = {.max_len = o->max_len, .lowercase = !o->cased},
+                  .prof_from = -1};
+    int rc = pt_model(o, R);
+    if (!rc && !(rc = pt_data(o, R))) {
+        R->shape = (ts_pretrain_shape){
+            .layers = o->layers, .hidden = o->hidden, .heads = o->heads, .inter = o->inter, .max_len = o->max_len,
+            .batch = o->batch, .seed = o->seed, .wwm = o->wwm, .cased = o->cased, .bf16 = o->bf16,
+            .vocab_size = R->cfg.vocab_size, .max_steps = o->max_steps, .lr = o->lr, .warmup = o->warmup,
+            .wd = o->wd, .max_grad_norm = o->max_grad_norm, .dropout = o->dropout, .mask_prob = o->mask_prob,
+            .deterministic = o->deterministic, .threads = o->deterministic ? o->threads : 0, .fp16 = o->fp16,
+            .accumulation = o->accumulation, .max_predictions = o->max_predictions,
+            .optimizer = ts_optim_kind_parse(o->optimizer), .momentum = o->momentum, .ranks = cli_rep.size,
+            .shard = cli_rep.shard_optimizer};
+        if (!(o->resume && (rc = pt_resume(o, R)))) {
+            R->step0 = R->step;
+            rc = pt_start(o, R);
+            if (!rc) rc = pt_train(o, R);
+        }
+    }
+    if (R->train_path[0]) unlink(R->train_path), unlink(R->held_path);
+    if (R->metrics) fclose(R->metrics);
+    ts_batch_buf_free(&R->bb);
+    ts_pretrain_heldout_free(R->held);
+    ts_program_free(R->tp);
+    ts_program_free(R->ip);
+    ts_pretrain_close(R->reader);
+    ts_tokenizer_free(R->tok);
+    free(R);
     return rc;
 }
 
-int ts_cli_pretrain(int argc, char **argv) {
+int cli_pretrain(int argc, char **argv) {
     pt_opts o = {.layers = 4, .hidden = 256, .heads = 4, .inter = 1024, .max_len = 128, .batch = 32,
                  .max_steps = 1000, .eval_every = 100, .eval_batches = 4, .lr = 5e-4, .warmup = 0.05, .wd = 0.01,
                  .dropout = 0.1, .mask_prob = 0.15, .keep = 3, .accumulation = 1, .device_iterations = 1,
                  .max_predictions = -1, .optimizer = "adamw"};
-    const ts_opt opts[] = {
+    const cli_opt opts[] = {
         {"vocab", OPT_STR, &o.vocab, 0},           {"corpus", OPT_LIST, &o.corpus, 0},
         {"out", OPT_STR, &o.out, 0},               {"layers", OPT_INT, &o.layers, 1},
         {"hidden", OPT_INT, &o.hidden, 1},         {"heads", OPT_INT, &o.heads, 1},
@@ -562,10 +438,10 @@ int ts_cli_pretrain(int argc, char **argv) {
         {"optimizer", OPT_STR, &o.optimizer, 0}, {"momentum", OPT_FLOAT, &o.momentum, 0},
         {"devices", OPT_STR, &o.devices, 0},     {"stages", OPT_STR, &o.stages, 0},
         {"micro-batches", OPT_INT, &o.micro_batches, 2}, {"profile", OPT_FLAG, &o.profile, 0},
-        TS_DEVICE_OPTS,                          TS_REPLICA_OPTS,
+        CLI_DEVICE_OPTS,                          CLI_REPLICA_OPTS,
     };
-    ts_optset os;
-    int rc = ts_opts_parse(&os, "pretrain", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    cli_optset os;
+    int rc = cli_opts_parse(&os, "pretrain", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc == 1) {
         char probe[4300];
         if (o.max_predictions < 0) /* Google's max_predictions_per_seq: 20 for 128 tokens at 15% */
@@ -587,9 +463,9 @@ int ts_cli_pretrain(int argc, char **argv) {
         else if (o.profile && o.devices)
             fprintf(stderr, "tessera pretrain: --profile is not supported with --devices (a pipelined program is not "
                             "profiled); profile the step on one device, without --devices\n");
-        else if (ts_pipe_micro("pretrain", o.devices, o.stages, o.micro_batches, &o.accumulation, o.fp16))
+        else if (cli_pipe_micro("pretrain", o.devices, o.stages, o.micro_batches, &o.accumulation, o.fp16))
             ;
-        else if (ts_optimizer_parse("pretrain", o.optimizer) < 0)
+        else if (cli_optimizer_parse("pretrain", o.optimizer) < 0)
             ;
         else if (o.momentum >= 1 || (o.momentum > 0 && strcmp(o.optimizer, "sgd")))
             fprintf(stderr, "tessera pretrain: --momentum %g: SGD's momentum, below 1 (with --optimizer sgd)\n",
@@ -603,11 +479,11 @@ int ts_cli_pretrain(int argc, char **argv) {
             fprintf(stderr, "tessera pretrain: --max-steps %d, --save-every %d, --eval-every %d and --stop-after %d must "
                             "be multiples of --device-iterations %d (each call into the program runs that many steps)\n",
                     o.max_steps, o.save_every, o.eval_every, o.stop_after, o.device_iterations);
-        else if (ts_replicas_setup("pretrain", &o.threads))
+        else if (cli_replicas_setup("pretrain", &o.threads))
             ;
-        else if (!o.deterministic || !(rc = ts_deterministic_setup("pretrain", &o.threads, o.max_minutes)))
+        else if (!o.deterministic || !(rc = cli_deterministic_setup("pretrain", &o.threads, o.max_minutes)))
             rc = run(&o);
     }
-    ts_opts_free(&os);
+    cli_opts_free(&os);
     return rc;
 }

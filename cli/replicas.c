@@ -8,29 +8,29 @@
 
 #include "train_common.h"
 
-ts_cli_replicas ts_cli_rep = {.size = 1};
+cli_replicas cli_rep = {.size = 1};
 
-int ts_replicas_setup(const char *cmd, int *threads) {
-    ts_cli_rep.comm = ts_comm_world();
-    if (!ts_cli_rep.comm) {
+int cli_replicas_setup(const char *cmd, int *threads) {
+    cli_rep.comm = ts_comm_world();
+    if (!cli_rep.comm) {
         fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
         return 2;
     }
-    ts_cli_rep.rank = ts_comm_rank(ts_cli_rep.comm);
-    ts_cli_rep.size = ts_comm_size(ts_cli_rep.comm);
-    if (ts_cli_rep.comm_timeout < 0) {
-        fprintf(stderr, "tessera %s: --comm-timeout %g: seconds, above 0\n", cmd, ts_cli_rep.comm_timeout);
+    cli_rep.rank = ts_comm_rank(cli_rep.comm);
+    cli_rep.size = ts_comm_size(cli_rep.comm);
+    if (cli_rep.comm_timeout < 0) {
+        fprintf(stderr, "tessera %s: --comm-timeout %g: seconds, above 0\n", cmd, cli_rep.comm_timeout);
         return 2;
     }
-    if (ts_cli_rep.comm_timeout > 0) ts_comm_set_timeout(ts_cli_rep.comm, ts_cli_rep.comm_timeout);
-    if (ts_cli_rep.shard_optimizer && ts_cli_rep.size < 2) {
+    if (cli_rep.comm_timeout > 0) ts_comm_set_timeout(cli_rep.comm, cli_rep.comm_timeout);
+    if (cli_rep.shard_optimizer && cli_rep.size < 2) {
         fprintf(stderr, "tessera %s: --shard-optimizer shares the optimizer state among replicas: start %s with mpirun "
                         "-np R (R >= 2)\n", cmd, cmd);
         return 2;
     }
-    if (ts_cli_rep.size > 1)
+    if (cli_rep.size > 1)
         printf("tessera %s: %d replicas (mpirun ranks), gradients summed over them (all-reduce in %s buckets)%s\n", cmd,
-               ts_cli_rep.size, "25 MiB", ts_cli_rep.shard_optimizer ? ", optimizer state sharded (ZeRO-1)" : "");
+               cli_rep.size, "25 MiB", cli_rep.shard_optimizer ? ", optimizer state sharded (ZeRO-1)" : "");
     /* ranks sharing this host share its cores, as torchrun's OMP_NUM_THREADS does (--threads overrides) */
     const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     int local = ls ? atoi(ls) : 1, cpus = ts_max_threads() / 4;
@@ -59,14 +59,14 @@ static ts_status params_hash(const ts_program *p, uint64_t *h) {
     return TS_OK;
 }
 
-int ts_replicas_check_params(const char *cmd, const ts_program *p, const char *when) {
-    if (ts_cli_rep.size < 2) return 0;
+int cli_replicas_check_params(const char *cmd, const ts_program *p, const char *when) {
+    if (cli_rep.size < 2) return 0;
     uint64_t h;
-    int64_t *all = calloc((size_t)ts_cli_rep.size, sizeof *all);
+    int64_t *all = calloc((size_t)cli_rep.size, sizeof *all);
     ts_status st = all ? params_hash(p, &h) : TS_ERR_NOMEM;
     if (!st) {
         int64_t mine = (int64_t)h;
-        st = ts_comm_allgather(ts_cli_rep.comm, &mine, all, 1, TS_I64);
+        st = ts_comm_allgather(cli_rep.comm, &mine, all, 1, TS_I64);
     }
     if (st) {
         fprintf(stderr, "tessera %s: comparing the replicas' parameters %s: %s\n", cmd, when, ts_last_error());
@@ -76,7 +76,7 @@ int ts_replicas_check_params(const char *cmd, const ts_program *p, const char *w
     char list[512];
     size_t o = 0;
     int bad = 0;
-    for (int r = 1; r < ts_cli_rep.size; r++)
+    for (int r = 1; r < cli_rep.size; r++)
         if (all[r] != all[0] && o < sizeof list) o += (size_t)snprintf(list + o, sizeof list - o, "%s%d", bad++ ? ", " : "", r);
     free(all);
     if (!bad) return 0;
@@ -85,15 +85,15 @@ int ts_replicas_check_params(const char *cmd, const ts_program *p, const char *w
     return 1;
 }
 
-void ts_replicas_describe(const char *cmd, const ts_program *p, FILE *metrics) {
-    if (ts_cli_rep.size < 2) return;
+void cli_replicas_describe(const char *cmd, const ts_program *p, FILE *metrics) {
+    if (cli_rep.size < 2) return;
     ts_memory m;
     if (ts_program_memory(p, &m) != TS_OK) return;
     double mib = 1024.0 * 1024.0;
     printf("tessera %s: per rank: parameters %.1f MiB, optimizer state %.1f MiB%s, gradient buckets %.1f MiB\n", cmd,
-           m.params / mib, m.optimizer_state / mib, ts_cli_rep.shard_optimizer ? " (its share: --shard-optimizer)" : "",
+           m.params / mib, m.optimizer_state / mib, cli_rep.shard_optimizer ? " (its share: --shard-optimizer)" : "",
            m.grad_buckets / mib);
-    ts_metrics_write(metrics, "\"replicas\": %d, \"shard_optimizer\": %d, \"optimizer_state_bytes_per_rank\": %zu, "
-                     "\"grad_bucket_bytes\": %zu", ts_cli_rep.size, ts_cli_rep.shard_optimizer, m.optimizer_state,
+    cli_metrics_write(metrics, "\"replicas\": %d, \"shard_optimizer\": %d, \"optimizer_state_bytes_per_rank\": %zu, "
+                     "\"grad_bucket_bytes\": %zu", cli_rep.size, cli_rep.shard_optimizer, m.optimizer_state,
                      m.grad_buckets);
 }

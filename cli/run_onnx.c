@@ -1,9 +1,8 @@
 /*
  * run_onnx.c — `tessera run --model MODEL.onnx`: one inference of an ONNX model through
  * ts_onnx_session, inputs read by the model's input names from a safetensors file (converted to
- * the declared dtype where no value changes meaning: between float types, between integer types
- * within range, booleans from u8 0 / 1), every output written by name to a safetensors file.
- * Also `tessera onnx-ops`: the importer's op table as the markdown table in README.md.
+ * the declared dtype where no value changes meaning: ts_tensor_convert_exact), every output
+ * written by name to a safetensors file.
  */
 #include <math.h>
 #include <time.h>
@@ -17,62 +16,7 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int is_float(ts_dtype d) { return d == TS_F32 || d == TS_F16 || d == TS_BF16; }
-
-static double get(const ts_tensor *t, int64_t i) {
-    const void *p = ts_tensor_data((ts_tensor *)t);
-    uint16_t h;
-    float f;
-    switch (ts_tensor_dtype(t)) {
-    case TS_F32: return ((const float *)p)[i];
-    case TS_F16: h = ((const uint16_t *)p)[i], ts_f16_to_f32(&h, &f, 1); return f;
-    case TS_BF16: h = ((const uint16_t *)p)[i], ts_bf16_to_f32(&h, &f, 1); return f;
-    case TS_I32: return ((const int32_t *)p)[i];
-    case TS_I64: return (double)((const int64_t *)p)[i];
-    default: return ((const uint8_t *)p)[i];
-    }
-}
-
-/* t converted to dtype `want` for input `name`: t itself when it already is, a new tensor, or NULL
- * after a message (a conversion that would change values). */
-static ts_tensor *convert(ts_tensor *t, ts_dtype want, const char *path, const char *name) {
-    ts_dtype have = ts_tensor_dtype(t);
-    if (have == want) return t;
-    if (is_float(want) != is_float(have)) {
-        fprintf(stderr, "tessera run: %s: tensor \"%s\" is %s but the model's input is %s\n", path, name,
-                ts_dtype_name(have), ts_dtype_name(want));
-        return NULL;
-    }
-    ts_tensor *o = ts_tensor_new(want, ts_tensor_ndim(t), ts_tensor_shape(t));
-    if (!o) {
-        fprintf(stderr, "tessera run: %s\n", ts_last_error());
-        return NULL;
-    }
-    void *d = ts_tensor_data(o);
-    int64_t n = ts_tensor_numel(t);
-    double lo = want == TS_I32 ? -2147483648.0 : want == TS_U8 ? 0 : -9223372036854775808.0;
-    double hi = want == TS_I32 ? 2147483647.0 : want == TS_U8 ? 255 : 9223372036854775807.0;
-    for (int64_t i = 0; i < n; i++) {
-        double v = get(t, i);
-        if (!is_float(want) && (v < lo || v > hi)) {
-            fprintf(stderr, "tessera run: %s: tensor \"%s\" element %lld is %.0f, outside %s's range\n", path, name,
-                    (long long)i, v, ts_dtype_name(want));
-            ts_tensor_free(o);
-            return NULL;
-        }
-        switch (want) {
-        case TS_F32: ((float *)d)[i] = (float)v; break;
-        case TS_F16: { float f = (float)v; ts_f32_to_f16(&f, (uint16_t *)d + i, 1); break; }
-        case TS_BF16: { float f = (float)v; ts_f32_to_bf16(&f, (uint16_t *)d + i, 1); break; }
-        case TS_I32: ((int32_t *)d)[i] = (int32_t)v; break;
-        case TS_I64: ((int64_t *)d)[i] = ts_tensor_dtype(t) == TS_I64 ? ((const int64_t *)ts_tensor_data(t))[i] : (int64_t)v; break;
-        default: ((uint8_t *)d)[i] = (uint8_t)v; break;
-        }
-    }
-    return o;
-}
-
-int ts_cli_run_onnx(const char *model, const char *inputs, const char *outputs, const char *device, int threads,
+int cli_run_onnx(const char *model, const char *inputs, const char *outputs, const char *device, int threads,
                     int repeat, double memory_gib) {
     double t0 = now_s();
     ts_onnx *m = ts_onnx_load(model);
@@ -112,9 +56,12 @@ int ts_cli_run_onnx(const char *model, const char *inputs, const char *outputs, 
             fprintf(stderr, "tessera run: %s\n", ts_last_error());
             goto done;
         }
-        ts_tensor *c = convert(t, want, inputs, name);
+        ts_tensor *c = ts_tensor_convert_exact(t, want);
         if (c != t) ts_tensor_free(t);
-        if (!c) goto done;
+        if (!c) {
+            fprintf(stderr, "tessera run: %s: tensor \"%s\" %s\n", inputs, name, ts_last_error());
+            goto done;
+        }
         in[i] = c;
     }
     ts_safetensors_close(st);
@@ -167,55 +114,4 @@ done:
     free(names);
     ts_onnx_free(m);
     return rc;
-}
-
-int ts_cli_onnx_ops(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: tessera onnx-ops\n  Prints the ONNX ops the importer maps, with the opsets each covers, as the "
-                   "markdown table of README.md's ONNX section.\n");
-            return 0;
-        }
-        fprintf(stderr, "tessera onnx-ops: unknown argument '%s' (it takes none)\n", argv[i]);
-        return 2;
-    }
-    /* one row per op type, its opset ranges joined, sorted by name */
-    int n = ts_onnx_num_ops();
-    const char **ops = calloc((size_t)n + 1, sizeof *ops);
-    if (!ops) return 1;
-    int nops = 0;
-    for (int i = 0; i < n; i++) {
-        const char *op = ts_onnx_op_info(i, NULL, NULL);
-        int seen = 0;
-        for (int k = 0; k < nops && !seen; k++) seen = !strcmp(ops[k], op);
-        if (!seen) ops[nops++] = op;
-    }
-    for (int a = 1; a < nops; a++) /* insertion sort: a few hundred names */
-        for (int b = a; b > 0 && strcmp(ops[b - 1], ops[b]) > 0; b--) {
-            const char *t = ops[b];
-            ops[b] = ops[b - 1];
-            ops[b - 1] = t;
-        }
-    printf("| ONNX op | opsets |\n|---|---|\n");
-    for (int k = 0; k < nops; k++) {
-        printf("| %s | ", ops[k]);
-        /* the ranges of its entries, in table order, contiguous ones joined (Resize 10, 11-17: 10-17) */
-        int first = 1, lo = 0, hi = -1;
-        for (int i = 0; i <= n; i++) {
-            int a = 0, b = -1;
-            if (i < n && strcmp(ts_onnx_op_info(i, &a, &b), ops[k])) continue;
-            if (i < n && hi >= 0 && a == hi + 1) {
-                hi = b;
-                continue;
-            }
-            if (hi >= 0) {
-                printf(lo == hi ? "%s%d" : "%s%d-%d", first ? "" : ", ", lo, hi);
-                first = 0;
-            }
-            lo = a, hi = b;
-        }
-        printf(" |\n");
-    }
-    free(ops);
-    return 0;
 }

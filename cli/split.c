@@ -34,67 +34,7 @@ static const char *USAGE =
 
 enum { MAX_SUBSETS = 8 };
 
-/* s with every tab, CR and LF written as a space. */
-static void put_field(FILE *f, const char *s) {
-    for (; *s; s++) fputc(*s == '\t' || *s == '\r' || *s == '\n' ? ' ' : *s, f);
-}
-
-/* Rows [0, n) of d as label<TAB>text lines under a header; 0 or an errno. */
-static int write_tsv(const char *path, const ts_text_dataset *d, int64_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return errno ? errno : EIO;
-    fputs("label\ttext\n", f);
-    for (int64_t i = 0; i < n; i++) {
-        const char *text;
-        int32_t label;
-        ts_text_dataset_get(d, i, &text, NULL, &label);
-        put_field(f, ts_text_dataset_label_name(d, label));
-        fputc('\t', f);
-        put_field(f, text);
-        fputc('\n', f);
-    }
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return errno ? errno : EIO;
-    return 0;
-}
-
-/* One text as a corpus document: its sentences a line each, then a blank line. */
-static void put_document(FILE *f, const char *s) {
-    int in_line = 0;
-    while (*s) {
-        while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') s++;
-        if (s[0] == '|' && s[1] == ' ') { /* a part boundary: the line ends here */
-            if (in_line) fputc('\n', f), in_line = 0;
-            s += 2;
-            continue;
-        }
-        if (!*s) break;
-        const char *w = s; /* one word */
-        while (*s && *s != ' ' && *s != '\t' && *s != '\r' && *s != '\n') s++;
-        if (in_line) fputc(' ', f);
-        fwrite(w, 1, (size_t)(s - w), f);
-        in_line = 1;
-        char last = s[-1];
-        if ((last == '.' || last == '!' || last == '?') && *s) fputc('\n', f), in_line = 0;
-    }
-    if (in_line) fputc('\n', f);
-    fputc('\n', f);
-}
-
-static int write_corpus(const char *path, const ts_text_dataset *d) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return errno ? errno : EIO;
-    for (int64_t i = 0; i < ts_text_dataset_size(d); i++) {
-        const char *text;
-        ts_text_dataset_get(d, i, &text, NULL, NULL);
-        put_document(f, text);
-    }
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return errno ? errno : EIO;
-    return 0;
-}
-
-int ts_cli_split(int argc, char **argv) {
+int cli_split(int argc, char **argv) {
     const char *data = NULL, *out = NULL, *text_col = "text", *label_col = "label";
     double test_split = 0.2;
     int seed = 42, bad = 0, nsub = 0, sub[MAX_SUBSETS];
@@ -103,29 +43,29 @@ int ts_cli_split(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(USAGE, stdout);
             return 0;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--data", "split", &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--data", "split", &bad))) {
             data = v;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--out", "split", &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--out", "split", &bad))) {
             out = v;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--text-column", "split", &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--text-column", "split", &bad))) {
             text_col = v;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--label-column", "split", &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--label-column", "split", &bad))) {
             label_col = v;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--test-split", "split", &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--test-split", "split", &bad))) {
             char *end;
             errno = 0;
             test_split = strtod(v, &end);
             if (errno || end == v || *end || !(test_split > 0 && test_split < 1))
                 fprintf(stderr, "tessera split: --test-split '%s' is not a fraction in (0, 1)\n", v), bad = 1;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--seed", "split", &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--seed", "split", &bad))) {
             char *end;
             errno = 0;
             long s = strtol(v, &end, 10);
             if (errno || end == v || *end || s < 0 || s > INT_MAX)
                 fprintf(stderr, "tessera split: --seed '%s' is not a non-negative integer\n", v), bad = 1;
             seed = (int)s;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--subset", "split", &bad))) {
-            int n = ts_cli_positive(v, "--subset", "split");
+        } else if ((v = cli_value(argc, argv, &i, "--subset", "split", &bad))) {
+            int n = cli_positive(v, "--subset", "split");
             if (n < 0) bad = 1;
             else if (nsub == MAX_SUBSETS) fprintf(stderr, "tessera split: more than %d --subset\n", MAX_SUBSETS), bad = 1;
             else sub[nsub++] = n;
@@ -167,23 +107,21 @@ int ts_cli_split(int argc, char **argv) {
     size_t cap = strlen(out) + 32;
     char *path = malloc(cap);
     if (!rc && !path) fprintf(stderr, "tessera split: out of memory\n"), rc = 1;
-    int err = 0;
-    const char *what = "";
+    ts_status err = TS_OK;
     if (!rc) {
         snprintf(path, cap, "%s/train.tsv", out);
-        if ((err = write_tsv(path, train, ntrain)) == 0) {
+        if ((err = ts_text_dataset_write_tsv(train, ntrain, path)) == TS_OK) {
             snprintf(path, cap, "%s/test.tsv", out);
-            if ((err = write_tsv(path, test, ntest)) == 0) {
+            if ((err = ts_text_dataset_write_tsv(test, ntest, path)) == TS_OK) {
                 snprintf(path, cap, "%s/train.txt", out);
-                err = write_corpus(path, train);
+                err = ts_text_dataset_write_corpus(train, path);
             }
         }
         for (int k = 0; k < nsub && !err; k++) {
             snprintf(path, cap, "%s/train-%d.tsv", out, sub[k]);
-            err = write_tsv(path, train, sub[k]);
+            err = ts_text_dataset_write_tsv(train, sub[k], path);
         }
-        what = path;
-        if (err) fprintf(stderr, "tessera split: cannot write %s: %s\n", what, strerror(err)), rc = 1;
+        if (err) fprintf(stderr, "tessera split: cannot write %s\n", ts_last_error()), rc = 1;
     }
     if (!rc)
         printf("tessera split: %s: %lld rows (%lld duplicates dropped) -> %s/train.tsv %lld, test.tsv %lld "

@@ -36,10 +36,10 @@ static int parse(int argc, char **argv, opts *o) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(USAGE, stdout);
             return 0;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--vocab", "tokenize", &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--vocab", "tokenize", &bad))) {
             o->vocab = v;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--max-len", "tokenize", &bad))) {
-            if ((o->max_len = ts_cli_positive(v, "--max-len", "tokenize")) < 0) bad = 1;
+        } else if ((v = cli_value(argc, argv, &i, "--max-len", "tokenize", &bad))) {
+            if ((o->max_len = cli_positive(v, "--max-len", "tokenize")) < 0) bad = 1;
         } else if (bad) {
             break;
         } else if (!strcmp(a, "--cased")) {
@@ -125,7 +125,7 @@ static int encode_line(const ts_tokenizer *tok, const opts *o, char *line, int32
     return n;
 }
 
-int ts_cli_tokenize(int argc, char **argv) {
+int cli_tokenize(int argc, char **argv) {
     opts o = {0};
     int rc = parse(argc, argv, &o);
     if (rc != 1) return rc;

@@ -21,13 +21,13 @@
 
 /* ------------------------------------------------------------------ options */
 
-ts_cli_device ts_cli_dev;
+cli_device_opts cli_dev;
 
-int ts_cli_load_flags(int strict) {
-    return (strict ? TS_LOAD_STRICT : 0) | (ts_cli_dev.allow_nonfinite ? TS_LOAD_ALLOW_NONFINITE : 0);
+int cli_load_flags(int strict) {
+    return (strict ? TS_LOAD_STRICT : 0) | (cli_dev.allow_nonfinite ? TS_LOAD_ALLOW_NONFINITE : 0);
 }
 
-static const ts_opt *find_opt(const ts_optset *s, const char *name) {
+static const cli_opt *find_opt(const cli_optset *s, const char *name) {
     for (int i = 0; i < s->nopts; i++)
         if (!strcmp(s->opts[i].name, name)) return &s->opts[i];
     return NULL;
@@ -58,7 +58,7 @@ static int parse_float(const char *cmd, const char *where, const char *name, con
 }
 
 /* Append v to a list; a list given again (config, then flag) starts over: callers set n = 0. */
-static int list_add(ts_optset *s, ts_strlist *l, const char *v) {
+static int list_add(cli_optset *s, cli_strlist *l, const char *v) {
     const char **nv = realloc((void *)l->v, (size_t)(l->n + 1) * sizeof *nv);
     if (!nv) {
         fprintf(stderr, "tessera %s: out of memory\n", s->cmd);
@@ -70,8 +70,8 @@ static int list_add(ts_optset *s, ts_strlist *l, const char *v) {
 }
 
 /* Apply "key": value from the config file. */
-static int apply_json(ts_optset *s, const char *path, const cJSON *item) {
-    const ts_opt *o = find_opt(s, item->string);
+static int apply_json(cli_optset *s, const char *path, const cJSON *item) {
+    const cli_opt *o = find_opt(s, item->string);
     char where[1200];
     snprintf(where, sizeof where, "%s: \"", path);
     if (!o || !strcmp(item->string, "config")) {
@@ -100,7 +100,7 @@ static int apply_json(ts_optset *s, const char *path, const cJSON *item) {
         *(int *)o->ptr = cJSON_IsTrue(item);
         return 1;
     case OPT_LIST: {
-        ts_strlist *l = o->ptr;
+        cli_strlist *l = o->ptr;
         l->n = 0;
         if (cJSON_IsString(item)) return list_add(s, l, item->valuestring);
         if (!cJSON_IsArray(item)) break;
@@ -119,7 +119,7 @@ bad:;
     return 0;
 }
 
-static int load_config(ts_optset *s, const char *path) {
+static int load_config(cli_optset *s, const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "tessera %s: --config %s: %s\n", s->cmd, path, strerror(errno));
@@ -158,7 +158,7 @@ static int load_config(ts_optset *s, const char *path) {
     return 1;
 }
 
-int ts_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt *opts, int nopts, int argc,
+int cli_opts_parse(cli_optset *s, const char *cmd, const char *usage, const cli_opt *opts, int nopts, int argc,
                   char **argv) {
     memset(s, 0, sizeof *s);
     s->cmd = cmd, s->opts = opts, s->nopts = nopts;
@@ -171,7 +171,7 @@ int ts_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt
         }
     }
     for (int i = 1; i < argc && !bad; i++) { /* the config first, whatever its place */
-        const char *v = ts_cli_value(argc, argv, &i, "--config", cmd, &bad);
+        const char *v = cli_value(argc, argv, &i, "--config", cmd, &bad);
         if (v && !load_config(s, v)) bad = 1;
     }
     for (int i = 1; i < argc && !bad; i++) {
@@ -185,10 +185,10 @@ int ts_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt
         size_t len = strcspn(a + 2, "=");
         snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), a + 2);
         if (!strcmp(name, "config")) {
-            ts_cli_value(argc, argv, &i, "--config", cmd, &bad);
+            cli_value(argc, argv, &i, "--config", cmd, &bad);
             continue;
         }
-        const ts_opt *o = len < 63 ? find_opt(s, name) : NULL;
+        const cli_opt *o = len < 63 ? find_opt(s, name) : NULL;
         if (!o) {
             fprintf(stderr, "tessera %s: unknown flag '%s'\n", cmd, a);
             bad = 1;
@@ -204,7 +204,7 @@ int ts_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt
             *(int *)o->ptr = 1;
             continue;
         }
-        const char *v = ts_cli_value(argc, argv, &i, flag, cmd, &bad);
+        const char *v = cli_value(argc, argv, &i, flag, cmd, &bad);
         if (!v) break;
         if (v == argv[i] && !strncmp(v, "--", 2)) { /* `--corpus --out x`: the value is missing */
             fprintf(stderr, "tessera %s: %s needs a value before %s\n", cmd, flag, v);
@@ -216,7 +216,7 @@ int ts_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt
         case OPT_INT: bad = !parse_int(cmd, "", flag, v, o->min_int, o->ptr); break;
         case OPT_FLOAT: bad = !parse_float(cmd, "", flag, v, o->ptr); break;
         case OPT_LIST: {
-            ts_strlist *l = o->ptr;
+            cli_strlist *l = o->ptr;
             l->n = 0;
             if (!list_add(s, l, v)) bad = 1;
             while (!bad && i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
@@ -226,7 +226,7 @@ int ts_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt
         case OPT_FLAG: break;
         }
     }
-    const ts_opt *th = find_opt(s, "threads");
+    const cli_opt *th = find_opt(s, "threads");
     if (!bad && th && *(int *)th->ptr > ts_max_threads()) {
         fprintf(stderr, "tessera %s: --threads %d: at most %d (4 x the %d online CPUs)\n", cmd, *(int *)th->ptr,
                 ts_max_threads(), ts_max_threads() / 4);
@@ -239,11 +239,11 @@ int ts_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt
     return 1;
 }
 
-void ts_opts_free(ts_optset *s) {
+void cli_opts_free(cli_optset *s) {
     cJSON_Delete(s->json);
     for (int i = 0; i < s->nopts; i++)
         if (s->opts[i].kind == OPT_LIST) {
-            ts_strlist *l = s->opts[i].ptr;
+            cli_strlist *l = s->opts[i].ptr;
             free((void *)l->v);
             l->v = NULL, l->n = 0;
         }
@@ -252,16 +252,16 @@ void ts_opts_free(ts_optset *s) {
 
 /* ------------------------------------------------------------------ progress, metrics, timing */
 
-double ts_now(void) {
+double cli_now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-void ts_progress_init(ts_progress *p, int64_t total, double max_seconds) {
+void cli_progress_init(cli_progress *p, int64_t total, double max_seconds) {
     memset(p, 0, sizeof *p);
     p->tty = isatty(fileno(stdout));
-    p->t0 = ts_now();
+    p->t0 = cli_now();
     p->total = total;
     p->max_seconds = max_seconds;
 }
@@ -273,10 +273,10 @@ static void fmt_time(char *buf, size_t n, double s) {
     else snprintf(buf, n, "%dh%02dm", (int)s / 3600, (int)s % 3600 / 60);
 }
 
-void ts_progress_step(ts_progress *p, int64_t step, double loss, double seq_per_s) {
+void cli_progress_step(cli_progress *p, int64_t step, double loss, double seq_per_s) {
     if (!p->tty) return;
     p->rate = p->rate > 0 ? 0.8 * p->rate + 0.2 * seq_per_s : seq_per_s; /* smoothed for display */
-    double now = ts_now(), el = now - p->t0;
+    double now = cli_now(), el = now - p->t0;
     if (now - p->drawn < 0.1 && step < p->total) return; /* at most 10 redraws a second */
     p->drawn = now;
     double eta = step > 0 ? el / (double)step * (double)(p->total - step) : 0;
@@ -290,7 +290,7 @@ void ts_progress_step(ts_progress *p, int64_t step, double loss, double seq_per_
     fflush(stdout);
 }
 
-void ts_progress_print(ts_progress *p, const char *fmt, ...) {
+void cli_progress_print(cli_progress *p, const char *fmt, ...) {
     if (p->tty && p->width) printf("\r%*s\r", p->width, ""), p->width = 0;
     va_list ap;
     va_start(ap, fmt);
@@ -308,14 +308,14 @@ static FILE *metrics_fopen(const char *dir, const char *cmd, const char *mode) {
 }
 
 /* replicas: rank 0 writes the log, the others' lines go nowhere */
-FILE *ts_metrics_open(const char *dir, const char *cmd) {
-    return ts_cli_rep.rank > 0 ? fopen("/dev/null", "w") : metrics_fopen(dir, cmd, "w");
+FILE *cli_metrics_open(const char *dir, const char *cmd) {
+    return cli_rep.rank > 0 ? fopen("/dev/null", "w") : metrics_fopen(dir, cmd, "w");
 }
-FILE *ts_metrics_append(const char *dir, const char *cmd) {
-    return ts_cli_rep.rank > 0 ? fopen("/dev/null", "w") : metrics_fopen(dir, cmd, "a");
+FILE *cli_metrics_append(const char *dir, const char *cmd) {
+    return cli_rep.rank > 0 ? fopen("/dev/null", "w") : metrics_fopen(dir, cmd, "a");
 }
 
-void ts_metrics_write(FILE *f, const char *fmt, ...) {
+void cli_metrics_write(FILE *f, const char *fmt, ...) {
     if (!f) return;
     va_list ap;
     va_start(ap, fmt);
@@ -329,7 +329,7 @@ void ts_metrics_write(FILE *f, const char *fmt, ...) {
 
 /* ------------------------------------------------------------------ BERT programs and batches */
 
-int ts_deterministic_setup(const char *cmd, int *threads, double max_minutes) {
+int cli_deterministic_setup(const char *cmd, int *threads, double max_minutes) {
     if (max_minutes > 0) {
         fprintf(stderr, "tessera %s: --max-minutes makes the run depend on the clock; it cannot be used with "
                         "--deterministic (use --max-steps)\n", cmd);
@@ -344,39 +344,34 @@ int ts_deterministic_setup(const char *cmd, int *threads, double max_minutes) {
     return 0;
 }
 
-static const char *const optim_names[] = {[TS_OPTIM_SGD] = "sgd", [TS_OPTIM_ADAMW] = "adamw", [TS_OPTIM_LAMB] = "lamb"};
-
-int ts_optimizer_parse(const char *cmd, const char *name) {
-    for (int k = 0; k < 3; k++)
-        if (!strcmp(name, optim_names[k])) return k;
-    fprintf(stderr, "tessera %s: --optimizer %s: the optimizers are adamw, lamb and sgd\n", cmd, name);
-    return -1;
+int cli_optimizer_parse(const char *cmd, const char *name) {
+    int k = ts_optim_kind_parse(name);
+    if (k < 0) fprintf(stderr, "tessera %s: --optimizer %s: the optimizers are adamw, lamb and sgd\n", cmd, name);
+    return k;
 }
 
-const char *ts_optimizer_name(ts_optim_kind k) { return (unsigned)k < 3 ? optim_names[k] : "?"; }
-
-int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq,
+int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq,
                      uint64_t seed, int threads, int train, float wd, const char *const *train_fetches,
                      int ntrain_fetches, ts_program **train_p, const char *const *infer_fetches,
-                     int ninfer_fetches, ts_program **infer_p, const ts_train_loop *loop) {
-    int kind = loop && loop->optimizer ? ts_optimizer_parse(cmd, loop->optimizer) : TS_OPTIM_ADAMW;
+                     int ninfer_fetches, ts_program **infer_p, const cli_train_loop *loop) {
+    int kind = loop && loop->optimizer ? cli_optimizer_parse(cmd, loop->optimizer) : TS_OPTIM_ADAMW;
     if (kind < 0) return 1;
     int N = loop && loop->accumulation > 1 ? loop->accumulation : 1;
     int S = loop && loop->device_iterations > 1 ? loop->device_iterations : 1;
-    const ts_pipe_plan *pp = loop ? loop->pipe : NULL;
+    const ts_stage_plan *pp = loop ? loop->pipe : NULL;
     ts_bert_config c = *cfg;
-    if (pp) ts_pipe_apply(pp, &c);
+    if (pp) ts_stage_plan_apply(pp, &c);
     ts_bert_train_opts o = {.struct_size = sizeof o, .cfg = &c, .head = head, .batch = batch, .seq = seq,
                             .seed = seed, .threads = pp ? 0 : threads, .infer_threads = threads,
                             .optimizer = (ts_optim_kind)kind, .weight_decay = wd,
                             .max_grad_norm = loop ? loop->max_grad_norm : 0, .momentum = loop ? loop->momentum : 0,
                             .accumulation = N, .steps_per_call = S / N,
-                            .memory_limit = (size_t)(ts_cli_dev.memory_gib * 1073741824.0),
+                            .memory_limit = (size_t)(cli_dev.memory_gib * 1073741824.0),
                             .stage_devices = pp ? pp->stage_name : NULL, .nstage_devices = pp ? pp->nstages : 0,
                             .train_fetches = train_fetches, .ntrain_fetches = ntrain_fetches,
                             .infer_fetches = infer_fetches, .ninfer_fetches = ninfer_fetches,
-                            .comm = ts_cli_rep.size > 1 ? ts_cli_rep.comm : NULL,
-                            .shard_state = ts_cli_rep.shard_optimizer,
+                            .comm = cli_rep.size > 1 ? cli_rep.comm : NULL,
+                            .shard_state = cli_rep.shard_optimizer,
                             .skip_param_init = !train, /* train == 0: the model is loaded next */
                             .profile = train && loop && loop->profile};
     if (pp && threads > 0) o.threads = threads; /* --threads: per device */
@@ -387,16 +382,16 @@ int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head he
                         "num_hidden_layers %d, intermediate_size %d, max_position_embeddings %d%s%s), the "
                         "activations with the batch (%d sequences of %d tokens; --batch%s)%s\n",
                 cmd, cfg->vocab_size, cfg->hidden_size, cfg->num_hidden_layers, cfg->intermediate_size,
-                cfg->max_position_embeddings, ts_cli_dev.sizes_from ? ": from " : "",
-                ts_cli_dev.sizes_from ? ts_cli_dev.sizes_from : "", batch, seq,
+                cfg->max_position_embeddings, cli_dev.sizes_from ? ": from " : "",
+                cli_dev.sizes_from ? cli_dev.sizes_from : "", batch, seq,
                 S > 1 ? ", and --device-iterations x --accumulation inputs" : "",
-                ts_cli_dev.memory_gib > 0 ? "; the limit is --device-memory" : "; --device-memory GIB sets the limit");
+                cli_dev.memory_gib > 0 ? "; the limit is --device-memory" : "; --device-memory GIB sets the limit");
     return 1;
 }
 
 /* ------------------------------------------------------------------ --profile */
 
-void ts_profile_after_call(ts_program *tp, int64_t step0, int64_t step, int last, int64_t *from) {
+void cli_profile_after_call(ts_program *tp, int64_t step0, int64_t step, int last, int64_t *from) {
     if (*from >= 0) return;
     if (last) { /* one call in all: nothing to leave out */
         *from = step0;
@@ -406,12 +401,12 @@ void ts_profile_after_call(ts_program *tp, int64_t step0, int64_t step, int last
     *from = step;
 }
 
-int ts_profile_print(const char *cmd, const ts_program *tp, int64_t step0, int64_t from, int64_t step) {
-    if (ts_cli_rep.rank > 0) return 0;
+int cli_profile_print(const char *cmd, const ts_program *tp, int64_t step0, int64_t from, int64_t step) {
+    if (cli_rep.rank > 0) return 0;
     if (from < 0) from = step; /* no call ran */
     long long n = (long long)(step - from), first = (long long)(from - step0);
     char ranks[64] = "";
-    if (ts_cli_rep.size > 1) snprintf(ranks, sizeof ranks, "; rank 0 of %d", ts_cli_rep.size);
+    if (cli_rep.size > 1) snprintf(ranks, sizeof ranks, "; rank 0 of %d", cli_rep.size);
     if (first == 0)
         printf("profile of the training step (%lld step%s, no warm-up left out%s):\n", n, n == 1 ? "" : "s", ranks);
     else if (first == 1)
@@ -426,25 +421,25 @@ int ts_profile_print(const char *cmd, const ts_program *tp, int64_t step0, int64
 
 /* ------------------------------------------------------------------ model directories */
 
-int ts_trunc_parse(const char *cmd, const char *value) {
+int cli_trunc_parse(const char *cmd, const char *value) {
     int t = ts_truncation_parse(value);
     if (t < 0 && cmd) fprintf(stderr, "tessera %s: --truncate %s: expected head, tail or head+tail\n", cmd, value);
     return t;
 }
 
-int ts_task_parse(const char *cmd, const char *value) {
-    if (!strcmp(value, "classify")) return TS_TASK_CLASSIFY;
-    if (!strcmp(value, "qa")) return TS_TASK_QA;
+int cli_task_parse(const char *cmd, const char *value) {
+    if (!strcmp(value, "classify")) return CLI_TASK_CLASSIFY;
+    if (!strcmp(value, "qa")) return CLI_TASK_QA;
     fprintf(stderr, "tessera %s: --task %s: the tasks are classify and qa\n", cmd, value);
     return -1;
 }
 
-int ts_task_of_model(const char *cmd, const char *task_flag, const char *dir, const ts_bert_config *cfg,
+int cli_task_of_model(const char *cmd, const char *task_flag, const char *dir, const ts_bert_config *cfg,
                      const ts_model_meta *meta) {
-    int want = task_flag ? ts_task_parse(cmd, task_flag) : -1;
+    int want = task_flag ? cli_task_parse(cmd, task_flag) : -1;
     if (task_flag && want < 0) return -1;
-    int have = cfg->head == TS_BERT_QUESTION_ANSWERING                       ? TS_TASK_QA
-               : cfg->head == TS_BERT_SEQ_CLASSIFICATION && meta->nlabels > 0 ? TS_TASK_CLASSIFY
+    int have = cfg->head == TS_BERT_QUESTION_ANSWERING                       ? CLI_TASK_QA
+               : cfg->head == TS_BERT_SEQ_CLASSIFICATION && meta->nlabels > 0 ? CLI_TASK_CLASSIFY
                                                                               : -1;
     if (have < 0) {
         fprintf(stderr, "tessera %s: %s is not a fine-tuned model (architecture '%s'; a sequence classifier or a "
@@ -454,20 +449,20 @@ int ts_task_of_model(const char *cmd, const char *task_flag, const char *dir, co
     }
     if (want >= 0 && want != have) {
         fprintf(stderr, "tessera %s: --task %s, but %s is a %s model (%s)\n", cmd, task_flag, dir,
-                have == TS_TASK_QA ? "qa" : "classify", cfg->architecture);
+                have == CLI_TASK_QA ? "qa" : "classify", cfg->architecture);
         return -1;
     }
     return have;
 }
 
-int ts_make_dir(const char *cmd, const char *dir) {
+int cli_make_dir(const char *cmd, const char *dir) {
     if (ts_make_dirs(dir) == TS_OK) return 0;
     fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
     return 1;
 }
 
-int ts_out_lock(const char *cmd, const char *dir) {
-    if (ts_cli_rep.rank > 0) return ts_make_dir(cmd, dir) ? 1 : 0; /* replicas: rank 0 holds the lock */
+int cli_out_lock(const char *cmd, const char *dir) {
+    if (cli_rep.rank > 0) return cli_make_dir(cmd, dir) ? 1 : 0; /* replicas: rank 0 holds the lock */
     long other;
     ts_status s = ts_out_dir_lock(dir, &other);
     if (s == TS_OK) return 0;
@@ -479,9 +474,9 @@ int ts_out_lock(const char *cmd, const char *dir) {
     return other ? 2 : 1;
 }
 
-int ts_model_dir_save(const char *cmd, const char *dir, const ts_program *p, const ts_bert_config *cfg,
+int cli_model_dir_save(const char *cmd, const char *dir, const ts_program *p, const ts_bert_config *cfg,
                       const char *architecture, const char *vocab_path, const ts_model_meta *meta) {
-    if (ts_cli_rep.rank > 0) return 0; /* replicas: rank 0 writes the model (every rank holds the same) */
+    if (cli_rep.rank > 0) return 0; /* replicas: rank 0 writes the model (every rank holds the same) */
     ts_bert_config c = *cfg;
     for (int h = 0; h <= TS_BERT_QUESTION_ANSWERING; h++)
         if (!strcmp(architecture, ts_bert_head_name((ts_bert_head)h))) c.head = (ts_bert_head)h;
@@ -490,10 +485,10 @@ int ts_model_dir_save(const char *cmd, const char *dir, const ts_program *p, con
     return 1;
 }
 
-ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config *cfg, ts_model_meta *meta) {
-    static char sizes_from[4200]; /* for the out-of-memory message of ts_bert_programs */
+ts_tokenizer *cli_model_dir_open(const char *cmd, const char *dir, ts_bert_config *cfg, ts_model_meta *meta) {
+    static char sizes_from[4200]; /* for the out-of-memory message of cli_bert_programs */
     snprintf(sizes_from, sizeof sizes_from, "%s/config.json", dir);
-    ts_cli_dev.sizes_from = sizes_from;
+    cli_dev.sizes_from = sizes_from;
     ts_tokenizer *tok = ts_model_load_dir(dir, cfg, meta);
     if (!tok) fprintf(stderr, "tessera %s: --model %s: %s\n", cmd, dir, ts_last_error());
     return tok;
@@ -501,63 +496,28 @@ ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config
 
 /* ------------------------------------------------------------------ full-state checkpoints */
 
-int ts_ckpt_save(const char *cmd, const char *out, int64_t step, const ts_program *p, const char *trainer_json,
-                 const char *rank_json, int keep) {
-    if (ts_train_checkpoint_save_parts(out, step, p, trainer_json, rank_json, keep) == TS_OK) return 0;
-    fprintf(stderr, "\ntessera %s: %s\n", cmd, ts_last_error());
-    return 1;
+int cli_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap) {
+    ts_status st = ts_train_checkpoint_find_on(cli_rep.comm, resume, path, cap);
+    if (st == TS_OK) return 0;
+    if (st == TS_ERR_COMM) {
+        fprintf(stderr, "tessera %s: --resume: %s\n", cmd, ts_last_error());
+        return 1;
+    }
+    if (cli_rep.rank == 0) fprintf(stderr, "tessera %s: --resume %s\n", cmd, ts_last_error());
+    return 2;
 }
 
-int ts_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap) {
-    int rc = 0;
-    if (ts_cli_rep.rank == 0 && ts_train_checkpoint_find(resume, path, cap) != TS_OK) {
-        fprintf(stderr, "tessera %s: --resume %s\n", cmd, ts_last_error());
-        rc = 2;
-    }
-    if (ts_cli_rep.size > 1) { /* rank 0's choice for every rank */
-        char buf[4400] = "";
-        int32_t r = rc;
-        if (ts_cli_rep.rank == 0 && !rc) snprintf(buf, sizeof buf, "%s", path);
-        if (ts_comm_broadcast(ts_cli_rep.comm, &r, sizeof r, 0) || ts_comm_broadcast(ts_cli_rep.comm, buf, sizeof buf, 0)) {
-            fprintf(stderr, "tessera %s: --resume: %s\n", cmd, ts_last_error());
-            return 1;
-        }
-        rc = r;
-        if (!rc) snprintf(path, cap, "%s", buf);
-    }
-    return rc;
-}
-
-ts_program *ts_model_dir_program(const char *cmd, const char *dir, const ts_bert_config *cfg, int batch, int seq,
+ts_program *cli_model_dir_program(const char *cmd, const char *dir, const ts_bert_config *cfg, int batch, int seq,
                                  int threads, const char *const *fetches, int nfetch) {
     ts_program *p = NULL;
-    if (ts_bert_programs(cmd, cfg, cfg->head, batch, seq, 0, threads, 0, 0, NULL, 0, NULL, fetches, nfetch, &p, NULL))
+    if (cli_bert_programs(cmd, cfg, cfg->head, batch, seq, 0, threads, 0, 0, NULL, 0, NULL, fetches, nfetch, &p, NULL))
         return NULL;
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (ts_program_load(p, path, ts_cli_load_flags(1), NULL) != TS_OK) {
+    if (ts_program_load(p, path, cli_load_flags(1), NULL) != TS_OK) {
         fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
         ts_program_free(p);
         return NULL;
     }
     return p;
-}
-
-/* ------------------------------------------------------------------ classifier ensembles */
-
-/* softmax(x)_j = exp(x_j - max x) / sum_i exp(x_i - max x) */
-void ts_softmax_add(const float *logits, int c, double *probs) {
-    float top = logits[0];
-    for (int j = 1; j < c; j++) top = logits[j] > top ? logits[j] : top;
-    double z = 0;
-    for (int j = 0; j < c; j++) z += exp((double)(logits[j] - top));
-    for (int j = 0; j < c; j++) probs[j] += exp((double)(logits[j] - top)) / z;
-}
-
-int ts_same_classifier(const ts_model_meta *a, const ts_model_meta *b) {
-    if (a->nlabels != b->nlabels || !a->text_b_column != !b->text_b_column) return 0;
-    if (a->text_b_column && strcmp(a->text_b_column, b->text_b_column)) return 0;
-    for (int i = 0; i < a->nlabels; i++)
-        if (!a->labels[i] || !b->labels[i] || strcmp(a->labels[i], b->labels[i])) return 0;
-    return 1;
 }

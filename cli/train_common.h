@@ -4,71 +4,70 @@
  * log, the learning-rate schedule, and model directories (config.json + model.safetensors +
  * vocab.txt) written file by file atomically and read back.
  */
-#ifndef TS_CLI_TRAIN_COMMON_H
-#define TS_CLI_TRAIN_COMMON_H
+#ifndef CLI_TRAIN_COMMON_H
+#define CLI_TRAIN_COMMON_H
 
 #include <stdint.h>
 #include <stdio.h>
 
 #include "tessera.h"
-#include "pipeline_opts.h"
 
 /* ------------------------------------------------------------------ options */
 
-typedef enum { OPT_STR, OPT_INT, OPT_FLOAT, OPT_FLAG, OPT_LIST } ts_opt_kind;
+typedef enum { OPT_STR, OPT_INT, OPT_FLOAT, OPT_FLAG, OPT_LIST } cli_opt_kind;
 
 /* A list of strings (OPT_LIST: `--corpus a.txt b.txt`, or a JSON array in the config). */
-typedef struct ts_strlist {
+typedef struct cli_strlist {
     const char **v;
     int n;
-} ts_strlist;
+} cli_strlist;
 
 /* One option: `--name VALUE` on the command line, "name": VALUE in the config file. ptr points
- * to a const char * (STR), int (INT, FLAG), double (FLOAT) or ts_strlist (LIST). INT values must
+ * to a const char * (STR), int (INT, FLAG), double (FLOAT) or cli_strlist (LIST). INT values must
  * be >= min_int. */
-typedef struct ts_opt {
+typedef struct cli_opt {
     const char *name;
-    ts_opt_kind kind;
+    cli_opt_kind kind;
     void *ptr;
     int min_int;
-} ts_opt;
+} cli_opt;
 
-/* Everything the parsed options hold on to (config JSON, lists); free with ts_opts_free. */
-typedef struct ts_optset {
+/* Everything the parsed options hold on to (config JSON, lists); free with cli_opts_free. */
+typedef struct cli_optset {
     const char *cmd;
-    const ts_opt *opts;
+    const cli_opt *opts;
     int nopts;
     void *json;     /* the config's cJSON tree (its strings are the STR values) */
-} ts_optset;
+} cli_optset;
 
 /* Settings that every program a command compiles, and every model it loads, follows: flags that
- * the subcommands share, listed in an option table with TS_DEVICE_OPTS (and TS_LOAD_OPTS where
+ * the subcommands share, listed in an option table with CLI_DEVICE_OPTS (and CLI_LOAD_OPTS where
  * a model is loaded). One command runs per process, so they live here once. */
-typedef struct ts_cli_device {
+typedef struct cli_device_opts {
     double memory_gib;   /* --device-memory GIB: the memory a program may take (0: the device's) */
     int allow_nonfinite; /* --allow-nonfinite: load weights that hold NaN or inf */
     const char *sizes_from; /* where the model's sizes came from, for an out-of-memory message
                                ("--hidden, --layers, ..." or "DIR/config.json") */
-} ts_cli_device;
-extern ts_cli_device ts_cli_dev;
-#define TS_DEVICE_OPTS {"device-memory", OPT_FLOAT, &ts_cli_dev.memory_gib, 0}
-#define TS_LOAD_OPTS {"allow-nonfinite", OPT_FLAG, &ts_cli_dev.allow_nonfinite, 0}
+} cli_device_opts;
+extern cli_device_opts cli_dev;
+#define CLI_DEVICE_OPTS {"device-memory", OPT_FLOAT, &cli_dev.memory_gib, 0}
+#define CLI_LOAD_OPTS {"allow-nonfinite", OPT_FLAG, &cli_dev.allow_nonfinite, 0}
 /* The usage lines of those flags. */
-#define TS_DEVICE_USAGE                                                                                \
+#define CLI_DEVICE_USAGE                                                                                \
     "  --device-memory GIB  memory a compiled program may take (default: the device's, for the CPU\n" \
     "                       its physical memory); a larger program is refused before it allocates\n"
-#define TS_LOAD_USAGE                                                                                  \
+#define CLI_LOAD_USAGE                                                                                  \
     "  --allow-nonfinite    load a model whose weights hold NaN or inf (refused by default)\n"
 /* ts_program_load's flags for a model (TS_LOAD_STRICT when strict) under these settings. */
-int ts_cli_load_flags(int strict);
+int cli_load_flags(int strict);
 
 /* Parse argv (argv[0] is the subcommand). `--config FILE` (anywhere) is read first: each key must
  * name an option; then the flags override it. An option named "threads" must be at most
  * ts_max_threads(). Returns 1 to go on, 0 when --help printed usage, 2 on a usage error (message
  * on stderr naming the flag, or the config file and key). */
-int ts_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt *opts, int nopts, int argc,
+int cli_opts_parse(cli_optset *s, const char *cmd, const char *usage, const cli_opt *opts, int nopts, int argc,
                   char **argv);
-void ts_opts_free(ts_optset *s);
+void cli_opts_free(cli_optset *s);
 
 /* ------------------------------------------------------------------ replicas (cli/replicas.c) */
 
@@ -78,17 +77,17 @@ void ts_opts_free(ts_optset *s);
  * the losses and parameters of one process with R times the accumulation). Rank 0 alone prints,
  * writes metrics.jsonl and the model, and takes the --out lock; checkpoints are written by every
  * rank together (ts_program_save_state_parts). One command runs per process, so this lives here. */
-typedef struct ts_cli_replicas {
+typedef struct cli_replicas {
     ts_comm *comm;        /* the world (one rank without mpirun) */
     int rank, size;
     int shard_optimizer;  /* --shard-optimizer: ZeRO-1 */
     double comm_timeout;  /* --comm-timeout SECONDS (0: the default, 60) */
-} ts_cli_replicas;
-extern ts_cli_replicas ts_cli_rep;
-#define TS_REPLICA_OPTS                                                                                \
-    {"shard-optimizer", OPT_FLAG, &ts_cli_rep.shard_optimizer, 0},                                     \
-    {"comm-timeout", OPT_FLOAT, &ts_cli_rep.comm_timeout, 0}
-#define TS_REPLICA_USAGE                                                                               \
+} cli_replicas;
+extern cli_replicas cli_rep;
+#define CLI_REPLICA_OPTS                                                                                \
+    {"shard-optimizer", OPT_FLAG, &cli_rep.shard_optimizer, 0},                                     \
+    {"comm-timeout", OPT_FLOAT, &cli_rep.comm_timeout, 0}
+#define CLI_REPLICA_USAGE                                                                               \
     "  Replicas: mpirun -np R tessera ... runs R data-parallel replicas (each with its --devices);\n"   \
     "            the global batch is R times one process's, the gradients summed over the ranks\n"     \
     "            (one machine: mpirun --oversubscribe -np R; hosts: mpirun --host a:1,b:1 -np 2)\n"     \
@@ -98,18 +97,18 @@ extern ts_cli_replicas ts_cli_rep;
 /* The world and the flags above: 0, or prints the error and returns 2. Prints one line describing
  * the replicas when there are several. When several ranks share this host and *threads is 0 (all
  * CPUs), it becomes their share of the CPUs. */
-int ts_replicas_setup(const char *cmd, int *threads);
+int cli_replicas_setup(const char *cmd, int *threads);
 /* With replicas: the same parameters on every rank? (a hash of each rank's, compared). 0, or
  * prints which ranks differ and returns 1. `when` names the moment ("after loading"). */
-int ts_replicas_check_params(const char *cmd, const ts_program *p, const char *when);
+int cli_replicas_check_params(const char *cmd, const ts_program *p, const char *when);
 /* A line on what each rank holds: "optimizer state X MiB per rank (1/R of Y MiB: --shard-optimizer)". */
-void ts_replicas_describe(const char *cmd, const ts_program *p, FILE *metrics);
+void cli_replicas_describe(const char *cmd, const ts_program *p, FILE *metrics);
 
 /* ------------------------------------------------------------------ progress, metrics, timing */
 
-double ts_now(void);
+double cli_now(void);
 
-typedef struct ts_progress {
+typedef struct cli_progress {
     int tty;           /* stdout is a terminal: redraw one line with \r */
     double t0;         /* when training started */
     int64_t total;     /* steps planned */
@@ -117,20 +116,20 @@ typedef struct ts_progress {
     int width;         /* of the last line drawn */
     double rate;       /* sequences per second, smoothed */
     double drawn;      /* when the line was last drawn */
-} ts_progress;
+} cli_progress;
 
-void ts_progress_init(ts_progress *p, int64_t total, double max_seconds);
+void cli_progress_init(cli_progress *p, int64_t total, double max_seconds);
 /* Draw "step s/total  loss L  R seq/s  ETA ..." (only on a tty). */
-void ts_progress_step(ts_progress *p, int64_t step, double loss, double seq_per_s);
+void cli_progress_step(cli_progress *p, int64_t step, double loss, double seq_per_s);
 /* Print a line of its own (clears the progress line first on a tty). */
-void ts_progress_print(ts_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_progress_print(cli_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Create DIR/metrics.jsonl (a new log each run); NULL with a message on failure. */
-FILE *ts_metrics_open(const char *dir, const char *cmd);
+FILE *cli_metrics_open(const char *dir, const char *cmd);
 /* Open DIR/metrics.jsonl to add to it (a resumed run continues the log). */
-FILE *ts_metrics_append(const char *dir, const char *cmd);
+FILE *cli_metrics_append(const char *dir, const char *cmd);
 /* Write one JSON object line (fmt gives the members without braces) and flush. */
-void ts_metrics_write(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_metrics_write(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 
 /* --deterministic: the same seed and thread count give bit-identical losses and parameters run
@@ -139,31 +138,31 @@ void ts_metrics_write(FILE *f, const char *fmt, ...) __attribute__((format(print
  * count (*threads, or every online CPU when it is 0) and refuses what would depend on the clock
  * (--max-minutes). Checkpoints record the count and --resume refuses another. Returns 0, or
  * prints the error naming the flags and returns 2. */
-int ts_deterministic_setup(const char *cmd, int *threads, double max_minutes);
+int cli_deterministic_setup(const char *cmd, int *threads, double max_minutes);
 
 /* ------------------------------------------------------------------ model directories */
 
 /* --truncate VALUE: the TS_TRUNC_* named value, or -1 after printing "tessera CMD: --truncate
  * VALUE: ..." (nothing when cmd is NULL). */
-int ts_trunc_parse(const char *cmd, const char *value);
+int cli_trunc_parse(const char *cmd, const char *value);
 
 /* mkdir -p; 0 on success, else prints "tessera CMD: DIR: reason". */
-int ts_make_dir(const char *cmd, const char *dir);
-/* Make output directory DIR (ts_make_dir) and lock it for this run: an exclusive flock on
+int cli_make_dir(const char *cmd, const char *dir);
+/* Make output directory DIR (cli_make_dir) and lock it for this run: an exclusive flock on
  * DIR/.tessera.lock, which holds the pid, kept until the process exits. A second run on the same
  * DIR is refused at start, naming the directory and the other run's pid, instead of the two
  * deleting each other's temporary files. 0, 1 (cannot create it), or 2 (in use). */
-int ts_out_lock(const char *cmd, const char *dir);
+int cli_out_lock(const char *cmd, const char *dir);
 
 /* Write DIR/model.safetensors (ts_program_save), DIR/vocab.txt (a copy of vocab_path) and
  * DIR/config.json (cfg, architecture, meta), each atomically (temp file, fsync, rename), config
  * last; DIR is created. 0, or prints the error naming the file and returns 1. */
-int ts_model_dir_save(const char *cmd, const char *dir, const ts_program *p, const ts_bert_config *cfg,
+int cli_model_dir_save(const char *cmd, const char *dir, const ts_program *p, const ts_bert_config *cfg,
                       const char *architecture, const char *vocab_path, const ts_model_meta *meta);
 
 /* Read DIR/config.json into cfg and meta, and load DIR/vocab.txt. Prints the error (naming the
  * file) and returns NULL on failure. */
-ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config *cfg, ts_model_meta *meta);
+ts_tokenizer *cli_model_dir_open(const char *cmd, const char *dir, ts_bert_config *cfg, ts_model_meta *meta);
 
 /* How the training program runs its steps (NULL: one batch per step and per call, no clipping).
  *   accumulation       micro-batches per optimizer step (ts_optim_opts.accumulation_steps)
@@ -173,23 +172,21 @@ ts_tokenizer *ts_model_dir_open(const char *cmd, const char *dir, ts_bert_config
  *                      without clip_grad_norm_); BERT's recipe and Hugging Face's Trainer use 1.0
  * With cfg->compute_dtype TS_F16 the training program also scales the loss dynamically
  * (ts_backward_scaled, GradScaler's defaults), as fp16 training needs. */
-typedef struct ts_train_loop {
+typedef struct cli_train_loop {
     int accumulation, device_iterations;
     float max_grad_norm;
     const char *optimizer; /* --optimizer: "adamw" (also NULL), "lamb" or "sgd" */
     float momentum;        /* SGD's --momentum */
-    const struct ts_pipe_plan *pipe; /* --devices / --stages: a pipeline (NULL: one device) */
+    const ts_stage_plan *pipe; /* --devices / --stages: a pipeline (NULL: one device) */
     int profile;           /* --profile: compile the training program with ts_compile_opts.profile */
-} ts_train_loop;
+} cli_train_loop;
 
 /* --optimizer NAME: "adamw" (the default), "lamb" or "sgd". Returns the kind, or -1 after printing
  * the error. AdamW and LAMB leave biases and LayerNorm weights out of weight decay, as BERT's
  * recipes do; LAMB also gives them trust ratio 1 (TensorFlow's exclude_from_layer_adaptation,
  * set like its weight-decay exclusions in BERT's LAMB recipe); SGD (PyTorch's) leaves them out
  * of weight decay too. */
-int ts_optimizer_parse(const char *cmd, const char *name);
-/* "adamw", "lamb" or "sgd". */
-const char *ts_optimizer_name(ts_optim_kind k);
+int cli_optimizer_parse(const char *cmd, const char *name);
 
 /* Build BERT with a head for batch x seq into a new graph; when `train`, add backward and the
  * optimizer of loop (AdamW when loop is NULL; lr fed as the input "lr", weight decay wd except
@@ -198,24 +195,24 @@ const char *ts_optimizer_name(ts_optim_kind k);
  * train_fetches (run as `loop` says), else leave *train_p NULL. An inference program fetching
  * infer_fetches is always compiled (into *infer_p, which may be NULL to skip it). Prints the
  * error and returns nonzero on failure. */
-int ts_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq,
+int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq,
                      uint64_t seed, int threads, int train, float wd, const char *const *train_fetches,
                      int ntrain_fetches, ts_program **train_p, const char *const *infer_fetches,
                      int ninfer_fetches, ts_program **infer_p,
-                     const ts_train_loop *loop);
+                     const cli_train_loop *loop);
 
 /* --profile (pretrain, finetune): the training program is compiled with profiling on
- * (ts_train_loop.profile; a pipeline, --devices, is refused) and its report is printed at the end.
- * ts_profile_after_call, from ts_train's after_call hook, treats the first call of this run (from
+ * (cli_train_loop.profile; a pipeline, --devices, is refused) and its report is printed at the end.
+ * cli_profile_after_call, from ts_train's after_call hook, treats the first call of this run (from
  * step0) as a warm-up, as `tessera run --repeat` does: it zeroes the counters after it, unless it
  * is also the last, and sets *from (-1 before the first call) to the step they count from.
- * ts_profile_print prints to stdout the heading "profile of the training step (N steps after the
+ * cli_profile_print prints to stdout the heading "profile of the training step (N steps after the
  * first):" (N = step - from) and ts_program_profile_report; 0, or prints the error and returns 1.
  * With replicas, rank 0's program is reported. */
-void ts_profile_after_call(ts_program *tp, int64_t step0, int64_t step, int last, int64_t *from);
-int ts_profile_print(const char *cmd, const ts_program *tp, int64_t step0, int64_t from, int64_t step);
+void cli_profile_after_call(ts_program *tp, int64_t step0, int64_t step, int last, int64_t *from);
+int cli_profile_print(const char *cmd, const ts_program *tp, int64_t step0, int64_t from, int64_t step);
 /* The usage line of --profile, in the finetune / eval style. */
-#define TS_PROFILE_USAGE                                                                               \
+#define CLI_PROFILE_USAGE                                                                               \
     "  --profile            print to stdout, at the end, where the training step's time went: the\n" \
     "                       share outside kernels, then time per op type, per layer and per shape\n" \
     "                       (see ts_program_profile_report); the first step is a warm-up, left out\n"
@@ -223,52 +220,26 @@ int ts_profile_print(const char *cmd, const ts_program *tp, int64_t step0, int64
 /* The inference program of model directory dir (its config in cfg, head cfg->head) for batch x
  * seq, fetching `fetches`, with DIR/model.safetensors loaded strictly. NULL after printing the
  * error ("tessera CMD: ...") on failure. */
-ts_program *ts_model_dir_program(const char *cmd, const char *dir, const ts_bert_config *cfg, int batch, int seq,
+ts_program *cli_model_dir_program(const char *cmd, const char *dir, const ts_bert_config *cfg, int batch, int seq,
                                  int threads, const char *const *fetches, int nfetch);
 
-/* ------------------------------------------------------------------ classifier ensembles */
-/* Add the softmax of one row of c logits to probs[0 .. c) (an ensemble sums its members'). */
-void ts_softmax_add(const float *logits, int c, double *probs);
-/* 1 when classifiers a and b can score as one ensemble: the same labels in the same order and
- * the same second-text column (or none). */
-int ts_same_classifier(const ts_model_meta *a, const ts_model_meta *b);
-
-/* ------------------------------------------------------------------ full-state checkpoints */
-
-
-/* Write checkpoint OUT/checkpoints/step-<step> (ts_program_save_state_parts with trainer_json and
- * this rank's rank_json, which may be NULL) atomically and keep the newest `keep`. With replicas
- * every rank calls it. 0, or prints the error and returns 1. */
-int ts_ckpt_save(const char *cmd, const char *out, int64_t step, const ts_program *p, const char *trainer_json,
-                 const char *rank_json, int keep);
-
-/* Find the checkpoint of --resume DIR: DIR itself when it is one (holds trainer.json), else the
- * newest valid one in DIR/checkpoints, else in DIR (a newer invalid one is skipped with a
- * message naming it). Writes its path to path[cap]. With replicas rank 0 looks and the others
- * take its answer. 0, or prints the error and returns 2. */
-int ts_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap);
+/* Find the checkpoint of --resume DIR (ts_train_checkpoint_find_on: with replicas rank 0 looks
+ * and the others take its answer) into path[cap]. 0, or prints the error and returns 2 (1 when the
+ * ranks cannot agree). */
+int cli_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap);
 
 /* ------------------------------------------------------------------ tasks */
 
 /* What a fine-tuned model does: --task classify (BertForSequenceClassification) or --task qa
  * (BertForQuestionAnswering). */
-typedef enum { TS_TASK_CLASSIFY = 0, TS_TASK_QA } ts_task;
+typedef enum { CLI_TASK_CLASSIFY = 0, CLI_TASK_QA } cli_task;
 
 /* The task of `tessera eval` / `predict`: from the model directory's architecture, checked
  * against --task when it is given (task_flag may be NULL). Prints the error naming the flag or
  * the directory and returns -1 when they disagree or the model is neither. */
-int ts_task_of_model(const char *cmd, const char *task_flag, const char *dir, const ts_bert_config *cfg,
+int cli_task_of_model(const char *cmd, const char *task_flag, const char *dir, const ts_bert_config *cfg,
                      const ts_model_meta *meta);
 /* Parse a --task value ("classify" or "qa"); -1 with a message on anything else. */
-int ts_task_parse(const char *cmd, const char *value);
-
-/* ------------------------------------------------------------------ classification (eval.c) */
-
-/* Run the inference program (a TS_BERT_SEQ_CLASSIFICATION of batch x seq, fetching "logits")
- * over every row of d; *correct of *total rows have the argmax label. */
-ts_status ts_cls_accuracy(ts_program *infer, const ts_tokenizer *tok, const ts_text_dataset *d, int batch,
-                          int seq, int64_t *correct, int64_t *total);
-/* The accuracy on test of always answering train's most frequent label (*label, may be NULL). */
-double ts_cls_majority(const ts_text_dataset *train, const ts_text_dataset *test, int *label);
+int cli_task_parse(const char *cmd, const char *value);
 
 #endif

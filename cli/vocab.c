@@ -13,7 +13,7 @@ static const char *USAGE =
     "  line): [PAD] [UNK] [CLS] [SEP] [MASK], every character seen, then merged pieces.\n"
     "  --cased  keep case and accents (default: uncased, lower-cased and accents stripped)\n";
 
-int ts_cli_vocab(int argc, char **argv) {
+int cli_vocab(int argc, char **argv) {
     const char *out = NULL;
     int size = 0, cased = 0, bad = 0, nfiles = 0;
     const char **files = calloc((size_t)argc + 1, sizeof *files);
@@ -27,10 +27,10 @@ int ts_cli_vocab(int argc, char **argv) {
             fputs(USAGE, stdout);
             free(files);
             return 0;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--out", "vocab", &bad))) {
+        } else if ((v = cli_value(argc, argv, &i, "--out", "vocab", &bad))) {
             out = v;
-        } else if ((v = ts_cli_value(argc, argv, &i, "--size", "vocab", &bad))) {
-            if ((size = ts_cli_positive(v, "--size", "vocab")) < 0) bad = 1;
+        } else if ((v = cli_value(argc, argv, &i, "--size", "vocab", &bad))) {
+            if ((size = cli_positive(v, "--size", "vocab")) < 0) bad = 1;
         } else if (bad) {
             break;
         } else if (!strcmp(a, "--cased")) {

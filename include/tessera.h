@@ -12,6 +12,8 @@
  *   tessera_bert.h       BERT: config, model, heads, model directories, training programs
  *   tessera_onnx.h       ONNX import, sessions, export
  *   tessera_ocr.h        images and OCR
+ *   tessera_tasks.h      what the tessera command does, as library calls: resumable runs,
+ *                        held-out evaluation, stage balancing, answer decoding, bag of words
  *   tessera_backend.h    (not included here) the device ABI, for backends
  *
  * The model of use, front to back:
@@ -93,5 +95,6 @@
 #include "tessera_bert.h"
 #include "tessera_onnx.h"
 #include "tessera_ocr.h"
+#include "tessera_tasks.h"
 
 #endif /* TESSERA_H */

@@ -256,12 +256,30 @@ static void test_study_pieces(void) {
     CHECK_FAILS(rc, "--random-init is for --task classify");
 }
 
+/* Defaults that fit the model: a flag the user did not give takes the model's value, and only a
+ * value the user gave is refused. pre has 32 positions: finetune without --max-len trains at 32
+ * (its default 128 would not fit), eval and predict read the fine-tuned model's length. */
+static void test_model_defaults(void) {
+    int rc = tessera(NULL, "finetune --model pre --train data.tsv --out ft32 --max-steps 1 --batch 4 --threads 1");
+    CHECK_RAN(rc, 0);
+    char cfg[8192];
+    read_into("ft32/config.json", cfg, sizeof cfg);
+    CHECK(strstr(cfg, "\"tessera_max_len\":\t32"), "finetune without --max-len did not take the model's 32: %s", cfg);
+    rc = tessera(NULL, "eval --model ft32 --data data.tsv --threads 1");
+    CHECK_RAN(rc, 0);
+    rc = tessera("the cat runs\n", "predict --model ft32 --threads 1");
+    CHECK_RAN(rc, 0);
+    rc = tessera(NULL, "finetune --model pre --train data.tsv --out ft64 --max-steps 1 --batch 4 --max-len 64");
+    CHECK_FAILS(rc, "--max-len 64 exceeds the model's 32 positions");
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     int rc = cli_setup("ts_cli_train");
     if (rc) return rc;
     make_data();
     RUN(test_pipeline);
+    RUN(test_model_defaults);
     RUN(test_cased);
     RUN(test_study_pieces);
     RUN(test_bad_input);

@@ -4,9 +4,6 @@
  * the tree at TS_SOURCE_DIR is found and measured, from the line of its name to the line of its
  * closing brace; one longer than MAX_LINES fails, named by file, line, function and length.
  *  - GENERATED: files of generated tables, not read (src/text/unicode_tables.c).
- *  - KNOWN_LONG: functions still being shortened, each named by its file's base name and its
- *    own name. One of them that is no longer long (or gone) fails too, so the list cannot go
- *    stale: take it off the list. The list is temporary, to be emptied.
  * The scanner is C's surface: comments, strings, character constants and preprocessor lines are
  * skipped; a `{` at file scope right after the `)` of `name(...)` opens a function. A file whose
  * braces do not balance that way (a brace inside #if / #else) fails, naming the file.
@@ -22,15 +19,6 @@
 #define MAX_LINES 120
 
 static const char *const GENERATED[] = {"src/text/unicode_tables.c"};
-
-static const struct {
-    const char *file, *function; /* the file's base name, the function's name */
-} KNOWN_LONG[] = {
-    {"compile.c", "ts_compile_on"}, {"pipeline.c", "ts_pipeline_compile"}, {"pretrain.c", "run"},
-    {"run.c", "ts_cli_run"},        {"matmul_dnnl.c", "build"},            {"extra_rnn.c", "rnn"},
-    {"trainer.c", "ts_train"},      {"conv_dnnl.c", "build"},              {"predict.c", "ts_cli_predict"},
-};
-#define NKNOWN (int)(sizeof KNOWN_LONG / sizeof *KNOWN_LONG)
 
 /* One function definition: its name, the line of its name, its length in lines. */
 typedef struct {
@@ -210,15 +198,6 @@ static int collect(const char *path, const struct stat *sb, int type, struct FTW
 
 static int by_path(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* Which entry of KNOWN_LONG is (file, function)? -1: none. */
-static int known_long(const char *path, const char *function) {
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    for (int k = 0; k < NKNOWN; k++)
-        if (!strcmp(KNOWN_LONG[k].file, base) && !strcmp(KNOWN_LONG[k].function, function)) return k;
-    return -1;
-}
-
 /* Every .c file of src/ (recursively) and cli/ (its own level), measured. */
 static void test_tree(void) {
     const char *root = TS_SOURCE_DIR;
@@ -228,7 +207,7 @@ static void test_tree(void) {
     CHECK(nftw(src, collect, 32, FTW_PHYS) == 0, "cannot walk %s", src);
     CHECK(nftw(cli, collect, 32, FTW_PHYS) == 0, "cannot walk %s", cli);
     qsort(files, (size_t)nfiles, sizeof *files, by_path);
-    int seen_long[NKNOWN] = {0}, nfunc = 0, nread = 0, longest = 0;
+    int nfunc = 0, nread = 0, longest = 0;
     const size_t rootlen = strlen(root) + 1;
     static func fns[8192];
     for (int i = 0; i < nfiles; i++) {
@@ -247,19 +226,10 @@ static void test_tree(void) {
         for (int f = 0; f < n; f++) {
             nfunc++;
             if (fns[f].len > longest) longest = fns[f].len;
-            int k = known_long(rel, fns[f].name);
-            if (k >= 0 && fns[f].len > MAX_LINES) {
-                seen_long[k] = 1;
-                printf("  %s:%d: %s is %d lines (known long, to be shortened)\n", rel, fns[f].line, fns[f].name, fns[f].len);
-                continue;
-            }
             CHECK(fns[f].len <= MAX_LINES, "%s:%d: function %s is %d lines, longer than %d: cut it into named steps",
                   rel, fns[f].line, fns[f].name, fns[f].len, MAX_LINES);
         }
     }
-    for (int k = 0; k < NKNOWN; k++)
-        CHECK(seen_long[k], "%s in %s is no longer longer than %d lines (or is gone): take it off KNOWN_LONG in "
-              "tests/test_func_length.c", KNOWN_LONG[k].function, KNOWN_LONG[k].file, MAX_LINES);
     CHECK(nread > 100 && nfunc > 1000, "only %d files and %d functions found under %s", nread, nfunc, root);
     printf("  %d files, %d functions, the longest %d lines\n", nread, nfunc, longest);
     for (int i = 0; i < nfiles; i++) free(files[i]);

@@ -1,0 +1,57 @@
+/*
+ * onnx_ops.c — `tessera onnx-ops`: the ONNX importer's op table (ts_onnx_op_info) as the
+ * markdown table of README.md's ONNX section, one row per op type with its opsets.
+ */
+#include "cli.h"
+#include "tessera.h"
+
+int cli_onnx_ops(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: tessera onnx-ops\n  Prints the ONNX ops the importer maps, with the opsets each covers, as the "
+                   "markdown table of README.md's ONNX section.\n");
+            return 0;
+        }
+        fprintf(stderr, "tessera onnx-ops: unknown argument '%s' (it takes none)\n", argv[i]);
+        return 2;
+    }
+    /* one row per op type, its opset ranges joined, sorted by name */
+    int n = ts_onnx_num_ops();
+    const char **ops = calloc((size_t)n + 1, sizeof *ops);
+    if (!ops) return 1;
+    int nops = 0;
+    for (int i = 0; i < n; i++) {
+        const char *op = ts_onnx_op_info(i, NULL, NULL);
+        int seen = 0;
+        for (int k = 0; k < nops && !seen; k++) seen = !strcmp(ops[k], op);
+        if (!seen) ops[nops++] = op;
+    }
+    for (int a = 1; a < nops; a++) /* insertion sort: a few hundred names */
+        for (int b = a; b > 0 && strcmp(ops[b - 1], ops[b]) > 0; b--) {
+            const char *t = ops[b];
+            ops[b] = ops[b - 1];
+            ops[b - 1] = t;
+        }
+    printf("| ONNX op | opsets |\n|---|---|\n");
+    for (int k = 0; k < nops; k++) {
+        printf("| %s | ", ops[k]);
+        /* the ranges of its entries, in table order, contiguous ones joined (Resize 10, 11-17: 10-17) */
+        int first = 1, lo = 0, hi = -1;
+        for (int i = 0; i <= n; i++) {
+            int a = 0, b = -1;
+            if (i < n && strcmp(ts_onnx_op_info(i, &a, &b), ops[k])) continue;
+            if (i < n && hi >= 0 && a == hi + 1) {
+                hi = b;
+                continue;
+            }
+            if (hi >= 0) {
+                printf(lo == hi ? "%s%d" : "%s%d-%d", first ? "" : ", ", lo, hi);
+                first = 0;
+            }
+            lo = a, hi = b;
+        }
+        printf(" |\n");
+    }
+    free(ops);
+    return 0;
+}
