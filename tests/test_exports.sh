@@ -48,9 +48,10 @@ fi
 api=$(grep '^api ' <<<"$declared" | cut -d' ' -f2 | sort -u)
 # Defined dynamic symbols, less what the toolchain adds: libgomp's named critical sections
 # (.gomp_critical_user_*), the resolvers of target_clones functions (NAME.resolver) and, in a
-# sanitizer build, AddressSanitizer's ODR indicators of exported variables (__odr_asan.NAME).
+# sanitizer build, AddressSanitizer's ODR indicators of exported variables (__odr_asan.NAME) and
+# the leak checker's suppressions hook that src/comm/comm.c defines (looked up dynamically).
 exported=$(nm -D --defined-only "$lib" | awk '{print $NF}' \
-    | grep -v -e '^\.gomp_critical_user_' -e '\.resolver$' -e '^__odr_asan\.' | sort -u)
+    | grep -v -e '^\.gomp_critical_user_' -e '\.resolver$' -e '^__odr_asan\.' -e '^__lsan_default_suppressions$' | sort -u)
 
 extra=$(comm -13 <(echo "$api") <(echo "$exported"))
 missing=$(comm -23 <(echo "$api") <(echo "$exported"))

@@ -52,9 +52,10 @@
  * between the two, they are never reported. */
 #define MPI_LEAKS_IGNORED_BEGIN() __lsan_disable()
 #define MPI_LEAKS_IGNORED_END() __lsan_enable()
-/* ... and PMIx's, made on its own thread, by name (the leak checker asks for this function). */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) { return "leak:libpmix.so\n"; }
+/* ... and PMIx's, made on its own thread, by name (the leak checker asks for this function: it
+ * is looked up dynamically, so it stays visible under the library's -fvisibility=hidden). */
+__attribute__((visibility("default"))) const char *__lsan_default_suppressions(void);
+__attribute__((visibility("default"))) const char *__lsan_default_suppressions(void) { return "leak:libpmix.so\n"; }
 #else
 #define MPI_LEAKS_IGNORED_BEGIN() ((void)0)
 #define MPI_LEAKS_IGNORED_END() ((void)0)
