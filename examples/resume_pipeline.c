@@ -7,7 +7,7 @@
  *
  *   build/examples/resume_pipeline [WORKDIR]   (default: a new directory under /tmp)
  *
- * Exits 0 when the resumed run matches and the pipeline trained, 1 otherwise.
+ * Exits 0 when the resumed run matches and the pipelined program compiled, 1 otherwise.
  */
 #include <stdio.h>
 #include <stdlib.h>
