@@ -257,6 +257,17 @@ TS_API void ts_bow_features_free(ts_bow_features *f);
 TS_API ts_status ts_bow_programs(int V, int C, int B, int L, float lr, float weight_decay, int threads, ts_program **train,
                           ts_program **infer);
 
+/* ---------------------------------------------------------------- replicas (src/train/replicas.c)
+ * Moved from the CLI's `pretrain` / `finetune` (issue 24): what a data-parallel run over the ranks
+ * of a communicator checks, so a library user's run can check it too. */
+
+/* Which ranks of comm hold parameters that differ from rank 0's: every rank hashes its program's
+ * parameters (bytes, in the program's order) and the hashes are gathered. ranks (room for
+ * ts_comm_size(comm) - 1) receives those rank numbers in increasing order, their count in *nranks
+ * (0 with one rank). Collective: every rank calls it. TS_OK, or the error of the hash or the
+ * gathering. */
+TS_API ts_status ts_replicas_params_differ(ts_comm *comm, const ts_program *p, int *ranks, int *nranks);
+
 #ifdef __cplusplus
 }
 #endif
