@@ -268,6 +268,47 @@ TS_API ts_status ts_bow_programs(int V, int C, int B, int L, float lr, float wei
  * gathering. */
 TS_API ts_status ts_replicas_params_differ(ts_comm *comm, const ts_program *p, int *ranks, int *nranks);
 
+/* ---------------------------------------------------------------- exporting a BERT (src/train/bert_export.c)
+ * Moved from `tessera export` (issue 24). */
+
+/* How ts_bert_export_onnx builds the model: batches of batch sequences of seq tokens (seq 0: 128,
+ * or max_position_embeddings when smaller), the weights of safetensors file `weights` loaded
+ * strictly by tessera's names with load_flags (ts_program_load's; TS_LOAD_STRICT implied), or,
+ * when weights is NULL, parameters drawn from seed as the model initialises them; threads and
+ * memory_limit as ts_compile_opts' num_threads and memory_limit. */
+typedef struct ts_bert_export_opts {
+    size_t struct_size; /* sizeof(ts_bert_export_opts), or 0 */
+    int batch, seq;
+    const char *weights;
+    uint64_t seed;
+    int load_flags;
+    int threads;
+    size_t memory_limit;
+} ts_bert_export_opts;
+
+#define TS_BERT_EXPORT_MAX_OUTPUTS 8
+enum { TS_BERT_EXPORT_BUILD = 1, TS_BERT_EXPORT_LOAD = 2 };
+/* What was exported: the sequence length, the outputs by name (the head's, as ts_bert_outputs
+ * names them: last_hidden_state, pooler_output, logits, ...) and their shapes; failed_at says, on
+ * failure, whether the model could not be built for the shape (TS_BERT_EXPORT_BUILD) or its
+ * weights not loaded (TS_BERT_EXPORT_LOAD): the caller's files; 0 for any other failure. */
+typedef struct ts_bert_export_info {
+    int seq;
+    int noutputs;
+    const char *names[TS_BERT_EXPORT_MAX_OUTPUTS];
+    int ndims[TS_BERT_EXPORT_MAX_OUTPUTS];
+    int64_t shapes[TS_BERT_EXPORT_MAX_OUTPUTS][TS_MAX_DIMS];
+    int failed_at;
+} ts_bert_export_info;
+
+/* Write the BERT of config (its head config->head; for inference: no dropout, an int32 attention
+ * mask, f32 compute) as an ONNX model (ts_onnx_export, opset 17) to path, atomically, for the
+ * fixed shape of o: inputs input_ids, token_type_ids, attention_mask int32 [batch, seq], the
+ * head's outputs float, the parameters as initializers named as in model.safetensors. info is
+ * filled as above. TS_OK, or the error (set). */
+TS_API ts_status ts_bert_export_onnx(const ts_bert_config *config, const ts_bert_export_opts *o, const char *path,
+                                     ts_bert_export_info *info);
+
 #ifdef __cplusplus
 }
 #endif
