@@ -309,6 +309,17 @@ typedef struct ts_bert_export_info {
 TS_API ts_status ts_bert_export_onnx(const ts_bert_config *config, const ts_bert_export_opts *o, const char *path,
                                      ts_bert_export_info *info);
 
+/* ---------------------------------------------------------------- a split written out (src/data/text_write.c)
+ * Moved from `tessera split` (issue 24). */
+
+/* Write a train / test split (ts_text_dataset_split) into directory dir, which must exist:
+ * train.tsv and test.tsv (ts_text_dataset_write_tsv, every row), train.txt (the training texts as
+ * a pretraining corpus, ts_text_dataset_write_corpus) and, for each of subsets[0 .. nsubsets),
+ * train-N.tsv holding the first N rows of train.tsv (N at most the training rows). TS_OK, or the
+ * error naming the file ("PATH: reason"); on TS_ERR_NOMEM, "out of memory". */
+TS_API ts_status ts_text_split_write(const ts_text_dataset *train, const ts_text_dataset *test, const char *dir,
+                                     const int *subsets, int nsubsets);
+
 #ifdef __cplusplus
 }
 #endif
