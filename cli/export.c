@@ -1,6 +1,6 @@
 /*
  * export.c — `tessera export`: a BERT model directory written as an ONNX model (opset 17) for one
- * fixed batch shape, through ts_onnx_export.
+ * fixed batch shape, through ts_bert_export_onnx.
  *
  *   tessera export --onnx OUT.onnx --model DIR [--batch B] [--seq-len T] [--init-random SEED]
  *
@@ -39,71 +39,35 @@ typedef struct export_opts {
     int batch, seq_len, seed, threads;
 } export_opts;
 
-/* Build, compile and load the model of o for inference, then export it. */
-static int export_model(const export_opts *o, ts_bert_config *cfg) {
+/* Export the model of o (ts_bert_export_onnx) and describe what was written. */
+static int export_model(const export_opts *o, const ts_bert_config *cfg) {
     char config_path[4200], weights_path[4200];
     snprintf(config_path, sizeof config_path, "%s/config.json", o->model);
     snprintf(weights_path, sizeof weights_path, "%s/model.safetensors", o->model);
-    int T = o->seq_len > 0 ? o->seq_len : cfg->max_position_embeddings < 128 ? cfg->max_position_embeddings : 128;
-    cfg->hidden_dropout_prob = cfg->attention_probs_dropout_prob = 0.f;
-    cfg->classifier_dropout = 0.f;
-    cfg->attention_mask_dtype = TS_I32;
-    cfg->compute_dtype = TS_F32;
-
-    int rc = 1;
-    ts_program *p = NULL;
-    ts_graph *g = ts_graph_new();
-    if (!g) goto fail;
-    ts_graph_set_seed(g, (uint64_t)(o->seed > 0 ? o->seed : 0));
-    ts_bert_outputs out;
-    if (ts_bert_build(g, cfg, cfg->head, o->batch, T, &out) != TS_OK) {
-        fprintf(stderr, "tessera export: %s (model %s, batch %d x seq %d)\n", ts_last_error(), config_path, o->batch, T);
-        rc = 2;
-        goto done;
+    ts_bert_export_opts eo = {.struct_size = sizeof eo, .batch = o->batch, .seq = o->seq_len,
+                              .weights = o->seed < 0 ? weights_path : NULL, .seed = (uint64_t)(o->seed > 0 ? o->seed : 0),
+                              .load_flags = cli_load_flags(1), .threads = o->threads,
+                              .memory_limit = (size_t)(cli_dev.memory_gib * 1073741824.0)};
+    ts_bert_export_info in;
+    if (ts_bert_export_onnx(cfg, &eo, o->onnx, &in) != TS_OK) {
+        if (in.failed_at == TS_BERT_EXPORT_BUILD)
+            fprintf(stderr, "tessera export: %s (model %s, batch %d x seq %d)\n", ts_last_error(), config_path,
+                    o->batch, in.seq);
+        else
+            fprintf(stderr, "tessera export: %s\n", ts_last_error());
+        return in.failed_at ? 2 : 1;
     }
-    const struct {
-        ts_value v;
-        const char *name;
-    } cand[] = {
-        {out.last_hidden_state, "last_hidden_state"}, {out.pooler_output, "pooler_output"},
-        {out.prediction_logits, "prediction_logits"}, {out.seq_relationship_logits, "seq_relationship_logits"},
-        {out.logits, "logits"},                       {out.start_logits, "start_logits"},
-        {out.end_logits, "end_logits"},
-    };
-    ts_value outs[8];
-    const char *names[8];
-    int n = 0;
-    for (size_t i = 0; i < sizeof cand / sizeof *cand; i++)
-        if (cand[i].v != TS_NONE) outs[n] = cand[i].v, names[n++] = cand[i].name;
-    p = ts_compile(g, &(ts_compile_opts){.num_threads = o->threads, .nfetch = n, .fetches = names, .inference = 1,
-                                         .memory_limit = (size_t)(cli_dev.memory_gib * 1073741824.0),
-                                         .skip_param_init = o->seed < 0 /* loaded strictly next */});
-    if (!p) goto fail;
-    if (o->seed < 0 && ts_program_load(p, weights_path, cli_load_flags(1), NULL) != TS_OK) {
-        fprintf(stderr, "tessera export: %s\n", ts_last_error());
-        rc = 2;
-        goto done;
-    }
-    if (ts_onnx_export(g, p, n, outs, o->onnx) != TS_OK) goto fail;
     printf("tessera export: %s (%d layers, hidden %d) for batch %d x seq %d -> %s\n", ts_bert_head_name(cfg->head),
-           cfg->num_hidden_layers, cfg->hidden_size, o->batch, T, o->onnx);
-    printf("tessera export: inputs input_ids, token_type_ids, attention_mask (int32 [%d, %d]); outputs", o->batch, T);
-    for (int i = 0; i < n; i++) {
-        int64_t sh[TS_MAX_DIMS];
-        int nd = ts_value_shape(g, outs[i], sh);
-        printf("%s %s [", i ? "," : "", names[i]);
-        for (int d = 0; d < nd; d++) printf("%s%lld", d ? ", " : "", (long long)sh[d]);
+           cfg->num_hidden_layers, cfg->hidden_size, o->batch, in.seq, o->onnx);
+    printf("tessera export: inputs input_ids, token_type_ids, attention_mask (int32 [%d, %d]); outputs", o->batch,
+           in.seq);
+    for (int i = 0; i < in.noutputs; i++) {
+        printf("%s %s [", i ? "," : "", in.names[i]);
+        for (int d = 0; d < in.ndims[i]; d++) printf("%s%lld", d ? ", " : "", (long long)in.shapes[i][d]);
         printf("]");
     }
     printf("; weights %s\n", o->seed >= 0 ? "random (--init-random)" : weights_path);
-    rc = 0;
-    goto done;
-fail:
-    fprintf(stderr, "tessera export: %s\n", ts_last_error());
-done:
-    ts_program_free(p);
-    ts_graph_free(g);
-    return rc;
+    return 0;
 }
 
 int cli_export(int argc, char **argv) {

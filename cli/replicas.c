@@ -42,43 +42,19 @@ int cli_replicas_setup(const char *cmd, int *threads) {
     return 0;
 }
 
-/* FNV-1a over every parameter's bytes, in the program's order. */
-static ts_status params_hash(const ts_program *p, uint64_t *h) {
-    *h = 0xcbf29ce484222325ull;
-    for (int i = 0; i < ts_program_num_params(p); i++) {
-        ts_tensor *t = NULL;
-        ts_status st = ts_program_get_param(p, ts_program_param_name(p, i), &t);
-        if (st) return st;
-        const uint8_t *b = ts_tensor_data(t);
-        size_t n = ts_tensor_nbytes(t);
-        uint64_t x = *h;
-        for (size_t k = 0; k < n; k++) x = (x ^ b[k]) * 0x100000001b3ull;
-        *h = x;
-        ts_tensor_free(t);
-    }
-    return TS_OK;
-}
-
 int cli_replicas_check_params(const char *cmd, const ts_program *p, const char *when) {
     if (cli_rep.size < 2) return 0;
-    uint64_t h;
-    int64_t *all = calloc((size_t)cli_rep.size, sizeof *all);
-    ts_status st = all ? params_hash(p, &h) : TS_ERR_NOMEM;
-    if (!st) {
-        int64_t mine = (int64_t)h;
-        st = ts_comm_allgather(cli_rep.comm, &mine, all, 1, TS_I64);
-    }
+    int *ranks = calloc((size_t)cli_rep.size, sizeof *ranks), bad = 0;
+    ts_status st = ranks ? ts_replicas_params_differ(cli_rep.comm, p, ranks, &bad) : TS_ERR_NOMEM;
     if (st) {
         fprintf(stderr, "tessera %s: comparing the replicas' parameters %s: %s\n", cmd, when, ts_last_error());
-        free(all);
+        free(ranks);
         return 1;
     }
     char list[512];
     size_t o = 0;
-    int bad = 0;
-    for (int r = 1; r < cli_rep.size; r++)
-        if (all[r] != all[0] && o < sizeof list) o += (size_t)snprintf(list + o, sizeof list - o, "%s%d", bad++ ? ", " : "", r);
-    free(all);
+    for (int i = 0; i < bad && o < sizeof list; i++) o += (size_t)snprintf(list + o, sizeof list - o, "%s%d", i ? ", " : "", ranks[i]);
+    free(ranks);
     if (!bad) return 0;
     fprintf(stderr, "tessera %s: %s, the parameters of rank%s %s differ from rank 0's (the ranks must start from the "
                     "same model: the same --seed, --model and options)\n", cmd, when, bad > 1 ? "s" : "", list);

@@ -104,31 +104,14 @@ int cli_split(int argc, char **argv) {
         fprintf(stderr, "tessera split: %s\n", ts_last_error());
         rc = 1;
     }
-    size_t cap = strlen(out) + 32;
-    char *path = malloc(cap);
-    if (!rc && !path) fprintf(stderr, "tessera split: out of memory\n"), rc = 1;
-    ts_status err = TS_OK;
-    if (!rc) {
-        snprintf(path, cap, "%s/train.tsv", out);
-        if ((err = ts_text_dataset_write_tsv(train, ntrain, path)) == TS_OK) {
-            snprintf(path, cap, "%s/test.tsv", out);
-            if ((err = ts_text_dataset_write_tsv(test, ntest, path)) == TS_OK) {
-                snprintf(path, cap, "%s/train.txt", out);
-                err = ts_text_dataset_write_corpus(train, path);
-            }
-        }
-        for (int k = 0; k < nsub && !err; k++) {
-            snprintf(path, cap, "%s/train-%d.tsv", out, sub[k]);
-            err = ts_text_dataset_write_tsv(train, sub[k], path);
-        }
-        if (err) fprintf(stderr, "tessera split: cannot write %s\n", ts_last_error()), rc = 1;
-    }
+    ts_status err = rc ? TS_OK : ts_text_split_write(train, test, out, sub, nsub);
+    if (err == TS_ERR_NOMEM) fprintf(stderr, "tessera split: out of memory\n"), rc = 1;
+    else if (err) fprintf(stderr, "tessera split: cannot write %s\n", ts_last_error()), rc = 1;
     if (!rc)
         printf("tessera split: %s: %lld rows (%lld duplicates dropped) -> %s/train.tsv %lld, test.tsv %lld "
                "(split seed %d), train.txt\n",
                data, (long long)(ntrain + ntest + ndup), (long long)ndup, out, (long long)ntrain, (long long)ntest,
                seed);
-    free(path);
     ts_text_dataset_free(train);
     ts_text_dataset_free(test);
     ts_text_dataset_free(all);

@@ -257,6 +257,69 @@ TS_API void ts_bow_features_free(ts_bow_features *f);
 TS_API ts_status ts_bow_programs(int V, int C, int B, int L, float lr, float weight_decay, int threads, ts_program **train,
                           ts_program **infer);
 
+/* ---------------------------------------------------------------- replicas (src/train/replicas.c)
+ * Moved from the CLI's `pretrain` / `finetune` (issue 24): what a data-parallel run over the ranks
+ * of a communicator checks, so a library user's run can check it too. */
+
+/* Which ranks of comm hold parameters that differ from rank 0's: every rank hashes its program's
+ * parameters (bytes, in the program's order) and the hashes are gathered. ranks (room for
+ * ts_comm_size(comm) - 1) receives those rank numbers in increasing order, their count in *nranks
+ * (0 with one rank). Collective: every rank calls it. TS_OK, or the error of the hash or the
+ * gathering. */
+TS_API ts_status ts_replicas_params_differ(ts_comm *comm, const ts_program *p, int *ranks, int *nranks);
+
+/* ---------------------------------------------------------------- exporting a BERT (src/train/bert_export.c)
+ * Moved from `tessera export` (issue 24). */
+
+/* How ts_bert_export_onnx builds the model: batches of batch sequences of seq tokens (seq 0: 128,
+ * or max_position_embeddings when smaller), the weights of safetensors file `weights` loaded
+ * strictly by tessera's names with load_flags (ts_program_load's; TS_LOAD_STRICT implied), or,
+ * when weights is NULL, parameters drawn from seed as the model initialises them; threads and
+ * memory_limit as ts_compile_opts' num_threads and memory_limit. */
+typedef struct ts_bert_export_opts {
+    size_t struct_size; /* sizeof(ts_bert_export_opts), or 0 */
+    int batch, seq;
+    const char *weights;
+    uint64_t seed;
+    int load_flags;
+    int threads;
+    size_t memory_limit;
+} ts_bert_export_opts;
+
+#define TS_BERT_EXPORT_MAX_OUTPUTS 8
+enum { TS_BERT_EXPORT_BUILD = 1, TS_BERT_EXPORT_LOAD = 2 };
+/* What was exported: the sequence length, the outputs by name (the head's, as ts_bert_outputs
+ * names them: last_hidden_state, pooler_output, logits, ...) and their shapes; failed_at says, on
+ * failure, whether the model could not be built for the shape (TS_BERT_EXPORT_BUILD) or its
+ * weights not loaded (TS_BERT_EXPORT_LOAD): the caller's files; 0 for any other failure. */
+typedef struct ts_bert_export_info {
+    int seq;
+    int noutputs;
+    const char *names[TS_BERT_EXPORT_MAX_OUTPUTS];
+    int ndims[TS_BERT_EXPORT_MAX_OUTPUTS];
+    int64_t shapes[TS_BERT_EXPORT_MAX_OUTPUTS][TS_MAX_DIMS];
+    int failed_at;
+} ts_bert_export_info;
+
+/* Write the BERT of config (its head config->head; for inference: no dropout, an int32 attention
+ * mask, f32 compute) as an ONNX model (ts_onnx_export, opset 17) to path, atomically, for the
+ * fixed shape of o: inputs input_ids, token_type_ids, attention_mask int32 [batch, seq], the
+ * head's outputs float, the parameters as initializers named as in model.safetensors. info is
+ * filled as above. TS_OK, or the error (set). */
+TS_API ts_status ts_bert_export_onnx(const ts_bert_config *config, const ts_bert_export_opts *o, const char *path,
+                                     ts_bert_export_info *info);
+
+/* ---------------------------------------------------------------- a split written out (src/data/text_write.c)
+ * Moved from `tessera split` (issue 24). */
+
+/* Write a train / test split (ts_text_dataset_split) into directory dir, which must exist:
+ * train.tsv and test.tsv (ts_text_dataset_write_tsv, every row), train.txt (the training texts as
+ * a pretraining corpus, ts_text_dataset_write_corpus) and, for each of subsets[0 .. nsubsets),
+ * train-N.tsv holding the first N rows of train.tsv (N at most the training rows). TS_OK, or the
+ * error naming the file ("PATH: reason"); on TS_ERR_NOMEM, "out of memory". */
+TS_API ts_status ts_text_split_write(const ts_text_dataset *train, const ts_text_dataset *test, const char *dir,
+                                     const int *subsets, int nsubsets);
+
 #ifdef __cplusplus
 }
 #endif

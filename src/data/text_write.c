@@ -73,3 +73,26 @@ ts_status ts_text_dataset_write_corpus(const ts_text_dataset *d, const char *pat
     return TS_OK;
 }
 
+
+ts_status ts_text_split_write(const ts_text_dataset *train, const ts_text_dataset *test, const char *dir,
+                              const int *subsets, int nsubsets) {
+    size_t cap = strlen(dir) + 32;
+    char *path = malloc(cap);
+    if (!path) return ts_set_error(TS_ERR_NOMEM, "out of memory");
+    snprintf(path, cap, "%s/train.tsv", dir);
+    ts_status err = ts_text_dataset_write_tsv(train, ts_text_dataset_size(train), path);
+    if (!err) {
+        snprintf(path, cap, "%s/test.tsv", dir);
+        err = ts_text_dataset_write_tsv(test, ts_text_dataset_size(test), path);
+    }
+    if (!err) {
+        snprintf(path, cap, "%s/train.txt", dir);
+        err = ts_text_dataset_write_corpus(train, path);
+    }
+    for (int k = 0; k < nsubsets && !err; k++) {
+        snprintf(path, cap, "%s/train-%d.tsv", dir, subsets[k]);
+        err = ts_text_dataset_write_tsv(train, subsets[k], path);
+    }
+    free(path);
+    return err;
+}
