@@ -257,6 +257,24 @@ TS_API void ts_bow_features_free(ts_bow_features *f);
 TS_API ts_status ts_bow_programs(int V, int C, int B, int L, float lr, float weight_decay, int threads, ts_program **train,
                           ts_program **infer);
 
+/* ================================================================ BERT inference on one batch
+ * (the calls under `tessera run`) */
+
+/* cfg made ready for inference: no dropout nodes (hidden, attention, classifier), an i32
+ * attention mask, matmuls in `compute` (TS_F32 or TS_BF16, see compute_dtype). */
+TS_API void ts_bert_config_inference(ts_bert_config *cfg, ts_dtype compute);
+/* The names of the outputs o holds (those not TS_NONE) into names, in this order:
+ * last_hidden_state, pooler_output, prediction_logits, seq_relationship_logits, logits,
+ * start_logits, end_logits. Returns how many (at most 7): the fetches of an inference program. */
+TS_API int ts_bert_output_names(const ts_bert_outputs *o, const char *names[7]);
+/* Feed a BERT program its inputs (feeds[0..3): "input_ids", "token_type_ids", "attention_mask",
+ * as ts_bert_read_inputs gives them), run it `repeat` times (at least 1; with more, the first is
+ * a warm-up whose profile counters are reset), then fetch fetch[0 .. nfetch) into outs (new
+ * tensors, the caller frees them). *best_s and *total_s (either may be NULL) get the fastest run's
+ * and all runs' seconds. A feed's failure reads "feeding input_ids: ...". */
+TS_API ts_status ts_bert_run_batch(ts_program *p, ts_tensor *const feeds[3], int repeat, int nfetch,
+                                   const char *const *fetch, ts_tensor **outs, double *best_s, double *total_s);
+
 #ifdef __cplusplus
 }
 #endif
