@@ -275,6 +275,14 @@ TS_API int ts_bert_output_names(const ts_bert_outputs *o, const char *names[7]);
 TS_API ts_status ts_bert_run_batch(ts_program *p, ts_tensor *const feeds[3], int repeat, int nfetch,
                                    const char *const *fetch, ts_tensor **outs, double *best_s, double *total_s);
 
+/* Encode texts[0 .. n) (n <= bb->batch; with `pairs`, a tab splits a text into its pair), pad
+ * the rest of the batch buffer bb (bb->batch x bb->seq, as the inference program takes it), run
+ * the classifier `infer` (fetching "logits" [B, C]) and add each text's class probabilities (the
+ * softmax) to probs [n, nlabels]; nothing is added when C != nlabels. Several programs adding
+ * to one probs make an ensemble. */
+TS_API ts_status ts_classify_texts_add_probs(ts_program *infer, ts_batch_buf *bb, const ts_tokenizer *tok,
+                                             const char *const *texts, int n, int pairs, int nlabels, double *probs);
+
 #ifdef __cplusplus
 }
 #endif
