@@ -68,42 +68,14 @@ static void print_prefix(const char *s) {
     }
 }
 
-/* Run member mb on the pending batch, adding each text's class probabilities (the softmax of
- * the logits) to pr->probs. */
-static int run_member(predictor *pr, member *mb) {
-    ts_batch *b = &mb->bb.b;
-    int T = mb->bb.seq, nl = pr->m[0].meta.nlabels;
-    for (int i = 0; i < pr->batch; i++) {
-        int32_t *ids = b->input_ids + (size_t)i * T, *types = b->token_type_ids + (size_t)i * T;
-        int32_t *mask = b->attention_mask + (size_t)i * T;
-        if (i < pr->n) {
-            char *tab = pr->pairs ? strchr(pr->texts[i], '\t') : NULL;
-            if (tab) *tab = 0; /* split the pair for encoding, joined again for printing */
-            ts_status st = ts_encode(mb->tok, pr->texts[i], tab ? tab + 1 : NULL, T, ids, types, mask, NULL);
-            if (tab) *tab = '\t';
-            if (st != TS_OK) return 1;
-        } else {
-            for (int t = 0; t < T; t++) ids[t] = 0, types[t] = 0, mask[t] = t == 0; /* padding row */
-        }
-    }
-    ts_tensor *logits = NULL;
-    if (ts_batch_buf_feed(&mb->bb, mb->p, 0) || ts_program_run(mb->p) || ts_program_fetch(mb->p, "logits", &logits))
-        return 1;
-    const float *lg = ts_tensor_data(logits);
-    int c = (int)ts_tensor_shape(logits)[1];
-    for (int i = 0; i < pr->n && c == nl; i++) /* c == nl: members share the labels */
-        ts_classify_softmax_add(lg + (size_t)i * c, c, pr->probs + (size_t)i * nl);
-    ts_tensor_free(logits);
-    return 0;
-}
-
 static int flush_batch(predictor *pr) {
     if (!pr->n) return 0;
     const ts_model_meta *meta = &pr->m[0].meta;
     int nl = meta->nlabels;
     memset(pr->probs, 0, (size_t)pr->batch * (size_t)nl * sizeof *pr->probs);
     for (int k = 0; k < pr->nm; k++)
-        if (run_member(pr, &pr->m[k])) {
+        if (ts_classify_texts_add_probs(pr->m[k].p, &pr->m[k].bb, pr->m[k].tok, (const char *const *)pr->texts, pr->n,
+                                        pr->pairs, nl, pr->probs)) {
             fprintf(stderr, "tessera predict: %s\n", ts_last_error());
             return 1;
         }

@@ -186,11 +186,7 @@ static int read_model(const run_args *a, bert_run *r) {
         fprintf(stderr, "tessera run: --model: %s\n", ts_last_error());
         return 2;
     }
-    /* inference: no dropout nodes at all, and the matmul precision asked for */
-    cfg->hidden_dropout_prob = cfg->attention_probs_dropout_prob = 0.f;
-    cfg->classifier_dropout = 0.f;
-    cfg->attention_mask_dtype = TS_I32;
-    cfg->compute_dtype = a->dtype;
+    ts_bert_config_inference(cfg, a->dtype);
     if (cfg->architecture[0] && strcmp(cfg->architecture, ts_bert_head_name(cfg->head)) != 0)
         fprintf(stderr, "tessera run: note: %s: architecture \"%s\" is not one tessera builds; running "
                 "BertModel\n", r->config_path, cfg->architecture);
@@ -227,17 +223,7 @@ static int build_model(const run_args *a, bert_run *r) {
         ts_graph_free(g);
         return 2;
     }
-    const struct {
-        ts_value v;
-        const char *name;
-    } cand[] = {
-        {o.last_hidden_state, "last_hidden_state"}, {o.pooler_output, "pooler_output"},
-        {o.prediction_logits, "prediction_logits"}, {o.seq_relationship_logits, "seq_relationship_logits"},
-        {o.logits, "logits"},                       {o.start_logits, "start_logits"},
-        {o.end_logits, "end_logits"},
-    };
-    for (size_t i = 0; i < sizeof cand / sizeof *cand; i++)
-        if (cand[i].v != TS_NONE) r->fetch[r->nf++] = cand[i].name;
+    r->nf = ts_bert_output_names(&o, r->fetch);
     r->p = ts_compile(g, &(ts_compile_opts){.device = a->device, .num_threads = a->threads, .nfetch = r->nf,
                                             .fetches = r->fetch, .inference = 1,
                                             .skip_param_init = !a->random_init, /* loaded strictly next */
@@ -265,28 +251,10 @@ static int build_model(const run_args *a, bert_run *r) {
 
 /* Feed, run --repeat times, fetch and write the outputs. 0 or 1. */
 static int run_model(const run_args *a, bert_run *r) {
-    static const char *const feed_names[3] = {"input_ids", "token_type_ids", "attention_mask"};
-    for (int i = 0; i < 3; i++)
-        if (ts_program_feed(r->p, feed_names[i], r->feeds[i]) != TS_OK) {
-            fprintf(stderr, "tessera run: feeding %s: %s\n", feed_names[i], ts_last_error());
-            return 1;
-        }
-    for (int k = 0; k < a->repeat; k++) {
-        double r0 = now_s();
-        if (ts_program_run(r->p) != TS_OK) {
-            fprintf(stderr, "tessera run: %s\n", ts_last_error());
-            return 1;
-        }
-        double dt = now_s() - r0;
-        if (k == 0 && a->repeat > 1) ts_program_profile_reset(r->p); /* the warm-up is left out */
-        r->best = k == 0 || dt < r->best ? dt : r->best;
-        r->total += dt;
+    if (ts_bert_run_batch(r->p, r->feeds, a->repeat, r->nf, r->fetch, r->outs, &r->best, &r->total) != TS_OK) {
+        fprintf(stderr, "tessera run: %s\n", ts_last_error());
+        return 1;
     }
-    for (int i = 0; i < r->nf; i++)
-        if (ts_program_fetch(r->p, r->fetch[i], &r->outs[i]) != TS_OK) {
-            fprintf(stderr, "tessera run: %s\n", ts_last_error());
-            return 1;
-        }
     if (ts_safetensors_save(a->outputs, r->nf, r->fetch, (const ts_tensor *const *)r->outs, "{\"format\": \"pt\"}") !=
         TS_OK) {
         fprintf(stderr, "tessera run: --outputs: %s\n", ts_last_error());

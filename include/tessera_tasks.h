@@ -320,6 +320,32 @@ TS_API ts_status ts_bert_export_onnx(const ts_bert_config *config, const ts_bert
 TS_API ts_status ts_text_split_write(const ts_text_dataset *train, const ts_text_dataset *test, const char *dir,
                                      const int *subsets, int nsubsets);
 
+/* ================================================================ BERT inference on one batch
+ * (the calls under `tessera run`) */
+
+/* cfg made ready for inference: no dropout nodes (hidden, attention, classifier), an i32
+ * attention mask, matmuls in `compute` (TS_F32 or TS_BF16, see compute_dtype). */
+TS_API void ts_bert_config_inference(ts_bert_config *cfg, ts_dtype compute);
+/* The names of the outputs o holds (those not TS_NONE) into names, in this order:
+ * last_hidden_state, pooler_output, prediction_logits, seq_relationship_logits, logits,
+ * start_logits, end_logits. Returns how many (at most 7): the fetches of an inference program. */
+TS_API int ts_bert_output_names(const ts_bert_outputs *o, const char *names[7]);
+/* Feed a BERT program its inputs (feeds[0..3): "input_ids", "token_type_ids", "attention_mask",
+ * as ts_bert_read_inputs gives them), run it `repeat` times (at least 1; with more, the first is
+ * a warm-up whose profile counters are reset), then fetch fetch[0 .. nfetch) into outs (new
+ * tensors, the caller frees them). *best_s and *total_s (either may be NULL) get the fastest run's
+ * and all runs' seconds. A feed's failure reads "feeding input_ids: ...". */
+TS_API ts_status ts_bert_run_batch(ts_program *p, ts_tensor *const feeds[3], int repeat, int nfetch,
+                                   const char *const *fetch, ts_tensor **outs, double *best_s, double *total_s);
+
+/* Encode texts[0 .. n) (n <= bb->batch; with `pairs`, a tab splits a text into its pair), pad
+ * the rest of the batch buffer bb (bb->batch x bb->seq, as the inference program takes it), run
+ * the classifier `infer` (fetching "logits" [B, C]) and add each text's class probabilities (the
+ * softmax) to probs [n, nlabels]; nothing is added when C != nlabels. Several programs adding
+ * to one probs make an ensemble. */
+TS_API ts_status ts_classify_texts_add_probs(ts_program *infer, ts_batch_buf *bb, const ts_tokenizer *tok,
+                                             const char *const *texts, int n, int pairs, int nlabels, double *probs);
+
 #ifdef __cplusplus
 }
 #endif
