@@ -14,10 +14,7 @@ ts_status ts_bert_export_onnx(const ts_bert_config *config, const ts_bert_export
     if (st) return st;
     ts_bert_config c = *config; /* for inference: no dropout, the mask as int32, f32 compute */
     info->seq = o->seq > 0 ? o->seq : c.max_position_embeddings < 128 ? c.max_position_embeddings : 128;
-    c.hidden_dropout_prob = c.attention_probs_dropout_prob = 0.f;
-    c.classifier_dropout = 0.f;
-    c.attention_mask_dtype = TS_I32;
-    c.compute_dtype = TS_F32;
+    ts_bert_config_inference(&c, TS_F32);
     ts_program *p = NULL;
     ts_graph *g = ts_graph_new();
     if (!g) return ts_last_status() ? ts_last_status() : TS_ERR_NOMEM;
