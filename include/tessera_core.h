@@ -190,6 +190,9 @@ typedef struct ts_compile_opts {
     int profile;                    /* 1: time every kernel call and every ts_program_run (see
                                        ts_program_profile_report); 0: off, no cost. A pipelined
                                        program (stage_devices) refuses it: TS_ERR_UNSUPPORTED */
+    int strict_device;              /* 1: a node the device does not support is an error
+                                       (TS_ERR_UNSUPPORTED naming every such node) instead of
+                                       running on the CPU with copies (the default: CPU fallback) */
 } ts_compile_opts;
 
 /* Compile graph g for a device: dead-code elimination, fusion, memory planning, kernel selection,
