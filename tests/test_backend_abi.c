@@ -190,12 +190,21 @@ static void test_plugin(void) {
     ts_program_free(pc), ts_program_free(pt);
     ts_tensor_free(yc), ts_tensor_free(yt);
     ts_graph_free(g);
-    /* an op the device lacks: every such node named, at compile time */
+    /* an op the device lacks: strict, every such node named at compile time; else the CPU runs
+     * it, with the copies, to the CPU's numbers */
     g = small_graph(1);
-    ts_program *p = ts_compile(g, &(ts_compile_opts){.device = "toy", TU_FETCHES("y"), .inference = 1, .no_fusion = 1});
+    ts_program *p = ts_compile(g, &(ts_compile_opts){.device = "toy", TU_FETCHES("y"), .inference = 1, .no_fusion = 1,
+                                                     .strict_device = 1, .struct_size = sizeof(ts_compile_opts)});
     CHECK(p == NULL && ts_last_status() == TS_ERR_UNSUPPORTED, "tanh compiled on toy");
-    CHECK_ERRMSG("device toy has no kernel for 1 node", "tanh (f32)");
+    CHECK_ERRMSG("device toy has no kernel for 1 node", "tanh (f32)", "no CPU fallback");
     ts_program_free(p);
+    yc = run_on(g, "cpu", NULL), yt = run_on(g, "toy", &pt);
+    CHECK(yc && yt && tu_max_abs_diff_f(tu_f32(yc), tu_f32(yt), 12) < 1e-5, "toy with a CPU fallback and cpu disagree");
+    const char *where = ts_program_placement(pt);
+    CHECK(strstr(where, "toy runs 4 of 5 nodes; the CPU runs 1 (tanh) in 1 part; 2 copies per run"),
+          "placement: %s", where);
+    ts_program_free(pt);
+    ts_tensor_free(yc), ts_tensor_free(yt);
     p = ts_compile(g, &(ts_compile_opts){.device = "toy:2", TU_FETCHES("y")});
     CHECK(p == NULL, "toy:2 of 2 devices accepted");
     CHECK_ERRMSG("'toy' has 2 devices");
