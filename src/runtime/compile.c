@@ -294,8 +294,11 @@ static ts_status alloc_buffers(build *b) {
     for (int v = 0; v < b->nv; v++) {
         const ts_val *x = &b->g->vals[v];
         if (!own_buffer(b, v)) continue;
-        size_t stride, bytes = buffer_bytes(b, v, &stride);
+        size_t stride, bytes = buffer_bytes(b, v, &stride), cap = ts_dev_max_alloc(b->dev);
         ts_buffer buf;
+        if (cap && bytes > cap)
+            return ts_err(TS_ERR_NOMEM, "ts_compile: %s needs %.2f GiB in one piece; device %s allocates at most "
+                          "%.2f GiB at once", x->name ? x->name : "a buffer", gib(bytes), b->dev->name, gib(cap));
         if (ts_dev_alloc(b->dev, bytes, &buf) != TS_OK)
             return ts_err(TS_ERR_NOMEM, "ts_compile: out of device memory for %s (%.2f GiB)",
                           x->name ? x->name : "a buffer", gib(bytes));
@@ -311,9 +314,7 @@ static ts_status alloc_buffers(build *b) {
             p->owned[v] = 1;
         }
     }
-    if (b->mp.arena_bytes && ts_dev_alloc(b->dev, b->mp.arena_bytes, &p->arena) != TS_OK)
-        return ts_err(TS_ERR_NOMEM, "ts_compile: cannot allocate a %zu-byte arena", b->mp.arena_bytes);
-    return TS_OK;
+    return ts_arena_alloc(p, b->mp.offset, b->in_arena, b->mp.arena_bytes);
 }
 
 /* Point every value at its bytes: in the arena, inside its bucket, its alias root's buffer or a
@@ -324,7 +325,7 @@ static ts_status place_values(build *b) {
     const ts_graph *g = b->g;
     int nv = b->nv;
     for (int v = 0; v < nv; v++)
-        if (b->in_arena[v] && b->mp.offset[v] >= 0) p->vals[v].buf = ts_buf_at(p->arena, (uint64_t)b->mp.offset[v]);
+        if (b->in_arena[v] && b->mp.offset[v] >= 0) p->vals[v].buf = ts_arena_at(p, b->mp.offset[v]);
     for (int v = 0; v < nv; v++) /* packed values: inside their bucket */
         if (b->used[v] && g->vals[v].pack > 0) p->vals[v].buf = ts_buf_at(p->vals[g->vals[v].pack - 1].buf, (uint64_t)g->vals[v].pack_off);
     for (int v = 0; v < nv; v++) {

@@ -35,7 +35,7 @@ void ts_exec_free(ts_exec *p) {
     }
     free(p->slots);
     if (p->dev) {
-        ts_dev_free(p->dev, &p->arena);
+        ts_arena_free(p);
         ts_dev_free(p->dev, &p->workspace);
     }
     free(p->vals);

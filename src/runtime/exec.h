@@ -64,7 +64,10 @@ typedef struct ts_exec {
     int nparts;
     int *part_begin;          /* [nphases + 1] */
     ts_device *cpu;           /* the fallback device (NULL: none needed) */
-    ts_buffer arena, workspace, cpu_workspace;
+    ts_buffer *chunk;         /* the arena of intermediates, in nchunks pieces (arena.c) */
+    uint64_t *chunk_at;       /* [nchunks + 1]: piece k holds arena bytes chunk_at[k] .. [k+1] */
+    int nchunks;
+    ts_buffer workspace, cpu_workspace;
     char *placement;          /* what runs where, one line (ts_program_placement) */
     int *fetch;               /* fetchable value ids */
     int nfetch;
@@ -133,6 +136,12 @@ ts_status ts_exec_write(ts_exec *e, int v, const void *host);
 /* Set the OpenMP thread count for a program: n > 0, or the process default when n == 0 (so one
  * program's setting does not leak into the next). */
 void ts_set_threads(int n);
+
+/* The arena (arena.c): allocate the planned intermediates (offset per value, in_arena) in pieces
+ * within the device's largest allocation; the buffer at arena offset off; free the pieces. */
+ts_status ts_arena_alloc(ts_exec *e, const int64_t *offset, const uint8_t *in_arena, size_t total);
+ts_buffer ts_arena_at(const ts_exec *e, int64_t off);
+void ts_arena_free(ts_exec *e);
 
 /* Placement (placement.c): cut each phase into parts by device — a node the device does not
  * support runs on the CPU unless strict (then TS_ERR_UNSUPPORTED naming every such node) — with
