@@ -163,6 +163,17 @@ static void checks(void) {
     }
     run1("cross_entropy", "cross_entropy", 2, 1,
          (tv[]){{TS_F32, 2, {2, 3}, a}, {TS_I32, 1, {2}, ix}, {TS_F32, 0, {0}, NULL}}, (int64_t[]){-100}, 1, NULL, &cw, 0);
+    /* conv2d: x [1,1,3,3] = 1..9, w [1,1,2,2] = {1,0,0,1}, stride 1, no pad -> [1,1,2,2] */
+    float cx[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, cwt[4] = {1, 0, 0, 1}, cwant[4] = {1 + 5, 2 + 6, 4 + 8, 5 + 9};
+    int64_t ca[11] = {1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0};
+    run1("conv2d", "conv2d", 2, 1,
+         (tv[]){{TS_F32, 4, {1, 1, 3, 3}, cx}, {TS_F32, 4, {1, 1, 2, 2}, cwt}, {TS_F32, 4, {1, 1, 2, 2}, NULL}}, ca, 11,
+         NULL, cwant, 0);
+    /* max_pool2d 2x2 stride 1 of the same x */
+    float pw[4] = {5, 6, 8, 9};
+    int64_t pa[12] = {2, 2, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0};
+    run1("max_pool2d", "max_pool2d", 1, 1, (tv[]){{TS_F32, 4, {1, 1, 3, 3}, cx}, {TS_F32, 4, {1, 1, 2, 2}, NULL}}, pa,
+         12, NULL, pw, 0);
 }
 
 int main(int argc, char **argv) {
