@@ -10,6 +10,7 @@
 enum {
     OCL_OPID_SCALE = 5, OCL_OPID_SQRT, OCL_OPID_EXP, OCL_OPID_LOG, OCL_OPID_RELU, OCL_OPID_TANH,
     OCL_OPID_SIGMOID, OCL_OPID_GELU,
+    OCL_OPID_CLIP = 62, OCL_OPID_HARD_SIGMOID, OCL_OPID_HARD_SWISH, /* hard_act_grad i[0] (hardact.c) */
 };
 
 /* src/ops/elementwise.c: scale f[0] alpha, f[1] beta; gelu i[0] tanh form; unary_grad i[0]
