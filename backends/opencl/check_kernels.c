@@ -118,6 +118,16 @@ static void checks(void) {
     run1("matmul batched + bias", "matmul", 3, 1,
          (tv[]){{TS_F32, 3, {2, 1, 3}, m}, {TS_F32, 2, {3, 2}, m}, {TS_F32, 1, {2}, bias}, {TS_F32, 3, {2, 1, 2}, NULL}},
          NULL, 0, NULL, bw, 0);
+    /* bf16 operands, f32 output (i[3] = 1): small integers are exact in bf16 */
+    uint16_t mh[6];
+    for (int i = 0; i < 6; i++) {
+        uint32_t u;
+        memcpy(&u, &m[i], 4);
+        mh[i] = (uint16_t)(u >> 16);
+    }
+    run1("matmul bf16 -> f32", "matmul", 2, 1,
+         (tv[]){{TS_BF16, 2, {2, 3}, mh}, {TS_BF16, 2, {3, 2}, mh}, {TS_F32, 2, {2, 2}, NULL}}, (int64_t[]){0, 0, 0, 1},
+         4, NULL, mw, 0);
     /* softmax rows */
     float sw[6];
     for (int r = 0; r < 2; r++) {
