@@ -27,6 +27,21 @@ static uint64_t h_now(void) {
 }
 static const ts_host_api host = {sizeof(ts_host_api), TS_ABI_MAJOR, TS_ABI_MINOR, h_error, h_log, h_alloc, free, h_now};
 
+static uint64_t mix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static uint32_t fmix32(uint32_t h) {
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
+}
+
 static const ts_backend_api *api;
 static void *dev;
 static int failures;
@@ -35,7 +50,7 @@ static int failures;
 typedef struct tv {
     ts_dtype dt;
     int nd;
-    int64_t sh[4];
+    int64_t sh[TS_MAX_DIMS];
     const void *data; /* NULL: output */
 } tv;
 
@@ -173,6 +188,36 @@ static void checks(void) {
     }
     run1("cross_entropy", "cross_entropy", 2, 1,
          (tv[]){{TS_F32, 2, {2, 3}, a}, {TS_I32, 1, {2}, ix}, {TS_F32, 0, {0}, NULL}}, (int64_t[]){-100}, 1, NULL, &cw, 0);
+    /* dropout p = 0.5 over 100000 elements: the mask of src/ops/dropout.c, recomputed here */
+    {
+        enum { ND = 100000 };
+        float *dx = malloc(ND * 4), *dw = malloc(ND * 4);
+        uint64_t seed = 1234, salt = 77, step = 5;
+        uint64_t key = mix64(mix64(mix64(seed) ^ salt) ^ step);
+        uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32), thr = (uint32_t)ceil(0.5 * 16777216.0);
+        for (int64_t i = 0; i < ND; i++) {
+            dx[i] = (float)(i % 17) - 8.f;
+            int64_t start = i / 65536 * 65536;
+            uint32_t lo = (uint32_t)start, hi = (uint32_t)((uint64_t)start >> 32) ^ k1, j = (uint32_t)(i - start);
+            uint32_t h = fmix32(fmix32((lo + j) * 0x9e3779b9u + k0) ^ hi);
+            dw[i] = (h >> 8) >= thr ? dx[i] * 2.f : 0.f;
+        }
+        run1("dropout mask (bitwise)", "dropout", 1, 1, (tv[]){{TS_F32, 1, {ND}, dx}, {TS_F32, 1, {ND}, NULL}},
+             (int64_t[]){(int64_t)salt, (int64_t)seed}, 2, (float[]){0.5f}, dw, step);
+        free(dx);
+        free(dw);
+    }
+    /* concat [2,3] and [2,3] along 1 -> [2,6]; slice [2,3] axis 1 [1,3) */
+    float cc[12] = {1, -2, 3, 1, -2, 3, -4, 5, 6, -4, 5, 6}, sl[4] = {-2, 3, 5, 6};
+    run1("concat axis 1", "concat", 2, 1,
+         (tv[]){{TS_F32, 2, {2, 3}, a}, {TS_F32, 2, {2, 3}, a}, {TS_F32, 2, {2, 6}, NULL}}, (int64_t[]){1}, 1, NULL, cc, 0);
+    run1("slice axis 1", "slice", 1, 1, (tv[]){{TS_F32, 2, {2, 3}, a}, {TS_F32, 2, {2, 2}, NULL}},
+         (int64_t[]){1, 1, 3}, 3, NULL, sl, 0);
+    /* cast i64 -> f32 */
+    int64_t il[3] = {-7, 0, 123456789};
+    float iw[3] = {-7.f, 0.f, 123456789.f};
+    run1("cast i64 -> f32", "cast", 1, 1, (tv[]){{TS_I64, 1, {3}, il}, {TS_F32, 1, {3}, NULL}}, (int64_t[]){TS_F32}, 1,
+         NULL, iw, 0);
     /* conv2d: x [1,1,3,3] = 1..9, w [1,1,2,2] = {1,0,0,1}, stride 1, no pad -> [1,1,2,2] */
     float cx[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, cwt[4] = {1, 0, 0, 1}, cwant[4] = {1 + 5, 2 + 6, 4 + 8, 5 + 9};
     int64_t ca[11] = {1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0};

@@ -68,6 +68,8 @@ ts_status ocl_launch(ocl_dev *d, ocl_args *a, int64_t n) {
     if (n <= 0) return TS_OK;
     size_t local = 64, global = (size_t)((n + 63) / 64 * 64);
     cl_int e = clEnqueueNDRangeKernel(d->queue, a->k, 1, NULL, &global, &local, 0, NULL, NULL);
+    if (e == CL_INVALID_WORK_GROUP_SIZE) /* a device or kernel with groups under 64: its own choice */
+        e = clEnqueueNDRangeKernel(d->queue, a->k, 1, NULL, &global, NULL, 0, NULL, NULL);
     if (e != CL_SUCCESS)
         return OCL_ERR(TS_ERR_RUNTIME, "opencl:%d: op %s: enqueueing its kernel failed: %s", d->index, a->what,
                        ocl_errname(e));
