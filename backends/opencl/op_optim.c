@@ -17,7 +17,8 @@
 static int has(const ts_abi_node *n, int k) { return n->nin > k && n->in[k] >= 0; }
 
 static ts_status rd(ocl_node_ctx *c, int k, float *v) { return ocl_copy_to_host(c->d, v, ocl_inbuf(c, k), 4); }
-static ts_status wr(ocl_node_ctx *c, ts_buffer b, float v) { return ocl_copy_to_device(c->d, b, &v, 4); }
+/* (an output never materialised has no buffer: nothing to write) */
+static ts_status wr(ocl_node_ctx *c, ts_buffer b, float v) { return b.mem ? ocl_copy_to_device(c->d, b, &v, 4) : TS_OK; }
 
 /* input k is rank 0 f32 (or absent when optional) */
 static int scalar_in(const ts_abi_node *n, const ts_abi_value *v, int k, int optional) {
