@@ -125,7 +125,7 @@ int ocl_all_f32(const ts_abi_node *n, const ts_abi_value *v);
 /* The op tables of the families (op_*.c), NULL-name terminated. */
 extern const ocl_op ocl_ops_elementwise[], ocl_ops_matmul[], ocl_ops_shape[], ocl_ops_rows[],
     ocl_ops_reduce[], ocl_ops_optim[], ocl_ops_conv[], ocl_ops_vision[],
-    ocl_ops_layout[];
+    ocl_ops_layout[], ocl_ops_index[];
 
 /* memory.c: zero / copy bytes on the device (enqueued). */
 ts_status ocl_fill0(ocl_dev *d, ts_buffer b, size_t bytes);
