@@ -63,7 +63,7 @@ static int64_t numel(const tv *v) {
 
 /* Run op on values vs (inputs first, then outputs), compare output 0 (f32) with want. */
 static void run1(const char *name, const char *op, int nin, int nout, tv *vs, const int64_t *iattr, int niattr,
-                 const float *fattr, const float *want, uint64_t step) {
+                 const float *fattr /* 4 or NULL */, const float *want, uint64_t step) {
     int nv = nin + nout;
     ts_abi_value vals[8];
     ts_abi_node node = {sizeof node, op, 0, nin, nout, {0}, {0}, {0}, {0}, niattr};
@@ -162,7 +162,7 @@ static void checks(void) {
     }
     run1("layer_norm", "layer_norm", 3, 1,
          (tv[]){{TS_F32, 2, {2, 3}, a}, {TS_F32, -1, {0}, NULL}, {TS_F32, -1, {0}, NULL}, {TS_F32, 2, {2, 3}, NULL}},
-         NULL, 0, (float[]){eps}, lw, 0);
+         NULL, 0, (float[4]){eps}, lw, 0);
     /* transpose [2,3] -> [3,2] */
     float tw[6] = {1, -4, -2, 5, 3, 6};
     run1("transpose", "transpose", 1, 1, (tv[]){{TS_F32, 2, {2, 3}, a}, {TS_F32, 2, {3, 2}, NULL}},
@@ -203,7 +203,7 @@ static void checks(void) {
             dw[i] = (h >> 8) >= thr ? dx[i] * 2.f : 0.f;
         }
         run1("dropout mask (bitwise)", "dropout", 1, 1, (tv[]){{TS_F32, 1, {ND}, dx}, {TS_F32, 1, {ND}, NULL}},
-             (int64_t[]){(int64_t)salt, (int64_t)seed}, 2, (float[]){0.5f}, dw, step);
+             (int64_t[]){(int64_t)salt, (int64_t)seed}, 2, (float[4]){0.5f}, dw, step);
         free(dx);
         free(dw);
     }
