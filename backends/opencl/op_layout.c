@@ -34,7 +34,7 @@ static int sup_pad(const ts_abi_node *n, const ts_abi_value *v) {
     ts_dtype t = v[n->in[0]].dtype;
     if (n->iattr[8] < TS_PAD_CONSTANT || n->iattr[8] > TS_PAD_EDGE || v[n->in[0]].ndim < 1) return 0;
     if (grad) return ocl_all_f32(n, v);
-    return ocl_dtype_size(t) && (t != TS_F16 || n->iattr[8] != TS_PAD_CONSTANT);
+    return ocl_dtype_size(t) != 0;
 }
 
 static uint64_t constant_bits(ts_dtype t, double v) {
@@ -50,6 +50,7 @@ static uint64_t constant_bits(ts_dtype t, double v) {
         out = h;
         break;
     }
+    case TS_F16: { _Float16 h = (_Float16)(float)v; memcpy(&out, &h, 2); break; } /* nearest even */
     case TS_I32: { int32_t i = (int32_t)v; memcpy(&out, &i, 4); break; }
     case TS_I64: { int64_t i = (int64_t)v; memcpy(&out, &i, 8); break; }
     default: out = (uint8_t)v; break;
