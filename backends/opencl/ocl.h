@@ -1,15 +1,25 @@
 /*
  * ocl.h — what the files of the OpenCL plugin share (private to backends/opencl).
  *
- * The plugin: plugin.c (the entry, the ts_backend_api table, devices), memory.c (cl_mem buffers,
- * copies), program.c (the embedded kernels/NAME.cl built once per device, kernel objects cached by
- * name, argument and launch helpers), exec.c (supports / compile / execute: the op table), and
- * one op_*.c per family of ops, each defining ocl_op entries that exec.c's table lists.
+ * The plugin (libtessera-opencl.so; exports only ts_backend_get_api, see exports.map):
+ *   plugin.c    the entry, the ts_backend_api table, devices opencl:N (every OpenCL device of
+ *               every platform, in order): one context and one in-order queue each
+ *   memory.c    buffers (ts_buffer.mem is a cl_mem, offsets in bytes), blocking copies
+ *   program.c   kernels/NAME.cl, embedded as one string at build time (embed.cmake), built once
+ *               per device at its first compile; kernel objects cached by name; launch helpers
+ *   exec.c      supports / compile / execute: the op table (the families' tables), per-node
+ *               parameters made at compile, the run-time error slot read after each execute
+ *   op_*.c      one family of ops each (elementwise, matmul on CLBlast, shape, rows, reduce,
+ *               optim, conv, vision, layout, index): an ocl_op per op
+ *   attrs.h     the attribute indices read, each naming the src/ops file that defines it
+ *   check_kernels.c  a tool (not installed): single-node plans through dlopen, by hand
  *
- * Adding an op: write its OpenCL C kernel in kernels/<family>.cl, and in op_<family>.c an ocl_op
- * with supports (dtypes, attributes, shapes it takes), prep (per-node parameters computed once
- * at compile, from shapes and attributes) and run (set the arguments from plan->values' buffers
- * and enqueue); list it in exec.c's table.
+ * Adding an op: write its OpenCL C kernel in kernels/<family>.cl (a buffer is BUFARG(T, name): a
+ * pointer and a byte offset; BUF(T, name) addresses it), and in op_<family>.c an ocl_op with
+ * supports (1 only for the dtypes, attributes and shapes the kernel computes as the CPU does),
+ * prep (optional: per-node parameters from shapes and attributes, once at compile), run (set the
+ * arguments from plan->values' buffers, which may move between runs, and enqueue) and workspace
+ * (optional: scratch bytes); list it in the family's table.
  */
 #ifndef TS_OCL_H
 #define TS_OCL_H
