@@ -13,7 +13,7 @@
 static const ocl_op *const *families(void) {
     static const ocl_op *const f[] = {ocl_ops_elementwise, ocl_ops_matmul, ocl_ops_shape, ocl_ops_rows,
                                       ocl_ops_reduce, ocl_ops_optim, ocl_ops_conv,
-                                      ocl_ops_vision, ocl_ops_layout, ocl_ops_index,
+                                      ocl_ops_vision, ocl_ops_layout, ocl_ops_index, ocl_ops_linalg,
                                       NULL};
     return f;
 }

@@ -10,7 +10,7 @@
  *   exec.c      supports / compile / execute: the op table (the families' tables), per-node
  *               parameters made at compile, the run-time error slot read after each execute
  *   op_*.c      one family of ops each (elementwise, matmul on CLBlast, shape, rows, reduce,
- *               optim, conv, vision, layout, index): an ocl_op per op
+ *               optim, conv, vision, layout, index, linalg): an ocl_op per op
  *   attrs.h     the attribute indices read, each naming the src/ops file that defines it
  *   check_kernels.c  a tool (not installed): single-node plans through dlopen, by hand
  *
@@ -135,7 +135,7 @@ int ocl_all_f32(const ts_abi_node *n, const ts_abi_value *v);
 /* The op tables of the families (op_*.c), NULL-name terminated. */
 extern const ocl_op ocl_ops_elementwise[], ocl_ops_matmul[], ocl_ops_shape[], ocl_ops_rows[],
     ocl_ops_reduce[], ocl_ops_optim[], ocl_ops_conv[], ocl_ops_vision[],
-    ocl_ops_layout[], ocl_ops_index[];
+    ocl_ops_layout[], ocl_ops_index[], ocl_ops_linalg[];
 
 /* memory.c: zero / copy bytes on the device (enqueued). */
 ts_status ocl_fill0(ocl_dev *d, ts_buffer b, size_t bytes);
