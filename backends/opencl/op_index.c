@@ -1,7 +1,8 @@
 /*
  * op_index.c — host side of kernels/index.cl: gather_elements, scatter_elements (src/ops/
  * elements.c: i[0] axis, i[1] ts_scatter_reduce), topk (topk.c: i[0] axis, i[1] k, i[2]
- * largest), nll_loss and nll_loss_grad (nll_loss.c: i[0] ignore_index, i[1] ts_reduction).
+ * largest), nll_loss and nll_loss_grad (nll_loss.c: i[0] ignore_index, i[1] ts_reduction), tfidf
+ * (tfidf.c: i[0] min_gram, i[1] max_gram, i[2] max_skip, i[3] mode, i[4] O, i[5] L).
  */
 #include "ocl.h"
 
@@ -125,7 +126,46 @@ static ts_status run_nll(ocl_node_ctx *c) {
     return ocl_launch(c->d, &a, 1);
 }
 
+static int sup_tfidf(const ts_abi_node *n, const ts_abi_value *v) {
+    if (n->nin < 3 || n->nout != 1 || !is_index(n, v, 0) || !ocl_is(n, v, 1, TS_I64) || !ocl_is(n, v, 2, TS_I64))
+        return 0;
+    const ts_abi_value *x = &v[n->in[0]];
+    return (x->ndim == 1 || x->ndim == 2) && (n->nin < 4 || n->in[3] < 0 || ocl_is(n, v, 3, TS_F32)) &&
+           n->iattr[5] >= 1 && n->iattr[5] <= v[n->in[2]].shape[0];
+}
+
+static ts_status run_tfidf(ocl_node_ctx *c) {
+    const ts_abi_node *n = c->n;
+    const ts_abi_value *x = ocl_in(c, 0);
+    cl_long rows = x->ndim == 2 ? x->shape[0] : 1, Cx = x->shape[x->ndim - 1], P = ocl_in(c, 1)->shape[0];
+    cl_long L = n->iattr[5], K = ocl_in(c, 2)->shape[0] - L, O = n->iattr[4];
+    cl_long minn = n->iattr[0], maxn = n->iattr[1], skip = n->iattr[2];
+    cl_int mode = (cl_int)n->iattr[3], is64 = x->dtype == TS_I64, tag = tag_of(c);
+    ocl_args a = {ocl_kernel(c->d, "tfidf"), 0, CL_SUCCESS, n->op};
+    if (!a.k) return TS_ERR_RUNTIME;
+    ocl_arg_buf(&a, x->buf);
+    ocl_arg_buf(&a, ocl_inbuf(c, 1));
+    ocl_arg_buf(&a, ocl_inbuf(c, 2));
+    ocl_arg_buf(&a, n->nin > 3 ? ocl_inbuf(c, 3) : (ts_buffer){0});
+    ocl_arg_buf(&a, ocl_outbuf(c, 0));
+    OCL_ARG(&a, rows);
+    OCL_ARG(&a, Cx);
+    OCL_ARG(&a, P);
+    OCL_ARG(&a, K);
+    OCL_ARG(&a, L);
+    OCL_ARG(&a, O);
+    OCL_ARG(&a, minn);
+    OCL_ARG(&a, maxn);
+    OCL_ARG(&a, skip);
+    OCL_ARG(&a, mode);
+    OCL_ARG(&a, is64);
+    OCL_ARG(&a, c->d->err);
+    OCL_ARG(&a, tag);
+    return ocl_launch(c->d, &a, rows);
+}
+
 const ocl_op ocl_ops_index[] = {
+    {"tfidf", sup_tfidf, NULL, run_tfidf, NULL},
     {"gather_elements", sup_elements, NULL, run_elements, NULL},
     {"scatter_elements", sup_elements, NULL, run_elements, NULL},
     {"topk", sup_topk, NULL, run_topk, NULL},

@@ -121,3 +121,49 @@ __kernel void nll(BUFARG(float, x), BUFARG(char, t), BUFARG(float, w), BUFARG(fl
     if (!grad && red == 1) y[0] = sum;
     if (!grad && red == 2) y[0] = sum / wsum;
 }
+
+/* tfidf (src/ops/tfidf.c), one work-item per row of x [rows, Cx]: pool [P], meta = ngram_counts
+ * [L] then ngram_indexes [K], weights [K] or absent; mode 0 TF 1 IDF 2 TFIDF */
+__kernel void tfidf(BUFARG(char, x), BUFARG(long, pool), BUFARG(long, meta), BUFARG(float, wt), BUFARG(float, y),
+                    long rows, long Cx, long P, long K, long L, long O, long minn, long maxn, long skip, int mode,
+                    int is64, __global int *err, int tag) {
+    long r = get_global_id(0);
+    if (r >= rows) return;
+    __global const long *pl = BUF(long, pool), *counts = BUF(long, meta), *index = counts + L;
+    __global float *yr = BUF(float, y) + r * O;
+    for (long o = 0; o < O; o++) yr[o] = 0.f;
+    long first = 0;
+    for (long len = 1; len <= L && len <= maxn; len++) {
+        long lo = counts[len - 1], hi = len < L ? counts[len] : P;
+        if (lo < 0 || hi > P || hi < lo) {
+            set_err(err, tag, len - 1, lo);
+            return;
+        }
+        long cnt = (hi - lo) / len;
+        if (len >= minn)
+            for (long i = 0; i < Cx; i++)
+                for (long d = 1; d <= (len == 1 ? 1 : skip + 1); d++) {
+                    if (i + (len - 1) * d >= Cx) break;
+                    for (long j = 0; j < cnt; j++) {
+                        long m = 0;
+                        for (; m < len; m++)
+                            if (ix_at(BUF(char, x), is64, r * Cx + i + m * d) != pl[lo + j * len + m]) break;
+                        if (m < len) continue;
+                        long id = first + j, o = id < K ? index[id] : -1;
+                        if (o < 0 || o >= O) {
+                            set_err(err, tag, id, o);
+                            return;
+                        }
+                        yr[o] += 1.f;
+                    }
+                }
+        first += cnt;
+    }
+    if (mode == 0) return;
+    for (long j = 0; j < K; j++) {
+        long o = index[j];
+        if (o < 0 || o >= O) continue;
+        float w = wt_p ? BUF(float, wt)[j] : 1.f;
+        yr[o] = mode == 1 ? (yr[o] > 0 ? w : 0.f) : yr[o] * w;
+    }
+}
