@@ -1,0 +1,77 @@
+/*
+ * program.c — the OpenCL program of a device: every kernels/NAME.cl file, embedded at build time as
+ * ts_ocl_source, built once per device at its first compile (PoCL and most drivers keep their
+ * own disk cache of binaries), and kernel objects made from it on first use, cached by name.
+ * Also the launch helpers: arguments set one by one, a 1-D range rounded up to whole groups.
+ */
+#include "ocl.h"
+
+#include <stdlib.h>
+
+extern const char ts_ocl_source[];
+
+ts_status ocl_build(ocl_dev *d) {
+    if (d->prog) return TS_OK;
+    cl_int e;
+    const char *src = ts_ocl_source;
+    cl_program p = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &e);
+    if (e != CL_SUCCESS)
+        return OCL_ERR(TS_ERR_RUNTIME, "opencl:%d: clCreateProgramWithSource failed: %s", d->index, ocl_errname(e));
+    e = clBuildProgram(p, 1, &d->id, "-cl-std=CL1.2", NULL, NULL);
+    if (e != CL_SUCCESS) {
+        char log[2048] = "";
+        clGetProgramBuildInfo(p, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+        clReleaseProgram(p);
+        return OCL_ERR(TS_ERR_RUNTIME, "opencl:%d (%s): building the kernels failed: %s\n%s", d->index, d->name,
+                       ocl_errname(e), log);
+    }
+    d->prog = p;
+    return TS_OK;
+}
+
+cl_kernel ocl_kernel(ocl_dev *d, const char *name) {
+    for (int i = 0; i < d->nkernels; i++)
+        if (strcmp(d->knames[i], name) == 0) return d->kernels[i];
+    if (!d->prog && ocl_build(d)) return NULL;
+    if (d->nkernels == OCL_MAX_KERNELS) {
+        OCL_ERR(TS_ERR_RUNTIME, "opencl:%d: more than %d kernels", d->index, OCL_MAX_KERNELS);
+        return NULL;
+    }
+    cl_int e;
+    cl_kernel k = clCreateKernel(d->prog, name, &e);
+    if (e != CL_SUCCESS) {
+        OCL_ERR(TS_ERR_RUNTIME, "opencl:%d: no kernel %s: %s", d->index, name, ocl_errname(e));
+        return NULL;
+    }
+    d->knames[d->nkernels] = name;
+    d->kernels[d->nkernels++] = k;
+    return k;
+}
+
+void ocl_arg(ocl_args *a, size_t size, const void *p) {
+    if (a->st != CL_SUCCESS) return;
+    a->st = clSetKernelArg(a->k, (cl_uint)a->i, size, p);
+    a->i++;
+}
+
+void ocl_arg_buf(ocl_args *a, ts_buffer b) {
+    cl_mem m = (cl_mem)b.mem;
+    cl_ulong off = b.offset;
+    ocl_arg(a, sizeof m, m ? (const void *)&m : NULL);
+    OCL_ARG(a, off);
+}
+
+ts_status ocl_launch(ocl_dev *d, ocl_args *a, int64_t n) {
+    if (a->st != CL_SUCCESS)
+        return OCL_ERR(TS_ERR_RUNTIME, "opencl:%d: op %s: setting argument %d failed: %s", d->index, a->what,
+                       a->i - 1, ocl_errname(a->st));
+    if (n <= 0) return TS_OK;
+    size_t local = 64, global = (size_t)((n + 63) / 64 * 64);
+    cl_int e = clEnqueueNDRangeKernel(d->queue, a->k, 1, NULL, &global, &local, 0, NULL, NULL);
+    if (e == CL_INVALID_WORK_GROUP_SIZE) /* a device or kernel with groups under 64: its own choice */
+        e = clEnqueueNDRangeKernel(d->queue, a->k, 1, NULL, &global, NULL, 0, NULL, NULL);
+    if (e != CL_SUCCESS)
+        return OCL_ERR(TS_ERR_RUNTIME, "opencl:%d: op %s: enqueueing its kernel failed: %s", d->index, a->what,
+                       ocl_errname(e));
+    return TS_OK;
+}
