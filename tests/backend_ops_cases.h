@@ -127,9 +127,9 @@ static void b_dropout(bo_ctx *c, const bo_case *k) {
 
 /* matmul(x0 [a], x1 [b], trans_a i[0], trans_b i[1]); i[2] = 1: + bias [N], then gelu (in
  * inference the fusion pass makes one matmul with a bias and an activation of it); i[2] = 2: the
- * bf16 product cast to f32 (fused into a matmul with an f32 output). */
+ * bf16 product cast to f32 (fused into a matmul with an f32 output); i[3] = 1: x1 is a weight. */
 static void b_matmul(bo_ctx *c, const bo_case *k) {
-    ts_value a = bo_x(c, k->a, -1, 1), b = bo_x(c, k->b, -1, 1);
+    ts_value a = bo_x(c, k->a, -1, 1), b = k->i[3] ? bo_w(c, k->b, -1, 1) : bo_x(c, k->b, -1, 1);
     ts_value y = ts_matmul(c->g, a, b, (int)k->i[0], (int)k->i[1]);
     if (k->i[2] == 1) {
         int64_t sh[TS_MAX_DIMS];
@@ -188,9 +188,9 @@ static void b_comm(bo_ctx *c, const bo_case *k) {
 }
 
 /* conv2d(x [a], w [b], bias [O] when i[4]): stride i[0], pad i[1] (all sides), dilation i[2],
- * groups i[3]. */
+ * groups i[3]; i[5] = 1: w is a weight. */
 static void b_conv(bo_ctx *c, const bo_case *k) {
-    ts_value x = bo_f32(c, k->a, -1, 1, 1), w = bo_f32(c, k->b, -1, 1, 1);
+    ts_value x = bo_f32(c, k->a, -1, 1, 1), w = bo_input_add(c, TS_F32, k->b, -1, 1, BO_UNIF, k->i[5] ? 2 : 1);
     bo_shape bs = {1, {k->b.d[0]}};
     ts_value bias = k->i[4] ? bo_f32(c, bs, -1, 1, 1) : TS_NONE;
     int s = (int)k->i[0], p = (int)k->i[1], d = (int)k->i[2];
@@ -409,7 +409,7 @@ static const bo_case bo_cases[] = {
     {"cast", b_cast, SH(7, 13), SH0, {TS_I32, -1}, BO_FLOATS}, {"cast", b_cast, SH(7, 13), SH0, {TS_I64, -1}},
     {"cast", b_cast, SH(7, 13), SH0, {TS_U8, -1}}, {"cast", b_cast, SH(7, 13), SH0, {TS_F32, TS_I32}},
     {"cast", b_cast, SH(7, 13), SH0, {TS_BF16, TS_I64}}, {"cast", b_cast, SH(1, 3), SH0, {TS_F16, -1}, BO_FLOATS},
-    {"expand", b_expand, SH(3, 1, 5), SH(2, 3, 4, 5), .grad = 1, .dtypes = BO_FLOATS},
+    {"expand", b_expand, SH(3, 1, 5), SH(2, 3, 4, 5), .grad = 1},
     {"expand", b_expand, SH0, SH(3, 4), .grad = 1}, {"expand", b_expand, SH(1), SH(1, 7), .grad = 1},
     /* shape.c */
     {"reshape", b_reshape, SH(3, 5, 7), SH(5, -1), .grad = 1, .dtypes = BO_FLOATS},
@@ -455,6 +455,8 @@ static const bo_case bo_cases[] = {
     {"matmul", b_matmul, SH(1, 13), SH(13, 1), .grad = 1}, {"matmul", b_matmul, SH(1, 1), SH(1, 3), .grad = 1},
     {"matmul", b_matmul, SH(7, 13), SH(13, 5), {0, 0, 1}, .dtypes = BO_FLOATS},
     {"matmul", b_matmul, SH(2, 7, 13), SH(5, 13), {0, 1, 2}, .dtypes = BO_BF16},
+    {"matmul", b_matmul, SH(7, 13), SH(13, 5), {0, 0, 0, 1}, .dtypes = BO_FLOATS},
+    {"matmul", b_matmul, SH(3, 7, 13), SH(5, 13), {0, 1, 1, 1}, .dtypes = BO_FLOATS},
     /* optim.c, amp.c */
     {"sgd_update", b_step, SH(4, 7), SH(7, 5), {TS_OPTIM_SGD}, .mode = BO_STEP},
     {"sgd_update", b_step, SH(4, 7), SH(7, 5), {TS_OPTIM_SGD, 0, 0, 0, 0, 1}, .mode = BO_STEP},
@@ -477,6 +479,8 @@ static const bo_case bo_cases[] = {
     {"conv2d", b_conv, SH(1, 4, 7, 7), SH(4, 1, 3, 3), {1, 1, 1, 4, 1}, .grad = 1},
     {"conv2d", b_conv, SH(1, 4, 9, 8), SH(6, 2, 3, 2), {1, 2, 2, 2, 1}, .grad = 1},
     {"conv2d", b_conv, SH(1, 2, 1, 1), SH(3, 2, 1, 1), {1, 0, 1, 1, 1}, .grad = 1},
+    {"conv2d", b_conv, SH(2, 3, 6, 5), SH(4, 3, 3, 3), {1, 1, 1, 1, 1, 1}},
+    {"conv2d", b_conv, SH(1, 4, 6, 5), SH(4, 1, 3, 3), {1, 1, 1, 4, 0, 1}},
     {"conv_transpose2d", b_convt, SH(2, 4, 5, 5), SH(4, 3, 3, 3), {2, 1, 1, 1, 1}, .grad = 1},
     {"conv_transpose2d", b_convt, SH(1, 4, 3, 4), SH(4, 2, 2, 2), {1, 0, 0, 2, 0}, .grad = 1},
     /* pool.c */

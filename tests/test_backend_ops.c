@@ -89,7 +89,8 @@ struct bo_ctx {
 };
 
 /* A float input of dtype dt and shape s, drawn from [lo, hi) (gen); a parameter in gradient mode
- * when diff (then an f32 parameter cast to dt, as autocast does). */
+ * when diff, and always when diff is 2 (a weight: in an inference program the device may keep a
+ * prepacked copy or a kept cast of it); a parameter is f32, cast to dt, as autocast does. */
 static ts_value bo_input_add(bo_ctx *c, ts_dtype dt, bo_shape s, double lo, double hi, int gen, int diff) {
     if (c->nin >= BO_MAXIN) return TS_NONE;
     bo_input *in = &c->in[c->nin];
@@ -100,7 +101,7 @@ static ts_value bo_input_add(bo_ctx *c, ts_dtype dt, bo_shape s, double lo, doub
     in->lo = lo;
     in->hi = hi;
     in->gen = gen;
-    in->param = c->grad && diff;
+    in->param = (c->grad && diff) || diff == 2;
     if (!in->param) return ts_input(c->g, in->name, dt, s.nd, s.d);
     in->dt = TS_F32;
     ts_value p = ts_param(c->g, in->name, TS_F32, s.nd, s.d, ts_init_zeros());
@@ -113,6 +114,10 @@ static ts_value bo_x(bo_ctx *c, bo_shape s, double lo, double hi) {
 /* An f32 input, differentiable or not. */
 static ts_value bo_f32(bo_ctx *c, bo_shape s, double lo, double hi, int diff) {
     return bo_input_add(c, TS_F32, s, lo, hi, BO_UNIF, diff);
+}
+/* A weight: a parameter of the case's dtype, in forward programs too. */
+static ts_value bo_w(bo_ctx *c, bo_shape s, double lo, double hi) {
+    return bo_input_add(c, c->dt, s, lo, hi, BO_UNIF, 2);
 }
 /* An integer (or u8) input drawn from [lo, hi). */
 static ts_value bo_int(bo_ctx *c, ts_dtype dt, bo_shape s, int64_t lo, int64_t hi) {
@@ -282,10 +287,20 @@ static int bo_fetch_names(const bo_ctx *c, int grad, char names[][48], int cap) 
     return n;
 }
 
-/* Compile c for device (strict: refuse what it lacks), feed data, run (twice for a training
- * step), fetch into r. The status of the first failure; *stage says which ("compile", ...). */
-static ts_status bo_exec(const bo_ctx *c, const bo_case *k, int grad, ts_tensor **data, const char *device,
-                         int strict, bo_result *r, const char **stage, int *fused) {
+/* Set c's parameters from data. */
+static ts_status bo_set_params(const bo_ctx *c, ts_program *p, ts_tensor **data) {
+    ts_status s = TS_OK;
+    for (int j = 0; j < c->nin && !s; j++)
+        if (c->in[j].param) s = ts_program_set_param(p, c->in[j].name, data[j]);
+    return s;
+}
+
+/* Compile c for device (strict: refuse what it lacks), feed data, run, fetch into r. A training
+ * step runs twice; a forward program with weights runs, takes new weights (data2) and runs again
+ * (what a device derived from the first ones must be remade). The status of the first failure;
+ * *stage says which ("compile", ...). */
+static ts_status bo_exec(const bo_ctx *c, const bo_case *k, int grad, ts_tensor **data, ts_tensor **data2,
+                         const char *device, int strict, bo_result *r, const char **stage, int *fused) {
     char names[32][48];
     const char *fetch[32];
     int nf = k->mode == BO_STEP ? 0 : bo_fetch_names(c, grad, names, 32);
@@ -302,15 +317,19 @@ static ts_status bo_exec(const bo_ctx *c, const bo_case *k, int grad, ts_tensor 
     if (!p) return ts_last_status();
     ts_status s = TS_OK;
     *stage = "feed";
+    s = bo_set_params(c, p, data);
     for (int j = 0; j < c->nin && !s; j++)
-        s = c->in[j].param ? ts_program_set_param(p, c->in[j].name, data[j])
-                           : ts_program_feed(p, c->in[j].name, data[j]);
+        if (!c->in[j].param) s = ts_program_feed(p, c->in[j].name, data[j]);
     if (fused) {
         ts_memory m = {.struct_size = sizeof m};
         *fused = ts_program_memory(p, &m) == TS_OK ? m.fused : -1;
     }
     *stage = "run";
-    for (int step = 0; step < (k->mode == BO_STEP ? 2 : 1) && !s; step++) s = ts_program_run(p);
+    int again = k->mode == BO_STEP;
+    for (int j = 0; j < c->nin; j++) again |= !grad && k->mode == BO_FWD && c->in[j].param;
+    s = s ? s : ts_program_run(p);
+    if (!s && again && k->mode != BO_STEP) s = bo_set_params(c, p, data2);
+    if (!s && again) s = ts_program_run(p);
     *stage = "fetch";
     if (k->mode == BO_STEP) {
         for (int j = 0; j < ts_program_num_params(p) && !s && r->n < 32; j++) {
@@ -388,23 +407,26 @@ static void bo_variant(const bo_case *k, int idx, ts_dtype dt, int grad) {
     bo_ctx c;
     ts_status s = bo_build(&c, k, dt, grad, seed);
     if (s) {
-        if (dt != TS_F32 && s == TS_ERR_DTYPE) bo_sh->variants_skipped++;
+        if (dt != TS_F32 && s == TS_ERR_DTYPE) {
+            bo_sh->variants_skipped++;
+            if (getenv("TS_TEST_VERBOSE")) printf("  %s: skipped: %s\n", what, ts_last_error());
+        }
         else CHECK(0, "%s: building the graph failed: %s: %s", what, ts_status_name(s), ts_last_error());
         ts_graph_free(c.g);
         return;
     }
-    ts_tensor **data = bo_make_data(&c, seed);
+    ts_tensor **data = bo_make_data(&c, seed), **data2 = bo_make_data(&c, seed + 1);
     bo_result ref = {0};
     const char *stage;
     int fused = 0;
-    s = bo_exec(&c, k, grad, data, bo_ref, 0, &ref, &stage, &fused);
+    s = bo_exec(&c, k, grad, data, data2, bo_ref, 0, &ref, &stage, &fused);
     CHECK(s == TS_OK, "%s on the reference %s: %s failed: %s: %s", what, bo_ref, stage, ts_status_name(s),
           ts_last_error());
     if (k->fused && !grad) CHECK(fused > 0, "%s: the reference fused %d nodes, expected at least one", what, fused);
     for (int d = 0; d < bo_ndev && s == TS_OK; d++) {
         bo_stat *st = &bo_sh->st[d][op];
         bo_result got = {0};
-        ts_status sd = bo_exec(&c, k, grad, data, bo_dev[d], 1, &got, &stage, NULL);
+        ts_status sd = bo_exec(&c, k, grad, data, data2, bo_dev[d], 1, &got, &stage, NULL);
         if (sd == TS_ERR_UNSUPPORTED && !strcmp(stage, "compile")) {
             st->refused++;
             if (!st->refused_what[0]) snprintf(st->refused_what, sizeof st->refused_what, "%s", what);
@@ -433,6 +455,7 @@ static void bo_variant(const bo_case *k, int idx, ts_dtype dt, int grad) {
     }
     bo_result_free(&ref);
     bo_free_list(data, c.nin);
+    bo_free_list(data2, c.nin);
     ts_graph_free(c.g);
 }
 
