@@ -158,6 +158,7 @@ static char bo_dev[BO_MAX_DEV][64];
 static int bo_ndev;
 static bo_shared *bo_sh;
 static const char *bo_ref = "cpu";
+static int bo_expect_wrong; /* the self-test: a wrong result is what it wants */
 
 static int bo_op_id(const char *name) {
     for (int i = 0; i < TS_OP_COUNT; i++)
@@ -445,7 +446,9 @@ static void bo_variant(const bo_case *k, int idx, ts_dtype dt, int grad) {
             for (int e = 0; e < ts_tensor_ndim(ref.t[j]); e++)
                 snprintf(sh + strlen(sh), sizeof sh - strlen(sh), "%s%lld", e ? "," : "",
                          (long long)ts_tensor_shape(ref.t[j])[e]);
-            CHECK(0, "WRONG on %s: %s: %s %s: %s", bo_dev[d], what, ref.name[j], strcat(sh, "]"), msg);
+            if (bo_expect_wrong) printf("  (expected) WRONG on %s: %s: %s %s: %s\n", bo_dev[d], what, ref.name[j],
+                                        strcat(sh, "]"), msg);
+            else CHECK(0, "WRONG on %s: %s: %s %s: %s", bo_dev[d], what, ref.name[j], strcat(sh, "]"), msg);
             bad = 1;
         }
         if (bad) st->wrong++;
@@ -523,6 +526,77 @@ static void test_coverage(void) {
     for (size_t e = 0; e < sizeof bo_excluded / sizeof bo_excluded[0]; e++)
         if (bo_excluded[e].op) printf("  excluded: %s: %s\n", bo_excluded[e].op, bo_excluded[e].why);
 }
+
+/* ------------------------------------------------------------------ self-test */
+#if TS_ABI_MAJOR >= 2 /* DEV SHIM */
+
+/* "bo_wrong": the CPU backend under another name, which refuses math erf and gets exp wrong (0.5
+ * added to the first element of its output): the suite must count the one as unsupported and
+ * find the other wrong. */
+static ts_backend_api bo_wrong_api;
+static const ts_backend_api *bo_cpu_api;
+
+static int bo_wrong_supports(void *dev, const ts_abi_node *n, const ts_abi_value *values) {
+    if (!strcmp(n->op, "math") && n->iattr[0] == TS_MATH_ERF) return 0;
+    return bo_cpu_api->supports ? bo_cpu_api->supports(dev, n, values) : 1;
+}
+
+static ts_status bo_wrong_execute(void *dev, void *exe, const ts_abi_plan *plan, ts_buffer ws, uint64_t step) {
+    ts_status s = bo_cpu_api->execute(dev, exe, plan, ws, step);
+    for (int i = 0; !s && i < plan->nnodes; i++) {
+        const ts_abi_node *n = &plan->nodes[i];
+        const ts_abi_value *o = &plan->values[n->out[0]];
+        if (!strcmp(n->op, "exp") && o->buf.mem && o->dtype == TS_F32)
+            ((float *)((char *)o->buf.mem + o->buf.offset))[0] += 0.5f;
+    }
+    return s;
+}
+
+static int bo_case_index(const char *op, int64_t i0) {
+    for (int idx = 0; idx < (int)(sizeof bo_cases / sizeof bo_cases[0]); idx++)
+        if (!strcmp(bo_cases[idx].op, op) && bo_cases[idx].i[0] == i0) return idx;
+    return -1;
+}
+
+/* The suite finds a wrong op wrong and counts a refused one, on device slot 0 (its results
+ * there put back after). */
+static void test_selftest(void) {
+    bo_cpu_api = ts_backend_find("cpu");
+    CHECK(bo_cpu_api != NULL, "no cpu backend: %s", ts_last_error());
+    if (!bo_cpu_api) return;
+    bo_wrong_api = *bo_cpu_api;
+    bo_wrong_api.name = "bo_wrong";
+    bo_wrong_api.supports = bo_wrong_supports;
+    bo_wrong_api.execute = bo_wrong_execute;
+    CHECK_OK(ts_backend_register(&bo_wrong_api));
+    bo_stat saved[TS_OP_COUNT];
+    char saved_name[64];
+    int saved_n = bo_ndev;
+    memcpy(saved, bo_sh->st[0], sizeof saved);
+    memcpy(saved_name, bo_dev[0], sizeof saved_name);
+    memset(bo_sh->st[0], 0, sizeof saved);
+    snprintf(bo_dev[0], sizeof bo_dev[0], "bo_wrong");
+    bo_ndev = 1;
+    bo_expect_wrong = 1;
+    int iexp = bo_case_index("exp", TS_OP_EXP), ierf = bo_case_index("math", TS_MATH_ERF);
+    CHECK(iexp >= 0 && ierf >= 0, "no exp or math erf case");
+    if (iexp >= 0 && ierf >= 0) {
+        bo_variant(&bo_cases[iexp], iexp, TS_F32, 0);
+        bo_variant(&bo_cases[ierf], ierf, TS_F32, 0);
+        bo_variant(&bo_cases[ierf], ierf, TS_F32, 1);
+    }
+    const bo_stat *se = &bo_sh->st[0][TS_OP_EXP], *sm = &bo_sh->st[0][TS_OP_MATH];
+    CHECK(se->wrong == 1, "an exp that adds 0.5 to an element was found wrong %d times, expected once", se->wrong);
+    CHECK(sm->refused == 2 && sm->runs == 0, "a refused math erf was counted refused %d times (expected 2) and run %d",
+          sm->refused, sm->runs);
+    bo_expect_wrong = 0;
+    bo_ndev = saved_n;
+    memcpy(bo_sh->st[0], saved, sizeof saved);
+    memcpy(bo_dev[0], saved_name, sizeof saved_name);
+}
+#else
+static void test_selftest(void) {}
+#endif
 
 /* ------------------------------------------------------------------ devices */
 
@@ -631,6 +705,7 @@ int main(int argc, char **argv) {
     for (int d = 0; d < bo_ndev; d++) printf(" %s", bo_dev[d]);
     printf(" (reference: %s)\n", bo_ref);
     RUN(test_coverage);
+    RUN(test_selftest);
     for (int op = 0; op < TS_OP_COUNT; op++) {
         bo_cur_op = ts_op_get(op)->name;
         int has = 0;
