@@ -2,7 +2,7 @@
  * test_prepack.c — prepacked matmul weights (backend/cpu/matmul_dnnl.c): in a program whose
  * weights change only between runs, the CPU backend keeps each weight's copy in oneDNN's blocked
  * layout and remakes it when a weight is written. These cases check that
- *  - a program without optimizer updates gets a frozen-weights plan (ts_plan.param_gen), and a
+ *  - a program without optimizer updates gets a frozen-weights plan (ts_abi_plan.param_gen), and a
  *    training program does not;
  *  - the outputs are the product of the weights in the program now: after ts_program_set_param
  *    and after ts_program_load (a stale blocked copy would give the old product);
@@ -67,24 +67,31 @@ static ts_tensor *run_y(ts_program *p, const ts_tensor *xt) {
     return TU_FETCH(p, "y");
 }
 
-/* How many of p's matmul nodes the kernel prepacks (prepare on the program's own plan). */
+/* How many of p's matmul nodes the kernel prepacks (prepare on the CPU backend's view of the
+ * program's own plans, as its compile makes it from the public tables). */
 static int count_prepacked(ts_program *p, int *nmatmul) {
     ts_cpu_dev dev = {0};
     const ts_cpu_kernel *kk = ts_cpu_kernel_for(TS_OP_MATMUL);
     int packed = 0;
     *nmatmul = 0;
     if (kk && kk->prepare && ts_cpu_dnnl_ready(&dev))
-        for (int ph = 0; ph < p->one->nphases; ph++)
-            for (int i = p->one->phase_begin[ph]; i < p->one->phase_begin[ph + 1]; i++) {
-                const ts_node *n = &p->one->g->nodes[p->one->sched[i]];
+        for (int ph = 0; ph < p->one->nphases; ph++) {
+            ts_graph *vg = NULL;
+            ts_plan plan;
+            if (p->one->phase_begin[ph] == p->one->phase_begin[ph + 1]) continue;
+            CHECK_OK(ts_cpu_view(&p->one->abi[ph], &vg, &plan));
+            for (int i = 0; vg && i < plan.nsched; i++) {
+                const ts_node *n = &vg->nodes[i];
                 if (n->op != TS_OP_MATMUL) continue;
                 void *state = NULL;
                 size_t scratch = 0;
-                CHECK_OK(kk->prepare(&dev, &p->one->plan[ph], n, &state, &scratch));
+                CHECK_OK(kk->prepare(&dev, &plan, n, &state, &scratch));
                 (*nmatmul)++;
                 packed += kk->kept_bytes && state && kk->kept_bytes(state) > 0;
                 if (state && kk->release) kk->release(state);
             }
+            ts_cpu_view_free(vg, &plan);
+        }
     ts_cpu_dev_release(&dev);
     return packed;
 }
@@ -95,7 +102,7 @@ static void test_weights_written_between_runs(void) {
     CHECK(p != NULL, "compile: %s", ts_last_error());
     ts_graph_free(g);
     if (!p) return;
-    CHECK(p->one->nphases >= 1 && p->one->plan[0].param_gen != NULL, "an inference program's plan has no param_gen");
+    CHECK(p->one->nphases >= 1 && p->one->abi[0].param_gen != NULL, "an inference program's plan has no param_gen");
     int nmm = 0, packed = count_prepacked(p, &nmm);
     printf("  %d of %d matmuls prepacked (oneDNN may keep a weight's own layout where that is its best)\n", packed,
            nmm);
@@ -200,7 +207,7 @@ static void test_training_program_reads_weights_as_stored(void) {
     ts_graph_free(g);
     if (!p) return;
     for (int ph = 0; ph < p->one->nphases; ph++)
-        CHECK(p->one->plan[ph].param_gen == NULL, "phase %d of a training program has a frozen-weights plan", ph);
+        CHECK(p->one->abi[ph].param_gen == NULL, "phase %d of a training program has a frozen-weights plan", ph);
     int nmm = 0, packed = count_prepacked(p, &nmm);
     CHECK(nmm >= 2 && packed == 0, "training program: %d of %d matmuls prepacked", packed, nmm);
     ts_memory mem;

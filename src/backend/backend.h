@@ -38,31 +38,22 @@ ts_status ts_dev_copy_out(const ts_device *d, void *dst, ts_buffer src, size_t b
 ts_status ts_dev_copy(const ts_device *dst_dev, ts_buffer dst, const ts_device *src_dev, ts_buffer src, size_t bytes);
 static inline ts_buffer ts_buf_at(ts_buffer b, uint64_t off) { b.offset += off; return b; }
 
-/* What the built-in backends read of a plan through ts_abi_plan.internal. */
-typedef struct ts_plan {
-    const ts_graph *g;
-    const int *sched;     /* node ids in run order */
-    int nsched;
-    ts_abi_value *values; /* per value id: the plan's value table (buffers live here) */
-    /* ts_compile_opts.profile: per scheduled node, the nanoseconds spent in its kernel and its
-     * calls, added to at each execute (runtime/profile.c); NULL: not profiled */
-    uint64_t *prof_ns, *prof_calls;
-    /* Non-NULL when no node of the program writes a parameter or constant (no optimizer update:
-     * an inference program, not a pipeline stage): then they change only between runs, through
-     * ts_value_write, which bumps *param_gen. A kernel may keep something derived from a weight
-     * (backend/cpu/matmul_dnnl.c: a blocked copy) and remake it when *param_gen moves. */
-    const uint64_t *param_gen;
-    /* Per value, 1 for a kept cast of a weight: in a forward-only program with param_gen, a cast
-     * of a parameter or constant (autocast's bf16 copy) has a buffer of its own that keeps it
-     * across runs, and the CPU backend remakes it only on the first run after a weight was written
-     * (backend/cpu/cast_kept.c). NULL: none. */
-    const uint8_t *kept;
-    /* The backend adds here, at compile, the bytes its kernels keep for themselves across runs
-     * (prepacked weights); reported as ts_memory.weight_copies. NULL: not counted. */
-    size_t *kernel_bytes;
-} ts_plan;
+/* The ABI's view of tessera's IR (abi_view.c): a node (its op by name, value ids as in g) and a
+ * value (dtype, shape, name, kind; no buffer). */
+void ts_abi_node_from(const ts_node *n, ts_abi_node *a);
+void ts_abi_value_from(const ts_val *x, ts_abi_value *a);
+/* Does device d run node n of g (the backend's supports, on the node and the values it touches)? */
+int ts_dev_supports(const ts_device *d, const ts_graph *g, const ts_node *n);
+/* Wait for d's queued work (the backend's synchronize; nothing for a synchronous device). */
+ts_status ts_dev_sync(const ts_device *d);
+/* The largest single allocation d makes (0: no cap). */
+size_t ts_dev_max_alloc(const ts_device *d);
+/* tessera's services for backends (registry.c): what a plugin's entry is given. */
+extern const ts_host_api ts_host;
 
-/* The CPU backend's table (backend/cpu). */
+/* The CPU backend's table (backend/cpu), built on the services in host (for the built-in one,
+ * &ts_host; for the CPU backend built as a plugin, those the loading tessera passes). */
 extern const ts_backend_api ts_backend_cpu_api;
+const ts_backend_api *ts_cpu_backend_api(const ts_host_api *host);
 
 #endif

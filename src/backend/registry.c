@@ -4,9 +4,11 @@
  */
 #include "backend/backend.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #define MAX_BACKENDS 16
 #define MAX_DEVICES 256
@@ -26,7 +28,20 @@ ts_status ts_abi_error(ts_status code, const char *fmt, ...) {
     return ts_err(code, "%s", msg);
 }
 
-/* The entries every backend must have (ABI 1.0). */
+/* ------------------------------------------------------------------ the host's services */
+
+static ts_status host_error(ts_status code, const char *msg) { return ts_err(code, "%s", msg ? msg : "(no message)"); }
+static void host_log(int level, const char *msg) { fprintf(stderr, "tessera: %s%s\n", level ? "warning: " : "", msg); }
+static void *host_alloc(size_t bytes, size_t align) {
+    if (!align) align = 64;
+    if (align & (align - 1) || align > 4096) return NULL;
+    return aligned_alloc(align, (bytes + align - 1) / align * align);
+}
+
+const ts_host_api ts_host = {sizeof(ts_host_api), TS_ABI_MAJOR, TS_ABI_MINOR, host_error, host_log, host_alloc, free,
+                             ts_now_ns};
+
+/* The entries every backend must have (ABI 2.0). */
 static const char *missing_entry(const ts_backend_api *a) {
 #define NEED(f) if (!TS_API_HAS(a, f)) return #f
     NEED(device_count);
@@ -57,7 +72,7 @@ ts_status ts_backend_register(const ts_backend_api *api) {
                       "tessera's tessera_backend.h)", name, api->abi_major, api->abi_minor, TS_ABI_MAJOR,
                       TS_ABI_MINOR);
     const char *miss = missing_entry(api);
-    if (miss) return ts_err(TS_ERR_ARG, "ts_backend_register: backend '%s' has no '%s' (required by ABI 1.0)", name, miss);
+    if (miss) return ts_err(TS_ERR_ARG, "ts_backend_register: backend '%s' has no '%s' (required by ABI 2.0)", name, miss);
     if (!api->name || !*api->name || strchr(api->name, ':') || strchr(api->name, ','))
         return ts_err(TS_ERR_ARG, "ts_backend_register: a backend needs a name without ':' or ','");
     pthread_mutex_lock(&lock);
@@ -82,9 +97,18 @@ static void known_names(char *buf, size_t cap) {
         o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? ", " : "", backends[i]->name);
 }
 
+static const ts_backend_api *find(const char *name) {
+    pthread_mutex_lock(&lock);
+    const ts_backend_api *api = NULL;
+    for (int i = 0; name && i < nbackends && !api; i++)
+        if (!strcmp(backends[i]->name, name)) api = backends[i];
+    pthread_mutex_unlock(&lock);
+    return api;
+}
+
 const ts_backend_api *ts_backend_find(const char *name) {
-    for (int i = 0; name && i < nbackends; i++)
-        if (!strcmp(backends[i]->name, name)) return backends[i];
+    const ts_backend_api *api = find(name);
+    if (api) return api;
     char known[256];
     known_names(known, sizeof known);
     ts_err(TS_ERR_NOT_FOUND, "unknown device '%s' (this build has: %s)", name ? name : "(null)", known);
@@ -95,6 +119,19 @@ const char *ts_devices(void) {
     static char buf[256];
     known_names(buf, sizeof buf);
     return buf;
+}
+
+/* At exit, every device opened is synchronised and closed, newest first (a plugin's driver may
+ * keep state that wants its close: OpenCL's queues and contexts). */
+static void close_devices(void) {
+    pthread_mutex_lock(&lock);
+    while (ndevices > 0) {
+        ts_device *d = devices[--ndevices];
+        ts_dev_sync(d);
+        d->api->device_close(d->ctx);
+        free(d);
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 ts_device *ts_device_get(const char *name) {
@@ -115,8 +152,21 @@ ts_device *ts_device_get(const char *name) {
         }
         index = (int)v;
     }
-    const ts_backend_api *api = ts_backend_find(back);
-    if (!api) return NULL;
+    const ts_backend_api *api = find(back);
+    if (!api) {
+        /* A backend not registered yet: its plugin, from the plugin directories. */
+        ts_status ls = ts_backend_load_named(back);
+        if (ls == TS_OK) api = find(back);
+        if (!api) {
+            if (ls == TS_ERR_NOT_FOUND) {
+                char known[256], why[640];
+                known_names(known, sizeof known);
+                snprintf(why, sizeof why, "%s", ts_last_error());
+                ts_err(TS_ERR_NOT_FOUND, "unknown device '%s' (this build has: %s; %s)", back, known, why);
+            }
+            return NULL;
+        }
+    }
     pthread_mutex_lock(&lock);
     ts_device *d = NULL;
     for (int i = 0; i < ndevices && !d; i++)
@@ -138,6 +188,7 @@ ts_device *ts_device_get(const char *name) {
                 free(d);
                 d = NULL;
             } else {
+                if (!ndevices) atexit(close_devices);
                 devices[ndevices++] = d;
             }
         } else {

@@ -6,9 +6,12 @@
 static _Thread_local char last_error[1024];
 static _Thread_local ts_status last_status;
 
+/* Formatted apart first: a caller may pass the last message itself as an argument, to prefix it. */
 static ts_status record(ts_status code, const char *fmt, va_list ap) {
+    char msg[sizeof last_error];
     last_status = code;
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    memcpy(last_error, msg, sizeof msg);
     return code;
 }
 

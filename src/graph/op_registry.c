@@ -12,3 +12,9 @@ const ts_op_def *ts_op_get(int op) {
     if (op < 0 || op >= TS_OP_COUNT) return NULL;
     return table[op];
 }
+
+int ts_op_find(const char *name) {
+    for (int op = 0; name && op < TS_OP_COUNT; op++)
+        if (!strcmp(table[op]->name, name)) return op;
+    return -1;
+}

@@ -58,6 +58,8 @@ typedef struct ts_op_def {
 } ts_op_def;
 
 const ts_op_def *ts_op_get(int op);
+/* The id of the op called name ("matmul"), or -1 (the ABI names ops; backends/cpu maps back). */
+int ts_op_find(const char *name);
 
 /* Declared here, defined by the op family files of src/ops/. */
 #define TS_OP(ID, name) extern const ts_op_def ts_opdef_##name;

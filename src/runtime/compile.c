@@ -39,31 +39,18 @@ static int has_grad_here(const ts_graph *g, int v, const ts_stage_spec *spec) {
     return !spec || (g->vals[gv].kind == TS_V_NODE && spec->alive[g->vals[gv].node]);
 }
 
-/* The ABI's view of scheduled node n. */
-static void abi_node(const ts_graph *g, const ts_node *n, ts_abi_node *a) {
-    memset(a, 0, sizeof *a);
-    a->struct_size = sizeof *a;
-    a->op = ts_op_get(n->op)->name;
-    a->op_id = n->op;
-    a->nin = n->nin;
-    a->nout = n->nout;
-    for (int j = 0; j < TS_ABI_MAX_IN; j++) a->in[j] = j < n->nin ? n->in[j] : -1;
-    for (int k = 0; k < TS_ABI_MAX_OUT; k++) a->out[k] = k < n->nout ? n->out[k] : -1;
-    for (int i = 0; i < TS_ABI_MAX_IATTR && i < TS_MAX_DIMS + 4; i++) a->iattr[i] = n->attr.i[i];
-    memcpy(a->fattr, n->attr.f, sizeof a->fattr);
-    (void)g;
-}
+/* Fusion asks the device whether it runs a merged node (ts_fuse_accept). */
+static int device_accepts(void *dev, const ts_graph *g, const ts_node *fused) { return ts_dev_supports(dev, g, fused); }
 
 /* Every scheduled node the device has no kernel for, all in one message. */
 static ts_status check_supported(const ts_exec *p) {
-    const ts_backend_api *api = p->dev->api;
     char msg[1024];
     size_t o = 0;
     int bad = 0;
     for (int i = 0; i < p->nsched; i++) {
         const ts_node *n = &p->g->nodes[p->sched[i]];
         ts_dtype dt = n->nout ? p->g->vals[n->out[0]].dtype : TS_F32;
-        if (api->supports(p->dev->ctx, ts_op_get(n->op)->name, dt)) continue;
+        if (ts_dev_supports(p->dev, p->g, n)) continue;
         if (bad++ < 12 && o < sizeof msg)
             o += (size_t)snprintf(msg + o, sizeof msg - o, "%s%s (%s)", bad > 1 ? ", " : "", ts_op_get(n->op)->name,
                                   ts_dtype_name(dt));
@@ -178,7 +165,7 @@ static void run_passes(build *b) {
     ts_graph *g = b->g;
     /* grads not needed in inference: unpinned, so dead code removes the backward pass */
     ts_pass_dce(g, b->alive, b->pinned, !o->inference);
-    b->fused = o->no_fusion || b->spec ? 0 : ts_pass_fuse(g, b->alive, b->pinned, b->dev->api == &ts_backend_cpu_api);
+    b->fused = o->no_fusion || b->spec ? 0 : ts_pass_fuse(g, b->alive, b->pinned, device_accepts, b->dev);
     if (b->fused) ts_pass_dce(g, b->alive, b->pinned, !o->inference);
     if (b->spec) /* sent values are kept to their phase's end (choose_storage), not the step's */
         for (int v = 0; v < b->nv; v++)
@@ -196,17 +183,16 @@ static void schedule(build *b) {
     p->sched = malloc(sizeof(int) * (size_t)(g->nnodes + 1));
     p->nodes = malloc(sizeof(ts_abi_node) * (size_t)(g->nnodes + 1));
     p->phase_begin = malloc(sizeof(int) * (size_t)(p->nphases + 1));
-    p->plan = calloc((size_t)p->nphases, sizeof *p->plan);
     p->abi = calloc((size_t)p->nphases, sizeof *p->abi);
     p->exe = calloc((size_t)p->nphases, sizeof *p->exe);
-    if (!p->sched || !p->nodes || !p->phase_begin || !p->plan || !p->abi || !p->exe) abort();
+    if (!p->sched || !p->nodes || !p->phase_begin || !p->abi || !p->exe) abort();
     for (int ph = 0; ph < p->nphases; ph++) {
         p->phase_begin[ph] = p->nsched;
         for (int i = 0; i < g->nnodes; i++)
             if (b->alive[i] && (b->spec ? b->spec->phase[i] : 0) == ph) p->sched[p->nsched++] = i;
     }
     p->phase_begin[p->nphases] = p->nsched;
-    for (int s = 0; s < p->nsched; s++) abi_node(g, &g->nodes[p->sched[s]], &p->nodes[s]);
+    for (int s = 0; s < p->nsched; s++) ts_abi_node_from(&g->nodes[p->sched[s]], &p->nodes[s]);
 }
 
 /* Frozen: no scheduled node writes persistent memory, so parameters change only between runs
@@ -401,13 +387,9 @@ static ts_status place_values(build *b) {
 /* The ABI's value table: dtype, shape and name of every value (buffers set above). */
 static void value_table(build *b) {
     for (int v = 0; v < b->nv; v++) {
-        const ts_val *x = &b->g->vals[v];
         ts_abi_value *a = &b->p->vals[v];
-        a->struct_size = sizeof *a;
-        a->dtype = x->dtype;
-        a->ndim = x->ndim;
-        memcpy(a->shape, x->shape, sizeof a->shape);
-        a->name = x->name;
+        ts_abi_value_from(&b->g->vals[v], a);
+        a->kept = b->p->kept[v] && b->frozen;
     }
 }
 
@@ -421,9 +403,8 @@ static ts_status device_compile(build *b) {
     for (int ph = 0; ph < p->nphases; ph++) {
         int s = p->phase_begin[ph], e = p->phase_begin[ph + 1];
         if (e == s) continue;
-        p->plan[ph] = (ts_plan){b->g, p->sched + s, e - s, p->vals, NULL, NULL, b->frozen ? &p->param_gen : NULL,
-                                b->nkept ? p->kept : NULL, &m->weight_copies};
-        p->abi[ph] = (ts_abi_plan){sizeof(ts_abi_plan), b->nv, p->vals, e - s, p->nodes + s, &p->plan[ph]};
+        p->abi[ph] = (ts_abi_plan){sizeof(ts_abi_plan), b->nv, p->vals, e - s, p->nodes + s,
+                                   b->frozen ? &p->param_gen : NULL, NULL, NULL, &m->weight_copies};
         size_t need = 0;
         ts_status st = b->dev->api->compile(b->dev->ctx, &p->abi[ph], &need, &p->exe[ph]);
         if (st != TS_OK) return st;

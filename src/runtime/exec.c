@@ -27,7 +27,6 @@ void ts_exec_free(ts_exec *p) {
     for (int k = 0; p->exe && k < p->nphases; k++)
         if (p->exe[k]) p->dev->api->release(p->dev->ctx, p->exe[k]);
     free(p->exe);
-    free(p->plan);
     free(p->abi);
     free(p->phase_begin);
     if (p->vals && p->g)
@@ -76,7 +75,8 @@ ts_status ts_exec_run_phase(ts_exec *p, int ph, uint64_t step) {
     if (!p->exe[ph]) return TS_OK;
     /* a replica's run m is micro-batch m R + r of one process's step (dropout is keyed by it) */
     if (p->g->replicas > 1) step = step * (uint64_t)p->g->replicas + (uint64_t)p->g->replica;
-    return p->dev->api->execute(p->dev->ctx, p->exe[ph], &p->abi[ph], p->workspace, step);
+    ts_status s = p->dev->api->execute(p->dev->ctx, p->exe[ph], &p->abi[ph], p->workspace, step);
+    return s ? s : ts_dev_sync(p->dev); /* done before anyone reads its results */
 }
 
 /* Every phase of a plain program (it has one) at step. */

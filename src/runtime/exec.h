@@ -43,8 +43,7 @@ typedef struct ts_exec {
     int nphases;
     int *phase_begin;         /* [nphases + 1]: sched[phase_begin[k] .. phase_begin[k+1]) is phase k */
     ts_abi_node *nodes;       /* per scheduled node: the ABI's view */
-    ts_plan *plan;            /* per phase: what the backend compiled */
-    ts_abi_plan *abi;
+    ts_abi_plan *abi;         /* per phase: the plan the backend compiled */
     void **exe;
     ts_buffer arena, workspace;
     int *fetch;               /* fetchable value ids */
@@ -60,8 +59,8 @@ typedef struct ts_exec {
     void **fetch_host;
     ts_memory mem;
     struct ts_profile *prof;  /* ts_compile_opts.profile: what the runs took (profile.c); NULL: off */
-    uint64_t param_gen;       /* bumped by every ts_exec_write (see ts_plan.param_gen) */
-    uint8_t *kept;            /* per value: a kept cast of a weight (ts_plan.kept) */
+    uint64_t param_gen;       /* bumped by every ts_exec_write (see ts_abi_plan.param_gen) */
+    uint8_t *kept;            /* per value: a kept cast of a weight (ts_abi_value.kept) */
 } ts_exec;
 
 /* What a pipeline asks of one stage's program (NULL for a plain program). */

@@ -156,6 +156,14 @@ typedef struct pbuild {
     int *maxread;              /* the latest node index reading it */
 } pbuild;
 
+/* Fusion makes a merged node when every device of the pipeline runs it (ts_fuse_accept). */
+static int all_accept(void *ctx, const ts_graph *g, const ts_node *fused) {
+    const ts_pipeline *pl = ctx;
+    for (int d = 0; d < pl->ndev; d++)
+        if (!ts_dev_supports(pl->dev[d], g, fused)) return 0;
+    return 1;
+}
+
 /* Can graph be a pipeline over the stage devices of o: a training step of M >= 2 micro-batches,
  * whole steps per call, a device per stage, no loss scaling? */
 static ts_status check_pipeline(const ts_graph *graph, const ts_compile_opts *o) {
@@ -258,7 +266,7 @@ static ts_status run_passes(pbuild *b) {
         if (g->vals[v].grad >= 0) b->pinned[g->vals[v].grad] = 1;
     }
     ts_pass_dce(g, b->alive, b->pinned, 1);
-    pl->mem.fused = b->o->no_fusion ? 0 : ts_pass_fuse(g, b->alive, b->pinned, b->ncpu == pl->ndev); /* act: all built-in CPU */
+    pl->mem.fused = b->o->no_fusion ? 0 : ts_pass_fuse(g, b->alive, b->pinned, all_accept, pl);
     if (pl->mem.fused) ts_pass_dce(g, b->alive, b->pinned, 1);
     return TS_OK;
 }

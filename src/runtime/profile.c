@@ -1,6 +1,6 @@
 /*
  * profile.c — ts_compile_opts.profile: per scheduled node, the time spent in its kernel (the
- * backend's node loop adds to ts_plan.prof_ns / prof_calls), the wall time of each
+ * backend's node loop adds to ts_abi_plan.prof_ns / prof_calls), the wall time of each
  * ts_program_run, and the report: totals, the share outside kernels, time per op type and per
  * layer (the layer rule is documented with ts_program_profile_report in tessera.h), and the
  * largest op instances by shape. Calls nothing in the runtime; called by exec.c (the counters)
@@ -30,15 +30,15 @@ ts_status ts_profile_enable(ts_exec *p) {
     }
     p->prof = pr;
     for (int ph = 0; ph < p->nphases; ph++) {
-        p->plan[ph].prof_ns = pr->ns + p->phase_begin[ph];
-        p->plan[ph].prof_calls = pr->calls + p->phase_begin[ph];
+        p->abi[ph].prof_ns = pr->ns + p->phase_begin[ph];
+        p->abi[ph].prof_calls = pr->calls + p->phase_begin[ph];
     }
     return TS_OK;
 }
 
 void ts_profile_free(ts_exec *p) {
     if (!p->prof) return;
-    for (int ph = 0; p->plan && ph < p->nphases; ph++) p->plan[ph].prof_ns = p->plan[ph].prof_calls = NULL;
+    for (int ph = 0; p->abi && ph < p->nphases; ph++) p->abi[ph].prof_ns = p->abi[ph].prof_calls = NULL;
     free(p->prof->ns);
     free(p->prof->calls);
     free(p->prof);

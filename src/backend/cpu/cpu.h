@@ -7,6 +7,30 @@
 
 #include "backend/backend.h"
 
+/* What the CPU kernels read of a plan: tessera's IR rebuilt from the public plan (cpu_view.c)
+ * — the CPU backend gets nothing else from the runtime than any plugin does. */
+typedef struct ts_plan {
+    const ts_graph *g;    /* the plan's values (dtype, shape, kind) and nodes, ids as in the plan */
+    const int *sched;     /* node ids in run order: 0 .. nsched - 1 */
+    int nsched;
+    ts_abi_value *values; /* the plan's value table (buffers live here) */
+    uint64_t *prof_ns, *prof_calls; /* ts_abi_plan's: per node, NULL when not profiled */
+    /* ts_abi_plan.param_gen: non-NULL when weights change only between runs, through the host,
+     * which moves *param_gen. A kernel may keep something derived from a weight
+     * (backend/cpu/matmul_dnnl.c: a blocked copy) and remake it when *param_gen moves. */
+    const uint64_t *param_gen;
+    /* Per value, 1 for a kept cast of a weight (ts_abi_value.kept): the CPU backend remakes it only
+     * on the first run after a weight was written (backend/cpu/cast_kept.c). NULL: none. */
+    const uint8_t *kept;
+    /* ts_abi_plan.kernel_bytes: the backend adds the bytes its kernels keep across runs. */
+    size_t *kernel_bytes;
+} ts_plan;
+
+/* The view of abi: a graph of its values and nodes (*g, freed with ts_cpu_view_free) and the plan
+ * over it. TS_ERR_UNSUPPORTED naming an op this build does not know. */
+ts_status ts_cpu_view(const ts_abi_plan *abi, ts_graph **g, ts_plan *plan);
+void ts_cpu_view_free(ts_graph *g, ts_plan *plan);
+
 /* A CPU device's context: its index and its oneDNN engine and stream, made on first use
  * (matmul_dnnl.c). */
 typedef struct ts_cpu_dev {

@@ -99,13 +99,16 @@ static ts_status cpu_from_device(void *dev, ts_buffer dst, void *src_dev, ts_buf
     return TS_OK;
 }
 
-/* Every op of tessera has a reference kernel in src/ops, so the CPU runs them all. */
-static int cpu_supports(void *dev, const char *op, ts_dtype dtype) {
-    (void)dev, (void)dtype;
-    return op != NULL;
+/* Every op of tessera has a reference kernel in src/ops, so the CPU runs every node whose op
+ * this build knows. */
+static int cpu_supports(void *dev, const ts_abi_node *node, const ts_abi_value *values) {
+    (void)dev, (void)values;
+    return node && ts_op_find(node->op) >= 0;
 }
 
 typedef struct {
+    ts_graph *g;                /* the plan rebuilt from the public tables (cpu_view.c) */
+    ts_plan plan;
     const ts_cpu_kernel **kern; /* per scheduled node: own kernel or NULL */
     void **state;               /* per scheduled node */
     int n;
@@ -116,17 +119,20 @@ static void cpu_release(void *dev, void *exe) {
     (void)dev;
     cpu_prog *cp = exe;
     if (!cp) return;
-    for (int i = 0; i < cp->n; i++)
+    for (int i = 0; cp->kern && cp->state && i < cp->n; i++)
         if (cp->kern[i] && cp->kern[i]->release && cp->state[i]) cp->kern[i]->release(cp->state[i]);
     free(cp->kern);
     free(cp->state);
+    ts_cpu_view_free(cp->g, &cp->plan);
     free(cp);
 }
 
 static ts_status cpu_compile(void *dev, const ts_abi_plan *abi, size_t *workspace, void **exe) {
-    const ts_plan *plan = abi->internal;
     cpu_prog *cp = calloc(1, sizeof *cp);
     if (!cp) return ts_err(TS_ERR_NOMEM, "cpu: out of memory");
+    ts_status vs = ts_cpu_view(abi, &cp->g, &cp->plan);
+    if (vs) { free(cp); return vs; }
+    const ts_plan *plan = &cp->plan;
     cp->n = plan->nsched;
     cp->kern = calloc((size_t)cp->n + 1, sizeof *cp->kern);
     cp->state = calloc((size_t)cp->n + 1, sizeof *cp->state);
@@ -157,8 +163,10 @@ static ts_status cpu_compile(void *dev, const ts_abi_plan *abi, size_t *workspac
 }
 
 static ts_status cpu_execute(void *dev, void *exe, const ts_abi_plan *abi, ts_buffer workspace, uint64_t step) {
-    const ts_plan *plan = abi->internal;
     cpu_prog *cp = exe;
+    ts_plan *plan = &cp->plan;
+    plan->values = (ts_abi_value *)abi->values; /* buffers may have moved; profiling switched */
+    plan->prof_ns = abi->prof_ns, plan->prof_calls = abi->prof_calls;
     const ts_abi_value *val = plan->values;
     ts_kargs a;
     memset(&a, 0, sizeof a);
@@ -187,23 +195,47 @@ static ts_status cpu_execute(void *dev, void *exe, const ts_abi_plan *abi, ts_bu
     return TS_OK;
 }
 
+/* Whose thread-local message a failure goes to: tessera's own (built in), or, for the CPU backend
+ * built as a plugin (backends/cpu), the loading tessera's, through its host services: the plugin
+ * carries a copy of tessera's core, whose ts_err records into the plugin's copy. */
+static const ts_host_api *cpu_host = &ts_host;
+
+static ts_status told(ts_status s) {
+    if (s != TS_OK && cpu_host != &ts_host) cpu_host->error(s, ts_last_error());
+    return s;
+}
+static ts_status open_entry(const ts_device_args *args, void **dev) { return told(cpu_open(args, dev)); }
+static ts_status alloc_entry(void *dev, size_t bytes, void **mem) { return told(cpu_alloc(dev, bytes, mem)); }
+static ts_status compile_entry(void *dev, const ts_abi_plan *plan, size_t *ws, void **exe) {
+    return told(cpu_compile(dev, plan, ws, exe));
+}
+static ts_status execute_entry(void *dev, void *exe, const ts_abi_plan *plan, ts_buffer ws, uint64_t step) {
+    return told(cpu_execute(dev, exe, plan, ws, step));
+}
+
 const ts_backend_api ts_backend_cpu_api = {
     .struct_size = sizeof(ts_backend_api),
     .abi_major = TS_ABI_MAJOR,
     .abi_minor = TS_ABI_MINOR,
     .name = "cpu",
     .device_count = cpu_count,
-    .device_open = cpu_open,
+    .device_open = open_entry,
     .device_close = cpu_close,
     .memory_bytes = cpu_memory,
-    .alloc = cpu_alloc,
+    .alloc = alloc_entry,
     .free = cpu_free,
     .copy_to_device = cpu_to_device,
     .copy_to_host = cpu_to_host,
     .copy_from_device = cpu_from_device,
     .supports = cpu_supports,
-    .compile = cpu_compile,
-    .execute = cpu_execute,
+    .compile = compile_entry,
+    .execute = execute_entry,
     .release = cpu_release,
     .synchronize = NULL, /* synchronous */
+    .max_alloc = NULL,   /* no cap but the host's memory */
 };
+
+const ts_backend_api *ts_cpu_backend_api(const ts_host_api *host) {
+    if (host) cpu_host = host;
+    return &ts_backend_cpu_api;
+}

@@ -27,6 +27,8 @@ typedef struct {
     const uint8_t *pinned;
     int *uses; /* per value: alive input slots reading it, +1 when pinned */
     int backward; /* some alive node is a backward or update node (a training program) */
+    ts_fuse_accept accept; /* does the device run this fused node? (NULL: yes) */
+    void *accept_ctx;
 } fuse_ctx;
 
 /* Where node i runs: its pipeline stage and its phase (forward, backward, update). Two nodes of
@@ -56,14 +58,17 @@ static int mm_has_bias(const ts_node *m) { return m->nin >= 3 && m->in[2] >= 0; 
 /* A matmul with a fused activation (attr i[2], rule 4): nothing more may be folded into it. */
 static int mm_has_act(const ts_node *m) { return m->attr.i[2] != 0; }
 
-/* Node i becomes repl (the merged node), keeping its own output value; producer p dies. */
-static void absorb(fuse_ctx *c, int i, int p, const ts_node *repl) {
-    ts_node *n = &c->g->nodes[i];
-    int out = n->out[0];
-    *n = *repl;
-    n->nout = 1;
-    n->out[0] = out;
+/* Node i becomes repl (the merged node), keeping its own output value; producer p dies. 0 (and
+ * nothing changed) when the device would not run the merged node. */
+static int absorb(fuse_ctx *c, int i, int p, const ts_node *repl) {
+    ts_node *n = &c->g->nodes[i], r = *repl;
+    r.nout = 1;
+    r.out[0] = n->out[0];
+    r.stage = n->stage, r.seg = n->seg;
+    if (c->accept && !c->accept(c->accept_ctx, c->g, &r)) return 0;
+    *n = r;
     c->alive[p] = 0;
+    return 1;
 }
 
 /* 1. matmul + bias: add(matmul(a, b), bias) or add(bias, matmul(a, b)), with bias an f32 [N]
@@ -87,8 +92,7 @@ static int fuse_matmul_bias(fuse_ctx *c, int i) {
         ts_node r = *m;
         r.nin = 3;
         r.in[2] = bias;
-        absorb(c, i, p, &r);
-        return 1;
+        if (absorb(c, i, p, &r)) return 1;
     }
     return 0;
 }
@@ -109,8 +113,7 @@ static int fuse_matmul_scale(fuse_ctx *c, int i) {
     if (alpha == 0.f) return 0;
     ts_node r = *m;
     r.attr.f[0] = alpha;
-    absorb(c, i, p, &r);
-    return 1;
+    return absorb(c, i, p, &r);
 }
 
 /* 3. unary chains: u2(u1(x)) for u1, u2 among scale sqrt exp log relu tanh sigmoid gelu (or
@@ -135,8 +138,7 @@ static int fuse_unary_chain(fuse_ctx *c, int i) {
     r.nin = 1;
     r.in[0] = u->in[0];
     for (int j = 1; j < TS_MAX_IN; j++) r.in[j] = -1;
-    absorb(c, i, p, &r);
-    return 1;
+    return absorb(c, i, p, &r);
 }
 
 /* 4. matmul + activation: gelu(matmul(a, b[, bias])) (erf or tanh form) or relu(matmul(...)),
@@ -162,8 +164,7 @@ static int fuse_matmul_act(fuse_ctx *c, int i) {
     ts_node r = *m;
     r.attr.i[2] = n->op == TS_OP_RELU ? 3 : n->attr.i[0] != 0 ? 2 : 1;
     if (r.attr.ni < 3) r.attr.ni = 3;
-    absorb(c, i, p, &r);
-    return 1;
+    return absorb(c, i, p, &r);
 }
 
 /* 5. bf16 matmul with an f32 product: cast(matmul(a, b[, bias]), f32) with a, b bf16 (autocast's
@@ -186,15 +187,13 @@ static int fuse_matmul_f32_out(fuse_ctx *c, int i) {
     ts_node r = *m;
     r.attr.i[3] = 1;
     if (r.attr.ni < 4) r.attr.ni = 4;
-    absorb(c, i, p, &r);
-    return 1;
+    return absorb(c, i, p, &r);
 }
 
-/* matmul_act: whether rules 4 and 5 may run. Only tessera's own CPU backend knows the activation
- * and output attributes of a matmul; a plugin backend (include/tessera_backend.h) that runs "matmul" may not,
- * so the runtime passes 0 when any device of the program is not the built-in CPU backend. */
-int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int matmul_act) {
-    fuse_ctx c = {g, alive, pinned, calloc((size_t)(g->nvals ? g->nvals : 1), sizeof(int)), 0};
+/* accept: asked of every merged node before it is made (the device's supports: a backend that
+ * runs "matmul" may not know its activation attribute); NULL: every rule may fire. */
+int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_accept accept, void *accept_ctx) {
+    fuse_ctx c = {g, alive, pinned, calloc((size_t)(g->nvals ? g->nvals : 1), sizeof(int)), 0, accept, accept_ctx};
     if (!c.uses) abort();
     for (int i = 0; i < g->nnodes && !c.backward; i++)
         c.backward = alive[i] && ts_node_phase(g, i, g->nodes[i].op == TS_OP_ACCUM_GRAD) != 0;
@@ -209,7 +208,7 @@ int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int matmul_
     for (int i = 0; i < g->nnodes; i++) {
         if (!alive[i]) continue;
         removed += fuse_matmul_bias(&c, i) || fuse_matmul_scale(&c, i) ||
-                   (matmul_act && (fuse_matmul_act(&c, i) || fuse_matmul_f32_out(&c, i))) || fuse_unary_chain(&c, i);
+                   fuse_matmul_act(&c, i) || fuse_matmul_f32_out(&c, i) || fuse_unary_chain(&c, i);
     }
     free(c.uses);
     return removed;

@@ -13,8 +13,9 @@
 int ts_pass_dce(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int keep_side_effects);
 /* Fusion (fuse.c): rewrite producer/consumer pairs into one node. A fused node takes the index
  * of the last node it replaces, so index order stays a valid schedule; fusion never joins nodes
- * of two stages or two phases. matmul_act: whether rules 4 and 5 (an activation or an output
- * cast folded into a matmul) may run: only on the built-in CPU backend. */
-int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int matmul_act);
+ * of two stages or two phases. accept (NULL: all) is asked of each merged node before it is made
+ * (its output ids set): the runtime asks the device whether it runs it (backend `supports`). */
+typedef int (*ts_fuse_accept)(void *ctx, const ts_graph *g, const ts_node *fused);
+int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_accept accept, void *accept_ctx);
 
 #endif
