@@ -308,11 +308,7 @@ static ts_status bo_exec(const bo_ctx *c, const bo_case *k, int grad, ts_tensor 
     for (int j = 0; j < nf; j++) fetch[j] = names[j];
     ts_compile_opts o = {.struct_size = sizeof o, .device = device, .nfetch = nf, .fetches = nf ? fetch : NULL,
                          .inference = k->mode == BO_FWD && !grad};
-#if TS_ABI_MAJOR >= 2
     o.strict_device = strict;
-#else
-    (void)strict;
-#endif
     *stage = "compile";
     ts_program *p = ts_compile(c->g, &o);
     if (!p) return ts_last_status();
@@ -325,13 +321,13 @@ static ts_status bo_exec(const bo_ctx *c, const bo_case *k, int grad, ts_tensor 
         ts_memory m = {.struct_size = sizeof m};
         *fused = ts_program_memory(p, &m) == TS_OK ? m.fused : -1;
     }
-    *stage = "run";
+    if (!s) *stage = "run";
     int again = k->mode == BO_STEP;
     for (int j = 0; j < c->nin; j++) again |= !grad && k->mode == BO_FWD && c->in[j].param;
     s = s ? s : ts_program_run(p);
     if (!s && again && k->mode != BO_STEP) s = bo_set_params(c, p, data2);
     if (!s && again) s = ts_program_run(p);
-    *stage = "fetch";
+    if (!s) *stage = "fetch";
     if (k->mode == BO_STEP) {
         for (int j = 0; j < ts_program_num_params(p) && !s && r->n < 32; j++) {
             snprintf(r->name[r->n], 48, "%s", ts_program_param_name(p, j));
@@ -528,7 +524,6 @@ static void test_coverage(void) {
 }
 
 /* ------------------------------------------------------------------ self-test */
-#if TS_ABI_MAJOR >= 2 /* DEV SHIM */
 
 /* "bo_wrong": the CPU backend under another name, which refuses math erf and gets exp wrong (0.5
  * added to the first element of its output): the suite must count the one as unsupported and
@@ -594,9 +589,6 @@ static void test_selftest(void) {
     memcpy(bo_sh->st[0], saved, sizeof saved);
     memcpy(bo_dev[0], saved_name, sizeof saved_name);
 }
-#else
-static void test_selftest(void) {}
-#endif
 
 /* ------------------------------------------------------------------ devices */
 
@@ -606,9 +598,6 @@ static void bo_add_device(const char *name) {
     if (bo_ndev < BO_MAX_DEV) snprintf(bo_dev[bo_ndev++], sizeof bo_dev[0], "%s", name);
 }
 
-#if TS_ABI_MAJOR < 2 /* DEV SHIM: remove after merging abi2 */
-static ts_status ts_backend_load(const char *p) { return ts_set_error(TS_ERR_UNSUPPORTED, "no plugins before ABI 2: %s", p); }
-#endif
 static void bo_load(const char *path) {
     ts_status s = ts_backend_load(path);
     if (s) tu_skip("the plugin %s could not be loaded: %s: %s", path, ts_status_name(s), ts_last_error());
@@ -666,7 +655,8 @@ static void bo_summary(void) {
             notrun += !st->reached && !bo_is_excluded(op);
         }
         printf("== %s against %s: ops tested %d of %d (%d excluded), native %d, unsupported %d, wrong %d; "
-               "case runs %d (%d forward, %d gradient), %d refused\n", bo_dev[d], bo_ref, TS_OP_COUNT - nexcl,
+               "case runs %d (%d forward, %d gradient), %d refused\n", bo_dev[d], bo_ref,
+               tu_names ? tu_nnames : TS_OP_COUNT - nexcl,
                TS_OP_COUNT, nexcl, native, unsup, wrong, runs + gruns, runs, gruns, refused_runs);
         for (int op = 0; op < TS_OP_COUNT; op++) {
             const bo_stat *st = &bo_sh->st[d][op];
