@@ -564,6 +564,7 @@ static void test_selftest(void) {
     bo_wrong_api.supports = bo_wrong_supports;
     bo_wrong_api.execute = bo_wrong_execute;
     CHECK_OK(ts_backend_register(&bo_wrong_api));
+    printf("self-test: bo_wrong, the CPU backend that refuses math erf and gets exp wrong:\n");
     bo_stat saved[TS_OP_COUNT];
     char saved_name[64];
     int saved_n = bo_ndev;
