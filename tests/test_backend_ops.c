@@ -686,7 +686,12 @@ int main(int argc, char **argv) {
         for (int i = 0; i < tu_nnames; i++)
             if (tu_names[i] == argv[j + 1]) tu_names[i--] = tu_names[--tu_nnames];
     }
-    if (tu_names && !tu_nnames) tu_names = NULL;
+    if (tu_names && !tu_nnames) {
+        free(tu_names);
+        free(tu_name_seen);
+        tu_names = NULL;
+        tu_name_seen = NULL;
+    }
     bo_load_plugin_path();
     bo_pick_devices(all);
     bo_sh = mmap(NULL, sizeof *bo_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
