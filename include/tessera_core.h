@@ -258,6 +258,11 @@ typedef struct ts_memory {
                                prepacked matmul weights (backend/cpu/matmul_dnnl.c) */
 } ts_memory;
 TS_API ts_status ts_program_memory(const ts_program *p, ts_memory *m);
+/* Where p's nodes run, one line: "opencl:0 runs all 412 nodes", or, with a CPU fallback for
+ * nodes the device does not support, how many the CPU runs (which ops), in how many parts, and
+ * the copies and bytes that moves per run; a pipeline's, stage by stage. Owned by p (valid until
+ * it is freed); "" for NULL. */
+TS_API const char *ts_program_placement(const ts_program *p);
 
 /* Profiling (a program compiled with ts_compile_opts.profile = 1). Write (one call of write,
  * with ctx; ts_write_stdio with stdout prints it) what the

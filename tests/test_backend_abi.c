@@ -34,8 +34,10 @@ static ts_status toy_open(const ts_device_args *a, void **dev) {
     return TS_OK;
 }
 static void toy_close(void *dev) { free(dev); }
+static long toy_allocs; /* every device's */
 static ts_status toy_alloc(void *dev, size_t bytes, void **mem) {
     ((toy_dev *)dev)->allocs++;
+    toy_allocs++;
     *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
     return *mem ? TS_OK : ts_abi_error(TS_ERR_NOMEM, "toy: out of memory");
 }
@@ -190,12 +192,21 @@ static void test_plugin(void) {
     ts_program_free(pc), ts_program_free(pt);
     ts_tensor_free(yc), ts_tensor_free(yt);
     ts_graph_free(g);
-    /* an op the device lacks: every such node named, at compile time */
+    /* an op the device lacks: strict, every such node named at compile time; else the CPU runs
+     * it, with the copies, to the CPU's numbers */
     g = small_graph(1);
-    ts_program *p = ts_compile(g, &(ts_compile_opts){.device = "toy", TU_FETCHES("y"), .inference = 1, .no_fusion = 1});
+    ts_program *p = ts_compile(g, &(ts_compile_opts){.device = "toy", TU_FETCHES("y"), .inference = 1, .no_fusion = 1,
+                                                     .strict_device = 1, .struct_size = sizeof(ts_compile_opts)});
     CHECK(p == NULL && ts_last_status() == TS_ERR_UNSUPPORTED, "tanh compiled on toy");
-    CHECK_ERRMSG("device toy has no kernel for 1 node", "tanh (f32)");
+    CHECK_ERRMSG("device toy has no kernel for 1 node", "tanh (f32)", "no CPU fallback");
     ts_program_free(p);
+    yc = run_on(g, "cpu", NULL), yt = run_on(g, "toy", &pt);
+    CHECK(yc && yt && tu_max_abs_diff_f(tu_f32(yc), tu_f32(yt), 12) < 1e-5, "toy with a CPU fallback and cpu disagree");
+    const char *where = ts_program_placement(pt);
+    CHECK(strstr(where, "toy runs 4 of 5 nodes; the CPU runs 1 (tanh) in 1 part; 2 copies per run"),
+          "placement: %s", where);
+    ts_program_free(pt);
+    ts_tensor_free(yc), ts_tensor_free(yt);
     p = ts_compile(g, &(ts_compile_opts){.device = "toy:2", TU_FETCHES("y")});
     CHECK(p == NULL, "toy:2 of 2 devices accepted");
     CHECK_ERRMSG("'toy' has 2 devices");
@@ -237,9 +248,47 @@ static void test_versions(void) {
     ts_graph_free(g);
 }
 
+/* A device that allocates at most 128 bytes at once: the arena of intermediates comes in pieces,
+ * each value whole in one, and the program computes what it does on the CPU. */
+static size_t toy_cap(void *dev) { (void)dev; return 128; }
+
+static void test_capped_allocations(void) {
+    static ts_backend_api capped; /* registered: lives as long as the process */
+    capped = toy;
+    capped.name = "toycap";
+    capped.max_alloc = toy_cap;
+    CHECK_OK(ts_backend_register(&capped));
+    /* [4, 8] f32 values (128 bytes), several alive at once */
+    ts_graph *g = ts_graph_new();
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(4, 8));
+    ts_value a = ts_relu(g, ts_add(g, x, x)), b = ts_mul(g, x, x), c = ts_add(g, a, b);
+    ts_name(g, ts_mul(g, ts_relu(g, ts_mul(g, c, a)), b), "y");
+    long before = toy_allocs;
+    ts_tensor *y0 = run_on(g, "cpu", NULL), *y1 = run_on(g, "toy", NULL);
+    long uncapped = toy_allocs - before;
+    before = toy_allocs;
+    ts_tensor *y2 = run_on(g, "toycap", NULL);
+    long capped_allocs = toy_allocs - before;
+    CHECK(y0 && y1 && y2 && tu_bitwise_equal(y0, y1) && tu_bitwise_equal(y0, y2), "toycap's result differs");
+    CHECK(capped_allocs > uncapped, "the capped device made %ld allocations, the uncapped %ld: no pieces", capped_allocs,
+          uncapped);
+    ts_tensor_free(y0), ts_tensor_free(y1), ts_tensor_free(y2);
+    /* one value larger than the cap: refused, saying so */
+    ts_graph_free(g);
+    g = ts_graph_new();
+    x = ts_input(g, "x", TS_F32, DIMS(4, 16));
+    ts_name(g, ts_relu(g, ts_add(g, ts_mul(g, x, x), x)), "y");
+    ts_program *p = ts_compile(g, &(ts_compile_opts){.device = "toycap", TU_FETCHES("y"), .inference = 1});
+    CHECK(p == NULL && ts_last_status() == TS_ERR_NOMEM, "a 256-byte value on a 128-byte-capped device compiled");
+    CHECK_ERRMSG("toycap allocates at most");
+    ts_program_free(p);
+    ts_graph_free(g);
+}
+
 static void test_plugin_and_versions(void) {
     test_plugin();
     test_versions();
+    test_capped_allocations();
 }
 
 int main(int argc, char **argv) {

@@ -75,11 +75,10 @@ static int count_prepacked(ts_program *p, int *nmatmul) {
     int packed = 0;
     *nmatmul = 0;
     if (kk && kk->prepare && ts_cpu_dnnl_ready(&dev))
-        for (int ph = 0; ph < p->one->nphases; ph++) {
+        for (int k = 0; k < p->one->nparts; k++) {
             ts_graph *vg = NULL;
             ts_plan plan;
-            if (p->one->phase_begin[ph] == p->one->phase_begin[ph + 1]) continue;
-            CHECK_OK(ts_cpu_view(&p->one->abi[ph], &vg, &plan));
+            CHECK_OK(ts_cpu_view(&p->one->parts[k].abi, &vg, &plan));
             for (int i = 0; vg && i < plan.nsched; i++) {
                 const ts_node *n = &vg->nodes[i];
                 if (n->op != TS_OP_MATMUL) continue;
@@ -102,7 +101,7 @@ static void test_weights_written_between_runs(void) {
     CHECK(p != NULL, "compile: %s", ts_last_error());
     ts_graph_free(g);
     if (!p) return;
-    CHECK(p->one->nphases >= 1 && p->one->abi[0].param_gen != NULL, "an inference program's plan has no param_gen");
+    CHECK(p->one->nparts >= 1 && p->one->parts[0].abi.param_gen != NULL, "an inference program's plan has no param_gen");
     int nmm = 0, packed = count_prepacked(p, &nmm);
     printf("  %d of %d matmuls prepacked (oneDNN may keep a weight's own layout where that is its best)\n", packed,
            nmm);
@@ -206,8 +205,8 @@ static void test_training_program_reads_weights_as_stored(void) {
     CHECK(p != NULL, "compile: %s", ts_last_error());
     ts_graph_free(g);
     if (!p) return;
-    for (int ph = 0; ph < p->one->nphases; ph++)
-        CHECK(p->one->abi[ph].param_gen == NULL, "phase %d of a training program has a frozen-weights plan", ph);
+    for (int k = 0; k < p->one->nparts; k++)
+        CHECK(p->one->parts[k].abi.param_gen == NULL, "part %d of a training program has a frozen-weights plan", k);
     int nmm = 0, packed = count_prepacked(p, &nmm);
     CHECK(nmm >= 2 && packed == 0, "training program: %d of %d matmuls prepacked", packed, nmm);
     ts_memory mem;

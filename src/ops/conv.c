@@ -39,6 +39,7 @@
  * The CPU backend runs all three on oneDNN primitives (backend/cpu/conv_dnnl.c); the reference
  * kernels here are direct loops, correct rather than fast, and what it falls back to.
  */
+#include "graph/op_attrs.h"
 #include "ops/op.h"
 
 #define VS(g, v) ts_val_str(g, v, (char[256]){0}, 256)
@@ -58,17 +59,20 @@ static int64_t conv_out_dim(int64_t in, int64_t p0, int64_t p1, int64_t k, int64
     return span < 0 ? 0 : span / s + 1;
 }
 
-static void geom_attrs(conv_geom *q, const ts_attrs *a) {
-    q->sh = a->i[0], q->sw = a->i[1];
-    q->pt = a->i[2], q->pl = a->i[3], q->pb = a->i[4], q->pr = a->i[5];
-    q->dh = a->i[6], q->dw = a->i[7];
-    q->G = a->i[8];
+/* The attributes of the geometry; conv2d's decoder reads them for all three ops, which share
+ * i[0..8] (graph/op_attrs.def). */
+static void geom_attrs(conv_geom *q, const ts_node *n) {
+    ts_attrs_conv2d a = TS_NODE_ATTRS(conv2d, n);
+    q->sh = a.stride_h, q->sw = a.stride_w;
+    q->pt = a.pad_top, q->pl = a.pad_left, q->pb = a.pad_bottom, q->pr = a.pad_right;
+    q->dh = a.dilation_h, q->dw = a.dilation_w;
+    q->G = a.groups;
 }
 
 /* The geometry of a conv2d / conv_transpose2d / conv2d_grad_weight node whose shapes have been
  * inferred. */
 static void node_geom(const ts_graph *g, const ts_node *n, conv_geom *q) {
-    geom_attrs(q, &n->attr);
+    geom_attrs(q, n);
     const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]], *o = &g->vals[n->out[0]];
     const ts_val *src = a, *dst = o, *w = b;
     if (n->op == TS_OP_CONV_TRANSPOSE2D) src = o, dst = a;
@@ -94,16 +98,16 @@ static ts_status need_f32_rank(const ts_graph *g, const ts_node *n, int k, int r
 
 static ts_status check_attrs(const ts_node *n) {
     const char *op = ts_op_get(n->op)->name;
-    const int64_t *a = n->attr.i;
-    if (a[0] < 1 || a[1] < 1)
-        return ts_err(TS_ERR_ARG, "op %s: stride (%lld, %lld) must be >= 1", op, (long long)a[0], (long long)a[1]);
-    for (int k = 2; k < 6; k++)
-        if (a[k] < 0)
-            return ts_err(TS_ERR_ARG, "op %s: pads {top %lld, left %lld, bottom %lld, right %lld} must be >= 0", op,
-                          (long long)a[2], (long long)a[3], (long long)a[4], (long long)a[5]);
-    if (a[6] < 1 || a[7] < 1)
-        return ts_err(TS_ERR_ARG, "op %s: dilation (%lld, %lld) must be >= 1", op, (long long)a[6], (long long)a[7]);
-    if (a[8] < 1) return ts_err(TS_ERR_ARG, "op %s: groups %lld must be >= 1", op, (long long)a[8]);
+    conv_geom q;
+    geom_attrs(&q, n);
+    if (q.sh < 1 || q.sw < 1)
+        return ts_err(TS_ERR_ARG, "op %s: stride (%lld, %lld) must be >= 1", op, (long long)q.sh, (long long)q.sw);
+    if (q.pt < 0 || q.pl < 0 || q.pb < 0 || q.pr < 0)
+        return ts_err(TS_ERR_ARG, "op %s: pads {top %lld, left %lld, bottom %lld, right %lld} must be >= 0", op,
+                      (long long)q.pt, (long long)q.pl, (long long)q.pb, (long long)q.pr);
+    if (q.dh < 1 || q.dw < 1)
+        return ts_err(TS_ERR_ARG, "op %s: dilation (%lld, %lld) must be >= 1", op, (long long)q.dh, (long long)q.dw);
+    if (q.G < 1) return ts_err(TS_ERR_ARG, "op %s: groups %lld must be >= 1", op, (long long)q.G);
     return TS_OK;
 }
 
@@ -119,7 +123,7 @@ static void set_out4(ts_graph *g, const ts_node *n, int64_t a, int64_t b, int64_
 static ts_status conv_out_hw(const ts_graph *g, const ts_node *n, int src, int64_t H, int64_t W, int64_t KH,
                              int64_t KW, int64_t *OH, int64_t *OW) {
     conv_geom q;
-    geom_attrs(&q, &n->attr);
+    geom_attrs(&q, n);
     *OH = conv_out_dim(H, q.pt, q.pb, KH, q.dh, q.sh);
     *OW = conv_out_dim(W, q.pl, q.pr, KW, q.dw, q.sw);
     if (*OH < 1 || *OW < 1)
@@ -150,7 +154,7 @@ static ts_status infer_conv2d(ts_graph *g, ts_node *n) {
     if (!s) s = check_attrs(n);
     if (s) return s;
     const ts_val *x = &g->vals[n->in[0]], *w = &g->vals[n->in[1]];
-    int64_t G = n->attr.i[8], C = x->shape[1], O = w->shape[0];
+    int64_t G = TS_NODE_ATTRS(conv2d, n).groups, C = x->shape[1], O = w->shape[0];
     if (C % G || O % G)
         return ts_err(TS_ERR_ARG, "op conv2d: groups %lld must divide the input channels of x %s (%lld) and the "
                       "output channels of w %s (%lld)", (long long)G, VS(g, n->in[0]), (long long)C,
@@ -174,8 +178,9 @@ static ts_status infer_conv_transpose2d(ts_graph *g, ts_node *n) {
     if (s) return s;
     const ts_val *x = &g->vals[n->in[0]], *w = &g->vals[n->in[1]];
     conv_geom q;
-    geom_attrs(&q, &n->attr);
-    int64_t oph = n->attr.i[9], opw = n->attr.i[10];
+    geom_attrs(&q, n);
+    ts_attrs_conv_transpose2d ta = TS_NODE_ATTRS(conv_transpose2d, n);
+    int64_t oph = ta.out_pad_h, opw = ta.out_pad_w;
     if (oph < 0 || opw < 0 || oph >= q.sh || opw >= q.sw)
         return ts_err(TS_ERR_ARG, "op conv_transpose2d: output padding (%lld, %lld) must be >= 0 and less than "
                       "the stride (%lld, %lld)", (long long)oph, (long long)opw, (long long)q.sh, (long long)q.sw);
@@ -205,7 +210,8 @@ static ts_status infer_conv2d_grad_weight(ts_graph *g, ts_node *n) {
     if (!s) s = check_attrs(n);
     if (s) return s;
     const ts_val *x = &g->vals[n->in[0]], *gy = &g->vals[n->in[1]];
-    int64_t G = n->attr.i[8], KH = n->attr.i[9], KW = n->attr.i[10], C = x->shape[1], O = gy->shape[1];
+    ts_attrs_conv2d_grad_weight wa = TS_NODE_ATTRS(conv2d_grad_weight, n);
+    int64_t G = wa.groups, KH = wa.kernel_h, KW = wa.kernel_w, C = x->shape[1], O = gy->shape[1];
     if (KH < 1 || KW < 1)
         return ts_err(TS_ERR_ARG, "op conv2d_grad_weight: kernel %lldx%lld must be >= 1x1", (long long)KH,
                       (long long)KW);

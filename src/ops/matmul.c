@@ -53,19 +53,18 @@
  * native 16-bit matmul with f32 accumulation, at f32 speed plus the conversions (for bf16 on an
  * AVX2 CPU about 7x this kernel's speed: see backend/cpu/matmul_dnnl.c).
  */
+#include "graph/op_attrs.h"
 #include "ops/op.h"
 
 #define VS(g, v) ts_val_str(g, v, (char[256]){0}, 256)
 
-static float mm_alpha(const ts_node *n) { return n->attr.f[0] == 0.f ? 1.f : n->attr.f[0]; }
-
 /* The fused activation (attr i[2]) as the unary op that defines it: *op = TS_OP_GELU or
  * TS_OP_RELU and its gelu tanh-form flag; 0 when there is none. */
 static int mm_act(const ts_node *n, int *op, int *tanh_form) {
-    int64_t a = n->attr.i[2];
-    *op = a == 3 ? TS_OP_RELU : TS_OP_GELU;
-    *tanh_form = a == 2;
-    return a >= 1 && a <= 3;
+    int64_t a = TS_NODE_ATTRS(matmul, n).act;
+    *op = a == TS_MATMUL_ACT_RELU ? TS_OP_RELU : TS_OP_GELU;
+    *tanh_form = a == TS_MATMUL_ACT_GELU_TANH;
+    return a >= TS_MATMUL_ACT_GELU_ERF && a <= TS_MATMUL_ACT_RELU;
 }
 
 /* Where the elements of one product live. Batch dims are the output's ("...", rank nb); sa / sb
@@ -115,20 +114,21 @@ static void mm_geom_init(mm_geom *q, const ts_val *a, const ts_val *b, int ta, i
 
 static ts_status infer_matmul(ts_graph *g, ts_node *n) {
     const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]];
-    int ta = n->attr.i[0] != 0, tb = n->attr.i[1] != 0;
-    if (n->attr.i[2] < 0 || n->attr.i[2] > 3)
+    ts_attrs_matmul at = TS_NODE_ATTRS(matmul, n);
+    int ta = at.trans_a != 0, tb = at.trans_b != 0;
+    if (at.act < 0 || at.act >= TS_OPS_MATMUL_ACT_COUNT)
         return ts_err(TS_ERR_ARG, "op matmul: activation attribute i[2] = %lld; takes 0 (none), 1 (gelu erf), "
-                      "2 (gelu tanh) or 3 (relu)", (long long)n->attr.i[2]);
-    if (n->attr.i[3] != 0 && n->attr.i[3] != 1)
+                      "2 (gelu tanh) or 3 (relu)", (long long)at.act);
+    if (at.f32_out != 0 && at.f32_out != 1)
         return ts_err(TS_ERR_ARG, "op matmul: output attribute i[3] = %lld; takes 0 (the operands' dtype) or 1 (f32)",
-                      (long long)n->attr.i[3]);
+                      (long long)at.f32_out);
     if (a->ndim < 2 || b->ndim < 2)
         return ts_err(TS_ERR_SHAPE, "op matmul: operands need rank >= 2, got a %s and b %s",
                       VS(g, n->in[0]), VS(g, n->in[1]));
     if (a->dtype != b->dtype || (a->dtype != TS_F32 && a->dtype != TS_BF16 && a->dtype != TS_F16))
         return ts_err(TS_ERR_DTYPE, "op matmul: a %s and b %s must both be f32, both bf16 or both f16",
                       VS(g, n->in[0]), VS(g, n->in[1]));
-    if (n->attr.i[3] && a->dtype != TS_BF16)
+    if (at.f32_out && a->dtype != TS_BF16)
         return ts_err(TS_ERR_DTYPE, "op matmul: output attribute i[3] = 1 (f32 output) needs bf16 operands, got a %s",
                       VS(g, n->in[0]));
     mm_geom q;
@@ -154,7 +154,7 @@ static ts_status infer_matmul(ts_graph *g, ts_node *n) {
                           VS(g, n->in[2]), (long long)q.N, VS(g, n->in[0]), VS(g, n->in[1]));
     }
     ts_val *o = &g->vals[n->out[0]];
-    o->dtype = n->attr.i[3] ? TS_F32 : a->dtype;
+    o->dtype = at.f32_out ? TS_F32 : a->dtype;
     o->ndim = nd;
     memcpy(o->shape, q.bshape, sizeof(int64_t) * (size_t)q.nb);
     o->shape[nd - 2] = q.M;
@@ -199,13 +199,14 @@ static ts_value reduce_to(ts_graph *g, ts_value gr, ts_value like) {
 
 static ts_status grad_matmul(ts_graph *g, const ts_node *n, const ts_value *gout, ts_value *gin) {
     ts_value G = gout[0], A = n->in[0], B = n->in[1];
-    int ta = n->attr.i[0] != 0, tb = n->attr.i[1] != 0;
-    float alpha = mm_alpha(n);
-    if (n->attr.i[2] != 0) /* never reached: fusion (which sets it) runs after ts_backward */
+    ts_attrs_matmul at = TS_NODE_ATTRS(matmul, n);
+    int ta = at.trans_a != 0, tb = at.trans_b != 0;
+    float alpha = at.alpha;
+    if (at.act != 0) /* never reached: fusion (which sets it) runs after ts_backward */
         return ts_err(TS_ERR_UNSUPPORTED, "op matmul: no gradient for a matmul with a fused activation "
                       "(i[2] = %lld); the fusion pass makes those after ts_backward, in compiled programs only",
-                      (long long)n->attr.i[2]);
-    if (n->attr.i[3] != 0) /* never reached either: rule 5 of the fusion pass */
+                      (long long)at.act);
+    if (at.f32_out != 0) /* never reached either: rule 5 of the fusion pass */
         return ts_err(TS_ERR_UNSUPPORTED, "op matmul: no gradient for a bf16 matmul with an f32 output (i[3] = 1); "
                       "the fusion pass makes those after ts_backward, in compiled programs only");
     if (G == TS_NONE) return TS_OK;
@@ -268,12 +269,13 @@ static ts_status matmul_kernel(const ts_kargs *k) {
     const ts_node *n = k->node;
     const ts_val *av = &g->vals[n->in[0]], *bv = &g->vals[n->in[1]];
     mm_geom q;
-    mm_geom_init(&q, av, bv, n->attr.i[0] != 0, n->attr.i[1] != 0);
+    ts_attrs_matmul at = TS_NODE_ATTRS(matmul, n);
+    mm_geom_init(&q, av, bv, at.trans_a != 0, at.trans_b != 0);
     ts_dtype dt = av->dtype, odt = g->vals[n->out[0]].dtype;
     ts_dtype bias_dt = n->nin > 2 && n->in[2] >= 0 ? g->vals[n->in[2]].dtype : TS_F32;
     const void *A = k->in[0], *B = k->in[1], *C = n->nin > 2 ? k->in[2] : NULL;
     void *O = k->out[0];
-    float alpha = mm_alpha(n);
+    float alpha = at.alpha;
     int act_op, act_tanh, act = mm_act(n, &act_op, &act_tanh);
     int64_t M = q.M, N = q.N, K = q.K;
     int64_t mt = (M + MM_MB - 1) / MM_MB, nt = (N + MM_NB - 1) / MM_NB, tasks = q.batch * mt * nt;

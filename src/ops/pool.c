@@ -28,6 +28,7 @@
  *
  * Kernels: direct loops, OpenMP over the N C planes (each task writes only its own plane).
  */
+#include "graph/op_attrs.h"
 #include "ops/op.h"
 
 #include <math.h>
@@ -37,14 +38,41 @@
 typedef struct pool_geom {
     int64_t planes, H, W, OH, OW;
     int64_t kh, kw, sh, sw, pt, pl, pb, pr, dh, dw;
-    int include_pad;
+    int include_pad, ceil_mode;
 } pool_geom;
 
-static void geom_attrs(pool_geom *q, const ts_attrs *a, int is_max) {
-    q->kh = a->i[0], q->kw = a->i[1], q->sh = a->i[2], q->sw = a->i[3];
-    q->pt = a->i[4], q->pl = a->i[5], q->pb = a->i[6], q->pr = a->i[7];
-    q->dh = is_max ? a->i[8] : 1, q->dw = is_max ? a->i[9] : 1;
-    q->include_pad = a->i[11] != 0;
+/* The window of a pool node by its op's decoder (graph/op_attrs.def): the four ops share the
+ * kernel, stride, pads and ceil_mode; the max ops add a dilation, the avg ops count_include_pad. */
+#define POOL_WINDOW(q, a)                                                                          \
+    ((q)->kh = (a).kernel_h, (q)->kw = (a).kernel_w, (q)->sh = (a).stride_h, (q)->sw = (a).stride_w, \
+     (q)->pt = (a).pad_top, (q)->pl = (a).pad_left, (q)->pb = (a).pad_bottom, (q)->pr = (a).pad_right, \
+     (q)->ceil_mode = (a).ceil_mode != 0)
+#define POOL_MAX(q, a) (POOL_WINDOW(q, a), (q)->dh = (a).dilation_h, (q)->dw = (a).dilation_w, (q)->include_pad = 0)
+#define POOL_AVG(q, a) (POOL_WINDOW(q, a), (q)->dh = (q)->dw = 1, (q)->include_pad = (a).count_include_pad != 0)
+
+static void geom_attrs(pool_geom *q, const ts_node *n) {
+    switch (n->op) {
+    case TS_OP_MAX_POOL2D: {
+        ts_attrs_max_pool2d a = TS_NODE_ATTRS(max_pool2d, n);
+        POOL_MAX(q, a);
+        break;
+    }
+    case TS_OP_MAX_POOL2D_GRAD: {
+        ts_attrs_max_pool2d_grad a = TS_NODE_ATTRS(max_pool2d_grad, n);
+        POOL_MAX(q, a);
+        break;
+    }
+    case TS_OP_AVG_POOL2D: {
+        ts_attrs_avg_pool2d a = TS_NODE_ATTRS(avg_pool2d, n);
+        POOL_AVG(q, a);
+        break;
+    }
+    default: {
+        ts_attrs_avg_pool2d_grad a = TS_NODE_ATTRS(avg_pool2d_grad, n);
+        POOL_AVG(q, a);
+        break;
+    }
+    }
 }
 
 /* Output extent along one axis (see the top of the file); <= 0 when the window does not fit. */
@@ -61,40 +89,39 @@ static int64_t pool_out_dim(int64_t in, int64_t p0, int64_t p1, int64_t k, int64
 static ts_status check_pool(const ts_graph *g, const ts_node *n, int is_max, int xin) {
     const char *op = ts_op_get(n->op)->name;
     const ts_val *x = &g->vals[n->in[xin]];
-    const int64_t *a = n->attr.i;
+    pool_geom q;
+    geom_attrs(&q, n);
     if (x->dtype != TS_F32)
         return ts_err(TS_ERR_DTYPE, "op %s: x %s has dtype %s; this op takes f32", op, VS(g, n->in[xin]),
                       ts_dtype_name(x->dtype));
     if (x->ndim != 4)
         return ts_err(TS_ERR_SHAPE, "op %s: x %s must have rank 4 ([N, C, H, W])", op, VS(g, n->in[xin]));
-    if (a[0] < 1 || a[1] < 1)
-        return ts_err(TS_ERR_ARG, "op %s: kernel %lldx%lld must be at least 1x1", op, (long long)a[0],
-                      (long long)a[1]);
-    if (a[2] < 1 || a[3] < 1)
-        return ts_err(TS_ERR_ARG, "op %s: stride (%lld, %lld) must be >= 1", op, (long long)a[2], (long long)a[3]);
-    if (is_max && (a[8] < 1 || a[9] < 1))
-        return ts_err(TS_ERR_ARG, "op %s: dilation (%lld, %lld) must be >= 1", op, (long long)a[8], (long long)a[9]);
-    pool_geom q;
-    geom_attrs(&q, &n->attr, is_max);
+    if (q.kh < 1 || q.kw < 1)
+        return ts_err(TS_ERR_ARG, "op %s: kernel %lldx%lld must be at least 1x1", op, (long long)q.kh,
+                      (long long)q.kw);
+    if (q.sh < 1 || q.sw < 1)
+        return ts_err(TS_ERR_ARG, "op %s: stride (%lld, %lld) must be >= 1", op, (long long)q.sh, (long long)q.sw);
+    if (is_max && (q.dh < 1 || q.dw < 1))
+        return ts_err(TS_ERR_ARG, "op %s: dilation (%lld, %lld) must be >= 1", op, (long long)q.dh, (long long)q.dw);
     int64_t ekh = q.dh * (q.kh - 1) + 1, ekw = q.dw * (q.kw - 1) + 1;
+    const int64_t pads[4] = {q.pt, q.pl, q.pb, q.pr};
     for (int k = 0; k < 4; k++) {
-        int64_t p = a[4 + k], e = k % 2 ? ekw : ekh;
+        int64_t p = pads[k], e = k % 2 ? ekw : ekh;
         if (p < 0 || p > e / 2)
             return ts_err(TS_ERR_ARG, "op %s: pads {top %lld, left %lld, bottom %lld, right %lld} must be >= 0 and "
-                          "at most half the %skernel (%lldx%lld)", op, (long long)a[4], (long long)a[5],
-                          (long long)a[6], (long long)a[7], is_max ? "dilated " : "", (long long)ekh, (long long)ekw);
+                          "at most half the %skernel (%lldx%lld)", op, (long long)q.pt, (long long)q.pl,
+                          (long long)q.pb, (long long)q.pr, is_max ? "dilated " : "", (long long)ekh, (long long)ekw);
     }
     return TS_OK;
 }
 
 /* Output extents of node n for x's H, W; an error when the window does not fit. */
-static ts_status pool_out_hw(const ts_graph *g, const ts_node *n, int is_max, int xv, int64_t H, int64_t W,
-                             int64_t *OH, int64_t *OW) {
+static ts_status pool_out_hw(const ts_graph *g, const ts_node *n, int xv, int64_t H, int64_t W, int64_t *OH,
+                             int64_t *OW) {
     pool_geom q;
-    geom_attrs(&q, &n->attr, is_max);
-    int ceil_mode = n->attr.i[10] != 0;
-    *OH = pool_out_dim(H, q.pt, q.pb, q.kh, q.dh, q.sh, ceil_mode);
-    *OW = pool_out_dim(W, q.pl, q.pr, q.kw, q.dw, q.sw, ceil_mode);
+    geom_attrs(&q, n);
+    *OH = pool_out_dim(H, q.pt, q.pb, q.kh, q.dh, q.sh, q.ceil_mode);
+    *OW = pool_out_dim(W, q.pl, q.pr, q.kw, q.dw, q.sw, q.ceil_mode);
     if (*OH < 1 || *OW < 1)
         return ts_err(TS_ERR_SHAPE, "op %s: the window %lldx%lld (dilated %lldx%lld) is bigger than the padded input "
                       "%s (H %lld + pads %lld + %lld, W %lld + pads %lld + %lld)", ts_op_get(n->op)->name,
@@ -117,7 +144,7 @@ static ts_status infer_pool(ts_graph *g, ts_node *n) {
     if (s) return s;
     const ts_val *x = &g->vals[n->in[0]];
     int64_t OH, OW;
-    s = pool_out_hw(g, n, is_max, n->in[0], x->shape[2], x->shape[3], &OH, &OW);
+    s = pool_out_hw(g, n, n->in[0], x->shape[2], x->shape[3], &OH, &OW);
     if (s) return s;
     set_out4(g, n, x->shape[0], x->shape[1], OH, OW);
     return TS_OK;
@@ -129,7 +156,7 @@ static ts_status infer_max_pool2d_grad(ts_graph *g, ts_node *n) {
     if (s) return s;
     const ts_val *x = &g->vals[n->in[0]], *gy = &g->vals[n->in[1]];
     int64_t OH, OW;
-    s = pool_out_hw(g, n, 1, n->in[0], x->shape[2], x->shape[3], &OH, &OW);
+    s = pool_out_hw(g, n, n->in[0], x->shape[2], x->shape[3], &OH, &OW);
     if (s) return s;
     if (gy->dtype != TS_F32 || gy->ndim != 4 || gy->shape[0] != x->shape[0] || gy->shape[1] != x->shape[1] ||
         gy->shape[2] != OH || gy->shape[3] != OW)
@@ -145,11 +172,12 @@ static ts_status infer_avg_pool2d_grad(ts_graph *g, ts_node *n) {
     ts_status s = check_pool(g, n, 0, 0);
     if (s) return s;
     const ts_val *gy = &g->vals[n->in[0]];
-    int64_t H = n->attr.i[8], W = n->attr.i[9], OH, OW;
+    ts_attrs_avg_pool2d_grad at = TS_NODE_ATTRS(avg_pool2d_grad, n);
+    int64_t H = at.in_h, W = at.in_w, OH, OW;
     if (H < 1 || W < 1)
         return ts_err(TS_ERR_ARG, "op avg_pool2d_grad: input extent %lldx%lld must be positive", (long long)H,
                       (long long)W);
-    s = pool_out_hw(g, n, 0, n->in[0], H, W, &OH, &OW);
+    s = pool_out_hw(g, n, n->in[0], H, W, &OH, &OW);
     if (s) return s;
     if (gy->shape[2] != OH || gy->shape[3] != OW)
         return ts_err(TS_ERR_SHAPE, "op avg_pool2d_grad: gy %s must be [N, C, %lld, %lld] for an input of %lldx%lld",
@@ -208,8 +236,7 @@ static ts_status grad_avg_pool2d(ts_graph *g, const ts_node *n, const ts_value *
 /* ------------------------------------------------------------------ kernels */
 
 static void node_geom(const ts_graph *g, const ts_node *n, pool_geom *q) {
-    int is_max = n->op == TS_OP_MAX_POOL2D || n->op == TS_OP_MAX_POOL2D_GRAD;
-    geom_attrs(q, &n->attr, is_max);
+    geom_attrs(q, n);
     const ts_val *big = n->op == TS_OP_AVG_POOL2D_GRAD ? &g->vals[n->out[0]] : &g->vals[n->in[0]];
     const ts_val *small = n->op == TS_OP_AVG_POOL2D || n->op == TS_OP_MAX_POOL2D ? &g->vals[n->out[0]]
                           : n->op == TS_OP_MAX_POOL2D_GRAD ? &g->vals[n->in[1]] : &g->vals[n->in[0]];

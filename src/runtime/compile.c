@@ -42,25 +42,6 @@ static int has_grad_here(const ts_graph *g, int v, const ts_stage_spec *spec) {
 /* Fusion asks the device whether it runs a merged node (ts_fuse_accept). */
 static int device_accepts(void *dev, const ts_graph *g, const ts_node *fused) { return ts_dev_supports(dev, g, fused); }
 
-/* Every scheduled node the device has no kernel for, all in one message. */
-static ts_status check_supported(const ts_exec *p) {
-    char msg[1024];
-    size_t o = 0;
-    int bad = 0;
-    for (int i = 0; i < p->nsched; i++) {
-        const ts_node *n = &p->g->nodes[p->sched[i]];
-        ts_dtype dt = n->nout ? p->g->vals[n->out[0]].dtype : TS_F32;
-        if (ts_dev_supports(p->dev, p->g, n)) continue;
-        if (bad++ < 12 && o < sizeof msg)
-            o += (size_t)snprintf(msg + o, sizeof msg - o, "%s%s (%s)", bad > 1 ? ", " : "", ts_op_get(n->op)->name,
-                                  ts_dtype_name(dt));
-    }
-    if (!bad) return TS_OK;
-    return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: device %s has no kernel for %d node%s of the program: %s%s",
-                  p->dev->name, bad, bad == 1 ? "" : "s", msg, bad > 12 ? ", ..." : "");
-}
-
-
 /* What the steps of a compile share: the program being built, and per value / node what the
  * passes and the plan decided. */
 typedef struct build {
@@ -183,9 +164,7 @@ static void schedule(build *b) {
     p->sched = malloc(sizeof(int) * (size_t)(g->nnodes + 1));
     p->nodes = malloc(sizeof(ts_abi_node) * (size_t)(g->nnodes + 1));
     p->phase_begin = malloc(sizeof(int) * (size_t)(p->nphases + 1));
-    p->abi = calloc((size_t)p->nphases, sizeof *p->abi);
-    p->exe = calloc((size_t)p->nphases, sizeof *p->exe);
-    if (!p->sched || !p->nodes || !p->phase_begin || !p->abi || !p->exe) abort();
+    if (!p->sched || !p->nodes || !p->phase_begin) abort();
     for (int ph = 0; ph < p->nphases; ph++) {
         p->phase_begin[ph] = p->nsched;
         for (int i = 0; i < g->nnodes; i++)
@@ -315,8 +294,11 @@ static ts_status alloc_buffers(build *b) {
     for (int v = 0; v < b->nv; v++) {
         const ts_val *x = &b->g->vals[v];
         if (!own_buffer(b, v)) continue;
-        size_t stride, bytes = buffer_bytes(b, v, &stride);
+        size_t stride, bytes = buffer_bytes(b, v, &stride), cap = ts_dev_max_alloc(b->dev);
         ts_buffer buf;
+        if (cap && bytes > cap)
+            return ts_err(TS_ERR_NOMEM, "ts_compile: %s needs %.2f GiB in one piece; device %s allocates at most "
+                          "%.2f GiB at once", x->name ? x->name : "a buffer", gib(bytes), b->dev->name, gib(cap));
         if (ts_dev_alloc(b->dev, bytes, &buf) != TS_OK)
             return ts_err(TS_ERR_NOMEM, "ts_compile: out of device memory for %s (%.2f GiB)",
                           x->name ? x->name : "a buffer", gib(bytes));
@@ -332,9 +314,7 @@ static ts_status alloc_buffers(build *b) {
             p->owned[v] = 1;
         }
     }
-    if (b->mp.arena_bytes && ts_dev_alloc(b->dev, b->mp.arena_bytes, &p->arena) != TS_OK)
-        return ts_err(TS_ERR_NOMEM, "ts_compile: cannot allocate a %zu-byte arena", b->mp.arena_bytes);
-    return TS_OK;
+    return ts_arena_alloc(p, b->mp.offset, b->in_arena, b->mp.arena_bytes);
 }
 
 /* Point every value at its bytes: in the arena, inside its bucket, its alias root's buffer or a
@@ -345,7 +325,7 @@ static ts_status place_values(build *b) {
     const ts_graph *g = b->g;
     int nv = b->nv;
     for (int v = 0; v < nv; v++)
-        if (b->in_arena[v] && b->mp.offset[v] >= 0) p->vals[v].buf = ts_buf_at(p->arena, (uint64_t)b->mp.offset[v]);
+        if (b->in_arena[v] && b->mp.offset[v] >= 0) p->vals[v].buf = ts_arena_at(p, b->mp.offset[v]);
     for (int v = 0; v < nv; v++) /* packed values: inside their bucket */
         if (b->used[v] && g->vals[v].pack > 0) p->vals[v].buf = ts_buf_at(p->vals[g->vals[v].pack - 1].buf, (uint64_t)g->vals[v].pack_off);
     for (int v = 0; v < nv; v++) {
@@ -393,27 +373,29 @@ static void value_table(build *b) {
     }
 }
 
-/* The device's executables, one per phase that has nodes, and the largest workspace they ask,
- * checked with the rest against the device's memory. */
+/* The devices' executables, one per part (a phase's stretch on one device: placement.c), and the
+ * largest workspace each device's parts ask, checked with the rest against the device's memory. */
 static ts_status device_compile(build *b) {
     ts_exec *p = b->p;
     ts_memory *m = &p->mem;
-    size_t ws = 0;
+    size_t ws = 0, cpu_ws = 0;
     ts_set_threads(b->o->num_threads);
-    for (int ph = 0; ph < p->nphases; ph++) {
-        int s = p->phase_begin[ph], e = p->phase_begin[ph + 1];
-        if (e == s) continue;
-        p->abi[ph] = (ts_abi_plan){sizeof(ts_abi_plan), b->nv, p->vals, e - s, p->nodes + s,
-                                   b->frozen ? &p->param_gen : NULL, NULL, NULL, &m->weight_copies};
+    for (int k = 0; k < p->nparts; k++) {
+        ts_part *pt = &p->parts[k];
+        pt->abi = (ts_abi_plan){sizeof(ts_abi_plan), b->nv, pt->vals ? pt->vals : p->vals, pt->end - pt->begin,
+                                p->nodes + pt->begin, b->frozen ? &p->param_gen : NULL, NULL, NULL, &m->weight_copies};
         size_t need = 0;
-        ts_status st = b->dev->api->compile(b->dev->ctx, &p->abi[ph], &need, &p->exe[ph]);
+        ts_status st = pt->dev->api->compile(pt->dev->ctx, &pt->abi, &need, &pt->exe);
         if (st != TS_OK) return st;
-        if (need > ws) ws = need;
+        size_t *w = pt->vals ? &cpu_ws : &ws;
+        if (need > *w) *w = need;
     }
     ts_status st = check_memory(b->dev, b->o, b->g, m, b->other, ws, b->largest);
     if (st != TS_OK) return st;
     if (ws && ts_dev_alloc(b->dev, ws, &p->workspace) != TS_OK)
         return ts_err(TS_ERR_NOMEM, "ts_compile: cannot allocate %zu bytes of workspace", ws);
+    if (cpu_ws && ts_dev_alloc(p->cpu, cpu_ws, &p->cpu_workspace) != TS_OK)
+        return ts_err(TS_ERR_NOMEM, "ts_compile: cannot allocate %zu bytes of CPU workspace", cpu_ws);
     m->workspace = ws;
     return TS_OK;
 }
@@ -484,7 +466,7 @@ ts_exec *ts_exec_compile(ts_graph *g, ts_device *dev, const ts_compile_opts *o, 
     if (!st) st = alloc_buffers(&b);
     if (!st) st = place_values(&b);
     if (!st) value_table(&b);
-    if (!st) st = check_supported(b.p);
+    if (!st) st = ts_exec_place(b.p, o->strict_device, b.pinned);
     if (!st) st = device_compile(&b);
     if (!st) st = init_values(&b);
     return finish(&b, st);

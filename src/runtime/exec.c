@@ -24,10 +24,7 @@ int ts_max_threads(void) {
 void ts_exec_free(ts_exec *p) {
     if (!p) return;
     ts_profile_free(p);
-    for (int k = 0; p->exe && k < p->nphases; k++)
-        if (p->exe[k]) p->dev->api->release(p->dev->ctx, p->exe[k]);
-    free(p->exe);
-    free(p->abi);
+    ts_parts_free(p);
     free(p->phase_begin);
     if (p->vals && p->g)
         for (int v = 0; v < p->g->nvals; v++)
@@ -38,7 +35,7 @@ void ts_exec_free(ts_exec *p) {
     }
     free(p->slots);
     if (p->dev) {
-        ts_dev_free(p->dev, &p->arena);
+        ts_arena_free(p);
         ts_dev_free(p->dev, &p->workspace);
     }
     free(p->vals);
@@ -72,11 +69,11 @@ ts_slotted *ts_slot_of(ts_exec *p, int v) {
 }
 
 ts_status ts_exec_run_phase(ts_exec *p, int ph, uint64_t step) {
-    if (!p->exe[ph]) return TS_OK;
     /* a replica's run m is micro-batch m R + r of one process's step (dropout is keyed by it) */
     if (p->g->replicas > 1) step = step * (uint64_t)p->g->replicas + (uint64_t)p->g->replica;
-    ts_status s = p->dev->api->execute(p->dev->ctx, p->exe[ph], &p->abi[ph], p->workspace, step);
-    return s ? s : ts_dev_sync(p->dev); /* done before anyone reads its results */
+    ts_status s = TS_OK;
+    for (int k = p->part_begin[ph]; k < p->part_begin[ph + 1] && s == TS_OK; k++) s = ts_part_run(p, k, step);
+    return s;
 }
 
 /* Every phase of a plain program (it has one) at step. */

@@ -33,6 +33,23 @@ typedef struct ts_slotted {
     int nvals, *vals; /* the root and the values aliasing it */
 } ts_slotted;
 
+/* A stretch of a phase's schedule run by one device: the program's device, or the CPU for nodes
+ * the device does not run (fallback, placement.c). A fallback part has host copies of the values
+ * its nodes touch (one per distinct buffer, so aliases stay aliases): before it runs, those it
+ * reads from elsewhere are copied in; after, those read elsewhere (or kept, fetched, or written
+ * in place) are copied back. */
+typedef struct ts_part {
+    ts_device *dev;
+    int phase, begin, end;    /* its nodes: sched[begin .. end) */
+    ts_abi_plan abi;          /* over vals (fallback) or the program's value table */
+    void *exe;
+    ts_abi_value *vals;       /* fallback: the value table of its host copies; NULL otherwise */
+    int ncopy_in, ncopy_out;
+    int *copy_in, *copy_out;  /* value ids */
+    size_t bytes_in, bytes_out; /* moved per run */
+    ts_buffer stage;          /* fallback: the host copies, one allocation on the CPU */
+} ts_part;
+
 typedef struct ts_exec {
     ts_graph *g;              /* owned copy, after passes */
     ts_device *dev;
@@ -43,9 +60,15 @@ typedef struct ts_exec {
     int nphases;
     int *phase_begin;         /* [nphases + 1]: sched[phase_begin[k] .. phase_begin[k+1]) is phase k */
     ts_abi_node *nodes;       /* per scheduled node: the ABI's view */
-    ts_abi_plan *abi;         /* per phase: the plan the backend compiled */
-    void **exe;
-    ts_buffer arena, workspace;
+    ts_part *parts;           /* in run order; the parts of phase k: part_begin[k] .. [k+1] */
+    int nparts;
+    int *part_begin;          /* [nphases + 1] */
+    ts_device *cpu;           /* the fallback device (NULL: none needed) */
+    ts_buffer *chunk;         /* the arena of intermediates, in nchunks pieces (arena.c) */
+    uint64_t *chunk_at;       /* [nchunks + 1]: piece k holds arena bytes chunk_at[k] .. [k+1] */
+    int nchunks;
+    ts_buffer workspace, cpu_workspace;
+    char *placement;          /* what runs where, one line (ts_program_placement) */
     int *fetch;               /* fetchable value ids */
     int nfetch;
     int *params;              /* parameter value ids */
@@ -113,6 +136,22 @@ ts_status ts_exec_write(ts_exec *e, int v, const void *host);
 /* Set the OpenMP thread count for a program: n > 0, or the process default when n == 0 (so one
  * program's setting does not leak into the next). */
 void ts_set_threads(int n);
+
+/* The arena (arena.c): allocate the planned intermediates (offset per value, in_arena) in pieces
+ * within the device's largest allocation; the buffer at arena offset off; free the pieces. */
+ts_status ts_arena_alloc(ts_exec *e, const int64_t *offset, const uint8_t *in_arena, size_t total);
+ts_buffer ts_arena_at(const ts_exec *e, int64_t off);
+void ts_arena_free(ts_exec *e);
+
+/* Placement (placement.c): cut each phase into parts by device — a node the device does not
+ * support runs on the CPU unless strict (then TS_ERR_UNSUPPORTED naming every such node) — with
+ * the copies around each fallback part planned and its host copies allocated; writes
+ * e->placement. pinned: per value, fetched or kept (copied back after a fallback part). */
+ts_status ts_exec_place(ts_exec *e, int strict, const uint8_t *pinned);
+/* Run part k (its copies in, its nodes, its copies out). */
+ts_status ts_part_run(ts_exec *e, int k, uint64_t step);
+/* Release the parts' executables and host copies. */
+void ts_parts_free(ts_exec *e);
 
 /* Profiling (profile.c): allocate e's counters and point its plans at them; free them. */
 ts_status ts_profile_enable(ts_exec *e);

@@ -334,6 +334,8 @@ ts_status ts_pipeline_start_threads(ts_pipeline *pl) {
 
 int ts_pipeline_num_stages(const ts_pipeline *pl) { return pl->S; }
 
+const ts_exec *ts_pipeline_stage_exec(const ts_pipeline *pl, int s) { return pl->st[s]; }
+
 void ts_pipeline_stage_info(const ts_pipeline *pl, int stage, ts_stage_info *out) {
     const ts_exec *sp = pl->st[stage];
     out->device = sp->dev->name;

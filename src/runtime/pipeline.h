@@ -26,6 +26,8 @@ ts_status ts_pipeline_write(ts_pipeline *pl, int v, const void *host);
 
 /* What ts_program_stage_info, ts_program_pipeline_stats and _reset_stats report (tessera.h). */
 int ts_pipeline_num_stages(const ts_pipeline *pl);
+/* Stage s's program on its device. */
+const ts_exec *ts_pipeline_stage_exec(const ts_pipeline *pl, int s);
 void ts_pipeline_stage_info(const ts_pipeline *pl, int stage, ts_stage_info *out);
 void ts_pipeline_stats(const ts_pipeline *pl, double *wall_s, double *bubble);
 void ts_pipeline_reset_stats(ts_pipeline *pl);

@@ -29,16 +29,16 @@ ts_status ts_profile_enable(ts_exec *p) {
         return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the profile counters");
     }
     p->prof = pr;
-    for (int ph = 0; ph < p->nphases; ph++) {
-        p->abi[ph].prof_ns = pr->ns + p->phase_begin[ph];
-        p->abi[ph].prof_calls = pr->calls + p->phase_begin[ph];
+    for (int k = 0; k < p->nparts; k++) {
+        p->parts[k].abi.prof_ns = pr->ns + p->parts[k].begin;
+        p->parts[k].abi.prof_calls = pr->calls + p->parts[k].begin;
     }
     return TS_OK;
 }
 
 void ts_profile_free(ts_exec *p) {
     if (!p->prof) return;
-    for (int ph = 0; p->abi && ph < p->nphases; ph++) p->abi[ph].prof_ns = p->abi[ph].prof_calls = NULL;
+    for (int k = 0; k < p->nparts; k++) p->parts[k].abi.prof_ns = p->parts[k].abi.prof_calls = NULL;
     free(p->prof->ns);
     free(p->prof->calls);
     free(p->prof);

@@ -11,11 +11,15 @@
 
 #include <stdio.h>
 
+/* The 0.1.0 layout of ts_compile_opts ended before strict_device (fields appended since then
+ * take their defaults when the caller's struct_size does not cover them). */
+#define COMPILE_OPTS_0_1_0 offsetof(ts_compile_opts, strict_device)
+
 /* TS_OK when graph and o can be compiled (what ts_compile checks before it starts). */
 static ts_status check_compile(const ts_graph *graph, const ts_compile_opts *opts) {
     const ts_compile_opts o = *opts;
     if (!graph) return ts_err(TS_ERR_ARG, "ts_compile: graph is NULL");
-    if (TS_CHECK_STRUCT(&o, ts_compile_opts, "ts_compile")) return ts_last_status();
+    if (ts_check_struct_size(o.struct_size, COMPILE_OPTS_0_1_0, "ts_compile", "ts_compile_opts")) return ts_last_status();
     if (graph->status != TS_OK) {
         return ts_err(graph->status, "ts_compile: the graph has an error from building: %s", graph->status_msg);
     }
@@ -63,7 +67,10 @@ static ts_program *wrap(ts_exec *e, ts_pipeline *pl) {
 
 ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
     ts_compile_opts o = {0};
-    if (opts) o = *opts;
+    if (opts) {
+        size_t n = opts->struct_size ? opts->struct_size : COMPILE_OPTS_0_1_0;
+        memcpy(&o, opts, n < COMPILE_OPTS_0_1_0 ? sizeof o.struct_size : n < sizeof o ? n : sizeof o);
+    }
     if (check_compile(graph, &o) != TS_OK) return NULL;
     if (o.nstage_devices > 0 && !o.inference) return wrap(NULL, ts_pipeline_compile(graph, &o));
     ts_device *dev = ts_device_get(o.nstage_devices > 0 ? o.stage_devices[0] : o.device ? o.device : "cpu");
@@ -80,9 +87,28 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
 
 void ts_program_free(ts_program *p) {
     if (!p) return;
+    free(p->placement);
     ts_pipeline_free(p->pipe);
     ts_exec_free(p->one);
     free(p);
+}
+
+const char *ts_program_placement(const ts_program *p) {
+    if (!p) return "";
+    if (p->one) return p->one->placement ? p->one->placement : "";
+    if (!p->placement) {
+        size_t cap = 1, o = 0;
+        int S = ts_pipeline_num_stages(p->pipe);
+        for (int s = 0; s < S; s++) cap += strlen(ts_pipeline_stage_exec(p->pipe, s)->placement) + 32;
+        char *buf = malloc(cap);
+        if (!buf) return "";
+        buf[0] = 0;
+        for (int s = 0; s < S; s++)
+            o += (size_t)snprintf(buf + o, cap - o, "%sstage %d: %s", s ? "; " : "", s,
+                                  ts_pipeline_stage_exec(p->pipe, s)->placement);
+        ((ts_program *)p)->placement = buf; /* made once, kept with p */
+    }
+    return p->placement;
 }
 
 int ts_program_num_stages(const ts_program *p) { return !p ? 0 : p->pipe ? ts_pipeline_num_stages(p->pipe) : 1; }

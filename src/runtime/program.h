@@ -18,6 +18,7 @@ struct ts_program {
     ts_pipeline *pipe;        /* a pipeline of them, or NULL */
     ts_face f;                /* views into one or pipe */
     uint64_t step;            /* runs so far: the step of the next run (a pipeline's: micro-batch) */
+    char *placement;          /* a pipeline's ts_program_placement, made on first ask */
 };
 
 /* The graph p runs, after passes (a pipeline's: the whole graph). */

@@ -41,6 +41,7 @@
  * layout for every convolution, depthwise ones included, on oneDNN (bench/conv.c compares).
  */
 #include "backend/cpu/cpu.h"
+#include "graph/op_attrs.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -61,11 +62,11 @@ static void node_geom(const ts_graph *g, const ts_node *n, cgeom *q) {
     q->N = src->shape[0], q->C = src->shape[1], q->H = src->shape[2], q->W = src->shape[3];
     q->O = dst->shape[1], q->OH = dst->shape[2], q->OW = dst->shape[3];
     q->KH = w->shape[2], q->KW = w->shape[3];
-    const int64_t *at = n->attr.i;
-    q->stride[0] = at[0], q->stride[1] = at[1];
-    q->pad_l[0] = at[2], q->pad_l[1] = at[3], q->pad_r[0] = at[4], q->pad_r[1] = at[5];
-    q->dil[0] = at[6] - 1, q->dil[1] = at[7] - 1;
-    q->G = at[8];
+    ts_attrs_conv2d at = TS_NODE_ATTRS(conv2d, n); /* the three ops share conv2d's i[0..8] */
+    q->stride[0] = at.stride_h, q->stride[1] = at.stride_w;
+    q->pad_l[0] = at.pad_top, q->pad_l[1] = at.pad_left, q->pad_r[0] = at.pad_bottom, q->pad_r[1] = at.pad_right;
+    q->dil[0] = at.dilation_h - 1, q->dil[1] = at.dilation_w - 1;
+    q->G = at.groups;
 }
 
 /* One tensor argument of the primitive. */

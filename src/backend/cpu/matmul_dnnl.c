@@ -85,6 +85,7 @@
  *    compile time turns it off.
  */
 #include "backend/cpu/cpu.h"
+#include "graph/op_attrs.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -225,8 +226,9 @@ static dnnl_status_t describe(const ts_graph *g, const ts_node *n, int widen, mm
         }
         a = &w[0], b = &w[1], c = c ? &w[2] : NULL, o = &w[3];
     }
-    int ta = n->attr.i[0] != 0, tb = n->attr.i[1] != 0;
-    d->alpha = n->attr.f[0] == 0.f ? 1.f : n->attr.f[0];
+    ts_attrs_matmul at = TS_NODE_ATTRS(matmul, n);
+    int ta = at.trans_a != 0, tb = at.trans_b != 0;
+    d->alpha = at.alpha;
     d->has_c = c != NULL;
     d->bias_postop = c && d->alpha != 1.f;
     int nd = o->ndim;
@@ -272,8 +274,10 @@ static dnnl_primitive_desc_t make_primitive(dnnl_engine_t engine, const ts_node 
                                                  dnnl_format_tag_any) != dnnl_success)
         *prepack = 0;
 
-    int64_t act = n->attr.i[2];
-    dnnl_alg_kind_t act_alg = act == 1 ? dnnl_eltwise_gelu_erf : act == 2 ? dnnl_eltwise_gelu_tanh : dnnl_eltwise_relu;
+    int64_t act = TS_NODE_ATTRS(matmul, n).act;
+    dnnl_alg_kind_t act_alg = act == TS_MATMUL_ACT_GELU_ERF    ? dnnl_eltwise_gelu_erf
+                              : act == TS_MATMUL_ACT_GELU_TANH ? dnnl_eltwise_gelu_tanh
+                                                               : dnnl_eltwise_relu;
     dnnl_matmul_desc_t desc;
     if (dnnl_matmul_desc_init(&desc, &d->a, *prepack ? &md_b_any : &d->b, md_c, &d->o) != dnnl_success) return NULL;
     dnnl_primitive_attr_t attr = NULL;

@@ -15,6 +15,7 @@
  *    the dead producer read), so the counts are computed once.
  * Nodes are visited in index order, so a chain grows one consumer at a time.
  */
+#include "graph/op_attrs.h"
 #include "graph/passes/passes.h"
 #include "ops/op.h" /* ts_fused_merge */
 
@@ -56,7 +57,7 @@ static int same_type(const ts_val *a, const ts_val *b) {
 
 static int mm_has_bias(const ts_node *m) { return m->nin >= 3 && m->in[2] >= 0; }
 /* A matmul with a fused activation (attr i[2], rule 4): nothing more may be folded into it. */
-static int mm_has_act(const ts_node *m) { return m->attr.i[2] != 0; }
+static int mm_has_act(const ts_node *m) { return TS_NODE_ATTRS(matmul, m).act != TS_MATMUL_ACT_NONE; }
 
 /* Node i becomes repl (the merged node), keeping its own output value; producer p dies. 0 (and
  * nothing changed) when the device would not run the merged node. */
@@ -103,13 +104,13 @@ static int fuse_matmul_bias(fuse_ctx *c, int i) {
 static int fuse_matmul_scale(fuse_ctx *c, int i) {
     ts_graph *g = c->g;
     const ts_node *n = &g->nodes[i];
-    if (n->op != TS_OP_SCALE || n->attr.f[1] != 0.f) return 0;
+    if (n->op != TS_OP_SCALE || TS_NODE_ATTRS(scale, n).beta != 0.f) return 0;
     int p = fusable_producer(c, n->in[0], i);
     if (p < 0) return 0;
     const ts_node *m = &g->nodes[p];
     if (m->op != TS_OP_MATMUL || mm_has_bias(m) || mm_has_act(m)) return 0;
     if (!same_type(&g->vals[n->in[0]], &g->vals[n->out[0]])) return 0;
-    float alpha = (m->attr.f[0] == 0.f ? 1.f : m->attr.f[0]) * n->attr.f[0];
+    float alpha = TS_NODE_ATTRS(matmul, m).alpha * TS_NODE_ATTRS(scale, n).alpha;
     if (alpha == 0.f) return 0;
     ts_node r = *m;
     r.attr.f[0] = alpha;
@@ -162,7 +163,9 @@ static int fuse_matmul_act(fuse_ctx *c, int i) {
     const ts_val *mo = &g->vals[n->in[0]], *o = &g->vals[n->out[0]];
     if (mo->dtype != TS_F32 || !same_type(mo, o)) return 0;
     ts_node r = *m;
-    r.attr.i[2] = n->op == TS_OP_RELU ? 3 : n->attr.i[0] != 0 ? 2 : 1;
+    r.attr.i[2] = n->op == TS_OP_RELU                              ? TS_MATMUL_ACT_RELU
+                  : TS_NODE_ATTRS(gelu, n).tanh_form != 0 ? TS_MATMUL_ACT_GELU_TANH
+                                                          : TS_MATMUL_ACT_GELU_ERF;
     if (r.attr.ni < 3) r.attr.ni = 3;
     return absorb(c, i, p, &r);
 }
@@ -183,7 +186,7 @@ static int fuse_matmul_f32_out(fuse_ctx *c, int i) {
     int p = fusable_producer(c, n->in[0], i);
     if (p < 0) return 0;
     const ts_node *m = &g->nodes[p];
-    if (m->op != TS_OP_MATMUL || m->attr.i[3] != 0 || g->vals[n->in[0]].dtype != TS_BF16) return 0;
+    if (m->op != TS_OP_MATMUL || TS_NODE_ATTRS(matmul, m).f32_out != 0 || g->vals[n->in[0]].dtype != TS_BF16) return 0;
     ts_node r = *m;
     r.attr.i[3] = 1;
     if (r.attr.ni < 4) r.attr.ni = 4;

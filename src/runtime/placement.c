@@ -1,0 +1,193 @@
+/*
+ * placement.c — which device runs each node of a program, and the copies that makes (what
+ * ggml's scheduler does for a graph split across backends). Each scheduled node is asked of the
+ * program's device (backend `supports`, on the whole node). A phase's schedule is cut into parts:
+ * stretches of nodes the device runs, and stretches it does not, which run on the CPU. A CPU part
+ * works on host copies of the values its nodes touch, one per distinct buffer of the device (so
+ * a reshape's alias, or an in-place output, stays one buffer); before it runs, the values it
+ * reads that were made elsewhere are copied in from the device, and after it, the values it made
+ * that anything else reads (a later node, a fetch, a persistent buffer) and the inputs it writes
+ * in place (optimizer updates) are copied back. With strict, a node the device lacks is an error
+ * instead. Calls: the device layer. Called by compile.c (ts_exec_place) and exec.c (ts_part_run).
+ *
+ * Left alone: two values that overlap in part (a gradient inside its bucket) get separate host
+ * copies; no fallback part touches both in the programs we run (collectives run on every
+ * device that runs replicas: the CPU).
+ */
+#include "runtime/exec.h"
+
+#include <stdio.h>
+
+/* Every scheduled node the device has no kernel for, all in one message (strict). */
+static ts_status refuse(const ts_exec *p, const uint8_t *native) {
+    char msg[1024];
+    size_t o = 0;
+    int bad = 0;
+    for (int i = 0; i < p->nsched; i++) {
+        if (native[i]) continue;
+        const ts_node *n = &p->g->nodes[p->sched[i]];
+        ts_dtype dt = n->nout ? p->g->vals[n->out[0]].dtype : TS_F32;
+        if (bad++ < 12 && o < sizeof msg)
+            o += (size_t)snprintf(msg + o, sizeof msg - o, "%s%s (%s)", bad > 1 ? ", " : "", ts_op_get(n->op)->name,
+                                  ts_dtype_name(dt));
+    }
+    return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: device %s has no kernel for %d node%s of the program: %s%s "
+                  "(strict device: no CPU fallback)", p->dev->name, bad, bad == 1 ? "" : "s", msg, bad > 12 ? ", ..." : "");
+}
+
+static ts_part *add_part(ts_exec *p, ts_device *dev, int phase, int begin, int end) {
+    ts_part *np = realloc(p->parts, sizeof *np * (size_t)(p->nparts + 1));
+    if (!np) return NULL;
+    p->parts = np;
+    ts_part *pt = &p->parts[p->nparts++];
+    memset(pt, 0, sizeof *pt);
+    pt->dev = dev, pt->phase = phase, pt->begin = begin, pt->end = end;
+    return pt;
+}
+
+/* Is value v read by a scheduled node outside sched[begin .. end)? */
+static int read_elsewhere(const ts_exec *p, int v, int begin, int end) {
+    for (int s = 0; s < p->nsched; s++) {
+        if (s >= begin && s < end) continue;
+        const ts_node *n = &p->g->nodes[p->sched[s]];
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j] == v) return 1;
+    }
+    return 0;
+}
+
+static int same_buf(ts_buffer a, ts_buffer b) { return a.mem == b.mem && a.offset == b.offset; }
+
+/* A CPU part's host copies: per value it touches, a place in one staging buffer (values of one
+ * device buffer share theirs); its copies in and out. */
+static ts_status stage_part(ts_exec *p, ts_part *pt, const uint8_t *pinned) {
+    const ts_graph *g = p->g;
+    int nv = g->nvals;
+    pt->vals = calloc((size_t)nv + 1, sizeof *pt->vals);
+    int64_t *at = malloc(sizeof(int64_t) * ((size_t)nv + 1)); /* per value: its offset in the stage, -1 */
+    uint8_t *made = calloc((size_t)nv + 1, 1), *in = calloc((size_t)nv + 1, 1), *out = calloc((size_t)nv + 1, 1);
+    pt->copy_in = malloc(sizeof(int) * ((size_t)nv + 1)), pt->copy_out = malloc(sizeof(int) * ((size_t)nv + 1));
+    if (!pt->vals || !at || !made || !in || !out || !pt->copy_in || !pt->copy_out) {
+        free(at), free(made), free(in), free(out);
+        return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory placing the CPU fallback");
+    }
+    memcpy(pt->vals, p->vals, sizeof *pt->vals * (size_t)nv);
+    for (int v = 0; v < nv; v++) at[v] = -1, pt->vals[v].buf = (ts_buffer){NULL, 0};
+    size_t total = 0;
+    for (int s = pt->begin; s < pt->end; s++) {
+        const ts_node *n = &g->nodes[p->sched[s]];
+        int side = (ts_op_get(n->op)->flags & TS_OPF_SIDE_EFFECT) != 0;
+        for (int j = 0; j < n->nin + n->nout; j++) {
+            int v = j < n->nin ? n->in[j] : n->out[j - n->nin];
+            if (v < 0 || !p->vals[v].buf.mem) continue;
+            if (j < n->nin && !made[v]) in[v] = 1;              /* read before this part makes it */
+            if (j >= n->nin) made[v] = 1;
+            if (j >= n->nin || (side && g->vals[v].kind != TS_V_CONST)) out[v] = 1;
+            if (at[v] >= 0) continue;
+            for (int u = 0; u < nv && at[v] < 0; u++) /* a value of the same device buffer placed */
+                if (at[u] >= 0 && same_buf(p->vals[u].buf, p->vals[v].buf)) at[v] = at[u];
+            if (at[v] >= 0) continue;
+            at[v] = (int64_t)total;
+            total += (ts_val_bytes(&g->vals[v]) + 63) / 64 * 64;
+        }
+    }
+    for (int v = 0; v < nv; v++) {
+        size_t bytes = ts_val_bytes(&g->vals[v]);
+        if (in[v]) pt->copy_in[pt->ncopy_in++] = v, pt->bytes_in += bytes;
+        if (out[v] && (pinned[v] || p->owned[v] || g->vals[v].kind != TS_V_NODE || !made[v] ||
+                       read_elsewhere(p, v, pt->begin, pt->end)))
+            pt->copy_out[pt->ncopy_out++] = v, pt->bytes_out += bytes;
+    }
+    ts_status st = ts_dev_alloc(p->cpu, total, &pt->stage);
+    for (int v = 0; st == TS_OK && v < nv; v++)
+        if (at[v] >= 0) pt->vals[v].buf = ts_buf_at(pt->stage, (uint64_t)at[v]);
+    free(at), free(made), free(in), free(out);
+    return st ? ts_err(st, "ts_compile: cannot allocate %zu bytes of host copies for the CPU fallback", total) : TS_OK;
+}
+
+/* The line ts_program_placement returns. */
+static void describe(ts_exec *p, const uint8_t *native) {
+    int nfall = 0, ncpu_parts = 0, ncopies = 0;
+    size_t moved = 0;
+    char ops[256] = "";
+    size_t o = 0;
+    for (int i = 0; i < p->nsched; i++)
+        if (!native[i]) {
+            const char *name = ts_op_get(p->g->nodes[p->sched[i]].op)->name;
+            if (!strstr(ops, name) && o + strlen(name) + 3 < sizeof ops)
+                o += (size_t)snprintf(ops + o, sizeof ops - o, "%s%s", nfall ? ", " : "", name);
+            nfall++;
+        }
+    for (int k = 0; k < p->nparts; k++)
+        if (p->parts[k].vals) {
+            ncpu_parts++;
+            ncopies += p->parts[k].ncopy_in + p->parts[k].ncopy_out;
+            moved += p->parts[k].bytes_in + p->parts[k].bytes_out;
+        }
+    char buf[640];
+    if (!nfall)
+        snprintf(buf, sizeof buf, "%s runs all %d nodes", p->dev->name, p->nsched);
+    else
+        snprintf(buf, sizeof buf, "%s runs %d of %d nodes; the CPU runs %d (%s) in %d part%s; %d copies per run, "
+                 "%.2f MiB moved", p->dev->name, p->nsched - nfall, p->nsched, nfall, ops, ncpu_parts,
+                 ncpu_parts == 1 ? "" : "s", ncopies, (double)moved / (1024.0 * 1024.0));
+    p->placement = strdup(buf);
+}
+
+ts_status ts_exec_place(ts_exec *p, int strict, const uint8_t *pinned) {
+    uint8_t *native = malloc((size_t)p->nsched + 1);
+    p->part_begin = malloc(sizeof(int) * ((size_t)p->nphases + 1));
+    if (!native || !p->part_begin) { free(native); return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory"); }
+    int nfall = 0;
+    for (int i = 0; i < p->nsched; i++) nfall += !(native[i] = (uint8_t)ts_dev_supports(p->dev, p->g, &p->g->nodes[p->sched[i]]));
+    ts_status st = TS_OK;
+    if (nfall && strict) st = refuse(p, native);
+    if (!st && nfall && !(p->cpu = ts_device_get("cpu"))) st = ts_last_status();
+    for (int ph = 0; !st && ph < p->nphases; ph++) {
+        p->part_begin[ph] = p->nparts;
+        for (int s = p->phase_begin[ph]; !st && s < p->phase_begin[ph + 1];) {
+            int e = s;
+            while (e < p->phase_begin[ph + 1] && native[e] == native[s]) e++;
+            ts_part *pt = add_part(p, native[s] ? p->dev : p->cpu, ph, s, e);
+            if (!pt) st = ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
+            else if (!native[s]) st = stage_part(p, pt, pinned);
+            s = e;
+        }
+    }
+    p->part_begin[p->nphases] = p->nparts;
+    if (!st) describe(p, native);
+    free(native);
+    return st;
+}
+
+ts_status ts_part_run(ts_exec *p, int k, uint64_t step) {
+    ts_part *pt = &p->parts[k];
+    ts_buffer ws = pt->vals ? p->cpu_workspace : p->workspace;
+    ts_status s = TS_OK;
+    if (pt->vals) s = ts_dev_sync(p->dev);
+    for (int i = 0; !s && i < pt->ncopy_in; i++) {
+        int v = pt->copy_in[i];
+        s = ts_dev_copy(pt->dev, pt->vals[v].buf, p->dev, p->vals[v].buf, ts_val_bytes(&p->g->vals[v]));
+    }
+    if (!s) s = pt->dev->api->execute(pt->dev->ctx, pt->exe, &pt->abi, ws, step);
+    if (!s) s = ts_dev_sync(pt->dev); /* done before anyone reads its results */
+    for (int i = 0; !s && i < pt->ncopy_out; i++) {
+        int v = pt->copy_out[i];
+        s = ts_dev_copy(p->dev, p->vals[v].buf, pt->dev, pt->vals[v].buf, ts_val_bytes(&p->g->vals[v]));
+    }
+    return s;
+}
+
+void ts_parts_free(ts_exec *p) {
+    for (int k = 0; k < p->nparts; k++) {
+        ts_part *pt = &p->parts[k];
+        if (pt->exe) pt->dev->api->release(pt->dev->ctx, pt->exe);
+        if (pt->vals) ts_dev_free(pt->dev, &pt->stage);
+        free(pt->vals), free(pt->copy_in), free(pt->copy_out);
+    }
+    free(p->parts);
+    free(p->part_begin);
+    free(p->placement);
+    if (p->cpu) ts_dev_free(p->cpu, &p->cpu_workspace);
+    p->parts = NULL, p->part_begin = NULL, p->placement = NULL, p->nparts = 0;
+}
