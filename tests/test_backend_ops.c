@@ -5,8 +5,11 @@
  * run forward — and, for a differentiable op, its gradient: loss = sum(op(x) * r) for a fixed
  * random r, ts_backward, every input's gradient — on the CPU (the reference kernels) and on every
  * device under test, with the same random inputs, and the results compared with a tolerance per
- * dtype. Training-step cases (optimizers, clipping, schedules, accumulation, loss scaling) compare
- * every parameter after two steps.
+ * dtype (max |error| <= rtol (1 + max |reference|): f32 1e-4, f16 2e-3, bf16 1e-2; integers
+ * exact). Training-step cases (optimizers, clipping, schedules, accumulation, loss scaling) compare
+ * every parameter after two steps; forward cases with weights (parameters of an inference
+ * program) run, take new weights and run again, so a device's prepacked weights or kept casts
+ * must follow them.
  *
  * Devices under test: device 0 of every registered backend other than "cpu", after loading each
  * `--plugin PATH` (ts_backend_load) and every libtessera-*.so of $TESSERA_PLUGIN_PATH's
@@ -17,8 +20,9 @@
  * device that compiles a case and gets it wrong fails, naming device, op, case, shape and error.
  * Each op is one case of the test framework (`test_backend_ops matmul` runs the matmul cases);
  * "coverage" checks first that every op of ops.def has a case (a new op without one fails) or is
- * in bo_excluded with its reason. The summary per device gives ops run natively, unsupported
- * ones (listed), wrong ones (must be 0) and the cases run.
+ * in bo_excluded with its reason; "selftest" that a device refusing an op is counted and one
+ * getting it wrong is caught. The summary per device gives ops tested, run natively, unsupported
+ * (listed), wrong (must be 0) and the cases run.
  */
 #include <sys/mman.h>
 #include <dirent.h>
