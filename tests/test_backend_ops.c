@@ -1,7 +1,8 @@
 /*
  * test_backend_ops.c — one conformance suite for every op on every device (as ggml's
  * test-backend-ops): each op of src/graph/ops.def is built in one or more small graphs (the cases
- * below: typical, odd, size-1 and empty shapes; f32 and, where the op takes them, bf16 and f16),
+ * below: typical, odd and size-1 shapes — none empty: tessera refuses a 0 dim where a tensor
+ * enters a graph; f32 and, where the op takes them, bf16 and f16),
  * run forward — and, for a differentiable op, its gradient: loss = sum(op(x) * r) for a fixed
  * random r, ts_backward, every input's gradient — on the CPU (the reference kernels) and on every
  * device under test, with the same random inputs, and the results compared with a tolerance per
