@@ -8,6 +8,17 @@
  */
 #include "backend/backend.h"
 
+#include <string.h>
+
+static const ts_backend_api *cpu;
+
+/* The collectives post to a communicator of the process (src/comm), and the plugin's copy of
+ * tessera has a registry of its own, without the host's communicators: they stay on the host. */
+static int plugin_supports(void *dev, const ts_abi_node *node, const ts_abi_value *values) {
+    if (!strcmp(node->op, "comm_start") || !strcmp(node->op, "comm_wait")) return 0;
+    return cpu->supports(dev, node, values);
+}
+
 TS_PLUGIN_EXPORT const ts_backend_api *ts_backend_get_api(const ts_host_api *host);
 
 const ts_backend_api *ts_backend_get_api(const ts_host_api *host) {
@@ -17,7 +28,9 @@ const ts_backend_api *ts_backend_get_api(const ts_host_api *host) {
             host->error(TS_ERR_UNSUPPORTED, "cpuplugin: built for device ABI " "2.x; the host is another major");
         return NULL;
     }
-    api = *ts_cpu_backend_api(host);
+    cpu = ts_cpu_backend_api(host);
+    api = *cpu;
     api.name = "cpuplugin";
+    api.supports = plugin_supports;
     return &api;
 }
