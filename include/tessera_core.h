@@ -192,7 +192,10 @@ typedef struct ts_compile_opts {
                                        program (stage_devices) refuses it: TS_ERR_UNSUPPORTED */
     int strict_device;              /* 1: a node the device does not support is an error
                                        (TS_ERR_UNSUPPORTED naming every such node) instead of
-                                       running on the CPU with copies (the default: CPU fallback) */
+                                       running on the CPU with copies (the default: CPU fallback;
+                                       the environment's TESSERA_STRICT_DEVICE=1 sets it for every
+                                       compile). On a plugin's device the placement is logged to
+                                       stderr at compile (TESSERA_QUIET=1: not) */
 } ts_compile_opts;
 
 /* Compile graph g for a device: dead-code elimination, fusion, memory planning, kernel selection,

@@ -67,6 +67,9 @@ typedef struct ts_ocr_opts {
     float box_thresh;       /* 0: 0.6, a box is kept when its mean probability is at least this */
     float unclip_ratio;     /* 0: 1.5, how much a detected box is grown */
     float drop_score;       /* 0: 0.5, lines read with a lower confidence are left out */
+    const char *device;     /* the models' device ("opencl:0"; NULL: "cpu"), nodes it lacks on the
+                               CPU unless strict_device (ts_compile_opts) */
+    int strict_device;
 } ts_ocr_opts;
 
 typedef struct ts_ocr_line {

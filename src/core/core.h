@@ -94,5 +94,13 @@ uint16_t ts_f32_f16(float f);
  * struct. base is the struct's size in 0.1.0, its sizeof today. */
 ts_status ts_check_struct_size(size_t struct_size, size_t base, const char *fn, const char *what);
 #define TS_CHECK_STRUCT(opts, type, fn) ts_check_struct_size((opts)->struct_size, sizeof(type), fn, #type)
+/* Read a caller's struct that has grown since 0.1.0 (base: its 0.1.0 size): *out zeroed, then the
+ * bytes the caller's struct_size covers (0: base) copied, so a field appended since then that
+ * the caller's struct lacks takes its default (0); in NULL: all defaults. TS_ERR_ARG as
+ * ts_check_struct_size. */
+ts_status ts_struct_read(void *out, size_t out_size, const void *in, size_t base, const char *fn, const char *what);
+/* The 0.1.0 sizes of the structs that grew since: the offset of the first field added. */
+#define TS_COMPILE_OPTS_0_1_0 offsetof(ts_compile_opts, strict_device)
+#define TS_OCR_OPTS_0_1_0 offsetof(ts_ocr_opts, device)
 
 #endif

@@ -100,8 +100,8 @@ static ts_status check_model(const ts_ocr *ocr, int which, int want_h) {
 }
 
 ts_ocr *ts_ocr_new(const ts_ocr_opts *opts) {
-    ts_ocr_opts o = opts ? *opts : (ts_ocr_opts){0};
-    if (TS_CHECK_STRUCT(&o, ts_ocr_opts, "ts_ocr_new")) return NULL;
+    ts_ocr_opts o;
+    if (ts_struct_read(&o, sizeof o, opts, TS_OCR_OPTS_0_1_0, "ts_ocr_new", "ts_ocr_opts")) return NULL;
     const char *dir = o.models_dir ? o.models_dir : ".";
     int ascii_only = 0;
     if (o.lang && strcmp(o.lang, "ch") != 0) {
@@ -134,7 +134,8 @@ ts_ocr *ts_ocr_new(const ts_ocr_opts *opts) {
     ocr->drop_score = o.drop_score > 0 ? o.drop_score : 0.5f;
     ocr->use_cls = !o.no_cls;
     const char *given[NMODELS] = {o.det_model, o.cls_model, o.rec_model};
-    ts_compile_opts copts = {.num_threads = o.num_threads, .inference = 1};
+    ts_compile_opts copts = {.struct_size = sizeof copts, .num_threads = o.num_threads, .inference = 1, .device = o.device,
+                             .strict_device = o.strict_device};
     for (int i = 0; i < NMODELS; i++) {
         if (i == CLS && !ocr->use_cls) continue;
         ocr->path[i] = file_in(dir, DEFAULT_FILES[i], given[i]);

@@ -17,6 +17,7 @@
 #include "runtime/exec.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Every scheduled node the device has no kernel for, all in one message (strict). */
 static ts_status refuse(const ts_exec *p, const uint8_t *native) {
@@ -135,6 +136,8 @@ static void describe(ts_exec *p, const uint8_t *native) {
 }
 
 ts_status ts_exec_place(ts_exec *p, int strict, const uint8_t *pinned) {
+    const char *env = getenv("TESSERA_STRICT_DEVICE"); /* the CLI's --strict-device */
+    if (env && *env && strcmp(env, "0") != 0) strict = 1;
     uint8_t *native = malloc((size_t)p->nsched + 1);
     p->part_begin = malloc(sizeof(int) * ((size_t)p->nphases + 1));
     if (!native || !p->part_begin) { free(native); return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory"); }
@@ -156,6 +159,8 @@ ts_status ts_exec_place(ts_exec *p, int strict, const uint8_t *pinned) {
     }
     p->part_begin[p->nphases] = p->nparts;
     if (!st) describe(p, native);
+    if (!st && p->placement && p->dev->api != &ts_backend_cpu_api && !getenv("TESSERA_QUIET"))
+        ts_host.log(nfall ? 1 : 0, p->placement); /* said at compile, for a device of a plugin */
     free(native);
     return st;
 }

@@ -11,15 +11,11 @@
 
 #include <stdio.h>
 
-/* The 0.1.0 layout of ts_compile_opts ended before strict_device (fields appended since then
- * take their defaults when the caller's struct_size does not cover them). */
-#define COMPILE_OPTS_0_1_0 offsetof(ts_compile_opts, strict_device)
-
 /* TS_OK when graph and o can be compiled (what ts_compile checks before it starts). */
 static ts_status check_compile(const ts_graph *graph, const ts_compile_opts *opts) {
     const ts_compile_opts o = *opts;
     if (!graph) return ts_err(TS_ERR_ARG, "ts_compile: graph is NULL");
-    if (ts_check_struct_size(o.struct_size, COMPILE_OPTS_0_1_0, "ts_compile", "ts_compile_opts")) return ts_last_status();
+    if (ts_check_struct_size(o.struct_size, TS_COMPILE_OPTS_0_1_0, "ts_compile", "ts_compile_opts")) return ts_last_status();
     if (graph->status != TS_OK) {
         return ts_err(graph->status, "ts_compile: the graph has an error from building: %s", graph->status_msg);
     }
@@ -66,11 +62,8 @@ static ts_program *wrap(ts_exec *e, ts_pipeline *pl) {
 }
 
 ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
-    ts_compile_opts o = {0};
-    if (opts) {
-        size_t n = opts->struct_size ? opts->struct_size : COMPILE_OPTS_0_1_0;
-        memcpy(&o, opts, n < COMPILE_OPTS_0_1_0 ? sizeof o.struct_size : n < sizeof o ? n : sizeof o);
-    }
+    ts_compile_opts o;
+    if (ts_struct_read(&o, sizeof o, opts, TS_COMPILE_OPTS_0_1_0, "ts_compile", "ts_compile_opts")) return NULL;
     if (check_compile(graph, &o) != TS_OK) return NULL;
     if (o.nstage_devices > 0 && !o.inference) return wrap(NULL, ts_pipeline_compile(graph, &o));
     ts_device *dev = ts_device_get(o.nstage_devices > 0 ? o.stage_devices[0] : o.device ? o.device : "cpu");

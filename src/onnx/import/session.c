@@ -39,15 +39,17 @@ ts_onnx_session *ts_onnx_session_new(const ts_onnx *m, const ts_compile_opts *op
         ts_err(TS_ERR_ARG, "ts_onnx_session_new: the model is NULL");
         return NULL;
     }
-    if (opts && TS_CHECK_STRUCT(opts, ts_compile_opts, "ts_onnx_session_new")) return NULL;
+    ts_compile_opts o;
+    if (ts_struct_read(&o, sizeof o, opts, TS_COMPILE_OPTS_0_1_0, "ts_onnx_session_new", "ts_compile_opts")) return NULL;
     ts_onnx_session *s = calloc(1, sizeof *s);
     if (!s) {
         ts_err(TS_ERR_NOMEM, "ts_onnx_session_new: out of memory");
         return NULL;
     }
     s->m = m;
-    if (opts) s->opts = *opts;
-    s->device = opts && opts->device ? ts_strdup(opts->device) : NULL;
+    s->opts = o;
+    s->opts.struct_size = sizeof s->opts; /* every field read above: the whole struct from here on */
+    s->device = o.device ? ts_strdup(o.device) : NULL;
     s->opts.device = s->device;
     s->fetches = calloc((size_t)m->noutputs + 1, sizeof *s->fetches);
     s->spec = calloc((size_t)m->ninputs + 1, sizeof *s->spec);
