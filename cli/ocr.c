@@ -45,6 +45,7 @@ static const char *USAGE =
     "                  " TS_DATA_DIR "/ocr, fetched by scripts/install-deps.sh).\n"
     "  --no-cls        skip the direction classifier (every line taken as upright).\n"
     "  --time          print the time taken on stderr.\n"
+    "  --devices D     run the models on device D (default cpu; e.g. opencl:0).\n"
     "Exit codes: 0 done (also when there is no text), 1 failed while running, 2 bad flags or files.\n";
 
 static double now_s(void) {
@@ -107,7 +108,7 @@ static const char *default_models(char *buf, size_t cap) {
 
 int cli_ocr(int argc, char **argv) {
     char models_buf[4096];
-    const char *image = NULL, *lang = "ch", *models = default_models(models_buf, sizeof models_buf), *v;
+    const char *image = NULL, *lang = "ch", *models = default_models(models_buf, sizeof models_buf), *v, *device = NULL;
     int json = 0, threads = 0, no_cls = 0, show_time = 0, bad = 0;
     for (int i = 1; i < argc && !bad; i++) {
         const char *a = argv[i];
@@ -135,6 +136,8 @@ int cli_ocr(int argc, char **argv) {
             }
         } else if ((v = cli_value(argc, argv, &i, "--models", CMD, &bad))) {
             models = v;
+        } else if ((v = cli_value(argc, argv, &i, "--devices", CMD, &bad))) {
+            device = v;
         } else if (!bad && a[0] == '-' && a[1]) {
             fprintf(stderr, "tessera ocr: unknown flag '%s'\n%s", a, USAGE);
             return 2;
@@ -157,7 +160,8 @@ int cli_ocr(int argc, char **argv) {
         fprintf(stderr, "tessera ocr: %s\n", ts_last_error());
         return 2;
     }
-    ts_ocr *ocr = ts_ocr_new(&(ts_ocr_opts){.models_dir = models, .lang = lang, .num_threads = threads, .no_cls = no_cls});
+    ts_ocr *ocr = ts_ocr_new(&(ts_ocr_opts){.struct_size = sizeof(ts_ocr_opts), .models_dir = models, .lang = lang,
+                                              .num_threads = threads, .no_cls = no_cls, .device = device});
     if (!ocr) {
         fprintf(stderr, "tessera ocr: %s\n", ts_last_error());
         if (ts_last_status() == TS_ERR_IO)

@@ -300,6 +300,25 @@ static int find_renderer(void) {
     return 1;
 }
 
+/* The same pictures read on the OpenCL plugin (strict: every op of the three models on the
+ * device) give the same text as on the CPU (plugins/ beside ./tessera; no OpenCL device: not run). */
+static void test_opencl(void) {
+    if (access("plugins/libtessera-opencl.so", R_OK) != 0 || system("clinfo -l 2>/dev/null | grep -q Device") != 0) {
+        tu_skip_part("no OpenCL plugin or device: the OCR models on opencl:0 not read");
+        return;
+    }
+    char cwd[4000], path[4100];
+    snprintf(path, sizeof path, "%s/plugins", getcwd(cwd, sizeof cwd) ? cwd : ".");
+    setenv("TESSERA_PLUGIN_PATH", path, 1);
+    setenv("TESSERA_QUIET", "1", 1);
+    char asan[512]; /* PoCL's threads crash LeakSanitizer's tracer at exit (ASan stays on) */
+    snprintf(asan, sizeof asan, "%s%sdetect_leaks=0", getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "",
+             getenv("ASAN_OPTIONS") ? ":" : "");
+    setenv("ASAN_OPTIONS", asan, 1);
+    if (draw("ocl_ch.png", 32, CH, NLINES, 0))
+        read_back("Chinese, 32 px, opencl:0", "ocl_ch.png", "--devices opencl:0 --strict-device", CH, NLINES, 0);
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     static const char *files[] = {"ch_PP-OCRv4_det_infer.onnx", "ch_PP-OCRv4_rec_infer.onnx",
@@ -318,6 +337,7 @@ int main(int argc, char **argv) {
     RUN(test_upside_down);
     RUN(test_no_text);
     RUN(test_bad_input);
+    RUN(test_opencl);
     cli_cleanup("test_cli_ocr");
     return tu_finish("test_cli_ocr");
 }
