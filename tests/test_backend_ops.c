@@ -15,7 +15,8 @@
  * Devices under test: device 0 of every registered backend other than "cpu", after loading each
  * `--plugin PATH` (ts_backend_load) and every libtessera-*.so of $TESSERA_PLUGIN_PATH's
  * directories; with none, "cpu:1" (a second device context of the CPU backend) against "cpu".
- * `--all-devices` tests every device of each backend (at most BO_MAX_DEV in all).
+ * `--all-devices` tests every device of each backend (at most BO_MAX_DEV in all); `--device NAME`
+ * that device alone (scripts/gpu-check.sh: each GPU in turn).
  * Each case is compiled for the device with strict_device = 1: a compile refused with
  * TS_ERR_UNSUPPORTED counts the case as unsupported on that device (printed, not a failure); a
  * device that compiles a case and gets it wrong fails, naming device, op, case, shape and error.
@@ -630,7 +631,11 @@ static void bo_load_plugin_path(void) {
     free(dirs);
 }
 
-static void bo_pick_devices(int all) {
+static void bo_pick_devices(int all, const char *only) {
+    if (only) { /* --device NAME: that device alone */
+        bo_add_device(only);
+        return;
+    }
     for (int b = 0; b < ts_backend_count(); b++) {
         const ts_backend_api *api = ts_backend_at(b);
         if (!api || !strcmp(api->name, "cpu")) continue;
@@ -680,14 +685,17 @@ static void bo_summary(void) {
 
 int main(int argc, char **argv) {
     tu_args(argc, argv);
+    setenv("TESSERA_QUIET", "1", 0); /* no placement line at every compile of a plugin device */
     int all = 0;
+    const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc) bo_load(argv[++i]);
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--all-devices")) all = 1;
     }
-    /* tu_args took the plugin's path for a case name: drop it from the names */
+    /* tu_args took the values of --plugin and --device for case names: drop them from the names */
     for (int j = 1; j + 1 < argc; j++) {
-        if (strcmp(argv[j], "--plugin")) continue;
+        if (strcmp(argv[j], "--plugin") && strcmp(argv[j], "--device")) continue;
         for (int i = 0; i < tu_nnames; i++)
             if (tu_names[i] == argv[j + 1]) tu_names[i--] = tu_names[--tu_nnames];
     }
@@ -698,7 +706,7 @@ int main(int argc, char **argv) {
         tu_name_seen = NULL;
     }
     bo_load_plugin_path();
-    bo_pick_devices(all);
+    bo_pick_devices(all, only);
     bo_sh = mmap(NULL, sizeof *bo_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (bo_sh == MAP_FAILED) return 1;
     memset(bo_sh, 0, sizeof *bo_sh);
