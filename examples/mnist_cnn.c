@@ -2,11 +2,14 @@
  * mnist_cnn.c — a LeNet-style convolutional network trained on the MNIST digits with tessera: the
  * model-zoo entry for the vision ops (ts_conv2d, ts_max_pool2d).
  *
- *   ./build/examples/mnist_cnn [DATA_DIR] [--epochs N] [--target PERCENT]
+ *   ./build/examples/mnist_cnn [DATA_DIR] [--epochs N] [--target PERCENT] [--device D] [--steps N]
  *       DATA_DIR  default data/mnist (`bash scripts/install-deps.sh` fetches it)
  *       --epochs  passes over the 8,000 training digits (default 12; the ctest mnist_cnn_example runs
  *                 4 at --target 97)
  *       --target  the test accuracy, in percent, the run must reach to exit 0 (default 98.5)
+ *       --device  where both programs run (default cpu; opencl:0 with the OpenCL plugin on
+ *                 TESSERA_PLUGIN_PATH): the same model, no other change
+ *       --steps   batches per epoch, at most (default all; for a short comparison of devices)
  *
  * The model (NCHW; B images a batch), LeNet-5's shape with more channels:
  *   x [B, 1, 28, 28]
@@ -117,14 +120,15 @@ static double evaluate(ts_program *infer, ts_tensor *xb, const mnist_set *d) {
 /* ---------------------------------------------------------------- main */
 
 static void usage_exit(const char *why) {
-    fprintf(stderr, "mnist_cnn: %s\nusage: mnist_cnn [DATA_DIR] [--epochs N] [--target PERCENT]\n", why);
+    fprintf(stderr, "mnist_cnn: %s\nusage: mnist_cnn [DATA_DIR] [--epochs N] [--target PERCENT] [--device D] [--steps N]\n", why);
     exit(2);
 }
 
 int main(int argc, char **argv) {
     const char *dir = "data/mnist";
-    int epochs = 12;
+    int epochs = 12, max_steps = 0;
     double target = 98.5;
+    const char *device = "cpu";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--epochs") && i + 1 < argc) {
             epochs = atoi(argv[++i]);
@@ -132,6 +136,10 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--target") && i + 1 < argc) {
             target = atof(argv[++i]);
             if (!(target >= 0 && target <= 100)) usage_exit("--target wants a percentage");
+        } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+            device = argv[++i];
+        } else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
+            if ((max_steps = atoi(argv[++i])) <= 0) usage_exit("--steps wants a positive number");
         } else if (argv[i][0] == '-') {
             usage_exit("unknown flag");
         } else {
@@ -141,7 +149,9 @@ int main(int argc, char **argv) {
     double t_start = now_s();
     uint64_t seed = 20260101;
     mnist_set d = mnist_load(dir, seed);
-    int steps_per_epoch = d.ntrain / BATCH, total_steps = epochs * steps_per_epoch;
+    int steps_per_epoch = d.ntrain / BATCH;
+    if (max_steps && max_steps < steps_per_epoch) steps_per_epoch = max_steps;
+    int total_steps = epochs * steps_per_epoch;
     printf("mnist_cnn: %d digits from %s: %d for training, %d for testing\n", d.n, dir,
            steps_per_epoch * BATCH, MNIST_TEST);
 
@@ -162,10 +172,11 @@ int main(int argc, char **argv) {
     check(ts_backward(g, loss), "ts_backward");
     check(ts_adamw(g, lr, 0.9f, 0.999f, 1e-8f, WEIGHT_DECAY), "ts_adamw");
 
-    ts_program *train = ts_compile(g, &(ts_compile_opts){.nfetch = 1, .fetches = (const char *[]){"loss"}});
+    ts_program *train = ts_compile(g, &(ts_compile_opts){.device = device, .nfetch = 1,
+                                                         .fetches = (const char *[]){"loss"}});
     if (!train) { fprintf(stderr, "mnist_cnn: compiling the training program: %s\n", ts_last_error()); return 1; }
-    ts_program *infer = ts_compile(g, &(ts_compile_opts){.nfetch = 1, .fetches = (const char *[]){"logits"},
-                                                         .inference = 1});
+    ts_program *infer = ts_compile(g, &(ts_compile_opts){.device = device, .nfetch = 1,
+                                                         .fetches = (const char *[]){"logits"}, .inference = 1});
     if (!infer) { fprintf(stderr, "mnist_cnn: compiling the inference program: %s\n", ts_last_error()); return 1; }
     ts_graph_free(g);
 
