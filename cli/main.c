@@ -33,25 +33,18 @@ static void usage(FILE *f) {
     fprintf(f, "usage: tessera SUBCOMMAND [options]   (tessera --version: the version)\n\nsubcommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n`tessera SUBCOMMAND --help` describes each one. Devices in this build: %s (others load as plugins:\n"
-               "--backend-plugin PATH, or libtessera-NAME.so from $TESSERA_PLUGIN_PATH or the install's plugin\n"
-               "directory when --devices names NAME); --strict-device: a node the device lacks is an error instead\n"
-               "of running on the CPU. Both go with any subcommand.\n", ts_devices());
+    fprintf(f, "\n`tessera SUBCOMMAND --help` describes each one. Devices in this build: %s; any subcommand takes\n"
+               "--backend-plugin PATH and --strict-device (README: Devices and plugins).\n", ts_devices());
 }
 
-/* Take --backend-plugin PATH (load it) and --strict-device (TESSERA_STRICT_DEVICE) out of argv,
- * wherever they are; 2 after a message when a plugin does not load. */
+/* Take --backend-plugin PATH (loaded) and --strict-device (TESSERA_STRICT_DEVICE) out of argv. */
 static int device_flags(int *argc, char **argv) {
     int k = 1;
     for (int i = 1; i < *argc; i++) {
-        if (!strcmp(argv[i], "--strict-device")) {
-            setenv("TESSERA_STRICT_DEVICE", "1", 1);
-        } else if (!strcmp(argv[i], "--backend-plugin")) {
-            if (i + 1 >= *argc) return fprintf(stderr, "tessera: --backend-plugin needs a PATH\n"), 2;
-            if (ts_backend_load(argv[++i]) != TS_OK) return fprintf(stderr, "tessera: %s\n", ts_last_error()), 2;
-        } else {
-            argv[k++] = argv[i];
-        }
+        if (!strcmp(argv[i], "--strict-device")) setenv("TESSERA_STRICT_DEVICE", "1", 1);
+        else if (strcmp(argv[i], "--backend-plugin")) argv[k++] = argv[i];
+        else if (i + 1 == *argc) return fprintf(stderr, "tessera: --backend-plugin needs a PATH\n"), 2;
+        else if (ts_backend_load(argv[++i])) return fprintf(stderr, "tessera: %s\n", ts_last_error()), 2;
     }
     argv[*argc = k] = NULL;
     return 0;
