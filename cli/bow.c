@@ -193,16 +193,16 @@ done:
 int cli_bow(int argc, char **argv) {
     bow_opts o = {.text_col = "text", .label_col = "label", .epochs = 20, .batch = 32, .seed = 42,
                   .max_tokens = 1024, .lr = 0.01};
-    const cli_opt opts[] = {
-        {"vocab", OPT_STR, &o.vocab, 0},          {"train", OPT_STR, &o.train, 0},
-        {"test", OPT_STR, &o.test, 0},            {"epochs", OPT_INT, &o.epochs, 1},
-        {"batch", OPT_INT, &o.batch, 1},          {"lr", OPT_FLOAT, &o.lr, 0},
-        {"weight-decay", OPT_FLOAT, &o.weight_decay, 0}, {"seed", OPT_INT, &o.seed, 0},
-        {"threads", OPT_INT, &o.threads, 0},      {"cased", OPT_FLAG, &o.cased, 0},
-        {"max-tokens", OPT_INT, &o.max_tokens, 1}, {"text-column", OPT_STR, &o.text_col, 0},
-        {"label-column", OPT_STR, &o.label_col, 0},
+    const ts_opt opts[] = {
+        {"vocab", TS_OPT_STR, &o.vocab, 0},          {"train", TS_OPT_STR, &o.train, 0},
+        {"test", TS_OPT_STR, &o.test, 0},            {"epochs", TS_OPT_INT, &o.epochs, 1},
+        {"batch", TS_OPT_INT, &o.batch, 1},          {"lr", TS_OPT_FLOAT, &o.lr, 0},
+        {"weight-decay", TS_OPT_FLOAT, &o.weight_decay, 0}, {"seed", TS_OPT_INT, &o.seed, 0},
+        {"threads", TS_OPT_INT, &o.threads, 0},      {"cased", TS_OPT_FLAG, &o.cased, 0},
+        {"max-tokens", TS_OPT_INT, &o.max_tokens, 1}, {"text-column", TS_OPT_STR, &o.text_col, 0},
+        {"label-column", TS_OPT_STR, &o.label_col, 0},
     };
-    cli_optset os;
+    ts_optset os;
     int rc = cli_opts_parse(&os, "bow", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done;
     rc = 2;
@@ -214,6 +214,6 @@ int cli_bow(int argc, char **argv) {
     else
         rc = run(&o);
 done:
-    cli_opts_free(&os);
+    ts_options_free(&os);
     return rc;
 }

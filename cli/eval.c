@@ -40,7 +40,7 @@ static const char *USAGE =
     "  --config FILE        a JSON object of the options above (flags override it)\n";
 
 typedef struct ev_opts {
-    cli_strlist models; /* --model DIR...: one, or the members of an ensemble (classifiers) */
+    ts_strlist models; /* --model DIR...: one, or the members of an ensemble (classifiers) */
     const char *model, *data, *task, *text_col, *text_b_col, *label_col;
     double test_split;
     int batch, threads, max_answer_len, n_best, seed, relocate_answers;
@@ -153,17 +153,17 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
 
 int cli_eval(int argc, char **argv) {
     ev_opts o = {.text_col = "text", .label_col = "label", .batch = 32, .seed = 42};
-    const cli_opt opts[] = {
-        {"model", OPT_LIST, &o.models, 0},        {"data", OPT_STR, &o.data, 0},
-        {"test-split", OPT_FLOAT, &o.test_split, 0}, {"seed", OPT_INT, &o.seed, 0},
-        {"task", OPT_STR, &o.task, 0},            {"text-column", OPT_STR, &o.text_col, 0},
-        {"text-b-column", OPT_STR, &o.text_b_col, 0}, {"label-column", OPT_STR, &o.label_col, 0},
-        {"max-answer-len", OPT_INT, &o.max_answer_len, 1}, {"n-best", OPT_INT, &o.n_best, 1},
-        {"relocate-answers", OPT_FLAG, &o.relocate_answers, 0},
-        {"batch", OPT_INT, &o.batch, 1},          {"threads", OPT_INT, &o.threads, 0},
+    const ts_opt opts[] = {
+        {"model", TS_OPT_LIST, &o.models, 0},        {"data", TS_OPT_STR, &o.data, 0},
+        {"test-split", TS_OPT_FLOAT, &o.test_split, 0}, {"seed", TS_OPT_INT, &o.seed, 0},
+        {"task", TS_OPT_STR, &o.task, 0},            {"text-column", TS_OPT_STR, &o.text_col, 0},
+        {"text-b-column", TS_OPT_STR, &o.text_b_col, 0}, {"label-column", TS_OPT_STR, &o.label_col, 0},
+        {"max-answer-len", TS_OPT_INT, &o.max_answer_len, 1}, {"n-best", TS_OPT_INT, &o.n_best, 1},
+        {"relocate-answers", TS_OPT_FLAG, &o.relocate_answers, 0},
+        {"batch", TS_OPT_INT, &o.batch, 1},          {"threads", TS_OPT_INT, &o.threads, 0},
         CLI_DEVICE_OPTS,                           CLI_LOAD_OPTS,
     };
-    cli_optset os;
+    ts_optset os;
     int rc = cli_opts_parse(&os, "eval", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done_opts;
     rc = 2;
@@ -189,6 +189,6 @@ int cli_eval(int argc, char **argv) {
     ts_tokenizer_free(tok);
     ts_model_meta_free(&meta);
 done_opts:
-    cli_opts_free(&os);
+    ts_options_free(&os);
     return rc;
 }

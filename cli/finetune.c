@@ -361,35 +361,35 @@ int cli_finetune(int argc, char **argv) {
     ft_opts o = {.test_every = 1, .text_col = "text", .label_col = "label", .test_split = 0.2, .lr = 1e-4, .warmup = 0.1,
                  .wd = 0.01, .epochs = 3, .batch = 32, .seed = 42, .split_seed = -1, .keep = 3,
                  .optimizer = "adamw", .accumulation = 1, .device_iterations = 1};
-    const cli_opt opts[] = {
-        {"model", OPT_STR, &o.model, 0},         {"train", OPT_STR, &o.train, 0},
-        {"task", OPT_STR, &o.task, 0},           {"dev", OPT_STR, &o.dev, 0},
-        {"text-b-column", OPT_STR, &o.text_b_col, 0}, {"doc-stride", OPT_INT, &o.doc_stride, 1},
-        {"max-query-len", OPT_INT, &o.max_query_len, 1}, {"max-answer-len", OPT_INT, &o.max_answer_len, 1},
-        {"n-best", OPT_INT, &o.n_best, 1},       {"resume", OPT_STR, &o.resume, 0},
-        {"relocate-answers", OPT_FLAG, &o.relocate_answers, 0},
-        {"keep", OPT_INT, &o.keep, 1},           {"stop-after", OPT_INT, &o.stop_after, 1},
-        {"out", OPT_STR, &o.out, 0},             {"text-column", OPT_STR, &o.text_col, 0},
-        {"label-column", OPT_STR, &o.label_col, 0}, {"test-split", OPT_FLOAT, &o.test_split, 0},
-        {"epochs", OPT_INT, &o.epochs, 1},       {"batch", OPT_INT, &o.batch, 1},
-        {"max-len", OPT_INT, &o.max_len, 3},     {"lr", OPT_FLOAT, &o.lr, 0},
-        {"warmup", OPT_FLOAT, &o.warmup, 0},     {"weight-decay", OPT_FLOAT, &o.wd, 0},
-        {"max-grad-norm", OPT_FLOAT, &o.max_grad_norm, 0},
-        {"max-steps", OPT_INT, &o.max_steps, 0}, {"save-every", OPT_INT, &o.save_every, 0},
-        {"seed", OPT_INT, &o.seed, 0},           {"split-seed", OPT_INT, &o.split_seed, 0},
-        {"threads", OPT_INT, &o.threads, 0},
-        {"bf16", OPT_FLAG, &o.bf16, 0},          {"max-minutes", OPT_FLOAT, &o.max_minutes, 0},
-        {"recompute", OPT_FLAG, &o.recompute, 0}, {"random-init", OPT_FLAG, &o.random_init, 0},
-        {"test-every", OPT_INT, &o.test_every, 0}, {"deterministic", OPT_FLAG, &o.deterministic, 0},
-        {"fp16", OPT_FLAG, &o.fp16, 0},          {"truncate", OPT_STR, &o.truncate, 0},
-        {"optimizer", OPT_STR, &o.optimizer, 0}, {"momentum", OPT_FLOAT, &o.momentum, 0},
-        {"accumulation", OPT_INT, &o.accumulation, 1}, {"device-iterations", OPT_INT, &o.device_iterations, 1},
-        {"devices", OPT_STR, &o.devices, 0},     {"stages", OPT_STR, &o.stages, 0},
-        {"micro-batches", OPT_INT, &o.micro_batches, 2}, {"profile", OPT_FLAG, &o.profile, 0},
+    const ts_opt opts[] = {
+        {"model", TS_OPT_STR, &o.model, 0},         {"train", TS_OPT_STR, &o.train, 0},
+        {"task", TS_OPT_STR, &o.task, 0},           {"dev", TS_OPT_STR, &o.dev, 0},
+        {"text-b-column", TS_OPT_STR, &o.text_b_col, 0}, {"doc-stride", TS_OPT_INT, &o.doc_stride, 1},
+        {"max-query-len", TS_OPT_INT, &o.max_query_len, 1}, {"max-answer-len", TS_OPT_INT, &o.max_answer_len, 1},
+        {"n-best", TS_OPT_INT, &o.n_best, 1},       {"resume", TS_OPT_STR, &o.resume, 0},
+        {"relocate-answers", TS_OPT_FLAG, &o.relocate_answers, 0},
+        {"keep", TS_OPT_INT, &o.keep, 1},           {"stop-after", TS_OPT_INT, &o.stop_after, 1},
+        {"out", TS_OPT_STR, &o.out, 0},             {"text-column", TS_OPT_STR, &o.text_col, 0},
+        {"label-column", TS_OPT_STR, &o.label_col, 0}, {"test-split", TS_OPT_FLOAT, &o.test_split, 0},
+        {"epochs", TS_OPT_INT, &o.epochs, 1},       {"batch", TS_OPT_INT, &o.batch, 1},
+        {"max-len", TS_OPT_INT, &o.max_len, 3},     {"lr", TS_OPT_FLOAT, &o.lr, 0},
+        {"warmup", TS_OPT_FLOAT, &o.warmup, 0},     {"weight-decay", TS_OPT_FLOAT, &o.wd, 0},
+        {"max-grad-norm", TS_OPT_FLOAT, &o.max_grad_norm, 0},
+        {"max-steps", TS_OPT_INT, &o.max_steps, 0}, {"save-every", TS_OPT_INT, &o.save_every, 0},
+        {"seed", TS_OPT_INT, &o.seed, 0},           {"split-seed", TS_OPT_INT, &o.split_seed, 0},
+        {"threads", TS_OPT_INT, &o.threads, 0},
+        {"bf16", TS_OPT_FLAG, &o.bf16, 0},          {"max-minutes", TS_OPT_FLOAT, &o.max_minutes, 0},
+        {"recompute", TS_OPT_FLAG, &o.recompute, 0}, {"random-init", TS_OPT_FLAG, &o.random_init, 0},
+        {"test-every", TS_OPT_INT, &o.test_every, 0}, {"deterministic", TS_OPT_FLAG, &o.deterministic, 0},
+        {"fp16", TS_OPT_FLAG, &o.fp16, 0},          {"truncate", TS_OPT_STR, &o.truncate, 0},
+        {"optimizer", TS_OPT_STR, &o.optimizer, 0}, {"momentum", TS_OPT_FLOAT, &o.momentum, 0},
+        {"accumulation", TS_OPT_INT, &o.accumulation, 1}, {"device-iterations", TS_OPT_INT, &o.device_iterations, 1},
+        {"devices", TS_OPT_STR, &o.devices, 0},     {"stages", TS_OPT_STR, &o.stages, 0},
+        {"micro-batches", TS_OPT_INT, &o.micro_batches, 2}, {"profile", TS_OPT_FLAG, &o.profile, 0},
         CLI_DEVICE_OPTS,                          CLI_LOAD_OPTS,
         CLI_REPLICA_OPTS,
     };
-    cli_optset os;
+    ts_optset os;
     int rc = cli_opts_parse(&os, "finetune", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc == 1) {
         char probe[4300];
@@ -438,6 +438,6 @@ int cli_finetune(int argc, char **argv) {
             rc = run_task(&o);
         }
     }
-    cli_opts_free(&os);
+    ts_options_free(&os);
     return rc;
 }

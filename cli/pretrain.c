@@ -74,7 +74,7 @@ static const char *USAGE =
 
 typedef struct pt_opts {
     const char *vocab, *out;
-    cli_strlist corpus;
+    ts_strlist corpus;
     int layers, hidden, heads, inter, max_len, batch, max_steps, seed, save_every, eval_every, eval_batches;
     int threads, wwm, bf16, keep, stop_after, recompute, deterministic, untie;
     int fp16, accumulation, device_iterations, max_predictions, cased, profile;
@@ -415,32 +415,32 @@ int cli_pretrain(int argc, char **argv) {
                  .max_steps = 1000, .eval_every = 100, .eval_batches = 4, .lr = 5e-4, .warmup = 0.05, .wd = 0.01,
                  .dropout = 0.1, .mask_prob = 0.15, .keep = 3, .accumulation = 1, .device_iterations = 1,
                  .max_predictions = -1, .optimizer = "adamw"};
-    const cli_opt opts[] = {
-        {"vocab", OPT_STR, &o.vocab, 0},           {"corpus", OPT_LIST, &o.corpus, 0},
-        {"out", OPT_STR, &o.out, 0},               {"layers", OPT_INT, &o.layers, 1},
-        {"hidden", OPT_INT, &o.hidden, 1},         {"heads", OPT_INT, &o.heads, 1},
-        {"intermediate", OPT_INT, &o.inter, 1},    {"max-len", OPT_INT, &o.max_len, 8},
-        {"batch", OPT_INT, &o.batch, 1},           {"max-steps", OPT_INT, &o.max_steps, 1},
-        {"max-minutes", OPT_FLOAT, &o.max_minutes, 0}, {"lr", OPT_FLOAT, &o.lr, 0},
-        {"warmup", OPT_FLOAT, &o.warmup, 0},       {"weight-decay", OPT_FLOAT, &o.wd, 0},
-        {"max-grad-norm", OPT_FLOAT, &o.max_grad_norm, 0},
-        {"dropout", OPT_FLOAT, &o.dropout, 0},     {"mask-prob", OPT_FLOAT, &o.mask_prob, 0},
-        {"seed", OPT_INT, &o.seed, 0},             {"save-every", OPT_INT, &o.save_every, 0},
-        {"eval-every", OPT_INT, &o.eval_every, 1}, {"eval-batches", OPT_INT, &o.eval_batches, 0},
-        {"threads", OPT_INT, &o.threads, 0},       {"wwm", OPT_FLAG, &o.wwm, 0}, {"untie-embeddings", OPT_FLAG, &o.untie, 0},
-        {"cased", OPT_FLAG, &o.cased, 0},
-        {"bf16", OPT_FLAG, &o.bf16, 0},            {"keep", OPT_INT, &o.keep, 1},
-        {"resume", OPT_STR, &o.resume, 0},         {"stop-after", OPT_INT, &o.stop_after, 1},
-        {"recompute", OPT_FLAG, &o.recompute, 0},  {"deterministic", OPT_FLAG, &o.deterministic, 0},
-        {"fp16", OPT_FLAG, &o.fp16, 0},            {"accumulation", OPT_INT, &o.accumulation, 1},
-        {"device-iterations", OPT_INT, &o.device_iterations, 1},
-        {"max-predictions", OPT_INT, &o.max_predictions, 0},
-        {"optimizer", OPT_STR, &o.optimizer, 0}, {"momentum", OPT_FLOAT, &o.momentum, 0},
-        {"devices", OPT_STR, &o.devices, 0},     {"stages", OPT_STR, &o.stages, 0},
-        {"micro-batches", OPT_INT, &o.micro_batches, 2}, {"profile", OPT_FLAG, &o.profile, 0},
+    const ts_opt opts[] = {
+        {"vocab", TS_OPT_STR, &o.vocab, 0},           {"corpus", TS_OPT_LIST, &o.corpus, 0},
+        {"out", TS_OPT_STR, &o.out, 0},               {"layers", TS_OPT_INT, &o.layers, 1},
+        {"hidden", TS_OPT_INT, &o.hidden, 1},         {"heads", TS_OPT_INT, &o.heads, 1},
+        {"intermediate", TS_OPT_INT, &o.inter, 1},    {"max-len", TS_OPT_INT, &o.max_len, 8},
+        {"batch", TS_OPT_INT, &o.batch, 1},           {"max-steps", TS_OPT_INT, &o.max_steps, 1},
+        {"max-minutes", TS_OPT_FLOAT, &o.max_minutes, 0}, {"lr", TS_OPT_FLOAT, &o.lr, 0},
+        {"warmup", TS_OPT_FLOAT, &o.warmup, 0},       {"weight-decay", TS_OPT_FLOAT, &o.wd, 0},
+        {"max-grad-norm", TS_OPT_FLOAT, &o.max_grad_norm, 0},
+        {"dropout", TS_OPT_FLOAT, &o.dropout, 0},     {"mask-prob", TS_OPT_FLOAT, &o.mask_prob, 0},
+        {"seed", TS_OPT_INT, &o.seed, 0},             {"save-every", TS_OPT_INT, &o.save_every, 0},
+        {"eval-every", TS_OPT_INT, &o.eval_every, 1}, {"eval-batches", TS_OPT_INT, &o.eval_batches, 0},
+        {"threads", TS_OPT_INT, &o.threads, 0},       {"wwm", TS_OPT_FLAG, &o.wwm, 0}, {"untie-embeddings", TS_OPT_FLAG, &o.untie, 0},
+        {"cased", TS_OPT_FLAG, &o.cased, 0},
+        {"bf16", TS_OPT_FLAG, &o.bf16, 0},            {"keep", TS_OPT_INT, &o.keep, 1},
+        {"resume", TS_OPT_STR, &o.resume, 0},         {"stop-after", TS_OPT_INT, &o.stop_after, 1},
+        {"recompute", TS_OPT_FLAG, &o.recompute, 0},  {"deterministic", TS_OPT_FLAG, &o.deterministic, 0},
+        {"fp16", TS_OPT_FLAG, &o.fp16, 0},            {"accumulation", TS_OPT_INT, &o.accumulation, 1},
+        {"device-iterations", TS_OPT_INT, &o.device_iterations, 1},
+        {"max-predictions", TS_OPT_INT, &o.max_predictions, 0},
+        {"optimizer", TS_OPT_STR, &o.optimizer, 0}, {"momentum", TS_OPT_FLOAT, &o.momentum, 0},
+        {"devices", TS_OPT_STR, &o.devices, 0},     {"stages", TS_OPT_STR, &o.stages, 0},
+        {"micro-batches", TS_OPT_INT, &o.micro_batches, 2}, {"profile", TS_OPT_FLAG, &o.profile, 0},
         CLI_DEVICE_OPTS,                          CLI_REPLICA_OPTS,
     };
-    cli_optset os;
+    ts_optset os;
     int rc = cli_opts_parse(&os, "pretrain", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc == 1) {
         char probe[4300];
@@ -484,6 +484,6 @@ int cli_pretrain(int argc, char **argv) {
         else if (!o.deterministic || !(rc = cli_deterministic_setup("pretrain", &o.threads, o.max_minutes)))
             rc = run(&o);
     }
-    cli_opts_free(&os);
+    ts_options_free(&os);
     return rc;
 }

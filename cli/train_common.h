@@ -14,31 +14,7 @@
 
 /* ------------------------------------------------------------------ options */
 
-typedef enum { OPT_STR, OPT_INT, OPT_FLOAT, OPT_FLAG, OPT_LIST } cli_opt_kind;
-
-/* A list of strings (OPT_LIST: `--corpus a.txt b.txt`, or a JSON array in the config). */
-typedef struct cli_strlist {
-    const char **v;
-    int n;
-} cli_strlist;
-
-/* One option: `--name VALUE` on the command line, "name": VALUE in the config file. ptr points
- * to a const char * (STR), int (INT, FLAG), double (FLOAT) or cli_strlist (LIST). INT values must
- * be >= min_int. */
-typedef struct cli_opt {
-    const char *name;
-    cli_opt_kind kind;
-    void *ptr;
-    int min_int;
-} cli_opt;
-
-/* Everything the parsed options hold on to (config JSON, lists); free with cli_opts_free. */
-typedef struct cli_optset {
-    const char *cmd;
-    const cli_opt *opts;
-    int nopts;
-    void *json;     /* the config's cJSON tree (its strings are the STR values) */
-} cli_optset;
+/* The option tables are ts_opt (tessera_tasks.h: ts_options_parse). */
 
 /* Settings that every program a command compiles, and every model it loads, follows: flags that
  * the subcommands share, listed in an option table with CLI_DEVICE_OPTS (and CLI_LOAD_OPTS where
@@ -50,8 +26,8 @@ typedef struct cli_device_opts {
                                ("--hidden, --layers, ..." or "DIR/config.json") */
 } cli_device_opts;
 extern cli_device_opts cli_dev;
-#define CLI_DEVICE_OPTS {"device-memory", OPT_FLOAT, &cli_dev.memory_gib, 0}
-#define CLI_LOAD_OPTS {"allow-nonfinite", OPT_FLAG, &cli_dev.allow_nonfinite, 0}
+#define CLI_DEVICE_OPTS {"device-memory", TS_OPT_FLOAT, &cli_dev.memory_gib, 0}
+#define CLI_LOAD_OPTS {"allow-nonfinite", TS_OPT_FLAG, &cli_dev.allow_nonfinite, 0}
 /* The usage lines of those flags. */
 #define CLI_DEVICE_USAGE                                                                                \
     "  --device-memory GIB  memory a compiled program may take (default: the device's, for the CPU\n" \
@@ -61,13 +37,12 @@ extern cli_device_opts cli_dev;
 /* ts_program_load's flags for a model (TS_LOAD_STRICT when strict) under these settings. */
 int cli_load_flags(int strict);
 
-/* Parse argv (argv[0] is the subcommand). `--config FILE` (anywhere) is read first: each key must
- * name an option; then the flags override it. An option named "threads" must be at most
- * ts_max_threads(). Returns 1 to go on, 0 when --help printed usage, 2 on a usage error (message
- * on stderr naming the flag, or the config file and key). */
-int cli_opts_parse(cli_optset *s, const char *cmd, const char *usage, const cli_opt *opts, int nopts, int argc,
+/* Parse argv (argv[0] is the subcommand) with ts_options_parse, its errors on stderr prefixed
+ * "tessera CMD"; --help prints usage. An option named "threads" must be at most ts_max_threads().
+ * Returns 1 to go on, 0 when --help printed usage, 2 on a usage error (ended by a line pointing
+ * at --help). Free s with ts_options_free. */
+int cli_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt *opts, int nopts, int argc,
                   char **argv);
-void cli_opts_free(cli_optset *s);
 
 /* ------------------------------------------------------------------ replicas (cli/replicas.c) */
 
@@ -85,8 +60,8 @@ typedef struct cli_replicas {
 } cli_replicas;
 extern cli_replicas cli_rep;
 #define CLI_REPLICA_OPTS                                                                                \
-    {"shard-optimizer", OPT_FLAG, &cli_rep.shard_optimizer, 0},                                     \
-    {"comm-timeout", OPT_FLOAT, &cli_rep.comm_timeout, 0}
+    {"shard-optimizer", TS_OPT_FLAG, &cli_rep.shard_optimizer, 0},                                     \
+    {"comm-timeout", TS_OPT_FLOAT, &cli_rep.comm_timeout, 0}
 #define CLI_REPLICA_USAGE                                                                               \
     "  Replicas: mpirun -np R tessera ... runs R data-parallel replicas (each with its --devices);\n"   \
     "            the global batch is R times one process's, the gradients summed over the ranks\n"     \

@@ -346,6 +346,50 @@ TS_API ts_status ts_bert_run_batch(ts_program *p, ts_tensor *const feeds[3], int
 TS_API ts_status ts_classify_texts_add_probs(ts_program *infer, ts_batch_buf *bb, const ts_tokenizer *tok,
                                              const char *const *texts, int n, int pairs, int nlabels, double *probs);
 
+/* ---------------------------------------------------------------- a run's options (src/io/options.c) */
+
+/* The kinds of option: a string, an int, a non-negative double, a flag (an int set to 1 by
+ * `--name`, true or false in the config) and a list of strings (`--corpus a.txt b.txt`, or a
+ * JSON string or array of strings in the config). */
+typedef enum { TS_OPT_STR, TS_OPT_INT, TS_OPT_FLOAT, TS_OPT_FLAG, TS_OPT_LIST } ts_opt_kind;
+
+/* A list option's strings (they point into argv or the config; freed by ts_options_free). */
+typedef struct ts_strlist {
+    const char **v;
+    int n;
+} ts_strlist;
+
+/* One option: `--name VALUE` (or `--name=VALUE`) on the command line, "name": VALUE in the
+ * config file. ptr points to a const char * (STR), int (INT, FLAG), double (FLOAT) or ts_strlist
+ * (LIST). INT values must be >= min_int. An element of a caller's table, so it has no
+ * struct_size: a table is read only by the ts_options_* of the same build. */
+typedef struct ts_opt {
+    const char *name;
+    ts_opt_kind kind;
+    void *ptr;
+    int min_int;
+} ts_opt;
+
+/* What a parse holds on to (the config's JSON, the lists); free with ts_options_free. */
+typedef struct ts_optset {
+    const ts_opt *opts;
+    int nopts;
+    void *json; /* the config's parsed tree (its strings are the STR values) */
+} ts_optset;
+
+/* Parse argv (argv[0] is the program's or subcommand's name, skipped) against the table
+ * opts[0 .. nopts): `--config FILE` (anywhere) is read first, each of its keys naming an option
+ * ("config" excepted); then the flags override it. Returns 1 to go on, 0 when -h or --help is
+ * given (nothing parsed; the caller prints its usage), 2 on an error: a line "PROG: message"
+ * naming the flag, or the config file and key, is written to err (may be NULL). Free s with
+ * ts_options_free whatever the result. */
+TS_API int ts_options_parse(ts_optset *s, const char *prog, const ts_opt *opts, int nopts, int argc,
+                            char *const *argv, ts_write_fn err, void *err_ctx);
+/* The option named `name` in s's table, or NULL. */
+TS_API const ts_opt *ts_options_find(const ts_optset *s, const char *name);
+/* Free what the parse holds (the lists are emptied, the STR values from the config dangle). */
+TS_API void ts_options_free(ts_optset *s);
+
 #ifdef __cplusplus
 }
 #endif
