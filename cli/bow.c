@@ -125,7 +125,7 @@ static int run(const bow_opts *o) {
 
     /* train */
     int64_t nbatch = (ntrain + B - 1) / B;
-    double t0 = cli_now(), loss = 0;
+    double t0 = ts_seconds(), loss = 0;
     for (int e = 0; e < o->epochs; e++) {
         ts_permutation((uint64_t)o->seed + (uint64_t)e, ntrain, order);
         loss = 0;
@@ -142,7 +142,7 @@ static int run(const bow_opts *o) {
             ts_tensor_free(l);
         }
     }
-    double seconds = cli_now() - t0;
+    double seconds = ts_seconds() - t0;
 
     /* test */
     if (ts_program_copy_params(ip, tp) < 0) {

@@ -56,11 +56,11 @@ static int eval_qa(const ev_opts *o, const ts_bert_config *cfg, const ts_model_m
     int rc = 1;
     ts_program *p = cli_model_dir_program("eval", o->model, cfg, o->batch, meta->max_len, o->threads,
                                (const char *[]){"start_logits", "end_logits"}, 2);
-    double t0 = cli_now(), em, f1;
+    double t0 = ts_seconds(), em, f1;
     if (p && !cli_qa_score("eval", p, s, o->batch, meta->max_len, o->n_best ? o->n_best : TS_SQUAD_N_BEST,
                           o->max_answer_len ? o->max_answer_len : TS_SQUAD_MAX_ANSWER_LEN, &em, &f1)) {
         printf("tessera eval: %s: exact match %.2f, F1 %.2f (%lld questions, %lld windows), %.1f s\n", o->data, em, f1,
-               (long long)ts_squad_num_examples(s), (long long)ts_squad_num_features(s), cli_now() - t0);
+               (long long)ts_squad_num_examples(s), (long long)ts_squad_num_features(s), ts_seconds() - t0);
         rc = 0;
     }
     ts_program_free(p);
@@ -100,7 +100,7 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
     double *probs = calloc((size_t)(n ? n : 1) * (size_t)nl, sizeof *probs);
     int rc = probs ? 0 : 1;
     if (!probs) fprintf(stderr, "tessera eval: out of memory\n");
-    double t0 = cli_now();
+    double t0 = ts_seconds();
     for (int k = 0; k < o->models.n && !rc; k++) { /* each member with its own vocabulary and length */
         const char *dir = o->models.v[k];
         ts_bert_config kcfg = *cfg;
@@ -142,7 +142,7 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
         if (test) snprintf(part, sizeof part, " (its held-out %g, split seed %d)", o->test_split, o->seed);
         printf("tessera eval: %s%s: accuracy%s %.2f%% (%lld of %lld), majority class '%s' %.2f%%, %.1f s\n", o->data,
                part, what, total ? 100.0 * (double)correct / (double)total : 0.0, (long long)correct,
-               (long long)total, meta->labels[maj] ? meta->labels[maj] : "?", 100 * base, cli_now() - t0);
+               (long long)total, meta->labels[maj] ? meta->labels[maj] : "?", 100 * base, ts_seconds() - t0);
     }
     free(probs);
     ts_text_dataset_free(train);

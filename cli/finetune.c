@@ -174,13 +174,13 @@ static int cls_feed(void *ctx) {
     return ts_batch_buf_feed(&r->bb, r->tp, 1) ? -1 : 0;
 }
 
-static int cls_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, cli_progress *pr,
+static int cls_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr,
                          FILE *metrics) {
     cls_run *r = ctx;
     int every = r->o->test_every;
     if (!r->test || ts_text_dataset_size(r->test) == 0 || (!last && (every == 0 || (epoch + 1) % every != 0))) {
-        cli_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,
-                          cli_now() - pr->t0);
+        ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,
+                          ts_seconds() - pr->t0);
         return 0;
     }
     int64_t correct, n;
@@ -190,10 +190,10 @@ static int cls_epoch_end(void *ctx, int epoch, int64_t step, int last, double tr
         return 1;
     }
     r->acc = n ? (double)correct / (double)n : 0;
-    cli_progress_print(pr, "epoch %d: step %lld, train loss %.4f, test accuracy %.2f%% (%lld/%lld), majority baseline "
+    ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, test accuracy %.2f%% (%lld/%lld), majority baseline "
                           "%.2f%%, %.0f s\n", epoch + 1, (long long)step, train_loss, 100 * r->acc, (long long)correct,
-                      (long long)n, 100 * r->base, cli_now() - pr->t0);
-    cli_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"test_accuracy\": %.6f, \"majority_baseline\": %.6f",
+                      (long long)n, 100 * r->base, ts_seconds() - pr->t0);
+    ts_metrics_write(ts_write_stdio, metrics, "\"step\": %lld, \"epoch\": %d, \"test_accuracy\": %.6f, \"majority_baseline\": %.6f",
                      (long long)step, epoch + 1, r->acc, r->base);
     return 0;
 }

@@ -44,7 +44,7 @@ typedef struct ft_task {
     int (*feed)(void *ctx);
     /* After each epoch (and at a time limit): score the held-out data with the current weights,
      * print and log it (train_loss: the epoch's mean). 0 or the exit code. */
-    int (*epoch_end)(void *ctx, int epoch, int64_t step, int last, double train_loss, cli_progress *pr, FILE *metrics);
+    int (*epoch_end)(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr, FILE *metrics);
     /* Write the model directory --out; 0 or 1. */
     int (*save)(void *ctx);
     /* Write a full-state checkpoint at step; 0 or 1. */

@@ -11,6 +11,7 @@
  * (step j's lr on its N micro-batches) and "loss" comes back as [S].
  */
 #include <math.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "finetune.h"
@@ -35,7 +36,9 @@ int ft_loop_opts(const ft_opts *o, const ts_bert_config *cfg, ts_bert_head head,
 }
 
 void ft_describe(const ft_opts *o, ts_program *tp, FILE *metrics) {
-    if (o->devices) cli_pipe_describe("finetune", tp, &pipe_plan, o->accumulation, metrics);
+    if (o->devices)
+        ts_stage_plan_describe(&pipe_plan, tp, o->accumulation, "tessera finetune", ts_write_stdio,
+                               metrics ? metrics : stdout, metrics != NULL);
 }
 
 int64_t ft_steps_per_epoch(const ft_opts *o, int64_t n) {
@@ -52,7 +55,7 @@ typedef struct ft_run {
     int64_t n, per_epoch, total;
     int64_t *order;
     int epoch;          /* whose order is in `order` (-1: none yet) */
-    cli_progress pr;
+    ts_progress pr;
     double loss_sum;    /* this epoch's */
     int64_t loss_n;
     int timed;          /* the pipeline's stages were reported */
@@ -84,7 +87,7 @@ static ts_status run_feed(void *ctx, ts_program *p) {
 static void run_step(void *ctx, const ts_train_step_report *rep) {
     ft_run *r = ctx;
     if (isfinite(rep->losses[0])) r->loss_sum += rep->losses[0], r->loss_n++;
-    cli_progress_step(&r->pr, rep->step, rep->losses[0], rep->seq_per_s);
+    ts_progress_step(&r->pr, rep->step, rep->losses[0], rep->seq_per_s);
 }
 
 static void run_metrics(void *ctx, char *buf, size_t cap) {
@@ -94,18 +97,18 @@ static void run_metrics(void *ctx, char *buf, size_t cap) {
 
 static ts_status run_after(void *ctx, int64_t step, int last) {
     ft_run *r = ctx;
-    if (r->o->profile) cli_profile_after_call(r->t->tp, r->step0, step, last, &r->prof_from);
+    if (r->o->profile) ts_train_profile_warmup(r->t->tp, r->step0, step, last, &r->prof_from);
     int end = step % r->per_epoch == 0;
     if (!end && !last) return TS_OK;
     int epoch = (int)((step - 1) / r->per_epoch);
     if (last && !end && step < r->total)
-        cli_progress_print(&r->pr, "--max-minutes %g reached in epoch %d\n", r->o->max_minutes, epoch + 1);
+        ts_progress_print(&r->pr, "--max-minutes %g reached in epoch %d\n", r->o->max_minutes, epoch + 1);
     int rc = r->t->epoch_end(r->t->ctx, epoch, step, last, r->loss_n ? r->loss_sum / (double)r->loss_n : NAN, &r->pr,
                              r->o->out ? r->t->metrics : NULL);
     if (r->o->devices && !r->timed) { /* the pipeline's stages, measured, once */
         char line[2048];
-        cli_pipe_report(&pipe_plan, r->t->tp, r->o->accumulation, line, sizeof line, r->t->metrics);
-        cli_progress_print(&r->pr, "tessera finetune: %s\n", line);
+        ts_stage_plan_report(&pipe_plan, r->t->tp, r->o->accumulation, line, sizeof line, ts_write_stdio, r->t->metrics);
+        ts_progress_print(&r->pr, "tessera finetune: %s\n", line);
         r->timed = 1;
     }
     r->loss_sum = 0, r->loss_n = 0;
@@ -154,9 +157,10 @@ int ft_train_loop(const ft_opts *o, ft_task *t, int64_t step, FILE *metrics) {
         free(r.order);
         return 1;
     }
-    cli_replicas_describe("finetune", t->tp, metrics);
+    ts_replicas_describe(cli_rep.comm, cli_rep.shard_optimizer, t->tp, "tessera finetune", ts_write_stdio, stdout,
+                         ts_write_stdio, metrics);
     t->metrics = metrics;
-    cli_progress_init(&r.pr, r.total, o->max_minutes * 60);
+    ts_progress_init(&r.pr, r.total, o->max_minutes * 60, isatty(fileno(stdout)), ts_write_stdio, stdout);
     ts_train_spec spec = {.struct_size = sizeof spec, .program = t->tp, .micro_batches = N, .steps_per_call = K,
                           .lr = (float)o->lr, .warmup = o->warmup, .total_steps = r.total,
                           .max_seconds = o->max_minutes * 60, .skip_nonfinite = o->fp16,
@@ -169,7 +173,7 @@ int ft_train_loop(const ft_opts *o, ft_task *t, int64_t step, FILE *metrics) {
     int rc = 1;
     if (st) fprintf(stderr, "\ntessera finetune: %s\n", ts_last_error());
     else if (res.stopped) {
-        cli_progress_print(&r.pr, "tessera finetune: stopped after step %lld (--stop-after); continue with --resume %s\n",
+        ts_progress_print(&r.pr, "tessera finetune: stopped after step %lld (--stop-after); continue with --resume %s\n",
                           (long long)res.step, o->out);
         rc = o->profile && cli_profile_print("finetune", t->tp, step, r.prof_from, res.step);
     } else if (cli_replicas_check_params("finetune", t->tp, "at the end")) {

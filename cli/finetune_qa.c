@@ -129,11 +129,11 @@ static int qa_feed(void *ctx) {
     return 0;
 }
 
-static int qa_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, cli_progress *pr, FILE *metrics) {
+static int qa_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr, FILE *metrics) {
     qa_run *r = ctx;
     if (!r->dev) {
-        cli_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,
-                          cli_now() - pr->t0);
+        ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,
+                          ts_seconds() - pr->t0);
         return 0;
     }
     if (ts_program_copy_params(r->ip, r->tp) < 0) {
@@ -141,9 +141,9 @@ static int qa_epoch_end(void *ctx, int epoch, int64_t step, int last, double tra
         return 1;
     }
     if (cli_qa_score("finetune", r->ip, r->dev, r->o->batch, r->seq, r->n_best, r->max_ans, &r->em, &r->f1)) return 1;
-    cli_progress_print(pr, "epoch %d: step %lld, train loss %.4f, dev EM %.2f, F1 %.2f, %.0f s\n", epoch + 1,
-                      (long long)step, train_loss, r->em, r->f1, cli_now() - pr->t0);
-    cli_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"dev_exact_match\": %.4f, \"dev_f1\": %.4f",
+    ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, dev EM %.2f, F1 %.2f, %.0f s\n", epoch + 1,
+                      (long long)step, train_loss, r->em, r->f1, ts_seconds() - pr->t0);
+    ts_metrics_write(ts_write_stdio, metrics, "\"step\": %lld, \"epoch\": %d, \"dev_exact_match\": %.4f, \"dev_f1\": %.4f",
                      (long long)step, epoch + 1, r->em, r->f1);
     return 0;
 }

@@ -43,54 +43,7 @@ int cli_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_op
     return rc;
 }
 
-/* ------------------------------------------------------------------ progress, metrics, timing */
-
-double cli_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-void cli_progress_init(cli_progress *p, int64_t total, double max_seconds) {
-    memset(p, 0, sizeof *p);
-    p->tty = isatty(fileno(stdout));
-    p->t0 = cli_now();
-    p->total = total;
-    p->max_seconds = max_seconds;
-}
-
-static void fmt_time(char *buf, size_t n, double s) {
-    if (s < 0) s = 0;
-    if (s < 60) snprintf(buf, n, "%.0fs", s);
-    else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
-    else snprintf(buf, n, "%dh%02dm", (int)s / 3600, (int)s % 3600 / 60);
-}
-
-void cli_progress_step(cli_progress *p, int64_t step, double loss, double seq_per_s) {
-    if (!p->tty) return;
-    p->rate = p->rate > 0 ? 0.8 * p->rate + 0.2 * seq_per_s : seq_per_s; /* smoothed for display */
-    double now = cli_now(), el = now - p->t0;
-    if (now - p->drawn < 0.1 && step < p->total) return; /* at most 10 redraws a second */
-    p->drawn = now;
-    double eta = step > 0 ? el / (double)step * (double)(p->total - step) : 0;
-    if (p->max_seconds > 0 && p->max_seconds - el < eta) eta = p->max_seconds - el;
-    char e[32];
-    fmt_time(e, sizeof e, eta);
-    int w = printf("\rstep %lld/%lld  loss %.4f  %.1f seq/s  ETA %s", (long long)step, (long long)p->total, loss,
-                   p->rate, e);
-    if (w < p->width) printf("%*s", p->width - w, "");
-    p->width = w;
-    fflush(stdout);
-}
-
-void cli_progress_print(cli_progress *p, const char *fmt, ...) {
-    if (p->tty && p->width) printf("\r%*s\r", p->width, ""), p->width = 0;
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    fflush(stdout);
-}
+/* ------------------------------------------------------------------ metrics */
 
 static FILE *metrics_fopen(const char *dir, const char *cmd, const char *mode) {
     char path[4096];
@@ -107,18 +60,6 @@ FILE *cli_metrics_open(const char *dir, const char *cmd) {
 FILE *cli_metrics_append(const char *dir, const char *cmd) {
     return cli_rep.rank > 0 ? fopen("/dev/null", "w") : metrics_fopen(dir, cmd, "a");
 }
-
-void cli_metrics_write(FILE *f, const char *fmt, ...) {
-    if (!f) return;
-    va_list ap;
-    va_start(ap, fmt);
-    fputc('{', f);
-    vfprintf(f, fmt, ap);
-    fputs("}\n", f);
-    va_end(ap);
-    fflush(f);
-}
-
 
 /* ------------------------------------------------------------------ BERT programs and batches */
 
@@ -184,30 +125,8 @@ int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head h
 
 /* ------------------------------------------------------------------ --profile */
 
-void cli_profile_after_call(ts_program *tp, int64_t step0, int64_t step, int last, int64_t *from) {
-    if (*from >= 0) return;
-    if (last) { /* one call in all: nothing to leave out */
-        *from = step0;
-        return;
-    }
-    ts_program_profile_reset(tp); /* the first call was a warm-up */
-    *from = step;
-}
-
 int cli_profile_print(const char *cmd, const ts_program *tp, int64_t step0, int64_t from, int64_t step) {
-    if (cli_rep.rank > 0) return 0;
-    if (from < 0) from = step; /* no call ran */
-    long long n = (long long)(step - from), first = (long long)(from - step0);
-    char ranks[64] = "";
-    if (cli_rep.size > 1) snprintf(ranks, sizeof ranks, "; rank 0 of %d", cli_rep.size);
-    if (first == 0)
-        printf("profile of the training step (%lld step%s, no warm-up left out%s):\n", n, n == 1 ? "" : "s", ranks);
-    else if (first == 1)
-        printf("profile of the training step (%lld step%s after the first%s):\n", n, n == 1 ? "" : "s", ranks);
-    else /* --device-iterations K: the first call ran K steps */
-        printf("profile of the training step (%lld step%s after the first %lld, one call into the program%s):\n", n,
-               n == 1 ? "" : "s", first, ranks);
-    if (ts_program_profile_report(tp, ts_write_stdio, stdout) == TS_OK) return 0;
+    if (ts_train_profile_print(tp, cli_rep.comm, step0, from, step, ts_write_stdio, stdout) == TS_OK) return 0;
     fprintf(stderr, "tessera %s: --profile: %s\n", cmd, ts_last_error());
     return 1;
 }

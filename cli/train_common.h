@@ -76,37 +76,14 @@ int cli_replicas_setup(const char *cmd, int *threads);
 /* With replicas: the same parameters on every rank? (a hash of each rank's, compared). 0, or
  * prints which ranks differ and returns 1. `when` names the moment ("after loading"). */
 int cli_replicas_check_params(const char *cmd, const ts_program *p, const char *when);
-/* A line on what each rank holds: "optimizer state X MiB per rank (1/R of Y MiB: --shard-optimizer)". */
-void cli_replicas_describe(const char *cmd, const ts_program *p, FILE *metrics);
-
 /* ------------------------------------------------------------------ progress, metrics, timing */
 
-double cli_now(void);
-
-typedef struct cli_progress {
-    int tty;           /* stdout is a terminal: redraw one line with \r */
-    double t0;         /* when training started */
-    int64_t total;     /* steps planned */
-    double max_seconds; /* 0: no time limit */
-    int width;         /* of the last line drawn */
-    double rate;       /* sequences per second, smoothed */
-    double drawn;      /* when the line was last drawn */
-} cli_progress;
-
-void cli_progress_init(cli_progress *p, int64_t total, double max_seconds);
-/* Draw "step s/total  loss L  R seq/s  ETA ..." (only on a tty). */
-void cli_progress_step(cli_progress *p, int64_t step, double loss, double seq_per_s);
-/* Print a line of its own (clears the progress line first on a tty). */
-void cli_progress_print(cli_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The progress line and metrics rows are the library's (ts_progress, ts_metrics_write). */
 
 /* Create DIR/metrics.jsonl (a new log each run); NULL with a message on failure. */
 FILE *cli_metrics_open(const char *dir, const char *cmd);
 /* Open DIR/metrics.jsonl to add to it (a resumed run continues the log). */
 FILE *cli_metrics_append(const char *dir, const char *cmd);
-/* Write one JSON object line (fmt gives the members without braces) and flush. */
-void cli_metrics_write(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-
 /* --deterministic: the same seed and thread count give bit-identical losses and parameters run
  * to run. tessera's kernels already compute the same bits at a fixed thread count (static
  * OpenMP schedules, no atomics, OpenMP's dynamic adjustment off), so the flag pins the thread
@@ -177,14 +154,9 @@ int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head h
                      const cli_train_loop *loop);
 
 /* --profile (pretrain, finetune): the training program is compiled with profiling on
- * (cli_train_loop.profile; a pipeline, --devices, is refused) and its report is printed at the end.
- * cli_profile_after_call, from ts_train's after_call hook, treats the first call of this run (from
- * step0) as a warm-up, as `tessera run --repeat` does: it zeroes the counters after it, unless it
- * is also the last, and sets *from (-1 before the first call) to the step they count from.
- * cli_profile_print prints to stdout the heading "profile of the training step (N steps after the
- * first):" (N = step - from) and ts_program_profile_report; 0, or prints the error and returns 1.
- * With replicas, rank 0's program is reported. */
-void cli_profile_after_call(ts_program *tp, int64_t step0, int64_t step, int last, int64_t *from);
+ * (cli_train_loop.profile; a pipeline, --devices, is refused); ts_train_profile_warmup, from
+ * ts_train's after_call hook, leaves the first call out as a warm-up, and cli_profile_print prints
+ * ts_train_profile_print to stdout; 0, or prints the error and returns 1. */
 int cli_profile_print(const char *cmd, const ts_program *tp, int64_t step0, int64_t from, int64_t step);
 /* The usage line of --profile, in the finetune / eval style. */
 #define CLI_PROFILE_USAGE                                                                               \

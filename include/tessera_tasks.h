@@ -346,6 +346,112 @@ TS_API ts_status ts_bert_run_batch(ts_program *p, ts_tensor *const feeds[3], int
 TS_API ts_status ts_classify_texts_add_probs(ts_program *infer, ts_batch_buf *bb, const ts_tokenizer *tok,
                                              const char *const *texts, int n, int pairs, int nlabels, double *probs);
 
+/* ---------------------------------------------------------------- a training run's lines (src/train/run_report.c) */
+
+/* printf into w (nothing when w is NULL): one call of w per call. */
+TS_API void ts_writef(ts_write_fn w, void *ctx, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Seconds on the monotonic clock (for durations). */
+TS_API double ts_seconds(void);
+
+/* The progress line of a training run: on a terminal (tty) "step s/total  loss L  R seq/s  ETA
+ * ..." redrawn in place with \r, at most ten times a second; elsewhere nothing. The caller owns
+ * the struct (it holds no allocation); t0 is when the run started. */
+typedef struct ts_progress {
+    ts_write_fn out;
+    void *ctx;
+    int tty;            /* out is a terminal: redraw one line with \r */
+    double t0;          /* ts_seconds() at ts_progress_init */
+    int64_t total;      /* steps planned */
+    double max_seconds; /* 0: no time limit (else the ETA is capped by it) */
+    int width;          /* of the last line drawn */
+    double rate;        /* sequences per second, smoothed */
+    double drawn;       /* when the line was last drawn */
+} ts_progress;
+TS_API void ts_progress_init(ts_progress *p, int64_t total, double max_seconds, int tty, ts_write_fn out, void *ctx);
+/* Step `step` done with this loss and rate: redraw the line (on a tty). */
+TS_API void ts_progress_step(ts_progress *p, int64_t step, double loss, double seq_per_s);
+/* Write a line of its own (the progress line cleared first on a tty). */
+TS_API void ts_progress_print(ts_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One row of a JSONL metrics log: "{" fmt's members "}\n", one call of w (nothing when NULL). */
+TS_API void ts_metrics_write(ts_write_fn w, void *ctx, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The stages of pipelined program p compiled from plan pp with `micro` micro-batches a step:
+ * lines "NAME: pipeline of S stages on D devices, ..." and one per stage (device, threads, parts,
+ * memory), or with `json` one metrics row {"pipeline": {...}}. */
+TS_API void ts_stage_plan_describe(const ts_stage_plan *pp, const ts_program *p, int micro, const char *name,
+                                   ts_write_fn w, void *ctx, int json);
+/* The measured side of pipelined program p's runs so far: each stage's busy time and the bubble
+ * beside (S-1)/(M+S-1), as a line into buf[cap] (without a newline), and a metrics row to
+ * `metrics` (may be NULL). */
+TS_API void ts_stage_plan_report(const ts_stage_plan *pp, const ts_program *p, int micro, char *buf, size_t cap,
+                                 ts_write_fn metrics, void *ctx);
+
+/* Replicas: do all ranks of comm hold program p's parameters (ts_replicas_params_differ)? TS_OK
+ * (also with one rank), else TS_ERR_RUNTIME with a message naming the ranks that differ; `when`
+ * names the moment ("at the start"). A collective. */
+TS_API ts_status ts_replicas_check_params(ts_comm *comm, const ts_program *p, const char *when);
+/* Replicas (nothing with one rank): a line "NAME: per rank: parameters ..., optimizer state ...
+ * (its share with shard), gradient buckets ..." to out and a metrics row to metrics. */
+TS_API void ts_replicas_describe(ts_comm *comm, int shard, const ts_program *p, const char *name, ts_write_fn out,
+                                 void *out_ctx, ts_write_fn metrics, void *metrics_ctx);
+
+/* Profiling a training run (tp compiled with ts_compile_opts.profile), from ts_train's after_call
+ * hook: the first call of the run (from step0) is a warm-up, as `tessera run --repeat` treats it:
+ * the counters are zeroed after it, unless it is also the last, and *from (-1 before the first
+ * call) becomes the step they count from. */
+TS_API void ts_train_profile_warmup(ts_program *tp, int64_t step0, int64_t step, int last, int64_t *from);
+/* The heading "profile of the training step (N steps after the first):" (N = step - from) and
+ * ts_program_profile_report, to w; with replicas (comm) rank 0 alone writes. */
+TS_API ts_status ts_train_profile_print(const ts_program *tp, ts_comm *comm, int64_t step0, int64_t from, int64_t step,
+                                        ts_write_fn w, void *ctx);
+
+/* ---------------------------------------------------------------- a pretraining run (src/train/pretrain_run.c) */
+
+/* What ts_pretrain_run does: the run of `tessera pretrain`, its flags already read. The caller
+ * makes the programs (ts_bert_train_programs: train fetching "loss", "mlm_loss", "nsp_loss";
+ * infer fetching "prediction_logits", "seq_relationship_logits", "mlm_loss") and out_dir, and
+ * keeps them; the run writes there. Every line begins with `name`. */
+typedef struct ts_pretrain_run_opts {
+    size_t struct_size;
+    const char *name;                /* the lines' prefix ("tessera pretrain"; NULL: "pretrain") */
+    ts_write_fn out;                 /* the run's lines and progress (may be NULL) */
+    void *out_ctx;
+    int tty;                         /* out is a terminal: a progress line redrawn in place */
+    ts_write_fn err;                 /* error lines (may be NULL; the last is also ts_last_error()) */
+    void *err_ctx;
+    const ts_tokenizer *tok;         /* the vocabulary (vocab: its file, copied into out_dir) */
+    const char *vocab;
+    const ts_bert_config *cfg;       /* the model's config, written as out_dir/config.json */
+    ts_program *train, *infer;       /* infer scores the held-out set (NULL: no evaluation) */
+    const ts_stage_plan *pipe;       /* the pipeline train was compiled on (NULL: one device) */
+    const ts_pretrain_shape *shape;  /* the run's options that a resume keeps (sizes, batch, schedule,
+                                        masking, replicas), its checkpoints' shape */
+    const char *const *corpus;       /* text files: one sentence a line, a blank line between documents */
+    int ncorpus;
+    const char *out_dir;             /* config.json, model.safetensors, vocab.txt, metrics.jsonl,
+                                        checkpoints/ */
+    const char *resume;              /* continue from this run directory's newest valid checkpoint (or
+                                        this checkpoint); NULL: start */
+    int device_iterations;           /* optimizer steps per call into train (>= 1) */
+    int eval_every, eval_batches;    /* held-out evaluation every N steps, on this many batches */
+    int save_every, keep;            /* model and checkpoint every N steps (0: at the end); checkpoints kept */
+    int stop_after;                  /* end after this step with a checkpoint (0: run to max_steps) */
+    int profile;                     /* write the training step's profile at the end (train compiled
+                                        with profiling) */
+    double max_minutes;              /* stop by time (0: no limit) */
+    ts_comm *comm;                   /* replicas (NULL or one rank: none); rank 0 writes the files */
+} ts_pretrain_run_opts;
+
+/* Pretrain: split the corpus into training text and a held-out set (every 50th document, in
+ * temporary files in out_dir, removed at the end), resume when asked, train with ts_train (the
+ * progress line, a metrics row per step and held-out MLM / NSP accuracy every eval_every steps
+ * in out_dir/metrics.jsonl, the model and a full-state checkpoint every save_every steps), then
+ * write the model directory. TS_OK; TS_ERR_ARG when the inputs or options are at fault (a corpus
+ * without text or sentence pairs, a checkpoint that does not match); another code when running
+ * fails; the error line is written to err as well. */
+TS_API ts_status ts_pretrain_run(const ts_pretrain_run_opts *o);
+
 /* ---------------------------------------------------------------- a run's options (src/io/options.c) */
 
 /* The kinds of option: a string, an int, a non-negative double, a flag (an int set to 1 by
