@@ -160,6 +160,7 @@ typedef struct cls_run {
     ts_batch_buf bb; /* S slices of [B, seq] and labels [B] */
     int seq, base_label;
     double base, acc; /* majority baseline; the last test accuracy (-1: none) */
+    FILE *metrics;    /* --out's metrics.jsonl */
     char vocab[4200];
 } cls_run;
 
@@ -174,8 +175,7 @@ static int cls_feed(void *ctx) {
     return ts_batch_buf_feed(&r->bb, r->tp, 1) ? -1 : 0;
 }
 
-static int cls_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr,
-                         FILE *metrics) {
+static int cls_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr) {
     cls_run *r = ctx;
     int every = r->o->test_every;
     if (!r->test || ts_text_dataset_size(r->test) == 0 || (!last && (every == 0 || (epoch + 1) % every != 0))) {
@@ -193,7 +193,7 @@ static int cls_epoch_end(void *ctx, int epoch, int64_t step, int last, double tr
     ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, test accuracy %.2f%% (%lld/%lld), majority baseline "
                           "%.2f%%, %.0f s\n", epoch + 1, (long long)step, train_loss, 100 * r->acc, (long long)correct,
                       (long long)n, 100 * r->base, ts_seconds() - pr->t0);
-    ts_metrics_write(ts_write_stdio, metrics, "\"step\": %lld, \"epoch\": %d, \"test_accuracy\": %.6f, \"majority_baseline\": %.6f",
+    ts_metrics_write(ts_write_stdio, r->metrics, "\"step\": %lld, \"epoch\": %d, \"test_accuracy\": %.6f, \"majority_baseline\": %.6f",
                      (long long)step, epoch + 1, r->acc, r->base);
     return 0;
 }
@@ -302,7 +302,8 @@ static int run(const ft_opts *o) {
            ts_optim_kind_name((ts_optim_kind)cli_optimizer_parse("finetune", o->optimizer)), o->lr);
     if (!ts_batch_buf_init_slices(&r.bb, B, r.seq, 1, loop.device_iterations, 0)) goto oom;
     r.base = r.test ? ts_classify_majority(r.train, r.test, &r.base_label) : 0;
-    ft_task t = {.ctx = &r, .nrows = ntrain, .tp = r.tp, .fill = cls_fill, .feed = cls_feed,
+    r.metrics = metrics;
+    ts_epoch_task t = {.ctx = &r, .nrows = ntrain, .train = r.tp, .fill = cls_fill, .feed = cls_feed,
                  .epoch_end = cls_epoch_end, .save = cls_save, .checkpoint = cls_checkpoint, .report = cls_report};
     rc = ft_train_loop(o, &t, step, metrics);
     goto done;

@@ -25,6 +25,7 @@ typedef struct qa_run {
     ts_batch_buf bb;        /* S slices of [B, seq] */
     ts_tensor *sp, *ep;     /* start / end positions, [S, B] ([B] when S == 1) */
     double em, f1;          /* the last dev scores (-1: none) */
+    FILE *metrics;          /* --out's metrics.jsonl */
 } qa_run;
 
 /* Check the window options and read the files. 0, or the exit code. */
@@ -129,7 +130,7 @@ static int qa_feed(void *ctx) {
     return 0;
 }
 
-static int qa_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr, FILE *metrics) {
+static int qa_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr) {
     qa_run *r = ctx;
     if (!r->dev) {
         ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,
@@ -143,7 +144,7 @@ static int qa_epoch_end(void *ctx, int epoch, int64_t step, int last, double tra
     if (cli_qa_score("finetune", r->ip, r->dev, r->o->batch, r->seq, r->n_best, r->max_ans, &r->em, &r->f1)) return 1;
     ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, dev EM %.2f, F1 %.2f, %.0f s\n", epoch + 1,
                       (long long)step, train_loss, r->em, r->f1, ts_seconds() - pr->t0);
-    ts_metrics_write(ts_write_stdio, metrics, "\"step\": %lld, \"epoch\": %d, \"dev_exact_match\": %.4f, \"dev_f1\": %.4f",
+    ts_metrics_write(ts_write_stdio, r->metrics, "\"step\": %lld, \"epoch\": %d, \"dev_exact_match\": %.4f, \"dev_f1\": %.4f",
                      (long long)step, epoch + 1, r->em, r->f1);
     return 0;
 }
@@ -179,7 +180,8 @@ static int train(qa_run *r) {
     if (o->max_steps && o->max_steps < total) total = o->max_steps;
     printf("tessera finetune: %lld steps of %d x %d tokens, %s, lr %g\n", (long long)total, B, r->seq,
            ts_optim_kind_name((ts_optim_kind)cli_optimizer_parse("finetune", o->optimizer)), o->lr);
-    ft_task t = {.ctx = r, .nrows = nf, .tp = r->tp, .fill = qa_fill, .feed = qa_feed, .epoch_end = qa_epoch_end,
+    r->metrics = metrics;
+    ts_epoch_task t = {.ctx = r, .nrows = nf, .train = r->tp, .fill = qa_fill, .feed = qa_feed, .epoch_end = qa_epoch_end,
                  .save = qa_save, .checkpoint = qa_checkpoint, .report = qa_report};
     rc = ft_train_loop(o, &t, step, metrics);
     fclose(metrics);

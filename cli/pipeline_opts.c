@@ -1,7 +1,8 @@
 /*
  * pipeline_opts.c — `--devices LIST --stages SPEC|auto --micro-batches M` of `tessera pretrain` and
  * `finetune`: the flags read into a ts_stage_plan (ts_stage_plan_parse, ts_stage_plan_measure),
- * and the pipeline's stages and their measured busy time printed and logged (see pipeline_opts.h).
+ * and --micro-batches checked (see pipeline_opts.h); the stages are described by the library
+ * (ts_stage_plan_describe, ts_stage_plan_report).
  */
 #include "pipeline_opts.h"
 #include "train_common.h"

@@ -1,7 +1,7 @@
 /*
  * pipeline_opts.h — the pipeline flags of `tessera pretrain` and `finetune` (pipeline_opts.c):
  * --devices, --stages and --micro-batches read into a ts_stage_plan (tessera_tasks.h), and the
- * stages printed and logged.
+ * micro-batches checked.
  */
 #ifndef CLI_PIPELINE_OPTS_H
 #define CLI_PIPELINE_OPTS_H

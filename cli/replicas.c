@@ -1,7 +1,7 @@
 /*
  * replicas.c — what `tessera pretrain` and `finetune` do for replicas (mpirun -np R): the world
- * and its flags (--shard-optimizer, --comm-timeout), the check that every rank holds the same
- * parameters, and the line on memory per rank. See "replicas" in train_common.h.
+ * and its flags (--shard-optimizer, --comm-timeout); the runs check the ranks' parameters and
+ * describe them (ts_replicas_check_params, ts_replicas_describe). See "replicas" in train_common.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,10 +40,4 @@ int cli_replicas_setup(const char *cmd, int *threads) {
                cpus, *threads, *threads == 1 ? "" : "s");
     }
     return 0;
-}
-
-int cli_replicas_check_params(const char *cmd, const ts_program *p, const char *when) {
-    if (ts_replicas_check_params(cli_rep.size > 1 ? cli_rep.comm : NULL, p, when) == TS_OK) return 0;
-    fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
-    return 1;
 }

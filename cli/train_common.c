@@ -1,7 +1,7 @@
 /*
- * train_common.c — options (JSON config + flags), progress line, metrics log, LR schedule and
- * the BERT program / batch plumbing that the training subcommands share, and --profile's warm-up
- * and report (see train_common.h).
+ * train_common.c — what the training subcommands share (see train_common.h): their flags through
+ * ts_options_parse, the metrics log's file, the BERT programs with the out-of-memory hint, model
+ * directories, checkpoints to resume from, each with the error printed.
  */
 #include "train_common.h"
 
@@ -124,12 +124,6 @@ int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head h
 }
 
 /* ------------------------------------------------------------------ --profile */
-
-int cli_profile_print(const char *cmd, const ts_program *tp, int64_t step0, int64_t from, int64_t step) {
-    if (ts_train_profile_print(tp, cli_rep.comm, step0, from, step, ts_write_stdio, stdout) == TS_OK) return 0;
-    fprintf(stderr, "tessera %s: --profile: %s\n", cmd, ts_last_error());
-    return 1;
-}
 
 /* ------------------------------------------------------------------ model directories */
 

@@ -1,8 +1,8 @@
 /*
- * train_common.h — what `tessera pretrain`, `finetune`, `eval` and `predict` share: options read
- * from a JSON config file and overridden by flags, the terminal progress line, the JSONL metrics
- * log, the learning-rate schedule, and model directories (config.json + model.safetensors +
- * vocab.txt) written file by file atomically and read back.
+ * train_common.h — what `tessera pretrain`, `finetune`, `eval` and `predict` share: their flags
+ * (read by ts_options_parse) and the settings they share, the JSONL metrics log's file, the BERT
+ * programs, and model directories (config.json + model.safetensors + vocab.txt) written and read
+ * back, each with its error printed.
  */
 #ifndef CLI_TRAIN_COMMON_H
 #define CLI_TRAIN_COMMON_H
@@ -73,9 +73,6 @@ extern cli_replicas cli_rep;
  * the replicas when there are several. When several ranks share this host and *threads is 0 (all
  * CPUs), it becomes their share of the CPUs. */
 int cli_replicas_setup(const char *cmd, int *threads);
-/* With replicas: the same parameters on every rank? (a hash of each rank's, compared). 0, or
- * prints which ranks differ and returns 1. `when` names the moment ("after loading"). */
-int cli_replicas_check_params(const char *cmd, const ts_program *p, const char *when);
 /* ------------------------------------------------------------------ progress, metrics, timing */
 
 /* The progress line and metrics rows are the library's (ts_progress, ts_metrics_write). */
@@ -154,10 +151,8 @@ int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head h
                      const cli_train_loop *loop);
 
 /* --profile (pretrain, finetune): the training program is compiled with profiling on
- * (cli_train_loop.profile; a pipeline, --devices, is refused); ts_train_profile_warmup, from
- * ts_train's after_call hook, leaves the first call out as a warm-up, and cli_profile_print prints
- * ts_train_profile_print to stdout; 0, or prints the error and returns 1. */
-int cli_profile_print(const char *cmd, const ts_program *tp, int64_t step0, int64_t from, int64_t step);
+ * (cli_train_loop.profile; a pipeline, --devices, is refused); the run prints its report
+ * (ts_train_profile_print), the first call left out as a warm-up. */
 /* The usage line of --profile, in the finetune / eval style. */
 #define CLI_PROFILE_USAGE                                                                               \
     "  --profile            print to stdout, at the end, where the training step's time went: the\n" \

@@ -452,6 +452,69 @@ typedef struct ts_pretrain_run_opts {
  * fails; the error line is written to err as well. */
 TS_API ts_status ts_pretrain_run(const ts_pretrain_run_opts *o);
 
+/* ---------------------------------------------------------------- training in epochs over rows (src/train/epochs.c) */
+
+/* What ts_train_epochs needs of a task (fine-tuning a classifier, question answering, ...). The
+ * program takes S = accumulation x device_iterations micro-batches of `batch` rows per call,
+ * slice k of its inputs for micro-batch k ([S, B, ...] when S > 1). Callbacks return 0, or
+ * nonzero after writing their own error line. */
+typedef struct ts_epoch_task {
+    void *ctx;
+    int64_t nrows;      /* training rows: texts, or QA windows */
+    ts_program *train;  /* the training program, fetching "loss" */
+    /* Encode rows[0 .. m) of the training data into slice k (m < batch pads the rest; m may be 0:
+     * an empty micro-batch, all padding, which adds nothing to the gradient). */
+    int (*fill)(void *ctx, const int64_t *rows, int m, int k);
+    /* Feed every slice's inputs and labels to train. */
+    int (*feed)(void *ctx);
+    /* After each epoch (and at a time limit): score the held-out data with the current weights,
+     * write it (pr's lines, the task's metrics); train_loss is the epoch's mean. */
+    int (*epoch_end)(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr);
+    /* Write the model directory. */
+    int (*save)(void *ctx);
+    /* Write a full-state checkpoint at step. */
+    int (*checkpoint)(void *ctx, int64_t step);
+    /* The last line, after the final save: what was reached in `step` steps and `seconds`. */
+    void (*report)(void *ctx, int64_t step, double seconds);
+} ts_epoch_task;
+
+/* How ts_train_epochs runs. Every line begins with `name`. */
+typedef struct ts_epochs_opts {
+    size_t struct_size;
+    const char *name;             /* the lines' prefix ("tessera finetune"; NULL: "train") */
+    ts_write_fn out;              /* lines and progress (may be NULL) */
+    void *out_ctx;
+    int tty;                      /* out is a terminal: a progress line redrawn in place */
+    ts_write_fn err;              /* error lines (may be NULL) */
+    void *err_ctx;
+    ts_write_fn metrics;          /* a metrics row per step, the stages' and replicas' rows (may be NULL) */
+    void *metrics_ctx;
+    int batch, accumulation, device_iterations; /* rows per micro-batch; micro-batches per step; steps per call */
+    int epochs, max_steps;        /* max_steps: 0, or fewer steps than the epochs make */
+    int seed;                     /* epoch e's order: ts_permutation(seed + 1000003 e) */
+    double lr, warmup;            /* peak; linear warm-up over this share of the steps, then linear decay */
+    double max_minutes;           /* stop by time (0: no limit) */
+    int fp16;                     /* skip the steps whose gradients are not finite (loss scaling) */
+    int save_every, stop_after;   /* model and checkpoint every N steps; end after this step (0: neither) */
+    int profile;                  /* write the training step's profile at the end */
+    int resumed;                  /* step is a resumed run's (for the replicas' check) */
+    const char *out_dir;          /* named by the line of a stop_after */
+    const ts_stage_plan *pipe;    /* the pipeline train was compiled on (NULL: one device) */
+    ts_comm *comm;                /* replicas (NULL or one rank: none) */
+    int shard;                    /* the optimizer state is sharded over the replicas (ZeRO-1) */
+} ts_epochs_opts;
+
+/* Optimizer steps in one epoch of n rows (0 when, with device iterations, n rows do not fill one
+ * call: the calls take whole steps, as PopTorch's DataLoader drops the last). */
+TS_API int64_t ts_epoch_steps(int64_t n, int batch, int accumulation, int device_iterations, int ranks);
+/* Train task t: epochs over t->nrows rows in the order of ts_permutation(seed + 1000003 epoch),
+ * one optimizer step per accumulation x batch rows (x the replicas), from `step` (a resumed
+ * run's), under the learning-rate schedule (and max_minutes), writing metrics, checkpoints
+ * (save_every), stopping at stop_after, saving the model and reporting at the end. TS_OK;
+ * TS_ERR_ARG when the rows do not fill one call or step is not a multiple of device_iterations;
+ * another code when running fails (the error line written to err, or by the task). */
+TS_API ts_status ts_train_epochs(const ts_epochs_opts *o, const ts_epoch_task *t, int64_t step);
+
 /* ---------------------------------------------------------------- a run's options (src/io/options.c) */
 
 /* The kinds of option: a string, an int, a non-negative double, a flag (an int set to 1 by
