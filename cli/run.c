@@ -17,7 +17,6 @@
  */
 #include <math.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "cli.h"
 #include "tessera.h"
@@ -63,12 +62,6 @@ static const char *USAGE =
     "Exit codes: 0 done, 1 failed while running, 2 bad flags or files.\n";
 
 #define CMD "run"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Is `name` ("cpu", "cpu:2") a device of one of the comma-separated backends this build has? */
 static int known_device(const char *name) {
@@ -209,7 +202,7 @@ static int read_model(const run_args *a, bert_run *r) {
 /* Build and compile the model for the inputs' shape, and load its weights. 0 or the exit code. */
 static int build_model(const run_args *a, bert_run *r) {
     const ts_bert_config *cfg = &r->cfg;
-    r->t0 = now_s();
+    r->t0 = ts_seconds();
     ts_graph *g = ts_graph_new();
     if (!g) {
         fprintf(stderr, "tessera run: %s\n", ts_last_error());
@@ -239,13 +232,13 @@ static int build_model(const run_args *a, bert_run *r) {
                     a->inputs, r->B, r->T, a->memory_gib > 0 ? "; the limit is --device-memory" : "");
         return 1;
     }
-    r->t1 = now_s();
+    r->t1 = ts_seconds();
     if (!a->random_init &&
         ts_bert_load_weights(r->p, r->weights_path, a->allow_nonfinite ? TS_LOAD_ALLOW_NONFINITE : 0) != TS_OK) {
         fprintf(stderr, "tessera run: %s\n", ts_last_error());
         return 2;
     }
-    r->t2 = now_s();
+    r->t2 = ts_seconds();
     return 0;
 }
 
