@@ -9,6 +9,9 @@
  * --save-every steps, together with a full-state checkpoint (ts_pretrain_ckpt_save) from which
  * --resume continues the run exactly. --profile prints, at the end, where the training step's
  * time went (ts_program_profile_report; the first step, a warm-up, left out).
+ *
+ * Here: the flags, the model's config, the --out lock and the programs; the run itself is the
+ * library's ts_pretrain_run (src/train/pretrain_run.c).
  */
 #include <math.h>
 #include <unistd.h>

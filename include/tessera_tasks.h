@@ -1,6 +1,8 @@
 /*
  * tessera_tasks.h — what the tessera command does, as library calls: resumable runs, held-out
- * evaluation, stage balancing, answer decoding. Each is what a `tessera` subcommand does between
+ * evaluation, stage balancing, answer decoding, a whole pretraining run, training in epochs
+ * over rows, the lines a run writes (progress, metrics rows, stages, replicas, profile) and
+ * options read from flags and a JSON config. Each is what a `tessera` subcommand does between
  * reading its flags and printing its results, so a program of its own can do the same through
  * tessera.h (which includes this header). Errors are reported as everywhere in tessera (a
  * ts_status, the message in ts_last_error()); where a message concerns an option that the run
