@@ -149,7 +149,7 @@ static int load_data(const ft_opts *o, ts_text_dataset **train, ts_text_dataset 
     return 0;
 }
 
-/* A classification run: what the training loop's callbacks (ft_task) need. */
+/* A classification run: what its model directory and checkpoints need. */
 typedef struct cls_run {
     const ft_opts *o;
     ts_bert_config cfg;
@@ -157,46 +157,9 @@ typedef struct cls_run {
     ts_tokenizer *tok;
     ts_text_dataset *train, *test;
     ts_program *tp, *ip;
-    ts_batch_buf bb; /* S slices of [B, seq] and labels [B] */
-    int seq, base_label;
-    double base, acc; /* majority baseline; the last test accuracy (-1: none) */
-    FILE *metrics;    /* --out's metrics.jsonl */
+    int seq;
     char vocab[4200];
 } cls_run;
-
-static int cls_fill(void *ctx, const int64_t *rows, int m, int k) {
-    cls_run *r = ctx;
-    ts_batch_buf_slice(&r->bb, k);
-    return ts_text_dataset_batch(r->train, r->tok, rows, m, r->o->batch, r->seq, &r->bb.b) ? -1 : 0;
-}
-
-static int cls_feed(void *ctx) {
-    cls_run *r = ctx;
-    return ts_batch_buf_feed(&r->bb, r->tp, 1) ? -1 : 0;
-}
-
-static int cls_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr) {
-    cls_run *r = ctx;
-    int every = r->o->test_every;
-    if (!r->test || ts_text_dataset_size(r->test) == 0 || (!last && (every == 0 || (epoch + 1) % every != 0))) {
-        ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,
-                          ts_seconds() - pr->t0);
-        return 0;
-    }
-    int64_t correct, n;
-    if (ts_program_copy_params(r->ip, r->tp) < 0 ||
-        ts_classify_accuracy(r->ip, r->tok, r->test, r->o->batch, r->seq, &correct, &n) != TS_OK) {
-        fprintf(stderr, "\ntessera finetune: evaluating: %s\n", ts_last_error());
-        return 1;
-    }
-    r->acc = n ? (double)correct / (double)n : 0;
-    ts_progress_print(pr, "epoch %d: step %lld, train loss %.4f, test accuracy %.2f%% (%lld/%lld), majority baseline "
-                          "%.2f%%, %.0f s\n", epoch + 1, (long long)step, train_loss, 100 * r->acc, (long long)correct,
-                      (long long)n, 100 * r->base, ts_seconds() - pr->t0);
-    ts_metrics_write(ts_write_stdio, r->metrics, "\"step\": %lld, \"epoch\": %d, \"test_accuracy\": %.6f, \"majority_baseline\": %.6f",
-                     (long long)step, epoch + 1, r->acc, r->base);
-    return 0;
-}
 
 static int cls_save(void *ctx) {
     cls_run *r = ctx;
@@ -208,18 +171,9 @@ static int cls_checkpoint(void *ctx, int64_t step) {
     return ft_ckpt_save(r->o, "classify", r->seq, 0, 0, step, r->tp);
 }
 
-static void cls_report(void *ctx, int64_t step, double seconds) {
-    cls_run *r = ctx;
-    if (r->acc >= 0)
-        printf("tessera finetune: test accuracy %.2f%% (majority baseline %.2f%%: always '%s'); %lld steps in %.0f s; "
-               "wrote %s\n", 100 * r->acc, 100 * r->base, r->meta.labels[r->base_label], (long long)step, seconds,
-               r->o->out);
-    else
-        printf("tessera finetune: %lld steps in %.0f s; wrote %s\n", (long long)step, seconds, r->o->out);
-}
-
 static int run(const ft_opts *o) {
-    cls_run r = {.o = o, .acc = -1};
+    cls_run r = {.o = o};
+    ts_finetune_task *task = NULL;
     int rc = 2;
     FILE *metrics = NULL;
     if (!(r.tok = cli_model_dir_open("finetune", o->model, &r.cfg, &r.meta))) return 2;
@@ -300,11 +254,11 @@ static int run(const ft_opts *o) {
     printf("), %d layers x %d hidden, %d of %d parameters new, %lld steps of %d x %d tokens, %s, lr %g\n",
            r.cfg.num_hidden_layers, r.cfg.hidden_size, nmissing, ts_program_num_params(r.tp), (long long)total, B, r.seq,
            ts_optim_kind_name((ts_optim_kind)cli_optimizer_parse("finetune", o->optimizer)), o->lr);
-    if (!ts_batch_buf_init_slices(&r.bb, B, r.seq, 1, loop.device_iterations, 0)) goto oom;
-    r.base = r.test ? ts_classify_majority(r.train, r.test, &r.base_label) : 0;
-    r.metrics = metrics;
-    ts_epoch_task t = {.ctx = &r, .nrows = ntrain, .train = r.tp, .fill = cls_fill, .feed = cls_feed,
-                 .epoch_end = cls_epoch_end, .save = cls_save, .checkpoint = cls_checkpoint, .report = cls_report};
+    ts_finetune_task_opts to = ft_task_opts(o, r.tp, r.ip, r.seq, loop.device_iterations, metrics);
+    to.tok = r.tok, to.train_rows = r.train, to.test_rows = r.test, to.test_every = o->test_every;
+    to.labels = (const char *const *)r.meta.labels, to.ctx = &r, to.save = cls_save, to.checkpoint = cls_checkpoint;
+    ts_epoch_task t;
+    if (!(task = ts_classify_task_new(&to, &t))) goto oom;
     rc = ft_train_loop(o, &t, step, metrics);
     goto done;
 oom:
@@ -312,7 +266,7 @@ oom:
     rc = 1;
 done:
     if (metrics) fclose(metrics);
-    ts_batch_buf_free(&r.bb);
+    ts_finetune_task_free(task);
     ts_program_free(r.tp);
     ts_program_free(r.ip);
     ts_text_dataset_free(r.train);

@@ -33,6 +33,12 @@ typedef struct ft_opts {
  * replicas of cli_rep) from `step` (a resumed run's). Returns the exit code. */
 int ft_train_loop(const ft_opts *o, const ts_epoch_task *t, int64_t step, FILE *metrics);
 
+/* The options of a task (ts_classify_task_new, ts_squad_task_new) common to both, from o: the lines
+ * to stdout and stderr, the metrics rows to `metrics`, programs tp and ip of `slices` micro-batches
+ * of [batch, seq], qa's decoding (its defaults without the flags). */
+ts_finetune_task_opts ft_task_opts(const ft_opts *o, ts_program *tp, ts_program *ip, int seq, int slices,
+                                   FILE *metrics);
+
 /* Steps in one epoch of n rows, under o's batch, accumulation and device iterations
  * (ts_epoch_steps). */
 int64_t ft_steps_per_epoch(const ft_opts *o, int64_t n);

@@ -53,6 +53,16 @@ int ft_train_loop(const ft_opts *o, const ts_epoch_task *t, int64_t step, FILE *
     return st == TS_OK ? 0 : st == TS_ERR_ARG ? 2 : 1;
 }
 
+ts_finetune_task_opts ft_task_opts(const ft_opts *o, ts_program *tp, ts_program *ip, int seq, int slices,
+                                   FILE *metrics) {
+    return (ts_finetune_task_opts){
+        .struct_size = sizeof(ts_finetune_task_opts), .name = "tessera finetune", .out = ts_write_stdio,
+        .out_ctx = stdout, .err = ts_write_stdio, .err_ctx = stderr, .metrics = ts_write_stdio, .metrics_ctx = metrics,
+        .train = tp, .infer = ip, .batch = o->batch, .seq = seq, .slices = slices, .out_dir = o->out,
+        .n_best = o->n_best ? o->n_best : TS_SQUAD_N_BEST,
+        .max_answer_len = o->max_answer_len ? o->max_answer_len : TS_SQUAD_MAX_ANSWER_LEN};
+}
+
 /* ------------------------------------------------------------------ checkpoints */
 
 /* The options that shape the run, for its checkpoints (ts_finetune_shape). */

@@ -517,6 +517,48 @@ TS_API int64_t ts_epoch_steps(int64_t n, int batch, int accumulation, int device
  * another code when running fails (the error line written to err, or by the task). */
 TS_API ts_status ts_train_epochs(const ts_epochs_opts *o, const ts_epoch_task *t, int64_t step);
 
+/* ---------------------------------------------------------------- fine-tuning tasks (src/train/finetune_tasks.c) */
+
+/* A fine-tuning task for ts_train_epochs: what it trains and scores, where its lines go. The
+ * model directory and the checkpoints are the caller's (save, checkpoint, called with ctx). */
+typedef struct ts_finetune_task_opts {
+    size_t struct_size;
+    const char *name;               /* the lines' prefix ("tessera finetune") */
+    ts_write_fn out;                /* the last line (may be NULL) */
+    void *out_ctx;
+    ts_write_fn err;                /* error lines (may be NULL) */
+    void *err_ctx;
+    ts_write_fn metrics;            /* a metrics row per test (may be NULL) */
+    void *metrics_ctx;
+    ts_program *train, *infer;      /* compiled for `slices` micro-batches of [batch, seq] a call; infer for one */
+    int batch, seq, slices;
+    const char *out_dir;            /* named by the last line */
+    /* Sequence classification (ts_classify_task_new): */
+    const ts_tokenizer *tok;
+    const ts_text_dataset *train_rows, *test_rows; /* test_rows may be NULL: no test */
+    int test_every;                 /* test after every N-th epoch and the last (0: the last only) */
+    const char *const *labels;      /* the label names, in id order */
+    /* Question answering (ts_squad_task_new): */
+    const ts_squad *squad_train, *squad_dev; /* squad_dev may be NULL: no scores */
+    int n_best, max_answer_len;     /* decoding, as ts_squad_score_program */
+    void *ctx;
+    int (*save)(void *ctx);
+    int (*checkpoint)(void *ctx, int64_t step);
+} ts_finetune_task_opts;
+
+/* A task's state (its batches, its last scores); free with ts_finetune_task_free. */
+typedef struct ts_finetune_task ts_finetune_task;
+
+/* A sequence classifier's task into t: train_rows encoded as ts_text_dataset_batch, test_rows
+ * scored with ts_classify_accuracy (lines and metrics rows "test_accuracy" beside the majority
+ * baseline), the last line naming both. NULL on a bad struct_size or out of memory. */
+TS_API ts_finetune_task *ts_classify_task_new(const ts_finetune_task_opts *o, ts_epoch_task *t);
+/* Question answering's task into t: squad_train's windows (their answer positions, a window
+ * without the answer ignored by the loss), squad_dev scored with ts_squad_score_program (EM and
+ * F1) after each epoch. NULL on a bad struct_size or out of memory. */
+TS_API ts_finetune_task *ts_squad_task_new(const ts_finetune_task_opts *o, ts_epoch_task *t);
+TS_API void ts_finetune_task_free(ts_finetune_task *f);
+
 /* ---------------------------------------------------------------- a run's options (src/io/options.c) */
 
 /* The kinds of option: a string, an int, a non-negative double, a flag (an int set to 1 by
