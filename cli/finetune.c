@@ -97,56 +97,15 @@ static const char *USAGE =
     CLI_REPLICA_USAGE CLI_DEVICE_USAGE CLI_LOAD_USAGE
     "  --config FILE        a JSON object of the options above, keys without '--' (flags override)\n";
 
-/* Train rows, test rows and the label names, from the file. */
+/* Train rows and test rows, from the files (ts_classify_rows_load). 0, or the exit code. */
 static int load_data(const ft_opts *o, ts_text_dataset **train, ts_text_dataset **test) {
-    ts_text_opts to = {.text_column = o->text_col, .text_b_column = o->text_b_col, .label_column = o->label_col};
-    ts_text_dataset *all = ts_text_dataset_load(o->train, &to);
-    if (!all) {
-        fprintf(stderr, "tessera finetune: --train %s\n", ts_last_error());
-        return 2;
-    }
-    int64_t n = ts_text_dataset_size(all), dup = 0;
-    if (ts_text_dataset_num_labels(all) < 2) {
-        fprintf(stderr, "tessera finetune: %s: %d distinct label%s in column '%s'; a classifier needs two\n", o->train,
-                ts_text_dataset_num_labels(all), ts_text_dataset_num_labels(all) == 1 ? "" : "s", o->label_col);
-        ts_text_dataset_free(all);
-        return 2;
-    }
-    ts_status st;
-    if (o->dev) { /* the test rows are --dev's, with the training file's label ids */
-        st = ts_text_dataset_dedup(all, &dup);
-        *train = all, *test = NULL;
-        int nl = ts_text_dataset_num_labels(all);
-        const char **names = malloc((size_t)nl * sizeof *names);
-        if (!names) {
-            fprintf(stderr, "tessera finetune: out of memory\n");
-            return 1;
-        }
-        for (int i = 0; i < nl; i++) names[i] = ts_text_dataset_label_name(all, i);
-        to.labels = names, to.nlabels = nl;
-        *test = ts_text_dataset_load(o->dev, &to);
-        free(names);
-        if (!*test) {
-            fprintf(stderr, "tessera finetune: --dev %s\n", ts_last_error());
-            return 2;
-        }
-    } else if (o->test_split > 0) {
-        st = ts_text_dataset_split(all, o->test_split, (uint64_t)(o->split_seed >= 0 ? o->split_seed : o->seed), train,
-                                   test, &dup);
-        ts_text_dataset_free(all);
-    } else {
-        st = ts_text_dataset_dedup(all, &dup);
-        *train = all, *test = NULL;
-    }
-    if (st != TS_OK) {
-        fprintf(stderr, "tessera finetune: %s: %s\n", o->train, ts_last_error());
-        return 1;
-    }
-    printf("tessera finetune: %s: %lld %srows, %lld duplicates dropped, %lld for training, %lld for testing%s%s\n",
-           o->train, (long long)n, o->text_b_col ? "text-pair " : "", (long long)dup,
-           (long long)ts_text_dataset_size(*train), (long long)(*test ? ts_text_dataset_size(*test) : 0),
-           o->dev ? " from " : "", o->dev ? o->dev : "");
-    return 0;
+    ts_classify_rows_opts ro = {
+        .struct_size = sizeof ro, .name = "tessera finetune", .out = ts_write_stdio, .out_ctx = stdout,
+        .err = ts_write_stdio, .err_ctx = stderr, .train = o->train, .dev = o->dev, .test_split = o->test_split,
+        .text = {.text_column = o->text_col, .text_b_column = o->text_b_col, .label_column = o->label_col},
+        .split_seed = (uint64_t)(o->split_seed >= 0 ? o->split_seed : o->seed)};
+    ts_status st = ts_classify_rows_load(&ro, train, test);
+    return st == TS_OK ? 0 : st == TS_ERR_ARG ? 2 : 1;
 }
 
 /* A classification run: what its model directory and checkpoints need. */

@@ -517,6 +517,28 @@ TS_API int64_t ts_epoch_steps(int64_t n, int batch, int accumulation, int device
  * another code when running fails (the error line written to err, or by the task). */
 TS_API ts_status ts_train_epochs(const ts_epochs_opts *o, const ts_epoch_task *t, int64_t step);
 
+/* ---------------------------------------------------------------- a classifier's rows (src/train/classify_rows.c) */
+
+/* Where a classifier's rows come from, and where the lines go. */
+typedef struct ts_classify_rows_opts {
+    size_t struct_size;
+    const char *name;        /* the lines' prefix ("tessera finetune") */
+    ts_write_fn out;         /* the line of the rows' counts (may be NULL) */
+    void *out_ctx;
+    ts_write_fn err;         /* error lines, naming the files as --train and --dev (may be NULL) */
+    void *err_ctx;
+    const char *train, *dev; /* the files; dev NULL: the test rows are a split of train */
+    ts_text_opts text;       /* the columns (its labels are ignored: train's, sorted) */
+    double test_split;       /* without dev: the share of the deduplicated rows tested, below 1 (0: none) */
+    uint64_t split_seed;     /* the split's shuffle */
+} ts_classify_rows_opts;
+
+/* Read o->train (at least two labels), deduplicate it and split it into *train and *test (no text
+ * in both; *test NULL without a split), or take *test from o->dev with train's label ids; write
+ * the counts' line. TS_OK; TS_ERR_ARG when a file cannot be used (the line written to err);
+ * another code when deduplicating or splitting fails. Free both (set or NULL) whatever the result. */
+TS_API ts_status ts_classify_rows_load(const ts_classify_rows_opts *o, ts_text_dataset **train, ts_text_dataset **test);
+
 /* ---------------------------------------------------------------- fine-tuning tasks (src/train/finetune_tasks.c) */
 
 /* A fine-tuning task for ts_train_epochs: what it trains and scores, where its lines go. The
