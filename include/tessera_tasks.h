@@ -258,6 +258,16 @@ TS_API void ts_bow_features_free(ts_bow_features *f);
  * same parameters, after ts_program_copy_params; fetches "logits" [B, C]). */
 TS_API ts_status ts_bow_programs(int V, int C, int B, int L, float lr, float weight_decay, int threads, ts_program **train,
                           ts_program **infer);
+/* Train program `train` (of ts_bow_programs) for `epochs` passes over the rows of d (features f),
+ * in batches of B rows of L in the order of ts_permutation(seed + epoch); *loss: the last
+ * epoch's summed loss (its mean times its rows). On failure the error reads "training step: ...". */
+TS_API ts_status ts_bow_train(ts_program *train, const ts_bow_features *f, const ts_text_dataset *d, int B, int L,
+                              int epochs, uint64_t seed, double *loss);
+/* Run `infer` (its parameters copied from the trained program) over d's rows (features f) in
+ * batches of B rows of L; *hit: the rows whose largest of C logits is their label. On failure the
+ * error reads "scoring the test rows: ...". */
+TS_API ts_status ts_bow_accuracy(ts_program *infer, const ts_bow_features *f, const ts_text_dataset *d, int B, int L,
+                                 int C, int64_t *hit);
 
 /* ---------------------------------------------------------------- replicas (src/train/replicas.c)
  * Moved from the CLI's `pretrain` / `finetune` (issue 24): what a data-parallel run over the ranks
