@@ -350,6 +350,31 @@ TS_API int ts_bert_output_names(const ts_bert_outputs *o, const char *names[7]);
 TS_API ts_status ts_bert_run_batch(ts_program *p, ts_tensor *const feeds[3], int repeat, int nfetch,
                                    const char *const *fetch, ts_tensor **outs, double *best_s, double *total_s);
 
+/* How ts_bert_infer_build builds an inference program. */
+typedef struct ts_bert_infer_opts {
+    size_t struct_size;
+    const ts_bert_config *cfg;   /* its head is built; ready for inference (ts_bert_config_inference) */
+    int batch, seq;
+    uint64_t seed;               /* the graph's: the parameters drawn when weights is NULL */
+    const char *device;          /* compiled for (ts_compile_opts.device) */
+    int threads, profile;
+    size_t memory_limit;         /* bytes (0: the device's) */
+    const char *weights;         /* a safetensors file loaded with ts_bert_load_weights (NULL: none) */
+    int load_flags;
+    const char *name;            /* the error lines' prefix ("tessera run") */
+    ts_write_fn err;             /* error lines, naming config_path, inputs, --device and --device-memory */
+    void *err_ctx;
+    const char *config_path, *inputs;
+} ts_bert_infer_opts;
+
+/* Build o->cfg's model for batch x seq, compile it for inference (fetching its outputs: their
+ * names into fetch, room for 7, their count into *nfetch) and load the weights. seconds[0]:
+ * building and compiling, seconds[1]: loading. TS_OK; TS_ERR_ARG when the config, the inputs'
+ * shape or the weights cannot be used; another code when building or compiling fails (an
+ * out-of-memory line names the sizes that make the model large). */
+TS_API ts_status ts_bert_infer_build(const ts_bert_infer_opts *o, ts_program **p, const char **fetch, int *nfetch,
+                                     double seconds[2]);
+
 /* Encode texts[0 .. n) (n <= bb->batch; with `pairs`, a tab splits a text into its pair), pad
  * the rest of the batch buffer bb (bb->batch x bb->seq, as the inference program takes it), run
  * the classifier `infer` (fetching "logits" [B, C]) and add each text's class probabilities (the
