@@ -164,6 +164,12 @@ TS_API ts_squad *ts_squad_parse_jsonl(const char *name, const char *text, size_t
  * need_answers every question has an answer whose text occurs in its context (as training and
  * scoring need). TS_ERR_ARG with "NAME: ..." naming the question otherwise. */
 TS_API ts_status ts_squad_check(const ts_squad *s, const char *name, int need_answers);
+/* ts_squad_load, then ts_squad_check (with need_answers a note line when answers were relocated):
+ * lines "NAME: FLAG ..." to err (may be NULL), `flag` naming where the file came from ("--train").
+ * NULL on failure, the line written (src/train/squad_load.c). */
+TS_API ts_squad *ts_squad_load_checked(const char *path, const ts_tokenizer *tok, const ts_squad_opts *so,
+                                       int need_answers, const char *name, const char *flag, ts_write_fn err,
+                                       void *err_ctx);
 /* Feed the inputs of features[0..n) (ts_squad_batch into bb, padded to batch) to program p. */
 TS_API ts_status ts_squad_feed(ts_program *p, const ts_squad *s, const int64_t *features, int n, int batch,
                         ts_batch_buf *bb);
