@@ -2,7 +2,9 @@
  * test_run_lines.c — the library's pieces of a training command (tessera_tasks.h) without the
  * CLI: options from a JSON config overridden by flags (ts_options_parse) and its error lines,
  * metrics rows and the progress line through a ts_write_fn, the steps of an epoch
- * (ts_epoch_steps), and the struct_size check of ts_pretrain_run / ts_train_epochs.
+ * (ts_epoch_steps), a text encoded whole (ts_encode_all), and the struct_size check of
+ * ts_pretrain_run, ts_train_epochs, the fine-tuning tasks, ts_classify_rows_load and
+ * ts_bert_infer_build.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +102,41 @@ static void test_struct_size(void) {
     CHECK_ERRMSG("ts_epochs_opts.struct_size");
     ts_epochs_opts e2 = {.struct_size = sizeof e2, .batch = 1};
     CHECK_STATUS(ts_train_epochs(&e2, &t, 0), TS_ERR_ARG);
+    ts_finetune_task_opts fo = {.struct_size = 5};
+    CHECK(ts_classify_task_new(&fo, &t) == NULL && ts_squad_task_new(&fo, &t) == NULL, "a task of a bad size");
+    CHECK_ERRMSG("ts_finetune_task_opts");
+    ts_classify_rows_opts ro = {.struct_size = 5};
+    ts_text_dataset *train = NULL, *test = NULL;
+    CHECK_STATUS(ts_classify_rows_load(&ro, &train, &test), TS_ERR_ARG);
+    ts_bert_infer_opts bo = {.struct_size = 5};
+    ts_program *p = NULL;
+    const char *fetch[8];
+    int nf = 0;
+    CHECK_STATUS(ts_bert_infer_build(&bo, &p, fetch, &nf, NULL), TS_ERR_ARG);
+}
+
+/* [CLS] A [SEP] (B [SEP]) with nothing cut, the buffer grown from NULL and reused. */
+static void test_encode_all(void) {
+    char path[] = "/tmp/test_run_lines_vocab_XXXXXX";
+    int fd = mkstemp(path);
+    const char *vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\n";
+    CHECK(fd >= 0 && write(fd, vocab, strlen(vocab)) == (ssize_t)strlen(vocab), "mkstemp / write");
+    if (fd >= 0) close(fd);
+    ts_tokenizer *tok = ts_tokenizer_load(path, 1);
+    unlink(path);
+    CHECK(tok != NULL, "ts_tokenizer_load: %s", ts_last_error());
+    if (!tok) return;
+    int32_t *ids = NULL;
+    int cap = 0, n = 0;
+    CHECK_OK(ts_encode_all(tok, "the cat sat", "cat", &ids, &cap, &n));
+    const int32_t pair[] = {2, 5, 6, 7, 3, 6, 3};
+    CHECK(n == 7 && !memcmp(ids, pair, sizeof pair), "pair: %d ids", n);
+    CHECK_OK(ts_encode_all(tok, "The", NULL, &ids, &cap, &n));
+    CHECK(n == 3 && ids[0] == 2 && ids[1] == 5 && ids[2] == 3, "single: %d ids", n);
+    CHECK_OK(ts_encode_all(tok, "", "", &ids, &cap, &n));
+    CHECK(n == 3 && ids[0] == 2 && ids[1] == 3 && ids[2] == 3, "empty pair: %d ids", n);
+    free(ids);
+    ts_tokenizer_free(tok);
 }
 
 int main(int argc, char **argv) {
@@ -108,5 +145,6 @@ int main(int argc, char **argv) {
     RUN(test_metrics_and_progress);
     RUN(test_epoch_steps);
     RUN(test_struct_size);
+    RUN(test_encode_all);
     return tu_finish("test_run_lines");
 }
