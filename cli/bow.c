@@ -90,8 +90,6 @@ static int run(const bow_opts *o) {
     }
     ts_text_dataset *train = NULL, *test = NULL;
     ts_program *tp = NULL, *ip = NULL;
-    ts_tensor *ids = NULL, *x = NULL, *y = NULL;
-    int64_t *order = NULL;
     ts_bow_features *ftr = NULL, *fte = NULL;
     int rc = load(o, &train, &test);
     if (rc) goto done;
@@ -114,61 +112,13 @@ static int run(const bow_opts *o) {
         fprintf(stderr, "tessera bow: building the model: %s\n", ts_last_error());
         goto done;
     }
-    ids = ts_tensor_new(TS_I32, 2, (int64_t[]){B, L});
-    x = ts_tensor_new(TS_F32, 2, (int64_t[]){B, L});
-    y = ts_tensor_new(TS_I32, 1, (int64_t[]){B});
-    order = malloc((size_t)(ntrain > ntest ? ntrain : ntest) * sizeof *order);
-    if (!ids || !x || !y || !order) {
-        fprintf(stderr, "tessera bow: out of memory\n");
-        goto done;
-    }
-
-    /* train */
-    int64_t nbatch = (ntrain + B - 1) / B;
-    double t0 = cli_now(), loss = 0;
-    for (int e = 0; e < o->epochs; e++) {
-        ts_permutation((uint64_t)o->seed + (uint64_t)e, ntrain, order);
-        loss = 0;
-        for (int64_t k = 0; k < nbatch; k++) {
-            int n = (int)(ntrain - k * B < B ? ntrain - k * B : B);
-            ts_bow_fill(ftr, train, order + k * B, n, B, L, ts_tensor_data(ids), ts_tensor_data(x), ts_tensor_data(y));
-            ts_tensor *l = NULL;
-            if (ts_program_feed(tp, "ids", ids) || ts_program_feed(tp, "x", x) || ts_program_feed(tp, "labels", y) ||
-                ts_program_run(tp) || ts_program_fetch(tp, "loss", &l)) {
-                fprintf(stderr, "tessera bow: training step: %s\n", ts_last_error());
-                goto done;
-            }
-            loss += *(float *)ts_tensor_data(l) * n;
-            ts_tensor_free(l);
-        }
-    }
-    double seconds = cli_now() - t0;
-
-    /* test */
-    if (ts_program_copy_params(ip, tp) < 0) {
+    int64_t nbatch = (ntrain + B - 1) / B, hit = 0;
+    double t0 = ts_seconds(), loss = 0;
+    ts_status st = ts_bow_train(tp, ftr, train, B, L, o->epochs, (uint64_t)o->seed, &loss);
+    double seconds = ts_seconds() - t0;
+    if (st || ts_program_copy_params(ip, tp) < 0 || ts_bow_accuracy(ip, fte, test, B, L, C, &hit)) {
         fprintf(stderr, "tessera bow: %s\n", ts_last_error());
         goto done;
-    }
-    for (int64_t i = 0; i < ntest; i++) order[i] = i;
-    int64_t hit = 0;
-    for (int64_t k = 0; k < ntest; k += B) {
-        int n = (int)(ntest - k < B ? ntest - k : B);
-        int32_t *yd = ts_tensor_data(y);
-        ts_bow_fill(fte, test, order + k, n, B, L, ts_tensor_data(ids), ts_tensor_data(x), yd);
-        ts_tensor *lg = NULL;
-        if (ts_program_feed(ip, "ids", ids) || ts_program_feed(ip, "x", x) || ts_program_run(ip) ||
-            ts_program_fetch(ip, "logits", &lg)) {
-            fprintf(stderr, "tessera bow: scoring the test rows: %s\n", ts_last_error());
-            goto done;
-        }
-        const float *p = ts_tensor_data(lg);
-        for (int r = 0; r < n; r++) {
-            int best = 0;
-            for (int c = 1; c < C; c++)
-                if (p[r * C + c] > p[r * C + best]) best = c;
-            hit += best == yd[r];
-        }
-        ts_tensor_free(lg);
     }
     int maj = 0;
     double base = ts_classify_majority(train, test, &maj);
@@ -181,8 +131,6 @@ static int run(const bow_opts *o) {
            ts_text_dataset_label_name(train, maj));
     rc = 0;
 done:
-    free(order);
-    ts_tensor_free(ids), ts_tensor_free(x), ts_tensor_free(y);
     ts_program_free(tp), ts_program_free(ip);
     ts_bow_features_free(ftr), ts_bow_features_free(fte);
     ts_text_dataset_free(train), ts_text_dataset_free(test);
@@ -193,16 +141,16 @@ done:
 int cli_bow(int argc, char **argv) {
     bow_opts o = {.text_col = "text", .label_col = "label", .epochs = 20, .batch = 32, .seed = 42,
                   .max_tokens = 1024, .lr = 0.01};
-    const cli_opt opts[] = {
-        {"vocab", OPT_STR, &o.vocab, 0},          {"train", OPT_STR, &o.train, 0},
-        {"test", OPT_STR, &o.test, 0},            {"epochs", OPT_INT, &o.epochs, 1},
-        {"batch", OPT_INT, &o.batch, 1},          {"lr", OPT_FLOAT, &o.lr, 0},
-        {"weight-decay", OPT_FLOAT, &o.weight_decay, 0}, {"seed", OPT_INT, &o.seed, 0},
-        {"threads", OPT_INT, &o.threads, 0},      {"cased", OPT_FLAG, &o.cased, 0},
-        {"max-tokens", OPT_INT, &o.max_tokens, 1}, {"text-column", OPT_STR, &o.text_col, 0},
-        {"label-column", OPT_STR, &o.label_col, 0},
+    const ts_opt opts[] = {
+        {"vocab", TS_OPT_STR, &o.vocab, 0},          {"train", TS_OPT_STR, &o.train, 0},
+        {"test", TS_OPT_STR, &o.test, 0},            {"epochs", TS_OPT_INT, &o.epochs, 1},
+        {"batch", TS_OPT_INT, &o.batch, 1},          {"lr", TS_OPT_FLOAT, &o.lr, 0},
+        {"weight-decay", TS_OPT_FLOAT, &o.weight_decay, 0}, {"seed", TS_OPT_INT, &o.seed, 0},
+        {"threads", TS_OPT_INT, &o.threads, 0},      {"cased", TS_OPT_FLAG, &o.cased, 0},
+        {"max-tokens", TS_OPT_INT, &o.max_tokens, 1}, {"text-column", TS_OPT_STR, &o.text_col, 0},
+        {"label-column", TS_OPT_STR, &o.label_col, 0},
     };
-    cli_optset os;
+    ts_optset os;
     int rc = cli_opts_parse(&os, "bow", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done;
     rc = 2;
@@ -214,6 +162,6 @@ int cli_bow(int argc, char **argv) {
     else
         rc = run(&o);
 done:
-    cli_opts_free(&os);
+    ts_options_free(&os);
     return rc;
 }

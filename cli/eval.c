@@ -40,7 +40,7 @@ static const char *USAGE =
     "  --config FILE        a JSON object of the options above (flags override it)\n";
 
 typedef struct ev_opts {
-    cli_strlist models; /* --model DIR...: one, or the members of an ensemble (classifiers) */
+    ts_strlist models; /* --model DIR...: one, or the members of an ensemble (classifiers) */
     const char *model, *data, *task, *text_col, *text_b_col, *label_col;
     double test_split;
     int batch, threads, max_answer_len, n_best, seed, relocate_answers;
@@ -56,11 +56,11 @@ static int eval_qa(const ev_opts *o, const ts_bert_config *cfg, const ts_model_m
     int rc = 1;
     ts_program *p = cli_model_dir_program("eval", o->model, cfg, o->batch, meta->max_len, o->threads,
                                (const char *[]){"start_logits", "end_logits"}, 2);
-    double t0 = cli_now(), em, f1;
+    double t0 = ts_seconds(), em, f1;
     if (p && !cli_qa_score("eval", p, s, o->batch, meta->max_len, o->n_best ? o->n_best : TS_SQUAD_N_BEST,
                           o->max_answer_len ? o->max_answer_len : TS_SQUAD_MAX_ANSWER_LEN, &em, &f1)) {
         printf("tessera eval: %s: exact match %.2f, F1 %.2f (%lld questions, %lld windows), %.1f s\n", o->data, em, f1,
-               (long long)ts_squad_num_examples(s), (long long)ts_squad_num_features(s), cli_now() - t0);
+               (long long)ts_squad_num_examples(s), (long long)ts_squad_num_features(s), ts_seconds() - t0);
         rc = 0;
     }
     ts_program_free(p);
@@ -100,7 +100,7 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
     double *probs = calloc((size_t)(n ? n : 1) * (size_t)nl, sizeof *probs);
     int rc = probs ? 0 : 1;
     if (!probs) fprintf(stderr, "tessera eval: out of memory\n");
-    double t0 = cli_now();
+    double t0 = ts_seconds();
     for (int k = 0; k < o->models.n && !rc; k++) { /* each member with its own vocabulary and length */
         const char *dir = o->models.v[k];
         ts_bert_config kcfg = *cfg;
@@ -142,7 +142,7 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
         if (test) snprintf(part, sizeof part, " (its held-out %g, split seed %d)", o->test_split, o->seed);
         printf("tessera eval: %s%s: accuracy%s %.2f%% (%lld of %lld), majority class '%s' %.2f%%, %.1f s\n", o->data,
                part, what, total ? 100.0 * (double)correct / (double)total : 0.0, (long long)correct,
-               (long long)total, meta->labels[maj] ? meta->labels[maj] : "?", 100 * base, cli_now() - t0);
+               (long long)total, meta->labels[maj] ? meta->labels[maj] : "?", 100 * base, ts_seconds() - t0);
     }
     free(probs);
     ts_text_dataset_free(train);
@@ -153,17 +153,17 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
 
 int cli_eval(int argc, char **argv) {
     ev_opts o = {.text_col = "text", .label_col = "label", .batch = 32, .seed = 42};
-    const cli_opt opts[] = {
-        {"model", OPT_LIST, &o.models, 0},        {"data", OPT_STR, &o.data, 0},
-        {"test-split", OPT_FLOAT, &o.test_split, 0}, {"seed", OPT_INT, &o.seed, 0},
-        {"task", OPT_STR, &o.task, 0},            {"text-column", OPT_STR, &o.text_col, 0},
-        {"text-b-column", OPT_STR, &o.text_b_col, 0}, {"label-column", OPT_STR, &o.label_col, 0},
-        {"max-answer-len", OPT_INT, &o.max_answer_len, 1}, {"n-best", OPT_INT, &o.n_best, 1},
-        {"relocate-answers", OPT_FLAG, &o.relocate_answers, 0},
-        {"batch", OPT_INT, &o.batch, 1},          {"threads", OPT_INT, &o.threads, 0},
+    const ts_opt opts[] = {
+        {"model", TS_OPT_LIST, &o.models, 0},        {"data", TS_OPT_STR, &o.data, 0},
+        {"test-split", TS_OPT_FLOAT, &o.test_split, 0}, {"seed", TS_OPT_INT, &o.seed, 0},
+        {"task", TS_OPT_STR, &o.task, 0},            {"text-column", TS_OPT_STR, &o.text_col, 0},
+        {"text-b-column", TS_OPT_STR, &o.text_b_col, 0}, {"label-column", TS_OPT_STR, &o.label_col, 0},
+        {"max-answer-len", TS_OPT_INT, &o.max_answer_len, 1}, {"n-best", TS_OPT_INT, &o.n_best, 1},
+        {"relocate-answers", TS_OPT_FLAG, &o.relocate_answers, 0},
+        {"batch", TS_OPT_INT, &o.batch, 1},          {"threads", TS_OPT_INT, &o.threads, 0},
         CLI_DEVICE_OPTS,                           CLI_LOAD_OPTS,
     };
-    cli_optset os;
+    ts_optset os;
     int rc = cli_opts_parse(&os, "eval", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done_opts;
     rc = 2;
@@ -189,6 +189,6 @@ int cli_eval(int argc, char **argv) {
     ts_tokenizer_free(tok);
     ts_model_meta_free(&meta);
 done_opts:
-    cli_opts_free(&os);
+    ts_options_free(&os);
     return rc;
 }

@@ -72,13 +72,13 @@ static int export_model(const export_opts *o, const ts_bert_config *cfg) {
 
 int cli_export(int argc, char **argv) {
     export_opts o = {.batch = 1, .seed = -1};
-    const cli_opt opts[] = {
-        {"onnx", OPT_STR, &o.onnx, 0},       {"model", OPT_STR, &o.model, 0},
-        {"batch", OPT_INT, &o.batch, 1},     {"seq-len", OPT_INT, &o.seq_len, 1},
-        {"init-random", OPT_INT, &o.seed, 0}, {"threads", OPT_INT, &o.threads, 0},
+    const ts_opt opts[] = {
+        {"onnx", TS_OPT_STR, &o.onnx, 0},       {"model", TS_OPT_STR, &o.model, 0},
+        {"batch", TS_OPT_INT, &o.batch, 1},     {"seq-len", TS_OPT_INT, &o.seq_len, 1},
+        {"init-random", TS_OPT_INT, &o.seed, 0}, {"threads", TS_OPT_INT, &o.threads, 0},
         CLI_DEVICE_OPTS,                      CLI_LOAD_OPTS,
     };
-    cli_optset os;
+    ts_optset os;
     int rc = cli_opts_parse(&os, "export", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done;
     rc = 2;
@@ -101,6 +101,6 @@ int cli_export(int argc, char **argv) {
     }
     rc = export_model(&o, &cfg);
 done:
-    cli_opts_free(&os);
+    ts_options_free(&os);
     return rc;
 }

@@ -97,59 +97,18 @@ static const char *USAGE =
     CLI_REPLICA_USAGE CLI_DEVICE_USAGE CLI_LOAD_USAGE
     "  --config FILE        a JSON object of the options above, keys without '--' (flags override)\n";
 
-/* Train rows, test rows and the label names, from the file. */
+/* Train rows and test rows, from the files (ts_classify_rows_load). 0, or the exit code. */
 static int load_data(const ft_opts *o, ts_text_dataset **train, ts_text_dataset **test) {
-    ts_text_opts to = {.text_column = o->text_col, .text_b_column = o->text_b_col, .label_column = o->label_col};
-    ts_text_dataset *all = ts_text_dataset_load(o->train, &to);
-    if (!all) {
-        fprintf(stderr, "tessera finetune: --train %s\n", ts_last_error());
-        return 2;
-    }
-    int64_t n = ts_text_dataset_size(all), dup = 0;
-    if (ts_text_dataset_num_labels(all) < 2) {
-        fprintf(stderr, "tessera finetune: %s: %d distinct label%s in column '%s'; a classifier needs two\n", o->train,
-                ts_text_dataset_num_labels(all), ts_text_dataset_num_labels(all) == 1 ? "" : "s", o->label_col);
-        ts_text_dataset_free(all);
-        return 2;
-    }
-    ts_status st;
-    if (o->dev) { /* the test rows are --dev's, with the training file's label ids */
-        st = ts_text_dataset_dedup(all, &dup);
-        *train = all, *test = NULL;
-        int nl = ts_text_dataset_num_labels(all);
-        const char **names = malloc((size_t)nl * sizeof *names);
-        if (!names) {
-            fprintf(stderr, "tessera finetune: out of memory\n");
-            return 1;
-        }
-        for (int i = 0; i < nl; i++) names[i] = ts_text_dataset_label_name(all, i);
-        to.labels = names, to.nlabels = nl;
-        *test = ts_text_dataset_load(o->dev, &to);
-        free(names);
-        if (!*test) {
-            fprintf(stderr, "tessera finetune: --dev %s\n", ts_last_error());
-            return 2;
-        }
-    } else if (o->test_split > 0) {
-        st = ts_text_dataset_split(all, o->test_split, (uint64_t)(o->split_seed >= 0 ? o->split_seed : o->seed), train,
-                                   test, &dup);
-        ts_text_dataset_free(all);
-    } else {
-        st = ts_text_dataset_dedup(all, &dup);
-        *train = all, *test = NULL;
-    }
-    if (st != TS_OK) {
-        fprintf(stderr, "tessera finetune: %s: %s\n", o->train, ts_last_error());
-        return 1;
-    }
-    printf("tessera finetune: %s: %lld %srows, %lld duplicates dropped, %lld for training, %lld for testing%s%s\n",
-           o->train, (long long)n, o->text_b_col ? "text-pair " : "", (long long)dup,
-           (long long)ts_text_dataset_size(*train), (long long)(*test ? ts_text_dataset_size(*test) : 0),
-           o->dev ? " from " : "", o->dev ? o->dev : "");
-    return 0;
+    ts_classify_rows_opts ro = {
+        .struct_size = sizeof ro, .name = "tessera finetune", .out = ts_write_stdio, .out_ctx = stdout,
+        .err = ts_write_stdio, .err_ctx = stderr, .train = o->train, .dev = o->dev, .test_split = o->test_split,
+        .text = {.text_column = o->text_col, .text_b_column = o->text_b_col, .label_column = o->label_col},
+        .split_seed = (uint64_t)(o->split_seed >= 0 ? o->split_seed : o->seed)};
+    ts_status st = ts_classify_rows_load(&ro, train, test);
+    return st == TS_OK ? 0 : st == TS_ERR_ARG ? 2 : 1;
 }
 
-/* A classification run: what the training loop's callbacks (ft_task) need. */
+/* A classification run: what its model directory and checkpoints need. */
 typedef struct cls_run {
     const ft_opts *o;
     ts_bert_config cfg;
@@ -157,46 +116,9 @@ typedef struct cls_run {
     ts_tokenizer *tok;
     ts_text_dataset *train, *test;
     ts_program *tp, *ip;
-    ts_batch_buf bb; /* S slices of [B, seq] and labels [B] */
-    int seq, base_label;
-    double base, acc; /* majority baseline; the last test accuracy (-1: none) */
+    int seq;
     char vocab[4200];
 } cls_run;
-
-static int cls_fill(void *ctx, const int64_t *rows, int m, int k) {
-    cls_run *r = ctx;
-    ts_batch_buf_slice(&r->bb, k);
-    return ts_text_dataset_batch(r->train, r->tok, rows, m, r->o->batch, r->seq, &r->bb.b) ? -1 : 0;
-}
-
-static int cls_feed(void *ctx) {
-    cls_run *r = ctx;
-    return ts_batch_buf_feed(&r->bb, r->tp, 1) ? -1 : 0;
-}
-
-static int cls_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, cli_progress *pr,
-                         FILE *metrics) {
-    cls_run *r = ctx;
-    int every = r->o->test_every;
-    if (!r->test || ts_text_dataset_size(r->test) == 0 || (!last && (every == 0 || (epoch + 1) % every != 0))) {
-        cli_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,
-                          cli_now() - pr->t0);
-        return 0;
-    }
-    int64_t correct, n;
-    if (ts_program_copy_params(r->ip, r->tp) < 0 ||
-        ts_classify_accuracy(r->ip, r->tok, r->test, r->o->batch, r->seq, &correct, &n) != TS_OK) {
-        fprintf(stderr, "\ntessera finetune: evaluating: %s\n", ts_last_error());
-        return 1;
-    }
-    r->acc = n ? (double)correct / (double)n : 0;
-    cli_progress_print(pr, "epoch %d: step %lld, train loss %.4f, test accuracy %.2f%% (%lld/%lld), majority baseline "
-                          "%.2f%%, %.0f s\n", epoch + 1, (long long)step, train_loss, 100 * r->acc, (long long)correct,
-                      (long long)n, 100 * r->base, cli_now() - pr->t0);
-    cli_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"test_accuracy\": %.6f, \"majority_baseline\": %.6f",
-                     (long long)step, epoch + 1, r->acc, r->base);
-    return 0;
-}
 
 static int cls_save(void *ctx) {
     cls_run *r = ctx;
@@ -208,18 +130,9 @@ static int cls_checkpoint(void *ctx, int64_t step) {
     return ft_ckpt_save(r->o, "classify", r->seq, 0, 0, step, r->tp);
 }
 
-static void cls_report(void *ctx, int64_t step, double seconds) {
-    cls_run *r = ctx;
-    if (r->acc >= 0)
-        printf("tessera finetune: test accuracy %.2f%% (majority baseline %.2f%%: always '%s'); %lld steps in %.0f s; "
-               "wrote %s\n", 100 * r->acc, 100 * r->base, r->meta.labels[r->base_label], (long long)step, seconds,
-               r->o->out);
-    else
-        printf("tessera finetune: %lld steps in %.0f s; wrote %s\n", (long long)step, seconds, r->o->out);
-}
-
 static int run(const ft_opts *o) {
-    cls_run r = {.o = o, .acc = -1};
+    cls_run r = {.o = o};
+    ts_finetune_task *task = NULL;
     int rc = 2;
     FILE *metrics = NULL;
     if (!(r.tok = cli_model_dir_open("finetune", o->model, &r.cfg, &r.meta))) return 2;
@@ -300,10 +213,11 @@ static int run(const ft_opts *o) {
     printf("), %d layers x %d hidden, %d of %d parameters new, %lld steps of %d x %d tokens, %s, lr %g\n",
            r.cfg.num_hidden_layers, r.cfg.hidden_size, nmissing, ts_program_num_params(r.tp), (long long)total, B, r.seq,
            ts_optim_kind_name((ts_optim_kind)cli_optimizer_parse("finetune", o->optimizer)), o->lr);
-    if (!ts_batch_buf_init_slices(&r.bb, B, r.seq, 1, loop.device_iterations, 0)) goto oom;
-    r.base = r.test ? ts_classify_majority(r.train, r.test, &r.base_label) : 0;
-    ft_task t = {.ctx = &r, .nrows = ntrain, .tp = r.tp, .fill = cls_fill, .feed = cls_feed,
-                 .epoch_end = cls_epoch_end, .save = cls_save, .checkpoint = cls_checkpoint, .report = cls_report};
+    ts_finetune_task_opts to = ft_task_opts(o, r.tp, r.ip, r.seq, loop.device_iterations, metrics);
+    to.tok = r.tok, to.train_rows = r.train, to.test_rows = r.test, to.test_every = o->test_every;
+    to.labels = (const char *const *)r.meta.labels, to.ctx = &r, to.save = cls_save, to.checkpoint = cls_checkpoint;
+    ts_epoch_task t;
+    if (!(task = ts_classify_task_new(&to, &t))) goto oom;
     rc = ft_train_loop(o, &t, step, metrics);
     goto done;
 oom:
@@ -311,7 +225,7 @@ oom:
     rc = 1;
 done:
     if (metrics) fclose(metrics);
-    ts_batch_buf_free(&r.bb);
+    ts_finetune_task_free(task);
     ts_program_free(r.tp);
     ts_program_free(r.ip);
     ts_text_dataset_free(r.train);
@@ -361,35 +275,35 @@ int cli_finetune(int argc, char **argv) {
     ft_opts o = {.test_every = 1, .text_col = "text", .label_col = "label", .test_split = 0.2, .lr = 1e-4, .warmup = 0.1,
                  .wd = 0.01, .epochs = 3, .batch = 32, .seed = 42, .split_seed = -1, .keep = 3,
                  .optimizer = "adamw", .accumulation = 1, .device_iterations = 1};
-    const cli_opt opts[] = {
-        {"model", OPT_STR, &o.model, 0},         {"train", OPT_STR, &o.train, 0},
-        {"task", OPT_STR, &o.task, 0},           {"dev", OPT_STR, &o.dev, 0},
-        {"text-b-column", OPT_STR, &o.text_b_col, 0}, {"doc-stride", OPT_INT, &o.doc_stride, 1},
-        {"max-query-len", OPT_INT, &o.max_query_len, 1}, {"max-answer-len", OPT_INT, &o.max_answer_len, 1},
-        {"n-best", OPT_INT, &o.n_best, 1},       {"resume", OPT_STR, &o.resume, 0},
-        {"relocate-answers", OPT_FLAG, &o.relocate_answers, 0},
-        {"keep", OPT_INT, &o.keep, 1},           {"stop-after", OPT_INT, &o.stop_after, 1},
-        {"out", OPT_STR, &o.out, 0},             {"text-column", OPT_STR, &o.text_col, 0},
-        {"label-column", OPT_STR, &o.label_col, 0}, {"test-split", OPT_FLOAT, &o.test_split, 0},
-        {"epochs", OPT_INT, &o.epochs, 1},       {"batch", OPT_INT, &o.batch, 1},
-        {"max-len", OPT_INT, &o.max_len, 3},     {"lr", OPT_FLOAT, &o.lr, 0},
-        {"warmup", OPT_FLOAT, &o.warmup, 0},     {"weight-decay", OPT_FLOAT, &o.wd, 0},
-        {"max-grad-norm", OPT_FLOAT, &o.max_grad_norm, 0},
-        {"max-steps", OPT_INT, &o.max_steps, 0}, {"save-every", OPT_INT, &o.save_every, 0},
-        {"seed", OPT_INT, &o.seed, 0},           {"split-seed", OPT_INT, &o.split_seed, 0},
-        {"threads", OPT_INT, &o.threads, 0},
-        {"bf16", OPT_FLAG, &o.bf16, 0},          {"max-minutes", OPT_FLOAT, &o.max_minutes, 0},
-        {"recompute", OPT_FLAG, &o.recompute, 0}, {"random-init", OPT_FLAG, &o.random_init, 0},
-        {"test-every", OPT_INT, &o.test_every, 0}, {"deterministic", OPT_FLAG, &o.deterministic, 0},
-        {"fp16", OPT_FLAG, &o.fp16, 0},          {"truncate", OPT_STR, &o.truncate, 0},
-        {"optimizer", OPT_STR, &o.optimizer, 0}, {"momentum", OPT_FLOAT, &o.momentum, 0},
-        {"accumulation", OPT_INT, &o.accumulation, 1}, {"device-iterations", OPT_INT, &o.device_iterations, 1},
-        {"devices", OPT_STR, &o.devices, 0},     {"stages", OPT_STR, &o.stages, 0},
-        {"micro-batches", OPT_INT, &o.micro_batches, 2}, {"profile", OPT_FLAG, &o.profile, 0},
+    const ts_opt opts[] = {
+        {"model", TS_OPT_STR, &o.model, 0},         {"train", TS_OPT_STR, &o.train, 0},
+        {"task", TS_OPT_STR, &o.task, 0},           {"dev", TS_OPT_STR, &o.dev, 0},
+        {"text-b-column", TS_OPT_STR, &o.text_b_col, 0}, {"doc-stride", TS_OPT_INT, &o.doc_stride, 1},
+        {"max-query-len", TS_OPT_INT, &o.max_query_len, 1}, {"max-answer-len", TS_OPT_INT, &o.max_answer_len, 1},
+        {"n-best", TS_OPT_INT, &o.n_best, 1},       {"resume", TS_OPT_STR, &o.resume, 0},
+        {"relocate-answers", TS_OPT_FLAG, &o.relocate_answers, 0},
+        {"keep", TS_OPT_INT, &o.keep, 1},           {"stop-after", TS_OPT_INT, &o.stop_after, 1},
+        {"out", TS_OPT_STR, &o.out, 0},             {"text-column", TS_OPT_STR, &o.text_col, 0},
+        {"label-column", TS_OPT_STR, &o.label_col, 0}, {"test-split", TS_OPT_FLOAT, &o.test_split, 0},
+        {"epochs", TS_OPT_INT, &o.epochs, 1},       {"batch", TS_OPT_INT, &o.batch, 1},
+        {"max-len", TS_OPT_INT, &o.max_len, 3},     {"lr", TS_OPT_FLOAT, &o.lr, 0},
+        {"warmup", TS_OPT_FLOAT, &o.warmup, 0},     {"weight-decay", TS_OPT_FLOAT, &o.wd, 0},
+        {"max-grad-norm", TS_OPT_FLOAT, &o.max_grad_norm, 0},
+        {"max-steps", TS_OPT_INT, &o.max_steps, 0}, {"save-every", TS_OPT_INT, &o.save_every, 0},
+        {"seed", TS_OPT_INT, &o.seed, 0},           {"split-seed", TS_OPT_INT, &o.split_seed, 0},
+        {"threads", TS_OPT_INT, &o.threads, 0},
+        {"bf16", TS_OPT_FLAG, &o.bf16, 0},          {"max-minutes", TS_OPT_FLOAT, &o.max_minutes, 0},
+        {"recompute", TS_OPT_FLAG, &o.recompute, 0}, {"random-init", TS_OPT_FLAG, &o.random_init, 0},
+        {"test-every", TS_OPT_INT, &o.test_every, 0}, {"deterministic", TS_OPT_FLAG, &o.deterministic, 0},
+        {"fp16", TS_OPT_FLAG, &o.fp16, 0},          {"truncate", TS_OPT_STR, &o.truncate, 0},
+        {"optimizer", TS_OPT_STR, &o.optimizer, 0}, {"momentum", TS_OPT_FLOAT, &o.momentum, 0},
+        {"accumulation", TS_OPT_INT, &o.accumulation, 1}, {"device-iterations", TS_OPT_INT, &o.device_iterations, 1},
+        {"devices", TS_OPT_STR, &o.devices, 0},     {"stages", TS_OPT_STR, &o.stages, 0},
+        {"micro-batches", TS_OPT_INT, &o.micro_batches, 2}, {"profile", TS_OPT_FLAG, &o.profile, 0},
         CLI_DEVICE_OPTS,                          CLI_LOAD_OPTS,
         CLI_REPLICA_OPTS,
     };
-    cli_optset os;
+    ts_optset os;
     int rc = cli_opts_parse(&os, "finetune", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc == 1) {
         char probe[4300];
@@ -438,6 +352,6 @@ int cli_finetune(int argc, char **argv) {
             rc = run_task(&o);
         }
     }
-    cli_opts_free(&os);
+    ts_options_free(&os);
     return rc;
 }

@@ -29,42 +29,18 @@ typedef struct ft_opts {
     int profile;          /* --profile: report where the training step's time went, at the end */
 } ft_opts;
 
-/* What the training loop (finetune_loop.c) needs of a task. The program takes S = accumulation x
- * device_iterations micro-batches of --batch rows per call, slice k of its inputs for micro-batch
- * k ([S, B, ...] when S > 1). */
-typedef struct ft_task {
-    void *ctx;
-    int64_t nrows;   /* training rows: texts, or QA windows */
-    ts_program *tp;  /* the training program */
-    /* Encode rows[0..m) of the training data into slice k (m < batch pads the rest; m may be 0:
-     * an empty micro-batch, all padding, which adds nothing to the gradient). 0 or -1 (message
-     * in ts_last_error()). */
-    int (*fill)(void *ctx, const int64_t *rows, int m, int k);
-    /* Feed every slice's inputs and labels to tp. 0 or -1 (message in ts_last_error()). */
-    int (*feed)(void *ctx);
-    /* After each epoch (and at a time limit): score the held-out data with the current weights,
-     * print and log it (train_loss: the epoch's mean). 0 or the exit code. */
-    int (*epoch_end)(void *ctx, int epoch, int64_t step, int last, double train_loss, cli_progress *pr, FILE *metrics);
-    /* Write the model directory --out; 0 or 1. */
-    int (*save)(void *ctx);
-    /* Write a full-state checkpoint at step; 0 or 1. */
-    int (*checkpoint)(void *ctx, int64_t step);
-    /* The last line, after the final save: what was reached in `step` steps and `seconds`. */
-    void (*report)(void *ctx, int64_t step, double seconds);
-    FILE *metrics;   /* set by ft_train_loop */
-} ft_task;
+/* Train task t (ts_train_epochs with the flags of o, the metrics rows into `metrics`, the
+ * replicas of cli_rep) from `step` (a resumed run's). Returns the exit code. */
+int ft_train_loop(const ft_opts *o, const ts_epoch_task *t, int64_t step, FILE *metrics);
 
-/* Train: epochs over t->nrows rows in the order of ts_permutation(seed + 1000003 epoch), one
- * optimizer step per accumulation x batch rows (an epoch's last step may be short; with device
- * iterations K > 1 every call takes K full steps and the rows that do not fill one are left out
- * of that epoch, as PopTorch's DataLoader drops the last), from `step` (a resumed run's),
- * under a linear warm-up and decay (and --max-minutes), writing metrics, checkpoints
- * (--save-every), stopping at --stop-after, and saving the model at the end. Returns the exit
- * code. */
-int ft_train_loop(const ft_opts *o, ft_task *t, int64_t step, FILE *metrics);
+/* The options of a task (ts_classify_task_new, ts_squad_task_new) common to both, from o: the lines
+ * to stdout and stderr, the metrics rows to `metrics`, programs tp and ip of `slices` micro-batches
+ * of [batch, seq], qa's decoding (its defaults without the flags). */
+ts_finetune_task_opts ft_task_opts(const ft_opts *o, ts_program *tp, ts_program *ip, int seq, int slices,
+                                   FILE *metrics);
 
-/* Steps in one epoch of n rows, under o's batch, accumulation and device iterations (0 when n
- * rows do not fill one call with device iterations). */
+/* Steps in one epoch of n rows, under o's batch, accumulation and device iterations
+ * (ts_epoch_steps). */
 int64_t ft_steps_per_epoch(const ft_opts *o, int64_t n);
 
 /* The optimizer and loop options of o, for cli_bert_programs; with --devices, the pipeline of a

@@ -7,7 +7,6 @@
  * After each epoch the dev file (--dev), if any, is scored with the official v1.1 EM and F1.
  * Writes config.json (with the window settings), model.safetensors and vocab.txt to --out.
  */
-#include <math.h>
 
 #include "cli.h"
 #include "finetune.h"
@@ -20,11 +19,8 @@ typedef struct qa_run {
     ts_tokenizer *tok;
     ts_squad *train, *dev;
     ts_program *tp, *ip;
-    int seq, n_best, max_ans;
+    int seq;
     char vocab[4200];
-    ts_batch_buf bb;        /* S slices of [B, seq] */
-    ts_tensor *sp, *ep;     /* start / end positions, [S, B] ([B] when S == 1) */
-    double em, f1;          /* the last dev scores (-1: none) */
 } qa_run;
 
 /* Check the window options and read the files. 0, or the exit code. */
@@ -45,8 +41,6 @@ static int setup(qa_run *r) {
                         "and two [SEP]\n", r->seq, so.max_query_len);
         return 2;
     }
-    r->n_best = o->n_best ? o->n_best : TS_SQUAD_N_BEST;
-    r->max_ans = o->max_answer_len ? o->max_answer_len : TS_SQUAD_MAX_ANSWER_LEN;
     if (!(r->train = cli_qa_load("finetune", "--train", o->train, r->tok, &so, 1))) return 2;
     if (o->dev && !(r->dev = cli_qa_load("finetune", "--dev", o->dev, r->tok, &so, 1))) return 2;
     r->meta.max_len = r->seq;
@@ -103,73 +97,12 @@ static int qa_checkpoint(void *ctx, int64_t step) {
     return ft_ckpt_save(r->o, "qa", r->seq, r->meta.doc_stride, r->meta.max_query_len, step, r->tp);
 }
 
-/* Windows rows[0..m) into slice k, with their answer positions (a window without the answer, or
- * a padding row, points past the end: ignored by the loss, as run_squad's clamped positions). */
-static int qa_fill(void *ctx, const int64_t *rows, int m, int k) {
-    qa_run *r = ctx;
-    int B = r->o->batch;
-    ts_batch_buf_slice(&r->bb, k);
-    ts_batch b = r->bb.b;
-    int32_t *sp = (int32_t *)ts_tensor_data(r->sp) + (size_t)k * B, *ep = (int32_t *)ts_tensor_data(r->ep) + (size_t)k * B;
-    b.start_positions = sp;
-    b.end_positions = ep;
-    if (ts_squad_batch(r->train, rows, m, B, &b) != TS_OK) return -1;
-    for (int i = 0; i < B; i++) {
-        if (sp[i] == TS_IGNORE_INDEX) sp[i] = r->seq;
-        if (ep[i] == TS_IGNORE_INDEX) ep[i] = r->seq;
-    }
-    return 0;
-}
-
-static int qa_feed(void *ctx) {
-    qa_run *r = ctx;
-    if (ts_batch_buf_feed(&r->bb, r->tp, 0) || ts_program_feed(r->tp, "start_positions", r->sp) ||
-        ts_program_feed(r->tp, "end_positions", r->ep))
-        return -1;
-    return 0;
-}
-
-static int qa_epoch_end(void *ctx, int epoch, int64_t step, int last, double train_loss, cli_progress *pr, FILE *metrics) {
-    qa_run *r = ctx;
-    if (!r->dev) {
-        cli_progress_print(pr, "epoch %d: step %lld, train loss %.4f, %.0f s\n", epoch + 1, (long long)step, train_loss,
-                          cli_now() - pr->t0);
-        return 0;
-    }
-    if (ts_program_copy_params(r->ip, r->tp) < 0) {
-        fprintf(stderr, "tessera finetune: %s\n", ts_last_error());
-        return 1;
-    }
-    if (cli_qa_score("finetune", r->ip, r->dev, r->o->batch, r->seq, r->n_best, r->max_ans, &r->em, &r->f1)) return 1;
-    cli_progress_print(pr, "epoch %d: step %lld, train loss %.4f, dev EM %.2f, F1 %.2f, %.0f s\n", epoch + 1,
-                      (long long)step, train_loss, r->em, r->f1, cli_now() - pr->t0);
-    cli_metrics_write(metrics, "\"step\": %lld, \"epoch\": %d, \"dev_exact_match\": %.4f, \"dev_f1\": %.4f",
-                     (long long)step, epoch + 1, r->em, r->f1);
-    return 0;
-}
-
-static void qa_report(void *ctx, int64_t step, double seconds) {
-    qa_run *r = ctx;
-    if (r->em >= 0)
-        printf("tessera finetune: dev EM %.2f, F1 %.2f; %lld steps in %.0f s; wrote %s\n", r->em, r->f1,
-               (long long)step, seconds, r->o->out);
-    else
-        printf("tessera finetune: %lld steps in %.0f s; wrote %s\n", (long long)step, seconds, r->o->out);
-}
-
 static int train(qa_run *r) {
     const ft_opts *o = r->o;
     const int B = o->batch;
     int rc = 1;
     FILE *metrics = NULL;
     int S = (o->accumulation > 1 ? o->accumulation : 1) * (o->device_iterations > 1 ? o->device_iterations : 1);
-    const int64_t sb[2] = {S, B};
-    r->sp = ts_tensor_new(TS_I32, S > 1 ? 2 : 1, S > 1 ? sb : sb + 1);
-    r->ep = ts_tensor_new(TS_I32, S > 1 ? 2 : 1, S > 1 ? sb : sb + 1);
-    if (!r->sp || !r->ep || !ts_batch_buf_init_slices(&r->bb, B, r->seq, 0, S, 0)) {
-        fprintf(stderr, "tessera finetune: out of memory\n");
-        return 1;
-    }
     int64_t step = 0;
     if (o->resume && ft_ckpt_resume(o, "qa", r->seq, r->meta.doc_stride, r->meta.max_query_len, r->tp, &step)) return 2;
     if ((rc = cli_out_lock("finetune", o->out))) return rc;
@@ -179,15 +112,19 @@ static int train(qa_run *r) {
     if (o->max_steps && o->max_steps < total) total = o->max_steps;
     printf("tessera finetune: %lld steps of %d x %d tokens, %s, lr %g\n", (long long)total, B, r->seq,
            ts_optim_kind_name((ts_optim_kind)cli_optimizer_parse("finetune", o->optimizer)), o->lr);
-    ft_task t = {.ctx = r, .nrows = nf, .tp = r->tp, .fill = qa_fill, .feed = qa_feed, .epoch_end = qa_epoch_end,
-                 .save = qa_save, .checkpoint = qa_checkpoint, .report = qa_report};
-    rc = ft_train_loop(o, &t, step, metrics);
+    ts_finetune_task_opts to = ft_task_opts(o, r->tp, r->ip, r->seq, S, metrics);
+    to.squad_train = r->train, to.squad_dev = r->dev, to.ctx = r, to.save = qa_save, to.checkpoint = qa_checkpoint;
+    ts_epoch_task t;
+    ts_finetune_task *task = ts_squad_task_new(&to, &t);
+    if (!task) fprintf(stderr, "tessera finetune: out of memory\n");
+    rc = task ? ft_train_loop(o, &t, step, metrics) : 1;
+    ts_finetune_task_free(task);
     fclose(metrics);
     return rc;
 }
 
 int cli_finetune_qa(const ft_opts *o) {
-    qa_run r = {.o = o, .em = -1, .f1 = -1};
+    qa_run r = {.o = o};
     int rc = 2;
     if (!(r.tok = cli_model_dir_open("finetune", o->model, &r.cfg, &r.meta))) return 2;
     int lowercase = r.meta.lowercase;
@@ -195,9 +132,6 @@ int cli_finetune_qa(const ft_opts *o) {
     memset(&r.meta, 0, sizeof r.meta);
     r.meta.lowercase = lowercase;
     if (!(rc = setup(&r)) && !(rc = build(&r))) rc = train(&r);
-    ts_batch_buf_free(&r.bb);
-    ts_tensor_free(r.sp);
-    ts_tensor_free(r.ep);
     ts_program_free(r.tp);
     ts_program_free(r.ip);
     ts_squad_free(r.train);

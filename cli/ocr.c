@@ -12,7 +12,6 @@
  * (TS_INSTALL_DATA_DIR, <prefix>/share/tessera, set by CMake) when it holds them, else in the
  * build's source tree data/ocr (TS_DATA_DIR), where scripts/install-deps.sh puts them.
  */
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -47,12 +46,6 @@ static const char *USAGE =
     "  --time          print the time taken on stderr.\n"
     "  --devices D     run the models on device D (default cpu; e.g. opencl:0).\n"
     "Exit codes: 0 done (also when there is no text), 1 failed while running, 2 bad flags or files.\n";
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* s as a JSON string, quotes included: ", \ and control characters escaped, UTF-8 as it is. */
 static void print_json_string(const char *s) {
@@ -154,7 +147,7 @@ int cli_ocr(int argc, char **argv) {
         fprintf(stderr, "tessera ocr: no IMAGE given\n%s", USAGE);
         return 2;
     }
-    double t0 = now_s();
+    double t0 = ts_seconds();
     ts_image *im = ts_image_read(image);
     if (!im) {
         fprintf(stderr, "tessera ocr: %s\n", ts_last_error());
@@ -170,11 +163,11 @@ int cli_ocr(int argc, char **argv) {
         ts_image_free(im);
         return 2;
     }
-    double t1 = now_s();
+    double t1 = ts_seconds();
     ts_ocr_line *lines = NULL;
     int n = 0;
     ts_status s = ts_ocr_run(ocr, im, &lines, &n);
-    double t2 = now_s();
+    double t2 = ts_seconds();
     if (s != TS_OK) {
         fprintf(stderr, "tessera ocr: %s: %s\n", image, ts_last_error());
     } else {

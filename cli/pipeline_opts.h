@@ -1,7 +1,7 @@
 /*
  * pipeline_opts.h — the pipeline flags of `tessera pretrain` and `finetune` (pipeline_opts.c):
  * --devices, --stages and --micro-batches read into a ts_stage_plan (tessera_tasks.h), and the
- * stages printed and logged.
+ * micro-batches checked.
  */
 #ifndef CLI_PIPELINE_OPTS_H
 #define CLI_PIPELINE_OPTS_H
@@ -17,13 +17,8 @@ int cli_pipe_parse(const char *cmd, const char *devices, const char *stages, int
  * replicas of cli_rep). 0, or prints the error: 1 or 2. */
 int cli_pipe_measure(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq, int micro,
                      ts_stage_plan *pp);
-/* Print the stages of pipelined program p (metrics NULL), or log them as a metrics row. */
-void cli_pipe_describe(const char *cmd, ts_program *p, const ts_stage_plan *pp, int micro, FILE *metrics);
 /* Check --micro-batches against --accumulation (the same thing) and set *accumulation: M, or with
  * --devices and neither given, 2 per device. 0, or prints the error and returns 2. */
 int cli_pipe_micro(const char *cmd, const char *devices, const char *stages, int micro, int *accumulation, int fp16);
-/* The measured side of pipelined program p's runs so far: each stage's busy time and the bubble
- * beside (S-1)/(M+S-1), as a line into buf (and a metrics row when metrics is set). */
-void cli_pipe_report(const ts_stage_plan *pp, ts_program *p, int micro, char *buf, size_t cap, FILE *metrics);
 
 #endif

@@ -135,7 +135,7 @@ static int add_text(predictor *pr, const char *text, const char *where) {
 
 /* Every input: the --text values, else the lines of `in` (in_name for errors), batched through
  * add_text. 0 or the exit code. */
-static int read_inputs(predictor *pr, const cli_strlist *texts, FILE *in, const char *in_name) {
+static int read_inputs(predictor *pr, const ts_strlist *texts, FILE *in, const char *in_name) {
     char where[4200];
     int rc = 0;
     for (int i = 0; i < texts->n; i++) {
@@ -165,16 +165,16 @@ static int read_inputs(predictor *pr, const cli_strlist *texts, FILE *in, const 
 
 int cli_predict(int argc, char **argv) {
     const char *model = NULL, *data = NULL, *task_flag = NULL;
-    cli_strlist texts = {0}, models = {0};
+    ts_strlist texts = {0}, models = {0};
     int batch = 8, threads = 0, n_best = 0, max_ans = 0;
-    const cli_opt opts[] = {
-        {"model", OPT_LIST, &models, 0}, {"text", OPT_LIST, &texts, 0},
-        {"data", OPT_STR, &data, 0},   {"task", OPT_STR, &task_flag, 0},
-        {"batch", OPT_INT, &batch, 1}, {"threads", OPT_INT, &threads, 0},
-        {"n-best", OPT_INT, &n_best, 1}, {"max-answer-len", OPT_INT, &max_ans, 1},
+    const ts_opt opts[] = {
+        {"model", TS_OPT_LIST, &models, 0}, {"text", TS_OPT_LIST, &texts, 0},
+        {"data", TS_OPT_STR, &data, 0},   {"task", TS_OPT_STR, &task_flag, 0},
+        {"batch", TS_OPT_INT, &batch, 1}, {"threads", TS_OPT_INT, &threads, 0},
+        {"n-best", TS_OPT_INT, &n_best, 1}, {"max-answer-len", TS_OPT_INT, &max_ans, 1},
         CLI_DEVICE_OPTS,                CLI_LOAD_OPTS,
     };
-    cli_optset os;
+    ts_optset os;
     predictor pr = {0};
     FILE *in = stdin;
     int rc = cli_opts_parse(&os, "predict", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
@@ -254,6 +254,6 @@ done:
     }
     free(pr.m);
 done_opts:
-    cli_opts_free(&os);
+    ts_options_free(&os);
     return rc;
 }

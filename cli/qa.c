@@ -6,22 +6,9 @@
 
 ts_squad *cli_qa_load(const char *cmd, const char *flag, const char *path, const ts_tokenizer *tok,
                       const ts_squad_opts *so, int need_answers) {
-    ts_squad *s = ts_squad_load(path, tok, so);
-    if (!s) {
-        fprintf(stderr, "tessera %s: %s %s\n", cmd, flag, ts_last_error());
-        return NULL;
-    }
-    int64_t r = ts_squad_num_relocated(s);
-    if (need_answers && ts_squad_num_examples(s) && r > 0)
-        fprintf(stderr, "tessera %s: note: %s %s: %lld answer%s not at %s answer_start; taken at the nearest "
-                        "occurrence (--relocate-answers)\n", cmd, flag, path, (long long)r, r == 1 ? " was" : "s were",
-                r == 1 ? "its" : "their");
-    if (ts_squad_check(s, path, need_answers) != TS_OK) {
-        fprintf(stderr, "tessera %s: %s %s\n", cmd, flag, ts_last_error());
-        ts_squad_free(s);
-        return NULL;
-    }
-    return s;
+    char name[64];
+    snprintf(name, sizeof name, "tessera %s", cmd);
+    return ts_squad_load_checked(path, tok, so, need_answers, name, flag, ts_write_stdio, stderr);
 }
 
 int cli_qa_logits(const char *cmd, ts_program *infer, const ts_squad *s, int batch, int seq, float **start,

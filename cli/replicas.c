@@ -1,7 +1,7 @@
 /*
  * replicas.c — what `tessera pretrain` and `finetune` do for replicas (mpirun -np R): the world
- * and its flags (--shard-optimizer, --comm-timeout), the check that every rank holds the same
- * parameters, and the line on memory per rank. See "replicas" in train_common.h.
+ * and its flags (--shard-optimizer, --comm-timeout); the runs check the ranks' parameters and
+ * describe them (ts_replicas_check_params, ts_replicas_describe). See "replicas" in train_common.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,36 +40,4 @@ int cli_replicas_setup(const char *cmd, int *threads) {
                cpus, *threads, *threads == 1 ? "" : "s");
     }
     return 0;
-}
-
-int cli_replicas_check_params(const char *cmd, const ts_program *p, const char *when) {
-    if (cli_rep.size < 2) return 0;
-    int *ranks = calloc((size_t)cli_rep.size, sizeof *ranks), bad = 0;
-    ts_status st = ranks ? ts_replicas_params_differ(cli_rep.comm, p, ranks, &bad) : TS_ERR_NOMEM;
-    if (st) {
-        fprintf(stderr, "tessera %s: comparing the replicas' parameters %s: %s\n", cmd, when, ts_last_error());
-        free(ranks);
-        return 1;
-    }
-    char list[512];
-    size_t o = 0;
-    for (int i = 0; i < bad && o < sizeof list; i++) o += (size_t)snprintf(list + o, sizeof list - o, "%s%d", i ? ", " : "", ranks[i]);
-    free(ranks);
-    if (!bad) return 0;
-    fprintf(stderr, "tessera %s: %s, the parameters of rank%s %s differ from rank 0's (the ranks must start from the "
-                    "same model: the same --seed, --model and options)\n", cmd, when, bad > 1 ? "s" : "", list);
-    return 1;
-}
-
-void cli_replicas_describe(const char *cmd, const ts_program *p, FILE *metrics) {
-    if (cli_rep.size < 2) return;
-    ts_memory m;
-    if (ts_program_memory(p, &m) != TS_OK) return;
-    double mib = 1024.0 * 1024.0;
-    printf("tessera %s: per rank: parameters %.1f MiB, optimizer state %.1f MiB%s, gradient buckets %.1f MiB\n", cmd,
-           m.params / mib, m.optimizer_state / mib, cli_rep.shard_optimizer ? " (its share: --shard-optimizer)" : "",
-           m.grad_buckets / mib);
-    cli_metrics_write(metrics, "\"replicas\": %d, \"shard_optimizer\": %d, \"optimizer_state_bytes_per_rank\": %zu, "
-                     "\"grad_bucket_bytes\": %zu", cli_rep.size, cli_rep.shard_optimizer, m.optimizer_state,
-                     m.grad_buckets);
 }

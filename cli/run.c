@@ -17,7 +17,6 @@
  */
 #include <math.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "cli.h"
 #include "tessera.h"
@@ -63,12 +62,6 @@ static const char *USAGE =
     "Exit codes: 0 done, 1 failed while running, 2 bad flags or files.\n";
 
 #define CMD "run"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Is `name` ("cpu", "cpu:2") a device of one of the comma-separated backends this build has? */
 static int known_device(const char *name) {
@@ -174,7 +167,7 @@ typedef struct bert_run {
     const char *fetch[8];
     int nf, B, T;
     ts_program *p;
-    double t0, t1, t2, best, total;
+    double seconds[2], best, total; /* build+compile, load; the runs' */
 } bert_run;
 
 /* The config and the inputs. 0 or 2, with the message printed. */
@@ -206,47 +199,17 @@ static int read_model(const run_args *a, bert_run *r) {
     return 0;
 }
 
-/* Build and compile the model for the inputs' shape, and load its weights. 0 or the exit code. */
+/* Build and compile the model for the inputs' shape, and load its weights (ts_bert_infer_build).
+ * 0 or the exit code. */
 static int build_model(const run_args *a, bert_run *r) {
-    const ts_bert_config *cfg = &r->cfg;
-    r->t0 = now_s();
-    ts_graph *g = ts_graph_new();
-    if (!g) {
-        fprintf(stderr, "tessera run: %s\n", ts_last_error());
-        return 1;
-    }
-    ts_graph_set_seed(g, a->seed);
-    ts_bert_outputs o;
-    if (ts_bert_build(g, cfg, cfg->head, r->B, r->T, &o) != TS_OK) {
-        fprintf(stderr, "tessera run: %s (model %s, inputs %s [%d, %d])\n", ts_last_error(), r->config_path,
-                a->inputs, r->B, r->T);
-        ts_graph_free(g);
-        return 2;
-    }
-    r->nf = ts_bert_output_names(&o, r->fetch);
-    r->p = ts_compile(g, &(ts_compile_opts){.device = a->device, .num_threads = a->threads, .nfetch = r->nf,
-                                            .fetches = r->fetch, .inference = 1,
-                                            .skip_param_init = !a->random_init, /* loaded strictly next */
-                                            .profile = a->profile,
-                                            .memory_limit = (size_t)(a->memory_gib * 1073741824.0)});
-    ts_graph_free(g);
-    if (!r->p) {
-        fprintf(stderr, "tessera run: compiling for --device %s: %s\n", a->device, ts_last_error());
-        if (ts_last_status() == TS_ERR_NOMEM)
-            fprintf(stderr, "tessera run: the parameters grow with %s's sizes (vocab_size %d, hidden_size %d, "
-                    "num_hidden_layers %d, intermediate_size %d), the activations with the batch of %s [%d, %d]%s\n",
-                    r->config_path, cfg->vocab_size, cfg->hidden_size, cfg->num_hidden_layers, cfg->intermediate_size,
-                    a->inputs, r->B, r->T, a->memory_gib > 0 ? "; the limit is --device-memory" : "");
-        return 1;
-    }
-    r->t1 = now_s();
-    if (!a->random_init &&
-        ts_bert_load_weights(r->p, r->weights_path, a->allow_nonfinite ? TS_LOAD_ALLOW_NONFINITE : 0) != TS_OK) {
-        fprintf(stderr, "tessera run: %s\n", ts_last_error());
-        return 2;
-    }
-    r->t2 = now_s();
-    return 0;
+    ts_bert_infer_opts bo = {
+        .struct_size = sizeof bo, .cfg = &r->cfg, .batch = r->B, .seq = r->T, .seed = a->seed, .device = a->device,
+        .threads = a->threads, .profile = a->profile, .memory_limit = (size_t)(a->memory_gib * 1073741824.0),
+        .weights = a->random_init ? NULL : r->weights_path, .load_flags = a->allow_nonfinite ? TS_LOAD_ALLOW_NONFINITE : 0,
+        .name = "tessera run", .err = ts_write_stdio, .err_ctx = stderr, .config_path = r->config_path,
+        .inputs = a->inputs};
+    ts_status st = ts_bert_infer_build(&bo, &r->p, r->fetch, &r->nf, r->seconds);
+    return st == TS_OK ? 0 : st == TS_ERR_ARG ? 2 : 1;
 }
 
 /* Feed, run --repeat times, fetch and write the outputs. 0 or 1. */
@@ -267,9 +230,9 @@ static int run_model(const run_args *a, bert_run *r) {
 static int report(const run_args *a, const bert_run *r) {
     printf("tessera run: %s (%d layers, hidden %d), batch %d x seq %d, %s on %s: build+compile %.3f s, ",
            ts_bert_head_name(r->cfg.head), r->cfg.num_hidden_layers, r->cfg.hidden_size, r->B, r->T,
-           ts_dtype_name(a->dtype), a->device, r->t1 - r->t0);
+           ts_dtype_name(a->dtype), a->device, r->seconds[0]);
     if (a->random_init) printf("random init (seed %llu), ", (unsigned long long)a->seed);
-    else printf("load %.3f s, ", r->t2 - r->t1);
+    else printf("load %.3f s, ", r->seconds[1]);
     if (a->repeat > 1) printf("run %.4f s (best of %d, mean %.4f s)\n", r->best, a->repeat, r->total / a->repeat);
     else printf("run %.4f s\n", r->best);
     printf("tessera run: wrote %s:", a->outputs);

@@ -5,26 +5,19 @@
  * written by name to a safetensors file.
  */
 #include <math.h>
-#include <time.h>
 
 #include "cli.h"
 #include "tessera.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int cli_run_onnx(const char *model, const char *inputs, const char *outputs, const char *device, int threads,
                     int repeat, double memory_gib) {
-    double t0 = now_s();
+    double t0 = ts_seconds();
     ts_onnx *m = ts_onnx_load(model);
     if (!m) {
         fprintf(stderr, "tessera run: --model: %s\n", ts_last_error());
         return 2;
     }
-    double load_s = now_s() - t0;
+    double load_s = ts_seconds() - t0;
     int nin = ts_onnx_num_inputs(m), nout = ts_onnx_num_outputs(m), rc = 2;
     ts_tensor **in = calloc((size_t)nin + 1, sizeof *in), **out = calloc((size_t)nout + 1, sizeof *out);
     const char **names = calloc((size_t)nout + 1, sizeof *names);
@@ -77,14 +70,14 @@ int cli_run_onnx(const char *model, const char *inputs, const char *outputs, con
     double best = 0, first = 0;
     for (int r = 0; r < repeat; r++) {
         for (int j = 0; j < nout; j++) ts_tensor_free(out[j]), out[j] = NULL;
-        double r0 = now_s();
+        double r0 = ts_seconds();
         if (ts_onnx_session_run(s, (const ts_tensor *const *)in, out) != TS_OK) {
             fprintf(stderr, "tessera run: %s\n", ts_last_error());
             rc = ts_last_status() == TS_ERR_UNSUPPORTED || ts_last_status() == TS_ERR_IO ||
                          ts_last_status() == TS_ERR_SHAPE || ts_last_status() == TS_ERR_DTYPE ? 2 : 1;
             goto done;
         }
-        double dt = now_s() - r0;
+        double dt = ts_seconds() - r0;
         if (r == 0) first = dt;
         else if (r == 1 || dt < best) best = dt;
     }

@@ -66,21 +66,6 @@ static int parse(int argc, char **argv, opts *o) {
     return bad ? 2 : 1;
 }
 
-/* Wordpieces of text into *buf (grown as needed); returns the count, -1 on an error (in
- * ts_last_error()) or -2 out of memory. */
-static int pieces(const ts_tokenizer *tok, const char *text, int32_t **buf, int *cap) {
-    int n = 0;
-    ts_status st = ts_tokenize(tok, text, *buf, *cap, &n);
-    if (st == TS_ERR_SHAPE) {
-        int32_t *b = realloc(*buf, (size_t)n * sizeof *b);
-        if (!b) return -2;
-        *buf = b;
-        *cap = n;
-        st = ts_tokenize(tok, text, *buf, *cap, &n);
-    }
-    return st == TS_OK ? n : -1;
-}
-
 static int print_ids(const ts_tokenizer *tok, const int32_t *ids, int n, int as_tokens) {
     for (int i = 0; i < n; i++) {
         if (i) putchar(' ');
@@ -90,39 +75,24 @@ static int print_ids(const ts_tokenizer *tok, const int32_t *ids, int n, int as_
     return putchar('\n') != EOF;
 }
 
-/* Ids of one line into *ids (grown as needed); returns the count, -1 on an error (in
- * ts_last_error()) or -2 out of memory. */
-static int encode_line(const ts_tokenizer *tok, const opts *o, char *line, int32_t **ids, int *cap,
-                       int32_t **a, int *acap, int32_t **b, int *bcap) {
+/* Ids of one line into *ids (grown as needed; ts_encode_all without --max-len); returns the
+ * count, or -1 on an error (in ts_last_error()). */
+static int encode_line(const ts_tokenizer *tok, const opts *o, char *line, int32_t **ids, int *cap) {
     char *text_b = NULL;
     if (o->pair && (text_b = strchr(line, '\t'))) *text_b++ = 0;
     else if (o->pair) text_b = "";
-    int n = 0, need = o->max_len;
-    int na = 0, nb = 0;
-    if (!o->max_len) {
-        na = pieces(tok, line, a, acap);
-        nb = text_b ? pieces(tok, text_b, b, bcap) : 0;
-        if (na < 0 || nb < 0) return na < 0 ? na : nb;
-        need = na + nb + 3;
+    int n = 0;
+    if (!o->max_len) return ts_encode_all(tok, line, text_b, ids, cap, &n) == TS_OK ? n : -1;
+    if (o->max_len > *cap) {
+        int32_t *g = realloc(*ids, (size_t)o->max_len * sizeof *g);
+        if (!g) {
+            ts_set_error(TS_ERR_NOMEM, "out of memory");
+            return -1;
+        }
+        *ids = g, *cap = o->max_len;
     }
-    if (need > *cap) {
-        int32_t *g = realloc(*ids, (size_t)need * sizeof *g);
-        if (!g) return -2;
-        *ids = g, *cap = need;
-    }
-    if (o->max_len) {
-        if (ts_encode(tok, line, text_b, o->max_len, *ids, NULL, NULL, &n) != TS_OK) return -1;
-        return o->pad ? o->max_len : n;
-    }
-    int32_t *out = *ids;
-    out[n++] = ts_token_to_id(tok, "[CLS]");
-    if (na) memcpy(out + n, *a, (size_t)na * sizeof *out), n += na; /* *a is NULL until a text had pieces */
-    out[n++] = ts_token_to_id(tok, "[SEP]");
-    if (text_b) {
-        if (nb) memcpy(out + n, *b, (size_t)nb * sizeof *out), n += nb;
-        out[n++] = ts_token_to_id(tok, "[SEP]");
-    }
-    return n;
+    if (ts_encode(tok, line, text_b, o->max_len, *ids, NULL, NULL, &n) != TS_OK) return -1;
+    return o->pad ? o->max_len : n;
 }
 
 int cli_tokenize(int argc, char **argv) {
@@ -134,8 +104,8 @@ int cli_tokenize(int argc, char **argv) {
         fprintf(stderr, "tessera tokenize: %s\n", ts_last_error());
         return 2;
     }
-    int cap = 0, acap = 0, bcap = 0;
-    int32_t *ids = NULL, *a = NULL, *b = NULL;
+    int cap = 0;
+    int32_t *ids = NULL;
     char *line = NULL;
     size_t lcap = 0;
     ssize_t len;
@@ -150,10 +120,9 @@ int cli_tokenize(int argc, char **argv) {
                 if (line[j]) line[k++] = line[j];
             line[len = k] = 0;
         }
-        int n = encode_line(tok, &o, line, &ids, &cap, &a, &acap, &b, &bcap);
+        int n = encode_line(tok, &o, line, &ids, &cap);
         if (n < 0) {
-            fprintf(stderr, "tessera tokenize: stdin line %ld: %s\n", lineno,
-                    n == -2 ? "out of memory" : ts_last_error());
+            fprintf(stderr, "tessera tokenize: stdin line %ld: %s\n", lineno, ts_last_error());
             rc = 1;
             break;
         }
@@ -169,8 +138,6 @@ int cli_tokenize(int argc, char **argv) {
     }
     free(line);
     free(ids);
-    free(a);
-    free(b);
     ts_tokenizer_free(tok);
     return rc;
 }

@@ -1,8 +1,8 @@
 /*
- * train_common.h — what `tessera pretrain`, `finetune`, `eval` and `predict` share: options read
- * from a JSON config file and overridden by flags, the terminal progress line, the JSONL metrics
- * log, the learning-rate schedule, and model directories (config.json + model.safetensors +
- * vocab.txt) written file by file atomically and read back.
+ * train_common.h — what `tessera pretrain`, `finetune`, `eval` and `predict` share: their flags
+ * (read by ts_options_parse) and the settings they share, the JSONL metrics log's file, the BERT
+ * programs, and model directories (config.json + model.safetensors + vocab.txt) written and read
+ * back, each with its error printed.
  */
 #ifndef CLI_TRAIN_COMMON_H
 #define CLI_TRAIN_COMMON_H
@@ -14,31 +14,7 @@
 
 /* ------------------------------------------------------------------ options */
 
-typedef enum { OPT_STR, OPT_INT, OPT_FLOAT, OPT_FLAG, OPT_LIST } cli_opt_kind;
-
-/* A list of strings (OPT_LIST: `--corpus a.txt b.txt`, or a JSON array in the config). */
-typedef struct cli_strlist {
-    const char **v;
-    int n;
-} cli_strlist;
-
-/* One option: `--name VALUE` on the command line, "name": VALUE in the config file. ptr points
- * to a const char * (STR), int (INT, FLAG), double (FLOAT) or cli_strlist (LIST). INT values must
- * be >= min_int. */
-typedef struct cli_opt {
-    const char *name;
-    cli_opt_kind kind;
-    void *ptr;
-    int min_int;
-} cli_opt;
-
-/* Everything the parsed options hold on to (config JSON, lists); free with cli_opts_free. */
-typedef struct cli_optset {
-    const char *cmd;
-    const cli_opt *opts;
-    int nopts;
-    void *json;     /* the config's cJSON tree (its strings are the STR values) */
-} cli_optset;
+/* The option tables are ts_opt (tessera_tasks.h: ts_options_parse). */
 
 /* Settings that every program a command compiles, and every model it loads, follows: flags that
  * the subcommands share, listed in an option table with CLI_DEVICE_OPTS (and CLI_LOAD_OPTS where
@@ -50,8 +26,8 @@ typedef struct cli_device_opts {
                                ("--hidden, --layers, ..." or "DIR/config.json") */
 } cli_device_opts;
 extern cli_device_opts cli_dev;
-#define CLI_DEVICE_OPTS {"device-memory", OPT_FLOAT, &cli_dev.memory_gib, 0}
-#define CLI_LOAD_OPTS {"allow-nonfinite", OPT_FLAG, &cli_dev.allow_nonfinite, 0}
+#define CLI_DEVICE_OPTS {"device-memory", TS_OPT_FLOAT, &cli_dev.memory_gib, 0}
+#define CLI_LOAD_OPTS {"allow-nonfinite", TS_OPT_FLAG, &cli_dev.allow_nonfinite, 0}
 /* The usage lines of those flags. */
 #define CLI_DEVICE_USAGE                                                                                \
     "  --device-memory GIB  memory a compiled program may take (default: the device's, for the CPU\n" \
@@ -61,13 +37,12 @@ extern cli_device_opts cli_dev;
 /* ts_program_load's flags for a model (TS_LOAD_STRICT when strict) under these settings. */
 int cli_load_flags(int strict);
 
-/* Parse argv (argv[0] is the subcommand). `--config FILE` (anywhere) is read first: each key must
- * name an option; then the flags override it. An option named "threads" must be at most
- * ts_max_threads(). Returns 1 to go on, 0 when --help printed usage, 2 on a usage error (message
- * on stderr naming the flag, or the config file and key). */
-int cli_opts_parse(cli_optset *s, const char *cmd, const char *usage, const cli_opt *opts, int nopts, int argc,
+/* Parse argv (argv[0] is the subcommand) with ts_options_parse, its errors on stderr prefixed
+ * "tessera CMD"; --help prints usage. An option named "threads" must be at most ts_max_threads().
+ * Returns 1 to go on, 0 when --help printed usage, 2 on a usage error (ended by a line pointing
+ * at --help). Free s with ts_options_free. */
+int cli_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt *opts, int nopts, int argc,
                   char **argv);
-void cli_opts_free(cli_optset *s);
 
 /* ------------------------------------------------------------------ replicas (cli/replicas.c) */
 
@@ -85,8 +60,8 @@ typedef struct cli_replicas {
 } cli_replicas;
 extern cli_replicas cli_rep;
 #define CLI_REPLICA_OPTS                                                                                \
-    {"shard-optimizer", OPT_FLAG, &cli_rep.shard_optimizer, 0},                                     \
-    {"comm-timeout", OPT_FLOAT, &cli_rep.comm_timeout, 0}
+    {"shard-optimizer", TS_OPT_FLAG, &cli_rep.shard_optimizer, 0},                                     \
+    {"comm-timeout", TS_OPT_FLOAT, &cli_rep.comm_timeout, 0}
 #define CLI_REPLICA_USAGE                                                                               \
     "  Replicas: mpirun -np R tessera ... runs R data-parallel replicas (each with its --devices);\n"   \
     "            the global batch is R times one process's, the gradients summed over the ranks\n"     \
@@ -98,40 +73,14 @@ extern cli_replicas cli_rep;
  * the replicas when there are several. When several ranks share this host and *threads is 0 (all
  * CPUs), it becomes their share of the CPUs. */
 int cli_replicas_setup(const char *cmd, int *threads);
-/* With replicas: the same parameters on every rank? (a hash of each rank's, compared). 0, or
- * prints which ranks differ and returns 1. `when` names the moment ("after loading"). */
-int cli_replicas_check_params(const char *cmd, const ts_program *p, const char *when);
-/* A line on what each rank holds: "optimizer state X MiB per rank (1/R of Y MiB: --shard-optimizer)". */
-void cli_replicas_describe(const char *cmd, const ts_program *p, FILE *metrics);
-
 /* ------------------------------------------------------------------ progress, metrics, timing */
 
-double cli_now(void);
-
-typedef struct cli_progress {
-    int tty;           /* stdout is a terminal: redraw one line with \r */
-    double t0;         /* when training started */
-    int64_t total;     /* steps planned */
-    double max_seconds; /* 0: no time limit */
-    int width;         /* of the last line drawn */
-    double rate;       /* sequences per second, smoothed */
-    double drawn;      /* when the line was last drawn */
-} cli_progress;
-
-void cli_progress_init(cli_progress *p, int64_t total, double max_seconds);
-/* Draw "step s/total  loss L  R seq/s  ETA ..." (only on a tty). */
-void cli_progress_step(cli_progress *p, int64_t step, double loss, double seq_per_s);
-/* Print a line of its own (clears the progress line first on a tty). */
-void cli_progress_print(cli_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The progress line and metrics rows are the library's (ts_progress, ts_metrics_write). */
 
 /* Create DIR/metrics.jsonl (a new log each run); NULL with a message on failure. */
 FILE *cli_metrics_open(const char *dir, const char *cmd);
 /* Open DIR/metrics.jsonl to add to it (a resumed run continues the log). */
 FILE *cli_metrics_append(const char *dir, const char *cmd);
-/* Write one JSON object line (fmt gives the members without braces) and flush. */
-void cli_metrics_write(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-
 /* --deterministic: the same seed and thread count give bit-identical losses and parameters run
  * to run. tessera's kernels already compute the same bits at a fixed thread count (static
  * OpenMP schedules, no atomics, OpenMP's dynamic adjustment off), so the flag pins the thread
@@ -202,15 +151,8 @@ int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head h
                      const cli_train_loop *loop);
 
 /* --profile (pretrain, finetune): the training program is compiled with profiling on
- * (cli_train_loop.profile; a pipeline, --devices, is refused) and its report is printed at the end.
- * cli_profile_after_call, from ts_train's after_call hook, treats the first call of this run (from
- * step0) as a warm-up, as `tessera run --repeat` does: it zeroes the counters after it, unless it
- * is also the last, and sets *from (-1 before the first call) to the step they count from.
- * cli_profile_print prints to stdout the heading "profile of the training step (N steps after the
- * first):" (N = step - from) and ts_program_profile_report; 0, or prints the error and returns 1.
- * With replicas, rank 0's program is reported. */
-void cli_profile_after_call(ts_program *tp, int64_t step0, int64_t step, int last, int64_t *from);
-int cli_profile_print(const char *cmd, const ts_program *tp, int64_t step0, int64_t from, int64_t step);
+ * (cli_train_loop.profile; a pipeline, --devices, is refused); the run prints its report
+ * (ts_train_profile_print), the first call left out as a warm-up. */
 /* The usage line of --profile, in the finetune / eval style. */
 #define CLI_PROFILE_USAGE                                                                               \
     "  --profile            print to stdout, at the end, where the training step's time went: the\n" \

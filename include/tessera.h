@@ -13,7 +13,9 @@
  *   tessera_onnx.h       ONNX import, sessions, export
  *   tessera_ocr.h        images and OCR
  *   tessera_tasks.h      what the tessera command does, as library calls: resumable runs,
- *                        held-out evaluation, stage balancing, answer decoding, bag of words
+ *                        held-out evaluation, stage balancing, answer decoding, bag of words,
+ *                        whole pretraining runs, epochs over rows and the fine-tuning tasks,
+ *                        a run's lines and options
  *   tessera_backend.h    (not included here) the device ABI, for backends
  *
  * The model of use, front to back:

@@ -1,6 +1,8 @@
 /*
  * tessera_tasks.h — what the tessera command does, as library calls: resumable runs, held-out
- * evaluation, stage balancing, answer decoding. Each is what a `tessera` subcommand does between
+ * evaluation, stage balancing, answer decoding, a whole pretraining run, training in epochs
+ * over rows, the lines a run writes (progress, metrics rows, stages, replicas, profile) and
+ * options read from flags and a JSON config. Each is what a `tessera` subcommand does between
  * reading its flags and printing its results, so a program of its own can do the same through
  * tessera.h (which includes this header). Errors are reported as everywhere in tessera (a
  * ts_status, the message in ts_last_error()); where a message concerns an option that the run
@@ -162,6 +164,12 @@ TS_API ts_squad *ts_squad_parse_jsonl(const char *name, const char *text, size_t
  * need_answers every question has an answer whose text occurs in its context (as training and
  * scoring need). TS_ERR_ARG with "NAME: ..." naming the question otherwise. */
 TS_API ts_status ts_squad_check(const ts_squad *s, const char *name, int need_answers);
+/* ts_squad_load, then ts_squad_check (with need_answers a note line when answers were relocated):
+ * lines "NAME: FLAG ..." to err (may be NULL), `flag` naming where the file came from ("--train").
+ * NULL on failure, the line written (src/train/squad_load.c). */
+TS_API ts_squad *ts_squad_load_checked(const char *path, const ts_tokenizer *tok, const ts_squad_opts *so,
+                                       int need_answers, const char *name, const char *flag, ts_write_fn err,
+                                       void *err_ctx);
 /* Feed the inputs of features[0..n) (ts_squad_batch into bb, padded to batch) to program p. */
 TS_API ts_status ts_squad_feed(ts_program *p, const ts_squad *s, const int64_t *features, int n, int batch,
                         ts_batch_buf *bb);
@@ -256,6 +264,16 @@ TS_API void ts_bow_features_free(ts_bow_features *f);
  * same parameters, after ts_program_copy_params; fetches "logits" [B, C]). */
 TS_API ts_status ts_bow_programs(int V, int C, int B, int L, float lr, float weight_decay, int threads, ts_program **train,
                           ts_program **infer);
+/* Train program `train` (of ts_bow_programs) for `epochs` passes over the rows of d (features f),
+ * in batches of B rows of L in the order of ts_permutation(seed + epoch); *loss: the last
+ * epoch's summed loss (its mean times its rows). On failure the error reads "training step: ...". */
+TS_API ts_status ts_bow_train(ts_program *train, const ts_bow_features *f, const ts_text_dataset *d, int B, int L,
+                              int epochs, uint64_t seed, double *loss);
+/* Run `infer` (its parameters copied from the trained program) over d's rows (features f) in
+ * batches of B rows of L; *hit: the rows whose largest of C logits is their label. On failure the
+ * error reads "scoring the test rows: ...". */
+TS_API ts_status ts_bow_accuracy(ts_program *infer, const ts_bow_features *f, const ts_text_dataset *d, int B, int L,
+                                 int C, int64_t *hit);
 
 /* ---------------------------------------------------------------- replicas (src/train/replicas.c)
  * Moved from the CLI's `pretrain` / `finetune` (issue 24): what a data-parallel run over the ranks
@@ -338,6 +356,31 @@ TS_API int ts_bert_output_names(const ts_bert_outputs *o, const char *names[7]);
 TS_API ts_status ts_bert_run_batch(ts_program *p, ts_tensor *const feeds[3], int repeat, int nfetch,
                                    const char *const *fetch, ts_tensor **outs, double *best_s, double *total_s);
 
+/* How ts_bert_infer_build builds an inference program. */
+typedef struct ts_bert_infer_opts {
+    size_t struct_size;
+    const ts_bert_config *cfg;   /* its head is built; ready for inference (ts_bert_config_inference) */
+    int batch, seq;
+    uint64_t seed;               /* the graph's: the parameters drawn when weights is NULL */
+    const char *device;          /* compiled for (ts_compile_opts.device) */
+    int threads, profile;
+    size_t memory_limit;         /* bytes (0: the device's) */
+    const char *weights;         /* a safetensors file loaded with ts_bert_load_weights (NULL: none) */
+    int load_flags;
+    const char *name;            /* the error lines' prefix ("tessera run") */
+    ts_write_fn err;             /* error lines, naming config_path, inputs, --device and --device-memory */
+    void *err_ctx;
+    const char *config_path, *inputs;
+} ts_bert_infer_opts;
+
+/* Build o->cfg's model for batch x seq, compile it for inference (fetching its outputs: their
+ * names into fetch, room for 7, their count into *nfetch) and load the weights. seconds[0]:
+ * building and compiling, seconds[1]: loading. TS_OK; TS_ERR_ARG when the config, the inputs'
+ * shape or the weights cannot be used; another code when building or compiling fails (an
+ * out-of-memory line names the sizes that make the model large). */
+TS_API ts_status ts_bert_infer_build(const ts_bert_infer_opts *o, ts_program **p, const char **fetch, int *nfetch,
+                                     double seconds[2]);
+
 /* Encode texts[0 .. n) (n <= bb->batch; with `pairs`, a tab splits a text into its pair), pad
  * the rest of the batch buffer bb (bb->batch x bb->seq, as the inference program takes it), run
  * the classifier `infer` (fetching "logits" [B, C]) and add each text's class probabilities (the
@@ -345,6 +388,283 @@ TS_API ts_status ts_bert_run_batch(ts_program *p, ts_tensor *const feeds[3], int
  * to one probs make an ensemble. */
 TS_API ts_status ts_classify_texts_add_probs(ts_program *infer, ts_batch_buf *bb, const ts_tokenizer *tok,
                                              const char *const *texts, int n, int pairs, int nlabels, double *probs);
+
+/* ---------------------------------------------------------------- a training run's lines (src/train/run_report.c) */
+
+/* printf into w (nothing when w is NULL): one call of w per call. */
+TS_API void ts_writef(ts_write_fn w, void *ctx, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Seconds on the monotonic clock (for durations). */
+TS_API double ts_seconds(void);
+
+/* The progress line of a training run: on a terminal (tty) "step s/total  loss L  R seq/s  ETA
+ * ..." redrawn in place with \r, at most ten times a second; elsewhere nothing. The caller owns
+ * the struct (it holds no allocation); t0 is when the run started. */
+typedef struct ts_progress {
+    ts_write_fn out;
+    void *ctx;
+    int tty;            /* out is a terminal: redraw one line with \r */
+    double t0;          /* ts_seconds() at ts_progress_init */
+    int64_t total;      /* steps planned */
+    double max_seconds; /* 0: no time limit (else the ETA is capped by it) */
+    int width;          /* of the last line drawn */
+    double rate;        /* sequences per second, smoothed */
+    double drawn;       /* when the line was last drawn */
+} ts_progress;
+TS_API void ts_progress_init(ts_progress *p, int64_t total, double max_seconds, int tty, ts_write_fn out, void *ctx);
+/* Step `step` done with this loss and rate: redraw the line (on a tty). */
+TS_API void ts_progress_step(ts_progress *p, int64_t step, double loss, double seq_per_s);
+/* Write a line of its own (the progress line cleared first on a tty). */
+TS_API void ts_progress_print(ts_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One row of a JSONL metrics log: "{" fmt's members "}\n", one call of w (nothing when NULL). */
+TS_API void ts_metrics_write(ts_write_fn w, void *ctx, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The stages of pipelined program p compiled from plan pp with `micro` micro-batches a step:
+ * lines "NAME: pipeline of S stages on D devices, ..." and one per stage (device, threads, parts,
+ * memory), or with `json` one metrics row {"pipeline": {...}}. */
+TS_API void ts_stage_plan_describe(const ts_stage_plan *pp, const ts_program *p, int micro, const char *name,
+                                   ts_write_fn w, void *ctx, int json);
+/* The measured side of pipelined program p's runs so far: each stage's busy time and the bubble
+ * beside (S-1)/(M+S-1), as a line into buf[cap] (without a newline), and a metrics row to
+ * `metrics` (may be NULL). */
+TS_API void ts_stage_plan_report(const ts_stage_plan *pp, const ts_program *p, int micro, char *buf, size_t cap,
+                                 ts_write_fn metrics, void *ctx);
+
+/* Replicas: do all ranks of comm hold program p's parameters (ts_replicas_params_differ)? TS_OK
+ * (also with one rank), else TS_ERR_RUNTIME with a message naming the ranks that differ; `when`
+ * names the moment ("at the start"). A collective. */
+TS_API ts_status ts_replicas_check_params(ts_comm *comm, const ts_program *p, const char *when);
+/* Replicas (nothing with one rank): a line "NAME: per rank: parameters ..., optimizer state ...
+ * (its share with shard), gradient buckets ..." to out and a metrics row to metrics. */
+TS_API void ts_replicas_describe(ts_comm *comm, int shard, const ts_program *p, const char *name, ts_write_fn out,
+                                 void *out_ctx, ts_write_fn metrics, void *metrics_ctx);
+
+/* Profiling a training run (tp compiled with ts_compile_opts.profile), from ts_train's after_call
+ * hook: the first call of the run (from step0) is a warm-up, as `tessera run --repeat` treats it:
+ * the counters are zeroed after it, unless it is also the last, and *from (-1 before the first
+ * call) becomes the step they count from. */
+TS_API void ts_train_profile_warmup(ts_program *tp, int64_t step0, int64_t step, int last, int64_t *from);
+/* The heading "profile of the training step (N steps after the first):" (N = step - from) and
+ * ts_program_profile_report, to w; with replicas (comm) rank 0 alone writes. */
+TS_API ts_status ts_train_profile_print(const ts_program *tp, ts_comm *comm, int64_t step0, int64_t from, int64_t step,
+                                        ts_write_fn w, void *ctx);
+
+/* ---------------------------------------------------------------- a pretraining run (src/train/pretrain_run.c) */
+
+/* What ts_pretrain_run does: the run of `tessera pretrain`, its flags already read. The caller
+ * makes the programs (ts_bert_train_programs: train fetching "loss", "mlm_loss", "nsp_loss";
+ * infer fetching "prediction_logits", "seq_relationship_logits", "mlm_loss") and out_dir, and
+ * keeps them; the run writes there. Every line begins with `name`. */
+typedef struct ts_pretrain_run_opts {
+    size_t struct_size;
+    const char *name;                /* the lines' prefix ("tessera pretrain"; NULL: "pretrain") */
+    ts_write_fn out;                 /* the run's lines and progress (may be NULL) */
+    void *out_ctx;
+    int tty;                         /* out is a terminal: a progress line redrawn in place */
+    ts_write_fn err;                 /* error lines (may be NULL; the last is also ts_last_error()) */
+    void *err_ctx;
+    const ts_tokenizer *tok;         /* the vocabulary (vocab: its file, copied into out_dir) */
+    const char *vocab;
+    const ts_bert_config *cfg;       /* the model's config, written as out_dir/config.json */
+    ts_program *train, *infer;       /* infer scores the held-out set (NULL: no evaluation) */
+    const ts_stage_plan *pipe;       /* the pipeline train was compiled on (NULL: one device) */
+    const ts_pretrain_shape *shape;  /* the run's options that a resume keeps (sizes, batch, schedule,
+                                        masking, replicas), its checkpoints' shape */
+    const char *const *corpus;       /* text files: one sentence a line, a blank line between documents */
+    int ncorpus;
+    const char *out_dir;             /* config.json, model.safetensors, vocab.txt, metrics.jsonl,
+                                        checkpoints/ */
+    const char *resume;              /* continue from this run directory's newest valid checkpoint (or
+                                        this checkpoint); NULL: start */
+    int device_iterations;           /* optimizer steps per call into train (>= 1) */
+    int eval_every, eval_batches;    /* held-out evaluation every N steps, on this many batches */
+    int save_every, keep;            /* model and checkpoint every N steps (0: at the end); checkpoints kept */
+    int stop_after;                  /* end after this step with a checkpoint (0: run to max_steps) */
+    int profile;                     /* write the training step's profile at the end (train compiled
+                                        with profiling) */
+    double max_minutes;              /* stop by time (0: no limit) */
+    ts_comm *comm;                   /* replicas (NULL or one rank: none); rank 0 writes the files */
+} ts_pretrain_run_opts;
+
+/* Pretrain: split the corpus into training text and a held-out set (every 50th document, in
+ * temporary files in out_dir, removed at the end), resume when asked, train with ts_train (the
+ * progress line, a metrics row per step and held-out MLM / NSP accuracy every eval_every steps
+ * in out_dir/metrics.jsonl, the model and a full-state checkpoint every save_every steps), then
+ * write the model directory. TS_OK; TS_ERR_ARG when the inputs or options are at fault (a corpus
+ * without text or sentence pairs, a checkpoint that does not match); another code when running
+ * fails; the error line is written to err as well. */
+TS_API ts_status ts_pretrain_run(const ts_pretrain_run_opts *o);
+
+/* ---------------------------------------------------------------- training in epochs over rows (src/train/epochs.c) */
+
+/* What ts_train_epochs needs of a task (fine-tuning a classifier, question answering, ...). The
+ * program takes S = accumulation x device_iterations micro-batches of `batch` rows per call,
+ * slice k of its inputs for micro-batch k ([S, B, ...] when S > 1). Callbacks return 0, or
+ * nonzero after writing their own error line. */
+typedef struct ts_epoch_task {
+    void *ctx;
+    int64_t nrows;      /* training rows: texts, or QA windows */
+    ts_program *train;  /* the training program, fetching "loss" */
+    /* Encode rows[0 .. m) of the training data into slice k (m < batch pads the rest; m may be 0:
+     * an empty micro-batch, all padding, which adds nothing to the gradient). */
+    int (*fill)(void *ctx, const int64_t *rows, int m, int k);
+    /* Feed every slice's inputs and labels to train. */
+    int (*feed)(void *ctx);
+    /* After each epoch (and at a time limit): score the held-out data with the current weights,
+     * write it (pr's lines, the task's metrics); train_loss is the epoch's mean. */
+    int (*epoch_end)(void *ctx, int epoch, int64_t step, int last, double train_loss, ts_progress *pr);
+    /* Write the model directory. */
+    int (*save)(void *ctx);
+    /* Write a full-state checkpoint at step. */
+    int (*checkpoint)(void *ctx, int64_t step);
+    /* The last line, after the final save: what was reached in `step` steps and `seconds`. */
+    void (*report)(void *ctx, int64_t step, double seconds);
+} ts_epoch_task;
+
+/* How ts_train_epochs runs. Every line begins with `name`. */
+typedef struct ts_epochs_opts {
+    size_t struct_size;
+    const char *name;             /* the lines' prefix ("tessera finetune"; NULL: "train") */
+    ts_write_fn out;              /* lines and progress (may be NULL) */
+    void *out_ctx;
+    int tty;                      /* out is a terminal: a progress line redrawn in place */
+    ts_write_fn err;              /* error lines (may be NULL) */
+    void *err_ctx;
+    ts_write_fn metrics;          /* a metrics row per step, the stages' and replicas' rows (may be NULL) */
+    void *metrics_ctx;
+    int batch, accumulation, device_iterations; /* rows per micro-batch; micro-batches per step; steps per call */
+    int epochs, max_steps;        /* max_steps: 0, or fewer steps than the epochs make */
+    int seed;                     /* epoch e's order: ts_permutation(seed + 1000003 e) */
+    double lr, warmup;            /* peak; linear warm-up over this share of the steps, then linear decay */
+    double max_minutes;           /* stop by time (0: no limit) */
+    int fp16;                     /* skip the steps whose gradients are not finite (loss scaling) */
+    int save_every, stop_after;   /* model and checkpoint every N steps; end after this step (0: neither) */
+    int profile;                  /* write the training step's profile at the end */
+    int resumed;                  /* step is a resumed run's (for the replicas' check) */
+    const char *out_dir;          /* named by the line of a stop_after */
+    const ts_stage_plan *pipe;    /* the pipeline train was compiled on (NULL: one device) */
+    ts_comm *comm;                /* replicas (NULL or one rank: none) */
+    int shard;                    /* the optimizer state is sharded over the replicas (ZeRO-1) */
+} ts_epochs_opts;
+
+/* Optimizer steps in one epoch of n rows (0 when, with device iterations, n rows do not fill one
+ * call: the calls take whole steps, as PopTorch's DataLoader drops the last). */
+TS_API int64_t ts_epoch_steps(int64_t n, int batch, int accumulation, int device_iterations, int ranks);
+/* Train task t: epochs over t->nrows rows in the order of ts_permutation(seed + 1000003 epoch),
+ * one optimizer step per accumulation x batch rows (x the replicas), from `step` (a resumed
+ * run's), under the learning-rate schedule (and max_minutes), writing metrics, checkpoints
+ * (save_every), stopping at stop_after, saving the model and reporting at the end. TS_OK;
+ * TS_ERR_ARG when the rows do not fill one call or step is not a multiple of device_iterations;
+ * another code when running fails (the error line written to err, or by the task). */
+TS_API ts_status ts_train_epochs(const ts_epochs_opts *o, const ts_epoch_task *t, int64_t step);
+
+/* ---------------------------------------------------------------- a classifier's rows (src/train/classify_rows.c) */
+
+/* Where a classifier's rows come from, and where the lines go. */
+typedef struct ts_classify_rows_opts {
+    size_t struct_size;
+    const char *name;        /* the lines' prefix ("tessera finetune") */
+    ts_write_fn out;         /* the line of the rows' counts (may be NULL) */
+    void *out_ctx;
+    ts_write_fn err;         /* error lines, naming the files as --train and --dev (may be NULL) */
+    void *err_ctx;
+    const char *train, *dev; /* the files; dev NULL: the test rows are a split of train */
+    ts_text_opts text;       /* the columns (its labels are ignored: train's, sorted) */
+    double test_split;       /* without dev: the share of the deduplicated rows tested, below 1 (0: none) */
+    uint64_t split_seed;     /* the split's shuffle */
+} ts_classify_rows_opts;
+
+/* Read o->train (at least two labels), deduplicate it and split it into *train and *test (no text
+ * in both; *test NULL without a split), or take *test from o->dev with train's label ids; write
+ * the counts' line. TS_OK; TS_ERR_ARG when a file cannot be used (the line written to err);
+ * another code when deduplicating or splitting fails. Free both (set or NULL) whatever the result. */
+TS_API ts_status ts_classify_rows_load(const ts_classify_rows_opts *o, ts_text_dataset **train, ts_text_dataset **test);
+
+/* ---------------------------------------------------------------- fine-tuning tasks (src/train/finetune_tasks.c) */
+
+/* A fine-tuning task for ts_train_epochs: what it trains and scores, where its lines go. The
+ * model directory and the checkpoints are the caller's (save, checkpoint, called with ctx). */
+typedef struct ts_finetune_task_opts {
+    size_t struct_size;
+    const char *name;               /* the lines' prefix ("tessera finetune") */
+    ts_write_fn out;                /* the last line (may be NULL) */
+    void *out_ctx;
+    ts_write_fn err;                /* error lines (may be NULL) */
+    void *err_ctx;
+    ts_write_fn metrics;            /* a metrics row per test (may be NULL) */
+    void *metrics_ctx;
+    ts_program *train, *infer;      /* compiled for `slices` micro-batches of [batch, seq] a call; infer for one */
+    int batch, seq, slices;
+    const char *out_dir;            /* named by the last line */
+    /* Sequence classification (ts_classify_task_new): */
+    const ts_tokenizer *tok;
+    const ts_text_dataset *train_rows, *test_rows; /* test_rows may be NULL: no test */
+    int test_every;                 /* test after every N-th epoch and the last (0: the last only) */
+    const char *const *labels;      /* the label names, in id order */
+    /* Question answering (ts_squad_task_new): */
+    const ts_squad *squad_train, *squad_dev; /* squad_dev may be NULL: no scores */
+    int n_best, max_answer_len;     /* decoding, as ts_squad_score_program */
+    void *ctx;
+    int (*save)(void *ctx);
+    int (*checkpoint)(void *ctx, int64_t step);
+} ts_finetune_task_opts;
+
+/* A task's state (its batches, its last scores); free with ts_finetune_task_free. */
+typedef struct ts_finetune_task ts_finetune_task;
+
+/* A sequence classifier's task into t: train_rows encoded as ts_text_dataset_batch, test_rows
+ * scored with ts_classify_accuracy (lines and metrics rows "test_accuracy" beside the majority
+ * baseline), the last line naming both. NULL on a bad struct_size or out of memory. */
+TS_API ts_finetune_task *ts_classify_task_new(const ts_finetune_task_opts *o, ts_epoch_task *t);
+/* Question answering's task into t: squad_train's windows (their answer positions, a window
+ * without the answer ignored by the loss), squad_dev scored with ts_squad_score_program (EM and
+ * F1) after each epoch. NULL on a bad struct_size or out of memory. */
+TS_API ts_finetune_task *ts_squad_task_new(const ts_finetune_task_opts *o, ts_epoch_task *t);
+TS_API void ts_finetune_task_free(ts_finetune_task *f);
+
+/* ---------------------------------------------------------------- a run's options (src/io/options.c) */
+
+/* The kinds of option: a string, an int, a non-negative double, a flag (an int set to 1 by
+ * `--name`, true or false in the config) and a list of strings (`--corpus a.txt b.txt`, or a
+ * JSON string or array of strings in the config). */
+typedef enum { TS_OPT_STR, TS_OPT_INT, TS_OPT_FLOAT, TS_OPT_FLAG, TS_OPT_LIST } ts_opt_kind;
+
+/* A list option's strings (they point into argv or the config; freed by ts_options_free). */
+typedef struct ts_strlist {
+    const char **v;
+    int n;
+} ts_strlist;
+
+/* One option: `--name VALUE` (or `--name=VALUE`) on the command line, "name": VALUE in the
+ * config file. ptr points to a const char * (STR), int (INT, FLAG), double (FLOAT) or ts_strlist
+ * (LIST). INT values must be >= min_int. An element of a caller's table, so it has no
+ * struct_size: a table is read only by the ts_options_* of the same build. */
+typedef struct ts_opt {
+    const char *name;
+    ts_opt_kind kind;
+    void *ptr;
+    int min_int;
+} ts_opt;
+
+/* What a parse holds on to (the config's JSON, the lists); free with ts_options_free. */
+typedef struct ts_optset {
+    const ts_opt *opts;
+    int nopts;
+    void *json; /* the config's parsed tree (its strings are the STR values) */
+} ts_optset;
+
+/* Parse argv (argv[0] is the program's or subcommand's name, skipped) against the table
+ * opts[0 .. nopts): `--config FILE` (anywhere) is read first, each of its keys naming an option
+ * ("config" excepted); then the flags override it. Returns 1 to go on, 0 when -h or --help is
+ * given (nothing parsed; the caller prints its usage), 2 on an error: a line "PROG: message"
+ * naming the flag, or the config file and key, is written to err (may be NULL). Free s with
+ * ts_options_free whatever the result. */
+TS_API int ts_options_parse(ts_optset *s, const char *prog, const ts_opt *opts, int nopts, int argc,
+                            char *const *argv, ts_write_fn err, void *err_ctx);
+/* The option named `name` in s's table, or NULL. */
+TS_API const ts_opt *ts_options_find(const ts_optset *s, const char *name);
+/* Free what the parse holds (the lists are emptied, the STR values from the config dangle). */
+TS_API void ts_options_free(ts_optset *s);
 
 #ifdef __cplusplus
 }

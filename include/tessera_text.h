@@ -358,6 +358,12 @@ TS_API ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, int32_t 
 TS_API ts_status ts_encode(const ts_tokenizer *tok, const char *text_a, const char *text_b, int max_len,
                     int32_t *input_ids, int32_t *token_type_ids, int32_t *attention_mask, int *n);
 
+/* [CLS] text_a [SEP], or [CLS] text_a [SEP] text_b [SEP], with nothing cut: the ids into *ids,
+ * grown with realloc as they need (*cap its room; *ids may start NULL with *cap 0; the caller
+ * frees it), their count into *n. TS_ERR_NOMEM reads "out of memory". */
+TS_API ts_status ts_encode_all(const ts_tokenizer *tok, const char *text_a, const char *text_b, int32_t **ids, int *cap,
+                               int *n);
+
 /* Where ts_encode cuts a text that does not fit (each text of a pair is cut to its length as
  * above): keep_head < 0 (the default) keeps its start, like Hugging Face's truncation_side
  * "right"; otherwise the first keep_head pieces (or all the room, when that is less) and then the

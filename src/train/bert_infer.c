@@ -62,3 +62,54 @@ ts_status ts_bert_run_batch(ts_program *p, ts_tensor *const feeds[3], int repeat
     for (int i = 0; i < nfetch && st == TS_OK; i++) st = ts_program_fetch(p, fetch[i], &outs[i]);
     return st;
 }
+
+/* The compiled program of o, its parameters drawn (or left for the weights). */
+static ts_status infer_compile(const ts_bert_infer_opts *o, ts_program **p, const char **fetch, int *nfetch) {
+    const ts_bert_config *cfg = o->cfg;
+    ts_graph *g = ts_graph_new();
+    if (!g) {
+        ts_writef(o->err, o->err_ctx, "%s: %s\n", o->name, ts_last_error());
+        return ts_last_status() == TS_ERR_ARG ? TS_ERR_NOMEM : ts_last_status();
+    }
+    ts_graph_set_seed(g, o->seed);
+    ts_bert_outputs out;
+    if (ts_bert_build(g, cfg, cfg->head, o->batch, o->seq, &out) != TS_OK) {
+        ts_writef(o->err, o->err_ctx, "%s: %s (model %s, inputs %s [%d, %d])\n", o->name, ts_last_error(),
+                  o->config_path, o->inputs, o->batch, o->seq);
+        ts_graph_free(g);
+        return TS_ERR_ARG;
+    }
+    *nfetch = ts_bert_output_names(&out, fetch);
+    *p = ts_compile(g, &(ts_compile_opts){.device = o->device, .num_threads = o->threads, .nfetch = *nfetch,
+                                          .fetches = fetch, .inference = 1,
+                                          .skip_param_init = o->weights != NULL, /* loaded strictly next */
+                                          .profile = o->profile, .memory_limit = o->memory_limit});
+    ts_graph_free(g);
+    if (*p) return TS_OK;
+    ts_status st = ts_last_status();
+    ts_writef(o->err, o->err_ctx, "%s: compiling for --device %s: %s\n", o->name, o->device, ts_last_error());
+    if (st == TS_ERR_NOMEM)
+        ts_writef(o->err, o->err_ctx, "%s: the parameters grow with %s's sizes (vocab_size %d, hidden_size %d, "
+                  "num_hidden_layers %d, intermediate_size %d), the activations with the batch of %s [%d, %d]%s\n",
+                  o->name, o->config_path, cfg->vocab_size, cfg->hidden_size, cfg->num_hidden_layers,
+                  cfg->intermediate_size, o->inputs, o->batch, o->seq,
+                  o->memory_limit ? "; the limit is --device-memory" : "");
+    return st == TS_ERR_ARG || st == TS_OK ? TS_ERR_RUNTIME : st;
+}
+
+ts_status ts_bert_infer_build(const ts_bert_infer_opts *o, ts_program **p, const char **fetch, int *nfetch,
+                              double seconds[2]) {
+    if (!o || o->struct_size != sizeof *o || !p || !fetch || !nfetch)
+        return ts_set_error(TS_ERR_ARG, "ts_bert_infer_build: NULL or a ts_bert_infer_opts of another size");
+    double t0 = ts_seconds();
+    *p = NULL;
+    ts_status st = infer_compile(o, p, fetch, nfetch);
+    if (st != TS_OK) return st;
+    double t1 = ts_seconds();
+    if (o->weights && ts_bert_load_weights(*p, o->weights, o->load_flags) != TS_OK) {
+        ts_writef(o->err, o->err_ctx, "%s: %s\n", o->name, ts_last_error());
+        return TS_ERR_ARG;
+    }
+    if (seconds) seconds[0] = t1 - t0, seconds[1] = ts_seconds() - t1;
+    return TS_OK;
+}
