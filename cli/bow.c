@@ -52,10 +52,7 @@ typedef struct bow_opts {
 static int load(const bow_opts *o, ts_text_dataset **train, ts_text_dataset **test) {
     ts_text_opts to = {.text_column = o->text_col, .label_column = o->label_col};
     *test = NULL;
-    if (!(*train = ts_text_dataset_load(o->train, &to))) {
-        fprintf(stderr, "tessera bow: --train %s\n", ts_last_error());
-        return 2;
-    }
+    if (!(*train = ts_text_dataset_load(o->train, &to))) return cli_fail("bow", "--train ", 2);
     int nl = ts_text_dataset_num_labels(*train);
     if (nl < 2) {
         fprintf(stderr, "tessera bow: %s: %d distinct label%s in column '%s'; a classifier needs two\n", o->train, nl,
@@ -71,10 +68,7 @@ static int load(const bow_opts *o, ts_text_dataset **train, ts_text_dataset **te
     to.labels = names, to.nlabels = nl;
     *test = ts_text_dataset_load(o->test, &to);
     free(names);
-    if (!*test) {
-        fprintf(stderr, "tessera bow: --test %s\n", ts_last_error());
-        return 2;
-    }
+    if (!*test) return cli_fail("bow", "--test ", 2);
     if (ts_text_dataset_size(*test) == 0) {
         fprintf(stderr, "tessera bow: --test %s has no rows\n", o->test);
         return 2;
@@ -84,10 +78,7 @@ static int load(const bow_opts *o, ts_text_dataset **train, ts_text_dataset **te
 
 static int run(const bow_opts *o) {
     ts_tokenizer *tok = ts_tokenizer_load(o->vocab, !o->cased);
-    if (!tok) {
-        fprintf(stderr, "tessera bow: --vocab %s\n", ts_last_error());
-        return 2;
-    }
+    if (!tok) return cli_fail("bow", "--vocab ", 2);
     ts_text_dataset *train = NULL, *test = NULL;
     ts_program *tp = NULL, *ip = NULL;
     ts_bow_features *ftr = NULL, *fte = NULL;

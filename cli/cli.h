@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tessera.h"
+
 /* tessera tokenize --vocab vocab.txt [--cased] [--max-len N [--pad]] [--pair] [--tokens] < text */
 int cli_tokenize(int argc, char **argv);
 /* tessera vocab --out vocab.txt --size N [--cased] FILE... */
@@ -62,6 +64,13 @@ static inline const char *cli_value(int argc, char **argv, int *i, const char *f
         return NULL;
     }
     return argv[++*i];
+}
+
+/* How a subcommand reports a library call that failed: "tessera CMD: WHAT<the call's message>" on
+ * stderr; returns rc (the exit code: 2 bad flags or files, 1 a failure while running). */
+static inline int cli_fail(const char *cmd, const char *what, int rc) {
+    fprintf(stderr, "tessera %s: %s%s\n", cmd, what, ts_last_error());
+    return rc;
 }
 
 /* Parse a positive int flag value; prints an error and returns -1 when it is not one. */

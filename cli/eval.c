@@ -75,10 +75,7 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
                        .labels = (const char *const *)meta->labels,
                        .nlabels = meta->nlabels};
     ts_text_dataset *d = ts_text_dataset_load(o->data, &to), *train = NULL, *test = NULL;
-    if (!d) {
-        fprintf(stderr, "tessera eval: --data %s\n", ts_last_error());
-        return 2;
-    }
+    if (!d) return cli_fail("eval", "--data ", 2);
     if (o->test_split > 0) { /* the rows tessera finetune held out */
         if (ts_text_dataset_split(d, o->test_split, (uint64_t)o->seed, &train, &test, NULL) != TS_OK) {
             fprintf(stderr, "tessera eval: %s: %s\n", o->data, ts_last_error());

@@ -94,10 +94,7 @@ int ft_ckpt_resume(const ft_opts *o, const char *task, int seq, int doc_stride, 
     char path[4300];
     if (cli_ckpt_find("finetune", o->resume, path, sizeof path)) return 2;
     ts_finetune_shape shape = ft_shape(o, task, seq, doc_stride, max_query_len);
-    if (ts_finetune_ckpt_load(path, p, &shape, step) != TS_OK) {
-        fprintf(stderr, "tessera finetune: %s\n", ts_last_error());
-        return 2;
-    }
+    if (ts_finetune_ckpt_load(path, p, &shape, step) != TS_OK) return cli_fail("finetune", "", 2);
     printf("tessera finetune: resuming from %s at step %lld\n", path, (long long)*step);
     return 0;
 }

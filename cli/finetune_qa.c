@@ -74,10 +74,7 @@ static int build(qa_run *r) {
     snprintf(path, sizeof path, "%s/model.safetensors", o->model);
     snprintf(r->vocab, sizeof r->vocab, "%s/vocab.txt", o->model);
     int nmissing = 0;
-    if (ts_program_load(r->tp, path, cli_load_flags(0), &nmissing) != TS_OK) {
-        fprintf(stderr, "tessera finetune: %s\n", ts_last_error());
-        return 2;
-    }
+    if (ts_program_load(r->tp, path, cli_load_flags(0), &nmissing) != TS_OK) return cli_fail("finetune", "", 2);
     if (nmissing == ts_program_num_params(r->tp)) {
         fprintf(stderr, "tessera finetune: %s holds none of the model's parameters\n", path);
         return 2;

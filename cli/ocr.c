@@ -149,10 +149,7 @@ int cli_ocr(int argc, char **argv) {
     }
     double t0 = ts_seconds();
     ts_image *im = ts_image_read(image);
-    if (!im) {
-        fprintf(stderr, "tessera ocr: %s\n", ts_last_error());
-        return 2;
-    }
+    if (!im) return cli_fail("ocr", "", 2);
     ts_ocr *ocr = ts_ocr_new(&(ts_ocr_opts){.struct_size = sizeof(ts_ocr_opts), .models_dir = models, .lang = lang,
                                               .num_threads = threads, .no_cls = no_cls, .device = device});
     if (!ocr) {

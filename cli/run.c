@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "tessera_backend.h"
 #include "tessera.h"
 
 static const char *USAGE =
@@ -63,17 +64,12 @@ static const char *USAGE =
 
 #define CMD "run"
 
-/* Is `name` ("cpu", "cpu:2") a device of one of the comma-separated backends this build has? */
+/* Is `name` ("cpu", "cpu:2", "opencl:0") a device of a registered backend, or of a plugin found
+ * by its backend's name (ts_backend_load_named)? */
 static int known_device(const char *name) {
-    const char *list = ts_devices();
-    size_t n = strcspn(name, ":");
-    for (const char *p = list; p && *p;) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && strncmp(p, name, n) == 0) return 1;
-        p = e ? e + 1 : NULL;
-    }
-    return 0;
+    char back[64];
+    snprintf(back, sizeof back, "%.*s", (int)strcspn(name, ":"), name);
+    return ts_backend_find(back) || ts_backend_load_named(back) == TS_OK;
 }
 
 /* ------------------------------------------------------------------ the command */
@@ -175,26 +171,17 @@ static int read_model(const run_args *a, bert_run *r) {
     snprintf(r->config_path, sizeof r->config_path, "%s/config.json", a->model);
     snprintf(r->weights_path, sizeof r->weights_path, "%s/model.safetensors", a->model);
     ts_bert_config *cfg = &r->cfg;
-    if (ts_bert_config_load(r->config_path, cfg) != TS_OK) {
-        fprintf(stderr, "tessera run: --model: %s\n", ts_last_error());
-        return 2;
-    }
+    if (ts_bert_config_load(r->config_path, cfg) != TS_OK) return cli_fail("run", "--model: ", 2);
     ts_bert_config_inference(cfg, a->dtype);
     if (cfg->architecture[0] && strcmp(cfg->architecture, ts_bert_head_name(cfg->head)) != 0)
         fprintf(stderr, "tessera run: note: %s: architecture \"%s\" is not one tessera builds; running "
                 "BertModel\n", r->config_path, cfg->architecture);
     ts_safetensors *in = ts_safetensors_open(a->inputs);
-    if (!in) {
-        fprintf(stderr, "tessera run: --inputs: %s\n", ts_last_error());
-        return 2;
-    }
+    if (!in) return cli_fail("run", "--inputs: ", 2);
     int64_t shape[2];
     ts_status st = ts_bert_read_inputs(in, a->inputs, cfg, r->feeds, shape);
     ts_safetensors_close(in);
-    if (st != TS_OK) {
-        fprintf(stderr, "tessera run: %s\n", ts_last_error());
-        return 2;
-    }
+    if (st != TS_OK) return cli_fail("run", "", 2);
     r->B = (int)shape[0], r->T = (int)shape[1];
     return 0;
 }

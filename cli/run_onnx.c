@@ -13,10 +13,7 @@ int cli_run_onnx(const char *model, const char *inputs, const char *outputs, con
                     int repeat, double memory_gib) {
     double t0 = ts_seconds();
     ts_onnx *m = ts_onnx_load(model);
-    if (!m) {
-        fprintf(stderr, "tessera run: --model: %s\n", ts_last_error());
-        return 2;
-    }
+    if (!m) return cli_fail("run", "--model: ", 2);
     double load_s = ts_seconds() - t0;
     int nin = ts_onnx_num_inputs(m), nout = ts_onnx_num_outputs(m), rc = 2;
     ts_tensor **in = calloc((size_t)nin + 1, sizeof *in), **out = calloc((size_t)nout + 1, sizeof *out);

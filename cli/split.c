@@ -82,10 +82,7 @@ int cli_split(int argc, char **argv) {
     }
     ts_text_opts to = {.text_column = text_col, .label_column = label_col};
     ts_text_dataset *all = ts_text_dataset_load(data, &to), *train = NULL, *test = NULL;
-    if (!all) {
-        fprintf(stderr, "tessera split: --data %s\n", ts_last_error());
-        return 2;
-    }
+    if (!all) return cli_fail("split", "--data ", 2);
     int64_t ndup = 0;
     if (ts_text_dataset_split(all, test_split, (uint64_t)seed, &train, &test, &ndup) != TS_OK) {
         fprintf(stderr, "tessera split: %s\n", ts_last_error());

@@ -100,10 +100,7 @@ int cli_tokenize(int argc, char **argv) {
     int rc = parse(argc, argv, &o);
     if (rc != 1) return rc;
     ts_tokenizer *tok = ts_tokenizer_load(o.vocab, !o.cased);
-    if (!tok) {
-        fprintf(stderr, "tessera tokenize: %s\n", ts_last_error());
-        return 2;
-    }
+    if (!tok) return cli_fail("tokenize", "", 2);
     int cap = 0;
     int32_t *ids = NULL;
     char *line = NULL;
