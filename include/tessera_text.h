@@ -390,8 +390,4 @@ TS_API ts_status ts_vocab_build(const char *const *files, int nfiles, int vocab_
 #ifdef __cplusplus
 }
 #endif
-
-#ifdef __cplusplus
-}
-#endif
 #endif /* TESSERA_TEXT_H */

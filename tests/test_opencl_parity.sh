@@ -2,7 +2,7 @@
 # test_opencl_parity.sh — a model moves to the OpenCL plugin with no change: the same commands
 # with --devices opencl:0 and --devices cpu:0 (both through one pipeline path) give the same
 # numbers. A 2-layer, 64-wide BERT pretrained 20 steps (dropout 0) from the same corpus, then
-# fine-tuned 10 steps on 200 labelled mails: every loss of metrics.jsonl and every tensor of
+# fine-tuned 10 steps on 200 labelled mails, then run (tessera run) on a batch: every loss of metrics.jsonl and every tensor of
 # model.safetensors within 1e-4, relative per tensor (|a - b| / max(max|a|, 1e-3): the floor
 # because the attention's key biases get no gradient — softmax ignores a shift of the keys — so
 # they hold only ~1e-9 of rounding noise that AdamW magnifies, on both devices alike). The OpenCL
@@ -39,6 +39,19 @@ for d in cpu:0 opencl:0; do
   $T "${strict[@]}" finetune --model pre_cpu --train mails.tsv --out ft_$n --max-steps 10 --batch 8 --max-len 64 --threads 2 \
     --devices $d > ft_$n.log
 done
+# tessera run: the fine-tuned classifier's forward pass on both devices, outputs compared
+$py - << 'PY'
+import json, struct, numpy as np
+ids = (np.arange(2 * 32, dtype=np.int64).reshape(2, 32) * 37) % 1900 + 5
+tensors = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+head, off, blobs = {}, 0, []
+for k, v in tensors.items():
+    b = v.tobytes(); head[k] = {"dtype": "I64", "shape": list(v.shape), "data_offsets": [off, off + len(b)]}; off += len(b); blobs.append(b)
+h = json.dumps(head).encode(); h += b" " * (-len(h) % 8)
+open("in.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+PY
+$T run --model ft_cpu --inputs in.safetensors --outputs out_cpu.safetensors --device cpu > /dev/null
+$T --strict-device run --model ft_cpu --inputs in.safetensors --outputs out_opencl.safetensors --device opencl:0 > /dev/null
 $py - << 'PY'
 import json, sys
 import numpy as np
@@ -70,5 +83,15 @@ for run in ("pre", "ft"):
     bad += not ok
     print("%s: %d tensors, worst %.2e (%s); %d losses, worst %.2e -> %s" % (run, len(a), worst[0], worst[1], len(la), lw,
                                                                           "ok" if ok else "WRONG"))
+b = open("out_cpu.safetensors", "rb").read(); n = int.from_bytes(b[:8], "little")
+head = json.loads(b[8:8 + n]); c = open("out_opencl.safetensors", "rb").read(); m = int.from_bytes(c[:8], "little")
+for k, v in head.items():
+    if k == "__metadata__":
+        continue
+    s, e = v["data_offsets"]
+    x = np.frombuffer(b[8 + n + s:8 + n + e], np.float32); y = np.frombuffer(c[8 + m + s:8 + m + e], np.float32)
+    err = float(np.abs(x - y).max() / max(float(np.abs(x).max()), 1e-3))
+    bad += err > 1e-4
+    print("run: %s %s, worst %.2e -> %s" % (k, v["shape"], err, "ok" if err <= 1e-4 else "WRONG"))
 sys.exit(1 if bad else 0)
 PY
