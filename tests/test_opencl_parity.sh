@@ -2,7 +2,8 @@
 # test_opencl_parity.sh — a model moves to the OpenCL plugin with no change: the same commands
 # with --devices opencl:0 and --devices cpu:0 (both through one pipeline path) give the same
 # numbers. A 2-layer, 64-wide BERT pretrained 20 steps (dropout 0) from the same corpus, then
-# fine-tuned 10 steps on 200 labelled mails, then run (tessera run) on a batch: every loss of metrics.jsonl and every tensor of
+# fine-tuned 10 steps on 200 labelled mails, then run (tessera run) on a batch, and pretrained as a
+# 2-stage pipeline with its second stage on opencl:0 (against cpu:0, cpu:1): every loss of metrics.jsonl and every tensor of
 # model.safetensors within 1e-4, relative per tensor (|a - b| / max(max|a|, 1e-3): the floor
 # because the attention's key biases get no gradient — softmax ignores a shift of the keys — so
 # they hold only ~1e-9 of rounding noise that AdamW magnifies, on both devices alike). The OpenCL
@@ -39,6 +40,12 @@ for d in cpu:0 opencl:0; do
   $T "${strict[@]}" finetune --model pre_cpu --train mails.tsv --out ft_$n --max-steps 10 --batch 8 --max-len 64 --threads 2 \
     --devices $d > ft_$n.log
 done
+# a pipeline mixing devices: stage 1 on opencl:0 against the same two stages on cpu:0, cpu:1
+for pair in cpu:1 opencl:0; do
+  $T pretrain --vocab vocab.txt --corpus corpus.txt --out mix_${pair%%:*} --layers 2 --hidden 64 --heads 2 \
+    --intermediate 128 --max-len 64 --batch 8 --max-steps 20 --dropout 0 --threads 2 --devices cpu:0,$pair \
+    --stages "0:emb,0 1:1,heads" --eval-every 20 --eval-batches 1 > mix_${pair%%:*}.log
+done
 # tessera run: the fine-tuned classifier's forward pass on both devices, outputs compared
 $py - << 'PY'
 import json, struct, numpy as np
@@ -72,11 +79,11 @@ def losses(d):
     return [json.loads(l)["loss"] for l in open(d + "/metrics.jsonl") if '"loss"' in l]
 
 bad = 0
-for run in ("pre", "ft"):
-    a, b = tensors(run + "_cpu"), tensors(run + "_opencl")
+for run, ref, dev in (("pre", "pre_cpu", "pre_opencl"), ("ft", "ft_cpu", "ft_opencl"), ("mix", "mix_cpu", "mix_opencl")):
+    a, b = tensors(ref), tensors(dev)
     assert a.keys() == b.keys(), "%s: the devices wrote different tensors" % run
     worst = max((float(np.abs(a[k].astype(np.float64) - b[k]).max() / max(float(np.abs(a[k]).max()), 1e-3)), k) for k in a)
-    la, lb = losses(run + "_cpu"), losses(run + "_opencl")
+    la, lb = losses(ref), losses(dev)
     assert la and len(la) == len(lb), "%s: %d and %d losses" % (run, len(la), len(lb))
     lw = max(abs(x - y) / max(abs(x), 1e-6) for x, y in zip(la, lb))
     ok = worst[0] <= 1e-4 and lw <= 1e-4
