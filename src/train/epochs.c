@@ -12,7 +12,7 @@
  * (step j's lr on its N micro-batches) and "loss" comes back as [S]. With replicas, rank q takes
  * micro-batch n R + q of the N R of a step, as one process would read them.
  */
-#include "core/core.h"
+#include "train/run_report.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -45,15 +45,11 @@ typedef struct ep_run {
 
 /* An error line to err, and the status: TS_ERR_ARG when usage, else TS_ERR_RUNTIME. */
 __attribute__((format(printf, 3, 4))) static ts_status fail(const ep_run *r, int usage, const char *fmt, ...) {
-    char msg[8192];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    ts_status st = ts_run_fail(r->o->err, r->o->err_ctx, usage ? TS_ERR_ARG : TS_ERR_RUNTIME, fmt, ap);
     va_end(ap);
-    ts_writef(r->o->err, r->o->err_ctx, "%s", msg);
-    size_t n = strlen(msg);
-    while (n && msg[n - 1] == '\n') msg[--n] = 0;
-    return ts_set_error(usage ? TS_ERR_ARG : TS_ERR_RUNTIME, "%s", msg[0] == '\n' ? msg + 1 : msg);
+    return st;
 }
 
 static int run_fill(void *ctx, int64_t step, int micro, int slice, int *rows) {

@@ -7,7 +7,7 @@
  * held-out set every eval_every steps, the model and a full-state checkpoint every save_every),
  * and the model written at the end. Lines go to the caller's out, errors to its err.
  */
-#include "core/core.h"
+#include "train/run_report.h"
 
 #include <errno.h>
 #include <math.h>
@@ -42,18 +42,14 @@ typedef struct pt_run {
  * TS_ERR_RUNTIME (or the error's own code, when it is neither). The message stays in
  * ts_last_error(). */
 __attribute__((format(printf, 3, 4))) static ts_status fail(const pt_run *R, int usage, const char *fmt, ...) {
-    char msg[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    ts_writef(R->o->err, R->o->err_ctx, "%s", msg);
     ts_status st = ts_last_status();
     if (usage) st = TS_ERR_ARG;
     else if (st == TS_OK || st == TS_ERR_ARG) st = TS_ERR_RUNTIME;
-    size_t n = strlen(msg);
-    while (n && msg[n - 1] == '\n') msg[--n] = 0;
-    return ts_set_error(st, "%s", msg[0] == '\n' ? msg + 1 : msg);
+    va_list ap;
+    va_start(ap, fmt);
+    st = ts_run_fail(R->o->err, R->o->err_ctx, st, fmt, ap);
+    va_end(ap);
+    return st;
 }
 
 static int pt_fill(void *ctx, int64_t step, int micro, int slice, int *rows) {

@@ -4,7 +4,7 @@
  * their measured busy time, what each replica holds, and the profile of the training step with
  * its first call left out as a warm-up. Everything goes to ts_write_fn callbacks.
  */
-#include "core/core.h"
+#include "train/run_report.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -35,6 +35,15 @@ __attribute__((format(printf, 3, 4))) void ts_writef(ts_write_fn w, void *ctx, c
     if (big) vsnprintf(big, (size_t)n + 1, fmt, ap2), w(ctx, big, (size_t)n);
     va_end(ap2);
     free(big);
+}
+
+ts_status ts_run_fail(ts_write_fn err, void *ctx, ts_status code, const char *fmt, va_list ap) {
+    char msg[8192];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    ts_writef(err, ctx, "%s", msg);
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n') msg[--n] = 0;
+    return ts_set_error(code, "%s", msg[0] == '\n' ? msg + 1 : msg);
 }
 
 double ts_seconds(void) {
