@@ -16,6 +16,7 @@
  *                        held-out evaluation, stage balancing, answer decoding, bag of words,
  *                        whole pretraining runs, epochs over rows and the fine-tuning tasks,
  *                        a run's lines and options
+ *   tessera_plan.h       planning a run: device profiles, the cost model, the layout search
  *   tessera_backend.h    (not included here) the device ABI, for backends
  *
  * The model of use, front to back:
@@ -98,5 +99,6 @@
 #include "tessera_onnx.h"
 #include "tessera_ocr.h"
 #include "tessera_tasks.h"
+#include "tessera_plan.h"
 
 #endif /* TESSERA_H */
