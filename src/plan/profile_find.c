@@ -175,8 +175,9 @@ ts_status ts_device_profile_list(ts_write_fn write, void *ctx) {
         free(d), free(seen);
         return ts_err(TS_ERR_NOMEM, "ts_device_profile_list: out of memory");
     }
-    static const char head[] = "name           memory  peak TFLOP/s f32 / bf16 / f16  description (file)\n";
-    write(ctx, head, sizeof head - 1);
+    char head[160];
+    int hn = snprintf(head, sizeof head, "%-12s %11s  %-21s  %s\n", "name", "memory", "TFLOP/s f32/bf16/f16", "description (file)");
+    write(ctx, head, (size_t)hn);
     int nd = folders(d);
     size_t len = 0;
     for (int i = 0; i < nd; i++) {

@@ -264,7 +264,8 @@ ts_status ts_device_profile_measure(const char *device, double seconds, ts_devic
     snprintf(who, sizeof who, "%s%s%s", device, *model ? ", " : "", model);
     p->struct_size = sizeof *p;
     snprintf(p->name, sizeof p->name, "%s", device);
-    snprintf(p->description, sizeof p->description, "%.200s of this machine", who);
+    snprintf(p->description, sizeof p->description, "%s of this machine%s%.200s%s", device, *model ? " (" : "", model,
+             *model ? ")" : "");
     p->measured = 1;
     /* A transfer between stages copies into a buffer already there: one copy at the feed's rate
      * (to_dev) between devices of a backend that copies directly, else two (device -> host ->
