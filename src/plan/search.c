@@ -18,26 +18,59 @@ static int layer_range(char *buf, size_t cap, int lo, int hi) {
     return lo == hi ? snprintf(buf, cap, "%d", lo) : snprintf(buf, cap, "%d-%d", lo, hi);
 }
 
-/* L layers over devices first .. first + n - 1, evenly (the remainder to the middle ones), into
- * spec at o; per device `pre` / `post` parts added on the first / last. */
-static size_t spread(char *spec, size_t cap, size_t o, int L, int first, int n, const char *pre, const char *post) {
+/* L layers over devices first .. first + n - 1, evenly (the remainder to the middle ones),
+ * appended to spec at o. */
+static size_t spread(char *spec, size_t cap, size_t o, int L, int first, int n) {
     int at = 0;
     for (int k = 0; k < n && o < cap; k++) {
         int share = L / n + (k >= (n - L % n) / 2 && k < (n - L % n) / 2 + L % n);
         char r[32];
         layer_range(r, sizeof r, at, at + share - 1);
         at += share;
-        const char *a = k == 0 && pre ? pre : "", *b = k == n - 1 && post ? post : "";
-        o += (size_t)snprintf(spec + o, cap - o, "%s%d:%s%s%s%s%s", o ? " " : "", first + k, a, *a && *r ? "," : "", r,
-                              *b && (*r || *a) ? "," : "", b);
+        o += (size_t)snprintf(spec + o, cap - o, " %d:%s", first + k, r);
     }
     return o;
 }
 
+/* Parts first .. last (0 the embeddings, 1 .. L the layers, L + 1 the heads) as a spec's list. */
+static size_t parts_list(char *buf, size_t cap, size_t o, int first, int last, int L) {
+    int lo = first < 1 ? 1 : first, hi = last > L ? L : last;
+    char r[32];
+    layer_range(r, sizeof r, lo - 1, hi - 1);
+    if (first == 0 && o < cap) o += (size_t)snprintf(buf + o, cap - o, "emb%s", *r || last > L ? "," : "");
+    if (*r && o < cap) o += (size_t)snprintf(buf + o, cap - o, "%s%s", r, last > L ? "," : "");
+    if (last > L && o < cap) o += (size_t)snprintf(buf + o, cap - o, "heads");
+    return o;
+}
+
+/* The embeddings on the first device, the heads on the last, the layers between cut where the
+ * parts' estimated costs balance (ts_stage_plan_balance): a layer's FLOPs per sequence
+ * 24 T C^2 + 4 T^2 C, the heads' 2 P C (V + C) (P masked positions, T without), the embeddings'
+ * a memory-bound pass over [T, C] (costed as 10 T C). */
+static void balanced_spec(const ts_plan_request *rq, int D, char *spec, size_t cap) {
+    const ts_bert_config *c = rq->cfg;
+    int L = c->num_hidden_layers;
+    double T = rq->seq_len, C = c->hidden_size, V = c->vocab_size;
+    double P = rq->task == TS_PLAN_PRETRAIN && rq->max_predictions > 0 ? rq->max_predictions : T;
+    double cost[TS_BERT_MAX_LAYERS + 2];
+    cost[0] = 10 * T * C, cost[L + 1] = rq->task == TS_PLAN_PRETRAIN ? 2 * P * C * (V + C) : 2 * C * C;
+    for (int k = 1; k <= L; k++) cost[k] = 24 * T * C * C + 4 * T * T * C;
+    ts_stage_plan pp;
+    memset(&pp, 0, sizeof pp);
+    pp.ndev = D;
+    spec[0] = 0;
+    if (ts_stage_plan_balance(cost, L, &pp) != TS_OK) return;
+    size_t o = 0;
+    for (int s = 0; s < pp.nstages && o < cap; s++) {
+        o += (size_t)snprintf(spec + o, cap - o, "%s%d:", s ? " " : "", pp.stage_dev[s]);
+        o = parts_list(spec, cap, o, pp.stage_first[s], pp.stage_last[s], L);
+    }
+}
+
 /* The stage specs tried over D devices of L layers: the seed system's (embeddings and heads on
- * the first device, the layers over the others) and the embeddings on the first and the heads on
- * the last with the layers spread over all. */
-static int make_specs(int D, int L, char specs[MAX_SPECS][256]) {
+ * the first device, the layers evenly over the others) and the embeddings on the first and the
+ * heads on the last with the layers balanced by estimated cost (balanced_spec). */
+static int make_specs(const ts_plan_request *rq, int D, int L, char specs[MAX_SPECS][256]) {
     int n = 0;
     if (D == 1) {
         snprintf(specs[n++], 256, "0:emb,0-%d,heads", L - 1);
@@ -45,9 +78,12 @@ static int make_specs(int D, int L, char specs[MAX_SPECS][256]) {
     }
     if (D - 1 <= L) {
         size_t o = (size_t)snprintf(specs[n], 256, "0:emb,heads");
-        spread(specs[n++], 256, o, L, 1, D - 1, NULL, NULL);
+        spread(specs[n++], 256, o, L, 1, D - 1);
     }
-    if (D <= L) spread(specs[n++], 256, 0, L, 0, D, "emb", "heads");
+    if (D <= L + 2) {
+        balanced_spec(rq, D, specs[n], 256);
+        if (specs[n][0] && strcmp(specs[n], specs[0])) n++;
+    }
     return n;
 }
 
@@ -89,20 +125,24 @@ static int by_rank(const void *a, const void *b) {
 /* Why layout l lost to the best b (both fit), in words. */
 static void why_lost(const ts_plan_layout *l, const ts_plan_layout *b, char *why, size_t cap) {
     double slower = b->seq_per_s > 0 ? 100 * (1 - l->seq_per_s / b->seq_per_s) : 0;
-    const char *reason = l->bubble > b->bubble + 0.02 ? "a larger bubble"
-                         : l->allreduce_s - l->allreduce_hidden_s > b->allreduce_s - b->allreduce_hidden_s + 1e-4
-                             ? "more exposed all-reduce"
-                         : l->recompute > b->recompute ? "recomputation"
-                                                       : "a slower stage";
-    snprintf(why, cap, "%.1f%% slower than the best (%s: bubble %.1f%% vs %.1f%%, step %.4f s vs %.4f s)", slower, reason,
-             100 * l->bubble, 100 * b->bubble, l->step_s, b->step_s);
+    double exposed = l->allreduce_s - l->allreduce_hidden_s, best_exposed = b->allreduce_s - b->allreduce_hidden_s;
+    const char *reason = l->ndevices != b->ndevices ? "another pipeline depth"
+                         : strcmp(l->stages, b->stages) ? "another cut of the stages"
+                         : l->micro_batches < b->micro_batches ? "fewer micro-batches (the bubble and update weigh more)"
+                         : l->bubble > b->bubble + 0.02 ? "a larger bubble"
+                         : exposed > best_exposed + 1e-4 ? "more exposed all-reduce"
+                         : l->shard_state < b->shard_state ? "an unsharded optimizer (a longer update)"
+                         : l->recompute > b->recompute ? "recomputation" : "a slower step";
+    snprintf(why, cap, "%.1f%% slower than the best: %s (%d x %d devices, M %d; bubble %.1f%% vs %.1f%%, step %.4f s "
+             "vs %.4f s)", slower, reason, l->replicas, l->ndevices, l->micro_batches, 100 * l->bubble, 100 * b->bubble,
+             l->step_s, b->step_s);
 }
 
 /* Every layout over R replicas rq leaves open, appended to f. */
 static void search_replicas(const ts_plan_request *rq, int R, cached *cache, int *ncache, found *f, int *nf) {
     int D = rq->count / R, L = rq->cfg->num_hidden_layers, infer = rq->task == TS_PLAN_INFER;
     char specs[MAX_SPECS][256];
-    int nspec = rq->stages ? 1 : infer ? 1 : make_specs(D, L, specs);
+    int nspec = rq->stages ? 1 : infer ? 1 : make_specs(rq, D, L, specs);
     if (rq->stages) snprintf(specs[0], 256, "%s", rq->stages);
     else if (infer) snprintf(specs[0], 256, "0:emb,0-%d,heads", L - 1), D = 1;
     int micro[MAX_MICRO], nmicro = 0;
