@@ -159,7 +159,7 @@ ts_status ts_exec_place(ts_exec *p, int strict, const uint8_t *pinned) {
     }
     p->part_begin[p->nphases] = p->nparts;
     if (!st) describe(p, native);
-    if (!st && p->placement && p->dev->api != &ts_backend_cpu_api && !getenv("TESSERA_QUIET"))
+    if (!st && p->placement && !ts_device_is_builtin_cpu(p->dev) && !getenv("TESSERA_QUIET"))
         ts_host.log(nfall ? 1 : 0, p->placement); /* said at compile, for a device of a plugin */
     free(native);
     return st;
@@ -174,7 +174,7 @@ ts_status ts_part_run(ts_exec *p, int k, uint64_t step) {
         int v = pt->copy_in[i];
         s = ts_dev_copy(pt->dev, pt->vals[v].buf, p->dev, p->vals[v].buf, ts_val_bytes(&p->g->vals[v]));
     }
-    if (!s) s = pt->dev->api->execute(pt->dev->ctx, pt->exe, &pt->abi, ws, step);
+    if (!s) s = ts_dev_execute(pt->dev, pt->exe, &pt->abi, ws, step);
     if (!s) s = ts_dev_sync(pt->dev); /* done before anyone reads its results */
     for (int i = 0; !s && i < pt->ncopy_out; i++) {
         int v = pt->copy_out[i];
