@@ -10,6 +10,17 @@
 
 extern const char ts_ocl_source[];
 
+#define OCL_STR_(x) #x
+#define OCL_STR(x) OCL_STR_(x)
+/* -DOP_<NAME>=<id>: an op id the kernels switch on (00_common.cl's unary_f, vision.cl's hard_act),
+ * this build's TS_OPID_<NAME> of tessera_ops.h, the value attributes that name an op hold. */
+#define OCL_OPID(NAME) " -DOP_" #NAME "=" OCL_STR(TS_OPID_##NAME)
+
+/* The kernels' build options: OpenCL C 1.2 and the op ids they switch on. */
+static const char build_options[] = "-cl-std=CL1.2" OCL_OPID(SCALE) OCL_OPID(SQRT) OCL_OPID(EXP) OCL_OPID(LOG)
+    OCL_OPID(RELU) OCL_OPID(TANH) OCL_OPID(SIGMOID) OCL_OPID(GELU) OCL_OPID(CLIP) OCL_OPID(HARD_SIGMOID)
+    OCL_OPID(HARD_SWISH);
+
 ts_status ocl_build(ocl_dev *d) {
     if (d->prog) return TS_OK;
     cl_int e;
@@ -17,7 +28,7 @@ ts_status ocl_build(ocl_dev *d) {
     cl_program p = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &e);
     if (e != CL_SUCCESS)
         return OCL_ERR(TS_ERR_RUNTIME, "opencl:%d: clCreateProgramWithSource failed: %s", d->index, ocl_errname(e));
-    e = clBuildProgram(p, 1, &d->id, "-cl-std=CL1.2", NULL, NULL);
+    e = clBuildProgram(p, 1, &d->id, build_options, NULL, NULL);
     if (e != CL_SUCCESS) {
         char log[2048] = "";
         clGetProgramBuildInfo(p, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);

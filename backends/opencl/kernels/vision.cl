@@ -4,18 +4,16 @@
  * ts_math_fn), binary (binary.c: op codes are ts_binop; f32, i32, i64, u8), predicate
  * (predicate.c) and select (select.c). One work-item per output element.
  */
-#define HOP_CLIP 62 /* tessera op ids (attrs.h) */
-#define HOP_HSIG 63
-
+/* hard_act's op: OP_CLIP, OP_HARD_SIGMOID or OP_HARD_SWISH, tessera's op ids (program.c). */
 __kernel void hard_act(BUFARG(float, x), BUFARG(float, gy), BUFARG(float, y), long n, int op, float a, float b) {
     long i = get_global_id(0);
     if (i >= n) return;
     float v = BUF(float, x)[i], r;
     if (!gy_p) {
-        if (op == HOP_CLIP) {
+        if (op == OP_CLIP) {
             r = v < a ? a : v;
             r = r > b ? b : r;
-        } else if (op == HOP_HSIG) {
+        } else if (op == OP_HARD_SIGMOID) {
             r = a * v + b;
             r = r < 0.f ? 0.f : r;
             r = r > 1.f ? 1.f : r;
@@ -27,8 +25,8 @@ __kernel void hard_act(BUFARG(float, x), BUFARG(float, gy), BUFARG(float, y), lo
         }
     } else {
         float g = BUF(float, gy)[i];
-        if (op == HOP_CLIP) r = v >= a && v <= b ? g : 0.f;
-        else if (op == HOP_HSIG) {
+        if (op == OP_CLIP) r = v >= a && v <= b ? g : 0.f;
+        else if (op == OP_HARD_SIGMOID) {
             float t = a * v + b;
             r = t > 0.f && t < 1.f ? g * a : 0.f;
         } else r = v < -3.f ? 0.f : v > 3.f ? g : g * (2.f * v + 3.f) * (1.f / 6.f);
