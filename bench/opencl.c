@@ -10,8 +10,9 @@
  *            f32: a compiled program with one ts_matmul on "opencl:N" run by ts_program_run
  *            (public API only) against CLBlastSgemm called directly on cl_mem buffers of the
  *            same device (its own context and queue, clFinish after each call), interleaved;
- *            median GFLOP/s of each, their ratio, and the plugin's overhead from the medians and
- *            "paired" (the median over repeats of plugin run / the CLBlast run next to it, - 1).
+ *            median GFLOP/s of each, their ratio, and the plugin's overhead from the medians,
+ *            "paired" (the median over repeats of plugin run / the CLBlast run next to it, - 1) and
+ *            "best" (the best plugin run / the best CLBlast run, - 1).
  *            Target <= 5%. The two outputs are compared, and the fixed cost per call is measured
  *            on a 16 x 16 x 16 product.
  *   bert     BERT-Base inference (BertModel's last_hidden_state, random weights from the graph's
@@ -201,6 +202,9 @@ static double clblast_run(clb *c, int64_t M, int64_t K, int64_t N, cl_mem a, cl_
  * the overhead least moved by the machine's slow spells, which a few repeats per shape are not. */
 static double pool[4 * MAX_REPS];
 static int npool;
+/* Each shape's best plugin time over its best CLBlast time. */
+static double best[16];
+static int nbest;
 
 static double ts_run(ts_program *p) {
     double t = now();
@@ -253,6 +257,8 @@ static double matmul_row(const opts *o, clb *c, int64_t M, int64_t K, int64_t N,
             pair[r] = tt[r] / td[r];
             if (npool < 4 * MAX_REPS) pool[npool++] = pair[r];
         }
+        double bt = tt[0], bd = td[0]; /* the best of each: the least disturbed by other load */
+        for (int r = 1; r < reps; r++) bt = fmin(bt, tt[r]), bd = fmin(bd, td[r]);
         double mt = median_inplace(tt, reps), md = median_inplace(td, reps), mp = median_inplace(pair, reps);
         double flops = 2.0 * (double)M * (double)K * (double)N;
 
@@ -266,9 +272,10 @@ static double matmul_row(const opts *o, clb *c, int64_t M, int64_t K, int64_t N,
         free(ref);
         ts_tensor_free(y);
         over = 100.0 * (mt / md - 1.0);
-        printf("%5lld %5lld %5lld | %9.2f %9.2f | %11.1f %11.1f | %6.3f %8.2f%% %8.2f%% | %4d %.3g\n",
+        if (nbest < 16) best[nbest++] = bt / bd;
+        printf("%5lld %5lld %5lld | %9.2f %9.2f | %11.1f %11.1f | %6.3f %8.2f%% %8.2f%% %8.2f%% | %4d %.3g\n",
                (long long)M, (long long)K, (long long)N, mt * 1e3, md * 1e3, flops / mt * 1e-9, flops / md * 1e-9,
-               md / mt, over, 100.0 * (mp - 1.0), reps, diff);
+               md / mt, over, 100.0 * (mp - 1.0), 100.0 * (bt / bd - 1.0), reps, diff);
         fflush(stdout);
     }
     clReleaseMemObject(ca), clReleaseMemObject(cb), clReleaseMemObject(cy);
@@ -288,18 +295,21 @@ static void part_matmul(const opts *o, cl_platform_id plat, cl_device_id dev) {
     CHECK_CL(e);
     printf("matmul f32: the plugin (ts_program_run on %s) vs CLBlastSgemm direct (own context and queue, clFinish),\n"
            "median of interleaved runs after one warm-up; overhead = plugin time / CLBlast time - 1\n\n", o->devname);
-    printf("%5s %5s %5s | %9s %9s | %11s %11s | %6s %9s %9s | %4s %s\n", "M", "K", "N", "plugin ms", "CLBlast ms",
-           "plugin GF/s", "CLBlast GF/s", "ratio", "overhead", "overhead", "reps", "max |diff|");
-    printf("%5s %5s %5s | %9s %9s | %11s %11s | %6s %9s %9s |\n", "", "", "", "(median)", "(median)", "", "", "",
-           "(median)", "(paired)");
-    printf("--------------------------------------------------------------------------------------------------\n");
+    printf("%5s %5s %5s | %9s %9s | %11s %11s | %6s %9s %9s %9s | %4s %s\n", "M", "K", "N", "plugin ms", "CLBlast ms",
+           "plugin GF/s", "CLBlast GF/s", "ratio", "overhead", "overhead", "overhead", "reps", "max |diff|");
+    printf("%5s %5s %5s | %9s %9s | %11s %11s | %6s %9s %9s %9s |\n", "", "", "", "(median)", "(median)", "", "", "",
+           "(median)", "(paired)", "(best)");
+    printf("------------------------------------------------------------------------------------------------------------\n");
     const int64_t M = 1024, KN[2] = {768, 3072};
     double worst = -1e9;
     for (int ki = 0; ki < 2; ki++)
         for (int ni = 0; ni < 2; ni++) worst = fmax(worst, matmul_row(o, &c, M, KN[ki], KN[ni], 0));
-    printf("\nworst median overhead %.2f%%; paired overhead over all shapes (median of %d ratios) %.2f%% (target <= 5%%).\n"
-           "Timings on a shared machine vary with other load: --seconds S for more repeats.\n",
-           worst, npool, 100.0 * (median_inplace(pool, npool) - 1.0));
+    double worst_best = -1e9;
+    for (int i = 0; i < nbest; i++) worst_best = fmax(worst_best, 100.0 * (best[i] - 1.0));
+    printf("\nworst median overhead %.2f%%; worst best-of overhead %.2f%%; paired overhead over all shapes (median of %d "
+           "ratios) %.2f%% (target <= 5%%).\nTimings on a shared machine vary with other load: the best-of figures are "
+           "the least disturbed; --seconds S for more repeats.\n",
+           worst, worst_best, npool, 100.0 * (median_inplace(pool, npool) - 1.0));
     matmul_row(o, &c, 16, 16, 16, 1);
     printf("\n");
     clReleaseCommandQueue(c.q);

@@ -7,6 +7,8 @@
  *    four ops: matmul, add, mul, relu on f32), registers, runs a small program to the CPU's
  *    numbers, refuses a program with an op it lacks (naming every unsupported node at once), and
  *    takes parameters copied from a CPU program (device to device through the host);
+ *  - the thread rule checked (TESSERA_CHECK_DEVICE_THREADS=1): a copy into a device while
+ *    another thread is inside its execute fails naming the device;
  *  - a backend built for a newer ABI major is refused with a message naming both versions, one
  *    without a required entry is refused naming the entry, a table of ABI 1.x (the major before
  *    2.0) is refused saying so, and one without the optional entries at the end (a smaller
@@ -14,7 +16,10 @@
  */
 #include "test_util.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "tessera_backend.h"
 
@@ -77,8 +82,12 @@ static int64_t numel(const ts_abi_value *v) {
     for (int d = 0; d < v->ndim; d++) n *= v->shape[d];
     return n;
 }
+/* test_thread_rule: execute raises toy_inside and waits while toy_hold is set */
+static int toy_hold, toy_inside;
 static ts_status toy_execute(void *dev, void *exe, const ts_abi_plan *plan, ts_buffer ws, uint64_t step) {
     (void)dev, (void)exe, (void)ws, (void)step;
+    __atomic_store_n(&toy_inside, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&toy_hold, __ATOMIC_SEQ_CST)) sched_yield();
     for (int i = 0; i < plan->nnodes; i++) {
         const ts_abi_node *n = &plan->nodes[i];
         const ts_abi_value *a = &plan->values[n->in[0]], *o = &plan->values[n->out[0]];
@@ -213,6 +222,32 @@ static void test_plugin(void) {
     ts_graph_free(g);
 }
 
+static void *run_program(void *p) { return (void *)(intptr_t)ts_program_run(p); }
+
+/* With the check on (main sets it before the first device call), a feed into toy:1 while
+ * another thread is inside toy:1's execute is refused, naming the device; after it, accepted. */
+static void test_thread_rule(void) {
+    ts_graph *g = small_graph(0);
+    ts_program *p = ts_compile(g, &(ts_compile_opts){.device = "toy:1", TU_FETCHES("y"), .inference = 1, .no_fusion = 1});
+    CHECK(p != NULL, "compile on toy:1: %s", ts_last_error());
+    ts_graph_free(g);
+    if (!p) return;
+    ts_tensor *x = ts_tensor_new(TS_F32, 2, (int64_t[]){4, 8});
+    toy_hold = 1, toy_inside = 0;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, run_program, p) == 0, "thread");
+    while (!__atomic_load_n(&toy_inside, __ATOMIC_SEQ_CST)) sched_yield();
+    CHECK_STATUS(ts_program_feed(p, "x", x), TS_ERR_RUNTIME);
+    CHECK_ERRMSG("device toy:1", "copy_to_device called while another thread was using the device");
+    __atomic_store_n(&toy_hold, 0, __ATOMIC_SEQ_CST);
+    void *rc;
+    pthread_join(th, &rc);
+    CHECK((intptr_t)rc == TS_OK, "the run on the other thread: %s", ts_last_error());
+    CHECK_OK(ts_program_feed(p, "x", x));
+    ts_tensor_free(x);
+    ts_program_free(p);
+}
+
 static void test_versions(void) {
     ts_backend_api newer = toy;
     newer.name = "toy_next";
@@ -287,12 +322,14 @@ static void test_capped_allocations(void) {
 
 static void test_plugin_and_versions(void) {
     test_plugin();
+    test_thread_rule();
     test_versions();
     test_capped_allocations();
 }
 
 int main(int argc, char **argv) {
     tu_args(argc, argv);
+    setenv("TESSERA_CHECK_DEVICE_THREADS", "1", 1); /* read at the first device call */
     RUN(test_cpu_registry);
     /* registering lasts for the process: one case registers and uses every backend */
     RUN(test_plugin_and_versions);

@@ -4,7 +4,8 @@
  * ops.def has its entry, in order, with the name ts_op_get gives; the aliasing and in-place facts
  * are the op definitions' flags (what the memory planner acts on); the sub-function numbers and
  * names are those of the public enums and the kernels; and the decoders give back what was set,
- * from a plan's ts_abi_node and from a graph's ts_node (TS_NODE_ATTRS, the CPU kernels' way).
+ * from a plan's ts_abi_node and from a graph's ts_node (TS_NODE_ATTRS, the CPU kernels' way);
+ * matmul's operand geometry (ts_matmul_geom_of) is numpy's.
  * tessera_ops.h is included first, alone, so it compiles without anything before it; the
  * ctest case test_ops_header_plugin compiles tests/ops_header_plugin.c with only the public
  * include directories, as a plugin would.
@@ -137,6 +138,23 @@ static void test_builder_attrs(void) {
     ts_graph_free(g);
 }
 
+/* matmul's geometry: the transposes and the numpy broadcast of the batch dims. */
+static void test_matmul_geom(void) {
+    /* a [2, 1, 3, 4] @ b [5, 4, 6]: batch [2, 5], a broadcast along the 5, b along the 2 */
+    ts_matmul_geom q = ts_matmul_geom_of(4, (int64_t[]){2, 1, 3, 4}, 3, (int64_t[]){5, 4, 6}, 0, 0);
+    CHECK(q.ok && q.nb == 2 && q.bshape[0] == 2 && q.bshape[1] == 5 && q.batch == 10, "batch dims");
+    CHECK(q.M == 3 && q.K == 4 && q.Kb == 4 && q.N == 6, "M K N");
+    CHECK(q.sa[0] == 12 && q.sa[1] == 0 && q.sb[0] == 0 && q.sb[1] == 24, "batch strides");
+    CHECK(q.a_sm == 4 && q.a_sk == 1 && q.b_sk == 6 && q.b_sn == 1, "matrix strides");
+    CHECK(ts_matmul_batch_offset(&q, q.sa, 7) == 12 && ts_matmul_batch_offset(&q, q.sb, 7) == 48, "offsets");
+    /* a stored [4, 3] and b stored [6, 4]: the same product, transposed operands */
+    q = ts_matmul_geom_of(2, (int64_t[]){4, 3}, 2, (int64_t[]){6, 4}, 1, 1);
+    CHECK(q.ok && q.nb == 0 && q.batch == 1 && q.M == 3 && q.K == 4 && q.Kb == 4 && q.N == 6, "transposed");
+    CHECK(q.a_sm == 1 && q.a_sk == 3 && q.b_sk == 1 && q.b_sn == 4, "transposed strides");
+    q = ts_matmul_geom_of(3, (int64_t[]){2, 3, 4}, 3, (int64_t[]){3, 4, 6}, 0, 0);
+    CHECK(!q.ok, "batch 2 and 3 do not broadcast");
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     RUN(test_every_op_listed);
@@ -144,5 +162,6 @@ int main(int argc, char **argv) {
     RUN(test_sub_functions);
     RUN(test_decoders_round_trip);
     RUN(test_builder_attrs);
+    RUN(test_matmul_geom);
     return tu_finish("ops_header");
 }

@@ -2,7 +2,8 @@
  * gen_ops_header.c — writes tessera_ops.h, the public op contract, from src/graph/ops.def (the ops)
  * and src/graph/op_attrs.def (their attributes, aliasing and sub-functions). Built and run by
  * CMake at build time (no Python needed): `gen_ops_header <out.h>`. The output depends only on
- * the two .def files, in their order, so it is byte-for-byte stable.
+ * the two .def files, in their order (and on the fixed helpers of emit_helpers), so it is
+ * byte-for-byte stable.
  *
  * It checks the .def files as it goes and fails (exit 1, naming the line's op) when op_attrs.def
  * lists the ops in another order than ops.def or misses one, an attribute precedes its op's
@@ -111,7 +112,8 @@ static void emit_top(FILE *o) {
           " * ts_attrs_<op> of named fields with its decoder ts_attrs_<op>_of(node). Then the numbered\n"
           " * sub-functions of the ops that multiplex several (math's i[0] = TS_MATH_*, binary's = TS_BIN_*,\n"
           " * ...), with their names. -1 means none. TS_OPID_<OP> is this build's op_id (not stable across\n"
-          " * versions), what the attributes that name an op (unary_grad's fwd_op, ...) hold.\n"
+          " * versions), what the attributes that name an op (unary_grad's fwd_op, ...) hold. Last, the\n"
+          " * helpers of op semantics that no table expresses (matmul's operand geometry).\n"
           " */\n"
           "#ifndef TESSERA_OPS_H\n#define TESSERA_OPS_H\n\n#include \"tessera_backend.h\"\n\n"
           "#ifdef __cplusplus\nextern \"C\" {\n#define TS_OPS_STATIC_ASSERT static_assert\n#else\n"
@@ -231,6 +233,71 @@ static void emit_enums(FILE *o) {
     }
 }
 
+/* Hand-written helpers of op semantics that every backend needs and that no .def line expresses:
+ * matmul's operand geometry (its transposes and numpy-broadcast batch dims), used by the CPU's
+ * kernel and shape rule (src/ops/matmul.c) and by a plugin's (backends/opencl/op_matmul.c). */
+static void emit_helpers(FILE *o) {
+    fputs("/* ---------------------------------------------------------------- helpers */\n\n"
+          "/* Where the elements of a matmul's products live: a [.., M, K] (stored [.., K, M] when\n"
+          " * trans_a), b [.., K, N] (stored [.., N, K] when trans_b), out [.., M, N]. The batch dims\n"
+          " * (\"..\", rank nb) broadcast like numpy; sa / sb are the element strides of a / b along the\n"
+          " * output's batch dims (0 where that operand is broadcast). Inside one matrix, element (m, k)\n"
+          " * of op(a) is at m a_sm + k a_sk, element (k, n) of op(b) at k b_sk + n b_sn. */\n"
+          "typedef struct ts_matmul_geom {\n"
+          "    int nb;                       /* batch rank: the output's rank - 2 */\n"
+          "    int ok;                       /* 1: the batch dims broadcast */\n"
+          "    int64_t bshape[TS_MAX_DIMS];  /* the output's batch dims */\n"
+          "    int64_t sa[TS_MAX_DIMS], sb[TS_MAX_DIMS];\n"
+          "    int64_t batch;                /* the number of products: the product of bshape */\n"
+          "    int64_t M, N, K, Kb;          /* K of op(a) and of op(b): equal in a valid node */\n"
+          "    int64_t a_sm, a_sk, b_sk, b_sn;\n"
+          "} ts_matmul_geom;\n\n"
+          "/* The geometry of a (rank ra, shape as) times b (rank rb, shape bs), both of rank >= 2, with\n"
+          " * matmul's trans_a / trans_b (ts_attrs_matmul). */\n"
+          "static inline ts_matmul_geom ts_matmul_geom_of(int ra, const int64_t *as, int rb, const int64_t *bs,\n"
+          "                                               int64_t trans_a, int64_t trans_b) {\n"
+          "    ts_matmul_geom q;\n"
+          "    int64_t a0 = as[ra - 2], a1 = as[ra - 1], b0 = bs[rb - 2], b1 = bs[rb - 1];\n"
+          "    int64_t stride_a = a0 * a1, stride_b = b0 * b1;\n"
+          "    q.M = trans_a ? a1 : a0;\n"
+          "    q.K = trans_a ? a0 : a1;\n"
+          "    q.a_sm = trans_a ? 1 : a1;\n"
+          "    q.a_sk = trans_a ? a1 : 1;\n"
+          "    q.Kb = trans_b ? b1 : b0;\n"
+          "    q.N = trans_b ? b0 : b1;\n"
+          "    q.b_sk = trans_b ? 1 : b1;\n"
+          "    q.b_sn = trans_b ? b1 : 1;\n"
+          "    q.nb = (ra > rb ? ra : rb) - 2;\n"
+          "    q.batch = 1;\n"
+          "    q.ok = 1;\n"
+          "    for (int d = TS_MAX_DIMS - 1; d >= 0; d--) {\n"
+          "        q.bshape[d] = q.sa[d] = q.sb[d] = 0;\n"
+          "        if (d >= q.nb) continue;\n"
+          "        int ia = d - (q.nb - (ra - 2)), ib = d - (q.nb - (rb - 2));\n"
+          "        int64_t da = ia >= 0 ? as[ia] : 1, db = ib >= 0 ? bs[ib] : 1;\n"
+          "        if (da != db && da != 1 && db != 1) q.ok = 0;\n"
+          "        q.bshape[d] = da == 1 ? db : da;\n"
+          "        q.sa[d] = da == 1 ? 0 : stride_a;\n"
+          "        q.sb[d] = db == 1 ? 0 : stride_b;\n"
+          "        stride_a *= da;\n"
+          "        stride_b *= db;\n"
+          "        q.batch *= q.bshape[d];\n"
+          "    }\n"
+          "    return q;\n"
+          "}\n\n"
+          "/* The element offset of product p (0 <= p < q->batch, row-major over bshape) in the operand\n"
+          " * whose batch strides are st (q->sa or q->sb). */\n"
+          "static inline int64_t ts_matmul_batch_offset(const ts_matmul_geom *q, const int64_t *st, int64_t p) {\n"
+          "    int64_t off = 0;\n"
+          "    for (int d = q->nb - 1; d >= 0; d--) {\n"
+          "        off += (p % q->bshape[d]) * st[d];\n"
+          "        p /= q->bshape[d];\n"
+          "    }\n"
+          "    return off;\n"
+          "}\n\n",
+          o);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: gen_ops_header <out.h>\n");
@@ -246,6 +313,7 @@ int main(int argc, char **argv) {
     emit_ops(o);
     emit_enums(o);
     emit_attrs(o);
+    emit_helpers(o);
     fputs("#ifdef __cplusplus\n}\n#endif\n#endif /* TESSERA_OPS_H */\n", o);
     if (fclose(o) != 0) {
         perror(argv[1]);

@@ -6,12 +6,12 @@
  *               every platform, in order): one context and one in-order queue each
  *   memory.c    buffers (ts_buffer.mem is a cl_mem, offsets in bytes), blocking copies
  *   program.c   kernels/NAME.cl, embedded as one string at build time (embed.cmake), built once
- *               per device at its first compile; kernel objects cached by name; launch helpers
+ *               per device at its first compile with the op ids and sub-function numbers they
+ *               switch on defined from tessera_ops.h; kernel objects cached by name; launch helpers
  *   exec.c      supports / compile / execute: the op table (the families' tables), per-node
  *               parameters made at compile, the run-time error slot read after each execute
  *   op_*.c      one family of ops each (elementwise, matmul on CLBlast, shape, rows, reduce,
  *               optim, conv, vision, layout, index, linalg): an ocl_op per op
- *   attrs.h     the attribute indices read, each naming the src/ops file that defines it
  *   check_kernels.c  a tool (not installed): single-node plans through dlopen, by hand
  *
  * Adding an op: write its OpenCL C kernel in kernels/<family>.cl (a buffer is BUFARG(T, name): a
@@ -19,7 +19,10 @@
  * supports (1 only for the dtypes, attributes and shapes the kernel computes as the CPU does),
  * prep (optional: per-node parameters from shapes and attributes, once at compile), run (set the
  * arguments from plan->values' buffers, which may move between runs, and enqueue) and workspace
- * (optional: scratch bytes); list it in the family's table.
+ * (optional: scratch bytes); list it in the family's table. Attributes are read only through
+ * tessera_ops.h, the op contract: ts_attrs_<op>_of(node) decodes a node's i[] / f[] into named
+ * fields, and the op ids (TS_OPID_*) and sub-functions (TS_MATH_*, ...) they hold are its
+ * constants; never node->iattr[k] by index.
  */
 #ifndef TS_OCL_H
 #define TS_OCL_H
@@ -28,8 +31,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "tessera_backend.h"
-#include "attrs.h"
+#include "tessera_ops.h" /* the op contract (includes tessera_backend.h) */
 
 extern const ts_host_api *ocl_host;
 

@@ -1,9 +1,9 @@
 /*
- * op_conv.c — host side of conv2d, conv_transpose2d, conv2d_grad_weight (src/ops/conv.c:
- * i[0..1] stride, i[2..5] pads t l b r, i[6..7] dilation, i[8] groups) and max_pool2d,
- * avg_pool2d and their gradients (src/ops/pool.c: i[0..1] kernel, i[2..3] stride, i[4..7] pads,
- * i[8..9] dilation (max) or H, W of x (avg_pool2d_grad), i[11] count_include_pad), as the direct
- * loops of kernels/conv.cl. f32, NCHW.
+ * op_conv.c — host side of conv2d, conv_transpose2d, conv2d_grad_weight (src/ops/conv.c: stride,
+ * pads t l b r, dilation, groups) and max_pool2d, avg_pool2d and their gradients (src/ops/pool.c:
+ * kernel, stride, pads, dilation (max) or count_include_pad (avg)), as the direct loops of
+ * kernels/conv.cl. f32, NCHW. The attributes are read through tessera_ops.h's decoders
+ * (ts_attrs_<op>_of), as the CPU's kernels read them.
  */
 #include "ocl.h"
 
@@ -18,23 +18,25 @@ static int rank4_f32(const ts_abi_node *n, const ts_abi_value *v) {
     return v[n->out[0]].ndim == 4;
 }
 
+/* conv2d's decoder reads the attributes of all three ops, which share i[0..8] (src/graph/
+ * op_attrs.def; src/ops/conv.c does the same). */
 static int sup_conv(const ts_abi_node *n, const ts_abi_value *v) {
-    const int64_t *a = n->iattr;
-    if (!rank4_f32(n, v) || a[0] < 1 || a[1] < 1 || a[6] < 1 || a[7] < 1 || a[8] < 1) return 0;
-    for (int k = 2; k < 6; k++)
-        if (a[k] < 0) return 0;
-    return 1;
+    ts_attrs_conv2d a = ts_attrs_conv2d_of(n);
+    if (!rank4_f32(n, v) || a.stride_h < 1 || a.stride_w < 1 || a.dilation_h < 1 || a.dilation_w < 1 || a.groups < 1)
+        return 0;
+    return a.pad_top >= 0 && a.pad_left >= 0 && a.pad_bottom >= 0 && a.pad_right >= 0;
 }
 
 static ts_status prep_conv(ocl_dev *d, const ts_abi_node *n, const ts_abi_value *v, void *p) {
     conv_geom *q = p;
-    const int64_t *a = n->iattr;
-    q->sh = a[0], q->sw = a[1], q->pt = a[2], q->pl = a[3], q->pb = a[4], q->pr = a[5];
-    q->dh = a[6], q->dw = a[7], q->G = a[8];
+    ts_attrs_conv2d a = ts_attrs_conv2d_of(n);
+    q->sh = a.stride_h, q->sw = a.stride_w;
+    q->pt = a.pad_top, q->pl = a.pad_left, q->pb = a.pad_bottom, q->pr = a.pad_right;
+    q->dh = a.dilation_h, q->dw = a.dilation_w, q->G = a.groups;
     const ts_abi_value *x = &v[n->in[0]], *b = &v[n->in[1]], *o = &v[n->out[0]];
     const ts_abi_value *src = x, *dst = o, *w = b;
-    if (strcmp(n->op, "conv_transpose2d") == 0) src = o, dst = x;
-    if (strcmp(n->op, "conv2d_grad_weight") == 0) src = x, dst = b, w = o;
+    if (strcmp(n->op, TS_OPNAME_CONV_TRANSPOSE2D) == 0) src = o, dst = x;
+    if (strcmp(n->op, TS_OPNAME_CONV2D_GRAD_WEIGHT) == 0) src = x, dst = b, w = o;
     q->N = src->shape[0], q->C = src->shape[1], q->H = src->shape[2], q->W = src->shape[3];
     q->O = dst->shape[1], q->OH = dst->shape[2], q->OW = dst->shape[3];
     q->KH = w->shape[2], q->KW = w->shape[3];
@@ -45,7 +47,7 @@ static ts_status run_conv(ocl_node_ctx *c) {
     const conv_geom *q = c->p;
     ocl_args a = {ocl_kernel(c->d, c->n->op), 0, CL_SUCCESS, c->n->op};
     if (!a.k) return TS_ERR_RUNTIME;
-    int gw = strcmp(c->n->op, "conv2d_grad_weight") == 0;
+    int gw = strcmp(c->n->op, TS_OPNAME_CONV2D_GRAD_WEIGHT) == 0;
     ocl_arg_buf(&a, ocl_inbuf(c, 0));
     ocl_arg_buf(&a, ocl_inbuf(c, 1));
     if (!gw) ocl_arg_buf(&a, ocl_inbuf(c, 2));
@@ -60,22 +62,43 @@ typedef struct pool_geom {
     cl_long planes, H, W, OH, OW, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, include_pad;
 } pool_geom;
 
+/* The window of the four pooling ops (each its own decoder, as src/ops/pool.c reads them): kernel,
+ * stride and pads; the max ops add a dilation, the avg ops count_include_pad. */
+#define POOL_WINDOW(q, a)                                                                          \
+    ((q)->kh = (a).kernel_h, (q)->kw = (a).kernel_w, (q)->sh = (a).stride_h, (q)->sw = (a).stride_w, \
+     (q)->pt = (a).pad_top, (q)->pl = (a).pad_left, (q)->pb = (a).pad_bottom, (q)->pr = (a).pad_right)
+#define POOL_MAX(q, a) (POOL_WINDOW(q, a), (q)->dh = (a).dilation_h, (q)->dw = (a).dilation_w, (q)->include_pad = 0)
+#define POOL_AVG(q, a) (POOL_WINDOW(q, a), (q)->dh = (q)->dw = 1, (q)->include_pad = (a).count_include_pad != 0)
+
+static void pool_attrs(pool_geom *q, const ts_abi_node *n) {
+    if (strcmp(n->op, TS_OPNAME_MAX_POOL2D) == 0) {
+        ts_attrs_max_pool2d a = ts_attrs_max_pool2d_of(n);
+        POOL_MAX(q, a);
+    } else if (strcmp(n->op, TS_OPNAME_MAX_POOL2D_GRAD) == 0) {
+        ts_attrs_max_pool2d_grad a = ts_attrs_max_pool2d_grad_of(n);
+        POOL_MAX(q, a);
+    } else if (strcmp(n->op, TS_OPNAME_AVG_POOL2D) == 0) {
+        ts_attrs_avg_pool2d a = ts_attrs_avg_pool2d_of(n);
+        POOL_AVG(q, a);
+    } else {
+        ts_attrs_avg_pool2d_grad a = ts_attrs_avg_pool2d_grad_of(n);
+        POOL_AVG(q, a);
+    }
+}
+
 static int sup_pool(const ts_abi_node *n, const ts_abi_value *v) {
     if (!ocl_all_f32(n, v) || n->nout != 1 || v[n->out[0]].ndim != 4 || v[n->in[0]].ndim != 4) return 0;
-    const int64_t *a = n->iattr;
-    return a[0] >= 1 && a[1] >= 1 && a[2] >= 1 && a[3] >= 1;
+    pool_geom q;
+    pool_attrs(&q, n);
+    return q.kh >= 1 && q.kw >= 1 && q.sh >= 1 && q.sw >= 1;
 }
 
 static ts_status prep_pool(ocl_dev *d, const ts_abi_node *n, const ts_abi_value *v, void *p) {
     pool_geom *q = p;
-    const int64_t *a = n->iattr;
-    int is_max = strncmp(n->op, "max", 3) == 0, avg_grad = strcmp(n->op, "avg_pool2d_grad") == 0;
-    q->kh = a[0], q->kw = a[1], q->sh = a[2], q->sw = a[3];
-    q->pt = a[4], q->pl = a[5], q->pb = a[6], q->pr = a[7];
-    q->dh = is_max ? a[8] : 1, q->dw = is_max ? a[9] : 1;
-    q->include_pad = a[11] != 0;
+    int avg_grad = strcmp(n->op, TS_OPNAME_AVG_POOL2D_GRAD) == 0;
+    pool_attrs(q, n);
     const ts_abi_value *big = avg_grad ? &v[n->out[0]] : &v[n->in[0]];
-    const ts_abi_value *small = strcmp(n->op, "max_pool2d_grad") == 0 ? &v[n->in[1]]
+    const ts_abi_value *small = strcmp(n->op, TS_OPNAME_MAX_POOL2D_GRAD) == 0 ? &v[n->in[1]]
                                 : avg_grad ? &v[n->in[0]] : &v[n->out[0]];
     q->planes = big->shape[0] * big->shape[1];
     q->H = big->shape[2], q->W = big->shape[3], q->OH = small->shape[2], q->OW = small->shape[3];

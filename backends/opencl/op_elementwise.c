@@ -43,11 +43,15 @@ static ts_status run_binary(ocl_node_ctx *c) {
 
 /* ------------------------------------------------------------------ unary, fused */
 
-static int unary_id(const char *op) {
-    static const char *names[] = {"scale", "sqrt", "exp", "log", "relu", "tanh", "sigmoid", "gelu"};
-    for (int i = 0; i < 8; i++)
-        if (strcmp(op, names[i]) == 0) return OCL_OPID_SCALE + i;
-    return -1;
+/* The unary ops the kernels evaluate (00_common.cl's unary_f), by op id; without scale, those
+ * unary_grad differentiates. */
+static int is_unary_op(int64_t op, int with_scale) {
+    switch (op) {
+    case TS_OPID_SCALE: return with_scale;
+    case TS_OPID_SQRT: case TS_OPID_EXP: case TS_OPID_LOG: case TS_OPID_RELU: case TS_OPID_TANH:
+    case TS_OPID_SIGMOID: case TS_OPID_GELU: return 1;
+    default: return 0;
+    }
 }
 
 static int sup_unary(const ts_abi_node *n, const ts_abi_value *v) {
@@ -58,8 +62,10 @@ static ts_status run_unary(ocl_node_ctx *c) {
     ocl_args a = {ocl_kernel(c->d, "unary"), 0, CL_SUCCESS, c->n->op};
     if (!a.k) return TS_ERR_RUNTIME;
     cl_long cnt = ocl_numel(ocl_out(c, 0));
-    cl_int op = unary_id(c->n->op), tf = c->n->iattr[A_GELU_TANH] != 0;
-    cl_float al = c->n->fattr[0], be = c->n->fattr[1];
+    const ts_abi_node *n = c->n;
+    int is_scale = strcmp(n->op, TS_OPNAME_SCALE) == 0, is_gelu = strcmp(n->op, TS_OPNAME_GELU) == 0;
+    cl_int op = ts_op_info_find(n->op)->op_id, tf = is_gelu && ts_attrs_gelu_of(n).tanh_form != 0;
+    cl_float al = is_scale ? ts_attrs_scale_of(n).alpha : 0.f, be = is_scale ? ts_attrs_scale_of(n).beta : 0.f;
     ocl_arg_buf(&a, ocl_inbuf(c, 0));
     ocl_arg_buf(&a, ocl_outbuf(c, 0));
     OCL_ARG(&a, cnt);
@@ -71,25 +77,26 @@ static ts_status run_unary(ocl_node_ctx *c) {
 }
 
 static int sup_fused(const ts_abi_node *n, const ts_abi_value *v) {
-    if (!sup_unary(n, v) || n->niattr < 1 || n->niattr > A_FUSED_MAX) return 0;
-    for (int k = 0; k < n->niattr; k++)
-        if (n->iattr[k] < OCL_OPID_SCALE || n->iattr[k] > OCL_OPID_GELU) return 0;
+    ts_attrs_fused_elementwise f = ts_attrs_fused_elementwise_of(n);
+    if (!sup_unary(n, v) || f.steps < 1 || f.steps > 4) return 0;
+    for (int k = 0; k < f.steps; k++)
+        if (!is_unary_op(f.step_op[k], 1)) return 0;
     return 1;
 }
 
 static ts_status run_fused(ocl_node_ctx *c) {
     ocl_args a = {ocl_kernel(c->d, "fused"), 0, CL_SUCCESS, c->n->op};
     if (!a.k) return TS_ERR_RUNTIME;
-    const ts_abi_node *n = c->n;
+    ts_attrs_fused_elementwise f = ts_attrs_fused_elementwise_of(c->n);
     cl_long cnt = ocl_numel(ocl_out(c, 0));
-    cl_int ns = n->niattr;
+    cl_int ns = f.steps;
     cl_int4 ops = {{0}}, tf = {{0}};
     cl_float4 al = {{0}}, be = {{0}};
     for (int k = 0; k < ns && k < 4; k++) {
-        uint64_t bits = (uint64_t)n->iattr[8 + k];
+        uint64_t bits = (uint64_t)f.step_ab[k];
         uint32_t lo = (uint32_t)bits, hi = (uint32_t)(bits >> 32);
-        ops.s[k] = (cl_int)n->iattr[k];
-        tf.s[k] = (cl_int)n->iattr[4 + k];
+        ops.s[k] = (cl_int)f.step_op[k];
+        tf.s[k] = (cl_int)f.step_tanh[k];
         memcpy(&al.s[k], &lo, 4);
         memcpy(&be.s[k], &hi, 4);
     }
@@ -106,8 +113,7 @@ static ts_status run_fused(ocl_node_ctx *c) {
 
 /* unary_grad(x or absent, y or absent, gy) -> gx */
 static int sup_unary_grad(const ts_abi_node *n, const ts_abi_value *v) {
-    int op = (int)n->iattr[A_UGRAD_OP];
-    if (n->nin != 3 || n->nout != 1 || op < OCL_OPID_SQRT || op > OCL_OPID_GELU) return 0;
+    if (n->nin != 3 || n->nout != 1 || !is_unary_op(ts_attrs_unary_grad_of(n).fwd_op, 0)) return 0;
     return ocl_all_f32(n, v) && n->in[2] >= 0;
 }
 
@@ -115,7 +121,8 @@ static ts_status run_unary_grad(ocl_node_ctx *c) {
     ocl_args a = {ocl_kernel(c->d, "unary_grad"), 0, CL_SUCCESS, c->n->op};
     if (!a.k) return TS_ERR_RUNTIME;
     cl_long cnt = ocl_numel(ocl_out(c, 0));
-    cl_int op = (cl_int)c->n->iattr[A_UGRAD_OP], tf = c->n->iattr[A_UGRAD_TANH] != 0;
+    ts_attrs_unary_grad u = ts_attrs_unary_grad_of(c->n);
+    cl_int op = (cl_int)u.fwd_op, tf = u.tanh_form != 0;
     for (int k = 0; k < 4; k++) ocl_arg_buf(&a, k < 3 ? ocl_inbuf(c, k) : ocl_outbuf(c, 0));
     OCL_ARG(&a, cnt);
     OCL_ARG(&a, op);
@@ -167,17 +174,25 @@ static uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
+/* dropout_grad's attributes are dropout's (the forward's mask and scale). */
+static ts_attrs_dropout dropout_attrs(const ts_abi_node *n) {
+    if (strcmp(n->op, TS_OPNAME_DROPOUT) == 0) return ts_attrs_dropout_of(n);
+    ts_attrs_dropout_grad g = ts_attrs_dropout_grad_of(n);
+    return (ts_attrs_dropout){.salt = g.salt, .seed = g.seed, .p = g.p};
+}
+
 static int sup_dropout(const ts_abi_node *n, const ts_abi_value *v) {
-    float p = n->fattr[0];
+    float p = dropout_attrs(n).p;
     return sup_unary(n, v) && p >= 0.f && p < 1.f;
 }
 
 static ts_status run_dropout(ocl_node_ctx *c) {
     const ts_abi_value *x = ocl_in(c, 0), *y = ocl_out(c, 0);
     cl_long cnt = ocl_numel(y);
-    float p = c->n->fattr[0];
+    ts_attrs_dropout at = dropout_attrs(c->n);
+    float p = at.p;
     if (p == 0.f) return ocl_copy(c->d, y->buf, x->buf, (size_t)cnt * 4);
-    uint64_t key = mix64(mix64(mix64((uint64_t)c->n->iattr[1]) ^ (uint64_t)c->n->iattr[0]) ^ c->step);
+    uint64_t key = mix64(mix64(mix64((uint64_t)at.seed) ^ (uint64_t)at.salt) ^ c->step);
     cl_uint k0 = (cl_uint)key, k1 = (cl_uint)(key >> 32), thr = (cl_uint)ceil((double)p * 16777216.0);
     cl_float scale = (float)(1.0 / (1.0 - (double)p));
     ocl_args a = {ocl_kernel(c->d, "dropout"), 0, CL_SUCCESS, c->n->op};

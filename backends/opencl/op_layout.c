@@ -1,10 +1,10 @@
 /*
- * op_layout.c — host side of kernels/layout.cl: pad, pad_grad (src/ops/pad.c: i[a] = before << 32
- * | after (int32 each) per axis, i[8] ts_pad_mode, i[9] the constant's double bits), tile and
- * tile_grad (tile.c: i[] repeats, or x's shape for the grad), argreduce (argreduce.c: i[0] axis,
- * i[2] select_last, i[3] min) and resize2d, resize2d_grad (resize.c: i[0..1] OH, OW, i[2] mode,
- * i[3] coordinates, i[4] rounding, i[5..6] H, W of x for the grad; f[0..1] scales). The resize
- * taps are computed here in double with the CPU's formulas and copied to the workspace.
+ * op_layout.c — host side of kernels/layout.cl: pad, pad_grad (src/ops/pad.c: per axis before <<
+ * 32 | after (int32 each), a ts_pad_mode, the constant's double bits), tile and tile_grad (tile.c:
+ * the shapes say it all), argreduce (argreduce.c: axis, select_last, is_min) and resize2d,
+ * resize2d_grad (resize.c: OH, OW, mode, coordinates, rounding, scales). The attributes are read
+ * through tessera_ops.h's decoders (ts_attrs_<op>_of). The resize taps are computed here in
+ * double with the CPU's formulas and copied to the workspace.
  */
 #include "ocl.h"
 
@@ -26,13 +26,24 @@ static void pt_init(pt_geom *q, const ts_abi_value *big, const ts_abi_value *sma
 
 /* ------------------------------------------------------------------ pad */
 
-static int64_t pad_before(const ts_abi_node *n, int a) { return (int32_t)(uint32_t)((uint64_t)n->iattr[a] >> 32); }
+/* pad_grad's attributes are the forward's. */
+static ts_attrs_pad pad_attrs(const ts_abi_node *n) {
+    if (strcmp(n->op, TS_OPNAME_PAD) == 0) return ts_attrs_pad_of(n);
+    ts_attrs_pad_grad g = ts_attrs_pad_grad_of(n);
+    ts_attrs_pad a = {.mode = g.mode, .value_bits = g.value_bits};
+    memcpy(a.pads, g.pads, sizeof a.pads);
+    return a;
+}
+
+/* The pad before axis a's data (pads[a]'s high 32 bits, signed). */
+static int64_t pad_before(const ts_attrs_pad *at, int a) { return (int32_t)(uint32_t)((uint64_t)at->pads[a] >> 32); }
 
 static int sup_pad(const ts_abi_node *n, const ts_abi_value *v) {
-    int grad = strcmp(n->op, "pad_grad") == 0;
+    int grad = strcmp(n->op, TS_OPNAME_PAD_GRAD) == 0;
     if (n->nout != 1 || n->nin != (grad ? 2 : 1) || n->in[0] < 0) return 0;
     ts_dtype t = v[n->in[0]].dtype;
-    if (n->iattr[8] < TS_PAD_CONSTANT || n->iattr[8] > TS_PAD_EDGE || v[n->in[0]].ndim < 1) return 0;
+    int64_t mode = pad_attrs(n).mode;
+    if (mode < 0 || mode >= TS_OPS_PAD_MODE_COUNT || v[n->in[0]].ndim < 1) return 0;
     if (grad) return ocl_all_f32(n, v);
     return ocl_dtype_size(t) != 0;
 }
@@ -59,12 +70,13 @@ static uint64_t constant_bits(ts_dtype t, double v) {
 }
 
 static ts_status run_pad(ocl_node_ctx *c) {
-    int grad = strcmp(c->n->op, "pad_grad") == 0;
+    int grad = strcmp(c->n->op, TS_OPNAME_PAD_GRAD) == 0;
+    ts_attrs_pad at = pad_attrs(c->n);
     const ts_abi_value *x = ocl_in(c, 0), *y = grad ? ocl_in(c, 1) : ocl_out(c, 0);
     pt_geom q;
     pt_init(&q, y, x);
-    q.mode = (cl_int)c->n->iattr[8];
-    for (int a = 0; a < x->ndim; a++) q.c[a] = pad_before(c->n, a);
+    q.mode = (cl_int)at.mode;
+    for (int a = 0; a < x->ndim; a++) q.c[a] = pad_before(&at, a);
     ocl_args k = {ocl_kernel(c->d, grad ? "pad_grad" : "pad"), 0, CL_SUCCESS, c->n->op};
     if (!k.k) return TS_ERR_RUNTIME;
     if (grad) {
@@ -76,7 +88,7 @@ static ts_status run_pad(ocl_node_ctx *c) {
         return ocl_launch(c->d, &k, 1);
     }
     double val;
-    memcpy(&val, &c->n->iattr[9], sizeof val);
+    memcpy(&val, &at.value_bits, sizeof val);
     cl_ulong cv = constant_bits(x->dtype, val);
     cl_int es = (cl_int)ocl_dtype_size(x->dtype);
     ocl_arg_buf(&k, x->buf);
@@ -91,12 +103,12 @@ static ts_status run_pad(ocl_node_ctx *c) {
 
 static int sup_tile(const ts_abi_node *n, const ts_abi_value *v) {
     if (n->nin != 1 || n->nout != 1 || n->in[0] < 0) return 0;
-    if (strcmp(n->op, "tile_grad") == 0) return ocl_all_f32(n, v);
+    if (strcmp(n->op, TS_OPNAME_TILE_GRAD) == 0) return ocl_all_f32(n, v);
     return ocl_dtype_size(v[n->in[0]].dtype) != 0;
 }
 
 static ts_status run_tile(ocl_node_ctx *c) {
-    int grad = strcmp(c->n->op, "tile_grad") == 0;
+    int grad = strcmp(c->n->op, TS_OPNAME_TILE_GRAD) == 0;
     const ts_abi_value *x = ocl_in(c, 0), *y = ocl_out(c, 0);
     pt_geom q;
     pt_init(&q, grad ? x : y, grad ? y : x);
@@ -116,17 +128,19 @@ static ts_status run_tile(ocl_node_ctx *c) {
 /* ------------------------------------------------------------------ argreduce */
 
 static int sup_arg(const ts_abi_node *n, const ts_abi_value *v) {
-    return n->nin == 1 && n->nout == 1 && ocl_is(n, v, 0, TS_F32) && v[n->out[0]].dtype == TS_I64 &&
-           n->iattr[0] >= 0 && n->iattr[0] < v[n->in[0]].ndim;
+    int64_t axis = ts_attrs_argreduce_of(n).axis;
+    return n->nin == 1 && n->nout == 1 && ocl_is(n, v, 0, TS_F32) && v[n->out[0]].dtype == TS_I64 && axis >= 0 &&
+           axis < v[n->in[0]].ndim;
 }
 
 static ts_status run_arg(ocl_node_ctx *c) {
     const ts_abi_value *x = ocl_in(c, 0);
-    int axis = (int)c->n->iattr[0];
+    ts_attrs_argreduce at = ts_attrs_argreduce_of(c->n);
+    int axis = (int)at.axis;
     cl_long outer = 1, inner = 1, len = x->shape[axis];
     for (int d = 0; d < axis; d++) outer *= x->shape[d];
     for (int d = axis + 1; d < x->ndim; d++) inner *= x->shape[d];
-    cl_int last = c->n->iattr[2] != 0, is_min = c->n->iattr[3] != 0;
+    cl_int last = at.select_last != 0, is_min = at.is_min != 0;
     ocl_args k = {ocl_kernel(c->d, "argreduce"), 0, CL_SUCCESS, c->n->op};
     if (!k.k) return TS_ERR_RUNTIME;
     ocl_arg_buf(&k, x->buf);
@@ -146,8 +160,16 @@ typedef struct tap {
     float l;
 } tap;
 
-static void axis_taps(const ts_abi_node *n, int64_t in, int64_t out, float given, tap *t) {
-    int mode = (int)n->iattr[2], coord = (int)n->iattr[3], rnd = (int)n->iattr[4];
+/* resize2d_grad's attributes are the forward's (and x's H, W, which the output's shape gives). */
+static ts_attrs_resize2d resize_attrs(const ts_abi_node *n) {
+    if (strcmp(n->op, TS_OPNAME_RESIZE2D) == 0) return ts_attrs_resize2d_of(n);
+    ts_attrs_resize2d_grad g = ts_attrs_resize2d_grad_of(n);
+    return (ts_attrs_resize2d){.out_h = g.out_h, .out_w = g.out_w, .mode = g.mode, .coord = g.coord,
+                               .round = g.round, .scale_h = g.scale_h, .scale_w = g.scale_w};
+}
+
+static void axis_taps(const ts_attrs_resize2d *at, int64_t in, int64_t out, float given, tap *t) {
+    int mode = (int)at->mode, coord = (int)at->coord, rnd = (int)at->round;
     double s = given > 0.f ? (double)given : (double)out / (double)in;
     for (int64_t o = 0; o < out; o++) {
         double c;
@@ -178,28 +200,30 @@ static void axis_taps(const ts_abi_node *n, int64_t in, int64_t out, float given
 
 static int sup_resize(const ts_abi_node *n, const ts_abi_value *v) {
     return n->nin == 1 && n->nout == 1 && ocl_all_f32(n, v) && v[n->in[0]].ndim >= 2 &&
-           (n->iattr[2] == TS_RESIZE_NEAREST || n->iattr[2] == TS_RESIZE_LINEAR);
+           (resize_attrs(n).mode == TS_RESIZE_NEAREST || resize_attrs(n).mode == TS_RESIZE_LINEAR);
 }
 
 static size_t ws_resize(const ts_abi_node *n, const ts_abi_value *v) {
-    return sizeof(tap) * (size_t)(n->iattr[0] + n->iattr[1]) + 64;
+    ts_attrs_resize2d at = resize_attrs(n);
+    return sizeof(tap) * (size_t)(at.out_h + at.out_w) + 64;
 }
 
 static ts_status run_resize(ocl_node_ctx *c) {
-    int grad = strcmp(c->n->op, "resize2d_grad") == 0;
+    int grad = strcmp(c->n->op, TS_OPNAME_RESIZE2D_GRAD) == 0;
+    ts_attrs_resize2d at = resize_attrs(c->n);
     const ts_abi_value *big = grad ? ocl_out(c, 0) : ocl_in(c, 0);
-    cl_long H = big->shape[big->ndim - 2], W = big->shape[big->ndim - 1], OH = c->n->iattr[0], OW = c->n->iattr[1];
+    cl_long H = big->shape[big->ndim - 2], W = big->shape[big->ndim - 1], OH = at.out_h, OW = at.out_w;
     cl_long planes = H && W ? ocl_numel(big) / (H * W) : 0;
     tap *t = malloc(sizeof(tap) * (size_t)(OH + OW));
     if (!t) return OCL_ERR(TS_ERR_NOMEM, "op %s: out of host memory", c->n->op);
-    axis_taps(c->n, H, OH, c->n->fattr[0], t);
-    axis_taps(c->n, W, OW, c->n->fattr[1], t + OH);
+    axis_taps(&at, H, OH, at.scale_h, t);
+    axis_taps(&at, W, OW, at.scale_w, t + OH);
     ts_status s = ocl_copy_to_device(c->d, c->workspace, t, sizeof(tap) * (size_t)(OH + OW));
     free(t);
     if (s) return s;
     ocl_args k = {ocl_kernel(c->d, grad ? "resize2d_grad" : "resize2d"), 0, CL_SUCCESS, c->n->op};
     if (!k.k) return TS_ERR_RUNTIME;
-    cl_int linear = c->n->iattr[2] == TS_RESIZE_LINEAR;
+    cl_int linear = at.mode == TS_RESIZE_LINEAR;
     ocl_arg_buf(&k, ocl_inbuf(c, 0));
     ocl_arg_buf(&k, c->workspace);
     ocl_arg_buf(&k, ocl_outbuf(c, 0));

@@ -1,8 +1,8 @@
 /*
  * op_linalg.c — host side of kernels/linalg.cl and sample.cl: det (src/ops/det.c), dft (dft.c:
- * i[0] axis, i[1] inverse, i[2] onesided, i[3] L), grid_sample (grid_sample.c: i[0] mode, i[1]
- * padding, i[2] align_corners) and roi_align (roi_align.c: i[0..1] OH, OW, i[2] sampling ratio,
- * i[3] half_pixel, f[0] spatial scale).
+ * axis, inverse, onesided, L), grid_sample (grid_sample.c: mode, padding, align_corners) and
+ * roi_align (roi_align.c: OH, OW, sampling ratio, half_pixel, spatial scale). The attributes are
+ * read through tessera_ops.h's decoders (ts_attrs_<op>_of).
  */
 #include "ocl.h"
 
@@ -31,17 +31,19 @@ static int sup_dft(const ts_abi_node *n, const ts_abi_value *v) {
     if (n->nin != 1 || n->nout != 1 || !ocl_all_f32(n, v)) return 0;
     const ts_abi_value *x = &v[n->in[0]];
     int64_t c = x->ndim ? x->shape[x->ndim - 1] : 0;
-    return x->ndim >= 2 && (c == 1 || c == 2) && n->iattr[0] >= 0 && n->iattr[0] < x->ndim - 1 && n->iattr[3] >= 1;
+    ts_attrs_dft at = ts_attrs_dft_of(n);
+    return x->ndim >= 2 && (c == 1 || c == 2) && at.axis >= 0 && at.axis < x->ndim - 1 && at.length >= 1;
 }
 
 static ts_status run_dft(ocl_node_ctx *c) {
     const ts_abi_value *x = ocl_in(c, 0), *y = ocl_out(c, 0);
-    int axis = (int)c->n->iattr[0];
-    cl_long outer = 1, inner = 1, K = y->shape[axis], len = x->shape[axis], L = c->n->iattr[3];
+    ts_attrs_dft at = ts_attrs_dft_of(c->n);
+    int axis = (int)at.axis;
+    cl_long outer = 1, inner = 1, K = y->shape[axis], len = x->shape[axis], L = at.length;
     cl_long ch = x->shape[x->ndim - 1];
     for (int d = 0; d < axis; d++) outer *= x->shape[d];
     for (int d = axis + 1; d < x->ndim - 1; d++) inner *= x->shape[d];
-    cl_int inv = c->n->iattr[1] != 0;
+    cl_int inv = at.inverse != 0;
     ocl_args a = {ocl_kernel(c->d, "dft"), 0, CL_SUCCESS, c->n->op};
     if (!a.k) return TS_ERR_RUNTIME;
     ocl_arg_buf(&a, x->buf);
@@ -58,14 +60,16 @@ static ts_status run_dft(ocl_node_ctx *c) {
 
 static int sup_grid(const ts_abi_node *n, const ts_abi_value *v) {
     if (n->nin != 2 || n->nout != 1 || !ocl_all_f32(n, v)) return 0;
-    return v[n->in[0]].ndim == 4 && v[n->in[1]].ndim == 4 && n->iattr[0] >= TS_GRID_BILINEAR &&
-           n->iattr[0] <= TS_GRID_BICUBIC && n->iattr[1] >= TS_GRID_ZEROS && n->iattr[1] <= TS_GRID_REFLECTION;
+    ts_attrs_grid_sample at = ts_attrs_grid_sample_of(n);
+    return v[n->in[0]].ndim == 4 && v[n->in[1]].ndim == 4 && at.mode >= 0 && at.mode < TS_OPS_GRID_MODE_COUNT &&
+           at.padding >= 0 && at.padding < TS_OPS_GRID_PADDING_COUNT;
 }
 
 static ts_status run_grid(ocl_node_ctx *c) {
     const ts_abi_value *x = ocl_in(c, 0), *g = ocl_in(c, 1);
     cl_long N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3], OH = g->shape[1], OW = g->shape[2];
-    cl_int mode = (cl_int)c->n->iattr[0], pad = (cl_int)c->n->iattr[1], align = c->n->iattr[2] != 0;
+    ts_attrs_grid_sample at = ts_attrs_grid_sample_of(c->n);
+    cl_int mode = (cl_int)at.mode, pad = (cl_int)at.padding, align = at.align_corners != 0;
     ocl_args a = {ocl_kernel(c->d, "grid_sample"), 0, CL_SUCCESS, c->n->op};
     if (!a.k) return TS_ERR_RUNTIME;
     ocl_arg_buf(&a, x->buf);
@@ -85,16 +89,18 @@ static ts_status run_grid(ocl_node_ctx *c) {
 
 static int sup_roi(const ts_abi_node *n, const ts_abi_value *v) {
     if (n->nin != 3 || n->nout != 1 || !ocl_is(n, v, 0, TS_F32) || !ocl_is(n, v, 1, TS_F32)) return 0;
-    return (ocl_is(n, v, 2, TS_I32) || ocl_is(n, v, 2, TS_I64)) && v[n->in[0]].ndim == 4 && n->iattr[0] >= 1 &&
-           n->iattr[1] >= 1 && n->iattr[2] >= 0;
+    ts_attrs_roi_align at = ts_attrs_roi_align_of(n);
+    return (ocl_is(n, v, 2, TS_I32) || ocl_is(n, v, 2, TS_I64)) && v[n->in[0]].ndim == 4 && at.out_h >= 1 &&
+           at.out_w >= 1 && at.sampling_ratio >= 0;
 }
 
 static ts_status run_roi(ocl_node_ctx *c) {
     const ts_abi_value *x = ocl_in(c, 0), *bi = ocl_in(c, 2);
     cl_long N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3], R = bi->shape[0];
-    cl_long OH = c->n->iattr[0], OW = c->n->iattr[1], ratio = c->n->iattr[2];
-    cl_int half = c->n->iattr[3] != 0, is64 = bi->dtype == TS_I64, tag = (cl_int)(c->n - c->plan->nodes) + 1;
-    cl_float scale = c->n->fattr[0];
+    ts_attrs_roi_align at = ts_attrs_roi_align_of(c->n);
+    cl_long OH = at.out_h, OW = at.out_w, ratio = at.sampling_ratio;
+    cl_int half = at.half_pixel != 0, is64 = bi->dtype == TS_I64, tag = (cl_int)(c->n - c->plan->nodes) + 1;
+    cl_float scale = at.spatial_scale;
     ocl_args a = {ocl_kernel(c->d, "roi_align"), 0, CL_SUCCESS, c->n->op};
     if (!a.k) return TS_ERR_RUNTIME;
     ocl_arg_buf(&a, x->buf);

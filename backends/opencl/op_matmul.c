@@ -1,53 +1,30 @@
 /*
- * op_matmul.c — the matmul op (src/ops/matmul.c: batched, numpy-broadcast batch dims, transposes
- * i[0] / i[1], alpha f[0], bias input 2, fused activation i[2]) on CLBlast: one CLBlastSgemm
- * for a single product, CLBlastSgemmBatched with per-matrix offsets for a batch (which covers
- * every broadcast of the batch dims), then kernels/matmul.cl's bias_act when there is a bias or
- * an activation. bf16 / f16 operands are widened to f32 in the workspace and the product
- * rounded once to the output's dtype (the CPU's numbers: f32 accumulation, one rounding).
+ * op_matmul.c — the matmul op (src/ops/matmul.c: batched, numpy-broadcast batch dims, transposes,
+ * alpha, bias input 2, a fused activation; read through tessera_ops.h's ts_attrs_matmul and
+ * ts_matmul_geom, as the CPU's kernel reads them) on CLBlast: one CLBlastSgemm for a single
+ * product, CLBlastSgemmBatched with per-matrix offsets for a batch (which covers every broadcast
+ * of the batch dims), then kernels/matmul.cl's bias_act when there is a bias or an activation.
+ * bf16 / f16 operands are widened to f32 in the workspace and the product rounded once to the
+ * output's dtype (the CPU's numbers: f32 accumulation, one rounding).
  */
 #include "ocl.h"
 
 #include <clblast_c.h>
 #include <stdlib.h>
 
+/* The node's attributes and its operands' geometry (tessera_ops.h), kept from prep to run. */
 typedef struct mm_geom {
-    int nb, ta, tb, act;
-    float alpha;
-    int64_t bshape[TS_MAX_DIMS], sa[TS_MAX_DIMS], sb[TS_MAX_DIMS];
-    int64_t batch, M, N, K, Kb, lda, ldb;
-    int ok;
+    ts_attrs_matmul at;
+    ts_matmul_geom g;
+    int64_t lda, ldb; /* the stored row lengths of a and b */
 } mm_geom;
+_Static_assert(sizeof(mm_geom) <= OCL_PARAM_BYTES, "matmul's parameters fit a node's");
 
 static void geom(mm_geom *q, const ts_abi_node *n, const ts_abi_value *a, const ts_abi_value *b) {
-    memset(q, 0, sizeof *q);
-    q->ta = n->iattr[A_MM_TA] != 0;
-    q->tb = n->iattr[A_MM_TB] != 0;
-    q->act = (int)n->iattr[A_MM_ACT];
-    q->alpha = n->fattr[0] == 0.f ? 1.f : n->fattr[0];
-    int ra = a->ndim, rb = b->ndim;
-    int64_t a0 = a->shape[ra - 2], a1 = a->shape[ra - 1], b0 = b->shape[rb - 2], b1 = b->shape[rb - 1];
-    q->M = q->ta ? a1 : a0;
-    q->K = q->ta ? a0 : a1;
-    q->Kb = q->tb ? b1 : b0;
-    q->N = q->tb ? b0 : b1;
-    q->lda = a1;
-    q->ldb = b1;
-    q->nb = (ra > rb ? ra : rb) - 2;
-    q->batch = 1;
-    q->ok = 1;
-    int64_t stride_a = a0 * a1, stride_b = b0 * b1;
-    for (int d = q->nb - 1; d >= 0; d--) {
-        int ia = d - (q->nb - (ra - 2)), ib = d - (q->nb - (rb - 2));
-        int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
-        if (da != db && da != 1 && db != 1) q->ok = 0;
-        q->bshape[d] = da == 1 ? db : da;
-        q->sa[d] = da == 1 ? 0 : stride_a;
-        q->sb[d] = db == 1 ? 0 : stride_b;
-        stride_a *= da;
-        stride_b *= db;
-        q->batch *= q->bshape[d];
-    }
+    q->at = ts_attrs_matmul_of(n);
+    q->g = ts_matmul_geom_of(a->ndim, a->shape, b->ndim, b->shape, q->at.trans_a != 0, q->at.trans_b != 0);
+    q->lda = a->shape[a->ndim - 1];
+    q->ldb = b->shape[b->ndim - 1];
 }
 
 static int is16(ts_dtype t) { return t == TS_BF16 || t == TS_F16; }
@@ -56,19 +33,20 @@ static int is16(ts_dtype t) { return t == TS_BF16 || t == TS_F16; }
  * f32 or the operands' dtype */
 static int sup_matmul(const ts_abi_node *n, const ts_abi_value *v) {
     if (n->nin < 2 || n->nout != 1 || n->in[0] < 0 || n->in[1] < 0) return 0;
-    if (n->iattr[A_MM_ACT] < 0 || n->iattr[A_MM_ACT] > 3) return 0;
+    ts_attrs_matmul at = ts_attrs_matmul_of(n);
+    if (at.act < 0 || at.act >= TS_OPS_MATMUL_ACT_COUNT) return 0;
     const ts_abi_value *a = &v[n->in[0]], *b = &v[n->in[1]];
     ts_dtype t = a->dtype, ot = v[n->out[0]].dtype;
     if (b->dtype != t || (t != TS_F32 && !is16(t))) return 0;
-    if (n->iattr[A_MM_F32OUT] ? t != TS_BF16 || ot != TS_F32 : ot != t) return 0;
+    if (at.f32_out ? t != TS_BF16 || ot != TS_F32 : ot != t) return 0;
     if (n->nin > 2 && n->in[2] >= 0 && v[n->in[2]].dtype != TS_F32 && v[n->in[2]].dtype != t) return 0;
     if (a->ndim < 2 || b->ndim < 2) return 0;
     mm_geom q;
     geom(&q, n, a, b);
-    if (!q.ok || q.K != q.Kb) return 0;
+    if (!q.g.ok || q.g.K != q.g.Kb) return 0;
     if (n->nin > 2 && n->in[2] >= 0) {
         const ts_abi_value *c = &v[n->in[2]];
-        if (c->ndim < 1 || c->shape[c->ndim - 1] != q.N || ocl_numel(c) != q.N) return 0;
+        if (c->ndim < 1 || c->shape[c->ndim - 1] != q.g.N || ocl_numel(c) != q.g.N) return 0;
     }
     return 1;
 }
@@ -78,22 +56,15 @@ static ts_status prep_matmul(ocl_dev *d, const ts_abi_node *n, const ts_abi_valu
     return TS_OK;
 }
 
-static int64_t batch_off(const mm_geom *q, const int64_t *st, int64_t p) {
-    int64_t off = 0;
-    for (int d = q->nb - 1; d >= 0; d--) {
-        off += (p % q->bshape[d]) * st[d];
-        p /= q->bshape[d];
-    }
-    return off;
-}
-
-static ts_status gemm(ocl_node_ctx *c, const mm_geom *q, ts_buffer A, ts_buffer B, ts_buffer O) {
-    CLBlastTranspose ta = q->ta ? CLBlastTransposeYes : CLBlastTransposeNo;
-    CLBlastTranspose tb = q->tb ? CLBlastTransposeYes : CLBlastTransposeNo;
+static ts_status gemm(ocl_node_ctx *c, const mm_geom *mq, ts_buffer A, ts_buffer B, ts_buffer O) {
+    const ts_matmul_geom *q = &mq->g;
+    float alpha = mq->at.alpha;
+    CLBlastTranspose ta = mq->at.trans_a ? CLBlastTransposeYes : CLBlastTransposeNo;
+    CLBlastTranspose tb = mq->at.trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
     CLBlastStatusCode st;
     if (q->batch == 1) {
-        st = CLBlastSgemm(CLBlastLayoutRowMajor, ta, tb, (size_t)q->M, (size_t)q->N, (size_t)q->K, q->alpha,
-                          (cl_mem)A.mem, A.offset / 4, (size_t)q->lda, (cl_mem)B.mem, B.offset / 4, (size_t)q->ldb,
+        st = CLBlastSgemm(CLBlastLayoutRowMajor, ta, tb, (size_t)q->M, (size_t)q->N, (size_t)q->K, alpha,
+                          (cl_mem)A.mem, A.offset / 4, (size_t)mq->lda, (cl_mem)B.mem, B.offset / 4, (size_t)mq->ldb,
                           0.f, (cl_mem)O.mem, O.offset / 4, (size_t)q->N, &c->d->queue, NULL);
     } else {
         size_t nb = (size_t)q->batch, *offs = malloc(3 * nb * sizeof *offs);
@@ -104,14 +75,14 @@ static ts_status gemm(ocl_node_ctx *c, const mm_geom *q, ts_buffer A, ts_buffer 
             return OCL_ERR(TS_ERR_NOMEM, "op matmul: out of host memory for %zu batch offsets", nb);
         }
         for (size_t p = 0; p < nb; p++) {
-            offs[p] = A.offset / 4 + (size_t)batch_off(q, q->sa, (int64_t)p);
-            offs[nb + p] = B.offset / 4 + (size_t)batch_off(q, q->sb, (int64_t)p);
+            offs[p] = A.offset / 4 + (size_t)ts_matmul_batch_offset(q, q->sa, (int64_t)p);
+            offs[nb + p] = B.offset / 4 + (size_t)ts_matmul_batch_offset(q, q->sb, (int64_t)p);
             offs[2 * nb + p] = O.offset / 4 + p * (size_t)(q->M * q->N);
-            ab[p] = q->alpha;
+            ab[p] = alpha;
             ab[nb + p] = 0.f;
         }
         st = CLBlastSgemmBatched(CLBlastLayoutRowMajor, ta, tb, (size_t)q->M, (size_t)q->N, (size_t)q->K, ab,
-                                 (cl_mem)A.mem, offs, (size_t)q->lda, (cl_mem)B.mem, offs + nb, (size_t)q->ldb,
+                                 (cl_mem)A.mem, offs, (size_t)mq->lda, (cl_mem)B.mem, offs + nb, (size_t)mq->ldb,
                                  ab + nb, (cl_mem)O.mem, offs + 2 * nb, (size_t)q->N, nb, &c->d->queue, NULL);
         free(offs);
         free(ab);
@@ -148,7 +119,8 @@ static ts_status convert(ocl_node_ctx *c, ts_buffer src, ts_dtype from, ts_buffe
 static ts_buffer at(ts_buffer b, int64_t floats) { return (ts_buffer){b.mem, b.offset + (uint64_t)floats * 4}; }
 
 static ts_status run_matmul(ocl_node_ctx *c) {
-    const mm_geom *q = c->p;
+    const mm_geom *mq = c->p;
+    const ts_matmul_geom *q = &mq->g;
     int64_t cnt = q->batch * q->M * q->N;
     if (cnt == 0) return TS_OK;
     const ts_abi_value *av = ocl_in(c, 0), *bv = ocl_in(c, 1), *ov = ocl_out(c, 0);
@@ -168,12 +140,12 @@ static ts_status run_matmul(ocl_node_ctx *c) {
         }
         if (s) return s;
     }
-    s = q->K == 0 ? ocl_fill0(c->d, O, (size_t)cnt * 4) : gemm(c, q, A, B, O);
-    if (!s && (bias.mem || q->act)) {
+    s = q->K == 0 ? ocl_fill0(c->d, O, (size_t)cnt * 4) : gemm(c, mq, A, B, O);
+    if (!s && (bias.mem || mq->at.act != TS_MATMUL_ACT_NONE)) {
         ocl_args a = {ocl_kernel(c->d, "bias_act"), 0, CL_SUCCESS, c->n->op};
         if (!a.k) return TS_ERR_RUNTIME;
         cl_long n = cnt, N = q->N;
-        cl_int act = q->act;
+        cl_int act = (cl_int)mq->at.act;
         ocl_arg_buf(&a, O);
         ocl_arg_buf(&a, bias);
         OCL_ARG(&a, n);

@@ -6,6 +6,7 @@
  * uses them) and written back; element loops run as kernels/optim.cl. Each such node therefore
  * waits for the queue: a small cost per parameter, and exact scalar semantics (an lr that is
  * negative or not finite fails the run before anything is written; a coefficient of 0 skips).
+ * The attributes are read through tessera_ops.h's decoders (ts_attrs_<op>_of).
  */
 #include "ocl.h"
 
@@ -81,8 +82,9 @@ static ts_status run_sgd(ocl_node_ctx *c) {
     ocl_args a = {ocl_kernel(c->d, "sgd"), 0, CL_SUCCESS, n->op};
     if (!a.k) return TS_ERR_RUNTIME;
     cl_long cnt = ocl_numel(ocl_in(c, 0));
-    cl_float mom = n->fattr[0], wd = n->fattr[1], damp1 = (float)(1.0 - (double)n->fattr[2]);
-    cl_int nest = (cl_int)n->iattr[0], first = has(n, 4) ? t == 0.f : 0;
+    ts_attrs_sgd_update at = ts_attrs_sgd_update_of(n);
+    cl_float mom = at.momentum, wd = at.weight_decay, damp1 = (float)(1.0 - (double)at.dampening);
+    cl_int nest = (cl_int)at.nesterov, first = has(n, 4) ? t == 0.f : 0;
     ocl_arg_buf(&a, ocl_inbuf(c, 0));
     ocl_arg_buf(&a, ocl_inbuf(c, 1));
     ocl_arg_buf(&a, has(n, 3) ? ocl_inbuf(c, 3) : (ts_buffer){0});
@@ -115,7 +117,13 @@ typedef struct adam_step {
 static ts_status adam_begin(ocl_node_ctx *c, adam_step *a) {
     const ts_abi_node *n = c->n;
     a->cnt = ocl_numel(ocl_in(c, 0));
-    a->b1 = n->fattr[0], a->b2 = n->fattr[1], a->eps = n->fattr[2], a->wd = n->fattr[3];
+    if (strcmp(n->op, TS_OPNAME_LAMB_UPDATE) == 0) {
+        ts_attrs_lamb_update at = ts_attrs_lamb_update_of(n);
+        a->b1 = at.beta1, a->b2 = at.beta2, a->eps = at.eps, a->wd = at.weight_decay;
+    } else {
+        ts_attrs_adamw_update at = ts_attrs_adamw_update_of(n);
+        a->b1 = at.beta1, a->b2 = at.beta2, a->eps = at.eps, a->wd = at.weight_decay;
+    }
     a->coef = 1.f;
     float t;
     ts_status s = rd(c, 2, &a->lr);
@@ -181,7 +189,7 @@ static ts_status run_lamb(ocl_node_ctx *c) {
     free(part);
     if (st) return st;
     float pn = (float)sqrt(pp), rn = (float)sqrt(rr);
-    cl_float step = s.lr * (pn > 0.f && rn > 0.f && !c->n->iattr[0] ? pn / rn : 1.f);
+    cl_float step = s.lr * (pn > 0.f && rn > 0.f && !ts_attrs_lamb_update_of(c->n).no_trust ? pn / rn : 1.f);
     ocl_args z = {ocl_kernel(c->d, "lamb_apply"), 0, CL_SUCCESS, c->n->op};
     if (!z.k) return TS_ERR_RUNTIME;
     ocl_arg_buf(&z, ocl_inbuf(c, 0));
@@ -199,7 +207,7 @@ static ts_status run_lamb(ocl_node_ctx *c) {
 /* ------------------------------------------------------------------ grad_sumsq, step_coef */
 
 static int sup_sumsq(const ts_abi_node *n, const ts_abi_value *v) {
-    int acc = n->iattr[0] != 0;
+    int acc = ts_attrs_grad_sumsq_of(n).has_acc != 0;
     if (n->nin <= acc || n->nout != 1 || (acc && !scalar_in(n, v, 0, 0))) return 0;
     for (int k = acc; k < n->nin; k++)
         if (!has(n, k) || v[n->in[k]].dtype != TS_F32) return 0;
@@ -207,7 +215,7 @@ static int sup_sumsq(const ts_abi_node *n, const ts_abi_value *v) {
 }
 
 static ts_status run_sumsq(ocl_node_ctx *c) {
-    int acc = c->n->iattr[0] != 0;
+    int acc = ts_attrs_grad_sumsq_of(c->n).has_acc != 0;
     float a0 = 0.f;
     ts_status s = acc ? rd(c, 0, &a0) : TS_OK;
     double total = a0;
@@ -220,13 +228,15 @@ static ts_status run_sumsq(ocl_node_ctx *c) {
 }
 
 static int sup_step_coef(const ts_abi_node *n, const ts_abi_value *v) {
-    return n->nout == 2 && scalar_in(n, v, 0, 1) && scalar_in(n, v, 1, 1) && scalar_in(n, v, 2, 1) && n->iattr[0] >= 1;
+    return n->nout == 2 && scalar_in(n, v, 0, 1) && scalar_in(n, v, 1, 1) && scalar_in(n, v, 2, 1) &&
+           ts_attrs_step_coef_of(n).micro_batches >= 1;
 }
 
 static ts_status run_step_coef(ocl_node_ctx *c) {
     const ts_abi_node *n = c->n;
-    float max_norm = n->fattr[0], N = (float)n->iattr[0], s = 0.f, micro = 0.f, scale = 1.f;
-    double R = n->iattr[1] > 1 ? (double)n->iattr[1] : 1.0;
+    ts_attrs_step_coef at = ts_attrs_step_coef_of(n);
+    float max_norm = at.max_norm, N = (float)at.micro_batches, s = 0.f, micro = 0.f, scale = 1.f;
+    double R = at.replicas > 1 ? (double)at.replicas : 1.0;
     ts_status st = has(n, 0) ? rd(c, 0, &s) : TS_OK;
     if (!st && has(n, 1)) st = rd(c, 1, &micro);
     if (!st && has(n, 2)) st = rd(c, 2, &scale);
@@ -245,40 +255,40 @@ static ts_status run_step_coef(ocl_node_ctx *c) {
 
 /* ------------------------------------------------------------------ lr_schedule, step_count */
 
-enum { LR_CONSTANT, LR_LINEAR, LR_COSINE, LR_POLYNOMIAL }; /* TS_LR_* of tessera_train.h */
-
-static double lr_lambda(const ts_abi_node *n, double step) {
-    double W = (double)n->iattr[1], T = (double)n->iattr[2], lr0 = n->fattr[0], lr_end = n->fattr[1];
+static double lr_lambda(const ts_attrs_lr_schedule *at, double step) {
+    double W = (double)at->warmup, T = (double)at->total, lr0 = at->base_lr, lr_end = at->lr_end;
     if (step < W) return step / fmax(1.0, W);
-    switch ((int)n->iattr[0]) {
-    case LR_LINEAR: return fmax(0.0, (T - step) / fmax(1.0, T - W));
-    case LR_COSINE: {
+    switch (at->kind) {
+    case TS_LR_LINEAR: return fmax(0.0, (T - step) / fmax(1.0, T - W));
+    case TS_LR_COSINE: {
         double progress = (step - W) / fmax(1.0, T - W);
-        return fmax(0.0, 0.5 * (1.0 + cos(M_PI * (double)n->fattr[3] * 2.0 * progress)));
+        return fmax(0.0, 0.5 * (1.0 + cos(M_PI * (double)at->cycles * 2.0 * progress)));
     }
-    case LR_POLYNOMIAL:
+    case TS_LR_POLYNOMIAL:
         if (step > T) return lr_end / lr0;
-        return ((lr0 - lr_end) * pow(1.0 - (step - W) / (T - W), (double)n->fattr[2]) + lr_end) / lr0;
+        return ((lr0 - lr_end) * pow(1.0 - (step - W) / (T - W), (double)at->power) + lr_end) / lr0;
     default: return 1.0;
     }
 }
 
 static int sup_lr(const ts_abi_node *n, const ts_abi_value *v) {
-    return scalar_in(n, v, 0, 0) && n->nout == 1 && n->iattr[0] >= LR_CONSTANT && n->iattr[0] <= LR_POLYNOMIAL;
+    int64_t kind = ts_attrs_lr_schedule_of(n).kind;
+    return scalar_in(n, v, 0, 0) && n->nout == 1 && kind >= 0 && kind < TS_OPS_LR_KIND_COUNT;
 }
 
 static ts_status run_lr(ocl_node_ctx *c) {
+    ts_attrs_lr_schedule at = ts_attrs_lr_schedule_of(c->n);
     float step;
     ts_status s = rd(c, 0, &step);
-    return s ? s : wr(c, ocl_outbuf(c, 0), (float)((double)c->n->fattr[0] * lr_lambda(c->n, step)));
+    return s ? s : wr(c, ocl_outbuf(c, 0), (float)((double)at.base_lr * lr_lambda(&at, step)));
 }
 
 static int sup_step_count(const ts_abi_node *n, const ts_abi_value *v) {
-    return scalar_in(n, v, 0, 0) && scalar_in(n, v, 1, 1) && n->iattr[0] >= 0;
+    return scalar_in(n, v, 0, 0) && scalar_in(n, v, 1, 1) && ts_attrs_step_count_of(n).modulo >= 0;
 }
 
 static ts_status run_step_count(ocl_node_ctx *c) {
-    float gate = 1.f, cnt, m = (float)c->n->iattr[0];
+    float gate = 1.f, cnt, m = (float)ts_attrs_step_count_of(c->n).modulo;
     ts_status s = has(c->n, 1) ? rd(c, 1, &gate) : TS_OK;
     if (s || gate == 0.f) return s;
     if ((s = rd(c, 0, &cnt))) return s;
@@ -311,7 +321,7 @@ static int sup_loss_scale(const ts_abi_node *n, const ts_abi_value *v) { return 
 static ts_status run_loss_scale(ocl_node_ctx *c) {
     float st;
     ts_status s = rd(c, 0, &st);
-    return s ? s : wr(c, ocl_outbuf(c, 0), st > 0.f ? st : c->n->fattr[0]);
+    return s ? s : wr(c, ocl_outbuf(c, 0), st > 0.f ? st : ts_attrs_loss_scale_of(c->n).init_scale);
 }
 
 static int sup_scale_update(const ts_abi_node *n, const ts_abi_value *v) {
@@ -329,15 +339,16 @@ static ts_status run_scale_update(ocl_node_ctx *c) {
     if (!st) st = rd(c, 3, &s);
     if (!st && has(n, 4)) st = rd(c, 4, &micro);
     if (st) return st;
-    float scale = state > 0.f ? state : n->fattr[0];
-    int last = !has(n, 4) || micro + 1.f >= (float)n->iattr[1];
+    ts_attrs_loss_scale_update at = ts_attrs_loss_scale_update_of(n);
+    float scale = state > 0.f ? state : at.init_scale;
+    int last = !has(n, 4) || micro + 1.f >= (float)at.micro_batches;
     if (last && !isfinite(s)) {
-        float down = scale * n->fattr[2];
+        float down = scale * at.backoff_factor;
         if (down > 0.f) scale = down;
         clean = 0.f;
         skipped += 1.f;
-    } else if (last && (clean += 1.f) >= (float)n->iattr[0]) {
-        float up = scale * n->fattr[1];
+    } else if (last && (clean += 1.f) >= (float)at.growth_interval) {
+        float up = scale * at.growth_factor;
         if (isfinite(up)) scale = up;
         clean = 0.f;
     }

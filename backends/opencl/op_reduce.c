@@ -1,8 +1,9 @@
 /*
  * op_reduce.c — host side of reduce_sum, reduce_mean, reduce_max, reduce_max_grad (src/ops/
- * reduce.c: i[0] bit mask of reduced axes, i[1] keepdims) and sum_to (src/ops/elementwise.c:
- * sums a broadcast gradient back to a shape), reduce_prod and reduce_prod_grad (reduce_prod.c),
- * all as kernels/reduce.cl over kept / reduced dims; and trilu (trilu.c).
+ * reduce.c: a bit mask of reduced axes; keepdims the output's shape shows) and sum_to (src/ops/
+ * elementwise.c: sums a broadcast gradient back to a shape), reduce_prod and reduce_prod_grad
+ * (reduce_prod.c), all as kernels/reduce.cl over kept / reduced dims; and trilu (trilu.c). The
+ * attributes are read through tessera_ops.h's decoders (ts_attrs_<op>_of).
  */
 #include "ocl.h"
 
@@ -29,6 +30,18 @@ static void split(const ts_abi_value *x, uint64_t mask, ocl_bc *k, ocl_bc *r) {
         }
 }
 
+/* The reduced axes of a reduce op or of its gradient (the forward's). */
+static uint64_t axes_mask(const ts_abi_node *n) {
+    const char *op = n->op;
+    int64_t m = !strcmp(op, TS_OPNAME_REDUCE_SUM)       ? ts_attrs_reduce_sum_of(n).axes_mask
+              : !strcmp(op, TS_OPNAME_REDUCE_MEAN)      ? ts_attrs_reduce_mean_of(n).axes_mask
+              : !strcmp(op, TS_OPNAME_REDUCE_MAX)       ? ts_attrs_reduce_max_of(n).axes_mask
+              : !strcmp(op, TS_OPNAME_REDUCE_MAX_GRAD)  ? ts_attrs_reduce_max_grad_of(n).axes_mask
+              : !strcmp(op, TS_OPNAME_REDUCE_PROD)      ? ts_attrs_reduce_prod_of(n).axes_mask
+                                                        : ts_attrs_reduce_prod_grad_of(n).axes_mask;
+    return (uint64_t)m;
+}
+
 static int sup_reduce(const ts_abi_node *n, const ts_abi_value *v) {
     return n->nin >= 1 && n->nout == 1 && ocl_all_f32(n, v);
 }
@@ -38,8 +51,8 @@ static ts_status run_red(ocl_node_ctx *c, uint64_t mask) {
     ocl_bc k, r;
     split(x, mask, &k, &r);
     const char *op = c->n->op;
-    cl_int mode = strcmp(op, "reduce_mean") == 0 ? 1 : strcmp(op, "reduce_max") == 0 ? 2
-                : strcmp(op, "reduce_prod") == 0 ? 3 : 0;
+    cl_int mode = strcmp(op, TS_OPNAME_REDUCE_MEAN) == 0 ? 1 : strcmp(op, TS_OPNAME_REDUCE_MAX) == 0 ? 2
+                : strcmp(op, TS_OPNAME_REDUCE_PROD) == 0 ? 3 : 0;
     ocl_args a = {ocl_kernel(c->d, "reduce"), 0, CL_SUCCESS, c->n->op};
     if (!a.k) return TS_ERR_RUNTIME;
     ocl_arg_buf(&a, x->buf);
@@ -50,7 +63,7 @@ static ts_status run_red(ocl_node_ctx *c, uint64_t mask) {
     return ocl_launch(c->d, &a, k.n);
 }
 
-static ts_status run_reduce(ocl_node_ctx *c) { return run_red(c, (uint64_t)c->n->iattr[0]); }
+static ts_status run_reduce(ocl_node_ctx *c) { return run_red(c, axes_mask(c->n)); }
 
 static ts_status run_sum_to(ocl_node_ctx *c) {
     const ts_abi_value *x = ocl_in(c, 0), *o = ocl_out(c, 0);
@@ -65,7 +78,7 @@ static ts_status run_sum_to(ocl_node_ctx *c) {
 static ts_status run_max_grad(ocl_node_ctx *c) {
     const ts_abi_value *x = ocl_in(c, 0);
     ocl_bc k, r;
-    split(x, (uint64_t)c->n->iattr[0], &k, &r);
+    split(x, axes_mask(c->n), &k, &r);
     ocl_args a = {ocl_kernel(c->d, c->n->op), 0, CL_SUCCESS, c->n->op};
     if (!a.k) return TS_ERR_RUNTIME;
     for (int i = 0; i < c->n->nin; i++) ocl_arg_buf(&a, ocl_inbuf(c, i));
@@ -75,7 +88,7 @@ static ts_status run_max_grad(ocl_node_ctx *c) {
     return ocl_launch(c->d, &a, k.n);
 }
 
-/* trilu(x, k?): k from the optional i64 input (read here) or i[1]; upper i[0] (src/ops/trilu.c) */
+/* trilu(x, k?): k from the optional i64 input (read here) or the attribute; upper (src/ops/trilu.c) */
 static int sup_trilu(const ts_abi_node *n, const ts_abi_value *v) {
     if (n->nout != 1 || n->nin < 1 || n->in[0] < 0 || v[n->in[0]].ndim < 2 || !ocl_dtype_size(v[n->in[0]].dtype))
         return 0;
@@ -84,14 +97,15 @@ static int sup_trilu(const ts_abi_node *n, const ts_abi_value *v) {
 
 static ts_status run_trilu(ocl_node_ctx *c) {
     const ts_abi_value *x = ocl_in(c, 0);
-    cl_long kd = c->n->iattr[1], n = ocl_numel(x), R = x->shape[x->ndim - 2], C = x->shape[x->ndim - 1];
+    ts_attrs_trilu at = ts_attrs_trilu_of(c->n);
+    cl_long kd = at.k, n = ocl_numel(x), R = x->shape[x->ndim - 2], C = x->shape[x->ndim - 1];
     if (c->n->nin > 1 && c->n->in[1] >= 0) {
         ts_status s = ocl_copy_to_host(c->d, &kd, ocl_inbuf(c, 1), 8);
         if (s) return s;
     }
     ocl_args a = {ocl_kernel(c->d, "trilu"), 0, CL_SUCCESS, c->n->op};
     if (!a.k) return TS_ERR_RUNTIME;
-    cl_int upper = c->n->iattr[0] != 0, es = (cl_int)ocl_dtype_size(x->dtype);
+    cl_int upper = at.upper != 0, es = (cl_int)ocl_dtype_size(x->dtype);
     ocl_arg_buf(&a, x->buf);
     ocl_arg_buf(&a, ocl_outbuf(c, 0));
     OCL_ARG(&a, n);

@@ -2,6 +2,7 @@
  * op_rows.c — host side of the row ops (kernels/rows.cl; semantics in src/ops/softmax.c and
  * layernorm.c): softmax (optional additive mask), log_softmax, softmax_grad, log_softmax_grad,
  * cross_entropy, cross_entropy_grad, layer_norm, layer_norm_grad. f32; rows of C = last dim.
+ * The attributes are read through tessera_ops.h's decoders (ts_attrs_<op>_of).
  */
 #include "ocl.h"
 
@@ -77,10 +78,16 @@ static size_t ws_ce(const ts_abi_node *n, const ts_abi_value *v) {
     return (size_t)(2 * ocl_numel(&v[n->in[0]]) / (v[n->in[0]].shape[v[n->in[0]].ndim - 1] ? v[n->in[0]].shape[v[n->in[0]].ndim - 1] : 1) + 16) * 4;
 }
 
+/* cross_entropy's ignore_index (cross_entropy_grad's is the forward's) */
+static int64_t ce_ignore(const ts_abi_node *n) {
+    if (strcmp(n->op, TS_OPNAME_CROSS_ENTROPY) == 0) return ts_attrs_cross_entropy_of(n).ignore_index;
+    return ts_attrs_cross_entropy_grad_of(n).ignore_index;
+}
+
 /* ce_rows then ce_sum into out (the loss) or, for the gradient, into the scale slot */
 static ts_status ce_common(ocl_node_ctx *c, ts_buffer out, ts_buffer gl) {
     const ts_abi_value *x = ocl_in(c, 0), *l = ocl_in(c, 1);
-    cl_long rows, C, ignore = c->n->iattr[0];
+    cl_long rows, C, ignore = ce_ignore(c->n);
     rows_of(x, &rows, &C);
     cl_int is64 = l->dtype == TS_I64, tag = (cl_int)(c->n - c->plan->nodes) + 1;
     ocl_args a;
@@ -106,7 +113,7 @@ static ts_status run_ce(ocl_node_ctx *c) { return ce_common(c, ocl_outbuf(c, 0),
 
 static ts_status run_ce_grad(ocl_node_ctx *c) {
     const ts_abi_value *x = ocl_in(c, 0), *l = ocl_in(c, 1);
-    cl_long rows, C, ignore = c->n->iattr[0];
+    cl_long rows, C, ignore = ce_ignore(c->n);
     rows_of(x, &rows, &C);
     ts_buffer scale = c->workspace;
     scale.offset += (uint64_t)(2 * rows) * 4;
@@ -127,7 +134,7 @@ static ts_status run_ce_grad(ocl_node_ctx *c) {
 static ts_status run_layer_norm(ocl_node_ctx *c) {
     cl_long rows, C;
     rows_of(ocl_in(c, 0), &rows, &C);
-    cl_float eps = c->n->fattr[0];
+    cl_float eps = ts_attrs_layer_norm_of(c->n).eps;
     ocl_args a;
     ts_buffer b[4] = {ocl_inbuf(c, 0), ocl_inbuf(c, 1), ocl_inbuf(c, 2), ocl_outbuf(c, 0)};
     ts_status s = launch_rows(c, "layer_norm", 4, b, rows, rows, C, &a);
@@ -143,7 +150,7 @@ static size_t ws_ln_grad(const ts_abi_node *n, const ts_abi_value *v) {
 }
 
 static ts_status ln_gx(ocl_node_ctx *c, cl_long rows, cl_long C, cl_int stats_only) {
-    cl_float eps = c->n->fattr[0];
+    cl_float eps = ts_attrs_layer_norm_grad_of(c->n).eps;
     ocl_args a;
     ts_buffer b[5] = {ocl_inbuf(c, 0), ocl_inbuf(c, 1), ocl_inbuf(c, 2), ocl_outbuf(c, 0), c->workspace};
     ts_status s = launch_rows(c, "layer_norm_gx", 5, b, rows, rows, C, &a);

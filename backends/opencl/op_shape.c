@@ -2,6 +2,7 @@
  * op_shape.c — host side of the data-movement ops (src/ops/shape.c: reshape, transpose, slice,
  * slice_grad, concat; elementwise.c: expand; gather.c: gather, gather_grad). Every copy is one
  * strided copy (kernels/shape.cl scopy) over an iteration shape; any dtype moves by its size.
+ * The attributes are read through tessera_ops.h's decoders (ts_attrs_<op>_of).
  */
 #include "ocl.h"
 
@@ -55,16 +56,18 @@ static ts_status run_transpose(ocl_node_ctx *c) {
     int64_t xs[TS_MAX_DIMS], ss[TS_MAX_DIMS], ds[TS_MAX_DIMS];
     contiguous(x, xs);
     contiguous(y, ds);
-    for (int j = 0; j < y->ndim; j++) ss[j] = xs[c->n->iattr[j]];
+    ts_attrs_transpose at = ts_attrs_transpose_of(c->n);
+    for (int j = 0; j < y->ndim; j++) ss[j] = xs[at.perm[j]];
     return scopy(c, x->buf, y->buf, y->ndim, y->shape, ss, ds, 0, 0, ocl_dtype_size(y->dtype));
 }
 
 static int sup_transpose(const ts_abi_node *n, const ts_abi_value *v) {
     if (!sup_any(n, v) || n->nin != 1) return 0;
     const ts_abi_value *x = &v[n->in[0]];
+    ts_attrs_transpose at = ts_attrs_transpose_of(n);
     int seen = 0;
     for (int j = 0; j < x->ndim; j++) {
-        int64_t p = n->iattr[j];
+        int64_t p = at.perm[j];
         if (p < 0 || p >= x->ndim || (seen >> p & 1)) return 0;
         seen |= 1 << p;
     }
@@ -76,8 +79,9 @@ static ts_status run_slice(ocl_node_ctx *c) {
     int64_t xs[TS_MAX_DIMS], ds[TS_MAX_DIMS];
     contiguous(x, xs);
     contiguous(y, ds);
-    int axis = (int)c->n->iattr[0];
-    return scopy(c, x->buf, y->buf, y->ndim, y->shape, xs, ds, c->n->iattr[1] * xs[axis], 0,
+    ts_attrs_slice at = ts_attrs_slice_of(c->n);
+    int axis = (int)at.axis;
+    return scopy(c, x->buf, y->buf, y->ndim, y->shape, xs, ds, at.start * xs[axis], 0,
                  ocl_dtype_size(y->dtype));
 }
 
@@ -89,15 +93,16 @@ static ts_status run_slice_grad(ocl_node_ctx *c) {
     int64_t xs[TS_MAX_DIMS], ds[TS_MAX_DIMS];
     contiguous(x, xs);
     contiguous(y, ds);
-    int axis = (int)c->n->iattr[0];
-    return scopy(c, x->buf, y->buf, x->ndim, x->shape, xs, ds, 0, c->n->iattr[1] * ds[axis], es);
+    ts_attrs_slice_grad at = ts_attrs_slice_grad_of(c->n);
+    int axis = (int)at.axis;
+    return scopy(c, x->buf, y->buf, x->ndim, x->shape, xs, ds, 0, at.start * ds[axis], es);
 }
 
 static ts_status run_concat(ocl_node_ctx *c) {
     const ts_abi_value *y = ocl_out(c, 0);
     int64_t ds[TS_MAX_DIMS], xs[TS_MAX_DIMS], at = 0;
     contiguous(y, ds);
-    int axis = (int)c->n->iattr[0];
+    int axis = (int)ts_attrs_concat_of(c->n).axis;
     for (int k = 0; k < c->n->nin; k++) {
         const ts_abi_value *x = ocl_in(c, k);
         contiguous(x, xs);

@@ -1,31 +1,51 @@
 /*
  * op_vision.c — host side of kernels/vision.cl: clip, hard_sigmoid, hard_swish, hard_act_grad
- * (src/ops/hardact.c: f[0], f[1] bounds or alpha, beta; hard_act_grad i[0] the forward op id),
- * math and math_grad (mathfn.c: i[0] ts_math_fn, f[0] alpha, f[1] beta), binary (binary.c:
- * i[0] ts_binop), predicate (predicate.c: i[0] test 0 isnan 1 isinf 2 not, i[1], i[2] isinf's
- * detect_pos / detect_neg) and select (select.c).
+ * (src/ops/hardact.c: bounds or alpha, beta; hard_act_grad the forward op's id), math and
+ * math_grad (mathfn.c: a ts_math_fn, alpha, beta), binary (binary.c: a ts_binop), predicate
+ * (predicate.c: a ts_predicate_fn, isinf's detect_pos / detect_neg) and select (select.c). The
+ * attributes are read through tessera_ops.h's decoders (ts_attrs_<op>_of).
  */
 #include "ocl.h"
 
-static int hard_id(const char *op) {
-    return strcmp(op, "clip") == 0 ? OCL_OPID_CLIP : strcmp(op, "hard_sigmoid") == 0 ? OCL_OPID_HARD_SIGMOID
-                                                                                    : OCL_OPID_HARD_SWISH;
+/* What kernels/vision.cl's hard_act computes: the forward op's id (hard_act_grad's fwd_op) and
+ * its two parameters (clip's lo, hi; hard_sigmoid's alpha, beta; none for hard_swish). */
+static int64_t hard_params(const ts_abi_node *n, float *f0, float *f1) {
+    *f0 = *f1 = 0.f;
+    if (strcmp(n->op, TS_OPNAME_CLIP) == 0) {
+        ts_attrs_clip a = ts_attrs_clip_of(n);
+        *f0 = a.lo, *f1 = a.hi;
+        return TS_OPID_CLIP;
+    }
+    if (strcmp(n->op, TS_OPNAME_HARD_SIGMOID) == 0) {
+        ts_attrs_hard_sigmoid a = ts_attrs_hard_sigmoid_of(n);
+        *f0 = a.alpha, *f1 = a.beta;
+        return TS_OPID_HARD_SIGMOID;
+    }
+    if (strcmp(n->op, TS_OPNAME_HARD_ACT_GRAD) == 0) {
+        ts_attrs_hard_act_grad a = ts_attrs_hard_act_grad_of(n);
+        *f0 = a.f0, *f1 = a.f1;
+        return a.fwd_op;
+    }
+    return TS_OPID_HARD_SWISH;
 }
 
 static int sup_hard(const ts_abi_node *n, const ts_abi_value *v) {
     if (!ocl_all_f32(n, v) || n->nout != 1 || n->in[0] < 0) return 0;
-    if (strcmp(n->op, "hard_act_grad") == 0)
-        return n->nin == 2 && n->in[1] >= 0 && n->iattr[0] >= OCL_OPID_CLIP && n->iattr[0] <= OCL_OPID_HARD_SWISH;
+    float f0, f1;
+    int64_t op = hard_params(n, &f0, &f1);
+    if (strcmp(n->op, TS_OPNAME_HARD_ACT_GRAD) == 0)
+        return n->nin == 2 && n->in[1] >= 0 &&
+               (op == TS_OPID_CLIP || op == TS_OPID_HARD_SIGMOID || op == TS_OPID_HARD_SWISH);
     return n->nin == 1;
 }
 
 static ts_status run_hard(ocl_node_ctx *c) {
-    int grad = strcmp(c->n->op, "hard_act_grad") == 0;
+    int grad = strcmp(c->n->op, TS_OPNAME_HARD_ACT_GRAD) == 0;
     ocl_args a = {ocl_kernel(c->d, "hard_act"), 0, CL_SUCCESS, c->n->op};
     if (!a.k) return TS_ERR_RUNTIME;
     cl_long cnt = ocl_numel(ocl_out(c, 0));
-    cl_int op = grad ? (cl_int)c->n->iattr[0] : hard_id(c->n->op);
-    cl_float f0 = c->n->fattr[0], f1 = c->n->fattr[1];
+    cl_float f0, f1;
+    cl_int op = (cl_int)hard_params(c->n, &f0, &f1);
     ocl_arg_buf(&a, ocl_inbuf(c, 0));
     ocl_arg_buf(&a, grad ? ocl_inbuf(c, 1) : (ts_buffer){0});
     ocl_arg_buf(&a, ocl_outbuf(c, 0));
@@ -36,20 +56,29 @@ static ts_status run_hard(ocl_node_ctx *c) {
     return ocl_launch(c->d, &a, cnt);
 }
 
+/* math_grad's attributes are math's (the forward's function and parameters). */
+static ts_attrs_math math_attrs(const ts_abi_node *n) {
+    if (strcmp(n->op, TS_OPNAME_MATH) == 0) return ts_attrs_math_of(n);
+    ts_attrs_math_grad g = ts_attrs_math_grad_of(n);
+    return (ts_attrs_math){.fn = g.fn, .alpha = g.alpha, .beta = g.beta};
+}
+
 static int sup_math(const ts_abi_node *n, const ts_abi_value *v) {
-    int grad = strcmp(n->op, "math_grad") == 0;
+    int grad = strcmp(n->op, TS_OPNAME_MATH_GRAD) == 0;
     if (!ocl_all_f32(n, v) || n->nout != 1 || n->nin != (grad ? 3 : 1) || n->in[0] < 0) return 0;
     if (grad && n->in[2] < 0) return 0;
-    return n->iattr[0] >= 0 && n->iattr[0] < TS_MATH_COUNT;
+    int64_t fn = math_attrs(n).fn;
+    return fn >= 0 && fn < TS_OPS_MATH_FN_COUNT;
 }
 
 static ts_status run_math(ocl_node_ctx *c) {
-    int grad = strcmp(c->n->op, "math_grad") == 0;
+    int grad = strcmp(c->n->op, TS_OPNAME_MATH_GRAD) == 0;
     ocl_args a = {ocl_kernel(c->d, "math_fn"), 0, CL_SUCCESS, c->n->op};
     if (!a.k) return TS_ERR_RUNTIME;
     cl_long cnt = ocl_numel(ocl_out(c, 0));
-    cl_int fn = (cl_int)c->n->iattr[0];
-    cl_float f0 = c->n->fattr[0], f1 = c->n->fattr[1];
+    ts_attrs_math m = math_attrs(c->n);
+    cl_int fn = (cl_int)m.fn;
+    cl_float f0 = m.alpha, f1 = m.beta;
     ocl_arg_buf(&a, ocl_inbuf(c, 0));
     ocl_arg_buf(&a, grad ? ocl_inbuf(c, 1) : (ts_buffer){0});
     ocl_arg_buf(&a, grad ? ocl_inbuf(c, 2) : (ts_buffer){0});
@@ -71,8 +100,8 @@ static const char *bin_kernel(ts_dtype t) {
 static int sup_bin(const ts_abi_node *n, const ts_abi_value *v) {
     if (n->nin != 2 || n->nout != 1 || n->in[0] < 0 || n->in[1] < 0) return 0;
     ts_dtype t = v[n->in[0]].dtype;
-    int64_t op = n->iattr[0];
-    if (!bin_kernel(t) || v[n->in[1]].dtype != t || op < 0 || op >= TS_BIN_COUNT) return 0;
+    int64_t op = ts_attrs_binary_of(n).fn;
+    if (!bin_kernel(t) || v[n->in[1]].dtype != t || op < 0 || op >= TS_OPS_BINOP_COUNT) return 0;
     if (t == TS_F32 && (op == TS_BIN_SHL || op == TS_BIN_SHR)) return 0;
     return 1;
 }
@@ -88,7 +117,7 @@ static ts_status run_bin(ocl_node_ctx *c) {
     const ocl_bc *g = c->p;
     ocl_args a = {ocl_kernel(c->d, bin_kernel(ocl_in(c, 0)->dtype)), 0, CL_SUCCESS, c->n->op};
     if (!a.k) return TS_ERR_RUNTIME;
-    cl_int op = (cl_int)c->n->iattr[0], tag = (cl_int)(c->n - c->plan->nodes) + 1;
+    cl_int op = (cl_int)ts_attrs_binary_of(c->n).fn, tag = (cl_int)(c->n - c->plan->nodes) + 1;
     ocl_arg_buf(&a, ocl_inbuf(c, 0));
     ocl_arg_buf(&a, ocl_inbuf(c, 1));
     ocl_arg_buf(&a, ocl_outbuf(c, 0));
@@ -102,16 +131,18 @@ static ts_status run_bin(ocl_node_ctx *c) {
 /* ------------------------------------------------------------------ predicate, select */
 
 static int sup_pred(const ts_abi_node *n, const ts_abi_value *v) {
-    int64_t t = n->iattr[0];
-    if (n->nin != 1 || n->nout != 1 || t < 0 || t > 2 || v[n->out[0]].dtype != TS_U8) return 0;
-    return ocl_is(n, v, 0, t == 2 ? TS_U8 : TS_F32);
+    int64_t t = ts_attrs_predicate_of(n).fn;
+    if (n->nin != 1 || n->nout != 1 || t < 0 || t >= TS_OPS_PREDICATE_FN_COUNT || v[n->out[0]].dtype != TS_U8)
+        return 0;
+    return ocl_is(n, v, 0, t == TS_PRED_NOT ? TS_U8 : TS_F32);
 }
 
 static ts_status run_pred(ocl_node_ctx *c) {
     ocl_args a = {ocl_kernel(c->d, "predicate"), 0, CL_SUCCESS, c->n->op};
     if (!a.k) return TS_ERR_RUNTIME;
     cl_long cnt = ocl_numel(ocl_out(c, 0));
-    cl_int t = (cl_int)c->n->iattr[0], pos = c->n->iattr[1] != 0, neg = c->n->iattr[2] != 0;
+    ts_attrs_predicate p = ts_attrs_predicate_of(c->n);
+    cl_int t = (cl_int)p.fn, pos = p.detect_pos != 0, neg = p.detect_neg != 0;
     ocl_arg_buf(&a, ocl_inbuf(c, 0));
     ocl_arg_buf(&a, ocl_outbuf(c, 0));
     OCL_ARG(&a, cnt);

@@ -20,6 +20,7 @@ typedef struct ts_device {
     void *ctx;      /* the backend's context of this device */
     int index;
     char name[48];  /* "cpu" for index 0, else "cpu:1" */
+    int busy;       /* TESSERA_CHECK_DEVICE_THREADS: a call is in progress (atomic) */
 } ts_device;
 
 /* The device called name ("cpu", "cpu:0", "cpu:3"; "<backend>" is index 0), opened on first
@@ -36,6 +37,8 @@ ts_status ts_dev_copy_out(const ts_device *d, void *dst, ts_buffer src, size_t b
 /* Device to device (any two devices, of any backends): the backend's own copy when both are of
  * one backend and it has one, else through host memory. */
 ts_status ts_dev_copy(const ts_device *dst_dev, ts_buffer dst, const ts_device *src_dev, ts_buffer src, size_t bytes);
+/* Run a compiled plan (the backend's execute). */
+ts_status ts_dev_execute(const ts_device *d, void *exe, const ts_abi_plan *plan, ts_buffer ws, uint64_t step);
 static inline ts_buffer ts_buf_at(ts_buffer b, uint64_t off) { b.offset += off; return b; }
 
 /* The ABI's view of tessera's IR (abi_view.c): a node (its op by name, value ids as in g) and a
@@ -55,5 +58,7 @@ extern const ts_host_api ts_host;
  * &ts_host; for the CPU backend built as a plugin, those the loading tessera passes). */
 extern const ts_backend_api ts_backend_cpu_api;
 const ts_backend_api *ts_cpu_backend_api(const ts_host_api *host);
+/* Is d one of the built-in CPU backend's devices ("cpu", "cpu:N"; not the CPU built as a plugin)? */
+static inline int ts_device_is_builtin_cpu(const ts_device *d) { return d->api == &ts_backend_cpu_api; }
 
 #endif

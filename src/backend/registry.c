@@ -212,18 +212,59 @@ void ts_dev_free(const ts_device *d, ts_buffer *b) {
     b->mem = NULL;
 }
 
+/* The ABI's thread rule (docs/backend-abi.md "Threads"): calls on one device come from one thread
+ * at a time. With TESSERA_CHECK_DEVICE_THREADS=1 in the environment every copy, synchronize and
+ * execute claims its device for its duration, and a call that finds its device claimed by another
+ * thread fails naming it (tests run pipelines this way); otherwise nothing is checked. */
+static int check_threads(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("TESSERA_CHECK_DEVICE_THREADS");
+        on = e && *e && strcmp(e, "0") != 0;
+    }
+    return on;
+}
+
+static ts_status claim(const ts_device *d, const char *what) {
+    if (!check_threads()) return TS_OK;
+    if (__atomic_exchange_n(&((ts_device *)d)->busy, 1, __ATOMIC_ACQ_REL))
+        return ts_err(TS_ERR_RUNTIME, "device %s: %s called while another thread was using the device "
+                      "(the one-thread-per-device rule)", d->name, what);
+    return TS_OK;
+}
+
+static ts_status unclaim(const ts_device *d, ts_status s) {
+    if (check_threads()) __atomic_store_n(&((ts_device *)d)->busy, 0, __ATOMIC_RELEASE);
+    return s;
+}
+
 ts_status ts_dev_copy_in(const ts_device *d, ts_buffer dst, const void *src, size_t bytes) {
-    return bytes ? d->api->copy_to_device(d->ctx, dst, src, bytes) : TS_OK;
+    if (!bytes) return TS_OK;
+    ts_status s = claim(d, "copy_to_device");
+    return s ? s : unclaim(d, d->api->copy_to_device(d->ctx, dst, src, bytes));
 }
 
 ts_status ts_dev_copy_out(const ts_device *d, void *dst, ts_buffer src, size_t bytes) {
-    return bytes ? d->api->copy_to_host(d->ctx, dst, src, bytes) : TS_OK;
+    if (!bytes) return TS_OK;
+    ts_status s = claim(d, "copy_to_host");
+    return s ? s : unclaim(d, d->api->copy_to_host(d->ctx, dst, src, bytes));
+}
+
+ts_status ts_dev_execute(const ts_device *d, void *exe, const ts_abi_plan *plan, ts_buffer ws, uint64_t step) {
+    ts_status s = claim(d, "execute");
+    return s ? s : unclaim(d, d->api->execute(d->ctx, exe, plan, ws, step));
 }
 
 ts_status ts_dev_copy(const ts_device *dst_dev, ts_buffer dst, const ts_device *src_dev, ts_buffer src, size_t bytes) {
     if (!bytes) return TS_OK;
-    if (dst_dev->api == src_dev->api && TS_API_HAS(dst_dev->api, copy_from_device))
-        return dst_dev->api->copy_from_device(dst_dev->ctx, dst, src_dev->ctx, src, bytes);
+    if (dst_dev->api == src_dev->api && TS_API_HAS(dst_dev->api, copy_from_device)) {
+        ts_status s = claim(dst_dev, "copy_from_device");
+        if (!s && src_dev != dst_dev && (s = claim(src_dev, "copy_from_device (its source)"))) unclaim(dst_dev, s);
+        if (s) return s;
+        s = dst_dev->api->copy_from_device(dst_dev->ctx, dst, src_dev->ctx, src, bytes);
+        if (src_dev != dst_dev) unclaim(src_dev, s);
+        return unclaim(dst_dev, s);
+    }
     void *tmp = ts_alloc(bytes, 0);
     if (!tmp) return ts_err(TS_ERR_NOMEM, "copying %zu bytes from %s to %s: out of memory", bytes, src_dev->name,
                             dst_dev->name);

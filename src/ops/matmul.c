@@ -67,49 +67,6 @@ static int mm_act(const ts_node *n, int *op, int *tanh_form) {
     return a >= TS_MATMUL_ACT_GELU_ERF && a <= TS_MATMUL_ACT_RELU;
 }
 
-/* Where the elements of one product live. Batch dims are the output's ("...", rank nb); sa / sb
- * are the element strides of a / b along them (0 where the operand is broadcast). Inside one
- * matrix, element (m, k) of op(a) is at m * a_sm + k * a_sk, element (k, n) of op(b) at
- * k * b_sk + n * b_sn. */
-typedef struct mm_geom {
-    int nb;
-    int64_t bshape[TS_MAX_DIMS], sa[TS_MAX_DIMS], sb[TS_MAX_DIMS];
-    int64_t batch; /* product of bshape */
-    int64_t M, N, K, Ka, Kb;
-    int64_t a_sm, a_sk, b_sk, b_sn;
-    int ok; /* batch dims broadcast */
-} mm_geom;
-
-static void mm_geom_init(mm_geom *q, const ts_val *a, const ts_val *b, int ta, int tb) {
-    memset(q, 0, sizeof *q);
-    int ra = a->ndim, rb = b->ndim;
-    int64_t a0 = a->shape[ra - 2], a1 = a->shape[ra - 1], b0 = b->shape[rb - 2], b1 = b->shape[rb - 1];
-    q->M = ta ? a1 : a0;
-    q->Ka = ta ? a0 : a1;
-    q->a_sm = ta ? 1 : a1;
-    q->a_sk = ta ? a1 : 1;
-    q->Kb = tb ? b1 : b0;
-    q->N = tb ? b0 : b1;
-    q->b_sk = tb ? 1 : b1;
-    q->b_sn = tb ? b1 : 1;
-    q->K = q->Ka;
-    q->nb = (ra > rb ? ra : rb) - 2;
-    q->batch = 1;
-    q->ok = 1;
-    int64_t stride_a = a0 * a1, stride_b = b0 * b1;
-    for (int d = q->nb - 1; d >= 0; d--) {
-        int ia = d - (q->nb - (ra - 2)), ib = d - (q->nb - (rb - 2));
-        int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
-        if (da != db && da != 1 && db != 1) q->ok = 0;
-        q->bshape[d] = da == 1 ? db : da;
-        q->sa[d] = da == 1 ? 0 : stride_a;
-        q->sb[d] = db == 1 ? 0 : stride_b;
-        stride_a *= da;
-        stride_b *= db;
-        q->batch *= q->bshape[d];
-    }
-}
-
 /* ------------------------------------------------------------------ shape rule */
 
 static ts_status infer_matmul(ts_graph *g, ts_node *n) {
@@ -131,12 +88,11 @@ static ts_status infer_matmul(ts_graph *g, ts_node *n) {
     if (at.f32_out && a->dtype != TS_BF16)
         return ts_err(TS_ERR_DTYPE, "op matmul: output attribute i[3] = 1 (f32 output) needs bf16 operands, got a %s",
                       VS(g, n->in[0]));
-    mm_geom q;
-    mm_geom_init(&q, a, b, ta, tb);
-    if (q.Ka != q.Kb)
+    ts_matmul_geom q = ts_matmul_geom_of(a->ndim, a->shape, b->ndim, b->shape, ta, tb);
+    if (q.K != q.Kb)
         return ts_err(TS_ERR_SHAPE,
                       "op matmul: inner dims differ: a %s%s has K = %lld, b %s%s has K = %lld",
-                      VS(g, n->in[0]), ta ? " (transposed)" : "", (long long)q.Ka, VS(g, n->in[1]),
+                      VS(g, n->in[0]), ta ? " (transposed)" : "", (long long)q.K, VS(g, n->in[1]),
                       tb ? " (transposed)" : "", (long long)q.Kb);
     if (!q.ok)
         return ts_err(TS_ERR_SHAPE, "op matmul: batch dims of a %s and b %s do not broadcast",
@@ -211,8 +167,7 @@ static ts_status grad_matmul(ts_graph *g, const ts_node *n, const ts_value *gout
                       "the fusion pass makes those after ts_backward, in compiled programs only");
     if (G == TS_NONE) return TS_OK;
     const ts_val *av = &g->vals[A], *bv = &g->vals[B]; /* valid until the first node is added */
-    mm_geom q;
-    mm_geom_init(&q, av, bv, ta, tb);
+    ts_matmul_geom q = ts_matmul_geom_of(av->ndim, av->shape, bv->ndim, bv->shape, ta, tb);
     int64_t a_batch = ts_numel(av->ndim - 2, av->shape), b_batch = ts_numel(bv->ndim - 2, bv->shape);
     if (g->vals[G].dtype != av->dtype) G = ts_cast(g, G, av->dtype);
 
@@ -255,22 +210,12 @@ static inline float ld(const void *p, ts_dtype dt, int64_t i) {
          : dt == TS_F16  ? ts_f16_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
 }
 
-static int64_t batch_off(const mm_geom *q, const int64_t *st, int64_t p) {
-    int64_t off = 0;
-    for (int d = q->nb - 1; d >= 0; d--) {
-        off += (p % q->bshape[d]) * st[d];
-        p /= q->bshape[d];
-    }
-    return off;
-}
-
 static ts_status matmul_kernel(const ts_kargs *k) {
     const ts_graph *g = k->g;
     const ts_node *n = k->node;
     const ts_val *av = &g->vals[n->in[0]], *bv = &g->vals[n->in[1]];
-    mm_geom q;
     ts_attrs_matmul at = TS_NODE_ATTRS(matmul, n);
-    mm_geom_init(&q, av, bv, at.trans_a != 0, at.trans_b != 0);
+    ts_matmul_geom q = ts_matmul_geom_of(av->ndim, av->shape, bv->ndim, bv->shape, at.trans_a != 0, at.trans_b != 0);
     ts_dtype dt = av->dtype, odt = g->vals[n->out[0]].dtype;
     ts_dtype bias_dt = n->nin > 2 && n->in[2] >= 0 ? g->vals[n->in[2]].dtype : TS_F32;
     const void *A = k->in[0], *B = k->in[1], *C = n->nin > 2 ? k->in[2] : NULL;
@@ -293,7 +238,7 @@ static ts_status matmul_kernel(const ts_kargs *k) {
             if (!pa) continue;
             int64_t p = t / (mt * nt), m0 = (t / nt) % mt * MM_MB, n0 = t % nt * MM_NB;
             int64_t mb = M - m0 < MM_MB ? M - m0 : MM_MB, nbk = N - n0 < MM_NB ? N - n0 : MM_NB;
-            int64_t oa = batch_off(&q, q.sa, p), ob = batch_off(&q, q.sb, p);
+            int64_t oa = ts_matmul_batch_offset(&q, q.sa, p), ob = ts_matmul_batch_offset(&q, q.sb, p);
             memset(acc, 0, sizeof(float) * MM_MB * MM_NB);
             for (int64_t k0 = 0; k0 < K; k0 += MM_KB) {
                 int64_t kb = K - k0 < MM_KB ? K - k0 : MM_KB;

@@ -123,15 +123,24 @@ static ts_status run_task(ts_pipeline *pl, const task *t) {
                             (char *)pl->feed_host[h->v] + (size_t)(pl->step_in_call * pl->M + m) * bytes, bytes);
     }
     if (!st && t->bwd) st = set_micro(pl, s, m);
+    for (int i = 0; i < pl->nxf && !st; i++) { /* what other devices sent for this phase, from the host */
+        const xfer *x = &pl->xf[i];
+        if (x->to != s || !x->per_micro || !x->staged || x->to_fwd == t->bwd) continue;
+        st = ts_dev_copy_in(p->dev, ts_buf_at(x->slot->base, (uint64_t)m * x->slot->stride),
+                            x->staged + (size_t)m * x->slot->bytes, x->slot->bytes);
+    }
     double t0 = now_s();
     if (!st) st = ts_exec_run_phase(p, ph, pl->base_step + (uint64_t)m);
     pl->busy[s] += now_s() - t0;
-    for (int i = 0; i < pl->nxf && !st; i++) { /* into the receiver's slot m, which no task reads yet */
+    for (int i = 0; i < pl->nxf && !st; i++) { /* slot m of each receiver (or of its staging), unread yet */
         const xfer *x = &pl->xf[i];
         if (x->from != s || x->phase != ph || !x->per_micro) continue;
         ts_exec *r = pl->st[x->to];
-        st = ts_dev_copy(r->dev, ts_buf_at(x->slot->base, (uint64_t)m * x->slot->stride), p->dev, p->vals[x->v].buf,
-                         x->slot->bytes);
+        if (x->staged)
+            st = ts_dev_copy_out(p->dev, x->staged + (size_t)m * x->slot->bytes, p->vals[x->v].buf, x->slot->bytes);
+        else /* a stage on the same device: this thread owns both */
+            st = ts_dev_copy(r->dev, ts_buf_at(x->slot->base, (uint64_t)m * x->slot->stride), p->dev,
+                             p->vals[x->v].buf, x->slot->bytes);
     }
     for (int i = 0; i < pl->nfetch && !st; i++)
         if (pl->fetch_stage[i] == s && pl->fetch_phase[i] == ph) st = fetch_out(pl, i, s, m, m);
@@ -291,6 +300,7 @@ void ts_pipeline_free(ts_pipeline *pl) {
     free(pl->stage_dev);
     free(pl->inflight);
     free(pl->home);
+    for (int i = 0; pl->xf && i < pl->nxf; i++) free(pl->xf[i].staged);
     free(pl->xf);
     free(pl->rp);
     free(pl->hi);

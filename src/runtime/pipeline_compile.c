@@ -320,7 +320,7 @@ static ts_status find_traffic(pbuild *b) {
                 b->recv[sv] = 1;
                 b->sent[(size_t)t * nv + v] = 1;
                 xfer *xf = &pl->xf[pl->nxf++];
-                *xf = (xfer){v, t, s, pph <= TS_PH_BWD ? pph : pc->local[pph - TS_PH_UPD], pph <= TS_PH_BWD, 0, NULL};
+                *xf = (xfer){v, t, s, pph <= TS_PH_BWD ? pph : pc->local[pph - TS_PH_UPD], pph <= TS_PH_BWD, 0, NULL, NULL};
                 if (xf->per_micro) b->slots[sv] = b->M;
             }
             if (ph == TS_PH_FWD) /* the receiver's forward reads it */
@@ -414,7 +414,7 @@ static ts_status compile_stages(pbuild *b) {
             if (b->recv[(size_t)s * nv + v]) gs->vals[v].kind = TS_V_INPUT, gs->vals[v].node = -1;
         ts_stage_spec spec = {salive, phase, nph, b->slots + (size_t)s * nv, b->sent + (size_t)s * nv};
         ts_compile_opts so = {.num_threads = pl->threads[pl->stage_dev[s]], .memory_limit = b->o->memory_limit,
-                              .no_fusion = 1, .plan_only = b->o->plan_only};
+                              .no_fusion = 1, .strict_device = b->o->strict_device, .plan_only = b->o->plan_only};
         if (!(pl->st[s] = ts_exec_compile(gs, pl->dev[pl->stage_dev[s]], &so, &spec))) err = ts_last_status();
     }
     free(phase), free(salive);
@@ -423,6 +423,8 @@ static ts_status compile_stages(pbuild *b) {
         if (!x->per_micro) continue;
         x->slot = ts_slot_of(pl->st[x->to], x->v);
         if (!x->slot) err = ts_err(TS_ERR_RUNTIME, "ts_compile: internal: no receive buffer for a sent value");
+        else if (pl->stage_dev[x->from] != pl->stage_dev[x->to] && !(x->staged = malloc((size_t)pl->M * x->slot->bytes)))
+            err = ts_err(TS_ERR_NOMEM, "ts_compile: out of host memory staging a transfer between stages");
     }
     return err;
 }

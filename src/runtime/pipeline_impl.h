@@ -21,6 +21,9 @@ typedef struct xfer {
     int per_micro;  /* made in a forward or backward: one slot per micro-batch at the receiver */
     int to_fwd;     /* the receiver's forward reads it (else only its backward) */
     const ts_slotted *slot; /* the receiver's slotted buffer (per_micro) */
+    char *staged;   /* per_micro between two devices: [M][slot->bytes] on the host; the sender's
+                       thread copies its value out into slot m, the receiver's copies slot m in
+                       (each device touched only from its own thread); NULL on one device */
 } xfer;
 
 /* A persistent value whose master copy is on stage `from`, refreshed on stage `to` each step. */

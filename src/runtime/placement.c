@@ -46,30 +46,31 @@ static ts_part *add_part(ts_exec *p, ts_device *dev, int phase, int begin, int e
     return pt;
 }
 
-/* Is value v read by a scheduled node outside sched[begin .. end)? */
-static int read_elsewhere(const ts_exec *p, int v, int begin, int end) {
-    for (int s = 0; s < p->nsched; s++) {
-        if (s >= begin && s < end) continue;
+/* reads[v]: how many inputs of scheduled nodes are value v (counted once for the placement). */
+static int *count_reads(const ts_exec *p) {
+    int *reads = calloc((size_t)p->g->nvals + 1, sizeof *reads);
+    for (int s = 0; reads && s < p->nsched; s++) {
         const ts_node *n = &p->g->nodes[p->sched[s]];
         for (int j = 0; j < n->nin; j++)
-            if (n->in[j] == v) return 1;
+            if (n->in[j] >= 0) reads[n->in[j]]++;
     }
-    return 0;
+    return reads;
 }
 
 static int same_buf(ts_buffer a, ts_buffer b) { return a.mem == b.mem && a.offset == b.offset; }
 
 /* A CPU part's host copies: per value it touches, a place in one staging buffer (values of one
  * device buffer share theirs); its copies in and out. */
-static ts_status stage_part(ts_exec *p, ts_part *pt, const uint8_t *pinned) {
+static ts_status stage_part(ts_exec *p, ts_part *pt, const uint8_t *pinned, const int *reads) {
     const ts_graph *g = p->g;
-    int nv = g->nvals;
+    int nv = g->nvals, nplaced = 0;
     pt->vals = calloc((size_t)nv + 1, sizeof *pt->vals);
     int64_t *at = malloc(sizeof(int64_t) * ((size_t)nv + 1)); /* per value: its offset in the stage, -1 */
     uint8_t *made = calloc((size_t)nv + 1, 1), *in = calloc((size_t)nv + 1, 1), *out = calloc((size_t)nv + 1, 1);
+    int *placed = malloc(sizeof(int) * ((size_t)nv + 1)), *here = calloc((size_t)nv + 1, sizeof(int)); /* reads here */
     pt->copy_in = malloc(sizeof(int) * ((size_t)nv + 1)), pt->copy_out = malloc(sizeof(int) * ((size_t)nv + 1));
-    if (!pt->vals || !at || !made || !in || !out || !pt->copy_in || !pt->copy_out) {
-        free(at), free(made), free(in), free(out);
+    if (!pt->vals || !at || !made || !in || !out || !placed || !here || !pt->copy_in || !pt->copy_out) {
+        free(at), free(made), free(in), free(out), free(placed), free(here);
         return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory placing the CPU fallback");
     }
     memcpy(pt->vals, p->vals, sizeof *pt->vals * (size_t)nv);
@@ -80,14 +81,16 @@ static ts_status stage_part(ts_exec *p, ts_part *pt, const uint8_t *pinned) {
         int side = (ts_op_get(n->op)->flags & TS_OPF_SIDE_EFFECT) != 0;
         for (int j = 0; j < n->nin + n->nout; j++) {
             int v = j < n->nin ? n->in[j] : n->out[j - n->nin];
+            if (v >= 0 && j < n->nin) here[v]++;
             if (v < 0 || !p->vals[v].buf.mem) continue;
             if (j < n->nin && !made[v]) in[v] = 1;              /* read before this part makes it */
             if (j >= n->nin) made[v] = 1;
             if (j >= n->nin || (side && g->vals[v].kind != TS_V_CONST)) out[v] = 1;
             if (at[v] >= 0) continue;
-            for (int u = 0; u < nv && at[v] < 0; u++) /* a value of the same device buffer placed */
-                if (at[u] >= 0 && same_buf(p->vals[u].buf, p->vals[v].buf)) at[v] = at[u];
+            for (int k = 0; k < nplaced && at[v] < 0; k++) /* a value of the same device buffer placed */
+                if (same_buf(p->vals[placed[k]].buf, p->vals[v].buf)) at[v] = at[placed[k]];
             if (at[v] >= 0) continue;
+            placed[nplaced++] = v;
             at[v] = (int64_t)total;
             total += (ts_val_bytes(&g->vals[v]) + 63) / 64 * 64;
         }
@@ -95,14 +98,13 @@ static ts_status stage_part(ts_exec *p, ts_part *pt, const uint8_t *pinned) {
     for (int v = 0; v < nv; v++) {
         size_t bytes = ts_val_bytes(&g->vals[v]);
         if (in[v]) pt->copy_in[pt->ncopy_in++] = v, pt->bytes_in += bytes;
-        if (out[v] && (pinned[v] || p->owned[v] || g->vals[v].kind != TS_V_NODE || !made[v] ||
-                       read_elsewhere(p, v, pt->begin, pt->end)))
+        if (out[v] && (pinned[v] || p->owned[v] || g->vals[v].kind != TS_V_NODE || !made[v] || reads[v] > here[v]))
             pt->copy_out[pt->ncopy_out++] = v, pt->bytes_out += bytes;
     }
     ts_status st = ts_dev_alloc(p->cpu, total, &pt->stage);
     for (int v = 0; st == TS_OK && v < nv; v++)
         if (at[v] >= 0) pt->vals[v].buf = ts_buf_at(pt->stage, (uint64_t)at[v]);
-    free(at), free(made), free(in), free(out);
+    free(at), free(made), free(in), free(out), free(placed), free(here);
     return st ? ts_err(st, "ts_compile: cannot allocate %zu bytes of host copies for the CPU fallback", total) : TS_OK;
 }
 
@@ -146,6 +148,8 @@ ts_status ts_exec_place(ts_exec *p, int strict, const uint8_t *pinned) {
     ts_status st = TS_OK;
     if (nfall && strict) st = refuse(p, native);
     if (!st && nfall && !(p->cpu = ts_device_get("cpu"))) st = ts_last_status();
+    int *reads = !st && nfall ? count_reads(p) : NULL;
+    if (!st && nfall && !reads) st = ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
     for (int ph = 0; !st && ph < p->nphases; ph++) {
         p->part_begin[ph] = p->nparts;
         for (int s = p->phase_begin[ph]; !st && s < p->phase_begin[ph + 1];) {
@@ -153,13 +157,14 @@ ts_status ts_exec_place(ts_exec *p, int strict, const uint8_t *pinned) {
             while (e < p->phase_begin[ph + 1] && native[e] == native[s]) e++;
             ts_part *pt = add_part(p, native[s] ? p->dev : p->cpu, ph, s, e);
             if (!pt) st = ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
-            else if (!native[s]) st = stage_part(p, pt, pinned);
+            else if (!native[s]) st = stage_part(p, pt, pinned, reads);
             s = e;
         }
     }
     p->part_begin[p->nphases] = p->nparts;
+    free(reads);
     if (!st) describe(p, native);
-    if (!st && p->placement && p->dev->api != &ts_backend_cpu_api && !getenv("TESSERA_QUIET"))
+    if (!st && p->placement && !ts_device_is_builtin_cpu(p->dev) && !getenv("TESSERA_QUIET"))
         ts_host.log(nfall ? 1 : 0, p->placement); /* said at compile, for a device of a plugin */
     free(native);
     return st;
@@ -174,7 +179,7 @@ ts_status ts_part_run(ts_exec *p, int k, uint64_t step) {
         int v = pt->copy_in[i];
         s = ts_dev_copy(pt->dev, pt->vals[v].buf, p->dev, p->vals[v].buf, ts_val_bytes(&p->g->vals[v]));
     }
-    if (!s) s = pt->dev->api->execute(pt->dev->ctx, pt->exe, &pt->abi, ws, step);
+    if (!s) s = ts_dev_execute(pt->dev, pt->exe, &pt->abi, ws, step);
     if (!s) s = ts_dev_sync(pt->dev); /* done before anyone reads its results */
     for (int i = 0; !s && i < pt->ncopy_out; i++) {
         int v = pt->copy_out[i];

@@ -176,7 +176,7 @@ ts_status ts_program_profile_report(const ts_program *prog, ts_write_fn write, v
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     if (!out) return ts_err(TS_ERR_NOMEM, "ts_program_profile_report: out of memory");
-    if (p->dev->api != &ts_backend_cpu_api) fprintf(out, "placement: %s\n", p->placement ? p->placement : "");
+    if (!ts_device_is_builtin_cpu(p->dev)) fprintf(out, "placement: %s\n", p->placement ? p->placement : "");
     ts_status st = print_report(p, out);
     if (fclose(out) && !st) st = ts_err(TS_ERR_NOMEM, "ts_program_profile_report: out of memory");
     if (!st) write(ctx, text, len);

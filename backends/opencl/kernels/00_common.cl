@@ -26,15 +26,12 @@ inline long bc_off(const bc_t *b, int k, long i) {
     return off;
 }
 
-/* tessera op ids of the unary ops (attrs.h) */
-#define OP_SCALE 5
-#define OP_SQRT 6
-#define OP_EXP 7
-#define OP_LOG 8
-#define OP_RELU 9
-#define OP_TANH 10
-#define OP_SIGMOID 11
-#define OP_GELU 12
+/* The tessera op ids of the unary ops, OP_SCALE .. OP_GELU (and vision.cl's OP_CLIP,
+ * OP_HARD_SIGMOID, OP_HARD_SWISH), are defined by the build options (program.c) from
+ * tessera_ops.h's TS_OPID_*: this build's ids, what unary_grad's and fused_elementwise's
+ * attributes hold. So are the sub-function constants the kernels switch on, under their
+ * tessera_ops.h names (TS_MATH_*, TS_BIN_*, TS_PRED_*, TS_MATMUL_ACT_*, TS_SCATTER_*,
+ * TS_REDUCE_*, TS_PAD_*, TS_GRID_*, TS_TFIDF_*). */
 
 #define SQRT_2_OVER_PI 0.7978845608028654f
 #define INV_SQRT_2 0.7071067811865476f

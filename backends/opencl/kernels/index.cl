@@ -55,8 +55,8 @@ __kernel void scatter_elements(BUFARG(char, ix), BUFARG(char, u), BUFARG(char, o
             return;
         }
         long off = ix_data_off(&q, c, w);
-        if (red == 1) BUF(float, o)[off] += BUF(float, u)[c];
-        else if (red == 2) BUF(float, o)[off] *= BUF(float, u)[c];
+        if (red == TS_SCATTER_ADD) BUF(float, o)[off] += BUF(float, u)[c];
+        else if (red == TS_SCATTER_MUL) BUF(float, o)[off] *= BUF(float, u)[c];
         else
             for (int k = 0; k < es; k++) BUF(char, o)[off * es + k] = BUF(char, u)[c * es + k];
     }
@@ -110,16 +110,17 @@ __kernel void nll(BUFARG(float, x), BUFARG(char, t), BUFARG(float, w), BUFARG(fl
         float wp = c == ignore ? 0.f : w_p ? BUF(float, w)[c] : 1.f;
         if (grad) {
             if (c == ignore) continue;
-            float g = red == 0 ? BUF(float, gy)[p] : BUF(float, gy)[0] * (red == 2 ? 1.f / wsum : 1.f);
+            float g = red == TS_REDUCE_NONE ? BUF(float, gy)[p]
+                                            : BUF(float, gy)[0] * (red == TS_REDUCE_MEAN ? 1.f / wsum : 1.f);
             y[(nn * C + c) * D + d] = -wp * g;
             continue;
         }
         float l = c == ignore ? 0.f : -wp * BUF(float, x)[(nn * C + c) * D + d];
-        if (red == 0) y[p] = l;
+        if (red == TS_REDUCE_NONE) y[p] = l;
         else sum += l;
     }
-    if (!grad && red == 1) y[0] = sum;
-    if (!grad && red == 2) y[0] = sum / wsum;
+    if (!grad && red == TS_REDUCE_SUM) y[0] = sum;
+    if (!grad && red == TS_REDUCE_MEAN) y[0] = sum / wsum;
 }
 
 /* tfidf (src/ops/tfidf.c), one work-item per row of x [rows, Cx]: pool [P], meta = ngram_counts
@@ -159,11 +160,11 @@ __kernel void tfidf(BUFARG(char, x), BUFARG(long, pool), BUFARG(long, meta), BUF
                 }
         first += cnt;
     }
-    if (mode == 0) return;
+    if (mode == TS_TFIDF_TF) return;
     for (long j = 0; j < K; j++) {
         long o = index[j];
         if (o < 0 || o >= O) continue;
         float w = wt_p ? BUF(float, wt)[j] : 1.f;
-        yr[o] = mode == 1 ? (yr[o] > 0 ? w : 0.f) : yr[o] * w;
+        yr[o] = mode == TS_TFIDF_IDF ? (yr[o] > 0 ? w : 0.f) : yr[o] * w;
     }
 }

@@ -16,8 +16,8 @@ inline long pad_src(const pt_t *q, long p) {
         long c = p % q->a[d], dim = q->b[d], s = c - q->c[d];
         p /= q->a[d];
         if (s < 0 || s >= dim) {
-            if (q->mode == 0) return -1;
-            s = q->mode == 2 ? (s < 0 ? 0 : dim - 1) : (s < 0 ? -s : 2 * (dim - 1) - s);
+            if (q->mode == TS_PAD_CONSTANT) return -1;
+            s = q->mode == TS_PAD_EDGE ? (s < 0 ? 0 : dim - 1) : (s < 0 ? -s : 2 * (dim - 1) - s);
         }
         off += s * st;
         st *= dim;

@@ -15,8 +15,8 @@ inline real gs_reflect(real c, real lo2, real hi2) {
     return fmod(flips, (real)2) == 0 ? extra + mn : span - extra + mn;
 }
 inline real gs_padded(real c, long size, int pad, int align) {
-    if (pad == 1) return gs_clamp(c, size);
-    if (pad == 2)
+    if (pad == TS_GRID_BORDER) return gs_clamp(c, size);
+    if (pad == TS_GRID_REFLECTION)
         return gs_clamp(align ? gs_reflect(c, 0, (real)2 * (real)(size - 1)) : gs_reflect(c, -1, (real)2 * (real)size - 1),
                         size);
     return c;
@@ -46,7 +46,7 @@ __kernel void grid_sample(BUFARG(float, x), BUFARG(float, g), BUFARG(float, y), 
     real u = gs_unnormalize(BUF(float, g)[q * 2], W, align), v = gs_unnormalize(BUF(float, g)[q * 2 + 1], H, align);
     __global const float *p = BUF(float, x) + (b * C + c) * H * W;
     real r = 0;
-    if (mode == 2) {
+    if (mode == TS_GRID_BICUBIC) {
         real fx = floor(u), fy = floor(v), wx[4], wy[4];
         gs_cubic(u - fx, wx);
         gs_cubic(v - fy, wy);
@@ -57,7 +57,7 @@ __kernel void grid_sample(BUFARG(float, x), BUFARG(float, g), BUFARG(float, y), 
             }
     } else {
         real pu = gs_padded(u, W, pad, align), pv = gs_padded(v, H, pad, align);
-        if (mode == 1) {
+        if (mode == TS_GRID_NEAREST) {
             r = gs_pixel(p, H, W, gs_index(rint(pv)), gs_index(rint(pu)));
         } else {
             real fx = floor(pu), fy = floor(pv), tx = pu - fx, ty = pv - fy;
