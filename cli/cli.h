@@ -48,6 +48,9 @@ int cli_ocr(int argc, char **argv);
 /* tessera export --onnx OUT.onnx --model DIR [--batch B] [--seq-len T] [--init-random SEED]
  * (cli/export.c) */
 int cli_export(int argc, char **argv);
+/* tessera profile-device [--device DEV] [--seconds S] [--out FILE] | --list | --show NAME
+ * (cli/profile_device.c) */
+int cli_profile_device(int argc, char **argv);
 
 /* If argv[*i] is `flag VALUE` or `flag=VALUE`, return VALUE (advancing *i past it); NULL if
  * argv[*i] is another flag. A flag given without its value prints an error and sets *bad. */

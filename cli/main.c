@@ -27,12 +27,13 @@ static const subcommand commands[] = {
     {"onnx-ops", cli_onnx_ops, "print the ONNX ops and opsets the importer takes (README's table)"},
     {"ocr", cli_ocr, "read the lines of text in a PNG or JPEG image (PaddleOCR PP-OCRv4)"},
     {"export", cli_export, "write a BERT model directory as an ONNX model (fixed batch shape)"},
+    {"profile-device", cli_profile_device, "measure this machine's device for the planner; list or show device profiles"},
 };
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tessera SUBCOMMAND [options]   (tessera --version: the version)\n\nsubcommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n`tessera SUBCOMMAND --help` describes each one. Devices in this build: %s; any subcommand takes\n"
                "--backend-plugin PATH and --strict-device (README: Devices and plugins).\n", ts_devices());
 }

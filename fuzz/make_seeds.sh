@@ -7,7 +7,7 @@
 set -euo pipefail
 
 CORPUS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/corpus"
-mkdir -p "$CORPUS"/{safetensors,config,vocab,textcls,squad,pretrain,onnx}
+mkdir -p "$CORPUS"/{safetensors,config,vocab,textcls,squad,pretrain,onnx,device_profile}
 
 # bytes FILE PART...: the parts joined, with printf's escapes (\n, \t, \xNN) expanded, into FILE.
 bytes() {
@@ -144,6 +144,9 @@ fi
 for d in "$CORPUS"/../../tests/fixtures/onnx_import/*/; do
     cp "$d/model.onnx" "$CORPUS/onnx/$(basename "$d").onnx"
 done
+
+# ---------------------------------------------------------------- device profiles: two built-in ones
+cp "$CORPUS"/../../profiles/ipu-mk2.json "$CORPUS"/../../profiles/h200.json "$CORPUS/device_profile/"
 
 n=$(find "$CORPUS" -type f | wc -l)
 size=$(find "$CORPUS" -type f -exec cat {} + | wc -c)

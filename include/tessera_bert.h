@@ -278,6 +278,10 @@ typedef struct ts_bert_train_opts {
                                     start at zero, to be loaded (ts_compile_opts.skip_param_init) */
     int profile;                 /* 1: the training program is compiled with ts_compile_opts.profile
                                     (see ts_program_profile_report; not with stage_devices) */
+    int plan_only;               /* 1: the programs are compiled for planning only
+                                    (ts_compile_opts.plan_only): their memory and nodes, nothing
+                                    allocated; fp16 then builds the backward without loss scaling
+                                    (a pipeline has none yet; its memory is the same) */
 } ts_bert_train_opts;
 /* Build the model (o->head) with the backward pass and the optimizer, and compile it for
  * training into *train (may be NULL: none) and for evaluation (inference, one device) into

@@ -196,6 +196,15 @@ typedef struct ts_compile_opts {
                                        the environment's TESSERA_STRICT_DEVICE=1 sets it for every
                                        compile). On a plugin's device the placement is logged to
                                        stderr at compile (TESSERA_QUIET=1: not) */
+    int plan_only;                  /* 1: compile for planning only (the planner, tessera_plan.h):
+                                       the passes, the schedule and the memory plan (every stage's
+                                       in a pipeline), but no buffers, no device memory and no
+                                       kernels; the memory is not checked against the device's
+                                       (the planner wants the figures even when they do not fit).
+                                       The program reports ts_program_memory (workspace 0: no
+                                       kernels), ts_program_num_stages and ts_program_stage_info;
+                                       feeding, running, fetching and reading or writing values
+                                       are TS_ERR_UNSUPPORTED ("compiled for planning only") */
 } ts_compile_opts;
 
 /* Compile graph g for a device: dead-code elimination, fusion, memory planning, kernel selection,

@@ -66,7 +66,7 @@ typedef struct ts_device_profile {
  * (ts_device_profile_measure, about 10 s) and cached. Errors name the file and the field: a file
  * that is not JSON, a missing or negative figure, an unknown name (listing the known ones). */
 TS_API ts_status ts_device_profile_load(const char *name_or_path, ts_device_profile *out);
-/* Write p as JSON to path, atomically. */
+/* Write p as JSON to path, atomically (the folders of path made when missing). */
 TS_API ts_status ts_device_profile_save(const char *path, const ts_device_profile *p);
 /* Measure device `device` ("cpu", "opencl:0", any registered device) in about `seconds` (0: 10):
  * GEMM per dtype the device runs, at several shapes, through the backend (ts_compile + run);
@@ -76,7 +76,9 @@ TS_API ts_status ts_device_profile_save(const char *path, const ts_device_profil
 TS_API ts_status ts_device_profile_measure(const char *device, double seconds, ts_device_profile *out);
 /* The path a measured profile of `device` is cached at (see ts_device_profile_load). */
 TS_API ts_status ts_device_profile_cache_path(const char *device, char *path, size_t cap);
-/* Write the profiles found (name, description, memory, peak bf16, where it was found), one a line. */
+/* Write the profiles found (name, memory, peak FLOP/s per dtype, description, where it was found),
+ * one a line after a heading, the first of each name only; then the devices of this build not
+ * measured yet. */
 TS_API ts_status ts_device_profile_list(ts_write_fn write, void *ctx);
 
 /* ---------------------------------------------------------------- the cost model and the planner (src/plan/) */

@@ -2,9 +2,9 @@
  * compile.c — a program on one device (ts_exec, exec.h) from a graph, in named steps (the table
  * of contents is ts_exec_compile at the bottom): pin what must survive, rewrite for inference, the
  * passes (dead code, fusion), the schedule by phase, where each value lives, the memory plan
- * checked against the device's, the buffers, the value table, the device's support and its
- * executables (one per phase), and the initial values. A new step is a function here and a line
- * in ts_exec_compile. Calls: exec.c, the graph passes, memplan, the device; called by program.c
+ * checked against the device's (where a program compiled for planning only ends, unchecked), the
+ * buffers, the value table, the device's support and its executables (one per phase), and the
+ * initial values. A new step is a function here and a line in ts_exec_compile. Calls: exec.c, the graph passes, memplan, the device; called by program.c
  * (ts_compile on one device) and pipeline.c (one stage at a time, with a stage spec).
  */
 #include "comm/comm.h"
@@ -284,6 +284,7 @@ static ts_status plan_memory(build *b) {
         else b->other += bytes;
     }
     m->activations += b->mp.arena_bytes;
+    if (b->o->plan_only) return TS_OK; /* the planner wants the figures even when they do not fit */
     return check_memory(b->dev, b->o, g, m, b->other, 0, b->largest);
 }
 
@@ -371,6 +372,22 @@ static void value_table(build *b) {
         ts_abi_value_from(&b->g->vals[v], a);
         a->kept = b->p->kept[v] && b->frozen;
     }
+}
+
+/* A program compiled for planning only ends after its memory plan: the figures ts_program_memory
+ * reports and a stage's parameters, with no buffer allocated (owned stays 0: it holds none). */
+static void planned_only(build *b) {
+    ts_exec *p = b->p;
+    if (b->spec) {
+        int k = 0;
+        for (int i = 0; i < p->nparams; i++)
+            if (own_buffer(b, p->params[i])) p->params[k++] = p->params[i];
+        p->nparams = k;
+    }
+    p->mem.intermediates_total = b->mp.total_bytes;
+    p->mem.nodes = p->nsched;
+    p->mem.fused = b->fused;
+    value_table(b);
 }
 
 /* The devices' executables, one per part (a phase's stretch on one device: placement.c), and the
@@ -463,6 +480,10 @@ ts_exec *ts_exec_compile(ts_graph *g, ts_device *dev, const ts_compile_opts *o, 
     if (!st) keep_weight_casts(&b);
     if (!st) choose_storage(&b);
     if (!st) st = plan_memory(&b);
+    if (!st && o->plan_only) {
+        planned_only(&b);
+        return finish(&b, st);
+    }
     if (!st) st = alloc_buffers(&b);
     if (!st) st = place_values(&b);
     if (!st) value_table(&b);

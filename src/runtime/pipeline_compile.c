@@ -3,7 +3,8 @@
  * (what a pipeline is: pipeline.c's header). Every node gets a stage and a phase (place), the values
  * that cross stages become sends into slotted buffers (find_traffic), the fed inputs and fetches
  * find their stages, each stage's program is compiled on its device, and the device threads'
- * order of tasks is planned (1F1B).
+ * order of tasks is planned (1F1B). Compiled for planning only (ts_compile_opts.plan_only), it
+ * stops after every stage's memory plan: no buffers, no tasks, no threads.
  *
  * Calls: compile.c (each stage's program), pipeline.c (the device threads); called by program.c.
  */
@@ -366,7 +367,8 @@ static ts_status find_inputs(pbuild *b) {
                 int pm = b->first[sv] <= TS_PH_BWD;
                 pl->hi[pl->nhi++] = (host_in){v, s, pm, b->first[sv]};
                 if (pm) b->slots[sv] = b->M;
-                if (!pl->feed_host[v] && !(pl->feed_host[v] = calloc((size_t)pl->iters, ts_val_bytes(x) + 1)))
+                if (!b->o->plan_only && !pl->feed_host[v] &&
+                    !(pl->feed_host[v] = calloc((size_t)pl->iters, ts_val_bytes(x) + 1)))
                     return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for input '%s'", x->name);
             } else if ((x->kind == TS_V_PARAM || x->kind == TS_V_STATE) && pc->home[v] >= 0 && pc->home[v] != s) {
                 pl->rp[pl->nrp++] = (replica){v, pc->home[v], s};
@@ -412,11 +414,11 @@ static ts_status compile_stages(pbuild *b) {
             if (b->recv[(size_t)s * nv + v]) gs->vals[v].kind = TS_V_INPUT, gs->vals[v].node = -1;
         ts_stage_spec spec = {salive, phase, nph, b->slots + (size_t)s * nv, b->sent + (size_t)s * nv};
         ts_compile_opts so = {.num_threads = pl->threads[pl->stage_dev[s]], .memory_limit = b->o->memory_limit,
-                              .no_fusion = 1};
+                              .no_fusion = 1, .plan_only = b->o->plan_only};
         if (!(pl->st[s] = ts_exec_compile(gs, pl->dev[pl->stage_dev[s]], &so, &spec))) err = ts_last_status();
     }
     free(phase), free(salive);
-    for (int i = 0; i < pl->nxf && !err; i++) {
+    for (int i = 0; i < pl->nxf && !err && !b->o->plan_only; i++) { /* planning only: no buffers */
         xfer *x = &pl->xf[i];
         if (!x->per_micro) continue;
         x->slot = ts_slot_of(pl->st[x->to], x->v);
@@ -440,6 +442,7 @@ static ts_status gather(pbuild *b) {
         pl->mem.weight_copies += sp->mem.weight_copies;
         pl->mem.nodes += sp->mem.nodes;
     }
+    if (b->o->plan_only) return TS_OK; /* no host copies of the fetches */
     pl->fetch_host = calloc((size_t)pl->nfetch + 1, sizeof(void *));
     if (!pl->fetch_host) abort();
     for (int i = 0; i < pl->nfetch; i++)
@@ -474,7 +477,7 @@ ts_pipeline *ts_pipeline_compile(const ts_graph *graph, const ts_compile_opts *o
     if (!st) st = find_inputs(&b);
     if (!st) st = compile_stages(&b);
     if (!st) st = gather(&b);
-    if (!st) st = plan_tasks(b.pl);
-    if (!st) st = ts_pipeline_start_threads(b.pl);
+    if (!st && !o->plan_only) st = plan_tasks(b.pl); /* planning only: no runs, no device threads */
+    if (!st && !o->plan_only) st = ts_pipeline_start_threads(b.pl);
     return finish(&b, st);
 }

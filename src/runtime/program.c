@@ -49,14 +49,14 @@ static ts_status check_compile(const ts_graph *graph, const ts_compile_opts *opt
 }
 
 /* A ts_program over e or pl (the one not NULL); NULL (and e or pl freed) when either failed. */
-static ts_program *wrap(ts_exec *e, ts_pipeline *pl) {
+static ts_program *wrap(ts_exec *e, ts_pipeline *pl, int plan_only) {
     ts_program *p = e || pl ? calloc(1, sizeof *p) : NULL;
     if (!p) {
         if (e || pl) ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
         ts_exec_free(e), ts_pipeline_free(pl);
         return NULL;
     }
-    p->one = e, p->pipe = pl;
+    p->one = e, p->pipe = pl, p->plan_only = plan_only;
     p->f = pl ? ts_pipeline_face(pl) : ts_exec_face(e);
     return p;
 }
@@ -65,7 +65,7 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
     ts_compile_opts o;
     if (ts_struct_read(&o, sizeof o, opts, TS_COMPILE_OPTS_0_1_0, "ts_compile", "ts_compile_opts")) return NULL;
     if (check_compile(graph, &o) != TS_OK) return NULL;
-    if (o.nstage_devices > 0 && !o.inference) return wrap(NULL, ts_pipeline_compile(graph, &o));
+    if (o.nstage_devices > 0 && !o.inference) return wrap(NULL, ts_pipeline_compile(graph, &o), o.plan_only);
     ts_device *dev = ts_device_get(o.nstage_devices > 0 ? o.stage_devices[0] : o.device ? o.device : "cpu");
     if (!dev) return NULL;
     ts_graph *g = ts_graph_clone(graph);
@@ -75,7 +75,7 @@ ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
         ts_exec_free(e);
         return NULL;
     }
-    return wrap(e, NULL);
+    return wrap(e, NULL, o.plan_only);
 }
 
 void ts_program_free(ts_program *p) {
@@ -161,8 +161,16 @@ static ts_status check_tensor(const ts_graph *g, int v, const ts_tensor *t, cons
     return TS_OK;
 }
 
+/* TS_ERR_UNSUPPORTED from fn when p was compiled for planning only (it has no buffers). */
+static ts_status refuse_plan_only(const ts_program *p, const char *fn) {
+    if (!p->plan_only) return TS_OK;
+    return ts_err(TS_ERR_UNSUPPORTED, "%s: the program was compiled for planning only (plan_only): it has no "
+                  "buffers to feed, run or read", fn);
+}
+
 ts_status ts_program_feed(ts_program *p, const char *name, const ts_tensor *t) {
     if (!p || !t) return ts_err(TS_ERR_ARG, "ts_program_feed: %s is NULL", p ? "tensor" : "program");
+    if (refuse_plan_only(p, "ts_program_feed")) return ts_last_status();
     int v = find_named(p, name, TS_V_INPUT, 0);
     if (v < 0) {
         int other = find_named(p, name, TS_V_INPUT, 1);
@@ -178,6 +186,7 @@ ts_status ts_program_feed(ts_program *p, const char *name, const ts_tensor *t) {
 
 ts_status ts_program_run(ts_program *p) {
     if (!p) return ts_err(TS_ERR_ARG, "ts_program_run: program is NULL");
+    if (refuse_plan_only(p, "ts_program_run")) return ts_last_status();
     return p->pipe ? ts_pipeline_run(p->pipe, &p->step) : ts_exec_run(p->one, &p->step);
 }
 
@@ -187,10 +196,12 @@ int ts_value_present(const ts_program *p, int v) {
 }
 
 ts_status ts_value_read(const ts_program *p, int v, void *host) {
+    if (refuse_plan_only(p, "reading a value")) return ts_last_status();
     return p->pipe ? ts_pipeline_read(p->pipe, v, host) : ts_exec_read(p->one, v, host);
 }
 
 ts_status ts_value_write(ts_program *p, int v, const void *host) {
+    if (refuse_plan_only(p, "writing a value")) return ts_last_status();
     return p->pipe ? ts_pipeline_write(p->pipe, v, host) : ts_exec_write(p->one, v, host);
 }
 
@@ -218,6 +229,7 @@ static ts_status copy_out_value(const ts_program *p, int v, ts_tensor **out) {
 ts_status ts_program_fetch(ts_program *p, const char *name, ts_tensor **out) {
     if (!p || !out) return ts_err(TS_ERR_ARG, "ts_program_fetch: %s is NULL", p ? "out" : "program");
     *out = NULL;
+    if (refuse_plan_only(p, "ts_program_fetch")) return ts_last_status();
     int v = find_named(p, name, TS_V_NODE, 1);
     if (v < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_program_fetch: the graph has no value named '%s'", name ? name : "(null)");
     if (!ts_value_present(p, v) || !fetchable(p, v))

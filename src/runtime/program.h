@@ -19,6 +19,7 @@ struct ts_program {
     ts_face f;                /* views into one or pipe */
     uint64_t step;            /* runs so far: the step of the next run (a pipeline's: micro-batch) */
     char *placement;          /* a pipeline's ts_program_placement, made on first ask */
+    int plan_only;            /* compiled for planning only (ts_compile_opts.plan_only): no buffers */
 };
 
 /* The graph p runs, after passes (a pipeline's: the whole graph). */

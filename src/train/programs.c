@@ -19,10 +19,13 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
     const char *what = "building the model";
     ts_status st = ts_bert_build(g, o->cfg, o->head, o->batch, o->seq, &out);
     int N = o->accumulation > 1 ? o->accumulation : 1, K = o->steps_per_call > 1 ? o->steps_per_call : 1;
+    int plan_only = o->struct_size >= offsetof(ts_bert_train_opts, plan_only) + sizeof o->plan_only && o->plan_only;
     if (!st && train) {
         ts_value lr = ts_input(g, "lr", TS_F32, 0, NULL);
         what = "adding the backward pass";
-        st = o->cfg->compute_dtype == TS_F16 ? ts_backward_scaled(g, out.loss, NULL) : ts_backward(g, out.loss);
+        /* planning only: fp16 without loss scaling, which a pipeline does not run yet (same memory) */
+        int scaled = o->cfg->compute_dtype == TS_F16 && !plan_only;
+        st = scaled ? ts_backward_scaled(g, out.loss, NULL) : ts_backward(g, out.loss);
         if (!st) {
             what = "adding the optimizer";
             ts_optim_opts oo = ts_optim_defaults(o->optimizer);
@@ -41,19 +44,23 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
         if (!st) {
             what = "compiling the training program";
             int profile = o->struct_size >= offsetof(ts_bert_train_opts, profile) + sizeof o->profile && o->profile;
-            *train = ts_compile(g, &(ts_compile_opts){.num_threads = o->threads, .nfetch = o->ntrain_fetches,
-                                                      .fetches = o->train_fetches, .device_iterations = N * K,
+            *train = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .num_threads = o->threads,
+                                                      .nfetch = o->ntrain_fetches, .fetches = o->train_fetches,
+                                                      .device_iterations = N * K,
                                                       .memory_limit = o->memory_limit,
                                                       .stage_devices = o->stage_devices,
-                                                      .nstage_devices = o->nstage_devices, .profile = profile});
+                                                      .nstage_devices = o->nstage_devices, .profile = profile,
+                                                      .plan_only = plan_only});
             if (!*train) st = ts_last_status() ? ts_last_status() : TS_ERR_ARG;
         }
     }
     if (!st && infer) {
         what = "compiling the inference program";
-        *infer = ts_compile(g, &(ts_compile_opts){.num_threads = o->infer_threads ? o->infer_threads : o->threads,
+        *infer = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts),
+                                                  .num_threads = o->infer_threads ? o->infer_threads : o->threads,
                                                   .nfetch = o->ninfer_fetches, .fetches = o->infer_fetches,
                                                   .inference = 1, .memory_limit = o->memory_limit,
+                                                  .plan_only = plan_only,
                                                   .skip_param_init = !train && o->struct_size >=
                                                       offsetof(ts_bert_train_opts, skip_param_init) +
                                                       sizeof o->skip_param_init && o->skip_param_init});

@@ -1,0 +1,61 @@
+/*
+ * cost.h — the cost model on a compiled program (cost.c), shared by the estimate of one layout
+ * (estimate.c) and the search over layouts (search.c): each scheduled node's FLOPs and bytes, its
+ * time on a device profile, and a stage's time per phase.
+ */
+#ifndef TS_PLAN_COST_H
+#define TS_PLAN_COST_H
+
+#include "graph/ir.h"
+#include "plan/plan.h"
+
+/* What one node computes and moves: FLOPs (2 M N K per product for matmul and conv; 0 for other
+ * ops) and bytes (its inputs read and outputs written; 0 for an alias such as a reshape). */
+typedef struct ts_node_work {
+    double flops, bytes;
+    int64_t m, n, k;   /* a matmul's or conv's GEMM shape (one of its batch) */
+    ts_dtype dtype;    /* of its operands */
+} ts_node_work;
+void ts_cost_node_work(const ts_graph *g, const ts_node *n, ts_node_work *w);
+/* Node n's time on p: node_overhead + max(FLOPs / GEMM rate, bytes / memory rate); 0 for an
+ * alias (no kernel). Products run in gemm_dtype (-1: their operands' dtype). */
+double ts_cost_node(const ts_graph *g, const ts_node *n, const ts_device_profile *p, int gemm_dtype);
+
+/* A stage's time on a profile: its forward and backward of one micro-batch, its update of a step;
+ * and what it sends to other stages per micro-batch. */
+typedef struct ts_stage_cost {
+    double fwd_s, bwd_s, upd_s;
+    double fwd_flops, bwd_flops;
+    double send_bytes;   /* per micro-batch */
+    int nsend;           /* transfers per micro-batch */
+    double shared_bytes; /* copies of persistent values whose master is on another stage of the
+                            same device (one copy on a device: not counted twice) */
+} ts_stage_cost;
+/* The stages of program prog (compiled, plan_only or not) costed on p, cap at most; returns how
+ * many (ts_program_num_stages). A program on one device is one stage whose nodes fall in phases
+ * by their place in the graph (ts_node_phase). gemm_dtype: as ts_cost_node. */
+int ts_cost_program(const ts_program *prog, const ts_device_profile *p, int gemm_dtype, ts_stage_cost *c, int cap);
+
+/* A layout's stages compiled for planning only (estimate.c), what the search caches: per stage
+ * its device (within a replica), parts, memory plan and cost. */
+typedef struct ts_plan_compiled {
+    int nstages, ndevices, recompute;
+    int stage_dev[TS_MAX_STAGES], first[TS_MAX_STAGES], last[TS_MAX_STAGES];
+    ts_memory mem[TS_MAX_STAGES];
+    ts_stage_cost cost[TS_MAX_STAGES];
+} ts_plan_compiled;
+/* Compile rq's model over `ndevices` devices with stage spec `spec` (recompute 0/1) for planning
+ * only, with micro_plan micro-batches (the memory a step of any M needs: the runtime's buffers of
+ * a stage hold at most min(M, stages) micro-batches in flight), and cost it on rq->device. */
+ts_status ts_plan_compile(const ts_plan_request *rq, const char *spec, int ndevices, int recompute, int micro_plan,
+                          ts_plan_compiled *out);
+/* The estimate of a compiled layout with R replicas, M micro-batches, shard 0/1 (ts_plan_estimate's
+ * figures): memory per device against the profile's, 1F1B step, bubble, all-reduce, seq/s, the
+ * command. *overflow: the largest device need over its memory (<= 1: fits). */
+void ts_plan_evaluate(const ts_plan_request *rq, const ts_plan_compiled *pc, const char *spec, int R, int M, int shard,
+                      ts_plan_layout *out, double *overflow);
+
+/* TS_OK when rq can be planned (a model, a device, positive shapes); estimate.c. */
+ts_status ts_plan_check_request(const ts_plan_request *rq);
+
+#endif

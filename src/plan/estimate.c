@@ -1,0 +1,230 @@
+/*
+ * estimate.c — ts_plan_estimate: one layout of a BERT run costed before it is made. The model is
+ * built and compiled for planning only (ts_compile_opts.plan_only) over its stages, each stage's
+ * memory taken from the compiler's plan and its time from the cost model (cost.c); then the
+ * replicas (ZeRO-1 sharding, gradient buckets, optimizer state in streaming memory), the 1F1B
+ * step over M micro-batches, the bubble, the all-reduce and how much the backward hides, seq/s,
+ * and the command that runs the layout. docs/cost-model.md states the model.
+ */
+#include "plan/cost.h"
+
+#include "runtime/program.h"
+
+#include <stdio.h>
+
+void ts_plan_request_defaults(ts_plan_request *rq) {
+    static ts_bert_config base;
+    static int made;
+    if (!made) ts_bert_config_default(&base), made = 1;
+    memset(rq, 0, sizeof *rq);
+    rq->struct_size = sizeof *rq;
+    rq->cfg = &base;
+    rq->task = TS_PLAN_PRETRAIN;
+    rq->batch = 8, rq->seq_len = 128, rq->max_predictions = 20;
+    rq->dtype = TS_F32, rq->optimizer = TS_OPTIM_ADAMW;
+    rq->count = 1;
+    rq->recompute = -1, rq->shard_state = -1, rq->stream_state = 1;
+}
+
+/* "cpu:0,cpu:1,..": the devices only label the stages of a program compiled for planning. */
+static void device_list(int n, char *buf, size_t cap) {
+    size_t o = 0;
+    buf[0] = 0;
+    for (int d = 0; d < n && o < cap; d++) o += (size_t)snprintf(buf + o, cap - o, "%scpu:%d", d ? "," : "", d);
+}
+
+/* The training (or inference) program of rq's model over plan pp (NULL: one device). */
+static ts_status compile_model(const ts_plan_request *rq, ts_bert_config *cfg, const ts_stage_plan *pp, int micro,
+                               ts_program **prog) {
+    ts_bert_head head = rq->task == TS_PLAN_PRETRAIN ? TS_BERT_PRETRAINING
+                        : rq->task == TS_PLAN_FINETUNE ? TS_BERT_SEQ_CLASSIFICATION : rq->cfg->head;
+    ts_bert_train_opts o = {.struct_size = sizeof o, .cfg = cfg, .head = head, .batch = rq->batch,
+                            .seq = rq->seq_len, .optimizer = rq->optimizer, .weight_decay = 0.01f,
+                            .max_grad_norm = 1.0f, .accumulation = micro, .plan_only = 1};
+    if (pp) o.stage_devices = pp->stage_name, o.nstage_devices = pp->nstages;
+    if (rq->task == TS_PLAN_INFER) return ts_bert_train_programs(&o, NULL, prog);
+    return ts_bert_train_programs(&o, prog, NULL);
+}
+
+ts_status ts_plan_compile(const ts_plan_request *rq, const char *spec, int ndevices, int recompute, int micro_plan,
+                          ts_plan_compiled *out) {
+    memset(out, 0, sizeof *out);
+    ts_bert_config cfg = *rq->cfg;
+    cfg.compute_dtype = rq->dtype, cfg.recompute = recompute;
+    cfg.max_predictions_per_seq = rq->task == TS_PLAN_PRETRAIN ? rq->max_predictions : 0;
+    cfg.layer_stages = NULL;
+    int L = cfg.num_hidden_layers;
+    char devs[TS_STAGE_MAX_DEVICES * 8];
+    device_list(ndevices, devs, sizeof devs);
+    ts_stage_plan pp;
+    if (ts_stage_plan_parse(devs, spec, L, &pp) != TS_OK) return ts_last_status();
+    int piped = pp.nstages > 1 && rq->task != TS_PLAN_INFER;
+    if (piped) ts_stage_plan_apply(&pp, &cfg);
+    /* The runtime does not pipeline recomputed layers with bf16 / f16 casts yet ("a value is made by
+     * the update and read per micro-batch"): such a layout is planned on the f32 graph (no casts:
+     * a little less memory), its products costed in the requested dtype all the same. */
+    if (piped && recompute && rq->dtype != TS_F32) cfg.compute_dtype = TS_F32;
+    ts_program *prog = NULL;
+    int S = pp.nstages, micro = micro_plan > 0 && micro_plan < S ? micro_plan : S;
+    if (!piped) micro = micro_plan > 1 ? 2 : 1; /* accumulation's buffers, whatever M */
+    else if (micro < 2) micro = 2;
+    if (compile_model(rq, &cfg, piped ? &pp : NULL, micro, &prog) != TS_OK) return ts_last_status();
+    S = ts_cost_program(prog, rq->device, (int)rq->dtype, out->cost, TS_MAX_STAGES);
+    out->nstages = S, out->ndevices = ndevices, out->recompute = recompute;
+    for (int s = 0; s < S; s++) {
+        ts_stage_info si;
+        ts_program_stage_info(prog, s, &si);
+        out->mem[s] = si.mem;
+        out->stage_dev[s] = piped ? pp.stage_dev[s] : 0;
+        out->first[s] = piped ? pp.stage_first[s] : 0;
+        out->last[s] = piped ? pp.stage_last[s] : L + 1;
+    }
+    ts_program_free(prog);
+    return TS_OK;
+}
+
+/* Stage s's memory on its device (c: its cost, for the copies shared with another stage there):
+ * what the compiler planned, with the gradient accumulators (in optimizer_state when M > 1)
+ * becoming the all-reduce's buckets with R > 1 replicas; the rest of the optimizer state sharded
+ * over R (shard) and streamed when the profile has streaming memory. A device of published figures
+ * (not measured) keeps activations in the compute dtype: half of tessera's f32 ones for bf16 / f16. */
+static void stage_memory(const ts_plan_request *rq, const ts_memory *m, const ts_stage_cost *c, int M, int R, int shard,
+                         ts_plan_stage *st) {
+    const ts_device_profile *p = rq->device;
+    double accum = M > 1 || R > 1 ? (double)m->grads : 0, held = (double)m->optimizer_state;
+    double state = (held > accum ? held - accum : 0) / (shard && R > 1 ? R : 1);
+    double act = (double)m->activations * (rq->dtype != TS_F32 && !p->measured ? 0.5 : 1);
+    st->streamed_bytes = rq->stream_state && p->streaming_bytes > 0 && state <= p->streaming_bytes ? state : 0;
+    st->need_bytes = (double)m->params - c->shared_bytes + (double)m->grads + accum + (double)m->grad_buckets + state +
+                     act + (double)m->workspace + (double)m->weight_copies - st->streamed_bytes;
+}
+
+/* The command that runs layout l (pretrain's flags). */
+static void write_command(const ts_plan_request *rq, const ts_plan_layout *l, char *buf, size_t cap) {
+    const ts_bert_config *c = rq->cfg;
+    size_t o = 0;
+    if (l->replicas > 1) o += (size_t)snprintf(buf + o, cap - o, "mpirun -np %d ", l->replicas);
+    const char *task = rq->task == TS_PLAN_PRETRAIN ? "pretrain" : rq->task == TS_PLAN_FINETUNE ? "finetune" : "run";
+    o += (size_t)snprintf(buf + o, cap - o, "tessera %s --layers %d --hidden %d --heads %d --intermediate %d "
+                          "--max-len %d --batch %d", task, c->num_hidden_layers, c->hidden_size,
+                          c->num_attention_heads, c->intermediate_size, rq->seq_len, rq->batch);
+    if (rq->task == TS_PLAN_PRETRAIN && o < cap)
+        o += (size_t)snprintf(buf + o, cap - o, " --max-predictions %d", rq->max_predictions);
+    if (rq->task != TS_PLAN_INFER && o < cap)
+        o += (size_t)snprintf(buf + o, cap - o, " --optimizer %s", rq->optimizer == TS_OPTIM_LAMB ? "lamb" : "adamw");
+    if (l->ndevices > 1 && rq->task != TS_PLAN_INFER && o < cap) {
+        char devs[TS_STAGE_MAX_DEVICES * 8];
+        device_list(l->ndevices, devs, sizeof devs);
+        o += (size_t)snprintf(buf + o, cap - o, " --devices %s --stages \"%s\" --micro-batches %d", devs, l->stages,
+                              l->micro_batches);
+    } else if (l->micro_batches > 1 && o < cap) {
+        o += (size_t)snprintf(buf + o, cap - o, " --accumulation %d", l->micro_batches);
+    }
+    if (l->recompute && o < cap) o += (size_t)snprintf(buf + o, cap - o, " --recompute");
+    if (l->shard_state && o < cap) o += (size_t)snprintf(buf + o, cap - o, " --shard-optimizer");
+    if (rq->dtype != TS_F32 && o < cap) snprintf(buf + o, cap - o, " --%s", rq->dtype == TS_BF16 ? "bf16" : "fp16");
+}
+
+/* The replicas' all-reduce of each device's gradients (ring), and how much of it the last
+ * micro-batch's backward on that device hides; per device, the worst exposed one. */
+static void allreduce(const ts_plan_request *rq, const ts_plan_compiled *pc, int R, ts_plan_layout *l) {
+    const ts_device_profile *p = rq->device;
+    int D = pc->ndevices, cross = p->devices_per_host > 0 && R * D > p->devices_per_host;
+    double bw = cross ? p->host_bw : p->link_bw, lat = cross ? p->host_latency : p->link_latency, exposed = 0;
+    l->allreduce_s = l->allreduce_hidden_s = 0;
+    if (R <= 1 || rq->task == TS_PLAN_INFER || bw <= 0) return;
+    for (int d = 0; d < D; d++) {
+        double bytes = 0, bwd = 0;
+        for (int s = 0; s < pc->nstages; s++)
+            if (pc->stage_dev[s] == d) bytes += (double)pc->mem[s].grads, bwd += pc->cost[s].bwd_s;
+        double t = 2.0 * (R - 1) / R * bytes / bw + 2.0 * (R - 1) * lat, hidden = t < bwd ? t : bwd;
+        if (t > l->allreduce_s) l->allreduce_s = t;
+        if (t - hidden > exposed) exposed = t - hidden;
+    }
+    l->allreduce_hidden_s = l->allreduce_s - exposed;
+}
+
+/* Memory per device against the profile's: the stages' fits and the layout's, the worst overflow,
+ * and what does not fit in words. */
+static double check_fit(const ts_plan_request *rq, const ts_plan_compiled *pc, ts_plan_layout *l) {
+    double cap = rq->device->memory_bytes, worst = 0;
+    l->fits = 1, l->why[0] = 0;
+    for (int d = 0; d < pc->ndevices; d++) {
+        double need = 0;
+        int first = -1;
+        for (int s = 0; s < pc->nstages; s++)
+            if (pc->stage_dev[s] == d) need += l->st[s].need_bytes, first = first < 0 ? s : first;
+        for (int s = 0; s < pc->nstages; s++)
+            if (pc->stage_dev[s] == d) l->st[s].fits = cap <= 0 || need <= cap;
+        double over = cap > 0 ? need / cap : 0;
+        if (over > worst) worst = over;
+        if (cap > 0 && need > cap && l->fits) {
+            l->fits = 0;
+            snprintf(l->why, sizeof l->why, "stage %d (device %d) needs %.2f GB of %.2f GB", first, d, need / 1e9,
+                     cap / 1e9);
+        }
+    }
+    return worst;
+}
+
+void ts_plan_evaluate(const ts_plan_request *rq, const ts_plan_compiled *pc, const char *spec, int R, int M, int shard,
+                      ts_plan_layout *l, double *overflow) {
+    const ts_device_profile *p = rq->device;
+    int S = pc->nstages, D = pc->ndevices, infer = rq->task == TS_PLAN_INFER;
+    memset(l, 0, sizeof *l);
+    l->struct_size = sizeof *l;
+    l->nstages = S, l->ndevices = D, l->recompute = pc->recompute, l->replicas = R, l->micro_batches = infer ? 1 : M, l->shard_state = shard;
+    snprintf(l->stages, sizeof l->stages, "%s", spec);
+    double t_dev[TS_STAGE_MAX_DEVICES] = {0}, update = 0;
+    for (int s = 0; s < S; s++) {
+        ts_plan_stage *st = &l->st[s];
+        const ts_stage_cost *c = &pc->cost[s];
+        st->device = pc->stage_dev[s], st->first = pc->first[s], st->last = pc->last[s], st->mem = pc->mem[s];
+        stage_memory(rq, &pc->mem[s], c, l->micro_batches, R, shard, st);
+        st->fwd_s = c->fwd_s, st->bwd_s = infer ? 0 : c->bwd_s;
+        st->update_s = infer ? 0 : c->upd_s / (shard && R > 1 ? R : 1);
+        if (st->streamed_bytes > 0 && p->streaming_bw > 0) st->update_s += 2 * st->streamed_bytes / p->streaming_bw;
+        st->send_s = c->nsend ? c->send_bytes / (p->link_bw > 0 ? p->link_bw : 1e30) + c->nsend * p->link_latency : 0;
+        t_dev[st->device] += st->fwd_s + st->bwd_s + st->send_s;
+        update += st->update_s;
+    }
+    double tmax = 0, busy = 0;
+    for (int d = 0; d < D; d++) busy += t_dev[d] * l->micro_batches, tmax = t_dev[d] > tmax ? t_dev[d] : tmax;
+    allreduce(rq, pc, R, l);
+    l->step_s = (l->micro_batches + D - 1) * tmax + update + (l->allreduce_s - l->allreduce_hidden_s);
+    l->bubble = l->step_s > 0 ? 1 - busy / (D * l->step_s) : 0;
+    l->seq_per_s = l->step_s > 0 ? (double)R * l->micro_batches * rq->batch / l->step_s : 0;
+    double over = check_fit(rq, pc, l);
+    if (overflow) *overflow = over;
+    write_command(rq, l, l->command, sizeof l->command);
+}
+
+/* TS_OK when rq can be planned; layout: every layout field must be set. */
+static ts_status check_request(const ts_plan_request *rq, int layout) {
+    if (!rq || !rq->cfg || !rq->device) return ts_set_error(TS_ERR_ARG, "ts_plan: NULL request, model or device");
+    if (rq->struct_size && rq->struct_size < sizeof *rq)
+        return ts_set_error(TS_ERR_ARG, "ts_plan: ts_plan_request.struct_size is %zu; set it to sizeof(ts_plan_request)",
+                            rq->struct_size);
+    if (rq->batch < 1 || rq->seq_len < 1 || rq->count < 1 || (int)rq->dtype < 0 || rq->dtype > TS_F16)
+        return ts_set_error(TS_ERR_ARG, "ts_plan: batch %d, seq_len %d, count %d and the dtype must be positive and "
+                            "f32, bf16 or f16", rq->batch, rq->seq_len, rq->count);
+    if (layout && (!rq->stages || rq->replicas < 1 || rq->micro_batches < 1 || rq->recompute < 0 || rq->shard_state < 0))
+        return ts_set_error(TS_ERR_ARG, "ts_plan_estimate: the layout must be set: stages, replicas, micro_batches, "
+                            "recompute and shard_state (ts_plan_search searches what is left open)");
+    if (layout && rq->count % rq->replicas)
+        return ts_set_error(TS_ERR_ARG, "ts_plan_estimate: %d replicas do not divide %d devices", rq->replicas,
+                            rq->count);
+    return TS_OK;
+}
+
+ts_status ts_plan_estimate(const ts_plan_request *rq, ts_plan_layout *out) {
+    if (!out) return ts_set_error(TS_ERR_ARG, "ts_plan_estimate: out is NULL");
+    if (check_request(rq, 1) != TS_OK) return ts_last_status();
+    ts_plan_compiled pc;
+    int D = rq->count / rq->replicas;
+    if (ts_plan_compile(rq, rq->stages, D, rq->recompute, rq->micro_batches, &pc) != TS_OK) return ts_last_status();
+    ts_plan_evaluate(rq, &pc, rq->stages, rq->replicas, rq->micro_batches, rq->shard_state, out, NULL);
+    return TS_OK;
+}
+
+ts_status ts_plan_check_request(const ts_plan_request *rq) { return check_request(rq, 0); }
