@@ -90,10 +90,12 @@ static void put_request(text *t, const ts_plan_request *rq) {
     put(t, "%s)%s%s\n", p->measured ? "; measured on this machine" : "", p->description[0] ? ": " : "", p->description);
 }
 
-static void put_layout_words(text *t, const ts_plan_layout *l) {
-    put(t, "%d stage%s on %d device%s x %d replica%s, %d micro-batch%s per step, recomputation %s, optimizer state %s",
-        l->nstages, l->nstages == 1 ? "" : "s", l->ndevices, l->ndevices == 1 ? "" : "s", l->replicas,
-        l->replicas == 1 ? "" : "s", l->micro_batches, l->micro_batches == 1 ? "" : "es", l->recompute ? "on" : "off",
+static void put_layout_words(text *t, const ts_plan_request *rq, const ts_plan_layout *l) {
+    put(t, "%d stage%s on %d device%s x %d replica%s", l->nstages, l->nstages == 1 ? "" : "s", l->ndevices,
+        l->ndevices == 1 ? "" : "s", l->replicas, l->replicas == 1 ? "" : "s");
+    if (rq->task == TS_PLAN_INFER) return; /* no steps, no optimizer */
+    put(t, ", %d micro-batch%s per step, recomputation %s, optimizer state %s", l->micro_batches,
+        l->micro_batches == 1 ? "" : "es", l->recompute ? "on" : "off",
         l->shard_state && l->replicas > 1 ? "sharded over the replicas" : "not sharded");
 }
 
@@ -124,7 +126,7 @@ static void put_stages(text *t, const ts_plan_request *rq, const ts_plan_layout 
 
 static void put_best(text *t, const ts_plan_request *rq, const ts_plan_layout *l) {
     put(t, "%s: ", l->fits ? "best layout" : "no layout fits; the closest");
-    put_layout_words(t, l);
+    put_layout_words(t, rq, l);
     put(t, "\n  stages: %s\n", l->stages);
     put_stages(t, rq, l);
     put(t, "bubble: %.1f%% of the devices' time idle in the pipeline\n", l->bubble * 100);
