@@ -182,7 +182,8 @@ static int plan(const plan_args *a, const ts_bert_config *cfg, const ts_device_p
     else if (n == 0 || !l[0].fits)
         rc = 1;
     if (st == TS_OK && !a->json && !a->explain && n > 1)
-        printf("(--explain: the next %d layout%s and why each lost)\n", n - 1, n == 2 ? "" : "s");
+        printf(n == 2 ? "(--explain: the next layout and why it lost)\n"
+                      : "(--explain: the next %d layouts and why each lost)\n", n - 1);
     free(l);
     return rc;
 }

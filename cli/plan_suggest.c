@@ -3,8 +3,7 @@
  * planner's view of the layout asked for (the stage that does not fit, what it needs, what the
  * profile's device has) and the fastest layout of the same model, batch, dtype and optimizer on
  * as many devices of that profile that fits, with the command that runs it and the `tessera plan`
- * command that explains more. Used by cli_bert_programs (pretrain, finetune, eval, predict) and
- * `tessera run`.
+ * command that explains more. Used by cli_bert_programs (pretrain, finetune) and `tessera run`.
  */
 #include "cli.h"
 
