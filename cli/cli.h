@@ -51,6 +51,19 @@ int cli_export(int argc, char **argv);
 /* tessera profile-device [--device DEV] [--seconds S] [--out FILE] | --list | --show NAME
  * (cli/profile_device.c) */
 int cli_profile_device(int argc, char **argv);
+/* tessera plan --device PROFILE [--count N] [--model DIR | --config FILE] [--explain] [--json]...
+ * (cli/plan.c) */
+int cli_plan(int argc, char **argv);
+
+/* --device-profile PROFILE (cli/plan_suggest.c): read profile `name` (ts_device_profile_load) into
+ * *out and set *memory_gib to its device's memory. 0, or prints the error naming the flag and
+ * returns 2. */
+int cli_device_profile_load(const char *cmd, const char *name, double *memory_gib, ts_device_profile *out);
+/* A program refused for memory under --device-profile `profile`: print (stderr, "tessera CMD: the
+ * planner: ...") the planner's estimate of the layout asked for (asked, every layout field set
+ * but stages: pp's, or one device) and the fastest layout of as many devices that fits, with the
+ * command that runs it and the `tessera plan ... --explain` that says more (cli/plan_suggest.c). */
+void cli_plan_suggest(const char *cmd, const char *profile, const ts_plan_request *asked, const ts_stage_plan *pp);
 
 /* If argv[*i] is `flag VALUE` or `flag=VALUE`, return VALUE (advancing *i past it); NULL if
  * argv[*i] is another flag. A flag given without its value prints an error and sets *bad. */

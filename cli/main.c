@@ -28,6 +28,7 @@ static const subcommand commands[] = {
     {"ocr", cli_ocr, "read the lines of text in a PNG or JPEG image (PaddleOCR PP-OCRv4)"},
     {"export", cli_export, "write a BERT model directory as an ONNX model (fixed batch shape)"},
     {"profile-device", cli_profile_device, "measure this machine's device for the planner; list or show device profiles"},
+    {"plan", cli_plan, "will a BERT fit a device, how to cut it, how fast: a layout and its estimate"},
 };
 
 static void usage(FILE *f) {

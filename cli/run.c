@@ -25,7 +25,8 @@
 static const char *USAGE =
     "usage: tessera run --model DIR --inputs IN.safetensors --outputs OUT.safetensors\n"
     "                   [--device cpu] [--dtype f32|bf16] [--threads N] [--init-random SEED]\n"
-    "                   [--repeat N] [--allow-nonfinite] [--device-memory GIB] [--profile]\n"
+    "                   [--repeat N] [--allow-nonfinite] [--device-memory GIB | --device-profile P]\n"
+    "                   [--profile]\n"
     "       tessera run --model MODEL.onnx --inputs IN.safetensors --outputs OUT.safetensors\n"
     "                   [--device cpu] [--threads N] [--repeat N] [--device-memory GIB]\n"
     "  Runs a BERT model on one batch and writes every output of its head, by name, as f32.\n"
@@ -60,6 +61,9 @@ static const char *USAGE =
     "                      warm-up and is left out; the report covers the other N - 1.\n"
     "  --device-memory GIB memory the program may take (default: the device's; for the CPU its\n"
     "                      physical memory); a larger one is refused before it allocates.\n"
+    "  --device-profile P  the memory of a device of profile P instead (a name, `tessera\n"
+    "                      profile-device --list`, or a .json path); a refusal then also prints\n"
+    "                      the planner's view of the batch on that device (tessera plan).\n"
     "Exit codes: 0 done, 1 failed while running, 2 bad flags or files.\n";
 
 #define CMD "run"
@@ -80,6 +84,8 @@ typedef struct run_args {
     int threads, repeat, random_init, allow_nonfinite, profile;
     uint64_t seed;
     double memory_gib;
+    const char *device_profile;    /* --device-profile */
+    ts_device_profile dev_profile; /* ... read */
 } run_args;
 
 /* Parse argv into *a: 0, 1 for --help (printed), or 2 after a usage message. */
@@ -117,6 +123,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
             a->memory_gib = strtod(v, &end);
             if (end == v || *end || !(a->memory_gib > 0) || a->memory_gib > 1e9)
                 fprintf(stderr, "tessera run: --device-memory wants a positive number of GiB, not '%s'\n", v), bad = 1;
+        } else if ((v = cli_value(argc, argv, &i, "--device-profile", CMD, &bad))) {
+            a->device_profile = v;
         } else if ((v = cli_value(argc, argv, &i, "--repeat", CMD, &bad))) {
             if ((a->repeat = cli_positive(v, "--repeat", CMD)) < 0) bad = 1;
         } else if ((v = cli_value(argc, argv, &i, "--init-random", CMD, &bad))) {
@@ -137,6 +145,10 @@ static int parse_args(int argc, char **argv, run_args *a) {
     if (!bad && !a->model) fprintf(stderr, "tessera run: --model DIR (or MODEL.onnx) is required\n"), bad = 1;
     if (!bad && !a->inputs) fprintf(stderr, "tessera run: --inputs FILE is required\n"), bad = 1;
     if (!bad && !a->outputs) fprintf(stderr, "tessera run: --outputs FILE is required\n"), bad = 1;
+    if (!bad && a->device_profile && a->memory_gib > 0)
+        fprintf(stderr, "tessera run: --device-memory and --device-profile exclude each other (both set the memory "
+                        "the program may take)\n"), bad = 1;
+    if (!bad && a->device_profile && cli_device_profile_load(CMD, a->device_profile, &a->memory_gib, &a->dev_profile)) bad = 1;
     if (!bad && !known_device(a->device))
         fprintf(stderr, "tessera run: --device '%s' is not a device of this build (it has: %s)\n", a->device,
                 ts_devices()), bad = 1;
@@ -196,6 +208,14 @@ static int build_model(const run_args *a, bert_run *r) {
         .name = "tessera run", .err = ts_write_stdio, .err_ctx = stderr, .config_path = r->config_path,
         .inputs = a->inputs};
     ts_status st = ts_bert_infer_build(&bo, &r->p, r->fetch, &r->nf, r->seconds);
+    if (st == TS_ERR_NOMEM && a->device_profile) { /* the planner's view of this forward pass on that device */
+        ts_plan_request rq;
+        ts_plan_request_defaults(&rq);
+        rq.cfg = &r->cfg, rq.task = TS_PLAN_INFER, rq.batch = r->B, rq.seq_len = r->T, rq.dtype = a->dtype;
+        rq.device = &a->dev_profile, rq.count = 1, rq.replicas = 1, rq.micro_batches = 1, rq.recompute = 0;
+        rq.shard_state = 0;
+        cli_plan_suggest(CMD, a->device_profile, &rq, NULL);
+    }
     return st == TS_OK ? 0 : st == TS_ERR_ARG ? 2 : 1;
 }
 

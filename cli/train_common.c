@@ -33,6 +33,18 @@ int cli_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_op
     snprintf(prog, sizeof prog, "tessera %s", cmd);
     int rc = ts_options_parse(s, prog, opts, nopts, argc, argv, ts_write_stdio, stderr);
     if (rc == 0) fputs(usage, stdout);
+    static ts_device_profile profile;
+    if (rc == 1 && cli_dev.profile) {
+        if (cli_dev.memory_gib > 0) {
+            fprintf(stderr, "tessera %s: --device-memory and --device-profile exclude each other (both set the "
+                            "memory a program may take)\n", cmd);
+            rc = 2;
+        } else if (cli_device_profile_load(cmd, cli_dev.profile, &cli_dev.memory_gib, &profile)) {
+            rc = 2;
+        } else {
+            cli_dev.device_profile = &profile;
+        }
+    }
     const ts_opt *th = ts_options_find(s, "threads");
     if (rc == 1 && th && *(int *)th->ptr > ts_max_threads()) {
         fprintf(stderr, "tessera %s: --threads %d: at most %d (4 x the %d online CPUs)\n", cmd, *(int *)th->ptr,
@@ -84,6 +96,22 @@ int cli_optimizer_parse(const char *cmd, const char *name) {
     return k;
 }
 
+/* A program refused for memory under --device-profile: the planner's suggestion for the same
+ * model (cfg, with the pipeline's stages applied), batch, dtype and optimizer on as many devices. */
+static void suggest(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq, int train,
+                    int kind, int micro, const ts_stage_plan *pp) {
+    int D = pp ? pp->ndev : 1, R = cli_rep.size > 1 ? cli_rep.size : 1;
+    ts_plan_request rq;
+    ts_plan_request_defaults(&rq);
+    rq.cfg = cfg, rq.batch = batch, rq.seq_len = seq, rq.dtype = cfg->compute_dtype;
+    rq.task = !train ? TS_PLAN_INFER : head == TS_BERT_PRETRAINING ? TS_PLAN_PRETRAIN : TS_PLAN_FINETUNE;
+    rq.max_predictions = cfg->max_predictions_per_seq;
+    rq.optimizer = kind == TS_OPTIM_LAMB ? TS_OPTIM_LAMB : TS_OPTIM_ADAMW;
+    rq.device = cli_dev.device_profile, rq.count = D * R, rq.replicas = R, rq.micro_batches = micro;
+    rq.recompute = cfg->recompute != 0, rq.shard_state = R > 1 && cli_rep.shard_optimizer;
+    cli_plan_suggest(cmd, cli_dev.profile, &rq, pp);
+}
+
 int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq,
                      uint64_t seed, int threads, int train, float wd, const char *const *train_fetches,
                      int ntrain_fetches, ts_program **train_p, const char *const *infer_fetches,
@@ -119,7 +147,9 @@ int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head h
                 cfg->max_position_embeddings, cli_dev.sizes_from ? ": from " : "",
                 cli_dev.sizes_from ? cli_dev.sizes_from : "", batch, seq,
                 S > 1 ? ", and --device-iterations x --accumulation inputs" : "",
-                cli_dev.memory_gib > 0 ? "; the limit is --device-memory" : "; --device-memory GIB sets the limit");
+                cli_dev.device_profile ? "; the limit is --device-profile's"
+                : cli_dev.memory_gib > 0 ? "; the limit is --device-memory" : "; --device-memory GIB sets the limit");
+    if (ts_last_status() == TS_ERR_NOMEM && cli_dev.device_profile) suggest(cmd, &c, head, batch, seq, train, kind, N, pp);
     return 1;
 }
 

@@ -24,14 +24,21 @@ typedef struct cli_device_opts {
     int allow_nonfinite; /* --allow-nonfinite: load weights that hold NaN or inf */
     const char *sizes_from; /* where the model's sizes came from, for an out-of-memory message
                                ("--hidden, --layers, ..." or "DIR/config.json") */
+    const char *profile;    /* --device-profile PROFILE: the memory limit is its device's, and a
+                               program refused for memory gets the planner's suggestion */
+    const ts_device_profile *device_profile; /* that profile, read by cli_opts_parse */
 } cli_device_opts;
 extern cli_device_opts cli_dev;
-#define CLI_DEVICE_OPTS {"device-memory", TS_OPT_FLOAT, &cli_dev.memory_gib, 0}
+#define CLI_DEVICE_OPTS                                                                                 \
+    {"device-memory", TS_OPT_FLOAT, &cli_dev.memory_gib, 0}, {"device-profile", TS_OPT_STR, &cli_dev.profile, 0}
 #define CLI_LOAD_OPTS {"allow-nonfinite", TS_OPT_FLAG, &cli_dev.allow_nonfinite, 0}
 /* The usage lines of those flags. */
 #define CLI_DEVICE_USAGE                                                                                \
     "  --device-memory GIB  memory a compiled program may take (default: the device's, for the CPU\n" \
-    "                       its physical memory); a larger program is refused before it allocates\n"
+    "                       its physical memory); a larger program is refused before it allocates\n" \
+    "  --device-profile P   the memory of a device of profile P (a name, `tessera profile-device\n"  \
+    "                       --list`, or a .json path) instead; a program larger is refused before\n" \
+    "                       it allocates, with the planner's layout that fits (tessera plan)\n"
 #define CLI_LOAD_USAGE                                                                                  \
     "  --allow-nonfinite    load a model whose weights hold NaN or inf (refused by default)\n"
 /* ts_program_load's flags for a model (TS_LOAD_STRICT when strict) under these settings. */

@@ -390,6 +390,16 @@ static ts_status find_inputs(pbuild *b) {
     return TS_OK;
 }
 
+/* Stage s's compile failed: its error, saying which stage (a refusal for memory otherwise names
+ * only the device, which several stages may share). */
+static ts_status name_stage(int s, int S) {
+    char msg[1024];
+    const char *m = ts_last_error();
+    ts_status st = ts_last_status();
+    snprintf(msg, sizeof msg, "%s", strncmp(m, "ts_compile: ", 12) ? m : m + 12);
+    return ts_err(st, "ts_compile: stage %d of the pipeline's %d: %s", s, S, msg);
+}
+
 /* Each stage's program on its device (compile.c), over a copy of the graph where what it receives
  * is an input; then each transfer's receiving slotted buffer. */
 static ts_status compile_stages(pbuild *b) {
@@ -415,7 +425,7 @@ static ts_status compile_stages(pbuild *b) {
         ts_stage_spec spec = {salive, phase, nph, b->slots + (size_t)s * nv, b->sent + (size_t)s * nv};
         ts_compile_opts so = {.num_threads = pl->threads[pl->stage_dev[s]], .memory_limit = b->o->memory_limit,
                               .no_fusion = 1, .strict_device = b->o->strict_device, .plan_only = b->o->plan_only};
-        if (!(pl->st[s] = ts_exec_compile(gs, pl->dev[pl->stage_dev[s]], &so, &spec))) err = ts_last_status();
+        if (!(pl->st[s] = ts_exec_compile(gs, pl->dev[pl->stage_dev[s]], &so, &spec))) err = name_stage(s, b->S);
     }
     free(phase), free(salive);
     for (int i = 0; i < pl->nxf && !err && !b->o->plan_only; i++) { /* planning only: no buffers */

@@ -1,0 +1,103 @@
+/*
+ * plan_suggest.c — what a command refused for memory under --device-profile says next: the
+ * planner's view of the layout asked for (the stage that does not fit, what it needs, what the
+ * profile's device has) and the fastest layout of the same model, batch, dtype and optimizer on
+ * as many devices of that profile that fits, with the command that runs it and the `tessera plan`
+ * command that explains more. Used by cli_bert_programs (pretrain, finetune) and `tessera run`.
+ */
+#include "cli.h"
+
+/* The stage spec of pipeline pp ("0:emb,heads 1:0-3 ..."), or of one device with the whole model. */
+static void spec_of(const ts_stage_plan *pp, int layers, char *buf, size_t cap) {
+    size_t o = 0;
+    if (!pp || pp->nstages <= 1) {
+        snprintf(buf, cap, "0:emb,0-%d,heads", layers - 1);
+        return;
+    }
+    buf[0] = 0;
+    for (int d = 0; d < pp->ndev && o < cap; d++) {
+        int any = 0;
+        for (int s = 0; s < pp->nstages && o < cap; s++) {
+            if (pp->stage_dev[s] != d) continue;
+            int f = pp->stage_first[s], l = pp->stage_last[s], a = f < 1 ? 1 : f, b = l > layers ? layers : l;
+            o += (size_t)snprintf(buf + o, cap - o, "%s", any ? "," : o ? " " : "");
+            if (!any) o += (size_t)snprintf(buf + o, cap - o, "%d:", d);
+            any = 1;
+            if (f == 0 && o < cap) o += (size_t)snprintf(buf + o, cap - o, "emb%s", a <= b || l > layers ? "," : "");
+            if (a <= b && o < cap) o += (size_t)(a == b ? snprintf(buf + o, cap - o, "%d", a - 1)
+                                                       : snprintf(buf + o, cap - o, "%d-%d", a - 1, b - 1));
+            if (l > layers && o < cap) o += (size_t)snprintf(buf + o, cap - o, "%sheads", a <= b ? "," : "");
+        }
+    }
+}
+
+/* " the planner: stage S needs X GB on NAME (Y GB)" from the estimate of the layout asked for,
+ * or "" when the estimate cannot be made or finds every stage fits. */
+static void asked_layout(const ts_plan_request *rq, char *buf, size_t cap) {
+    ts_plan_layout *l = calloc(1, sizeof *l);
+    buf[0] = 0;
+    if (!l) return;
+    if (ts_plan_estimate(rq, l) == TS_OK)
+        for (int s = 0; s < l->nstages; s++)
+            if (!l->st[s].fits) {
+                snprintf(buf, cap, "stage %d needs %.2f GB on %s (%.2f GB)", s, l->st[s].need_bytes / 1e9,
+                         rq->device->name, rq->device->memory_bytes / 1e9);
+                break;
+            }
+    free(l);
+}
+
+/* The `tessera plan` command for rq's model and shapes (the layout left to the search). */
+static void plan_command(const char *profile, const ts_plan_request *rq, char *buf, size_t cap) {
+    const ts_bert_config *c = rq->cfg;
+    static const char *dt[] = {"f32", "bf16", "f16"}, *task[] = {"pretrain", "finetune", "infer"};
+    char preds[40] = "";
+    if (rq->task == TS_PLAN_PRETRAIN && rq->max_predictions > 0)
+        snprintf(preds, sizeof preds, " --max-predictions %d", rq->max_predictions);
+    snprintf(buf, cap, "tessera plan --device %s --count %d --layers %d --hidden %d --heads %d --intermediate %d "
+             "--batch %d --seq-len %d%s --dtype %s --optimizer %s --task %s --explain", profile, rq->count,
+             c->num_hidden_layers, c->hidden_size, c->num_attention_heads, c->intermediate_size, rq->batch,
+             rq->seq_len, preds, dt[rq->dtype <= TS_F16 ? rq->dtype : 0], rq->optimizer == TS_OPTIM_LAMB ? "lamb" : "adamw",
+             task[rq->task]);
+}
+
+void cli_plan_suggest(const char *cmd, const char *profile, const ts_plan_request *asked, const ts_stage_plan *pp) {
+    ts_plan_request rq = *asked;
+    char spec[256], need[256], plan[1024];
+    spec_of(pp, rq.cfg->num_hidden_layers, spec, sizeof spec);
+    rq.stages = spec;
+    asked_layout(&rq, need, sizeof need);
+    plan_command(profile, &rq, plan, sizeof plan);
+    rq.stages = NULL, rq.replicas = 0, rq.micro_batches = 0, rq.recompute = -1, rq.shard_state = -1;
+    ts_plan_layout *l = calloc(1, sizeof *l);
+    int n = 0;
+    if (!l || ts_plan_search(&rq, l, 1, &n) != TS_OK || n < 1) {
+        fprintf(stderr, "tessera %s: the planner: %s%s%s (%s for more)\n", cmd, need, *need ? "; " : "",
+                l ? ts_last_error() : "out of memory", plan);
+    } else if (!l->fits) {
+        fprintf(stderr, "tessera %s: the planner: %s%sno layout of %d x %s fits this model and batch; the closest: %s "
+                "(%s for more)\n", cmd, need, *need ? ": " : "", rq.count, rq.device->name, l->why, plan);
+    } else {
+        fprintf(stderr, "tessera %s: the planner: %s%s%d stage%s \"%s\" x %d replica%s, %d micro-batch%s%s%s fit "
+                "(estimated %.1f seq/s): %s (%s for more)\n", cmd, need, *need ? ": " : "", l->nstages,
+                l->nstages == 1 ? "" : "s", l->stages, l->replicas, l->replicas == 1 ? "" : "s", l->micro_batches,
+                l->micro_batches == 1 ? "" : "es", l->recompute ? " with --recompute" : "",
+                l->shard_state && l->replicas > 1 ? " and --shard-optimizer" : "", l->seq_per_s, l->command, plan);
+    }
+    free(l);
+}
+
+int cli_device_profile_load(const char *cmd, const char *name, double *memory_gib, ts_device_profile *out) {
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    if (ts_device_profile_load(name, out) != TS_OK) {
+        fprintf(stderr, "tessera %s: --device-profile %s: %s\n", cmd, name, ts_last_error());
+        return 2;
+    }
+    if (!(out->memory_bytes > 0)) {
+        fprintf(stderr, "tessera %s: --device-profile %s: the profile gives no memory_bytes\n", cmd, name);
+        return 2;
+    }
+    *memory_gib = out->memory_bytes / 1073741824.0;
+    return 0;
+}

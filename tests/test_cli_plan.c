@@ -1,0 +1,201 @@
+/*
+ * test_cli_plan.c — `tessera plan` and the refusal with the planner's suggestion (issue 26):
+ *  - BERT-Base on 1 and 8 H200s: a layout, an estimate and the command;
+ *  - the seed system's layout on an IPU-POD16 (ipu-mk2 x 16, micro-batch 32, 512 micro-batches,
+ *    4 replicas, LAMB, f16, recomputation): it fits, and its stages are named as --stages names them;
+ *  - --json parses (cJSON) with the same layout; --explain lists alternatives with why;
+ *  - usage errors exit 2 naming the flag (unknown flag, missing --device, bad number, unknown
+ *    profile, bad --dtype);
+ *  - pretrain under --device-profile with a profile (written here) too small for a pipeline stage:
+ *    refused naming the stage, what it needs and what the device has, with the planner's
+ *    suggestion, nothing written to --out but its lock; and a BERT-Base-sized step, whose arena
+ *    would be gigabytes, refused without its memory ever being touched (the child's peak RSS).
+ */
+#include "test_util.h"
+#include "cli_util.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <sys/resource.h>
+
+static const char *TINY = "--layers 2 --hidden 32 --heads 2 --intermediate 64 --max-len 32 --threads 1 --max-steps 2";
+
+/* A profile like the built-in ones, of `memory` bytes per device, as dir/name. */
+static void write_profile(const char *name, const char *pname, double memory) {
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"name\": \"%s\", \"description\": \"a small device for the test\", \"measured\": false,\n"
+             " \"memory_bytes\": %.0f, \"streaming_bytes\": 0, \"streaming_bw\": 0,\n"
+             " \"peak_flops\": {\"f32\": 1e12, \"bf16\": 2e12, \"f16\": 2e12}, \"mem_bw\": 100e9,\n"
+             " \"link_bw\": 10e9, \"link_latency\": 1e-6, \"host_bw\": 1e9, \"host_latency\": 1e-5,\n"
+             " \"devices_per_host\": 8, \"eff_matmul\": {\"f32\": 0.5, \"bf16\": 0.5, \"f16\": 0.5},\n"
+             " \"eff_mem\": 0.5, \"node_overhead\": 1e-6,\n"
+             " \"sources\": {\"memory_bytes\": \"test_cli_plan\", \"streaming_bytes\": \"test_cli_plan\",\n"
+             "  \"streaming_bw\": \"test_cli_plan\", \"peak_flops\": \"test_cli_plan\", \"mem_bw\": \"test_cli_plan\",\n"
+             "  \"link_bw\": \"test_cli_plan\", \"link_latency\": \"test_cli_plan\", \"host_bw\": \"test_cli_plan\",\n"
+             "  \"host_latency\": \"test_cli_plan\", \"devices_per_host\": \"test_cli_plan\",\n"
+             "  \"eff_matmul\": \"test_cli_plan\", \"eff_mem\": \"test_cli_plan\", \"node_overhead\": \"test_cli_plan\"}}\n",
+             pname, memory);
+    write_str(name, json);
+}
+
+/* The entries of dir/sub but . and .., one string "a b c". */
+static void list_dir(const char *sub, char *buf, size_t cap) {
+    char path[300];
+    snprintf(path, sizeof path, "%s/%s", dir, sub);
+    buf[0] = 0;
+    DIR *d = opendir(path);
+    if (!d) return;
+    size_t o = 0;
+    for (struct dirent *e; (e = readdir(d)) && o < cap;)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            o += (size_t)snprintf(buf + o, cap - o, "%s%s", o ? " " : "", e->d_name);
+    closedir(d);
+}
+
+static void test_setup(void) {
+    write_corpus("corpus.txt");
+    CHECK_RAN(tessera(NULL, "vocab --out vocab.txt --size 120 corpus.txt"), 0);
+}
+
+static void test_h200(void) {
+    for (int count = 1; count <= 8; count += 7) {
+        int rc = tessera(NULL, "plan --device h200 --count %d", count);
+        CHECK_RAN(rc, 0);
+        CHECK(strstr(out_text, "best layout:") && strstr(out_text, "seq/s") && strstr(out_text, "command:\n  ") &&
+              strstr(out_text, "x h200") && strstr(out_text, "12 layers, hidden 768"), "count %d:\n%s", count, out_text);
+        CHECK(printed_number("estimated ") > 0, "an estimate:\n%s", out_text);
+    }
+    int rc = tessera(NULL, "plan --device h200 --count 8 --layers 24 --hidden 1024 --heads 16 --intermediate 4096 --dtype bf16");
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "24 layers, hidden 1024") && printed_number("estimated ") > 0, "BERT-Large:\n%s", out_text);
+}
+
+static const char *POD16 = "plan --device ipu-mk2 --count 16 --batch 32 --seq-len 128 --max-predictions 20 --optimizer lamb "
+                           "--dtype f16 --replicas 4 --stages \"0:emb,heads 1:0-3 2:4-7 3:8-11\" --micro-batches 512 "
+                           "--recompute";
+
+static void test_pod16(void) {
+    int rc = tessera(NULL, "%s", POD16);
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "best layout:") && strstr(out_text, "4 replicas") && strstr(out_text, "512 micro-batches") &&
+          strstr(out_text, "recomputation on") && strstr(out_text, "16 x ipu-mk2 (0.90 GB each"), "%s", out_text);
+    CHECK(!strstr(out_text, "DOES NOT FIT") && strstr(out_text, " fits"), "the seed's layout fits:\n%s", out_text);
+    CHECK(strstr(out_text, "emb ") && strstr(out_text, "0-3 ") && strstr(out_text, "8-11 ") && strstr(out_text, "heads "),
+          "stages named as --stages names them:\n%s", out_text);
+    CHECK(strstr(out_text, "mpirun -np 4 tessera pretrain"), "the command:\n%s", out_text);
+    CHECK(strstr(out_text, "all-reduce: ") && strstr(out_text, "bubble: "), "%s", out_text);
+}
+
+static void test_json(void) {
+    int rc = tessera(NULL, "%s --json", POD16);
+    CHECK_RAN(rc, 0);
+    cJSON *j = cJSON_Parse(out_text);
+    CHECK(j != NULL, "--json is not JSON:\n%s", out_text);
+    if (!j) return;
+    const cJSON *best = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "layouts"), 0);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(j, "fits")) && best, "fits");
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(best, "replicas")) == 4 &&
+          cJSON_GetNumberValue(cJSON_GetObjectItem(best, "micro_batches")) == 512 &&
+          cJSON_GetNumberValue(cJSON_GetObjectItem(best, "seq_per_s")) > 0, "the layout:\n%s", out_text);
+    CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "device"), "name")), "ipu-mk2"), "device");
+    cJSON_Delete(j);
+    /* the shell's JSON reader agrees, where python3 is there */
+    if (system("command -v python3 >/dev/null 2>&1") == 0) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "python3 -m json.tool '%s/stdout.txt' >/dev/null", dir);
+        CHECK(system(cmd) == 0, "python3 -m json.tool refuses the output");
+    }
+}
+
+static void test_explain(void) {
+    int rc = tessera(NULL, "plan --device ipu-mk2 --count 4 --batch 8 --dtype f16 --optimizer lamb --explain --top 4");
+    CHECK(rc == 0 || rc == 1, "exit %d\n%s%s", rc, out_text, err_text);
+    CHECK(strstr(out_text, "alternatives, the next best first:\n  2. "), "--explain:\n%s", out_text);
+    CHECK(strstr(out_text, "slower") || strstr(out_text, "does not fit"), "why each lost:\n%s", out_text);
+}
+
+static void test_errors(void) {
+    int rc = tessera(NULL, "plan --device h200 --frobnicate");
+    CHECK(rc == 2 && strstr(err_text, "--frobnicate"), "unknown flag: %d %s", rc, err_text);
+    rc = tessera(NULL, "plan --count 2");
+    CHECK(rc == 2 && strstr(err_text, "--device"), "missing --device: %d %s", rc, err_text);
+    rc = tessera(NULL, "plan --device h200 --count two");
+    CHECK(rc == 2 && strstr(err_text, "--count") && strstr(err_text, "two"), "bad number: %d %s", rc, err_text);
+    rc = tessera(NULL, "plan --device no-such-device");
+    CHECK(rc == 2 && strstr(err_text, "--device no-such-device"), "unknown profile: %d %s", rc, err_text);
+    rc = tessera(NULL, "plan --device h200 --dtype f64");
+    CHECK(rc == 2 && strstr(err_text, "--dtype f64"), "bad dtype: %d %s", rc, err_text);
+    rc = tessera(NULL, "plan --device h200 --count 6 --replicas 4");
+    CHECK(rc == 2 && strstr(err_text, "--replicas 4"), "replicas: %d %s", rc, err_text);
+    rc = tessera(NULL, "plan --help");
+    CHECK(rc == 0 && strstr(out_text, "usage: tessera plan"), "help: %d", rc);
+    rc = tessera(NULL, "pretrain --vocab vocab.txt --corpus corpus.txt --out e1 %s --device-profile no-such-device", TINY);
+    CHECK(rc == 2 && strstr(err_text, "--device-profile no-such-device"), "pretrain: %d %s", rc, err_text);
+}
+
+/* A 2-stage pipeline whose first stage does not fit the small profile (0.27 GB: 0.25 of it the
+ * activations of 2 micro-batches in flight, on a 0.15 GB device): refused before the corpus is
+ * read, naming the stage, with a layout of 2 such devices that fits. */
+static void test_refusal(void) {
+    write_profile("small.json", "small", 150e6);
+    int rc = tessera(NULL, "pretrain --vocab vocab.txt --corpus corpus.txt --out r1 --layers 4 --hidden 256 --heads 4 "
+                           "--intermediate 1024 --max-len 64 --threads 1 --max-steps 2 --batch 32 --devices cpu:0,cpu:1 "
+                           "--stages \"0:emb,0-2 1:3,heads\" --micro-batches 4 --device-profile small.json");
+    CHECK_FAILS(rc, "ts_compile: stage 0 of the pipeline's 2: the program needs 0.29 GiB");
+    CHECK(strstr(err_text, "activations 0.24") && strstr(err_text, "the device has 0.14 GiB (the limit set)") &&
+          strstr(err_text, "the largest value") && strstr(err_text, "the limit is --device-profile's"),
+          "need, have, the largest value:\n%s", err_text);
+    CHECK(strstr(err_text, "the planner: stage 0 needs 0.30 GB on small (0.15 GB): ") && strstr(err_text, " fit (estimated ") &&
+          strstr(err_text, "tessera pretrain --layers 4 --hidden 256") &&
+          strstr(err_text, "(tessera plan --device small.json --count 2 --layers 4 --hidden 256 --heads 4 --intermediate 1024 "
+                           "--batch 32 --seq-len 64 --max-predictions 10 --dtype f32 --optimizer adamw --task pretrain "
+                           "--explain for more)"), "the planner's suggestion:\n%s", err_text);
+    char ls[512];
+    list_dir("r1", ls, sizeof ls);
+    CHECK(!strcmp(ls, ".tessera.lock"), "--out holds only the lock: '%s'", ls);
+    /* tessera run: the batch of a model directory on that device */
+    write_profile("tiny.json", "tiny", 200e3);
+    rc = tessera(NULL, "pretrain --vocab vocab.txt --corpus corpus.txt --out m %s --batch 4", TINY);
+    CHECK_RAN(rc, 0);
+    ts_tensor *ids = ts_tensor_new(TS_I64, 2, (int64_t[]){64, 32});
+    memset(ts_tensor_data(ids), 0, 64 * 32 * 8);
+    char in[300];
+    snprintf(in, sizeof in, "%s/in.safetensors", dir);
+    CHECK_OK(ts_safetensors_save(in, 1, (const char *[]){"input_ids"}, (const ts_tensor *const *)&ids, NULL));
+    ts_tensor_free(ids);
+    rc = tessera(NULL, "run --model m --inputs in.safetensors --outputs out.safetensors --device-profile tiny.json");
+    CHECK_FAILS(rc, "the program needs");
+    CHECK(strstr(err_text, "the planner: ") && strstr(err_text, "--task infer"), "run's suggestion:\n%s", err_text);
+    CHECK(!exists("out.safetensors"), "run wrote its outputs");
+}
+
+/* BERT-Base-sized (its arena: gigabytes) on one 0.9 GB device: refused, its memory never touched. */
+static void test_refusal_large(void) {
+    write_profile("ipu.json", "ipu-like", 900e6);
+    double t0 = tu_now();
+    int rc = tessera(NULL, "pretrain --vocab vocab.txt --corpus corpus.txt --out r2 --layers 12 --hidden 768 --heads 12 "
+                           "--intermediate 3072 --max-len 128 --batch 32 --threads 1 --device-profile ipu.json");
+    double took = tu_now() - t0;
+    CHECK_FAILS(rc, "the program needs");
+    CHECK(strstr(err_text, "the planner: "), "the planner's suggestion:\n%s", err_text);
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru); /* this case runs in its own process: its children are the commands */
+    CHECK(ru.ru_maxrss < 300 * 1024, "peak RSS %ld MB: the arena was touched", ru.ru_maxrss / 1024);
+    printf("refusal of BERT-Base batch 32: %.1f s, peak RSS %ld MB\n", took, ru.ru_maxrss / 1024);
+}
+
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
+    if (cli_setup("test_cli_plan")) return 1;
+    RUN(test_setup);
+    RUN(test_refusal_large);
+    RUN(test_refusal);
+    RUN(test_errors);
+    RUN(test_h200);
+    RUN(test_pod16);
+    RUN(test_json);
+    RUN(test_explain);
+    cli_cleanup("test_cli_plan");
+    return tu_finish("test_cli_plan");
+}
