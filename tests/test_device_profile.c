@@ -85,7 +85,7 @@ static void test_builtin_profiles(void) {
           "Mk2 peaks %g %g %g", p.peak_flops[TS_F32], p.peak_flops[TS_BF16], p.peak_flops[TS_F16]);
     CHECK(p.mem_bw == 47.5e12 && p.link_bw == 320e9, "Mk2 bandwidths %g %g", p.mem_bw, p.link_bw);
     CHECK(p.streaming_bytes > 0 && p.streaming_bw > 0, "Mk2 streaming memory %g", p.streaming_bytes);
-    CHECK(strstr(p.sources, "provisional: calibrated by the planner") != NULL, "Mk2 provisional efficiencies");
+    CHECK(strstr(p.sources, "eff_matmul: calibrated: ") != NULL, "Mk2: eff_matmul without its calibration source");
     CHECK(strstr(p.description, "1,472 tiles") && strstr(p.description, "1.33 GHz"), "Mk2: %s", p.description);
     check_sources(&p);
 
