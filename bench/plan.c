@@ -207,8 +207,8 @@ static void layout_choice(int batch, int *nrows, row *rows) {
         o += (size_t)(lo == hi ? snprintf(specs[2] + o, 128 - o, " %d:%d", d, lo)
                                : snprintf(specs[2] + o, 128 - o, " %d:%d-%d", d, lo, hi));
     }
-    /* everything but the last layer and the heads on device 0: unbalanced */
-    snprintf(specs[3], sizeof specs[3], "0:emb,0-%d 1:%d 2:heads", g_layers - 3, g_layers - 2);
+    /* three devices, all layers but the last on device 0: unbalanced */
+    snprintf(specs[3], sizeof specs[3], "0:emb,0-%d 1:%d 2:heads", g_layers - 2, g_layers - 1);
     int nl = g_layers >= 3 ? NL : 3, bestp = 0, bestm = 0;
     double pr[NL], me[NL];
     for (int i = 0; i < nl; i++) {
