@@ -1,13 +1,15 @@
 /*
  * test_plan_cost.c — the planner's cost model and search (src/plan/): a matmul node's FLOPs and
  * its time on a hand-made profile, the 1F1B step formula and the hidden all-reduce on a 2-stage
- * toy layout, ts_plan_search's order (fitting layouts by seq/s) and a request whose every layout
+ * toy layout and on a measured CPU profile whose devices share the host's cores, ts_plan_search's order (fitting layouts by seq/s) and a request whose every layout
  * overflows.
  */
 #include "test_util.h"
 
 #include "plan/cost.h"
 #include "runtime/program.h"
+
+#include <unistd.h>
 
 /* A profile of round figures: 1 GFLOP/s, 1 GB/s, 1 us a node. */
 static ts_device_profile toy_profile(double memory) {
@@ -89,6 +91,40 @@ static void test_1f1b_formula(void) {
     CHECK(fabs(l.step_s - 19) < 1e-6, "step %g", l.step_s);
 }
 
+/* A measured CPU profile: its devices (cpu:0 .. cpu:D-1, replicas under mpirun) share the host's C
+ * cores, each with max(1, C / (R D)) threads. The toy of test_1f1b_formula (t = 3 s and 2 s a
+ * micro-batch, 0.5 s of update each, M = 4) on such a profile: step = max((M + D - 1) x 3 x slow,
+ * R x busy) + max(0.5 x slow, R x 1), slow = C / threads, busy = 4 x (3 + 2) = 20 s. */
+static void test_shared_cpu(void) {
+    ts_device_profile prof = toy_profile(1e12);
+    snprintf(prof.name, sizeof prof.name, "cpu"), prof.measured = 1;
+    ts_bert_config cfg;
+    ts_bert_config_default(&cfg);
+    ts_plan_request rq;
+    ts_plan_request_defaults(&rq);
+    rq.cfg = &cfg, rq.device = &prof, rq.batch = 8;
+    ts_plan_compiled pc;
+    memset(&pc, 0, sizeof pc);
+    pc.nstages = 2, pc.ndevices = 2;
+    pc.stage_dev[1] = 1, pc.last[0] = 6, pc.first[1] = 7, pc.last[1] = 13;
+    pc.cost[0] = (ts_stage_cost){.fwd_s = 1, .bwd_s = 2, .upd_s = 0.5};
+    pc.cost[1] = (ts_stage_cost){.fwd_s = 1, .bwd_s = 1, .upd_s = 0.5};
+    double C = (double)sysconf(_SC_NPROCESSORS_ONLN);
+    for (int R = 1; R <= 2; R++) {
+        double th = (int)(C / (2 * R)) < 1 ? 1 : (int)(C / (2 * R)), slow = C / th;
+        double want = fmax(5 * 3 * slow, R * 20.0) + fmax(0.5 * slow, R * 1.0);
+        ts_plan_layout l;
+        ts_plan_evaluate(&rq, &pc, "0:emb,0-5 1:6-11,heads", R, 4, 0, &l, NULL);
+        CHECK(fabs(l.step_s - want) < 1e-6, "R %d on %g cores: step %g, want %g", R, C, l.step_s, want);
+        CHECK(l.step_s > 16, "sharing the cores is slower than 2 devices of their own: %g", l.step_s);
+    }
+    /* one device alone: the machine as measured */
+    pc.nstages = pc.ndevices = 1;
+    ts_plan_layout l;
+    ts_plan_evaluate(&rq, &pc, "0:emb,0-11,heads", 1, 4, 0, &l, NULL);
+    CHECK(fabs(l.step_s - (4 * 3 + 0.5)) < 1e-9, "one device: step %g", l.step_s);
+}
+
 /* A small BERT: 4 layers of 64, vocabulary 1000. */
 static void small_bert(ts_bert_config *cfg) {
     ts_bert_config_default(cfg);
@@ -146,6 +182,7 @@ int main(int argc, char **argv) {
     tu_args(argc, argv);
     RUN(test_matmul_node);
     RUN(test_1f1b_formula);
+    RUN(test_shared_cpu);
     RUN(test_search_sorted);
     RUN(test_search_nothing_fits);
     return tu_finish("test_plan_cost");

@@ -10,7 +10,10 @@
 
 #include "runtime/program.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 void ts_plan_request_defaults(ts_plan_request *rq) {
     static ts_bert_config base;
@@ -42,6 +45,10 @@ static ts_status compile_model(const ts_plan_request *rq, ts_bert_config *cfg, c
                             .seq = rq->seq_len, .optimizer = rq->optimizer, .weight_decay = 0.01f,
                             .max_grad_norm = 1.0f, .accumulation = micro, .plan_only = 1};
     if (pp) o.stage_devices = pp->stage_name, o.nstage_devices = pp->nstages;
+    /* inference fetches the head's output (without a fetch nothing would be scheduled) */
+    const char *out = head == TS_BERT_MODEL ? "last_hidden_state" : head == TS_BERT_PRETRAINING ? "prediction_logits"
+                                                                                                : "logits";
+    o.infer_fetches = &out, o.ninfer_fetches = 1;
     if (rq->task == TS_PLAN_INFER) return ts_bert_train_programs(&o, NULL, prog);
     return ts_bert_train_programs(&o, prog, NULL);
 }
@@ -167,6 +174,21 @@ static double check_fit(const ts_plan_request *rq, const ts_plan_compiled *pc, t
     return worst;
 }
 
+/* The cores a measured CPU profile's devices share: its devices (cpu:0 .. cpu:N-1, and replicas
+ * under mpirun on this machine) are parts of one host, whose cores the profile was measured on as
+ * one device; 0 for any other profile (a device of its own). */
+static double shared_host_cores(const ts_device_profile *p) {
+    if (!p->measured || strncmp(p->name, "cpu", 3) != 0) return 0;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (double)n : 1;
+}
+
+/* Threads of each of n devices on `cores` cores, as the runtime gives them: cores / n, at least 1. */
+static double threads_per_device(double cores, int n) {
+    double t = (double)(int)(cores / n);
+    return t < 1 ? 1 : t;
+}
+
 void ts_plan_evaluate(const ts_plan_request *rq, const ts_plan_compiled *pc, const char *spec, int R, int M, int shard,
                       ts_plan_layout *l, double *overflow) {
     const ts_device_profile *p = rq->device;
@@ -184,14 +206,23 @@ void ts_plan_evaluate(const ts_plan_request *rq, const ts_plan_compiled *pc, con
         st->fwd_s = c->fwd_s, st->bwd_s = infer ? 0 : c->bwd_s;
         st->update_s = infer ? 0 : c->upd_s / (shard && R > 1 ? R : 1);
         if (st->streamed_bytes > 0 && p->streaming_bw > 0) st->update_s += 2 * st->streamed_bytes / p->streaming_bw;
-        st->send_s = c->nsend ? c->send_bytes / (p->link_bw > 0 ? p->link_bw : 1e30) + c->nsend * p->link_latency : 0;
+        /* devices sharing a host's memory copy through it: read and write at the memory's rate */
+        double link = shared_host_cores(p) > 0 ? ts_profile_mem_bw(p) / 2 : p->link_bw;
+        st->send_s = c->nsend ? c->send_bytes / (link > 0 ? link : 1e30) + c->nsend * p->link_latency : 0;
         t_dev[st->device] += st->fwd_s + st->bwd_s + st->send_s;
         update += st->update_s;
     }
-    double tmax = 0, busy = 0;
+    double tmax = 0, busy = 0, upd_max = 0;
     for (int d = 0; d < D; d++) busy += t_dev[d] * l->micro_batches, tmax = t_dev[d] > tmax ? t_dev[d] : tmax;
+    for (int s = 0; s < S; s++) upd_max = l->st[s].update_s > upd_max ? l->st[s].update_s : upd_max;
     allreduce(rq, pc, R, l);
-    l->step_s = (l->micro_batches + D - 1) * tmax + update + (l->allreduce_s - l->allreduce_hidden_s);
+    double pipe = (l->micro_batches + D - 1) * tmax, cores = shared_host_cores(p);
+    if (cores > 0 && R * D > 1) { /* R x D devices share the cores of one host */
+        double slow = cores / threads_per_device(cores, R * D);
+        pipe = fmax(pipe * slow, R * busy);
+        update = fmax(upd_max * slow, R * update);
+    }
+    l->step_s = pipe + update + (l->allreduce_s - l->allreduce_hidden_s);
     l->bubble = l->step_s > 0 ? 1 - busy / (D * l->step_s) : 0;
     l->seq_per_s = l->step_s > 0 ? (double)R * l->micro_batches * rq->batch / l->step_s : 0;
     double over = check_fit(rq, pc, l);
