@@ -119,7 +119,13 @@ typedef struct ts_plan_stage {
     int device;                   /* index of its device within a replica */
     int first, last;              /* parts */
     ts_memory mem;                /* its program's memory, from the compiler's plan */
-    double need_bytes;            /* on the device: mem's parts less what is streamed */
+    double need_bytes;            /* on the device: the sum of the six below */
+    /* What the device holds, in bytes: mem as the layout changes it (a weight shared with another
+     * stage of the device counted once; with micro-batches or replicas the gradient accumulators,
+     * and the all-reduce's buckets; the optimizer state sharded over the replicas, less what is
+     * streamed; activations in the compute dtype on a device of published figures): */
+    double dev_params, dev_grads, dev_accumulators, dev_optimizer_state, dev_activations;
+    double dev_other;             /* kernels' workspace and kept weight copies */
     double streamed_bytes;        /* optimizer state placed in streaming memory */
     double fwd_s, bwd_s;          /* one micro-batch's forward and backward */
     double update_s;              /* the step's update of its parameters */

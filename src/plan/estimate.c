@@ -102,8 +102,14 @@ static void stage_memory(const ts_plan_request *rq, const ts_memory *m, const ts
     double state = (held > accum ? held - accum : 0) / (shard && R > 1 ? R : 1);
     double act = (double)m->activations * (rq->dtype != TS_F32 && !p->measured ? 0.5 : 1);
     st->streamed_bytes = rq->stream_state && p->streaming_bytes > 0 && state <= p->streaming_bytes ? state : 0;
-    st->need_bytes = (double)m->params - c->shared_bytes + (double)m->grads + accum + (double)m->grad_buckets + state +
-                     act + (double)m->workspace + (double)m->weight_copies - st->streamed_bytes;
+    st->dev_params = (double)m->params - c->shared_bytes;
+    st->dev_grads = (double)m->grads;
+    st->dev_accumulators = accum + (double)m->grad_buckets;
+    st->dev_optimizer_state = state - st->streamed_bytes;
+    st->dev_activations = act;
+    st->dev_other = (double)m->workspace + (double)m->weight_copies;
+    st->need_bytes = st->dev_params + st->dev_grads + st->dev_accumulators + st->dev_optimizer_state +
+                     st->dev_activations + st->dev_other;
 }
 
 /* The command that runs layout l (pretrain's flags). */

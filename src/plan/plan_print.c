@@ -27,14 +27,14 @@ void ts_plan_parts_name(int first, int last, int layers, char *buf, size_t cap) 
 }
 
 void ts_plan_mem_row_of(const ts_plan_stage *st, ts_plan_mem_row *r) {
-    r->params = (double)st->mem.params;
-    r->grads = (double)st->mem.grads;
-    r->optimizer = (double)st->mem.optimizer_state;
+    r->params = st->dev_params;
+    r->grads = st->dev_grads;
+    r->accumulators = st->dev_accumulators;
+    r->optimizer = st->dev_optimizer_state;
     r->streamed = st->streamed_bytes;
-    r->activations = (double)st->mem.activations;
-    r->workspace = (double)st->mem.workspace;
+    r->activations = st->dev_activations;
+    r->workspace = st->dev_other;
     r->need = st->need_bytes;
-    r->adjust = r->need - (r->params + r->grads + r->optimizer - r->streamed + r->activations + r->workspace);
 }
 
 const char *ts_plan_task_name(ts_plan_task t) {
@@ -101,9 +101,9 @@ static void put_layout_words(text *t, const ts_plan_request *rq, const ts_plan_l
 
 /* The table of the stages of l: one row each, memory in GB, times in ms. */
 static void put_stages(text *t, const ts_plan_request *rq, const ts_plan_layout *l) {
-    int L = rq->cfg->num_hidden_layers, adjusted = 0;
-    put(t, "  %-5s %-6s %-14s %8s %8s %17s %8s %9s %8s %15s %8s %8s %9s\n", "stage", "device", "parts", "params", "grads",
-        "optimizer (strm)", "activ.", "workspace", "other", "total / device", "fwd ms", "bwd ms", "update ms");
+    int L = rq->cfg->num_hidden_layers;
+    put(t, "  %-5s %-6s %-14s %8s %8s %8s %17s %8s %9s %15s %8s %8s %9s\n", "stage", "device", "parts", "params", "grads",
+        "accum.", "optimizer (strm)", "activ.", "workspace", "total / device", "fwd ms", "bwd ms", "update ms");
     for (int s = 0; s < l->nstages && s < TS_MAX_STAGES; s++) {
         const ts_plan_stage *st = &l->st[s];
         ts_plan_mem_row r;
@@ -112,16 +112,14 @@ static void put_stages(text *t, const ts_plan_request *rq, const ts_plan_layout 
         ts_plan_mem_row_of(st, &r);
         snprintf(opt, sizeof opt, "%.2f (%.2f)", gb(r.optimizer), gb(r.streamed));
         snprintf(tot, sizeof tot, "%.2f / %.2f", gb(r.need), gb(rq->device->memory_bytes));
-        adjusted |= gb(r.adjust) >= 0.005 || gb(r.adjust) <= -0.005;
-        put(t, "  %-5d %-6d %-14s %8.2f %8.2f %17s %8.2f %9.2f %8.2f %15s %8.2f %8.2f %9.2f  %s\n", s, st->device, parts,
-            gb(r.params), gb(r.grads), opt, gb(r.activations), gb(r.workspace), gb(r.adjust), tot, st->fwd_s * 1e3,
-            st->bwd_s * 1e3, st->update_s * 1e3, st->fits ? "fits" : "DOES NOT FIT");
+        put(t, "  %-5d %-6d %-14s %8.2f %8.2f %8.2f %17s %8.2f %9.2f %15s %8.2f %8.2f %9.2f  %s\n", s, st->device, parts,
+            gb(r.params), gb(r.grads), gb(r.accumulators), opt, gb(r.activations), gb(r.workspace), tot,
+            st->fwd_s * 1e3, st->bwd_s * 1e3, st->update_s * 1e3, st->fits ? "fits" : "DOES NOT FIT");
     }
-    put(t, "  (memory in GB of 1e9 bytes, from the compiler's plan of each stage; \"strm\": the part of the optimizer\n"
-           "  state kept in streaming memory, not on the device; fwd / bwd: one micro-batch; update: one step%s)\n",
-        adjusted ? ";\n  \"other\": what the estimate adds or takes on the device: gradient accumulators and buckets, the\n"
-                   "  sharded state, activations in the compute dtype, weights shared with another stage of the device"
-                 : "");
+    put(t, "  (memory on each device in GB of 1e9 bytes: the compiler's plan of each stage as the layout changes\n"
+           "  it; accum.: gradient accumulators and all-reduce buckets; optimizer: its state on the device, sharded\n"
+           "  over the replicas where it is, and in brackets the part kept in streaming memory beside it;\n"
+           "  a weight two stages of one device share is counted once; fwd / bwd: one micro-batch; update: one step)\n");
 }
 
 static void put_best(text *t, const ts_plan_request *rq, const ts_plan_layout *l) {

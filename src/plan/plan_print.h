@@ -18,7 +18,7 @@ void ts_plan_parts_name(int first, int last, int layers, char *buf, size_t cap);
  * sharding, activations in the compute dtype, copies shared with another stage of the device):
  * need_bytes - (params + grads + optimizer - streamed + activations + workspace). */
 typedef struct ts_plan_mem_row {
-    double params, grads, optimizer, streamed, activations, workspace, adjust, need;
+    double params, grads, accumulators, optimizer, streamed, activations, workspace, need;
 } ts_plan_mem_row;
 void ts_plan_mem_row_of(const ts_plan_stage *st, ts_plan_mem_row *r);
 

@@ -50,11 +50,11 @@ static cJSON *stage_json(const ts_plan_request *rq, const ts_plan_stage *st, int
     cJSON *m = cJSON_AddObjectToObject(j, "memory_bytes");
     cJSON_AddNumberToObject(m, "params", r.params);
     cJSON_AddNumberToObject(m, "grads", r.grads);
+    cJSON_AddNumberToObject(m, "accumulators", r.accumulators);
     cJSON_AddNumberToObject(m, "optimizer_state", r.optimizer);
     cJSON_AddNumberToObject(m, "optimizer_streamed", r.streamed);
     cJSON_AddNumberToObject(m, "activations", r.activations);
     cJSON_AddNumberToObject(m, "workspace", r.workspace);
-    cJSON_AddNumberToObject(m, "other", r.adjust);
     cJSON_AddNumberToObject(m, "need", r.need);
     cJSON_AddNumberToObject(m, "device", rq->device->memory_bytes);
     cJSON_AddBoolToObject(j, "fits", st->fits != 0);
