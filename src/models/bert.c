@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "graph/ir.h"
+#include "io/json_type.h"
 
 /* ================================================================== configuration */
 
@@ -147,14 +148,6 @@ ts_status ts_bert_config_check(const ts_bert_config *cfg) {
 /* config.json reading. Each reader returns TS_OK, leaves *out alone when the key is absent and
  * not required, and otherwise records an error naming the file and the key. */
 
-static const char *json_type(const cJSON *j) {
-    if (cJSON_IsNull(j)) return "null";
-    if (cJSON_IsBool(j)) return "a boolean";
-    if (cJSON_IsNumber(j)) return "a number";
-    if (cJSON_IsString(j)) return "a string";
-    if (cJSON_IsArray(j)) return "an array";
-    return "an object";
-}
 
 #define CFG_ERR(code, ...) ts_err(code, "ts_bert_config_load: " __VA_ARGS__)
 
@@ -162,7 +155,7 @@ static ts_status read_int(const cJSON *root, const char *path, const char *key, 
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!j) return required ? CFG_ERR(TS_ERR_ARG, "%s: field \"%s\" is missing", path, key) : TS_OK;
     if (!cJSON_IsNumber(j))
-        return CFG_ERR(TS_ERR_ARG, "%s: field \"%s\" must be an integer, got %s", path, key, json_type(j));
+        return CFG_ERR(TS_ERR_ARG, "%s: field \"%s\" must be an integer, got %s", path, key, ts_json_type(j));
     double v = j->valuedouble;
     if (v != floor(v) || v < -2147483647.0 || v > 2147483647.0)
         return CFG_ERR(TS_ERR_ARG, "%s: field \"%s\" must be an integer, got %g", path, key, v);
@@ -179,7 +172,7 @@ static ts_status read_float(const cJSON *root, const char *path, const char *key
     if (cJSON_IsNull(j) && null_value) return *out = *null_value, TS_OK;
     if (!cJSON_IsNumber(j))
         return CFG_ERR(TS_ERR_ARG, "%s: field \"%s\" must be a number%s, got %s", path, key,
-                       null_value ? " or null" : "", json_type(j));
+                       null_value ? " or null" : "", ts_json_type(j));
     double v = j->valuedouble;
     if (!(v >= lo && v < hi))
         return CFG_ERR(TS_ERR_ARG, "%s: field \"%s\" must be in [%g, %g), got %g", path, key, lo, hi, v);
@@ -191,7 +184,7 @@ static ts_status read_string(const cJSON *root, const char *path, const char *ke
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!j) return TS_OK;
     if (!cJSON_IsString(j))
-        return CFG_ERR(TS_ERR_ARG, "%s: field \"%s\" must be a string, got %s", path, key, json_type(j));
+        return CFG_ERR(TS_ERR_ARG, "%s: field \"%s\" must be a string, got %s", path, key, ts_json_type(j));
     *out = j->valuestring;
     return TS_OK;
 }
@@ -201,7 +194,7 @@ static ts_status read_false(const cJSON *root, const char *path, const char *key
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!j || cJSON_IsFalse(j) || cJSON_IsNull(j)) return TS_OK;
     if (!cJSON_IsBool(j))
-        return CFG_ERR(TS_ERR_ARG, "%s: field \"%s\" must be a boolean, got %s", path, key, json_type(j));
+        return CFG_ERR(TS_ERR_ARG, "%s: field \"%s\" must be a boolean, got %s", path, key, ts_json_type(j));
     return CFG_ERR(TS_ERR_UNSUPPORTED, "%s: field \"%s\" is true; only the BERT encoder is supported", path,
                    key);
 }
@@ -242,7 +235,7 @@ static ts_status read_text(const char *path, char **text, size_t *n) {
 static ts_status parse_config(const cJSON *root, const char *path, ts_bert_config *c) {
     ts_status s = TS_OK;
     if (!cJSON_IsObject(root))
-        return CFG_ERR(TS_ERR_IO, "%s: expected a JSON object, got %s", path, json_type(root));
+        return CFG_ERR(TS_ERR_IO, "%s: expected a JSON object, got %s", path, ts_json_type(root));
     static const char *const required[] = {"vocab_size", "hidden_size", "num_hidden_layers",
                                            "num_attention_heads", "intermediate_size",
                                            "max_position_embeddings", "type_vocab_size"};
@@ -277,7 +270,7 @@ static ts_status parse_config(const cJSON *root, const char *path, ts_bert_confi
                        "\"absolute\" is supported", path, pos);
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
     if (tie && !cJSON_IsBool(tie))
-        return CFG_ERR(TS_ERR_ARG, "%s: field \"tie_word_embeddings\" must be a boolean, got %s", path, json_type(tie));
+        return CFG_ERR(TS_ERR_ARG, "%s: field \"tie_word_embeddings\" must be a boolean, got %s", path, ts_json_type(tie));
     c->untie_word_embeddings = tie && cJSON_IsFalse(tie);
     if ((s = read_false(root, path, "is_decoder")) || (s = read_false(root, path, "add_cross_attention")))
         return s;
@@ -286,11 +279,11 @@ static ts_status parse_config(const cJSON *root, const char *path, ts_bert_confi
     if (arch && !cJSON_IsNull(arch)) {
         if (!cJSON_IsArray(arch))
             return CFG_ERR(TS_ERR_ARG, "%s: field \"architectures\" must be an array of strings, got %s",
-                           path, json_type(arch));
+                           path, ts_json_type(arch));
         const cJSON *a0 = cJSON_GetArrayItem(arch, 0);
         if (a0 && !cJSON_IsString(a0))
             return CFG_ERR(TS_ERR_ARG, "%s: field \"architectures\" must be an array of strings, has %s",
-                           path, json_type(a0));
+                           path, ts_json_type(a0));
         if (a0) {
             snprintf(c->architecture, sizeof c->architecture, "%s", a0->valuestring);
             for (size_t i = 0; i < sizeof HEADS / sizeof *HEADS; i++)
@@ -306,7 +299,7 @@ static ts_status parse_config(const cJSON *root, const char *path, ts_bert_confi
     if (id2label && !cJSON_IsNull(id2label)) {
         if (!cJSON_IsObject(id2label))
             return CFG_ERR(TS_ERR_ARG, "%s: field \"id2label\" must be an object, got %s", path,
-                           json_type(id2label));
+                           ts_json_type(id2label));
         int n = cJSON_GetArraySize(id2label);
         if (n <= 0) return CFG_ERR(TS_ERR_ARG, "%s: field \"id2label\" is empty", path);
         if (from_key && from_key != n)

@@ -8,6 +8,7 @@
  * otherwise be read as missing).
  */
 #include "core/core.h"
+#include "io/json_type.h"
 #include "plan/profile.h"
 
 #include <cjson/cJSON.h>
@@ -45,15 +46,6 @@ typedef struct reader {
     const char *fn, *path;
 } reader;
 
-static const char *json_type(const cJSON *j) {
-    if (!j) return "nothing";
-    if (cJSON_IsNull(j)) return "null";
-    if (cJSON_IsBool(j)) return "a boolean";
-    if (cJSON_IsNumber(j)) return "a number";
-    if (cJSON_IsString(j)) return "a string";
-    if (cJSON_IsArray(j)) return "an array";
-    return "an object";
-}
 
 /* "FN: PATH: field "FIELD" <message>" as a TS_ERR_ARG. */
 __attribute__((format(printf, 3, 4))) static ts_status bad(const reader *r, const char *field, const char *fmt, ...) {
@@ -69,7 +61,7 @@ __attribute__((format(printf, 3, 4))) static ts_status bad(const reader *r, cons
 static ts_status number(const reader *r, const cJSON *j, const char *field, double min, int above, int is_int,
                         double *out) {
     if (!j) return bad(r, field, "is missing");
-    if (!cJSON_IsNumber(j)) return bad(r, field, "must be a number, got %s", json_type(j));
+    if (!cJSON_IsNumber(j)) return bad(r, field, "must be a number, got %s", ts_json_type(j));
     double v = j->valuedouble;
     if (!isfinite(v)) return bad(r, field, "must be finite");
     if (is_int && (v != floor(v) || v > 1e9)) return bad(r, field, "must be an integer, got %g", v);
@@ -83,7 +75,7 @@ static ts_status number(const reader *r, const cJSON *j, const char *field, doub
 static ts_status per_dtype(const reader *r, const cJSON *root, const char *key, double v[3]) {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!o) return bad(r, key, "is missing (an object {\"f32\": .., \"bf16\": .., \"f16\": ..})");
-    if (!cJSON_IsObject(o)) return bad(r, key, "must be an object {\"f32\": .., \"bf16\": .., \"f16\": ..}, got %s", json_type(o));
+    if (!cJSON_IsObject(o)) return bad(r, key, "must be an object {\"f32\": .., \"bf16\": .., \"f16\": ..}, got %s", ts_json_type(o));
     for (const cJSON *c = o->child; c; c = c->next) {
         int known = 0;
         for (int d = 0; d < 3; d++) known |= !strcmp(c->string, DTYPE_KEYS[d]);
@@ -102,7 +94,7 @@ static ts_status per_dtype(const reader *r, const cJSON *root, const char *key, 
 static ts_status string(const reader *r, const cJSON *root, const char *key, int required, char *buf, size_t cap) {
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!j) return required ? bad(r, key, "is missing") : TS_OK;
-    if (!cJSON_IsString(j)) return bad(r, key, "must be a string, got %s", json_type(j));
+    if (!cJSON_IsString(j)) return bad(r, key, "must be a string, got %s", ts_json_type(j));
     if (strlen(j->valuestring) >= cap) return bad(r, key, "is longer than %zu characters", cap - 1);
     snprintf(buf, cap, "%s", j->valuestring);
     return TS_OK;
@@ -112,7 +104,7 @@ static ts_status string(const reader *r, const cJSON *root, const char *key, int
 static ts_status gemm_points(const reader *r, const cJSON *root, ts_device_profile *p) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "gemm");
     if (!a) return TS_OK;
-    if (!cJSON_IsArray(a)) return bad(r, "gemm", "must be an array, got %s", json_type(a));
+    if (!cJSON_IsArray(a)) return bad(r, "gemm", "must be an array, got %s", ts_json_type(a));
     if (cJSON_GetArraySize(a) > TS_PROFILE_MAX_GEMM)
         return bad(r, "gemm", "has %d entries, at most %d", cJSON_GetArraySize(a), TS_PROFILE_MAX_GEMM);
     for (const cJSON *e = a->child; e; e = e->next) {
@@ -120,7 +112,7 @@ static ts_status gemm_points(const reader *r, const cJSON *root, ts_device_profi
         int i = p->ngemm;
         ts_gemm_point *g = &p->gemm[i];
         snprintf(field, sizeof field, "gemm[%d]", i);
-        if (!cJSON_IsObject(e)) return bad(r, field, "must be an object {m, n, k, dtype, flops}, got %s", json_type(e));
+        if (!cJSON_IsObject(e)) return bad(r, field, "must be an object {m, n, k, dtype, flops}, got %s", ts_json_type(e));
         static const char *const dims[3] = {"m", "n", "k"};
         int64_t *dst[3] = {&g->m, &g->n, &g->k};
         for (int d = 0; d < 3; d++) {
@@ -148,12 +140,12 @@ static ts_status gemm_points(const reader *r, const cJSON *root, ts_device_profi
 static ts_status sources(const reader *r, const cJSON *root, ts_device_profile *p) {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "sources");
     if (!o) return TS_OK;
-    if (!cJSON_IsObject(o)) return bad(r, "sources", "must be an object {\"field\": \"source\"}, got %s", json_type(o));
+    if (!cJSON_IsObject(o)) return bad(r, "sources", "must be an object {\"field\": \"source\"}, got %s", ts_json_type(o));
     size_t len = 0;
     for (const cJSON *c = o->child; c; c = c->next) {
         char field[96];
         snprintf(field, sizeof field, "sources.%s", c->string);
-        if (!cJSON_IsString(c)) return bad(r, field, "must be a string, got %s", json_type(c));
+        if (!cJSON_IsString(c)) return bad(r, field, "must be a string, got %s", ts_json_type(c));
         if (strchr(c->valuestring, '\n') || strchr(c->string, '\n') || strchr(c->string, ':'))
             return bad(r, field, "must be one line (and its key hold no ':')");
         int n = snprintf(p->sources + len, sizeof p->sources - len, "%s: %s\n", c->string, c->valuestring);
@@ -176,7 +168,7 @@ static ts_status known_keys(const reader *r, const cJSON *root) {
 }
 
 static ts_status parse(const reader *r, const cJSON *root, ts_device_profile *p) {
-    if (!cJSON_IsObject(root)) return ts_err(TS_ERR_ARG, "%s: %s: expected a JSON object, got %s", r->fn, r->path, json_type(root));
+    if (!cJSON_IsObject(root)) return ts_err(TS_ERR_ARG, "%s: %s: expected a JSON object, got %s", r->fn, r->path, ts_json_type(root));
     ts_status s;
     if ((s = known_keys(r, root)) || (s = string(r, root, "name", 1, p->name, sizeof p->name)) ||
         (s = string(r, root, "description", 0, p->description, sizeof p->description)))
@@ -184,7 +176,7 @@ static ts_status parse(const reader *r, const cJSON *root, ts_device_profile *p)
     if (!ts_profile_name_ok(p->name))
         return bad(r, "name", "\"%s\" must be 1 to 63 of A-Z a-z 0-9 _ . : + -, not starting with '.'", p->name);
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "measured");
-    if (m && !cJSON_IsBool(m)) return bad(r, "measured", "must be true or false, got %s", json_type(m));
+    if (m && !cJSON_IsBool(m)) return bad(r, "measured", "must be true or false, got %s", ts_json_type(m));
     p->measured = cJSON_IsTrue(m);
     for (size_t i = 0; i < sizeof FIGURES / sizeof *FIGURES; i++) {
         const figure *f = &FIGURES[i];
