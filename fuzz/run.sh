@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run.sh — build tessera's libFuzzer targets (fuzz/fuzz_<name>.c) in build-fuzz/ and run each for
-# a fixed time, one after another; `make test` runs it for 10 seconds a target.
+# a fixed time, JOBS targets at a time; `make test` runs it for 10 seconds a target.
 #
 #   bash fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]     (default: 10 seconds, every target)
 #   bash fuzz/run.sh 600 safetensors                      (one target, longer)
@@ -118,10 +118,10 @@ if [ -d /dev/shm ] && [ -w /dev/shm ]; then
 fi
 [ -n "$scratch" ] && trap 'rm -rf "$scratch"' EXIT
 
-failed=0
-for t in "${targets[@]}"; do
-    work="$BUILD/run/$t"
-    crashes="$BUILD/crashes/$t"
+# run_target NAME: fuzz one target for its time; its one-line result goes to $BUILD/run/NAME/result
+# (and the report of a finding after it). Exit 1 on a finding.
+run_target() {
+    local t="$1" work="$BUILD/run/$1" crashes="$BUILD/crashes/$1" tmp seeds t_secs rc runs rate inputs took
     rm -rf "$work"
     mkdir -p "$work/corpus" "$crashes"
     if [ -n "$scratch" ]; then
@@ -135,7 +135,7 @@ for t in "${targets[@]}"; do
         cp -R "fuzz/corpus/$t/." "$work/corpus/"
         seeds=$(find "$work/corpus" -type f | wc -l)
     fi
-    dict=()
+    local dict=()
     [ -f "fuzz/dict/$t.dict" ] && dict=(-dict="fuzz/dict/$t.dict")
     # the ONNX parser gets at least ONNX_FUZZ_SECONDS (60): the acceptance of the importer asks
     # for a minute of fuzzing in every test run; the others take SECONDS_PER_TARGET
@@ -150,16 +150,42 @@ for t in "${targets[@]}"; do
     took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$work/log" | tail -n 1)
     if [ $rc -eq 0 ] && [ -n "$took" ]; then
         printf 'fuzz: %-12s ok    %9s runs in %s s (%s/s), corpus %d -> %d inputs\n' "$t" "${runs:-?}" "$took" \
-            "${rate:-?}" "$seeds" "$inputs"
-    else
-        failed=1
-        what=$(grep -m1 -oE "ERROR: [A-Za-z]+: [a-zA-Z -]+|runtime error: .*|ALARM: .*|out-of-memory.*" "$work/log")
-        artifact=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$work/log" | tail -n 1)
+            "${rate:-?}" "$seeds" "$inputs" > "$work/result"
+        return 0
+    fi
+    local what artifact
+    what=$(grep -m1 -oE "ERROR: [A-Za-z]+: [a-zA-Z -]+|runtime error: .*|ALARM: .*|out-of-memory.*" "$work/log")
+    artifact=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$work/log" | tail -n 1)
+    {
         printf 'fuzz: %-12s FAIL  after %s runs (exit %d): %s\n' "$t" "${runs:-?}" $rc "${what:-see the log}"
         # the first 40 lines of the report (the whole of it is in the log)
         awk '/ERROR: |runtime error: |ALARM: |out-of-memory|^fuzz: /{on=1} on && n++ < 40' "$work/log" | sed 's/^/    /'
         [ -n "$artifact" ] && say "  the input: $artifact (reproduce: $BUILD/fuzz/fuzz_$t $artifact)"
         say "  log: $work/log"
+    } > "$work/result"
+    return 1
+}
+
+# JOBS targets at a time (each is one process on one core); results printed in target order.
+# The onnx target, the longest, starts first.
+order=()
+for t in "${targets[@]}"; do [ "$t" = onnx ] && order+=("$t"); done
+for t in "${targets[@]}"; do [ "$t" != onnx ] && order+=("$t"); done
+failed=0
+running=0
+for t in "${order[@]}"; do
+    if [ "$running" -ge "$JOBS" ]; then
+        wait -n || failed=1
+        running=$((running - 1))
     fi
+    run_target "$t" &
+    running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do
+    wait -n || failed=1
+    running=$((running - 1))
+done
+for t in "${targets[@]}"; do
+    if [ -f "$BUILD/run/$t/result" ]; then cat "$BUILD/run/$t/result"; else say "$t: no result (see $BUILD/run/$t/log)"; failed=1; fi
 done
 exit $failed
