@@ -49,6 +49,7 @@ static void print_profile(const ts_device_profile *p) {
         else printf("  %-8s -             (not computed in)\n", ts_dtype_name((ts_dtype)d));
     }
     printf("  memory bandwidth  %s x eff_mem %.3g\n", si(p->mem_bw, "B/s", a, sizeof a), p->eff_mem);
+    if (p->mem_bw_thread > 0) printf("  one thread        %s of it\n", si(p->mem_bw_thread, "B/s", a, sizeof a));
     printf("  link              %s each way, %s per transfer\n", si(p->link_bw, "B/s", a, sizeof a), dur(p->link_latency, b, sizeof b));
     printf("  between hosts     %s each way, %s per transfer; %d device%s per host\n", si(p->host_bw, "B/s", a, sizeof a),
            dur(p->host_latency, b, sizeof b), p->devices_per_host, p->devices_per_host == 1 ? "" : "s");

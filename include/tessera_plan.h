@@ -56,6 +56,9 @@ typedef struct ts_device_profile {
     int ngemm;                 /* measured GEMM rates (a measured profile), used before peak x eff */
     ts_gemm_point gemm[TS_PROFILE_MAX_GEMM];
     char sources[4096];        /* one line per figure: "field: source" */
+    double mem_bw_thread;      /* bytes/s one thread reaches on a memory-bound kernel (a measured
+                                  CPU profile: devices sharing a host's cores get a few threads
+                                  each); 0: unknown, a device of its own */
 } ts_device_profile;
 
 /* Read a profile: `name_or_path` with a '/' or ending in ".json" is a file; otherwise a name looked

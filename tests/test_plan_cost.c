@@ -55,70 +55,111 @@ static void test_matmul_node(void) {
     ts_graph_free(g);
 }
 
-/* Two stages on two devices: fwd+bwd 3 s and 2 s a micro-batch, 0.5 s of update each; M = 4:
- * step = (M + D - 1) x 3 + 1 = 16 s; busy 4 x (3 + 2) = 20 of 2 x 16: bubble 0.375. With 2
- * replicas the 1 GB of gradients on each device take 2 (R - 1) / R x 1 GB / 1 GB/s = 1 s, all
- * hidden behind the last backward of device 0 (2 s), and of device 1 (1 s). */
+/* A stage's cost of f s forward, b s backward and u s of update, all compute-bound; with mem:
+ * memory-bound instead (the memory traffic takes the time, the compute a tenth of it). */
+static ts_stage_cost toy_cost(double f, double b, double u, int mem) {
+    ts_stage_cost c = {.fwd_s = f, .bwd_s = b, .upd_s = u};
+    ts_phase_split *x[3] = {&c.fwd_x, &c.bwd_x, &c.upd_x};
+    double t[3] = {f, b, u};
+    for (int i = 0; i < 3; i++) {
+        if (mem) x[i]->mb_m = t[i], x[i]->mb_c = 0.1 * t[i];
+        else x[i]->cb_c = t[i];
+    }
+    return c;
+}
+
+/* The toy pipeline: two stages on two devices, fwd+bwd 3 s and 2 s a micro-batch, 0.5 s of update
+ * each, 1 GB of gradients each; its request and profile (toy_profile, at 1 GB/s links). */
+static void toy_pipeline(ts_plan_compiled *pc, ts_plan_request *rq, ts_bert_config *cfg, ts_device_profile *prof,
+                         int mem) {
+    *prof = toy_profile(1e12);
+    ts_bert_config_default(cfg);
+    ts_plan_request_defaults(rq);
+    rq->cfg = cfg, rq->device = prof, rq->batch = 8;
+    memset(pc, 0, sizeof *pc);
+    pc->nstages = 2, pc->ndevices = 2;
+    pc->stage_dev[1] = 1, pc->last[0] = 6, pc->first[1] = 7, pc->last[1] = 13;
+    pc->cost[0] = toy_cost(1, 2, 0.5, mem);
+    pc->cost[1] = toy_cost(1, 1, 0.5, mem);
+    pc->mem[0].grads = pc->mem[1].grads = 1000000000;
+}
+
+/* The toy pipeline, M = 4: the first micro-batch passes both devices (3 + 2 s), the other 3
+ * follow at the slower's pace (3 s): 14 s, + 1 s of update = 15 s; busy 4 x (3 + 2) = 20 of
+ * 2 x 15: bubble 1/3. With 2 replicas the 1 GB of gradients on each device take
+ * 2 (R - 1) / R x 1 GB / 1 GB/s = 1 s, all hidden behind the last backward of device 0 (2 s), and
+ * of device 1 (1 s). */
 static void test_1f1b_formula(void) {
-    ts_device_profile prof = toy_profile(1e12);
+    ts_device_profile prof;
     ts_bert_config cfg;
-    ts_bert_config_default(&cfg);
     ts_plan_request rq;
-    ts_plan_request_defaults(&rq);
-    rq.cfg = &cfg, rq.device = &prof, rq.batch = 8;
     ts_plan_compiled pc;
-    memset(&pc, 0, sizeof pc);
-    pc.nstages = 2, pc.ndevices = 2;
-    pc.stage_dev[1] = 1, pc.last[0] = 6, pc.first[1] = 7, pc.last[1] = 13;
-    pc.cost[0] = (ts_stage_cost){.fwd_s = 1, .bwd_s = 2, .upd_s = 0.5};
-    pc.cost[1] = (ts_stage_cost){.fwd_s = 1, .bwd_s = 1, .upd_s = 0.5};
-    pc.mem[0].grads = pc.mem[1].grads = 1000000000;
+    toy_pipeline(&pc, &rq, &cfg, &prof, 0);
     ts_plan_layout l;
     ts_plan_evaluate(&rq, &pc, "0:emb,0-5 1:6-11,heads", 1, 4, 0, &l, NULL);
-    CHECK(fabs(l.step_s - 16) < 1e-9, "step %g", l.step_s);
-    CHECK(fabs(l.bubble - 0.375) < 1e-9, "bubble %g", l.bubble);
-    CHECK(fabs(l.seq_per_s - 4 * 8 / 16.0) < 1e-9, "seq/s %g", l.seq_per_s);
+    CHECK(fabs(l.step_s - 15) < 1e-9, "step %g", l.step_s);
+    CHECK(fabs(l.bubble - 1 / 3.0) < 1e-9, "bubble %g", l.bubble);
+    CHECK(fabs(l.seq_per_s - 4 * 8 / 15.0) < 1e-9, "seq/s %g", l.seq_per_s);
     CHECK(l.fits && strstr(l.command, "--micro-batches 4"), "%s", l.command);
     ts_plan_evaluate(&rq, &pc, "0:emb,0-5 1:6-11,heads", 2, 4, 0, &l, NULL);
     CHECK(fabs(l.allreduce_s - 1) < 1e-6 && fabs(l.allreduce_hidden_s - 1) < 1e-6, "all-reduce %g hidden %g",
           l.allreduce_s, l.allreduce_hidden_s);
-    CHECK(fabs(l.step_s - 16) < 1e-6 && fabs(l.seq_per_s - 2 * 4 * 8 / 16.0) < 1e-6, "step %g", l.step_s);
+    CHECK(fabs(l.step_s - 15) < 1e-6 && fabs(l.seq_per_s - 2 * 4 * 8 / 15.0) < 1e-6, "step %g", l.step_s);
     CHECK(!strncmp(l.command, "mpirun -np 2 ", 13), "%s", l.command);
     prof.link_bw = 0.25e9; /* 4 s of all-reduce: 2 hidden on device 0, 3 exposed on device 1 */
     ts_plan_evaluate(&rq, &pc, "0:emb,0-5 1:6-11,heads", 2, 4, 0, &l, NULL);
     CHECK(fabs(l.allreduce_s - 4) < 1e-6 && fabs(l.allreduce_hidden_s - 1) < 1e-6, "all-reduce %g hidden %g",
           l.allreduce_s, l.allreduce_hidden_s);
-    CHECK(fabs(l.step_s - 19) < 1e-6, "step %g", l.step_s);
+    CHECK(fabs(l.step_s - 18) < 1e-6, "step %g", l.step_s);
+    /* unequal devices: 3 s and 0.5 s a micro-batch, M = 8: 7 x 3 + 3.5 = 24.5 (where (M + D - 1)
+     * x the slowest would say 27) */
+    pc.cost[1] = toy_cost(0.25, 0.25, 0.5, 0);
+    prof.link_bw = 1e9;
+    ts_plan_evaluate(&rq, &pc, "0:emb,0-5 1:6-11,heads", 1, 8, 0, &l, NULL);
+    CHECK(fabs(l.step_s - (24.5 + 1)) < 1e-9, "unequal stages: step %g, want 25.5", l.step_s);
+}
+
+/* A phase's parts at k times slower compute and q times slower memory. */
+static void test_phase_time(void) {
+    ts_phase_split x = {.cb_c = 2, .cb_m = 1, .mb_c = 0.5, .mb_m = 3, .ovh = 0.1};
+    CHECK(fabs(ts_phase_time(&x, 1, 1) - 5.1) < 1e-12, "full speed: %g", ts_phase_time(&x, 1, 1));
+    CHECK(fabs(ts_phase_time(&x, 2, 1.5) - (0.1 + 4 + 4.5)) < 1e-12, "k 2, q 1.5: %g", ts_phase_time(&x, 2, 1.5));
+    CHECK(fabs(ts_phase_time(&x, 8, 1) - (0.1 + 16 + 4)) < 1e-12, "k 8: the memory-bound group turns compute-bound: %g",
+          ts_phase_time(&x, 8, 1));
 }
 
 /* A measured CPU profile: its devices (cpu:0 .. cpu:D-1, replicas under mpirun) share the host's C
- * cores, each with max(1, C / (R D)) threads. The toy of test_1f1b_formula (t = 3 s and 2 s a
- * micro-batch, 0.5 s of update each, M = 4) on such a profile: step = max((M + D - 1) x 3 x slow,
- * R x busy) + max(0.5 x slow, R x 1), slow = C / threads, busy = 4 x (3 + 2) = 20 s. */
+ * cores, each with th = max(1, C / (R D)) threads: compute k = C / th times slower than the host,
+ * memory traffic q = mem_bw / min(mem_bw, th x mem_bw_thread) times (q = k without
+ * mem_bw_thread). The toy pipeline, M = 4: step = max(3 x 3k + 5k, R x 20) + max(0.5k, R x 1)
+ * (no faster than all the work at the whole host's speed); memory-bound stages: q for k. */
 static void test_shared_cpu(void) {
-    ts_device_profile prof = toy_profile(1e12);
-    snprintf(prof.name, sizeof prof.name, "cpu"), prof.measured = 1;
-    ts_bert_config cfg;
-    ts_bert_config_default(&cfg);
-    ts_plan_request rq;
-    ts_plan_request_defaults(&rq);
-    rq.cfg = &cfg, rq.device = &prof, rq.batch = 8;
-    ts_plan_compiled pc;
-    memset(&pc, 0, sizeof pc);
-    pc.nstages = 2, pc.ndevices = 2;
-    pc.stage_dev[1] = 1, pc.last[0] = 6, pc.first[1] = 7, pc.last[1] = 13;
-    pc.cost[0] = (ts_stage_cost){.fwd_s = 1, .bwd_s = 2, .upd_s = 0.5};
-    pc.cost[1] = (ts_stage_cost){.fwd_s = 1, .bwd_s = 1, .upd_s = 0.5};
     double C = (double)sysconf(_SC_NPROCESSORS_ONLN);
-    for (int R = 1; R <= 2; R++) {
-        double th = (int)(C / (2 * R)) < 1 ? 1 : (int)(C / (2 * R)), slow = C / th;
-        double want = fmax(5 * 3 * slow, R * 20.0) + fmax(0.5 * slow, R * 1.0);
-        ts_plan_layout l;
-        ts_plan_evaluate(&rq, &pc, "0:emb,0-5 1:6-11,heads", R, 4, 0, &l, NULL);
-        CHECK(fabs(l.step_s - want) < 1e-6, "R %d on %g cores: step %g, want %g", R, C, l.step_s, want);
-        CHECK(l.step_s > 16, "sharing the cores is slower than 2 devices of their own: %g", l.step_s);
-    }
+    for (int mem = 0; mem <= 1; mem++)
+        for (int R = 1; R <= 2; R++) {
+            ts_device_profile prof;
+            ts_bert_config cfg;
+            ts_plan_request rq;
+            ts_plan_compiled pc;
+            toy_pipeline(&pc, &rq, &cfg, &prof, mem);
+            snprintf(prof.name, sizeof prof.name, "cpu"), prof.measured = 1;
+            prof.mem_bw = 10e9, prof.mem_bw_thread = mem ? 7e9 : 0;
+            double th = (int)(C / (2 * R)) < 1 ? 1 : (int)(C / (2 * R)), k = C / th;
+            double q = mem ? fmin(k, 10e9 / fmin(10e9, th * 7e9)) : k;
+            double want = fmax(14 * q, R * 20.0) + fmax(0.5 * q, R * 1.0);
+            ts_plan_layout l;
+            ts_plan_evaluate(&rq, &pc, "0:emb,0-5 1:6-11,heads", R, 4, 0, &l, NULL);
+            CHECK(fabs(l.step_s - want) < 1e-6, "%s, R %d on %g cores: step %g, want %g",
+                  mem ? "memory-bound" : "compute-bound", R, C, l.step_s, want);
+            CHECK(l.step_s > 15, "sharing the cores is slower than 2 devices of their own: %g", l.step_s);
+        }
     /* one device alone: the machine as measured */
+    ts_device_profile prof;
+    ts_bert_config cfg;
+    ts_plan_request rq;
+    ts_plan_compiled pc;
+    toy_pipeline(&pc, &rq, &cfg, &prof, 0);
+    snprintf(prof.name, sizeof prof.name, "cpu"), prof.measured = 1;
     pc.nstages = pc.ndevices = 1;
     ts_plan_layout l;
     ts_plan_evaluate(&rq, &pc, "0:emb,0-11,heads", 1, 4, 0, &l, NULL);
@@ -182,6 +223,7 @@ int main(int argc, char **argv) {
     tu_args(argc, argv);
     RUN(test_matmul_node);
     RUN(test_1f1b_formula);
+    RUN(test_phase_time);
     RUN(test_shared_cpu);
     RUN(test_search_sorted);
     RUN(test_search_nothing_fits);

@@ -373,6 +373,11 @@ ts_comm *ts_comm_world(void) {
 #ifdef TS_HAVE_MPI
     if (n >= 1) {
         int provided = 0;
+        /* A rank waiting in a collective for a slower one polls; Open MPI spins on a core while
+         * it waits unless told to yield when there is nothing to progress. Ranks that share a
+         * host's cores (replicas on one machine) would lose a core per waiting progress thread to
+         * that spin, so ask it to yield (sched_yield between empty polls), unless the user chose. */
+        setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
         MPI_LEAKS_IGNORED_BEGIN();
         int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
         MPI_LEAKS_IGNORED_END();

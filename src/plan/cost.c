@@ -9,6 +9,8 @@
 #include "graph/op_attrs.h"
 #include "runtime/pipeline_impl.h"
 
+#include <math.h>
+
 /* Matmul a [.., M, K] (trans_a: [.., K, M]) times b, out [.., M, N]: one product of the batch. */
 static void matmul_work(const ts_graph *g, const ts_node *n, ts_node_work *w) {
     const ts_val *a = &g->vals[n->in[0]], *y = &g->vals[n->out[0]];
@@ -60,14 +62,36 @@ static double gemm_rate(const ts_device_profile *p, const ts_node_work *w) {
     return r;
 }
 
-double ts_cost_node(const ts_graph *g, const ts_node *n, const ts_device_profile *p, int gemm_dtype) {
+/* Node n's compute and memory times on p (both 0 for an alias; *kernel 0 then). */
+static void node_times(const ts_graph *g, const ts_node *n, const ts_device_profile *p, int gemm_dtype, double *compute,
+                       double *memory, int *kernel) {
     ts_node_work w;
     ts_cost_node_work(g, n, &w);
     if (gemm_dtype >= 0 && w.flops > 0) w.dtype = (ts_dtype)gemm_dtype;
-    if (w.bytes == 0 && w.flops == 0) return 0;
+    *compute = *memory = 0;
+    *kernel = !(w.bytes == 0 && w.flops == 0);
+    if (!*kernel) return;
     double bw = ts_profile_mem_bw(p), rate = w.flops > 0 ? gemm_rate(p, &w) : 0;
-    double compute = w.flops > 0 && rate > 0 ? w.flops / rate : 0, memory = bw > 0 ? w.bytes / bw : 0;
-    return p->node_overhead + (compute > memory ? compute : memory);
+    *compute = w.flops > 0 && rate > 0 ? w.flops / rate : 0;
+    *memory = bw > 0 ? w.bytes / bw : 0;
+}
+
+double ts_cost_node(const ts_graph *g, const ts_node *n, const ts_device_profile *p, int gemm_dtype) {
+    double compute, memory;
+    int kernel;
+    node_times(g, n, p, gemm_dtype, &compute, &memory, &kernel);
+    return kernel ? p->node_overhead + (compute > memory ? compute : memory) : 0;
+}
+
+double ts_phase_time(const ts_phase_split *x, double k, double q) {
+    return x->ovh + fmax(x->cb_c * k, x->cb_m * q) + fmax(x->mb_c * k, x->mb_m * q);
+}
+
+/* Add a node's times to its phase's parts. */
+static void split_add(ts_phase_split *x, double compute, double memory, double overhead) {
+    if (compute > memory) x->cb_c += compute, x->cb_m += memory;
+    else x->mb_c += compute, x->mb_m += memory;
+    x->ovh += overhead;
 }
 
 /* Stage e's times: phase 0 forward, 1 backward, the rest the update's segments (a program on one
@@ -79,12 +103,18 @@ static void cost_exec(const ts_exec *e, const ts_device_profile *p, int gemm_dty
             int id = e->sched[s];
             const ts_node *n = &g->nodes[id];
             int k = e->nphases > 1 ? (ph < TS_PH_UPD ? ph : TS_PH_UPD) : ts_node_phase(g, id, n->op == TS_OP_ACCUM_GRAD);
-            double t = ts_cost_node(g, n, p, gemm_dtype);
+            double compute, memory;
+            int kernel;
+            node_times(g, n, p, gemm_dtype, &compute, &memory, &kernel);
+            if (!kernel) continue;
+            double t = p->node_overhead + fmax(compute, memory);
             ts_node_work w;
             ts_cost_node_work(g, n, &w);
             if (k == TS_PH_FWD) c->fwd_s += t, c->fwd_flops += w.flops;
             else if (k == TS_PH_BWD) c->bwd_s += t, c->bwd_flops += w.flops;
             else c->upd_s += t;
+            split_add(k == TS_PH_FWD ? &c->fwd_x : k == TS_PH_BWD ? &c->bwd_x : &c->upd_x, compute, memory,
+                      p->node_overhead);
         }
 }
 

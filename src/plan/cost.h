@@ -21,10 +21,23 @@ void ts_cost_node_work(const ts_graph *g, const ts_node *n, ts_node_work *w);
  * alias (no kernel). Products run in gemm_dtype (-1: their operands' dtype). */
 double ts_cost_node(const ts_graph *g, const ts_node *n, const ts_device_profile *p, int gemm_dtype);
 
+/* A phase's time kept in parts, for devices that share a host's cores and so run with fewer
+ * threads than the profile was measured with (estimate.c): the nodes whose compute time is the
+ * larger (their compute time cb_c and memory time cb_m), the others (mb_c, mb_m), and the node
+ * overheads. At full speed the phase takes ovh + cb_c + mb_m. */
+typedef struct ts_phase_split {
+    double cb_c, cb_m, mb_c, mb_m, ovh;
+} ts_phase_split;
+/* The phase's time when compute runs k times slower and memory traffic q times (k >= q >= 1):
+ * ovh + max(cb_c k, cb_m q) + max(mb_c k, mb_m q) — each group taken as a whole, so a node that
+ * becomes compute-bound at a lower thread count is counted with the others of its group. */
+double ts_phase_time(const ts_phase_split *x, double k, double q);
+
 /* A stage's time on a profile: its forward and backward of one micro-batch, its update of a step;
  * and what it sends to other stages per micro-batch. */
 typedef struct ts_stage_cost {
     double fwd_s, bwd_s, upd_s;
+    ts_phase_split fwd_x, bwd_x, upd_x; /* the same times in parts */
     double fwd_flops, bwd_flops;
     double send_bytes;   /* per micro-batch */
     int nsend;           /* transfers per micro-batch */

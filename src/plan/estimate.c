@@ -195,6 +195,20 @@ static double threads_per_device(double cores, int n) {
     return t < 1 ? 1 : t;
 }
 
+/* How much slower each of n devices sharing a measured host's cores runs than the whole host the
+ * profile was measured on: compute by cores / threads (*k); memory traffic by mem_bw over what
+ * its threads reach (*q: threads x mem_bw_thread, at most mem_bw; as compute without a measured
+ * mem_bw_thread). 1 and 1 for a device of its own or a host of one device. */
+static void host_share(const ts_device_profile *p, int n, double *k, double *q) {
+    double cores = shared_host_cores(p);
+    *k = *q = 1;
+    if (cores <= 0 || n <= 1) return;
+    double t = threads_per_device(cores, n);
+    *k = cores / t;
+    *q = p->mem_bw_thread > 0 ? p->mem_bw / fmin(p->mem_bw, t * p->mem_bw_thread) : *k;
+    if (*q > *k) *q = *k;
+}
+
 void ts_plan_evaluate(const ts_plan_request *rq, const ts_plan_compiled *pc, const char *spec, int R, int M, int shard,
                       ts_plan_layout *l, double *overflow) {
     const ts_device_profile *p = rq->device;
@@ -203,30 +217,37 @@ void ts_plan_evaluate(const ts_plan_request *rq, const ts_plan_compiled *pc, con
     l->struct_size = sizeof *l;
     l->nstages = S, l->ndevices = D, l->recompute = pc->recompute, l->replicas = R, l->micro_batches = infer ? 1 : M, l->shard_state = shard;
     snprintf(l->stages, sizeof l->stages, "%s", spec);
-    double t_dev[TS_STAGE_MAX_DEVICES] = {0}, update = 0;
+    double t_dev[TS_STAGE_MAX_DEVICES] = {0}, full[TS_STAGE_MAX_DEVICES] = {0}, update = 0, update_full = 0, k, q;
+    host_share(p, R * D, &k, &q);
     for (int s = 0; s < S; s++) {
         ts_plan_stage *st = &l->st[s];
         const ts_stage_cost *c = &pc->cost[s];
         st->device = pc->stage_dev[s], st->first = pc->first[s], st->last = pc->last[s], st->mem = pc->mem[s];
         stage_memory(rq, &pc->mem[s], c, l->micro_batches, R, shard, st);
-        st->fwd_s = c->fwd_s, st->bwd_s = infer ? 0 : c->bwd_s;
-        st->update_s = infer ? 0 : c->upd_s / (shard && R > 1 ? R : 1);
+        st->fwd_s = ts_phase_time(&c->fwd_x, k, q), st->bwd_s = infer ? 0 : ts_phase_time(&c->bwd_x, k, q);
+        st->update_s = infer ? 0 : ts_phase_time(&c->upd_x, k, q) / (shard && R > 1 ? R : 1);
         if (st->streamed_bytes > 0 && p->streaming_bw > 0) st->update_s += 2 * st->streamed_bytes / p->streaming_bw;
         /* devices sharing a host's memory copy through it: read and write at the memory's rate */
         double link = shared_host_cores(p) > 0 ? ts_profile_mem_bw(p) / 2 : p->link_bw;
         st->send_s = c->nsend ? c->send_bytes / (link > 0 ? link : 1e30) + c->nsend * p->link_latency : 0;
         t_dev[st->device] += st->fwd_s + st->bwd_s + st->send_s;
+        full[st->device] += c->fwd_s + (infer ? 0 : c->bwd_s) + st->send_s;
         update += st->update_s;
+        update_full += infer ? 0 : c->upd_s / (shard && R > 1 ? R : 1);
     }
-    double tmax = 0, busy = 0, upd_max = 0;
-    for (int d = 0; d < D; d++) busy += t_dev[d] * l->micro_batches, tmax = t_dev[d] > tmax ? t_dev[d] : tmax;
-    for (int s = 0; s < S; s++) upd_max = l->st[s].update_s > upd_max ? l->st[s].update_s : upd_max;
+    /* 1F1B: the first micro-batch passes every device once, the other M - 1 follow at the pace of
+     * the slowest (for equal devices (M + D - 1) x t) */
+    double tmax = 0, tsum = 0, busy = 0, upd_max = 0;
+    for (int d = 0; d < D; d++)
+        busy += t_dev[d] * l->micro_batches, tmax = fmax(tmax, t_dev[d]), tsum += t_dev[d];
+    for (int s = 0; s < S; s++) upd_max = fmax(upd_max, l->st[s].update_s);
     allreduce(rq, pc, R, l);
-    double pipe = (l->micro_batches + D - 1) * tmax, cores = shared_host_cores(p);
-    if (cores > 0 && R * D > 1) { /* R x D devices share the cores of one host */
-        double slow = cores / threads_per_device(cores, R * D);
-        pipe = fmax(pipe * slow, R * busy);
-        update = fmax(upd_max * slow, R * update);
+    double pipe = (l->micro_batches - 1) * tmax + tsum;
+    if (k > 1) { /* R x D devices share the cores of one host: no faster than all the work on all of them */
+        double work = 0;
+        for (int d = 0; d < D; d++) work += full[d] * l->micro_batches;
+        pipe = fmax(pipe, R * work);
+        update = fmax(upd_max, R * update_full);
     }
     l->step_s = pipe + update + (l->allreduce_s - l->allreduce_hidden_s);
     l->bubble = l->step_s > 0 ? 1 - busy / (D * l->step_s) : 0;

@@ -36,6 +36,7 @@ static const figure FIGURES[] = {
     FIG(link_bw, 0, 0),      FIG(link_latency, 0, 0),    FIG(host_bw, 0, 0),      FIG(host_latency, 0, 0),
     {"devices_per_host", offsetof(ts_device_profile, devices_per_host), 1, 0, 1, 0},
     FIG(eff_mem, 0, 1),      FIG(node_overhead, 0, 0),
+    {"mem_bw_thread", offsetof(ts_device_profile, mem_bw_thread), 0, 0, 0, 1},
 };
 #undef FIG
 /* The other keys: read by their own code below. */
@@ -181,8 +182,8 @@ static ts_status parse(const reader *r, const cJSON *root, ts_device_profile *p)
     for (size_t i = 0; i < sizeof FIGURES / sizeof *FIGURES; i++) {
         const figure *f = &FIGURES[i];
         double v = 0;
-        if ((s = number(r, cJSON_GetObjectItemCaseSensitive(root, f->key), f->key, f->min, f->above, f->is_int, &v)))
-            return s;
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, f->key);
+        if ((j || !f->optional) && (s = number(r, j, f->key, f->min, f->above, f->is_int, &v))) return s;
         if (f->is_int) *(int *)((char *)p + f->off) = (int)v;
         else *(double *)((char *)p + f->off) = v;
     }

@@ -52,11 +52,14 @@ static ts_status feed_filled(ts_program *p, const char *name, ts_dtype dt, int n
 
 /* Compile g for device, fetching "out" (inference only; no_fusion keeps every node; strict: a node
  * the device refuses is TS_ERR_UNSUPPORTED rather than a CPU fallback). */
-static ts_program *compile_for(const ts_graph *g, const char *device, int no_fusion) {
+static ts_program *compile_threads(const ts_graph *g, const char *device, int no_fusion, int threads) {
     const char *fetch[] = {"out"};
     ts_compile_opts o = {.struct_size = sizeof o, .device = device, .nfetch = 1, .fetches = fetch, .inference = 1,
-                         .no_fusion = no_fusion, .strict_device = 1};
+                         .no_fusion = no_fusion, .strict_device = 1, .num_threads = threads};
     return ts_compile(g, &o);
+}
+static ts_program *compile_for(const ts_graph *g, const char *device, int no_fusion) {
+    return compile_threads(g, device, no_fusion, 0);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -165,6 +168,26 @@ static ts_status time_memory(const char *device, double budget, double t_one, do
     return TS_OK;
 }
 
+/* The add of time_memory on one thread (the built-in CPU device, whose programs take a thread
+ * count): what one of several devices sharing the host's cores reaches. */
+static ts_status time_memory_thread(const char *device, double budget, double t_one, double *mem_bw) {
+    ts_graph *g = ts_graph_new();
+    int64_t n = BIG;
+    ts_name(g, ts_add(g, ts_input(g, "a", TS_F32, 1, &n), ts_input(g, "b", TS_F32, 1, &n)), "out");
+    ts_program *p = ts_graph_status(g) ? NULL : compile_threads(g, device, 0, 1);
+    ts_graph_free(g);
+    if (!p) return ts_last_status() ? ts_last_status() : TS_ERR_RUNTIME;
+    ts_status s = feed_filled(p, "a", TS_F32, 1, &n);
+    if (!s) s = feed_filled(p, "b", TS_F32, 1, &n);
+    double t = 0;
+    if (!s) s = time_runs(p, budget, &t);
+    ts_program_free(p);
+    if (s) return s;
+    double k = t - t_one > 0.25 * t ? t - t_one : 0.25 * t;
+    *mem_bw = 3 * (double)BIG * 4 / k;
+    return TS_OK;
+}
+
 /* The latency of a copy each way: the median of feeding then fetching a [1] f32 value. */
 static ts_status time_latency(const char *device, double *latency) {
     ts_graph *g = ts_graph_new();
@@ -246,13 +269,15 @@ ts_status ts_device_profile_measure(const char *device, double seconds, ts_devic
     if (!(seconds >= 0)) return ts_err(TS_ERR_ARG, "ts_device_profile_measure: seconds %g is negative", seconds);
     ts_device *dev = ts_device_get(device);
     if (!dev) return ts_last_status();
-    double budget = seconds > 0 ? seconds : 10, t_one = 0, t_chain = 0, lat = 0, bw = 0, to_dev = 0, to_host = 0;
+    double budget = seconds > 0 ? seconds : 10, t_one = 0, t_chain = 0, lat = 0, bw = 0, to_dev = 0, to_host = 0, bw1 = 0;
+    int cpu = ts_device_is_builtin_cpu(dev);
     ts_device_profile *p = calloc(1, sizeof *p);
     if (!p) return ts_err(TS_ERR_NOMEM, "ts_device_profile_measure: out of memory");
     ts_status s;
     if ((s = time_chain(device, 1, 0.05 * budget, &t_one)) || (s = time_chain(device, CHAIN, 0.05 * budget, &t_chain)) ||
         (s = time_latency(device, &lat)) || (s = measure_gemms(device, 0.7 * budget, t_one, p)) ||
-        (s = time_memory(device, 0.2 * budget, t_one, &bw, &to_dev, &to_host))) {
+        (s = time_memory(device, 0.15 * budget, t_one, &bw, &to_dev, &to_host)) ||
+        (cpu && (s = time_memory_thread(device, 0.05 * budget, t_one, &bw1)))) {
         free(p);
         return s;
     }
@@ -274,7 +299,7 @@ ts_status ts_device_profile_measure(const char *device, double seconds, ts_devic
     p->link_bw = direct ? to_dev : to_dev / 2;
     p->link_latency = direct ? lat : 2 * lat;
     p->host_bw = p->link_bw, p->host_latency = p->link_latency, p->devices_per_host = 1;
-    p->mem_bw = bw, p->eff_mem = 1;
+    p->mem_bw = bw, p->eff_mem = 1, p->mem_bw_thread = bw1 < bw ? bw1 : bw;
     p->node_overhead = t_chain > t_one ? (t_chain - t_one) / (CHAIN - 1) : 0;
     size_t mem = ts_device_memory(dev);
     p->memory_bytes = mem ? (double)mem : (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
@@ -286,6 +311,8 @@ ts_status ts_device_profile_measure(const char *device, double seconds, ts_devic
     source(p, "gemm", "%s %s, %s: median run of C = A B, less a run of one tiny node; batched: the rate of all %d "
            "products of one [96, m, k] x [96, k, n]", by, when, who, (int)SHAPES[3].batch);
     source(p, "mem_bw", "%s %s, %s: c = a + b over 2^24 f32 (3 x 64 MB moved per run)", by, when, who);
+    if (cpu)
+        source(p, "mem_bw_thread", "%s %s, %s: the add of mem_bw on one thread", by, when, who);
     source(p, "eff_mem", "1: mem_bw is measured on a memory-bound kernel (%s %s)", by, when);
     source(p, "node_overhead", "%s %s, %s: a chain of %d adds of [1] less one, per node", by, when, who, CHAIN);
     source(p, "link_bw", "%s %s, %s: feeding 64 MB (%.3g GB/s; fetching it into a new tensor: %.3g GB/s)%s", by, when, who,
