@@ -259,6 +259,40 @@ static void test_memory(void) {
     ts_graph_free(g), ts_graph_free(gf);
 }
 
+/* Two stages on one device are checked together: a limit each stage fits alone but not the two
+ * of them is refused on one device, naming what the earlier stage takes there, and accepted on
+ * two devices. */
+static void test_memory_per_device(void) {
+    model md = {.layers = 2, .hidden = 64};
+    layout(&md, 2);
+    ts_graph *g = bert_graph(&md, M, 0);
+    const char *two[] = {"cpu:0", "cpu:1"}, *one[] = {"cpu:0", "cpu:0"};
+    ts_program *p = ts_compile(g, &(ts_compile_opts){.num_threads = 1, TU_FETCHES("loss"), .device_iterations = M,
+                                                     .stage_devices = two, .nstage_devices = 2});
+    CHECK(p != NULL, "compile: %s", ts_last_error());
+    size_t total[2] = {0, 0};
+    for (int s = 0; s < 2 && p; s++) {
+        ts_stage_info si;
+        CHECK_OK(ts_program_stage_info(p, s, &si));
+        const ts_memory *m = &si.mem;
+        total[s] = m->params + m->grads + m->optimizer_state + m->grad_buckets + m->activations + m->workspace;
+    }
+    ts_program_free(p);
+    size_t big = total[0] > total[1] ? total[0] : total[1], small = total[0] + total[1] - big;
+    size_t limit = big + small / 2;
+    printf("  stages take %zu and %zu bytes; a limit of %zu per device\n", total[0], total[1], limit);
+    p = ts_compile(g, &(ts_compile_opts){.num_threads = 1, TU_FETCHES("loss"), .device_iterations = M,
+                                         .stage_devices = one, .nstage_devices = 2, .memory_limit = limit});
+    CHECK(p == NULL && ts_last_status() == TS_ERR_NOMEM, "two stages on cpu:0 fitted one stage's limit");
+    CHECK_ERRMSG("stage 1 of the pipeline's 2", "on device cpu", "earlier stages there");
+    ts_program_free(p);
+    p = ts_compile(g, &(ts_compile_opts){.num_threads = 1, TU_FETCHES("loss"), .device_iterations = M,
+                                         .stage_devices = two, .nstage_devices = 2, .memory_limit = limit});
+    CHECK(p != NULL, "each stage on its own device did not fit: %s", ts_last_error());
+    ts_program_free(p);
+    ts_graph_free(g);
+}
+
 static void test_refused(void) {
     model md = {.layers = 2, .hidden = 16};
     layout(&md, 2);
@@ -303,6 +337,7 @@ int main(int argc, char **argv) {
     RUN(test_seed_layout);
     RUN(test_resume);
     RUN(test_memory);
+    RUN(test_memory_per_device);
     RUN(test_refused);
     return tu_finish("test_pipeline");
 }

@@ -14,22 +14,24 @@
 
 static double gib(size_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
 
-/* TS_ERR_NOMEM when what m's parts, `other` (inputs and constants) and ws (workspace) add up to
- * exceeds the device's memory or the limit set. */
+/* TS_ERR_NOMEM when what m's parts, `other` (inputs and constants) and ws (workspace) add up to,
+ * with `before` (what a pipeline's earlier stages take on the same device), exceeds the device's
+ * memory or the limit set. */
 static ts_status check_memory(const ts_device *dev, const ts_compile_opts *o, const ts_graph *g, const ts_memory *m,
-                              size_t other, size_t ws, int largest) {
+                              size_t other, size_t ws, int largest, size_t before) {
     const char *what = o->memory_limit ? "the limit set" : "its memory";
     size_t budget = o->memory_limit ? o->memory_limit : ts_device_memory(dev);
     size_t need = m->params + m->grads + m->optimizer_state + m->grad_buckets + m->activations + other + ws;
-    if (!budget || need <= budget) return TS_OK;
-    char big[320] = "", desc[256];
+    if (!budget || need + before <= budget) return TS_OK;
+    char big[320] = "", desc[256], earlier[128] = "";
     if (largest >= 0)
         snprintf(big, sizeof big, "; the largest value: %s, %.2f GiB", ts_val_str(g, largest, desc, sizeof desc),
                  gib(ts_val_bytes(&g->vals[largest])));
+    if (before) snprintf(earlier, sizeof earlier, " beside the %.2f GiB of the pipeline's earlier stages there", gib(before));
     return ts_err(TS_ERR_NOMEM, "ts_compile: the program needs %.2f GiB on device %s (parameters %.2f, gradients %.2f, "
-                  "optimizer state %.2f, activations %.2f, inputs and constants %.2f, workspace %.2f GiB%s); the "
+                  "optimizer state %.2f, activations %.2f, inputs and constants %.2f, workspace %.2f GiB%s)%s; the "
                   "device has %.2f GiB (%s)", gib(need), dev->name, gib(m->params), gib(m->grads),
-                  gib(m->optimizer_state), gib(m->activations), gib(other), gib(ws), big, gib(budget), what);
+                  gib(m->optimizer_state), gib(m->activations), gib(other), gib(ws), big, earlier, gib(budget), what);
 }
 
 /* Does parameter v have a gradient made in this program (any, without a stage spec)? */
@@ -285,7 +287,7 @@ static ts_status plan_memory(build *b) {
     }
     m->activations += b->mp.arena_bytes;
     if (b->o->plan_only) return TS_OK; /* the planner wants the figures even when they do not fit */
-    return check_memory(b->dev, b->o, g, m, b->other, 0, b->largest);
+    return check_memory(b->dev, b->o, g, m, b->other, 0, b->largest, b->spec ? b->spec->device_used : 0);
 }
 
 /* The persistent and slotted buffers (parameters, state, inputs, constants, gradients, values
@@ -407,7 +409,7 @@ static ts_status device_compile(build *b) {
         size_t *w = pt->vals ? &cpu_ws : &ws;
         if (need > *w) *w = need;
     }
-    ts_status st = check_memory(b->dev, b->o, b->g, m, b->other, ws, b->largest);
+    ts_status st = check_memory(b->dev, b->o, b->g, m, b->other, ws, b->largest, b->spec ? b->spec->device_used : 0);
     if (st != TS_OK) return st;
     if (ws && ts_dev_alloc(b->dev, ws, &p->workspace) != TS_OK)
         return ts_err(TS_ERR_NOMEM, "ts_compile: cannot allocate %zu bytes of workspace", ws);

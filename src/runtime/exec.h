@@ -93,6 +93,7 @@ typedef struct ts_stage_spec {
     int nphases;
     const int *slots;         /* per value: > 0, a slotted buffer of that many copies */
     const uint8_t *sent;      /* per value: read by another stage: kept to the end of its phase */
+    size_t device_used;       /* bytes the pipeline's earlier stages on this device already take */
 } ts_stage_spec;
 
 /* What a compiled program shows the public API (program.c), the same for a program on one

@@ -410,6 +410,7 @@ static ts_status compile_stages(pbuild *b) {
     int *phase = malloc(sizeof(int) * (size_t)(nn + 1));
     uint8_t *salive = malloc((size_t)nn + 1);
     if (!phase || !salive) abort();
+    size_t used[MAX_DEV] = {0}; /* what the stages compiled so far take on each device */
     for (int s = 0; s < b->S && !err; s++) {
         int nph = TS_PH_UPD;
         for (int k = 0; k < pc->nseg; k++)
@@ -422,10 +423,15 @@ static ts_status compile_stages(pbuild *b) {
         if (!gs) abort();
         for (int v = 0; v < nv; v++)
             if (b->recv[(size_t)s * nv + v]) gs->vals[v].kind = TS_V_INPUT, gs->vals[v].node = -1;
-        ts_stage_spec spec = {salive, phase, nph, b->slots + (size_t)s * nv, b->sent + (size_t)s * nv};
+        int d = pl->stage_dev[s];
+        ts_stage_spec spec = {salive, phase, nph, b->slots + (size_t)s * nv, b->sent + (size_t)s * nv, used[d]};
         ts_compile_opts so = {.num_threads = pl->threads[pl->stage_dev[s]], .memory_limit = b->o->memory_limit,
                               .no_fusion = 1, .strict_device = b->o->strict_device, .plan_only = b->o->plan_only};
-        if (!(pl->st[s] = ts_exec_compile(gs, pl->dev[pl->stage_dev[s]], &so, &spec))) err = name_stage(s, b->S);
+        if (!(pl->st[s] = ts_exec_compile(gs, pl->dev[d], &so, &spec))) err = name_stage(s, b->S);
+        else {
+            const ts_memory *m = &pl->st[s]->mem;
+            used[d] += m->params + m->grads + m->optimizer_state + m->grad_buckets + m->activations + m->workspace;
+        }
     }
     free(phase), free(salive);
     for (int i = 0; i < pl->nxf && !err && !b->o->plan_only; i++) { /* planning only: no buffers */
