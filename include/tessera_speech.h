@@ -40,6 +40,47 @@ TS_API ts_audio *ts_audio_from_s16(const void *data, size_t n_bytes, int rate);
 TS_API ts_status ts_audio_write_wav(const ts_audio *a, const char *path);
 TS_API void ts_audio_free(ts_audio *a);
 
+/* ---------------------------------------------------------------- keyword spotting (src/speech/)
+ * openWakeWord's streaming pipeline on its ONNX models: melspectrogram.onnx on 16 kHz audio,
+ * embedding_model.onnx (Google's speech embedding) every 80 ms on the last 76 mel frames, and
+ * keyword heads (alexa_v0.1.onnx, hey_jarvis_v0.1.onnx, ...) on the last 16 (or as many as the
+ * head's input declares) embeddings. One score per label every 80 ms (1280 samples); a head with
+ * several classes (timer_v0.1) gives one label per class other than its background class 0,
+ * named as the model's output name maps them. Feeding audio in pieces of any size gives the
+ * same scores as feeding it at once. */
+
+typedef struct ts_kws ts_kws;
+
+typedef struct ts_kws_opts {
+    size_t struct_size;           /* sizeof(ts_kws_opts) */
+    const char *models_dir;       /* melspectrogram.onnx, embedding_model.onnx and the heads */
+    const char *const *keywords;  /* heads by name ("hey_jarvis" loads hey_jarvis_v0.1.onnx, or
+                                     hey_jarvis.onnx); NULL: every head of TS_KWS_KEYWORDS */
+    int nkeywords;
+    int num_threads;              /* 0: OpenMP's default */
+} ts_kws_opts;
+
+/* The heads openWakeWord ships, comma separated (for usage text and errors). */
+#define TS_KWS_KEYWORDS "alexa,hey_jarvis,hey_mycroft,hey_rhasspy,weather,timer"
+/* Samples (at 16 kHz) per score frame: 80 ms. */
+#define TS_KWS_HOP 1280
+
+/* Load the models (each compiled once, for fixed shapes). NULL with ts_last_error() naming the
+ * file, or the unknown keyword and the known ones. */
+TS_API ts_kws *ts_kws_new(const ts_kws_opts *opts);
+TS_API void ts_kws_free(ts_kws *k);
+/* The labels scored, in order: one per single-output head (its keyword), one per class of a
+ * multi-class head. */
+TS_API int ts_kws_num_labels(const ts_kws *k);
+TS_API const char *ts_kws_label(const ts_kws *k, int i);
+/* Feed n samples x[n] of 16 kHz mono audio in [-1, 1] (ts_audio's scale). Every time 1280
+ * samples have gathered, one frame of scores is made: *scores (owned by k, valid until the next
+ * call) receives *nframes frames of ts_kws_num_labels scores each, [nframes][nlabels], in (0, 1);
+ * the scores of the first 5 frames after ts_kws_new or ts_kws_reset are 0 (as openWakeWord). */
+TS_API ts_status ts_kws_feed(ts_kws *k, const float *x, int64_t n, const float **scores, int64_t *nframes);
+/* Forget the audio fed so far: the next feed starts as after ts_kws_new. */
+TS_API void ts_kws_reset(ts_kws *k);
+
 #ifdef __cplusplus
 }
 #endif
