@@ -34,9 +34,9 @@ typedef struct ts_audio {
 TS_API ts_audio *ts_audio_read(const char *path, int rate);
 TS_API ts_audio *ts_audio_decode(const void *data, size_t n, const char *what, int rate);
 /* Raw little-endian signed 16-bit mono samples at `rate` (what `arecord -f S16_LE -r 16000`
- * writes), converted to floats in [-1, 1); n_bytes must be even. */
+ * writes), converted to floats in [-1, 1); n_bytes must be even (0 gives an empty ts_audio, n = 0). */
 TS_API ts_audio *ts_audio_from_s16(const void *data, size_t n_bytes, int rate);
-/* Write mono 16-bit PCM WAV, atomically. */
+/* Write mono 16-bit PCM WAV, atomically; samples beyond [-1, 1] are clipped. */
 TS_API ts_status ts_audio_write_wav(const ts_audio *a, const char *path);
 TS_API void ts_audio_free(ts_audio *a);
 
