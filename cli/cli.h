@@ -45,6 +45,10 @@ int cli_run_onnx(const char *model, const char *inputs, const char *outputs, con
 int cli_onnx_ops(int argc, char **argv);
 /* tessera ocr IMAGE [--lang ch|en] [--json] [--threads N] [--models DIR] (cli/ocr.c) */
 int cli_ocr(int argc, char **argv);
+/* tessera kws AUDIO... [--keyword K,...] [--threshold T] [--json] [--scores] [--models DIR] (cli/kws.c) */
+int cli_kws(int argc, char **argv);
+/* tessera vad AUDIO... [--json] [--threshold T] [--models DIR] (cli/vad.c) */
+int cli_vad(int argc, char **argv);
 /* tessera export --onnx OUT.onnx --model DIR [--batch B] [--seq-len T] [--init-random SEED]
  * (cli/export.c) */
 int cli_export(int argc, char **argv);

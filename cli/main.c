@@ -26,6 +26,8 @@ static const subcommand commands[] = {
     {"run", cli_run, "run a BERT or ONNX model on a batch of inputs (safetensors in and out)"},
     {"onnx-ops", cli_onnx_ops, "print the ONNX ops and opsets the importer takes (README's table)"},
     {"ocr", cli_ocr, "read the lines of text in a PNG or JPEG image (PaddleOCR PP-OCRv4)"},
+    {"kws", cli_kws, "find wake words in audio files or a live stream (openWakeWord)"},
+    {"vad", cli_vad, "find the stretches of speech in audio files (Silero VAD)"},
     {"export", cli_export, "write a BERT model directory as an ONNX model (fixed batch shape)"},
     {"profile-device", cli_profile_device, "measure this machine's device for the planner; list or show device profiles"},
     {"plan", cli_plan, "will a BERT fit a device, how to cut it, how fast: a layout and its estimate"},

@@ -81,6 +81,56 @@ TS_API ts_status ts_kws_feed(ts_kws *k, const float *x, int64_t n, const float *
 /* Forget the audio fed so far: the next feed starts as after ts_kws_new. */
 TS_API void ts_kws_reset(ts_kws *k);
 
+/* ---------------------------------------------------------------- voice activity (src/speech/)
+ * Silero VAD v5 (silero_vad.onnx) streaming at 16 kHz: chunks of 512 samples (32 ms), each with
+ * the 64 samples before it as context (zeros before the first), its LSTM state [2, 1, 128]
+ * carried from chunk to chunk inside the ONNX session; one speech probability per chunk. */
+
+typedef struct ts_vad ts_vad;
+
+typedef struct ts_vad_opts {
+    size_t struct_size;  /* sizeof(ts_vad_opts) */
+    const char *model;   /* silero_vad.onnx (its sample-rate input is fixed to 16000) */
+    int num_threads;     /* 0: OpenMP's default */
+} ts_vad_opts;
+
+/* Samples (at 16 kHz) per probability: 32 ms. */
+#define TS_VAD_CHUNK 512
+
+/* Load and compile the model once. NULL with ts_last_error() naming the file. */
+TS_API ts_vad *ts_vad_new(const ts_vad_opts *opts);
+TS_API void ts_vad_free(ts_vad *v);
+/* Forget the audio fed so far (state and context back to zeros). */
+TS_API void ts_vad_reset(ts_vad *v);
+/* Feed n samples x[n] of 16 kHz mono audio in [-1, 1]; every 512 gathered give one speech
+ * probability: *probs (owned by v, valid until the next call) receives *nchunks of them.
+ * ts_vad_finish: the samples left (fewer than 512) padded with zeros into a last chunk, as
+ * Silero's get_speech_timestamps pads the end of a clip (none when nothing is left). */
+TS_API ts_status ts_vad_feed(ts_vad *v, const float *x, int64_t n, const float **probs, int64_t *nchunks);
+TS_API ts_status ts_vad_finish(ts_vad *v, const float **probs, int64_t *nchunks);
+
+/* Silero's post-processing (get_speech_timestamps, without a maximum speech duration). Zeros
+ * take the defaults in brackets. */
+typedef struct ts_vad_params {
+    float threshold;      /* speech starts at a probability >= threshold (0.5) */
+    float neg_threshold;  /* and may end below neg_threshold (threshold - 0.15, at least 0.01) */
+    int min_speech_ms;    /* shorter segments are dropped (250) */
+    int min_silence_ms;   /* a segment ends after this long below neg_threshold (100) */
+    int speech_pad_ms;    /* each segment widened by this much each side, at most half the gap
+                             to the next (30) */
+} ts_vad_params;
+
+typedef struct ts_vad_segment {
+    int64_t start, end;   /* in samples: [start, end) */
+} ts_vad_segment;
+
+/* The speech segments of a clip of nsamples samples from its probabilities probs[nchunks] (one
+ * per 512 samples, chunk i starting at sample 512 i). params NULL: the defaults. Returns the
+ * count (-1 with ts_last_error() on bad arguments or out of memory); *segs is malloc'ed (NULL
+ * for none), free it with free(). */
+TS_API int ts_vad_segments(const float *probs, int64_t nchunks, int64_t nsamples, const ts_vad_params *params,
+                           ts_vad_segment **segs);
+
 #ifdef __cplusplus
 }
 #endif
