@@ -13,6 +13,7 @@
  * object {"detections": [{"file", "time", "keyword", "score"}...], "peaks": [...]} instead.
  * "-" reads raw 16 kHz s16 mono from standard input as it comes (arecord -f S16_LE -r 16000 -c 1
  * | tessera kws -), printing each detection at once (without --json).
+ * --model DIR runs an audio classifier from `tessera audio-train` instead (cli/kws_model.c).
  */
 #include "cli.h"
 #include "speech_io.h"
@@ -41,6 +42,10 @@ static const char *USAGE =
     "                   directory's speech/ when it holds them, else data/speech of the source\n"
     "                   tree, where scripts/install-deps.sh puts them).\n"
     "  --threads N      worker threads (default: OpenMP's).\n"
+    "  --model DIR      a classifier from tessera audio-train instead of the heads: run on a window\n"
+    "                   of its clip length every 320 ms (windows quieter than -40 dBFS skipped),\n"
+    "                   printing a window's most probable label when it reaches the threshold and\n"
+    "                   the window before did not report it (TIME: the window's start).\n"
     "Exit codes: 0 done (also when nothing was detected), 1 failed while running, 2 bad flags or\n"
     "files (the other files are still scored).\n";
 
@@ -167,7 +172,7 @@ static int score_all(run *r, char **files, int nfiles) {
 
 int cli_kws(int argc, char **argv) {
     char dir_buf[4096], kw_buf[4096] = "", path[4200];
-    const char *dir = cli_speech_dir(dir_buf, sizeof dir_buf), *v, *keywords[64];
+    const char *dir = cli_speech_dir(dir_buf, sizeof dir_buf), *v, *keywords[64], *model = NULL;
     char **files = calloc((size_t)argc, sizeof *files);
     run r = {.threshold = 0.5f};
     int nfiles = 0, nkw = 0, threads = 0, bad = !files;
@@ -194,6 +199,7 @@ int cli_kws(int argc, char **argv) {
                 bad = 1;
             }
         } else if ((v = cli_value(argc, argv, &i, "--models", CMD, &bad))) dir = v;
+        else if ((v = cli_value(argc, argv, &i, "--model", CMD, &bad))) model = v;
         else if ((v = cli_value(argc, argv, &i, "--threads", CMD, &bad))) {
             if ((threads = cli_positive(v, "--threads", CMD)) < 0) bad = 1;
         } else if (!bad && a[0] == '-' && a[1]) {
@@ -208,6 +214,11 @@ int cli_kws(int argc, char **argv) {
     if (bad) {
         free(files);
         return 2;
+    }
+    if (model) {
+        int mrc = cli_kws_model(model, dir, files, nfiles, r.threshold, r.json, threads);
+        free(files);
+        return mrc;
     }
     snprintf(path, sizeof path, "%s/openwakeword", dir);
     r.k = ts_kws_new(&(ts_kws_opts){.struct_size = sizeof(ts_kws_opts), .models_dir = path,

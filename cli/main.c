@@ -27,6 +27,7 @@ static const subcommand commands[] = {
     {"onnx-ops", cli_onnx_ops, "print the ONNX ops and opsets the importer takes (README's table)"},
     {"ocr", cli_ocr, "read the lines of text in a PNG or JPEG image (PaddleOCR PP-OCRv4)"},
     {"kws", cli_kws, "find wake words in audio files or a live stream (openWakeWord)"},
+    {"audio-train", cli_audio_train, "train a classifier of short audio clips (on openWakeWord's embedding, or from scratch)"},
     {"vad", cli_vad, "find the stretches of speech in audio files (Silero VAD)"},
     {"export", cli_export, "write a BERT model directory as an ONNX model (fixed batch shape)"},
     {"profile-device", cli_profile_device, "measure this machine's device for the planner; list or show device profiles"},

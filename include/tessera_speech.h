@@ -55,7 +55,9 @@ typedef struct ts_kws_opts {
     size_t struct_size;           /* sizeof(ts_kws_opts) */
     const char *models_dir;       /* melspectrogram.onnx, embedding_model.onnx and the heads */
     const char *const *keywords;  /* heads by name ("hey_jarvis" loads hey_jarvis_v0.1.onnx, or
-                                     hey_jarvis.onnx); NULL: every head of TS_KWS_KEYWORDS */
+                                     hey_jarvis.onnx); NULL: every head of TS_KWS_KEYWORDS;
+                                     non-NULL with nkeywords 0: the front end alone (no labels;
+                                     ts_kws_features gives its output) */
     int nkeywords;
     int num_threads;              /* 0: OpenMP's default */
 } ts_kws_opts;
@@ -80,6 +82,10 @@ TS_API const char *ts_kws_label(const ts_kws *k, int i);
 TS_API ts_status ts_kws_feed(ts_kws *k, const float *x, int64_t n, const float **scores, int64_t *nframes);
 /* Forget the audio fed so far: the next feed starts as after ts_kws_new. */
 TS_API void ts_kws_reset(ts_kws *k);
+/* The front end's output for the frames of the last ts_kws_feed (owned by k, valid until the next
+ * call; either pointer may be NULL): *mel [nframes][8][32] the mel frames each 80 ms hop added
+ * (x 1/10 + 2, as the embedding reads them), *emb [nframes][96] the embedding of each frame. */
+TS_API ts_status ts_kws_features(const ts_kws *k, const float **mel, const float **emb, int64_t *nframes);
 
 /* ---------------------------------------------------------------- voice activity (src/speech/)
  * Silero VAD v5 (silero_vad.onnx) streaming at 16 kHz: chunks of 512 samples (32 ms), each with
@@ -130,6 +136,78 @@ typedef struct ts_vad_segment {
  * for none), free it with free(). */
 TS_API int ts_vad_segments(const float *probs, int64_t nchunks, int64_t nsamples, const ts_vad_params *params,
                            ts_vad_segment **segs);
+
+/* ---------------------------------------------------------------- audio classifier (src/speech/)
+ * A classifier of short clips (spoken digits, commands) trained with tessera on one of two front
+ * ends, both openWakeWord's models run as ts_kws runs them on each clip from a fresh stream
+ * (clip_samples of 16 kHz audio: the clip cut, or padded with zeros at its end):
+ *   TS_AUDIO_CLF_EMBEDDING  the frozen pretrained front end: the clip's embeddings (one per 80 ms
+ *                           hop, [hops][96]) pooled into their mean and max over time, 192
+ *                           features; the head: 192 -> 64 -> ReLU -> labels (logits)
+ *   TS_AUDIO_CLF_SCRATCH    the log-mel frames alone ([1, hops * 8, 32], not learned); a small
+ *                           CNN from random weights: three 3x3 convolutions (16, 32, 32 channels,
+ *                           ReLU, 2x2 max pooling after the first two), the mean over time and
+ *                           bands, 32 -> labels
+ * A model directory holds config.json (kind "audio-classifier", front_end, labels, clip_samples,
+ * rate) and model.safetensors (the head's or CNN's parameters, f32). */
+
+typedef struct ts_audio_clf ts_audio_clf;
+
+typedef enum { TS_AUDIO_CLF_EMBEDDING = 0, TS_AUDIO_CLF_SCRATCH = 1 } ts_audio_clf_kind;
+
+typedef struct ts_audio_clf_opts {
+    size_t struct_size;         /* sizeof(ts_audio_clf_opts) */
+    const char *models_dir;     /* holding melspectrogram.onnx and embedding_model.onnx */
+    ts_audio_clf_kind kind;
+    int nlabels;                /* at least 2 */
+    const char *const *labels;  /* nlabels names */
+    int clip_samples;           /* 0: TS_AUDIO_CLF_CLIP; a multiple of TS_KWS_HOP */
+    uint64_t seed;              /* the initial weights' */
+    int num_threads;            /* 0: OpenMP's default */
+} ts_audio_clf_opts;
+
+/* The default clip: 16 hops of 80 ms, 1.28 s (the longest spoken digit of
+ * tools/make_spoken_digits.sh is 1.2 s; 16 windows are one batch of the embedding model). */
+#define TS_AUDIO_CLF_CLIP (16 * TS_KWS_HOP)
+
+/* A new, untrained classifier (front end loaded, weights drawn from seed). NULL with
+ * ts_last_error() naming the model file or the option at fault. */
+TS_API ts_audio_clf *ts_audio_clf_new(const ts_audio_clf_opts *opts);
+TS_API void ts_audio_clf_free(ts_audio_clf *c);
+TS_API int ts_audio_clf_num_labels(const ts_audio_clf *c);
+TS_API const char *ts_audio_clf_label(const ts_audio_clf *c, int i);
+TS_API ts_audio_clf_kind ts_audio_clf_get_kind(const ts_audio_clf *c);
+TS_API int ts_audio_clf_clip_samples(const ts_audio_clf *c);
+/* Features per clip: 192 (embedding) or hops * 8 * 32 (scratch). */
+TS_API int64_t ts_audio_clf_feature_size(const ts_audio_clf *c);
+/* The front end on one clip x[n] (16 kHz, [-1, 1]) into feat[ts_audio_clf_feature_size]. */
+TS_API ts_status ts_audio_clf_features(ts_audio_clf *c, const float *x, int64_t n, float *feat);
+
+typedef struct ts_audio_clf_train_opts {
+    size_t struct_size;  /* sizeof(ts_audio_clf_train_opts) */
+    int epochs;          /* 0: 60 (embedding) or 20 (scratch) */
+    float lr;            /* AdamW's peak learning rate, cosine-decayed to 0; 0: 2e-3 */
+    int batch;           /* clips a step; 0: 32 */
+    uint64_t seed;       /* the shuffling's */
+} ts_audio_clf_train_opts;
+
+/* Train on n clips' features feat[n][feature_size] with labels y[n] in [0, nlabels): AdamW
+ * (weight decay 0.01), cross-entropy, shuffled batches. *loss (may be NULL): the last epoch's
+ * mean. Deterministic for the seeds and thread count. */
+TS_API ts_status ts_audio_clf_train(ts_audio_clf *c, int64_t n, const float *feat, const int *y,
+                                    const ts_audio_clf_train_opts *opts, double *loss);
+/* Class probabilities (softmax of the logits) of n clips' features into probs[n][nlabels]. */
+TS_API ts_status ts_audio_clf_predict(ts_audio_clf *c, int64_t n, const float *feat, float *probs);
+/* Write the model directory dir atomically (a sibling directory renamed over it; an existing dir
+ * holding other files than the model's is an error). */
+TS_API ts_status ts_audio_clf_save(const ts_audio_clf *c, const char *dir);
+/* Read a model directory; NULL with ts_last_error() naming the file at fault. */
+TS_API ts_audio_clf *ts_audio_clf_load(const char *dir, const char *models_dir, int num_threads);
+/* Is dir a model directory of ts_audio_clf_save (its config.json's kind)? */
+TS_API int ts_audio_clf_is_dir(const char *dir);
+/* Export the head (embedding: input "features" [1, 192]) or the CNN (scratch: input "mel"
+ * [1, 1, hops * 8, 32]) as ONNX (opset 17), output "logits" [1, nlabels]. */
+TS_API ts_status ts_audio_clf_export_onnx(ts_audio_clf *c, const char *path);
 
 #ifdef __cplusplus
 }

@@ -52,6 +52,8 @@ struct ts_kws {
     int64_t frames;                      /* score frames made since the start */
     float *scores;                       /* this feed's frames [nscores][nlabels] */
     int64_t nscores, cap;
+    float *fmel, *femb;                  /* this feed's front end per frame: [nscores][8][32], [nscores][96] */
+    int mel_only;                        /* kws_mel_only: embeddings not computed (zeros) */
 };
 enum { MEL, EMB };
 
@@ -82,16 +84,29 @@ void ts_kws_reset(ts_kws *k) {
     k->nscores = 0;
 }
 
-/* A new embedding e[96]: into the history, then one frame of scores from every head. */
-static ts_status score_frame(ts_kws *k, const float *e) {
+/* Room for one more frame of this feed's scores and features. */
+static ts_status grow(ts_kws *k) {
+    if (k->nscores < k->cap) return TS_OK;
+    int64_t cap = k->cap ? 2 * k->cap : 64;
+    float *p = realloc(k->scores, (size_t)cap * (size_t)(k->nlabels + 1) * sizeof(float));
+    if (p) k->scores = p;
+    float *m = realloc(k->fmel, (size_t)cap * KWS_STEP * KWS_MELS * sizeof(float));
+    if (m) k->fmel = m;
+    float *e = realloc(k->femb, (size_t)cap * KWS_EMB * sizeof(float));
+    if (e) k->femb = e;
+    if (!p || !m || !e) return ts_err(TS_ERR_NOMEM, "kws: out of memory");
+    k->cap = cap;
+    return TS_OK;
+}
+
+/* A new embedding e[96] of a window whose last 8 frames mel[8][32] are new: into the history
+ * and this feed's features, then one frame of scores from every head. */
+static ts_status score_frame(ts_kws *k, const float *e, const float *mel) {
     memmove(k->emb, k->emb + KWS_EMB, (size_t)(k->hist - 1) * KWS_EMB * sizeof(float));
     memcpy(k->emb + (size_t)(k->hist - 1) * KWS_EMB, e, KWS_EMB * sizeof(float));
-    if (k->nscores == k->cap) {
-        int64_t cap = k->cap ? 2 * k->cap : 64;
-        float *p = realloc(k->scores, (size_t)cap * (size_t)k->nlabels * sizeof(float));
-        if (!p) return ts_err(TS_ERR_NOMEM, "kws: out of memory");
-        k->scores = p, k->cap = cap;
-    }
+    if (grow(k)) return ts_last_status();
+    memcpy(k->femb + (size_t)k->nscores * KWS_EMB, e, KWS_EMB * sizeof(float));
+    memcpy(k->fmel + (size_t)k->nscores * KWS_STEP * KWS_MELS, mel, KWS_STEP * KWS_MELS * sizeof(float));
     float *row = k->scores + (size_t)k->nscores * (size_t)k->nlabels;
     for (int h = 0, j = 0; h < k->nheads; j += kws_head_nlabels(&k->heads[h]), h++) {
         const float *last = k->emb + (size_t)(k->hist - k->heads[h].len) * KWS_EMB;
@@ -107,10 +122,12 @@ static ts_status score_frame(ts_kws *k, const float *e) {
 static ts_status flush(ts_kws *k) {
     float e[KWS_BATCH * KWS_EMB];
     int B = k->nwins == KWS_BATCH ? KWS_BATCH : 1;
-    for (int i = 0; i < k->nwins; i += B)
+    if (k->mel_only) memset(e, 0, sizeof e);
+    for (int i = 0; i < k->nwins && !k->mel_only; i += B)
         if (embed(k, k->wins + (size_t)i * KWS_WINDOW * KWS_MELS, B, e + (size_t)i * KWS_EMB)) return ts_last_status();
+    size_t win = KWS_WINDOW * KWS_MELS, fresh = (KWS_WINDOW - KWS_STEP) * KWS_MELS;
     for (int i = 0; i < k->nwins; i++)
-        if (score_frame(k, e + (size_t)i * KWS_EMB)) return ts_last_status();
+        if (score_frame(k, e + (size_t)i * KWS_EMB, k->wins + i * win + fresh)) return ts_last_status();
     k->nwins = 0;
     return TS_OK;
 }
@@ -158,6 +175,18 @@ ts_status ts_kws_feed(ts_kws *k, const float *x, int64_t n, const float **scores
     return TS_OK;
 }
 
+void kws_mel_only(ts_kws *k, int on) {
+    if (k) k->mel_only = k->nheads ? 0 : on;
+}
+
+ts_status ts_kws_features(const ts_kws *k, const float **mel, const float **emb, int64_t *nframes) {
+    if (!k || !nframes) return ts_err(TS_ERR_ARG, "ts_kws_features: bad arguments");
+    if (mel) *mel = k->fmel;
+    if (emb) *emb = k->femb;
+    *nframes = k->nscores;
+    return TS_OK;
+}
+
 int ts_kws_num_labels(const ts_kws *k) { return k ? k->nlabels : 0; }
 const char *ts_kws_label(const ts_kws *k, int i) { return k && i >= 0 && i < k->nlabels ? k->labels[i] : NULL; }
 
@@ -175,6 +204,8 @@ void ts_kws_free(ts_kws *k) {
     free(k->emb);
     free(k->wins);
     free(k->scores);
+    free(k->fmel);
+    free(k->femb);
     free(k);
 }
 
@@ -205,10 +236,12 @@ static ts_status open_heads(ts_kws *k, const ts_kws_opts *o, const ts_compile_op
         n = 0;
         for (char *save = NULL, *t = strtok_r(all, ",", &save); t; t = strtok_r(NULL, ",", &save)) names[n++] = t;
     }
-    if (n < 1) {
+    if (n < 1 && !o->keywords) {
         free(all);
         return ts_err(TS_ERR_ARG, "kws: no keyword given (known: %s)", TS_KWS_KEYWORDS);
     }
+    k->hist = 1; /* the front end alone (keywords given, none of them) keeps one embedding */
+    if (n < 1) return TS_OK;
     k->heads = calloc((size_t)n, sizeof *k->heads);
     if (!k->heads) {
         free(all);

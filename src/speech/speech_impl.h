@@ -7,6 +7,9 @@
  *   kws_heads.c    the keyword heads: files by keyword, labels of multi-class heads, scoring
  *   vad.c          ts_vad_*: Silero VAD on 512-sample chunks with its state carried
  *   vad_segments.c speech segments from per-chunk probabilities (Silero's get_speech_timestamps)
+ *   audio_clf.c    ts_audio_clf_*: a clip classifier on the kws front end (features, the model's
+ *                  graph, prediction); audio_clf_train.c its training; audio_clf_dir.c its model
+ *                  directory and ONNX export
  */
 #ifndef TS_SPEECH_IMPL_H
 #define TS_SPEECH_IMPL_H
@@ -46,5 +49,34 @@ int kws_head_nlabels(const kws_head *h);
 char *kws_head_label(const kws_head *h, int j);
 /* Score emb[len][96] (the head's last len embeddings, oldest first) into out[nlabels]. */
 ts_status kws_head_score(kws_head *h, const float *emb, float *out);
+
+/* ---------------------------------------------------------------- kws.c */
+
+/* A front end alone (no heads): on, the mel frames only, the embedding model not run
+ * (ts_kws_features's embeddings are zeros); ignored when k has heads. */
+void kws_mel_only(ts_kws *k, int on);
+
+/* ---------------------------------------------------------------- audio_clf*.c */
+
+#define CLF_BATCH 32  /* clips per inference run */
+
+struct ts_audio_clf {
+    ts_audio_clf_kind kind;
+    char *models_dir;
+    char **labels;
+    int nlabels;
+    int clip, hops;       /* samples per clip, 80 ms hops per clip */
+    uint64_t seed;
+    int num_threads;
+    ts_kws *front;        /* the front end alone (no heads) */
+    ts_program *infer;    /* batch CLF_BATCH, fetches "logits" */
+    float *buf;           /* a batch of features [CLF_BATCH][feature_size] */
+};
+
+/* The model's graph on a batch of B clips' features: inputs "features" [B, 192] or "mel"
+ * [B, 1, hops * 8, 32] (the input's name in *input), logits [B, nlabels] named "logits". */
+ts_value clf_logits(ts_graph *g, const ts_audio_clf *c, int64_t B, const char **input);
+/* The input's shape for B clips: its rank, shape written to shape[4]. */
+int clf_input_shape(const ts_audio_clf *c, int64_t B, int64_t shape[4]);
 
 #endif
