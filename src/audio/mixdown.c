@@ -119,5 +119,11 @@ ts_audio *ts_audio_from_sndfile(SNDFILE *sf, const SF_INFO *info, const ts_wav_h
     }
     ts_audio *a = ts_audio_resample(mono, n, info->samplerate, rate, what);
     free(mono);
+    if (a && a->n == 0) {
+        ts_audio_free(a);
+        ts_err(TS_ERR_IO, "%s: no samples at %d Hz (its %lld at %d Hz last less than one)", what, rate, (long long)n,
+               info->samplerate);
+        return NULL;
+    }
     return a;
 }
