@@ -9,7 +9,8 @@
  *  - an If on a condition computed at run time: both branches run and Where selects, nested;
  *  - bad Ifs: a missing branch, a branch with the wrong number of outputs;
  *  - a state bound from an output to an input (ts_onnx_session_bind): N runs equal N chained
- *    manual runs, and a reset starts again from zeros.
+ *    manual runs, and a reset starts again from zeros; under it, ts_program_feed_value (an
+ *    output copied into an input on the device) and its refusals.
  */
 #include <stdio.h>
 
@@ -266,6 +267,37 @@ static void test_state_binding(void) {
     ts_onnx_free(m);
 }
 
+/* ts_program_feed_value: y = s + 1 fed back into s on the device, three runs give s0 + 3. */
+static void test_program_feed_value(void) {
+    ts_graph *g = ts_graph_new();
+    int64_t two = 2;
+    ts_value s = ts_input(g, "s", TS_F32, 1, &two), u = ts_input(g, "u", TS_F32, 1, (int64_t[]){3});
+    ts_name(g, ts_add(g, s, ts_scalar(g, 1)), "y");
+    ts_name(g, ts_add(g, u, ts_scalar(g, 1)), "z");
+    ts_program *p = ts_compile(g, &(ts_compile_opts){.nfetch = 2, .fetches = (const char *[]){"y", "z"}, .inference = 1});
+    ts_graph_free(g);
+    CHECK(p != NULL, "%s", ts_last_error());
+    if (!p) return;
+    float s0[2] = {0.5f, -2}, u0[3] = {0};
+    ts_tensor *st = ts_tensor_from(TS_F32, 1, &two, s0), *ut = ts_tensor_from(TS_F32, 1, (int64_t[]){3}, u0);
+    CHECK_OK(ts_program_feed(p, "s", st));
+    CHECK_OK(ts_program_feed(p, "u", ut));
+    for (int r = 0; r < 3; r++) {
+        CHECK_OK(ts_program_run(p));
+        if (r < 2) CHECK_OK(ts_program_feed_value(p, "s", "y"));
+    }
+    ts_tensor *y = TU_FETCH(p, "y");
+    CHECK(y && tu_f32(y)[0] == 3.5f && tu_f32(y)[1] == 1, "y = %g %g", y ? tu_f32(y)[0] : 0, y ? tu_f32(y)[1] : 0);
+    CHECK_STATUS(ts_program_feed_value(p, "s", "z"), TS_ERR_SHAPE);
+    CHECK_ERRMSG("input 's' is f32 [2] but 'z' is f32 [3]");
+    CHECK_STATUS(ts_program_feed_value(p, "y", "y"), TS_ERR_NOT_FOUND);
+    CHECK_STATUS(ts_program_feed_value(p, "s", "nope"), TS_ERR_NOT_FOUND);
+    ts_tensor_free(y);
+    ts_tensor_free(st);
+    ts_tensor_free(ut);
+    ts_program_free(p);
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     RUN(test_if_folded);
@@ -273,5 +305,6 @@ int main(int argc, char **argv) {
     RUN(test_if_selected);
     RUN(test_if_bad);
     RUN(test_state_binding);
+    RUN(test_program_feed_value);
     return tu_finish("test_onnx_control");
 }
