@@ -7,7 +7,8 @@
  *    node, unless the input is fixed (ts_onnx_import_opts.values, ts_onnx_session_fix); a session
  *    that is not told imports again with the input's value known by itself;
  *  - an If on a condition computed at run time: both branches run and Where selects, nested;
- *  - bad Ifs: a missing branch, a branch with the wrong number of outputs;
+ *  - bad Ifs: a missing branch, a branch with the wrong number of outputs, both branches naming
+ *    an output alike when both must run, an unknown op inside a branch (refused at load);
  *  - a state bound from an output to an input (ts_onnx_session_bind): N runs equal N chained
  *    manual runs, and a reset starts again from zeros; under it, ts_program_feed_value (an
  *    output copied into an input on the device) and its refusals.
@@ -211,6 +212,19 @@ static void test_if_bad(void) {
     g = ts_graph_new();
     CHECK_STATUS(ts_onnx_import(m, g, NULL, NULL, NULL, NULL), TS_ERR_IO);
     CHECK_ERRMSG("node 'two_outs' (If)", "else_branch has 2 outputs; the If has 1");
+    ts_graph_free(g);
+    ts_onnx_free(m);
+
+    /* the condition unknown and both branches naming their output alike: refused, not clobbered */
+    ob t4[] = {ob_node("Neg", "b_neg", "x", "same", OB_NONE, OB_NONE)}, e4[] = {ob_node("Abs", "b_abs", "x", "same", OB_NONE, OB_NONE)};
+    ob to4[] = {ob_value("same", OB_FLOAT, -1, NULL)}, eo4[] = {ob_value("same", OB_FLOAT, -1, NULL)};
+    ob nodes4[] = {ob_node("If", "same_names", "flag", "y", ob_attr_graph("then_branch", ob_graph("t", t4, 1, NULL, 0, to4, 1)),
+                           ob_attr_graph("else_branch", ob_graph("e", e4, 1, NULL, 0, eo4, 1)))};
+    ob in4[] = {ob_value("x", OB_FLOAT, 1, D3), ob_value("flag", OB_BOOL, 0, NULL)}, out4[] = {ob_value("y", OB_FLOAT, -1, NULL)};
+    m = load(ob_model(13, ob_graph("bad4", nodes4, 1, in4, 2, out4, 1)), "same_names.onnx");
+    g = ts_graph_new();
+    CHECK_STATUS(ts_onnx_import(m, g, NULL, NULL, NULL, NULL), TS_ERR_UNSUPPORTED);
+    CHECK_ERRMSG("node 'same_names' (If)", "both branches name output 0 'same'");
     ts_graph_free(g);
     ts_onnx_free(m);
 
