@@ -81,10 +81,11 @@ TS_API ts_status ts_onnx_session_fix(ts_onnx_session *s, const char *input, cons
  * the input with what the output held after the previous run (Silero VAD: `stateN` -> `state`),
  * and the caller may pass NULL for it. The first run after the bind or a reset takes the
  * caller's tensor, or zeros in the input's declared shape (a dynamic dim counted 1) when it is
- * NULL; later runs ignore the caller's. The session keeps the state as a host copy of the
- * output it fetches anyway and feeds it back with ts_program_feed (on the CPU two memcpy of the
- * state per run, no allocation; the program API has no device-to-device copy from an output to
- * an input yet). Binding an input again replaces its binding; output NULL unbinds it. */
+ * NULL; later runs ignore the caller's. When a run uses the same program as the run before
+ * it (the same input shapes), the input is fed from the output on the device
+ * (ts_program_feed_value: device to device; on the CPU one memcpy); otherwise from a host copy
+ * the session keeps of the output (which it fetches for the caller anyway). Binding an input
+ * again replaces its binding; output NULL unbinds it. */
 TS_API ts_status ts_onnx_session_bind(ts_onnx_session *s, const char *output, const char *input);
 /* Start a new stream: every bound input goes back to its initial value (see ts_onnx_session_bind). */
 TS_API void ts_onnx_session_reset(ts_onnx_session *s);

@@ -7,9 +7,11 @@
  *    node, unless the input is fixed (ts_onnx_import_opts.values, ts_onnx_session_fix); a session
  *    that is not told imports again with the input's value known by itself;
  *  - an If on a condition computed at run time: both branches run and Where selects, nested;
- *  - bad Ifs: a missing branch, a branch with the wrong number of outputs;
+ *  - bad Ifs: a missing branch, a branch with the wrong number of outputs, both branches naming
+ *    an output alike when both must run, an unknown op inside a branch (refused at load);
  *  - a state bound from an output to an input (ts_onnx_session_bind): N runs equal N chained
- *    manual runs, and a reset starts again from zeros.
+ *    manual runs, and a reset starts again from zeros; under it, ts_program_feed_value (an
+ *    output copied into an input on the device) and its refusals.
  */
 #include <stdio.h>
 
@@ -213,6 +215,19 @@ static void test_if_bad(void) {
     ts_graph_free(g);
     ts_onnx_free(m);
 
+    /* the condition unknown and both branches naming their output alike: refused, not clobbered */
+    ob t4[] = {ob_node("Neg", "b_neg", "x", "same", OB_NONE, OB_NONE)}, e4[] = {ob_node("Abs", "b_abs", "x", "same", OB_NONE, OB_NONE)};
+    ob to4[] = {ob_value("same", OB_FLOAT, -1, NULL)}, eo4[] = {ob_value("same", OB_FLOAT, -1, NULL)};
+    ob nodes4[] = {ob_node("If", "same_names", "flag", "y", ob_attr_graph("then_branch", ob_graph("t", t4, 1, NULL, 0, to4, 1)),
+                           ob_attr_graph("else_branch", ob_graph("e", e4, 1, NULL, 0, eo4, 1)))};
+    ob in4[] = {ob_value("x", OB_FLOAT, 1, D3), ob_value("flag", OB_BOOL, 0, NULL)}, out4[] = {ob_value("y", OB_FLOAT, -1, NULL)};
+    m = load(ob_model(13, ob_graph("bad4", nodes4, 1, in4, 2, out4, 1)), "same_names.onnx");
+    g = ts_graph_new();
+    CHECK_STATUS(ts_onnx_import(m, g, NULL, NULL, NULL, NULL), TS_ERR_UNSUPPORTED);
+    CHECK_ERRMSG("node 'same_names' (If)", "both branches name output 0 'same'");
+    ts_graph_free(g);
+    ts_onnx_free(m);
+
     /* an op the importer lacks inside a branch is listed at load */
     ob t3[] = {ob_node("NoSuchOp", "deep_bad", "x", "n1", OB_NONE, OB_NONE)}, e3[] = {ob_node("Abs", "b_abs", "x", "n2", OB_NONE, OB_NONE)};
     ob to3[] = {ob_value("n1", OB_FLOAT, -1, NULL)}, eo3[] = {ob_value("n2", OB_FLOAT, -1, NULL)};
@@ -266,6 +281,37 @@ static void test_state_binding(void) {
     ts_onnx_free(m);
 }
 
+/* ts_program_feed_value: y = s + 1 fed back into s on the device, three runs give s0 + 3. */
+static void test_program_feed_value(void) {
+    ts_graph *g = ts_graph_new();
+    int64_t two = 2;
+    ts_value s = ts_input(g, "s", TS_F32, 1, &two), u = ts_input(g, "u", TS_F32, 1, (int64_t[]){3});
+    ts_name(g, ts_add(g, s, ts_scalar(g, 1)), "y");
+    ts_name(g, ts_add(g, u, ts_scalar(g, 1)), "z");
+    ts_program *p = ts_compile(g, &(ts_compile_opts){.nfetch = 2, .fetches = (const char *[]){"y", "z"}, .inference = 1});
+    ts_graph_free(g);
+    CHECK(p != NULL, "%s", ts_last_error());
+    if (!p) return;
+    float s0[2] = {0.5f, -2}, u0[3] = {0};
+    ts_tensor *st = ts_tensor_from(TS_F32, 1, &two, s0), *ut = ts_tensor_from(TS_F32, 1, (int64_t[]){3}, u0);
+    CHECK_OK(ts_program_feed(p, "s", st));
+    CHECK_OK(ts_program_feed(p, "u", ut));
+    for (int r = 0; r < 3; r++) {
+        CHECK_OK(ts_program_run(p));
+        if (r < 2) CHECK_OK(ts_program_feed_value(p, "s", "y"));
+    }
+    ts_tensor *y = TU_FETCH(p, "y");
+    CHECK(y && tu_f32(y)[0] == 3.5f && tu_f32(y)[1] == 1, "y = %g %g", y ? tu_f32(y)[0] : 0, y ? tu_f32(y)[1] : 0);
+    CHECK_STATUS(ts_program_feed_value(p, "s", "z"), TS_ERR_SHAPE);
+    CHECK_ERRMSG("input 's' is f32 [2] but 'z' is f32 [3]");
+    CHECK_STATUS(ts_program_feed_value(p, "y", "y"), TS_ERR_NOT_FOUND);
+    CHECK_STATUS(ts_program_feed_value(p, "s", "nope"), TS_ERR_NOT_FOUND);
+    ts_tensor_free(y);
+    ts_tensor_free(st);
+    ts_tensor_free(ut);
+    ts_program_free(p);
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     RUN(test_if_folded);
@@ -273,5 +319,6 @@ int main(int argc, char **argv) {
     RUN(test_if_selected);
     RUN(test_if_bad);
     RUN(test_state_binding);
+    RUN(test_program_feed_value);
     return tu_finish("test_onnx_control");
 }

@@ -124,6 +124,13 @@ for tool in espeak-ng flite sox sha256sum xargs stat; do
         die "needs $tool (Debian: apt-get install espeak-ng flite sox; bash scripts/install-deps.sh installs them)"
 done
 
+stamp="$OUT/.complete"
+want="make_spoken_digits $(sha256sum "$SELF" | cut -d' ' -f1)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "make_spoken_digits: $OUT is complete (made by this script; delete $stamp to make it again)"
+    exit 0
+fi
+
 TRAIN_ACCENTS=(en-us en-gb en-gb-scotland en-029 en-gb-x-rp)
 TRAIN_VARIANTS=(m1 m2 m3 m4 f1 f2 f3 f4)
 TRAIN_SPEEDS=(140 170 200)
@@ -149,12 +156,6 @@ for v in "${FLITE_VOICES[@]}"; do
     [[ "$known_flite" == *" $v "* ]] || die "flite has no voice '$v' (flite -lv)"
 done
 
-stamp="$OUT/.complete"
-want="make_spoken_digits $(sha256sum "$SELF" | cut -d' ' -f1)"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-    echo "make_spoken_digits: $OUT is complete (made by this script; delete $stamp to make it again)"
-    exit 0
-fi
 
 start=$(date +%s.%N)
 rm -rf "$OUT/digits" "$OUT/keywords" "$OUT/phrases" "$OUT/vad" "$OUT/.work" "$stamp"

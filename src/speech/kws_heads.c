@@ -59,8 +59,9 @@ static ts_status check_head(kws_head *h) {
 
 ts_status kws_head_open(kws_head *h, const char *dir, const char *keyword, const ts_compile_opts *copts) {
     memset(h, 0, sizeof *h);
-    if (!*keyword || strchr(keyword, '/'))
-        return ts_err(TS_ERR_ARG, "kws: '%s' is not a keyword name (known: %s)", keyword, TS_KWS_KEYWORDS);
+    if (!keyword || !*keyword || strchr(keyword, '/'))
+        return ts_err(TS_ERR_ARG, "kws: '%s' is not a keyword name (known: %s)", keyword ? keyword : "(null)",
+                      TS_KWS_KEYWORDS);
     h->keyword = ts_strdup(keyword);
     h->path = head_path(dir, keyword);
     if (!h->path) return ts_err(TS_ERR_NOMEM, "kws: out of memory");

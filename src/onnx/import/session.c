@@ -9,7 +9,8 @@
  * graph inputs directly, the session imports again with those inputs' values known (folded at
  * import) and from then on keys its programs on their values as well as on every shape.
  * Inputs the caller fixes (ts_onnx_session_fix) are such inputs from the start. Bound inputs
- * (ts_onnx_session_bind) are fed from a host copy of their output after the previous run.
+ * (ts_onnx_session_bind) are fed from their output after the previous run: on the device
+ * (ts_program_feed_value) when the same program ran last, else from the host copy kept of it.
  */
 #include "onnx/onnx_imp.h"
 #include "onnx/onnx_testing.h"
@@ -35,6 +36,7 @@ struct ts_onnx_session {
     ts_tensor **fixed; /* per input: the value ts_onnx_session_fix gave, or NULL */
     int *bound;       /* per input: the output index it is bound to, or -1 */
     ts_tensor **state; /* per bound input: what the next run feeds (NULL: its initial value) */
+    entry *last;      /* the program that ran last, holding the bound outputs' values, or NULL */
     entry cache[CACHE];
     uint64_t clock;
 };
@@ -226,6 +228,7 @@ ts_status ts_onnx_session_fix(ts_onnx_session *s, const char *input, const ts_te
     s->fixed[i] = c;
     if (c) s->spec[i] = 1;
     for (int k = 0; k < CACHE; k++) drop(&s->cache[k], m->ninputs);
+    s->last = NULL;
     return TS_OK;
 }
 
@@ -245,12 +248,14 @@ ts_status ts_onnx_session_bind(ts_onnx_session *s, const char *output, const cha
         return ts_err(TS_ERR_DTYPE, "ts_onnx_session_bind: output '%s' is %s but input '%s' is %s", output,
                       onnx_type_name(ot), input, ts_dtype_name(m->in_dtype[i]));
     s->bound[i] = j;
+    s->last = NULL;
     ts_tensor_free(s->state[i]);
     s->state[i] = NULL;
     return TS_OK;
 }
 
 void ts_onnx_session_reset(ts_onnx_session *s) {
+    if (s) s->last = NULL;
     for (int i = 0; s && i < s->m->ninputs; i++) ts_tensor_free(s->state[i]), s->state[i] = NULL;
 }
 
@@ -311,14 +316,23 @@ static ts_status run_program(ts_onnx_session *s, const ts_tensor *const *inputs,
         else if (!s->cache[i].p || (lru->p && s->cache[i].used < lru->used)) lru = &s->cache[i];
     }
     if (!e) {
+        if (lru == s->last) s->last = NULL;
         drop(lru, m->ninputs);
         if ((st = build(s, lru, inputs)) != TS_OK) return st;
         e = lru;
     }
     e->used = ++s->clock;
-    for (int i = 0; i < m->ninputs; i++) /* an input built in as a known value is not fed */
-        if (!e->vals[i] && (st = ts_program_feed(e->p, m->inputs[i]->name, inputs[i])) != TS_OK) return st;
+    for (int i = 0; i < m->ninputs; i++) { /* an input built in as a known value is not fed */
+        if (e->vals[i]) continue;
+        if (e == s->last && s->bound[i] >= 0 && s->state[i]) /* the state stays on the device */
+            st = ts_program_feed_value(e->p, m->inputs[i]->name, s->fetches[s->bound[i]]);
+        else
+            st = ts_program_feed(e->p, m->inputs[i]->name, inputs[i]);
+        if (st) return st;
+    }
+    s->last = NULL;
     if ((st = ts_program_run(e->p)) != TS_OK) return ts_err(st, "%s: %s", m->what, ts_last_error());
+    s->last = e;
     for (int j = 0; j < m->noutputs; j++)
         if ((st = ts_program_fetch(e->p, s->fetches[j], &outputs[j])) != TS_OK) {
             for (int k = 0; k < j; k++) ts_tensor_free(outputs[k]), outputs[k] = NULL;

@@ -51,6 +51,8 @@ static ts_status check_branch(ts_onnx_ctx *cx, const ts_onnx_node *n, const Onnx
     if (b->n_input) return onnx_invalid(cx, n, "%s has %zu inputs; a branch has none", which, b->n_input);
     if (b->n_output != n->n_output)
         return onnx_invalid(cx, n, "%s has %zu outputs; the If has %zu", which, b->n_output, n->n_output);
+    for (size_t k = 0; k < b->n_output; k++)
+        if (!b->output[k]->name || !*b->output[k]->name) return onnx_invalid(cx, n, "%s's output %zu has no name", which, k);
     return TS_OK;
 }
 
@@ -79,6 +81,10 @@ static ts_status take(ts_onnx_ctx *cx, const ts_onnx_node *n, const Onnx__GraphP
 /* Both branches imported; each output selected on the condition. */
 static ts_status select_both(ts_onnx_ctx *cx, const ts_onnx_node *n, const Onnx__GraphProto *tb,
                              const Onnx__GraphProto *eb) {
+    for (int k = 0; k < onnx_nout(n); k++) /* one namespace for both: ONNX names are unique across scopes */
+        if (!strcmp(tb->output[k]->name, eb->output[k]->name))
+            return onnx_unsupported(cx, n, "both branches name output %d '%s', and both must run (the condition is not "
+                                    "known at import)", k, tb->output[k]->name);
     if (onnx_import_branch(cx, tb) != TS_OK || onnx_import_branch(cx, eb) != TS_OK) return onnx_check(cx, n);
     ts_value c = ts_reshape(cx->g, onnx_in(cx, n, 0), 0, NULL);
     for (int k = 0; k < onnx_nout(n); k++) {
