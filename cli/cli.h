@@ -45,6 +45,19 @@ int cli_run_onnx(const char *model, const char *inputs, const char *outputs, con
 int cli_onnx_ops(int argc, char **argv);
 /* tessera ocr IMAGE [--lang ch|en] [--json] [--threads N] [--models DIR] (cli/ocr.c) */
 int cli_ocr(int argc, char **argv);
+/* tessera kws AUDIO... [--keyword K,...] [--threshold T] [--json] [--scores] [--models DIR] (cli/kws.c) */
+int cli_kws(int argc, char **argv);
+/* tessera audio-train --data DIR_OR_TSV --out DIR [--from embedding | --scratch] ...
+ * (cli/audio_train.c) */
+int cli_audio_train(int argc, char **argv);
+/* tessera eval / export on an audio classifier's model directory (cli/audio_model.c): the exit code. */
+int cli_eval_audio(const char *model, const char *data, int threads);
+int cli_export_audio(const char *model, const char *onnx, int threads);
+/* tessera kws --model DIR AUDIO...: an audio classifier over sliding windows (cli/kws_model.c). */
+int cli_kws_model(const char *model, const char *models_dir, char **files, int nfiles, float threshold, int json,
+                  int threads);
+/* tessera vad AUDIO... [--json] [--threshold T] [--models DIR] (cli/vad.c) */
+int cli_vad(int argc, char **argv);
 /* tessera export --onnx OUT.onnx --model DIR [--batch B] [--seq-len T] [--init-random SEED]
  * (cli/export.c) */
 int cli_export(int argc, char **argv);

@@ -3,7 +3,8 @@
  * labelled file. A sequence classifier: accuracy on a TSV / CSV / JSONL file (single texts or the
  * model's text pairs) beside the majority-class baseline. A question-answering model: the
  * official SQuAD v1.1 exact match and F1 on a SQuAD JSON file. The task comes from the model's
- * architecture (--task only checks it). Several classifiers score as one ensemble (the mean of
+ * architecture (--task only checks it). An audio classifier's directory (tessera audio-train):
+ * accuracy on labelled audio (cli/audio_model.c). Several classifiers score as one ensemble (the mean of
  * their class probabilities, each member encoding the text with its own vocabulary and length);
  * --test-split / --seed score only the rows `tessera finetune` held out (scores from
  * tessera_tasks.h: ts_classify_*, ts_squad_score_program).
@@ -37,7 +38,9 @@ static const char *USAGE =
     "  --batch N            sequences per forward pass (default 32)\n"
     "  --threads N          CPU threads (default: all)\n"
     CLI_DEVICE_USAGE CLI_LOAD_USAGE
-    "  --config FILE        a JSON object of the options above (flags override it)\n";
+    "  --config FILE        a JSON object of the options above (flags override it)\n"
+    "  An audio classifier's DIR (from tessera audio-train): --data is labelled audio (a folder per\n"
+    "  label, or a TSV of PATH<TAB>LABEL); prints the accuracy and each label's clips and right ones.\n";
 
 typedef struct ev_opts {
     ts_strlist models; /* --model DIR...: one, or the members of an ensemble (classifiers) */
@@ -168,6 +171,10 @@ int cli_eval(int argc, char **argv) {
     if (!o.model || !o.data) {
         fprintf(stderr, "tessera eval: %s is required\n(tessera eval --help shows the usage)\n",
                 !o.model ? "--model DIR" : "--data FILE");
+        goto done_opts;
+    }
+    if (ts_audio_clf_is_dir(o.model)) { /* from tessera audio-train */
+        rc = cli_eval_audio(o.model, o.data, o.threads);
         goto done_opts;
     }
     ts_bert_config cfg;

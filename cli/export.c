@@ -32,6 +32,8 @@ static const char *USAGE =
     CLI_DEVICE_USAGE CLI_LOAD_USAGE
     "Inputs of the ONNX model: input_ids, token_type_ids, attention_mask, int32 [B, T]. Outputs: the\n"
     "head's, by name (BertModel: last_hidden_state, pooler_output; classifiers: logits; ...), float.\n"
+    "An audio classifier's DIR (from tessera audio-train) exports its head, or its CNN, on its\n"
+    "features: input features [1, 192] (or mel [1, 1, T, 32]), output logits [1, labels].\n"
     "Exit codes: 0 written, 1 failed while exporting, 2 bad flags or files.\n";
 
 typedef struct export_opts {
@@ -85,6 +87,10 @@ int cli_export(int argc, char **argv) {
     if (!o.onnx || !o.model) {
         fprintf(stderr, "tessera export: %s is required\n(tessera export --help shows the usage)\n",
                 !o.onnx ? "--onnx FILE" : "--model DIR");
+        goto done;
+    }
+    if (ts_audio_clf_is_dir(o.model)) { /* from tessera audio-train */
+        rc = cli_export_audio(o.model, o.onnx, o.threads);
         goto done;
     }
     char config_path[4200];

@@ -2,7 +2,8 @@
  * run_onnx.c — `tessera run --model MODEL.onnx`: one inference of an ONNX model through
  * ts_onnx_session, inputs read by the model's input names from a safetensors file (converted to
  * the declared dtype where no value changes meaning: ts_tensor_convert_exact), every output
- * written by name to a safetensors file.
+ * written by name to a safetensors file. Integer inputs of one element are fixed for the import
+ * (ts_onnx_session_fix), so an If on them is folded.
  */
 #include <math.h>
 
@@ -63,6 +64,12 @@ int cli_run_onnx(const char *model, const char *inputs, const char *outputs, con
         rc = 1;
         goto done;
     }
+    for (int i = 0; i < nin; i++) /* one-element integer inputs fixed: see the usage text */
+        if (ts_tensor_numel(in[i]) == 1 && ts_tensor_dtype(in[i]) != TS_F32 && ts_tensor_dtype(in[i]) != TS_F16 &&
+            ts_tensor_dtype(in[i]) != TS_BF16 && ts_onnx_session_fix(s, ts_onnx_input_name(m, i), in[i]) != TS_OK) {
+            fprintf(stderr, "tessera run: %s\n", ts_last_error());
+            goto done;
+        }
     rc = 1;
     double best = 0, first = 0;
     for (int r = 0; r < repeat; r++) {

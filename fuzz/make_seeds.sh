@@ -135,7 +135,7 @@ NODE=/usr/share/libonnx-testdata/data/node
 if [ -d "$NODE" ]; then
     for t in relu conv_with_strides_padding gemm_all_attributes reshape_reordered_all_dims slice \
              resize_upsample_scales_nearest batchnorm_example maxpool_2d_pads softmax_axis_1 gather_1 \
-             concat_3d_axis_1 clip_example constantofshape_int_zeros expand_dim_changed; do
+             concat_3d_axis_1 clip_example constantofshape_int_zeros expand_dim_changed if; do
         cp "$NODE/test_$t/model.onnx" "$CORPUS/onnx/$t.onnx"
     done
 else

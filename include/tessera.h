@@ -12,6 +12,7 @@
  *   tessera_bert.h       BERT: config, model, heads, model directories, training programs
  *   tessera_onnx.h       ONNX import, sessions, export
  *   tessera_ocr.h        images and OCR
+ *   tessera_speech.h     audio in, keyword spotting, voice activity
  *   tessera_tasks.h      what the tessera command does, as library calls: resumable runs,
  *                        held-out evaluation, stage balancing, answer decoding, bag of words,
  *                        whole pretraining runs, epochs over rows and the fine-tuning tasks,
@@ -98,6 +99,7 @@
 #include "tessera_bert.h"
 #include "tessera_onnx.h"
 #include "tessera_ocr.h"
+#include "tessera_speech.h"
 #include "tessera_tasks.h"
 #include "tessera_plan.h"
 

@@ -227,6 +227,11 @@ TS_API ts_status ts_program_feed(ts_program *p, const char *name, const ts_tenso
  * ts_program_feed's, and TS_ERR_ARG for a NULL data or shape or a rank outside 0..TS_MAX_DIMS. */
 TS_API ts_status ts_program_feed_data(ts_program *p, const char *name, ts_dtype dtype, int ndim,
                                       const int64_t *shape, const void *data);
+/* Feed input `input` with what value `value` (a fetch named at compile time, of the same dtype
+ * and shape) holds after the last run, copied on the device (device to device; on the CPU one
+ * memcpy): a state carried from run to run without a round trip through the host. A pipelined
+ * program, or one with device iterations, copies through the host. */
+TS_API ts_status ts_program_feed_value(ts_program *p, const char *input, const char *value);
 /* Run one step: every node of the compiled schedule, in order.
  * Device iterations (Graphcore's "batches per step"): with device_iterations K > 1, one call
  * runs the step K times back to back, iteration k reading slice k of every input, as K calls

@@ -42,6 +42,12 @@ typedef struct ts_onnx_import_opts {
     const char *const *frozen;  /* with trainable: initializers that stay constants; an entry
                                    ending in '*' is a prefix */
     int nfrozen;
+    /* NULL, or one entry per model input (ts_onnx_num_inputs): a tensor fixes that
+     * input to this value for the import (dtype and shape as the input's): it becomes a constant,
+     * what depends on it is computed at import, and an If whose condition it decides keeps only
+     * the taken branch (Silero VAD's `sr` = 16000). NULL entries stay graph inputs. Borrowed
+     * during the call. */
+    const ts_tensor *const *values;
 } ts_onnx_import_opts;
 /* Build model m into g for concrete input shapes: input i becomes ts_input(g, its name, its
  * dtype, ndims[i], shapes[i]) (shapes NULL or shapes[i] NULL: the declared shape, which must
@@ -60,10 +66,29 @@ TS_API ts_status ts_onnx_save_with_params(const ts_onnx *m, const ts_program *p,
  * most recent 8 kept). The session borrows m, which must outlive it. opts may be NULL. */
 typedef struct ts_onnx_session ts_onnx_session;
 TS_API ts_onnx_session *ts_onnx_session_new(const ts_onnx *m, const ts_compile_opts *opts);
-/* inputs[i] for ts_onnx_input i (dtype as declared); outputs[j] receive new tensors (f32 outputs
- * as f32, integer ones as their dtype) for the caller to free. */
+/* inputs[i] for ts_onnx_input i (dtype as declared; NULL for an input fixed by
+ * ts_onnx_session_fix or bound by ts_onnx_session_bind); outputs[j] receive new tensors (f32
+ * outputs as f32, integer ones as their dtype) for the caller to free. */
 TS_API ts_status ts_onnx_session_run(ts_onnx_session *s, const ts_tensor *const *inputs, ts_tensor **outputs);
 TS_API void ts_onnx_session_free(ts_onnx_session *s);
+/* Fix model input `input` to `value` (copied; dtype and shape as the input declares) for every
+ * later run: programs are built with it as a constant, so what depends on it is computed at
+ * import and an If it decides keeps only its taken branch (Silero VAD: `sr` = 16000 imports the
+ * 16 kHz model alone). Runs may then pass NULL for it; a tensor passed must hold the same value
+ * (else TS_ERR_ARG). value NULL: the input is fed again. Programs built before are dropped. */
+TS_API ts_status ts_onnx_session_fix(ts_onnx_session *s, const char *input, const ts_tensor *value);
+/* State across runs: bind model output `output` to input `input` (same dtype), so each run feeds
+ * the input with what the output held after the previous run (Silero VAD: `stateN` -> `state`),
+ * and the caller may pass NULL for it. The first run after the bind or a reset takes the
+ * caller's tensor, or zeros in the input's declared shape (a dynamic dim counted 1) when it is
+ * NULL; later runs ignore the caller's. When a run uses the same program as the run before
+ * it (the same input shapes), the input is fed from the output on the device
+ * (ts_program_feed_value: device to device; on the CPU one memcpy); otherwise from a host copy
+ * the session keeps of the output (which it fetches for the caller anyway). Binding an input
+ * again replaces its binding; output NULL unbinds it. */
+TS_API ts_status ts_onnx_session_bind(ts_onnx_session *s, const char *output, const char *input);
+/* Start a new stream: every bound input goes back to its initial value (see ts_onnx_session_bind). */
+TS_API void ts_onnx_session_reset(ts_onnx_session *s);
 
 /* The importer's op table, for documentation: entry i's ONNX op type and the opsets it covers. */
 TS_API int ts_onnx_num_ops(void);

@@ -24,8 +24,8 @@ static const struct {
     int row;
 } rows[] = {
     {"core", 0},
-    {"comm", 1}, {"io", 1}, {"text", 1}, {"vision", 1},
-    {"graph", 2}, {"data", 2}, {"ocr", 2},
+    {"comm", 1}, {"io", 1}, {"text", 1}, {"vision", 1}, {"audio", 1},
+    {"graph", 2}, {"data", 2}, {"ocr", 2}, {"speech", 2},
     {"ops", 3}, {"models", 3},
     {"graph/passes", 4}, {"optim", 4}, {"backend", 4}, {"onnx", 4},
     {"backend/cpu", 5},

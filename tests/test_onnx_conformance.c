@@ -40,7 +40,7 @@
 
 /* The fewest of ONNX's node tests (Debian's libonnx-testdata 1.12) that must pass in a full run: the count
  * measured at 9be4c8d. Raise it to the new count when an op's mapping makes more pass. */
-#define PASSED_FLOOR 683
+#define PASSED_FLOOR 684
 
 typedef enum { PASSED, FAILED, UNSUPPORTED } verdict;
 

@@ -113,4 +113,5 @@ async function main() {
               ` ${session.outputNames.map((n) => `${n} [${out[n].shape.join(', ')}]`).join(', ')} -> ${outFile}`);
 }
 
-main().catch((e) => fail(1, e && e.message ? e.message : String(e)));
+module.exports = { loadOrt, readSafetensors, writeSafetensors }; // for tools/make_speech_fixtures.js
+if (require.main === module) main().catch((e) => fail(1, e && e.message ? e.message : String(e)));

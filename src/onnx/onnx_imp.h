@@ -153,9 +153,17 @@ int onnx_fold_node(ts_onnx_ctx *cx, const ts_onnx_node *n, ts_status *st);
 /* The first attribute of n that its mapping never read, or NULL (attrs.c). */
 const char *onnx_attr_unread(const ts_onnx_ctx *cx, const ts_onnx_node *n);
 
+/* Import the nodes of an If's branch (a subgraph without inputs whose nodes read values of the
+ * enclosing graphs by name) into the context, as nodes of the main graph are: their outputs join
+ * the context's names; a refused node is recorded and its outputs are dead. The node being
+ * imported (the If) is the current node again on return. TS_OK, or an error once a builder
+ * failure stopped the graph (import.c). */
+ts_status onnx_import_branch(ts_onnx_ctx *cx, const Onnx__GraphProto *b);
+
 /* Node index i of the graph (for import functions that look at a producer). */
 const ts_onnx_node *onnx_node_at(const ts_onnx_ctx *cx, int i);
-/* "node 'NAME' (OpType)" or, for a node without a name, "node #I (OpType, output 'Y')". */
+/* "node 'NAME' (OpType)" or, for a node without a name, "node #I (OpType, output 'Y')" (a node of
+ * an If's branch, index -1: "node (OpType, output 'Y')"). */
 const char *onnx_node_desc(const ts_onnx_node *n, int index, char *buf, size_t cap);
 
 /* ------------------------------------------------------------------ refusing a node */
@@ -245,6 +253,9 @@ const char *onnx_attr_string(ts_onnx_ctx *cx, const ts_onnx_node *n, const char 
 /* A tensor attribute decoded (owned by the context), or NULL when absent or after refusing the
  * node (an undecodable tensor). */
 const ts_tensor *onnx_attr_tensor(ts_onnx_ctx *cx, const ts_onnx_node *n, const char *name);
+/* A graph attribute (an If's then_branch / else_branch), or NULL when absent or after refusing
+ * the node (another type). */
+const Onnx__GraphProto *onnx_attr_graph(ts_onnx_ctx *cx, const ts_onnx_node *n, const char *name);
 /* Mark an attribute read without using it (one whose every value means the same here). */
 void onnx_attr_ignore(ts_onnx_ctx *cx, const ts_onnx_node *n, const char *name);
 

@@ -121,6 +121,11 @@ ts_status ts_exec_feed(ts_exec *p, int v, const ts_tensor *t) {
     return ts_dev_copy_in(p->dev, p->vals[v].buf, t->data, ts_tensor_nbytes(t));
 }
 
+ts_status ts_exec_copy_value(ts_exec *p, int v, int w) {
+    if (!p->vals[v].buf.mem) return TS_OK; /* an input this program does not read */
+    return ts_dev_copy(p->dev, p->vals[v].buf, p->dev, p->vals[w].buf, ts_val_bytes(&p->g->vals[w]));
+}
+
 ts_status ts_exec_read(const ts_exec *p, int v, void *host) {
     return ts_dev_copy_out(p->dev, host, p->vals[v].buf, ts_val_bytes(&p->g->vals[v]));
 }

@@ -132,6 +132,9 @@ ts_status ts_exec_run(ts_exec *e, uint64_t *step);
 ts_status ts_exec_feed(ts_exec *e, int v, const ts_tensor *t);
 /* Read / write all bytes of a persistent or materialised value v. A write bumps param_gen. */
 ts_status ts_exec_read(const ts_exec *e, int v, void *host);
+/* Copy value w's bytes into input v's buffer on the device (device to device; ts_dev_copy), as
+ * ts_exec_feed of w's value would. */
+ts_status ts_exec_copy_value(ts_exec *e, int v, int w);
 ts_status ts_exec_write(ts_exec *e, int v, const void *host);
 
 /* Set the OpenMP thread count for a program: n > 0, or the process default when n == 0 (so one

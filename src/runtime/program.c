@@ -184,6 +184,31 @@ ts_status ts_program_feed(ts_program *p, const char *name, const ts_tensor *t) {
     return p->pipe ? ts_pipeline_feed(p->pipe, v, t) : ts_exec_feed(p->one, v, t);
 }
 
+static int fetchable(const ts_program *p, int v);
+
+ts_status ts_program_feed_value(ts_program *p, const char *input, const char *value) {
+    if (!p) return ts_err(TS_ERR_ARG, "ts_program_feed_value: program is NULL");
+    if (refuse_plan_only(p, "ts_program_feed_value")) return ts_last_status();
+    int v = find_named(p, input, TS_V_INPUT, 0), w = find_named(p, value, TS_V_NODE, 1);
+    if (v < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_program_feed_value: the program has no input named '%s'", input ? input : "(null)");
+    if (w < 0 || !ts_value_present(p, w) || !fetchable(p, w))
+        return ts_err(TS_ERR_NOT_FOUND, "ts_program_feed_value: '%s' is not a value named in the fetches at compile time",
+                      value ? value : "(null)");
+    const ts_val *a = &p->f.g->vals[v], *b = &p->f.g->vals[w];
+    if (a->dtype != b->dtype || a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim)) {
+        char s1[128], s2[128];
+        return ts_err(TS_ERR_SHAPE, "ts_program_feed_value: input '%s' is %s %s but '%s' is %s %s", input,
+                      ts_dtype_name(a->dtype), ts_shape_str(a->ndim, a->shape, s1, sizeof s1), value,
+                      ts_dtype_name(b->dtype), ts_shape_str(b->ndim, b->shape, s2, sizeof s2));
+    }
+    if (!p->pipe && p->f.iters <= 1) return ts_exec_copy_value(p->one, v, w);
+    ts_tensor *t = NULL; /* a pipeline's stages, device iterations' slots: through the host */
+    ts_status s = ts_program_fetch(p, value, &t);
+    if (!s) s = ts_program_feed(p, input, t);
+    ts_tensor_free(t);
+    return s;
+}
+
 ts_status ts_program_run(ts_program *p) {
     if (!p) return ts_err(TS_ERR_ARG, "ts_program_run: program is NULL");
     if (refuse_plan_only(p, "ts_program_run")) return ts_last_status();

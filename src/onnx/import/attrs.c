@@ -49,6 +49,11 @@ static const attr_t *typed(ts_onnx_ctx *cx, const ts_onnx_node *n, const char *n
 
 int onnx_attr_has(ts_onnx_ctx *cx, const ts_onnx_node *n, const char *name) { return find(cx, n, name) != NULL; }
 
+const Onnx__GraphProto *onnx_attr_graph(ts_onnx_ctx *cx, const ts_onnx_node *n, const char *name) {
+    const attr_t *a = typed(cx, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    return a ? a->g : NULL;
+}
+
 void onnx_attr_ignore(ts_onnx_ctx *cx, const ts_onnx_node *n, const char *name) { (void)find(cx, n, name); }
 
 int64_t onnx_attr_int(ts_onnx_ctx *cx, const ts_onnx_node *n, const char *name, int64_t def) {

@@ -99,6 +99,8 @@ const ts_onnx_node *onnx_node_at(const ts_onnx_ctx *cx, int i) {
 const char *onnx_node_desc(const ts_onnx_node *n, int index, char *buf, size_t cap) {
     const char *op = n->op_type ? n->op_type : "?";
     if (n->name && *n->name) snprintf(buf, cap, "node '%s' (%s)", n->name, op);
+    else if (index < 0 && n->n_output && n->output[0] && *n->output[0])
+        snprintf(buf, cap, "node (%s, output '%s')", op, n->output[0]);
     else if (n->n_output && n->output[0] && *n->output[0])
         snprintf(buf, cap, "node #%d (%s, output '%s')", index, op, n->output[0]);
     else snprintf(buf, cap, "node #%d (%s)", index, op);

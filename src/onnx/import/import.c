@@ -5,7 +5,8 @@
  * in file order (ONNX requires a topological order) is handed to the mapping its op type and
  * opset select (map/registry.c). Refused nodes are collected over the whole graph — the nodes that
  * read their outputs are skipped — and the import fails once at the end, listing them all.
- * Graph outputs are named as in the file. Also ts_onnx_load_params.
+ * Graph outputs are named as in the file. An If's branches are imported by the same node loop
+ * (onnx_import_branch, for map/control.c). Also ts_onnx_load_params.
  */
 #include "onnx/onnx_imp.h"
 #include "onnx/onnx_testing.h"
@@ -117,9 +118,9 @@ static void add_initializers(ts_onnx_ctx *cx, const ts_onnx_import_opts *o) {
     }
 }
 
-/* Import node i; outputs of a refused node are marked dead. */
-static void import_node(ts_onnx_ctx *cx, int i) {
-    const ts_onnx_node *n = onnx_node_at(cx, i);
+/* Import node n, node i of the model's graph (-1: a node of an If's branch); outputs of a
+ * refused node are marked dead. */
+static void import_node(ts_onnx_ctx *cx, const ts_onnx_node *n, int i) {
     cx->node = n;
     cx->node_index = i;
     cx->attr_read = 0;
@@ -174,6 +175,35 @@ static void import_node(ts_onnx_ctx *cx, int i) {
     cx->node = NULL;
 }
 
+ts_status onnx_import_branch(ts_onnx_ctx *cx, const Onnx__GraphProto *b) {
+    const ts_onnx_node *node = cx->node;
+    int index = cx->node_index, refused = cx->node_refused;
+    uint64_t read = cx->attr_read;
+    for (size_t i = 0; i < b->n_node && !cx->graph_failed; i++) import_node(cx, b->node[i], -1);
+    cx->node = node;
+    cx->node_index = index;
+    cx->node_refused = refused;
+    cx->attr_read = read;
+    return cx->graph_failed ? TS_ERR_ARG : TS_OK;
+}
+
+/* Count the readers of every value in graph gp and the subgraphs of its nodes (an If's branches
+ * read values of the enclosing graph by name; a branch's outputs are read by its If). */
+static void count_consumers(ts_onnx_ctx *cx, const Onnx__GraphProto *gp, int depth) {
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const ts_onnx_node *n = gp->node[i];
+        for (size_t k = 0; k < n->n_input; k++)
+            if (n->input[k] && *n->input[k]) onnx_define(cx, n->input[k])->consumers++;
+        for (size_t a = 0; a < n->n_attribute && depth < 64; a++) {
+            const Onnx__GraphProto *sub = n->attribute[a]->g;
+            if (!sub) continue;
+            count_consumers(cx, sub, depth + 1);
+            for (size_t j = 0; j < sub->n_output; j++)
+                if (sub->output[j]->name && *sub->output[j]->name) onnx_define(cx, sub->output[j]->name)->consumers++;
+        }
+    }
+}
+
 /* Name graph output j; its value in *out. */
 static void add_output(ts_onnx_ctx *cx, int j, ts_value *out) {
     const char *name = cx->m->outputs[j]->name;
@@ -222,17 +252,22 @@ ts_status onnx_import_wanted(const ts_onnx *m, ts_graph *g, const int *ndims, co
     if (ts_graph_status(g) != TS_OK)
         return ts_err(ts_graph_status(g), "ts_onnx_import: the graph already failed: %s", g->status_msg);
     ts_onnx_import_opts o = opts ? *opts : (ts_onnx_import_opts){0};
+    const ts_tensor **merged = NULL; /* known_inputs, and the values the options fix */
+    if (o.values) {
+        merged = calloc((size_t)m->ninputs + 1, sizeof *merged);
+        if (!merged) return ts_err(TS_ERR_NOMEM, "ts_onnx_import: out of memory");
+        for (int i = 0; i < m->ninputs; i++) merged[i] = known_inputs && known_inputs[i] ? known_inputs[i] : o.values[i];
+        known_inputs = merged;
+    }
     ts_onnx_ctx cx = {.g = g, .m = m, .opset = m->opset, .trainable = o.trainable, .frozen = o.frozen,
                       .nfrozen = o.nfrozen, .wanted = wanted};
     const Onnx__GraphProto *gp = m->model->graph;
-    for (size_t i = 0; i < gp->n_node; i++) /* who reads what: for fusions that need one consumer */
-        for (size_t k = 0; k < gp->node[i]->n_input; k++)
-            if (gp->node[i]->input[k] && *gp->node[i]->input[k]) onnx_define(&cx, gp->node[i]->input[k])->consumers++;
+    count_consumers(&cx, gp, 0); /* who reads what: for fusions that need one consumer */
     for (int j = 0; j < m->noutputs; j++) onnx_define(&cx, m->outputs[j]->name)->consumers++;
 
     add_inputs(&cx, ndims, shapes, known_inputs);
     if (!cx.graph_failed) add_initializers(&cx, &o);
-    for (size_t i = 0; i < gp->n_node && !cx.graph_failed; i++) import_node(&cx, (int)i);
+    for (size_t i = 0; i < gp->n_node && !cx.graph_failed; i++) import_node(&cx, gp->node[i], (int)i);
     for (int j = 0; j < m->noutputs && !cx.graph_failed; j++) {
         ts_value v;
         add_output(&cx, j, &v);
@@ -243,13 +278,17 @@ ts_status onnx_import_wanted(const ts_onnx *m, ts_graph *g, const int *ndims, co
         s = ts_err(cx.first_code, "%s (opset %d): %d problem%s importing: %s%s", m->what, m->opset, cx.nerrors,
                    cx.nerrors == 1 ? "" : "s", cx.errors, cx.nerrors > 24 ? "; ..." : "");
     onnx_ctx_free(&cx);
+    free(merged);
     return s;
 }
 
 ts_status ts_onnx_import(const ts_onnx *m, ts_graph *g, const int *ndims, const int64_t *const *shapes,
                          const ts_onnx_import_opts *opts, ts_value *outs) {
-    if (opts && TS_CHECK_STRUCT(opts, ts_onnx_import_opts, "ts_onnx_import")) return TS_ERR_ARG;
-    return onnx_import_ex(m, g, ndims, shapes, opts, outs, NULL);
+    ts_onnx_import_opts o = {0};
+    if (opts && ts_struct_read(&o, sizeof o, opts, offsetof(ts_onnx_import_opts, values), "ts_onnx_import",
+                               "ts_onnx_import_opts"))
+        return TS_ERR_ARG;
+    return onnx_import_ex(m, g, ndims, shapes, opts ? &o : NULL, outs, NULL);
 }
 
 /* The initializer called name, or NULL. */

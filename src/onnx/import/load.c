@@ -149,29 +149,33 @@ static int read_io(ts_onnx *m) {
     return 0;
 }
 
-/* Every node's op known at the opset and in the default domain; 0, or -1 listing them all. */
-static int check_nodes(ts_onnx *m) {
-    const Onnx__GraphProto *gp = m->model->graph;
-    msg_list l = {0};
+/* Every node of graph gp and of its nodes' subgraphs (an If's branches) with an op known at the
+ * opset and in the default domain, else listed in l; -1 for a malformed node (error set). */
+static int check_graph(ts_onnx *m, const Onnx__GraphProto *gp, msg_list *l, int depth) {
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *n = gp->node[i];
         char d[300];
-        if (!n->op_type || !*n->op_type) {
-            ts_err(TS_ERR_IO, "%s: node %zu has no op_type", m->what, i);
-            free(l.s);
-            return -1;
-        }
-        onnx_node_desc(n, (int)i, d, sizeof d);
+        if (!n->op_type || !*n->op_type) return ts_err(TS_ERR_IO, "%s: node %zu has no op_type", m->what, i), -1;
+        onnx_node_desc(n, depth ? -1 : (int)i, d, sizeof d);
         for (size_t a = 0; a < n->n_attribute; a++)
-            if (!n->attribute[a]->name || !*n->attribute[a]->name) {
-                ts_err(TS_ERR_IO, "%s: %s has an attribute without a name", m->what, d);
-                free(l.s);
-                return -1;
-            }
+            if (!n->attribute[a]->name || !*n->attribute[a]->name)
+                return ts_err(TS_ERR_IO, "%s: %s has an attribute without a name", m->what, d), -1;
         if (!is_default_domain(n->domain))
-            list_add(&l, "%s: domain '%s' is not supported (only the default ai.onnx domain)", d, n->domain);
+            list_add(l, "%s: domain '%s' is not supported (only the default ai.onnx domain)", d, n->domain);
         else if (!onnx_find_op(n->op_type, m->opset))
-            list_add(&l, "%s: %s", d, onnx_known_op_type(n->op_type) ? "not supported at this opset" : "op not supported");
+            list_add(l, "%s: %s", d, onnx_known_op_type(n->op_type) ? "not supported at this opset" : "op not supported");
+        for (size_t a = 0; a < n->n_attribute && depth < 64; a++)
+            if (n->attribute[a]->g && check_graph(m, n->attribute[a]->g, l, depth + 1)) return -1;
+    }
+    return 0;
+}
+
+/* Every node's op known at the opset and in the default domain; 0, or -1 listing them all. */
+static int check_nodes(ts_onnx *m) {
+    msg_list l = {0};
+    if (check_graph(m, m->model->graph, &l, 0)) {
+        free(l.s);
+        return -1;
     }
     if (l.n) {
         ts_err(TS_ERR_UNSUPPORTED, "%s (opset %d): %d node%s unsupported: %s%s", m->what, m->opset, l.n,

@@ -8,6 +8,9 @@
  * fed as graph inputs, as ONNX Runtime allows): when an import is refused at nodes that read
  * graph inputs directly, the session imports again with those inputs' values known (folded at
  * import) and from then on keys its programs on their values as well as on every shape.
+ * Inputs the caller fixes (ts_onnx_session_fix) are such inputs from the start. Bound inputs
+ * (ts_onnx_session_bind) are fed from their output after the previous run: on the device
+ * (ts_program_feed_value) when the same program ran last, else from the host copy kept of it.
  */
 #include "onnx/onnx_imp.h"
 #include "onnx/onnx_testing.h"
@@ -30,6 +33,10 @@ struct ts_onnx_session {
     char *device;
     const char **fetches;
     int *spec;        /* per input: 1 once an import needed its value known */
+    ts_tensor **fixed; /* per input: the value ts_onnx_session_fix gave, or NULL */
+    int *bound;       /* per input: the output index it is bound to, or -1 */
+    ts_tensor **state; /* per bound input: what the next run feeds (NULL: its initial value) */
+    entry *last;      /* the program that ran last, holding the bound outputs' values, or NULL */
     entry cache[CACHE];
     uint64_t clock;
 };
@@ -53,14 +60,15 @@ ts_onnx_session *ts_onnx_session_new(const ts_onnx *m, const ts_compile_opts *op
     s->opts.device = s->device;
     s->fetches = calloc((size_t)m->noutputs + 1, sizeof *s->fetches);
     s->spec = calloc((size_t)m->ninputs + 1, sizeof *s->spec);
-    if (!s->fetches || !s->spec) {
-        free(s->fetches);
-        free(s->spec);
-        free(s->device);
-        free(s);
+    s->fixed = calloc((size_t)m->ninputs + 1, sizeof *s->fixed);
+    s->state = calloc((size_t)m->ninputs + 1, sizeof *s->state);
+    s->bound = malloc(((size_t)m->ninputs + 1) * sizeof *s->bound);
+    if (!s->fetches || !s->spec || !s->fixed || !s->state || !s->bound) {
+        ts_onnx_session_free(s);
         ts_err(TS_ERR_NOMEM, "ts_onnx_session_new: out of memory");
         return NULL;
     }
+    for (int i = 0; i < m->ninputs; i++) s->bound[i] = -1;
     for (int j = 0; j < m->noutputs; j++) s->fetches[j] = m->outputs[j]->name;
     s->opts.fetches = s->fetches;
     s->opts.nfetch = m->noutputs;
@@ -83,6 +91,13 @@ static void drop(entry *e, int ninputs) {
 void ts_onnx_session_free(ts_onnx_session *s) {
     if (!s) return;
     for (int i = 0; i < CACHE; i++) drop(&s->cache[i], s->m->ninputs);
+    for (int i = 0; i < s->m->ninputs; i++) {
+        if (s->fixed) ts_tensor_free(s->fixed[i]);
+        if (s->state) ts_tensor_free(s->state[i]);
+    }
+    free(s->fixed);
+    free(s->state);
+    free(s->bound);
     free(s->fetches);
     free(s->spec);
     free(s->device);
@@ -190,11 +205,109 @@ done:
     return st;
 }
 
-ts_status ts_onnx_session_run(ts_onnx_session *s, const ts_tensor *const *inputs, ts_tensor **outputs) {
-    if (!s || (!inputs && s->m->ninputs) || !outputs)
-        return ts_err(TS_ERR_ARG, "ts_onnx_session_run: %s is NULL", !s ? "the session" : !outputs ? "outputs" : "inputs");
+static int model_input(const ts_onnx *m, const char *name) {
+    for (int i = 0; name && i < m->ninputs; i++)
+        if (!strcmp(m->inputs[i]->name, name)) return i;
+    return -1;
+}
+
+ts_status ts_onnx_session_fix(ts_onnx_session *s, const char *input, const ts_tensor *value) {
+    if (!s) return ts_err(TS_ERR_ARG, "ts_onnx_session_fix: the session is NULL");
     const ts_onnx *m = s->m;
-    for (int j = 0; j < m->noutputs; j++) outputs[j] = NULL;
+    int i = model_input(m, input);
+    if (i < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_onnx_session_fix: %s has no input '%s'", m->what, input ? input : "(null)");
+    ts_tensor *c = NULL;
+    if (value) {
+        if (value->dtype != m->in_dtype[i])
+            return ts_err(TS_ERR_DTYPE, "ts_onnx_session_fix: input '%s' is %s; the value is %s", input,
+                          ts_dtype_name(m->in_dtype[i]), ts_dtype_name(value->dtype));
+        if (!(c = ts_tensor_from(value->dtype, value->ndim, value->shape, value->data)))
+            return ts_err(TS_ERR_NOMEM, "ts_onnx_session_fix: out of memory");
+    }
+    ts_tensor_free(s->fixed[i]);
+    s->fixed[i] = c;
+    if (c) s->spec[i] = 1;
+    for (int k = 0; k < CACHE; k++) drop(&s->cache[k], m->ninputs);
+    s->last = NULL;
+    return TS_OK;
+}
+
+ts_status ts_onnx_session_bind(ts_onnx_session *s, const char *output, const char *input) {
+    if (!s) return ts_err(TS_ERR_ARG, "ts_onnx_session_bind: the session is NULL");
+    const ts_onnx *m = s->m;
+    int i = model_input(m, input), j = -1;
+    if (i < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_onnx_session_bind: %s has no input '%s'", m->what, input ? input : "(null)");
+    for (int k = 0; output && k < m->noutputs; k++)
+        if (!strcmp(m->outputs[k]->name, output)) j = k;
+    if (output && j < 0) return ts_err(TS_ERR_NOT_FOUND, "ts_onnx_session_bind: %s has no output '%s'", m->what, output);
+    int32_t ot = 0;
+    ts_dtype od = TS_F32;
+    const Onnx__TypeProto *tp = j >= 0 ? m->outputs[j]->type : NULL;
+    if (tp && tp->tensor_type && tp->tensor_type->has_elem_type) ot = tp->tensor_type->elem_type;
+    if (ot && (!onnx_dtype(ot, &od) || od != m->in_dtype[i]))
+        return ts_err(TS_ERR_DTYPE, "ts_onnx_session_bind: output '%s' is %s but input '%s' is %s", output,
+                      onnx_type_name(ot), input, ts_dtype_name(m->in_dtype[i]));
+    s->bound[i] = j;
+    s->last = NULL;
+    ts_tensor_free(s->state[i]);
+    s->state[i] = NULL;
+    return TS_OK;
+}
+
+void ts_onnx_session_reset(ts_onnx_session *s) {
+    if (s) s->last = NULL;
+    for (int i = 0; s && i < s->m->ninputs; i++) ts_tensor_free(s->state[i]), s->state[i] = NULL;
+}
+
+/* The tensors a run feeds: the caller's, a fixed value, a bound input's state or initial zeros
+ * (made into zeros[i], freed by the caller). */
+static ts_status effective_inputs(ts_onnx_session *s, const ts_tensor *const *inputs, const ts_tensor **eff,
+                                  ts_tensor **zeros) {
+    const ts_onnx *m = s->m;
+    for (int i = 0; i < m->ninputs; i++) {
+        const ts_tensor *given = inputs ? inputs[i] : NULL, *f = s->fixed[i];
+        eff[i] = given;
+        if (f) {
+            if (given && (given->dtype != f->dtype || given->ndim != f->ndim ||
+                          memcmp(given->shape, f->shape, sizeof(int64_t) * (size_t)f->ndim) ||
+                          memcmp(given->data, f->data, ts_tensor_nbytes(f))))
+                return ts_err(TS_ERR_ARG, "%s: input '%s' is fixed to another value (ts_onnx_session_fix); pass NULL "
+                              "for it", m->what, m->inputs[i]->name);
+            eff[i] = f;
+        } else if (s->bound[i] >= 0 && s->state[i]) {
+            eff[i] = s->state[i];
+        } else if (s->bound[i] >= 0 && !given) {
+            int64_t sh[TS_MAX_DIMS];
+            int nd = m->in_ndim[i] < 0 ? 0 : m->in_ndim[i];
+            for (int d = 0; d < nd; d++) sh[d] = m->in_shape[i][d] < 0 ? 1 : m->in_shape[i][d];
+            if (!(zeros[i] = ts_tensor_new(m->in_dtype[i], nd, sh))) return ts_err(TS_ERR_NOMEM, "%s: out of memory", m->what);
+            eff[i] = zeros[i];
+        }
+    }
+    return TS_OK;
+}
+
+/* After a run: each bound input's state becomes a copy of its output (in place when the shape
+ * is the same). */
+static ts_status keep_state(ts_onnx_session *s, ts_tensor *const *outputs) {
+    for (int i = 0; i < s->m->ninputs; i++) {
+        if (s->bound[i] < 0) continue;
+        const ts_tensor *o = outputs[s->bound[i]];
+        ts_tensor *st = s->state[i];
+        if (st && st->dtype == o->dtype && st->ndim == o->ndim && !memcmp(st->shape, o->shape, sizeof(int64_t) * (size_t)o->ndim)) {
+            memcpy(st->data, o->data, ts_tensor_nbytes(o));
+            continue;
+        }
+        ts_tensor_free(st);
+        if (!(s->state[i] = ts_tensor_from(o->dtype, o->ndim, o->shape, o->data)))
+            return ts_err(TS_ERR_NOMEM, "%s: out of memory for the state of '%s'", s->m->what, s->m->inputs[i]->name);
+    }
+    return TS_OK;
+}
+
+/* One run on the effective inputs. */
+static ts_status run_program(ts_onnx_session *s, const ts_tensor *const *inputs, ts_tensor **outputs) {
+    const ts_onnx *m = s->m;
     ts_status st = check_inputs(m, inputs);
     if (st) return st;
     entry *e = NULL, *lru = &s->cache[0];
@@ -203,18 +316,44 @@ ts_status ts_onnx_session_run(ts_onnx_session *s, const ts_tensor *const *inputs
         else if (!s->cache[i].p || (lru->p && s->cache[i].used < lru->used)) lru = &s->cache[i];
     }
     if (!e) {
+        if (lru == s->last) s->last = NULL;
         drop(lru, m->ninputs);
         if ((st = build(s, lru, inputs)) != TS_OK) return st;
         e = lru;
     }
     e->used = ++s->clock;
-    for (int i = 0; i < m->ninputs; i++) /* an input built in as a known value is not fed */
-        if (!e->vals[i] && (st = ts_program_feed(e->p, m->inputs[i]->name, inputs[i])) != TS_OK) return st;
+    for (int i = 0; i < m->ninputs; i++) { /* an input built in as a known value is not fed */
+        if (e->vals[i]) continue;
+        if (e == s->last && s->bound[i] >= 0 && s->state[i]) /* the state stays on the device */
+            st = ts_program_feed_value(e->p, m->inputs[i]->name, s->fetches[s->bound[i]]);
+        else
+            st = ts_program_feed(e->p, m->inputs[i]->name, inputs[i]);
+        if (st) return st;
+    }
+    s->last = NULL;
     if ((st = ts_program_run(e->p)) != TS_OK) return ts_err(st, "%s: %s", m->what, ts_last_error());
+    s->last = e;
     for (int j = 0; j < m->noutputs; j++)
         if ((st = ts_program_fetch(e->p, s->fetches[j], &outputs[j])) != TS_OK) {
             for (int k = 0; k < j; k++) ts_tensor_free(outputs[k]), outputs[k] = NULL;
             return st;
         }
     return TS_OK;
+}
+
+ts_status ts_onnx_session_run(ts_onnx_session *s, const ts_tensor *const *inputs, ts_tensor **outputs) {
+    if (!s || !outputs) return ts_err(TS_ERR_ARG, "ts_onnx_session_run: %s is NULL", !s ? "the session" : "outputs");
+    const ts_onnx *m = s->m;
+    for (int j = 0; j < m->noutputs; j++) outputs[j] = NULL;
+    const ts_tensor **eff = calloc((size_t)m->ninputs + 1, sizeof *eff);
+    ts_tensor **zeros = calloc((size_t)m->ninputs + 1, sizeof *zeros);
+    ts_status st = !eff || !zeros ? ts_err(TS_ERR_NOMEM, "ts_onnx_session_run: out of memory")
+                                  : effective_inputs(s, inputs, eff, zeros);
+    if (!st) st = run_program(s, eff, outputs);
+    if (!st && (st = keep_state(s, outputs)) != TS_OK)
+        for (int j = 0; j < m->noutputs; j++) ts_tensor_free(outputs[j]), outputs[j] = NULL;
+    for (int i = 0; zeros && i < m->ninputs; i++) ts_tensor_free(zeros[i]);
+    free(zeros);
+    free(eff);
+    return st;
 }

@@ -13,7 +13,7 @@
 #include "onnx/onnx_testing.h"
 
 /* The families, in the order ts_onnx_op_info lists them. */
-#define FAMILIES(X) X(unary) X(binary) X(reduce) X(linalg) X(conv) X(resize) X(norm) X(shape) X(index) X(value) X(rnn) X(quant) X(loss)
+#define FAMILIES(X) X(unary) X(binary) X(reduce) X(linalg) X(conv) X(resize) X(norm) X(shape) X(index) X(value) X(rnn) X(quant) X(loss) X(control)
 
 #define DECLARE(f) extern const onnx_family onnx_family_##f;
 FAMILIES(DECLARE)

@@ -1,0 +1,247 @@
+/*
+ * kws.c — `tessera kws`: keywords spoken in audio files or a live stream, found by openWakeWord's
+ * models (ts_kws_*, src/speech/kws.c).
+ *
+ *   tessera kws AUDIO... [--keyword K1,K2,...] [--threshold T] [--json] [--scores] [--models DIR]
+ *                        [--threads N]
+ *
+ * A file is scored with 1 s of silence before and after it (as openWakeWord's predict_clip), one
+ * score per keyword every 80 ms. A keyword fires when its score reaches the threshold and then not
+ * again until its score has fallen below it. Each detection prints "FILE<TAB>TIME<TAB>KEYWORD<TAB>
+ * SCORE" (TIME in seconds from the start of the file: the end of the 80 ms frame that fired);
+ * --scores adds "FILE<TAB>peak<TAB>KEYWORD<TAB>SCORE" per file and keyword. --json prints one
+ * object {"detections": [{"file", "time", "keyword", "score"}...], "peaks": [...]} instead.
+ * "-" reads raw 16 kHz s16 mono from standard input as it comes (arecord -f S16_LE -r 16000 -c 1
+ * | tessera kws -), printing each detection at once (without --json).
+ * --model DIR runs an audio classifier from `tessera audio-train` instead (cli/kws_model.c).
+ */
+#include "cli.h"
+#include "speech_io.h"
+
+#define CMD "kws"
+#define PAD 16000 /* silence around a file: 1 s */
+
+static const char *USAGE =
+    "usage: tessera kws AUDIO... [--keyword K1,K2,...] [--threshold T] [--json] [--scores]\n"
+    "                   [--models DIR] [--threads N]\n"
+    "  Finds wake words in audio files (WAV, FLAC, Ogg, ...; any rate, mixed to mono) with\n"
+    "  openWakeWord's models, streaming as openWakeWord does: a score per keyword every 80 ms.\n"
+    "  Prints FILE, TIME (s), KEYWORD, SCORE, tab separated, for each detection: a keyword fires\n"
+    "  when its score reaches the threshold, and not again until it has fallen below it.\n"
+    "  AUDIO '-' reads raw 16 kHz signed 16-bit mono from standard input as it comes\n"
+    "  (arecord -f S16_LE -r 16000 -c 1 | tessera kws -).\n"
+    "  --keyword K,...  heads to run (default: all of " TS_KWS_KEYWORDS "),\n"
+    "                   or NAME for a head DIR/openwakeword/NAME.onnx; timer reports one keyword\n"
+    "                   per duration (1_minute_timer, ...).\n"
+    "  --threshold T    score that fires a keyword, in (0, 1) (default 0.5).\n"
+    "  --json           print {\"detections\": [{\"file\", \"time\", \"keyword\", \"score\"}, ...]}.\n"
+    "  --scores         also print each keyword's highest score per file (FILE, peak, KEYWORD,\n"
+    "                   SCORE; with --json a \"peaks\" array).\n"
+    "  --models DIR     the speech models directory, holding openwakeword/ (default:\n"
+    "                   $TESSERA_DATA/speech when TESSERA_DATA is set, else the installed data\n"
+    "                   directory's speech/ when it holds them, else data/speech of the source\n"
+    "                   tree, where scripts/install-deps.sh puts them).\n"
+    "  --threads N      worker threads (default: OpenMP's).\n"
+    "  --model DIR      a classifier from tessera audio-train instead of the heads: run on a window\n"
+    "                   of its clip length every 320 ms (windows quieter than -40 dBFS skipped),\n"
+    "                   printing a window's most probable label when it reaches the threshold and\n"
+    "                   the window before did not report it (TIME: the window's start).\n"
+    "Exit codes: 0 done (also when nothing was detected), 1 failed while running, 2 bad flags or\n"
+    "files (the other files are still scored).\n";
+
+typedef struct run {
+    ts_kws *k;
+    float threshold;
+    int json, scores, ndet;
+    const char *file;
+    int64_t frames;       /* frames scored in this file */
+    int64_t lead;         /* samples of silence before the file */
+    float *peak;          /* per label */
+    unsigned char *above; /* per label: the score was >= threshold at the last frame */
+} run;
+
+static void print_detection(run *r, int label, double t, float score) {
+    if (r->json) {
+        printf("%s\n    {\"file\": ", r->ndet ? "," : "");
+        cli_speech_json_string(stdout, r->file);
+        printf(", \"time\": %.2f, \"keyword\": \"%s\", \"score\": %.4f}", t, ts_kws_label(r->k, label), score);
+    } else {
+        printf("%s\t%.2f\t%s\t%.4f\n", r->file, t, ts_kws_label(r->k, label), score);
+        fflush(stdout);
+    }
+    r->ndet++;
+}
+
+/* Feed n samples; print what fires. */
+static ts_status feed(run *r, const float *x, int64_t n) {
+    const float *s;
+    int64_t nf;
+    ts_status st = ts_kws_feed(r->k, x, n, &s, &nf);
+    if (st) return st;
+    int L = ts_kws_num_labels(r->k);
+    for (int64_t f = 0; f < nf; f++, r->frames++)
+        for (int j = 0; j < L; j++) {
+            float v = s[f * L + j];
+            if (v > r->peak[j]) r->peak[j] = v;
+            if (v >= r->threshold && !r->above[j]) {
+                double t = (double)((r->frames + 1) * TS_KWS_HOP - r->lead) / 16000.0;
+                print_detection(r, j, t < 0 ? 0 : t, v);
+            }
+            r->above[j] = v >= r->threshold;
+        }
+    return TS_OK;
+}
+
+static void start_file(run *r, const char *file, int64_t lead) {
+    int L = ts_kws_num_labels(r->k);
+    ts_kws_reset(r->k);
+    r->file = file, r->frames = 0, r->lead = lead;
+    memset(r->peak, 0, (size_t)L * sizeof(float));
+    memset(r->above, 0, (size_t)L);
+}
+
+/* One file (or "-"): 0, else the exit code. */
+static int score_file(run *r, const char *path) {
+    static float silence[PAD];
+    if (!strcmp(path, "-")) {
+        start_file(r, "-", 0);
+        float x[TS_KWS_HOP];
+        int64_t n;
+        while ((n = cli_speech_read_stdin(x, TS_KWS_HOP)) > 0)
+            if (feed(r, x, n)) return cli_fail(CMD, "-: ", 1);
+        if (n < 0) {
+            fprintf(stderr, "tessera kws: reading standard input failed\n");
+            return 2;
+        }
+        return feed(r, silence, PAD) ? cli_fail(CMD, "-: ", 1) : 0;
+    }
+    ts_audio *a = ts_audio_read(path, 16000);
+    if (!a) return cli_fail(CMD, "", 2);
+    start_file(r, path, PAD);
+    ts_status s = feed(r, silence, PAD);
+    if (!s) s = feed(r, a->samples, a->n);
+    if (!s) s = feed(r, silence, PAD);
+    ts_audio_free(a);
+    if (s) return cli_fail(CMD, "", 1);
+    return 0;
+}
+
+/* The peaks of the file just scored: printed (text) or added to the JSON array in peaks. */
+static void print_peaks(run *r, FILE *peaks, int *npeaks) {
+    for (int j = 0; j < ts_kws_num_labels(r->k); j++) {
+        if (!r->json) {
+            printf("%s\tpeak\t%s\t%.4f\n", r->file, ts_kws_label(r->k, j), r->peak[j]);
+            continue;
+        }
+        fprintf(peaks, "%s\n    {\"file\": ", (*npeaks)++ ? "," : "");
+        cli_speech_json_string(peaks, r->file);
+        fprintf(peaks, ", \"keyword\": \"%s\", \"score\": %.4f}", ts_kws_label(r->k, j), r->peak[j]);
+    }
+}
+
+/* Split "a,b,c" (modified in place) into at most cap names; returns how many, -1 for an empty one. */
+static int split_keywords(char *s, const char **out, int cap) {
+    int n = 0;
+    for (char *p = s;; p++) {
+        char *e = strchr(p, ',');
+        if (e) *e = 0;
+        if (!*p || n == cap) return -1;
+        out[n++] = p;
+        if (!e) return n;
+        p = e;
+    }
+}
+
+static int score_all(run *r, char **files, int nfiles) {
+    char *pbuf = NULL;
+    size_t plen = 0;
+    FILE *peaks = r->json && r->scores ? open_memstream(&pbuf, &plen) : NULL;
+    int npeaks = 0, rc = 0;
+    if (r->json) printf("{\"detections\": [");
+    for (int i = 0; i < nfiles && rc != 1; i++) {
+        int frc = score_file(r, files[i]);
+        if (frc) rc = frc;
+        else if (r->scores) print_peaks(r, peaks, &npeaks);
+    }
+    if (peaks) fclose(peaks);
+    if (r->json) printf("%s]%s%s%s}\n", r->ndet ? "\n  " : "", r->scores ? ",\n \"peaks\": [" : "", pbuf ? pbuf : "",
+                        r->scores ? (npeaks ? "\n  ]" : "]") : "");
+    free(pbuf);
+    return rc;
+}
+
+int cli_kws(int argc, char **argv) {
+    char dir_buf[4096], kw_buf[4096] = "", path[4200];
+    const char *dir = cli_speech_dir(dir_buf, sizeof dir_buf), *v, *keywords[64], *model = NULL;
+    char **files = calloc((size_t)argc, sizeof *files);
+    run r = {.threshold = 0.5f};
+    int nfiles = 0, nkw = 0, threads = 0, bad = !files;
+    for (int i = 1; i < argc && !bad; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(USAGE, stdout);
+            free(files);
+            return 0;
+        } else if (!strcmp(a, "--json")) r.json = 1;
+        else if (!strcmp(a, "--scores")) r.scores = 1;
+        else if ((v = cli_value(argc, argv, &i, "--keyword", CMD, &bad))) {
+            snprintf(kw_buf, sizeof kw_buf, "%s", v);
+            if ((nkw = split_keywords(kw_buf, keywords, 64)) < 0) {
+                fprintf(stderr, "tessera kws: --keyword wants names separated by commas (known: %s), not '%s'\n",
+                        TS_KWS_KEYWORDS, v);
+                bad = 1;
+            }
+        } else if ((v = cli_value(argc, argv, &i, "--threshold", CMD, &bad))) {
+            char *end;
+            r.threshold = strtof(v, &end);
+            if (end == v || *end || !(r.threshold > 0 && r.threshold < 1)) {
+                fprintf(stderr, "tessera kws: --threshold wants a number in (0, 1), not '%s'\n", v);
+                bad = 1;
+            }
+        } else if ((v = cli_value(argc, argv, &i, "--models", CMD, &bad))) dir = v;
+        else if ((v = cli_value(argc, argv, &i, "--model", CMD, &bad))) model = v;
+        else if ((v = cli_value(argc, argv, &i, "--threads", CMD, &bad))) {
+            if ((threads = cli_positive(v, "--threads", CMD)) < 0) bad = 1;
+        } else if (!bad && a[0] == '-' && a[1]) {
+            fprintf(stderr, "tessera kws: unknown flag '%s'\n%s", a, USAGE);
+            bad = 1;
+        } else if (!bad) files[nfiles++] = argv[i];
+    }
+    if (!bad && !nfiles) {
+        fprintf(stderr, "tessera kws: no AUDIO given\n%s", USAGE);
+        bad = 1;
+    }
+    if (bad) {
+        free(files);
+        return 2;
+    }
+    if (model) {
+        int mrc = cli_kws_model(model, dir, files, nfiles, r.threshold, r.json, threads);
+        free(files);
+        return mrc;
+    }
+    snprintf(path, sizeof path, "%s/openwakeword", dir);
+    r.k = ts_kws_new(&(ts_kws_opts){.struct_size = sizeof(ts_kws_opts), .models_dir = path,
+                                     .keywords = nkw ? keywords : NULL, .nkeywords = nkw, .num_threads = threads});
+    if (!r.k) {
+        int io = ts_last_status() == TS_ERR_IO;
+        cli_fail(CMD, "", 2);
+        if (io) fprintf(stderr, "tessera kws: the models are fetched into data/speech by `bash scripts/install-deps.sh`; "
+                                "--models DIR or TESSERA_DATA (DIR/speech) gives another directory\n");
+        free(files);
+        return 2;
+    }
+    int L = ts_kws_num_labels(r.k);
+    r.peak = calloc((size_t)L, sizeof *r.peak);
+    r.above = calloc((size_t)L, 1);
+    int rc = r.peak && r.above ? score_all(&r, files, nfiles) : cli_fail(CMD, "out of memory", 1);
+    free(r.peak);
+    free(r.above);
+    free(files);
+    ts_kws_free(r.k);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "tessera kws: writing the output failed\n");
+        return 1;
+    }
+    return rc;
+}

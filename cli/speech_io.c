@@ -1,0 +1,79 @@
+/*
+ * speech_io.c — what `tessera kws` and `tessera vad` share: the models' directory (as `tessera
+ * ocr` finds data/ocr: TESSERA_DATA, the installed data directory, the source tree's data/),
+ * audio files and raw s16 from standard input, and JSON strings.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "speech_io.h"
+
+#ifndef TS_DATA_DIR
+#define TS_DATA_DIR "data"
+#endif
+#ifndef TS_INSTALL_DATA_DIR
+#define TS_INSTALL_DATA_DIR "/usr/local/share/tessera"
+#endif
+
+const char *cli_speech_dir(char *buf, size_t cap) {
+    const char *env = getenv("TESSERA_DATA");
+    if (env && *env) {
+        snprintf(buf, cap, "%s/speech", env);
+        return buf;
+    }
+    snprintf(buf, cap, "%s/speech/openwakeword/melspectrogram.onnx", TS_INSTALL_DATA_DIR);
+    if (!access(buf, R_OK)) {
+        snprintf(buf, cap, "%s/speech", TS_INSTALL_DATA_DIR);
+        return buf;
+    }
+    snprintf(buf, cap, "%s/speech", TS_DATA_DIR);
+    return buf;
+}
+
+int64_t cli_speech_read_stdin(float *x, int64_t cap) {
+    int16_t raw[4096];
+    int64_t n = 0;
+    while (n < cap) {
+        size_t want = (size_t)(cap - n < 4096 ? cap - n : 4096);
+        size_t got = fread(raw, 2, want, stdin);
+        for (size_t i = 0; i < got; i++) {
+            const uint8_t *b = (const uint8_t *)&raw[i];
+            x[n++] = (int16_t)(uint16_t)(b[0] | b[1] << 8) / 32768.0f;
+        }
+        if (got < want) return ferror(stdin) ? -1 : n;
+    }
+    return n;
+}
+
+ts_audio *cli_speech_read(const char *path) {
+    if (strcmp(path, "-") != 0) return ts_audio_read(path, 16000);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, stdin);
+        if (n < cap) break;
+        char *p = cap < ((size_t)1 << 32) ? realloc(buf, cap * 2) : NULL;
+        if (!p) free(buf);
+        buf = p, cap *= 2;
+    }
+    if (!buf || ferror(stdin)) {
+        ts_set_error(TS_ERR_IO, "standard input: %s", buf ? "read error" : "out of memory");
+        free(buf);
+        return NULL;
+    }
+    ts_audio *a = ts_audio_from_s16(buf, n & ~(size_t)1, 16000);
+    free(buf);
+    return a;
+}
+
+void cli_speech_json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
