@@ -71,8 +71,9 @@ while IFS=$'\t' read -r file start end; do
 done < "$V/segments.tsv"
 
 wall=$(elapsed)
-user=$(times | tail -1 | awk '{ print $1 }')
-sys=$(times | tail -1 | awk '{ print $2 }')
+times > "$OUT/times.txt" # the builtin in this shell: its second line is the children's CPU time
+user=$(tail -1 "$OUT/times.txt" | awk '{ print $1 }')
+sys=$(tail -1 "$OUT/times.txt" | awk '{ print $2 }')
 printf '\n%s\n' "speech: summary (digits: accuracy on clips no training voice said)"
 printf '  %-44s %-20s %-20s\n' "model" "held-out espeak-ng" "flite"
 printf '  %-44s %-20s %-20s\n' "head on the frozen openWakeWord embedding" "${ACC[embedding-heldout]}" "${ACC[embedding-flite]}"
