@@ -146,8 +146,7 @@ TS_API int ts_vad_segments(const float *probs, int64_t nchunks, int64_t nsamples
  *                           features; the head: 192 -> 64 -> ReLU -> labels (logits)
  *   TS_AUDIO_CLF_SCRATCH    the log-mel frames alone ([1, hops * 8, 32], not learned); a small
  *                           CNN from random weights: three 3x3 convolutions (16, 32, 32 channels,
- *                           ReLU, 2x2 max pooling after the first two), the mean over time and
- *                           bands, 32 -> labels
+ *                           each with ReLU and 2x2 max pooling), flattened, -> labels
  * A model directory holds config.json (kind "audio-classifier", front_end, labels, clip_samples,
  * rate) and model.safetensors (the head's or CNN's parameters, f32). */
 

@@ -63,11 +63,12 @@ ts_value clf_logits(ts_graph *g, const ts_audio_clf *c, int64_t B, const char **
         h = ts_relu(g, linear(g, "head.fc1", x, 2 * KWS_EMB, HIDDEN)); /* [B, 64] */
         h = linear(g, "head.fc2", h, HIDDEN, c->nlabels);              /* [B, L] */
     } else {
-        h = pool(g, conv(g, "cnn.conv1", x, 1, C1));   /* [B, 16, T/2, 16] */
-        h = pool(g, conv(g, "cnn.conv2", h, C1, C2));  /* [B, 32, T/4, 8] */
-        h = conv(g, "cnn.conv3", h, C2, C2);           /* [B, 32, T/4, 8] */
-        h = ts_reduce_mean(g, h, 2, (int[]){2, 3}, 0); /* [B, 32] */
-        h = linear(g, "cnn.fc", h, C2, c->nlabels);    /* [B, L] */
+        int64_t flat = C2 * (shape[2] / 8) * (KWS_MELS / 8);
+        h = pool(g, conv(g, "cnn.conv1", x, 1, C1));  /* [B, 16, T/2, 16] */
+        h = pool(g, conv(g, "cnn.conv2", h, C1, C2)); /* [B, 32, T/4, 8] */
+        h = pool(g, conv(g, "cnn.conv3", h, C2, C2)); /* [B, 32, T/8, 4] */
+        h = ts_reshape(g, h, 2, (int64_t[]){B, flat}); /* [B, 32 T/8 4] */
+        h = linear(g, "cnn.fc", h, flat, c->nlabels);  /* [B, L] */
     }
     return ts_name(g, h, "logits");
 }
