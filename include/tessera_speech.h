@@ -15,8 +15,8 @@ extern "C" {
 /* ---------------------------------------------------------------- audio (src/audio/)
  * Audio files read through libsndfile (WAV with PCM 16/24/32-bit or float samples, FLAC, Ogg
  * Vorbis, and whatever else the installed libsndfile reads), mixed down to mono (the mean of the
- * channels) and resampled with libsamplerate to the rate asked for. Samples are floats in
- * [-1, 1] as libsndfile scales them. */
+ * channels) and resampled with libsamplerate (SRC_SINC_MEDIUM_QUALITY) to the rate asked for.
+ * Samples are floats in [-1, 1] as libsndfile scales them. */
 
 typedef struct ts_audio {
     int rate;        /* samples per second of `samples` (the rate asked for) */

@@ -11,7 +11,7 @@
  *  - bad files, each refused with a message naming the file and what is wrong: missing, a
  *    directory, empty, text, a WAV cut short (its header claims more than it holds), a FLAC cut
  *    short, no samples, a sample rate of 0, and a 10-hour WAV (its header over a sparse file:
- *    no disk or time spent) refused from its header.
+ *    no disk or time spent) refused from its header; a lower cap (the fuzzer's) likewise.
  */
 #define _GNU_SOURCE
 #include "test_util.h"
@@ -278,6 +278,20 @@ static void test_ten_hours(void) {
     CHECK(tu_now() - t0 < 1, "refusing a 10-hour file took %.1f s: it was read", tu_now() - t0);
 }
 
+/* A lower cap (what the fuzzer uses): a 1 s file refused at 0.5 s, from its header. */
+static void test_cap(void) {
+    size_t n = 0;
+    uint8_t *d = slurp(write_tone("one_second.flac", SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, 16000), &n);
+    ts_audio *a = ts_audio_decode_capped(d, n, "one second", 16000, 0.5);
+    CHECK(!a, "a 1 s file read under a cap of 0.5 s");
+    ts_audio_free(a);
+    CHECK_ERRMSG("one second", "1.0 s", "longer than the 0.5 s");
+    a = ts_audio_decode_capped(d, n, "one second", 8000, 1.0);
+    CHECK(a && llabs(a->n - 8000) <= 4 && a->rate == 8000, "at the cap: %s", a ? "wrong length" : ts_last_error());
+    ts_audio_free(a);
+    free(d);
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     snprintf(tdir, sizeof tdir, "/tmp/ts_audio_XXXXXX");
@@ -289,6 +303,7 @@ int main(int argc, char **argv) {
     RUN(test_write_wav);
     RUN(test_bad_files);
     RUN(test_ten_hours);
+    RUN(test_cap);
     nftw(tdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return tu_finish("test_audio");
 }

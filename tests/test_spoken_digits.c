@@ -56,7 +56,7 @@ static int tsv_rows(const char *split) {
         if (!tab) break;
         *tab = 0;
         tab[1 + strcspn(tab + 1, "\n")] = 0;
-        char folder[128], file[1024];
+        char folder[128], file[1100];
         snprintf(folder, sizeof folder, "%s/%s/", split, tab + 1);
         CHECK(!strncmp(line, folder, strlen(folder)), "%s: %s is not in the folder of label %s", path, line, tab + 1);
         snprintf(file, sizeof file, OUT "/digits/%s", line);

@@ -14,8 +14,16 @@
 enum { CHUNK_FRAMES = 4096 };
 
 /* The frames a WAV header claims, or -1 when it claims none or says "unknown" (0, or the
- * 0x7fff.... / 0xffffffff sizes that writers to a pipe leave). */
-static int64_t wav_claim(const ts_wav_header *wav) {
+ * 0x7fff.... / 0xffffffff sizes that writers to a pipe leave), or when its samples are not one
+ * block_align a frame (compressed: ADPCM, GSM, ... hold many frames a block). */
+static int64_t wav_claim(const ts_wav_header *wav, const SF_INFO *info) {
+    switch (info->format & SF_FORMAT_SUBMASK) {
+    case SF_FORMAT_PCM_S8: case SF_FORMAT_PCM_U8: case SF_FORMAT_PCM_16: case SF_FORMAT_PCM_24:
+    case SF_FORMAT_PCM_32: case SF_FORMAT_FLOAT: case SF_FORMAT_DOUBLE: case SF_FORMAT_ULAW: case SF_FORMAT_ALAW:
+        break;
+    default:
+        return -1;
+    }
     if (!wav || !wav->is_wav || !wav->has_data || !wav->block_align) return -1;
     if (wav->data_bytes == 0 || wav->data_bytes >= 0x7fff0000u) return -1;
     return wav->data_bytes / wav->block_align;
@@ -32,7 +40,7 @@ static ts_status check_header(const SF_INFO *info, int64_t claim, const char *wh
     int64_t most = claim > frames ? claim : frames;
     if ((double)most > max_frames)
         return ts_err(TS_ERR_UNSUPPORTED, "%s: its header gives %.1f s (%lld frames at %d Hz), longer than the "
-                      "%.0f s tessera reads", what, (double)most / info->samplerate, (long long)most,
+                      "%g s tessera reads", what, (double)most / info->samplerate, (long long)most,
                       info->samplerate, max_seconds);
     if (claim > frames && frames >= 0)
         return ts_err(TS_ERR_IO, "%s: cut short: its header claims %lld frames, the file holds %lld", what,
@@ -80,7 +88,7 @@ static ts_status read_mono(SNDFILE *sf, int channels, int64_t limit, int64_t hin
 ts_audio *ts_audio_from_sndfile(SNDFILE *sf, const SF_INFO *info, const ts_wav_header *wav, const char *what,
                                 int rate, double max_seconds) {
     double max_frames = max_seconds * (info->samplerate > 0 ? info->samplerate : 1);
-    if (check_header(info, wav_claim(wav), what, max_frames, max_seconds) != TS_OK) {
+    if (check_header(info, wav_claim(wav, info), what, max_frames, max_seconds) != TS_OK) {
         sf_close(sf);
         return NULL;
     }
@@ -95,7 +103,7 @@ ts_audio *ts_audio_from_sndfile(SNDFILE *sf, const SF_INFO *info, const ts_wav_h
     sf_close(sf);
     if (st != TS_OK) return NULL;
     if (n >= limit)
-        st = ts_err(TS_ERR_UNSUPPORTED, "%s: longer than the %.0f s tessera reads (more than %lld frames at %d Hz, "
+        st = ts_err(TS_ERR_UNSUPPORTED, "%s: longer than the %g s tessera reads (more than %lld frames at %d Hz, "
                     "though its header says %lld)", what, max_seconds, (long long)(limit - 1), info->samplerate,
                     (long long)frames);
     else if (frames >= 0 && n < frames)
