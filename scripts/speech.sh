@@ -18,14 +18,16 @@ set -euo pipefail
 BUILD="${1:-build}"
 T="$BUILD/tessera"
 OUT="$BUILD/speech"
+SPOKEN=data/speech/spoken_digits # made by scripts/install-deps.sh
 [ -x "$T" ] || { echo "speech: $T is not built (make)" >&2; exit 1; }
 [ -f data/speech/openwakeword/embedding_model.onnx ] ||
     { echo "speech: no models in data/speech (bash scripts/install-deps.sh)" >&2; exit 1; }
 t0=$(date +%s.%N)
 elapsed() { echo "$(date +%s.%N) - $t0" | bc | xargs printf '%.0f'; }
 
-bash tools/make_spoken_digits.sh "$OUT"
-D="$OUT/digits"
+mkdir -p "$OUT"
+bash tools/make_spoken_digits.sh "$SPOKEN"
+D="$SPOKEN/digits"
 echo "speech: data ready after $(elapsed) s"
 
 declare -A ACC
@@ -42,7 +44,7 @@ done
 echo "speech: trained and scored after $(elapsed) s"
 
 # kws on the phrases: right when the detections are exactly the phrase's keyword (or none)
-P="$OUT/phrases"
+P="$SPOKEN/phrases"
 "$T" kws --keyword hey_jarvis,alexa "$P"/*.wav > "$OUT/kws.log"
 kws_right=0 kws_total=0 kws_lines=""
 while IFS=$'\t' read -r file keyword; do
@@ -56,7 +58,7 @@ done < "$P/phrases.tsv"
 
 # vad on the clips: the first segment's start and the last one's end within 100 ms of where the
 # sentence was placed
-V="$OUT/vad"
+V="$SPOKEN/vad"
 "$T" vad "$V"/*.wav > "$OUT/vad.log"
 vad_right=0 vad_total=0 vad_lines=""
 while IFS=$'\t' read -r file start end; do

@@ -1,6 +1,7 @@
 /*
- * test_spoken_digits.c — tools/make_spoken_digits.sh, run into <build>/spoken_digits (once: the
- * script skips an OUTDIR it completed, so later runs only read): the number of clips of each
+ * test_spoken_digits.c — tools/make_spoken_digits.sh, run into data/speech/spoken_digits, where
+ * scripts/install-deps.sh made it (the script skips an OUTDIR it completed and whose script has not
+ * changed, so a run only reads; one copy for the release and sanitizer builds): the number of clips of each
  * kind, every clip read through ts_audio_read as 16 kHz audio of a plausible length, the TSVs
  * naming existing files with the label of their folder, and the VAD clips' segments.tsv true:
  * silence before the start it gives, speech right after it and right before its end, silence
@@ -13,7 +14,7 @@
 #include <math.h>
 #include <sys/stat.h>
 
-#define OUT "spoken_digits"
+#define OUT TS_SOURCE_DIR "/data/speech/spoken_digits"
 
 /* Read every .wav of dir at 16 kHz, each between min_s and max_s long; the count of them. */
 static int read_all(const char *dir, double min_s, double max_s) {
@@ -141,7 +142,7 @@ int main(int argc, char **argv) {
     if (system("{ command -v espeak-ng && command -v flite && command -v sox; } >/dev/null 2>&1") != 0)
         tu_skip("espeak-ng, flite or sox is not installed (apt-get install espeak-ng flite sox)");
     double t0 = tu_now();
-    int rc = system("bash '" TS_SOURCE_DIR "/tools/make_spoken_digits.sh' " OUT);
+    int rc = system("bash '" TS_SOURCE_DIR "/tools/make_spoken_digits.sh' '" OUT "'");
     printf("test_spoken_digits: make_spoken_digits.sh took %.1f s\n", tu_now() - t0);
     CHECK(rc == 0, "tools/make_spoken_digits.sh " OUT " failed (exit %d)", rc);
     RUN(test_digits);

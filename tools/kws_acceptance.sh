@@ -4,16 +4,16 @@
 # must be detected (hey_jarvis, threshold 0.5) at least 27 times, and its 400 held-out digit clips
 # (digits/heldout: 300 espeak-ng, digits/flite: 100) must give no detection at all. The clips are
 # made by make_spoken_digits.sh into DIR (idempotent: an existing complete DIR is reused, as
-# test_spoken_digits leaves <build>/spoken_digits), then scored by one `tessera kws` run.
+# scripts/install-deps.sh leaves data/speech/spoken_digits), then scored by one `tessera kws` run.
 #
-#   bash tools/kws_acceptance.sh [BUILD_DIR (build)] [DIR (BUILD_DIR/spoken_digits)]
+#   bash tools/kws_acceptance.sh [BUILD_DIR (build)] [DIR (data/speech/spoken_digits)]
 #
 # Prints the counts and the clips that failed; exit 0 when both figures hold, 1 when not, 2 when
 # the clips cannot be made or tessera is not built.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build=${1:-build}
-dir=${2:-$build/spoken_digits}
+dir=${2:-$here/../data/speech/spoken_digits}
 tessera=$build/tessera
 [ -x "$tessera" ] || { echo "kws_acceptance: $tessera is not built" >&2; exit 2; }
 bash "$here/make_spoken_digits.sh" "$dir" >/dev/null || { echo "kws_acceptance: make_spoken_digits.sh failed" >&2; exit 2; }
