@@ -114,4 +114,26 @@ static inline int cli_positive(const char *s, const char *flag, const char *cmd)
     return (int)v;
 }
 
+/* Parse a flag value strictly between 0 and 1 (a threshold) into *out; prints an error and
+ * returns -1 when it is not one. */
+static inline int cli_probability(const char *s, const char *flag, const char *cmd, float *out) {
+    char *end;
+    float v = strtof(s, &end);
+    if (end == s || *end || !(v > 0 && v < 1)) {
+        fprintf(stderr, "tessera %s: %s wants a number in (0, 1), not '%s'\n", cmd, flag, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A data folder of the installed or built tessera (cli/data_dir.c): $TESSERA_DATA/sub when set,
+ * else the installed data directory's sub/ when it holds `probe` (a file in it), else the build's
+ * source tree data/sub (where scripts/install-deps.sh puts what it fetches). Written into buf. */
+const char *cli_data_dir(const char *sub, const char *probe, char *buf, size_t cap);
+
+/* s to f as a JSON string, quotes included: " and \ escaped, control characters as \u00XX, UTF-8
+ * as it is (cli/json_out.c). */
+void cli_json_string(FILE *f, const char *s);
+
 #endif

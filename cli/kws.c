@@ -63,7 +63,7 @@ typedef struct run {
 static void print_detection(run *r, int label, double t, float score) {
     if (r->json) {
         printf("%s\n    {\"file\": ", r->ndet ? "," : "");
-        cli_speech_json_string(stdout, r->file);
+        cli_json_string(stdout, r->file);
         printf(", \"time\": %.2f, \"keyword\": \"%s\", \"score\": %.4f}", t, ts_kws_label(r->k, label), score);
     } else {
         printf("%s\t%.2f\t%s\t%.4f\n", r->file, t, ts_kws_label(r->k, label), score);
@@ -134,7 +134,7 @@ static void print_peaks(run *r, FILE *peaks, int *npeaks) {
             continue;
         }
         fprintf(peaks, "%s\n    {\"file\": ", (*npeaks)++ ? "," : "");
-        cli_speech_json_string(peaks, r->file);
+        cli_json_string(peaks, r->file);
         fprintf(peaks, ", \"keyword\": \"%s\", \"score\": %.4f}", ts_kws_label(r->k, j), r->peak[j]);
     }
 }
@@ -192,12 +192,7 @@ int cli_kws(int argc, char **argv) {
                 bad = 1;
             }
         } else if ((v = cli_value(argc, argv, &i, "--threshold", CMD, &bad))) {
-            char *end;
-            r.threshold = strtof(v, &end);
-            if (end == v || *end || !(r.threshold > 0 && r.threshold < 1)) {
-                fprintf(stderr, "tessera kws: --threshold wants a number in (0, 1), not '%s'\n", v);
-                bad = 1;
-            }
+            if (cli_probability(v, "--threshold", CMD, &r.threshold)) bad = 1;
         } else if ((v = cli_value(argc, argv, &i, "--models", CMD, &bad))) dir = v;
         else if ((v = cli_value(argc, argv, &i, "--model", CMD, &bad))) model = v;
         else if ((v = cli_value(argc, argv, &i, "--threads", CMD, &bad))) {

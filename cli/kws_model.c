@@ -39,9 +39,9 @@ static int scan(ts_audio_clf *c, const char *file, float threshold, int json, in
             double t = (double)s / 16000.0;
             if (json) {
                 printf("%s\n    {\"file\": ", (*ndet)++ ? "," : "");
-                cli_speech_json_string(stdout, file);
+                cli_json_string(stdout, file);
                 printf(", \"time\": %.2f, \"keyword\": ", t);
-                cli_speech_json_string(stdout, ts_audio_clf_label(c, fire));
+                cli_json_string(stdout, ts_audio_clf_label(c, fire));
                 printf(", \"score\": %.4f}", p[fire]);
             } else
                 printf("%s\t%.2f\t%s\t%.4f\n", file, t, ts_audio_clf_label(c, fire), p[fire]);

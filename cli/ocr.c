@@ -47,24 +47,6 @@ static const char *USAGE =
     "  --devices D     run the models on device D (default cpu; e.g. opencl:0).\n"
     "Exit codes: 0 done (also when there is no text), 1 failed while running, 2 bad flags or files.\n";
 
-/* s as a JSON string, quotes included: ", \ and control characters escaped, UTF-8 as it is. */
-static void print_json_string(const char *s) {
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"': fputs("\\\"", stdout); break;
-        case '\\': fputs("\\\\", stdout); break;
-        case '\n': fputs("\\n", stdout); break;
-        case '\r': fputs("\\r", stdout); break;
-        case '\t': fputs("\\t", stdout); break;
-        default:
-            if (*p < 0x20) printf("\\u%04x", *p);
-            else putchar(*p);
-        }
-    }
-    putchar('"');
-}
-
 static void print_lines(const ts_ocr_line *lines, int n, int json) {
     if (json) printf("[");
     for (int i = 0; i < n; i++) {
@@ -73,7 +55,7 @@ static void print_lines(const ts_ocr_line *lines, int n, int json) {
             printf("%s\n  {\"box\": [", i ? "," : "");
             for (int k = 0; k < 4; k++) printf("%s[%.0f, %.0f]", k ? ", " : "", l->box[k][0], l->box[k][1]);
             printf("], \"confidence\": %.4f, \"text\": ", l->confidence);
-            print_json_string(l->text);
+            cli_json_string(stdout, l->text);
             printf("}");
         } else {
             for (int k = 0; k < 4; k++) printf("%s%.0f,%.0f", k ? " " : "", l->box[k][0], l->box[k][1]);
@@ -86,17 +68,7 @@ static void print_lines(const ts_ocr_line *lines, int n, int json) {
 /* Where the models are without --models: $TESSERA_DATA/ocr, else the installed data directory's
  * ocr/ when it holds the detector, else the build's data/ocr. */
 static const char *default_models(char *buf, size_t cap) {
-    const char *env = getenv("TESSERA_DATA");
-    if (env && *env) {
-        snprintf(buf, cap, "%s/ocr", env);
-        return buf;
-    }
-    snprintf(buf, cap, "%s/ocr/ch_PP-OCRv4_det_infer.onnx", TS_INSTALL_DATA_DIR);
-    if (!access(buf, R_OK)) {
-        snprintf(buf, cap, "%s/ocr", TS_INSTALL_DATA_DIR);
-        return buf;
-    }
-    return TS_DATA_DIR "/ocr";
+    return cli_data_dir("ocr", "ch_PP-OCRv4_det_infer.onnx", buf, cap);
 }
 
 int cli_ocr(int argc, char **argv) {

@@ -1,35 +1,18 @@
 /*
  * speech_io.c — what `tessera kws` and `tessera vad` share: the models' directory (as `tessera
  * ocr` finds data/ocr: TESSERA_DATA, the installed data directory, the source tree's data/),
- * audio files and raw s16 from standard input, and JSON strings.
+ * audio files and raw s16 from standard input.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "speech_io.h"
 
-#ifndef TS_DATA_DIR
-#define TS_DATA_DIR "data"
-#endif
-#ifndef TS_INSTALL_DATA_DIR
-#define TS_INSTALL_DATA_DIR "/usr/local/share/tessera"
-#endif
-
 const char *cli_speech_dir(char *buf, size_t cap) {
-    const char *env = getenv("TESSERA_DATA");
-    if (env && *env) {
-        snprintf(buf, cap, "%s/speech", env);
-        return buf;
-    }
-    snprintf(buf, cap, "%s/speech/openwakeword/melspectrogram.onnx", TS_INSTALL_DATA_DIR);
-    if (!access(buf, R_OK)) {
-        snprintf(buf, cap, "%s/speech", TS_INSTALL_DATA_DIR);
-        return buf;
-    }
-    snprintf(buf, cap, "%s/speech", TS_DATA_DIR);
-    return buf;
+    return cli_data_dir("speech", "openwakeword/melspectrogram.onnx", buf, cap);
 }
 
 int64_t cli_speech_read_stdin(float *x, int64_t cap) {
@@ -66,14 +49,4 @@ ts_audio *cli_speech_read(const char *path) {
     ts_audio *a = ts_audio_from_s16(buf, n & ~(size_t)1, 16000);
     free(buf);
     return a;
-}
-
-void cli_speech_json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
 }

@@ -22,7 +22,4 @@ ts_audio *cli_speech_read(const char *path);
  * (0 at the end of input, -1 on a read error). Blocks until cap samples or the end. */
 int64_t cli_speech_read_stdin(float *x, int64_t cap);
 
-/* s as a JSON string, quotes included, to f. */
-void cli_speech_json_string(FILE *f, const char *s);
-
 #endif

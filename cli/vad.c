@@ -67,7 +67,7 @@ static int segment_file(ts_vad *v, const char *path, const ts_vad_params *params
         double s = segs[i].start / 16000.0, e = segs[i].end / 16000.0;
         if (json) {
             printf("%s\n  {\"file\": ", (*nprinted)++ ? "," : "");
-            cli_speech_json_string(stdout, path);
+            cli_json_string(stdout, path);
             printf(", \"start\": %.3f, \"end\": %.3f}", s, e);
         } else {
             printf("%s\t%.3f\t%.3f\n", path, s, e);
@@ -93,12 +93,7 @@ int cli_vad(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--json")) json = 1;
         else if ((v = cli_value(argc, argv, &i, "--threshold", CMD, &bad))) {
-            char *end;
-            params.threshold = strtof(v, &end);
-            if (end == v || *end || !(params.threshold > 0 && params.threshold < 1)) {
-                fprintf(stderr, "tessera vad: --threshold wants a number in (0, 1), not '%s'\n", v);
-                bad = 1;
-            }
+            if (cli_probability(v, "--threshold", CMD, &params.threshold)) bad = 1;
         } else if ((v = cli_value(argc, argv, &i, "--models", CMD, &bad))) dir = v;
         else if ((v = cli_value(argc, argv, &i, "--threads", CMD, &bad))) {
             if ((threads = cli_positive(v, "--threads", CMD)) < 0) bad = 1;
