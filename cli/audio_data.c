@@ -49,10 +49,11 @@ static int list_dir(const char *dir, int want_dir, char ***out) {
         char **q = realloc(v, (size_t)(n + 1) * sizeof *q);
         if (!q) break;
         v = q;
-        v[n++] = strdup(e->d_name);
+        if (!(v[n] = strdup(e->d_name))) break;
+        n++;
     }
     closedir(d);
-    qsort(v, (size_t)n, sizeof *v, cmp_str);
+    if (n > 1) qsort(v, (size_t)n, sizeof *v, cmp_str); /* v is NULL when the folder is empty */
     *out = v;
     return n;
 }
