@@ -1,7 +1,9 @@
 # Makefile — thin wrapper over CMake. Targets:
 #   make            configure + build build/ (Release)
-#   make test       build/ + ctest, then build-asan/ (TS_SANITIZE=ON) + ctest with leak checks, then
-#                   test-fuzz
+#   make test       build/ + ctest, then build-asan/ (TS_SANITIZE=ON) + ctest with leak checks
+#                   (every test but the examples and the slow BERT-Base runs: full training runs
+#                   on real data, whose kernels the unit tests cover, 10x slower under ASan and
+#                   run one at a time), then test-fuzz
 #   make test-fuzz  fuzz/run.sh: build the libFuzzer targets in build-fuzz/ (clang) and run each for
 #                   FUZZ_SECONDS (default 10); skipped when clang is not installed (fuzz/README.md)
 #   make bench      build, then run every bench/*.c program one after another
@@ -51,7 +53,7 @@ test-release: build
 	cd $(BUILD) && $(CTEST) --output-on-failure -j $(JOBS)
 
 test-asan: asan
-	cd $(ASAN_BUILD) && $(ASAN_ENV) $(CTEST) --output-on-failure -j $(JOBS)
+	cd $(ASAN_BUILD) && $(ASAN_ENV) $(CTEST) --output-on-failure -j $(JOBS) -LE "example|slow"
 
 # libFuzzer targets (fuzz/fuzz_*.c) in build-fuzz/, FUZZ_SECONDS each; prints a skip without clang.
 test-fuzz:
