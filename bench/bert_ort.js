@@ -14,22 +14,14 @@
 // tools/ort_run.js does ($TS_ORT_MODULES, else tools/ort/node_modules). Exit 0 done, 1 failed,
 // 2 bad arguments, 3 no onnxruntime-node.
 'use strict';
-const fs = require('fs');
-const path = require('path');
 
 function fail(code, msg) {
   process.stderr.write(`bert_ort: ${msg}\n`);
   process.exit(code);
 }
 
-function loadOrt() {
-  const dirs = [process.env.TS_ORT_MODULES, path.join(__dirname, '..', 'tools', 'ort', 'node_modules')].filter(Boolean);
-  for (const d of dirs) {
-    const p = path.join(d, 'onnxruntime-node');
-    if (fs.existsSync(path.join(p, 'package.json'))) return { ort: require(p), version: require(path.join(p, 'package.json')).version };
-  }
-  fail(3, `onnxruntime-node is not installed (looked in ${dirs.join(', ')}); run: bash scripts/install-deps.sh`);
-}
+// onnxruntime-node, looked up as tools/ort_run.js does ($TS_ORT_MODULES, else tools/ort/node_modules)
+const { loadOrt } = require('../tools/ort_run.js');
 
 function args() {
   const a = { model: null, runs: 6, threads: 0 };

@@ -62,11 +62,13 @@ static double gemm_rate(const ts_device_profile *p, const ts_node_work *w) {
     return r;
 }
 
-/* Node n's compute and memory times on p (both 0 for an alias; *kernel 0 then). */
+/* Node n's compute and memory times on p (both 0 for an alias; *kernel 0 then); its FLOPs in
+ * *flops when not NULL. */
 static void node_times(const ts_graph *g, const ts_node *n, const ts_device_profile *p, int gemm_dtype, double *compute,
-                       double *memory, int *kernel) {
+                       double *memory, int *kernel, double *flops) {
     ts_node_work w;
     ts_cost_node_work(g, n, &w);
+    if (flops) *flops = w.flops;
     if (gemm_dtype >= 0 && w.flops > 0) w.dtype = (ts_dtype)gemm_dtype;
     *compute = *memory = 0;
     *kernel = !(w.bytes == 0 && w.flops == 0);
@@ -79,7 +81,7 @@ static void node_times(const ts_graph *g, const ts_node *n, const ts_device_prof
 double ts_cost_node(const ts_graph *g, const ts_node *n, const ts_device_profile *p, int gemm_dtype) {
     double compute, memory;
     int kernel;
-    node_times(g, n, p, gemm_dtype, &compute, &memory, &kernel);
+    node_times(g, n, p, gemm_dtype, &compute, &memory, &kernel, NULL);
     return kernel ? p->node_overhead + (compute > memory ? compute : memory) : 0;
 }
 
@@ -103,15 +105,13 @@ static void cost_exec(const ts_exec *e, const ts_device_profile *p, int gemm_dty
             int id = e->sched[s];
             const ts_node *n = &g->nodes[id];
             int k = e->nphases > 1 ? (ph < TS_PH_UPD ? ph : TS_PH_UPD) : ts_node_phase(g, id, n->op == TS_OP_ACCUM_GRAD);
-            double compute, memory;
+            double compute, memory, flops;
             int kernel;
-            node_times(g, n, p, gemm_dtype, &compute, &memory, &kernel);
+            node_times(g, n, p, gemm_dtype, &compute, &memory, &kernel, &flops);
             if (!kernel) continue;
             double t = p->node_overhead + fmax(compute, memory);
-            ts_node_work w;
-            ts_cost_node_work(g, n, &w);
-            if (k == TS_PH_FWD) c->fwd_s += t, c->fwd_flops += w.flops;
-            else if (k == TS_PH_BWD) c->bwd_s += t, c->bwd_flops += w.flops;
+            if (k == TS_PH_FWD) c->fwd_s += t, c->fwd_flops += flops;
+            else if (k == TS_PH_BWD) c->bwd_s += t, c->bwd_flops += flops;
             else c->upd_s += t;
             split_add(k == TS_PH_FWD ? &c->fwd_x : k == TS_PH_BWD ? &c->bwd_x : &c->upd_x, compute, memory,
                       p->node_overhead);
