@@ -181,6 +181,11 @@ static void test_bad_files(void) {
     t = replaced(good, "\"sources\": {", "\"gemm\": [{\"m\": 8, \"n\": 8, \"k\": 8, \"dtype\": \"f64\", \"flops\": 1}], \"sources\": {");
     check_bad("gemm.json", t, TS_ERR_ARG, "\"gemm[0].dtype\"");
     free(t);
+    /* a source's key names a figure: one longer than 63 characters (which the saved file could not
+     * hold as written) is refused, found by fuzz_device_profile */
+    t = replaced(good, "\"sources\": {", "\"sources\": {\"m_a_key_of_seventy_characters_that_names_no_figure_of_a_profile_xx\": \"x\", ");
+    check_bad("longkey.json", t, TS_ERR_ARG, "a key longer than 63 characters");
+    free(t);
     ts_device_profile p;
     char path[256];
     snprintf(path, sizeof path, "%s/absent.json", tmp);

@@ -138,6 +138,7 @@ static ts_status gemm_points(const reader *r, const cJSON *root, ts_device_profi
 }
 
 /* "sources": {"field": "text", ...} (optional) as "field: text" lines. */
+enum { SOURCE_KEY_MAX = 63 };
 static ts_status sources(const reader *r, const cJSON *root, ts_device_profile *p) {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "sources");
     if (!o) return TS_OK;
@@ -149,6 +150,8 @@ static ts_status sources(const reader *r, const cJSON *root, ts_device_profile *
         if (!cJSON_IsString(c)) return bad(r, field, "must be a string, got %s", ts_json_type(c));
         if (strchr(c->valuestring, '\n') || strchr(c->string, '\n') || strchr(c->string, ':'))
             return bad(r, field, "must be one line (and its key hold no ':')");
+        if (strlen(c->string) > SOURCE_KEY_MAX)
+            return bad(r, "sources", "has a key longer than %d characters (a key names a figure)", SOURCE_KEY_MAX);
         int n = snprintf(p->sources + len, sizeof p->sources - len, "%s: %s\n", c->string, c->valuestring);
         if (n < 0 || (size_t)n >= sizeof p->sources - len)
             return bad(r, "sources", "is longer than the %zu characters a profile holds", sizeof p->sources - 1);
