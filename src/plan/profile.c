@@ -288,9 +288,20 @@ static ts_status make_dirs(const char *path) {
     return TS_OK;
 }
 
+/* Add key: v to o as the shortest decimal that reads back to exactly v (cJSON's own printing
+ * allows an error of one unit in the last place, and a saved profile must load back bit for bit). */
+static void add_exact(cJSON *o, const char *key, double v) {
+    char text[40];
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(text, sizeof text, "%.*g", digits, v);
+        if (strtod(text, NULL) == v) break;
+    }
+    cJSON_AddRawToObject(o, key, text);
+}
+
 static cJSON *dtype_object(const double v[3]) {
     cJSON *o = cJSON_CreateObject();
-    for (int d = 0; d < 3; d++) cJSON_AddNumberToObject(o, DTYPE_KEYS[d], v[d]);
+    for (int d = 0; d < 3; d++) add_exact(o, DTYPE_KEYS[d], v[d]);
     return o;
 }
 
@@ -320,7 +331,7 @@ static cJSON *profile_json(const ts_device_profile *p) {
     for (size_t i = 0; i < sizeof FIGURES / sizeof *FIGURES; i++) {
         const figure *f = &FIGURES[i];
         const char *at = (const char *)p + f->off;
-        cJSON_AddNumberToObject(root, f->key, f->is_int ? (double)*(const int *)at : *(const double *)at);
+        add_exact(root, f->key, f->is_int ? (double)*(const int *)at : *(const double *)at);
     }
     cJSON_AddItemToObject(root, "peak_flops", dtype_object(p->peak_flops));
     cJSON_AddItemToObject(root, "eff_matmul", dtype_object(p->eff_matmul));
@@ -332,11 +343,24 @@ static cJSON *profile_json(const ts_device_profile *p) {
         cJSON_AddNumberToObject(e, "n", (double)g->n);
         cJSON_AddNumberToObject(e, "k", (double)g->k);
         cJSON_AddStringToObject(e, "dtype", (unsigned)g->dtype < 3 ? DTYPE_KEYS[g->dtype] : "invalid");
-        cJSON_AddNumberToObject(e, "flops", g->flops);
+        add_exact(e, "flops", g->flops);
         cJSON_AddItemToArray(gemm, e);
     }
     cJSON_AddItemToObject(root, "sources", sources_object(p->sources));
     return root;
+}
+
+/* The name of p's first figure that is not a finite number (NULL when all are): JSON has no NaN. */
+static const char *nonfinite_figure(const ts_device_profile *p) {
+    for (size_t i = 0; i < sizeof FIGURES / sizeof *FIGURES; i++)
+        if (!FIGURES[i].is_int && !isfinite(*(const double *)((const char *)p + FIGURES[i].off))) return FIGURES[i].key;
+    for (int d = 0; d < 3; d++) {
+        if (!isfinite(p->peak_flops[d])) return "peak_flops";
+        if (!isfinite(p->eff_matmul[d])) return "eff_matmul";
+    }
+    for (int i = 0; i < p->ngemm; i++)
+        if (!isfinite(p->gemm[i].flops)) return "gemm";
+    return NULL;
 }
 
 ts_status ts_device_profile_save(const char *path, const ts_device_profile *p) {
@@ -346,6 +370,8 @@ ts_status ts_device_profile_save(const char *path, const ts_device_profile *p) {
         return ts_err(TS_ERR_ARG, "ts_device_profile_save: the profile's name \"%.63s\" is not a valid name", p->name);
     if ((unsigned)p->ngemm > TS_PROFILE_MAX_GEMM)
         return ts_err(TS_ERR_ARG, "ts_device_profile_save: ngemm %d outside 0..%d", p->ngemm, TS_PROFILE_MAX_GEMM);
+    const char *bad_figure = nonfinite_figure(p);
+    if (bad_figure) return ts_err(TS_ERR_ARG, "ts_device_profile_save: the figure \"%s\" is not a finite number", bad_figure);
     cJSON *root = profile_json(p);
     char *text = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
