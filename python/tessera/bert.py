@@ -1,0 +1,239 @@
+# bert.py — BERT model directories (Hugging Face layout: config.json, model.safetensors,
+# vocab.txt) for inference, through the calls `tessera run` and `tessera predict` make:
+#   Classifier.load(DIR).predict(texts)         a sequence classifier's labels and probabilities
+#   QuestionAnswering.load(DIR).predict(pairs)  a SQuAD-style model's answer spans
+#   Model.load(DIR).run(input_ids, ...)         every output of the model's head, by name
+# and config/meta reading and model-directory writing (load_dir, save_dir).
+import ctypes as C
+import json
+import os
+
+import numpy as np
+
+from . import _tensor as T
+from ._lib import (CP, P, BatchBuf, BertConfig, BertInferOpts, BertTrainOpts, Error, ModelMeta, TextSink, b, check,
+                   checked, fn, strings)
+from .program import Program
+from .text import Tokenizer, meta_free, model_load_dir
+
+SEQ_CLASSIFICATION, QUESTION_ANSWERING = 3, 4
+_train_programs = fn("ts_bert_train_programs", C.c_int, C.POINTER(BertTrainOpts), C.POINTER(P), C.POINTER(P))
+_config_load = fn("ts_bert_config_load", C.c_int, CP, C.POINTER(BertConfig))
+_config_default = fn("ts_bert_config_default", None, C.POINTER(BertConfig))
+_config_inference = fn("ts_bert_config_inference", None, C.POINTER(BertConfig), C.c_int)
+_infer_build = fn("ts_bert_infer_build", C.c_int, C.POINTER(BertInferOpts), C.POINTER(P), C.POINTER(CP),
+                  C.POINTER(C.c_int), C.POINTER(C.c_double))
+_run_batch = fn("ts_bert_run_batch", C.c_int, P, C.POINTER(P), C.c_int, C.c_int, C.POINTER(CP), C.POINTER(P),
+                C.POINTER(C.c_double), C.POINTER(C.c_double))
+_bb_init = fn("ts_batch_buf_init", C.c_int, C.POINTER(BatchBuf), C.c_int, C.c_int, C.c_int)
+_bb_free = fn("ts_batch_buf_free", None, C.POINTER(BatchBuf))
+_add_probs = fn("ts_classify_texts_add_probs", C.c_int, P, C.POINTER(BatchBuf), P, C.POINTER(CP), C.c_int,
+                C.c_int, C.c_int, C.POINTER(C.c_double))
+_squad_jsonl = fn("ts_squad_parse_jsonl", P, CP, CP, C.c_size_t, P, C.c_void_p)
+_squad_free = fn("ts_squad_free", None, P)
+_squad_n = fn("ts_squad_num_examples", C.c_int64, P)
+_squad_logits = fn("ts_squad_logits", C.c_int, P, P, C.c_int, C.c_int, C.POINTER(C.c_void_p),
+                   C.POINTER(C.c_void_p))
+_squad_answer = fn("ts_squad_answer", C.c_void_p, P, C.c_int64, C.c_void_p, C.c_void_p, C.c_int, C.c_int)
+_squad_stride = fn("ts_squad_default_stride", C.c_int, C.c_int)
+_squad_query = fn("ts_squad_default_query", C.c_int, C.c_int)
+_save_dir = fn("ts_model_save_dir", C.c_int, CP, P, C.POINTER(BertConfig), CP, C.POINTER(ModelMeta))
+_libc_free = C.CDLL(None).free
+_libc_free.argtypes = [C.c_void_p]
+
+
+class ModelDir:
+    """A model directory read: .config (the ts_bert_config struct), .meta (a dict: max_len,
+    lowercase, labels, text_b_column, doc_stride, max_query_len, truncation), .tokenizer."""
+
+    def __init__(self, directory):
+        self.path = directory
+        self.config = BertConfig(struct_size=C.sizeof(BertConfig))
+        m = ModelMeta()
+        tok = checked(model_load_dir(b(directory), C.byref(self.config), C.byref(m)))
+        self.meta = {"max_len": m.max_len, "lowercase": m.lowercase, "doc_stride": m.doc_stride,
+                     "max_query_len": m.max_query_len, "truncation": m.truncation,
+                     "labels": [m.labels[i].decode() for i in range(m.nlabels)] if m.labels else [],
+                     "text_b_column": m.text_b_column.decode() if m.text_b_column else None}
+        meta_free(C.byref(m))
+        self.tokenizer = Tokenizer(tok, self.meta["max_len"] or self.config.max_position_embeddings)
+
+
+def load_dir(directory):
+    return ModelDir(directory)
+
+
+def meta_struct(meta, keep):
+    """A ModelMeta from a dict; keep holds what its pointers point to."""
+    labels, n = strings(meta.get("labels"))
+    keep.append(labels)
+    return ModelMeta(max_len=meta.get("max_len", 0), lowercase=meta.get("lowercase", 1), labels=labels, nlabels=n,
+                     text_b_column=b(meta.get("text_b_column")), doc_stride=meta.get("doc_stride", 0),
+                     max_query_len=meta.get("max_query_len", 0), truncation=meta.get("truncation", 0))
+
+
+def save_dir(directory, program, config, vocab_path, meta=None):
+    """Write DIR/model.safetensors, vocab.txt (a copy of vocab_path) and config.json (from
+    config, a ts_bert_config, and meta, a dict as ModelDir.meta)."""
+    keep = []
+    m = meta_struct(meta, keep) if meta else None
+    check(_save_dir(b(directory), program.handle, C.byref(config), b(vocab_path), C.byref(m) if m else None))
+
+
+def bert_programs(config, head, batch, seq, seed=0, threads=0, train=False, weight_decay=0.0, optimizer=1,
+                  max_grad_norm=0.0, momentum=0.0, train_fetches=("loss",), infer_fetches=("logits",)):
+    """ts_bert_train_programs: (training program or None, inference program)."""
+    cfg = BertConfig.from_buffer_copy(config)
+    tf, ntf = strings(train_fetches if train else ())
+    inf, nif = strings(infer_fetches)
+    o = BertTrainOpts(struct_size=C.sizeof(BertTrainOpts), cfg=C.pointer(cfg), head=head, batch=batch, seq=seq,
+                      seed=seed, threads=threads, infer_threads=threads, optimizer=optimizer,
+                      weight_decay=weight_decay, max_grad_norm=max_grad_norm, momentum=momentum, accumulation=1,
+                      steps_per_call=1, train_fetches=tf, infer_fetches=inf, ntrain_fetches=ntf,
+                      ninfer_fetches=nif, skip_param_init=int(not train))
+    tp, ip = P(), P()
+    check(_train_programs(C.byref(o), C.byref(tp) if train else None, C.byref(ip)))
+    return (Program(tp.value, train_fetches) if train else None), Program(ip.value, infer_fetches)
+
+
+def _infer_program(md, head, batch, fetches, threads):
+    if md.config.head != head:
+        raise Error("%s is not a %s model (architecture '%s')" % (
+            md.path, "sequence classification" if head == SEQ_CLASSIFICATION else "question-answering",
+            md.config.architecture.decode()), 1)
+    _, p = bert_programs(md.config, head, batch, md.meta["max_len"], threads=threads, infer_fetches=fetches)
+    p.load(os.path.join(md.path, "model.safetensors"), strict=True)
+    return p
+
+
+class Classifier:
+    """A fine-tuned sequence classifier (BertForSequenceClassification) of a model directory,
+    predicting as `tessera predict` does (batches of `batch` texts padded to the model's length)."""
+
+    def __init__(self, md, program, batch):
+        self.dir, self.program, self.batch = md, program, batch
+        self.labels = md.meta["labels"]
+        self.pairs = md.meta["text_b_column"] is not None
+        self._bb = BatchBuf()
+        if not _bb_init(C.byref(self._bb), batch, md.meta["max_len"], 0):
+            raise Error("out of memory for a batch of %d x %d tokens" % (batch, md.meta["max_len"]), 6)
+
+    @classmethod
+    def load(cls, directory, batch=8, threads=0):
+        md = ModelDir(directory)
+        return cls(md, _infer_program(md, SEQ_CLASSIFICATION, batch, ("logits",), threads), batch)
+
+    def __del__(self):
+        if getattr(self, "_bb", None) is not None:
+            _bb_free(C.byref(self._bb))
+            self._bb = None
+
+    def predict_proba(self, texts):
+        """Class probabilities [n, labels] (float64): the softmax of the logits. A text-pair
+        classifier takes (text, text_b) tuples or "text<TAB>text_b" strings."""
+        texts = ["\t".join(t) if isinstance(t, (tuple, list)) else t for t in texts]
+        nl = len(self.labels)
+        out = np.zeros((len(texts), nl), np.float64)
+        for s in range(0, len(texts), self.batch):
+            chunk = texts[s:s + self.batch]
+            arr = (CP * len(chunk))(*[b(t) for t in chunk])
+            probs = np.zeros((len(chunk), nl), np.float64)
+            check(_add_probs(self.program.handle, C.byref(self._bb), self.dir.tokenizer.handle, arr, len(chunk),
+                             int(self.pairs), nl, probs.ctypes.data_as(C.POINTER(C.c_double))))
+            out[s:s + len(chunk)] = probs
+        return out
+
+    def predict(self, texts):
+        """[(label, probability)] for each text: the most probable label."""
+        probs = self.predict_proba(texts)
+        return [(self.labels[int(np.argmax(r))], float(r.max())) for r in probs]
+
+
+class QuestionAnswering:
+    """A fine-tuned question-answering model (BertForQuestionAnswering) of a model directory,
+    answering as `tessera predict` does (run_squad's windows and n-best decoding)."""
+
+    def __init__(self, md, program, batch, n_best, max_answer_len):
+        self.dir, self.program, self.batch = md, program, batch
+        self.n_best, self.max_answer_len = n_best, max_answer_len
+
+    @classmethod
+    def load(cls, directory, batch=8, threads=0, n_best=20, max_answer_len=30):
+        md = ModelDir(directory)
+        p = _infer_program(md, QUESTION_ANSWERING, batch, ("start_logits", "end_logits"), threads)
+        return cls(md, p, batch, n_best, max_answer_len)
+
+    def predict(self, questions):
+        """The answer text of each question: a list of {"question", "context"} dicts or
+        (question, context) pairs."""
+        rows = [q if isinstance(q, dict) else {"question": q[0], "context": q[1]} for q in questions]
+        text = "".join(json.dumps({"question": r["question"], "context": r["context"]}) + "\n" for r in rows)
+        raw = text.encode("utf-8")
+        seq, meta = self.dir.meta["max_len"], self.dir.meta
+        from ._lib import SquadOpts
+        so = SquadOpts(struct_size=C.sizeof(SquadOpts), max_seq_len=seq,
+                       doc_stride=meta["doc_stride"] or _squad_stride(seq),
+                       max_query_len=meta["max_query_len"] or _squad_query(seq), relocate_answers=1)
+        s = checked(_squad_jsonl(b"questions", raw, len(raw), self.dir.tokenizer.handle, C.byref(so)))
+        st, en = C.c_void_p(), C.c_void_p()
+        try:
+            check(_squad_logits(self.program.handle, s, self.batch, seq, C.byref(st), C.byref(en)))
+            answers = []
+            for i in range(_squad_n(s)):
+                a = _squad_answer(s, i, st, en, self.n_best, self.max_answer_len)
+                if not a:
+                    raise Error("out of memory", 6)
+                answers.append(C.string_at(a).decode("utf-8", "replace"))
+                _libc_free(a)
+            return answers
+        finally:
+            _libc_free(st.value)
+            _libc_free(en.value)
+            _squad_free(s)
+
+
+class Model:
+    """A BERT model directory run on whole batches as `tessera run` does: Model.load(DIR).run(
+    input_ids, token_type_ids, attention_mask) -> {output name: float32 array}. A program is
+    built and compiled per batch shape."""
+
+    def __init__(self, directory, dtype="f32", device="cpu", threads=0):
+        self.path, self.device, self.threads = directory, device, threads
+        self.config_path = os.path.join(directory, "config.json")
+        self.config = BertConfig(struct_size=C.sizeof(BertConfig))
+        _config_default(C.byref(self.config))
+        check(_config_load(b(self.config_path), C.byref(self.config)))
+        _config_inference(C.byref(self.config), T.dtype_code(dtype))
+        self._programs = {}
+
+    load = classmethod(lambda cls, directory, **kw: cls(directory, **kw))
+
+    def _program(self, B, S):
+        if (B, S) not in self._programs:
+            sink = TextSink()
+            o = BertInferOpts(struct_size=C.sizeof(BertInferOpts), cfg=C.pointer(self.config), batch=B, seq=S,
+                              device=b(self.device), threads=self.threads,
+                              weights=b(os.path.join(self.path, "model.safetensors")), name=b"tessera",
+                              err=sink.fn, config_path=b(self.config_path), inputs=b"inputs")
+            p, names, n, secs = P(), (CP * 7)(), C.c_int(0), (C.c_double * 2)()
+            st = _infer_build(C.byref(o), C.byref(p), names, C.byref(n), secs)
+            if st:
+                raise Error(sink.text().strip() or "building the model failed", st)
+            self._programs[(B, S)] = (Program(p.value), [names[i] for i in range(n.value)])
+        return self._programs[(B, S)]
+
+    def run(self, input_ids, token_type_ids=None, attention_mask=None):
+        ids = np.asarray(input_ids)
+        if ids.ndim != 2:
+            raise Error("input_ids must be [batch, seq], not %s" % (list(ids.shape),), 2)
+        types = np.zeros_like(ids) if token_type_ids is None else np.asarray(token_type_ids)
+        mask = np.ones_like(ids) if attention_mask is None else np.asarray(attention_mask)
+        for name, a in (("token_type_ids", types), ("attention_mask", mask)):
+            if a.shape != ids.shape:
+                raise Error("%s is %s, input_ids %s" % (name, list(a.shape), list(ids.shape)), 2)
+        p, names = self._program(*ids.shape)
+        feeds = [T.Tensor(a, np.int32) for a in (ids, types, mask)]
+        farr = (P * 3)(*[t.ptr for t in feeds])
+        outs = (P * 8)()
+        check(_run_batch(p.handle, farr, 1, len(names), (CP * len(names))(*names), outs, None, None))
+        return {names[i].decode(): T.to_numpy(outs[i]) for i in range(len(names))}
