@@ -24,6 +24,9 @@ class Error(Exception):
         self.status = STATUS_NAMES[self.code] if 0 <= self.code < len(STATUS_NAMES) else str(self.code)
 
 
+Error.__module__ = "tessera"
+
+
 def _candidates():
     """Where the library may be: TESSERA_LIB, beside the package (an in-tree build: build/ under
     the repository; an install: <prefix>/lib), then the linker's search path."""
