@@ -64,7 +64,7 @@ packages=(build-essential cmake pkg-config libdnnl-dev libcjson-dev clang libomp
           protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata)
 packages+=(libpng-dev libjpeg-dev imagemagick fonts-noto-cjk) # images and OCR (see above)
 packages+=(python3 python3-numpy) # tests/test_python_ctypes.py: the API bound from Python
-packages+=(python3-pytest) # python/tests: the Python package's suite (test_python_package)
+packages+=(python3-pytest python3-pip python3-setuptools) # python/: the package's suite (test_python_package) and pip install
 # the OpenCL backend plugin (backends/opencl): the ICD loader and headers, PoCL (OpenCL on this
 # CPU, so its op suite runs anywhere), CLBlast (its GEMM) and clinfo (lists the devices)
 packages+=(ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd libclblast-dev clinfo)
