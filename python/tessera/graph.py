@@ -2,6 +2,7 @@
 # Value), the backward pass and optimizers, and compiling it into a Program for a device. Every
 # builder call is checked: a bad shape or dtype raises tessera.Error with the library's message
 # at the op that caused it.
+import contextlib
 import ctypes as C
 
 import numpy as np
@@ -28,6 +29,10 @@ _g = {
     "optim_defaults": fn("ts_optim_defaults", OptimOpts, C.c_int),
     "optimizer": fn("ts_optimizer", C.c_int, P, V, C.POINTER(OptimOpts)),
     "lr_schedule": fn("ts_lr_schedule", V, P, C.POINTER(LrScheduleOpts)),
+    "stage_begin": fn("ts_graph_stage_begin", C.c_int, P, C.c_int),
+    "stage_end": fn("ts_graph_stage_end", C.c_int, P),
+    "recompute_begin": fn("ts_graph_recompute_begin", C.c_int, P),
+    "recompute_end": fn("ts_graph_recompute_end", C.c_int, P),
     "onnx_export": fn("ts_onnx_export", C.c_int, P, P, C.c_int, C.POINTER(V), CP),
 }
 _INITS = {"zeros": 0, "ones": 1, "const": 2, "uniform": 3, "normal": 4}
@@ -229,6 +234,27 @@ class Graph:
 
     def clip(self, x, lo, hi):
         return self._value(_clip(self.handle, x.v, lo, hi))
+
+    # ---- placement
+    @contextlib.contextmanager
+    def stage(self, k):
+        """Ops built inside `with g.stage(k):` go on pipeline stage k (compile with one device
+        per stage to run them as a pipeline)."""
+        check(_g["stage_begin"](self.handle, k))
+        try:
+            yield
+        finally:
+            check(_g["stage_end"](self.handle))
+
+    @contextlib.contextmanager
+    def recompute(self):
+        """Ops built inside `with g.recompute():` are recomputed in the backward pass instead of
+        kept (activation checkpointing; same gradients)."""
+        check(_g["recompute_begin"](self.handle))
+        try:
+            yield
+        finally:
+            check(_g["recompute_end"](self.handle))
 
     # ---- training
     def backward(self, loss):

@@ -181,3 +181,29 @@ def test_adamw_and_schedule_and_operators():
     for _ in range(40):
         last = float(p.run({"x": xs}, fetches=["loss"])["loss"])
     assert last < first
+
+
+def staged_mlp(seed=4):
+    g = tessera.Graph(seed=seed)
+    x, y = g.input("x", [8, 4]), g.input("y", [8], "i32")
+    with g.stage(0):
+        h = g.relu(x @ g.param("fc1.weight", [4, 16], "uniform", -0.5, 0.5))
+    with g.stage(1):
+        with g.recompute():
+            logits = g.name(g.matmul(h, g.param("fc2.weight", [16, 3], "normal", 0.3)), "logits")
+        loss = g.name(g.cross_entropy(logits, y), "loss")
+    g.backward(loss)
+    g.optimizer("sgd", 0.1, accumulation_steps=2)  # a pipeline runs a step as M >= 2 micro-batches
+    return g
+
+
+def test_pipeline_over_two_devices_equals_one_device():
+    x, y = data()
+    xs, ys = np.stack([x, x[::-1]]), np.stack([y, y[::-1]])  # [M, B, ...]: the step's 2 micro-batches
+    one = staged_mlp().compile(["loss"], devices=["cpu:0"], threads=1, device_iterations=2)
+    two = staged_mlp().compile(["loss"], devices=["cpu:1", "cpu:2"], threads=1, device_iterations=2)
+    for _ in range(3):
+        a, b_ = (p.run({"x": xs, "y": ys}, fetches=["loss"])["loss"] for p in (one, two))
+        assert a.shape == (2,) and a.tobytes() == b_.tobytes()
+    with pytest.raises(tessera.Error):
+        staged_mlp().compile(["loss"], devices=["cpu:1", "cpu:2"], device_iterations=2, profile=True)
