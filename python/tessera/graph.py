@@ -235,6 +235,70 @@ class Graph:
     def clip(self, x, lo, hi):
         return self._value(_clip(self.handle, x.v, lo, hi))
 
+    def reduce_min(self, x, axes=None, keepdims=False):
+        return self._value(_rmin(self.handle, x.v, *_axes(axes), int(keepdims)))
+
+    def reduce_prod(self, x, axes=None, keepdims=False):
+        return self._value(_rprod(self.handle, x.v, *_axes(axes), int(keepdims)))
+
+    def argmin(self, x, axis=-1, keepdims=False):
+        return self._value(_argmin(self.handle, x.v, axis, int(keepdims), 0))
+
+    def isinf(self, x, detect_pos=True, detect_neg=True):
+        return self._value(_isinf(self.handle, x.v, int(detect_pos), int(detect_neg)))
+
+    def hard_sigmoid(self, x, alpha=0.2, beta=0.5):
+        return self._value(_hsig(self.handle, x.v, alpha, beta))
+
+    def trilu(self, x, upper=True, k=0):
+        return self._value(_trilu(self.handle, x.v, int(upper), k))
+
+    def gather_elements(self, data, indices, axis):
+        return self._value(_gather_el(self.handle, data.v, indices.v, axis))
+
+    def nll_loss(self, logp, target, weight=None, ignore_index=-100, reduction="mean"):
+        red = ["none", "sum", "mean"].index(reduction)
+        return self._value(_nll(self.handle, logp.v, target.v, -1 if weight is None else weight.v, ignore_index, red))
+
+    def tile(self, x, repeats):
+        return self._value(_tile(self.handle, x.v, (C.c_int64 * len(repeats))(*repeats)))
+
+    def pad(self, x, pads, mode="constant", value=0.0):
+        """pads: before for each axis, then after for each axis (ONNX's order)."""
+        return self._value(_pad(self.handle, x.v, (C.c_int64 * len(pads))(*pads),
+                                ["constant", "reflect", "edge"].index(mode), value))
+
+    def split(self, x, axis, n, sizes=None):
+        outs = (V * n)()
+        check(_split(self.handle, x.v, axis, n, None if sizes is None else (C.c_int64 * n)(*sizes), outs))
+        return [Value(self, v) for v in outs]
+
+    def topk(self, x, k, axis=-1, largest=True):
+        """(values, indices) of the k largest (or smallest) along axis."""
+        outs = (V * 2)()
+        check(_topk(self.handle, x.v, k, axis, int(largest), outs))
+        return Value(self, outs[0]), Value(self, outs[1])
+
+    def conv2d(self, x, w, bias=None, stride=(1, 1), pad=(0, 0, 0, 0), dilation=(1, 1), groups=1):
+        """x [N, C, H, W], w [O, C/groups, KH, KW]; pad: top, left, bottom, right."""
+        o = ConvOpts((C.c_int * 2)(*stride), (C.c_int * 4)(*pad), (C.c_int * 2)(*dilation), groups)
+        return self._value(_conv(self.handle, x.v, w.v, -1 if bias is None else bias.v, C.byref(o)))
+
+    def _pool(self, f, x, kernel, stride, pad, dilation, ceil_mode, count_include_pad):
+        o = PoolOpts((C.c_int * 2)(*kernel), (C.c_int * 2)(*(stride or kernel)), (C.c_int * 4)(*pad),
+                     (C.c_int * 2)(*dilation), int(ceil_mode), int(count_include_pad))
+        return self._value(f(self.handle, x.v, C.byref(o)))
+
+    def max_pool2d(self, x, kernel, stride=None, pad=(0, 0, 0, 0), dilation=(1, 1), ceil_mode=False):
+        return self._pool(_maxpool, x, kernel, stride, pad, dilation, ceil_mode, False)
+
+    def avg_pool2d(self, x, kernel, stride=None, pad=(0, 0, 0, 0), ceil_mode=False, count_include_pad=False):
+        return self._pool(_avgpool, x, kernel, stride, pad, (1, 1), ceil_mode, count_include_pad)
+
+    def resize2d(self, x, height, width, mode="nearest"):
+        o = ResizeOpts(["nearest", "linear"].index(mode), 0, 0, (C.c_float * 2)(0, 0))
+        return self._value(_resize(self.handle, x.v, height, width, C.byref(o)))
+
     # ---- placement
     @contextlib.contextmanager
     def stage(self, k):
@@ -318,6 +382,35 @@ class Graph:
         check(_g["onnx_export"](self.handle, program.handle, len(outputs), arr, b(path)))
 
 
+class ConvOpts(C.Structure):
+    _fields_ = [("stride", C.c_int * 2), ("pad", C.c_int * 4), ("dilation", C.c_int * 2), ("groups", C.c_int)]
+
+
+class PoolOpts(C.Structure):
+    _fields_ = [("kernel", C.c_int * 2), ("stride", C.c_int * 2), ("pad", C.c_int * 4), ("dilation", C.c_int * 2),
+                ("ceil_mode", C.c_int), ("count_include_pad", C.c_int)]
+
+
+class ResizeOpts(C.Structure):
+    _fields_ = [("mode", C.c_int), ("coord", C.c_int), ("round", C.c_int), ("scale", C.c_float * 2)]
+
+
+_rmin = fn("ts_reduce_min", V, P, V, C.c_int, IP, C.c_int)
+_rprod = fn("ts_reduce_prod", V, P, V, C.c_int, IP, C.c_int)
+_argmin = fn("ts_argmin", V, P, V, C.c_int, C.c_int, C.c_int)
+_isinf = fn("ts_isinf", V, P, V, C.c_int, C.c_int)
+_hsig = fn("ts_hard_sigmoid", V, P, V, C.c_float, C.c_float)
+_trilu = fn("ts_trilu", V, P, V, C.c_int, C.c_int64)
+_gather_el = fn("ts_gather_elements", V, P, V, V, C.c_int)
+_nll = fn("ts_nll_loss", V, P, V, V, V, C.c_int64, C.c_int)
+_tile = fn("ts_tile", V, P, V, I64P)
+_pad = fn("ts_pad", V, P, V, I64P, C.c_int, C.c_double)
+_split = fn("ts_split", C.c_int, P, V, C.c_int, C.c_int, I64P, C.POINTER(V))
+_topk = fn("ts_topk", C.c_int, P, V, C.c_int64, C.c_int, C.c_int, C.POINTER(V))
+_conv = fn("ts_conv2d", V, P, V, V, V, P)
+_maxpool = fn("ts_max_pool2d", V, P, V, P)
+_avgpool = fn("ts_avg_pool2d", V, P, V, P)
+_resize = fn("ts_resize2d", V, P, V, C.c_int64, C.c_int64, P)
 _mm = fn("ts_matmul", V, P, V, V, C.c_int, C.c_int)
 _gelu = fn("ts_gelu", V, P, V, C.c_int)
 _scale = fn("ts_scale", V, P, V, C.c_float, C.c_float)

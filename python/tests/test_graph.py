@@ -207,3 +207,33 @@ def test_pipeline_over_two_devices_equals_one_device():
         assert a.shape == (2,) and a.tobytes() == b_.tobytes()
     with pytest.raises(tessera.Error):
         staged_mlp().compile(["loss"], devices=["cpu:1", "cpu:2"], device_iterations=2, profile=True)
+
+
+def test_vision_and_index_ops_match_numpy():
+    g = tessera.Graph()
+    x = g.input("x", [1, 1, 4, 4])
+    w = g.constant(np.ones((2, 1, 2, 2), np.float32))
+    g.name(g.conv2d(x, w, stride=(2, 2)), "conv")
+    g.name(g.max_pool2d(x, (2, 2)), "maxpool")
+    g.name(g.avg_pool2d(x, (2, 2)), "avgpool")
+    g.name(g.resize2d(x, 8, 8), "up")
+    flat = g.reshape(x, [2, 8])
+    vals, idx = g.topk(flat, 3)
+    g.name(vals, "top"), g.name(idx, "topi")
+    a, b_ = g.split(flat, 1, 2)
+    g.name(a - b_, "halves")
+    g.name(g.pad(flat, [0, 1, 0, 1], value=-1.0), "padded")
+    g.name(g.reduce_min(flat, 1), "mins")
+    p = g.compile(["conv", "maxpool", "avgpool", "up", "top", "topi", "halves", "padded", "mins"], inference=True)
+    xs = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    out = p.run({"x": xs}, fetches="all")
+    blocks = xs.reshape(2, 2, 2, 2).transpose(0, 2, 1, 3).reshape(2, 2, 4)
+    assert np.array_equal(out["conv"][0, 0], blocks.sum(-1)) and out["conv"].shape == (1, 2, 2, 2)
+    assert np.array_equal(out["maxpool"][0, 0], blocks.max(-1))
+    assert np.allclose(out["avgpool"][0, 0], blocks.mean(-1))
+    assert np.array_equal(out["up"][0, 0], xs[0, 0].repeat(2, 0).repeat(2, 1))
+    f = xs.reshape(2, 8)
+    assert np.array_equal(out["top"], -np.sort(-f, 1)[:, :3]) and out["topi"].tolist() == [[7, 6, 5]] * 2
+    assert np.array_equal(out["halves"], f[:, :4] - f[:, 4:])
+    assert out["padded"].shape == (2, 10) and out["padded"][0, 0] == -1
+    assert out["mins"].tolist() == [0, 8]
