@@ -1,88 +1,144 @@
-# training.py — tessera.train(...): fine-tune a model directory as a sequence classifier, the run
-# `tessera finetune --task classify` makes, through the same library calls in the same order
-# (ts_classify_rows_load, ts_bert_train_programs, ts_program_load, ts_classify_task_new,
-# ts_train_epochs, ts_model_save_dir), so the same options, seed and data give the same model,
-# byte for byte. Each step's metrics row goes to OUT/metrics.jsonl and to the callback.
+# training.py — tessera.train(...): fine-tune a model directory, the run `tessera finetune` makes
+# (task "classify": a sequence classifier on a TSV / CSV / JSONL file; task "qa": question
+# answering on a SQuAD v1.1 file), through the same library calls in the same order (the rows or
+# windows read, ts_bert_train_programs, ts_program_load, ts_classify_task_new or
+# ts_squad_task_new, ts_train_epochs, ts_model_save_dir), so the same options, seed and data give
+# the same model, byte for byte. Each metrics row goes to OUT/metrics.jsonl and to the callback.
 import ctypes as C
 import json
 import os
 
 from ._lib import (CP, P, ClassifyRowsOpts, EpochTask, EpochsOpts, Error, FinetuneTaskOpts, SAVE_FN, CKPT_FN,
-                   TextOpts, TextSink, b, check, checked, fn, strings)
-from .bert import SEQ_CLASSIFICATION, ModelDir, bert_programs, save_dir
+                   SquadOpts, TextOpts, TextSink, WRITE_FN, b, check, checked, fn, strings)
+from .bert import QUESTION_ANSWERING, SEQ_CLASSIFICATION, ModelDir, bert_programs, save_dir
 
 _rows_load = fn("ts_classify_rows_load", C.c_int, C.POINTER(ClassifyRowsOpts), C.POINTER(P), C.POINTER(P))
 _ds_free = fn("ts_text_dataset_free", None, P)
-_ds_size = fn("ts_text_dataset_size", C.c_int64, P)
 _ds_nlabels = fn("ts_text_dataset_num_labels", C.c_int, P)
 _ds_label = fn("ts_text_dataset_label_name", CP, P, C.c_int)
 _trunc_apply = fn("ts_truncation_apply", None, P, C.c_int, C.c_int)
 _trunc_parse = fn("ts_truncation_parse", C.c_int, CP)
-_task_new = fn("ts_classify_task_new", P, C.POINTER(FinetuneTaskOpts), C.POINTER(EpochTask))
+_squad_load = fn("ts_squad_load_checked", P, CP, P, C.POINTER(SquadOpts), C.c_int, CP, CP, WRITE_FN, P)
+_squad_free = fn("ts_squad_free", None, P)
+_squad_stride = fn("ts_squad_default_stride", C.c_int, C.c_int)
+_squad_query = fn("ts_squad_default_query", C.c_int, C.c_int)
+_cls_task = fn("ts_classify_task_new", P, C.POINTER(FinetuneTaskOpts), C.POINTER(EpochTask))
+_qa_task = fn("ts_squad_task_new", P, C.POINTER(FinetuneTaskOpts), C.POINTER(EpochTask))
 _task_free = fn("ts_finetune_task_free", None, P)
 _train_epochs = fn("ts_train_epochs", C.c_int, C.POINTER(EpochsOpts), C.POINTER(EpochTask), C.c_int64)
 _make_dirs = fn("ts_make_dirs", C.c_int, CP)
 _OPTIM = {"sgd": 0, "adamw": 1, "lamb": 2}
+NAME = b"tessera.train"
 
 
-def _log_sink(verbose):
-    return TextSink((lambda s: print(s, end="", flush=True)) if verbose else (lambda s: None))
+class _Run:
+    """One fine-tuning run: what the library's task borrows (kept alive here) and frees at the end."""
+
+    def __init__(self, a):
+        self.a, self.rows, self.errors = a, [], []
+        self.out = TextSink((lambda s: print(s, end="", flush=True)) if a["verbose"] else (lambda s: None))
+        self.err = TextSink()
+        self.data, self.test, self.task = None, None, None
+        self.free_data = _ds_free if a["task"] == "classify" else _squad_free
+
+    def close(self):
+        _task_free(self.task)
+        self.free_data(self.data)
+        self.free_data(self.test)
+
+    def fail(self, status, what):
+        raise Error(self.err.text().strip() or what, status)
 
 
-def train(model, train, out, *, dev=None, epochs=3, batch=32, max_len=0, lr=1e-4, warmup=0.1,
+def train(model, train, out, *, task="classify", dev=None, epochs=3, batch=32, max_len=0, lr=1e-4, warmup=0.1,
           weight_decay=0.01, max_grad_norm=0.0, optimizer="adamw", momentum=0.0, max_steps=0, seed=42,
           split_seed=-1, test_split=0.2, test_every=1, text_column="text", text_b_column=None,
-          label_column="label", truncate="head", threads=0, bf16=False, recompute=False,
-          callback=None, verbose=True):
-    """Fine-tune model directory `model` on the labelled file `train` (TSV / CSV / JSONL) into
-    model directory `out`, with the options of `tessera finetune` (same names, same defaults).
-    callback(row) is called with each metrics row (a dict: step, loss, lr, ... and the test
-    accuracy rows); the rows are also appended to OUT/metrics.jsonl. Returns the rows."""
-    md = ModelDir(model)
-    cfg, tok = md.config, md.tokenizer
-    truncation = _trunc_parse(b(truncate))
-    if truncation < 0:
-        raise Error("truncate=%r: expected head, tail or head+tail" % truncate, 1)
-    sink_out, sink_err = _log_sink(verbose), TextSink()
-    ro = ClassifyRowsOpts(struct_size=C.sizeof(ClassifyRowsOpts), name=b"tessera.train", out=sink_out.fn,
-                          err=sink_err.fn, train=b(train), dev=b(dev), test_split=test_split,
-                          split_seed=split_seed if split_seed >= 0 else seed,
-                          text=TextOpts(text_column=b(text_column), text_b_column=b(text_b_column),
-                                        label_column=b(label_column)))
-    tr, te = P(), P()
-    st = _rows_load(C.byref(ro), C.byref(tr), C.byref(te))
-    held = {"tr": tr.value, "te": te.value, "task": None}
+          label_column="label", truncate="head", doc_stride=0, max_query_len=0, n_best=20, max_answer_len=30,
+          relocate_answers=False, threads=0, bf16=False, recompute=False, callback=None, verbose=True):
+    """Fine-tune model directory `model` on file `train` into model directory `out`, with the
+    options of `tessera finetune` (the same names with _ for -, the same defaults). task
+    "classify": a labelled TSV / CSV / JSONL file; "qa": a SQuAD v1.1 JSON file (dev: scored
+    after each epoch). callback(row) is called with each metrics row (a dict: step, loss, lr, ...,
+    and the test rows); the rows are also written to OUT/metrics.jsonl. Returns the rows."""
+    if task not in ("classify", "qa"):
+        raise Error("task=%r: the tasks are classify and qa" % task, 1)
+    r = _Run(dict(locals(), task=task))
     try:
-        if st:
-            raise Error(sink_err.text().strip() or "reading the data failed", st)
-        seq = max_len or min(128, cfg.max_position_embeddings)
-        if seq > cfg.max_position_embeddings:
-            raise Error("max_len %d exceeds the model's %d positions" % (seq, cfg.max_position_embeddings), 1)
-        nl = _ds_nlabels(tr.value)
-        labels = [_ds_label(tr.value, i).decode() for i in range(nl)]
-        meta = dict(md.meta, max_len=seq, truncation=truncation, text_b_column=text_b_column, labels=labels,
-                    nlabels=nl)
-        _trunc_apply(tok.handle, truncation, seq)
-        cfg.num_labels, cfg.head = nl, SEQ_CLASSIFICATION
-        cfg.compute_dtype = 1 if bf16 else 0
-        cfg.recompute = int(recompute)
-        tp, ip = bert_programs(cfg, SEQ_CLASSIFICATION, batch, seq, seed=seed, threads=threads, train=True,
-                               weight_decay=weight_decay, optimizer=_OPTIM[optimizer], max_grad_norm=max_grad_norm,
-                               momentum=momentum)
-        missing = tp.load(os.path.join(model, "model.safetensors"))
-        if missing == len(tp.param_names()):
+        md = ModelDir(model)
+        r.md, r.cfg, r.tok = md, md.config, md.tokenizer
+        (_classify_data if task == "classify" else _squad_data)(r)
+        head = SEQ_CLASSIFICATION if task == "classify" else QUESTION_ANSWERING
+        r.cfg.head = head
+        r.cfg.compute_dtype = 1 if bf16 else 0
+        r.cfg.recompute = int(recompute)
+        fetches = ("logits",) if task == "classify" else ("start_logits", "end_logits")
+        r.tp, r.ip = bert_programs(r.cfg, head, batch, r.seq, seed=seed, threads=threads, train=True,
+                                   weight_decay=weight_decay, optimizer=_OPTIM[optimizer],
+                                   max_grad_norm=max_grad_norm, momentum=momentum, infer_fetches=fetches)
+        missing = r.tp.load(os.path.join(model, "model.safetensors"))
+        if missing == len(r.tp.param_names()):
             raise Error("%s/model.safetensors holds none of the model's parameters" % model, 1)
         check(_make_dirs(b(out)))
-        return _run(locals(), held)
+        return _epochs(r)
     finally:
-        _task_free(held["task"])
-        _ds_free(held["tr"])
-        _ds_free(held["te"])
+        r.close()
 
 
-def _run(a, held):
-    """The epochs of train() (a: its locals), with the task and the loop's options."""
-    rows, mfile = [], open(os.path.join(a["out"], "metrics.jsonl"), "w")
+def _classify_data(r):
+    """The rows (deduplicated, split or from dev), the labels and the row length."""
+    a = r.a
+    truncation = _trunc_parse(b(a["truncate"]))
+    if truncation < 0:
+        raise Error("truncate=%r: expected head, tail or head+tail" % a["truncate"], 1)
+    ro = ClassifyRowsOpts(struct_size=C.sizeof(ClassifyRowsOpts), name=NAME, out=r.out.fn, err=r.err.fn,
+                          train=b(a["train"]), dev=b(a["dev"]), test_split=a["test_split"],
+                          split_seed=a["split_seed"] if a["split_seed"] >= 0 else a["seed"],
+                          text=TextOpts(text_column=b(a["text_column"]), text_b_column=b(a["text_b_column"]),
+                                        label_column=b(a["label_column"])))
+    tr, te = P(), P()
+    st = _rows_load(C.byref(ro), C.byref(tr), C.byref(te))
+    r.data, r.test = tr.value, te.value
+    if st:
+        r.fail(st, "reading the data failed")
+    positions = r.cfg.max_position_embeddings
+    r.seq = a["max_len"] or min(128, positions)
+    if r.seq > positions:
+        raise Error("max_len %d exceeds the model's %d positions" % (r.seq, positions), 1)
+    r.labels = [_ds_label(r.data, i).decode() for i in range(_ds_nlabels(r.data))]
+    r.meta = dict(r.md.meta, max_len=r.seq, truncation=truncation, text_b_column=a["text_b_column"],
+                  labels=r.labels)
+    _trunc_apply(r.tok.handle, truncation, r.seq)
+    r.cfg.num_labels = len(r.labels)
+
+
+def _squad_data(r):
+    """The SQuAD files read into windows, and the row length."""
+    a = r.a
+    positions = r.cfg.max_position_embeddings
+    r.seq = a["max_len"] or min(384, positions)
+    if r.seq > positions:
+        raise Error("max_len %d exceeds the model's %d positions" % (r.seq, positions), 1)
+    so = SquadOpts(struct_size=C.sizeof(SquadOpts), max_seq_len=r.seq,
+                   doc_stride=a["doc_stride"] or _squad_stride(r.seq),
+                   max_query_len=a["max_query_len"] or _squad_query(r.seq),
+                   relocate_answers=int(a["relocate_answers"]))
+    if r.seq - so.max_query_len - 3 < 1:
+        raise Error("max_len %d leaves no room for context after max_query_len %d" % (r.seq, so.max_query_len), 1)
+    for attr, flag in (("data", "train"), ("test", "dev")):
+        if a[flag]:
+            s = _squad_load(b(a[flag]), r.tok.handle, C.byref(so), 1, NAME, b("--" + flag), r.err.fn, None)
+            if not s:
+                r.fail(2, "reading %s failed" % a[flag])
+            setattr(r, attr, s)
+    r.labels = []
+    r.meta = {"max_len": r.seq, "lowercase": r.md.meta["lowercase"], "doc_stride": so.doc_stride,
+              "max_query_len": so.max_query_len}
+
+
+def _epochs(r):
+    """The task and ts_train_epochs over it; the metrics rows."""
+    a = r.a
+    mfile = open(os.path.join(a["out"], "metrics.jsonl"), "w")
 
     def on_row(text):
         mfile.write(text)
@@ -90,31 +146,35 @@ def _run(a, held):
         for line in text.splitlines():
             if line.strip():
                 row = json.loads(line)
-                rows.append(row)
-                if a["callback"]:
-                    a["callback"](row)
-
-    sink_m, tp, ip = TextSink(on_row), a["tp"], a["ip"]
-    vocab = os.path.join(a["model"], "vocab.txt")
-    errors = []
+                r.rows.append(row)
+                try:
+                    if a["callback"]:
+                        a["callback"](row)
+                except Exception as e:  # raised again after the run (C cannot unwind it)
+                    r.errors.append(e)
 
     def save(ctx):
         try:
-            save_dir(a["out"], tp, a["cfg"], vocab, a["meta"])
+            save_dir(a["out"], r.tp, r.cfg, os.path.join(a["model"], "vocab.txt"), r.meta)
             return 0
         except Error as e:
-            errors.append(e)
+            r.errors.append(e)
             return 1
 
+    sink_m = TextSink(on_row)
     save_fn, ckpt_fn = SAVE_FN(save), CKPT_FN(lambda ctx, step: 0)
-    labels, _ = strings(a["labels"])
-    common = dict(name=b"tessera.train", out=a["sink_out"].fn, err=a["sink_err"].fn, metrics=sink_m.fn)
-    to = FinetuneTaskOpts(struct_size=C.sizeof(FinetuneTaskOpts), train=tp.handle, infer=ip.handle,
-                          batch=a["batch"], seq=a["seq"], slices=1, out_dir=b(a["out"]), tok=a["tok"].handle,
-                          train_rows=held["tr"], test_rows=held["te"], test_every=a["test_every"], labels=labels,
-                          n_best=20, max_answer_len=30, save=save_fn, checkpoint=ckpt_fn, **common)
+    labels, _ = strings(r.labels)
+    common = dict(name=NAME, out=r.out.fn, err=r.err.fn, metrics=sink_m.fn)
+    to = FinetuneTaskOpts(struct_size=C.sizeof(FinetuneTaskOpts), train=r.tp.handle, infer=r.ip.handle,
+                          batch=a["batch"], seq=r.seq, slices=1, out_dir=b(a["out"]), tok=r.tok.handle,
+                          test_every=a["test_every"], labels=labels, n_best=a["n_best"],
+                          max_answer_len=a["max_answer_len"], save=save_fn, checkpoint=ckpt_fn, **common)
+    if a["task"] == "classify":
+        to.train_rows, to.test_rows = r.data, r.test
+    else:
+        to.squad_train, to.squad_dev = r.data, r.test
     t = EpochTask()
-    held["task"] = checked(_task_new(C.byref(to), C.byref(t)))
+    r.task = checked((_cls_task if a["task"] == "classify" else _qa_task)(C.byref(to), C.byref(t)))
     eo = EpochsOpts(struct_size=C.sizeof(EpochsOpts), batch=a["batch"], accumulation=1, device_iterations=1,
                     epochs=a["epochs"], max_steps=a["max_steps"], seed=a["seed"], lr=a["lr"], warmup=a["warmup"],
                     out_dir=b(a["out"]), **common)
@@ -122,8 +182,8 @@ def _run(a, held):
         st = _train_epochs(C.byref(eo), C.byref(t), 0)
     finally:
         mfile.close()
-    if errors:
-        raise errors[0]
+    if r.errors:
+        raise r.errors[0]
     if st:
-        raise Error(a["sink_err"].text().strip() or "training failed", st)
-    return rows
+        r.fail(st, "training failed")
+    return r.rows

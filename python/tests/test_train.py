@@ -34,3 +34,28 @@ def test_bad_data_raises(pre, work, tmp_path):
         tessera.train(str(pre), str(tmp_path / "bad.tsv"), str(tmp_path / "out"), verbose=False)
     with pytest.raises(tessera.Error, match="truncate"):
         tessera.train(str(pre), str(work / "data.tsv"), str(tmp_path / "out"), truncate="middle", verbose=False)
+
+
+def test_qa_steps_equal_the_command(pre, work):
+    common = ["--max-len", "48", "--doc-stride", "16", "--max-query-len", "12", "--batch", "4", "--max-steps", "6",
+              "--lr", "2e-3", "--seed", "3", "--threads", THREADS]
+    run_cli("finetune", "--task", "qa", "--model", pre, "--train", work / "squad.json", "--dev", work / "squad.json",
+            "--out", work / "cliqa", *common)
+    rows = tessera.train(str(pre), str(work / "squad.json"), str(work / "pyqa"), task="qa", dev=str(work / "squad.json"),
+                         max_len=48, doc_stride=16, max_query_len=12, batch=4, max_steps=6, lr=2e-3, seed=3,
+                         threads=int(THREADS), verbose=False)
+    cli_rows = [json.loads(l) for l in (work / "cliqa" / "metrics.jsonl").read_text().splitlines() if l.strip()]
+    assert losses(rows) == losses(cli_rows) and len(losses(rows)) == 3  # 3 epochs of one step
+    assert [r.get("dev_f1") for r in rows if "dev_f1" in r] == [r.get("dev_f1") for r in cli_rows if "dev_f1" in r]
+    for f in ("model.safetensors", "config.json"):
+        assert (work / "pyqa" / f).read_bytes() == (work / "cliqa" / f).read_bytes(), f
+    qa = tessera.bert.QuestionAnswering.load(work / "pyqa")
+    assert len(qa.predict([("who runs?", "the cat runs.")])) == 1
+
+
+def test_callback_errors_come_back(pre, work, tmp_path):
+    def boom(row):
+        raise ValueError("stop")
+    with pytest.raises(ValueError, match="stop"):
+        tessera.train(str(pre), str(work / "data.tsv"), str(tmp_path / "o"), max_steps=2, batch=4, max_len=32,
+                      callback=boom, verbose=False)
