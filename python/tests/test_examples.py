@@ -13,7 +13,7 @@ EX = os.path.join(REPO, "python", "examples")
 
 
 def run_example(*args):
-    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"), OMP_NUM_THREADS="1")  # ctest runs others beside
     r = subprocess.run([sys.executable] + [str(a) for a in args], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout

@@ -21,7 +21,7 @@ def test_pip_install_offline(tmp_path):
     shutil.copytree(os.path.join(REPO, "python"), src, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
     env = dict(os.environ, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
     env.pop("PYTHONPATH", None)
-    r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--target",
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-compile", "--target",
                         str(tmp_path / "site"), str(src)], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     env = dict(env, PYTHONPATH=str(tmp_path / "site"), TESSERA_LIB=tessera.library_path)

@@ -68,5 +68,4 @@ def test_ocr_matches_the_command(tmp_path):
         reader.read(str(tmp_path / "notes.png"))
     with pytest.raises(tessera.Error):
         reader.read(np.zeros((4, 4, 3), np.float32))
-    blank = tessera.ocr.read(np.full((60, 200, 3), 255, np.uint8), models_dir=models)
-    assert blank == []
+    assert reader.read(np.full((60, 200, 3), 255, np.uint8)) == []
