@@ -167,6 +167,8 @@ class QuestionAnswering:
         """The answer text of each question: a list of {"question", "context"} dicts or
         (question, context) pairs."""
         rows = [q if isinstance(q, dict) else {"question": q[0], "context": q[1]} for q in questions]
+        if not rows:
+            return []
         text = "".join(json.dumps({"question": r["question"], "context": r["context"]}) + "\n" for r in rows)
         raw = text.encode("utf-8")
         seq, meta = self.dir.meta["max_len"], self.dir.meta

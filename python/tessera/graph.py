@@ -116,7 +116,10 @@ class Graph:
             self._h = None
 
     def __del__(self):
-        self.free()
+        try:
+            self.free()
+        except Exception:  # at interpreter exit the module may be gone
+            pass
 
     def _value(self, v):
         if v < 0:

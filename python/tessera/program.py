@@ -49,7 +49,10 @@ class Program:
             self._h = None
 
     def __del__(self):
-        self.free()
+        try:
+            self.free()
+        except Exception:  # at interpreter exit the module may be gone
+            pass
 
     def feed(self, name, array):
         """Copy array (its dtype and shape as the input's) into input `name`, once, from the

@@ -16,6 +16,10 @@ _to_id = fn("ts_token_to_id", C.c_int32, P, CP)
 _to_token = fn("ts_id_to_token", CP, P, C.c_int32)
 _tokenize = fn("ts_tokenize", C.c_int, P, CP, I32P, C.c_int, C.POINTER(C.c_int))
 _encode = fn("ts_encode", C.c_int, P, CP, CP, C.c_int, I32P, I32P, I32P, C.POINTER(C.c_int))
+_encode_all = fn("ts_encode_all", C.c_int, P, CP, CP, C.POINTER(C.c_void_p), C.POINTER(C.c_int),
+                 C.POINTER(C.c_int))
+_libc_free = C.CDLL(None).free
+_libc_free.argtypes = [C.c_void_p]
 _set_trunc = fn("ts_tokenizer_set_truncation", None, P, C.c_int)
 model_load_dir = fn("ts_model_load_dir", P, CP, C.POINTER(BertConfig), C.POINTER(ModelMeta))
 meta_free = fn("ts_model_meta_free", None, C.POINTER(ModelMeta))
@@ -56,7 +60,10 @@ class Tokenizer:
             self._h = None
 
     def __del__(self):
-        self.free()
+        try:
+            self.free()
+        except Exception:  # at interpreter exit the module may be gone
+            pass
 
     @property
     def vocab_size(self):
@@ -93,6 +100,15 @@ class Tokenizer:
         check(_encode(self.handle, b(text), b(text_b), T, ids, types, mask, C.byref(n)))
         return list(ids), list(types), list(mask), n.value
 
+    def length(self, text, text_b=None):
+        """Tokens of [CLS] text [SEP] (text_b [SEP]) with nothing cut."""
+        ids, cap, n = C.c_void_p(), C.c_int(0), C.c_int(0)
+        try:
+            check(_encode_all(self.handle, b(text), b(text_b), C.byref(ids), C.byref(cap), C.byref(n)))
+            return n.value
+        finally:
+            _libc_free(ids.value)
+
     def __call__(self, texts, text_pairs=None, padding="longest", truncation=True, max_length=None):
         """Batch encoding as Hugging Face's tokenizers: {"input_ids", "token_type_ids",
         "attention_mask"} as int32 arrays [B, T]. padding "longest" (or True): T is the longest
@@ -102,8 +118,7 @@ class Tokenizer:
         texts = [texts] if single else list(texts)
         pairs = [None] * len(texts) if text_pairs is None else ([text_pairs] if single else list(text_pairs))
         limit = int(max_length or self.max_len)
-        big = 1 << 16
-        full = [self.encode(t, p, big)[3] for t, p in zip(texts, pairs)]
+        full = [self.length(t, p) for t, p in zip(texts, pairs)]
         if not truncation and any(n > limit for n in full):
             raise Error("a text is %d tokens, more than max_length %d (truncation=False)" % (max(full), limit), 2)
         T = limit if padding == "max_length" else min(limit, max(full or [2]))
