@@ -51,7 +51,7 @@ def _load():
             tried.append(path)
             continue
         try:
-            return C.CDLL(path), path
+            return C.CDLL(path), os.path.abspath(path) if os.sep in path else path
         except OSError as e:
             tried.append("%s (%s)" % (path, e))
     raise ImportError("tessera: libtessera.so not found; set TESSERA_LIB to its path (tried: %s)" % ", ".join(tried))
