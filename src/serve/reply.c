@@ -1,0 +1,113 @@
+/*
+ * reply.c — the JSON bodies `tessera serve` answers with: errors {"error": "..."}, KServe v2
+ * infer responses (named FP32 outputs with shape and row-major data), /v1 :predict predictions
+ * (a classifier's label, its probability and every label's; a QA model's answer span), and a
+ * model's v2 metadata (its inputs and outputs).
+ */
+#include "serve/serve.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+
+static char *print_free(cJSON *root) {
+    char *s = root ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    return s;
+}
+
+char *serve_reply_error(const char *msg) {
+    cJSON *root = cJSON_CreateObject();
+    if (root) cJSON_AddStringToObject(root, "error", msg);
+    return print_free(root);
+}
+
+/* {"name", "datatype", "shape": [a, b]} added to array arr; the object, for its data. */
+static cJSON *tensor_desc(cJSON *arr, const char *name, const char *dtype, double a, double b) {
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddItemToArray(arr, t);
+    cJSON_AddStringToObject(t, "name", name);
+    cJSON_AddStringToObject(t, "datatype", dtype);
+    cJSON *shape = cJSON_AddArrayToObject(t, "shape");
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber(a));
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber(b));
+    return t;
+}
+
+char *serve_reply_infer(const serve_model *m, const serve_job *j) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "model_name", m->name);
+    if (j->in.id[0]) cJSON_AddStringToObject(root, "id", j->in.id);
+    cJSON *outs = cJSON_AddArrayToObject(root, "outputs");
+    static const char *const qa_names[2] = {"start_logits", "end_logits"};
+    for (int k = 0; k < (m->sig.qa ? 2 : 1); k++) {
+        cJSON *t = tensor_desc(outs, m->sig.qa ? qa_names[k] : "logits", "FP32", j->in.rows, j->ncols);
+        cJSON *data = cJSON_AddArrayToObject(t, "data");
+        size_t n = (size_t)j->in.rows * j->ncols;
+        for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(data, cJSON_CreateNumber(j->out[k][i]));
+    }
+    return print_free(root);
+}
+
+/* A classifier's prediction of row i: label, probability, every label's probability. */
+static cJSON *classified(const serve_model *m, const serve_job *j, int i) {
+    int c = j->ncols;
+    double p[c > 0 ? c : 1];
+    for (int k = 0; k < c; k++) p[k] = 0;
+    ts_classify_softmax_add(j->out[0] + (size_t)i * c, c, p);
+    int best = 0;
+    for (int k = 1; k < c; k++)
+        if (p[k] > p[best]) best = k;
+    cJSON *o = cJSON_CreateObject(), *all = cJSON_CreateObject();
+    const char *name = best < m->meta.nlabels && m->meta.labels[best] ? m->meta.labels[best] : "?";
+    cJSON_AddStringToObject(o, "label", name);
+    cJSON_AddNumberToObject(o, "probability", p[best]);
+    for (int k = 0; k < c && k < m->meta.nlabels; k++)
+        cJSON_AddNumberToObject(all, m->meta.labels[k] ? m->meta.labels[k] : "?", p[k]);
+    cJSON_AddItemToObject(o, "probabilities", all);
+    return o;
+}
+
+char *serve_reply_predict(const serve_model *m, const serve_job *j, const serve_texts *t) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *preds = cJSON_AddArrayToObject(root, "predictions");
+    for (int i = 0; i < t->n; i++) {
+        if (!m->sig.qa) {
+            cJSON_AddItemToArray(preds, classified(m, j, i));
+            continue;
+        }
+        char *ans = ts_squad_answer(j->squad, i, j->out[0], j->out[1], TS_SQUAD_N_BEST, TS_SQUAD_MAX_ANSWER_LEN);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "answer", ans ? ans : "");
+        cJSON_AddItemToArray(preds, o);
+        free(ans);
+    }
+    return print_free(root);
+}
+
+char *serve_reply_metadata(const serve_model *m) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "name", m->name);
+    cJSON *v = cJSON_AddArrayToObject(root, "versions");
+    cJSON_AddItemToArray(v, cJSON_CreateString("1"));
+    cJSON_AddStringToObject(root, "platform", "tessera_bert");
+    cJSON *ins = cJSON_AddArrayToObject(root, "inputs");
+    static const char *const in_names[3] = {"input_ids", "token_type_ids", "attention_mask"};
+    for (int i = 0; i < 3; i++) tensor_desc(ins, in_names[i], "INT64", -1, -1);
+    cJSON *outs = cJSON_AddArrayToObject(root, "outputs");
+    if (m->sig.qa) {
+        tensor_desc(outs, "start_logits", "FP32", -1, -1);
+        tensor_desc(outs, "end_logits", "FP32", -1, -1);
+    } else {
+        tensor_desc(outs, "logits", "FP32", -1, m->meta.nlabels);
+    }
+    cJSON *p = cJSON_AddObjectToObject(root, "parameters");
+    cJSON_AddNumberToObject(p, "max_batch", m->sig.max_batch);
+    cJSON_AddNumberToObject(p, "max_sequence_length", m->sig.max_seq);
+    cJSON_AddStringToObject(p, "task", m->sig.qa ? "question_answering" : "classification");
+    if (!m->sig.qa) {
+        cJSON *labels = cJSON_AddArrayToObject(p, "labels");
+        for (int k = 0; k < m->meta.nlabels; k++)
+            cJSON_AddItemToArray(labels, cJSON_CreateString(m->meta.labels[k] ? m->meta.labels[k] : "?"));
+    }
+    return print_free(root);
+}
