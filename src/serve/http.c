@@ -241,7 +241,7 @@ void *serve_http_start(serve_server *s, const serve_opts *o, int *port, char *er
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_END);
     if (!d) {
         snprintf(err, cap, "cannot listen on %s:%d (the address is taken, or not this machine's)", o->host, o->port);
         return NULL;
