@@ -2,7 +2,8 @@
  * test_cli_serve.c — `tessera serve` end to end, over sockets on the loopback address, with a
  * tiny fine-tuned classifier (a 1-layer BERT of hidden 32, made here as test_cli_ensemble does):
  *  - every endpoint: health, server and model metadata, v2 infer, /v1 :predict (the same labels
- *    and probabilities as `tessera predict`), /metrics;
+ *    and probabilities as `tessera predict`), /metrics; a QA model served beside the classifier
+ *    (its answers those of `tessera predict`);
  *  - bad requests: 4xx with a JSON error (bad JSON, an unknown input, a wrong shape, datatype or
  *    value, an unknown model or path, a wrong method, a body over --max-body, too many rows);
  *  - a slow client cut off by --timeout; a full queue answering 503 with Retry-After;
@@ -31,6 +32,13 @@ static void make_model(void) {
     CHECK_RAN(rc, 0);
     rc = tessera(NULL, "finetune --model pre --train data.tsv --out ft --epochs 3 --batch 4 --max-len 32 --lr 2e-3 "
                        "--threads 1");
+    CHECK_RAN(rc, 0);
+    write_str("qa.json", "{\"version\": \"1.1\", \"data\": [{\"title\": \"t\", \"paragraphs\": [{\"context\": "
+                         "\"the cat runs and the dog sleeps and the bird sings quickly.\", \"qas\": [{\"id\": \"a\", "
+                         "\"question\": \"what does the dog do?\", \"answers\": [{\"text\": \"sleeps\", "
+                         "\"answer_start\": 25}]}]}]}]}\n");
+    rc = tessera(NULL, "finetune --task qa --model pre --train qa.json --out qa --max-len 32 --doc-stride 8 "
+                       "--max-query-len 8 --batch 4 --max-steps 3 --threads 1");
     CHECK_RAN(rc, 0);
 }
 
@@ -227,6 +235,43 @@ static void test_sigterm_under_load(void) {
     printf("  %d of %d requests answered across SIGTERM\n", answered, N);
 }
 
+/* A question-answering model beside the classifier: /v1 answers as tessera predict does (every
+ * window of a long context decoded), v2 gives start and end logits. */
+static void test_qa(void) {
+    int port;
+    pid_t pid = start("--port 0 --model q=qa --max-batch 4", &port);
+    if (pid < 0) return;
+    const char *q1 = "{\"question\": \"what does the dog do?\", \"context\": \"the cat runs and the dog sleeps and the "
+                     "bird sings quickly and the fish swims and the horse eats and the mouse jumps.\"}";
+    const char *q2 = "{\"question\": \"who sings?\", \"context\": \"the bird sings.\"}";
+    char body[1024], lines[1024];
+    snprintf(body, sizeof body, "{\"instances\": [%s, %s]}", q1, q2);
+    CHECK(sc_http(port, "POST", "/v1/models/q:predict", body, resp, sizeof resp) == 200, "qa predict: %s", resp);
+    char served[2048];
+    snprintf(served, sizeof served, "%s", sc_body(resp));
+    snprintf(lines, sizeof lines, "%s\n%s\n", q1, q2);
+    int rc = tessera(lines, "predict --model qa --threads 1");
+    CHECK_RAN(rc, 0);
+    char want[2048] = "{\"predictions\":[";
+    const char *l = out_text;
+    for (int i = 0; i < 2 && l; i++) {
+        const char *nl = strchr(l, '\n');
+        size_t n = strlen(want);
+        snprintf(want + n, sizeof want - n, "%s{\"answer\":\"%.*s\"}", i ? "," : "", nl ? (int)(nl - l) : 0, l);
+        l = nl ? nl + 1 : NULL;
+    }
+    strcat(want, "]}");
+    CHECK(!strcmp(served, want), "qa: serve %s, predict %s", served, want);
+    CHECK(sc_http(port, "POST", "/v2/models/q/infer", INFER2, resp, sizeof resp) == 200 &&
+              strstr(resp, "\"name\":\"start_logits\"") && strstr(resp, "\"name\":\"end_logits\"") &&
+              strstr(resp, "\"shape\":[2,4]"),
+          "qa infer: %s", resp);
+    refused(port, "POST", "/v1/models/q:predict", "{\"instances\": [\"no question\"]}", 400, "question");
+    /* the classifier still answers beside it */
+    CHECK(sc_http(port, "POST", "/v2/models/m/infer", INFER2, resp, sizeof resp) == 200, "m beside q: %s", resp);
+    CHECK(sc_stop(pid, SIGTERM) == 0, "exit after SIGTERM");
+}
+
 static void test_kill_restart(void) {
     int port, port2;
     pid_t pid = start("--port 0", &port);
@@ -317,6 +362,7 @@ int main(int argc, char **argv) {
     RUN(test_slow_client);
     RUN(test_full_queue);
     RUN(test_sigterm_under_load);
+    RUN(test_qa);
     RUN(test_kill_restart);
     RUN(test_bad_start);
     if (tu_names) RUN(test_soak); /* only when named (ctest cli_serve_soak) */
