@@ -4,7 +4,7 @@
  * prints the address it listens on, and runs until SIGTERM or SIGINT, when it stops accepting,
  * answers every request already accepted and exits 0.
  *
- *   tessera serve --model NAME=DIR... [--port 8000] [--host 127.0.0.1] [--max-batch 32]
+ *   tessera serve --model NAME=DIR_OR_ONNX... [--port 8000] [--host 127.0.0.1] [--max-batch 32]
  *                 [--max-delay-ms 5] [--devices cpu] [--threads N] [--queue N] [--max-body BYTES]
  *                 [--timeout S] [--max-connections N]
  */
@@ -21,7 +21,8 @@ static const char *USAGE =
     "  {\"question\": ..., \"context\": ...}); GET /metrics (Prometheus). Requests to a model are batched:\n"
     "  gathered until --max-batch rows or --max-delay-ms, run at the shortest compiled sequence length\n"
     "  that holds them. SIGTERM or SIGINT: stop accepting, answer what was accepted, exit 0.\n"
-    "  --model NAME=DIR   a model served as NAME (letters, digits, . _ -); repeat for more\n"
+    "  --model NAME=DIR   a model served as NAME (letters, digits, . _ -); repeat for more. NAME=FILE.onnx:\n"
+    "                     an ONNX model, v2 infer only (inputs [batch, fixed dims...])\n"
     "  --host H           the address to listen on (default 127.0.0.1)\n"
     "  --port P           the port (default 8000; 0: a free one, printed at start)\n"
     "  --max-batch N      rows run together, at most (default 32; 1: no batching)\n"

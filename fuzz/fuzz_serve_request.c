@@ -2,7 +2,8 @@
  * fuzz_serve_request.c — libFuzzer target for `tessera serve`'s request decoding
  * (src/serve/request.c): the first byte picks the body's kind and the model it is for (bit 0: a
  * /v1 :predict body, else a v2 infer body; bit 1: a question-answering model; bit 2: a text-pair
- * classifier), the rest is the body. A body the decoder accepts must hold what the model takes
+ * classifier; bit 3: a v2 body for an ONNX model with inputs "x" f32 [b, 3] and "ids" i64 [b, 2]),
+ * the rest is the body. A body the decoder accepts must hold what the model takes
  * (rows within --max-batch, tokens within the model's length, every id, type and mask in range;
  * texts present); a refused one must come with a reason that makes a JSON error. Anything else,
  * a crash, a leak or undefined behaviour, is a finding.
@@ -45,7 +46,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *body = (const char *)data + 1;
     char err[512] = "";
     int code;
-    if (data[0] & 1) {
+    if (data[0] & 8) {
+        static serve_onnx_sig osig = {.batch = 4, .nin = 2,
+                                      .in = {{"x", TS_F32, 2, {4, 3}}, {"ids", TS_I64, 2, {4, 2}}}};
+        ts_tensor *in[SERVE_MAX_IO];
+        int rows;
+        char id[SERVE_NAME_MAX];
+        code = serve_decode_named(&osig, body, size - 1, in, &rows, id, err, sizeof err);
+        for (int k = 0; !code && k < 2; k++) {
+            const int64_t *sh = ts_tensor_shape(in[k]);
+            if (sh[0] != rows || rows < 1 || rows > 4 || sh[1] != osig.in[k].shape[1] ||
+                ts_tensor_dtype(in[k]) != osig.in[k].dtype) {
+                fprintf(stderr, "fuzz: an accepted ONNX body decoded to input %d of [%lld, %lld]\n", k,
+                        (long long)sh[0], (long long)sh[1]);
+                abort();
+            }
+        }
+        for (int k = 0; !code && k < 2; k++) ts_tensor_free(in[k]);
+    } else if (data[0] & 1) {
         serve_texts t;
         code = serve_decode_texts(&sig, body, size - 1, &t, err, sizeof err);
         if (!code) check_texts(&sig, &t);

@@ -3,7 +3,7 @@
  * tiny fine-tuned classifier (a 1-layer BERT of hidden 32, made here as test_cli_ensemble does):
  *  - every endpoint: health, server and model metadata, v2 infer, /v1 :predict (the same labels
  *    and probabilities as `tessera predict`), /metrics; a QA model served beside the classifier
- *    (its answers those of `tessera predict`);
+ *    (its answers those of `tessera predict`); the classifier exported to ONNX, served as a file;
  *  - bad requests: 4xx with a JSON error (bad JSON, an unknown input, a wrong shape, datatype or
  *    value, an unknown model or path, a wrong method, a body over --max-body, too many rows);
  *  - a slow client cut off by --timeout; a full queue answering 503 with Retry-After;
@@ -272,6 +272,43 @@ static void test_qa(void) {
     CHECK(sc_stop(pid, SIGTERM) == 0, "exit after SIGTERM");
 }
 
+/* An ONNX file (tessera export of the classifier, a fixed batch of 2 x 8): v2 infer gives the
+ * logits the model directory gives, rows padded to the file's batch. */
+static void test_onnx(void) {
+    int rc = tessera(NULL, "export --onnx ft.onnx --model ft --batch 2 --seq-len 8");
+    CHECK_RAN(rc, 0);
+    int port;
+    pid_t pid = start("--port 0 --model o=ft.onnx", &port);
+    if (pid < 0) return;
+    const char *body = "{\"inputs\":[{\"name\":\"input_ids\",\"shape\":[1,8],\"datatype\":\"INT64\",\"data\":"
+                       "[2,5,6,3,0,0,0,0]},{\"name\":\"attention_mask\",\"shape\":[1,8],\"datatype\":\"INT32\","
+                       "\"data\":[1,1,1,1,0,0,0,0]},{\"name\":\"token_type_ids\",\"shape\":[1,8],\"datatype\":"
+                       "\"INT32\",\"data\":[0,0,0,0,0,0,0,0]}]}";
+    CHECK(sc_http(port, "POST", "/v2/models/m/infer", body, resp, sizeof resp) == 200, "m: %s", resp);
+    char want[256] = "";
+    const char *lg = strstr(resp, "\"name\":\"logits\"");
+    if (lg) snprintf(want, sizeof want, "%.*s", (int)(strchr(lg, ']') - lg), lg);
+    CHECK(sc_http(port, "POST", "/v2/models/o/infer", body, resp, sizeof resp) == 200 && want[0] && strstr(resp, want),
+          "onnx logits (want %s): %s", want, resp);
+    CHECK(sc_http(port, "GET", "/v2/models/o", NULL, resp, sizeof resp) == 200 && strstr(resp, "\"platform\":\"onnx\"") &&
+              strstr(resp, "\"max_batch\":2"),
+          "onnx metadata: %s", resp);
+    refused(port, "POST", "/v2/models/o/infer",
+            "{\"inputs\":[{\"name\":\"input_ids\",\"shape\":[3,8],\"datatype\":\"INT64\",\"data\":[1]}]}", 400,
+            "1 to 2");
+    refused(port, "POST", "/v2/models/o/infer",
+            "{\"inputs\":[{\"name\":\"input_ids\",\"shape\":[1,8],\"datatype\":\"FP32\",\"data\":[1,1,1,1,1,1,1,1]}]}",
+            400, "datatype FP32");
+    refused(port, "POST", "/v2/models/o/infer",
+            "{\"inputs\":[{\"name\":\"input_ids\",\"shape\":[1,8],\"datatype\":\"INT64\",\"data\":[1,1,1,1,1,1,1,1]}]}",
+            400, "token_type_ids is missing");
+    refused(port, "POST", "/v1/models/o:predict", "{\"instances\":[\"x\"]}", 400, "takes tensors");
+    CHECK(sc_stop(pid, SIGTERM) == 0, "exit after SIGTERM");
+    write_str("bad.onnx", "not a model");
+    rc = tessera(NULL, "serve --model b=bad.onnx --port 0");
+    CHECK_FAILS(rc, "--model bad.onnx");
+}
+
 static void test_kill_restart(void) {
     int port, port2;
     pid_t pid = start("--port 0", &port);
@@ -363,6 +400,7 @@ int main(int argc, char **argv) {
     RUN(test_full_queue);
     RUN(test_sigterm_under_load);
     RUN(test_qa);
+    RUN(test_onnx);
     RUN(test_kill_restart);
     RUN(test_bad_start);
     if (tu_names) RUN(test_soak); /* only when named (ctest cli_serve_soak) */

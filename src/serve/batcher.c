@@ -32,7 +32,7 @@ static int take_batch(serve_model *m, serve_job **jobs) {
     int n = 0, rows = 0;
     while (m->head) {
         serve_job *j = m->head;
-        if (n && (j->squad || jobs[0]->squad || rows + j->in.rows > m->sig.max_batch)) break;
+        if (n && (m->one_job || j->squad || jobs[0]->squad || rows + j->in.rows > m->sig.max_batch)) break;
         jobs[n++] = j;
         rows += j->in.rows;
         m->head = j->next;
@@ -122,6 +122,7 @@ int serve_submit(serve_model *m, serve_job *j) {
 
 void serve_job_free(serve_job *j) {
     serve_tensors_free(&j->in);
+    for (int k = 0; k < SERVE_MAX_IO; k++) ts_tensor_free(j->tin[k]), ts_tensor_free(j->tout[k]);
     ts_squad_free(j->squad);
     free(j->out[0]), free(j->out[1]);
     memset(j, 0, sizeof *j);

@@ -81,8 +81,11 @@ static enum MHD_Result run_model(serve_server *s, struct MHD_Connection *c, serv
     char err[512];
     serve_job j = {0};
     serve_texts t = {0};
-    int code = predict ? serve_decode_texts(&m->sig, r->body, r->len, &t, err, sizeof err)
-                       : serve_decode_infer(&m->sig, r->body, r->len, &j.in, err, sizeof err);
+    int code = predict && m->onnx ? (snprintf(err, sizeof err, "model %s takes tensors: POST /v2/models/%s/infer",
+                                              m->name, m->name), 400)
+               : predict ? serve_decode_texts(&m->sig, r->body, r->len, &t, err, sizeof err)
+               : m->onnx ? serve_decode_named(&m->osig, r->body, r->len, j.tin, &j.in.rows, j.in.id, err, sizeof err)
+                         : serve_decode_infer(&m->sig, r->body, r->len, &j.in, err, sizeof err);
     if (!code && predict)
         code = m->sig.qa ? squad_job(m, &t, &j, err, sizeof err) : serve_texts_encode(m, &t, &j.in, err, sizeof err);
     if (!code && (code = serve_submit(m, &j)) == 503)
@@ -92,7 +95,8 @@ static enum MHD_Result run_model(serve_server *s, struct MHD_Connection *c, serv
     if (code)
         ok = error(s, c, code, err, &m->metrics, r->t0);
     else
-        ok = answer(s, c, 200, predict ? serve_reply_predict(m, &j, &t) : serve_reply_infer(m, &j),
+        ok = answer(s, c, 200, predict ? serve_reply_predict(m, &j, &t) : m->onnx ? serve_reply_infer_onnx(m, &j)
+                                                                               : serve_reply_infer(m, &j),
                     "application/json", &m->metrics, r->t0);
     serve_texts_free(&t);
     serve_job_free(&j);
@@ -137,7 +141,9 @@ static enum MHD_Result route_model(serve_server *s, struct MHD_Connection *c, co
     }
     int is_infer = !v1 && !strcmp(end, "/infer"), is_predict = v1 && !strcmp(end, ":predict");
     if ((is_infer || is_predict) && !get) return run_model(s, c, m, is_predict, r);
-    if (!v1 && get && !*end) return answer(s, c, 200, serve_reply_metadata(m), "application/json", sm, r->t0);
+    if (!v1 && get && !*end)
+        return answer(s, c, 200, m->onnx ? serve_reply_metadata_onnx(m) : serve_reply_metadata(m), "application/json",
+                      sm, r->t0);
     if (!v1 && get && !strcmp(end, "/ready")) return answer(s, c, 200, strdup("{\"ready\":true}"), "application/json", sm, r->t0);
     if (is_infer || is_predict) return error(s, c, 405, "use POST", sm, r->t0);
     return error(s, c, 404, "no such endpoint", sm, r->t0);

@@ -3,7 +3,7 @@
  * `tessera predict` takes it) loaded once, compiled at start into one inference program per
  * sequence-length bucket (16, 32, 64, ... up to the model's length), each for --max-batch rows,
  * so nothing compiles on the request path; and one batch of jobs run through the smallest bucket
- * that holds its longest row.
+ * that holds its longest row. An ONNX file (NAME=FILE.onnx) is onnx_model.c's.
  */
 #include "serve/serve.h"
 
@@ -26,6 +26,10 @@ static void make_buckets(serve_model *m, int max_seq) {
 int serve_model_load(serve_model *m, const char *name, const char *dir, const serve_opts *o, char *err, size_t cap) {
     snprintf(m->name, sizeof m->name, "%s", name);
     snprintf(m->dir, sizeof m->dir, "%s", dir);
+    m->max_delay_ms = o->max_delay_ms;
+    m->queue_cap = o->queue_cap;
+    size_t len = strlen(dir);
+    if (len > 5 && !strcmp(dir + len - 5, ".onnx")) return serve_onnx_load(m, dir, o, err, cap);
     if (!(m->tok = ts_model_load_dir(dir, &m->cfg, &m->meta))) return fail(err, cap, "", dir);
     int qa = m->cfg.head == TS_BERT_QUESTION_ANSWERING;
     if (!qa && !(m->cfg.head == TS_BERT_SEQ_CLASSIFICATION && m->meta.nlabels > 0)) {
@@ -60,6 +64,7 @@ int serve_model_load(serve_model *m, const char *name, const char *dir, const se
 }
 
 void serve_model_free(serve_model *m) {
+    if (m->onnx) serve_onnx_free(m);
     for (int i = 0; i < m->nbuckets; i++) {
         ts_program_free(m->prog[i]);
         ts_batch_buf_free(&m->bb[i]);
@@ -173,6 +178,7 @@ int serve_model_run(serve_model *m, serve_job **jobs, int n) {
 }
 
 static int run_locked(serve_model *m, serve_job **jobs, int n) {
+    if (m->onnx) return serve_onnx_run(m, jobs, n);
     if (jobs[0]->squad) return run_squad(m, jobs[0]);
     int T = 1, rows = 0;
     for (int k = 0; k < n; k++) {

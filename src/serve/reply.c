@@ -2,12 +2,14 @@
  * reply.c — the JSON bodies `tessera serve` answers with: errors {"error": "..."}, KServe v2
  * infer responses (named FP32 outputs with shape and row-major data), /v1 :predict predictions
  * (a classifier's label, its probability and every label's; a QA model's answer span), and a
- * model's v2 metadata (its inputs and outputs).
+ * model's v2 metadata (its inputs and outputs); the same for an ONNX model (outputs of their own
+ * dtypes and shapes).
  */
 #include "serve/serve.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
+#include <string.h>
 
 static char *print_free(cJSON *root) {
     char *s = root ? cJSON_PrintUnformatted(root) : NULL;
@@ -109,5 +111,73 @@ char *serve_reply_metadata(const serve_model *m) {
         for (int k = 0; k < m->meta.nlabels; k++)
             cJSON_AddItemToArray(labels, cJSON_CreateString(m->meta.labels[k] ? m->meta.labels[k] : "?"));
     }
+    return print_free(root);
+}
+
+static const char *kserve_dtype(ts_dtype d) {
+    static const char *const names[] = {"FP32", "BF16", "FP16", "INT32", "INT64", "UINT8"};
+    return (unsigned)d < sizeof names / sizeof *names ? names[d] : "?";
+}
+
+/* {"name", "datatype", "shape": dims[0 .. nd)} added to arr. */
+static cJSON *tensor_desc_n(cJSON *arr, const char *name, const char *dtype, int nd, const int64_t *dims) {
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddItemToArray(arr, t);
+    cJSON_AddStringToObject(t, "name", name);
+    cJSON_AddStringToObject(t, "datatype", dtype);
+    cJSON *shape = cJSON_AddArrayToObject(t, "shape");
+    for (int d = 0; d < nd; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)dims[d]));
+    return t;
+}
+
+/* Element i of t as a double (f32, i32, i64, u8; 16-bit floats do not come out of a session). */
+static double element(ts_tensor *t, int64_t i) {
+    const void *p = ts_tensor_data(t);
+    switch (ts_tensor_dtype(t)) {
+    case TS_F32: return ((const float *)p)[i];
+    case TS_I32: return ((const int32_t *)p)[i];
+    case TS_I64: return (double)((const int64_t *)p)[i];
+    case TS_U8: return ((const uint8_t *)p)[i];
+    default: return 0;
+    }
+}
+
+char *serve_reply_infer_onnx(const serve_model *m, const serve_job *j) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "model_name", m->name);
+    if (j->in.id[0]) cJSON_AddStringToObject(root, "id", j->in.id);
+    cJSON *outs = cJSON_AddArrayToObject(root, "outputs");
+    for (int k = 0; k < m->nout; k++) {
+        ts_tensor *t = j->tout[k];
+        cJSON *d = tensor_desc_n(outs, m->out_name[k], kserve_dtype(ts_tensor_dtype(t)), ts_tensor_ndim(t),
+                                 ts_tensor_shape(t));
+        cJSON *data = cJSON_AddArrayToObject(d, "data");
+        for (int64_t i = 0; i < ts_tensor_numel(t); i++) cJSON_AddItemToArray(data, cJSON_CreateNumber(element(t, i)));
+    }
+    return print_free(root);
+}
+
+char *serve_reply_metadata_onnx(const serve_model *m) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "name", m->name);
+    cJSON *v = cJSON_AddArrayToObject(root, "versions");
+    cJSON_AddItemToArray(v, cJSON_CreateString("1"));
+    cJSON_AddStringToObject(root, "platform", "onnx");
+    cJSON *ins = cJSON_AddArrayToObject(root, "inputs");
+    for (int k = 0; k < m->osig.nin; k++) {
+        const serve_io *io = &m->osig.in[k];
+        int64_t dims[TS_MAX_DIMS];
+        memcpy(dims, io->shape, sizeof dims);
+        dims[0] = -1;
+        tensor_desc_n(ins, io->name, kserve_dtype(io->dtype), io->ndim, dims);
+    }
+    cJSON *outs = cJSON_AddArrayToObject(root, "outputs");
+    for (int k = 0; k < m->nout; k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", m->out_name[k]);
+        cJSON_AddItemToArray(outs, o);
+    }
+    cJSON *p = cJSON_AddObjectToObject(root, "parameters");
+    cJSON_AddNumberToObject(p, "max_batch", m->osig.batch);
     return print_free(root);
 }

@@ -46,6 +46,26 @@ typedef struct serve_texts {
     char **text, **text_b;
 } serve_texts;
 
+/* An ONNX model's inputs: each [batch, d1, ...] of its declared dtype, dims after the first
+ * fixed; requests give [b, d1, ...] with b <= batch, every input the same b. */
+#define SERVE_MAX_IO 16
+typedef struct serve_io {
+    char name[SERVE_NAME_MAX];
+    ts_dtype dtype;
+    int ndim;
+    int64_t shape[TS_MAX_DIMS]; /* shape[0]: the batch */
+} serve_io;
+typedef struct serve_onnx_sig {
+    int batch, nin;
+    serve_io in[SERVE_MAX_IO];
+} serve_onnx_sig;
+
+/* Decode a v2 infer body for an ONNX model of signature sig: in[0 .. sig->nin) get new tensors
+ * [*rows, d1, ...] (the caller frees them), id[SERVE_NAME_MAX] the request's "id". 0, or 400 with
+ * the reason in err (nothing to free then). (request_onnx.c) */
+int serve_decode_named(const serve_onnx_sig *sig, const char *body, size_t len, ts_tensor **in, int *rows, char *id,
+                       char *err, size_t cap);
+
 /* Decode a POST /v2/models/NAME/infer body of len bytes for a model of signature sig into out.
  * 0, or the HTTP status (400) with the reason in err[cap] (bad JSON, an unknown input, a wrong
  * shape, datatype or value). out is cleared either way (serve_tensors_free). */
@@ -87,7 +107,8 @@ char *serve_metrics_text(serve_metrics *const *m, const char *const *names, cons
 
 /* One request on its way through a model's queue. */
 typedef struct serve_job {
-    serve_tensors in;        /* rows x T */
+    serve_tensors in;        /* rows x T; an ONNX model's: rows and id alone */
+    ts_tensor *tin[SERVE_MAX_IO], *tout[SERVE_MAX_IO]; /* an ONNX model's inputs and outputs */
     ts_squad *squad;         /* a QA /v1 request: its windows (in unused); run alone */
     float *out[2];           /* [rows, C] logits, or start / end logits [rows, T] (QA: [F, max_seq]) */
     int ncols;               /* C, or T */
@@ -101,6 +122,13 @@ typedef struct serve_job {
 typedef struct serve_model {
     char name[SERVE_NAME_MAX];
     char dir[1024];
+    /* an ONNX model (onnx_model.c): its session, compiled at start for [batch, ...] */
+    ts_onnx *onnx;
+    ts_onnx_session *sess;
+    serve_onnx_sig osig;
+    int nout;
+    char out_name[SERVE_MAX_IO][SERVE_NAME_MAX];
+    int one_job;             /* an output not [batch, ...]: requests run one at a time */
     ts_bert_config cfg;
     ts_model_meta meta;
     ts_tokenizer *tok;
@@ -130,6 +158,11 @@ typedef ts_serve_opts serve_opts;
  * one per bucket. 0, or -1 with the reason in err[cap]. */
 int serve_model_load(serve_model *m, const char *name, const char *dir, const serve_opts *o, char *err, size_t cap);
 void serve_model_free(serve_model *m);
+/* The same for an ONNX file (onnx_model.c); and running a batch of its jobs (rows in all at most
+ * its batch). */
+int serve_onnx_load(serve_model *m, const char *path, const serve_opts *o, char *err, size_t cap);
+void serve_onnx_free(serve_model *m);
+int serve_onnx_run(serve_model *m, serve_job **jobs, int n);
 /* Run jobs[0 .. n) (their rows at most max_batch in all, or one QA job) as one batch; each
  * job's out / code filled. Returns the rows run. */
 int serve_model_run(serve_model *m, serve_job **jobs, int n);
@@ -151,6 +184,8 @@ char *serve_reply_error(const char *msg);
 char *serve_reply_infer(const serve_model *m, const serve_job *j);
 char *serve_reply_predict(const serve_model *m, const serve_job *j, const serve_texts *t);
 char *serve_reply_metadata(const serve_model *m);
+char *serve_reply_infer_onnx(const serve_model *m, const serve_job *j);
+char *serve_reply_metadata_onnx(const serve_model *m);
 
 /* ------------------------------------------------------------------ the server (server.c, http.c) */
 
