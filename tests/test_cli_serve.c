@@ -8,7 +8,8 @@
  *    value, an unknown model or path, a wrong method, a body over --max-body, too many rows);
  *  - a slow client cut off by --timeout; a full queue answering 503 with Retry-After;
  *  - SIGTERM under load: every request accepted is answered, exit 0; SIGKILL, then a restart on
- *    the same port; a model that cannot load stops the start with the reason;
+ *    the same port; a model that cannot load stops the start with the reason; the same server
+ *    through the library (ts_serve_start / ts_serve_port / ts_serve_stop);
  *  - test_soak (only when named: ctest cli_serve_soak): 10,000 requests, the resident memory
  *    after them within 1.1x of that after the first 1,000, no error answer.
  * Skipped (77) in a build without libmicrohttpd.
@@ -331,6 +332,29 @@ static void test_kill_restart(void) {
     CHECK(sc_stop(pid, SIGTERM) == 0, "exit after SIGTERM");
 }
 
+/* The library's server (tessera_serve.h), in this process. */
+static void test_library(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/ft", dir);
+    const char *names[1] = {"lib"}, *dirs[1] = {path}, *bad_names[1] = {"a b"};
+    ts_serve_opts o = {.struct_size = sizeof o, .port = 0, .threads = 1};
+    CHECK(!ts_serve_start(&o, bad_names, dirs, 1) && ts_last_status() == TS_ERR_ARG, "a bad name: %s", ts_last_error());
+    ts_serve_opts wrong = o;
+    wrong.struct_size = 8;
+    CHECK(!ts_serve_start(&wrong, names, dirs, 1) && ts_last_status() == TS_ERR_ARG, "a wrong struct_size");
+    const char *nowhere[1] = {"/nonexistent/model"};
+    CHECK(!ts_serve_start(&o, names, nowhere, 1) && ts_last_status() == TS_ERR_ARG &&
+              strstr(ts_last_error(), "/nonexistent/model"),
+          "a model that cannot load: %s", ts_last_error());
+    ts_serve *s = ts_serve_start(&o, names, dirs, 1);
+    CHECK(s && ts_serve_port(s) > 0, "ts_serve_start: %s", ts_last_error());
+    if (!s) return;
+    CHECK(sc_http(ts_serve_port(s), "POST", "/v2/models/lib/infer", INFER2, resp, sizeof resp) == 200, "infer: %s",
+          resp);
+    ts_serve_stop(s);
+    ts_serve_stop(NULL);
+}
+
 static void test_bad_start(void) {
     int rc = tessera(NULL, "serve --model m=nowhere --port 0");
     CHECK_FAILS(rc, "--model nowhere");
@@ -402,6 +426,7 @@ int main(int argc, char **argv) {
     RUN(test_qa);
     RUN(test_onnx);
     RUN(test_kill_restart);
+    RUN(test_library);
     RUN(test_bad_start);
     if (tu_names) RUN(test_soak); /* only when named (ctest cli_serve_soak) */
     cli_cleanup("test_cli_serve");

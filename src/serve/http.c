@@ -33,9 +33,8 @@ static size_t max_body;
 static enum MHD_Result answer(serve_server *s, struct MHD_Connection *c, int code, char *body, const char *ctype,
                               serve_metrics *mt, double t0) {
     if (!body) body = strdup("{\"error\":\"out of memory\"}"), code = 500;
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(body ? strlen(body) : 0, body ? body : (char *)"", MHD_RESPMEM_MUST_FREE);
-    if (!r) return MHD_NO;
+    struct MHD_Response *r = body ? MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE) : NULL;
+    if (!r) return free(body), MHD_NO;
     MHD_add_response_header(r, "Content-Type", ctype);
     if (code == 503) MHD_add_response_header(r, "Retry-After", "1");
     if (serve_draining(s)) MHD_add_response_header(r, "Connection", "close");

@@ -66,6 +66,16 @@ ts_serve *ts_serve_start(const ts_serve_opts *opts, const char *const *names, co
         opts->port < 0 || opts->port > 65535)
         return ts_set_error(TS_ERR_ARG, "ts_serve_start: NULL, no model, a bad option or a ts_serve_opts of another "
                                         "size"), NULL;
+    for (int i = 0; i < n; i++) {
+        size_t len = names[i] ? strlen(names[i]) : 0;
+        if (!len || len >= SERVE_NAME_MAX || !dirs[i] ||
+            strspn(names[i], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != len)
+            return ts_set_error(TS_ERR_ARG, "ts_serve_start: model name '%s': letters, digits, '.', '_', '-' (at most "
+                                "%d) and a directory", names[i] ? names[i] : "(null)", SERVE_NAME_MAX - 1), NULL;
+        for (int k = 0; k < i; k++)
+            if (!strcmp(names[k], names[i]))
+                return ts_set_error(TS_ERR_ARG, "ts_serve_start: model name '%s' given twice", names[i]), NULL;
+    }
     serve_opts o = with_defaults(opts);
     char err[1024];
     serve_server *s = calloc(1, sizeof *s);
