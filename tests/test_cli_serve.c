@@ -54,6 +54,13 @@ static pid_t start(const char *args, int *port) {
     return pid;
 }
 
+/* SIGTERM the server: it must exit 0, with no sanitizer report (leaks included) on its stderr. */
+static void stop(pid_t pid) {
+    int rc = sc_stop(pid, SIGTERM);
+    read_into("serve.err", err_text, sizeof err_text);
+    CHECK(rc == 0 && !strstr(err_text, "Sanitizer"), "tessera serve after SIGTERM: exit %d, stderr %s", rc, err_text);
+}
+
 static const char *INFER2 = "{\"id\":\"r1\",\"inputs\":[{\"name\":\"input_ids\",\"shape\":[2,4],\"datatype\":\"INT64\","
                             "\"data\":[[2,5,6,3],[2,7,8,3]]},{\"name\":\"attention_mask\",\"shape\":[2,4],"
                             "\"datatype\":\"INT32\",\"data\":[1,1,1,1,1,1,1,0]}]}";
@@ -104,7 +111,7 @@ static void test_endpoints(void) {
                           "tessera_serve_request_seconds_count{model=\"m\"} 2", "tessera_serve_batch_size_bucket",
                           "tessera_serve_queue_depth{model=\"m\"} 0"};
     for (size_t i = 0; i < sizeof fams / sizeof *fams; i++) CHECK(strstr(resp, fams[i]), "metrics lack %s:\n%s", fams[i], resp);
-    CHECK(sc_stop(pid, SIGTERM) == 0, "exit after SIGTERM");
+    stop(pid);
 }
 
 /* A request that must be refused with `code` and an error naming `needle`. */
@@ -149,7 +156,7 @@ static void test_bad_requests(void) {
     CHECK(sc_http(port, "GET", "/metrics", NULL, resp, sizeof resp) == 200 &&
               strstr(resp, "tessera_serve_errors_total{model=\"m\",code=\"400\"}"),
           "errors counted: %s", resp);
-    CHECK(sc_stop(pid, SIGTERM) == 0, "exit after SIGTERM");
+    stop(pid);
 }
 
 static void test_slow_client(void) {
@@ -171,7 +178,7 @@ static void test_slow_client(void) {
           waited);
     close(fd);
     CHECK(sc_http(port, "GET", "/v2/health/live", NULL, resp, sizeof resp) == 200, "live after a slow client");
-    CHECK(sc_stop(pid, SIGTERM) == 0, "exit after SIGTERM");
+    stop(pid);
 }
 
 typedef struct client {
@@ -208,7 +215,7 @@ static void test_full_queue(void) {
     CHECK(sc_http(port, "GET", "/metrics", NULL, resp, sizeof resp) == 200 &&
               strstr(resp, "tessera_serve_requests_total{model=\"m\",code=\"503\"} 1"),
           "503 counted: %s", resp);
-    CHECK(sc_stop(pid, SIGTERM) == 0, "exit after SIGTERM");
+    stop(pid);
 }
 
 static void test_sigterm_under_load(void) {
@@ -232,6 +239,8 @@ static void test_sigterm_under_load(void) {
     }
     int st;
     CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit 0 after SIGTERM");
+    read_into("serve.err", err_text, sizeof err_text);
+    CHECK(!strstr(err_text, "Sanitizer"), "tessera serve under load: %s", err_text);
     CHECK(sc_http(port, "GET", "/v2/health/live", NULL, resp, sizeof resp) == -1, "nothing listens after the stop");
     printf("  %d of %d requests answered across SIGTERM\n", answered, N);
 }
@@ -270,7 +279,7 @@ static void test_qa(void) {
     refused(port, "POST", "/v1/models/q:predict", "{\"instances\": [\"no question\"]}", 400, "question");
     /* the classifier still answers beside it */
     CHECK(sc_http(port, "POST", "/v2/models/m/infer", INFER2, resp, sizeof resp) == 200, "m beside q: %s", resp);
-    CHECK(sc_stop(pid, SIGTERM) == 0, "exit after SIGTERM");
+    stop(pid);
 }
 
 /* An ONNX file (tessera export of the classifier, a fixed batch of 2 x 8): v2 infer gives the
@@ -304,7 +313,7 @@ static void test_onnx(void) {
             "{\"inputs\":[{\"name\":\"input_ids\",\"shape\":[1,8],\"datatype\":\"INT64\",\"data\":[1,1,1,1,1,1,1,1]}]}",
             400, "token_type_ids is missing");
     refused(port, "POST", "/v1/models/o:predict", "{\"instances\":[\"x\"]}", 400, "takes tensors");
-    CHECK(sc_stop(pid, SIGTERM) == 0, "exit after SIGTERM");
+    stop(pid);
     write_str("bad.onnx", "not a model");
     rc = tessera(NULL, "serve --model b=bad.onnx --port 0");
     CHECK_FAILS(rc, "--model bad.onnx");
@@ -329,7 +338,7 @@ static void test_kill_restart(void) {
     /* a second server on the same port is refused */
     int rc;
     CHECK(sc_start(cli, dir, args, &port2, &rc) < 0 && rc == 1, "a second server on a taken port: exit %d", rc);
-    CHECK(sc_stop(pid, SIGTERM) == 0, "exit after SIGTERM");
+    stop(pid);
 }
 
 /* The library's server (tessera_serve.h), in this process. */
@@ -407,7 +416,7 @@ static void test_soak(void) {
            sc_now() - t0, rss1, rss2, (double)rss2 / (double)rss1);
     CHECK(bad == 0, "%d of 10,000 requests not answered 200", bad);
     CHECK(rss1 > 0 && rss2 <= 1.1 * rss1, "resident memory grew from %ld to %ld kB", rss1, rss2);
-    CHECK(sc_stop(pid, SIGTERM) == 0, "exit after SIGTERM");
+    stop(pid);
 }
 
 int main(int argc, char **argv) {
