@@ -261,6 +261,11 @@ void *serve_http_start(serve_server *s, const serve_opts *o, int *port, char *er
     return d;
 }
 
+int serve_http_built(char *err, size_t cap) {
+    (void)err, (void)cap;
+    return 1;
+}
+
 void serve_http_quiesce(void *http) {
     MHD_socket fd = MHD_quiesce_daemon(http);
     if (fd != MHD_INVALID_SOCKET) close(fd);
@@ -270,10 +275,15 @@ void serve_http_stop(void *http) { MHD_stop_daemon(http); }
 
 #else /* built without libmicrohttpd */
 
-void *serve_http_start(serve_server *s, const serve_opts *o, int *port, char *err, size_t cap) {
-    (void)s, (void)o, (void)port;
+int serve_http_built(char *err, size_t cap) {
     snprintf(err, cap, "this tessera was built without libmicrohttpd (Debian libmicrohttpd-dev; "
                        "scripts/install-deps.sh installs it): no HTTP server");
+    return 0;
+}
+
+void *serve_http_start(serve_server *s, const serve_opts *o, int *port, char *err, size_t cap) {
+    (void)s, (void)o, (void)port;
+    serve_http_built(err, cap);
     return NULL;
 }
 void serve_http_quiesce(void *http) { (void)http; }

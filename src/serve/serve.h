@@ -203,6 +203,8 @@ void serve_inflight(serve_server *s, int delta);
  * with err when it cannot; quiesce stops accepting connections; stop closes the rest. */
 void *serve_http_start(serve_server *s, const serve_opts *o, int *port, char *err, size_t cap);
 void serve_http_quiesce(void *http);
+/* 1 in a build with libmicrohttpd; else 0 with the reason in err. */
+int serve_http_built(char *err, size_t cap);
 void serve_http_stop(void *http);
 
 #endif

@@ -78,6 +78,7 @@ ts_serve *ts_serve_start(const ts_serve_opts *opts, const char *const *names, co
     }
     serve_opts o = with_defaults(opts);
     char err[1024];
+    if (!serve_http_built(err, sizeof err)) return ts_set_error(TS_ERR_UNSUPPORTED, "%s", err), NULL;
     serve_server *s = calloc(1, sizeof *s);
     if (!s || !(s->models = calloc((size_t)n, sizeof *s->models))) {
         free(s);
@@ -94,11 +95,7 @@ ts_serve *ts_serve_start(const ts_serve_opts *opts, const char *const *names, co
         }
     }
     if ((s->http = serve_http_start(s, &o, &s->port, err, sizeof err))) return s;
-#ifdef TS_HAVE_MHD
     code = TS_ERR_IO;
-#else
-    code = TS_ERR_UNSUPPORTED;
-#endif
 fail:
     free_all(s);
     return ts_set_error(code, "%s", err), NULL;
