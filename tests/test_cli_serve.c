@@ -4,6 +4,7 @@
  *  - every endpoint: health, server and model metadata, v2 infer, /v1 :predict (the same labels
  *    and probabilities as `tessera predict`), /metrics; a QA model served beside the classifier
  *    (its answers those of `tessera predict`); the classifier exported to ONNX, served as a file;
+ *    an OCR model reading an uploaded image as `tessera ocr` does;
  *  - bad requests: 4xx with a JSON error (bad JSON, an unknown input, a wrong shape, datatype or
  *    value, an unknown model or path, a wrong method, a body over --max-body, too many rows);
  *  - a slow client cut off by --timeout; a full queue answering 503 with Retry-After;
@@ -319,6 +320,67 @@ static void test_onnx(void) {
     CHECK_FAILS(rc, "--model bad.onnx");
 }
 
+/* The bytes of file path into a malloc'd, NUL-terminated buffer (*n its length), or NULL. */
+static char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)len + 1);
+    *n = b ? fread(b, 1, (size_t)len, f) : 0;
+    if (b) b[*n] = 0;
+    fclose(f);
+    return b;
+}
+
+/* An OCR model (PaddleOCR's folder, as tessera ocr reads it): an image posted to :predict gives
+ * the lines tessera ocr reads in it. */
+static void test_ocr(void) {
+    char models[512], img[1024];
+    snprintf(models, sizeof models, "%s/data/ocr", TS_SOURCE_DIR);
+    snprintf(img, sizeof img, "%s/ch_PP-OCRv4_det_infer.onnx", models);
+    if (access(img, R_OK) != 0) return tu_skip_part("no OCR models in %s (scripts/install-deps.sh fetches them)", models);
+    snprintf(img, sizeof img, "cd '%s' && convert -size 240x60 xc:white -font DejaVu-Sans -pointsize 32 -fill black "
+                              "-annotate +10+42 'HELLO 42' hello.png 2>/dev/null", dir);
+    if (system(img) != 0) return tu_skip_part("no ImageMagick to draw a line of text");
+    int port;
+    char args[1200];
+    snprintf(args, sizeof args, "--port 0 --model ocr=%s", models);
+    pid_t pid = start(args, &port);
+    if (pid < 0) return;
+    snprintf(img, sizeof img, "%s/hello.png", dir);
+    size_t n = 0;
+    char *png = slurp(img, &n);
+    CHECK(png && n > 8, "hello.png");
+    /* sc_http sends a string: the PNG goes through a socket of its own */
+    int fd = sc_connect(port), code = -1;
+    if (fd >= 0 && png) {
+        char head[256];
+        int hl = snprintf(head, sizeof head, "POST /v1/models/ocr:predict HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                             "Content-Type: image/png\r\nContent-Length: %zu\r\n\r\n", n);
+        if (send(fd, head, (size_t)hl, MSG_NOSIGNAL) == hl && send(fd, png, n, MSG_NOSIGNAL) == (ssize_t)n) {
+            size_t got = 0;
+            ssize_t k;
+            while ((k = recv(fd, resp + got, sizeof resp - 1 - got, 0)) > 0) got += (size_t)k;
+            resp[got] = 0;
+            sscanf(resp, "HTTP/1.%*d %d", &code);
+        }
+        close(fd);
+    }
+    free(png);
+    int rc = tessera(NULL, "ocr hello.png --json --models '%s'", models);
+    CHECK_RAN(rc, 0);
+    const char *t = strstr(out_text, "\"text\": \"");
+    char want[128] = "";
+    if (t) snprintf(want, sizeof want, "\"text\":\"%.*s\"", (int)strcspn(t + 9, "\""), t + 9);
+    CHECK(code == 200 && want[0] && strstr(resp, want), "ocr: %d %s, want %s (tessera ocr: %s)", code, resp, want,
+          out_text);
+    refused(port, "POST", "/v1/models/ocr:predict", "not an image", 400, "not a PNG or JPEG");
+    refused(port, "POST", "/v2/models/ocr/infer", "{}", 400, "reads images");
+    stop(pid);
+}
+
 static void test_kill_restart(void) {
     int port, port2;
     pid_t pid = start("--port 0", &port);
@@ -434,6 +496,7 @@ int main(int argc, char **argv) {
     RUN(test_sigterm_under_load);
     RUN(test_qa);
     RUN(test_onnx);
+    RUN(test_ocr);
     RUN(test_kill_restart);
     RUN(test_library);
     RUN(test_bad_start);

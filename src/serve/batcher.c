@@ -123,6 +123,8 @@ int serve_submit(serve_model *m, serve_job *j) {
 void serve_job_free(serve_job *j) {
     serve_tensors_free(&j->in);
     for (int k = 0; k < SERVE_MAX_IO; k++) ts_tensor_free(j->tin[k]), ts_tensor_free(j->tout[k]);
+    ts_image_free(j->image);
+    ts_ocr_lines_free(j->lines, j->nlines);
     ts_squad_free(j->squad);
     free(j->out[0]), free(j->out[1]);
     memset(j, 0, sizeof *j);

@@ -2,7 +2,8 @@
  * http.c — `tessera serve`'s HTTP/1.1 side on libmicrohttpd (a thread per connection, which
  * blocks while its request waits in a model's queue): the routes of the KServe v2 / Triton JSON
  * protocol (GET /v2/health/live, /v2/health/ready, /v2, /v2/models/NAME[/ready], POST
- * /v2/models/NAME/infer), POST /v1/models/NAME:predict for texts, GET /metrics; a body over
+ * /v2/models/NAME/infer), POST /v1/models/NAME:predict for texts (an OCR model: an image's
+ * bytes), GET /metrics; a body over
  * --max-body is refused with 413, a full queue with 503 and Retry-After, a bad request with 4xx
  * and {"error": ...}. Built without libmicrohttpd, starting says so.
  */
@@ -74,13 +75,25 @@ static int squad_job(const serve_model *m, const serve_texts *t, serve_job *j, c
     return 0;
 }
 
+/* An OCR model's job: the body is an image (PNG or JPEG) posted to :predict. 0 or 400. */
+static int ocr_job(const serve_model *m, int predict, const req_ctx *r, serve_job *j, char *err, size_t cap) {
+    if (!predict)
+        return snprintf(err, cap, "model %s reads images: POST one (PNG or JPEG bytes) to /v1/models/%s:predict",
+                        m->name, m->name), 400;
+    if (!(j->image = ts_image_decode(r->body, r->len, "the body")))
+        return snprintf(err, cap, "%s", ts_last_error()), 400;
+    j->in.rows = 1;
+    return 0;
+}
+
 /* POST to a model: v2 infer (predict 0) or v1 :predict (1). */
 static enum MHD_Result run_model(serve_server *s, struct MHD_Connection *c, serve_model *m, int predict,
                                  const req_ctx *r) {
     char err[512];
     serve_job j = {0};
     serve_texts t = {0};
-    int code = predict && m->onnx ? (snprintf(err, sizeof err, "model %s takes tensors: POST /v2/models/%s/infer",
+    int code = m->ocr ? ocr_job(m, predict, r, &j, err, sizeof err)
+               : predict && m->onnx ? (snprintf(err, sizeof err, "model %s takes tensors: POST /v2/models/%s/infer",
                                               m->name, m->name), 400)
                : predict ? serve_decode_texts(&m->sig, r->body, r->len, &t, err, sizeof err)
                : m->onnx ? serve_decode_named(&m->osig, r->body, r->len, j.tin, &j.in.rows, j.in.id, err, sizeof err)
@@ -94,8 +107,8 @@ static enum MHD_Result run_model(serve_server *s, struct MHD_Connection *c, serv
     if (code)
         ok = error(s, c, code, err, &m->metrics, r->t0);
     else
-        ok = answer(s, c, 200, predict ? serve_reply_predict(m, &j, &t) : m->onnx ? serve_reply_infer_onnx(m, &j)
-                                                                               : serve_reply_infer(m, &j),
+        ok = answer(s, c, 200, m->ocr ? serve_reply_ocr(&j) : predict ? serve_reply_predict(m, &j, &t)
+                                              : m->onnx ? serve_reply_infer_onnx(m, &j) : serve_reply_infer(m, &j),
                     "application/json", &m->metrics, r->t0);
     serve_texts_free(&t);
     serve_job_free(&j);
@@ -141,8 +154,9 @@ static enum MHD_Result route_model(serve_server *s, struct MHD_Connection *c, co
     int is_infer = !v1 && !strcmp(end, "/infer"), is_predict = v1 && !strcmp(end, ":predict");
     if ((is_infer || is_predict) && !get) return run_model(s, c, m, is_predict, r);
     if (!v1 && get && !*end)
-        return answer(s, c, 200, m->onnx ? serve_reply_metadata_onnx(m) : serve_reply_metadata(m), "application/json",
-                      sm, r->t0);
+        return answer(s, c, 200, m->ocr ? strdup("{\"platform\":\"tessera_ocr\",\"inputs\":[{\"name\":\"image\"}]}")
+                                 : m->onnx ? serve_reply_metadata_onnx(m) : serve_reply_metadata(m),
+                      "application/json", sm, r->t0);
     if (!v1 && get && !strcmp(end, "/ready")) return answer(s, c, 200, strdup("{\"ready\":true}"), "application/json", sm, r->t0);
     if (is_infer || is_predict) return error(s, c, 405, "use POST", sm, r->t0);
     return error(s, c, 404, "no such endpoint", sm, r->t0);

@@ -3,7 +3,8 @@
  * `tessera predict` takes it) loaded once, compiled at start into one inference program per
  * sequence-length bucket (16, 32, 64, ... up to the model's length), each for --max-batch rows,
  * so nothing compiles on the request path; and one batch of jobs run through the smallest bucket
- * that holds its longest row. An ONNX file (NAME=FILE.onnx) is onnx_model.c's.
+ * that holds its longest row. An ONNX file (NAME=FILE.onnx) is onnx_model.c's; a folder of
+ * PaddleOCR's models (as tessera ocr reads) takes image uploads, one at a time.
  */
 #include "serve/serve.h"
 
@@ -23,6 +24,24 @@ static void make_buckets(serve_model *m, int max_seq) {
     m->bucket[m->nbuckets++] = max_seq;
 }
 
+/* A folder of PaddleOCR's models (its detector there)? */
+static int is_ocr_dir(const char *dir) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/ch_PP-OCRv4_det_infer.onnx", dir);
+    FILE *f = fopen(path, "rb");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+/* An OCR model: its image uploads are read one at a time (each image's size is its own). */
+static int load_ocr(serve_model *m, const char *dir, const serve_opts *o, char *err, size_t cap) {
+    ts_ocr_opts oo = {.struct_size = sizeof oo, .models_dir = dir, .num_threads = o->threads, .device = o->device};
+    if (!(m->ocr = ts_ocr_new(&oo))) return fail(err, cap, "", dir);
+    m->one_job = 1;
+    m->sig = (serve_sig){.max_batch = 1};
+    return 0;
+}
+
 int serve_model_load(serve_model *m, const char *name, const char *dir, const serve_opts *o, char *err, size_t cap) {
     snprintf(m->name, sizeof m->name, "%s", name);
     snprintf(m->dir, sizeof m->dir, "%s", dir);
@@ -30,6 +49,7 @@ int serve_model_load(serve_model *m, const char *name, const char *dir, const se
     m->queue_cap = o->queue_cap;
     size_t len = strlen(dir);
     if (len > 5 && !strcmp(dir + len - 5, ".onnx")) return serve_onnx_load(m, dir, o, err, cap);
+    if (is_ocr_dir(dir)) return load_ocr(m, dir, o, err, cap);
     if (!(m->tok = ts_model_load_dir(dir, &m->cfg, &m->meta))) return fail(err, cap, "", dir);
     int qa = m->cfg.head == TS_BERT_QUESTION_ANSWERING;
     if (!qa && !(m->cfg.head == TS_BERT_SEQ_CLASSIFICATION && m->meta.nlabels > 0)) {
@@ -65,6 +85,7 @@ int serve_model_load(serve_model *m, const char *name, const char *dir, const se
 
 void serve_model_free(serve_model *m) {
     if (m->onnx) serve_onnx_free(m);
+    ts_ocr_free(m->ocr);
     for (int i = 0; i < m->nbuckets; i++) {
         ts_program_free(m->prog[i]);
         ts_batch_buf_free(&m->bb[i]);
@@ -179,6 +200,13 @@ int serve_model_run(serve_model *m, serve_job **jobs, int n) {
 
 static int run_locked(serve_model *m, serve_job **jobs, int n) {
     if (m->onnx) return serve_onnx_run(m, jobs, n);
+    if (m->ocr) {
+        if (ts_ocr_run(m->ocr, jobs[0]->image, &jobs[0]->lines, &jobs[0]->nlines) != TS_OK) {
+            jobs[0]->code = 500;
+            snprintf(jobs[0]->err, sizeof jobs[0]->err, "reading the image: %s", ts_last_error());
+        }
+        return 1;
+    }
     if (jobs[0]->squad) return run_squad(m, jobs[0]);
     int T = 1, rows = 0;
     for (int k = 0; k < n; k++) {

@@ -3,7 +3,7 @@
  * infer responses (named FP32 outputs with shape and row-major data), /v1 :predict predictions
  * (a classifier's label, its probability and every label's; a QA model's answer span), and a
  * model's v2 metadata (its inputs and outputs); the same for an ONNX model (outputs of their own
- * dtypes and shapes).
+ * dtypes and shapes); an OCR model's lines (text, confidence, the four corners).
  */
 #include "serve/serve.h"
 
@@ -179,5 +179,25 @@ char *serve_reply_metadata_onnx(const serve_model *m) {
     }
     cJSON *p = cJSON_AddObjectToObject(root, "parameters");
     cJSON_AddNumberToObject(p, "max_batch", m->osig.batch);
+    return print_free(root);
+}
+
+char *serve_reply_ocr(const serve_job *j) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *lines = cJSON_AddArrayToObject(root, "lines");
+    for (int i = 0; i < j->nlines; i++) {
+        const ts_ocr_line *l = &j->lines[i];
+        cJSON *o = cJSON_CreateObject(), *box = cJSON_CreateArray();
+        cJSON_AddStringToObject(o, "text", l->text ? l->text : "");
+        cJSON_AddNumberToObject(o, "confidence", l->confidence);
+        for (int c = 0; c < 4; c++) {
+            cJSON *pt = cJSON_CreateArray();
+            cJSON_AddItemToArray(pt, cJSON_CreateNumber(l->box[c][0]));
+            cJSON_AddItemToArray(pt, cJSON_CreateNumber(l->box[c][1]));
+            cJSON_AddItemToArray(box, pt);
+        }
+        cJSON_AddItemToObject(o, "box", box);
+        cJSON_AddItemToArray(lines, o);
+    }
     return print_free(root);
 }

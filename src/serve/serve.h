@@ -109,6 +109,9 @@ char *serve_metrics_text(serve_metrics *const *m, const char *const *names, cons
 typedef struct serve_job {
     serve_tensors in;        /* rows x T; an ONNX model's: rows and id alone */
     ts_tensor *tin[SERVE_MAX_IO], *tout[SERVE_MAX_IO]; /* an ONNX model's inputs and outputs */
+    ts_image *image;         /* an OCR model's upload, and the lines read in it */
+    ts_ocr_line *lines;
+    int nlines;
     ts_squad *squad;         /* a QA /v1 request: its windows (in unused); run alone */
     float *out[2];           /* [rows, C] logits, or start / end logits [rows, T] (QA: [F, max_seq]) */
     int ncols;               /* C, or T */
@@ -128,7 +131,8 @@ typedef struct serve_model {
     serve_onnx_sig osig;
     int nout;
     char out_name[SERVE_MAX_IO][SERVE_NAME_MAX];
-    int one_job;             /* an output not [batch, ...]: requests run one at a time */
+    int one_job;             /* an output not [batch, ...], or OCR: requests run one at a time */
+    ts_ocr *ocr;             /* an OCR model: a folder of PaddleOCR's models, as tessera ocr reads */
     ts_bert_config cfg;
     ts_model_meta meta;
     ts_tokenizer *tok;
@@ -185,6 +189,7 @@ char *serve_reply_infer(const serve_model *m, const serve_job *j);
 char *serve_reply_predict(const serve_model *m, const serve_job *j, const serve_texts *t);
 char *serve_reply_metadata(const serve_model *m);
 char *serve_reply_infer_onnx(const serve_model *m, const serve_job *j);
+char *serve_reply_ocr(const serve_job *j);
 char *serve_reply_metadata_onnx(const serve_model *m);
 
 /* ------------------------------------------------------------------ the server (server.c, http.c) */
