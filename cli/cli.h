@@ -68,6 +68,10 @@ int cli_profile_device(int argc, char **argv);
  * (cli/plan.c) */
 int cli_plan(int argc, char **argv);
 
+/* tessera serve --model NAME=DIR... [--port P] [--host H] [--max-batch N] [--max-delay-ms MS] ...
+ * (cli/serve.c; the engine is src/serve/) */
+int cli_serve(int argc, char **argv);
+
 /* --device-profile PROFILE (cli/plan_suggest.c): read profile `name` (ts_device_profile_load) into
  * *out and set *memory_gib to its device's memory. 0, or prints the error naming the flag and
  * returns 2. */

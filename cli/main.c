@@ -31,6 +31,7 @@ static const subcommand commands[] = {
     {"vad", cli_vad, "find the stretches of speech in audio files (Silero VAD)"},
     {"export", cli_export, "write a BERT model directory as an ONNX model (fixed batch shape)"},
     {"profile-device", cli_profile_device, "measure this machine's device for the planner; list or show device profiles"},
+    {"serve", cli_serve, "serve fine-tuned models over HTTP (KServe v2 JSON), batching requests"},
     {"plan", cli_plan, "will a BERT fit a device, how to cut it, how fast: a layout and its estimate"},
 };
 

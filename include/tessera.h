@@ -18,6 +18,7 @@
  *                        whole pretraining runs, epochs over rows and the fine-tuning tasks,
  *                        a run's lines and options
  *   tessera_plan.h       planning a run: device profiles, the cost model, the layout search
+ *   tessera_serve.h      an inference server over HTTP with dynamic batching (tessera serve)
  *   tessera_backend.h    (not included here) the device ABI, for backends
  *
  * The model of use, front to back:
@@ -102,5 +103,6 @@
 #include "tessera_speech.h"
 #include "tessera_tasks.h"
 #include "tessera_plan.h"
+#include "tessera_serve.h"
 
 #endif /* TESSERA_H */

@@ -31,7 +31,7 @@ static const struct {
     {"backend/cpu", 5},
     {"runtime", 6},
     {"train", 7},
-    {"plan", 8},
+    {"plan", 8}, {"serve", 8},
     {"cli", 9},
 };
 enum { NDIRS = sizeof rows / sizeof rows[0] };

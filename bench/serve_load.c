@@ -1,0 +1,257 @@
+/*
+ * bench/serve_load.c — load on `tessera serve` (issue 28): N concurrent clients against a server
+ * this program starts on the loopback address, each sending KServe v2 infer requests (one row of
+ * --seq tokens) on a new connection, bounded by --requests and --seconds. Three runs: one client
+ * with batching off (--max-batch 1: the one-request-at-a-time rate), N clients with batching
+ * off, N clients with batching on (--max-batch B, --max-delay-ms D). Each prints throughput,
+ * latency p50 / p90 / p99 and the mean batch the server formed (its /metrics), beside the same
+ * model's raw ts_program_run throughput (rows a second, the median of 6 runs after a warm-up) at
+ * batch 1, at B (the server's programs) and at the mean batch formed.
+ *
+ * Usage: serve_load [--model DIR] [--clients N (32)] [--requests R (4000)] [--seconds S (30)]
+ *                   [--seq T (128)] [--max-batch B (32)] [--max-delay-ms D (5)] [--threads N]
+ *                   [--smoke: 4 clients, 200 requests, 5 s, a 1-layer model]
+ * Without --model it makes a 2-layer, 128-wide BERT classifier with random weights (the demo
+ * spam filter's shape) over data/bert/vocab.txt in a temporary folder.
+ */
+#include "tessera.h"
+
+#include "bench_util.h"
+#include "../tests/serve_client.h"
+
+#include <pthread.h>
+
+static int g_clients = 32, g_requests = 4000, g_seq = 128, g_batch = 32, g_delay = 5, g_threads = 0, g_layers = 2,
+           g_hidden = 128;
+static double g_seconds = 30;
+static const char *g_model;
+static char g_dir[256];
+
+/* A random-weight classifier of g_layers x g_hidden into g_dir/model. 0 or -1. */
+static int make_model(char *path, size_t cap) {
+    char vocab[1024];
+    snprintf(vocab, sizeof vocab, "%s/data/bert/vocab.txt", TS_SOURCE_DIR);
+    snprintf(g_dir, sizeof g_dir, "/tmp/serve_load_XXXXXX");
+    if (!mkdtemp(g_dir)) return perror("mkdtemp"), -1;
+    snprintf(path, cap, "%s/model", g_dir);
+    ts_bert_config cfg;
+    ts_bert_config_default(&cfg);
+    cfg.num_hidden_layers = g_layers, cfg.hidden_size = g_hidden, cfg.num_attention_heads = 2;
+    cfg.intermediate_size = 4 * g_hidden, cfg.num_labels = 2, cfg.head = TS_BERT_SEQ_CLASSIFICATION;
+    ts_bert_config run = cfg;
+    ts_bert_config_inference(&run, TS_F32);
+    const char *fetch[7];
+    int nf;
+    ts_program *p = NULL;
+    ts_bert_infer_opts bo = {.struct_size = sizeof bo, .cfg = &run, .batch = 1, .seq = 16, .seed = 1, .device = "cpu",
+                             .name = "serve_load", .config_path = "(made)", .inputs = "(none)"};
+    char *labels[2] = {"ham", "spam"};
+    ts_model_meta meta = {.max_len = g_seq, .lowercase = 1, .labels = labels, .nlabels = 2};
+    if (ts_bert_infer_build(&bo, &p, fetch, &nf, NULL) != TS_OK || ts_model_save_dir(path, p, &cfg, vocab, &meta)) {
+        fprintf(stderr, "serve_load: making a model: %s\n", ts_last_error());
+        ts_program_free(p);
+        return -1;
+    }
+    ts_program_free(p);
+    return 0;
+}
+
+typedef struct load {
+    int port, nclients;
+    double until;
+    int next, done, errors;
+    double *lat;
+    char *body;
+    pthread_mutex_t mu;
+} load;
+
+static void *client(void *arg) {
+    load *L = arg;
+    static __thread char resp[1 << 14];
+    for (;;) {
+        pthread_mutex_lock(&L->mu);
+        int i = L->next < g_requests && now() < L->until ? L->next++ : -1;
+        pthread_mutex_unlock(&L->mu);
+        if (i < 0) break;
+        double t0 = now();
+        int code = sc_http(L->port, "POST", "/v2/models/m/infer", L->body, resp, sizeof resp);
+        double t = now() - t0;
+        pthread_mutex_lock(&L->mu);
+        if (code == 200) L->lat[L->done++] = t;
+        else L->errors++;
+        pthread_mutex_unlock(&L->mu);
+    }
+    return NULL;
+}
+
+/* A v2 infer body of one row of g_seq tokens. */
+static char *make_body(void) {
+    size_t cap = (size_t)g_seq * 8 + 256, n = 0;
+    char *b = malloc(cap);
+    n += (size_t)snprintf(b + n, cap - n, "{\"inputs\":[{\"name\":\"input_ids\",\"shape\":[1,%d],\"datatype\":"
+                                          "\"INT64\",\"data\":[101", g_seq);
+    for (int t = 1; t < g_seq; t++) n += (size_t)snprintf(b + n, cap - n, ",%d", t == g_seq - 1 ? 102 : 1000 + t * 7 % 997);
+    snprintf(b + n, cap - n, "]}]}");
+    return b;
+}
+
+/* The mean of a histogram family in the /metrics text (its _sum over its _count). */
+static double metric_mean(const char *text, const char *fam) {
+    char key[128];
+    snprintf(key, sizeof key, "%s_sum{model=\"m\"} ", fam);
+    const char *s = strstr(text, key);
+    snprintf(key, sizeof key, "%s_count{model=\"m\"} ", fam);
+    const char *c = strstr(text, key);
+    double sum = s ? atof(strchr(s, ' ') + 1) : 0, cnt = c ? atof(c + strlen(key)) : 0;
+    return cnt > 0 ? sum / cnt : 0;
+}
+
+typedef struct result {
+    double rps, p50, p90, p99, batch, compute;
+    int n, errors;
+} result;
+
+/* One run: a server with --max-batch mb, nclients clients. */
+static int run_load(const char *model, int mb, int nclients, result *r) {
+    char args[2048], cli[1024];
+    snprintf(cli, sizeof cli, "%s/tessera", TS_BUILD_DIR);
+    snprintf(args, sizeof args, "--model m=%s --port 0 --max-batch %d --max-delay-ms %d --queue %d%s%.0d", model, mb,
+             g_delay, nclients * 2 + 8, g_threads ? " --threads " : "", g_threads);
+    int port, rc;
+    pid_t pid = sc_start(cli, g_dir[0] ? g_dir : "/tmp", args, &port, &rc);
+    if (pid < 0) {
+        char path[512], text[2048] = "";
+        snprintf(path, sizeof path, "%s/serve.err", g_dir[0] ? g_dir : "/tmp");
+        FILE *f = fopen(path, "r");
+        if (f) text[fread(text, 1, sizeof text - 1, f)] = 0, fclose(f);
+        if (strstr(text, "without libmicrohttpd")) printf("serve_load: skipped, %s", text), exit(77);
+        return fprintf(stderr, "serve_load: tessera serve %s did not start (exit %d): %s\n", args, rc, text), -1;
+    }
+    load L = {.port = port, .nclients = nclients, .lat = malloc((size_t)g_requests * sizeof(double)),
+              .body = make_body()};
+    pthread_mutex_init(&L.mu, NULL);
+    pthread_t th[nclients];
+    double t0 = now();
+    L.until = t0 + g_seconds;
+    for (int i = 0; i < nclients; i++) pthread_create(&th[i], NULL, client, &L);
+    for (int i = 0; i < nclients; i++) pthread_join(th[i], NULL);
+    double took = now() - t0;
+    static char metrics[1 << 16];
+    sc_http(port, "GET", "/metrics", NULL, metrics, sizeof metrics);
+    sc_stop(pid, SIGTERM);
+    *r = (result){.rps = L.done / took, .n = L.done, .errors = L.errors,
+                  .batch = metric_mean(metrics, "tessera_serve_batch_size"),
+                  .compute = metric_mean(metrics, "tessera_serve_compute_seconds")};
+    qsort(L.lat, (size_t)L.done, sizeof *L.lat, cmp_double);
+    if (L.done) {
+        r->p50 = L.lat[L.done / 2] * 1e3, r->p90 = L.lat[(int)(L.done * 0.9)] * 1e3;
+        r->p99 = L.lat[(int)(L.done * 0.99)] * 1e3;
+    }
+    free(L.lat), free(L.body);
+    pthread_mutex_destroy(&L.mu);
+    return 0;
+}
+
+/* Seconds per ts_program_run of the server's program for batch rows of the bucket holding g_seq. */
+static double raw_run(const char *model, int batch) {
+    ts_bert_config cfg;
+    ts_model_meta meta;
+    ts_tokenizer *tok = ts_model_load_dir(model, &cfg, &meta);
+    if (!tok) return fprintf(stderr, "serve_load: %s\n", ts_last_error()), -1;
+    ts_bert_config_inference(&cfg, TS_F32);
+    int max_seq = meta.max_len > 0 ? meta.max_len : cfg.max_position_embeddings, seq = 16;
+    while (seq < g_seq && seq < max_seq) seq *= 2;
+    if (seq > max_seq) seq = max_seq;
+    const char *fetch[7];
+    int nf;
+    ts_program *p = NULL;
+    ts_bert_infer_opts bo = {.struct_size = sizeof bo, .cfg = &cfg, .batch = batch, .seq = seq, .seed = 1,
+                             .device = "cpu", .threads = g_threads, .name = "serve_load", .config_path = model,
+                             .inputs = "(raw)"};
+    double best = -1;
+    ts_batch_buf bb;
+    if (ts_bert_infer_build(&bo, &p, fetch, &nf, NULL) == TS_OK && ts_batch_buf_init(&bb, batch, seq, 0)) {
+        for (int i = 0; i < batch * seq; i++)
+            bb.b.input_ids[i] = 1000 + i % 997, bb.b.token_type_ids[i] = 0, bb.b.attention_mask[i] = 1;
+        double runs[7];
+        for (int k = 0; k < 7; k++) {
+            double t0 = now();
+            if (ts_batch_buf_feed(&bb, p, 0) != TS_OK || ts_program_run(p) != TS_OK) break;
+            runs[k] = now() - t0;
+        }
+        best = median_inplace(runs + 1, 6);
+        ts_batch_buf_free(&bb);
+    }
+    ts_program_free(p);
+    ts_tokenizer_free(tok);
+    ts_model_meta_free(&meta);
+    return best;
+}
+
+static void print_row(const char *what, const result *r) {
+    printf("%-28s %9.1f %8.2f %8.2f %8.2f %7.1f %6d %5d\n", what, r->rps, r->p50, r->p90, r->p99, r->batch, r->n,
+           r->errors);
+}
+
+static int parse(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--smoke")) {
+            g_clients = 4, g_requests = 200, g_seconds = 5, g_layers = 1, g_hidden = 32, g_seq = 32;
+            continue;
+        }
+        if (!v) return fprintf(stderr, "serve_load: %s needs a value\n", a), 2;
+        i++;
+        if (!strcmp(a, "--model")) g_model = v;
+        else if (!strcmp(a, "--clients")) g_clients = atoi(v);
+        else if (!strcmp(a, "--requests")) g_requests = atoi(v);
+        else if (!strcmp(a, "--seconds")) g_seconds = atof(v);
+        else if (!strcmp(a, "--seq")) g_seq = atoi(v);
+        else if (!strcmp(a, "--max-batch")) g_batch = atoi(v);
+        else if (!strcmp(a, "--max-delay-ms")) g_delay = atoi(v);
+        else if (!strcmp(a, "--threads")) g_threads = atoi(v);
+        else return fprintf(stderr, "serve_load: unknown flag %s\n", a), 2;
+    }
+    if (g_clients < 1 || g_requests < 1 || g_seq < 2 || g_batch < 1 || g_seconds <= 0)
+        return fprintf(stderr, "serve_load: --clients, --requests, --seq, --max-batch, --seconds must be positive\n"), 2;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    signal(SIGPIPE, SIG_IGN);
+    if (parse(argc, argv)) return 2;
+    char made[512];
+    const char *model = g_model;
+    if (!model) {
+        if (make_model(made, sizeof made)) return 1;
+        model = made;
+    }
+    printf("serve_load: %s, requests of 1 x %d tokens, at most %d requests and %.0f s a run\n", model, g_seq,
+           g_requests, g_seconds);
+    printf("%-28s %9s %8s %8s %8s %7s %6s %5s\n", "run", "req/s", "p50 ms", "p90 ms", "p99 ms", "batch", "done",
+           "errs");
+    result one, off, on;
+    char what[64];
+    if (run_load(model, 1, 1, &one)) return 1;
+    print_row("1 client, batching off", &one);
+    snprintf(what, sizeof what, "%d clients, batching off", g_clients);
+    if (run_load(model, 1, g_clients, &off)) return 1;
+    print_row(what, &off);
+    snprintf(what, sizeof what, "%d clients, max-batch %d", g_clients, g_batch);
+    if (run_load(model, g_batch, g_clients, &on)) return 1;
+    print_row(what, &on);
+    /* raw: the server's two programs (1 and B rows), and one compiled for the mean batch formed */
+    int formed = (int)(on.batch + 0.5) < 1 ? 1 : (int)(on.batch + 0.5);
+    double t1 = raw_run(model, 1), tb = raw_run(model, g_batch), tf = raw_run(model, formed);
+    printf("raw ts_program_run: batch 1 %.1f rows/s; batch %d %.1f rows/s; batch %d (the mean formed) %.1f rows/s\n",
+           t1 > 0 ? 1 / t1 : 0, g_batch, tb > 0 ? g_batch / tb : 0, formed, tf > 0 ? formed / tf : 0);
+    printf("batching on vs one request at a time: %.2fx; serving vs raw at the batch formed: %.0f%%; batching off vs "
+           "raw batch 1: %.0f%%\n", one.rps > 0 ? on.rps / one.rps : 0, tf > 0 ? 100 * on.rps * tf / formed : 0,
+           t1 > 0 ? 100 * off.rps * t1 : 0);
+    if (g_dir[0]) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+        if (system(cmd) != 0) fprintf(stderr, "serve_load: could not remove %s\n", g_dir);
+    }
+    return on.errors + off.errors + one.errors ? 1 : 0;
+}

@@ -1,0 +1,232 @@
+/*
+ * model.c — a served model: a fine-tuned BERT directory (classifier or question answering, as
+ * `tessera predict` takes it) loaded once, compiled at start into one inference program per
+ * sequence-length bucket (16, 32, 64, ... up to the model's length), each for --max-batch rows,
+ * so nothing compiles on the request path; and one batch of jobs run through the smallest bucket
+ * that holds its longest row. An ONNX file (NAME=FILE.onnx) is onnx_model.c's; a folder of
+ * PaddleOCR's models (as tessera ocr reads) takes image uploads, one at a time.
+ */
+#include "serve/serve.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(char *err, size_t cap, const char *what, const char *dir) {
+    snprintf(err, cap, "--model %s: %s%s", dir, what, ts_last_error());
+    return -1;
+}
+
+/* The buckets for rows of at most max_seq tokens: 16, 32, ... below it, then max_seq. */
+static void make_buckets(serve_model *m, int max_seq) {
+    m->nbuckets = 0;
+    for (int b = 16; b < max_seq && m->nbuckets < SERVE_MAX_BUCKETS - 1; b *= 2) m->bucket[m->nbuckets++] = b;
+    m->bucket[m->nbuckets++] = max_seq;
+}
+
+/* A folder of PaddleOCR's models (its detector there)? */
+static int is_ocr_dir(const char *dir) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/ch_PP-OCRv4_det_infer.onnx", dir);
+    FILE *f = fopen(path, "rb");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+/* An OCR model: its image uploads are read one at a time (each image's size is its own). */
+static int load_ocr(serve_model *m, const char *dir, const serve_opts *o, char *err, size_t cap) {
+    ts_ocr_opts oo = {.struct_size = sizeof oo, .models_dir = dir, .num_threads = o->threads, .device = o->device};
+    if (!(m->ocr = ts_ocr_new(&oo))) return fail(err, cap, "", dir);
+    m->one_job = 1;
+    m->sig = (serve_sig){.max_batch = 1};
+    return 0;
+}
+
+int serve_model_load(serve_model *m, const char *name, const char *dir, const serve_opts *o, char *err, size_t cap) {
+    snprintf(m->name, sizeof m->name, "%s", name);
+    snprintf(m->dir, sizeof m->dir, "%s", dir);
+    m->max_delay_ms = o->max_delay_ms;
+    m->queue_cap = o->queue_cap;
+    size_t len = strlen(dir);
+    if (len > 5 && !strcmp(dir + len - 5, ".onnx")) return serve_onnx_load(m, dir, o, err, cap);
+    if (is_ocr_dir(dir)) return load_ocr(m, dir, o, err, cap);
+    if (!(m->tok = ts_model_load_dir(dir, &m->cfg, &m->meta))) return fail(err, cap, "", dir);
+    int qa = m->cfg.head == TS_BERT_QUESTION_ANSWERING;
+    if (!qa && !(m->cfg.head == TS_BERT_SEQ_CLASSIFICATION && m->meta.nlabels > 0)) {
+        snprintf(err, cap, "--model %s: not a fine-tuned model (architecture '%s'; a sequence classifier or a "
+                 "question-answering model from tessera finetune)", dir, m->cfg.architecture);
+        return -1;
+    }
+    ts_bert_config_inference(&m->cfg, TS_F32);
+    int max_seq = m->meta.max_len > 0 ? m->meta.max_len : m->cfg.max_position_embeddings;
+    m->sig = (serve_sig){.max_batch = o->max_batch, .max_seq = max_seq, .vocab = m->cfg.vocab_size,
+                         .type_vocab = m->cfg.type_vocab_size, .qa = qa, .pairs = m->meta.text_b_column != NULL};
+    make_buckets(m, max_seq);
+    char weights[1100];
+    snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
+    for (int i = 0; i < m->nbuckets; i++) {
+        const char *fetch[7];
+        int nfetch = 0;
+        ts_bert_infer_opts bo = {.struct_size = sizeof bo, .cfg = &m->cfg, .batch = o->max_batch,
+                                 .seq = m->bucket[i], .device = o->device ? o->device : "cpu",
+                                 .threads = o->threads, .weights = weights, .name = "tessera serve",
+                                 .config_path = dir, .inputs = "requests"};
+        if (ts_bert_infer_build(&bo, &m->prog[i], fetch, &nfetch, NULL) != TS_OK)
+            return fail(err, cap, "compiling: ", dir);
+        if (!ts_batch_buf_init(&m->bb[i], o->max_batch, m->bucket[i], 0)) {
+            snprintf(err, cap, "--model %s: out of memory", dir);
+            return -1;
+        }
+    }
+    m->max_delay_ms = o->max_delay_ms;
+    m->queue_cap = o->queue_cap;
+    return 0;
+}
+
+void serve_model_free(serve_model *m) {
+    if (m->onnx) serve_onnx_free(m);
+    ts_ocr_free(m->ocr);
+    for (int i = 0; i < m->nbuckets; i++) {
+        ts_program_free(m->prog[i]);
+        ts_batch_buf_free(&m->bb[i]);
+    }
+    ts_tokenizer_free(m->tok);
+    ts_model_meta_free(&m->meta);
+    memset(m, 0, sizeof *m);
+}
+
+int serve_texts_encode(const serve_model *m, const serve_texts *t, serve_tensors *out, char *err, size_t cap) {
+    const int S = m->sig.max_seq, n = t->n;
+    memset(out, 0, sizeof *out);
+    int32_t *ids = malloc((size_t)n * S * sizeof *ids), *types = malloc((size_t)n * S * sizeof *types);
+    int32_t *mask = malloc((size_t)n * S * sizeof *mask);
+    int T = 1, rc = 0;
+    for (int i = 0; ids && types && mask && i < n && !rc; i++) {
+        size_t o = (size_t)i * S;
+        if (ts_encode(m->tok, t->text[i], t->text_b[i], S, ids + o, types + o, mask + o, NULL) != TS_OK) {
+            snprintf(err, cap, "instance %d: %s", i, ts_last_error());
+            rc = 400;
+        }
+        for (int k = 0; k < S; k++)
+            if (mask[o + k] && k + 1 > T) T = k + 1;
+    }
+    if (!ids || !types || !mask) snprintf(err, cap, "out of memory"), rc = 500;
+    if (!rc) { /* [n, S] -> [n, T]: the rows cut to the longest encoding */
+        for (int i = 1; i < n; i++) {
+            memmove(ids + (size_t)i * T, ids + (size_t)i * S, (size_t)T * sizeof *ids);
+            memmove(types + (size_t)i * T, types + (size_t)i * S, (size_t)T * sizeof *ids);
+            memmove(mask + (size_t)i * T, mask + (size_t)i * S, (size_t)T * sizeof *ids);
+        }
+        *out = (serve_tensors){.rows = n, .T = T, .ids = ids, .types = types, .mask = mask};
+        return 0;
+    }
+    free(ids), free(types), free(mask);
+    return rc;
+}
+
+/* A question-answering job from /v1: every window of its questions, max_batch at a time. */
+static int run_squad(serve_model *m, serve_job *j) {
+    int last = m->nbuckets - 1;
+    if (ts_squad_logits(m->prog[last], j->squad, m->sig.max_batch, m->bucket[last], &j->out[0], &j->out[1]) !=
+        TS_OK) {
+        j->code = 500;
+        snprintf(j->err, sizeof j->err, "running the model: %s", ts_last_error());
+        return 0;
+    }
+    j->ncols = m->bucket[last];
+    return (int)ts_squad_num_features(j->squad);
+}
+
+/* Copy the jobs' rows into bucket b's batch buffer, padding each row to its length and the batch
+ * to max_batch rows (a padding row is [CLS] alone). */
+static void fill(serve_model *m, int b, serve_job **jobs, int n) {
+    const int Tb = m->bucket[b], B = m->sig.max_batch;
+    ts_batch *bt = &m->bb[b].b;
+    int r = 0;
+    for (int k = 0; k < n; k++) {
+        const serve_tensors *in = &jobs[k]->in;
+        for (int i = 0; i < in->rows; i++, r++) {
+            size_t o = (size_t)r * Tb, s = (size_t)i * in->T;
+            memset(bt->input_ids + o, 0, (size_t)Tb * sizeof(int32_t));
+            memset(bt->token_type_ids + o, 0, (size_t)Tb * sizeof(int32_t));
+            memset(bt->attention_mask + o, 0, (size_t)Tb * sizeof(int32_t));
+            memcpy(bt->input_ids + o, in->ids + s, (size_t)in->T * sizeof(int32_t));
+            memcpy(bt->token_type_ids + o, in->types + s, (size_t)in->T * sizeof(int32_t));
+            memcpy(bt->attention_mask + o, in->mask + s, (size_t)in->T * sizeof(int32_t));
+        }
+    }
+    for (; r < B; r++) {
+        size_t o = (size_t)r * Tb;
+        memset(bt->input_ids + o, 0, (size_t)Tb * sizeof(int32_t));
+        memset(bt->token_type_ids + o, 0, (size_t)Tb * sizeof(int32_t));
+        memset(bt->attention_mask + o, 0, (size_t)Tb * sizeof(int32_t));
+        bt->attention_mask[o] = 1;
+    }
+}
+
+/* Output `name` of the run ([B, C] or [B, Tb]) into each job's out[k]: its rows, C or its T columns. */
+static ts_status take_output(serve_model *m, int b, const char *name, int k, serve_job **jobs, int n) {
+    ts_tensor *t = NULL;
+    ts_status st = ts_program_fetch(m->prog[b], name, &t);
+    if (st != TS_OK) return st;
+    const float *v = ts_tensor_data(t);
+    int width = (int)ts_tensor_shape(t)[1], r = 0;
+    for (int q = 0; q < n; q++) {
+        serve_job *j = jobs[q];
+        int cols = m->sig.qa ? j->in.T : width;
+        j->ncols = cols;
+        if (!(j->out[k] = malloc((size_t)j->in.rows * cols * sizeof(float)))) {
+            ts_tensor_free(t);
+            return ts_set_error(TS_ERR_NOMEM, "out of memory");
+        }
+        for (int i = 0; i < j->in.rows; i++, r++)
+            memcpy(j->out[k] + (size_t)i * cols, v + (size_t)r * width, (size_t)cols * sizeof(float));
+    }
+    ts_tensor_free(t);
+    return TS_OK;
+}
+
+/* One device is driven from one thread at a time (tessera.h): the models' batchers take turns. */
+static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int run_locked(serve_model *m, serve_job **jobs, int n);
+
+int serve_model_run(serve_model *m, serve_job **jobs, int n) {
+    pthread_mutex_lock(&run_lock);
+    int rows = run_locked(m, jobs, n);
+    pthread_mutex_unlock(&run_lock);
+    return rows;
+}
+
+static int run_locked(serve_model *m, serve_job **jobs, int n) {
+    if (m->onnx) return serve_onnx_run(m, jobs, n);
+    if (m->ocr) {
+        if (ts_ocr_run(m->ocr, jobs[0]->image, &jobs[0]->lines, &jobs[0]->nlines) != TS_OK) {
+            jobs[0]->code = 500;
+            snprintf(jobs[0]->err, sizeof jobs[0]->err, "reading the image: %s", ts_last_error());
+        }
+        return 1;
+    }
+    if (jobs[0]->squad) return run_squad(m, jobs[0]);
+    int T = 1, rows = 0;
+    for (int k = 0; k < n; k++) {
+        if (jobs[k]->in.T > T) T = jobs[k]->in.T;
+        rows += jobs[k]->in.rows;
+    }
+    int b = 0;
+    while (m->bucket[b] < T) b++;
+    fill(m, b, jobs, n);
+    ts_status st = ts_batch_buf_feed(&m->bb[b], m->prog[b], 0);
+    if (st == TS_OK) st = ts_program_run(m->prog[b]);
+    if (st == TS_OK && m->sig.qa) {
+        st = take_output(m, b, "start_logits", 0, jobs, n);
+        if (st == TS_OK) st = take_output(m, b, "end_logits", 1, jobs, n);
+    } else if (st == TS_OK) {
+        st = take_output(m, b, "logits", 0, jobs, n);
+    }
+    for (int k = 0; k < n && st != TS_OK; k++) {
+        jobs[k]->code = 500;
+        snprintf(jobs[k]->err, sizeof jobs[k]->err, "running the model: %s", ts_last_error());
+    }
+    return rows;
+}
