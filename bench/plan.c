@@ -140,8 +140,8 @@ static double measure(int train, ts_dtype dt, int batch, int D, const char *spec
 /* ------------------------------------------------------------------ calibration on one row */
 
 /* The calibration row's step split by the profile report (ts_program_profile_report): the
- * products' kernel time (the "matmul" op row) and everything else (the other kernels and the time
- * outside kernels), per step. */
+ * products' share of the wall time (the "matmul" op row's kernel time) and the rest (the other
+ * kernels and the time outside kernels), applied to the median step. */
 typedef struct split {
     double total, gemm, other;
 } split;
@@ -152,8 +152,9 @@ static void add_text(void *ctx, const char *text, size_t len) {
 }
 
 static split profiled_split(ts_program *p) {
+    if (ts_program_run(p) != TS_OK) die("a warm-up run");
     ts_program_profile_reset(p);
-    double step = time_runs(p, NULL); /* the median step; the report's totals are over g_steps + 1 runs */
+    double step = time_runs(p, NULL);
     char *text = NULL;
     if (ts_program_profile_report(p, add_text, &text) != TS_OK || !text) die("the profile report");
     double runs = 0, wall_ms = 0, gemm_ms = 0;
@@ -166,10 +167,9 @@ static split profiled_split(ts_program *p) {
         if (sscanf(line, "%63s %d %llu %lf", op, &nodes, &calls, &ms) == 4 && !strcmp(op, "matmul")) gemm_ms = ms;
     }
     free(text);
-    if (runs <= 0) die("the profile report has no runs");
-    split sp = {.total = step, .gemm = gemm_ms / 1e3 / runs};
-    sp.other = step - sp.gemm;
-    return sp;
+    if (runs <= 0 || wall_ms <= 0) die("the profile report has no runs");
+    double share = gemm_ms / wall_ms < 1 ? gemm_ms / wall_ms : 1;
+    return (split){.total = step, .gemm = step * share, .other = step * (1 - share)};
 }
 
 /* The predicted time of the program's products (flops > 0) or of its other kernels, node by node
