@@ -15,6 +15,8 @@
 #include "tessera.h"
 
 #include "bench_util.h"
+#include "plan/cost.h"
+#include "runtime/program.h"
 
 #include <math.h>
 
@@ -75,7 +77,7 @@ static double predict(ts_plan_task task, ts_dtype dt, int batch, int D, const ch
 /* A training (M micro-batches of `batch`) or inference program of the model, fed, over pp's
  * stages (NULL: one device). */
 static ts_program *build(int train, ts_dtype dt, int batch, int M, const ts_stage_plan *pp, ts_comm *comm,
-                         int threads) {
+                         int threads, int profile) {
     ts_bert_config c;
     base_config(&c, dt, train);
     if (pp) ts_stage_plan_apply(pp, &c);
@@ -83,7 +85,8 @@ static ts_program *build(int train, ts_dtype dt, int batch, int M, const ts_stag
                             .seed = 1, .threads = threads, .optimizer = TS_OPTIM_ADAMW, .weight_decay = 0.01f,
                             .max_grad_norm = 1.0f, .accumulation = M, .steps_per_call = 1, .comm = comm,
                             .train_fetches = (const char *[]){"loss"}, .ntrain_fetches = 1,
-                            .infer_fetches = (const char *[]){"last_hidden_state"}, .ninfer_fetches = 1};
+                            .infer_fetches = (const char *[]){"last_hidden_state"}, .ninfer_fetches = 1,
+                            .profile = profile};
     if (pp) o.stage_devices = pp->stage_name, o.nstage_devices = pp->nstages;
     ts_program *p = NULL;
     if (ts_bert_train_programs(&o, train ? &p : NULL, train ? NULL : &p) != TS_OK) die("building the program");
@@ -128,24 +131,91 @@ static double measure(int train, ts_dtype dt, int batch, int D, const char *spec
         for (int d = 0; d < D; d++) o += (size_t)snprintf(devs + o, sizeof devs - o, "%scpu:%d", d ? "," : "", d);
         if (ts_stage_plan_parse(devs, spec, g_layers, &pp) != TS_OK) die("the stage spec");
     }
-    ts_program *p = build(train, dt, batch, M, D > 1 ? &pp : NULL, NULL, 0);
+    ts_program *p = build(train, dt, batch, M, D > 1 ? &pp : NULL, NULL, 0, 0);
     double t = time_runs(p, NULL);
     ts_program_free(p);
     return t;
 }
 
-/* Calibration on one row: the profile's eff_mem (the fraction of the measured streaming bandwidth
- * that the graph's memory-bound kernels reach) that makes the predicted f32 training step the
- * measured one; bisected in log space over [1/64, 4]. */
-static void calibrate_eff_mem(double measured, const char *spec1) {
-    double lo = log(1.0 / 64), hi = log(4.0);
-    for (int it = 0; it < 14; it++) {
-        g_prof.eff_mem = exp(0.5 * (lo + hi));
-        double t = predict(TS_PLAN_PRETRAIN, TS_F32, 8, 1, spec1, 1, 1);
-        if (t > measured) lo = log(g_prof.eff_mem); /* too slow: more bandwidth */
-        else hi = log(g_prof.eff_mem);
+/* ------------------------------------------------------------------ calibration on one row */
+
+/* The calibration row's step split by the profile report (ts_program_profile_report): the
+ * products' share of the wall time (the "matmul" op row's kernel time) and the rest (the other
+ * kernels and the time outside kernels), applied to the median step. */
+typedef struct split {
+    double total, gemm, other;
+} split;
+
+static void add_text(void *ctx, const char *text, size_t len) {
+    char **out = ctx;
+    *out = strndup(text, len);
+}
+
+static split profiled_split(ts_program *p) {
+    if (ts_program_run(p) != TS_OK) die("a warm-up run");
+    ts_program_profile_reset(p);
+    double step = time_runs(p, NULL);
+    char *text = NULL;
+    if (ts_program_profile_report(p, add_text, &text) != TS_OK || !text) die("the profile report");
+    double runs = 0, wall_ms = 0, gemm_ms = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char op[64];
+        double ms;
+        int nodes;
+        unsigned long long calls;
+        if (sscanf(line, "profile: %lf run%*s %lf ms in ts_program_run", &runs, &wall_ms) == 2) continue;
+        if (sscanf(line, "%63s %d %llu %lf", op, &nodes, &calls, &ms) == 4 && !strcmp(op, "matmul")) gemm_ms = ms;
     }
-    g_prof.eff_mem = exp(0.5 * (lo + hi));
+    free(text);
+    if (runs <= 0 || wall_ms <= 0) die("the profile report has no runs");
+    double share = gemm_ms / wall_ms < 1 ? gemm_ms / wall_ms : 1;
+    return (split){.total = step, .gemm = step * share, .other = step * (1 - share)};
+}
+
+/* The predicted time of the program's products (flops > 0) or of its other kernels, node by node
+ * (one device: the step is their sum). */
+static double predicted_part(const ts_program *p, int gemm) {
+    const ts_exec *e = p->one;
+    double t = 0;
+    for (int s = 0; s < e->nsched; s++) {
+        const ts_node *n = &e->g->nodes[e->sched[s]];
+        ts_node_work w;
+        ts_cost_node_work(e->g, n, &w);
+        if ((w.flops > 0) == gemm) t += ts_cost_node(e->g, n, &g_prof, -1);
+    }
+    return t;
+}
+
+/* Set eff_mem (gemm 0) or every dtype's eff_matmul (gemm 1) of g_prof, bisected in log space over
+ * [1/64, 4], such that the predicted part is the measured one; returns it. */
+static double bisect(const ts_program *p, int gemm, double measured) {
+    double lo = log(1.0 / 64), hi = log(4.0), eff = 1;
+    for (int it = 0; it <= 20; it++) {
+        eff = exp(0.5 * (lo + hi));
+        if (gemm) g_prof.eff_matmul[0] = g_prof.eff_matmul[1] = g_prof.eff_matmul[2] = eff;
+        else g_prof.eff_mem = eff;
+        if (it == 20) break;
+        if (predicted_part(p, gemm) > measured) lo = log(eff); /* too slow: a higher efficiency */
+        else hi = log(eff);
+    }
+    return eff;
+}
+
+/* Two constants from one measured row, the f32 training step at batch 8 compiled with the profile:
+ * eff_mem such that the predicted time of the kernels other than products is the measured time
+ * outside the products (the other kernels and the framework between them), then eff_matmul (a
+ * factor on the profile's measured GEMM rates, the same for every dtype) such that the predicted
+ * products take the measured products' time. Returns the row's measured step. */
+static double calibrate(void) {
+    ts_program *p = build(1, TS_F32, 8, 1, NULL, NULL, 0, 1);
+    split sp = profiled_split(p);
+    bisect(p, 0, sp.other);
+    double g = bisect(p, 1, sp.gemm);
+    printf("calibrated on this row (products %.3f s, the rest %.3f s of a %.3f s step): eff_mem %.3f (memory-bound "
+           "kernels reach %.1f GB/s of the measured %.1f), eff_matmul %.3f of the measured GEMM rates\n",
+           sp.gemm, sp.other, sp.total, g_prof.eff_mem, g_prof.mem_bw * g_prof.eff_mem / 1e9, g_prof.mem_bw / 1e9, g);
+    ts_program_free(p);
+    return sp.total;
 }
 
 static void print_row(const row *r) {
@@ -162,7 +232,7 @@ static int rank_main(int batch, const char *out) {
     ts_comm_set_timeout(c, 600);
     int R = ts_comm_size(c);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    ts_program *p = build(1, TS_F32, batch, 1, NULL, c, cores / R > 1 ? (int)(cores / R) : 1);
+    ts_program *p = build(1, TS_F32, batch, 1, NULL, c, cores / R > 1 ? (int)(cores / R) : 1, 0);
     double t = time_runs(p, c);
     ts_comm_allreduce_f64(c, &t, 1);
     if (ts_comm_rank(c) == 0) {
@@ -229,7 +299,7 @@ int main(int argc, char **argv) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     double prof_s = 0;
-    int mpi = 1, calibrate = 1;
+    int mpi = 1, calibrate_on = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rank") && i + 4 < argc) {
             g_layers = atoi(argv[i + 1]), g_steps = atoi(argv[i + 2]);
@@ -239,7 +309,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) g_steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--profile-seconds") && i + 1 < argc) prof_s = atof(argv[++i]);
         else if (!strcmp(argv[i], "--no-mpi")) mpi = 0;
-        else if (!strcmp(argv[i], "--no-calibrate")) calibrate = 0;
+        else if (!strcmp(argv[i], "--no-calibrate")) calibrate_on = 0;
     }
     if (g_layers < 2) g_layers = 2;
     if (g_steps < 1) g_steps = 1;
@@ -264,15 +334,13 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; i++) {
         row *r = &rows[n++];
         snprintf(r->name, sizeof r->name, "%s", one[i].name);
-        r->meas = measure(one[i].train, one[i].dt, one[i].batch, 1, spec1, 1);
         if (i == 0) {
-            double raw = predict(TS_PLAN_PRETRAIN, TS_F32, 8, 1, spec1, 1, 1), eff0 = g_prof.eff_mem;
-            if (calibrate) calibrate_eff_mem(r->meas, spec1);
-            printf("%-46s | %9.3f %9s |         (eff_mem %.3g, as measured)\n", "train f32, batch 8, uncalibrated", raw,
-                   "", eff0);
-            if (calibrate) printf("calibrated on this row: eff_mem = %.3f (memory-bound kernels reach %.1f GB/s of the "
-                                  "measured %.1f GB/s)\n", g_prof.eff_mem, g_prof.mem_bw * g_prof.eff_mem / 1e9,
-                                  g_prof.mem_bw / 1e9);
+            double raw = predict(TS_PLAN_PRETRAIN, TS_F32, 8, 1, spec1, 1, 1);
+            printf("%-46s | %9.3f %9s |         (eff_mem %.3g, eff_matmul %.3g, as measured)\n",
+                   "train f32, batch 8, uncalibrated", raw, "", g_prof.eff_mem, g_prof.eff_matmul[TS_F32]);
+            r->meas = calibrate_on ? calibrate() : measure(1, TS_F32, 8, 1, spec1, 1);
+        } else {
+            r->meas = measure(one[i].train, one[i].dt, one[i].batch, 1, spec1, 1);
         }
         r->pred = predict(one[i].train ? TS_PLAN_PRETRAIN : TS_PLAN_INFER, one[i].dt, one[i].batch, 1, spec1, 1, 1);
         print_row(r);

@@ -50,7 +50,8 @@ typedef struct ts_device_profile {
     double host_latency;       /* seconds per transfer between hosts */
     int devices_per_host;      /* devices on one host (replicas beyond it cross host_bw) */
     /* Calibration (each with its source): */
-    double eff_matmul[3];      /* fraction of peak_flops[dtype] a large matmul or conv reaches */
+    double eff_matmul[3];      /* fraction of peak_flops[dtype] a large matmul or conv reaches (with
+                                  measured gemm points: a factor on their rates, 1 as measured) */
     double eff_mem;            /* fraction of mem_bw a memory-bound kernel reaches */
     double node_overhead;      /* seconds per scheduled node (a kernel launch, a sync) */
     int ngemm;                 /* measured GEMM rates (a measured profile), used before peak x eff */

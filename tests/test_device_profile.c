@@ -253,7 +253,7 @@ static void test_gemm_rates(void) {
     CHECK(ts_profile_gemm_flops(&p, 512, 512, 512, TS_F32) == 0.5e12, "no table: peak x eff");
     CHECK(ts_profile_gemm_flops(&p, 512, 512, 512, TS_F16) == 0, "no f16: 0");
     CHECK(ts_profile_mem_bw(&p) == 0.5e11, "mem_bw x eff_mem");
-    p.ngemm = 4;
+    p.ngemm = 4, p.eff_matmul[TS_F32] = p.eff_matmul[TS_BF16] = 1; /* as measured */
     p.gemm[0] = (ts_gemm_point){64, 64, 64, TS_F32, 1e9};
     p.gemm[1] = (ts_gemm_point){256, 256, 256, TS_F32, 1e10};
     p.gemm[2] = (ts_gemm_point){1024, 768, 768, TS_F32, 5e10};
@@ -272,6 +272,9 @@ static void test_gemm_rates(void) {
     CHECK(fabs(ts_profile_gemm_flops(&p, 8192, 8192, 8192, TS_F32) - 5e10) < 1e-9 * 5e10, "beyond the largest: its rate");
     double tiny = ts_profile_gemm_flops(&p, 32, 64, 64, TS_F32);
     CHECK(fabs(tiny - 0.5e9) < 1e-3 * 0.5e9, "half the smallest measured size: half its rate, %g", tiny);
+    p.eff_matmul[TS_F32] = 0.5; /* a run's calibration: a factor on the measured rates */
+    CHECK(ts_profile_gemm_flops(&p, 1024, 768, 768, TS_F32) == 2.5e10, "eff_matmul 0.5 halves a measured rate");
+    CHECK(ts_profile_gemm_flops(&p, 128, 128, 128, TS_BF16) == 3e9, "bf16's own eff_matmul (1) leaves its rate");
     CHECK(ts_profile_gemm_flops(&p, 64, 64, 64, TS_F16) == 0, "no f16 anywhere: 0");
     CHECK(ts_profile_gemm_flops(&p, 0, 64, 64, TS_F32) == 0 && ts_profile_gemm_flops(NULL, 8, 8, 8, TS_F32) == 0, "bad");
 }

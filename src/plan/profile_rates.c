@@ -12,8 +12,9 @@ typedef struct point {
     double logw, logf;
 } point;
 
-double ts_profile_gemm_flops(const ts_device_profile *p, int64_t m, int64_t n, int64_t k, ts_dtype dtype) {
-    if (!p || (unsigned)dtype >= 3 || m <= 0 || n <= 0 || k <= 0) return 0;
+/* The measured rate of a GEMM of m n k in dtype (interpolated between the measured sizes), 0 when
+ * the profile has no measured GEMM of dtype. */
+static double measured_rate(const ts_device_profile *p, int64_t m, int64_t n, int64_t k, ts_dtype dtype) {
     point pts[TS_PROFILE_MAX_GEMM];
     int np = 0, ng = p->ngemm < TS_PROFILE_MAX_GEMM ? p->ngemm : TS_PROFILE_MAX_GEMM;
     for (int i = 0; i < ng; i++) {
@@ -32,7 +33,7 @@ double ts_profile_gemm_flops(const ts_device_profile *p, int64_t m, int64_t n, i
         pts[j] = q;
         np++;
     }
-    if (np == 0) return p->peak_flops[dtype] > 0 ? p->peak_flops[dtype] * p->eff_matmul[dtype] : 0;
+    if (np == 0) return 0;
     double w = log((double)m) + log((double)n) + log((double)k);
     /* smaller than every measured shape: no faster in time than the smallest (its rate scaled by
      * size); larger than every one: the largest's rate */
@@ -42,6 +43,15 @@ double ts_profile_gemm_flops(const ts_device_profile *p, int64_t m, int64_t n, i
     while (pts[j].logw < w) j++;
     double t = (w - pts[j - 1].logw) / (pts[j].logw - pts[j - 1].logw);
     return exp(pts[j - 1].logf + t * (pts[j].logf - pts[j - 1].logf));
+}
+
+/* The measured rates times eff_matmul (1 in a measured profile; a run's calibration may lower it),
+ * else peak_flops x eff_matmul. */
+double ts_profile_gemm_flops(const ts_device_profile *p, int64_t m, int64_t n, int64_t k, ts_dtype dtype) {
+    if (!p || (unsigned)dtype >= 3 || m <= 0 || n <= 0 || k <= 0) return 0;
+    double eff = p->eff_matmul[dtype], r = measured_rate(p, m, n, k, dtype);
+    if (r > 0) return eff > 0 ? r * eff : r;
+    return p->peak_flops[dtype] > 0 ? p->peak_flops[dtype] * eff : 0;
 }
 
 double ts_profile_mem_bw(const ts_device_profile *p) { return p ? p->mem_bw * p->eff_mem : 0; }
