@@ -10,6 +10,7 @@
  *
  * Usage: serve_load [--model DIR] [--clients N (32)] [--requests R (4000)] [--seconds S (30)]
  *                   [--seq T (128)] [--max-batch B (32)] [--max-delay-ms D (5)] [--threads N]
+ *                   [--layers L (2) --hidden H (128): the made model's shape (heads: H / 64 from 768, else 2)]
  *                   [--smoke: 4 clients, 200 requests, 5 s, a 1-layer model]
  * Without --model it makes a 2-layer, 128-wide BERT classifier with random weights (the demo
  * spam filter's shape) over data/bert/vocab.txt in a temporary folder.
@@ -36,7 +37,7 @@ static int make_model(char *path, size_t cap) {
     snprintf(path, cap, "%s/model", g_dir);
     ts_bert_config cfg;
     ts_bert_config_default(&cfg);
-    cfg.num_hidden_layers = g_layers, cfg.hidden_size = g_hidden, cfg.num_attention_heads = 2;
+    cfg.num_hidden_layers = g_layers, cfg.hidden_size = g_hidden, cfg.num_attention_heads = g_hidden >= 768 ? g_hidden / 64 : 2;
     cfg.intermediate_size = 4 * g_hidden, cfg.num_labels = 2, cfg.head = TS_BERT_SEQ_CLASSIFICATION;
     ts_bert_config run = cfg;
     ts_bert_config_inference(&run, TS_F32);
@@ -210,6 +211,8 @@ static int parse(int argc, char **argv) {
         else if (!strcmp(a, "--max-batch")) g_batch = atoi(v);
         else if (!strcmp(a, "--max-delay-ms")) g_delay = atoi(v);
         else if (!strcmp(a, "--threads")) g_threads = atoi(v);
+        else if (!strcmp(a, "--layers")) g_layers = atoi(v);
+        else if (!strcmp(a, "--hidden")) g_hidden = atoi(v);
         else return fprintf(stderr, "serve_load: unknown flag %s\n", a), 2;
     }
     if (g_clients < 1 || g_requests < 1 || g_seq < 2 || g_batch < 1 || g_seconds <= 0)
