@@ -27,6 +27,34 @@ class Error(Exception):
 Error.__module__ = "tessera"
 
 
+class Handle:
+    """An object of the library owned by Python: freed by free() or when collected. A subclass
+    names what it is (_what) and the library call that frees it (_free_handle)."""
+
+    _what = "object"
+    _h = None
+
+    def _free_handle(self, h):
+        raise NotImplementedError
+
+    @property
+    def handle(self):
+        if not self._h:
+            raise Error("the %s was freed" % self._what, 1)
+        return self._h
+
+    def free(self):
+        if self._h:
+            self._free_handle(self._h)
+            self._h = None
+
+    def __del__(self):
+        try:
+            self.free()
+        except Exception:  # at interpreter exit the module may be gone
+            pass
+
+
 def _candidates():
     """Where the library may be: TESSERA_LIB, beside the package (an in-tree build: build/ under
     the repository; an install: <prefix>/lib), then the linker's search path."""

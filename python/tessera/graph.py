@@ -8,7 +8,7 @@ import ctypes as C
 import numpy as np
 
 from . import _tensor as T
-from ._lib import (CP, I64P, P, CompileOpts, Error, Init, LrScheduleOpts, OptimOpts, b, check, checked, error, fn,
+from ._lib import (CP, I64P, P, CompileOpts, Error, Handle, Init, LrScheduleOpts, OptimOpts, b, check, checked, error, fn,
                    shape_arr, strings)
 from .program import Program
 
@@ -94,7 +94,7 @@ def _op(cname, restype, *argtypes):
     return call
 
 
-class Graph:
+class Graph(Handle):
     """A graph under construction. Ops are methods (g.matmul(x, w), g.relu(h), ...) named as the
     C calls without ts_ (include/tessera_graph_ops.h); each returns a Value. Freed by free() or
     when collected; programs compiled from it do not need it."""
@@ -104,22 +104,10 @@ class Graph:
         if seed is not None:
             _g["seed"](self._h, int(seed))
 
-    @property
-    def handle(self):
-        if not self._h:
-            raise Error("the graph was freed", 1)
-        return self._h
+    _what = "graph"
 
-    def free(self):
-        if self._h:
-            _g["free"](self._h)
-            self._h = None
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:  # at interpreter exit the module may be gone
-            pass
+    def _free_handle(self, h):
+        _g["free"](h)
 
     def _value(self, v):
         if v < 0:

@@ -5,7 +5,7 @@
 import ctypes as C
 
 from . import _tensor as T
-from ._lib import CP, I64P, P, Error, Memory, TextSink, WRITE_FN, b, check, fn, shape_arr
+from ._lib import CP, I64P, P, Error, Handle, Memory, TextSink, WRITE_FN, b, check, fn, shape_arr
 
 _f = {
     "free": fn("ts_program_free", None, P),
@@ -31,28 +31,16 @@ _libc_free = C.CDLL(None).free
 _libc_free.argtypes = [C.c_void_p]
 
 
-class Program:
+class Program(Handle):
     """A compiled program (Graph.compile, or the model loaders)."""
 
     def __init__(self, handle, fetches=()):
         self._h, self.fetches = handle, list(fetches)
 
-    @property
-    def handle(self):
-        if not self._h:
-            raise Error("the program was freed", 1)
-        return self._h
+    _what = "program"
 
-    def free(self):
-        if self._h:
-            _f["free"](self._h)
-            self._h = None
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:  # at interpreter exit the module may be gone
-            pass
+    def _free_handle(self, h):
+        _f["free"](h)
 
     def feed(self, name, array):
         """Copy array (its dtype and shape as the input's) into input `name`, once, from the

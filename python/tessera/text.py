@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from ._lib import CP, P, BertConfig, Error, ModelMeta, b, check, checked, fn
+from ._lib import CP, P, BertConfig, Error, Handle, ModelMeta, b, check, checked, fn
 
 I32P = C.POINTER(C.c_int32)
 _load = fn("ts_tokenizer_load", P, CP, C.c_int)
@@ -25,7 +25,7 @@ model_load_dir = fn("ts_model_load_dir", P, CP, C.POINTER(BertConfig), C.POINTER
 meta_free = fn("ts_model_meta_free", None, C.POINTER(ModelMeta))
 
 
-class Tokenizer:
+class Tokenizer(Handle):
     """A WordPiece tokenizer (id for id Hugging Face's BertWordPiece). max_len: the model's
     sequence length when loaded from a model directory."""
 
@@ -48,22 +48,10 @@ class Tokenizer:
         meta_free(C.byref(meta))
         return cls(h, max_len)
 
-    @property
-    def handle(self):
-        if not self._h:
-            raise Error("the tokenizer was freed", 1)
-        return self._h
+    _what = "tokenizer"
 
-    def free(self):
-        if self._h:
-            _free(self._h)
-            self._h = None
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:  # at interpreter exit the module may be gone
-            pass
+    def _free_handle(self, h):
+        _free(h)
 
     @property
     def vocab_size(self):
