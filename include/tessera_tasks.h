@@ -637,7 +637,8 @@ typedef struct ts_strlist {
 
 /* One option: `--name VALUE` (or `--name=VALUE`) on the command line, "name": VALUE in the
  * config file. ptr points to a const char * (STR), int (INT, FLAG), double (FLOAT) or ts_strlist
- * (LIST). INT values must be >= min_int. An element of a caller's table, so it has no
+ * (LIST: `--name A B ...`, the values up to the next flag; given again, `--name C`, it adds to
+ * them; on the command line it replaces the config's list). INT values must be >= min_int. An element of a caller's table, so it has no
  * struct_size: a table is read only by the ts_options_* of the same build. */
 typedef struct ts_opt {
     const char *name;

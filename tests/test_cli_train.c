@@ -66,6 +66,10 @@ static void test_pipeline(void) {
     rc = tessera(NULL, "predict --model ft --text \"the dog eats\" --threads 1");
     CHECK_RAN(rc, 0);
     CHECK(strstr(out_text, "the dog eats\n"), "predict --text: %s", out_text);
+    rc = tessera(NULL, "predict --model ft --text \"the dog eats\" --text \"a cat runs\" --threads 1");
+    CHECK_RAN(rc, 0);
+    char *first = strstr(out_text, "the dog eats\n"), *second = strstr(out_text, "a cat runs\n");
+    CHECK(first && second && first < second, "--text twice: both, in order: %s", out_text);
 }
 
 /* A cased model end to end: vocab --cased, pretrain --cased, finetune on rows whose label is

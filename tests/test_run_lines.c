@@ -52,6 +52,13 @@ static void test_options(void) {
     ts_options_free(&s);
     CHECK(corpus.n == 0 && corpus.v == NULL, "free empties the lists");
 
+    /* a list flag given twice gathers both (replacing the config's list): --text a --text b */
+    char *twice[] = {"prog", "--config", path, "--corpus", "x", "--layers", "2", "--corpus=y", "z", NULL};
+    CHECK(ts_options_parse(&s, "prog", opts, 5, 9, twice, cap_write, &err) == 1, "parse: %s", err.buf);
+    CHECK(corpus.n == 3 && !strcmp(corpus.v[0], "x") && !strcmp(corpus.v[1], "y") && !strcmp(corpus.v[2], "z"),
+          "--corpus x --corpus=y z: %d values", corpus.n);
+    ts_options_free(&s);
+
     char *bad[] = {"prog", "--layers", "0", NULL};
     CHECK(ts_options_parse(&s, "prog", opts, 5, 3, bad, cap_write, &err) == 2, "a value below min_int accepted");
     CHECK(strstr(err.buf, "prog: --layers wants an integer >= 1, not '0'\n") != NULL, "message: %s", err.buf);

@@ -185,7 +185,16 @@ static int load_config(const opt_ctx *c, const char *path) {
     return 1;
 }
 
-/* Apply one flag, argv[*i] (advancing *i past its values). 1, or 0 after writing the error. */
+/* Whether flag ("--name") is one of argv[1 .. at), as "--name" or "--name=...". */
+static int given_before(char *const *argv, int at, const char *flag) {
+    size_t n = strlen(flag);
+    for (int j = 1; j < at; j++)
+        if (!strncmp(argv[j], flag, n) && (argv[j][n] == 0 || argv[j][n] == '=')) return 1;
+    return 0;
+}
+
+/* Apply one flag, argv[*i] (advancing *i past its values). 1, or 0 after writing the error. A list
+ * flag given again adds to its values (`--text a --text b`). */
 static int apply_flag(const opt_ctx *c, int argc, char *const *argv, int *i) {
     const char *a = argv[*i];
     int bad = 0;
@@ -212,6 +221,7 @@ static int apply_flag(const opt_ctx *c, int argc, char *const *argv, int *i) {
         *(int *)o->ptr = 1;
         return !bad;
     }
+    const int first = *i; /* where this flag stands */
     const char *v = flag_value(c, argc, argv, i, flag, &bad);
     if (!v) return 0;
     if (v == argv[*i] && !strncmp(v, "--", 2)) { /* `--corpus --out x`: the value is missing */
@@ -224,7 +234,7 @@ static int apply_flag(const opt_ctx *c, int argc, char *const *argv, int *i) {
     case TS_OPT_FLOAT: return parse_float(c, flag, v, o->ptr);
     case TS_OPT_LIST: {
         ts_strlist *l = o->ptr;
-        l->n = 0;
+        if (!given_before(argv, first, flag)) l->n = 0; /* the first time replaces the config's list */
         if (!list_add(c, l, v)) return 0;
         while (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) != 0)
             if (!list_add(c, l, argv[++*i])) return 0;
