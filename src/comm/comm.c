@@ -146,16 +146,23 @@ static void mpi_msg(int rc, char *out, size_t cap) {
     snprintf(out, cap, "%s", s);
 }
 
-/* Run one collective on communicator mc (blocking). Counts above INT_MAX go in pieces (for
- * allreduce and broadcast; allgather and reduce-scatter take per-rank counts below it). */
+/* An all-reduce goes in pieces of at most 4 MiB: Open MPI's shared-memory all-reduce of 2 ranks
+ * on this machine (bench/replicas) moved 1.3-2.3 GB/s from 256 KiB to 4 MiB but 0.94 GB/s at 16
+ * MiB and 0.24 GB/s at 64 MiB (its buffers fall out of the caches), and a BERT step's embedding
+ * gradient is one 94 MB bucket. */
+enum { ALLREDUCE_PIECE_BYTES = 4 << 20 };
+
+/* Run one collective on communicator mc (blocking). An all-reduce goes in pieces (above); counts
+ * above INT_MAX in pieces for broadcast (allgather and reduce-scatter take per-rank counts below
+ * it). */
 static int run_op(MPI_Comm mc, int size, const ts_coll *op) {
     MPI_Datatype t = mpi_type(op->dtype);
     size_t es = dtype_bytes(op);
-    const int64_t piece = (int64_t)1 << 30;
+    const int64_t piece = (int64_t)1 << 30, reduce_piece = ALLREDUCE_PIECE_BYTES / (int64_t)es;
     switch (op->kind) {
     case TS_COLL_ALLREDUCE:
-        for (int64_t o = 0; o < op->count; o += piece) {
-            int n = (int)(op->count - o < piece ? op->count - o : piece);
+        for (int64_t o = 0; o < op->count; o += reduce_piece) {
+            int n = (int)(op->count - o < reduce_piece ? op->count - o : reduce_piece);
             int rc = MPI_Allreduce(MPI_IN_PLACE, (char *)op->buf + (size_t)o * es, n, t, MPI_SUM, mc);
             if (rc != MPI_SUCCESS) return rc;
         }
