@@ -660,6 +660,64 @@ static void test_hard_acts_with_fusion(void) {
     ts_graph_free(g);
 }
 
+/* ------------------------------------------------------------------ conv2d's fused epilogue */
+
+/* conv2d -> leaky relu -> max(x, constant) (openWakeWord's block), conv2d -> relu -> clip and a
+ * depthwise conv2d -> leaky relu -> max: the fusion pass folds each into the conv2d (nodes
+ * fused counted), and the results equal the unfused program's within 1e-5 on oneDNN, on the
+ * depthwise kernel and on the reference kernel (TS_CONV_REFERENCE=1 at compile). */
+static ts_value conv_block(ts_graph *g, ts_value x, int64_t C, int64_t O, int groups, int which, const char *w) {
+    ts_value wt = ts_param(g, w, TS_F32, 4, (int64_t[]){O, C / groups, 3, 3}, ts_init_normal(0.3f));
+    ts_conv_opts o = {{1, 1}, {1, 1, 1, 1}, {1, 1}, groups};
+    ts_value y = ts_conv2d(g, x, wt, TS_NONE, &o);
+    if (which == 1) return ts_clip(g, ts_relu(g, y), 0.f, 0.5f);
+    ts_value c = ts_constant(g, ts_tensor_from(TS_F32, 1, (int64_t[]){1}, (float[]){-0.05f}));
+    return ts_binary(g, TS_BIN_MAX, ts_math(g, TS_MATH_LEAKY_RELU, y, 0.2f, 0.f), c);
+}
+
+static void test_conv_epilogue_fusion(void) {
+    ts_graph *g = ts_graph_new();
+    ts_graph_set_seed(g, 11);
+    ts_value x = ts_input(g, "x", TS_F32, 4, (int64_t[]){2, 8, 10, 12});
+    ts_value a = conv_block(g, x, 8, 16, 1, 0, "w0");
+    ts_value b = conv_block(g, a, 16, 16, 1, 1, "w1");
+    ts_value y = conv_block(g, b, 16, 16, 16, 0, "w2"); /* depthwise */
+    ts_name(g, y, "y");
+    tu_rng r = tu_rng_seed(9);
+    ts_tensor *xt = tu_rand_tensor(&r, 4, (int64_t[]){2, 8, 10, 12}, -2, 2);
+    ts_tensor *out[3] = {NULL, NULL, NULL};
+    for (int f = 0; f < 3; f++) { /* fused, unfused, fused on the reference kernels */
+        if (f == 2) setenv("TS_CONV_REFERENCE", "1", 1);
+        ts_program *p = ts_compile(g, &(ts_compile_opts){.nfetch = 1, .fetches = (const char *[]){"y"},
+                                                         .no_fusion = f == 1, .inference = 1});
+        unsetenv("TS_CONV_REFERENCE");
+        CHECK(p != NULL, "compile: %s", ts_last_error());
+        if (!p) continue;
+        ts_memory m = {.struct_size = sizeof m};
+        ts_program_memory(p, &m);
+        CHECK(m.fused == (f == 1 ? 0 : 6), "program %d: %d nodes fused (want %d)", f, m.fused, f == 1 ? 0 : 6);
+        CHECK_OK(ts_program_feed(p, "x", xt));
+        CHECK_OK(ts_program_run(p));
+        out[f] = TU_FETCH(p, "y");
+        ts_program_free(p);
+    }
+    for (int f = 0; f < 3 && out[0] && out[1]; f += 2) {
+        if (!out[f]) continue;
+        const float *u = tu_f32(out[1]), *v = tu_f32(out[f]);
+        double err = 0;
+        int floor_hit = 0;
+        for (int64_t i = 0; i < ts_tensor_numel(out[1]); i++) {
+            err = fmax(err, fabs(u[i] - v[i]));
+            floor_hit += u[i] == -0.05f;
+        }
+        CHECK(err < 1e-5, "fused program %d differs from the unfused one by %.3e", f, err);
+        CHECK(floor_hit > 0, "no output at the max's floor: the test does not reach the clamp");
+    }
+    for (int f = 0; f < 3; f++) ts_tensor_free(out[f]);
+    ts_tensor_free(xt);
+    ts_graph_free(g);
+}
+
 /* ------------------------------------------------------------------ a small CNN trains */
 
 /* conv -> hard_swish -> max pool -> depthwise conv -> avg pool -> resize back up -> conv 1x1:
@@ -849,6 +907,7 @@ int main(int argc, char **argv) {
     RUN(test_resize_values);
     RUN(test_hard_acts_fd);
     RUN(test_hard_acts_with_fusion);
+    RUN(test_conv_epilogue_fusion);
     RUN(test_small_cnn_trains);
     RUN(test_bad_inputs);
     return tu_finish("test_vision_ops");

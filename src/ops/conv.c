@@ -26,6 +26,11 @@
  * bottom, right (>= 0); i[6], i[7] = dilation dh, dw (>= 1); i[8] = groups G (>= 1);
  * i[9], i[10] = conv_transpose2d: output padding (oph, opw), 0 <= op < stride;
  *               conv2d_grad_weight: the kernel size KH, KW. ni = 11.
+ *               conv2d: an epilogue the fusion pass (graph/passes/fuse.c) folds in, 0 0 as built:
+ *               i[9] = act (ts_conv_act): y = relu(y), or y = y < 0 ? f[0] y : y (leaky relu);
+ *               then i[10] = 1: y = min(max(y, f[1]), f[2]) (a Max with a constant, a Clip).
+ *               The epilogue runs after the bias, per element; a NaN stays NaN in the reference
+ *               kernel (as the unfused ops), oneDNN's clamp may make it f[1].
  * The public builders turn 0 stride / dilation / groups into 1.
  *
  * Gradients, with upstream gy:
@@ -153,8 +158,12 @@ static ts_status infer_conv2d(ts_graph *g, ts_node *n) {
     if (!s) s = need_f32_rank(g, n, 1, 4, "weight w");
     if (!s) s = check_attrs(n);
     if (s) return s;
+    ts_attrs_conv2d at = TS_NODE_ATTRS(conv2d, n);
+    if (at.act < TS_CONV_ACT_NONE || at.act > TS_CONV_ACT_LEAKY_RELU || at.clamp < 0 || at.clamp > 1)
+        return ts_err(TS_ERR_ARG, "op conv2d: epilogue act %lld / clamp %lld is not one conv2d knows", (long long)at.act,
+                      (long long)at.clamp);
     const ts_val *x = &g->vals[n->in[0]], *w = &g->vals[n->in[1]];
-    int64_t G = TS_NODE_ATTRS(conv2d, n).groups, C = x->shape[1], O = w->shape[0];
+    int64_t G = at.groups, C = x->shape[1], O = w->shape[0];
     if (C % G || O % G)
         return ts_err(TS_ERR_ARG, "op conv2d: groups %lld must divide the input channels of x %s (%lld) and the "
                       "output channels of w %s (%lld)", (long long)G, VS(g, n->in[0]), (long long)C,
@@ -405,10 +414,31 @@ static void conv_bwd_weight_ref(const conv_geom *q, const float *src, const floa
     }
 }
 
+int ts_conv_has_epilogue(const ts_node *n) {
+    return n->op == TS_OP_CONV2D && (n->attr.i[9] != TS_CONV_ACT_NONE || n->attr.i[10] != 0);
+}
+
+/* y[0 .. count) = clamp(act(y)) as conv2d's i[9], i[10] say (the top of the file) */
+void ts_conv_epilogue(const ts_node *n, float *y, int64_t count) {
+    if (!ts_conv_has_epilogue(n)) return;
+    ts_attrs_conv2d at = TS_NODE_ATTRS(conv2d, n);
+    float a = at.act_alpha, lo = at.lo, hi = at.hi;
+    if (at.act == TS_CONV_ACT_RELU)
+        for (int64_t i = 0; i < count; i++) y[i] = y[i] < 0.f ? 0.f : y[i];
+    if (at.act == TS_CONV_ACT_LEAKY_RELU)
+        for (int64_t i = 0; i < count; i++) y[i] = y[i] < 0.f ? a * y[i] : y[i];
+    if (at.clamp)
+        for (int64_t i = 0; i < count; i++) {
+            float v = y[i] < lo ? lo : y[i];
+            y[i] = v > hi ? hi : v;
+        }
+}
+
 static ts_status conv2d_kernel(const ts_kargs *k) {
     conv_geom q;
     node_geom(k->g, k->node, &q);
     conv_fwd_ref(&q, k->in[0], k->in[1], k->node->nin > 2 ? k->in[2] : NULL, k->out[0]);
+    ts_conv_epilogue(k->node, k->out[0], q.N * q.O * q.OH * q.OW);
     return TS_OK;
 }
 static ts_status conv_transpose2d_kernel(const ts_kargs *k) {

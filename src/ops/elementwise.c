@@ -90,7 +90,7 @@ BINARY_KERNEL(add, a + b)
 BINARY_KERNEL(sub, a - b)
 BINARY_KERNEL(mul, a * b)
 BINARY_KERNEL(div, a / b)
-BINARY_KERNEL(pow, powf(a, b))
+BINARY_KERNEL(pow, b == 2.f ? a * a : powf(a, b)) /* a * a: exact, and a power of 2 is most pows */
 
 ts_value ts_sum_to(ts_graph *g, ts_value grad, ts_value like) {
     if (grad == TS_NONE || like == TS_NONE) return TS_NONE;

@@ -20,6 +20,10 @@ void ts_unary_f32(int op, int tanh_form, float alpha, float beta, const float *x
 /* Encode the steps of unary/fused node `first` followed by `second` into one fused_elementwise
  * attribute set; 0 when the chain would be too long (ops/fused.c). */
 int ts_fused_merge(const ts_node *first, const ts_node *second, ts_attrs *out);
+/* conv2d's fused epilogue (ops/conv.c, attributes i[9], i[10]): 1 when node n is a conv2d with
+ * one; ts_conv_epilogue applies it to count outputs y in place (nothing for other nodes). */
+int ts_conv_has_epilogue(const ts_node *n);
+void ts_conv_epilogue(const ts_node *n, float *y, int64_t count);
 
 /* A message-prefix helper: infer functions write "op 'add': ..." via this. */
 #define TS_OPERR(g, n, code, ...) ts_err(code, __VA_ARGS__)

@@ -272,12 +272,52 @@ static inline int64_t window_argmax(const pool_geom *q, const float *x, int64_t 
     return best;
 }
 
+/* 1 when every window of q lies inside the input (no pads reached, no ceil_mode overhang). */
+static int windows_inside(const pool_geom *q) {
+    return q->pt == 0 && q->pl == 0 && (q->OH - 1) * q->sh + (q->kh - 1) * q->dh < q->H &&
+           (q->OW - 1) * q->sw + (q->kw - 1) * q->dw < q->W;
+}
+
+/* max_pool2d's value (not its argmax) for windows all inside, tap by tap over whole output
+ * rows, so that the inner loop runs along ow and vectorises (strided loads): the same value as
+ * window_argmax's cell (the max; NaN when the window holds one). */
+TS_SIMD_CLONES
+static void max_plane_inside(const pool_geom *q, const float *restrict x, float *restrict y) {
+    const int64_t OH = q->OH, OW = q->OW, W = q->W, kh = q->kh, kw = q->kw, sh = q->sh, sw = q->sw, dh = q->dh,
+                  dw = q->dw;
+    for (int64_t oh = 0; oh < OH; oh++) {
+        float *restrict yr = y + oh * OW;
+        for (int64_t i = 0; i < kh; i++)
+            for (int64_t j = 0; j < kw; j++) {
+                const float *restrict r = x + (oh * sh + i * dh) * W + j * dw;
+                if (i == 0 && j == 0) {
+                    for (int64_t ow = 0; ow < OW; ow++) yr[ow] = r[ow * sw];
+                } else if (sw == 2) { /* the common 2x2 / 1x2 stride-2 window: a constant stride */
+                    for (int64_t ow = 0; ow < OW; ow++) {
+                        float m = yr[ow], v = r[2 * ow];
+                        yr[ow] = m != m ? m : (v > m) | (v != v) ? v : m;
+                    }
+                } else {
+                    for (int64_t ow = 0; ow < OW; ow++) {
+                        float m = yr[ow], v = r[ow * sw];
+                        yr[ow] = m != m ? m : (v > m) | (v != v) ? v : m;
+                    }
+                }
+            }
+    }
+}
+
 /* y[p, oh, ow] = max over the window's input cells of x[p, h, w] */
 static ts_status max_pool2d_kernel(const ts_kargs *k) {
     pool_geom q;
     node_geom(k->g, k->node, &q);
     const float *X = k->in[0];
     float *Y = k->out[0];
+    if (windows_inside(&q)) {
+#pragma omp parallel for schedule(static) if (q.planes * q.OH * q.OW * q.kh * q.kw > 32768)
+        for (int64_t p = 0; p < q.planes; p++) max_plane_inside(&q, X + p * q.H * q.W, Y + p * q.OH * q.OW);
+        return TS_OK;
+    }
 #pragma omp parallel for schedule(static) if (q.planes * q.OH * q.OW * q.kh * q.kw > 32768)
     for (int64_t p = 0; p < q.planes; p++) {
         const float *x = X + p * q.H * q.W;

@@ -17,6 +17,9 @@
  *  - scratchpad mode USER: the primitive's and the reorders' scratchpads share one region at the
  *    start of the node's scratch bytes, so everything runs in the runtime's shared workspace;
  *  - memory objects made once without data; run() sets their handles and executes.
+ * conv2d's fused epilogue (activation, clamp; src/ops/conv.c) runs as oneDNN eltwise post-ops
+ * (on the primitive only: the reorders around it take none), and in the depthwise kernel on each
+ * plane as it is finished.
  * If oneDNN has no implementation for a case, or a layout it asks for cannot be reordered (or
  * TS_CONV_REFERENCE=1 is set in the environment when the program is compiled, for tests of the
  * reference kernels), the node has no state and run() calls the op's reference kernel
@@ -273,6 +276,21 @@ static dnnl_status_t make_args(dnnl_engine_t eng, dnnl_primitive_desc_t pd, dnnl
     return st;
 }
 
+/* conv2d's fused epilogue (src/ops/conv.c: act, then clamp) as eltwise post-ops of attr:
+ * relu with slope 0 or alpha (leaky), then clip(lo, hi). */
+static dnnl_status_t epilogue_post_ops(const ts_node *n, dnnl_primitive_attr_t attr) {
+    ts_attrs_conv2d at = TS_NODE_ATTRS(conv2d, n);
+    dnnl_post_ops_t po = NULL;
+    dnnl_status_t st = dnnl_post_ops_create(&po);
+    if (st == dnnl_success && at.act != TS_CONV_ACT_NONE)
+        st = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_relu,
+                                          at.act == TS_CONV_ACT_LEAKY_RELU ? at.act_alpha : 0.f, 0.f);
+    if (st == dnnl_success && at.clamp) st = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_clip, at.lo, at.hi);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
+    if (po) dnnl_post_ops_destroy(po);
+    return st;
+}
+
 /* Build the primitive of node n with activations in the chosen layout; leaves s->prim NULL
  * when oneDNN has none for it. */
 static ts_status build(dnnl_engine_t eng, const ts_graph *g, const ts_node *n, conv_dnnl *s, int blocked) {
@@ -281,17 +299,22 @@ static ts_status build(dnnl_engine_t eng, const ts_graph *g, const ts_node *n, c
     conv_mds m;
     if (describe(n, &q, blocked, &m) != dnnl_success) return TS_OK;
 
-    dnnl_primitive_attr_t attr = NULL;
+    /* attr: the reorders' (scratchpad); pattr: the primitive's (that, and the epilogue) */
+    dnnl_primitive_attr_t attr = NULL, pattr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t st = dnnl_primitive_attr_create(&attr);
     if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (st == dnnl_success) st = dnnl_primitive_attr_clone(&pattr, attr);
+    if (st == dnnl_success && ts_conv_has_epilogue(n)) st = epilogue_post_ops(n, pattr);
     if (st != dnnl_success) {
         if (attr) dnnl_primitive_attr_destroy(attr);
+        if (pattr) dnnl_primitive_attr_destroy(pattr);
         return ts_err(TS_ERR_NOMEM, "op %s: oneDNN attributes: %s", ts_op_get(n->op)->name, dnnl_status2str(st));
     }
     conv_want want[MAXARG];
     int nw = 0;
-    st = primitive_desc(eng, n, &q, &m, attr, &pd, want, &nw);
+    st = primitive_desc(eng, n, &q, &m, pattr, &pd, want, &nw);
+    dnnl_primitive_attr_destroy(pattr);
     if (st == dnnl_success) st = dnnl_primitive_create(&s->prim, pd);
     if (st != dnnl_success) {
         s->prim = NULL;
@@ -503,6 +526,7 @@ static ts_status dw_forward(const ts_kargs *k) {
             if (!buf) continue;
             int64_t c = t % q.C;
             plane(&q, &dg, X + t * q.H * q.W, Wt + c * q.KH * q.KW, B ? B[c] : 0.f, Y + t * q.OH * q.OW, buf);
+            ts_conv_epilogue(k->node, Y + t * q.OH * q.OW, q.OH * q.OW);
         }
         free(buf);
     }

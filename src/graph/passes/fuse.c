@@ -17,7 +17,9 @@
  */
 #include "graph/op_attrs.h"
 #include "graph/passes/passes.h"
-#include "ops/op.h" /* ts_fused_merge */
+#include "ops/op.h" /* ts_fused_merge, ts_conv_has_epilogue */
+
+#include <math.h>
 
 /* Defined in ops/fused.c: attrs of fused_elementwise computing second(first(x)); 0 if not
  * fusable (not unary chain ops, or more steps than a fused node holds). */
@@ -193,6 +195,68 @@ static int fuse_matmul_f32_out(fuse_ctx *c, int i) {
     return absorb(c, i, p, &r);
 }
 
+/* 6. conv2d + activation: relu(conv2d(...)) or math leaky_relu(conv2d(...)), f32, the conv2d
+ * without an epilogue yet -> the conv2d with act = relu or leaky relu (attr i[9], slope f[0];
+ * ops/conv.c). In a training graph the activation's backward reads the conv's output, so
+ * fusable_producer refuses it there. */
+static int fuse_conv_act(fuse_ctx *c, int i) {
+    ts_graph *g = c->g;
+    const ts_node *n = &g->nodes[i];
+    int leaky = n->op == TS_OP_MATH && TS_NODE_ATTRS(math, n).fn == TS_MATH_LEAKY_RELU;
+    if ((n->op != TS_OP_RELU && !leaky) || n->nin != 1) return 0;
+    int p = fusable_producer(c, n->in[0], i);
+    if (p < 0) return 0;
+    const ts_node *m = &g->nodes[p];
+    if (m->op != TS_OP_CONV2D || ts_conv_has_epilogue(m)) return 0;
+    if (!same_type(&g->vals[n->in[0]], &g->vals[n->out[0]])) return 0;
+    ts_node r = *m;
+    r.attr.i[9] = leaky ? TS_CONV_ACT_LEAKY_RELU : TS_CONV_ACT_RELU;
+    r.attr.f[0] = leaky ? TS_NODE_ATTRS(math, n).alpha : 0.f;
+    if (r.attr.ni < 11) r.attr.ni = 11;
+    return absorb(c, i, p, &r);
+}
+
+/* The value of v when it is an f32 constant of one element (any rank); 0 otherwise. */
+static int const_scalar(const ts_graph *g, int v, float *out) {
+    const ts_val *x = &g->vals[v];
+    if (x->kind != TS_V_CONST || !x->data || x->dtype != TS_F32 || ts_val_numel(x) != 1) return 0;
+    *out = *(const float *)x->data->data;
+    return 1;
+}
+
+/* 7. conv2d + clamp: clip(conv2d(...), lo, hi), or binary max(conv2d(...), c) with c an f32
+ * constant of one element (either side; a floor: lo = c, hi = +inf), the conv2d (with or without
+ * an activation) without a clamp yet and of the result's shape -> the conv2d with clamp = 1,
+ * f[1] = lo, f[2] = hi (ops/conv.c). openWakeWord's embedding network ends every convolution in
+ * LeakyRelu then Max(x, -0.4): all three become one pass. */
+static int fuse_conv_clamp(fuse_ctx *c, int i) {
+    ts_graph *g = c->g;
+    const ts_node *n = &g->nodes[i];
+    int side = 0;
+    float lo, hi = INFINITY;
+    if (n->op == TS_OP_CLIP && n->nin == 1) {
+        lo = TS_NODE_ATTRS(clip, n).lo, hi = TS_NODE_ATTRS(clip, n).hi;
+    } else if (n->op == TS_OP_BINARY && TS_NODE_ATTRS(binary, n).fn == TS_BIN_MAX && n->nin == 2) {
+        if (!const_scalar(g, n->in[1], &lo)) {
+            if (!const_scalar(g, n->in[0], &lo)) return 0;
+            side = 1;
+        }
+    } else {
+        return 0;
+    }
+    if (lo != lo || hi != hi) return 0;
+    int p = fusable_producer(c, n->in[side], i);
+    if (p < 0) return 0;
+    const ts_node *m = &g->nodes[p];
+    if (m->op != TS_OP_CONV2D || m->attr.i[10] != 0) return 0;
+    if (!same_type(&g->vals[n->in[side]], &g->vals[n->out[0]])) return 0;
+    ts_node r = *m;
+    r.attr.i[10] = 1;
+    r.attr.f[1] = lo, r.attr.f[2] = hi;
+    if (r.attr.ni < 11) r.attr.ni = 11;
+    return absorb(c, i, p, &r);
+}
+
 /* accept: asked of every merged node before it is made (the device's supports: a backend that
  * runs "matmul" may not know its activation attribute); NULL: every rule may fire. */
 int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_accept accept, void *accept_ctx) {
@@ -211,7 +275,8 @@ int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_acc
     for (int i = 0; i < g->nnodes; i++) {
         if (!alive[i]) continue;
         removed += fuse_matmul_bias(&c, i) || fuse_matmul_scale(&c, i) ||
-                   fuse_matmul_act(&c, i) || fuse_matmul_f32_out(&c, i) || fuse_unary_chain(&c, i);
+                   fuse_matmul_act(&c, i) || fuse_matmul_f32_out(&c, i) || fuse_conv_act(&c, i) ||
+                   fuse_conv_clamp(&c, i) || fuse_unary_chain(&c, i);
     }
     free(c.uses);
     return removed;
