@@ -8,7 +8,8 @@
  *    and after ts_program_load (a stale blocked copy would give the old product);
  *  - prepacked and plain weights (TS_MATMUL_PLAIN_WEIGHTS=1) agree to f32 rounding;
  *  - autocast's bf16 copy of a weight is kept across runs (backend/cpu/cast_kept.c) in a buffer of
- *    its own, and remade after the weight is written.
+ *    its own, and remade after the weight is written;
+ *  - a convolution's weights (backend/cpu/conv_dnnl.c) alike: kept reordered, remade after a write.
  */
 #include "test_util.h"
 
@@ -159,6 +160,48 @@ static void test_weights_written_between_runs(void) {
     ts_program_free(p);
 }
 
+/* A 3x3 convolution of an inference program keeps its weights reordered for oneDNN across runs
+ * (weight_copies > 0); after ts_program_set_param the output is the convolution with the new
+ * weights: equal to a fresh program compiled with those weights. */
+static ts_tensor *conv_run(ts_program *p, const ts_tensor *x) {
+    if (ts_program_feed(p, "x", x) || ts_program_run(p)) return NULL;
+    return TU_FETCH(p, "y");
+}
+static void test_conv_weights_written_between_runs(void) {
+    ts_graph *g = ts_graph_new();
+    ts_graph_set_seed(g, 5);
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(2, 16, 12, 12));
+    ts_value w = ts_param(g, "w", TS_F32, DIMS(32, 16, 3, 3), ts_init_normal(0.2f));
+    ts_conv_opts o = {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+    ts_name(g, ts_conv2d(g, x, w, TS_NONE, &o), "y");
+    ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y"), .inference = 1});
+    ts_program *fresh = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y"), .inference = 1});
+    CHECK(p && fresh, "compile: %s", ts_last_error());
+    ts_graph_free(g);
+    if (!p || !fresh) {
+        ts_program_free(p), ts_program_free(fresh);
+        return;
+    }
+    ts_memory mem;
+    CHECK_OK(ts_program_memory(p, &mem));
+    printf("  conv weight_copies %zu bytes (the weight: %zu)\n", mem.weight_copies, sizeof(float) * 32 * 16 * 9);
+    CHECK(mem.weight_copies >= sizeof(float) * 32 * 16 * 9, "the convolution's weights are not kept reordered");
+    tu_rng r = tu_rng_seed(8);
+    ts_tensor *xt = tu_rand_tensor(&r, DIMS(2, 16, 12, 12), -1, 1);
+    ts_tensor *y0 = conv_run(p, xt), *y1 = conv_run(p, xt);
+    CHECK(y0 && y1 && tu_bitwise_equal(y0, y1), "a second run (the kept copy) differs from the first");
+    ts_tensor *wn = tu_rand_tensor(&r, DIMS(32, 16, 3, 3), -0.3, 0.3);
+    CHECK_OK(ts_program_set_param(p, "w", wn));
+    CHECK_OK(ts_program_set_param(fresh, "w", wn));
+    ts_tensor *y2 = conv_run(p, xt), *yf = conv_run(fresh, xt);
+    CHECK(y2 && yf && tu_bitwise_equal(y2, yf), "after set_param the output is not the new weights' convolution");
+    CHECK(y0 && y2 && tu_max_abs_diff_f(tu_f32(y0), tu_f32(y2), ts_tensor_numel(y0)) > 1e-3,
+          "new weights did not change the output");
+    ts_tensor_free(y0), ts_tensor_free(y1), ts_tensor_free(y2), ts_tensor_free(yf);
+    ts_tensor_free(wn), ts_tensor_free(xt);
+    ts_program_free(p), ts_program_free(fresh);
+}
+
 /* Same weights, prepacked or read as stored: the same product up to f32 summation order. */
 static void test_packed_matches_plain(void) {
     ts_program *p[2];
@@ -288,5 +331,6 @@ int main(int argc, char **argv) {
     RUN(test_packed_matches_plain);
     RUN(test_training_program_reads_weights_as_stored);
     RUN(test_kept_bf16_weight_cast);
+    RUN(test_conv_weights_written_between_runs);
     return tu_finish("test_prepack");
 }

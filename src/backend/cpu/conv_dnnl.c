@@ -16,7 +16,12 @@
  *    after it;
  *  - scratchpad mode USER: the primitive's and the reorders' scratchpads share one region at the
  *    start of the node's scratch bytes, so everything runs in the runtime's shared workspace;
- *  - memory objects made once without data; run() sets their handles and executes.
+ *  - memory objects made once without data; run() sets their handles and executes;
+ *  - where weights change only between runs (ts_plan.param_gen set: an inference program) and
+ *    the weight is a parameter or a constant, its reordered copy is not in the workspace but in
+ *    a buffer of the node's own, made on the first run and again after param_gen moves (as
+ *    matmul_dnnl.c prepacks): a small convolution (Silero VAD's, batch 1) otherwise spends
+ *    most of its time reordering its weights every run. Reported as weight_copies.
  * conv2d's fused epilogue (activation, clamp; src/ops/conv.c) runs as oneDNN eltwise post-ops
  * (on the primitive only: the reorders around it take none), and in the depthwise kernel on each
  * plane as it is finished.
@@ -80,6 +85,7 @@ typedef struct carg {
     dnnl_memory_t inner;       /* the primitive's layout in the workspace; NULL: none needed */
     dnnl_primitive_t reorder;  /* user -> inner (inputs) or inner -> user (the output) */
     size_t off;                /* byte offset of inner in the workspace */
+    void *kept;                /* the weights only: inner lives here, across runs (see conv_run) */
 } carg;
 
 enum { MAXARG = 4 };
@@ -94,6 +100,8 @@ typedef struct conv_dnnl {
     size_t total_bytes;    /* scratchpad + reorder buffers */
     dnnl_exec_arg_t args[MAXARG + 1];
     int nargs;
+    size_t kept_bytes;     /* the weights' blocked copy, when kept across runs */
+    ts_weight_stamp stamp; /* when it was made */
 } conv_dnnl;
 
 static void conv_release(void *state) {
@@ -103,6 +111,7 @@ static void conv_release(void *state) {
         if (s->a[i].reorder) dnnl_primitive_destroy(s->a[i].reorder);
         if (s->a[i].inner) dnnl_memory_destroy(s->a[i].inner);
         if (s->a[i].user) dnnl_memory_destroy(s->a[i].user);
+        free(s->a[i].kept);
     }
     if (s->scratch) dnnl_memory_destroy(s->scratch);
     if (s->prim) dnnl_primitive_destroy(s->prim);
@@ -246,7 +255,8 @@ static dnnl_status_t primitive_desc(dnnl_engine_t eng, const ts_node *n, const c
  * another, a buffer in the workspace (at *bufs, which grows) and the reorder to or from it;
  * *scratch grows to the largest scratchpad a reorder needs. */
 static dnnl_status_t make_args(dnnl_engine_t eng, dnnl_primitive_desc_t pd, dnnl_primitive_attr_t attr,
-                               const conv_want *want, int nw, conv_dnnl *s, size_t *scratch, size_t *bufs) {
+                               const conv_want *want, int nw, int keep_weights, conv_dnnl *s, size_t *scratch,
+                               size_t *bufs) {
     dnnl_status_t st = dnnl_success;
     for (int i = 0; i < nw && st == dnnl_success; i++) {
         carg *c = &s->a[s->na++];
@@ -256,10 +266,15 @@ static dnnl_status_t make_args(dnnl_engine_t eng, dnnl_primitive_desc_t pd, dnnl
         st = dnnl_memory_create(&c->user, want[i].user, eng, DNNL_MEMORY_NONE);
         if (st != dnnl_success) { c->user = NULL; break; }
         if (!pmd || dnnl_memory_desc_equal(pmd, want[i].user)) continue;
-        st = dnnl_memory_create(&c->inner, pmd, eng, DNNL_MEMORY_NONE);
+        size_t bytes = dnnl_memory_desc_get_size(pmd);
+        if (keep_weights && c->kind == DNNL_ARG_WEIGHTS) {
+            if (posix_memalign(&c->kept, 64, bytes ? bytes : 64)) { c->kept = NULL; st = dnnl_out_of_memory; break; }
+            s->kept_bytes += bytes;
+        }
+        st = dnnl_memory_create(&c->inner, pmd, eng, c->kept ? c->kept : DNNL_MEMORY_NONE);
         if (st != dnnl_success) { c->inner = NULL; break; }
         c->off = *bufs;
-        *bufs += align64(dnnl_memory_desc_get_size(pmd));
+        if (!c->kept) *bufs += align64(bytes);
         int out = c->slot == 3;
         dnnl_primitive_desc_t rpd = NULL;
         st = dnnl_reorder_primitive_desc_create(&rpd, out ? pmd : want[i].user, eng, out ? want[i].user : pmd, eng,
@@ -293,7 +308,8 @@ static dnnl_status_t epilogue_post_ops(const ts_node *n, dnnl_primitive_attr_t a
 
 /* Build the primitive of node n with activations in the chosen layout; leaves s->prim NULL
  * when oneDNN has none for it. */
-static ts_status build(dnnl_engine_t eng, const ts_graph *g, const ts_node *n, conv_dnnl *s, int blocked) {
+static ts_status build(dnnl_engine_t eng, const ts_graph *g, const ts_node *n, conv_dnnl *s, int blocked,
+                       int keep_weights) {
     cgeom q;
     node_geom(g, n, &q);
     conv_mds m;
@@ -325,7 +341,7 @@ static ts_status build(dnnl_engine_t eng, const ts_graph *g, const ts_node *n, c
 
     const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     size_t scratch = smd ? dnnl_memory_desc_get_size(smd) : 0, bufs = 0;
-    st = make_args(eng, pd, attr, want, nw, s, &scratch, &bufs);
+    st = make_args(eng, pd, attr, want, nw, keep_weights, s, &scratch, &bufs);
     dnnl_primitive_desc_destroy(pd);
     dnnl_primitive_attr_destroy(attr);
     if (st == dnnl_success && scratch) {
@@ -536,6 +552,18 @@ static ts_status dw_forward(const ts_kargs *k) {
 
 /* ------------------------------------------------------------------ kernel entry points */
 
+/* 1 when value v is a parameter or a constant, or a reshape of one (ONNX's Conv1d weights reach
+ * conv2d through a reshape to [O, C, 1, K]): its contents change only when a weight is written. */
+static int fixed_weight(const ts_graph *g, int v) {
+    for (int hops = 0; hops < 8 && v >= 0; hops++) {
+        const ts_val *x = &g->vals[v];
+        if (x->kind == TS_V_PARAM || x->kind == TS_V_CONST) return 1;
+        if (x->kind != TS_V_NODE || x->node < 0 || g->nodes[x->node].op != TS_OP_RESHAPE) return 0;
+        v = g->nodes[x->node].in[0];
+    }
+    return 0;
+}
+
 static ts_status conv_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, void **state, size_t *scratch) {
     const ts_graph *g = plan->g;
     *state = NULL;
@@ -552,7 +580,10 @@ static ts_status conv_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_nod
         *state = s;
         return TS_OK;
     }
-    ts_status st = build(dev->dnnl_engine, g, n, s, choose_layout(n, &q));
+    /* weights that change only between runs (an inference program's parameters and constants):
+     * their blocked copy is kept and remade only when param_gen moves, as matmul_dnnl.c does */
+    int keep = plan->param_gen && n->op != TS_OP_CONV2D_GRAD_WEIGHT && fixed_weight(g, n->in[1]);
+    ts_status st = build(dev->dnnl_engine, g, n, s, choose_layout(n, &q), keep);
     if (st != TS_OK || !s->prim) {
         conv_release(s);
         return st;
@@ -590,15 +621,20 @@ static ts_status conv_run(const ts_kargs *k) {
     for (int i = 0; i < s->na && st == dnnl_success; i++) {
         const carg *c = &s->a[i];
         st = dnnl_memory_set_data_handle(c->user, c->slot == 3 ? k->out[0] : k->in[c->slot]);
-        if (st == dnnl_success && c->inner) st = dnnl_memory_set_data_handle(c->inner, (char *)k->scratch + c->off);
+        if (st == dnnl_success && c->inner && !c->kept)
+            st = dnnl_memory_set_data_handle(c->inner, (char *)k->scratch + c->off);
     }
     if (st == dnnl_success && s->scratch) st = dnnl_memory_set_data_handle(s->scratch, k->scratch);
     if (st != dnnl_success)
         return ts_err(TS_ERR_RUNTIME, "op %s: oneDNN set_data_handle: %s", ts_op_get(n->op)->name, dnnl_status2str(st));
     dnnl_stream_t stream = ((ts_cpu_dev *)k->device)->dnnl_stream;
     ts_status r = TS_OK;
-    for (int i = 0; i < s->na && !r; i++)
-        if (s->a[i].reorder && s->a[i].slot != 3) r = run_reorder(s, &s->a[i], stream, n);
+    for (int i = 0; i < s->na && !r; i++) {
+        const carg *c = &s->a[i];
+        if (!c->reorder || c->slot == 3 || (c->kept && !ts_weight_stale(&s->stamp, k->param_gen))) continue;
+        r = run_reorder(s, c, stream, n);
+        if (!r && c->kept) ts_weight_made(&s->stamp, k->param_gen);
+    }
     if (!r) r = exec(s->prim, stream, s->nargs, s->args, n);
     for (int i = 0; i < s->na && !r; i++)
         if (s->a[i].reorder && s->a[i].slot == 3) r = run_reorder(s, &s->a[i], stream, n);
@@ -607,8 +643,10 @@ static ts_status conv_run(const ts_kargs *k) {
     return r;
 }
 
-const ts_cpu_kernel ts_cpu_conv2d_dnnl = {TS_OP_CONV2D, conv_prepare, conv_run, conv_release, NULL};
+static size_t conv_kept_bytes(const void *state) { return ((const conv_dnnl *)state)->kept_bytes; }
+
+const ts_cpu_kernel ts_cpu_conv2d_dnnl = {TS_OP_CONV2D, conv_prepare, conv_run, conv_release, conv_kept_bytes};
 const ts_cpu_kernel ts_cpu_conv_transpose2d_dnnl = {TS_OP_CONV_TRANSPOSE2D, conv_prepare, conv_run, conv_release,
-                                                    NULL};
+                                                    conv_kept_bytes};
 const ts_cpu_kernel ts_cpu_conv2d_grad_weight_dnnl = {TS_OP_CONV2D_GRAD_WEIGHT, conv_prepare, conv_run,
                                                       conv_release, NULL};
