@@ -6,8 +6,8 @@
  * pipeline (pipeline.h) of several, one per stage.
  *
  * The runtime's files call one way, each only those after it:
- *   checkpoint.c -> program.c -> pipeline.c -> compile.c -> exec.c -> profile.c, init.c
- * (program.c also calls compile.c and exec.c directly; no file calls back up the chain).
+ *   checkpoint.c -> program.c -> pipeline.c -> compile.c -> exec.c -> share.c, profile.c, init.c
+ * (program.c also calls compile.c, exec.c and share.c directly; no file calls back up the chain).
  */
 #ifndef TS_EXEC_H
 #define TS_EXEC_H
@@ -84,7 +84,28 @@ typedef struct ts_exec {
     struct ts_profile *prof;  /* ts_compile_opts.profile: what the runs took (profile.c); NULL: off */
     uint64_t param_gen;       /* bumped by every ts_exec_write (see ts_abi_plan.param_gen) */
     uint8_t *kept;            /* per value: a kept cast of a weight (ts_abi_value.kept) */
+    struct ts_param_share *share; /* parameter buffers read with other programs (share.c), or NULL */
+    uint8_t *borrowed;        /* per value: its buffer is share's, not freed with e (NULL: none) */
 } ts_exec;
+
+/* Parameter buffers several programs on one device read (ts_program_share_params, share.c):
+ * freed with the last of them (refs); gen moves with every write through any of them, and each
+ * program's param_gen takes it at its next run, so what kernels derived from the old bytes
+ * (prepacked weights) is remade in every program. */
+typedef struct ts_param_share {
+    int refs;
+    uint64_t gen;
+    ts_device *dev;
+    int nbufs;
+    ts_buffer *bufs;
+} ts_param_share;
+
+/* share.c: make dst read src's parameter buffers (those of the same name, dtype and shape; dst's
+ * own freed): how many, or -1 with the error set. Both plain programs on one device whose runs
+ * do not write their parameters. */
+int ts_exec_share_params(ts_exec *dst, ts_exec *src);
+/* Drop e's reference to its share (the buffers freed with the last). */
+void ts_exec_unshare(ts_exec *e);
 
 /* What a pipeline asks of one stage's program (NULL for a plain program). */
 typedef struct ts_stage_spec {
