@@ -133,8 +133,13 @@ ts_status ts_exec_read(const ts_exec *p, int v, void *host) {
     return ts_dev_copy_out(p->dev, host, p->vals[v].buf, ts_val_bytes(&p->g->vals[v]));
 }
 
+uint64_t ts_param_gen_next(void) {
+    static uint64_t last;
+    return __atomic_add_fetch(&last, 1, __ATOMIC_RELAXED);
+}
+
 ts_status ts_exec_write(ts_exec *p, int v, const void *host) {
-    p->param_gen++; /* whatever a kernel derived from the old bytes is stale (ts_plan.param_gen) */
-    if (p->share) p->param_gen = ++p->share->gen; /* in every program sharing the buffers */
+    p->param_gen = ts_param_gen_next(); /* whatever a kernel derived from the old bytes is stale */
+    if (p->share) p->share->gen = p->param_gen; /* in every program sharing the buffers */
     return ts_dev_copy_in(p->dev, p->vals[v].buf, host, ts_val_bytes(&p->g->vals[v]));
 }

@@ -158,6 +158,12 @@ ts_status ts_exec_read(const ts_exec *e, int v, void *host);
 ts_status ts_exec_copy_value(ts_exec *e, int v, int w);
 ts_status ts_exec_write(ts_exec *e, int v, const void *host);
 
+/* A param_gen no program has had (every program starts at one, and each write takes one): a
+ * stamp of one means that program's bytes at that time, so the CPU backend's prepacked weights,
+ * shared by the matmuls that pack one buffer, are never taken for current by another program
+ * that later got the same address. */
+uint64_t ts_param_gen_next(void);
+
 /* Set the OpenMP thread count for a program: n > 0, or the process default when n == 0 (so one
  * program's setting does not leak into the next). */
 void ts_set_threads(int n);

@@ -103,9 +103,7 @@ int ts_exec_share_params(ts_exec *dst, ts_exec *src) {
     dst->mem.params -= freed < dst->mem.params ? freed : dst->mem.params;
     s->refs++;
     dst->share = s;
-    /* past every generation either has seen: what dst's kernels derived from its own bytes is stale */
-    uint64_t g = s->gen > dst->param_gen ? s->gen : dst->param_gen;
-    s->gen = (g > src->param_gen ? g : src->param_gen) + 1;
-    dst->param_gen = src->param_gen = s->gen;
+    /* a new generation: what dst's kernels derived from its own bytes is stale */
+    dst->param_gen = src->param_gen = s->gen = ts_param_gen_next();
     return n;
 }
