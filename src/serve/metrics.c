@@ -2,8 +2,8 @@
  * metrics.c — what `tessera serve` counts, and its Prometheus text format (GET /metrics):
  * requests by model and HTTP status, errors (status >= 400), latency histograms of the time a
  * request waited in its queue, the batch's compute and the whole request, the histograms of batch
- * sizes (rows run together) and of the rows the program ran (the batch padded to the next batch
- * size compiled), and each queue's depth.
+ * sizes (rows run together) and of the rows the programs ran for it (the batch padded to the
+ * batch sizes compiled, in one run or a few), and each queue's depth.
  */
 #include "serve/serve.h"
 
@@ -70,7 +70,7 @@ static void hist_family(FILE *f, serve_metrics *const *m, const char *const *nam
                                         "Seconds a batch took to run.",
                                         "Seconds from a request's arrival to its answer (status 200).",
                                         "Rows run together in one batch.",
-                                        "Rows the program ran for a batch (padded to the next batch size compiled)."};
+                                        "Rows the programs ran for a batch (padded to the batch sizes compiled)."};
     fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", fam[which], help[which], fam[which]);
     for (int i = 0; i < n; i++) {
         if (!names[i][0]) continue; /* the server's own requests have no batches */

@@ -4,7 +4,8 @@
  * sequence-length bucket (16, 32, 64, ... up to the model's length) and batch size (1, 2, 4, ...
  * up to --max-batch), so nothing compiles on the request path; the programs read one copy of the
  * weights (ts_program_share_params). One batch of jobs runs through the smallest bucket that
- * holds its longest row and the smallest batch size that holds its rows. An ONNX file (NAME=FILE.onnx) is onnx_model.c's; a folder of
+ * holds its longest row and the smallest batch size that holds its rows, or in parts (9 rows as
+ * 8 + 1) where the programs' run times, measured at start, make that a fifth cheaper or more. An ONNX file (NAME=FILE.onnx) is onnx_model.c's; a folder of
  * PaddleOCR's models (as tessera ocr reads) takes image uploads, one at a time.
  */
 #include "serve/serve.h"
@@ -77,6 +78,30 @@ static int compile_all(serve_model *m, const char *dir, const serve_opts *o, cha
     return 0;
 }
 
+static void fill(serve_model *m, int b, int k0, serve_job **jobs, int n, int r0, int nrows);
+
+/* Each program's seconds a run on padding rows, for choosing how to run a batch (first_part):
+ * after a first run (which also makes the shared prepacked weights), the least of 3 more, or of
+ * 1 where a run takes over 0.1 s. 0 or -1 with err. */
+static int time_programs(serve_model *m, char *err, size_t cap) {
+    for (int i = 0; i < m->nbuckets; i++)
+        for (int k = m->nbatches - 1; k >= 0; k--) {
+            ts_program *p = m->prog[i][k];
+            fill(m, i, k, NULL, 0, 0, 0);
+            ts_status st = ts_batch_buf_feed(&m->bb[i][k], p, 0);
+            double t = 0, best = -1;
+            for (int run = 0; st == TS_OK && (run < 2 || (run < 4 && best < 0.1)); run++) {
+                t = ts_seconds();
+                st = ts_program_run(p);
+                t = ts_seconds() - t;
+                if (run > 0 && (best < 0 || t < best)) best = t;
+            }
+            m->cost[i][k] = best;
+            if (st != TS_OK) return snprintf(err, cap, "--model %s: running: %s", m->dir, ts_last_error()), -1;
+        }
+    return 0;
+}
+
 /* A folder of PaddleOCR's models (its detector there)? */
 static int is_ocr_dir(const char *dir) {
     char path[1100];
@@ -116,7 +141,7 @@ int serve_model_load(serve_model *m, const char *name, const char *dir, const se
                          .type_vocab = m->cfg.type_vocab_size, .qa = qa, .pairs = m->meta.text_b_column != NULL};
     make_buckets(m, max_seq);
     make_batches(m, o->max_batch);
-    if (compile_all(m, dir, o, err, cap)) return -1;
+    if (compile_all(m, dir, o, err, cap) || time_programs(m, err, cap)) return -1;
     m->max_delay_ms = o->max_delay_ms;
     m->queue_cap = o->queue_cap;
     return 0;
@@ -186,53 +211,85 @@ static int run_squad(serve_model *m, serve_job *j, int *ran) {
     return F;
 }
 
-/* Copy the jobs' rows into the batch buffer of bucket b and batch size k, padding each row to its
- * length and the batch to batch[k] rows (a padding row is [CLS] alone). */
-static void fill(serve_model *m, int b, int k0, serve_job **jobs, int n) {
+/* Copy rows [r0, r0 + nrows) of the jobs (their rows in order) into the batch buffer of bucket b
+ * and batch size k0, padding each row to its length and the batch to batch[k0] rows (a padding
+ * row is [CLS] alone). */
+static void fill(serve_model *m, int b, int k0, serve_job **jobs, int n, int r0, int nrows) {
     const int Tb = m->bucket[b], B = m->batch[k0];
     ts_batch *bt = &m->bb[b][k0].b;
-    int r = 0;
-    for (int k = 0; k < n; k++) {
+    memset(bt->input_ids, 0, (size_t)B * Tb * sizeof(int32_t));
+    memset(bt->token_type_ids, 0, (size_t)B * Tb * sizeof(int32_t));
+    memset(bt->attention_mask, 0, (size_t)B * Tb * sizeof(int32_t));
+    for (int k = 0, r = 0; k < n; k++) {
         const serve_tensors *in = &jobs[k]->in;
         for (int i = 0; i < in->rows; i++, r++) {
-            size_t o = (size_t)r * Tb, s = (size_t)i * in->T;
-            memset(bt->input_ids + o, 0, (size_t)Tb * sizeof(int32_t));
-            memset(bt->token_type_ids + o, 0, (size_t)Tb * sizeof(int32_t));
-            memset(bt->attention_mask + o, 0, (size_t)Tb * sizeof(int32_t));
+            if (r < r0 || r >= r0 + nrows) continue;
+            size_t o = (size_t)(r - r0) * Tb, s = (size_t)i * in->T;
             memcpy(bt->input_ids + o, in->ids + s, (size_t)in->T * sizeof(int32_t));
             memcpy(bt->token_type_ids + o, in->types + s, (size_t)in->T * sizeof(int32_t));
             memcpy(bt->attention_mask + o, in->mask + s, (size_t)in->T * sizeof(int32_t));
         }
     }
-    for (; r < B; r++) {
-        size_t o = (size_t)r * Tb;
-        memset(bt->input_ids + o, 0, (size_t)Tb * sizeof(int32_t));
-        memset(bt->token_type_ids + o, 0, (size_t)Tb * sizeof(int32_t));
-        memset(bt->attention_mask + o, 0, (size_t)Tb * sizeof(int32_t));
-        bt->attention_mask[o] = 1;
-    }
+    for (int r = nrows; r < B; r++) bt->attention_mask[(size_t)r * Tb] = 1;
 }
 
-/* Output `name` of the run ([B, C] or [B, Tb]) into each job's out[k]: its rows, C or its T columns. */
-static ts_status take_output(ts_program *p, serve_model *m, const char *name, int k, serve_job **jobs, int n) {
+/* Output `name` of the run ([B, C] or [B, Tb]) holding rows [r0, r0 + nrows) of the jobs into
+ * each job's out[k] (made on its first rows): its rows, C or its T columns. */
+static ts_status take_output(ts_program *p, serve_model *m, const char *name, int k, serve_job **jobs, int n, int r0,
+                             int nrows) {
     ts_tensor *t = NULL;
     ts_status st = ts_program_fetch(p, name, &t);
     if (st != TS_OK) return st;
     const float *v = ts_tensor_data(t);
-    int width = (int)ts_tensor_shape(t)[1], r = 0;
-    for (int q = 0; q < n; q++) {
+    int width = (int)ts_tensor_shape(t)[1];
+    for (int q = 0, r = 0; q < n && st == TS_OK; r += jobs[q++]->in.rows) {
         serve_job *j = jobs[q];
+        if (r + j->in.rows <= r0 || r >= r0 + nrows) continue;
         int cols = m->sig.qa ? j->in.T : width;
         j->ncols = cols;
-        if (!(j->out[k] = malloc((size_t)j->in.rows * cols * sizeof(float)))) {
-            ts_tensor_free(t);
-            return ts_set_error(TS_ERR_NOMEM, "out of memory");
+        if (!j->out[k] && !(j->out[k] = malloc((size_t)j->in.rows * cols * sizeof(float)))) {
+            st = ts_set_error(TS_ERR_NOMEM, "out of memory");
+            break;
         }
-        for (int i = 0; i < j->in.rows; i++, r++)
-            memcpy(j->out[k] + (size_t)i * cols, v + (size_t)r * width, (size_t)cols * sizeof(float));
+        for (int i = 0; i < j->in.rows; i++)
+            if (r + i >= r0 && r + i < r0 + nrows)
+                memcpy(j->out[k] + (size_t)i * cols, v + (size_t)(r + i - r0) * width, (size_t)cols * sizeof(float));
     }
     ts_tensor_free(t);
-    return TS_OK;
+    return st;
+}
+
+/* The batch size of the first run for `rows` rows of bucket b: the smallest that holds them,
+ * unless running them in parts is cheaper by the programs' timed costs by a fifth or more (a
+ * batch of 9 of a large model runs as 8 + 1 where 16 rows cost nearly twice 9). */
+static int first_part(const serve_model *m, int b, int rows) {
+    double best[rows + 1];
+    int pick[rows + 1];
+    best[0] = 0, pick[0] = 0;
+    for (int r = 1; r <= rows; r++) {
+        best[r] = -1;
+        for (int k = 0; k < m->nbatches; k++) {
+            double c = m->cost[b][k] + best[r > m->batch[k] ? r - m->batch[k] : 0];
+            if (best[r] < 0 || c < best[r]) best[r] = c, pick[r] = k;
+        }
+    }
+    int whole = batch_for(m, rows);
+    return best[rows] < 0.8 * m->cost[b][whole] ? pick[rows] : whole;
+}
+
+/* Run rows [r0, r0 + nrows) of the jobs through program (b, k), into the jobs' outputs. */
+static ts_status run_part(serve_model *m, int b, int k, serve_job **jobs, int n, int r0, int nrows) {
+    ts_program *p = m->prog[b][k];
+    fill(m, b, k, jobs, n, r0, nrows);
+    ts_status st = ts_batch_buf_feed(&m->bb[b][k], p, 0);
+    if (st == TS_OK) st = ts_program_run(p);
+    if (st == TS_OK && m->sig.qa) {
+        st = take_output(p, m, "start_logits", 0, jobs, n, r0, nrows);
+        if (st == TS_OK) st = take_output(p, m, "end_logits", 1, jobs, n, r0, nrows);
+    } else if (st == TS_OK) {
+        st = take_output(p, m, "logits", 0, jobs, n, r0, nrows);
+    }
+    return st;
 }
 
 /* One device is driven from one thread at a time (tessera.h): the models' batchers take turns. */
@@ -263,18 +320,14 @@ static int run_locked(serve_model *m, serve_job **jobs, int n, int *ran) {
         if (jobs[k]->in.T > T) T = jobs[k]->in.T;
         rows += jobs[k]->in.rows;
     }
-    int b = 0, k = batch_for(m, rows);
+    int b = 0;
     while (m->bucket[b] < T) b++;
-    fill(m, b, k, jobs, n);
-    *ran = m->batch[k];
-    ts_program *p = m->prog[b][k];
-    ts_status st = ts_batch_buf_feed(&m->bb[b][k], p, 0);
-    if (st == TS_OK) st = ts_program_run(p);
-    if (st == TS_OK && m->sig.qa) {
-        st = take_output(p, m, "start_logits", 0, jobs, n);
-        if (st == TS_OK) st = take_output(p, m, "end_logits", 1, jobs, n);
-    } else if (st == TS_OK) {
-        st = take_output(p, m, "logits", 0, jobs, n);
+    ts_status st = TS_OK;
+    *ran = 0;
+    for (int r0 = 0; r0 < rows && st == TS_OK;) { /* in parts, the cheapest way (first_part) */
+        int k = first_part(m, b, rows - r0), part = rows - r0 < m->batch[k] ? rows - r0 : m->batch[k];
+        st = run_part(m, b, k, jobs, n, r0, part);
+        *ran += m->batch[k], r0 += part;
     }
     for (int k = 0; k < n && st != TS_OK; k++) {
         jobs[k]->code = 500;

@@ -2,7 +2,8 @@
  * serve.h — `tessera serve`'s engine: models loaded for inference (a fine-tuned BERT directory),
  * request bodies decoded into jobs, a batcher per model that gathers jobs into one run of a
  * program compiled at start for a sequence-length bucket and a batch size (the batch padded only
- * to the next size compiled; one model's programs share one copy of its weights), Prometheus metrics, and the HTTP/1.1
+ * to the next size compiled, or run in parts where that is cheaper; one model's programs share
+ * one copy of its weights), Prometheus metrics, and the HTTP/1.1
  * server over libmicrohttpd that ties them (KServe v2 / Triton JSON, and /v1 :predict for text).
  *
  * Files: request.c (JSON bodies -> jobs; what fuzz/fuzz_serve_request.c calls), model.c
@@ -99,8 +100,8 @@ void serve_metrics_init(serve_metrics *m);
 void serve_metrics_destroy(serve_metrics *m);
 /* One request answered with HTTP status `code`. */
 void serve_metrics_request(serve_metrics *m, int code, double total_s);
-/* One batch of `rows` run as `ran` rows (padded to the program's batch): the seconds each of its
- * jobs waited, and the run's. */
+/* One batch of `rows` run as `ran` rows (padded to the programs' batches): the seconds each of
+ * its jobs waited, and the run's. */
 void serve_metrics_batch(serve_metrics *m, int rows, int ran, const double *queue_s, int njobs, double compute_s);
 /* Every family in Prometheus text format, each over the n metrics m[i] labelled model=names[i]
  * (the queue depth of each: depth[i]), into a malloc'd string (NULL out of memory). */
@@ -147,6 +148,7 @@ typedef struct serve_model {
     /* batch[k] x bucket[i], all reading prog[nbuckets - 1][nbatches - 1]'s parameters */
     ts_program *prog[SERVE_MAX_BUCKETS][SERVE_MAX_BATCHES];
     ts_batch_buf bb[SERVE_MAX_BUCKETS][SERVE_MAX_BATCHES];
+    double cost[SERVE_MAX_BUCKETS][SERVE_MAX_BATCHES]; /* seconds a run of each, timed at start */
     int max_delay_ms, queue_cap;
     /* the queue (batcher.c) */
     pthread_mutex_t mu;
@@ -174,7 +176,9 @@ int serve_onnx_load(serve_model *m, const char *path, const serve_opts *o, char 
 void serve_onnx_free(serve_model *m);
 int serve_onnx_run(serve_model *m, serve_job **jobs, int n, int *ran);
 /* Run jobs[0 .. n) (their rows at most max_batch in all, or one QA job) as one batch; each
- * job's out / code filled. Returns the rows run; *ran the rows the program ran (padded). */
+ * job's out / code filled: in one run of the smallest batch size that holds the rows, or in parts
+ * where the programs' costs timed at start say that is cheaper. Returns the rows run; *ran the
+ * rows the programs ran (padded). */
 int serve_model_run(serve_model *m, serve_job **jobs, int n, int *ran);
 
 /* Start / stop m's batcher thread. */
