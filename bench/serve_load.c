@@ -8,8 +8,9 @@
  * time, the CPU seconds the server and the clients (this process) spent during the load, and the
  * server's resident memory after it; beside the same model's raw ts_program_run throughput (rows a
  * second, the median of 6 runs after a warm-up) at batch 1, at B, and at the mean batch formed as
- * the server runs it: padded to the next batch size it compiled (1, 2, 4, ... up to B), and
- * unpadded (a program of exactly that batch).
+ * the server runs it (its batch sizes 1, 2, 4, ... up to B, the rows padded to the next or run in
+ * parts where that is a fifth cheaper, by the same rule as src/serve/model.c) and unpadded (a
+ * program of exactly that batch).
  *
  * Usage: serve_load [--model DIR] [--clients N (32)] [--requests R (4000)] [--seconds S (30)]
  *                   [--seq T (128)] [--max-batch B (32)] [--max-delay-ms D (5)] [--threads N]
@@ -230,6 +231,34 @@ static double raw_run(const char *model, int batch) {
     return best;
 }
 
+/* Seconds to run `rows` rows as the server does, from t[k], the seconds of its batch size k
+ * (sizes[k]; nk of them); the parts into parts[]. */
+static double as_server(int rows, const int *sizes, const double *t, int nk, char *parts, size_t cap) {
+    double best[rows + 1];
+    int pick[rows + 1];
+    best[0] = 0;
+    for (int r = 1; r <= rows; r++) {
+        best[r] = -1;
+        for (int k = 0; k < nk; k++) {
+            double c = t[k] + best[r > sizes[k] ? r - sizes[k] : 0];
+            if (best[r] < 0 || c < best[r]) best[r] = c, pick[r] = k;
+        }
+    }
+    double total = 0;
+    size_t o = 0;
+    parts[0] = 0;
+    for (int r = rows; r > 0;) {
+        int whole = 0;
+        while (whole + 1 < nk && sizes[whole] < r) whole++;
+        int k = best[r] < 0.8 * t[whole] ? pick[r] : whole;
+        total += t[k];
+        o += (size_t)snprintf(parts + o, cap - o, "%s%d", o ? " + " : "", sizes[k]);
+        if (o >= cap) o = cap - 1;
+        r = r > sizes[k] ? r - sizes[k] : 0;
+    }
+    return total;
+}
+
 static void print_row(const char *what, const result *r) {
     printf("%-28s %9.1f %8.2f %8.2f %8.2f %7.1f %6d %5d %7.1f %7.1f %7.1f %8.0f\n", what, r->rps, r->p50, r->p90, r->p99,
            r->batch, r->n, r->errors, r->start_s, r->server_cpu, r->client_cpu, r->rss_mib);
@@ -286,17 +315,23 @@ int main(int argc, char **argv) {
     print_row(what, &on);
     /* raw: batch 1, B, and the mean batch formed run as the server runs it (the program of the next
      * batch size it compiled) and unpadded (a program of exactly that batch) */
-    int formed = (int)(on.batch + 0.5) < 1 ? 1 : (int)(on.batch + 0.5), padded = 1;
-    while (padded < formed && padded < g_batch) padded *= 2;
-    if (padded > g_batch) padded = g_batch;
-    double t1 = raw_run(model, 1), tb = raw_run(model, g_batch), tp = raw_run(model, padded);
-    double tf = padded == formed ? tp : raw_run(model, formed);
-    printf("raw ts_program_run: batch 1 %.1f rows/s; batch %d %.1f rows/s; the mean formed, %d rows, run by the "
-           "batch-%d program as the server does %.1f rows/s, by a batch-%d program %.1f rows/s\n",
-           t1 > 0 ? 1 / t1 : 0, g_batch, tb > 0 ? g_batch / tb : 0, formed, padded, tp > 0 ? formed / tp : 0, formed,
+    int formed = (int)(on.batch + 0.5) < 1 ? 1 : (int)(on.batch + 0.5), sizes[16], nk = 0, at_formed = -1;
+    double t[16];
+    for (int b = 1; nk < 15; b *= 2) { /* the server's batch sizes, each run raw */
+        sizes[nk] = b < g_batch ? b : g_batch;
+        if (sizes[nk] == formed) at_formed = nk;
+        if ((t[nk] = raw_run(model, sizes[nk])) <= 0) return 1;
+        if (sizes[nk++] == g_batch) break;
+    }
+    char parts[128];
+    double t1 = t[0], tb = t[nk - 1], tp = as_server(formed, sizes, t, nk, parts, sizeof parts);
+    double tf = at_formed >= 0 ? t[at_formed] : raw_run(model, formed);
+    printf("raw ts_program_run: batch 1 %.1f rows/s; batch %d %.1f rows/s; the mean formed, %d rows, as the server "
+           "runs them (%s) %.1f rows/s, by a batch-%d program %.1f rows/s\n",
+           t1 > 0 ? 1 / t1 : 0, g_batch, tb > 0 ? g_batch / tb : 0, formed, parts, tp > 0 ? formed / tp : 0, formed,
            tf > 0 ? formed / tf : 0);
     printf("batching on vs one request at a time: %.2fx; serving vs raw at the batch formed: %.0f%% (the server's "
-           "program), %.0f%% (unpadded); batching off vs raw batch 1: %.0f%%\n", one.rps > 0 ? on.rps / one.rps : 0,
+           "runs them), %.0f%% (unpadded); batching off vs raw batch 1: %.0f%%\n", one.rps > 0 ? on.rps / one.rps : 0,
            tp > 0 ? 100 * on.rps * tp / formed : 0, tf > 0 ? 100 * on.rps * tf / formed : 0,
            t1 > 0 ? 100 * off.rps * t1 : 0);
     if (g_dir[0]) {
