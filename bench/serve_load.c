@@ -330,7 +330,7 @@ int main(int argc, char **argv) {
            "runs them (%s) %.1f rows/s, by a batch-%d program %.1f rows/s\n",
            t1 > 0 ? 1 / t1 : 0, g_batch, tb > 0 ? g_batch / tb : 0, formed, parts, tp > 0 ? formed / tp : 0, formed,
            tf > 0 ? formed / tf : 0);
-    printf("batching on vs one request at a time: %.2fx; serving vs raw at the batch formed: %.0f%% (the server's "
+    printf("batching on vs one request at a time: %.2fx; serving vs raw at the batch formed: %.0f%% (as the server "
            "runs them), %.0f%% (unpadded); batching off vs raw batch 1: %.0f%%\n", one.rps > 0 ? on.rps / one.rps : 0,
            tp > 0 ? 100 * on.rps * tp / formed : 0, tf > 0 ? 100 * on.rps * tf / formed : 0,
            t1 > 0 ? 100 * off.rps * t1 : 0);
