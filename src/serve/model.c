@@ -81,20 +81,23 @@ static int compile_all(serve_model *m, const char *dir, const serve_opts *o, cha
 static void fill(serve_model *m, int b, int k0, serve_job **jobs, int n, int r0, int nrows);
 
 /* Each program's seconds a run on padding rows, for choosing how to run a batch (first_part):
- * after a first run (which also makes the shared prepacked weights), the least of 3 more, or of
- * 1 where a run takes over 0.1 s. 0 or -1 with err. */
+ * one run where it takes over 0.1 s (the first program's second: its first makes the shared
+ * prepacked weights), else the least of 3 after one. 0 or -1 with err. */
 static int time_programs(serve_model *m, char *err, size_t cap) {
-    for (int i = 0; i < m->nbuckets; i++)
+    for (int i = m->nbuckets - 1; i >= 0; i--)
         for (int k = m->nbatches - 1; k >= 0; k--) {
             ts_program *p = m->prog[i][k];
             fill(m, i, k, NULL, 0, 0, 0);
             ts_status st = ts_batch_buf_feed(&m->bb[i][k], p, 0);
+            int first = i == m->nbuckets - 1 && k == m->nbatches - 1;
             double t = 0, best = -1;
-            for (int run = 0; st == TS_OK && (run < 2 || (run < 4 && best < 0.1)); run++) {
+            for (int run = 0; st == TS_OK && run < 4; run++) {
                 t = ts_seconds();
                 st = ts_program_run(p);
                 t = ts_seconds() - t;
-                if (run > 0 && (best < 0 || t < best)) best = t;
+                if (run == 0 && first) continue;
+                if (run > 0 || t > 0.1) best = best < 0 || t < best ? t : best;
+                if (best > 0.1 && run <= first) break; /* a slow program: its first counted run */
             }
             m->cost[i][k] = best;
             if (st != TS_OK) return snprintf(err, cap, "--model %s: running: %s", m->dir, ts_last_error()), -1;
