@@ -4,9 +4,13 @@
  * --seq tokens) on a new connection, bounded by --requests and --seconds. Three runs: one client
  * with batching off (--max-batch 1: the one-request-at-a-time rate), N clients with batching
  * off, N clients with batching on (--max-batch B, --max-delay-ms D). Each prints throughput,
- * latency p50 / p90 / p99 and the mean batch the server formed (its /metrics), beside the same
- * model's raw ts_program_run throughput (rows a second, the median of 6 runs after a warm-up) at
- * batch 1, at B (the server's programs) and at the mean batch formed.
+ * latency p50 / p90 / p99, the mean batch the server formed (its /metrics), the server's start
+ * time, the CPU seconds the server and the clients (this process) spent during the load, and the
+ * server's resident memory after it; beside the same model's raw ts_program_run throughput (rows a
+ * second, the median of 6 runs after a warm-up) at batch 1, at B, and at the mean batch formed as
+ * the server runs it (its batch sizes 1, 2, 4, ... up to B, the rows padded to the next or run in
+ * parts where that is a fifth cheaper, by the same rule as src/serve/model.c) and unpadded (a
+ * program of exactly that batch).
  *
  * Usage: serve_load [--model DIR] [--clients N (32)] [--requests R (4000)] [--seconds S (30)]
  *                   [--seq T (128)] [--max-batch B (32)] [--max-delay-ms D (5)] [--threads N]
@@ -21,6 +25,7 @@
 #include "../tests/serve_client.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 
 static int g_clients = 32, g_requests = 4000, g_seq = 128, g_batch = 32, g_delay = 5, g_threads = 0, g_layers = 2,
            g_hidden = 128;
@@ -109,8 +114,42 @@ static double metric_mean(const char *text, const char *fam) {
 
 typedef struct result {
     double rps, p50, p90, p99, batch, compute;
+    double start_s, server_cpu, client_cpu, rss_mib;
     int n, errors;
 } result;
+
+/* CPU seconds (user + system) of process pid so far, from /proc. */
+static double proc_cpu(pid_t pid) {
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    const char *at = strrchr(text, ')'); /* the fields after the command name: 3 is the state */
+    unsigned long long ut = 0, st = 0;
+    if (at) sscanf(at + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st);
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Resident MiB of process pid (VmRSS). */
+static double proc_rss_mib(pid_t pid) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    double kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6)) kib = atof(line + 6);
+    if (f) fclose(f);
+    return kib / 1024;
+}
+
+static double self_cpu(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_utime.tv_sec + u.ru_utime.tv_usec * 1e-6 + (double)u.ru_stime.tv_sec + u.ru_stime.tv_usec * 1e-6;
+}
 
 /* One run: a server with --max-batch mb, nclients clients. */
 static int run_load(const char *model, int mb, int nclients, result *r) {
@@ -119,7 +158,9 @@ static int run_load(const char *model, int mb, int nclients, result *r) {
     snprintf(args, sizeof args, "--model m=%s --port 0 --max-batch %d --max-delay-ms %d --queue %d%s%.0d", model, mb,
              g_delay, nclients * 2 + 8, g_threads ? " --threads " : "", g_threads);
     int port, rc;
+    double s0 = now();
     pid_t pid = sc_start(cli, g_dir[0] ? g_dir : "/tmp", args, &port, &rc);
+    double start_s = now() - s0;
     if (pid < 0) {
         char path[512], text[2048] = "";
         snprintf(path, sizeof path, "%s/serve.err", g_dir[0] ? g_dir : "/tmp");
@@ -132,17 +173,18 @@ static int run_load(const char *model, int mb, int nclients, result *r) {
               .body = make_body()};
     pthread_mutex_init(&L.mu, NULL);
     pthread_t th[nclients];
-    double t0 = now();
+    double t0 = now(), srv0 = proc_cpu(pid), cli0 = self_cpu();
     L.until = t0 + g_seconds;
     for (int i = 0; i < nclients; i++) pthread_create(&th[i], NULL, client, &L);
     for (int i = 0; i < nclients; i++) pthread_join(th[i], NULL);
-    double took = now() - t0;
+    double took = now() - t0, srv = proc_cpu(pid) - srv0, cli_cpu = self_cpu() - cli0, rss = proc_rss_mib(pid);
     static char metrics[1 << 16];
     sc_http(port, "GET", "/metrics", NULL, metrics, sizeof metrics);
     sc_stop(pid, SIGTERM);
     *r = (result){.rps = L.done / took, .n = L.done, .errors = L.errors,
                   .batch = metric_mean(metrics, "tessera_serve_batch_size"),
-                  .compute = metric_mean(metrics, "tessera_serve_compute_seconds")};
+                  .compute = metric_mean(metrics, "tessera_serve_compute_seconds"), .start_s = start_s,
+                  .server_cpu = srv, .client_cpu = cli_cpu, .rss_mib = rss};
     qsort(L.lat, (size_t)L.done, sizeof *L.lat, cmp_double);
     if (L.done) {
         r->p50 = L.lat[L.done / 2] * 1e3, r->p90 = L.lat[(int)(L.done * 0.9)] * 1e3;
@@ -189,9 +231,37 @@ static double raw_run(const char *model, int batch) {
     return best;
 }
 
+/* Seconds to run `rows` rows as the server does, from t[k], the seconds of its batch size k
+ * (sizes[k]; nk of them); the parts into parts[]. */
+static double as_server(int rows, const int *sizes, const double *t, int nk, char *parts, size_t cap) {
+    double best[rows + 1];
+    int pick[rows + 1];
+    best[0] = 0;
+    for (int r = 1; r <= rows; r++) {
+        best[r] = -1;
+        for (int k = 0; k < nk; k++) {
+            double c = t[k] + best[r > sizes[k] ? r - sizes[k] : 0];
+            if (best[r] < 0 || c < best[r]) best[r] = c, pick[r] = k;
+        }
+    }
+    double total = 0;
+    size_t o = 0;
+    parts[0] = 0;
+    for (int r = rows; r > 0;) {
+        int whole = 0;
+        while (whole + 1 < nk && sizes[whole] < r) whole++;
+        int k = best[r] < 0.8 * t[whole] ? pick[r] : whole;
+        total += t[k];
+        o += (size_t)snprintf(parts + o, cap - o, "%s%d", o ? " + " : "", sizes[k]);
+        if (o >= cap) o = cap - 1;
+        r = r > sizes[k] ? r - sizes[k] : 0;
+    }
+    return total;
+}
+
 static void print_row(const char *what, const result *r) {
-    printf("%-28s %9.1f %8.2f %8.2f %8.2f %7.1f %6d %5d\n", what, r->rps, r->p50, r->p90, r->p99, r->batch, r->n,
-           r->errors);
+    printf("%-28s %9.1f %8.2f %8.2f %8.2f %7.1f %6d %5d %7.1f %7.1f %7.1f %8.0f\n", what, r->rps, r->p50, r->p90, r->p99,
+           r->batch, r->n, r->errors, r->start_s, r->server_cpu, r->client_cpu, r->rss_mib);
 }
 
 static int parse(int argc, char **argv) {
@@ -231,8 +301,8 @@ int main(int argc, char **argv) {
     }
     printf("serve_load: %s, requests of 1 x %d tokens, at most %d requests and %.0f s a run\n", model, g_seq,
            g_requests, g_seconds);
-    printf("%-28s %9s %8s %8s %8s %7s %6s %5s\n", "run", "req/s", "p50 ms", "p90 ms", "p99 ms", "batch", "done",
-           "errs");
+    printf("%-28s %9s %8s %8s %8s %7s %6s %5s %7s %7s %7s %8s\n", "run", "req/s", "p50 ms", "p90 ms", "p99 ms", "batch",
+           "done", "errs", "start s", "srv cpu", "cli cpu", "RSS MiB");
     result one, off, on;
     char what[64];
     if (run_load(model, 1, 1, &one)) return 1;
@@ -243,13 +313,26 @@ int main(int argc, char **argv) {
     snprintf(what, sizeof what, "%d clients, max-batch %d", g_clients, g_batch);
     if (run_load(model, g_batch, g_clients, &on)) return 1;
     print_row(what, &on);
-    /* raw: the server's two programs (1 and B rows), and one compiled for the mean batch formed */
-    int formed = (int)(on.batch + 0.5) < 1 ? 1 : (int)(on.batch + 0.5);
-    double t1 = raw_run(model, 1), tb = raw_run(model, g_batch), tf = raw_run(model, formed);
-    printf("raw ts_program_run: batch 1 %.1f rows/s; batch %d %.1f rows/s; batch %d (the mean formed) %.1f rows/s\n",
-           t1 > 0 ? 1 / t1 : 0, g_batch, tb > 0 ? g_batch / tb : 0, formed, tf > 0 ? formed / tf : 0);
-    printf("batching on vs one request at a time: %.2fx; serving vs raw at the batch formed: %.0f%%; batching off vs "
-           "raw batch 1: %.0f%%\n", one.rps > 0 ? on.rps / one.rps : 0, tf > 0 ? 100 * on.rps * tf / formed : 0,
+    /* raw: batch 1, B, and the mean batch formed run as the server runs it (the program of the next
+     * batch size it compiled) and unpadded (a program of exactly that batch) */
+    int formed = (int)(on.batch + 0.5) < 1 ? 1 : (int)(on.batch + 0.5), sizes[16], nk = 0, at_formed = -1;
+    double t[16];
+    for (int b = 1; nk < 15; b *= 2) { /* the server's batch sizes, each run raw */
+        sizes[nk] = b < g_batch ? b : g_batch;
+        if (sizes[nk] == formed) at_formed = nk;
+        if ((t[nk] = raw_run(model, sizes[nk])) <= 0) return 1;
+        if (sizes[nk++] == g_batch) break;
+    }
+    char parts[128];
+    double t1 = t[0], tb = t[nk - 1], tp = as_server(formed, sizes, t, nk, parts, sizeof parts);
+    double tf = at_formed >= 0 ? t[at_formed] : raw_run(model, formed);
+    printf("raw ts_program_run: batch 1 %.1f rows/s; batch %d %.1f rows/s; the mean formed, %d rows, as the server "
+           "runs them (%s) %.1f rows/s, by a batch-%d program %.1f rows/s\n",
+           t1 > 0 ? 1 / t1 : 0, g_batch, tb > 0 ? g_batch / tb : 0, formed, parts, tp > 0 ? formed / tp : 0, formed,
+           tf > 0 ? formed / tf : 0);
+    printf("batching on vs one request at a time: %.2fx; serving vs raw at the batch formed: %.0f%% (as the server "
+           "runs them), %.0f%% (unpadded); batching off vs raw batch 1: %.0f%%\n", one.rps > 0 ? on.rps / one.rps : 0,
+           tp > 0 ? 100 * on.rps * tp / formed : 0, tf > 0 ? 100 * on.rps * tf / formed : 0,
            t1 > 0 ? 100 * off.rps * t1 : 0);
     if (g_dir[0]) {
         char cmd[300];

@@ -255,6 +255,17 @@ TS_API ts_status ts_program_set_param(ts_program *p, const char *name, const ts_
 /* Copy every parameter of src that dst also has (same name, dtype and shape) into dst; returns
  * how many were copied, or -1 on error. Used to evaluate with an inference program. */
 TS_API int ts_program_copy_params(ts_program *dst, const ts_program *src);
+/* Make dst read src's parameters instead of its own, one copy in memory: every parameter of dst
+ * that src has (same name, dtype and shape) is pointed at src's buffer and dst's own is freed
+ * (ts_program_memory(dst).params no longer counts it). From then on a ts_program_set_param (or a
+ * load) through either program is seen by both, and by every program sharing them; what a
+ * program derived from the old values (prepacked weights) is remade at its next run. The
+ * buffers are refcounted: the programs may be freed in any order, the buffers with the last.
+ * Both must be compiled for one device (no stage_devices, not plan_only), the same device, and
+ * be programs whose runs do not write their parameters (inference: ts_compile_opts.inference);
+ * dst must not already share. Returns how many parameters dst now shares, or -1 with the error
+ * set. Used by `tessera serve`: one model's programs for each batch and sequence length. */
+TS_API int ts_program_share_params(ts_program *dst, ts_program *src);
 
 /* Memory a program holds, in bytes. */
 typedef struct ts_memory {

@@ -8,6 +8,7 @@
  *  - bad requests: 4xx with a JSON error (bad JSON, an unknown input, a wrong shape, datatype or
  *    value, an unknown model or path, a wrong method, a body over --max-body, too many rows);
  *  - a slow client cut off by --timeout; a full queue answering 503 with Retry-After;
+ *  - three requests batched run the batch-4 program, each answer bit for bit its answer alone;
  *  - SIGTERM under load: every request accepted is answered, exit 0; SIGKILL, then a restart on
  *    the same port; a model that cannot load stops the start with the reason; the same server
  *    through the library (ts_serve_start / ts_serve_port / ts_serve_stop);
@@ -216,6 +217,63 @@ static void test_full_queue(void) {
     CHECK(sc_http(port, "GET", "/metrics", NULL, resp, sizeof resp) == 200 &&
               strstr(resp, "tessera_serve_requests_total{model=\"m\",code=\"503\"} 1"),
           "503 counted: %s", resp);
+    stop(pid);
+}
+
+static void *one_infer(void *arg) {
+    client *c = arg;
+    c->code = sc_http(c->port, "POST", "/v2/models/m/infer", c->body, c->resp, sizeof c->resp);
+    return NULL;
+}
+
+/* The numbers of a v2 answer's first "data" array into v[cap]; how many. */
+static int data_of(const char *text, double *v, int cap) {
+    const char *at = strstr(text, "\"data\":[");
+    int n = 0;
+    for (at = at ? at + 8 : ""; n < cap && *at && *at != ']'; n++) {
+        char *end;
+        v[n] = strtod(at, &end);
+        if (end == at) break;
+        at = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+/* Three requests together run the batch-4 program (the run-size histogram of /metrics), and each
+ * answer equals, bit for bit, the one it gets alone (the batch-1 program): the padding rows
+ * change no other row. */
+static void test_batch_sizes(void) {
+    int port;
+    pid_t pid = start("--port 0 --max-batch 8 --max-delay-ms 1000", &port);
+    if (pid < 0) return;
+    static const char *const ids[3] = {"[2,5,6,3]", "[2,7,8,9,3]", "[2,11,3]"};
+    static const int len[3] = {4, 5, 3};
+    char bodies[3][256];
+    client c[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        snprintf(bodies[i], sizeof bodies[i], "{\"inputs\":[{\"name\":\"input_ids\",\"shape\":[1,%d],"
+                 "\"datatype\":\"INT64\",\"data\":%s}]}", len[i], ids[i]);
+        c[i] = (client){.port = port, .body = bodies[i]};
+        pthread_create(&th[i], NULL, one_infer, &c[i]);
+    }
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    CHECK(sc_http(port, "GET", "/metrics", NULL, resp, sizeof resp) == 200 &&
+              strstr(resp, "tessera_serve_batch_size_count{model=\"m\"} 1\n") &&
+              strstr(resp, "tessera_serve_batch_size_sum{model=\"m\"} 3\n") &&
+              strstr(resp, "tessera_serve_batch_run_size_sum{model=\"m\"} 4\n"),
+          "three requests together did not run as one batch of 4 rows:\n%s", resp);
+    for (int i = 0; i < 3; i++) {
+        client alone = {.port = port, .body = bodies[i]};
+        one_infer(&alone);
+        double a[8], b[8];
+        int na = data_of(c[i].resp, a, 8), nb = data_of(alone.resp, b, 8);
+        CHECK(c[i].code == 200 && alone.code == 200 && na == 2 && nb == 2 && a[0] == b[0] && a[1] == b[1],
+              "request %d: in a batch of 3 %d %s; alone %d %s", i, c[i].code, c[i].resp, alone.code, alone.resp);
+    }
+    CHECK(sc_http(port, "GET", "/metrics", NULL, resp, sizeof resp) == 200 &&
+              strstr(resp, "tessera_serve_batch_run_size_sum{model=\"m\"} 7\n"),
+          "a request alone did not run the batch-1 program:\n%s", resp);
     stop(pid);
 }
 
@@ -493,6 +551,7 @@ int main(int argc, char **argv) {
     RUN(test_bad_requests);
     RUN(test_slow_client);
     RUN(test_full_queue);
+    RUN(test_batch_sizes);
     RUN(test_sigterm_under_load);
     RUN(test_qa);
     RUN(test_onnx);

@@ -475,6 +475,7 @@ static ts_exec *finish(build *b, ts_status st) {
 ts_exec *ts_exec_compile(ts_graph *g, ts_device *dev, const ts_compile_opts *o, const ts_stage_spec *spec) {
     build b;
     if (begin(&b, g, dev, o, spec) != TS_OK) return NULL;
+    b.p->param_gen = ts_param_gen_next();
     ts_status st = pin(&b);
     if (!st) rewrite_for_inference(&b);
     if (!st) run_passes(&b);

@@ -1,7 +1,7 @@
 /*
  * exec.c — running a program on one device (ts_exec, exec.h): its phases, its device iterations,
  * feeds into its inputs and slots, reads and writes of its values, the thread count, and freeing.
- * Calls: profile.c's counters only. Called by compile.c, pipeline.c and program.c.
+ * Calls: profile.c's counters and share.c's release only. Called by compile.c, pipeline.c and program.c.
  */
 #include "runtime/exec.h"
 
@@ -28,7 +28,9 @@ void ts_exec_free(ts_exec *p) {
     free(p->phase_begin);
     if (p->vals && p->g)
         for (int v = 0; v < p->g->nvals; v++)
-            if (p->owned[v]) ts_dev_free(p->dev, &p->vals[v].buf);
+            if (p->owned[v] && !(p->borrowed && p->borrowed[v])) ts_dev_free(p->dev, &p->vals[v].buf);
+    ts_exec_unshare(p);
+    free(p->borrowed);
     for (int i = 0; i < p->nslots; i++) {
         ts_dev_free(p->dev, &p->slots[i].base);
         free(p->slots[i].vals);
@@ -107,6 +109,7 @@ static ts_status run_iters(ts_exec *p, uint64_t *step) {
 }
 
 ts_status ts_exec_run(ts_exec *p, uint64_t *step) {
+    if (p->share) p->param_gen = p->share->gen; /* a write through another program moved it */
     if (!p->prof) return run_iters(p, step);
     uint64_t t0 = ts_now_ns();
     ts_status s = run_iters(p, step);
@@ -130,7 +133,13 @@ ts_status ts_exec_read(const ts_exec *p, int v, void *host) {
     return ts_dev_copy_out(p->dev, host, p->vals[v].buf, ts_val_bytes(&p->g->vals[v]));
 }
 
+uint64_t ts_param_gen_next(void) {
+    static uint64_t last;
+    return __atomic_add_fetch(&last, 1, __ATOMIC_RELAXED);
+}
+
 ts_status ts_exec_write(ts_exec *p, int v, const void *host) {
-    p->param_gen++; /* whatever a kernel derived from the old bytes is stale (ts_plan.param_gen) */
+    p->param_gen = ts_param_gen_next(); /* whatever a kernel derived from the old bytes is stale */
+    if (p->share) p->share->gen = p->param_gen; /* in every program sharing the buffers */
     return ts_dev_copy_in(p->dev, p->vals[v].buf, host, ts_val_bytes(&p->g->vals[v]));
 }

@@ -6,8 +6,8 @@
  * pipeline (pipeline.h) of several, one per stage.
  *
  * The runtime's files call one way, each only those after it:
- *   checkpoint.c -> program.c -> pipeline.c -> compile.c -> exec.c -> profile.c, init.c
- * (program.c also calls compile.c and exec.c directly; no file calls back up the chain).
+ *   checkpoint.c -> program.c -> pipeline.c -> compile.c -> exec.c -> share.c, profile.c, init.c
+ * (program.c also calls compile.c, exec.c and share.c directly; no file calls back up the chain).
  */
 #ifndef TS_EXEC_H
 #define TS_EXEC_H
@@ -84,7 +84,28 @@ typedef struct ts_exec {
     struct ts_profile *prof;  /* ts_compile_opts.profile: what the runs took (profile.c); NULL: off */
     uint64_t param_gen;       /* bumped by every ts_exec_write (see ts_abi_plan.param_gen) */
     uint8_t *kept;            /* per value: a kept cast of a weight (ts_abi_value.kept) */
+    struct ts_param_share *share; /* parameter buffers read with other programs (share.c), or NULL */
+    uint8_t *borrowed;        /* per value: its buffer is share's, not freed with e (NULL: none) */
 } ts_exec;
+
+/* Parameter buffers several programs on one device read (ts_program_share_params, share.c):
+ * freed with the last of them (refs); gen moves with every write through any of them, and each
+ * program's param_gen takes it at its next run, so what kernels derived from the old bytes
+ * (prepacked weights) is remade in every program. */
+typedef struct ts_param_share {
+    int refs;
+    uint64_t gen;
+    ts_device *dev;
+    int nbufs;
+    ts_buffer *bufs;
+} ts_param_share;
+
+/* share.c: make dst read src's parameter buffers (those of the same name, dtype and shape; dst's
+ * own freed): how many, or -1 with the error set. Both plain programs on one device whose runs
+ * do not write their parameters. */
+int ts_exec_share_params(ts_exec *dst, ts_exec *src);
+/* Drop e's reference to its share (the buffers freed with the last). */
+void ts_exec_unshare(ts_exec *e);
 
 /* What a pipeline asks of one stage's program (NULL for a plain program). */
 typedef struct ts_stage_spec {
@@ -136,6 +157,12 @@ ts_status ts_exec_read(const ts_exec *e, int v, void *host);
  * ts_exec_feed of w's value would. */
 ts_status ts_exec_copy_value(ts_exec *e, int v, int w);
 ts_status ts_exec_write(ts_exec *e, int v, const void *host);
+
+/* A param_gen no program has had (every program starts at one, and each write takes one): a
+ * stamp of one means that program's bytes at that time, so the CPU backend's prepacked weights,
+ * shared by the matmuls that pack one buffer, are never taken for current by another program
+ * that later got the same address. */
+uint64_t ts_param_gen_next(void);
 
 /* Set the OpenMP thread count for a program: n > 0, or the process default when n == 0 (so one
  * program's setting does not leak into the next). */

@@ -2,7 +2,7 @@
  * program.c — the public ts_program: ts_compile (a program on one device, or a pipeline with
  * stage devices), feeds, runs, fetches, parameters, the memory and stage reports, freeing. Each
  * call checks its arguments against the program's views (ts_face) and hands the work to the one
- * the program holds. Calls: pipeline.c, compile.c, exec.c, profile.c; called by no runtime file
+ * the program holds. Calls: pipeline.c, compile.c, exec.c, share.c, profile.c; called by no runtime file
  * but checkpoint.c (ts_value_read / ts_value_write).
  */
 #include "comm/comm.h"
@@ -321,6 +321,17 @@ int ts_program_copy_params(ts_program *dst, const ts_program *src) {
         copied++;
     }
     return copied;
+}
+
+int ts_program_share_params(ts_program *dst, ts_program *src) {
+    if (!dst || !src) { ts_err(TS_ERR_ARG, "ts_program_share_params: program is NULL"); return -1; }
+    if (dst->pipe || src->pipe) {
+        ts_err(TS_ERR_UNSUPPORTED, "ts_program_share_params: %s is pipelined (stage_devices); only programs on one "
+               "device share parameters", dst->pipe ? "dst" : "src");
+        return -1;
+    }
+    if (refuse_plan_only(dst->plan_only ? dst : src, "ts_program_share_params")) return -1;
+    return ts_exec_share_params(dst->one, src->one);
 }
 
 ts_status ts_program_memory(const ts_program *p, ts_memory *m) {

@@ -59,9 +59,9 @@ static void *batcher_main(void *arg) {
         pthread_mutex_unlock(&m->mu);
         double t0 = ts_seconds();
         for (int k = 0; k < n; k++) jobs[k]->t_start = t0, waited[k] = t0 - jobs[k]->t_enq;
-        int rows = serve_model_run(m, jobs, n);
+        int ran = 0, rows = serve_model_run(m, jobs, n, &ran);
         double t1 = ts_seconds();
-        serve_metrics_batch(&m->metrics, rows, waited, n, t1 - t0);
+        serve_metrics_batch(&m->metrics, rows, ran, waited, n, t1 - t0);
         pthread_mutex_lock(&m->mu);
         for (int k = 0; k < n; k++) {
             jobs[k]->t_done = t1;

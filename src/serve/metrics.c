@@ -1,8 +1,9 @@
 /*
  * metrics.c — what `tessera serve` counts, and its Prometheus text format (GET /metrics):
  * requests by model and HTTP status, errors (status >= 400), latency histograms of the time a
- * request waited in its queue, the batch's compute and the whole request, the histogram of batch
- * sizes (rows run together), and each queue's depth.
+ * request waited in its queue, the batch's compute and the whole request, the histograms of batch
+ * sizes (rows run together) and of the rows the programs ran for it (the batch padded to the
+ * batch sizes compiled, in one run or a few), and each queue's depth.
  */
 #include "serve/serve.h"
 
@@ -39,11 +40,12 @@ void serve_metrics_request(serve_metrics *m, int code, double total_s) {
     pthread_mutex_unlock(&m->mu);
 }
 
-void serve_metrics_batch(serve_metrics *m, int rows, const double *queue_s, int njobs, double compute_s) {
+void serve_metrics_batch(serve_metrics *m, int rows, int ran, const double *queue_s, int njobs, double compute_s) {
     pthread_mutex_lock(&m->mu);
     for (int k = 0; k < njobs; k++) observe(&m->queue, LAT_LE, SERVE_LAT_BUCKETS, queue_s[k]);
     observe(&m->compute, LAT_LE, SERVE_LAT_BUCKETS, compute_s);
     observe(&m->batch, BATCH_LE, SERVE_BATCH_BUCKETS, rows);
+    observe(&m->ran, BATCH_LE, SERVE_BATCH_BUCKETS, ran);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -59,21 +61,22 @@ static void hist_lines(FILE *f, const char *family, const char *model, const ser
             (unsigned long long)h->n);
 }
 
-/* One histogram family (which: 0 queue, 1 compute, 2 total, 3 batch) over every model. */
+/* One histogram family (which: 0 queue, 1 compute, 2 total, 3 batch, 4 ran) over every model. */
 static void hist_family(FILE *f, serve_metrics *const *m, const char *const *names, int n, int which) {
-    static const char *const fam[4] = {"tessera_serve_queue_seconds", "tessera_serve_compute_seconds",
-                                       "tessera_serve_request_seconds", "tessera_serve_batch_size"};
-    static const char *const help[4] = {"Seconds a request waited in its model's queue.",
+    static const char *const fam[5] = {"tessera_serve_queue_seconds", "tessera_serve_compute_seconds",
+                                       "tessera_serve_request_seconds", "tessera_serve_batch_size",
+                                       "tessera_serve_batch_run_size"};
+    static const char *const help[5] = {"Seconds a request waited in its model's queue.",
                                         "Seconds a batch took to run.",
                                         "Seconds from a request's arrival to its answer (status 200).",
-                                        "Rows run together in one batch."};
+                                        "Rows run together in one batch.",
+                                        "Rows the programs ran for a batch (padded to the batch sizes compiled)."};
     fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", fam[which], help[which], fam[which]);
     for (int i = 0; i < n; i++) {
         if (!names[i][0]) continue; /* the server's own requests have no batches */
-        const serve_hist *h = which == 0 ? &m[i]->queue : which == 1 ? &m[i]->compute : which == 2 ? &m[i]->total
-                                                                                                   : &m[i]->batch;
-        hist_lines(f, fam[which], names[i], h, which == 3 ? BATCH_LE : LAT_LE,
-                   which == 3 ? SERVE_BATCH_BUCKETS : SERVE_LAT_BUCKETS);
+        const serve_hist *h[5] = {&m[i]->queue, &m[i]->compute, &m[i]->total, &m[i]->batch, &m[i]->ran};
+        hist_lines(f, fam[which], names[i], h[which], which >= 3 ? BATCH_LE : LAT_LE,
+                   which >= 3 ? SERVE_BATCH_BUCKETS : SERVE_LAT_BUCKETS);
     }
 }
 
@@ -96,7 +99,7 @@ char *serve_metrics_text(serve_metrics *const *m, const char *const *names, cons
             if (m[i]->code[c] >= 400)
                 fprintf(f, "tessera_serve_errors_total{model=\"%s\",code=\"%d\"} %llu\n", names[i], m[i]->code[c],
                         (unsigned long long)m[i]->by_code[c]);
-    for (int w = 0; w < 4; w++) hist_family(f, m, names, n, w);
+    for (int w = 0; w < 5; w++) hist_family(f, m, names, n, w);
     fputs("# HELP tessera_serve_queue_depth Requests waiting in a model's queue.\n"
           "# TYPE tessera_serve_queue_depth gauge\n", f);
     for (int i = 0; i < n; i++)

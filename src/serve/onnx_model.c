@@ -88,8 +88,9 @@ static ts_tensor *rows_of(ts_tensor *o, int r0, int rows, int whole) {
     return ts_tensor_from(ts_tensor_dtype(o), nd, dims, (char *)ts_tensor_data(o) + row * (size_t)r0);
 }
 
-int serve_onnx_run(serve_model *m, serve_job **jobs, int n) {
+int serve_onnx_run(serve_model *m, serve_job **jobs, int n, int *ran) {
     ts_tensor *in[SERVE_MAX_IO] = {0}, *out[SERVE_MAX_IO] = {0};
+    *ran = m->osig.batch;
     int rows = 0, fail = zeros(m, in);
     for (int q = 0; q < n && !fail; q++) { /* stack the jobs' rows */
         for (int k = 0; k < m->osig.nin; k++) {

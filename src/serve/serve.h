@@ -1,7 +1,9 @@
 /*
  * serve.h — `tessera serve`'s engine: models loaded for inference (a fine-tuned BERT directory),
  * request bodies decoded into jobs, a batcher per model that gathers jobs into one run of a
- * program compiled at start for a sequence-length bucket, Prometheus metrics, and the HTTP/1.1
+ * program compiled at start for a sequence-length bucket and a batch size (the batch padded only
+ * to the next size compiled, or run in parts where that is cheaper; one model's programs share
+ * one copy of its weights), Prometheus metrics, and the HTTP/1.1
  * server over libmicrohttpd that ties them (KServe v2 / Triton JSON, and /v1 :predict for text).
  *
  * Files: request.c (JSON bodies -> jobs; what fuzz/fuzz_serve_request.c calls), model.c
@@ -18,6 +20,7 @@
 #include "tessera.h"
 
 #define SERVE_MAX_BUCKETS 8
+#define SERVE_MAX_BATCHES 10
 #define SERVE_NAME_MAX 64
 
 /* ------------------------------------------------------------------ what a model takes */
@@ -90,15 +93,16 @@ typedef struct serve_metrics {
     int ncodes;
     int code[16];
     uint64_t by_code[16];
-    serve_hist queue, compute, total, batch;
+    serve_hist queue, compute, total, batch, ran;
 } serve_metrics;
 
 void serve_metrics_init(serve_metrics *m);
 void serve_metrics_destroy(serve_metrics *m);
 /* One request answered with HTTP status `code`. */
 void serve_metrics_request(serve_metrics *m, int code, double total_s);
-/* One batch of `rows` run: the seconds each of its jobs waited, and the run's. */
-void serve_metrics_batch(serve_metrics *m, int rows, const double *queue_s, int njobs, double compute_s);
+/* One batch of `rows` run as `ran` rows (padded to the programs' batches): the seconds each of
+ * its jobs waited, and the run's. */
+void serve_metrics_batch(serve_metrics *m, int rows, int ran, const double *queue_s, int njobs, double compute_s);
 /* Every family in Prometheus text format, each over the n metrics m[i] labelled model=names[i]
  * (the queue depth of each: depth[i]), into a malloc'd string (NULL out of memory). */
 char *serve_metrics_text(serve_metrics *const *m, const char *const *names, const int *depth, int n);
@@ -139,8 +143,12 @@ typedef struct serve_model {
     serve_sig sig;
     int nbuckets;
     int bucket[SERVE_MAX_BUCKETS];         /* sequence lengths, increasing; the last max_seq */
-    ts_program *prog[SERVE_MAX_BUCKETS];   /* max_batch x bucket[i] */
-    ts_batch_buf bb[SERVE_MAX_BUCKETS];
+    int nbatches;
+    int batch[SERVE_MAX_BATCHES];          /* batch sizes, increasing: 1, 2, 4, ... below max_batch, then it */
+    /* batch[k] x bucket[i], all reading prog[nbuckets - 1][nbatches - 1]'s parameters */
+    ts_program *prog[SERVE_MAX_BUCKETS][SERVE_MAX_BATCHES];
+    ts_batch_buf bb[SERVE_MAX_BUCKETS][SERVE_MAX_BATCHES];
+    double cost[SERVE_MAX_BUCKETS][SERVE_MAX_BATCHES]; /* seconds a run of each, timed at start */
     int max_delay_ms, queue_cap;
     /* the queue (batcher.c) */
     pthread_mutex_t mu;
@@ -159,17 +167,19 @@ typedef struct serve_model {
 typedef ts_serve_opts serve_opts;
 
 /* Load `name`=`dir` (a fine-tuned classifier or QA model directory) and compile its programs,
- * one per bucket. 0, or -1 with the reason in err[cap]. */
+ * one per sequence bucket and batch size, sharing one copy of the weights. 0, or -1 with the reason in err[cap]. */
 int serve_model_load(serve_model *m, const char *name, const char *dir, const serve_opts *o, char *err, size_t cap);
 void serve_model_free(serve_model *m);
 /* The same for an ONNX file (onnx_model.c); and running a batch of its jobs (rows in all at most
  * its batch). */
 int serve_onnx_load(serve_model *m, const char *path, const serve_opts *o, char *err, size_t cap);
 void serve_onnx_free(serve_model *m);
-int serve_onnx_run(serve_model *m, serve_job **jobs, int n);
+int serve_onnx_run(serve_model *m, serve_job **jobs, int n, int *ran);
 /* Run jobs[0 .. n) (their rows at most max_batch in all, or one QA job) as one batch; each
- * job's out / code filled. Returns the rows run. */
-int serve_model_run(serve_model *m, serve_job **jobs, int n);
+ * job's out / code filled: in one run of the smallest batch size that holds the rows, or in parts
+ * where the programs' costs timed at start say that is cheaper. Returns the rows run; *ran the
+ * rows the programs ran (padded). */
+int serve_model_run(serve_model *m, serve_job **jobs, int n, int *ran);
 
 /* Start / stop m's batcher thread. */
 int serve_batcher_start(serve_model *m);

@@ -74,6 +74,11 @@
  *    bf16 weights) gets a primitive with format "any" for b, a weight-sized buffer of its own in
  *    the layout oneDNN chose, and a reorder that fills it on the first run and again on the first
  *    run after any ts_value_write (ts_program_set_param, ts_program_load, ...) moved param_gen.
+ *    The copy is made on first use and shared by every matmul that packs the same weight buffer
+ *    into the same layout (packed_copy below): programs that share their parameters
+ *    (ts_program_share_params: tessera serve's programs per batch size) hold one copy, not one
+ *    each. A stamp is a param_gen, unique across programs (runtime/exec.h), so a copy is current
+ *    for whichever program reads the buffer at that generation.
  *    Measured (2 cores of an AMD EPYC with AVX-512, oneDNN 2.6.3, f32, b stored [N, K]; medians
  *    of 30): M = 128 (a batch-1 BERT forward) 0.722 -> 0.653 ms (768 x 768), 3.00 -> 2.67
  *    (768 -> 3072), 2.86 -> 2.66 (3072 -> 768); M = 1024: 2-6% faster. Only where oneDNN runs a brgemm kernel (AVX-512): its gemm:jit kernel
@@ -89,6 +94,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
+#include <pthread.h>
 
 int ts_cpu_dnnl_ready(ts_cpu_dev *d) {
 #pragma omp critical(ts_dnnl_init)
@@ -132,15 +138,64 @@ typedef struct mm_dnnl {
     ts_dtype widen;
     size_t off[4], total_bytes;
     int64_t numel[4];
-    /* Prepacked weights (see "Weight layout" above): b in the primitive's blocked layout, in
-     * packed (owned), remade by the reorder from b's own buffer (wuser) whenever stamp says it is
-     * stale; NULL packed: b is read as it is stored. */
-    void *packed;
+    /* Prepacked weights (see "Weight layout" above): b, read as smd describes it, in the
+     * primitive's blocked layout (pmd, packed_bytes), in the shared copy pc of b's buffer (taken
+     * at run), remade by the reorder from b's own buffer (wuser) whenever its stamp is stale;
+     * packed 0: b is read as stored. */
+    int packed;
     size_t packed_bytes;
+    dnnl_memory_desc_t smd, pmd;
+    struct packed_copy *pc;
     dnnl_primitive_t reorder;
     dnnl_memory_t wuser;
-    ts_weight_stamp stamp;
 } mm_dnnl;
+
+/* A blocked copy of one weight buffer (src, read as smd: a transposed read of a square weight is
+ * another copy) in layout md, shared by the matmuls that pack it so (refs), listed while any
+ * holds it; stamp: the param_gen it was made at. */
+typedef struct packed_copy {
+    const void *src;
+    dnnl_memory_desc_t smd, md;
+    void *data;
+    ts_weight_stamp stamp;
+    int refs;
+    struct packed_copy *next;
+} packed_copy;
+static packed_copy *g_packed;
+static pthread_mutex_t g_packed_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The copy of src read as smd in layout md (a new one, stale, when none is listed); NULL out of
+ * memory. */
+static packed_copy *packed_get(const void *src, const dnnl_memory_desc_t *smd, const dnnl_memory_desc_t *md,
+                               size_t bytes) {
+    pthread_mutex_lock(&g_packed_mu);
+    packed_copy *c = g_packed;
+    while (c && !(c->src == src && dnnl_memory_desc_equal(&c->smd, smd) && dnnl_memory_desc_equal(&c->md, md)))
+        c = c->next;
+    if (c) {
+        c->refs++;
+    } else if ((c = calloc(1, sizeof *c)) && (c->data = ts_alloc(bytes, 0))) {
+        c->src = src, c->smd = *smd, c->md = *md, c->refs = 1, c->next = g_packed;
+        g_packed = c;
+    } else {
+        free(c), c = NULL;
+    }
+    pthread_mutex_unlock(&g_packed_mu);
+    return c;
+}
+
+static void packed_release(packed_copy *c) {
+    if (!c) return;
+    pthread_mutex_lock(&g_packed_mu);
+    if (--c->refs == 0) {
+        packed_copy **at = &g_packed;
+        while (*at != c) at = &(*at)->next;
+        *at = c->next;
+        ts_free(c->data);
+        free(c);
+    }
+    pthread_mutex_unlock(&g_packed_mu);
+}
 
 static void mm_release(void *state) {
     mm_dnnl *s = state;
@@ -150,7 +205,7 @@ static void mm_release(void *state) {
     if (s->prim) dnnl_primitive_destroy(s->prim);
     if (s->wuser) dnnl_memory_destroy(s->wuser);
     if (s->reorder) dnnl_primitive_destroy(s->reorder);
-    ts_free(s->packed);
+    packed_release(s->pc);
     free(s);
 }
 
@@ -322,7 +377,7 @@ static dnnl_primitive_desc_t make_primitive(dnnl_engine_t engine, const ts_node 
     return pd;
 }
 
-/* The blocked copy of b (s->packed) and the reorder that makes it, when the primitive pd chose a
+/* The layout of the blocked copy of b (s->packed) and the reorder that makes it, when the primitive pd chose a
  * layout other than b's own (it may not: then b is read as stored, as without prepacking);
  * *md_w the weights' descriptor the primitive reads. */
 static dnnl_status_t pack_weights(dnnl_engine_t engine, const ts_graph *g, const ts_node *n, dnnl_primitive_desc_t pd,
@@ -339,12 +394,11 @@ static dnnl_status_t pack_weights(dnnl_engine_t engine, const ts_graph *g, const
     if (rpd) dnnl_primitive_desc_destroy(rpd);
     if (st == dnnl_success) st = dnnl_memory_create(&s->wuser, &md_src, engine, DNNL_MEMORY_NONE);
     s->packed_bytes = dnnl_memory_desc_get_size(chosen);
-    if (st == dnnl_success && !(s->packed = ts_alloc(s->packed_bytes, 0))) st = dnnl_out_of_memory;
-    if (st == dnnl_success) *md_w = chosen;
+    if (st == dnnl_success) *md_w = chosen, s->smd = md_src, s->pmd = *chosen, s->packed = 1;
     return st;
 }
 
-/* The memory objects, without data (run() sets the handles; a packed b's is set here, once),
+/* The memory objects, without data (run() sets the handles; a packed b's when it takes its copy),
  * and the execution arguments that name them. */
 static dnnl_status_t make_memories(dnnl_engine_t engine, dnnl_primitive_desc_t pd, const mm_desc *d,
                                    const dnnl_memory_desc_t *md_w, mm_dnnl *s) {
@@ -361,7 +415,6 @@ static dnnl_status_t make_memories(dnnl_engine_t engine, dnnl_primitive_desc_t p
         st = dnnl_memory_create(&s->mem[i], mds[i], engine, DNNL_MEMORY_NONE);
         if (st != dnnl_success) s->mem[i] = NULL;
     }
-    if (st == dnnl_success && s->packed) st = dnnl_memory_set_data_handle(s->mem[ARG_WEI], s->packed);
     if (st != dnnl_success) return st;
     s->nargs = 0;
     for (int i = 0; i < NARG; i++)
@@ -462,6 +515,27 @@ static void narrow16(ts_dtype dt, const float *x, uint16_t *y, int64_t n) {
     }
 }
 
+/* Point the primitive's weights at the shared blocked copy of b's buffer (k->in[1]), taken anew
+ * when b's buffer moved, and (re)make it by the reorder when it is stale for this param_gen. */
+static ts_status use_packed(mm_dnnl *s, const ts_kargs *k, dnnl_stream_t stream) {
+    if (!s->pc || s->pc->src != k->in[1]) {
+        packed_release(s->pc);
+        if (!(s->pc = packed_get(k->in[1], &s->smd, &s->pmd, s->packed_bytes)))
+            return ts_err(TS_ERR_NOMEM, "op matmul: out of memory for prepacked weights (%zu bytes)", s->packed_bytes);
+        dnnl_status_t st = dnnl_memory_set_data_handle(s->mem[ARG_WEI], s->pc->data);
+        if (st != dnnl_success)
+            return ts_err(TS_ERR_RUNTIME, "op matmul: oneDNN set_data_handle: %s", dnnl_status2str(st));
+    }
+    if (!ts_weight_stale(&s->pc->stamp, k->param_gen)) return TS_OK;
+    dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->wuser}, {DNNL_ARG_TO, s->mem[ARG_WEI]}};
+    dnnl_status_t st = dnnl_memory_set_data_handle(s->wuser, k->in[1]);
+    if (st == dnnl_success) st = dnnl_primitive_execute(s->reorder, stream, 2, ra);
+    if (st == dnnl_success) st = dnnl_stream_wait(stream);
+    if (st != dnnl_success) return ts_err(TS_ERR_RUNTIME, "op matmul: reordering the weights: %s", dnnl_status2str(st));
+    ts_weight_made(&s->pc->stamp, k->param_gen);
+    return TS_OK;
+}
+
 static ts_status mm_run(const ts_kargs *k) {
     mm_dnnl *s = k->state;
     if (!s) return ts_op_get(TS_OP_MATMUL)->kernel(k);
@@ -475,14 +549,9 @@ static ts_status mm_run(const ts_kargs *k) {
         if (i < 3) widen16(s->widen, k->in[i], ptr[i], s->numel[i]);
     }
     dnnl_stream_t stream = ((ts_cpu_dev *)k->device)->dnnl_stream;
-    if (s->packed && ts_weight_stale(&s->stamp, k->param_gen)) { /* (re)make the blocked copy of b */
-        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->wuser}, {DNNL_ARG_TO, s->mem[ARG_WEI]}};
-        dnnl_status_t st = dnnl_memory_set_data_handle(s->wuser, k->in[1]);
-        if (st == dnnl_success) st = dnnl_primitive_execute(s->reorder, stream, 2, ra);
-        if (st == dnnl_success) st = dnnl_stream_wait(stream);
-        if (st != dnnl_success)
-            return ts_err(TS_ERR_RUNTIME, "op matmul: reordering the weights: %s", dnnl_status2str(st));
-        ts_weight_made(&s->stamp, k->param_gen);
+    if (s->packed) {
+        ts_status ps = use_packed(s, k, stream);
+        if (ps != TS_OK) return ps;
     }
     for (int i = 0; i < NARG; i++) {
         if (!s->mem[i] || (i == ARG_WEI && s->packed)) continue;
