@@ -9,12 +9,15 @@
  * prepare() (at compile time) builds one primitive per node:
  *  - src s8 [R, K] plain; weights s8 with format "any" (oneDNN picks its blocked layout, with the
  *    s8 x s8 compensation its VNNI kernel needs appended, made by the reorder); dst f32 [R, N].
- *  - output scales per output channel (mask 1 << 1) given at run time (DNNL_RUNTIME_F32_VAL), since
- *    the activations' scale sa changes every run: scale[n] = (alpha * sa) * sw[n].
- *  - the bias as a binary-add post-op (after the scales: oneDNN 2.x adds a bias input before
- *    them, which would need it divided by the scale every run), then the activation as an eltwise
- *    post-op (dnnl_eltwise_gelu_erf / gelu_tanh / relu; not bit-equal to tessera's GELU, a few
- *    ulps: see matmul_dnnl.c).
+ *  - the scales as post-op 0, a binary multiply by scale [1, N] (scale[n] = (alpha * sa) * sw[n],
+ *    written every run: sa changes every run), the bias as post-op 1, a binary add, then the
+ *    activation as an eltwise post-op (dnnl_eltwise_gelu_erf / gelu_tanh / relu; not bit-equal to
+ *    tessera's GELU, a few ulps: see matmul_dnnl.c). Not oneDNN's output scales: given at run time
+ *    (DNNL_RUNTIME_F32_VAL, the only way for a scale that changes every run) they make oneDNN 2.6
+ *    fall back from its brgemm VNNI kernel (brg:avx512_core_vnni) to gemm:jit, with s8 or u8
+ *    activations alike (checked with dnnl_query_impl_info_str on this machine's AVX-512 VNNI AMD
+ *    EPYC, [1024, 768] x [768, 768]); with the binary multiply it keeps brgemm and the blocked
+ *    (prepacked) weights. (And oneDNN 2.x adds a bias input before the output scales.)
  *  - scratchpad mode USER: the scratchpad, the quantized activations qa [R, K] s8 and scale [N]
  *    live in the runtime's workspace (kargs->scratch), in that order, 64-byte aligned.
  * Weights: quantized per output channel (ts_quant_weights_s8, the op's own code, so the two
@@ -37,7 +40,7 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
-enum { Q_SRC, Q_WEI, Q_BIAS, Q_DST, Q_SCALES, Q_SCRATCH, Q_NARG };
+enum { Q_SRC, Q_WEI, Q_SCALES, Q_BIAS, Q_DST, Q_SCRATCH, Q_NARG };
 
 typedef struct i8_state {
     dnnl_primitive_t prim, reorder;
@@ -71,8 +74,8 @@ static void i8_release(void *state) {
 
 static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
 
-/* The primitive descriptor: s8 [R, K] x s8 [K, N] ("any") -> f32 [R, N], runtime per-N output
- * scales, bias add and activation as post-ops. NULL when oneDNN has no implementation. */
+/* The primitive descriptor: s8 [R, K] x s8 [K, N] ("any") -> f32 [R, N], with post-ops: times
+ * scale [1, N], plus bias [1, N], the activation. NULL when oneDNN has no implementation. */
 static dnnl_primitive_desc_t make_pd(dnnl_engine_t engine, const i8_state *s, int has_bias, int64_t act) {
     dnnl_memory_desc_t md_a, md_w, md_o, md_c;
     dnnl_dims_t ad = {s->R, s->K}, wd = {s->K, s->N}, od = {s->R, s->N}, cd = {1, s->N};
@@ -89,13 +92,12 @@ static dnnl_primitive_desc_t make_pd(dnnl_engine_t engine, const i8_state *s, in
     dnnl_alg_kind_t act_alg = act == TS_MATMUL_ACT_GELU_ERF    ? dnnl_eltwise_gelu_erf
                               : act == TS_MATMUL_ACT_GELU_TANH ? dnnl_eltwise_gelu_tanh
                                                                : dnnl_eltwise_relu;
-    const float runtime = DNNL_RUNTIME_F32_VAL;
     st = dnnl_primitive_attr_create(&attr);
     if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-    if (st == dnnl_success) st = dnnl_primitive_attr_set_output_scales(attr, 1, 1 << 1, &runtime);
-    if (st == dnnl_success && (has_bias || act)) {
+    if (st == dnnl_success) {
         st = dnnl_post_ops_create(&po);
-        /* the binary add stays post-op 0: its argument is DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) */
+        /* the scale is post-op 0, the bias post-op 1: their arguments DNNL_ARG_ATTR_MULTIPLE_POST_OP(0 / 1) */
+        if (st == dnnl_success) st = dnnl_post_ops_append_binary(po, dnnl_binary_mul, &md_c);
         if (st == dnnl_success && has_bias) st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &md_c);
         if (st == dnnl_success && act) st = dnnl_post_ops_append_eltwise(po, 1.f, act_alg, 0.f, 0.f);
         if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
@@ -112,12 +114,11 @@ static dnnl_primitive_desc_t make_pd(dnnl_engine_t engine, const i8_state *s, in
 static dnnl_status_t build(dnnl_engine_t engine, dnnl_primitive_desc_t pd, int has_bias, i8_state *s) {
     const dnnl_memory_desc_t *chosen = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     const dnnl_memory_desc_t *scratch_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    dnnl_memory_desc_t md_user, md_scales;
-    dnnl_dims_t wd = {s->K, s->N}, wstr = {s->trans_b ? 1 : s->N, s->trans_b ? s->K : 1}, sd = {s->N};
+    dnnl_memory_desc_t md_user;
+    dnnl_dims_t wd = {s->K, s->N}, wstr = {s->trans_b ? 1 : s->N, s->trans_b ? s->K : 1};
     dnnl_status_t st = chosen ? dnnl_primitive_create(&s->prim, pd) : dnnl_unimplemented;
     if (st != dnnl_success) s->prim = NULL;
     if (st == dnnl_success) st = dnnl_memory_desc_init_by_strides(&md_user, 2, wd, dnnl_s8, wstr);
-    if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&md_scales, 1, sd, dnnl_f32, dnnl_a);
     dnnl_primitive_desc_t rpd = NULL;
     if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&rpd, &md_user, engine, chosen, engine, NULL);
     if (st == dnnl_success) st = dnnl_primitive_create(&s->reorder, rpd);
@@ -136,10 +137,11 @@ static dnnl_status_t build(dnnl_engine_t engine, dnnl_primitive_desc_t pd, int h
     dnnl_memory_desc_init_by_tag(&md_c, 2, cd, dnnl_f32, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&md_a, 2, ad, dnnl_s8, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&md_o, 2, od, dnnl_f32, dnnl_ab);
-    const dnnl_memory_desc_t *mds[Q_NARG] = {&md_a, chosen, has_bias ? &md_c : NULL, &md_o, &md_scales,
+    const dnnl_memory_desc_t *mds[Q_NARG] = {&md_a, chosen, &md_c, has_bias ? &md_c : NULL, &md_o,
                                              s->scratch_bytes ? scratch_md : NULL};
     const int kinds[Q_NARG] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
-                               DNNL_ARG_DST, DNNL_ARG_ATTR_OUTPUT_SCALES, DNNL_ARG_SCRATCHPAD};
+                               DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1, DNNL_ARG_DST,
+                               DNNL_ARG_SCRATCHPAD};
     for (int i = 0; i < Q_NARG && st == dnnl_success; i++) {
         if (!mds[i]) continue;
         st = dnnl_memory_create(&s->mem[i], mds[i], engine, DNNL_MEMORY_NONE);
@@ -217,7 +219,7 @@ static ts_status i8_run(const ts_kargs *k) {
     float ma = ts_quant_absmax(k->in[0], s->R * s->K), sa = ma / 127.f, ia = ma > 0.f ? 127.f / ma : 0.f;
     ts_quant_s8(k->in[0], s->R * s->K, ia, qa);
     for (int64_t n = 0; n < s->N; n++) scale[n] = (s->alpha * sa) * s->sw[n];
-    void *ptr[Q_NARG] = {qa, NULL, k->node->nin > 2 ? k->in[2] : NULL, k->out[0], scale, k->scratch};
+    void *ptr[Q_NARG] = {qa, NULL, scale, k->node->nin > 2 ? k->in[2] : NULL, k->out[0], k->scratch};
     for (int i = 0; i < Q_NARG; i++) {
         if (!s->mem[i] || i == Q_WEI) continue;
         dnnl_status_t st = dnnl_memory_set_data_handle(s->mem[i], ptr[i]);
