@@ -80,10 +80,11 @@ static ts_status infer_compile(const ts_bert_infer_opts *o, ts_program **p, cons
         return TS_ERR_ARG;
     }
     *nfetch = ts_bert_output_names(&out, fetch);
-    *p = ts_compile(g, &(ts_compile_opts){.device = o->device, .num_threads = o->threads, .nfetch = *nfetch,
-                                          .fetches = fetch, .inference = 1,
+    *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .device = o->device,
+                                          .num_threads = o->threads, .nfetch = *nfetch, .fetches = fetch, .inference = 1,
                                           .skip_param_init = o->weights != NULL, /* loaded strictly next */
-                                          .profile = o->profile, .memory_limit = o->memory_limit});
+                                          .profile = o->profile, .memory_limit = o->memory_limit,
+                                          .quantize = o->quantize});
     ts_graph_free(g);
     if (*p) return TS_OK;
     ts_status st = ts_last_status();
