@@ -10,7 +10,11 @@
  *          bf16 matmuls (autocast-style: f32 master weights).
  *   infer  BertModel's last_hidden_state, batch 8 (throughput) and batch 1 (latency), f32 and
  *          bf16, with the weights loaded from a safetensors file (the compile the user waits for:
- *          build + compile without random init + load).
+ *          build + compile without random init + load); and "int8 dynamic" (ts_compile_opts.quantize
+ *          = TS_QUANT_DYNAMIC: the weight matmuls int8, the attention products f32), printed
+ *          below the table beside tessera f32 of the same batch in the same run. Its roofline
+ *          column is empty (the int8 GEMM beside oneDNN's own is bench/matmul.c's int8 row), and
+ *          so are the peers' (PyTorch's and ONNX Runtime's int8 need a quantized export: not yet).
  * Each tessera row runs in a child process of this program (public API only: ts_bert_build,
  * ts_backward, ts_optimizer, ts_compile, ts_program_load, ts_program_run); its peak resident set
  * is wait4()'s ru_maxrss. Seconds per run are medians over the timed runs after the warm-up ones.
@@ -91,6 +95,7 @@ typedef struct row {
     ts_optim_kind optim;
     int positions;        /* MLM positions per sequence: 20, or 0 for all T */
     int bf16;
+    int int8;             /* 1: inference with ts_compile_opts.quantize = TS_QUANT_DYNAMIC */
     int batch;
     int warmup, runs;     /* runs of each side: warm-up ones, then timed ones */
     /* measured */
@@ -212,8 +217,9 @@ static void tessera_child(const row *r, const opts *o) {
         if (ts_bert_build(g, &cfg, TS_BERT_MODEL, r->batch, T, &out) != TS_OK)
             DIE("%s: building the model: %s", r->id, ts_last_error());
         const char *fetch[] = {"last_hidden_state"};
-        p = ts_compile(g, &(ts_compile_opts){.nfetch = 1, .fetches = fetch, .inference = 1, .skip_param_init = 1,
-                                             .profile = o->profile});
+        p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = 1, .fetches = fetch,
+                                             .inference = 1, .skip_param_init = 1, .profile = o->profile,
+                                             .quantize = r->int8 ? TS_QUANT_DYNAMIC : TS_QUANT_NONE});
         int missing = 0;
         if (p && ts_program_load(p, weights_path, TS_LOAD_STRICT, &missing) != TS_OK)
             DIE("%s: loading %s: %s", r->id, weights_path, ts_last_error());
@@ -462,7 +468,7 @@ static void roofline(row *r, int layers, dnnl_engine_t eng, dnnl_stream_t st, in
     double flop = 0, s = 0;
     for (int i = 0; i < n; i++) {
         flop += 2.0 * (double)g[i].m * (double)g[i].k * (double)g[i].n * (double)g[i].batch * (double)g[i].count;
-        double t = dnnl_gemm_seconds(eng, st, g[i].m, g[i].k, g[i].n, g[i].batch, r->bf16 && have_bf16);
+        double t = r->int8 ? -1 : dnnl_gemm_seconds(eng, st, g[i].m, g[i].k, g[i].n, g[i].batch, r->bf16 && have_bf16);
         if (t < 0) s = -1;
         if (s >= 0) s += t * (double)g[i].count;
     }
@@ -556,6 +562,8 @@ int main(int argc, char **argv) {
         ROW("infer_bf16_b8", "inference bf16, batch 8", 0, 0, 0, 1, 8),
         ROW("latency_f32_b1", "latency f32, batch 1", 0, 0, 0, 0, 1),
         ROW("latency_bf16_b1", "latency bf16, batch 1", 0, 0, 0, 1, 1),
+        {.id = "infer_int8_b8", .label = "inference int8 dynamic, batch 8", .int8 = 1, .batch = 8},
+        {.id = "latency_int8_b1", .label = "latency int8 dynamic, batch 1", .int8 = 1, .batch = 1},
     };
     int nrows = (int)(sizeof rows / sizeof rows[0]);
     for (int i = 0; i < nrows; i++) {
@@ -651,6 +659,8 @@ int main(int argc, char **argv) {
             r->pt_note = o.peers ? "not installed" : "not run";
         } else if (r->bf16 && !have_bf16) {
             r->pt_note = "no native bf16 on this CPU";
+        } else if (r->int8) {
+            r->pt_note = "int8 not run";
         } else if (r->train && r->optim == TS_OPTIM_LAMB) {
             r->pt_note = "no LAMB in PyTorch";
         } else {
@@ -684,6 +694,8 @@ int main(int argc, char **argv) {
             r->ort_note = o.peers ? "not installed" : "not run";
         } else if (r->bf16) {
             r->ort_note = "f32 row";
+        } else if (r->int8) {
+            r->ort_note = "no QDQ export";
         } else {
             snprintf(steps_arg, sizeof steps_arg, "%d", r->warmup + r->runs);
             exec_args e = {{"node", TS_SOURCE_DIR "/bench/bert_ort.js", onnx_path[r->batch == 1], "--runs", steps_arg,
@@ -751,6 +763,10 @@ int main(int argc, char **argv) {
         printf("bf16 (f32 kernels): no native bf16 matmul on this CPU; tessera multiplies the bf16 operands widened to\n"
                "  f32 with oneDNN's f32 matmul and rounds to bf16; roofline = the f32 GEMMs.%s\n",
                have_torch ? " (no bf16*): PyTorch's bf16 rows\n  skipped, no native bf16 on this CPU." : "");
+    for (int i = 0; i < nrows; i++) /* int8 dynamic beside tessera f32 of the same batch, this run */
+        for (int j = 0; j < nrows && rows[i].int8 && rows[i].ts_s > 0; j++)
+            if (!rows[j].train && !rows[j].bf16 && !rows[j].int8 && rows[j].batch == rows[i].batch && rows[j].ts_s > 0)
+                printf("%s: %.2fx tessera f32 (%s)\n", rows[i].label, rows[j].ts_s / rows[i].ts_s, rows[j].id);
     for (int i = 0; i < nrows; i++)
         if (rows[i].train && rows[i].ts_s > 0)
             printf("loss of %s: %.4f at the first step, %.4f at the last\n", rows[i].id, rows[i].ts_loss0,

@@ -20,6 +20,9 @@
  * whose 5% target is for like against like); max |diff| compares with that f32 product rounded
  * to bf16.
  *
+ * Then the int8 rows (int8_rows): tessera's dynamic int8 matmul (ts_compile_opts.quantize) on the
+ * same shapes beside oneDNN's own int8 GEMM with s8 and with u8 activations (its roofline here).
+ *
  * Usage: bench_matmul [seconds per measurement, default 1.0]. Threads: OMP_NUM_THREADS.
  */
 #include "tessera.h"
@@ -143,6 +146,131 @@ static double ts_run(ts_program *p) {
     double t = now();
     CHECK_TS(ts_program_run(p));
     return now() - t;
+}
+
+/* ------------------------------------------------------------------ int8 */
+
+/* oneDNN's own int8 GEMM at its best, the roofline of tessera's int8 matmul: src (s8 or u8)
+ * [M, K] row-major, s8 weights [K, N] reordered once into the layout the primitive picks
+ * ("any": blocked, with the s8 x s8 compensation), s32 output, no scales or post-ops. */
+typedef struct direct8 {
+    direct d;
+    void *a_buf, *w_buf;
+} direct8;
+
+static void direct8_init(direct8 *x, dnnl_engine_t eng, dnnl_stream_t st, dnnl_data_type_t src, int64_t M, int64_t K,
+                         int64_t N) {
+    dnnl_memory_desc_t ma, mw, mw_user, mc;
+    CHECK_DNNL(dnnl_memory_desc_init_by_tag(&ma, 2, (dnnl_dims_t){M, K}, src, dnnl_ab));
+    CHECK_DNNL(dnnl_memory_desc_init_by_tag(&mw, 2, (dnnl_dims_t){K, N}, dnnl_s8, dnnl_format_tag_any));
+    CHECK_DNNL(dnnl_memory_desc_init_by_tag(&mw_user, 2, (dnnl_dims_t){K, N}, dnnl_s8, dnnl_ab));
+    CHECK_DNNL(dnnl_memory_desc_init_by_tag(&mc, 2, (dnnl_dims_t){M, N}, dnnl_s32, dnnl_ab));
+    dnnl_matmul_desc_t desc;
+    CHECK_DNNL(dnnl_matmul_desc_init(&desc, &ma, &mw, NULL, &mc));
+    dnnl_primitive_attr_t attr;
+    CHECK_DNNL(dnnl_primitive_attr_create(&attr));
+    CHECK_DNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+    dnnl_primitive_desc_t pd;
+    CHECK_DNNL(dnnl_primitive_desc_create(&pd, &desc, attr, eng, NULL));
+    CHECK_DNNL(dnnl_primitive_create(&x->d.prim, pd));
+    const dnnl_memory_desc_t *mwc = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *ms = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t sbytes = ms ? dnnl_memory_desc_get_size(ms) : 0, wbytes = dnnl_memory_desc_get_size(mwc);
+    x->a_buf = aligned_alloc(64, (size_t)(M * K + 63) / 64 * 64);
+    x->w_buf = aligned_alloc(64, (wbytes + 63) / 64 * 64);
+    x->d.c_buf = aligned_alloc(64, (size_t)(4 * M * N + 63) / 64 * 64);
+    x->d.scratch_buf = sbytes ? aligned_alloc(64, (sbytes + 63) / 64 * 64) : NULL;
+    int8_t *wu = malloc((size_t)(K * N));
+    if (!x->a_buf || !x->w_buf || !x->d.c_buf || !wu) exit(1);
+    for (int64_t i = 0; i < M * K; i++) ((int8_t *)x->a_buf)[i] = (int8_t)(urand() * 100.f);
+    for (int64_t i = 0; i < K * N; i++) wu[i] = (int8_t)(urand() * 127.f);
+    dnnl_memory_t from, to;
+    dnnl_primitive_desc_t rpd;
+    dnnl_primitive_t reorder;
+    CHECK_DNNL(dnnl_memory_create(&from, &mw_user, eng, wu));
+    CHECK_DNNL(dnnl_memory_create(&to, mwc, eng, x->w_buf));
+    CHECK_DNNL(dnnl_reorder_primitive_desc_create(&rpd, &mw_user, eng, mwc, eng, NULL));
+    CHECK_DNNL(dnnl_primitive_create(&reorder, rpd));
+    CHECK_DNNL(dnnl_primitive_execute(reorder, st, 2, (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}));
+    CHECK_DNNL(dnnl_stream_wait(st));
+    dnnl_primitive_destroy(reorder), dnnl_primitive_desc_destroy(rpd), dnnl_memory_destroy(from);
+    free(wu);
+    x->d.b = to;
+    CHECK_DNNL(dnnl_memory_create(&x->d.a, &ma, eng, x->a_buf));
+    CHECK_DNNL(dnnl_memory_create(&x->d.c, &mc, eng, x->d.c_buf));
+    x->d.nargs = 0;
+    x->d.args[x->d.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, x->d.a};
+    x->d.args[x->d.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, x->d.b};
+    x->d.args[x->d.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_DST, x->d.c};
+    x->d.scratch = NULL;
+    if (sbytes) {
+        CHECK_DNNL(dnnl_memory_create(&x->d.scratch, ms, eng, x->d.scratch_buf));
+        x->d.args[x->d.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, x->d.scratch};
+    }
+    const char *impl = "?";
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    if (src == dnnl_u8 && M * K * N > 1000000) printf("  (oneDNN's int8 kernel for %lldx%lldx%lld: %s)\n",
+                                                      (long long)M, (long long)K, (long long)N, impl);
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_attr_destroy(attr);
+}
+
+static void direct8_free(direct8 *x) {
+    direct_free(&x->d);
+    free(x->a_buf), free(x->w_buf);
+}
+
+/* The int8 rows: tessera's dynamic int8 matmul (ts_compile_opts.quantize: a [M, K] f32 input,
+ * w [K, N] an f32 parameter; per run the activations' max-abs sweep, their quantization and the
+ * f32 output with its per-channel scale) beside oneDNN's own int8 GEMM (direct8_init) with s8 and
+ * u8 activations, interleaved; "% roof" = tessera's GOP/s / the better oneDNN's. */
+static void int8_rows(double budget, dnnl_engine_t eng, dnnl_stream_t st, int64_t M, const int64_t *KN) {
+    enum { REPS = 41 };
+    printf("\nint8 dynamic (tessera: f32 in and out, quantizing a every run) vs oneDNN's int8 GEMM (int8 in, s32 out,\n"
+           "weights prepacked), GOP/s, medians of interleaved runs\n");
+    printf("%5s %5s %5s | %12s %12s %12s | %7s\n", "M", "K", "N", "tessera i8", "oneDNN s8s8", "oneDNN u8s8", "% roof");
+    for (int ki = 0; ki < 2; ki++)
+        for (int ni = 0; ni < 2; ni++) {
+            int64_t K = KN[ki], N = KN[ni];
+            ts_tensor *A = random_tensor(TS_F32, M, K);
+            ts_graph *g = ts_graph_new();
+            ts_value a = ts_input(g, "a", TS_F32, 2, (int64_t[]){M, K});
+            ts_value w = ts_param(g, "w", TS_F32, 2, (int64_t[]){K, N}, ts_init_normal(0.05f));
+            ts_name(g, ts_matmul(g, a, w, 0, 0), "y");
+            const char *fetch[] = {"y"};
+            ts_program *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = 1,
+                                                             .fetches = fetch, .inference = 1,
+                                                             .quantize = TS_QUANT_DYNAMIC});
+            if (!p) {
+                fprintf(stderr, "bench_matmul: ts_compile (int8): %s\n", ts_last_error());
+                exit(1);
+            }
+            CHECK_TS(ts_program_feed(p, "a", A));
+            direct8 s8, u8;
+            direct8_init(&s8, eng, st, dnnl_s8, M, K, N);
+            direct8_init(&u8, eng, st, dnnl_u8, M, K, N);
+            double est = 1e9;
+            for (int r = 0; r < 3; r++) est = fmin(est, ts_run(p)), direct_run(&s8.d, st), direct_run(&u8.d, st);
+            int reps = (int)(budget / (est > 1e-6 ? est : 1e-6));
+            reps = reps < 5 ? 5 : reps > REPS ? REPS : reps;
+            double tt[REPS], ts8[REPS], tu8[REPS];
+            for (int r = 0; r < reps; r++) {
+                tt[r] = ts_run(p);
+                ts8[r] = direct_run(&s8.d, st);
+                tu8[r] = direct_run(&u8.d, st);
+            }
+            qsort(tt, (size_t)reps, sizeof(double), cmp_double);
+            qsort(ts8, (size_t)reps, sizeof(double), cmp_double);
+            qsort(tu8, (size_t)reps, sizeof(double), cmp_double);
+            double ops = 2.0 * (double)(M * K * N) * 1e-9, roof = fmin(ts8[reps / 2], tu8[reps / 2]);
+            printf("%5lld %5lld %5lld | %12.1f %12.1f %12.1f | %6.1f%%\n", (long long)M, (long long)K, (long long)N,
+                   ops / tt[reps / 2], ops / ts8[reps / 2], ops / tu8[reps / 2], 100.0 * roof / tt[reps / 2]);
+            fflush(stdout);
+            direct8_free(&s8), direct8_free(&u8);
+            ts_program_free(p);
+            ts_graph_free(g);
+            ts_tensor_free(A);
+        }
 }
 
 int main(int argc, char **argv) {
@@ -271,6 +399,7 @@ int main(int argc, char **argv) {
     }
     printf("\nworst median overhead %.2f%% (target <= 5%%%s). Timings on a shared machine vary with other load.\n",
            worst, any_fallback ? "; bf16* rows left out: their overhead is the bf16 <-> f32 conversions" : "");
+    int8_rows(budget, eng, st, M, KN);
 
     /* fixed cost per call: a tiny product, best of many */
     {

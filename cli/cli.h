@@ -67,6 +67,12 @@ int cli_profile_device(int argc, char **argv);
 /* tessera plan --device PROFILE [--count N] [--model DIR | --config FILE] [--explain] [--json]...
  * (cli/plan.c) */
 int cli_plan(int argc, char **argv);
+/* tessera quantize --model DIR --dynamic --out DIR_INT8 [--eval DATA] [--max-drop P] (cli/quantize.c) */
+int cli_quantize(int argc, char **argv);
+/* 1 when model directory dir's config.json records {"quantization": {"mode": "dynamic"}} (written
+ * by tessera quantize): its inference programs are compiled with ts_compile_opts.quantize =
+ * TS_QUANT_DYNAMIC. 0 otherwise (also when it cannot be read) (cli/quantize.c). */
+int cli_model_quantized(const char *dir);
 
 /* tessera serve --model NAME=DIR... [--port P] [--host H] [--max-batch N] [--max-delay-ms MS] ...
  * (cli/serve.c; the engine is src/serve/) */

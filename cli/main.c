@@ -29,6 +29,7 @@ static const subcommand commands[] = {
     {"kws", cli_kws, "find wake words in audio files or a live stream (openWakeWord)"},
     {"audio-train", cli_audio_train, "train a classifier of short audio clips (on openWakeWord's embedding, or from scratch)"},
     {"vad", cli_vad, "find the stretches of speech in audio files (Silero VAD)"},
+    {"quantize", cli_quantize, "quantize a model directory to int8 (dynamic: weights per channel, activations per run)"},
     {"export", cli_export, "write a BERT model directory as an ONNX model (fixed batch shape)"},
     {"profile-device", cli_profile_device, "measure this machine's device for the planner; list or show device profiles"},
     {"serve", cli_serve, "serve fine-tuned models over HTTP (KServe v2 JSON), batching requests"},

@@ -208,7 +208,7 @@ static int build_model(const run_args *a, bert_run *r) {
         .threads = a->threads, .profile = a->profile, .memory_limit = (size_t)(a->memory_gib * 1073741824.0),
         .weights = a->random_init ? NULL : r->weights_path, .load_flags = a->allow_nonfinite ? TS_LOAD_ALLOW_NONFINITE : 0,
         .name = "tessera run", .err = ts_write_stdio, .err_ctx = stderr, .config_path = r->config_path,
-        .inputs = a->inputs};
+        .inputs = a->inputs, .quantize = cli_model_quantized(a->model)};
     ts_status st = ts_bert_infer_build(&bo, &r->p, r->fetch, &r->nf, r->seconds);
     if (st == TS_ERR_NOMEM && a->device_profile) { /* the planner's view of this forward pass on that device */
         ts_plan_request rq;

@@ -27,6 +27,8 @@ typedef struct cli_device_opts {
     const char *profile;    /* --device-profile PROFILE: the memory limit is its device's, and a
                                program refused for memory gets the planner's suggestion */
     const ts_device_profile *device_profile; /* that profile, read by cli_opts_parse */
+    int quantize;           /* the inference programs' ts_compile_opts.quantize: set by
+                               cli_model_dir_program from the model directory's config */
 } cli_device_opts;
 extern cli_device_opts cli_dev;
 #define CLI_DEVICE_OPTS                                                                                 \

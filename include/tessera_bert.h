@@ -282,6 +282,8 @@ typedef struct ts_bert_train_opts {
                                     (ts_compile_opts.plan_only): their memory and nodes, nothing
                                     allocated; fp16 then builds the backward without loss scaling
                                     (a pipeline has none yet; its memory is the same) */
+    int quantize;                /* the inference program's ts_compile_opts.quantize (TS_QUANT_DYNAMIC:
+                                    int8 matmuls; the training program is never quantized) */
 } ts_bert_train_opts;
 /* Build the model (o->head) with the backward pass and the optimizer, and compile it for
  * training into *train (may be NULL: none) and for evaluation (inference, one device) into

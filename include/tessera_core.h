@@ -205,7 +205,21 @@ typedef struct ts_compile_opts {
                                        kernels), ts_program_num_stages and ts_program_stage_info;
                                        feeding, running, fetching and reading or writing values
                                        are TS_ERR_UNSUPPORTED ("compiled for planning only") */
+    int quantize;                   /* TS_QUANT_DYNAMIC: int8 matmuls with dynamic quantization, in
+                                       an inference program only (a training program refuses it:
+                                       TS_ERR_UNSUPPORTED). Every f32 matmul of an activation by a
+                                       2-D weight (with its fused bias and activation) runs on
+                                       int8 weights, quantized per output channel (sw[n] =
+                                       max|w[:, n]| / 127) when the program first runs and again
+                                       after a weight is written, and int8 activations quantized
+                                       per tensor on every run (sa = max|a| / 127), summed in
+                                       int32, scaled back to f32. Matmuls of two activations
+                                       (attention) stay f32. TS_QUANT_NONE (0): f32 as built */
 } ts_compile_opts;
+
+/* ts_compile_opts.quantize */
+#define TS_QUANT_NONE 0
+#define TS_QUANT_DYNAMIC 1
 
 /* Compile graph g for a device: dead-code elimination, fusion, memory planning, kernel selection,
  * and one arena for every intermediate. The graph is not modified and may be freed afterwards.
@@ -284,6 +298,8 @@ typedef struct ts_memory {
                                runs (a program without optimizer updates): casts of weights to a
                                compute dtype (autocast's bf16 weights) and the CPU backend's
                                prepacked matmul weights (backend/cpu/matmul_dnnl.c) */
+    int quantized;          /* matmuls made int8 by ts_compile_opts.quantize (their quantized,
+                               prepacked weights count in weight_copies) */
 } ts_memory;
 TS_API ts_status ts_program_memory(const ts_program *p, ts_memory *m);
 /* Where p's nodes run, one line: "opencl:0 runs all 412 nodes", or, with a CPU fallback for

@@ -371,6 +371,7 @@ typedef struct ts_bert_infer_opts {
     ts_write_fn err;             /* error lines, naming config_path, inputs, --device and --device-memory */
     void *err_ctx;
     const char *config_path, *inputs;
+    int quantize;                /* ts_compile_opts.quantize (TS_QUANT_DYNAMIC: int8 matmuls) */
 } ts_bert_infer_opts;
 
 /* Build o->cfg's model for batch x seq, compile it for inference (fetching its outputs: their

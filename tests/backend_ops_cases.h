@@ -144,6 +144,19 @@ static void b_matmul(bo_ctx *c, const bo_case *k) {
     bo_out(c, y);
 }
 
+/* matmul_i8dyn(x0 [a], w [b], bias [N] when i[2]): w a weight, stored [N, K] when i[0] (trans_b),
+ * activation i[1]; the node the quantization pass makes (ts_compile_opts.quantize), built directly.
+ * Forward only (the op has no gradient). */
+static void b_matmul_i8(bo_ctx *c, const bo_case *k) {
+    ts_value a = bo_x(c, k->a, -1, 1), w = bo_w(c, k->b, -1, 1);
+    bo_shape bs = {1, {k->i[0] ? k->b.d[0] : k->b.d[1]}};
+    ts_value bias = k->i[2] ? bo_x(c, bs, -1, 1) : TS_NONE;
+    ts_attrs at = {0};
+    at.i[0] = k->i[0], at.i[1] = k->i[1], at.ni = 2;
+    int in[3] = {a, w, bias};
+    bo_out(c, ts_node_add(c->g, TS_OP_MATMUL_I8DYN, bias == TS_NONE ? 2 : 3, in, &at, NULL));
+}
+
 /* A training step: x [a] (fed) @ w [b] + bias, tanh, mean; ts_backward (i[3] = 1: scaled, fp16's
  * dynamic loss scaling) and ts_optimizer of kind i[0]; i[1] = clipping by global norm 0.5;
  * i[2] = accumulation steps; i[4] = 1: a linear warmup schedule for lr; i[5]: SGD momentum
@@ -457,6 +470,9 @@ static const bo_case bo_cases[] = {
     {"matmul", b_matmul, SH(2, 7, 13), SH(5, 13), {0, 1, 2}, .dtypes = BO_BF16},
     {"matmul", b_matmul, SH(7, 13), SH(13, 5), {0, 0, 0, 1}, .dtypes = BO_FLOATS},
     {"matmul", b_matmul, SH(3, 7, 13), SH(5, 13), {0, 1, 1, 1}, .dtypes = BO_FLOATS},
+    /* matmul_int8.c */
+    {"matmul_i8dyn", b_matmul_i8, SH(2, 7, 13), SH(5, 13), {1, 1, 1}},
+    {"matmul_i8dyn", b_matmul_i8, SH(7, 13), SH(13, 5)},
     /* optim.c, amp.c */
     {"sgd_update", b_step, SH(4, 7), SH(7, 5), {TS_OPTIM_SGD}, .mode = BO_STEP},
     {"sgd_update", b_step, SH(4, 7), SH(7, 5), {TS_OPTIM_SGD, 0, 0, 0, 0, 1}, .mode = BO_STEP},

@@ -173,7 +173,7 @@ class Memory(C.Structure):
     _fields_ = [("struct_size", C.c_size_t), ("params", C.c_size_t), ("grads", C.c_size_t),
                 ("optimizer_state", C.c_size_t), ("activations", C.c_size_t), ("workspace", C.c_size_t),
                 ("intermediates_total", C.c_size_t), ("nodes", C.c_int), ("fused", C.c_int),
-                ("grad_buckets", C.c_size_t), ("weight_copies", C.c_size_t)]
+                ("grad_buckets", C.c_size_t), ("weight_copies", C.c_size_t), ("quantized", C.c_int)]
 
 
 # ---------------------------------------------------------------- tessera_train.h

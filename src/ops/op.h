@@ -25,6 +25,14 @@ int ts_fused_merge(const ts_node *first, const ts_node *second, ts_attrs *out);
 int ts_conv_has_epilogue(const ts_node *n);
 void ts_conv_epilogue(const ts_node *n, float *y, int64_t count);
 
+/* Dynamic int8 quantization (ops/matmul_int8.c, shared with the CPU kernel): max |x[i]| over n
+ * floats (NaN when one is not finite); q[i] = clamp(round-to-nearest-even(x[i] * inv), -127, 127);
+ * a weight w [K, N] (stored [N, K] when trans_b) quantized per output channel n into qw (w's
+ * layout) with sw[n] = max_k |w[k, n]| / 127 (NaN for a channel with a non-finite weight). */
+float ts_quant_absmax(const float *x, int64_t n);
+void ts_quant_s8(const float *x, int64_t n, float inv, int8_t *q);
+ts_status ts_quant_weights_s8(const float *w, int64_t K, int64_t N, int trans_b, int8_t *qw, float *sw);
+
 /* A message-prefix helper: infer functions write "op 'add': ..." via this. */
 #define TS_OPERR(g, n, code, ...) ts_err(code, __VA_ARGS__)
 

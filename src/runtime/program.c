@@ -41,6 +41,12 @@ static ts_status check_compile(const ts_graph *graph, const ts_compile_opts *opt
         }
         if (ts_comm_channels(c, 1 + (graph->nstages > 0 ? graph->nstages : 1)) != TS_OK) return ts_last_status();
     }
+    if (o.quantize != TS_QUANT_NONE && o.quantize != TS_QUANT_DYNAMIC)
+        return ts_err(TS_ERR_ARG, "ts_compile: quantize is %d; it takes TS_QUANT_NONE (0) or TS_QUANT_DYNAMIC (1)",
+                      o.quantize);
+    if (o.quantize && !o.inference)
+        return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: quantize (int8 dynamic quantization) is for inference programs "
+                      "only (inference = 1); a training program needs f32 gradients of its weights");
     if (o.profile && o.nstage_devices > 0 && !o.inference) {
         return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: profile is not supported for a pipelined program (stage_devices); "
                "profile it without stages");

@@ -80,10 +80,11 @@ static ts_status infer_compile(const ts_bert_infer_opts *o, ts_program **p, cons
         return TS_ERR_ARG;
     }
     *nfetch = ts_bert_output_names(&out, fetch);
-    *p = ts_compile(g, &(ts_compile_opts){.device = o->device, .num_threads = o->threads, .nfetch = *nfetch,
-                                          .fetches = fetch, .inference = 1,
+    *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .device = o->device,
+                                          .num_threads = o->threads, .nfetch = *nfetch, .fetches = fetch, .inference = 1,
                                           .skip_param_init = o->weights != NULL, /* loaded strictly next */
-                                          .profile = o->profile, .memory_limit = o->memory_limit});
+                                          .profile = o->profile, .memory_limit = o->memory_limit,
+                                          .quantize = o->struct_size == sizeof *o ? o->quantize : 0});
     ts_graph_free(g);
     if (*p) return TS_OK;
     ts_status st = ts_last_status();
@@ -99,7 +100,9 @@ static ts_status infer_compile(const ts_bert_infer_opts *o, ts_program **p, cons
 
 ts_status ts_bert_infer_build(const ts_bert_infer_opts *o, ts_program **p, const char **fetch, int *nfetch,
                               double seconds[2]) {
-    if (!o || o->struct_size != sizeof *o || !p || !fetch || !nfetch)
+    /* its size now, or before quantize was added (callers built against that header) */
+    if (!o || (o->struct_size != sizeof *o && o->struct_size != offsetof(ts_bert_infer_opts, quantize)) || !p || !fetch ||
+        !nfetch)
         return ts_set_error(TS_ERR_ARG, "ts_bert_infer_build: NULL or a ts_bert_infer_opts of another size");
     double t0 = ts_seconds();
     *p = NULL;

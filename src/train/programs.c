@@ -61,6 +61,8 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
                                                   .nfetch = o->ninfer_fetches, .fetches = o->infer_fetches,
                                                   .inference = 1, .memory_limit = o->memory_limit,
                                                   .plan_only = plan_only,
+                                                  .quantize = o->struct_size >= offsetof(ts_bert_train_opts, quantize) +
+                                                      sizeof o->quantize ? o->quantize : 0,
                                                   .skip_param_init = !train && o->struct_size >=
                                                       offsetof(ts_bert_train_opts, skip_param_init) +
                                                       sizeof o->skip_param_init && o->skip_param_init});

@@ -18,4 +18,9 @@ int ts_pass_dce(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int keep_sid
 typedef int (*ts_fuse_accept)(void *ctx, const ts_graph *g, const ts_node *fused);
 int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_accept accept, void *accept_ctx);
 
+/* Dynamic int8 quantization (quantize.c): every alive f32 matmul of an activation by a 2-D weight
+ * (parameter or constant) becomes a matmul_i8dyn, keeping its bias and fused activation. Returns
+ * the number of nodes rewritten (none removed). For inference programs only (no gradient). */
+int ts_pass_quantize(ts_graph *g, const uint8_t *alive);
+
 #endif

@@ -1,0 +1,240 @@
+/*
+ * matmul_int8.c — the CPU backend's matmul_i8dyn (dynamic int8 matmul; the math is stated in
+ * src/ops/matmul_int8.c): oneDNN 2.6's int8 matmul primitive, s8 activations x s8 weights, int32
+ * sums, f32 output.
+ *
+ *   a [R, K] (a's batch dims folded into the rows R), w [K, N] (stored [N, K] when trans_b),
+ *   bias [N] optional, y [R, N]
+ *
+ * prepare() (at compile time) builds one primitive per node:
+ *  - src s8 [R, K] plain; weights s8 with format "any" (oneDNN picks its blocked layout, with the
+ *    s8 x s8 compensation its VNNI kernel needs appended, made by the reorder); dst f32 [R, N].
+ *  - the scales as post-op 0, a binary multiply by scale [1, N] (scale[n] = (alpha * sa) * sw[n],
+ *    written every run: sa changes every run), the bias as post-op 1, a binary add, then the
+ *    activation as an eltwise post-op (dnnl_eltwise_gelu_erf / gelu_tanh / relu; not bit-equal to
+ *    tessera's GELU, a few ulps: see matmul_dnnl.c). Not oneDNN's output scales: given at run time
+ *    (DNNL_RUNTIME_F32_VAL, the only way for a scale that changes every run) they make oneDNN 2.6
+ *    fall back from its brgemm VNNI kernel (brg:avx512_core_vnni) to gemm:jit, with s8 or u8
+ *    activations alike (checked with dnnl_query_impl_info_str on this machine's AVX-512 VNNI AMD
+ *    EPYC, [1024, 768] x [768, 768]); with the binary multiply it keeps brgemm and the blocked
+ *    (prepacked) weights. (And oneDNN 2.x adds a bias input before the output scales.)
+ *  - scratchpad mode USER: the scratchpad, the quantized activations qa [R, K] s8 and scale [N]
+ *    live in the runtime's workspace (kargs->scratch), in that order, 64-byte aligned.
+ * Weights: quantized per output channel (ts_quant_weights_s8, the op's own code, so the two
+ * kernels quantize bit-identically) into a plain s8 copy, reordered into the node's own buffer in
+ * oneDNN's layout, on the first run and again on the first run after a weight was written
+ * (ts_plan.param_gen moved: ts_weight_stamp); sw [N] kept beside it. Without param_gen (weights
+ * that could change during a run) they are quantized on every run. The kept bytes (the packed
+ * weights and sw) count in ts_memory.weight_copies.
+ * Activations: one sweep for max |a| (sa), one that quantizes a into qa (ops/matmul_int8.c,
+ * vectorised for the CPU it runs on, chunks shared by the threads).
+ * s8 rather than u8 activations: symmetric, no zero point; oneDNN's VNNI instruction multiplies
+ * u8 x s8, so for s8 x s8 its kernel adds 128 to the activations and subtracts the weights'
+ * compensation (made once, by the reorder). The u8 variant (an asymmetric zero point) was not
+ * measured; the lead's bench run of bench/matmul.c can compare (it prints oneDNN's own u8 x s8).
+ * If oneDNN cannot make the primitive, the node has no state and run() calls the reference kernel.
+ */
+#include "backend/cpu/cpu.h"
+#include "graph/op_attrs.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+enum { Q_SRC, Q_WEI, Q_SCALES, Q_BIAS, Q_DST, Q_SCRATCH, Q_NARG };
+
+typedef struct i8_state {
+    dnnl_primitive_t prim, reorder;
+    dnnl_memory_t mem[Q_NARG]; /* NULL where unused */
+    dnnl_memory_t wuser;       /* the plain s8 weights, the reorder's source */
+    dnnl_exec_arg_t args[Q_NARG];
+    int nargs;
+    int64_t R, K, N;
+    int trans_b;
+    float alpha;
+    size_t scratch_bytes, qa_off, scale_off, total_bytes;
+    void *packed;        /* the weights in oneDNN's layout (owned) */
+    size_t packed_bytes;
+    float *sw;           /* [N] the weights' per-channel scales (owned) */
+    int fixed;           /* the plan has param_gen: weights change only between runs */
+    ts_weight_stamp stamp;
+} i8_state;
+
+static void i8_release(void *state) {
+    i8_state *s = state;
+    if (!s) return;
+    for (int i = 0; i < Q_NARG; i++)
+        if (s->mem[i]) dnnl_memory_destroy(s->mem[i]);
+    if (s->wuser) dnnl_memory_destroy(s->wuser);
+    if (s->prim) dnnl_primitive_destroy(s->prim);
+    if (s->reorder) dnnl_primitive_destroy(s->reorder);
+    ts_free(s->packed);
+    free(s->sw);
+    free(s);
+}
+
+static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
+
+/* The primitive descriptor: s8 [R, K] x s8 [K, N] ("any") -> f32 [R, N], with post-ops: times
+ * scale [1, N], plus bias [1, N], the activation. NULL when oneDNN has no implementation. */
+static dnnl_primitive_desc_t make_pd(dnnl_engine_t engine, const i8_state *s, int has_bias, int64_t act) {
+    dnnl_memory_desc_t md_a, md_w, md_o, md_c;
+    dnnl_dims_t ad = {s->R, s->K}, wd = {s->K, s->N}, od = {s->R, s->N}, cd = {1, s->N};
+    dnnl_status_t st = dnnl_memory_desc_init_by_tag(&md_a, 2, ad, dnnl_s8, dnnl_ab);
+    if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&md_w, 2, wd, dnnl_s8, dnnl_format_tag_any);
+    if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&md_o, 2, od, dnnl_f32, dnnl_ab);
+    if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&md_c, 2, cd, dnnl_f32, dnnl_ab);
+    dnnl_matmul_desc_t desc;
+    if (st == dnnl_success) st = dnnl_matmul_desc_init(&desc, &md_a, &md_w, NULL, &md_o);
+    if (st != dnnl_success) return NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_alg_kind_t act_alg = act == TS_MATMUL_ACT_GELU_ERF    ? dnnl_eltwise_gelu_erf
+                              : act == TS_MATMUL_ACT_GELU_TANH ? dnnl_eltwise_gelu_tanh
+                                                               : dnnl_eltwise_relu;
+    st = dnnl_primitive_attr_create(&attr);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (st == dnnl_success) {
+        st = dnnl_post_ops_create(&po);
+        /* the scale is post-op 0, the bias post-op 1: their arguments DNNL_ARG_ATTR_MULTIPLE_POST_OP(0 / 1) */
+        if (st == dnnl_success) st = dnnl_post_ops_append_binary(po, dnnl_binary_mul, &md_c);
+        if (st == dnnl_success && has_bias) st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &md_c);
+        if (st == dnnl_success && act) st = dnnl_post_ops_append_eltwise(po, 1.f, act_alg, 0.f, 0.f);
+        if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
+    }
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL);
+    if (st != dnnl_success) pd = NULL;
+    if (po) dnnl_post_ops_destroy(po);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return pd;
+}
+
+/* The primitive, the weights' buffer in its layout and the reorder that fills it, the memory
+ * objects (run() sets their data) and the execution arguments. */
+static dnnl_status_t build(dnnl_engine_t engine, dnnl_primitive_desc_t pd, int has_bias, i8_state *s) {
+    const dnnl_memory_desc_t *chosen = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *scratch_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    dnnl_memory_desc_t md_user;
+    dnnl_dims_t wd = {s->K, s->N}, wstr = {s->trans_b ? 1 : s->N, s->trans_b ? s->K : 1};
+    dnnl_status_t st = chosen ? dnnl_primitive_create(&s->prim, pd) : dnnl_unimplemented;
+    if (st != dnnl_success) s->prim = NULL;
+    if (st == dnnl_success) st = dnnl_memory_desc_init_by_strides(&md_user, 2, wd, dnnl_s8, wstr);
+    dnnl_primitive_desc_t rpd = NULL;
+    if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&rpd, &md_user, engine, chosen, engine, NULL);
+    if (st == dnnl_success) st = dnnl_primitive_create(&s->reorder, rpd);
+    if (st != dnnl_success) s->reorder = NULL;
+    if (rpd) dnnl_primitive_desc_destroy(rpd);
+    if (st == dnnl_success) st = dnnl_memory_create(&s->wuser, &md_user, engine, DNNL_MEMORY_NONE);
+    if (st != dnnl_success) s->wuser = NULL;
+    if (st != dnnl_success) return st;
+    s->packed_bytes = dnnl_memory_desc_get_size(chosen);
+    s->packed = ts_alloc(s->packed_bytes, 0);
+    s->sw = malloc(sizeof(float) * (size_t)s->N);
+    if (!s->packed || !s->sw) return dnnl_out_of_memory;
+    s->scratch_bytes = scratch_md ? dnnl_memory_desc_get_size(scratch_md) : 0;
+    dnnl_memory_desc_t md_c, md_a, md_o;
+    dnnl_dims_t cd = {1, s->N}, ad = {s->R, s->K}, od = {s->R, s->N};
+    dnnl_memory_desc_init_by_tag(&md_c, 2, cd, dnnl_f32, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&md_a, 2, ad, dnnl_s8, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&md_o, 2, od, dnnl_f32, dnnl_ab);
+    const dnnl_memory_desc_t *mds[Q_NARG] = {&md_a, chosen, &md_c, has_bias ? &md_c : NULL, &md_o,
+                                             s->scratch_bytes ? scratch_md : NULL};
+    const int kinds[Q_NARG] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                               DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1, DNNL_ARG_DST,
+                               DNNL_ARG_SCRATCHPAD};
+    for (int i = 0; i < Q_NARG && st == dnnl_success; i++) {
+        if (!mds[i]) continue;
+        st = dnnl_memory_create(&s->mem[i], mds[i], engine, DNNL_MEMORY_NONE);
+        if (st != dnnl_success) s->mem[i] = NULL;
+        else s->args[s->nargs++] = (dnnl_exec_arg_t){kinds[i], s->mem[i]};
+    }
+    if (st == dnnl_success) st = dnnl_memory_set_data_handle(s->mem[Q_WEI], s->packed);
+    return st;
+}
+
+static ts_status i8_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, void **state, size_t *scratch) {
+    const ts_graph *g = plan->g;
+    const ts_val *a = &g->vals[n->in[0]], *w = &g->vals[n->in[1]];
+    ts_attrs_matmul_i8dyn at = TS_NODE_ATTRS(matmul_i8dyn, n);
+    *state = NULL;
+    *scratch = 0;
+    if (!ts_cpu_dnnl_ready(dev)) return TS_OK; /* reference kernel */
+    i8_state *s = calloc(1, sizeof *s);
+    if (!s) return ts_err(TS_ERR_NOMEM, "op matmul_i8dyn: out of memory");
+    s->K = a->shape[a->ndim - 1];
+    s->N = w->shape[at.trans_b ? 0 : 1];
+    s->R = s->K ? ts_val_numel(a) / s->K : 0;
+    s->trans_b = at.trans_b != 0, s->alpha = at.alpha, s->fixed = plan->param_gen != NULL;
+    int has_bias = n->nin > 2 && n->in[2] >= 0;
+    dnnl_primitive_desc_t pd = s->R && s->K && s->N ? make_pd(dev->dnnl_engine, s, has_bias, at.act) : NULL;
+    if (!pd) { /* no implementation: the reference kernel */
+        free(s);
+        return TS_OK;
+    }
+    dnnl_status_t st = build(dev->dnnl_engine, pd, has_bias, s);
+    dnnl_primitive_desc_destroy(pd);
+    if (st != dnnl_success) {
+        i8_release(s);
+        if (st == dnnl_out_of_memory) return ts_err(TS_ERR_NOMEM, "op matmul_i8dyn: out of memory for the int8 weights");
+        return TS_OK; /* the reference kernel */
+    }
+    s->qa_off = align64(s->scratch_bytes);
+    s->scale_off = s->qa_off + align64((size_t)(s->R * s->K));
+    s->total_bytes = s->scale_off + align64(sizeof(float) * (size_t)s->N);
+    *state = s;
+    *scratch = s->total_bytes;
+    return TS_OK;
+}
+
+/* Quantize the weights (w: the f32 parameter's bytes) into s->sw and the packed buffer. */
+static ts_status requantize(i8_state *s, const float *w, dnnl_stream_t stream) {
+    int8_t *qw = malloc((size_t)(s->K * s->N));
+    if (!qw) return ts_err(TS_ERR_NOMEM, "op matmul_i8dyn: out of memory quantizing the weights");
+    ts_status ts = ts_quant_weights_s8(w, s->K, s->N, s->trans_b, qw, s->sw);
+    dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->wuser}, {DNNL_ARG_TO, s->mem[Q_WEI]}};
+    dnnl_status_t st = ts == TS_OK ? dnnl_memory_set_data_handle(s->wuser, qw) : dnnl_success;
+    if (ts == TS_OK && st == dnnl_success) st = dnnl_primitive_execute(s->reorder, stream, 2, ra);
+    if (ts == TS_OK && st == dnnl_success) st = dnnl_stream_wait(stream);
+    free(qw);
+    if (ts != TS_OK) return ts;
+    if (st != dnnl_success)
+        return ts_err(TS_ERR_RUNTIME, "op matmul_i8dyn: reordering the int8 weights: %s", dnnl_status2str(st));
+    return TS_OK;
+}
+
+static ts_status i8_run(const ts_kargs *k) {
+    i8_state *s = k->state;
+    if (!s) return ts_op_get(TS_OP_MATMUL_I8DYN)->kernel(k);
+    if (s->total_bytes > k->scratch_bytes || !k->scratch)
+        return ts_err(TS_ERR_RUNTIME, "op matmul_i8dyn: the workspace has %zu bytes, the kernel needs %zu",
+                      k->scratch_bytes, s->total_bytes);
+    dnnl_stream_t stream = ((ts_cpu_dev *)k->device)->dnnl_stream;
+    if (!s->fixed || ts_weight_stale(&s->stamp, k->param_gen)) {
+        ts_status ts = requantize(s, k->in[1], stream);
+        if (ts != TS_OK) return ts;
+        ts_weight_made(&s->stamp, k->param_gen);
+    }
+    int8_t *qa = (int8_t *)((char *)k->scratch + s->qa_off);
+    float *scale = (float *)((char *)k->scratch + s->scale_off);
+    float ma = ts_quant_absmax(k->in[0], s->R * s->K), sa = ma / 127.f, ia = ma > 0.f ? 127.f / ma : 0.f;
+    ts_quant_s8(k->in[0], s->R * s->K, ia, qa);
+    for (int64_t n = 0; n < s->N; n++) scale[n] = (s->alpha * sa) * s->sw[n];
+    void *ptr[Q_NARG] = {qa, NULL, scale, k->node->nin > 2 ? k->in[2] : NULL, k->out[0], k->scratch};
+    for (int i = 0; i < Q_NARG; i++) {
+        if (!s->mem[i] || i == Q_WEI) continue;
+        dnnl_status_t st = dnnl_memory_set_data_handle(s->mem[i], ptr[i]);
+        if (st != dnnl_success)
+            return ts_err(TS_ERR_RUNTIME, "op matmul_i8dyn: oneDNN set_data_handle: %s", dnnl_status2str(st));
+    }
+    dnnl_status_t st = dnnl_primitive_execute(s->prim, stream, s->nargs, s->args);
+    if (st == dnnl_success) st = dnnl_stream_wait(stream);
+    if (st != dnnl_success) return ts_err(TS_ERR_RUNTIME, "op matmul_i8dyn: oneDNN execute: %s", dnnl_status2str(st));
+    return TS_OK;
+}
+
+static size_t i8_kept_bytes(const void *state) {
+    const i8_state *s = state;
+    return s->packed_bytes + sizeof(float) * (size_t)s->N;
+}
+
+const ts_cpu_kernel ts_cpu_matmul_i8dyn = {TS_OP_MATMUL_I8DYN, i8_prepare, i8_run, i8_release, i8_kept_bytes};

@@ -1,0 +1,42 @@
+/*
+ * quantize.c — the dynamic int8 quantization pass (ts_compile_opts.quantize = TS_QUANT_DYNAMIC):
+ * in an inference program, after fusion, every alive f32 matmul whose b is a weight becomes a
+ * matmul_i8dyn (ops/matmul_int8.c: weights int8 per output channel, activations int8 per tensor
+ * and per run, int32 sums, f32 out). Rewritten when:
+ *   a and b are f32 (so is the output: f32_out is only set for bf16), no trans_a (a's rows are
+ *   quantized as stored), b a parameter or constant of rank 2 (no batch dims: one scale per output
+ *   channel, kept across runs), K within the int32 bound of the op, and a bias (if any) f32.
+ * The matmul's trans_b, fused activation (i[2]) and alpha carry over; the node keeps its index,
+ * inputs and output value, so nothing else changes. A matmul of two activations (attention's
+ * Q K^T and P V) stays f32, as in ONNX Runtime's dynamic quantization of BERT's MatMuls by weight.
+ */
+#include "graph/op_attrs.h"
+#include "graph/opdef.h"
+#include "graph/passes/passes.h"
+
+static int quantizable(const ts_graph *g, const ts_node *n) {
+    if (n->op != TS_OP_MATMUL) return 0;
+    const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]];
+    ts_attrs_matmul at = TS_NODE_ATTRS(matmul, n);
+    if (a->dtype != TS_F32 || b->dtype != TS_F32 || at.trans_a || at.f32_out) return 0;
+    if ((b->kind != TS_V_PARAM && b->kind != TS_V_CONST) || b->ndim != 2) return 0;
+    if (a->shape[a->ndim - 1] > 133144) return 0; /* matmul_i8dyn's int32 bound on K */
+    return !(n->nin > 2 && n->in[2] >= 0 && g->vals[n->in[2]].dtype != TS_F32);
+}
+
+int ts_pass_quantize(ts_graph *g, const uint8_t *alive) {
+    int count = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        ts_node *n = &g->nodes[i];
+        if (!alive[i] || !quantizable(g, n)) continue;
+        ts_attrs_matmul at = TS_NODE_ATTRS(matmul, n);
+        memset(&n->attr, 0, sizeof n->attr);
+        n->attr.i[0] = at.trans_b != 0;
+        n->attr.i[1] = at.act;
+        n->attr.ni = 2;
+        n->attr.f[0] = at.alpha == 1.f ? 0.f : at.alpha;
+        n->op = TS_OP_MATMUL_I8DYN;
+        count++;
+    }
+    return count;
+}

@@ -1,0 +1,72 @@
+/*
+ * test_cli_quant.c — `tessera quantize` (cli/quantize.c) on a tiny fine-tuned classifier:
+ *  - --dynamic --eval prints the float and int8 accuracy side by side and writes the copy, whose
+ *    config.json records the quantization and whose other files are the model's;
+ *  - `tessera eval` of the copy (its programs int8, from the config) gives the int8 accuracy
+ *    quantize printed, and `predict` runs it;
+ *  - a missing --dynamic, --max-drop without --eval, an already quantized model, --out equal to
+ *    --model: errors naming them; --max-drop refuses to write a copy that loses too much (checked
+ *    with --max-drop 0 when int8 lost accuracy on the data; skipped when it lost none).
+ */
+#include "test_util.h"
+#include "cli_util.h"
+
+static void test_quantize(void) {
+    write_corpus("corpus.txt");
+    write_labelled("data.tsv");
+    int rc = tessera(NULL, "vocab --out vocab.txt --size 100 corpus.txt");
+    CHECK_RAN(rc, 0);
+    rc = tessera(NULL, "pretrain --vocab vocab.txt --corpus corpus.txt --out pre --layers 1 --hidden 32 --heads 2 "
+                       "--intermediate 64 --max-len 32 --batch 4 --max-steps 2 --threads 1");
+    CHECK_RAN(rc, 0);
+    rc = tessera(NULL, "finetune --model pre --train data.tsv --out ft --test-split 0 --epochs 10 --batch 4 "
+                       "--max-len 16 --lr 2e-3 --threads 1");
+    CHECK_RAN(rc, 0);
+
+    rc = tessera(NULL, "quantize --model ft --dynamic --out ft8 --eval data.tsv --max-drop 50 --threads 1");
+    CHECK_RAN(rc, 0);
+    double acc_f = printed_number("accuracy float "), acc_q = printed_number("int8 ");
+    printf("  %s", out_text);
+    CHECK(acc_f >= 0 && acc_q >= 0 && fabs(acc_f - acc_q) <= 50, "quantize printed float %.2f, int8 %.2f", acc_f, acc_q);
+    static char cfg[1 << 14];
+    read_into("ft8/config.json", cfg, sizeof cfg);
+    CHECK(strstr(cfg, "\"quantization\": {\"mode\": \"dynamic\"") != NULL, "ft8/config.json: %s", cfg);
+    CHECK(same_bytes("ft/model.safetensors", "ft8/model.safetensors") && same_bytes("ft/vocab.txt", "ft8/vocab.txt"),
+          "the copy's weights or vocabulary differ from the model's");
+
+    rc = tessera(NULL, "eval --model ft8 --data data.tsv --threads 1");
+    CHECK_RAN(rc, 0);
+    double acc_e = printed_number("accuracy ");
+    CHECK(fabs(acc_e - acc_q) < 1e-6, "eval of the int8 copy: %.2f%%, quantize's int8 figure %.2f%%", acc_e, acc_q);
+    rc = tessera(NULL, "predict --model ft8 --text \"the cat runs\" --threads 1");
+    CHECK_RAN(rc, 0);
+
+    if (acc_q < acc_f) {
+        rc = tessera(NULL, "quantize --model ft --dynamic --out ft9 --eval data.tsv --max-drop 0 --threads 1");
+        CHECK_FAILS(rc, "--max-drop");
+        CHECK(!exists("ft9/config.json"), "a refused copy was written");
+    }
+}
+
+static void test_bad_input(void) {
+    int rc = tessera(NULL, "quantize --model ft --out x");
+    CHECK_FAILS(rc, "--dynamic");
+    rc = tessera(NULL, "quantize --model ft --dynamic --out x --max-drop 1");
+    CHECK_FAILS(rc, "--max-drop needs --eval");
+    rc = tessera(NULL, "quantize --model ft8 --dynamic --out x");
+    CHECK_FAILS(rc, "quantized already");
+    rc = tessera(NULL, "quantize --model ft --dynamic --out ft");
+    CHECK_FAILS(rc, "--out is --model");
+    rc = tessera(NULL, "quantize --model no_such_dir --dynamic --out x");
+    CHECK_FAILS(rc, "no_such_dir");
+}
+
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
+    int rc = cli_setup("ts_cli_quant");
+    if (rc) return rc;
+    RUN(test_quantize);
+    RUN(test_bad_input);
+    cli_cleanup("test_cli_quant");
+    return tu_finish("test_cli_quant");
+}
