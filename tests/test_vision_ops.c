@@ -671,7 +671,9 @@ static ts_value conv_block(ts_graph *g, ts_value x, int64_t C, int64_t O, int gr
     ts_conv_opts o = {{1, 1}, {1, 1, 1, 1}, {1, 1}, groups};
     ts_value y = ts_conv2d(g, x, wt, TS_NONE, &o);
     if (which == 1) return ts_clip(g, ts_relu(g, y), 0.f, 0.5f);
-    ts_value c = ts_constant(g, ts_tensor_from(TS_F32, 1, (int64_t[]){1}, (float[]){-0.05f}));
+    ts_tensor *floor = ts_tensor_from(TS_F32, 1, (int64_t[]){1}, (float[]){-0.05f});
+    ts_value c = ts_constant(g, floor); /* the graph keeps a copy */
+    ts_tensor_free(floor);
     return ts_binary(g, TS_BIN_MAX, ts_math(g, TS_MATH_LEAKY_RELU, y, 0.2f, 0.f), c);
 }
 
