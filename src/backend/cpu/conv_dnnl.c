@@ -157,8 +157,6 @@ static int choose_layout(const ts_node *n, const cgeom *q) {
     return !(pointwise && n->op != TS_OP_CONV2D_GRAD_WEIGHT);
 }
 
-static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
-
 /* The descriptors build() gives oneDNN: src, dst and weights in the layout the primitive may
  * choose (_any; src and dst plain unless blocked) and as tessera stores them (_user), the bias
  * (has_bias), and the window's strides, dilations and pads. */
@@ -274,7 +272,7 @@ static dnnl_status_t make_args(dnnl_engine_t eng, dnnl_primitive_desc_t pd, dnnl
         st = dnnl_memory_create(&c->inner, pmd, eng, c->kept ? c->kept : DNNL_MEMORY_NONE);
         if (st != dnnl_success) { c->inner = NULL; break; }
         c->off = *bufs;
-        if (!c->kept) *bufs += align64(bytes);
+        if (!c->kept) *bufs += ts_align64(bytes);
         int out = c->slot == 3;
         dnnl_primitive_desc_t rpd = NULL;
         st = dnnl_reorder_primitive_desc_create(&rpd, out ? pmd : want[i].user, eng, out ? want[i].user : pmd, eng,
@@ -355,7 +353,7 @@ static ts_status build(dnnl_engine_t eng, const ts_graph *g, const ts_node *n, c
         s->prim = NULL;
         return TS_OK;
     }
-    s->scratch_bytes = align64(scratch);
+    s->scratch_bytes = ts_align64(scratch);
     for (int i = 0; i < s->na; i++) s->a[i].off += s->scratch_bytes;
     s->total_bytes = s->scratch_bytes + bufs;
     s->nargs = 0;

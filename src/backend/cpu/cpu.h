@@ -53,6 +53,13 @@ typedef struct ts_weight_stamp {
 static inline int ts_weight_stale(const ts_weight_stamp *s, uint64_t gen) { return !s->made || s->gen != gen; }
 static inline void ts_weight_made(ts_weight_stamp *s, uint64_t gen) { s->gen = gen, s->made = 1; }
 
+/* x rounded up to a multiple of 64 (a cache line: offsets of buffers in a kernel's workspace). */
+static inline size_t ts_align64(size_t x) { return (x + 63) & ~(size_t)63; }
+
+/* The oneDNN eltwise algorithm (a dnnl_alg_kind_t) of a matmul's fused activation
+ * (TS_MATMUL_ACT_GELU_ERF / _GELU_TANH / _RELU), for the matmul kernels' post-ops (matmul_dnnl.c). */
+int ts_cpu_matmul_act_alg(int64_t act);
+
 /* The host address of a CPU buffer. */
 static inline void *ts_cpu_ptr(ts_buffer b) { return (char *)b.mem + b.offset; }
 

@@ -330,9 +330,7 @@ static dnnl_primitive_desc_t make_primitive(dnnl_engine_t engine, const ts_node 
         *prepack = 0;
 
     int64_t act = TS_NODE_ATTRS(matmul, n).act;
-    dnnl_alg_kind_t act_alg = act == TS_MATMUL_ACT_GELU_ERF    ? dnnl_eltwise_gelu_erf
-                              : act == TS_MATMUL_ACT_GELU_TANH ? dnnl_eltwise_gelu_tanh
-                                                               : dnnl_eltwise_relu;
+    dnnl_alg_kind_t act_alg = (dnnl_alg_kind_t)ts_cpu_matmul_act_alg(act);
     dnnl_matmul_desc_t desc;
     if (dnnl_matmul_desc_init(&desc, &d->a, *prepack ? &md_b_any : &d->b, md_c, &d->o) != dnnl_success) return NULL;
     dnnl_primitive_attr_t attr = NULL;
@@ -455,17 +453,21 @@ static ts_status build(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, m
     return TS_OK;
 }
 
-static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
+int ts_cpu_matmul_act_alg(int64_t act) {
+    return act == TS_MATMUL_ACT_GELU_ERF    ? dnnl_eltwise_gelu_erf
+           : act == TS_MATMUL_ACT_GELU_TANH ? dnnl_eltwise_gelu_tanh
+                                            : dnnl_eltwise_relu;
+}
 
 /* Where the f32 copies of 16-bit through f32 go (after the scratchpad), and the total bytes. */
 static void plan_copies(const ts_graph *g, const ts_node *n, mm_dnnl *s) {
     int vals[4] = {n->in[0], n->in[1], n->nin > 2 ? n->in[2] : -1, n->out[0]};
-    size_t at = align64(s->scratch_bytes);
+    size_t at = ts_align64(s->scratch_bytes);
     for (int k = 0; k < 4; k++) {
         s->numel[k] = vals[k] >= 0 && g->vals[vals[k]].dtype == s->widen && !(k == 1 && s->packed)
                           ? ts_val_numel(&g->vals[vals[k]]) : 0; /* a prepacked b is widened once, in its copy */
         s->off[k] = at;
-        at += align64(sizeof(float) * (size_t)s->numel[k]);
+        at += ts_align64(sizeof(float) * (size_t)s->numel[k]);
     }
     s->total_bytes = at;
 }

@@ -72,8 +72,6 @@ static void i8_release(void *state) {
     free(s);
 }
 
-static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
-
 /* The primitive descriptor: s8 [R, K] x s8 [K, N] ("any") -> f32 [R, N], with post-ops: times
  * scale [1, N], plus bias [1, N], the activation. NULL when oneDNN has no implementation. */
 static dnnl_primitive_desc_t make_pd(dnnl_engine_t engine, const i8_state *s, int has_bias, int64_t act) {
@@ -89,9 +87,7 @@ static dnnl_primitive_desc_t make_pd(dnnl_engine_t engine, const i8_state *s, in
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    dnnl_alg_kind_t act_alg = act == TS_MATMUL_ACT_GELU_ERF    ? dnnl_eltwise_gelu_erf
-                              : act == TS_MATMUL_ACT_GELU_TANH ? dnnl_eltwise_gelu_tanh
-                                                               : dnnl_eltwise_relu;
+    dnnl_alg_kind_t act_alg = (dnnl_alg_kind_t)ts_cpu_matmul_act_alg(act);
     st = dnnl_primitive_attr_create(&attr);
     if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
     if (st == dnnl_success) {
@@ -178,9 +174,9 @@ static ts_status i8_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_node 
         if (st == dnnl_out_of_memory) return ts_err(TS_ERR_NOMEM, "op matmul_i8dyn: out of memory for the int8 weights");
         return TS_OK; /* the reference kernel */
     }
-    s->qa_off = align64(s->scratch_bytes);
-    s->scale_off = s->qa_off + align64((size_t)(s->R * s->K));
-    s->total_bytes = s->scale_off + align64(sizeof(float) * (size_t)s->N);
+    s->qa_off = ts_align64(s->scratch_bytes);
+    s->scale_off = s->qa_off + ts_align64((size_t)(s->R * s->K));
+    s->total_bytes = s->scale_off + ts_align64(sizeof(float) * (size_t)s->N);
     *state = s;
     *scratch = s->total_bytes;
     return TS_OK;
