@@ -100,6 +100,19 @@ TS_API const char *ts_onnx_op_info(int i, int *since_opset, int *until_opset);
 TS_API ts_status ts_onnx_export(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
                          const char *path);
 
+/* ts_onnx_export with int8 matmuls in QDQ form (QuantizeLinear / DequantizeLinear, opset 17), as
+ * ONNX Runtime runs with its int8 kernels: each matmul that ts_compile with TS_QUANT_STATIC and
+ * these scales would make int8 (f32, no transposed a, a rank-2 parameter or constant weight named
+ * in scales) is written as MatMul(DequantizeLinear(QuantizeLinear(a, scale, 0)), DequantizeLinear(
+ * qw, sw, 0, axis 1)), its weight quantized per output channel as ts_compile does (INT8 [K, N],
+ * sw[n] = max |w[:, n]| / 127), zero points 0. Other matmuls stay f32. ONNX's QuantizeLinear
+ * saturates at -128 where tessera clamps at -127: the two agree within the calibrated range.
+ * TS_ERR_ARG for a scale that is not a finite number above 0 (naming its weight) or a weight with a
+ * non-finite value; otherwise as ts_onnx_export. tessera's importer reads the pattern back onto its
+ * int8 matmul. */
+TS_API ts_status ts_onnx_export_qdq(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
+                                    const ts_quant_scale *scales, int nscales, const char *path);
+
 #ifdef __cplusplus
 }
 #endif

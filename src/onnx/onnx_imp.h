@@ -99,6 +99,9 @@ typedef struct onnx_val {
     int param;           /* an initializer made a trainable parameter: known holds its data
                             but onnx_known does not return it (it changes in training) */
     int dead;            /* produced by a refused node */
+    int i8;              /* an INT8 value, held as f32 integers in -128..127 (an INT8 initializer,
+                            or QuantizeLinear with an INT8 zero point): INT8 has no tessera dtype,
+                            and the 8-bit quantization ops compose in f32 (map/quant.c) */
     int producer;        /* index of the node that produced it, -1 for inputs / initializers */
     int consumers;       /* how many node inputs and graph outputs read it */
 } onnx_val;

@@ -42,6 +42,12 @@
  *   clip, hard_sigmoid, hard_swish   Clip(x, lo, hi) (an infinite bound left out), HardSigmoid,
  *                               HardSwish
  * Any other op (a loss, resize2d, a gradient op) is an error listing every such op at once.
+ *
+ * ts_onnx_export_qdq: the same, except that each matmul ts_compile's TS_QUANT_STATIC would make int8
+ * (f32 operands, no trans_a, a weight b of rank 2 that is a parameter or constant named in the
+ * scales list) is written in QDQ form (export_qdq.c): QuantizeLinear / DequantizeLinear on its
+ * activations with the listed scale, its weight as INT8 per output channel with DequantizeLinear,
+ * then MatMul and the rest as above. A weight read only by such matmuls is not written in f32.
  */
 #include <math.h>
 #include <stdio.h>
@@ -55,8 +61,12 @@
 
 typedef struct exporter {
     const ts_graph *g;
+    const ts_program *p;
     ts_ox b;
     const char **names; /* ONNX name of each value id, made on first use */
+    const ts_quant_scale *scales; /* ts_onnx_export_qdq's activation scales, by weight name */
+    int nscales;
+    ts_status st;       /* the first error while emitting nodes */
 } exporter;
 
 /* The ONNX name of value v: its tessera name, or a fresh one. */
@@ -165,15 +175,56 @@ static const char *swap_last(exporter *e, int v) {
     return t;
 }
 
+/* The calibrated activation scale of matmul n when ts_onnx_export_qdq writes it in QDQ form, else 0
+ * (the conditions of ts_compile's quantization pass, graph/passes/quantize.c, and a listed weight). */
+static float qdq_scale(const exporter *e, const ts_node *n) {
+    if (n->op != TS_OP_MATMUL || !e->nscales) return 0.f;
+    const ts_val *a = &e->g->vals[n->in[0]], *b = &e->g->vals[n->in[1]];
+    if (a->dtype != TS_F32 || b->dtype != TS_F32 || n->attr.i[0] || n->attr.i[3]) return 0.f;
+    if ((b->kind != TS_V_PARAM && b->kind != TS_V_CONST) || b->ndim != 2 || !b->name) return 0.f;
+    if (n->nin > 2 && n->in[2] >= 0 && e->g->vals[n->in[2]].dtype != TS_F32) return 0.f;
+    for (int i = 0; i < e->nscales; i++)
+        if (e->scales[i].weight && !strcmp(e->scales[i].weight, b->name)) return e->scales[i].scale;
+    return 0.f;
+}
+
+/* The int8 weight of a QDQ matmul: value v (a parameter, read from the program, or a constant). */
+static const char *qdq_weight(exporter *e, int v, int trans_b) {
+    const ts_val *val = &e->g->vals[v];
+    ts_tensor *t = NULL;
+    const float *w = val->kind == TS_V_CONST ? ((const ts_tensor *)val->data)->data : NULL;
+    if (!w) {
+        if (ts_program_get_param(e->p, val->name, &t) != TS_OK) {
+            e->st = ts_err(ts_last_status(), "ts_onnx_export_qdq: parameter '%s' is not in the program: %s",
+                           val->name, ts_last_error());
+            return NULL;
+        }
+        w = t->data;
+    }
+    int64_t K = val->shape[trans_b ? 1 : 0], N = val->shape[trans_b ? 0 : 1];
+    const char *out = NULL;
+    ts_status s = ts_ox_qdq_weight(&e->b, val->name, w, K, N, trans_b, &out);
+    if (s && !e->st) e->st = s;
+    ts_tensor_free(t);
+    return out;
+}
+
 static void emit_matmul(exporter *e, const ts_node *n, const char *y) {
-    float alpha = n->attr.f[0] == 0.f ? 1.f : n->attr.f[0];
+    float alpha = n->attr.f[0] == 0.f ? 1.f : n->attr.f[0], sa = qdq_scale(e, n);
     int has_bias = n->nin > 2 && n->in[2] >= 0;
     int64_t act = n->attr.i[2]; /* 1 gelu erf, 2 gelu tanh, 3 relu (ops/matmul.c) */
     int f32_out = n->attr.i[3] != 0; /* bf16 operands, f32 product: MatMul in f32 on widened operands */
     const char *out = y;
     if (act) y = tmp(e);
-    const char *a = n->attr.i[0] ? swap_last(e, n->in[0]) : vname(e, n->in[0]);
-    const char *b = n->attr.i[1] ? swap_last(e, n->in[1]) : vname(e, n->in[1]);
+    const char *a, *b;
+    if (sa > 0.f) {
+        a = ts_ox_qdq_act(&e->b, vname(e, n->in[0]), sa);
+        b = qdq_weight(e, n->in[1], n->attr.i[1] != 0);
+        if (!a || !b) return;
+    } else {
+        a = n->attr.i[0] ? swap_last(e, n->in[0]) : vname(e, n->in[0]);
+        b = n->attr.i[1] ? swap_last(e, n->in[1]) : vname(e, n->in[1]);
+    }
     if (f32_out) {
         const char *wa = tmp(e), *wb = tmp(e);
         ts_ox_attr_int(&e->b, ts_ox_node1(&e->b, "Cast", a, wa), "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
@@ -362,15 +413,19 @@ static void emit_node(exporter *e, const ts_node *n) {
 
 /* Mark the nodes the outputs depend on (need_node) and every value they read (need_val); refuse
  * gradient and optimizer nodes and ops without an ONNX form, naming them. */
-static ts_status select_nodes(const ts_graph *g, int noutputs, const ts_value *outputs, char *need_val,
+enum { NEED_F32 = 1, NEED_INT8 = 2 }; /* need_val: a value is read as itself / as a QDQ int8 weight */
+
+static ts_status select_nodes(const exporter *e, int noutputs, const ts_value *outputs, char *need_val,
                               char *need_node) {
-    for (int i = 0; i < noutputs; i++) need_val[outputs[i]] = 1;
+    const ts_graph *g = e->g;
+    for (int i = 0; i < noutputs; i++) need_val[outputs[i]] = NEED_F32;
     for (int i = g->nnodes - 1; i >= 0; i--) {
         const ts_node *n = &g->nodes[i];
-        for (int k = 0; k < n->nout && !need_node[i]; k++) need_node[i] = need_val[n->out[k]];
+        for (int k = 0; k < n->nout && !need_node[i]; k++) need_node[i] = need_val[n->out[k]] != 0;
         if (!need_node[i]) continue;
+        int qdq = qdq_scale(e, n) > 0.f;
         for (int k = 0; k < n->nin; k++)
-            if (n->in[k] >= 0) need_val[n->in[k]] = 1;
+            if (n->in[k] >= 0) need_val[n->in[k]] |= qdq && k == 1 ? NEED_INT8 : NEED_F32;
     }
     char list[1024] = "";
     size_t len = 0;
@@ -402,7 +457,7 @@ static ts_status add_leaves(exporter *e, const ts_program *p, const char *need_v
     const ts_graph *g = e->g;
     for (int v = 0; v < g->nvals; v++) {
         const ts_val *val = &g->vals[v];
-        if (!need_val[v] || val->kind == TS_V_NODE) continue;
+        if (!(need_val[v] & NEED_F32) || val->kind == TS_V_NODE) continue;
         if (val->kind == TS_V_INPUT) {
             ts_ox_input(&e->b, vname(e, v), val->dtype, val->ndim, val->shape);
         } else if (val->kind == TS_V_PARAM) {
@@ -422,8 +477,8 @@ static ts_status add_leaves(exporter *e, const ts_program *p, const char *need_v
     return TS_OK;
 }
 
-ts_status ts_onnx_export(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
-                         const char *path) {
+static ts_status export_model(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
+                              const ts_quant_scale *scales, int nscales, const char *path) {
     if (!g || !p || !path || !outputs || noutputs <= 0)
         return ts_err(TS_ERR_ARG, "ts_onnx_export: %s", !g ? "graph is NULL" : !p ? "program is NULL"
                       : !path ? "path is NULL" : "no outputs given");
@@ -440,17 +495,19 @@ ts_status ts_onnx_export(const ts_graph *g, const ts_program *p, int noutputs, c
                 return ts_err(TS_ERR_ARG, "ts_onnx_export: output %s is listed twice", VS(g, outputs[i]));
     }
     char *need_val = calloc((size_t)g->nvals + 1, 1), *need_node = calloc((size_t)g->nnodes + 1, 1);
-    exporter e = {.g = g, .names = calloc((size_t)g->nvals + 1, sizeof(char *))};
+    exporter e = {.g = g, .p = p, .names = calloc((size_t)g->nvals + 1, sizeof(char *)), .scales = scales,
+                  .nscales = nscales};
     ts_ox_init(&e.b, g);
     ts_status s = TS_OK;
     if (!need_val || !need_node || !e.names) {
         s = ts_err(TS_ERR_NOMEM, "ts_onnx_export: out of memory");
         goto done;
     }
-    if ((s = select_nodes(g, noutputs, outputs, need_val, need_node)) || (s = add_leaves(&e, p, need_val)))
+    if ((s = select_nodes(&e, noutputs, outputs, need_val, need_node)) || (s = add_leaves(&e, p, need_val)))
         goto done;
-    for (int i = 0; i < g->nnodes; i++)
+    for (int i = 0; i < g->nnodes && !e.st; i++)
         if (need_node[i]) emit_node(&e, &g->nodes[i]);
+    if ((s = e.st)) goto done;
     for (int i = 0; i < noutputs; i++) {
         const ts_val *v = &g->vals[outputs[i]];
         ts_ox_output(&e.b, vname(&e, outputs[i]), v->dtype, v->ndim, v->shape);
@@ -462,4 +519,20 @@ done:
     free(need_val);
     free(need_node);
     return s;
+}
+
+ts_status ts_onnx_export(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
+                         const char *path) {
+    return export_model(g, p, noutputs, outputs, NULL, 0, path);
+}
+
+ts_status ts_onnx_export_qdq(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
+                             const ts_quant_scale *scales, int nscales, const char *path) {
+    if (nscales < 0 || (nscales && !scales))
+        return ts_err(TS_ERR_ARG, "ts_onnx_export_qdq: %s", nscales < 0 ? "nscales is negative" : "scales is NULL");
+    for (int i = 0; i < nscales; i++)
+        if (!scales[i].weight || !(scales[i].scale > 0.f) || !isfinite(scales[i].scale))
+            return ts_err(TS_ERR_ARG, "ts_onnx_export_qdq: scale %d (weight '%s') is %g: a scale must be a finite "
+                          "number above 0", i, scales[i].weight ? scales[i].weight : "(null)", scales[i].scale);
+    return export_model(g, p, noutputs, outputs, scales, nscales, path);
 }

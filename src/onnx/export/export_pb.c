@@ -141,7 +141,9 @@ void ts_ox_attr_ints(ts_ox *b, Onnx__NodeProto *n, const char *name, int count, 
 /* ------------------------------------------------------------------ initializers */
 
 /* A TensorProto named `name` of this dtype and shape whose raw_data is `data` (not copied). */
-static void add_init(ts_ox *b, const char *name, ts_dtype dtype, int ndim, const int64_t *shape, const void *data) {
+/* An initializer of ONNX data type `type` (elements of `esize` bytes) whose raw data is `data`. */
+static void add_init_raw(ts_ox *b, const char *name, int32_t type, size_t esize, int ndim, const int64_t *shape,
+                         const void *data) {
     Onnx__TensorProto *t = own(b, sizeof *t);
     int64_t *dims = own(b, sizeof(int64_t) * (size_t)(ndim > 0 ? ndim : 1));
     if (!t || !dims) return;
@@ -150,12 +152,16 @@ static void add_init(ts_ox *b, const char *name, ts_dtype dtype, int ndim, const
     t->n_dims = (size_t)ndim;
     t->dims = dims;
     t->has_data_type = 1;
-    t->data_type = onnx_type_of(dtype);
+    t->data_type = type;
     t->name = ts_ox_str(b, name);
     t->has_raw_data = 1;
-    t->raw_data.len = (size_t)ts_numel(ndim, shape) * ts_dtype_size(dtype);
+    t->raw_data.len = (size_t)ts_numel(ndim, shape) * esize;
     t->raw_data.data = (uint8_t *)data;
     PUSH(b, inits, t);
+}
+
+static void add_init(ts_ox *b, const char *name, ts_dtype dtype, int ndim, const int64_t *shape, const void *data) {
+    add_init_raw(b, name, onnx_type_of(dtype), ts_dtype_size(dtype), ndim, shape, data);
 }
 
 void ts_ox_init_copy(ts_ox *b, const char *name, ts_dtype dtype, int ndim, const int64_t *shape, const void *data) {
@@ -164,6 +170,14 @@ void ts_ox_init_copy(ts_ox *b, const char *name, ts_dtype dtype, int ndim, const
     if (!copy) return;
     if (bytes) memcpy(copy, data, bytes);
     add_init(b, name, dtype, ndim, shape, copy);
+}
+
+void ts_ox_init_i8(ts_ox *b, const char *name, int ndim, const int64_t *shape, const int8_t *data) {
+    size_t bytes = (size_t)ts_numel(ndim, shape);
+    void *copy = own(b, bytes ? bytes : 1);
+    if (!copy) return;
+    if (bytes) memcpy(copy, data, bytes);
+    add_init_raw(b, name, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, 1, ndim, shape, copy);
 }
 
 void ts_ox_init_take(ts_ox *b, const char *name, ts_tensor *t) {

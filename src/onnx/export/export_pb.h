@@ -55,11 +55,22 @@ void ts_ox_attr_ints(ts_ox *b, Onnx__NodeProto *n, const char *name, int count, 
 
 /* An initializer named `name` holding `data` (numel x dtype size bytes, copied). */
 void ts_ox_init_copy(ts_ox *b, const char *name, ts_dtype dtype, int ndim, const int64_t *shape, const void *data);
+/* An INT8 initializer (ONNX data type 3, which has no tessera dtype) holding a copy of data. */
+void ts_ox_init_i8(ts_ox *b, const char *name, int ndim, const int64_t *shape, const int8_t *data);
 /* An initializer named `name` pointing at t's data; the builder takes t and frees it. */
 void ts_ox_init_take(ts_ox *b, const char *name, ts_tensor *t);
 /* Fresh-named constant initializers: a rank-0 f32 (one per distinct value), a 1-D int64 list. */
 const char *ts_ox_const_f32(ts_ox *b, float v);
 const char *ts_ox_const_i64s(ts_ox *b, int n, const int64_t *v);
+
+/* The QDQ form of an int8 matmul's operands (export_qdq.c, whose comment states the math):
+ * ts_ox_qdq_act: QuantizeLinear(x, sa, 0) then DequantizeLinear -> the name of the f32 result
+ * (NULL when out of memory). ts_ox_qdq_weight: w [K, N] f32 (stored [N, K] when trans_b) quantized
+ * per output channel into an INT8 initializer [K, N] and DequantizeLinear(axis 1) -> *out;
+ * TS_ERR_ARG naming wname when a channel holds a non-finite value. */
+const char *ts_ox_qdq_act(ts_ox *b, const char *x, float sa);
+ts_status ts_ox_qdq_weight(ts_ox *b, const char *wname, const float *w, int64_t K, int64_t N, int trans_b,
+                           const char **out);
 
 /* A graph input or output of this dtype and static shape. */
 void ts_ox_input(ts_ox *b, const char *name, ts_dtype dtype, int ndim, const int64_t *shape);

@@ -114,7 +114,8 @@ static void add_initializers(ts_onnx_ctx *cx, const ts_onnx_import_opts *o) {
         }
         v->known = t;
         v->init = 1;
-        v->param = o->trainable && is_float(t->dtype) && !frozen(o, tp->name);
+        v->i8 = tp->has_data_type && tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT8;
+        v->param = o->trainable && is_float(t->dtype) && !v->i8 && !frozen(o, tp->name);
     }
 }
 

@@ -4,7 +4,10 @@
  * host tensor from raw_data or from its typed repeated field.
  *
  * Types: FLOAT, FLOAT16, BFLOAT16, INT32, INT64, UINT8 map to the dtype of the same name; BOOL
- * to u8 (0 / 1). DOUBLE, the other integer widths, STRING and complex types are refused: tessera
+ * to u8 (0 / 1). INT8 tensors (initializers, Constant values: a QDQ model's quantized weights and
+ * zero points) are decoded into f32 holding their integers exactly; the importer marks such a
+ * value (onnx_val.i8) and only the quantization ops take it; INT8 graph inputs stay refused.
+ * DOUBLE, the other integer widths, STRING and complex types are refused: tessera
  * has no such dtype, and narrowing a DOUBLE to f32 silently would change results. Tensors with
  * external data (data_location EXTERNAL) are refused, naming the tensor.
  */
@@ -79,7 +82,8 @@ ts_tensor *onnx_tensor_decode(const Onnx__TensorProto *t, char *err, size_t cap)
         snprintf(err, cap, "tensor '%s' is a segment of a larger tensor, which tessera does not read", name);
         return NULL;
     }
-    if (!onnx_dtype(type, &dt)) {
+    if (type == T_INT8) dt = TS_F32;
+    else if (!onnx_dtype(type, &dt)) {
         snprintf(err, cap, "tensor '%s' has element type %s, which tessera has no dtype for", name,
                  onnx_type_name(type));
         return NULL;
@@ -124,6 +128,11 @@ ts_tensor *onnx_tensor_decode(const Onnx__TensorProto *t, char *err, size_t cap)
         return NULL;
     }
     void *d = out->data;
+    if (type == T_INT8) {
+        for (int64_t i = 0; i < numel; i++)
+            ((float *)d)[i] = t->has_raw_data ? (float)(int8_t)t->raw_data.data[i] : (float)(int8_t)t->int32_data[i];
+        return out;
+    }
     if (t->has_raw_data) { /* little-endian, as this host; BOOL bytes normalised to 0 / 1 */
         if (numel) memcpy(d, t->raw_data.data, (size_t)numel * esz);
         if (type == T_BOOL)

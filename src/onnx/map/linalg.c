@@ -11,6 +11,8 @@
 static int float_dtype(ts_dtype d) { return d == TS_F32 || d == TS_F16 || d == TS_BF16; }
 
 static ts_status imp_matmul(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+    ts_status st;
+    if (onnx_qdq_matmul(cx, n, &st)) return st;
     int64_t a[TS_MAX_DIMS], b[TS_MAX_DIMS], o[TS_MAX_DIMS];
     int ra = onnx_in_shape(cx, n, 0, a), rb = onnx_in_shape(cx, n, 1, b);
     ts_dtype da = onnx_in_dtype(cx, n, 0), db = onnx_in_dtype(cx, n, 1);

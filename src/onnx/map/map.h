@@ -27,4 +27,7 @@ int map_binary_dtype(ts_dtype d);
 /* Refuse a node whose input k has a zero dim (tessera values are never empty). */
 ts_status map_need_nonempty(ts_onnx_ctx *cx, const ts_onnx_node *n, int k);
 
+/* A QDQ MatMul n mapped onto tessera's int8 matmul (quant_matmul.c): 1 when the pattern matched
+ * (*st: the mapping's status), 0 when MatMul's own mapping should go on. */
+int onnx_qdq_matmul(ts_onnx_ctx *cx, const ts_onnx_node *n, ts_status *st);
 #endif

@@ -1,7 +1,6 @@
 /*
  * quant.c — ONNX mappings of the 8-bit quantization ops, composed in f32 (exact for 8-bit
- * values and for integer sums below 2^24), with UINT8 as tessera's u8 (INT8 has no tessera dtype:
- * refused):
+ * values and for integer sums below 2^24), with UINT8 as tessera's u8:
  *   QuantizeLinear:   y = saturate(round(x / scale) + zero_point)   (round: halves to even; saturate
  *                     to 0..255), scale and zero_point scalars or, from opset 13, per `axis`
  *   DequantizeLinear: y = (x - zero_point) * scale, x u8 or i32
@@ -9,7 +8,14 @@
  *                     zero_point = saturate(round(-lo / scale)), y = saturate(round(x / scale) + zero_point)
  *   MatMulInteger:    y (i32) = (a - a_zero_point) @ (b - b_zero_point)
  *   QLinearMatMul:    y = saturate(round(((a - a_zp) @ (b - b_zp)) * (a_scale b_scale / y_scale)) + y_zp)
+ * INT8 values (initializers, and QuantizeLinear's output with an INT8 zero point: saturate to
+ * -128..127) are f32 holding the integers (onnx_val.i8); DequantizeLinear takes them as u8.
+ * A known scale must be a finite number above 0 (0 or NaN would make every value 0 or NaN: the
+ * model is broken, and saying so beats computing it).
+ * A QDQ MatMul (DequantizeLinear on both operands) runs on tessera's int8 matmul: quant_matmul.c.
  */
+#include <math.h>
+
 #include "onnx/map/map.h"
 
 /* v reshaped to broadcast along axis `axis` of a rank-r value: a 1-D [C] becomes [1, .., C, .., 1];
@@ -50,29 +56,56 @@ static ts_value saturate_u8(ts_graph *g, ts_value v) {
 
 static ts_value rnd(ts_graph *g, ts_value v) { return ts_math(g, TS_MATH_ROUND, v, 0, 0); }
 
+/* 1 when input k of node n is an INT8 value (held in f32). */
+static int in_i8(ts_onnx_ctx *cx, const ts_onnx_node *n, int k) {
+    onnx_val *v = onnx_has_in(n, k) ? onnx_lookup(cx, n->input[k]) : NULL;
+    return v && v->i8;
+}
+
+/* Refuse a known scale (input 1) with an element that is 0, negative, NaN or infinite. */
+static int bad_scale(ts_onnx_ctx *cx, const ts_onnx_node *n) {
+    const ts_tensor *s = onnx_known(cx, n, 1);
+    for (int64_t i = 0, m = s ? ts_tensor_numel(s) : 0; i < m; i++) {
+        double v = onnx_get_f64(s, i);
+        if (!(v > 0) || !isfinite(v)) {
+            onnx_invalid(cx, n, "scale%s%lld is %g: a quantization scale must be a finite number above 0",
+                         m > 1 ? " element " : "", m > 1 ? (long long)i : 0LL, v);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static ts_status imp_quantize_linear(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     int64_t sh[TS_MAX_DIMS];
     int r = onnx_in_shape(cx, n, 0, sh), per_axis = cx->opset >= 13, axis = 0;
     if (per_axis && (axis = quant_axis(cx, n, r)) < 0) return TS_ERR_UNSUPPORTED;
-    if (onnx_need_f32(cx, n, 0, 1) || map_need_nonempty(cx, n, 0)) return TS_ERR_UNSUPPORTED;
-    if (onnx_has_in(n, 2) && onnx_need_dtype(cx, n, 2, (const ts_dtype[]){TS_U8}, 1)) return TS_ERR_UNSUPPORTED;
+    if (onnx_need_f32(cx, n, 0, 1) || map_need_nonempty(cx, n, 0) || bad_scale(cx, n)) return TS_ERR_UNSUPPORTED;
+    int i8 = in_i8(cx, n, 2);
+    if (onnx_has_in(n, 2) && !i8 && onnx_need_dtype(cx, n, 2, (const ts_dtype[]){TS_U8}, 1)) return TS_ERR_UNSUPPORTED;
     if (check_param(cx, n, 1, per_axis && r, r ? sh[axis] : 1) ||
         (onnx_has_in(n, 2) && check_param(cx, n, 2, per_axis && r, r ? sh[axis] : 1)))
         return TS_ERR_UNSUPPORTED;
     ts_graph *g = cx->g;
     ts_value q = rnd(g, ts_div(g, onnx_in(cx, n, 0), along(g, cx, n, 1, r, axis)));
     if (onnx_has_in(n, 2)) q = ts_add(g, q, ts_cast(g, along(g, cx, n, 2, r, axis), TS_F32));
-    return onnx_set(cx, n, 0, saturate_u8(g, q));
+    if (!i8) return onnx_set(cx, n, 0, saturate_u8(g, q));
+    q = ts_binary(g, TS_BIN_MIN, ts_binary(g, TS_BIN_MAX, q, map_scalar(g, TS_F32, -128)), map_scalar(g, TS_F32, 127));
+    ts_status st = onnx_set(cx, n, 0, q);
+    onnx_val *out = st ? NULL : onnx_lookup(cx, n->output[0]);
+    if (out) out->i8 = 1;
+    return st;
 }
 
 static ts_status imp_dequantize_linear(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     int64_t sh[TS_MAX_DIMS];
     int r = onnx_in_shape(cx, n, 0, sh), per_axis = cx->opset >= 13, axis = 0;
     if (per_axis && (axis = quant_axis(cx, n, r)) < 0) return TS_ERR_UNSUPPORTED;
-    if (onnx_need_dtype(cx, n, 0, (const ts_dtype[]){TS_U8, TS_I32}, 2) || onnx_need_f32(cx, n, 1, 1) ||
-        map_need_nonempty(cx, n, 0))
+    int i8 = in_i8(cx, n, 0);
+    if ((!i8 && onnx_need_dtype(cx, n, 0, (const ts_dtype[]){TS_U8, TS_I32}, 2)) || onnx_need_f32(cx, n, 1, 1) ||
+        map_need_nonempty(cx, n, 0) || bad_scale(cx, n))
         return TS_ERR_UNSUPPORTED;
-    if (onnx_has_in(n, 2) && onnx_in_dtype(cx, n, 2) != onnx_in_dtype(cx, n, 0))
+    if (onnx_has_in(n, 2) && (onnx_in_dtype(cx, n, 2) != onnx_in_dtype(cx, n, 0) || in_i8(cx, n, 2) != i8))
         return onnx_invalid(cx, n, "x and x_zero_point differ in dtype");
     if (check_param(cx, n, 1, per_axis && r, r ? sh[axis] : 1) ||
         (onnx_has_in(n, 2) && check_param(cx, n, 2, per_axis && r, r ? sh[axis] : 1)))

@@ -14,7 +14,15 @@
 static ts_status imp_constant(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     const ts_tensor *v = onnx_attr_tensor(cx, n, "value");
     if (cx->node_refused) return TS_ERR_UNSUPPORTED;
-    if (v) return onnx_set_known(cx, n, 0, ts_tensor_from(v->dtype, v->ndim, v->shape, v->data));
+    if (v) {
+        ts_status st = onnx_set_known(cx, n, 0, ts_tensor_from(v->dtype, v->ndim, v->shape, v->data));
+        const Onnx__AttributeProto *at = NULL; /* an INT8 tensor (decoded into f32): mark it */
+        for (size_t a = 0; a < n->n_attribute && !at; a++)
+            if (n->attribute[a]->name && !strcmp(n->attribute[a]->name, "value")) at = n->attribute[a];
+        onnx_val *out = onnx_has_out(n, 0) ? onnx_lookup(cx, n->output[0]) : NULL;
+        if (!st && out && at && at->t && at->t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT8) out->i8 = 1;
+        return st;
+    }
     if (onnx_attr_has(cx, n, "value_float")) {
         float f = onnx_attr_float(cx, n, "value_float", 0);
         return onnx_set_known(cx, n, 0, ts_tensor_from(TS_F32, 0, NULL, &f));
