@@ -161,6 +161,15 @@ TS_API ts_dtype ts_value_dtype(const ts_graph *g, ts_value v);
 
 typedef struct ts_program ts_program;
 
+/* A calibrated (static) activation scale: the matmul whose weight value is named `weight` (the
+ * parameter's or constant's name, e.g. "bert.encoder.layer.0.attention.self.query.weight")
+ * quantizes its input activations a as qa = clamp(rne(a / scale), -127, 127) (scale = the
+ * largest |a| kept / 127: see ts_calib). */
+typedef struct ts_quant_scale {
+    const char *weight;
+    float scale;
+} ts_quant_scale;
+
 typedef struct ts_compile_opts {
     size_t struct_size; /* sizeof(ts_compile_opts) (0: the 0.1.0 layout; see tessera.h) */
     const char *device;             /* "cpu" (default when NULL; every core), "cpu:N" (a device of
@@ -214,12 +223,27 @@ typedef struct ts_compile_opts {
                                        after a weight is written, and int8 activations quantized
                                        per tensor on every run (sa = max|a| / 127), summed in
                                        int32, scaled back to f32. Matmuls of two activations
-                                       (attention) stay f32. TS_QUANT_NONE (0): f32 as built */
+                                       (attention) stay f32. TS_QUANT_NONE (0): f32 as built.
+                                       TS_QUANT_STATIC: the same, except that a matmul whose
+                                       weight is named in quant_scales takes its activations'
+                                       scale from there (fixed: sa = scale, no max|a| per run;
+                                       values beyond +-127 sa saturate); a quantizable matmul
+                                       whose weight is not named stays dynamic */
+    const ts_quant_scale *quant_scales; /* TS_QUANT_STATIC: the calibrated activation
+                                       scales, by weight (see ts_quant_scale), nquant_scales of
+                                       them, read during ts_compile only (and only with
+                                       TS_QUANT_STATIC). A scale <= 0 or not
+                                       finite, or a NULL name, fails ts_compile (TS_ERR_ARG,
+                                       naming the weight); a name no quantizable matmul of the
+                                       graph has is ignored (one list serves every program of a
+                                       model: other batch sizes, heads, tasks) */
+    int nquant_scales;
 } ts_compile_opts;
 
 /* ts_compile_opts.quantize */
 #define TS_QUANT_NONE 0
 #define TS_QUANT_DYNAMIC 1
+#define TS_QUANT_STATIC 2
 
 /* Compile graph g for a device: dead-code elimination, fusion, memory planning, kernel selection,
  * and one arena for every intermediate. The graph is not modified and may be freed afterwards.

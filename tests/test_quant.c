@@ -1,5 +1,5 @@
 /*
- * test_quant.c — dynamic int8 quantization (ts_compile_opts.quantize = TS_QUANT_DYNAMIC): the op
+ * test_quant.c — int8 quantization (ts_compile_opts.quantize = TS_QUANT_DYNAMIC / STATIC): the op
  * matmul_i8dyn (src/ops/matmul_int8.c), its CPU kernel (backend/cpu/matmul_int8.c) and the pass
  * that makes it (graph/passes/quantize.c). These cases check that
  *  - the reference kernel is the quantized math of the op's comment, computed here in double from
@@ -8,6 +8,9 @@
  *    weight, bias and fused GELU, a batch of rows folded;
  *  - the pass rewrites every weight matmul of a small BERT classifier (and no attention matmul),
  *    and its logits stay close to the f32 program's;
+ *  - a fixed (static, calibrated) activation scale: the reference kernel is its math in double,
+ *    saturating values beyond +-127 scale, and the CPU kernel agrees; a bad scale fails the
+ *    compile naming the weight, and a matmul whose weight has no scale stays dynamic;
  *  - ts_program_set_param between runs re-quantizes the weights;
  *  - a training program refuses the option, and the op has no gradient.
  * (No finite-difference gradient check: the op is inference-only.)
@@ -21,13 +24,13 @@ enum { B = 3, M = 7, K = 48, N = 40 };
 
 /* y = matmul_i8dyn(a, w, bias) by the reference kernel on host arrays; act, alpha as the op's. */
 static void reference(const float *a, int64_t rows, const float *w, int trans_b, const float *bias, int act,
-                      float alpha, float *y) {
+                      float alpha, float a_scale, float *y) {
     ts_graph *g = ts_graph_new();
     ts_value va = ts_input(g, "a", TS_F32, DIMS(rows, K));
     ts_value vw = ts_input(g, "w", TS_F32, trans_b ? 2 : 2, trans_b ? (int64_t[]){N, K} : (int64_t[]){K, N});
     ts_value vb = bias ? ts_input(g, "b", TS_F32, DIMS(N)) : TS_NONE;
     ts_attrs at = {0};
-    at.i[0] = trans_b, at.i[1] = act, at.ni = 2, at.f[0] = alpha == 1.f ? 0.f : alpha;
+    at.i[0] = trans_b, at.i[1] = act, at.ni = 2, at.f[0] = alpha == 1.f ? 0.f : alpha, at.f[1] = a_scale;
     int in[3] = {va, vw, vb};
     ts_value vy = ts_node_add(g, TS_OP_MATMUL_I8DYN, bias ? 3 : 2, in, &at, NULL);
     CHECK(vy != TS_NONE, "building matmul_i8dyn: %s", ts_last_error());
@@ -68,7 +71,7 @@ static void test_reference_is_the_quantized_math(void) {
     fill(&r, a, R * K, 1.0), fill(&r, w, N * K, 0.1), fill(&r, bias, N, 0.5);
     a[3] = 7.5f; /* an outlier sets the activations' scale */
     for (int tb = 0; tb < 2; tb++) {
-        reference(a, R, w, tb, bias, 0, 0.5f, y);
+        reference(a, R, w, tb, bias, 0, 0.5f, 0.f, y);
         float sa = quantize_f32(a, R * K, 1, qa);
         for (int n = 0; n < N; n++) /* channel n: w[n, :] (trans_b) or w[:, n] */
             sw[n] = quantize_f32(tb ? w + n * K : w + n, K, tb ? 1 : N, qw + n * K);
@@ -87,8 +90,9 @@ static void test_reference_is_the_quantized_math(void) {
     free(a), free(w), free(bias), free(y), free(qa), free(qw), free(sw);
 }
 
-/* A program y = act(x @ op(w) + b) on x [B, M, K], compiled with quantize (f32 when q = 0). */
-static ts_program *linear(int tb, int act, int q, int *nquant) {
+/* A program y = act(x @ op(w) + b) on x [B, M, K], compiled with quantize (f32 when q = 0) and
+ * the static scales sc (nsc of them). */
+static ts_program *linear(int tb, int act, int q, const ts_quant_scale *sc, int nsc, int *nquant) {
     ts_graph *g = ts_graph_new();
     ts_graph_set_seed(g, 9);
     ts_value x = ts_input(g, "x", TS_F32, DIMS(B, M, K));
@@ -99,7 +103,8 @@ static ts_program *linear(int tb, int act, int q, int *nquant) {
     ts_name(g, act ? ts_gelu(g, h, 0) : h, "y");
     const char *f[] = {"y"};
     ts_program *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = 1,
-                                                     .fetches = f, .inference = 1, .quantize = q});
+                                                     .fetches = f, .inference = 1, .quantize = q,
+                                                     .quant_scales = sc, .nquant_scales = nsc});
     CHECK(p != NULL, "compile: %s", ts_last_error());
     ts_graph_free(g);
     ts_memory mem = {0};
@@ -108,8 +113,9 @@ static ts_program *linear(int tb, int act, int q, int *nquant) {
     return p;
 }
 
-/* y of program p for x, and the reference kernel's on p's own parameters; largest relative diff. */
-static double kernel_vs_reference(ts_program *p, const ts_tensor *xt, int tb, int act) {
+/* y of program p for x, and the reference kernel's (activation scale a_scale) on p's own
+ * parameters; largest relative diff. */
+static double kernel_vs_reference(ts_program *p, const ts_tensor *xt, int tb, int act, float a_scale) {
     ts_tensor *wt = NULL, *bt = NULL, *yt = NULL;
     CHECK_OK(ts_program_feed(p, "x", xt));
     CHECK_OK(ts_program_run(p));
@@ -119,7 +125,7 @@ static double kernel_vs_reference(ts_program *p, const ts_tensor *xt, int tb, in
     double worst = INFINITY;
     if (yt && wt && bt) {
         float *ref = malloc(sizeof(float) * B * M * N);
-        reference(ts_tensor_data((ts_tensor *)xt), B * M, tu_f32(wt), tb, tu_f32(bt), act, 1.f, ref);
+        reference(ts_tensor_data((ts_tensor *)xt), B * M, tu_f32(wt), tb, tu_f32(bt), act, 1.f, a_scale, ref);
         worst = 0;
         for (int i = 0; i < B * M * N; i++) {
             double e = fabs(tu_f32(yt)[i] - ref[i]) / (fabs(ref[i]) > 1 ? fabs(ref[i]) : 1);
@@ -138,10 +144,10 @@ static void test_cpu_kernel_matches_reference(void) {
     for (int tb = 0; tb < 2; tb++)
         for (int act = 0; act < 2; act++) {
             int nq = 0;
-            ts_program *p = linear(tb, act, TS_QUANT_DYNAMIC, &nq);
+            ts_program *p = linear(tb, act, TS_QUANT_DYNAMIC, NULL, 0, &nq);
             if (!p) continue;
             CHECK(nq == 1, "trans_b %d act %d: %d matmuls quantized, expected 1", tb, act, nq);
-            double e = kernel_vs_reference(p, xt, tb, act);
+            double e = kernel_vs_reference(p, xt, tb, act, 0.f);
             printf("  trans_b %d gelu %d: largest relative |CPU kernel - reference| = %.2e\n", tb, act, e);
             /* the same int32 sums; f32 scaling and bias in another order, oneDNN's GELU: a few ulps */
             CHECK(e <= 1e-5, "CPU kernel off the reference by %.3e (trans_b %d, gelu %d)", e, tb, act);
@@ -150,17 +156,104 @@ static void test_cpu_kernel_matches_reference(void) {
     ts_tensor_free(xt);
 }
 
+/* A fixed (static) activation scale: the reference kernel against the math in double, with a
+ * scale small enough that some activations saturate at +-127; the CPU kernel, through the pass
+ * with the scale listed for "w", against the reference kernel. */
+static void test_static_scale(void) {
+    tu_rng r = tu_rng_seed(10);
+    enum { R = B * M };
+    const float sa = 1.5f / 127.f, ia = 1.f / sa; /* |a| > 1.5 saturates */
+    float *a = malloc(sizeof(float) * R * K), *w = malloc(sizeof(float) * N * K), *bias = malloc(sizeof(float) * N);
+    float *y = malloc(sizeof(float) * R * N), *sw = malloc(sizeof(float) * N);
+    int8_t *qw = malloc(N * K);
+    fill(&r, a, R * K, 1.0), fill(&r, w, N * K, 0.1), fill(&r, bias, N, 0.5);
+    a[5] = 40.f, a[9] = -9.f; /* far beyond the range: clamped, not the scale's setter as in dynamic */
+    int clamped = 0;
+    for (int i = 0; i < R * K; i++) clamped += fabsf(nearbyintf(a[i] * ia)) > 127.f;
+    reference(a, R, w, 1, bias, 0, 0.5f, sa, y);
+    for (int n = 0; n < N; n++) sw[n] = quantize_f32(w + n * K, K, 1, qw + n * K);
+    double worst = 0;
+    for (int i = 0; i < R; i++)
+        for (int n = 0; n < N; n++) {
+            double acc = 0;
+            for (int k = 0; k < K; k++) {
+                double q = nearbyint((double)(a[i * K + k] * ia)); /* the op's f32 product, rounded */
+                acc += (q > 127 ? 127 : q < -127 ? -127 : q) * qw[n * K + k];
+            }
+            double ref = acc * 0.5 * sa * sw[n] + bias[n];
+            double e = fabs(y[i * N + n] - ref) / (fabs(ref) > 1 ? fabs(ref) : 1);
+            if (!(e <= worst)) worst = e;
+        }
+    printf("  static scale %.4g, %d of %d activations clamped: largest relative |reference - double| = %.2e\n",
+           (double)sa, clamped, R * K, worst);
+    CHECK(clamped > 2, "only %d activations clamped: the test does not reach the saturation", clamped);
+    CHECK(worst <= 1e-6, "reference kernel off the static quantized math by %.3e", worst);
+
+    ts_tensor *xt = ts_tensor_new(TS_F32, DIMS(B, M, K));
+    memcpy(ts_tensor_data(xt), a, sizeof(float) * R * K);
+    for (int tb = 0; tb < 2; tb++) {
+        int nq = 0;
+        ts_program *p = linear(tb, 1, TS_QUANT_STATIC, (ts_quant_scale[]){{"w", sa}}, 1, &nq);
+        if (!p) continue;
+        CHECK(nq == 1, "static: %d matmuls quantized, expected 1", nq);
+        double e = kernel_vs_reference(p, xt, tb, 1, sa);
+        printf("  static, trans_b %d gelu: largest relative |CPU kernel - reference| = %.2e\n", tb, e);
+        CHECK(e <= 1e-5, "static CPU kernel off the reference by %.3e (trans_b %d)", e, tb);
+        ts_program_free(p);
+    }
+    ts_tensor_free(xt);
+    free(a), free(w), free(bias), free(y), free(sw), free(qw);
+}
+
+/* Static scales: a bad one fails the compile naming its weight; a matmul whose weight is not
+ * listed stays dynamic (the same output as TS_QUANT_DYNAMIC). */
+static void test_static_scales_checked(void) {
+    const float bad[] = {0.f, -1.f, NAN, INFINITY};
+    for (int i = 0; i < 4; i++) {
+        ts_graph *g = ts_graph_new();
+        ts_value x = ts_input(g, "x", TS_F32, DIMS(4, K));
+        ts_value w = ts_param(g, "layer.w", TS_F32, DIMS(N, K), ts_init_normal(0.1f));
+        ts_name(g, ts_matmul(g, x, w, 0, 1), "y");
+        const char *f[] = {"y"};
+        ts_quant_scale sc[] = {{"other", 0.5f}, {"layer.w", bad[i]}};
+        ts_program *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = 1,
+                                                         .fetches = f, .inference = 1, .quantize = TS_QUANT_STATIC,
+                                                         .quant_scales = sc, .nquant_scales = 2});
+        CHECK(p == NULL && ts_last_status() == TS_ERR_ARG, "scale %g compiled", (double)bad[i]);
+        CHECK_ERRMSG("layer.w", "scale");
+        ts_program_free(p);
+        ts_graph_free(g);
+    }
+    tu_rng r = tu_rng_seed(11);
+    ts_tensor *xt = tu_rand_tensor(&r, DIMS(B, M, K), -2.0, 2.0), *y[2] = {0};
+    for (int q = 0; q < 2; q++) {
+        int nq = 0;
+        ts_program *p = linear(1, 0, q ? TS_QUANT_STATIC : TS_QUANT_DYNAMIC, (ts_quant_scale[]){{"not_w", 0.1f}}, 1,
+                               &nq);
+        if (!p) continue;
+        CHECK(nq == 1, "%d matmuls quantized, expected 1", nq);
+        CHECK_OK(ts_program_feed(p, "x", xt));
+        CHECK_OK(ts_program_run(p));
+        y[q] = TU_FETCH(p, "y");
+        ts_program_free(p);
+    }
+    if (y[0] && y[1])
+        CHECK(!memcmp(ts_tensor_data(y[0]), ts_tensor_data(y[1]), sizeof(float) * B * M * N),
+              "a matmul whose weight is not listed differs from dynamic quantization");
+    ts_tensor_free(xt), ts_tensor_free(y[0]), ts_tensor_free(y[1]);
+}
+
 /* Writing a weight between runs re-quantizes it: the output follows the new weight. */
 static void test_set_param_requantizes(void) {
     tu_rng r = tu_rng_seed(7);
     ts_tensor *xt = tu_rand_tensor(&r, DIMS(B, M, K), -1.0, 1.0);
     int nq = 0;
-    ts_program *p = linear(1, 0, TS_QUANT_DYNAMIC, &nq);
+    ts_program *p = linear(1, 0, TS_QUANT_DYNAMIC, NULL, 0, &nq);
     if (p) {
-        double e0 = kernel_vs_reference(p, xt, 1, 0);
+        double e0 = kernel_vs_reference(p, xt, 1, 0, 0.f);
         ts_tensor *w2 = tu_rand_tensor(&r, DIMS(N, K), -0.3, 0.3);
         CHECK_OK(ts_program_set_param(p, "w", w2));
-        double e1 = kernel_vs_reference(p, xt, 1, 0);
+        double e1 = kernel_vs_reference(p, xt, 1, 0, 0.f);
         printf("  before / after set_param: %.2e / %.2e\n", e0, e1);
         CHECK(e0 <= 1e-5 && e1 <= 1e-5, "output off the current weight's product: %.3e, %.3e (stale int8 weights?)",
               e0, e1);
@@ -259,6 +352,8 @@ int main(int argc, char **argv) {
     tu_args(argc, argv);
     RUN(test_reference_is_the_quantized_math);
     RUN(test_cpu_kernel_matches_reference);
+    RUN(test_static_scale);
+    RUN(test_static_scales_checked);
     RUN(test_set_param_requantizes);
     RUN(test_training_refused);
     RUN(test_bert_classifier);

@@ -15,6 +15,10 @@
  *                                     qw[k, n] = clamp(rne(w[k, n] * iw[n]), -127, 127)   (s8)
  *     activations, per tensor, per run:  ma = max |a|, sa = ma / 127, ia = 127 / ma (0 when ma = 0),
  *                                     qa[r, k] = clamp(rne(a[r, k] * ia), -127, 127)     (s8)
+ *     or, with a fixed scale (a_scale > 0, calibrated: static quantization), no sweep:
+ *                                     sa = a_scale, ia = 1 / a_scale (f32),
+ *                                     qa[r, k] = clamp(rne(a[r, k] * ia), -127, 127)
+ *                                     (values beyond +-127 sa saturate)
  *     acc[r, n] = sum_k qa[r, k] qw[k, n]   in int32 (exact: |acc| <= 127^2 K, so K <= 133144)
  *     scale[n] = (alpha * sa) * sw[n]                                                     (f32)
  *     y[r, n] = act(float(acc[r, n]) * scale[n] + bias[n])
@@ -23,7 +27,9 @@
  *   whole output is NaN (as an f32 product would be where it reads one); a non-finite weight makes
  *   its channel's sw[n] NaN, so its output column is NaN.
  * Attributes: i[0] = trans_b, i[1] = act (ts_matmul_act, as matmul's i[2]: 0 none, 1 gelu erf,
- *   2 gelu tanh, 3 relu; the GELU / ReLU ops' own evaluator here), f[0] = alpha (0 stands for 1).
+ *   2 gelu tanh, 3 relu; the GELU / ReLU ops' own evaluator here), f[0] = alpha (0 stands for 1),
+ *   f[1] = a_scale (> 0: the activations' fixed scale; 0: dynamic, max |a| / 127 on every run;
+ *   a negative or non-finite value is refused by the shape rule).
  * Made only by the quantization pass (graph/passes/quantize.c) in an inference program, from a
  *   matmul (after fusion, so its bias and activation come along). Inference only: no gradient
  *   (grad refuses with TS_ERR_UNSUPPORTED: rounding has no useful derivative and a training program
@@ -84,6 +90,15 @@ void ts_quant_s8(const float *x, int64_t n, float inv, int8_t *q) {
     for (int64_t i = 0; i < n; i += I8_CHUNK) quant_chunk(x + i, n - i < I8_CHUNK ? n - i : I8_CHUNK, inv, q + i);
 }
 
+void ts_quant_act_scale(const float *x, int64_t n, float a_scale, float *sa, float *ia) {
+    if (a_scale > 0.f) {
+        *sa = a_scale, *ia = 1.f / a_scale;
+        return;
+    }
+    float ma = ts_quant_absmax(x, n);
+    *sa = ma / 127.f, *ia = ma > 0.f ? 127.f / ma : 0.f;
+}
+
 /* Per-channel scale of a column max: sw = m / 127, *inv = 127 / m (0 when m = 0). */
 static float channel_scale(float m, float *inv) {
     *inv = m > 0.f ? 127.f / m : 0.f;
@@ -130,6 +145,9 @@ static ts_status infer_i8(ts_graph *g, ts_node *n) {
     if (at.act < 0 || at.act >= TS_OPS_MATMUL_ACT_COUNT)
         return ts_err(TS_ERR_ARG, "op matmul_i8dyn: activation attribute i[1] = %lld; takes 0 (none), 1 (gelu erf), "
                       "2 (gelu tanh) or 3 (relu)", (long long)at.act);
+    if (!(at.a_scale >= 0.f && at.a_scale <= 3.4028235e38f))
+        return ts_err(TS_ERR_ARG, "op matmul_i8dyn: activation scale f[1] = %g; takes a finite scale > 0 (static "
+                      "quantization) or 0 (dynamic)", (double)at.a_scale);
     if (a->dtype != TS_F32 || w->dtype != TS_F32)
         return ts_err(TS_ERR_DTYPE, "op matmul_i8dyn: a %s and w %s must both be f32 (the op quantizes them itself)",
                       VS(g, n->in[0]), VS(g, n->in[1]));
@@ -181,7 +199,8 @@ static ts_status i8_kernel(const ts_kargs *k) {
     ts_status st = qa && qw && qt && sw ? TS_OK : ts_err(TS_ERR_NOMEM, "op matmul_i8dyn: out of memory");
     if (st == TS_OK) st = ts_quant_weights_s8(W, K, N, at.trans_b != 0, qw, sw);
     if (st == TS_OK) {
-        float ma = ts_quant_absmax(A, R * K), sa = ma / 127.f, ia = ma > 0.f ? 127.f / ma : 0.f;
+        float sa, ia;
+        ts_quant_act_scale(A, R * K, at.a_scale, &sa, &ia);
         ts_quant_s8(A, R * K, ia, qa);
         for (int64_t j = 0; j < N; j++) { /* qt [N, K]: a channel's weights in a row */
             sw[j] = (at.alpha * sa) * sw[j];

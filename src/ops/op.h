@@ -32,6 +32,10 @@ void ts_conv_epilogue(const ts_node *n, float *y, int64_t count);
 float ts_quant_absmax(const float *x, int64_t n);
 void ts_quant_s8(const float *x, int64_t n, float inv, int8_t *q);
 ts_status ts_quant_weights_s8(const float *w, int64_t K, int64_t N, int trans_b, int8_t *qw, float *sw);
+/* The activations' scale sa and its inverse ia (the multiplier ts_quant_s8 takes) for x (n floats):
+ * a_scale > 0 (static quantization): sa = a_scale, ia = 1 / a_scale, x not read; 0 (dynamic):
+ * sa = max |x| / 127, ia = 127 / max |x| (0 when x is all zeros). */
+void ts_quant_act_scale(const float *x, int64_t n, float a_scale, float *sa, float *ia);
 
 /* A message-prefix helper: infer functions write "op 'add': ..." via this. */
 #define TS_OPERR(g, n, code, ...) ts_err(code, __VA_ARGS__)

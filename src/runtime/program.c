@@ -11,6 +11,21 @@
 
 #include <stdio.h>
 
+/* TS_OK when o's static quantization scales are usable: named, finite and > 0. */
+static ts_status check_quant_scales(const ts_compile_opts *o) {
+    if (o->nquant_scales < 0 || (o->nquant_scales > 0 && !o->quant_scales))
+        return ts_err(TS_ERR_ARG, "ts_compile: nquant_scales is %d but quant_scales is %s", o->nquant_scales,
+                      o->quant_scales ? "set" : "NULL");
+    for (int i = 0; i < o->nquant_scales; i++) {
+        const ts_quant_scale *q = &o->quant_scales[i];
+        if (!q->weight) return ts_err(TS_ERR_ARG, "ts_compile: quant_scales[%d] has no weight name (NULL)", i);
+        if (!(q->scale > 0.f && q->scale <= 3.4028235e38f))
+            return ts_err(TS_ERR_ARG, "ts_compile: quant_scales[%d]: the activation scale of weight '%s' is %g; it "
+                          "must be finite and > 0", i, q->weight, (double)q->scale);
+    }
+    return TS_OK;
+}
+
 /* TS_OK when graph and o can be compiled (what ts_compile checks before it starts). */
 static ts_status check_compile(const ts_graph *graph, const ts_compile_opts *opts) {
     const ts_compile_opts o = *opts;
@@ -41,12 +56,13 @@ static ts_status check_compile(const ts_graph *graph, const ts_compile_opts *opt
         }
         if (ts_comm_channels(c, 1 + (graph->nstages > 0 ? graph->nstages : 1)) != TS_OK) return ts_last_status();
     }
-    if (o.quantize != TS_QUANT_NONE && o.quantize != TS_QUANT_DYNAMIC)
-        return ts_err(TS_ERR_ARG, "ts_compile: quantize is %d; it takes TS_QUANT_NONE (0) or TS_QUANT_DYNAMIC (1)",
-                      o.quantize);
+    if (o.quantize != TS_QUANT_NONE && o.quantize != TS_QUANT_DYNAMIC && o.quantize != TS_QUANT_STATIC)
+        return ts_err(TS_ERR_ARG, "ts_compile: quantize is %d; it takes TS_QUANT_NONE (0), TS_QUANT_DYNAMIC (1) or "
+                      "TS_QUANT_STATIC (2)", o.quantize);
     if (o.quantize && !o.inference)
-        return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: quantize (int8 dynamic quantization) is for inference programs "
+        return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: quantize (int8 quantization) is for inference programs "
                       "only (inference = 1); a training program needs f32 gradients of its weights");
+    if (check_quant_scales(&o) != TS_OK) return ts_last_status();
     if (o.profile && o.nstage_devices > 0 && !o.inference) {
         return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: profile is not supported for a pipelined program (stage_devices); "
                "profile it without stages");

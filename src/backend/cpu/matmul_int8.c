@@ -27,7 +27,9 @@
  * that could change during a run) they are quantized on every run. The kept bytes (the packed
  * weights and sw) count in ts_memory.weight_copies.
  * Activations: one sweep for max |a| (sa), one that quantizes a into qa (ops/matmul_int8.c,
- * vectorised for the CPU it runs on, chunks shared by the threads).
+ * vectorised for the CPU it runs on, chunks shared by the threads); with a fixed scale (the
+ * attribute a_scale > 0: static quantization) only the second. scale[n] is still written every
+ * run (a few hundred floats; it keeps one path for both).
  * s8 rather than u8 activations: symmetric, no zero point; oneDNN's VNNI instruction multiplies
  * u8 x s8, so for s8 x s8 its kernel adds 128 to the activations and subtracts the weights'
  * compensation (made once, by the reorder). The u8 variant (an asymmetric zero point) was not
@@ -51,6 +53,7 @@ typedef struct i8_state {
     int64_t R, K, N;
     int trans_b;
     float alpha;
+    float a_scale;       /* > 0: the activations' fixed scale (static quantization); 0: per run */
     size_t scratch_bytes, qa_off, scale_off, total_bytes;
     void *packed;        /* the weights in oneDNN's layout (owned) */
     size_t packed_bytes;
@@ -160,7 +163,7 @@ static ts_status i8_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_node 
     s->K = a->shape[a->ndim - 1];
     s->N = w->shape[at.trans_b ? 0 : 1];
     s->R = s->K ? ts_val_numel(a) / s->K : 0;
-    s->trans_b = at.trans_b != 0, s->alpha = at.alpha, s->fixed = plan->param_gen != NULL;
+    s->trans_b = at.trans_b != 0, s->alpha = at.alpha, s->a_scale = at.a_scale, s->fixed = plan->param_gen != NULL;
     int has_bias = n->nin > 2 && n->in[2] >= 0;
     dnnl_primitive_desc_t pd = s->R && s->K && s->N ? make_pd(dev->dnnl_engine, s, has_bias, at.act) : NULL;
     if (!pd) { /* no implementation: the reference kernel */
@@ -212,7 +215,8 @@ static ts_status i8_run(const ts_kargs *k) {
     }
     int8_t *qa = (int8_t *)((char *)k->scratch + s->qa_off);
     float *scale = (float *)((char *)k->scratch + s->scale_off);
-    float ma = ts_quant_absmax(k->in[0], s->R * s->K), sa = ma / 127.f, ia = ma > 0.f ? 127.f / ma : 0.f;
+    float sa, ia;
+    ts_quant_act_scale(k->in[0], s->R * s->K, s->a_scale, &sa, &ia);
     ts_quant_s8(k->in[0], s->R * s->K, ia, qa);
     for (int64_t n = 0; n < s->N; n++) scale[n] = (s->alpha * sa) * s->sw[n];
     void *ptr[Q_NARG] = {qa, NULL, scale, k->node->nin > 2 ? k->in[2] : NULL, k->out[0], k->scratch};

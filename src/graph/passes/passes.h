@@ -18,9 +18,15 @@ int ts_pass_dce(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int keep_sid
 typedef int (*ts_fuse_accept)(void *ctx, const ts_graph *g, const ts_node *fused);
 int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_accept accept, void *accept_ctx);
 
-/* Dynamic int8 quantization (quantize.c): every alive f32 matmul of an activation by a 2-D weight
- * (parameter or constant) becomes a matmul_i8dyn, keeping its bias and fused activation. Returns
- * the number of nodes rewritten (none removed). For inference programs only (no gradient). */
-int ts_pass_quantize(ts_graph *g, const uint8_t *alive);
+/* Int8 quantization (quantize.c): every alive quantizable node (ts_quantizable_node: an f32 matmul
+ * of an activation by a 2-D weight, parameter or constant) becomes a matmul_i8dyn, keeping its
+ * bias and fused activation; one whose weight's name is in scales (nscales of them; NULL, 0: none)
+ * gets that fixed activation scale (static), the others quantize their activations per run
+ * (dynamic). Returns the number of nodes rewritten (none removed). For inference programs only
+ * (no gradient). */
+int ts_pass_quantize(ts_graph *g, const uint8_t *alive, const ts_quant_scale *scales, int nscales);
+/* 1 when node n of g is one the quantization pass rewrites (its input 0 is the activation a, its
+ * input 1 the weight): calibration (runtime/calib.c) observes the same nodes' inputs. */
+int ts_quantizable_node(const ts_graph *g, const ts_node *n);
 
 #endif

@@ -9,12 +9,15 @@
  * The matmul's trans_b, fused activation (i[2]) and alpha carry over; the node keeps its index,
  * inputs and output value, so nothing else changes. A matmul of two activations (attention's
  * Q K^T and P V) stays f32, as in ONNX Runtime's dynamic quantization of BERT's MatMuls by weight.
+ * Static quantization (TS_QUANT_STATIC): the caller's scales by weight name; a rewritten matmul
+ * whose weight (g->vals[b].name) is listed gets a_scale (f[1]) = that scale, fixed; one not
+ * listed stays dynamic (a_scale 0). Names are compared exactly; the first listing wins.
  */
 #include "graph/op_attrs.h"
 #include "graph/opdef.h"
 #include "graph/passes/passes.h"
 
-static int quantizable(const ts_graph *g, const ts_node *n) {
+int ts_quantizable_node(const ts_graph *g, const ts_node *n) {
     if (n->op != TS_OP_MATMUL) return 0;
     const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]];
     ts_attrs_matmul at = TS_NODE_ATTRS(matmul, n);
@@ -24,17 +27,26 @@ static int quantizable(const ts_graph *g, const ts_node *n) {
     return !(n->nin > 2 && n->in[2] >= 0 && g->vals[n->in[2]].dtype != TS_F32);
 }
 
-int ts_pass_quantize(ts_graph *g, const uint8_t *alive) {
+/* The static scale listed for weight value b (0: none listed, dynamic). */
+static float listed_scale(const ts_graph *g, int b, const ts_quant_scale *scales, int nscales) {
+    const char *name = g->vals[b].name;
+    for (int i = 0; name && i < nscales; i++)
+        if (scales[i].weight && !strcmp(scales[i].weight, name)) return scales[i].scale;
+    return 0.f;
+}
+
+int ts_pass_quantize(ts_graph *g, const uint8_t *alive, const ts_quant_scale *scales, int nscales) {
     int count = 0;
     for (int i = 0; i < g->nnodes; i++) {
         ts_node *n = &g->nodes[i];
-        if (!alive[i] || !quantizable(g, n)) continue;
+        if (!alive[i] || !ts_quantizable_node(g, n)) continue;
         ts_attrs_matmul at = TS_NODE_ATTRS(matmul, n);
         memset(&n->attr, 0, sizeof n->attr);
         n->attr.i[0] = at.trans_b != 0;
         n->attr.i[1] = at.act;
         n->attr.ni = 2;
         n->attr.f[0] = at.alpha == 1.f ? 0.f : at.alpha;
+        n->attr.f[1] = listed_scale(g, n->in[1], scales, nscales);
         n->op = TS_OP_MATMUL_I8DYN;
         count++;
     }
