@@ -16,7 +16,7 @@
  * different: QuantizeLinear saturates at -128 and matmul_i8dyn at -127 (a value below -127.5 sa,
  * outside the calibrated range).
  */
-#include "graph/op_attrs.h"
+#include "graph/opdef.h"
 #include <math.h>
 
 #include "onnx/map/map.h"
