@@ -302,6 +302,10 @@ typedef struct ts_bert_export_opts {
     int load_flags;
     int threads;
     size_t memory_limit;
+    const ts_quant_scale *quant_scales; /* nquant_scales > 0: a calibrated int8 model (tessera
+                                        quantize --calib): its matmuls written in QDQ form with these
+                                        activation scales (ts_onnx_export_qdq) */
+    int nquant_scales;
 } ts_bert_export_opts;
 
 #define TS_BERT_EXPORT_MAX_OUTPUTS 8
@@ -322,8 +326,9 @@ typedef struct ts_bert_export_info {
 /* Write the BERT of config (its head config->head; for inference: no dropout, an int32 attention
  * mask, f32 compute) as an ONNX model (ts_onnx_export, opset 17) to path, atomically, for the
  * fixed shape of o: inputs input_ids, token_type_ids, attention_mask int32 [batch, seq], the
- * head's outputs float, the parameters as initializers named as in model.safetensors. info is
- * filled as above. TS_OK, or the error (set). */
+ * head's outputs float, the parameters as initializers named as in model.safetensors (in QDQ form,
+ * ts_onnx_export_qdq, the int8 matmuls of a calibrated model: o->quant_scales). info is filled as
+ * above. TS_OK, or the error (set). */
 TS_API ts_status ts_bert_export_onnx(const ts_bert_config *config, const ts_bert_export_opts *o, const char *path,
                                      ts_bert_export_info *info);
 

@@ -48,7 +48,9 @@ ts_status ts_bert_export_onnx(const ts_bert_config *config, const ts_bert_export
         info->failed_at = TS_BERT_EXPORT_LOAD;
         goto done;
     }
-    if ((st = ts_onnx_export(g, p, n, outs, path)) != TS_OK) goto done;
+    if ((st = o->nquant_scales > 0 ? ts_onnx_export_qdq(g, p, n, outs, o->quant_scales, o->nquant_scales, path)
+                                   : ts_onnx_export(g, p, n, outs, path)) != TS_OK)
+        goto done;
     info->noutputs = n;
     for (int i = 0; i < n; i++) info->ndims[i] = ts_value_shape(g, outs[i], info->shapes[i]);
 done:
