@@ -245,6 +245,54 @@ typedef struct ts_compile_opts {
 #define TS_QUANT_DYNAMIC 1
 #define TS_QUANT_STATIC 2
 
+/* ---------------------------------------------------------------- calibration (static int8)
+ *
+ * The activation scales of TS_QUANT_STATIC, measured by running the float model on calibration
+ * batches:
+ *
+ *   ts_calib *c = ts_calib_new(g, &opts, TS_CALIB_ENTROPY);   // g: built, opts: inference, f32
+ *   for each batch: feed ts_calib_program(c), ts_program_run, ts_calib_observe(c)
+ *   const ts_quant_scale *s; int n = ts_calib_scales(c, &s);   // -> ts_compile_opts.quant_scales
+ *
+ * The observed activations are the inputs a of the matmuls that TS_QUANT_DYNAMIC / STATIC would
+ * make int8 (f32 matmuls of an activation by a named 2-D weight) among those opts' fetches need.
+ * Every method works on max |a| and a histogram of |a| over everything observed (2048 bins;
+ * its range doubles, merging bin pairs, when a batch exceeds it), and gives scale = t / 127 for a
+ * threshold t <= max |a| (activations beyond t saturate at +-127):
+ *   TS_CALIB_MINMAX      t = max |a|
+ *   TS_CALIB_PERCENTILE  t = the 99.99th percentile of |a| (the upper edge of the bin where the
+ *                        cumulative count reaches 99.99%)
+ *   TS_CALIB_ENTROPY     TensorRT's: for each cut i = 128 .. 2048 bins, P = the first i bins with
+ *                        the count beyond them added to bin i - 1, Q = those i bins merged into
+ *                        128 levels and spread back evenly over their non-empty bins; t = i x
+ *                        bin width for the i of least KL(P || Q)
+ * Matmuls reading one activation (Q, K, V) share its scale; a weight read by several matmuls
+ * gets one scale over all their activations. */
+#define TS_CALIB_MINMAX 0
+#define TS_CALIB_PERCENTILE 1
+#define TS_CALIB_ENTROPY 2
+
+typedef struct ts_calib ts_calib;
+
+/* A calibrator for graph g (built, not compiled; not modified, may be freed after) with method
+ * TS_CALIB_*. opts: how g's float inference program is compiled (inference = 1, quantize =
+ * TS_QUANT_NONE, the outputs as fetches, no device_iterations, no plan_only); the calibrator
+ * compiles it with the observed activations added to its fetches (their buffers kept to the end
+ * of a run; the numbers are the same) and owns it. NULL on failure (ts_last_error). */
+TS_API ts_calib *ts_calib_new(const ts_graph *g, const ts_compile_opts *opts, int method);
+/* The observing program: load its weights, feed it and run it as the float program. */
+TS_API ts_program *ts_calib_program(ts_calib *c);
+/* The number of weights the calibrator finds scales for (0: no quantizable matmul in g). */
+TS_API int ts_calib_num_weights(const ts_calib *c);
+/* Add the observed activations of the program's last run to the statistics (no allocation).
+ * TS_ERR_ARG naming the weight and the element when an activation is not finite. */
+TS_API ts_status ts_calib_observe(ts_calib *c);
+/* The scales by weight name of everything observed so far into *scales (owned by c, valid until
+ * the next ts_calib_scales or ts_calib_free): returns how many, -1 on error (nothing observed
+ * yet). A weight whose activations were all zero has none (its matmul stays dynamic). */
+TS_API int ts_calib_scales(ts_calib *c, const ts_quant_scale **scales);
+TS_API void ts_calib_free(ts_calib *c);
+
 /* Compile graph g for a device: dead-code elimination, fusion, memory planning, kernel selection,
  * and one arena for every intermediate. The graph is not modified and may be freed afterwards.
  * Parameters start from their initializers. NULL on failure (see ts_last_error() and
