@@ -10,11 +10,15 @@
  *          bf16 matmuls (autocast-style: f32 master weights).
  *   infer  BertModel's last_hidden_state, batch 8 (throughput) and batch 1 (latency), f32 and
  *          bf16, with the weights loaded from a safetensors file (the compile the user waits for:
- *          build + compile without random init + load); and "int8 dynamic" (ts_compile_opts.quantize
- *          = TS_QUANT_DYNAMIC: the weight matmuls int8, the attention products f32), printed
- *          below the table beside tessera f32 of the same batch in the same run. Its roofline
- *          column is empty (the int8 GEMM beside oneDNN's own is bench/matmul.c's int8 row), and
- *          so are the peers' (PyTorch's and ONNX Runtime's int8 need a quantized export: not yet).
+ *          build + compile without random init + load); "int8 dynamic" (ts_compile_opts.quantize
+ *          = TS_QUANT_DYNAMIC: the weight matmuls int8, the attention products f32) and "int8
+ *          calibrated" (TS_QUANT_STATIC with activation scales from ts_calib, minmax, on the batch
+ *          of the timed runs), printed below the table beside tessera f32 of the same batch in the
+ *          same run. Their roofline column is empty (the int8 GEMM beside oneDNN's own is
+ *          bench/matmul.c's int8 row). ONNX Runtime runs the calibrated rows on tessera's QDQ
+ *          export of the same model and scales (ts_onnx_export_qdq: QuantizeLinear /
+ *          DequantizeLinear around each int8 matmul, which ORT fuses into its int8 kernels);
+ *          PyTorch's int8 is not run.
  * Each tessera row runs in a child process of this program (public API only: ts_bert_build,
  * ts_backward, ts_optimizer, ts_compile, ts_program_load, ts_program_run); its peak resident set
  * is wait4()'s ru_maxrss. Seconds per run are medians over the timed runs after the warm-up ones.
@@ -95,7 +99,8 @@ typedef struct row {
     ts_optim_kind optim;
     int positions;        /* MLM positions per sequence: 20, or 0 for all T */
     int bf16;
-    int int8;             /* 1: inference with ts_compile_opts.quantize = TS_QUANT_DYNAMIC */
+    int int8;             /* inference with ts_compile_opts.quantize = TS_QUANT_DYNAMIC (1) or
+                             TS_QUANT_STATIC with the calibrated scales of scales_path (2) */
     int batch;
     int warmup, runs;     /* runs of each side: warm-up ones, then timed ones */
     /* measured */
@@ -180,6 +185,24 @@ static void base_config(ts_bert_config *cfg, const opts *o, int bf16) {
 }
 
 static char weights_path[1024], onnx_path[2][1024]; /* [0] batch 8, [1] batch 1 */
+static char qdq_path[2][1024], scales_path[1024];   /* the calibrated int8 model: QDQ files, scales */
+
+enum { MAX_SCALES = 512 };
+static ts_quant_scale g_scales[MAX_SCALES];
+static char g_scale_names[MAX_SCALES][128];
+
+/* The calibrated scales of scales_path ("name scale" lines, written by export_child); how many. */
+static int read_scales(void) {
+    FILE *f = fopen(scales_path, "r");
+    if (!f) DIE("cannot read %s: %s", scales_path, strerror(errno));
+    int n = 0;
+    while (n < MAX_SCALES && fscanf(f, "%127s %f", g_scale_names[n], &g_scales[n].scale) == 2) {
+        g_scales[n].weight = g_scale_names[n];
+        n++;
+    }
+    fclose(f);
+    return n;
+}
 static char pt_desc[160], ort_desc[64];              /* the peers' versions, as they report them */
 
 /* The string value of "key": "..." in a JSON line into out ("" when absent). */
@@ -217,9 +240,12 @@ static void tessera_child(const row *r, const opts *o) {
         if (ts_bert_build(g, &cfg, TS_BERT_MODEL, r->batch, T, &out) != TS_OK)
             DIE("%s: building the model: %s", r->id, ts_last_error());
         const char *fetch[] = {"last_hidden_state"};
+        int nsc = r->int8 == 2 ? read_scales() : 0;
         p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = 1, .fetches = fetch,
                                              .inference = 1, .skip_param_init = 1, .profile = o->profile,
-                                             .quantize = r->int8 ? TS_QUANT_DYNAMIC : TS_QUANT_NONE});
+                                             .quantize = r->int8 == 2 ? TS_QUANT_STATIC
+                                                         : r->int8 ? TS_QUANT_DYNAMIC : TS_QUANT_NONE,
+                                             .quant_scales = g_scales, .nquant_scales = nsc});
         int missing = 0;
         if (p && ts_program_load(p, weights_path, TS_LOAD_STRICT, &missing) != TS_OK)
             DIE("%s: loading %s: %s", r->id, weights_path, ts_last_error());
@@ -261,8 +287,32 @@ static void tessera_child(const row *r, const opts *o) {
     ts_program_free(p);
 }
 
-/* Writes the weights file every inference row loads and, for ONNX Runtime, the ONNX files of
- * the batch-8 and batch-1 models (same weights), in a child process. */
+/* The calibrated int8 model: the activation scales of graph g (batch 8, weights of weights_path)
+ * by ts_calib (minmax) on the batch the timed runs feed, written to scales_path. */
+static void calibrate(const ts_graph *g) {
+    const char *fetch[] = {"last_hidden_state"};
+    ts_calib *c = ts_calib_new(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = 1,
+                                                     .fetches = fetch, .inference = 1, .skip_param_init = 1},
+                               TS_CALIB_MINMAX);
+    if (!c) DIE("calibration: %s", ts_last_error());
+    ts_program *p = ts_calib_program(c);
+    inputs in = make_inputs(8, 0);
+    if (ts_program_load(p, weights_path, TS_LOAD_STRICT, NULL) || ts_program_feed(p, "input_ids", in.ids) ||
+        ts_program_feed(p, "token_type_ids", in.types) || ts_program_feed(p, "attention_mask", in.mask) ||
+        ts_program_run(p) || ts_calib_observe(c))
+        DIE("calibration: %s", ts_last_error());
+    const ts_quant_scale *sc;
+    int n = ts_calib_scales(c, &sc);
+    FILE *f = fopen(scales_path, "w");
+    if (n <= 0 || n > MAX_SCALES || !f) DIE("calibration: %d scales, %s", n, f ? "" : strerror(errno));
+    for (int i = 0; i < n; i++) fprintf(f, "%s %.9g\n", sc[i].weight, sc[i].scale);
+    fclose(f);
+    free_inputs(&in);
+    ts_calib_free(c);
+}
+
+/* Writes the weights file every inference row loads, the calibrated scales and, for ONNX Runtime,
+ * the ONNX files of the batch-8 and batch-1 models (same weights), f32 and QDQ, in a child process. */
 static void export_child(const opts *o, int want_onnx) {
     for (int k = 0; k < (want_onnx ? 2 : 1); k++) {
         int B = k ? 1 : 8;
@@ -277,8 +327,12 @@ static void export_child(const opts *o, int want_onnx) {
         if (!p) DIE("export: compile: %s", ts_last_error());
         if (k == 0 && ts_program_save(p, weights_path, TS_F32) != TS_OK) DIE("export: %s", ts_last_error());
         if (k > 0 && ts_program_load(p, weights_path, TS_LOAD_STRICT, NULL) != TS_OK) DIE("export: %s", ts_last_error());
+        if (k == 0) calibrate(g);
         if (want_onnx && ts_onnx_export(g, p, 1, &out.last_hidden_state, onnx_path[k]) != TS_OK)
             DIE("export: %s: %s", onnx_path[k], ts_last_error());
+        int nsc = want_onnx ? read_scales() : 0;
+        if (want_onnx && ts_onnx_export_qdq(g, p, 1, &out.last_hidden_state, g_scales, nsc, qdq_path[k]) != TS_OK)
+            DIE("export: %s: %s", qdq_path[k], ts_last_error());
         ts_program_free(p);
         ts_graph_free(g);
     }
@@ -564,6 +618,8 @@ int main(int argc, char **argv) {
         ROW("latency_bf16_b1", "latency bf16, batch 1", 0, 0, 0, 1, 1),
         {.id = "infer_int8_b8", .label = "inference int8 dynamic, batch 8", .int8 = 1, .batch = 8},
         {.id = "latency_int8_b1", .label = "latency int8 dynamic, batch 1", .int8 = 1, .batch = 1},
+        {.id = "infer_int8s_b8", .label = "inference int8 calibrated, batch 8", .int8 = 2, .batch = 8},
+        {.id = "latency_int8s_b1", .label = "latency int8 calibrated, batch 1", .int8 = 2, .batch = 1},
     };
     int nrows = (int)(sizeof rows / sizeof rows[0]);
     for (int i = 0; i < nrows; i++) {
@@ -615,6 +671,9 @@ int main(int argc, char **argv) {
     snprintf(weights_path, sizeof weights_path, "%s/bench/bert-base-%dl.safetensors", TS_BUILD_DIR, o.layers);
     snprintf(onnx_path[0], sizeof onnx_path[0], "%s/bench/bert-base-%dl-b8.onnx", TS_BUILD_DIR, o.layers);
     snprintf(onnx_path[1], sizeof onnx_path[1], "%s/bench/bert-base-%dl-b1.onnx", TS_BUILD_DIR, o.layers);
+    snprintf(qdq_path[0], sizeof qdq_path[0], "%s/bench/bert-base-%dl-b8-qdq.onnx", TS_BUILD_DIR, o.layers);
+    snprintf(qdq_path[1], sizeof qdq_path[1], "%s/bench/bert-base-%dl-b1-qdq.onnx", TS_BUILD_DIR, o.layers);
+    snprintf(scales_path, sizeof scales_path, "%s/bench/bert-base-%dl.scales", TS_BUILD_DIR, o.layers);
     int any_infer = 0;
     for (int i = 0; i < nrows; i++)
         any_infer |= !rows[i].train && selected(&o, rows[i].id);
@@ -687,18 +746,19 @@ int main(int argc, char **argv) {
                 printf(" %.3f s", r->pt_s);
             }
         }
-        /* ONNX Runtime: inference rows in f32 (an ONNX model of f32 weights) */
+        /* ONNX Runtime: inference rows in f32 (an ONNX model of f32 weights) and calibrated int8 (QDQ) */
         if (r->train) {
             r->ort_note = "inference only";
         } else if (!have_ort) {
             r->ort_note = o.peers ? "not installed" : "not run";
         } else if (r->bf16) {
             r->ort_note = "f32 row";
-        } else if (r->int8) {
-            r->ort_note = "no QDQ export";
+        } else if (r->int8 == 1) {
+            r->ort_note = "dynamic: see calibrated";
         } else {
             snprintf(steps_arg, sizeof steps_arg, "%d", r->warmup + r->runs);
-            exec_args e = {{"node", TS_SOURCE_DIR "/bench/bert_ort.js", onnx_path[r->batch == 1], "--runs", steps_arg,
+            exec_args e = {{"node", TS_SOURCE_DIR "/bench/bert_ort.js", (r->int8 ? qdq_path : onnx_path)[r->batch == 1],
+                            "--runs", steps_arg,
                             "--threads", threads, NULL},
                            0};
             printf(", ONNX Runtime ...");
@@ -757,7 +817,7 @@ int main(int argc, char **argv) {
            "compile: tessera's build + compile (+ weights load for inference rows), seconds.\n"
            "PyTorch: %s; /usr/bin/python3 bench/bert_torch.py, OPENBLAS_CORETYPE/L2_SIZE unset,\n"
            "  OMP_WAIT_POLICY=passive, %d threads. ORT: %s, CPU EP, graph optimisation 'all', %d intra-op\n"
-           "  threads, on the ONNX model tessera exported (same weights).\n",
+           "  threads, on the ONNX model tessera exported (same weights; int8 calibrated: its QDQ export).\n",
            pt_desc[0] ? pt_desc : "not run", o.threads, ort_desc[0] ? ort_desc : "not run", o.threads);
     if (!have_bf16)
         printf("bf16 (f32 kernels): no native bf16 matmul on this CPU; tessera multiplies the bf16 operands widened to\n"
