@@ -20,8 +20,9 @@
  * whose 5% target is for like against like); max |diff| compares with that f32 product rounded
  * to bf16.
  *
- * Then the int8 rows (int8_rows): tessera's dynamic int8 matmul (ts_compile_opts.quantize) on the
- * same shapes beside oneDNN's own int8 GEMM with s8 and with u8 activations (its roofline here).
+ * Then the int8 rows (int8_rows): tessera's int8 matmul (ts_compile_opts.quantize), dynamic and with
+ * a calibrated (static) activation scale, on the same shapes beside oneDNN's own int8 GEMM with s8
+ * and with u8 activations (its roofline here).
  *
  * Usage: bench_matmul [seconds per measurement, default 1.0]. Threads: OMP_NUM_THREADS.
  */
@@ -220,15 +221,18 @@ static void direct8_free(direct8 *x) {
     free(x->a_buf), free(x->w_buf);
 }
 
-/* The int8 rows: tessera's dynamic int8 matmul (ts_compile_opts.quantize: a [M, K] f32 input,
- * w [K, N] an f32 parameter; per run the activations' max-abs sweep, their quantization and the
- * f32 output with its per-channel scale) beside oneDNN's own int8 GEMM (direct8_init) with s8 and
- * u8 activations, interleaved; "% roof" = tessera's GOP/s / the better oneDNN's. */
+/* The int8 rows: tessera's int8 matmul (ts_compile_opts.quantize: a [M, K] f32 input, w [K, N] an
+ * f32 parameter; per run, dynamic: the activations' max-abs sweep, their quantization and the f32
+ * output with its per-channel scale; static (TS_QUANT_STATIC, the scale max |a| / 127 given): no
+ * sweep) beside oneDNN's own int8 GEMM (direct8_init) with s8 and u8 activations, interleaved;
+ * "% roof" = tessera's GOP/s / the better oneDNN's, for each. */
 static void int8_rows(double budget, dnnl_engine_t eng, dnnl_stream_t st, int64_t M, const int64_t *KN) {
     enum { REPS = 41 };
-    printf("\nint8 dynamic (tessera: f32 in and out, quantizing a every run) vs oneDNN's int8 GEMM (int8 in, s32 out,\n"
-           "weights prepacked), GOP/s, medians of interleaved runs\n");
-    printf("%5s %5s %5s | %12s %12s %12s | %7s\n", "M", "K", "N", "tessera i8", "oneDNN s8s8", "oneDNN u8s8", "% roof");
+    printf("\nint8 (tessera: f32 in and out, quantizing a every run, its scale taken per run (dynamic) or given\n"
+           "(static)) vs oneDNN's int8 GEMM (int8 in, s32 out, weights prepacked), GOP/s, medians of interleaved runs\n");
+    printf("%5s %5s %5s | %12s %12s %12s %12s | %7s %7s\n", "M", "K", "N", "tessera dyn", "tessera stat", "oneDNN s8s8",
+           "oneDNN u8s8", "% roof", "% roof");
+    printf("%5s %5s %5s | %12s %12s %12s %12s | %7s %7s\n", "", "", "", "", "", "", "", "dyn", "static");
     for (int ki = 0; ki < 2; ki++)
         for (int ni = 0; ni < 2; ni++) {
             int64_t K = KN[ki], N = KN[ni];
@@ -238,36 +242,48 @@ static void int8_rows(double budget, dnnl_engine_t eng, dnnl_stream_t st, int64_
             ts_value w = ts_param(g, "w", TS_F32, 2, (int64_t[]){K, N}, ts_init_normal(0.05f));
             ts_name(g, ts_matmul(g, a, w, 0, 0), "y");
             const char *fetch[] = {"y"};
+            float amax = 0.f;
+            for (int64_t i = 0; i < M * K; i++) amax = fmaxf(amax, fabsf(((float *)ts_tensor_data(A))[i]));
+            ts_quant_scale sc = {"w", amax / 127.f};
             ts_program *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = 1,
                                                              .fetches = fetch, .inference = 1,
                                                              .quantize = TS_QUANT_DYNAMIC});
-            if (!p) {
+            ts_program *ps = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = 1,
+                                                              .fetches = fetch, .inference = 1, .quantize = TS_QUANT_STATIC,
+                                                              .quant_scales = &sc, .nquant_scales = 1});
+            if (!p || !ps) {
                 fprintf(stderr, "bench_matmul: ts_compile (int8): %s\n", ts_last_error());
                 exit(1);
             }
             CHECK_TS(ts_program_feed(p, "a", A));
+            CHECK_TS(ts_program_feed(ps, "a", A));
             direct8 s8, u8;
             direct8_init(&s8, eng, st, dnnl_s8, M, K, N);
             direct8_init(&u8, eng, st, dnnl_u8, M, K, N);
             double est = 1e9;
-            for (int r = 0; r < 3; r++) est = fmin(est, ts_run(p)), direct_run(&s8.d, st), direct_run(&u8.d, st);
+            for (int r = 0; r < 3; r++)
+                est = fmin(est, ts_run(p)), ts_run(ps), direct_run(&s8.d, st), direct_run(&u8.d, st);
             int reps = (int)(budget / (est > 1e-6 ? est : 1e-6));
             reps = reps < 5 ? 5 : reps > REPS ? REPS : reps;
-            double tt[REPS], ts8[REPS], tu8[REPS];
+            double tt[REPS], tst[REPS], ts8[REPS], tu8[REPS];
             for (int r = 0; r < reps; r++) {
                 tt[r] = ts_run(p);
+                tst[r] = ts_run(ps);
                 ts8[r] = direct_run(&s8.d, st);
                 tu8[r] = direct_run(&u8.d, st);
             }
             qsort(tt, (size_t)reps, sizeof(double), cmp_double);
+            qsort(tst, (size_t)reps, sizeof(double), cmp_double);
             qsort(ts8, (size_t)reps, sizeof(double), cmp_double);
             qsort(tu8, (size_t)reps, sizeof(double), cmp_double);
             double ops = 2.0 * (double)(M * K * N) * 1e-9, roof = fmin(ts8[reps / 2], tu8[reps / 2]);
-            printf("%5lld %5lld %5lld | %12.1f %12.1f %12.1f | %6.1f%%\n", (long long)M, (long long)K, (long long)N,
-                   ops / tt[reps / 2], ops / ts8[reps / 2], ops / tu8[reps / 2], 100.0 * roof / tt[reps / 2]);
+            printf("%5lld %5lld %5lld | %12.1f %12.1f %12.1f %12.1f | %6.1f%% %6.1f%%\n", (long long)M, (long long)K,
+                   (long long)N, ops / tt[reps / 2], ops / tst[reps / 2], ops / ts8[reps / 2], ops / tu8[reps / 2],
+                   100.0 * roof / tt[reps / 2], 100.0 * roof / tst[reps / 2]);
             fflush(stdout);
             direct8_free(&s8), direct8_free(&u8);
             ts_program_free(p);
+            ts_program_free(ps);
             ts_graph_free(g);
             ts_tensor_free(A);
         }
