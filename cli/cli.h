@@ -67,12 +67,31 @@ int cli_profile_device(int argc, char **argv);
 /* tessera plan --device PROFILE [--count N] [--model DIR | --config FILE] [--explain] [--json]...
  * (cli/plan.c) */
 int cli_plan(int argc, char **argv);
-/* tessera quantize --model DIR --dynamic --out DIR_INT8 [--eval DATA] [--max-drop P] (cli/quantize.c) */
+/* tessera quantize --model DIR (--dynamic | --calib DATA [--samples N] [--method M]) --out DIR_INT8
+ * [--eval DATA] [--max-drop P] (cli/quantize.c, calibration in cli/quantize_calib.c) */
 int cli_quantize(int argc, char **argv);
-/* 1 when model directory dir's config.json records {"quantization": {"mode": "dynamic"}} (written
- * by tessera quantize): its inference programs are compiled with ts_compile_opts.quantize =
- * TS_QUANT_DYNAMIC. 0 otherwise (also when it cannot be read) (cli/quantize.c). */
+
+/* The "quantization" record of a model directory's config.json (cli/quant_config.c). */
+/* The mode model directory dir's config.json records (written by tessera quantize):
+ * TS_QUANT_DYNAMIC ("mode": "dynamic") or TS_QUANT_STATIC ("static"); TS_QUANT_NONE (0) otherwise,
+ * also when it cannot be read. Its inference programs are compiled with that quantize. */
 int cli_model_quantized(const char *dir);
+/* A directory's record: the mode and, for static, the calibrated scales by weight (owned). */
+typedef struct cli_quant {
+    int mode;
+    ts_quant_scale *scales;
+    int n;
+} cli_quant;
+/* Read dir's record into q (mode TS_QUANT_NONE when there is none). 0, or 2 after printing the
+ * error ("tessera CMD: DIR/config.json: ...") when a static record's scales cannot be read. */
+int cli_model_quant_load(const char *cmd, const char *dir, cli_quant *q);
+void cli_quant_free(cli_quant *q);
+/* The record's JSON text ("quantization": {...}), malloc'd: dynamic when method is NULL, else
+ * static with method, samples and the scales (NULL on out of memory, or a weight name holding
+ * '"' or '\'). */
+char *cli_quant_record_json(const char *method, int samples, const ts_quant_scale *scales, int n);
+/* The whole of file path as a string (NULL when it cannot be read; errno says why). */
+char *cli_read_text(const char *path, size_t *len);
 
 /* tessera serve --model NAME=DIR... [--port P] [--host H] [--max-batch N] [--max-delay-ms MS] ...
  * (cli/serve.c; the engine is src/serve/) */

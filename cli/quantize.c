@@ -1,84 +1,55 @@
 /*
- * quantize.c — `tessera quantize`: an int8 copy of a model directory (issue 29, dynamic
- * quantization: no calibration set). The copy holds the same files (the f32 weights unchanged)
- * and a config.json that records
- *   "quantization": {"mode": "dynamic", "weights": "int8 per channel", "activations": "int8 per tensor, per run"}
- * which `tessera run / eval / predict` read (cli_model_quantized): their inference programs are
- * compiled with ts_compile_opts.quantize = TS_QUANT_DYNAMIC, so the weights are quantized when the
- * program first runs. With --eval DATA (a classifier's labelled file) it scores the float and the
- * int8 model side by side and, with --max-drop P, refuses to write a copy that loses more than P
- * points of accuracy.
+ * quantize.c — `tessera quantize`: an int8 copy of a model directory (issue 29). The copy holds
+ * the same files (the f32 weights unchanged) and a config.json that records the quantization
+ * (cli/quant_config.c), which `tessera run / eval / predict` read: their inference programs are
+ * compiled with ts_compile_opts.quantize, so the weights are quantized when the program first runs.
+ *  - --dynamic: activations quantized per tensor on every run (TS_QUANT_DYNAMIC), no data needed;
+ *  - --calib DATA: static (TS_QUANT_STATIC): the activations' scales calibrated on DATA (cli/
+ *    quantize_calib.c, ts_calib) and written into the record, fixed at run time.
+ * With --eval DATA it scores the float and the int8 model side by side (a classifier: accuracy and
+ * the class probabilities' differences; a QA model: EM and F1) and, with --max-drop P, refuses to
+ * write a copy that loses more than P points (of accuracy, or of F1).
  *
- *   tessera quantize --model DIR --dynamic --out DIR_INT8 [--eval DATA [--max-drop P]]
+ *   tessera quantize --model DIR (--dynamic | --calib DATA [--samples N] [--method M]) --out DIR_INT8
+ *                    [--eval DATA [--max-drop P]]
  */
 #include <dirent.h>
 #include <math.h>
 #include <sys/stat.h>
 
-#include "cli.h"
+#include "quantize.h"
 #include "train_common.h"
 
 static const char *USAGE =
-    "usage: tessera quantize --model DIR --dynamic --out DIR_INT8 [options]\n"
-    "  Writes DIR_INT8: DIR's files, its config.json recording int8 dynamic quantization (weights\n"
-    "  int8 per output channel, activations int8 per tensor, their scale taken every run). tessera\n"
-    "  run, eval and predict run such a directory's matmuls in int8.\n"
-    "  --dynamic            dynamic quantization (required: calibrated quantization is not here yet)\n"
-    "  --eval DATA          a classifier: score the float and the int8 model on DATA (a labelled\n"
-    "                       .tsv / .csv / .jsonl, as tessera eval): accuracy of each, and the max\n"
-    "                       and mean absolute difference of their class probabilities\n"
+    "usage: tessera quantize --model DIR (--dynamic | --calib DATA) --out DIR_INT8 [options]\n"
+    "  Writes DIR_INT8: DIR's files, its config.json recording int8 quantization (weights int8 per\n"
+    "  output channel; activations int8 per tensor). tessera run, eval and predict run such a\n"
+    "  directory's matmuls in int8.\n"
+    "  --dynamic            dynamic quantization: the activations' scale taken on every run\n"
+    "  --calib DATA         static quantization: the activations' scales calibrated on DATA, run\n"
+    "                       through the float model (a classifier: a labelled .tsv / .csv / .jsonl\n"
+    "                       as tessera eval takes; a QA model: a SQuAD .json or questions .jsonl)\n"
+    "  --samples N          calibration rows (QA: windows), a seeded shuffle of DATA's (default 256)\n"
+    "  --method M           minmax (max |a|), percentile (99.99th of |a|) or entropy (TensorRT's KL\n"
+    "                       threshold) (default percentile)\n"
+    "  --eval DATA          score the float and the int8 model on DATA (a classifier: a labelled file,\n"
+    "                       as tessera eval: accuracy of each, and the max and mean absolute difference\n"
+    "                       of their class probabilities; a QA model: a SQuAD file, EM and F1)\n"
     "  --max-drop P         with --eval: refuse to write DIR_INT8 when int8 loses more than P points\n"
-    "                       of accuracy\n"
+    "                       of accuracy (QA: of F1)\n"
     "  --text-column NAME, --label-column NAME   DATA's columns (default text, label)\n"
     "  --batch N            sequences per forward pass (default 32)\n"
     "  --threads N          CPU threads (default: all)\n";
 
-static const char *QUANT_JSON = "\"quantization\": {\"mode\": \"dynamic\", \"weights\": \"int8 per channel\", "
-                                "\"activations\": \"int8 per tensor, per run\"}";
-
-typedef struct q_opts {
-    const char *model, *out, *eval, *text_col, *label_col;
-    int dynamic, batch, threads;
-    double max_drop;
-} q_opts;
-
-/* The whole of file path as a string (NULL when it cannot be read). */
-static char *read_text(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
-        if (fread(buf, 1, (size_t)n, f) != (size_t)n) free(buf), buf = NULL;
-        else buf[n] = 0, *len = (size_t)n;
-    }
-    fclose(f);
-    return buf;
-}
-
-/* The config's "quantization" object names mode "dynamic" (a plain text search: the key is ours,
- * written as QUANT_JSON; the config was parsed already by ts_bert_config_load). */
-int cli_model_quantized(const char *dir) {
-    char path[4200];
+/* Copy file src to dst (config.json: with record, the "quantization" key, added last). 0 or the
+ * exit code. */
+static int copy_file(const char *src, const char *dst, const char *record) {
     size_t len = 0;
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    char *s = read_text(path, &len);
-    const char *q = s ? strstr(s, "\"quantization\"") : NULL, *end = q ? strchr(q, '}') : NULL;
-    const char *mode = q ? strstr(q, "\"mode\"") : NULL;
-    int yes = mode && end && mode < end && (size_t)(end - mode) > 8 && strstr(mode, "\"dynamic\"") &&
-              strstr(mode, "\"dynamic\"") < end;
-    free(s);
-    return yes;
-}
-
-/* Copy file src to dst (config.json: with QUANT_JSON added as its last key). 0 or the exit code. */
-static int copy_file(const char *src, const char *dst, int config) {
-    size_t len = 0;
-    char *s = read_text(src, &len);
+    char *s = cli_read_text(src, &len);
     if (!s) return fprintf(stderr, "tessera quantize: cannot read %s: %s\n", src, strerror(errno)), 2;
     FILE *f = fopen(dst, "wb");
     int ok = f != NULL;
-    if (config) { /* the object's closing brace: the last '}' */
+    if (record) { /* the object's closing brace: the last '}' */
         char *close = strrchr(s, '}');
         if (!close) {
             fprintf(stderr, "tessera quantize: %s is not a JSON object\n", src);
@@ -87,7 +58,7 @@ static int copy_file(const char *src, const char *dst, int config) {
             return 2;
         }
         ok = ok && fwrite(s, 1, (size_t)(close - s), f) == (size_t)(close - s);
-        ok = ok && fprintf(f, ",\n  %s\n}\n", QUANT_JSON) > 0;
+        ok = ok && fprintf(f, ",\n  %s\n}\n", record) > 0;
     } else {
         ok = ok && fwrite(s, 1, len, f) == len;
     }
@@ -97,8 +68,8 @@ static int copy_file(const char *src, const char *dst, int config) {
     return 0;
 }
 
-/* Every regular file of o->model into o->out. 0 or the exit code. */
-static int copy_dir(const q_opts *o) {
+/* Every regular file of o->model into o->out, config.json with record. 0 or the exit code. */
+static int copy_dir(const q_opts *o, const char *record) {
     if (ts_make_dirs(o->out) != TS_OK) return fprintf(stderr, "tessera quantize: --out: %s\n", ts_last_error()), 1;
     DIR *d = opendir(o->model);
     if (!d) return fprintf(stderr, "tessera quantize: --model %s: %s\n", o->model, strerror(errno)), 2;
@@ -109,20 +80,20 @@ static int copy_dir(const q_opts *o) {
         snprintf(src, sizeof src, "%s/%s", o->model, e->d_name);
         snprintf(dst, sizeof dst, "%s/%s", o->out, e->d_name);
         if (stat(src, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        rc = copy_file(src, dst, !strcmp(e->d_name, "config.json"));
+        rc = copy_file(src, dst, !strcmp(e->d_name, "config.json") ? record : NULL);
     }
     closedir(d);
     return rc;
 }
 
-/* Accuracy (percent) of o->model on d, float (q = 0) or int8 (q = 1), its class probabilities
- * into probs [n, nl]. NAN on failure (printed). */
-static double score(const q_opts *o, int q, const ts_bert_config *cfg, const ts_model_meta *meta,
+/* Accuracy (percent) of o->model on d, float (q NULL) or int8 (q's mode and scales), its class
+ * probabilities into probs [n, nl]. NAN on failure (printed). */
+static double score(const q_opts *o, const cli_quant *q, const ts_bert_config *cfg, const ts_model_meta *meta,
                     const ts_tokenizer *tok, const ts_text_dataset *d, double *probs) {
-    cli_dev.quantize = q;
+    if (q) cli_dev.quantize = q->mode, cli_dev.quant_scales = q->scales, cli_dev.nquant_scales = q->n;
     ts_program *p = cli_model_dir_program("quantize", o->model, cfg, o->batch, meta->max_len, o->threads,
                                           (const char *[]){"logits"}, 1);
-    cli_dev.quantize = 0;
+    cli_dev.quantize = 0, cli_dev.quant_scales = NULL, cli_dev.nquant_scales = 0;
     double acc = NAN;
     if (p && ts_classify_add_probs(p, tok, d, o->batch, meta->max_len, probs) != TS_OK)
         fprintf(stderr, "tessera quantize: %s on %s: %s\n", o->model, o->eval, ts_last_error());
@@ -134,17 +105,14 @@ static double score(const q_opts *o, int q, const ts_bert_config *cfg, const ts_
     return acc;
 }
 
-/* --eval: float and int8 side by side; *drop: points of accuracy lost. 0 or the exit code. */
-static int eval_both(const q_opts *o, double *drop) {
-    ts_bert_config cfg;
-    ts_model_meta meta = {0};
-    ts_tokenizer *tok = cli_model_dir_open("quantize", o->model, &cfg, &meta);
-    if (!tok) return 2;
-    int rc = cli_task_of_model("quantize", "classify", o->model, &cfg, &meta) == CLI_TASK_CLASSIFY ? 0 : 2;
-    ts_text_opts to = {.text_column = o->text_col, .text_b_column = meta.text_b_column, .label_column = o->label_col,
-                       .labels = (const char *const *)meta.labels, .nlabels = meta.nlabels};
-    ts_text_dataset *d = rc ? NULL : ts_text_dataset_load(o->eval, &to);
-    if (!rc && !d) rc = cli_fail("quantize", "--eval ", 2);
+/* --eval of a classifier: float and int8 (q) side by side; *drop: points of accuracy lost. 0 or
+ * the exit code. */
+static int eval_cls(const q_opts *o, const cli_quant *q, const ts_bert_config *cfg, const ts_model_meta *meta,
+                    const ts_tokenizer *tok, double *drop) {
+    ts_text_opts to = {.text_column = o->text_col, .text_b_column = meta->text_b_column, .label_column = o->label_col,
+                       .labels = (const char *const *)meta->labels, .nlabels = meta->nlabels};
+    ts_text_dataset *d = ts_text_dataset_load(o->eval, &to);
+    int rc = d ? 0 : cli_fail("quantize", "--eval ", 2);
     int64_t n = d ? ts_text_dataset_size(d) : 0;
     int nl = d ? ts_text_dataset_num_labels(d) : 1;
     if (!rc && n == 0) rc = 2, fprintf(stderr, "tessera quantize: --eval %s has no rows to score\n", o->eval);
@@ -152,8 +120,8 @@ static int eval_both(const q_opts *o, double *drop) {
                      calloc((size_t)(n ? n : 1) * (size_t)nl, sizeof(double))};
     if (!rc && (!pr[0] || !pr[1])) rc = 1, fprintf(stderr, "tessera quantize: out of memory\n");
     double acc[2] = {NAN, NAN};
-    for (int q = 0; q < 2 && !rc; q++)
-        if (isnan(acc[q] = score(o, q, &cfg, &meta, tok, d, pr[q]))) rc = 1;
+    for (int k = 0; k < 2 && !rc; k++)
+        if (isnan(acc[k] = score(o, k ? q : NULL, cfg, meta, tok, d, pr[k]))) rc = 1;
     if (!rc) {
         double mx = 0, mean = 0;
         for (int64_t i = 0; i < n * nl; i++) {
@@ -167,6 +135,18 @@ static int eval_both(const q_opts *o, double *drop) {
     }
     free(pr[0]), free(pr[1]);
     ts_text_dataset_free(d);
+    return rc;
+}
+
+/* --eval: the model's task's scores, float and int8 (q) side by side. 0 or the exit code. */
+static int eval_both(const q_opts *o, const cli_quant *q, double *drop) {
+    ts_bert_config cfg;
+    ts_model_meta meta = {0};
+    ts_tokenizer *tok = cli_model_dir_open("quantize", o->model, &cfg, &meta);
+    if (!tok) return 2;
+    int task = cli_task_of_model("quantize", NULL, o->model, &cfg, &meta);
+    int rc = task < 0 ? 2 : task == CLI_TASK_QA ? cli_quantize_eval_qa(o, q, drop)
+                                                : eval_cls(o, q, &cfg, &meta, tok, drop);
     ts_tokenizer_free(tok);
     ts_model_meta_free(&meta);
     return rc;
@@ -174,10 +154,24 @@ static int eval_both(const q_opts *o, double *drop) {
 
 /* The flags' checks. 0 or 2 (printed). */
 static int check_opts(const q_opts *o) {
-    const char *miss = !o->model ? "--model DIR" : !o->out ? "--out DIR_INT8" : !o->dynamic ? "--dynamic" : NULL;
-    if (miss) {
-        fprintf(stderr, "tessera quantize: %s is required%s\n(tessera quantize --help shows the usage)\n", miss,
-                !strcmp(miss, "--dynamic") ? " (the only mode so far: calibrated int8 is to come)" : "");
+    const char *miss = !o->model ? "--model DIR" : !o->out ? "--out DIR_INT8" : NULL;
+    if (miss || o->dynamic == !!o->calib) {
+        fprintf(stderr, "tessera quantize: %s\n(tessera quantize --help shows the usage)\n",
+                miss ? miss : o->dynamic ? "--dynamic and --calib DATA: give one (dynamic or calibrated static int8)"
+                            : "--dynamic or --calib DATA is required (dynamic or calibrated static int8)");
+        if (miss) fprintf(stderr, "tessera quantize: %s is required\n", miss);
+        return 2;
+    }
+    if (o->dynamic && (o->samples != -1 || o->method)) {
+        fprintf(stderr, "tessera quantize: --samples and --method go with --calib DATA, not --dynamic\n");
+        return 2;
+    }
+    if (o->calib && o->samples < 1 && o->samples != -1) {
+        fprintf(stderr, "tessera quantize: --samples %d: the calibration rows, at least 1\n", o->samples);
+        return 2;
+    }
+    if (o->calib && o->method && cli_quant_method(o->method) < 0) {
+        fprintf(stderr, "tessera quantize: --method %s: takes minmax, percentile or entropy\n", o->method);
         return 2;
     }
     if (o->max_drop >= 0 && !o->eval) {
@@ -200,30 +194,46 @@ static int check_opts(const q_opts *o) {
     return 0;
 }
 
+/* Calibrate (static) or not (dynamic), score, write. 0 or the exit code. */
+static int quantize(q_opts *o) {
+    cli_quant q = {.mode = TS_QUANT_DYNAMIC};
+    const char *method = o->method ? o->method : "percentile";
+    if (o->samples == -1) o->samples = 256;
+    int rc = o->calib ? cli_quantize_calibrate(o, cli_quant_method(method), &q) : 0;
+    double drop = 0;
+    if (!rc && o->eval) rc = eval_both(o, &q, &drop);
+    if (!rc && o->eval && o->max_drop >= 0 && drop > o->max_drop) {
+        fprintf(stderr, "tessera quantize: int8 loses %.2f points on %s, more than --max-drop %g: %s not written\n",
+                drop, o->eval, o->max_drop, o->out);
+        rc = 1;
+    }
+    char *record = rc ? NULL : cli_quant_record_json(o->calib ? method : NULL, o->samples, q.scales, q.n);
+    if (!rc && !record) rc = 1, fprintf(stderr, "tessera quantize: out of memory, or a weight name with '\"'\n");
+    if (!rc) rc = copy_dir(o, record);
+    if (!rc && o->calib)
+        printf("tessera quantize: %s -> %s (int8 static: weights per output channel, activations per tensor with %d "
+               "calibrated scales, %s)\n", o->model, o->out, q.n, method);
+    else if (!rc)
+        printf("tessera quantize: %s -> %s (int8 dynamic: weights per output channel, activations per tensor, "
+               "per run)\n", o->model, o->out);
+    free(record);
+    if (o->calib) cli_quant_free(&q);
+    return rc;
+}
+
 int cli_quantize(int argc, char **argv) {
-    q_opts o = {.batch = 32, .max_drop = -1}; /* -1: no --max-drop */
+    q_opts o = {.batch = 32, .max_drop = -1, .samples = -1}; /* -1: not given */
     const ts_opt opts[] = {
         {"model", TS_OPT_STR, &o.model, 0},          {"out", TS_OPT_STR, &o.out, 0},
-        {"dynamic", TS_OPT_FLAG, &o.dynamic, 0},     {"eval", TS_OPT_STR, &o.eval, 0},
-        {"max-drop", TS_OPT_FLOAT, &o.max_drop, 0},  {"text-column", TS_OPT_STR, &o.text_col, 0},
-        {"label-column", TS_OPT_STR, &o.label_col, 0}, {"batch", TS_OPT_INT, &o.batch, 1},
-        {"threads", TS_OPT_INT, &o.threads, 0},
+        {"dynamic", TS_OPT_FLAG, &o.dynamic, 0},     {"calib", TS_OPT_STR, &o.calib, 0},
+        {"samples", TS_OPT_INT, &o.samples, 0},      {"method", TS_OPT_STR, &o.method, 0},
+        {"eval", TS_OPT_STR, &o.eval, 0},            {"max-drop", TS_OPT_FLOAT, &o.max_drop, 0},
+        {"text-column", TS_OPT_STR, &o.text_col, 0}, {"label-column", TS_OPT_STR, &o.label_col, 0},
+        {"batch", TS_OPT_INT, &o.batch, 1},          {"threads", TS_OPT_INT, &o.threads, 0},
     };
     ts_optset os;
     int rc = cli_opts_parse(&os, "quantize", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
-    if (rc != 1) goto done;
-    rc = check_opts(&o);
-    double drop = 0;
-    if (!rc && o.eval) rc = eval_both(&o, &drop);
-    if (!rc && o.eval && o.max_drop >= 0 && drop > o.max_drop) {
-        fprintf(stderr, "tessera quantize: int8 loses %.2f points of accuracy on %s, more than --max-drop %g: %s not "
-                        "written\n", drop, o.eval, o.max_drop, o.out);
-        rc = 1;
-    }
-    if (!rc) rc = copy_dir(&o);
-    if (!rc) printf("tessera quantize: %s -> %s (int8 dynamic: weights per output channel, activations per tensor, "
-                    "per run)\n", o.model, o.out);
-done:
+    if (rc == 1 && !(rc = check_opts(&o))) rc = quantize(&o);
     ts_options_free(&os);
     return rc;
 }

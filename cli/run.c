@@ -208,8 +208,12 @@ static int build_model(const run_args *a, bert_run *r) {
         .threads = a->threads, .profile = a->profile, .memory_limit = (size_t)(a->memory_gib * 1073741824.0),
         .weights = a->random_init ? NULL : r->weights_path, .load_flags = a->allow_nonfinite ? TS_LOAD_ALLOW_NONFINITE : 0,
         .name = "tessera run", .err = ts_write_stdio, .err_ctx = stderr, .config_path = r->config_path,
-        .inputs = a->inputs, .quantize = cli_model_quantized(a->model)};
+        .inputs = a->inputs};
+    cli_quant rec = {0};
+    if (cli_model_quant_load("run", a->model, &rec)) return 2;
+    bo.quantize = rec.mode, bo.quant_scales = rec.scales, bo.nquant_scales = rec.n;
     ts_status st = ts_bert_infer_build(&bo, &r->p, r->fetch, &r->nf, r->seconds);
+    cli_quant_free(&rec);
     if (st == TS_ERR_NOMEM && a->device_profile) { /* the planner's view of this forward pass on that device */
         ts_plan_request rq;
         ts_plan_request_defaults(&rq);

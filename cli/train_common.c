@@ -135,7 +135,8 @@ int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head h
                             .comm = cli_rep.size > 1 ? cli_rep.comm : NULL,
                             .shard_state = cli_rep.shard_optimizer,
                             .skip_param_init = !train, /* train == 0: the model is loaded next */
-                            .profile = train && loop && loop->profile, .quantize = cli_dev.quantize};
+                            .profile = train && loop && loop->profile, .quantize = cli_dev.quantize,
+                            .quant_scales = cli_dev.quant_scales, .nquant_scales = cli_dev.nquant_scales};
     if (pp && threads > 0) o.threads = threads; /* --threads: per device */
     if (ts_bert_train_programs(&o, train ? train_p : NULL, infer_p) == TS_OK) return 0;
     fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
@@ -246,11 +247,13 @@ int cli_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap) {
 ts_program *cli_model_dir_program(const char *cmd, const char *dir, const ts_bert_config *cfg, int batch, int seq,
                                  int threads, const char *const *fetches, int nfetch) {
     ts_program *p = NULL;
-    int q = cli_dev.quantize;
-    cli_dev.quantize = cli_dev.quantize || cli_model_quantized(dir); /* tessera quantize's directory: int8 */
+    cli_quant rec = {0};
+    if (!cli_dev.quantize && cli_model_quant_load(cmd, dir, &rec)) return NULL; /* tessera quantize's: int8 */
+    if (rec.mode) cli_dev.quantize = rec.mode, cli_dev.quant_scales = rec.scales, cli_dev.nquant_scales = rec.n;
     int rc = cli_bert_programs(cmd, cfg, cfg->head, batch, seq, 0, threads, 0, 0, NULL, 0, NULL, fetches, nfetch, &p,
                                NULL);
-    cli_dev.quantize = q;
+    if (rec.mode) cli_dev.quantize = 0, cli_dev.quant_scales = NULL, cli_dev.nquant_scales = 0;
+    cli_quant_free(&rec);
     if (rc) return NULL;
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);

@@ -29,6 +29,8 @@ typedef struct cli_device_opts {
     const ts_device_profile *device_profile; /* that profile, read by cli_opts_parse */
     int quantize;           /* the inference programs' ts_compile_opts.quantize: set by
                                cli_model_dir_program from the model directory's config */
+    const ts_quant_scale *quant_scales; /* with quantize TS_QUANT_STATIC: the scales (idem) */
+    int nquant_scales;
 } cli_device_opts;
 extern cli_device_opts cli_dev;
 #define CLI_DEVICE_OPTS                                                                                 \

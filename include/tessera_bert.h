@@ -284,6 +284,9 @@ typedef struct ts_bert_train_opts {
                                     (a pipeline has none yet; its memory is the same) */
     int quantize;                /* the inference program's ts_compile_opts.quantize (TS_QUANT_DYNAMIC:
                                     int8 matmuls; the training program is never quantized) */
+    const ts_quant_scale *quant_scales; /* with quantize = TS_QUANT_STATIC: the inference
+                                    program's ts_compile_opts.quant_scales (see ts_calib) */
+    int nquant_scales;
 } ts_bert_train_opts;
 /* Build the model (o->head) with the backward pass and the optimizer, and compile it for
  * training into *train (may be NULL: none) and for evaluation (inference, one device) into

@@ -377,6 +377,9 @@ typedef struct ts_bert_infer_opts {
     void *err_ctx;
     const char *config_path, *inputs;
     int quantize;                /* ts_compile_opts.quantize (TS_QUANT_DYNAMIC: int8 matmuls) */
+    const ts_quant_scale *quant_scales; /* with quantize = TS_QUANT_STATIC: the calibrated
+                                    activation scales (ts_compile_opts.quant_scales) */
+    int nquant_scales;
 } ts_bert_infer_opts;
 
 /* Build o->cfg's model for batch x seq, compile it for inference (fetching its outputs: their

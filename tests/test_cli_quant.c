@@ -6,7 +6,12 @@
  *    quantize printed, and `predict` runs it;
  *  - a missing --dynamic, --max-drop without --eval, an already quantized model, --out equal to
  *    --model: errors naming them; --max-drop refuses to write a copy that loses too much (checked
- *    with --max-drop 0 when int8 lost accuracy on the data; skipped when it lost none).
+ *    with --max-drop 0 when int8 lost accuracy on the data; skipped when it lost none);
+ *  - --calib (static int8) with each method: the copy's config records the mode, the method and a
+ *    scale per weight matmul; `tessera eval` of it gives the int8 accuracy quantize printed;
+ *  - bad calibration input: an empty set, a file of another task (QA JSON lines for a
+ *    classifier), --samples 0, an unknown --method, --dynamic with --calib: errors naming them,
+ *    nothing written.
  */
 #include "test_util.h"
 #include "cli_util.h"
@@ -61,12 +66,62 @@ static void test_bad_input(void) {
     CHECK_FAILS(rc, "no_such_dir");
 }
 
+static void test_calibrated(void) {
+    static const char *const methods[] = {"minmax", "percentile", "entropy"};
+    for (int m = 0; m < 3; m++) {
+        char cmd[512], dir[64];
+        snprintf(dir, sizeof dir, "fts-%s", methods[m]);
+        snprintf(cmd, sizeof cmd, "quantize --model ft --calib data.tsv --samples 12 --method %s --out %s --eval data.tsv "
+                 "--batch 4 --threads 1", methods[m], dir);
+        int rc = tessera(NULL, cmd);
+        CHECK_RAN(rc, 0);
+        printf("  %s", out_text);
+        double acc_f = printed_number("accuracy float "), acc_q = printed_number("int8 ");
+        CHECK(strstr(out_text, "calibrated on 12 rows") != NULL, "%s: %s", methods[m], out_text);
+        CHECK(acc_f >= 0 && acc_q >= 0 && fabs(acc_f - acc_q) <= 50, "float %.2f, int8 %.2f", acc_f, acc_q);
+        static char cfg[1 << 15], want[128];
+        snprintf(cmd, sizeof cmd, "%s/config.json", dir);
+        read_into(cmd, cfg, sizeof cfg);
+        snprintf(want, sizeof want, "\"mode\": \"static\", \"method\": \"%s\", \"samples\": 12", methods[m]);
+        CHECK(strstr(cfg, want) && strstr(cfg, "\"bert.encoder.layer.0.attention.self.query.weight\": ") &&
+              strstr(cfg, "\"classifier.weight\": "), "%s: %s", cmd, cfg);
+        snprintf(cmd, sizeof cmd, "eval --model %s --data data.tsv --batch 4 --threads 1", dir);
+        rc = tessera(NULL, cmd);
+        CHECK_RAN(rc, 0);
+        double acc_e = printed_number("accuracy ");
+        CHECK(fabs(acc_e - acc_q) < 1e-6, "eval of %s: %.2f%%, quantize's int8 figure %.2f%%", dir, acc_e, acc_q);
+    }
+    int rc = tessera(NULL, "predict --model fts-entropy --text \"the cat runs\" --threads 1");
+    CHECK_RAN(rc, 0);
+}
+
+static void test_calib_bad_input(void) {
+    write_str("empty.tsv", "text\tlabel\n");
+    write_str("qa.jsonl", "{\"question\": \"where?\", \"context\": \"the cat lives in paris\"}\n");
+    int rc = tessera(NULL, "quantize --model ft --calib empty.tsv --out x");
+    CHECK_FAILS(rc, "no rows to calibrate");
+    rc = tessera(NULL, "quantize --model ft --calib qa.jsonl --out x");
+    CHECK_FAILS(rc, "qa.jsonl");
+    CHECK(strstr(err_text, "--calib") && strstr(err_text, "text"), "stderr: %s", err_text);
+    rc = tessera(NULL, "quantize --model ft --calib data.tsv --samples 0 --out x");
+    CHECK_FAILS(rc, "--samples 0");
+    rc = tessera(NULL, "quantize --model ft --calib data.tsv --method kl --out x");
+    CHECK_FAILS(rc, "--method kl");
+    rc = tessera(NULL, "quantize --model ft --calib data.tsv --dynamic --out x");
+    CHECK_FAILS(rc, "give one");
+    rc = tessera(NULL, "quantize --model ft --dynamic --method minmax --out x");
+    CHECK_FAILS(rc, "--method go with --calib");
+    CHECK(!exists("x/config.json"), "a refused copy was written");
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     int rc = cli_setup("ts_cli_quant");
     if (rc) return rc;
     RUN(test_quantize);
     RUN(test_bad_input);
+    RUN(test_calibrated);
+    RUN(test_calib_bad_input);
     cli_cleanup("test_cli_quant");
     return tu_finish("test_cli_quant");
 }

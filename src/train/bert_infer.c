@@ -5,6 +5,7 @@
  */
 #include "core/core.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -80,11 +81,14 @@ static ts_status infer_compile(const ts_bert_infer_opts *o, ts_program **p, cons
         return TS_ERR_ARG;
     }
     *nfetch = ts_bert_output_names(&out, fetch);
+    int q = o->struct_size >= offsetof(ts_bert_infer_opts, quantize) + sizeof o->quantize;
+    int qs = o->struct_size >= offsetof(ts_bert_infer_opts, nquant_scales) + sizeof o->nquant_scales;
     *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .device = o->device,
                                           .num_threads = o->threads, .nfetch = *nfetch, .fetches = fetch, .inference = 1,
                                           .skip_param_init = o->weights != NULL, /* loaded strictly next */
                                           .profile = o->profile, .memory_limit = o->memory_limit,
-                                          .quantize = o->struct_size == sizeof *o ? o->quantize : 0});
+                                          .quantize = q ? o->quantize : 0, .quant_scales = qs ? o->quant_scales : NULL,
+                                          .nquant_scales = qs ? o->nquant_scales : 0});
     ts_graph_free(g);
     if (*p) return TS_OK;
     ts_status st = ts_last_status();

@@ -56,6 +56,7 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
     }
     if (!st && infer) {
         what = "compiling the inference program";
+        int scales = o->struct_size >= offsetof(ts_bert_train_opts, nquant_scales) + sizeof o->nquant_scales;
         *infer = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts),
                                                   .num_threads = o->infer_threads ? o->infer_threads : o->threads,
                                                   .nfetch = o->ninfer_fetches, .fetches = o->infer_fetches,
@@ -63,6 +64,8 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
                                                   .plan_only = plan_only,
                                                   .quantize = o->struct_size >= offsetof(ts_bert_train_opts, quantize) +
                                                       sizeof o->quantize ? o->quantize : 0,
+                                                  .quant_scales = scales ? o->quant_scales : NULL,
+                                                  .nquant_scales = scales ? o->nquant_scales : 0,
                                                   .skip_param_init = !train && o->struct_size >=
                                                       offsetof(ts_bert_train_opts, skip_param_init) +
                                                       sizeof o->skip_param_init && o->skip_param_init});
