@@ -13,6 +13,11 @@
  *   weights  the loaded parameters, as initializers named as in model.safetensors.
  * The shape is fixed: ONNX's symbolic dimensions (dim_param) are not written, so another batch
  * shape needs another export.
+ * A calibrated int8 directory (tessera quantize --calib: config.json's "quantization" record holds
+ * the activation scales) is exported with its int8 matmuls in QDQ form (ts_onnx_export_qdq:
+ * QuantizeLinear / DequantizeLinear, INT8 weights per output channel), which ONNX Runtime runs on
+ * its int8 kernels and tessera imports back onto its own. A dynamic one has no QDQ form (its
+ * activation scales are taken per run): it is exported in f32, saying so.
  */
 #include "cli.h"
 #include "tessera.h"
@@ -46,12 +51,23 @@ static int export_model(const export_opts *o, const ts_bert_config *cfg) {
     char config_path[4200], weights_path[4200];
     snprintf(config_path, sizeof config_path, "%s/config.json", o->model);
     snprintf(weights_path, sizeof weights_path, "%s/model.safetensors", o->model);
+    cli_quant q;
+    if (cli_model_quant_load("export", o->model, &q)) return 2;
+    if (q.mode == TS_QUANT_DYNAMIC)
+        fprintf(stderr, "tessera export: %s is int8 with dynamic quantization, which has no QDQ form (its activation "
+                "scales are taken per run): writing the f32 model (tessera quantize --calib DATA makes a calibrated "
+                "copy that exports in QDQ form)\n", o->model);
     ts_bert_export_opts eo = {.struct_size = sizeof eo, .batch = o->batch, .seq = o->seq_len,
                               .weights = o->seed < 0 ? weights_path : NULL, .seed = (uint64_t)(o->seed > 0 ? o->seed : 0),
                               .load_flags = cli_load_flags(1), .threads = o->threads,
-                              .memory_limit = (size_t)(cli_dev.memory_gib * 1073741824.0)};
+                              .memory_limit = (size_t)(cli_dev.memory_gib * 1073741824.0),
+                              .quant_scales = q.mode == TS_QUANT_STATIC ? q.scales : NULL,
+                              .nquant_scales = q.mode == TS_QUANT_STATIC ? q.n : 0};
     ts_bert_export_info in;
-    if (ts_bert_export_onnx(cfg, &eo, o->onnx, &in) != TS_OK) {
+    ts_status st = ts_bert_export_onnx(cfg, &eo, o->onnx, &in);
+    int nq = eo.nquant_scales;
+    cli_quant_free(&q);
+    if (st != TS_OK) {
         if (in.failed_at == TS_BERT_EXPORT_BUILD)
             fprintf(stderr, "tessera export: %s (model %s, batch %d x seq %d)\n", ts_last_error(), config_path,
                     o->batch, in.seq);
@@ -69,6 +85,8 @@ static int export_model(const export_opts *o, const ts_bert_config *cfg) {
         printf("]");
     }
     printf("; weights %s\n", o->seed >= 0 ? "random (--init-random)" : weights_path);
+    if (nq) printf("tessera export: int8 matmuls in QDQ form (QuantizeLinear / DequantizeLinear), %d calibrated "
+                   "activation scales\n", nq);
     return 0;
 }
 
