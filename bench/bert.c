@@ -15,9 +15,12 @@
  *          calibrated" (TS_QUANT_STATIC with activation scales from ts_calib, minmax, on the batch
  *          of the timed runs), printed below the table beside tessera f32 of the same batch in the
  *          same run. Their roofline column is empty (the int8 GEMM beside oneDNN's own is
- *          bench/matmul.c's int8 row). ONNX Runtime runs the calibrated rows on tessera's QDQ
- *          export of the same model and scales (ts_onnx_export_qdq: QuantizeLinear /
- *          DequantizeLinear around each int8 matmul, which ORT fuses into its int8 kernels);
+ *          bench/matmul.c's int8 row). ONNX Runtime runs the dynamic rows on the same model in its
+ *          own dynamic int8 form (ts_onnx_export_dynamic_int8: DynamicQuantizeLinear +
+ *          MatMulInteger, which it fuses into its int8 kernel), and the calibrated rows on tessera's
+ *          QDQ export of the same model and scales (ts_onnx_export_qdq: QuantizeLinear /
+ *          DequantizeLinear around each int8 matmul; ORT's CPU provider runs a QDQ MatMul whose
+ *          output is not quantized as DequantizeLinear + f32 MatMul, not on its int8 kernels);
  *          PyTorch's int8 is not run.
  * Each tessera row runs in a child process of this program (public API only: ts_bert_build,
  * ts_backward, ts_optimizer, ts_compile, ts_program_load, ts_program_run); its peak resident set
@@ -186,6 +189,7 @@ static void base_config(ts_bert_config *cfg, const opts *o, int bf16) {
 
 static char weights_path[1024], onnx_path[2][1024]; /* [0] batch 8, [1] batch 1 */
 static char qdq_path[2][1024], scales_path[1024];   /* the calibrated int8 model: QDQ files, scales */
+static char dyn_path[2][1024];                       /* ONNX Runtime's dynamic int8 form */
 
 enum { MAX_SCALES = 512 };
 static ts_quant_scale g_scales[MAX_SCALES];
@@ -333,6 +337,8 @@ static void export_child(const opts *o, int want_onnx) {
         int nsc = want_onnx ? read_scales() : 0;
         if (want_onnx && ts_onnx_export_qdq(g, p, 1, &out.last_hidden_state, g_scales, nsc, qdq_path[k]) != TS_OK)
             DIE("export: %s: %s", qdq_path[k], ts_last_error());
+        if (want_onnx && ts_onnx_export_dynamic_int8(g, p, 1, &out.last_hidden_state, dyn_path[k]) != TS_OK)
+            DIE("export: %s: %s", dyn_path[k], ts_last_error());
         ts_program_free(p);
         ts_graph_free(g);
     }
@@ -673,6 +679,8 @@ int main(int argc, char **argv) {
     snprintf(onnx_path[1], sizeof onnx_path[1], "%s/bench/bert-base-%dl-b1.onnx", TS_BUILD_DIR, o.layers);
     snprintf(qdq_path[0], sizeof qdq_path[0], "%s/bench/bert-base-%dl-b8-qdq.onnx", TS_BUILD_DIR, o.layers);
     snprintf(qdq_path[1], sizeof qdq_path[1], "%s/bench/bert-base-%dl-b1-qdq.onnx", TS_BUILD_DIR, o.layers);
+    snprintf(dyn_path[0], sizeof dyn_path[0], "%s/bench/bert-base-%dl-b8-dyn.onnx", TS_BUILD_DIR, o.layers);
+    snprintf(dyn_path[1], sizeof dyn_path[1], "%s/bench/bert-base-%dl-b1-dyn.onnx", TS_BUILD_DIR, o.layers);
     snprintf(scales_path, sizeof scales_path, "%s/bench/bert-base-%dl.scales", TS_BUILD_DIR, o.layers);
     int any_infer = 0;
     for (int i = 0; i < nrows; i++)
@@ -753,11 +761,10 @@ int main(int argc, char **argv) {
             r->ort_note = o.peers ? "not installed" : "not run";
         } else if (r->bf16) {
             r->ort_note = "f32 row";
-        } else if (r->int8 == 1) {
-            r->ort_note = "dynamic: see calibrated";
         } else {
             snprintf(steps_arg, sizeof steps_arg, "%d", r->warmup + r->runs);
-            exec_args e = {{"node", TS_SOURCE_DIR "/bench/bert_ort.js", (r->int8 ? qdq_path : onnx_path)[r->batch == 1],
+            exec_args e = {{"node", TS_SOURCE_DIR "/bench/bert_ort.js",
+                            (r->int8 == 2 ? qdq_path : r->int8 ? dyn_path : onnx_path)[r->batch == 1],
                             "--runs", steps_arg,
                             "--threads", threads, NULL},
                            0};
@@ -817,7 +824,8 @@ int main(int argc, char **argv) {
            "compile: tessera's build + compile (+ weights load for inference rows), seconds.\n"
            "PyTorch: %s; /usr/bin/python3 bench/bert_torch.py, OPENBLAS_CORETYPE/L2_SIZE unset,\n"
            "  OMP_WAIT_POLICY=passive, %d threads. ORT: %s, CPU EP, graph optimisation 'all', %d intra-op\n"
-           "  threads, on the ONNX model tessera exported (same weights; int8 calibrated: its QDQ export).\n",
+           "  threads, on the ONNX model tessera exported (same weights; int8 dynamic: in ORT's dynamic int8 form,\n"
+           "  DynamicQuantizeLinear + MatMulInteger; int8 calibrated: tessera's QDQ export).\n",
            pt_desc[0] ? pt_desc : "not run", o.threads, ort_desc[0] ? ort_desc : "not run", o.threads);
     if (!have_bf16)
         printf("bf16 (f32 kernels): no native bf16 matmul on this CPU; tessera multiplies the bf16 operands widened to\n"

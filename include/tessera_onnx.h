@@ -112,6 +112,15 @@ TS_API ts_status ts_onnx_export(const ts_graph *g, const ts_program *p, int nout
  * int8 matmul. */
 TS_API ts_status ts_onnx_export_qdq(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
                                     const ts_quant_scale *scales, int nscales, const char *path);
+/* ts_onnx_export with the matmuls that ts_compile's TS_QUANT_DYNAMIC would make int8 written in
+ * ONNX Runtime's dynamic int8 form, as its quantize_dynamic writes them (ORT fuses it into its
+ * int8 kernel): DynamicQuantizeLinear on the activations (uint8, with a zero point, per run),
+ * MatMulInteger by the weight quantized as ts_compile does (INT8 per output channel), Cast, and
+ * Mul by the two scales. The weights are tessera's; the activations are quantized ORT's way, not
+ * tessera's (int8 symmetric), so the results differ within the quantization error. For measuring
+ * ONNX Runtime's int8 beside tessera's (bench/bert.c); tessera imports the form in f32. */
+TS_API ts_status ts_onnx_export_dynamic_int8(const ts_graph *g, const ts_program *p, int noutputs,
+                                             const ts_value *outputs, const char *path);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,9 @@
  *    quantization error (so the comparison can tell int8 from f32);
  *  - imported back by tessera: both matmuls become matmul_i8dyn nodes (counted in the imported
  *    graph, not dequantized into f32), and the session's output is the int8 program's;
+ *  - exported in ONNX Runtime's dynamic int8 form (ts_onnx_export_dynamic_int8), ONNX Runtime's
+ *    output is within the quantization error of f32 and of tessera's dynamic int8 (the activations
+ *    are quantized differently: uint8 asymmetric there, int8 symmetric here);
  *  - errors: a scale of 0 or NaN in a QDQ model (patched into the exported file) fails the import
  *    naming the scale; the exporter refuses a scale <= 0 and a weight holding NaN, naming it.
  */
@@ -161,7 +164,18 @@ static void test_export_import_ort(void) {
         printf("ONNX Runtime on the QDQ export vs the int8 program: max rel diff %.3g (vs f32: %.3g)\n", d, df);
         CHECK(d < 1e-4, "ONNX Runtime vs tessera int8: %g", d);
     }
-    ts_tensor *tensors[] = {x, hf, yf, yq, yi, yo};
+    ts_tensor *yd = NULL, *yod = NULL;
+    ts_program *pd = compile(g, TS_QUANT_DYNAMIC, NULL, 0);
+    if (pd) yd = run(pd, x, "y");
+    if (pf) CHECK_OK(ts_onnx_export_dynamic_int8(g, pf, 1, &y, path_in("dyn.onnx")));
+    if (pf && (yod = run_ort(path_in("dyn.onnx"), x)) && yd && yf) {
+        double d = max_rel(yd, yod), df = max_rel(yf, yod);
+        printf("ONNX Runtime on the dynamic int8 export vs tessera dynamic int8: max rel diff %.3g (vs f32: %.3g)\n", d,
+               df);
+        CHECK(d < 0.05 && df < 0.05 && df > 1e-5, "ORT dynamic int8 vs tessera dynamic %g, vs f32 %g", d, df);
+    }
+    ts_program_free(pd);
+    ts_tensor *tensors[] = {x, hf, yf, yq, yi, yo, yd, yod};
     for (size_t i = 0; i < sizeof tensors / sizeof *tensors; i++) ts_tensor_free(tensors[i]);
     ts_program_free(pq);
     ts_program_free(pf);

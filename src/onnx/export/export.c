@@ -66,6 +66,7 @@ typedef struct exporter {
     const char **names; /* ONNX name of each value id, made on first use */
     const ts_quant_scale *scales; /* ts_onnx_export_qdq's activation scales, by weight name */
     int nscales;
+    int dynamic;        /* ts_onnx_export_dynamic_int8 */
     ts_status st;       /* the first error while emitting nodes */
 } exporter;
 
@@ -175,21 +176,24 @@ static const char *swap_last(exporter *e, int v) {
     return t;
 }
 
-/* The calibrated activation scale of matmul n when ts_onnx_export_qdq writes it in QDQ form, else 0
- * (the conditions of ts_compile's quantization pass, graph/passes/quantize.c, and a listed weight). */
+/* How matmul n is written: in QDQ form with its calibrated activation scale (> 0), in ONNX Runtime's
+ * dynamic int8 form (-1), or in f32 (0). The conditions of ts_compile's quantization pass
+ * (graph/passes/quantize.c), and for QDQ a listed weight. */
 static float qdq_scale(const exporter *e, const ts_node *n) {
-    if (n->op != TS_OP_MATMUL || !e->nscales) return 0.f;
+    if (n->op != TS_OP_MATMUL || (!e->nscales && !e->dynamic)) return 0.f;
     const ts_val *a = &e->g->vals[n->in[0]], *b = &e->g->vals[n->in[1]];
     if (a->dtype != TS_F32 || b->dtype != TS_F32 || n->attr.i[0] || n->attr.i[3]) return 0.f;
     if ((b->kind != TS_V_PARAM && b->kind != TS_V_CONST) || b->ndim != 2 || !b->name) return 0.f;
     if (n->nin > 2 && n->in[2] >= 0 && e->g->vals[n->in[2]].dtype != TS_F32) return 0.f;
+    if (e->dynamic) return -1.f;
     for (int i = 0; i < e->nscales; i++)
         if (e->scales[i].weight && !strcmp(e->scales[i].weight, b->name)) return e->scales[i].scale;
     return 0.f;
 }
 
-/* The int8 weight of a QDQ matmul: value v (a parameter, read from the program, or a constant). */
-static const char *qdq_weight(exporter *e, int v, int trans_b) {
+/* The int8 weight of a QDQ matmul (x NULL; its name returned), or y = the product x w in the
+ * dynamic form (y returned): w is value v (a parameter, read from the program, or a constant). */
+static const char *qdq_weight(exporter *e, int v, int trans_b, const char *x, const char *y) {
     const ts_val *val = &e->g->vals[v];
     ts_tensor *t = NULL;
     const float *w = val->kind == TS_V_CONST ? ((const ts_tensor *)val->data)->data : NULL;
@@ -203,7 +207,9 @@ static const char *qdq_weight(exporter *e, int v, int trans_b) {
     }
     int64_t K = val->shape[trans_b ? 1 : 0], N = val->shape[trans_b ? 0 : 1];
     const char *out = NULL;
-    ts_status s = ts_ox_qdq_weight(&e->b, val->name, w, K, N, trans_b, &out);
+    ts_status s = x ? ts_ox_dyn_matmul(&e->b, x, val->name, w, K, N, trans_b, y)
+                    : ts_ox_qdq_weight(&e->b, val->name, w, K, N, trans_b, &out);
+    if (x && !s) out = y;
     if (s && !e->st) e->st = s;
     ts_tensor_free(t);
     return out;
@@ -216,12 +222,12 @@ static void emit_matmul(exporter *e, const ts_node *n, const char *y) {
     int f32_out = n->attr.i[3] != 0; /* bf16 operands, f32 product: MatMul in f32 on widened operands */
     const char *out = y;
     if (act) y = tmp(e);
-    const char *a, *b;
+    const char *a = NULL, *b = NULL;
     if (sa > 0.f) {
         a = ts_ox_qdq_act(&e->b, vname(e, n->in[0]), sa);
-        b = qdq_weight(e, n->in[1], n->attr.i[1] != 0);
+        b = qdq_weight(e, n->in[1], n->attr.i[1] != 0, NULL, NULL);
         if (!a || !b) return;
-    } else {
+    } else if (sa == 0.f) {
         a = n->attr.i[0] ? swap_last(e, n->in[0]) : vname(e, n->in[0]);
         b = n->attr.i[1] ? swap_last(e, n->in[1]) : vname(e, n->in[1]);
     }
@@ -232,7 +238,8 @@ static void emit_matmul(exporter *e, const ts_node *n, const char *y) {
         a = wa, b = wb;
     }
     const char *prod = alpha != 1.f || has_bias ? tmp(e) : y;
-    ts_ox_node2(&e->b, "MatMul", a, b, prod);
+    if (sa < 0.f && !qdq_weight(e, n->in[1], n->attr.i[1] != 0, vname(e, n->in[0]), prod)) return;
+    if (sa >= 0.f) ts_ox_node2(&e->b, "MatMul", a, b, prod);
     if (alpha != 1.f) {
         const char *scaled = has_bias ? tmp(e) : y;
         ts_ox_node2(&e->b, "Mul", prod, ts_ox_const_f32(&e->b, alpha), scaled);
@@ -423,7 +430,7 @@ static ts_status select_nodes(const exporter *e, int noutputs, const ts_value *o
         const ts_node *n = &g->nodes[i];
         for (int k = 0; k < n->nout && !need_node[i]; k++) need_node[i] = need_val[n->out[k]] != 0;
         if (!need_node[i]) continue;
-        int qdq = qdq_scale(e, n) > 0.f;
+        int qdq = qdq_scale(e, n) != 0.f;
         for (int k = 0; k < n->nin; k++)
             if (n->in[k] >= 0) need_val[n->in[k]] |= qdq && k == 1 ? NEED_INT8 : NEED_F32;
     }
@@ -478,7 +485,7 @@ static ts_status add_leaves(exporter *e, const ts_program *p, const char *need_v
 }
 
 static ts_status export_model(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
-                              const ts_quant_scale *scales, int nscales, const char *path) {
+                              const ts_quant_scale *scales, int nscales, int dynamic, const char *path) {
     if (!g || !p || !path || !outputs || noutputs <= 0)
         return ts_err(TS_ERR_ARG, "ts_onnx_export: %s", !g ? "graph is NULL" : !p ? "program is NULL"
                       : !path ? "path is NULL" : "no outputs given");
@@ -496,7 +503,7 @@ static ts_status export_model(const ts_graph *g, const ts_program *p, int noutpu
     }
     char *need_val = calloc((size_t)g->nvals + 1, 1), *need_node = calloc((size_t)g->nnodes + 1, 1);
     exporter e = {.g = g, .p = p, .names = calloc((size_t)g->nvals + 1, sizeof(char *)), .scales = scales,
-                  .nscales = nscales};
+                  .nscales = nscales, .dynamic = dynamic};
     ts_ox_init(&e.b, g);
     ts_status s = TS_OK;
     if (!need_val || !need_node || !e.names) {
@@ -523,7 +530,7 @@ done:
 
 ts_status ts_onnx_export(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
                          const char *path) {
-    return export_model(g, p, noutputs, outputs, NULL, 0, path);
+    return export_model(g, p, noutputs, outputs, NULL, 0, 0, path);
 }
 
 ts_status ts_onnx_export_qdq(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
@@ -534,5 +541,10 @@ ts_status ts_onnx_export_qdq(const ts_graph *g, const ts_program *p, int noutput
         if (!scales[i].weight || !(scales[i].scale > 0.f) || !isfinite(scales[i].scale))
             return ts_err(TS_ERR_ARG, "ts_onnx_export_qdq: scale %d (weight '%s') is %g: a scale must be a finite "
                           "number above 0", i, scales[i].weight ? scales[i].weight : "(null)", scales[i].scale);
-    return export_model(g, p, noutputs, outputs, scales, nscales, path);
+    return export_model(g, p, noutputs, outputs, scales, nscales, 0, path);
+}
+
+ts_status ts_onnx_export_dynamic_int8(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
+                                      const char *path) {
+    return export_model(g, p, noutputs, outputs, NULL, 0, 1, path);
 }

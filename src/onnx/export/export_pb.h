@@ -71,6 +71,9 @@ const char *ts_ox_const_i64s(ts_ox *b, int n, const int64_t *v);
 const char *ts_ox_qdq_act(ts_ox *b, const char *x, float sa);
 ts_status ts_ox_qdq_weight(ts_ox *b, const char *wname, const float *w, int64_t K, int64_t N, int trans_b,
                            const char **out);
+/* ts_ox_dyn_matmul: y = the product x w in ONNX Runtime's dynamic int8 form (export_qdq.c). */
+ts_status ts_ox_dyn_matmul(ts_ox *b, const char *x, const char *wname, const float *w, int64_t K, int64_t N,
+                           int trans_b, const char *y);
 
 /* A graph input or output of this dtype and static shape. */
 void ts_ox_input(ts_ox *b, const char *name, ts_dtype dtype, int ndim, const int64_t *shape);
