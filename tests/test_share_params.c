@@ -4,7 +4,9 @@
  * set_param through either is seen by the other (read back, and in its next run's output: the
  * prepacked weight copies are remade); the shared bytes leave dst's memory report; freeing in
  * either order leaves the other working (the buffers are refcounted: run under ASan too); and
- * the refusals (the same program, a training program, dst already sharing, NULL).
+ * the refusals (the same program, a training program, dst already sharing, NULL). The first two
+ * cases run again with the programs int8 (TS_QUANT_DYNAMIC), whose quantized weight copies are
+ * shared the same way (backend/cpu/matmul_int8.c) and must be remade after a write through either.
  */
 #include "test_util.h"
 
@@ -26,11 +28,17 @@ static ts_graph *model(int B, int with_sgd) {
     return g;
 }
 
+static int g_quantize; /* the programs' ts_compile_opts.quantize */
+
 static ts_program *compile_model(int B, uint64_t seed) {
     ts_graph *g = model(B, 0);
     ts_graph_set_seed(g, seed);
-    ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y"), .inference = 1});
+    ts_program *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), TU_FETCHES("y"),
+                                                     .inference = 1, .quantize = g_quantize});
     CHECK(p != NULL, "compile: %s", ts_last_error());
+    ts_memory m = {0};
+    if (p) CHECK_OK(ts_program_memory(p, &m));
+    CHECK(m.quantized == (g_quantize ? 1 : 0), "%d int8 matmuls (quantize %d)", m.quantized, g_quantize);
     ts_graph_free(g);
     return p;
 }
@@ -93,6 +101,12 @@ out:
 
 static void test_free_src_first(void) { test_share_and_write(1); }
 static void test_free_dst_first(void) { test_share_and_write(0); }
+static void test_int8(void) {
+    g_quantize = TS_QUANT_DYNAMIC;
+    test_share_and_write(1);
+    test_share_and_write(0);
+    g_quantize = TS_QUANT_NONE;
+}
 
 /* Three programs on one share: a write through the third is seen in the first's run. */
 static void test_three(void) {
@@ -135,6 +149,7 @@ int main(int argc, char **argv) {
     tu_args(argc, argv);
     RUN(test_free_src_first);
     RUN(test_free_dst_first);
+    RUN(test_int8);
     RUN(test_three);
     RUN(test_refusals);
     return tu_finish("test_share_params");

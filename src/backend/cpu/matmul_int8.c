@@ -21,11 +21,14 @@
  *  - scratchpad mode USER: the scratchpad, the quantized activations qa [R, K] s8 and scale [N]
  *    live in the runtime's workspace (kargs->scratch), in that order, 64-byte aligned.
  * Weights: quantized per output channel (ts_quant_weights_s8, the op's own code, so the two
- * kernels quantize bit-identically) into a plain s8 copy, reordered into the node's own buffer in
- * oneDNN's layout, on the first run and again on the first run after a weight was written
- * (ts_plan.param_gen moved: ts_weight_stamp); sw [N] kept beside it. Without param_gen (weights
- * that could change during a run) they are quantized on every run. The kept bytes (the packed
- * weights and sw) count in ts_memory.weight_copies.
+ * kernels quantize bit-identically) into a plain s8 copy, reordered into a buffer in oneDNN's
+ * layout, on the first run and again on the first run after a weight was written
+ * (ts_plan.param_gen moved: ts_weight_stamp); sw [N] kept beside it. The quantized copy is shared
+ * by the int8 matmuls that read the same weight buffer the same way (i8_copy, as matmul_dnnl.c's
+ * packed_copy): programs that share their parameters (ts_program_share_params: tessera serve's
+ * programs per batch size and sequence bucket) hold one copy, not one each. Without param_gen
+ * (weights that could change during a run) a node has a copy of its own, quantized on every run.
+ * The kept bytes (the packed weights and sw) count in ts_memory.weight_copies, per node.
  * Activations: one sweep for max |a| (sa), one that quantizes a into qa (ops/matmul_int8.c,
  * vectorised for the CPU it runs on, chunks shared by the threads); with a fixed scale (the
  * attribute a_scale > 0: static quantization) only the second. scale[n] is still written every
@@ -41,6 +44,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
+#include <pthread.h>
 
 enum { Q_SRC, Q_WEI, Q_SCALES, Q_BIAS, Q_DST, Q_SCRATCH, Q_NARG };
 
@@ -55,12 +59,63 @@ typedef struct i8_state {
     float alpha;
     float a_scale;       /* > 0: the activations' fixed scale (static quantization); 0: per run */
     size_t scratch_bytes, qa_off, scale_off, total_bytes;
-    void *packed;        /* the weights in oneDNN's layout (owned) */
+    dnnl_memory_desc_t wmd; /* the weights' layout, oneDNN's choice */
     size_t packed_bytes;
-    float *sw;           /* [N] the weights' per-channel scales (owned) */
+    struct i8_copy *copy;   /* the quantized weights, taken on the first run */
     int fixed;           /* the plan has param_gen: weights change only between runs */
-    ts_weight_stamp stamp;
 } i8_state;
+
+/* The int8 weights of one f32 weight buffer (src; NULL: a node's own, unlisted) read with trans_b
+ * into layout md: packed [bytes], sw [N]; shared by the nodes that read it so (refs), listed while
+ * any holds it; stamp: the param_gen it was quantized at. */
+typedef struct i8_copy {
+    const void *src;
+    int trans_b;
+    dnnl_memory_desc_t md;
+    void *packed;
+    float *sw;
+    ts_weight_stamp stamp;
+    int refs;
+    struct i8_copy *next;
+} i8_copy;
+static i8_copy *g_copies;
+static pthread_mutex_t g_copies_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The copy of src for s (a new one, stale, when none is listed); NULL out of memory. */
+static i8_copy *copy_get(const void *src, const i8_state *s) {
+    pthread_mutex_lock(&g_copies_mu);
+    i8_copy *c = g_copies;
+    while (src && c && !(c->src == src && c->trans_b == s->trans_b && dnnl_memory_desc_equal(&c->md, &s->wmd)))
+        c = c->next;
+    if (src && c) {
+        c->refs++;
+    } else if ((c = calloc(1, sizeof *c)) && (c->packed = ts_alloc(s->packed_bytes, 0)) &&
+               (c->sw = malloc(sizeof(float) * (size_t)(s->N ? s->N : 1)))) {
+        c->src = src, c->trans_b = s->trans_b, c->md = s->wmd, c->refs = 1;
+        if (src) c->next = g_copies, g_copies = c;
+    } else {
+        if (c) ts_free(c->packed), free(c);
+        c = NULL;
+    }
+    pthread_mutex_unlock(&g_copies_mu);
+    return c;
+}
+
+static void copy_release(i8_copy *c) {
+    if (!c) return;
+    pthread_mutex_lock(&g_copies_mu);
+    if (--c->refs == 0) {
+        if (c->src) {
+            i8_copy **at = &g_copies;
+            while (*at != c) at = &(*at)->next;
+            *at = c->next;
+        }
+        ts_free(c->packed);
+        free(c->sw);
+        free(c);
+    }
+    pthread_mutex_unlock(&g_copies_mu);
+}
 
 static void i8_release(void *state) {
     i8_state *s = state;
@@ -70,8 +125,7 @@ static void i8_release(void *state) {
     if (s->wuser) dnnl_memory_destroy(s->wuser);
     if (s->prim) dnnl_primitive_destroy(s->prim);
     if (s->reorder) dnnl_primitive_destroy(s->reorder);
-    ts_free(s->packed);
-    free(s->sw);
+    copy_release(s->copy);
     free(s);
 }
 
@@ -127,9 +181,7 @@ static dnnl_status_t build(dnnl_engine_t engine, dnnl_primitive_desc_t pd, int h
     if (st != dnnl_success) s->wuser = NULL;
     if (st != dnnl_success) return st;
     s->packed_bytes = dnnl_memory_desc_get_size(chosen);
-    s->packed = ts_alloc(s->packed_bytes, 0);
-    s->sw = malloc(sizeof(float) * (size_t)s->N);
-    if (!s->packed || !s->sw) return dnnl_out_of_memory;
+    s->wmd = *chosen;
     s->scratch_bytes = scratch_md ? dnnl_memory_desc_get_size(scratch_md) : 0;
     dnnl_memory_desc_t md_c, md_a, md_o;
     dnnl_dims_t cd = {1, s->N}, ad = {s->R, s->K}, od = {s->R, s->N};
@@ -147,7 +199,6 @@ static dnnl_status_t build(dnnl_engine_t engine, dnnl_primitive_desc_t pd, int h
         if (st != dnnl_success) s->mem[i] = NULL;
         else s->args[s->nargs++] = (dnnl_exec_arg_t){kinds[i], s->mem[i]};
     }
-    if (st == dnnl_success) st = dnnl_memory_set_data_handle(s->mem[Q_WEI], s->packed);
     return st;
 }
 
@@ -185,11 +236,12 @@ static ts_status i8_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_node 
     return TS_OK;
 }
 
-/* Quantize the weights (w: the f32 parameter's bytes) into s->sw and the packed buffer. */
+/* Quantize the weights (w: the f32 parameter's bytes) into the copy's sw and packed buffer (which
+ * s->mem[Q_WEI] points at). */
 static ts_status requantize(i8_state *s, const float *w, dnnl_stream_t stream) {
     int8_t *qw = malloc((size_t)(s->K * s->N));
     if (!qw) return ts_err(TS_ERR_NOMEM, "op matmul_i8dyn: out of memory quantizing the weights");
-    ts_status ts = ts_quant_weights_s8(w, s->K, s->N, s->trans_b, qw, s->sw);
+    ts_status ts = ts_quant_weights_s8(w, s->K, s->N, s->trans_b, qw, s->copy->sw);
     dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->wuser}, {DNNL_ARG_TO, s->mem[Q_WEI]}};
     dnnl_status_t st = ts == TS_OK ? dnnl_memory_set_data_handle(s->wuser, qw) : dnnl_success;
     if (ts == TS_OK && st == dnnl_success) st = dnnl_primitive_execute(s->reorder, stream, 2, ra);
@@ -208,17 +260,24 @@ static ts_status i8_run(const ts_kargs *k) {
         return ts_err(TS_ERR_RUNTIME, "op matmul_i8dyn: the workspace has %zu bytes, the kernel needs %zu",
                       k->scratch_bytes, s->total_bytes);
     dnnl_stream_t stream = ((ts_cpu_dev *)k->device)->dnnl_stream;
-    if (!s->fixed || ts_weight_stale(&s->stamp, k->param_gen)) {
+    if (!s->copy) {
+        if (!(s->copy = copy_get(s->fixed ? k->in[1] : NULL, s)))
+            return ts_err(TS_ERR_NOMEM, "op matmul_i8dyn: out of memory for the int8 weights");
+        dnnl_status_t st = dnnl_memory_set_data_handle(s->mem[Q_WEI], s->copy->packed);
+        if (st != dnnl_success)
+            return ts_err(TS_ERR_RUNTIME, "op matmul_i8dyn: oneDNN set_data_handle: %s", dnnl_status2str(st));
+    }
+    if (!s->fixed || ts_weight_stale(&s->copy->stamp, k->param_gen)) {
         ts_status ts = requantize(s, k->in[1], stream);
         if (ts != TS_OK) return ts;
-        ts_weight_made(&s->stamp, k->param_gen);
+        ts_weight_made(&s->copy->stamp, k->param_gen);
     }
     int8_t *qa = (int8_t *)((char *)k->scratch + s->qa_off);
     float *scale = (float *)((char *)k->scratch + s->scale_off);
     float sa, ia;
     ts_quant_act_scale(k->in[0], s->R * s->K, s->a_scale, &sa, &ia);
     ts_quant_s8(k->in[0], s->R * s->K, ia, qa);
-    for (int64_t n = 0; n < s->N; n++) scale[n] = (s->alpha * sa) * s->sw[n];
+    for (int64_t n = 0; n < s->N; n++) scale[n] = (s->alpha * sa) * s->copy->sw[n];
     void *ptr[Q_NARG] = {qa, NULL, scale, k->node->nin > 2 ? k->in[2] : NULL, k->out[0], k->scratch};
     for (int i = 0; i < Q_NARG; i++) {
         if (!s->mem[i] || i == Q_WEI) continue;
