@@ -7,8 +7,9 @@
  *    bulk (above 3 sigma);
  *  - the observing program computes what the float program does (bitwise), and minmax over two
  *    runs gives max|x| / 127 of both batches for the one weight;
- *  - a small BERT classifier: one scale per weight matmul (Q, K, V sharing theirs), and the
- *    static int8 program's logits stay close to f32;
+ *  - a small BERT classifier: one scale per weight matmul (Q, K, V sharing theirs), the
+ *    observing program's logits are the float program's (bitwise), and the static int8
+ *    program's logits stay close to f32;
  *  - bad use: a quantized or training program, an unknown method, scales before a run, and a
  *    non-finite activation name what is wrong.
  */
@@ -196,6 +197,14 @@ static void test_bert(void) {
         for (int j = 0; j < 3; j++) CHECK_OK(ts_program_feed(p[q], names[j], in[j]));
         CHECK_OK(ts_program_run(p[q]));
         logits[q] = TU_FETCH(p[q], "logits");
+    }
+    if (logits[0] && c) { /* the observing program computes what the float program does */
+        for (int j = 0; j < 3; j++) CHECK_OK(ts_program_feed(ts_calib_program(c), names[j], in[j]));
+        CHECK_OK(ts_program_run(ts_calib_program(c)));
+        ts_tensor *lc = TU_FETCH(ts_calib_program(c), "logits");
+        CHECK(lc && !memcmp(ts_tensor_data(lc), ts_tensor_data(logits[0]), sizeof(float) * BB * 3),
+              "the observing program's logits differ from the float program's");
+        ts_tensor_free(lc);
     }
     if (logits[0] && logits[1]) {
         const float *a = tu_f32(logits[0]), *b = tu_f32(logits[1]);

@@ -9,6 +9,8 @@
  *    with --max-drop 0 when int8 lost accuracy on the data; skipped when it lost none);
  *  - --calib (static int8) with each method: the copy's config records the mode, the method and a
  *    scale per weight matmul; `tessera eval` of it gives the int8 accuracy quantize printed;
+ *  - a QA model calibrated on a SQuAD file: EM / F1 float and int8 printed, eval of the copy
+ *    gives the int8 F1, and a classifier's .tsv as its calibration set is refused;
  *  - bad calibration input: an empty set, a file of another task (QA JSON lines for a
  *    classifier), --samples 0, an unknown --method, --dynamic with --calib: errors naming them,
  *    nothing written.
@@ -114,6 +116,33 @@ static void test_calib_bad_input(void) {
     CHECK(!exists("x/config.json"), "a refused copy was written");
 }
 
+/* A QA model (fine-tuned briefly: the figures need not be good, only the same through eval). */
+static void test_calibrated_qa(void) {
+    write_str("qa.json", "{\"version\": \"1.1\", \"data\": [{\"title\": \"t\", \"paragraphs\": [{\"context\": \"the cat "
+                         "runs in paris and the dog sleeps in rome.\", \"qas\": [{\"id\": \"1\", \"question\": \"where "
+                         "does the cat run?\", \"answers\": [{\"text\": \"paris\", \"answer_start\": 16}]}, {\"id\": "
+                         "\"2\", \"question\": \"where does the dog sleep?\", \"answers\": [{\"text\": \"rome\", "
+                         "\"answer_start\": 44}]}]}]}]}\n");
+    int rc = tessera(NULL, "finetune --task qa --model pre --train qa.json --out ftqa --max-len 32 --batch 2 --epochs 3 "
+                           "--threads 1");
+    CHECK_RAN(rc, 0);
+    rc = tessera(NULL, "quantize --model ftqa --calib qa.json --out ftqa8 --eval qa.json --batch 2 --threads 1");
+    CHECK_RAN(rc, 0);
+    printf("  %s", out_text);
+    CHECK(strstr(out_text, "calibrated on 2 windows") && strstr(out_text, "F1 float "), "%s", out_text);
+    const char *at = strstr(out_text, "F1 float ");
+    at = at ? strstr(at, "int8 ") : NULL;
+    double f1_q = at ? atof(at + 5) : -1;
+    rc = tessera(NULL, "eval --model ftqa8 --data qa.json --batch 2 --threads 1");
+    CHECK_RAN(rc, 0);
+    double f1_e = printed_number("F1 ");
+    CHECK(f1_q >= 0 && fabs(f1_e - f1_q) < 1e-6, "eval of the int8 QA copy: F1 %.2f, quantize's int8 F1 %.2f", f1_e,
+          f1_q);
+    rc = tessera(NULL, "quantize --model ftqa --calib data.tsv --out x");
+    CHECK_FAILS(rc, "data.tsv");
+    CHECK(!exists("x/config.json"), "a refused copy was written");
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     int rc = cli_setup("ts_cli_quant");
@@ -122,6 +151,7 @@ int main(int argc, char **argv) {
     RUN(test_bad_input);
     RUN(test_calibrated);
     RUN(test_calib_bad_input);
+    RUN(test_calibrated_qa);
     cli_cleanup("test_cli_quant");
     return tu_finish("test_cli_quant");
 }
