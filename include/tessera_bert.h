@@ -244,6 +244,20 @@ TS_API ts_status ts_model_save_dir(const char *dir, const ts_program *p, const t
 /* Read DIR/config.json into cfg and meta (free with ts_model_meta_free) and load DIR/vocab.txt
  * with the model's case and truncation. NULL on failure, the message naming the file. */
 TS_API ts_tokenizer *ts_model_load_dir(const char *dir, ts_bert_config *cfg, ts_model_meta *meta);
+/* The "quantization" record of DIR/config.json (src/train/quant_record.c), written by tessera
+ * quantize: mode TS_QUANT_DYNAMIC, or TS_QUANT_STATIC with the calibrated activation scales by
+ * weight name (for ts_compile_opts.quant_scales), or TS_QUANT_NONE when the config has no record
+ * (or there is no config). Free with ts_quant_record_free. */
+typedef struct ts_quant_record {
+    int mode;
+    ts_quant_scale *scales;
+    int nscales;
+} ts_quant_record;
+/* TS_OK (a record read, or none); TS_ERR_ARG naming the file for a record that cannot be used (an
+ * unknown mode, a static one without scales or with a scale that is not a finite number above 0);
+ * TS_ERR_IO when the config cannot be read. */
+TS_API ts_status ts_quant_record_load(const char *dir, ts_quant_record *r);
+TS_API void ts_quant_record_free(ts_quant_record *r);
 /* mkdir -p DIR. */
 TS_API ts_status ts_make_dirs(const char *dir);
 /* Make DIR and lock it for this process (an flock on DIR/.tessera.lock holding the pid, kept until
