@@ -214,7 +214,9 @@ typedef struct ts_compile_opts {
                                        after a weight is written, and int8 activations quantized
                                        per tensor on every run (sa = max|a| / 127), summed in
                                        int32, scaled back to f32. Matmuls of two activations
-                                       (attention) stay f32. TS_QUANT_NONE (0): f32 as built */
+                                       (attention) stay f32. Convolutions (conv2d) by a fixed
+                                       weight alike: int8 per output channel and per tensor
+                                       (conv2d_i8). TS_QUANT_NONE (0): f32 as built */
 } ts_compile_opts;
 
 /* ts_compile_opts.quantize */
@@ -298,8 +300,8 @@ typedef struct ts_memory {
                                runs (a program without optimizer updates): casts of weights to a
                                compute dtype (autocast's bf16 weights) and the CPU backend's
                                prepacked matmul weights (backend/cpu/matmul_dnnl.c) */
-    int quantized;          /* matmuls made int8 by ts_compile_opts.quantize (their quantized,
-                               prepacked weights count in weight_copies) */
+    int quantized;          /* matmuls and convolutions made int8 by ts_compile_opts.quantize
+                               (their quantized, prepacked weights count in weight_copies) */
 } ts_memory;
 TS_API ts_status ts_program_memory(const ts_program *p, ts_memory *m);
 /* Where p's nodes run, one line: "opencl:0 runs all 412 nodes", or, with a CPU fallback for

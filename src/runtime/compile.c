@@ -150,7 +150,8 @@ static void run_passes(build *b) {
     ts_pass_dce(g, b->alive, b->pinned, !o->inference);
     b->fused = o->no_fusion || b->spec ? 0 : ts_pass_fuse(g, b->alive, b->pinned, device_accepts, b->dev);
     if (b->fused) ts_pass_dce(g, b->alive, b->pinned, !o->inference);
-    if (o->quantize && o->inference) b->p->mem.quantized = ts_pass_quantize(g, b->alive);
+    if (o->quantize && o->inference)
+        b->p->mem.quantized = ts_pass_quantize(g, b->alive) + ts_pass_quantize_conv(g, b->alive);
     if (b->spec) /* sent values are kept to their phase's end (choose_storage), not the step's */
         for (int v = 0; v < b->nv; v++)
             if (b->spec->sent[v]) b->pinned[v] = 0;

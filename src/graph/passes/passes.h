@@ -22,5 +22,11 @@ int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_acc
  * (parameter or constant) becomes a matmul_i8dyn, keeping its bias and fused activation. Returns
  * the number of nodes rewritten (none removed). For inference programs only (no gradient). */
 int ts_pass_quantize(ts_graph *g, const uint8_t *alive);
+/* The same for convolutions (quantize_conv.c): every alive f32 conv2d whose weight is a parameter
+ * or a constant (or a reshape of one) becomes a conv2d_i8 (dynamic: a_scale 0), keeping its
+ * geometry, bias and fused epilogue. Returns the number of nodes rewritten. ts_quantizable_conv:
+ * 1 when node n is such a conv2d (the calibration asks it of each node). */
+int ts_pass_quantize_conv(ts_graph *g, const uint8_t *alive);
+int ts_quantizable_conv(const ts_graph *g, const ts_node *n);
 
 #endif
