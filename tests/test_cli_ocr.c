@@ -9,6 +9,8 @@
  *  - the English lines at 24 px turned 180 degrees: the direction classifier turns each line back,
  *    and the lines come bottom line first;
  *  - every box inside the image, each line's box below the one before, confidences in (0.5, 1];
+ *  - English at 24 px and Chinese at 32 px with --int8 (int8 convolutions and matmuls): the same
+ *    lines, exact;
  *  - an image without text gives no lines (and "[]" with --json), exit 0;
  *  - bad input is refused with exit 2 and a message naming what is wrong: no image, a missing
  *    file, a text file, a truncated PNG, a models directory without the models, --lang fr,
@@ -310,6 +312,14 @@ static int find_renderer(void) {
     return 1;
 }
 
+/* --int8 (the models' convolutions and weight matmuls in int8, dynamic quantization) reads the
+ * same lines as f32 reads above: every one exact. */
+static void test_int8(void) {
+    if (every_size && draw("i8_en.png", 24, EN, NLINES, 0))
+        read_back("English, 24 px, --int8", "i8_en.png", "--int8", EN, NLINES, 0);
+    if (draw("i8_ch.png", 32, CH, NLINES, 0)) read_back("Chinese, 32 px, --int8", "i8_ch.png", "--int8", CH, NLINES, 0);
+}
+
 /* The same pictures read on the OpenCL plugin (strict: every op of the three models on the
  * device) give the same text as on the CPU (plugins/ beside ./tessera; no OpenCL device: not run). */
 static void test_opencl(void) {
@@ -347,6 +357,7 @@ int main(int argc, char **argv) {
     RUN(test_upside_down);
     RUN(test_no_text);
     RUN(test_bad_input);
+    RUN(test_int8);
     RUN(test_opencl);
     cli_cleanup("test_cli_ocr");
     return tu_finish("test_cli_ocr");
