@@ -6,9 +6,14 @@
  *   x [N, C, H, W] f32, w [O, C/G, KH, KW] f32, bias [O] optional, y [N, O, OH, OW] f32
  *
  * prepare() (at compile time) builds one primitive per node:
- *  - src s8 and dst f32 with format "any": oneDNN's jit int8 kernels want channels last (nhwc;
- *    blocked for depthwise); weights s8 "any" (its blocked layout, with the s8 x s8 compensation
- *    appended, made by the reorder, as in backend/cpu/matmul_int8.c);
+ *  - src s8 and dst f32 with format "any": oneDNN's int8 kernels choose channels last (nhwc),
+ *    depthwise ones too; weights s8 "any" (its blocked layout, with the s8 x s8 compensation
+ *    appended, made by the reorder, as in backend/cpu/matmul_int8.c). DNNL_VERBOSE=1 on this
+ *    machine's AVX-512 VNNI CPU (tests/test_quant_conv.c's cases, the PP-OCRv4 detector): dense,
+ *    strided, dilated and depthwise convolutions run jit_int8:avx512_core_vnni, 1 x 1 ones
+ *    brgconv_1x1:avx512_core_vnni, wider ones brgconv:avx512_core_vnni; a grouped convolution of
+ *    a few channels per group gemm_s8s8s32:jit. A dst forced to NCHW leaves only the reference
+ *    implementation (16x slower on the detector), hence the reorder back;
  *  - the scales as post-op 0, a binary multiply by scale [1, O, 1, 1] (scale[o] = sa sw[o],
  *    written every run: a dynamic sa changes every run), the bias as post-op 1, a binary add, then
  *    conv2d's epilogue as eltwise post-ops (relu or leaky relu, clip). Binary post-ops rather than
@@ -20,8 +25,10 @@
  *  - scratchpad mode USER for the primitive; the workspace (kargs->scratch) holds, 64-byte aligned
  *    and in this order: the scratchpad, qx [N, C, H, W] s8, qx in the primitive's layout, the f32
  *    output in the primitive's layout, scale [O].
- * s8 rather than u8 activations: symmetric, no zero point (oneDNN's VNNI kernel adds 128 to s8
- * activations and subtracts the weights' compensation, made once by the reorder).
+ * s8 rather than u8 activations: symmetric, no zero point; oneDNN 2.6's x86 int8 convolutions take
+ * s8 src on their jit paths above (the VNNI instruction multiplies u8 x s8: the kernel adds 128 to
+ * the activations and subtracts the weights' compensation, made once by the reorder), so no shift
+ * to u8 is needed.
  * Weights: quantized per output channel (ts_quant_weights_s8 on w seen as [O, C/G KH KW], the
  * op's own code, so the two kernels quantize bit-identically) into a plain s8 copy, reordered
  * into the node's own buffer in oneDNN's layout on the first run and again on the first run
