@@ -12,8 +12,8 @@
  *    machine's AVX-512 VNNI CPU (tests/test_quant_conv.c's cases, the PP-OCRv4 detector): dense,
  *    strided, dilated and depthwise convolutions run jit_int8:avx512_core_vnni, 1 x 1 ones
  *    brgconv_1x1:avx512_core_vnni, wider ones brgconv:avx512_core_vnni; a grouped convolution of
- *    a few channels per group gemm_s8s8s32:jit. A dst forced to NCHW leaves only the reference
- *    implementation (16x slower on the detector), hence the reorder back;
+ *    a few channels per group gemm_s8s8s32:jit. A dst forced to NCHW (tried) ran the detector
+ *    16x slower, hence the reorder back;
  *  - the scales as post-op 0, a binary multiply by scale [1, O, 1, 1] (scale[o] = sa sw[o],
  *    written every run: a dynamic sa changes every run), the bias as post-op 1, a binary add, then
  *    conv2d's epilogue as eltwise post-ops (relu or leaky relu, clip). Binary post-ops rather than
