@@ -38,9 +38,10 @@ int cli_predict(int argc, char **argv);
 /* tessera run --model DIR --inputs IN.safetensors --outputs OUT.safetensors [--device cpu]
  *             [--dtype f32|bf16] [--threads N] [--init-random SEED] [--repeat N] */
 int cli_run(int argc, char **argv);
-/* tessera run --model MODEL.onnx ...: run's ONNX path (cli/run_onnx.c). */
+/* tessera run --model MODEL.onnx ...: run's ONNX path (cli/run_onnx.c); quantize is
+ * ts_compile_opts.quantize (--int8). */
 int cli_run_onnx(const char *model, const char *inputs, const char *outputs, const char *device, int threads,
-                    int repeat, double memory_gib);
+                    int repeat, double memory_gib, int quantize);
 /* tessera onnx-ops: the ONNX importer's op table as markdown (cli/onnx_ops.c). */
 int cli_onnx_ops(int argc, char **argv);
 /* tessera ocr IMAGE [--lang ch|en] [--json] [--threads N] [--models DIR] (cli/ocr.c) */

@@ -2,7 +2,7 @@
  * ocr.c — `tessera ocr`: the lines of text in a PNG or JPEG image, read with PaddleOCR's PP-OCRv4
  * models (ts_ocr_new / ts_ocr_run, src/ocr/).
  *
- *   tessera ocr IMAGE [--lang ch|en] [--json] [--threads N] [--models DIR] [--no-cls] [--time]
+ *   tessera ocr IMAGE [--lang ch|en] [--json] [--threads N] [--models DIR] [--no-cls] [--time] [--int8]
  *
  * Prints one line per line of text, in reading order:
  *   x0,y0 x1,y1 x2,y2 x3,y3<TAB>confidence<TAB>text
@@ -28,6 +28,7 @@
 
 static const char *USAGE =
     "usage: tessera ocr IMAGE [--lang ch|en] [--json] [--threads N] [--models DIR] [--no-cls] [--time]\n"
+    "                  [--int8]\n"
     "  Reads the lines of text in a PNG or JPEG image with PaddleOCR's PP-OCRv4 models (text\n"
     "  detection, a 0/180-degree direction classifier, recognition) and prints one line each, top\n"
     "  to bottom: its box (4 corners x,y from top-left, clockwise, in pixels), confidence, text,\n"
@@ -44,6 +45,8 @@ static const char *USAGE =
     "                  " TS_DATA_DIR "/ocr, fetched by scripts/install-deps.sh).\n"
     "  --no-cls        skip the direction classifier (every line taken as upright).\n"
     "  --time          print the time taken on stderr.\n"
+    "  --int8          run the models' convolutions and weight matmuls in int8 (dynamic\n"
+    "                  quantization: weights per output channel, activations per tensor and run).\n"
     "  --devices D     run the models on device D (default cpu; e.g. opencl:0).\n"
     "Exit codes: 0 done (also when there is no text), 1 failed while running, 2 bad flags or files.\n";
 
@@ -74,7 +77,7 @@ static const char *default_models(char *buf, size_t cap) {
 int cli_ocr(int argc, char **argv) {
     char models_buf[4096];
     const char *image = NULL, *lang = "ch", *models = default_models(models_buf, sizeof models_buf), *v, *device = NULL;
-    int json = 0, threads = 0, no_cls = 0, show_time = 0, bad = 0;
+    int json = 0, threads = 0, no_cls = 0, show_time = 0, int8 = 0, bad = 0;
     for (int i = 1; i < argc && !bad; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -86,6 +89,8 @@ int cli_ocr(int argc, char **argv) {
             no_cls = 1;
         } else if (!strcmp(a, "--time")) {
             show_time = 1;
+        } else if (!strcmp(a, "--int8")) {
+            int8 = 1;
         } else if ((v = cli_value(argc, argv, &i, "--lang", CMD, &bad))) {
             if (strcmp(v, "ch") != 0 && strcmp(v, "en") != 0) {
                 fprintf(stderr, "tessera ocr: --lang is ch or en, not '%s'\n", v);
@@ -123,7 +128,8 @@ int cli_ocr(int argc, char **argv) {
     ts_image *im = ts_image_read(image);
     if (!im) return cli_fail("ocr", "", 2);
     ts_ocr *ocr = ts_ocr_new(&(ts_ocr_opts){.struct_size = sizeof(ts_ocr_opts), .models_dir = models, .lang = lang,
-                                              .num_threads = threads, .no_cls = no_cls, .device = device});
+                                              .num_threads = threads, .no_cls = no_cls, .device = device,
+                                              .quantize = int8 ? TS_QUANT_DYNAMIC : TS_QUANT_NONE});
     if (!ocr) {
         fprintf(stderr, "tessera ocr: %s\n", ts_last_error());
         if (ts_last_status() == TS_ERR_IO)

@@ -28,7 +28,7 @@ static const char *USAGE =
     "                   [--repeat N] [--allow-nonfinite] [--device-memory GIB | --device-profile P]\n"
     "                   [--profile]\n"
     "       tessera run --model MODEL.onnx --inputs IN.safetensors --outputs OUT.safetensors\n"
-    "                   [--device cpu] [--threads N] [--repeat N] [--device-memory GIB]\n"
+    "                   [--device cpu] [--threads N] [--repeat N] [--device-memory GIB] [--int8]\n"
     "  Runs a BERT model on one batch and writes every output of its head, by name, as f32.\n"
     "  With an ONNX file (a --model that is a file, not a directory), runs that model instead\n"
     "  (opsets 9-17; `tessera onnx-ops` lists the ops): the inputs are the safetensors tensors\n"
@@ -61,6 +61,10 @@ static const char *USAGE =
     "                      outside kernels, then time per op type, per layer and per shape (see\n"
     "                      ts_program_profile_report). With --repeat N > 1 the first run is a\n"
     "                      warm-up and is left out; the report covers the other N - 1.\n"
+    "  --int8              int8 inference with dynamic quantization (ts_compile_opts.quantize):\n"
+    "                      the weight matmuls and the convolutions by a weight run on int8\n"
+    "                      weights (per output channel) and int8 activations (per tensor, per\n"
+    "                      run), summed in int32, the rest in f32.\n"
     "  --device-memory GIB memory the program may take (default: the device's; for the CPU its\n"
     "                      physical memory); a larger one is refused before it allocates.\n"
     "  --device-profile P  the memory of a device of profile P instead (a name, `tessera\n"
@@ -83,7 +87,7 @@ static int known_device(const char *name) {
 typedef struct run_args {
     const char *model, *inputs, *outputs, *device;
     ts_dtype dtype;
-    int threads, repeat, random_init, allow_nonfinite, profile;
+    int threads, repeat, random_init, allow_nonfinite, profile, int8;
     uint64_t seed;
     double memory_gib;
     const char *device_profile;    /* --device-profile */
@@ -120,6 +124,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
             a->allow_nonfinite = 1;
         } else if (!strcmp(s, "--profile")) {
             a->profile = 1;
+        } else if (!strcmp(s, "--int8")) {
+            a->int8 = 1;
         } else if ((v = cli_value(argc, argv, &i, "--device-memory", CMD, &bad))) {
             char *end;
             a->memory_gib = strtod(v, &end);
@@ -211,7 +217,8 @@ static int build_model(const run_args *a, bert_run *r) {
         .inputs = a->inputs};
     cli_quant rec = {0};
     if (cli_model_quant_load("run", a->model, &rec)) return 2;
-    bo.quantize = rec.mode, bo.quant_scales = rec.scales, bo.nquant_scales = rec.n;
+    bo.quantize = a->int8 ? TS_QUANT_DYNAMIC : rec.mode;
+    bo.quant_scales = rec.scales, bo.nquant_scales = a->int8 ? 0 : rec.n;
     ts_status st = ts_bert_infer_build(&bo, &r->p, r->fetch, &r->nf, r->seconds);
     cli_quant_free(&rec);
     if (st == TS_ERR_NOMEM && a->device_profile) { /* the planner's view of this forward pass on that device */
@@ -274,7 +281,8 @@ int cli_run(int argc, char **argv) {
             fprintf(stderr, "tessera run: %s is for BERT model directories, not ONNX models (%s)\n", bert_only, a.model);
             return 2;
         }
-        return cli_run_onnx(a.model, a.inputs, a.outputs, a.device, a.threads, a.repeat, a.memory_gib);
+        return cli_run_onnx(a.model, a.inputs, a.outputs, a.device, a.threads, a.repeat, a.memory_gib,
+                            a.int8 ? TS_QUANT_DYNAMIC : TS_QUANT_NONE);
     }
     bert_run *r = calloc(1, sizeof *r);
     if (!r) return 1;

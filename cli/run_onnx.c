@@ -3,7 +3,8 @@
  * ts_onnx_session, inputs read by the model's input names from a safetensors file (converted to
  * the declared dtype where no value changes meaning: ts_tensor_convert_exact), every output
  * written by name to a safetensors file. Integer inputs of one element are fixed for the import
- * (ts_onnx_session_fix), so an If on them is folded.
+ * (ts_onnx_session_fix), so an If on them is folded. --int8 compiles it with dynamic int8
+ * quantization (ts_compile_opts.quantize).
  */
 #include <math.h>
 
@@ -11,7 +12,7 @@
 #include "tessera.h"
 
 int cli_run_onnx(const char *model, const char *inputs, const char *outputs, const char *device, int threads,
-                    int repeat, double memory_gib) {
+                    int repeat, double memory_gib, int quantize) {
     double t0 = ts_seconds();
     ts_onnx *m = ts_onnx_load(model);
     if (!m) return cli_fail("run", "--model: ", 2);
@@ -57,8 +58,10 @@ int cli_run_onnx(const char *model, const char *inputs, const char *outputs, con
     }
     ts_safetensors_close(st);
     st = NULL;
-    s = ts_onnx_session_new(m, &(ts_compile_opts){.device = device, .num_threads = threads,
-                                                  .memory_limit = (size_t)(memory_gib * 1073741824.0)});
+    s = ts_onnx_session_new(m, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .device = device,
+                                                  .num_threads = threads,
+                                                  .memory_limit = (size_t)(memory_gib * 1073741824.0),
+                                                  .quantize = quantize});
     if (!s) {
         fprintf(stderr, "tessera run: %s\n", ts_last_error());
         rc = 1;

@@ -2,7 +2,7 @@
  * mnist_cnn.c — a LeNet-style convolutional network trained on the MNIST digits with tessera: the
  * model-zoo entry for the vision ops (ts_conv2d, ts_max_pool2d).
  *
- *   ./build/examples/mnist_cnn [DATA_DIR] [--epochs N] [--target PERCENT] [--device D] [--steps N]
+ *   ./build/examples/mnist_cnn [DATA_DIR] [--epochs N] [--target PERCENT] [--device D] [--steps N] [--int8]
  *       DATA_DIR  default data/mnist (`bash scripts/install-deps.sh` fetches it)
  *       --epochs  passes over the 8,000 training digits (default 12; the ctest mnist_cnn_example runs
  *                 4 at --target 97)
@@ -10,6 +10,10 @@
  *       --device  where both programs run (default cpu; opencl:0 with the OpenCL plugin on
  *                 TESSERA_PLUGIN_PATH): the same model, no other change
  *       --steps   batches per epoch, at most (default all; for a short comparison of devices)
+ *       --int8    also score the trained model with an int8 inference program (ts_compile_opts.quantize:
+ *                 both convolutions and both linear layers on int8 weights per output channel and
+ *                 int8 activations per batch) and print float and int8 accuracy side by side; exit
+ *                 0 only if int8 is also within 0.3 points of float (TS_MNIST_INT8=1 does the same)
  *
  * The model (NCHW; B images a batch), LeNet-5's shape with more channels:
  *   x [B, 1, 28, 28]
@@ -120,7 +124,8 @@ static double evaluate(ts_program *infer, ts_tensor *xb, const mnist_set *d) {
 /* ---------------------------------------------------------------- main */
 
 static void usage_exit(const char *why) {
-    fprintf(stderr, "mnist_cnn: %s\nusage: mnist_cnn [DATA_DIR] [--epochs N] [--target PERCENT] [--device D] [--steps N]\n", why);
+    fprintf(stderr, "mnist_cnn: %s\nusage: mnist_cnn [DATA_DIR] [--epochs N] [--target PERCENT] [--device D] [--steps N] "
+            "[--int8]\n", why);
     exit(2);
 }
 
@@ -129,6 +134,8 @@ int main(int argc, char **argv) {
     int epochs = 12, max_steps = 0;
     double target = 98.5;
     const char *device = "cpu";
+    const char *env_int8 = getenv("TS_MNIST_INT8");
+    int int8 = env_int8 && !strcmp(env_int8, "1");
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--epochs") && i + 1 < argc) {
             epochs = atoi(argv[++i]);
@@ -140,6 +147,8 @@ int main(int argc, char **argv) {
             device = argv[++i];
         } else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
             if ((max_steps = atoi(argv[++i])) <= 0) usage_exit("--steps wants a positive number");
+        } else if (!strcmp(argv[i], "--int8")) {
+            int8 = 1;
         } else if (argv[i][0] == '-') {
             usage_exit("unknown flag");
         } else {
@@ -178,6 +187,13 @@ int main(int argc, char **argv) {
     ts_program *infer = ts_compile(g, &(ts_compile_opts){.device = device, .nfetch = 1,
                                                          .fetches = (const char *[]){"logits"}, .inference = 1});
     if (!infer) { fprintf(stderr, "mnist_cnn: compiling the inference program: %s\n", ts_last_error()); return 1; }
+    ts_program *infer8 = NULL; /* --int8: the same inference program with dynamic int8 quantization */
+    if (int8) {
+        infer8 = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .device = device,
+                                                  .nfetch = 1, .fetches = (const char *[]){"logits"}, .inference = 1,
+                                                  .quantize = TS_QUANT_DYNAMIC});
+        if (!infer8) { fprintf(stderr, "mnist_cnn: compiling the int8 program: %s\n", ts_last_error()); return 1; }
+    }
     ts_graph_free(g);
 
     ts_memory mem;
@@ -225,6 +241,17 @@ int main(int argc, char **argv) {
     int ok = 100 * acc >= target;
     printf("final test accuracy: %.2f%% on %d held-out digits (target %.1f%%): %s, %.1f s\n", 100 * acc, MNIST_TEST,
            target, ok ? "PASS" : "FAIL", now_s() - t_start);
+    if (infer8) {
+        if (ts_program_copy_params(infer8, train) < 0) check(TS_ERR_ARG, "ts_program_copy_params");
+        ts_memory m8;
+        check(ts_program_memory(infer8, &m8), "ts_program_memory");
+        double acc8 = evaluate(infer8, xb, &d), drop = 100 * (acc - acc8);
+        int ok8 = drop <= 0.3;
+        printf("int8 (dynamic, %d convolutions and matmuls quantized): test accuracy float %.2f%%, int8 %.2f%%, "
+               "drop %.2f points (at most 0.3): %s\n", m8.quantized, 100 * acc, 100 * acc8, drop, ok8 ? "PASS" : "FAIL");
+        ok = ok && ok8;
+        ts_program_free(infer8);
+    }
 
     ts_tensor_free(xb);
     ts_tensor_free(yb);

@@ -223,7 +223,9 @@ typedef struct ts_compile_opts {
                                        after a weight is written, and int8 activations quantized
                                        per tensor on every run (sa = max|a| / 127), summed in
                                        int32, scaled back to f32. Matmuls of two activations
-                                       (attention) stay f32. TS_QUANT_NONE (0): f32 as built.
+                                       (attention) stay f32. Convolutions (conv2d) by a fixed
+                                       weight alike: int8 per output channel and per tensor
+                                       (conv2d_i8, dynamic). TS_QUANT_NONE (0): f32 as built.
                                        TS_QUANT_STATIC: the same, except that a matmul whose
                                        weight is named in quant_scales takes its activations'
                                        scale from there (fixed: sa = scale, no max|a| per run;
@@ -370,8 +372,8 @@ typedef struct ts_memory {
                                runs (a program without optimizer updates): casts of weights to a
                                compute dtype (autocast's bf16 weights) and the CPU backend's
                                prepacked matmul weights (backend/cpu/matmul_dnnl.c) */
-    int quantized;          /* matmuls made int8 by ts_compile_opts.quantize (their quantized,
-                               prepacked weights count in weight_copies) */
+    int quantized;          /* matmuls and convolutions made int8 by ts_compile_opts.quantize
+                               (their quantized, prepacked weights count in weight_copies) */
 } ts_memory;
 TS_API ts_status ts_program_memory(const ts_program *p, ts_memory *m);
 /* Where p's nodes run, one line: "opencl:0 runs all 412 nodes", or, with a CPU fallback for

@@ -70,6 +70,8 @@ typedef struct ts_ocr_opts {
     const char *device;     /* the models' device ("opencl:0"; NULL: "cpu"), nodes it lacks on the
                                CPU unless strict_device (ts_compile_opts) */
     int strict_device;
+    int quantize;           /* ts_compile_opts.quantize for the three models: TS_QUANT_DYNAMIC runs
+                               their convolutions and weight matmuls in int8 (0: f32) */
 } ts_ocr_opts;
 
 typedef struct ts_ocr_line {

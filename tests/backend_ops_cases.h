@@ -211,6 +211,19 @@ static void b_conv(bo_ctx *c, const bo_case *k) {
     bo_out(c, ts_conv2d(c->g, x, w, bias, &o));
 }
 
+/* conv2d_i8(x [a], w [b] a weight, bias [O] when i[4]): stride i[0], pad i[1] (all sides), dilation
+ * i[2], groups i[3], the fused relu when i[5]; the node the quantization pass makes
+ * (ts_compile_opts.quantize), built directly. Forward only (the op has no gradient). */
+static void b_conv_i8(bo_ctx *c, const bo_case *k) {
+    ts_value x = bo_x(c, k->a, -1, 1), w = bo_w(c, k->b, -1, 1);
+    bo_shape bs = {1, {k->b.d[0]}};
+    ts_value bias = k->i[4] ? bo_x(c, bs, -1, 1) : TS_NONE;
+    int64_t s = k->i[0], p = k->i[1], d = k->i[2];
+    ts_attrs at = {.i = {s, s, p, p, p, p, d, d, k->i[3], k->i[5] ? 1 : 0, 0}, .ni = 11}; /* i[9] 1: relu */
+    int in[3] = {x, w, bias};
+    bo_out(c, ts_node_add(c->g, TS_OP_CONV2D_I8, bias == TS_NONE ? 2 : 3, in, &at, NULL));
+}
+
 /* conv_transpose2d(x [a], w [b], bias [O] when i[4]): stride i[0], pad i[1], out_pad i[2],
  * groups i[3]. */
 static void b_convt(bo_ctx *c, const bo_case *k) {
@@ -497,6 +510,9 @@ static const bo_case bo_cases[] = {
     {"conv2d", b_conv, SH(1, 2, 1, 1), SH(3, 2, 1, 1), {1, 0, 1, 1, 1}, .grad = 1},
     {"conv2d", b_conv, SH(2, 3, 6, 5), SH(4, 3, 3, 3), {1, 1, 1, 1, 1, 1}},
     {"conv2d", b_conv, SH(1, 4, 6, 5), SH(4, 1, 3, 3), {1, 1, 1, 4, 0, 1}},
+    /* conv_int8.c */
+    {"conv2d_i8", b_conv_i8, SH(2, 3, 7, 9), SH(4, 3, 3, 3), {1, 1, 1, 1, 1, 1}},
+    {"conv2d_i8", b_conv_i8, SH(1, 4, 7, 7), SH(4, 1, 3, 3), {2, 1, 1, 4, 0}},
     {"conv_transpose2d", b_convt, SH(2, 4, 5, 5), SH(4, 3, 3, 3), {2, 1, 1, 1, 1}, .grad = 1},
     {"conv_transpose2d", b_convt, SH(1, 4, 3, 4), SH(4, 2, 2, 2), {1, 0, 0, 2, 0}, .grad = 1},
     /* pool.c */

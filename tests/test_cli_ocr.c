@@ -9,6 +9,8 @@
  *  - the English lines at 24 px turned 180 degrees: the direction classifier turns each line back,
  *    and the lines come bottom line first;
  *  - every box inside the image, each line's box below the one before, confidences in (0.5, 1];
+ *  - English at 24 px and Chinese at 32 px with --int8 (int8 convolutions and matmuls): the same
+ *    lines, exact; `tessera run --int8` on the detector alone gives probabilities close to f32's;
  *  - an image without text gives no lines (and "[]" with --json), exit 0;
  *  - bad input is refused with exit 2 and a message naming what is wrong: no image, a missing
  *    file, a text file, a truncated PNG, a models directory without the models, --lang fr,
@@ -310,6 +312,68 @@ static int find_renderer(void) {
     return 1;
 }
 
+/* --int8 (the models' convolutions and weight matmuls in int8, dynamic quantization) reads the
+ * same lines as f32 reads above: every one exact. */
+static void test_int8(void) {
+    if (every_size && draw("i8_en.png", 24, EN, NLINES, 0))
+        read_back("English, 24 px, --int8", "i8_en.png", "--int8", EN, NLINES, 0);
+    if (draw("i8_ch.png", 32, CH, NLINES, 0)) read_back("Chinese, 32 px, --int8", "i8_ch.png", "--int8", CH, NLINES, 0);
+}
+
+/* The probability map of `tessera run` on the detector (--int8 or not) for x in dir/det_in.safetensors,
+ * read from dir/NAME; NULL on failure. */
+static ts_tensor *run_detector(const char *flags, const char *name) {
+    int rc = tessera(NULL, "run --model %s/ch_PP-OCRv4_det_infer.onnx --inputs det_in.safetensors --outputs %s %s",
+                     MODELS, name, flags);
+    CHECK_RAN(rc, 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    ts_safetensors *st = ts_safetensors_open(path);
+    ts_tensor *t = NULL;
+    CHECK(st != NULL, "%s", ts_last_error());
+    if (st) CHECK_OK(ts_safetensors_get(st, ts_safetensors_name(st, 0), &t));
+    ts_safetensors_close(st);
+    return t;
+}
+
+/* tessera run --int8 on the detector alone (a 64 x 96 picture of two bands of strokes): its
+ * probability map stays close to f32's. */
+static void test_run_int8(void) {
+    enum { H = 64, W = 96 };
+    ts_tensor *x = ts_tensor_new(TS_F32, DIMS(1, 3, H, W));
+    tu_rng r = tu_rng_seed(29);
+    float *xd = ts_tensor_data(x);
+    for (int64_t i = 0; i < 3 * H * W; i++) { /* normalised white, with two bands of dark strokes ("text") */
+        int64_t h = i / W % H, w = i % W;
+        int ink = (h / 8 == 2 || h / 8 == 5) && w > 8 && w < W - 8 && tu_unif(&r) < 0.5;
+        xd[i] = ink ? -2.0f : 2.2f;
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/det_in.safetensors", dir);
+    const char *names[] = {"x"};
+    CHECK_OK(ts_safetensors_save(path, 1, names, (const ts_tensor *const *)&x, NULL));
+    ts_tensor *f = run_detector("", "det_f32.safetensors"), *q = run_detector("--int8", "det_i8.safetensors");
+    if (f && q && ts_tensor_numel(f) == ts_tensor_numel(q)) {
+        const float *pf = ts_tensor_data(f), *pq = ts_tensor_data(q);
+        int64_t n = ts_tensor_numel(f), flips = 0;
+        double mean = 0;
+        for (int64_t i = 0; i < n; i++) {
+            mean += fabs(pf[i] - pq[i]) / (double)n;
+            flips += (pf[i] > 0.3f) != (pq[i] > 0.3f); /* the OCR's text threshold */
+        }
+        printf("    detector, --int8 vs f32: mean |difference| %.2e, %lld of %lld pixels on the other side of 0.3\n",
+               mean, (long long)flips, (long long)n);
+        /* The map is a steep sigmoid (DB's binarisation): a pixel at a text edge may swing far on
+         * a small change of its logit, so the check is on the mean and the thresholded map. Exactly
+         * 0 would mean f32 ran (the option lost on the way). */
+        CHECK(mean > 0 && mean < 0.02 && flips <= n / 50, "int8 map off f32's: mean %.3g, %lld pixels flipped", mean,
+              (long long)flips);
+    } else {
+        CHECK(0, "the detector's outputs are missing or differ in size");
+    }
+    ts_tensor_free(x), ts_tensor_free(f), ts_tensor_free(q);
+}
+
 /* The same pictures read on the OpenCL plugin (strict: every op of the three models on the
  * device) give the same text as on the CPU (plugins/ beside ./tessera; no OpenCL device: not run). */
 static void test_opencl(void) {
@@ -347,6 +411,8 @@ int main(int argc, char **argv) {
     RUN(test_upside_down);
     RUN(test_no_text);
     RUN(test_bad_input);
+    RUN(test_int8);
+    RUN(test_run_int8);
     RUN(test_opencl);
     cli_cleanup("test_cli_ocr");
     return tu_finish("test_cli_ocr");

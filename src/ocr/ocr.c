@@ -135,7 +135,7 @@ ts_ocr *ts_ocr_new(const ts_ocr_opts *opts) {
     ocr->use_cls = !o.no_cls;
     const char *given[NMODELS] = {o.det_model, o.cls_model, o.rec_model};
     ts_compile_opts copts = {.struct_size = sizeof copts, .num_threads = o.num_threads, .inference = 1, .device = o.device,
-                             .strict_device = o.strict_device};
+                             .strict_device = o.strict_device, .quantize = o.quantize};
     for (int i = 0; i < NMODELS; i++) {
         if (i == CLS && !ocr->use_cls) continue;
         ocr->path[i] = file_in(dir, DEFAULT_FILES[i], given[i]);

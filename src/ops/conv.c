@@ -415,7 +415,7 @@ static void conv_bwd_weight_ref(const conv_geom *q, const float *src, const floa
 }
 
 int ts_conv_has_epilogue(const ts_node *n) {
-    return n->op == TS_OP_CONV2D && (n->attr.i[9] != TS_CONV_ACT_NONE || n->attr.i[10] != 0);
+    return (n->op == TS_OP_CONV2D || n->op == TS_OP_CONV2D_I8) && (n->attr.i[9] != TS_CONV_ACT_NONE || n->attr.i[10] != 0);
 }
 
 /* y[0 .. count) = clamp(act(y)) as conv2d's i[9], i[10] say (the top of the file) */

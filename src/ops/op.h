@@ -20,8 +20,8 @@ void ts_unary_f32(int op, int tanh_form, float alpha, float beta, const float *x
 /* Encode the steps of unary/fused node `first` followed by `second` into one fused_elementwise
  * attribute set; 0 when the chain would be too long (ops/fused.c). */
 int ts_fused_merge(const ts_node *first, const ts_node *second, ts_attrs *out);
-/* conv2d's fused epilogue (ops/conv.c, attributes i[9], i[10]): 1 when node n is a conv2d with
- * one; ts_conv_epilogue applies it to count outputs y in place (nothing for other nodes). */
+/* conv2d's fused epilogue (ops/conv.c, attributes i[9], i[10]): 1 when node n is a conv2d (or a
+ * conv2d_i8) with one; ts_conv_epilogue applies it to count outputs y in place (nothing for other nodes). */
 int ts_conv_has_epilogue(const ts_node *n);
 void ts_conv_epilogue(const ts_node *n, float *y, int64_t count);
 
@@ -36,6 +36,13 @@ ts_status ts_quant_weights_s8(const float *w, int64_t K, int64_t N, int trans_b,
  * a_scale > 0 (static quantization): sa = a_scale, ia = 1 / a_scale, x not read; 0 (dynamic):
  * sa = max |x| / 127, ia = 127 / max |x| (0 when x is all zeros). */
 void ts_quant_act_scale(const float *x, int64_t n, float a_scale, float *sa, float *ia);
+/* conv2d_i8's activation scale (ops/conv_int8.c) for node n over x [count]: its attribute a_scale
+ * when > 0, else max |x| / 127; *inv = the factor that quantizes (1 / scale, 0 for a zero max). */
+float ts_conv_i8_act_scale(const ts_node *n, const float *x, int64_t count, float *inv);
+/* 1 when value v is a parameter or a constant, or a reshape of one (ONNX's Conv1d weights reach
+ * conv2d through a reshape): its contents change only when a weight is written (ops/conv_int8.c;
+ * the quantization pass and the CPU kernel of conv2d_i8 ask it). */
+int ts_fixed_weight(const ts_graph *g, int v);
 
 /* A message-prefix helper: infer functions write "op 'add': ..." via this. */
 #define TS_OPERR(g, n, code, ...) ts_err(code, __VA_ARGS__)

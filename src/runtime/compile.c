@@ -152,7 +152,8 @@ static void run_passes(build *b) {
     if (b->fused) ts_pass_dce(g, b->alive, b->pinned, !o->inference);
     if (o->quantize && o->inference)
         b->p->mem.quantized = ts_pass_quantize(g, b->alive, o->quantize == TS_QUANT_STATIC ? o->quant_scales : NULL,
-                                               o->quantize == TS_QUANT_STATIC ? o->nquant_scales : 0);
+                                               o->quantize == TS_QUANT_STATIC ? o->nquant_scales : 0) +
+                              ts_pass_quantize_conv(g, b->alive);
     if (b->spec) /* sent values are kept to their phase's end (choose_storage), not the step's */
         for (int v = 0; v < b->nv; v++)
             if (b->spec->sent[v]) b->pinned[v] = 0;

@@ -550,18 +550,6 @@ static ts_status dw_forward(const ts_kargs *k) {
 
 /* ------------------------------------------------------------------ kernel entry points */
 
-/* 1 when value v is a parameter or a constant, or a reshape of one (ONNX's Conv1d weights reach
- * conv2d through a reshape to [O, C, 1, K]): its contents change only when a weight is written. */
-static int fixed_weight(const ts_graph *g, int v) {
-    for (int hops = 0; hops < 8 && v >= 0; hops++) {
-        const ts_val *x = &g->vals[v];
-        if (x->kind == TS_V_PARAM || x->kind == TS_V_CONST) return 1;
-        if (x->kind != TS_V_NODE || x->node < 0 || g->nodes[x->node].op != TS_OP_RESHAPE) return 0;
-        v = g->nodes[x->node].in[0];
-    }
-    return 0;
-}
-
 static ts_status conv_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, void **state, size_t *scratch) {
     const ts_graph *g = plan->g;
     *state = NULL;
@@ -580,7 +568,7 @@ static ts_status conv_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_nod
     }
     /* weights that change only between runs (an inference program's parameters and constants):
      * their blocked copy is kept and remade only when param_gen moves, as matmul_dnnl.c does */
-    int keep = plan->param_gen && n->op != TS_OP_CONV2D_GRAD_WEIGHT && fixed_weight(g, n->in[1]);
+    int keep = plan->param_gen && n->op != TS_OP_CONV2D_GRAD_WEIGHT && ts_fixed_weight(g, n->in[1]);
     ts_status st = build(dev->dnnl_engine, g, n, s, choose_layout(n, &q), keep);
     if (st != TS_OK || !s->prim) {
         conv_release(s);
