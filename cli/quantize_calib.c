@@ -108,7 +108,7 @@ static ts_status observe_all(const q_opts *o, ts_calib *c, const ts_tokenizer *t
                              int64_t samples) {
     ts_batch_buf bb;
     if (!ts_batch_buf_init(&bb, o->batch, seq, cd->task == CLI_TASK_QA ? 0 : 1))
-        return ts_err(TS_ERR_NOMEM, "out of memory");
+        return ts_set_error(TS_ERR_NOMEM, "out of memory");
     ts_program *p = ts_calib_program(c);
     ts_status st = TS_OK;
     for (int64_t i = 0; i < samples && st == TS_OK; i += o->batch) {
