@@ -484,6 +484,55 @@ static void test_library(void) {
     ts_serve_stop(NULL);
 }
 
+/* int8 directories from tessera quantize (calibrated and dynamic): /v1 answers as tessera predict
+ * on the same directory (the same int8 programs); a broken quantization record stops the start. */
+static void test_quantized(void) {
+    int rc = tessera(NULL, "quantize --model ft --calib data.tsv --samples 8 --out ftq --threads 1");
+    CHECK_RAN(rc, 0);
+    rc = tessera(NULL, "quantize --model ft --dynamic --out ftd --threads 1");
+    CHECK_RAN(rc, 0);
+    int port;
+    pid_t pid = start("--port 0 --model q=ftq --model d=ftd --max-batch 4", &port);
+    if (pid < 0) return;
+    const char *texts[2] = {"the cat runs 7 times", "the fish swims 4 times"};
+    char body[256], lines[128];
+    snprintf(body, sizeof body, "{\"instances\":[\"%s\",\"%s\"]}", texts[0], texts[1]);
+    snprintf(lines, sizeof lines, "%s\n%s\n", texts[0], texts[1]);
+    const char *names[2] = {"q", "d"}, *dirs[2] = {"ftq", "ftd"};
+    for (int m = 0; m < 2; m++) {
+        char path[64], cmd[128], served[1 << 12], want[64];
+        snprintf(path, sizeof path, "/v2/models/%s", names[m]);
+        snprintf(want, sizeof want, "\"quantization\":\"int8 %s\",\"int8_ops\":", m ? "dynamic" : "static");
+        const char *q = sc_http(port, "GET", path, NULL, resp, sizeof resp) == 200 ? strstr(resp, want) : NULL;
+        CHECK(q && atoi(q + strlen(want)) >= 7, "%s metadata (want 7 int8 matmuls or more): %s", names[m], resp);
+        snprintf(path, sizeof path, "/v1/models/%s:predict", names[m]);
+        CHECK(sc_http(port, "POST", path, body, resp, sizeof resp) == 200, "%s predict: %s", names[m], resp);
+        snprintf(served, sizeof served, "%s", sc_body(resp));
+        snprintf(cmd, sizeof cmd, "predict --model %s --threads 1", dirs[m]);
+        rc = tessera(lines, cmd);
+        CHECK_RAN(rc, 0);
+        const char *line = out_text, *at = served;
+        for (int i = 0; i < 2 && at; i++) {
+            char label[16] = "", want[64];
+            double pr = -1;
+            sscanf(line, "%15[^\t]\t%lf", label, &pr);
+            snprintf(want, sizeof want, "\"label\":\"%s\",\"probability\":", label);
+            at = strstr(at, want);
+            CHECK(at && fabs(atof(at + strlen(want)) - pr) < 1e-4, "%s instance %d: predict says %s %.4f, serve %s",
+                  dirs[m], i, label, pr, served);
+            if (at) at++;
+            line = strchr(line, '\n') + 1;
+        }
+    }
+    stop(pid);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cp -r '%s/ftq' '%s/ftbad' && sed -i 's/\"static\"/\"bogus\"/' '%s/ftbad/config.json'", dir,
+             dir, dir);
+    CHECK(system(cmd) == 0, "making a broken copy: %s", cmd);
+    rc = tessera(NULL, "serve --model b=ftbad --port 0");
+    CHECK_FAILS(rc, "\"quantization\" mode \"bogus\"");
+}
+
 static void test_bad_start(void) {
     int rc = tessera(NULL, "serve --model m=nowhere --port 0");
     CHECK_FAILS(rc, "--model nowhere");
@@ -557,6 +606,7 @@ int main(int argc, char **argv) {
     RUN(test_onnx);
     RUN(test_ocr);
     RUN(test_kill_restart);
+    RUN(test_quantized);
     RUN(test_library);
     RUN(test_bad_start);
     if (tu_names) RUN(test_soak); /* only when named (ctest cli_serve_soak) */

@@ -5,7 +5,10 @@
  * up to --max-batch), so nothing compiles on the request path; the programs read one copy of the
  * weights (ts_program_share_params). One batch of jobs runs through the smallest bucket that
  * holds its longest row and the smallest batch size that holds its rows, or in parts (9 rows as
- * 8 + 1) where the programs' run times, measured at start, make that a fifth cheaper or more. An ONNX file (NAME=FILE.onnx) is onnx_model.c's; a folder of
+ * 8 + 1) where the programs' run times, measured at start, make that a fifth cheaper or more. A
+ * directory from tessera quantize (config.json's "quantization" record, ts_quant_record_load) is
+ * compiled int8 as tessera run compiles it: dynamic, or static with its calibrated scales; the
+ * programs share one int8 copy of each weight as they share the f32 one. An ONNX file (NAME=FILE.onnx) is onnx_model.c's; a folder of
  * PaddleOCR's models (as tessera ocr reads) takes image uploads, one at a time.
  */
 #include "serve/serve.h"
@@ -35,7 +38,8 @@ static void make_batches(serve_model *m, int max_batch) {
 
 /* The inference program of m's model for batch x seq, its parameters neither drawn nor loaded
  * (they are shared from the first program next). NULL with the error set. */
-static ts_program *compile_shape(const serve_model *m, const serve_opts *o, int batch, int seq) {
+static ts_program *compile_shape(const serve_model *m, const serve_opts *o, const ts_quant_record *q, int batch,
+                                 int seq) {
     ts_graph *g = ts_graph_new();
     ts_bert_outputs out;
     const char *fetch[7];
@@ -44,7 +48,9 @@ static ts_program *compile_shape(const serve_model *m, const serve_opts *o, int 
         int nf = ts_bert_output_names(&out, fetch);
         p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts),
                                              .device = o->device ? o->device : "cpu", .num_threads = o->threads,
-                                             .nfetch = nf, .fetches = fetch, .inference = 1, .skip_param_init = 1});
+                                             .nfetch = nf, .fetches = fetch, .inference = 1, .skip_param_init = 1,
+                                             .quantize = q->mode, .quant_scales = q->scales,
+                                             .nquant_scales = q->nscales});
     }
     ts_graph_free(g);
     return p;
@@ -52,7 +58,8 @@ static ts_program *compile_shape(const serve_model *m, const serve_opts *o, int 
 
 /* Every program of m: the largest (max_batch x max_seq) loads the weights, the others share
  * them. 0 or -1 with err. */
-static int compile_all(serve_model *m, const char *dir, const serve_opts *o, char *err, size_t cap) {
+static int compile_all(serve_model *m, const char *dir, const serve_opts *o, const ts_quant_record *q, char *err,
+                       size_t cap) {
     char weights[1100];
     snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
     const int lb = m->nbuckets - 1, lk = m->nbatches - 1;
@@ -61,12 +68,13 @@ static int compile_all(serve_model *m, const char *dir, const serve_opts *o, cha
     ts_bert_infer_opts bo = {.struct_size = sizeof bo, .cfg = &m->cfg, .batch = m->batch[lk],
                              .seq = m->bucket[lb], .device = o->device ? o->device : "cpu",
                              .threads = o->threads, .weights = weights, .name = "tessera serve",
-                             .config_path = dir, .inputs = "requests"};
+                             .config_path = dir, .inputs = "requests", .quantize = q->mode,
+                             .quant_scales = q->scales, .nquant_scales = q->nscales};
     if (ts_bert_infer_build(&bo, &m->prog[lb][lk], fetch, &nfetch, NULL) != TS_OK)
         return fail(err, cap, "compiling: ", dir);
     for (int i = 0; i < m->nbuckets; i++)
         for (int k = 0; k < m->nbatches; k++) {
-            if (!m->prog[i][k] && !(m->prog[i][k] = compile_shape(m, o, m->batch[k], m->bucket[i])))
+            if (!m->prog[i][k] && !(m->prog[i][k] = compile_shape(m, o, q, m->batch[k], m->bucket[i])))
                 return fail(err, cap, "compiling: ", dir);
             if (m->prog[i][k] != m->prog[lb][lk] && ts_program_share_params(m->prog[i][k], m->prog[lb][lk]) < 0)
                 return fail(err, cap, "sharing the weights: ", dir);
@@ -144,7 +152,14 @@ int serve_model_load(serve_model *m, const char *name, const char *dir, const se
                          .type_vocab = m->cfg.type_vocab_size, .qa = qa, .pairs = m->meta.text_b_column != NULL};
     make_buckets(m, max_seq);
     make_batches(m, o->max_batch);
-    if (compile_all(m, dir, o, err, cap) || time_programs(m, err, cap)) return -1;
+    ts_quant_record q;
+    if (ts_quant_record_load(dir, &q) != TS_OK) return fail(err, cap, "", dir);
+    int rc = compile_all(m, dir, o, &q, err, cap);
+    ts_memory mem = {0};
+    m->quant_mode = q.mode;
+    if (!rc && ts_program_memory(m->prog[m->nbuckets - 1][m->nbatches - 1], &mem) == TS_OK) m->quant_ops = mem.quantized;
+    ts_quant_record_free(&q);
+    if (rc || time_programs(m, err, cap)) return -1;
     m->max_delay_ms = o->max_delay_ms;
     m->queue_cap = o->queue_cap;
     return 0;

@@ -106,6 +106,10 @@ char *serve_reply_metadata(const serve_model *m) {
     cJSON_AddNumberToObject(p, "max_batch", m->sig.max_batch);
     cJSON_AddNumberToObject(p, "max_sequence_length", m->sig.max_seq);
     cJSON_AddStringToObject(p, "task", m->sig.qa ? "question_answering" : "classification");
+    if (m->quant_mode) { /* a directory from tessera quantize: how, and how many nodes run int8 */
+        cJSON_AddStringToObject(p, "quantization", m->quant_mode == TS_QUANT_STATIC ? "int8 static" : "int8 dynamic");
+        cJSON_AddNumberToObject(p, "int8_ops", m->quant_ops);
+    }
     if (!m->sig.qa) {
         cJSON *labels = cJSON_AddArrayToObject(p, "labels");
         for (int k = 0; k < m->meta.nlabels; k++)

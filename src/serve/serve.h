@@ -139,6 +139,8 @@ typedef struct serve_model {
     ts_ocr *ocr;             /* an OCR model: a folder of PaddleOCR's models, as tessera ocr reads */
     ts_bert_config cfg;
     ts_model_meta meta;
+    int quant_mode;          /* tessera quantize's record: TS_QUANT_DYNAMIC / STATIC, or NONE */
+    int quant_ops;           /* the int8 nodes of one program (ts_memory.quantized) */
     ts_tokenizer *tok;
     serve_sig sig;
     int nbuckets;
