@@ -95,6 +95,14 @@ static void test_calibrated(void) {
     }
     int rc = tessera(NULL, "predict --model fts-entropy --text \"the cat runs\" --threads 1");
     CHECK_RAN(rc, 0);
+    /* tessera export writes a calibrated copy in QDQ form (test_qdq.c checks what it computes) */
+    rc = tessera(NULL, "export --onnx q.onnx --model fts-percentile --batch 2 --seq-len 16 --threads 1");
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "int8 matmuls in QDQ form"), "export: %s", out_text);
+    char path[256], cmd[600];
+    snprintf(path, sizeof path, "%s/q.onnx", dir);
+    snprintf(cmd, sizeof cmd, "grep -q DequantizeLinear '%s'", path);
+    CHECK(system(cmd) == 0, "%s holds no DequantizeLinear", path);
 }
 
 static void test_calib_bad_input(void) {
