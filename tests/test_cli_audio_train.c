@@ -14,6 +14,8 @@
  */
 #include "test_util.h"
 
+#include "ort_util.h"
+
 #include "cli_util.h"
 
 #include <math.h>
@@ -127,10 +129,7 @@ static void check_export(const char *m, const char *input) {
 }
 
 static void test_export(void) {
-    char p[1024];
-    const char *mods = getenv("TS_ORT_MODULES");
-    snprintf(p, sizeof p, "%s/onnxruntime-node/package.json", mods && *mods ? mods : TS_SOURCE_DIR "/tools/ort/node_modules");
-    if (access(p, R_OK) || system("node --version >/dev/null 2>&1")) {
+    if (!tu_ort_available()) {
         printf("    export: ONNX Runtime not installed, the comparison skipped\n");
         CHECK_RAN(tessera(NULL, "export --model head --onnx head.onnx"), 0);
         return;

@@ -24,6 +24,8 @@
  */
 #include "test_util.h"
 
+#include "ort_util.h"
+
 #include "cli_util.h"
 #include "ops/op.h"
 
@@ -43,17 +45,9 @@ static const char *path_in(const char *name) {
     return buf[k];
 }
 
-/* Is onnxruntime-node where tools/ort_run.js looks for it? */
-static int ort_available(void) {
-    char p[1024];
-    const char *mods = getenv("TS_ORT_MODULES");
-    snprintf(p, sizeof p, "%s/onnxruntime-node/package.json", mods && *mods ? mods : TS_SOURCE_DIR "/tools/ort/node_modules");
-    return access(p, R_OK) == 0 && system("node --version >/dev/null 2>&1") == 0;
-}
-
 /* node tools/ort_run.js model inputs outputs; 1 when it ran, 0 when skipped (no ORT). */
 static int run_ort(const char *model, const char *inputs, const char *outputs) {
-    if (!ort_available()) return 0; /* main says so */
+    if (!tu_ort_available()) return 0; /* main says so */
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' '%s' >'%s' 2>&1", ORT_RUN, model, inputs, outputs,
              path_in("ort.log"));
@@ -445,7 +439,7 @@ static void test_errors(void) {
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     if (access(TS_CLI, X_OK) != 0) tu_skip("%s is not built", TS_CLI);
-    if (!ort_available())
+    if (!tu_ort_available())
         tu_skip_part("the ONNX Runtime comparisons: onnxruntime-node is not installed in tools/ort/node_modules "
                      "(bash scripts/install-deps.sh installs it)");
     RUN(test_bert_fixture);

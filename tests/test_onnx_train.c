@@ -17,6 +17,8 @@
  */
 #include "test_util.h"
 
+#include "ort_util.h"
+
 #define FIX TS_SOURCE_DIR "/tests/fixtures/onnx/"
 #define ORT_RUN TS_SOURCE_DIR "/tools/ort_run.js"
 #define STEPS 10
@@ -45,13 +47,6 @@ static void remove_tmpdir(void) {
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-}
-
-static int ort_available(void) {
-    char p[1024];
-    const char *mods = getenv("TS_ORT_MODULES");
-    snprintf(p, sizeof p, "%s/onnxruntime-node/package.json", mods && *mods ? mods : TS_SOURCE_DIR "/tools/ort/node_modules");
-    return access(p, R_OK) == 0 && system("node --version >/dev/null 2>&1") == 0;
 }
 
 static ts_tensor *fixture(const char *name) {
@@ -205,7 +200,7 @@ static void test_train_all(void) {
         ts_tensor *orig = reimported_logits(FIX "cnn.onnx", t.x);
         CHECK(orig && tuned && max_abs(orig, tuned) > 1e-3, "training changed the logits by only %g",
               max_abs(orig, tuned));
-        if (ort_available() && tuned) {
+        if (tu_ort_available() && tuned) {
             const char *names[1] = {"x"};
             CHECK_OK(ts_safetensors_save(tmp_path("x.safetensors"), 1, names, (const ts_tensor *const *)&t.x, NULL));
             char cmd[2048];
@@ -270,7 +265,7 @@ static void test_train_frozen(void) {
 
 int main(int argc, char **argv) {
     tu_args(argc, argv);
-    if (!ort_available())
+    if (!tu_ort_available())
         tu_skip_part("the ONNX Runtime check: onnxruntime-node is not installed in tools/ort/node_modules "
                      "(bash scripts/install-deps.sh installs it)");
     RUN(test_train_all);

@@ -18,6 +18,8 @@
  */
 #include "test_util.h"
 
+#include "ort_util.h"
+
 #include "cli_util.h"
 #include "graph/ir.h"
 #include "graph/opdef.h"
@@ -33,13 +35,6 @@ static const char *path_in(const char *name) {
     k = (k + 1) % 8;
     snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
     return buf[k];
-}
-
-static int ort_available(void) {
-    char p[1024];
-    const char *mods = getenv("TS_ORT_MODULES");
-    snprintf(p, sizeof p, "%s/onnxruntime-node/package.json", mods && *mods ? mods : TS_SOURCE_DIR "/tools/ort/node_modules");
-    return access(p, R_OK) == 0 && system("node --version >/dev/null 2>&1") == 0;
 }
 
 /* The graph: h = relu(x W1^T + b1) (W1 [H, K], a Linear's layout), y = h W2 (W2 [H, N]). */
@@ -116,7 +111,7 @@ static ts_tensor *run_imported(const char *path, const ts_tensor *x) {
 
 /* y of the exported file in ONNX Runtime; NULL when it is not installed. */
 static ts_tensor *run_ort(const char *path, const ts_tensor *x) {
-    if (!ort_available()) return NULL;
+    if (!tu_ort_available()) return NULL;
     CHECK_OK(ts_safetensors_save(path_in("in.safetensors"), 1, (const char *[]){"x"}, &x, NULL));
     char cmd[4096], log[4096];
     snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' '%s' >'%s' 2>&1", ORT_RUN, path, path_in("in.safetensors"),
