@@ -110,6 +110,12 @@ static int time_programs(serve_model *m, char *err, size_t cap) {
             m->cost[i][k] = best;
             if (st != TS_OK) return snprintf(err, cap, "--model %s: running: %s", m->dir, ts_last_error()), -1;
         }
+    /* A program of fewer rows never costs more than one of more: a timing that says so was slowed by
+     * something else (this machine's other tenants), and believing it would run one row through a
+     * larger program. */
+    for (int i = 0; i < m->nbuckets; i++)
+        for (int k = m->nbatches - 2; k >= 0; k--)
+            if (m->cost[i][k + 1] >= 0 && m->cost[i][k] > m->cost[i][k + 1]) m->cost[i][k] = m->cost[i][k + 1];
     return 0;
 }
 
