@@ -75,7 +75,7 @@
  *    the layout oneDNN chose, and a reorder that fills it on the first run and again on the first
  *    run after any ts_value_write (ts_program_set_param, ts_program_load, ...) moved param_gen.
  *    The copy is made on first use and shared by every matmul that packs the same weight buffer
- *    into the same layout (packed_copy below): programs that share their parameters
+ *    into the same layout (backend/cpu/weight_copy.c): programs that share their parameters
  *    (ts_program_share_params: tessera serve's programs per batch size) hold one copy, not one
  *    each. A stamp is a param_gen, unique across programs (runtime/exec.h), so a copy is current
  *    for whichever program reads the buffer at that generation.
@@ -90,11 +90,11 @@
  *    compile time turns it off.
  */
 #include "backend/cpu/cpu.h"
+#include "backend/cpu/weight_copy.h"
 #include "graph/op_attrs.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
-#include <pthread.h>
 
 int ts_cpu_dnnl_ready(ts_cpu_dev *d) {
 #pragma omp critical(ts_dnnl_init)
@@ -145,57 +145,10 @@ typedef struct mm_dnnl {
     int packed;
     size_t packed_bytes;
     dnnl_memory_desc_t smd, pmd;
-    struct packed_copy *pc;
+    ts_weight_copy *pc;
     dnnl_primitive_t reorder;
     dnnl_memory_t wuser;
 } mm_dnnl;
-
-/* A blocked copy of one weight buffer (src, read as smd: a transposed read of a square weight is
- * another copy) in layout md, shared by the matmuls that pack it so (refs), listed while any
- * holds it; stamp: the param_gen it was made at. */
-typedef struct packed_copy {
-    const void *src;
-    dnnl_memory_desc_t smd, md;
-    void *data;
-    ts_weight_stamp stamp;
-    int refs;
-    struct packed_copy *next;
-} packed_copy;
-static packed_copy *g_packed;
-static pthread_mutex_t g_packed_mu = PTHREAD_MUTEX_INITIALIZER;
-
-/* The copy of src read as smd in layout md (a new one, stale, when none is listed); NULL out of
- * memory. */
-static packed_copy *packed_get(const void *src, const dnnl_memory_desc_t *smd, const dnnl_memory_desc_t *md,
-                               size_t bytes) {
-    pthread_mutex_lock(&g_packed_mu);
-    packed_copy *c = g_packed;
-    while (c && !(c->src == src && dnnl_memory_desc_equal(&c->smd, smd) && dnnl_memory_desc_equal(&c->md, md)))
-        c = c->next;
-    if (c) {
-        c->refs++;
-    } else if ((c = calloc(1, sizeof *c)) && (c->data = ts_alloc(bytes, 0))) {
-        c->src = src, c->smd = *smd, c->md = *md, c->refs = 1, c->next = g_packed;
-        g_packed = c;
-    } else {
-        free(c), c = NULL;
-    }
-    pthread_mutex_unlock(&g_packed_mu);
-    return c;
-}
-
-static void packed_release(packed_copy *c) {
-    if (!c) return;
-    pthread_mutex_lock(&g_packed_mu);
-    if (--c->refs == 0) {
-        packed_copy **at = &g_packed;
-        while (*at != c) at = &(*at)->next;
-        *at = c->next;
-        ts_free(c->data);
-        free(c);
-    }
-    pthread_mutex_unlock(&g_packed_mu);
-}
 
 static void mm_release(void *state) {
     mm_dnnl *s = state;
@@ -205,7 +158,7 @@ static void mm_release(void *state) {
     if (s->prim) dnnl_primitive_destroy(s->prim);
     if (s->wuser) dnnl_memory_destroy(s->wuser);
     if (s->reorder) dnnl_primitive_destroy(s->reorder);
-    packed_release(s->pc);
+    ts_weight_copy_release(s->pc);
     free(s);
 }
 
@@ -521,8 +474,8 @@ static void narrow16(ts_dtype dt, const float *x, uint16_t *y, int64_t n) {
  * when b's buffer moved, and (re)make it by the reorder when it is stale for this param_gen. */
 static ts_status use_packed(mm_dnnl *s, const ts_kargs *k, dnnl_stream_t stream) {
     if (!s->pc || s->pc->src != k->in[1]) {
-        packed_release(s->pc);
-        if (!(s->pc = packed_get(k->in[1], &s->smd, &s->pmd, s->packed_bytes)))
+        ts_weight_copy_release(s->pc);
+        if (!(s->pc = ts_weight_copy_get(k->in[1], &s->smd, &s->pmd, s->packed_bytes)))
             return ts_err(TS_ERR_NOMEM, "op matmul: out of memory for prepacked weights (%zu bytes)", s->packed_bytes);
         dnnl_status_t st = dnnl_memory_set_data_handle(s->mem[ARG_WEI], s->pc->data);
         if (st != dnnl_success)

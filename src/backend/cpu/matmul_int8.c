@@ -23,11 +23,13 @@
  * Weights: quantized per output channel (ts_quant_weights_s8, the op's own code, so the two
  * kernels quantize bit-identically) into a plain s8 copy, reordered into a buffer in oneDNN's
  * layout, on the first run and again on the first run after a weight was written
- * (ts_plan.param_gen moved: ts_weight_stamp); sw [N] kept beside it. The quantized copy is shared
- * by the int8 matmuls that read the same weight buffer the same way (i8_copy, as matmul_dnnl.c's
- * packed_copy): programs that share their parameters (ts_program_share_params: tessera serve's
- * programs per batch size and sequence bucket) hold one copy, not one each. Without param_gen
- * (weights that could change during a run) a node has a copy of its own, quantized on every run.
+ * (ts_plan.param_gen moved: ts_weight_stamp); sw [N] kept after them in the same copy. The copy is
+ * shared by the int8 matmuls that read the same weight buffer the same way
+ * (backend/cpu/weight_copy.c, as matmul_dnnl.c's prepacked weights): programs that share their
+ * parameters (ts_program_share_params: tessera serve's programs per batch size and sequence
+ * bucket) hold one copy, not one each; it is taken anew when the weight buffer moved. Without
+ * param_gen (weights that could change during a run) a node has a copy of its own, quantized on
+ * every run.
  * The kept bytes (the packed weights and sw) count in ts_memory.weight_copies, per node.
  * Activations: one sweep for max |a| (sa), one that quantizes a into qa (ops/matmul_int8.c,
  * vectorised for the CPU it runs on, chunks shared by the threads); with a fixed scale (the
@@ -40,11 +42,11 @@
  * If oneDNN cannot make the primitive, the node has no state and run() calls the reference kernel.
  */
 #include "backend/cpu/cpu.h"
+#include "backend/cpu/weight_copy.h"
 #include "graph/op_attrs.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
-#include <pthread.h>
 
 enum { Q_SRC, Q_WEI, Q_SCALES, Q_BIAS, Q_DST, Q_SCRATCH, Q_NARG };
 
@@ -59,63 +61,12 @@ typedef struct i8_state {
     float alpha;
     float a_scale;       /* > 0: the activations' fixed scale (static quantization); 0: per run */
     size_t scratch_bytes, qa_off, scale_off, total_bytes;
-    dnnl_memory_desc_t wmd; /* the weights' layout, oneDNN's choice */
+    dnnl_memory_desc_t smd, wmd; /* the plain s8 weights as read (trans_b), and oneDNN's layout */
     size_t packed_bytes;
-    struct i8_copy *copy;   /* the quantized weights, taken on the first run */
+    ts_weight_copy *copy;   /* the packed weights, then sw [N] (at sw_off); taken on the first run */
+    size_t sw_off;
     int fixed;           /* the plan has param_gen: weights change only between runs */
 } i8_state;
-
-/* The int8 weights of one f32 weight buffer (src; NULL: a node's own, unlisted) read with trans_b
- * into layout md: packed [bytes], sw [N]; shared by the nodes that read it so (refs), listed while
- * any holds it; stamp: the param_gen it was quantized at. */
-typedef struct i8_copy {
-    const void *src;
-    int trans_b;
-    dnnl_memory_desc_t md;
-    void *packed;
-    float *sw;
-    ts_weight_stamp stamp;
-    int refs;
-    struct i8_copy *next;
-} i8_copy;
-static i8_copy *g_copies;
-static pthread_mutex_t g_copies_mu = PTHREAD_MUTEX_INITIALIZER;
-
-/* The copy of src for s (a new one, stale, when none is listed); NULL out of memory. */
-static i8_copy *copy_get(const void *src, const i8_state *s) {
-    pthread_mutex_lock(&g_copies_mu);
-    i8_copy *c = g_copies;
-    while (src && c && !(c->src == src && c->trans_b == s->trans_b && dnnl_memory_desc_equal(&c->md, &s->wmd)))
-        c = c->next;
-    if (src && c) {
-        c->refs++;
-    } else if ((c = calloc(1, sizeof *c)) && (c->packed = ts_alloc(s->packed_bytes, 0)) &&
-               (c->sw = malloc(sizeof(float) * (size_t)(s->N ? s->N : 1)))) {
-        c->src = src, c->trans_b = s->trans_b, c->md = s->wmd, c->refs = 1;
-        if (src) c->next = g_copies, g_copies = c;
-    } else {
-        if (c) ts_free(c->packed), free(c);
-        c = NULL;
-    }
-    pthread_mutex_unlock(&g_copies_mu);
-    return c;
-}
-
-static void copy_release(i8_copy *c) {
-    if (!c) return;
-    pthread_mutex_lock(&g_copies_mu);
-    if (--c->refs == 0) {
-        if (c->src) {
-            i8_copy **at = &g_copies;
-            while (*at != c) at = &(*at)->next;
-            *at = c->next;
-        }
-        ts_free(c->packed);
-        free(c->sw);
-        free(c);
-    }
-    pthread_mutex_unlock(&g_copies_mu);
-}
 
 static void i8_release(void *state) {
     i8_state *s = state;
@@ -125,7 +76,7 @@ static void i8_release(void *state) {
     if (s->wuser) dnnl_memory_destroy(s->wuser);
     if (s->prim) dnnl_primitive_destroy(s->prim);
     if (s->reorder) dnnl_primitive_destroy(s->reorder);
-    copy_release(s->copy);
+    ts_weight_copy_release(s->copy);
     free(s);
 }
 
@@ -181,7 +132,8 @@ static dnnl_status_t build(dnnl_engine_t engine, dnnl_primitive_desc_t pd, int h
     if (st != dnnl_success) s->wuser = NULL;
     if (st != dnnl_success) return st;
     s->packed_bytes = dnnl_memory_desc_get_size(chosen);
-    s->wmd = *chosen;
+    s->sw_off = ts_align64(s->packed_bytes);
+    s->smd = md_user, s->wmd = *chosen;
     s->scratch_bytes = scratch_md ? dnnl_memory_desc_get_size(scratch_md) : 0;
     dnnl_memory_desc_t md_c, md_a, md_o;
     dnnl_dims_t cd = {1, s->N}, ad = {s->R, s->K}, od = {s->R, s->N};
@@ -236,12 +188,15 @@ static ts_status i8_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_node 
     return TS_OK;
 }
 
+/* The weights' per-channel scales sw [N], kept after the packed weights in the copy. */
+static float *sw_of(const i8_state *s) { return (float *)((char *)s->copy->data + s->sw_off); }
+
 /* Quantize the weights (w: the f32 parameter's bytes) into the copy's sw and packed buffer (which
  * s->mem[Q_WEI] points at). */
 static ts_status requantize(i8_state *s, const float *w, dnnl_stream_t stream) {
     int8_t *qw = malloc((size_t)(s->K * s->N));
     if (!qw) return ts_err(TS_ERR_NOMEM, "op matmul_i8dyn: out of memory quantizing the weights");
-    ts_status ts = ts_quant_weights_s8(w, s->K, s->N, s->trans_b, qw, s->copy->sw);
+    ts_status ts = ts_quant_weights_s8(w, s->K, s->N, s->trans_b, qw, sw_of(s));
     dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->wuser}, {DNNL_ARG_TO, s->mem[Q_WEI]}};
     dnnl_status_t st = ts == TS_OK ? dnnl_memory_set_data_handle(s->wuser, qw) : dnnl_success;
     if (ts == TS_OK && st == dnnl_success) st = dnnl_primitive_execute(s->reorder, stream, 2, ra);
@@ -260,10 +215,12 @@ static ts_status i8_run(const ts_kargs *k) {
         return ts_err(TS_ERR_RUNTIME, "op matmul_i8dyn: the workspace has %zu bytes, the kernel needs %zu",
                       k->scratch_bytes, s->total_bytes);
     dnnl_stream_t stream = ((ts_cpu_dev *)k->device)->dnnl_stream;
-    if (!s->copy) {
-        if (!(s->copy = copy_get(s->fixed ? k->in[1] : NULL, s)))
+    if (!s->copy || (s->fixed && s->copy->src != k->in[1])) { /* first run, or the weight buffer moved */
+        ts_weight_copy_release(s->copy);
+        if (!(s->copy = ts_weight_copy_get(s->fixed ? k->in[1] : NULL, &s->smd, &s->wmd,
+                                           s->sw_off + sizeof(float) * (size_t)s->N)))
             return ts_err(TS_ERR_NOMEM, "op matmul_i8dyn: out of memory for the int8 weights");
-        dnnl_status_t st = dnnl_memory_set_data_handle(s->mem[Q_WEI], s->copy->packed);
+        dnnl_status_t st = dnnl_memory_set_data_handle(s->mem[Q_WEI], s->copy->data);
         if (st != dnnl_success)
             return ts_err(TS_ERR_RUNTIME, "op matmul_i8dyn: oneDNN set_data_handle: %s", dnnl_status2str(st));
     }
@@ -277,7 +234,8 @@ static ts_status i8_run(const ts_kargs *k) {
     float sa, ia;
     ts_quant_act_scale(k->in[0], s->R * s->K, s->a_scale, &sa, &ia);
     ts_quant_s8(k->in[0], s->R * s->K, ia, qa);
-    for (int64_t n = 0; n < s->N; n++) scale[n] = (s->alpha * sa) * s->copy->sw[n];
+    const float *sw = sw_of(s);
+    for (int64_t n = 0; n < s->N; n++) scale[n] = (s->alpha * sa) * sw[n];
     void *ptr[Q_NARG] = {qa, NULL, scale, k->node->nin > 2 ? k->in[2] : NULL, k->out[0], k->scratch};
     for (int i = 0; i < Q_NARG; i++) {
         if (!s->mem[i] || i == Q_WEI) continue;
