@@ -46,6 +46,16 @@
 
 enum { I8_KMAX = 133144 }; /* 127^2 * K stays within int32 */
 
+int ts_quantizable_node(const ts_graph *g, const ts_node *n) {
+    if (n->op != TS_OP_MATMUL) return 0;
+    const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]];
+    ts_attrs_matmul at = TS_NODE_ATTRS(matmul, n);
+    if (a->dtype != TS_F32 || b->dtype != TS_F32 || at.trans_a || at.f32_out) return 0;
+    if ((b->kind != TS_V_PARAM && b->kind != TS_V_CONST) || b->ndim != 2) return 0;
+    if (a->shape[a->ndim - 1] > I8_KMAX) return 0;
+    return !(n->nin > 2 && n->in[2] >= 0 && g->vals[n->in[2]].dtype != TS_F32);
+}
+
 /* ------------------------------------------------------------------ quantization helpers */
 
 /* One chunk of each sweep, vectorised for the CPU it runs on; the OpenMP threads share the chunks. */

@@ -32,6 +32,11 @@ void ts_conv_epilogue(const ts_node *n, float *y, int64_t count);
 float ts_quant_absmax(const float *x, int64_t n);
 void ts_quant_s8(const float *x, int64_t n, float inv, int8_t *q);
 ts_status ts_quant_weights_s8(const float *w, int64_t K, int64_t N, int trans_b, int8_t *qw, float *sw);
+/* 1 when node n of g is a matmul that can run as matmul_i8dyn (ops/matmul_int8.c): f32 operands
+ * and bias, no trans_a, an f32 product, a weight (input 1) that is a parameter or constant of rank
+ * 2, K within the op's int32 bound. The quantization pass (graph/passes/quantize.c) rewrites these,
+ * calibration (runtime/calib.c) observes their input 0, the QDQ export (onnx/export) writes them. */
+int ts_quantizable_node(const ts_graph *g, const ts_node *n);
 /* The activations' scale sa and its inverse ia (the multiplier ts_quant_s8 takes) for x (n floats):
  * a_scale > 0 (static quantization): sa = a_scale, ia = 1 / a_scale, x not read; 0 (dynamic):
  * sa = max |x| / 127, ia = 127 / max |x| (0 when x is all zeros). */

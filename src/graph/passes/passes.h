@@ -25,9 +25,6 @@ int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_acc
  * (dynamic). Returns the number of nodes rewritten (none removed). For inference programs only
  * (no gradient). */
 int ts_pass_quantize(ts_graph *g, const uint8_t *alive, const ts_quant_scale *scales, int nscales);
-/* 1 when node n of g is one the quantization pass rewrites (its input 0 is the activation a, its
- * input 1 the weight): calibration (runtime/calib.c) observes the same nodes' inputs. */
-int ts_quantizable_node(const ts_graph *g, const ts_node *n);
 /* The same for convolutions (quantize_conv.c): every alive f32 conv2d whose weight is a parameter
  * or a constant (or a reshape of one) becomes a conv2d_i8 (dynamic: a_scale 0), keeping its
  * geometry, bias and fused epilogue. Returns the number of nodes rewritten. ts_quantizable_conv:

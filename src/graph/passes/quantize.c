@@ -16,16 +16,7 @@
 #include "graph/op_attrs.h"
 #include "graph/opdef.h"
 #include "graph/passes/passes.h"
-
-int ts_quantizable_node(const ts_graph *g, const ts_node *n) {
-    if (n->op != TS_OP_MATMUL) return 0;
-    const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]];
-    ts_attrs_matmul at = TS_NODE_ATTRS(matmul, n);
-    if (a->dtype != TS_F32 || b->dtype != TS_F32 || at.trans_a || at.f32_out) return 0;
-    if ((b->kind != TS_V_PARAM && b->kind != TS_V_CONST) || b->ndim != 2) return 0;
-    if (a->shape[a->ndim - 1] > 133144) return 0; /* matmul_i8dyn's int32 bound on K */
-    return !(n->nin > 2 && n->in[2] >= 0 && g->vals[n->in[2]].dtype != TS_F32);
-}
+#include "ops/op.h" /* ts_quantizable_node */
 
 /* The static scale listed for weight value b (0: none listed, dynamic). */
 static float listed_scale(const ts_graph *g, int b, const ts_quant_scale *scales, int nscales) {

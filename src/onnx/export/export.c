@@ -177,14 +177,12 @@ static const char *swap_last(exporter *e, int v) {
 }
 
 /* How matmul n is written: in QDQ form with its calibrated activation scale (> 0), in ONNX Runtime's
- * dynamic int8 form (-1), or in f32 (0). The conditions of ts_compile's quantization pass
- * (graph/passes/quantize.c), and for QDQ a listed weight. */
+ * dynamic int8 form (-1), or in f32 (0): the matmuls ts_compile's quantization pass makes int8
+ * (ts_quantizable_node) whose weight has a name, and for QDQ a listed one. */
 static float qdq_scale(const exporter *e, const ts_node *n) {
-    if (n->op != TS_OP_MATMUL || (!e->nscales && !e->dynamic)) return 0.f;
-    const ts_val *a = &e->g->vals[n->in[0]], *b = &e->g->vals[n->in[1]];
-    if (a->dtype != TS_F32 || b->dtype != TS_F32 || n->attr.i[0] || n->attr.i[3]) return 0.f;
-    if ((b->kind != TS_V_PARAM && b->kind != TS_V_CONST) || b->ndim != 2 || !b->name) return 0.f;
-    if (n->nin > 2 && n->in[2] >= 0 && e->g->vals[n->in[2]].dtype != TS_F32) return 0.f;
+    if ((!e->nscales && !e->dynamic) || !ts_quantizable_node(e->g, n)) return 0.f;
+    const ts_val *b = &e->g->vals[n->in[1]];
+    if (!b->name) return 0.f;
     if (e->dynamic) return -1.f;
     for (int i = 0; i < e->nscales; i++)
         if (e->scales[i].weight && !strcmp(e->scales[i].weight, b->name)) return e->scales[i].scale;
