@@ -77,16 +77,10 @@ int cli_quantize(int argc, char **argv);
  * TS_QUANT_DYNAMIC ("mode": "dynamic") or TS_QUANT_STATIC ("static"); TS_QUANT_NONE (0) otherwise,
  * also when it cannot be read. Its inference programs are compiled with that quantize. */
 int cli_model_quantized(const char *dir);
-/* A directory's record: the mode and, for static, the calibrated scales by weight (owned). */
-typedef struct cli_quant {
-    int mode;
-    ts_quant_scale *scales;
-    int n;
-} cli_quant;
-/* Read dir's record into q (mode TS_QUANT_NONE when there is none). 0, or 2 after printing the
- * error ("tessera CMD: DIR/config.json: ...") when a static record's scales cannot be read. */
-int cli_model_quant_load(const char *cmd, const char *dir, cli_quant *q);
-void cli_quant_free(cli_quant *q);
+/* Read dir's record into q (ts_quant_record_load: mode TS_QUANT_NONE when there is none; free it
+ * with ts_quant_record_free). 0, or 2 after printing the error ("tessera CMD: DIR/config.json:
+ * ...") when the record cannot be used. */
+int cli_model_quant_load(const char *cmd, const char *dir, ts_quant_record *q);
 /* The record's JSON text ("quantization": {...}), malloc'd: dynamic when method is NULL, else
  * static with method, samples and the scales (NULL on out of memory, or a weight name holding
  * '"' or '\'). */

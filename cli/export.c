@@ -51,7 +51,7 @@ static int export_model(const export_opts *o, const ts_bert_config *cfg) {
     char config_path[4200], weights_path[4200];
     snprintf(config_path, sizeof config_path, "%s/config.json", o->model);
     snprintf(weights_path, sizeof weights_path, "%s/model.safetensors", o->model);
-    cli_quant q;
+    ts_quant_record q;
     if (cli_model_quant_load("export", o->model, &q)) return 2;
     if (q.mode == TS_QUANT_DYNAMIC)
         fprintf(stderr, "tessera export: %s is int8 with dynamic quantization, which has no QDQ form (its activation "
@@ -62,11 +62,11 @@ static int export_model(const export_opts *o, const ts_bert_config *cfg) {
                               .load_flags = cli_load_flags(1), .threads = o->threads,
                               .memory_limit = (size_t)(cli_dev.memory_gib * 1073741824.0),
                               .quant_scales = q.mode == TS_QUANT_STATIC ? q.scales : NULL,
-                              .nquant_scales = q.mode == TS_QUANT_STATIC ? q.n : 0};
+                              .nquant_scales = q.mode == TS_QUANT_STATIC ? q.nscales : 0};
     ts_bert_export_info in;
     ts_status st = ts_bert_export_onnx(cfg, &eo, o->onnx, &in);
     int nq = eo.nquant_scales;
-    cli_quant_free(&q);
+    ts_quant_record_free(&q);
     if (st != TS_OK) {
         if (in.failed_at == TS_BERT_EXPORT_BUILD)
             fprintf(stderr, "tessera export: %s (model %s, batch %d x seq %d)\n", ts_last_error(), config_path,

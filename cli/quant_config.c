@@ -4,7 +4,7 @@
  *   "quantization": {"mode": "dynamic", "weights": "int8 per channel", "activations": "int8 per tensor, per run"}
  *   "quantization": {"mode": "static", "method": "entropy", "samples": 256, "weights": "int8 per channel",
  *                    "activations": "int8 per tensor, calibrated", "scales": {"<weight>": 0.0123, ...}}
- * Read by ts_quant_record_load (src/train/quant_record.c, which tessera serve uses too). A weight
+ * Read by ts_quant_record_load (src/train/model_dir.c, which tessera serve uses too). A weight
  * name holds no '"' or '\' (tessera's and Hugging Face's names do not; the writer refuses one that
  * does).
  */
@@ -33,21 +33,10 @@ int cli_model_quantized(const char *dir) {
     return mode;
 }
 
-int cli_model_quant_load(const char *cmd, const char *dir, cli_quant *q) {
-    ts_quant_record r;
-    memset(q, 0, sizeof *q);
-    if (ts_quant_record_load(dir, &r) != TS_OK) {
-        fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
-        return 2;
-    }
-    q->mode = r.mode, q->scales = r.scales, q->n = r.nscales;
-    return 0;
-}
-
-void cli_quant_free(cli_quant *q) {
-    ts_quant_record r = {q->mode, q->scales, q->n};
-    ts_quant_record_free(&r);
-    memset(q, 0, sizeof *q);
+int cli_model_quant_load(const char *cmd, const char *dir, ts_quant_record *q) {
+    if (ts_quant_record_load(dir, q) == TS_OK) return 0;
+    fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
+    return 2;
 }
 
 char *cli_quant_record_json(const char *method, int samples, const ts_quant_scale *scales, int n) {

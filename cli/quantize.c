@@ -88,9 +88,9 @@ static int copy_dir(const q_opts *o, const char *record) {
 
 /* Accuracy (percent) of o->model on d, float (q NULL) or int8 (q's mode and scales), its class
  * probabilities into probs [n, nl]. NAN on failure (printed). */
-static double score(const q_opts *o, const cli_quant *q, const ts_bert_config *cfg, const ts_model_meta *meta,
+static double score(const q_opts *o, const ts_quant_record *q, const ts_bert_config *cfg, const ts_model_meta *meta,
                     const ts_tokenizer *tok, const ts_text_dataset *d, double *probs) {
-    if (q) cli_dev.quantize = q->mode, cli_dev.quant_scales = q->scales, cli_dev.nquant_scales = q->n;
+    if (q) cli_dev.quantize = q->mode, cli_dev.quant_scales = q->scales, cli_dev.nquant_scales = q->nscales;
     ts_program *p = cli_model_dir_program("quantize", o->model, cfg, o->batch, meta->max_len, o->threads,
                                           (const char *[]){"logits"}, 1);
     cli_dev.quantize = 0, cli_dev.quant_scales = NULL, cli_dev.nquant_scales = 0;
@@ -107,7 +107,7 @@ static double score(const q_opts *o, const cli_quant *q, const ts_bert_config *c
 
 /* --eval of a classifier: float and int8 (q) side by side; *drop: points of accuracy lost. 0 or
  * the exit code. */
-static int eval_cls(const q_opts *o, const cli_quant *q, const ts_bert_config *cfg, const ts_model_meta *meta,
+static int eval_cls(const q_opts *o, const ts_quant_record *q, const ts_bert_config *cfg, const ts_model_meta *meta,
                     const ts_tokenizer *tok, double *drop) {
     ts_text_opts to = {.text_column = o->text_col, .text_b_column = meta->text_b_column, .label_column = o->label_col,
                        .labels = (const char *const *)meta->labels, .nlabels = meta->nlabels};
@@ -139,7 +139,7 @@ static int eval_cls(const q_opts *o, const cli_quant *q, const ts_bert_config *c
 }
 
 /* --eval: the model's task's scores, float and int8 (q) side by side. 0 or the exit code. */
-static int eval_both(const q_opts *o, const cli_quant *q, double *drop) {
+static int eval_both(const q_opts *o, const ts_quant_record *q, double *drop) {
     ts_bert_config cfg;
     ts_model_meta meta = {0};
     ts_tokenizer *tok = cli_model_dir_open("quantize", o->model, &cfg, &meta);
@@ -196,7 +196,7 @@ static int check_opts(const q_opts *o) {
 
 /* Calibrate (static) or not (dynamic), score, write. 0 or the exit code. */
 static int quantize(q_opts *o) {
-    cli_quant q = {.mode = TS_QUANT_DYNAMIC};
+    ts_quant_record q = {.mode = TS_QUANT_DYNAMIC};
     const char *method = o->method ? o->method : "percentile";
     if (o->samples == -1) o->samples = 256;
     int rc = o->calib ? cli_quantize_calibrate(o, cli_quant_method(method), &q) : 0;
@@ -207,17 +207,17 @@ static int quantize(q_opts *o) {
                 drop, o->eval, o->max_drop, o->out);
         rc = 1;
     }
-    char *record = rc ? NULL : cli_quant_record_json(o->calib ? method : NULL, o->samples, q.scales, q.n);
+    char *record = rc ? NULL : cli_quant_record_json(o->calib ? method : NULL, o->samples, q.scales, q.nscales);
     if (!rc && !record) rc = 1, fprintf(stderr, "tessera quantize: out of memory, or a weight name with '\"'\n");
     if (!rc) rc = copy_dir(o, record);
     if (!rc && o->calib)
         printf("tessera quantize: %s -> %s (int8 static: weights per output channel, activations per tensor with %d "
-               "calibrated scales, %s)\n", o->model, o->out, q.n, method);
+               "calibrated scales, %s)\n", o->model, o->out, q.nscales, method);
     else if (!rc)
         printf("tessera quantize: %s -> %s (int8 dynamic: weights per output channel, activations per tensor, "
                "per run)\n", o->model, o->out);
     free(record);
-    if (o->calib) cli_quant_free(&q);
+    if (o->calib) ts_quant_record_free(&q);
     return rc;
 }
 

@@ -127,7 +127,7 @@ static ts_status observe_all(const q_opts *o, ts_calib *c, const ts_tokenizer *t
 }
 
 /* The scales of c into out (names copied). 0 or the exit code. */
-static int take_scales(ts_calib *c, cli_quant *out) {
+static int take_scales(ts_calib *c, ts_quant_record *out) {
     const ts_quant_scale *sc;
     int n = ts_calib_scales(c, &sc);
     if (n <= 0) {
@@ -138,12 +138,12 @@ static int take_scales(ts_calib *c, cli_quant *out) {
     out->scales = calloc((size_t)n, sizeof *out->scales);
     for (int i = 0; out->scales && i < n; i++) {
         out->scales[i] = (ts_quant_scale){strdup(sc[i].weight), sc[i].scale};
-        if (out->scales[i].weight) out->n++;
+        if (out->scales[i].weight) out->nscales++;
     }
-    return out->n == n ? 0 : (fprintf(stderr, "tessera quantize: out of memory\n"), 1);
+    return out->nscales == n ? 0 : (fprintf(stderr, "tessera quantize: out of memory\n"), 1);
 }
 
-int cli_quantize_calibrate(const q_opts *o, int method, cli_quant *out) {
+int cli_quantize_calibrate(const q_opts *o, int method, ts_quant_record *out) {
     ts_bert_config cfg;
     ts_model_meta meta = {0};
     calib_data cd = {0};
@@ -161,7 +161,7 @@ int cli_quantize_calibrate(const q_opts *o, int method, cli_quant *out) {
     if (!rc) rc = take_scales(c, out);
     if (!rc)
         printf("tessera quantize: calibrated on %lld %s of %s (%s): %d activation scales, %.1f s\n", (long long)samples,
-               cd.task == CLI_TASK_QA ? "windows" : "rows", o->calib, METHODS[method], out->n, ts_seconds() - t0);
+               cd.task == CLI_TASK_QA ? "windows" : "rows", o->calib, METHODS[method], out->nscales, ts_seconds() - t0);
     ts_calib_free(c);
     free(cd.order);
     ts_text_dataset_free(cd.d);
@@ -172,9 +172,9 @@ int cli_quantize_calibrate(const q_opts *o, int method, cli_quant *out) {
 }
 
 /* EM / F1 of model dir on s, float (q NULL) or int8. 0 or the exit code. */
-static int score_qa(const q_opts *o, const ts_bert_config *cfg, int seq, const ts_squad *s, const cli_quant *q,
+static int score_qa(const q_opts *o, const ts_bert_config *cfg, int seq, const ts_squad *s, const ts_quant_record *q,
                     double *em, double *f1) {
-    if (q) cli_dev.quantize = q->mode, cli_dev.quant_scales = q->scales, cli_dev.nquant_scales = q->n;
+    if (q) cli_dev.quantize = q->mode, cli_dev.quant_scales = q->scales, cli_dev.nquant_scales = q->nscales;
     ts_program *p = cli_model_dir_program("quantize", o->model, cfg, o->batch, seq, o->threads,
                                           (const char *[]){"start_logits", "end_logits"}, 2);
     cli_dev.quantize = 0, cli_dev.quant_scales = NULL, cli_dev.nquant_scales = 0;
@@ -183,7 +183,7 @@ static int score_qa(const q_opts *o, const ts_bert_config *cfg, int seq, const t
     return rc;
 }
 
-int cli_quantize_eval_qa(const q_opts *o, const cli_quant *q, double *drop) {
+int cli_quantize_eval_qa(const q_opts *o, const ts_quant_record *q, double *drop) {
     ts_bert_config cfg;
     ts_model_meta meta = {0};
     ts_tokenizer *tok = cli_model_dir_open("quantize", o->model, &cfg, &meta);

@@ -215,12 +215,12 @@ static int build_model(const run_args *a, bert_run *r) {
         .weights = a->random_init ? NULL : r->weights_path, .load_flags = a->allow_nonfinite ? TS_LOAD_ALLOW_NONFINITE : 0,
         .name = "tessera run", .err = ts_write_stdio, .err_ctx = stderr, .config_path = r->config_path,
         .inputs = a->inputs};
-    cli_quant rec = {0};
+    ts_quant_record rec = {0};
     if (cli_model_quant_load("run", a->model, &rec)) return 2;
     bo.quantize = a->int8 ? TS_QUANT_DYNAMIC : rec.mode;
-    bo.quant_scales = rec.scales, bo.nquant_scales = a->int8 ? 0 : rec.n;
+    bo.quant_scales = rec.scales, bo.nquant_scales = a->int8 ? 0 : rec.nscales;
     ts_status st = ts_bert_infer_build(&bo, &r->p, r->fetch, &r->nf, r->seconds);
-    cli_quant_free(&rec);
+    ts_quant_record_free(&rec);
     if (st == TS_ERR_NOMEM && a->device_profile) { /* the planner's view of this forward pass on that device */
         ts_plan_request rq;
         ts_plan_request_defaults(&rq);

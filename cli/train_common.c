@@ -247,13 +247,13 @@ int cli_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap) {
 ts_program *cli_model_dir_program(const char *cmd, const char *dir, const ts_bert_config *cfg, int batch, int seq,
                                  int threads, const char *const *fetches, int nfetch) {
     ts_program *p = NULL;
-    cli_quant rec = {0};
+    ts_quant_record rec = {0};
     if (!cli_dev.quantize && cli_model_quant_load(cmd, dir, &rec)) return NULL; /* tessera quantize's: int8 */
-    if (rec.mode) cli_dev.quantize = rec.mode, cli_dev.quant_scales = rec.scales, cli_dev.nquant_scales = rec.n;
+    if (rec.mode) cli_dev.quantize = rec.mode, cli_dev.quant_scales = rec.scales, cli_dev.nquant_scales = rec.nscales;
     int rc = cli_bert_programs(cmd, cfg, cfg->head, batch, seq, 0, threads, 0, 0, NULL, 0, NULL, fetches, nfetch, &p,
                                NULL);
     if (rec.mode) cli_dev.quantize = 0, cli_dev.quant_scales = NULL, cli_dev.nquant_scales = 0;
-    cli_quant_free(&rec);
+    ts_quant_record_free(&rec);
     if (rc) return NULL;
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);

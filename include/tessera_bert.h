@@ -244,7 +244,7 @@ TS_API ts_status ts_model_save_dir(const char *dir, const ts_program *p, const t
 /* Read DIR/config.json into cfg and meta (free with ts_model_meta_free) and load DIR/vocab.txt
  * with the model's case and truncation. NULL on failure, the message naming the file. */
 TS_API ts_tokenizer *ts_model_load_dir(const char *dir, ts_bert_config *cfg, ts_model_meta *meta);
-/* The "quantization" record of DIR/config.json (src/train/quant_record.c), written by tessera
+/* The "quantization" record of DIR/config.json (src/train/model_dir.c), written by tessera
  * quantize: mode TS_QUANT_DYNAMIC, or TS_QUANT_STATIC with the calibrated activation scales by
  * weight name (for ts_compile_opts.quant_scales), or TS_QUANT_NONE when the config has no record
  * (or there is no config). Free with ts_quant_record_free. */
