@@ -5,18 +5,65 @@
  * it (plugin.map exports the entry alone), and reports its errors through the host's services.
  * What it is for: the loader and the ABI tested end to end without any device driver —
  * tests/test_plugin_load.c and tests/test_backend_ops.c load it with dlopen.
+ *
+ * The randomized device. With TESSERA_CPUPLUGIN_FRACTION=F (0 <= F < 1) in the environment when
+ * the plugin loads, it claims only a pseudo-random subset of (op, dtype) pairs: about F of them,
+ * chosen by TESSERA_CPUPLUGIN_SEED (default 0); tessera runs the rest on its CPU fallback. The
+ * nodes it does claim run the CPU's own kernels, so a program on it must give the built-in CPU's
+ * results bit for bit, wherever the cuts fall (tests/test_cli_fallback.c). The pair is the node's
+ * op and the dtype of its first input (of its output when it has none). A fused chain of unary
+ * ops (fused_elementwise) counts as its first step's op, and a matmul or convolution with a fused
+ * epilogue as a matmul or convolution: so a fused node is claimed exactly when its producer is,
+ * and the fusion pass then builds the CPU's graph (compile.c: a merged node the device refuses is
+ * still made when the device refuses its producer too).
  */
 #include "backend/backend.h"
+#include "tessera_ops.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const ts_backend_api *cpu;
+static int random_claims;  /* TESSERA_CPUPLUGIN_FRACTION set */
+static uint64_t seed;
+static uint64_t threshold; /* a pair is claimed when its hash's low 32 bits are below this */
+
+/* splitmix64's finaliser: a well-mixed 64-bit hash of x. */
+static uint64_t mix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* Is (the op of node, its dtype) in this seed's subset? */
+static int claimed(const ts_abi_node *node, const ts_abi_value *values) {
+    int64_t op = node->op_id;
+    if (!strcmp(node->op, TS_OPNAME_FUSED_ELEMENTWISE)) op = ts_attrs_fused_elementwise_of(node).step_op[0];
+    int v = node->nin > 0 && node->in[0] >= 0 ? node->in[0] : node->nout > 0 ? node->out[0] : -1;
+    int64_t dt = v >= 0 ? (int64_t)values[v].dtype : -1;
+    uint64_t h = mix(mix(seed) ^ mix((uint64_t)op * 131 + (uint64_t)(dt + 1)));
+    return (h & 0xffffffffull) < threshold;
+}
 
 /* The collectives post to a communicator of the process (src/comm), and the plugin's copy of
  * tessera has a registry of its own, without the host's communicators: they stay on the host. */
 static int plugin_supports(void *dev, const ts_abi_node *node, const ts_abi_value *values) {
     if (!strcmp(node->op, "comm_start") || !strcmp(node->op, "comm_wait")) return 0;
+    if (random_claims && !claimed(node, values)) return 0;
     return cpu->supports(dev, node, values);
+}
+
+/* TESSERA_CPUPLUGIN_FRACTION and _SEED, read once at load. */
+static void read_claims(void) {
+    const char *f = getenv("TESSERA_CPUPLUGIN_FRACTION"), *s = getenv("TESSERA_CPUPLUGIN_SEED");
+    if (!f || !*f) return;
+    double frac = strtod(f, NULL);
+    if (!(frac >= 0)) frac = 0;
+    if (frac >= 1) return;
+    random_claims = 1;
+    threshold = (uint64_t)(frac * 4294967296.0);
+    seed = s && *s ? strtoull(s, NULL, 10) : 0;
 }
 
 TS_PLUGIN_EXPORT const ts_backend_api *ts_backend_get_api(const ts_host_api *host);
@@ -28,6 +75,7 @@ const ts_backend_api *ts_backend_get_api(const ts_host_api *host) {
             host->error(TS_ERR_UNSUPPORTED, "cpuplugin: built for device ABI " "2.x; the host is another major");
         return NULL;
     }
+    read_claims();
     cpu = ts_cpu_backend_api(host);
     api = *cpu;
     api.name = "cpuplugin";

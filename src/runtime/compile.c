@@ -41,8 +41,17 @@ static int has_grad_here(const ts_graph *g, int v, const ts_stage_spec *spec) {
     return !spec || (g->vals[gv].kind == TS_V_NODE && spec->alive[g->vals[gv].node]);
 }
 
-/* Fusion asks the device whether it runs a merged node (ts_fuse_accept). */
-static int device_accepts(void *dev, const ts_graph *g, const ts_node *fused) { return ts_dev_supports(dev, g, fused); }
+int ts_device_fuses(ts_device *dev, const ts_graph *g, const ts_node *fused, const ts_node *producer) {
+    if (ts_dev_supports(dev, g, fused)) return 1;
+    if (!producer || ts_dev_supports(dev, g, producer)) return 0;
+    ts_device *cpu = ts_device_get("cpu"); /* the producer falls back: the merged node may too */
+    return cpu && ts_dev_supports(cpu, g, fused);
+}
+
+/* Fusion asks the program's device (ts_fuse_accept). */
+static int device_accepts(void *dev, const ts_graph *g, const ts_node *fused, const ts_node *producer) {
+    return ts_device_fuses(dev, g, fused, producer);
+}
 
 /* What the steps of a compile share: the program being built, and per value / node what the
  * passes and the plan decided. */
@@ -476,6 +485,18 @@ static ts_exec *finish(build *b, ts_status st) {
     return NULL;
 }
 
+/* Which device runs each node (placement.c). A CPU fallback part copies back what is read
+ * outside it: what this program reads later, fetches or keeps (pinned), and in a pipeline stage
+ * what another stage receives (sent: unpinned above, since it lives only to its phase's end). */
+static ts_status place_nodes(build *b) {
+    uint8_t *outside = malloc((size_t)b->nv + 1);
+    if (!outside) return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
+    for (int v = 0; v < b->nv; v++) outside[v] = b->pinned[v] || (b->spec && b->spec->sent[v]);
+    ts_status st = ts_exec_place(b->p, b->o->strict_device, outside);
+    free(outside);
+    return st;
+}
+
 ts_exec *ts_exec_compile(ts_graph *g, ts_device *dev, const ts_compile_opts *o, const ts_stage_spec *spec) {
     build b;
     if (begin(&b, g, dev, o, spec) != TS_OK) return NULL;
@@ -494,7 +515,7 @@ ts_exec *ts_exec_compile(ts_graph *g, ts_device *dev, const ts_compile_opts *o, 
     if (!st) st = alloc_buffers(&b);
     if (!st) st = place_values(&b);
     if (!st) value_table(&b);
-    if (!st) st = ts_exec_place(b.p, o->strict_device, b.pinned);
+    if (!st) st = place_nodes(&b);
     if (!st) st = device_compile(&b);
     if (!st) st = init_values(&b);
     return finish(&b, st);

@@ -135,6 +135,12 @@ typedef struct ts_face {
  * dev: the passes, plan and buffers of ts_compile, for a stage of a pipeline when spec is set. */
 ts_exec *ts_exec_compile(ts_graph *g, ts_device *dev, const ts_compile_opts *o, const ts_stage_spec *spec);
 
+/* compile.c: may fusion merge producer into fused for dev? When dev runs the merged node; and
+ * when it does not, but does not run the producer either, and the CPU runs the merged node: the
+ * producer would run on the CPU fallback anyway, so the merged one runs there in its place (the
+ * same graph, and so the same results, as on the CPU, and one host round trip less). */
+int ts_device_fuses(ts_device *dev, const ts_graph *g, const ts_node *fused, const ts_node *producer);
+
 /* exec.c: free e and everything it holds (NULL: nothing). */
 void ts_exec_free(ts_exec *e);
 /* The views the public API reads. */
@@ -177,7 +183,8 @@ void ts_arena_free(ts_exec *e);
 /* Placement (placement.c): cut each phase into parts by device — a node the device does not
  * support runs on the CPU unless strict (then TS_ERR_UNSUPPORTED naming every such node) — with
  * the copies around each fallback part planned and its host copies allocated; writes
- * e->placement. pinned: per value, fetched or kept (copied back after a fallback part). */
+ * e->placement. pinned: per value, read outside the program's schedule (fetched, kept, or sent to
+ * another pipeline stage): copied back after a fallback part that makes it. */
 ts_status ts_exec_place(ts_exec *e, int strict, const uint8_t *pinned);
 /* Run part k (its copies in, its nodes, its copies out). */
 ts_status ts_part_run(ts_exec *e, int k, uint64_t step);

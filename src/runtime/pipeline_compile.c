@@ -157,11 +157,14 @@ typedef struct pbuild {
     int *maxread;              /* the latest node index reading it */
 } pbuild;
 
-/* Fusion makes a merged node when every device of the pipeline runs it (ts_fuse_accept). */
-static int all_accept(void *ctx, const ts_graph *g, const ts_node *fused) {
+/* Fusion asks the device of the merged node's stage (ts_fuse_accept, ts_device_fuses); a node
+ * of no stage yet (placed later by its inputs) asks every device of the pipeline. */
+static int stage_accepts(void *ctx, const ts_graph *g, const ts_node *fused, const ts_node *producer) {
     const ts_pipeline *pl = ctx;
+    if (fused->stage >= 0 && fused->stage < pl->S && pl->stage_dev[fused->stage] >= 0)
+        return ts_device_fuses(pl->dev[pl->stage_dev[fused->stage]], g, fused, producer);
     for (int d = 0; d < pl->ndev; d++)
-        if (!ts_dev_supports(pl->dev[d], g, fused)) return 0;
+        if (!ts_device_fuses(pl->dev[d], g, fused, producer)) return 0;
     return 1;
 }
 
@@ -267,7 +270,7 @@ static ts_status run_passes(pbuild *b) {
         if (g->vals[v].grad >= 0) b->pinned[g->vals[v].grad] = 1;
     }
     ts_pass_dce(g, b->alive, b->pinned, 1);
-    pl->mem.fused = b->o->no_fusion ? 0 : ts_pass_fuse(g, b->alive, b->pinned, all_accept, pl);
+    pl->mem.fused = b->o->no_fusion ? 0 : ts_pass_fuse(g, b->alive, b->pinned, stage_accepts, pl);
     if (pl->mem.fused) ts_pass_dce(g, b->alive, b->pinned, 1);
     return TS_OK;
 }

@@ -3,16 +3,12 @@
  * ggml's scheduler does for a graph split across backends). Each scheduled node is asked of the
  * program's device (backend `supports`, on the whole node). A phase's schedule is cut into parts:
  * stretches of nodes the device runs, and stretches it does not, which run on the CPU. A CPU part
- * works on host copies of the values its nodes touch, one per distinct buffer of the device (so
- * a reshape's alias, or an in-place output, stays one buffer); before it runs, the values it
+ * works on host copies of the values its nodes touch, laid out as they are on the device (see
+ * stage_part: values that share bytes there share them on the host); before it runs, the values it
  * reads that were made elsewhere are copied in from the device, and after it, the values it made
  * that anything else reads (a later node, a fetch, a persistent buffer) and the inputs it writes
  * in place (optimizer updates) are copied back. With strict, a node the device lacks is an error
  * instead. Calls: the device layer. Called by compile.c (ts_exec_place) and exec.c (ts_part_run).
- *
- * Left alone: two values that overlap in part (a gradient inside its bucket) get separate host
- * copies; no fallback part touches both in the programs we run (collectives run on every
- * device that runs replicas: the CPU).
  */
 #include "runtime/exec.h"
 
@@ -57,25 +53,40 @@ static int *count_reads(const ts_exec *p) {
     return reads;
 }
 
-static int same_buf(ts_buffer a, ts_buffer b) { return a.mem == b.mem && a.offset == b.offset; }
+/* A value touched by a fallback part, by its device place (sorted: allocation, then offset). */
+typedef struct placed_val {
+    uintptr_t mem;
+    uint64_t offset, end;
+    int v;
+} placed_val;
 
-/* A CPU part's host copies: per value it touches, a place in one staging buffer (values of one
- * device buffer share theirs); its copies in and out. */
+static int by_place(const void *a, const void *b) {
+    const placed_val *x = a, *y = b;
+    if (x->mem != y->mem) return x->mem < y->mem ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* A CPU part's host copies mirror the device's layout: the values it touches are grouped by
+ * device allocation, the byte ranges they cover merged where they overlap, and each merged range
+ * gets one stretch of the staging buffer, a value at the same offset within it as on the device.
+ * So values that share bytes on the device share them on the host, whatever the sharing: a
+ * reshape's alias, an output written in place, a gradient inside its bucket, two values the
+ * memory plan gave one place because their lifetimes do not meet. Then the copies in and out. */
 static ts_status stage_part(ts_exec *p, ts_part *pt, const uint8_t *pinned, const int *reads) {
     const ts_graph *g = p->g;
-    int nv = g->nvals, nplaced = 0;
+    int nv = g->nvals, ntouched = 0;
     pt->vals = calloc((size_t)nv + 1, sizeof *pt->vals);
     int64_t *at = malloc(sizeof(int64_t) * ((size_t)nv + 1)); /* per value: its offset in the stage, -1 */
     uint8_t *made = calloc((size_t)nv + 1, 1), *in = calloc((size_t)nv + 1, 1), *out = calloc((size_t)nv + 1, 1);
-    int *placed = malloc(sizeof(int) * ((size_t)nv + 1)), *here = calloc((size_t)nv + 1, sizeof(int)); /* reads here */
+    placed_val *touched = malloc(sizeof *touched * ((size_t)nv + 1));
+    int *here = calloc((size_t)nv + 1, sizeof(int)); /* reads here */
     pt->copy_in = malloc(sizeof(int) * ((size_t)nv + 1)), pt->copy_out = malloc(sizeof(int) * ((size_t)nv + 1));
-    if (!pt->vals || !at || !made || !in || !out || !placed || !here || !pt->copy_in || !pt->copy_out) {
-        free(at), free(made), free(in), free(out), free(placed), free(here);
+    if (!pt->vals || !at || !made || !in || !out || !touched || !here || !pt->copy_in || !pt->copy_out) {
+        free(at), free(made), free(in), free(out), free(touched), free(here);
         return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory placing the CPU fallback");
     }
     memcpy(pt->vals, p->vals, sizeof *pt->vals * (size_t)nv);
     for (int v = 0; v < nv; v++) at[v] = -1, pt->vals[v].buf = (ts_buffer){NULL, 0};
-    size_t total = 0;
     for (int s = pt->begin; s < pt->end; s++) {
         const ts_node *n = &g->nodes[p->sched[s]];
         int side = (ts_op_get(n->op)->flags & TS_OPF_SIDE_EFFECT) != 0;
@@ -86,14 +97,23 @@ static ts_status stage_part(ts_exec *p, ts_part *pt, const uint8_t *pinned, cons
             if (j < n->nin && !made[v]) in[v] = 1;              /* read before this part makes it */
             if (j >= n->nin) made[v] = 1;
             if (j >= n->nin || (side && g->vals[v].kind != TS_V_CONST)) out[v] = 1;
-            if (at[v] >= 0) continue;
-            for (int k = 0; k < nplaced && at[v] < 0; k++) /* a value of the same device buffer placed */
-                if (same_buf(p->vals[placed[k]].buf, p->vals[v].buf)) at[v] = at[placed[k]];
-            if (at[v] >= 0) continue;
-            placed[nplaced++] = v;
-            at[v] = (int64_t)total;
-            total += (ts_val_bytes(&g->vals[v]) + 63) / 64 * 64;
+            if (at[v] != -1) continue;
+            at[v] = -2;
+            ts_buffer b = p->vals[v].buf;
+            touched[ntouched++] = (placed_val){(uintptr_t)b.mem, b.offset, b.offset + ts_val_bytes(&g->vals[v]), v};
         }
+    }
+    /* merged ranges, in device order: [lo, hi) of one allocation at stage offset base */
+    qsort(touched, (size_t)ntouched, sizeof *touched, by_place);
+    size_t total = 0;
+    for (int i = 0; i < ntouched;) {
+        uint64_t lo = touched[i].offset, hi = touched[i].end;
+        int j = i + 1;
+        for (; j < ntouched && touched[j].mem == touched[i].mem && touched[j].offset < hi; j++)
+            if (touched[j].end > hi) hi = touched[j].end;
+        for (int k = i; k < j; k++) at[touched[k].v] = (int64_t)(total + (touched[k].offset - lo));
+        total += (hi - lo + 63) / 64 * 64;
+        i = j;
     }
     for (int v = 0; v < nv; v++) {
         size_t bytes = ts_val_bytes(&g->vals[v]);
@@ -104,7 +124,7 @@ static ts_status stage_part(ts_exec *p, ts_part *pt, const uint8_t *pinned, cons
     ts_status st = ts_dev_alloc(p->cpu, total, &pt->stage);
     for (int v = 0; st == TS_OK && v < nv; v++)
         if (at[v] >= 0) pt->vals[v].buf = ts_buf_at(pt->stage, (uint64_t)at[v]);
-    free(at), free(made), free(in), free(out), free(placed), free(here);
+    free(at), free(made), free(in), free(out), free(touched), free(here);
     return st ? ts_err(st, "ts_compile: cannot allocate %zu bytes of host copies for the CPU fallback", total) : TS_OK;
 }
 

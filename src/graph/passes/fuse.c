@@ -68,7 +68,7 @@ static int absorb(fuse_ctx *c, int i, int p, const ts_node *repl) {
     r.nout = 1;
     r.out[0] = n->out[0];
     r.stage = n->stage, r.seg = n->seg;
-    if (c->accept && !c->accept(c->accept_ctx, c->g, &r)) return 0;
+    if (c->accept && !c->accept(c->accept_ctx, c->g, &r, &c->g->nodes[p])) return 0;
     *n = r;
     c->alive[p] = 0;
     return 1;
@@ -257,8 +257,9 @@ static int fuse_conv_clamp(fuse_ctx *c, int i) {
     return absorb(c, i, p, &r);
 }
 
-/* accept: asked of every merged node before it is made (the device's supports: a backend that
- * runs "matmul" may not know its activation attribute); NULL: every rule may fire. */
+/* accept: asked of every merged node, with the producer it absorbs, before it is made (the
+ * runtime asks the device: a backend that runs "matmul" may not know its activation attribute);
+ * NULL: every rule may fire. */
 int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_accept accept, void *accept_ctx) {
     fuse_ctx c = {g, alive, pinned, calloc((size_t)(g->nvals ? g->nvals : 1), sizeof(int)), 0, accept, accept_ctx};
     if (!c.uses) abort();

@@ -14,8 +14,9 @@ int ts_pass_dce(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int keep_sid
 /* Fusion (fuse.c): rewrite producer/consumer pairs into one node. A fused node takes the index
  * of the last node it replaces, so index order stays a valid schedule; fusion never joins nodes
  * of two stages or two phases. accept (NULL: all) is asked of each merged node before it is made
- * (its output ids set): the runtime asks the device whether it runs it (backend `supports`). */
-typedef int (*ts_fuse_accept)(void *ctx, const ts_graph *g, const ts_node *fused);
+ * (its output ids and stage set), with the node it absorbs (the producer, still unchanged in g):
+ * the runtime asks the device (ts_device_fuses). */
+typedef int (*ts_fuse_accept)(void *ctx, const ts_graph *g, const ts_node *fused, const ts_node *producer);
 int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_accept accept, void *accept_ctx);
 
 /* Int8 quantization (quantize.c): every alive quantizable node (ts_quantizable_node: an f32 matmul
