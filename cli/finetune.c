@@ -299,7 +299,7 @@ int cli_finetune(int argc, char **argv) {
         {"optimizer", TS_OPT_STR, &o.optimizer, 0}, {"momentum", TS_OPT_FLOAT, &o.momentum, 0},
         {"accumulation", TS_OPT_INT, &o.accumulation, 1}, {"device-iterations", TS_OPT_INT, &o.device_iterations, 1},
         {"devices", TS_OPT_STR, &o.devices, 0},     {"stages", TS_OPT_STR, &o.stages, 0},
-        {"micro-batches", TS_OPT_INT, &o.micro_batches, 2}, {"profile", TS_OPT_FLAG, &o.profile, 0},
+        {"micro-batches", TS_OPT_INT, &o.micro_batches, 1}, {"profile", TS_OPT_FLAG, &o.profile, 0},
         CLI_DEVICE_OPTS,                          CLI_LOAD_OPTS,
         CLI_REPLICA_OPTS,
     };
@@ -325,7 +325,7 @@ int cli_finetune(int argc, char **argv) {
         } else if (o.bf16 && o.fp16) {
             fprintf(stderr, "tessera finetune: --bf16 and --fp16 exclude each other\n");
             rc = 2;
-        } else if (o.profile && o.devices) {
+        } else if (o.profile && o.devices && !cli_pipe_one_device(o.devices, o.stages)) {
             fprintf(stderr, "tessera finetune: --profile is not supported with --devices (a pipelined program is not "
                             "profiled); profile the step on one device, without --devices\n");
             rc = 2;

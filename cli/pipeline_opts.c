@@ -30,6 +30,10 @@ int cli_pipe_measure(const char *cmd, const ts_bert_config *cfg, ts_bert_head he
     return st == TS_ERR_ARG ? 2 : 1;
 }
 
+const char *cli_pipe_one_device(const char *devices, const char *stages) {
+    return devices && !stages && !strchr(devices, ',') ? devices : NULL;
+}
+
 int cli_pipe_micro(const char *cmd, const char *devices, const char *stages, int micro, int *accumulation, int fp16) {
     if (stages && !devices) {
         fprintf(stderr, "tessera %s: --stages needs --devices\n", cmd);
@@ -41,16 +45,19 @@ int cli_pipe_micro(const char *cmd, const char *devices, const char *stages, int
         return 2;
     }
     if (micro) *accumulation = micro;
-    if (!devices) return 0;
+    if (!devices || cli_pipe_one_device(devices, stages)) return 0; /* one program on one device */
     if (fp16) {
         fprintf(stderr, "tessera %s: --fp16 (loss scaling) does not run as a pipeline yet: use --bf16 with --devices\n",
                 cmd);
         return 2;
     }
-    if (*accumulation < 2) { /* two micro-batches per device keep the pipeline busy */
-        int ndev = 1;
-        for (const char *p = devices; *p; p++) ndev += *p == ',';
-        *accumulation = 2 * ndev;
+    int ndev = 1;
+    for (const char *p = devices; *p; p++) ndev += *p == ',';
+    if (micro == 1) {
+        fprintf(stderr, "tessera %s: --micro-batches 1: a pipeline of %s runs a step as 2 or more micro-batches "
+                        "(one device without --stages runs any number)\n", cmd, ndev > 1 ? "several devices" : "--stages");
+        return 2;
     }
+    if (*accumulation < 2) *accumulation = 2 * ndev; /* two micro-batches per device keep the pipeline busy */
     return 0;
 }

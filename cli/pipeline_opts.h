@@ -17,8 +17,12 @@ int cli_pipe_parse(const char *cmd, const char *devices, const char *stages, int
  * replicas of cli_rep). 0, or prints the error: 1 or 2. */
 int cli_pipe_measure(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq, int micro,
                      ts_stage_plan *pp);
-/* Check --micro-batches against --accumulation (the same thing) and set *accumulation: M, or with
- * --devices and neither given, 2 per device. 0, or prints the error and returns 2. */
+/* --devices naming one device, without --stages: that device, where the run is one program (no
+ * pipeline; the batch is --batch x --micro-batches). NULL: no --devices, or a pipeline. */
+const char *cli_pipe_one_device(const char *devices, const char *stages);
+/* Check --micro-batches against --accumulation (the same thing) and set *accumulation: M, or for a
+ * pipeline (several devices, or --stages) with neither given, 2 per device; a pipeline refuses 1.
+ * 0, or prints the error and returns 2. */
 int cli_pipe_micro(const char *cmd, const char *devices, const char *stages, int micro, int *accumulation, int fp16);
 
 #endif

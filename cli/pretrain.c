@@ -130,7 +130,9 @@ static int pt_model(const pt_opts *o, pt_run *R) {
     R->loop = (cli_train_loop){.accumulation = N, .device_iterations = S, .max_grad_norm = (float)o->max_grad_norm,
                                .optimizer = o->optimizer, .momentum = (float)o->momentum, .profile = o->profile};
     static ts_stage_plan pp; /* --devices: the pipeline (cfg points into it) */
-    if (o->devices) {
+    if ((R->loop.device = cli_pipe_one_device(o->devices, o->stages))) {
+        /* one program on that device */
+    } else if (o->devices) {
         int rc;
         if (cli_pipe_parse("pretrain", o->devices, o->stages, o->layers, &pp)) return 2;
         if (pp.automatic && (rc = cli_pipe_measure("pretrain", cfg, TS_BERT_PRETRAINING, o->batch, o->max_len, N, &pp)))
@@ -174,7 +176,7 @@ static int pt_go(const pt_opts *o, pt_run *R) {
                           (const char *[]){"prediction_logits", "seq_relationship_logits", "mlm_loss"}, 3, &R->ip,
                           &R->loop))
         return 1;
-    if (o->devices) ts_stage_plan_describe(R->pipe, R->tp, o->accumulation, "tessera pretrain", ts_write_stdio, stdout, 0);
+    if (R->pipe) ts_stage_plan_describe(R->pipe, R->tp, o->accumulation, "tessera pretrain", ts_write_stdio, stdout, 0);
     ts_pretrain_shape shape = pt_shape(o, R);
     ts_pretrain_run_opts ro = {
         .struct_size = sizeof ro, .name = "tessera pretrain", .out = ts_write_stdio, .out_ctx = stdout,
@@ -224,7 +226,7 @@ int cli_pretrain(int argc, char **argv) {
         {"max-predictions", TS_OPT_INT, &o.max_predictions, 0},
         {"optimizer", TS_OPT_STR, &o.optimizer, 0}, {"momentum", TS_OPT_FLOAT, &o.momentum, 0},
         {"devices", TS_OPT_STR, &o.devices, 0},     {"stages", TS_OPT_STR, &o.stages, 0},
-        {"micro-batches", TS_OPT_INT, &o.micro_batches, 2}, {"profile", TS_OPT_FLAG, &o.profile, 0},
+        {"micro-batches", TS_OPT_INT, &o.micro_batches, 1}, {"profile", TS_OPT_FLAG, &o.profile, 0},
         CLI_DEVICE_OPTS,                          CLI_REPLICA_OPTS,
     };
     ts_optset os;
@@ -247,7 +249,7 @@ int cli_pretrain(int argc, char **argv) {
                     o.max_len);
         else if (o.bf16 && o.fp16)
             fprintf(stderr, "tessera pretrain: --bf16 and --fp16 exclude each other\n");
-        else if (o.profile && o.devices)
+        else if (o.profile && o.devices && !cli_pipe_one_device(o.devices, o.stages))
             fprintf(stderr, "tessera pretrain: --profile is not supported with --devices (a pipelined program is not "
                             "profiled); profile the step on one device, without --devices\n");
         else if (cli_pipe_micro("pretrain", o.devices, o.stages, o.micro_batches, &o.accumulation, o.fp16))

@@ -138,6 +138,7 @@ typedef struct cli_train_loop {
     const char *optimizer; /* --optimizer: "adamw" (also NULL), "lamb" or "sgd" */
     float momentum;        /* SGD's --momentum */
     const ts_stage_plan *pipe; /* --devices / --stages: a pipeline (NULL: one device) */
+    const char *device;    /* --devices naming one device, without --stages: it (NULL: the CPU) */
     int profile;           /* --profile: compile the training program with ts_compile_opts.profile */
 } cli_train_loop;
 

@@ -301,6 +301,8 @@ typedef struct ts_bert_train_opts {
     const ts_quant_scale *quant_scales; /* with quantize = TS_QUANT_STATIC: the inference
                                     program's ts_compile_opts.quant_scales (see ts_calib) */
     int nquant_scales;
+    const char *device;          /* without stage_devices: the device both programs run on
+                                    (ts_compile_opts.device; NULL: the CPU) */
 } ts_bert_train_opts;
 /* Build the model (o->head) with the backward pass and the optimizer, and compile it for
  * training into *train (may be NULL: none) and for evaluation (inference, one device) into

@@ -115,7 +115,6 @@ static ts_status run_checkpoint(void *ctx, int64_t step) {
 static void describe(const ep_run *r) {
     const ts_epochs_opts *o = r->o;
     const int B = o->batch, N = r->N, K = r->K, R = r->ranks;
-    if (N == 1 && K == 1 && R == 1) return;
     ts_writef(o->out, o->out_ctx, "%s: %d micro-batch%s of %d per step%s (effective batch %d), %d step%s per program "
               "call", r->name, N, N == 1 ? "" : "es", B, R > 1 ? " on each replica" : "", N * B * R, K,
               K == 1 ? "" : "s");

@@ -206,8 +206,7 @@ static ts_status pt_start(pt_run *R) {
               sh->max_steps, o->max_minutes > 0 ? " or the time limit" : "",
               ts_optim_kind_name((ts_optim_kind)sh->optimizer), sh->lr,
               sh->bf16 ? ", bf16 compute" : sh->fp16 ? ", fp16 compute with loss scaling" : "");
-    if (N > 1 || K > 1 || RN > 1)
-        ts_writef(o->out, o->out_ctx, "%s: %d micro-batch%s of %d per step%s (effective batch %d), %d step%s per "
+    ts_writef(o->out, o->out_ctx, "%s: %d micro-batch%s of %d per step%s (effective batch %d), %d step%s per "
                   "program call\n", R->name, N, N == 1 ? "" : "es", sh->batch, RN > 1 ? " on each replica" : "",
                   N * sh->batch * RN, K, K == 1 ? "" : "s");
     ts_writef(o->out, o->out_ctx, "%s: held-out set: %d batches of %d sequences\n", R->name, R->nheld, sh->batch);

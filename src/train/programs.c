@@ -19,6 +19,8 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
     const char *what = "building the model";
     ts_status st = ts_bert_build(g, o->cfg, o->head, o->batch, o->seq, &out);
     int N = o->accumulation > 1 ? o->accumulation : 1, K = o->steps_per_call > 1 ? o->steps_per_call : 1;
+    const char *device = o->struct_size >= offsetof(ts_bert_train_opts, device) + sizeof o->device && !o->stage_devices
+                             ? o->device : NULL;
     int plan_only = o->struct_size >= offsetof(ts_bert_train_opts, plan_only) + sizeof o->plan_only && o->plan_only;
     if (!st && train) {
         ts_value lr = ts_input(g, "lr", TS_F32, 0, NULL);
@@ -46,7 +48,7 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
             int profile = o->struct_size >= offsetof(ts_bert_train_opts, profile) + sizeof o->profile && o->profile;
             *train = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .num_threads = o->threads,
                                                       .nfetch = o->ntrain_fetches, .fetches = o->train_fetches,
-                                                      .device_iterations = N * K,
+                                                      .device_iterations = N * K, .device = device,
                                                       .memory_limit = o->memory_limit,
                                                       .stage_devices = o->stage_devices,
                                                       .nstage_devices = o->nstage_devices, .profile = profile,
@@ -60,7 +62,7 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
         *infer = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts),
                                                   .num_threads = o->infer_threads ? o->infer_threads : o->threads,
                                                   .nfetch = o->ninfer_fetches, .fetches = o->infer_fetches,
-                                                  .inference = 1, .memory_limit = o->memory_limit,
+                                                  .inference = 1, .memory_limit = o->memory_limit, .device = device,
                                                   .plan_only = plan_only,
                                                   .quantize = o->struct_size >= offsetof(ts_bert_train_opts, quantize) +
                                                       sizeof o->quantize ? o->quantize : 0,
