@@ -351,6 +351,7 @@ int cli_finetune(int argc, char **argv) {
         } else if (!o.deterministic || !(rc = cli_deterministic_setup("finetune", &o.threads, o.max_minutes))) {
             rc = run_task(&o);
         }
+        if (rc) cli_out_abandon("finetune");
     }
     ts_options_free(&os);
     return rc;

@@ -16,14 +16,28 @@
  * epilogue as a matmul or convolution: so a fused node is claimed exactly when its producer is,
  * and the fusion pass then builds the CPU's graph (compile.c: a merged node the device refuses is
  * still made when the device refuses its producer too).
+ *
+ * Faults, for the tests of how tessera reports a plugin's (tests/test_cli_plugin_faults.c): with
+ * TESSERA_CPUPLUGIN_FAULT=KIND[:N], the N-th call (default the first) of the kind's entry misbehaves:
+ *   alloc-null      alloc returns OK with a NULL handle
+ *   alloc-error     alloc fails with the plugin's own message (TS_ERR_NOMEM)
+ *   copy            copy_to_device fails with a message (TS_ERR_IO)
+ *   execute         execute fails with a message (TS_ERR_RUNTIME)
+ *   execute-silent  execute fails without setting any message
+ *   crash           execute dies of SIGSEGV (a store to an unmapped address)
  */
 #include "backend/backend.h"
 #include "tessera_ops.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const ts_backend_api *cpu;
+static const ts_host_api *hostp;
+static char fault[32]; /* TESSERA_CPUPLUGIN_FAULT's kind, "" for none */
+static long fault_at = 1, fault_calls;
 static int random_claims;  /* TESSERA_CPUPLUGIN_FRACTION set */
 static uint64_t seed;
 static uint64_t threshold; /* a pair is claimed when its hash's low 32 bits are below this */
@@ -54,6 +68,39 @@ static int plugin_supports(void *dev, const ts_abi_node *node, const ts_abi_valu
     return cpu->supports(dev, node, values);
 }
 
+/* Is this call of the entry of kind `kind` the one that faults? */
+static int faults(const char *kind) {
+    if (strcmp(fault, kind) != 0) return 0;
+    return __atomic_add_fetch(&fault_calls, 1, __ATOMIC_RELAXED) == fault_at;
+}
+
+static int faults_prefix(const char *prefix) {
+    return !strncmp(fault, prefix, strlen(prefix)) && faults(fault);
+}
+
+static ts_status plugin_alloc(void *dev, size_t bytes, void **mem) {
+    if (!strncmp(fault, "alloc", 5) && faults(fault)) {
+        if (!strcmp(fault, "alloc-null")) return *mem = NULL, TS_OK;
+        return hostp->error(TS_ERR_NOMEM, "cpuplugin: the simulated device's memory pool is exhausted");
+    }
+    return cpu->alloc(dev, bytes, mem);
+}
+
+static ts_status plugin_copy_to_device(void *dev, ts_buffer dst, const void *src, size_t bytes) {
+    if (faults("copy")) return hostp->error(TS_ERR_IO, "cpuplugin: simulated DMA timeout after 5000 ms");
+    return cpu->copy_to_device(dev, dst, src, bytes);
+}
+
+static ts_status plugin_execute(void *dev, void *exe, const ts_abi_plan *plan, ts_buffer ws, uint64_t step) {
+    if (faults_prefix("execute")) {
+        if (!strcmp(fault, "execute-silent")) return TS_ERR_RUNTIME;
+        return hostp->error(TS_ERR_RUNTIME, "cpuplugin: simulated kernel launch failure (error -5)");
+    }
+    static volatile uintptr_t unmapped = 64;
+    if (faults("crash")) *(volatile int *)unmapped = 1; /* SIGSEGV */
+    return cpu->execute(dev, exe, plan, ws, step);
+}
+
 /* TESSERA_CPUPLUGIN_FRACTION and _SEED, read once at load. */
 static void read_claims(void) {
     const char *f = getenv("TESSERA_CPUPLUGIN_FRACTION"), *s = getenv("TESSERA_CPUPLUGIN_SEED");
@@ -76,9 +123,20 @@ const ts_backend_api *ts_backend_get_api(const ts_host_api *host) {
         return NULL;
     }
     read_claims();
+    const char *f = getenv("TESSERA_CPUPLUGIN_FAULT");
+    if (f && *f) {
+        const char *colon = strchr(f, ':');
+        size_t n = colon ? (size_t)(colon - f) : strlen(f);
+        snprintf(fault, sizeof fault, "%.*s", (int)(n < sizeof fault ? n : sizeof fault - 1), f);
+        if (colon && atol(colon + 1) > 0) fault_at = atol(colon + 1);
+    }
+    hostp = host;
     cpu = ts_cpu_backend_api(host);
     api = *cpu;
     api.name = "cpuplugin";
     api.supports = plugin_supports;
+    api.alloc = plugin_alloc;
+    api.copy_to_device = plugin_copy_to_device;
+    api.execute = plugin_execute;
     return &api;
 }

@@ -50,9 +50,11 @@ int ts_dev_supports(const ts_device *d, const ts_graph *g, const ts_node *n) {
         ts_abi_value_from(&g->vals[n->out[o]], &v[k]);
         a.out[o] = k++;
     }
-    return d->api->supports(d->ctx, &a, v) != 0;
+    ts_dev_enter(d, "supports of a %s node", a.op);
+    int yes = d->api->supports(d->ctx, &a, v) != 0;
+    ts_dev_leave(d, TS_OK);
+    return yes;
 }
 
-ts_status ts_dev_sync(const ts_device *d) { return TS_API_HAS(d->api, synchronize) ? d->api->synchronize(d->ctx) : TS_OK; }
 
 size_t ts_dev_max_alloc(const ts_device *d) { return TS_API_HAS(d->api, max_alloc) ? d->api->max_alloc(d->ctx) : 0; }

@@ -21,6 +21,10 @@ typedef struct ts_device {
     int index;
     char name[48];  /* "cpu" for index 0, else "cpu:1" */
     int busy;       /* TESSERA_CHECK_DEVICE_THREADS: a call is in progress (atomic) */
+    int guarded;    /* a device of a backend other than the built-in CPU: its calls are checked
+                       and named (registry.c) */
+    volatile int inflight; /* guarded: a call into the backend is running (for the crash report) */
+    char call[320]; /* what that call is: "plugin 'x', device x:1: execute of nodes ..." */
 } ts_device;
 
 /* The device called name ("cpu", "cpu:0", "cpu:3"; "<backend>" is index 0), opened on first
@@ -39,6 +43,19 @@ ts_status ts_dev_copy_out(const ts_device *d, void *dst, ts_buffer src, size_t b
 ts_status ts_dev_copy(const ts_device *dst_dev, ts_buffer dst, const ts_device *src_dev, ts_buffer src, size_t bytes);
 /* Run a compiled plan (the backend's execute). */
 ts_status ts_dev_execute(const ts_device *d, void *exe, const ts_abi_plan *plan, ts_buffer ws, uint64_t step);
+/* Around a call into d's backend (registry.c; the wrappers here use them): enter records what
+ * the call is (printf-style) and clears the thread's error; leave returns the call's status, for
+ * a guarded device with the failure named as below. Nothing for the built-in CPU. */
+__attribute__((format(printf, 2, 3))) void ts_dev_enter(const ts_device *d, const char *fmt, ...);
+ts_status ts_dev_leave(const ts_device *d, ts_status s);
+/* Compile a plan (the backend's compile): *workspace bytes, *exe. */
+ts_status ts_dev_compile(const ts_device *d, const ts_abi_plan *plan, size_t *workspace, void **exe);
+/* The calls into a device of a plugin (any backend but the built-in CPU) are guarded: a failure
+ * keeps the backend's message, prefixed with the device and the call ("device x: execute of 12
+ * nodes (gather .. add): <the plugin's words>"), or says that the backend gave none; an alloc
+ * that returns OK without memory is an error; and while a call runs, a fatal signal (SIGSEGV,
+ * SIGBUS, SIGILL, SIGFPE, SIGABRT) first writes which plugin, device and call were running to
+ * stderr, then lets the process die as it would have (the handler before tessera's runs). */
 static inline ts_buffer ts_buf_at(ts_buffer b, uint64_t off) { b.offset += off; return b; }
 
 /* The ABI's view of tessera's IR (abi_view.c): a node (its op by name, value ids as in g) and a

@@ -6,9 +6,11 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_BACKENDS 16
 #define MAX_DEVICES 256
@@ -134,6 +136,56 @@ static void close_devices(void) {
     pthread_mutex_unlock(&lock);
 }
 
+/* ------------------------------------------------------------------ a crash inside a plugin */
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+enum { NFATAL = sizeof fatal_signals / sizeof fatal_signals[0] };
+static struct sigaction before[NFATAL]; /* the handlers tessera's replaced */
+
+static void say(const char *s) {
+    size_t n = strlen(s);
+    while (n) {
+        ssize_t w = write(2, s, n);
+        if (w <= 0) return;
+        s += w, n -= (size_t)w;
+    }
+}
+
+/* Async-signal-safe only: strlen, write, sigaction, raise. Every device in a plugin call is
+ * named (a pipeline runs several at once; the crash is in one of them), then the handler that
+ * was there before is put back and the signal raised again: blocked while this runs, it is
+ * delivered to that handler (the default: the process dies with the signal, as it would have;
+ * under AddressSanitizer, its report) when this returns, and a fault re-executed faults again. */
+static void crash_report(int sig) {
+    const char *name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGILL ? "SIGILL"
+                       : sig == SIGFPE ? "SIGFPE" : "SIGABRT";
+    for (int i = 0; i < ndevices && i < MAX_DEVICES; i++) {
+        ts_device *d = devices[i];
+        if (!d || !d->inflight) continue;
+        say("tessera: fatal signal ");
+        say(name);
+        say(" inside a backend call: ");
+        say(d->call);
+        say("\n");
+    }
+    for (int k = 0; k < NFATAL; k++)
+        if (fatal_signals[k] == sig) sigaction(sig, &before[k], NULL);
+    raise(sig);
+}
+
+/* Once, when the first device of a plugin opens (under the registry's lock). */
+static void install_crash_report(void) {
+    static int done;
+    if (done) return;
+    done = 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = crash_report;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_ONSTACK;
+    for (int k = 0; k < NFATAL; k++) sigaction(fatal_signals[k], &sa, &before[k]);
+}
+
 ts_device *ts_device_get(const char *name) {
     if (!name || !*name) name = "cpu";
     char back[48];
@@ -190,6 +242,8 @@ ts_device *ts_device_get(const char *name) {
             } else {
                 if (!ndevices) atexit(close_devices);
                 devices[ndevices++] = d;
+                d->guarded = api != &ts_backend_cpu_api;
+                if (d->guarded) install_crash_report();
             }
         } else {
             ts_err(TS_ERR_NOMEM, "device '%s': out of memory", name);
@@ -199,12 +253,49 @@ ts_device *ts_device_get(const char *name) {
     return d;
 }
 
+/* ------------------------------------------------------------------ guarded calls */
+
+/* Before a call into d's backend: for a guarded device, what the call is (for an error and for
+ * the crash report), and the thread's last error cleared, to tell whether the backend set one. */
+void ts_dev_enter(const ts_device *d, const char *fmt, ...) {
+    if (!d->guarded) return;
+    ts_device *m = (ts_device *)d;
+    int o = snprintf(m->call, sizeof m->call, "plugin '%s', device %s: ", d->api->name, d->name);
+    va_list ap;
+    va_start(ap, fmt);
+    if (o > 0 && (size_t)o < sizeof m->call) vsnprintf(m->call + o, sizeof m->call - (size_t)o, fmt, ap);
+    va_end(ap);
+    ts_err_clear();
+    __atomic_store_n(&m->inflight, 1, __ATOMIC_SEQ_CST);
+}
+
+/* After it: s as it is for the built-in CPU; for a guarded device the failure named, the
+ * backend's own message kept (a status outside the enum is TS_ERR_RUNTIME). */
+ts_status ts_dev_leave(const ts_device *d, ts_status s) {
+    if (!d->guarded) return s;
+    ts_device *m = (ts_device *)d;
+    __atomic_store_n(&m->inflight, 0, __ATOMIC_SEQ_CST);
+    if (s == TS_OK) return s;
+    const char *call = m->call + strlen("plugin '") + strlen(d->api->name) + strlen("', ");
+    if (s < TS_ERR_ARG || s > TS_ERR_COMM) s = TS_ERR_RUNTIME;
+    if (ts_last_status() == TS_OK)
+        return ts_err(s, "%s failed (%s) and the backend '%s' gave no message", call, ts_status_name(s), d->api->name);
+    char why[768];
+    snprintf(why, sizeof why, "%s", ts_last_error());
+    return ts_err(s, "%s: %s", call, why);
+}
+
 size_t ts_device_memory(const ts_device *d) { return TS_API_HAS(d->api, memory_bytes) ? d->api->memory_bytes(d->ctx) : 0; }
 
 ts_status ts_dev_alloc(const ts_device *d, size_t bytes, ts_buffer *out) {
     out->offset = 0;
     out->mem = NULL;
-    return d->api->alloc(d->ctx, bytes ? bytes : 64, &out->mem);
+    ts_dev_enter(d, "alloc of %zu bytes", bytes ? bytes : 64);
+    ts_status s = ts_dev_leave(d, d->api->alloc(d->ctx, bytes ? bytes : 64, &out->mem));
+    if (s == TS_OK && !out->mem && d->guarded)
+        return ts_err(TS_ERR_RUNTIME, "device %s: alloc of %zu bytes returned OK with a NULL handle (a fault of the "
+                      "backend '%s')", d->name, bytes ? bytes : 64, d->api->name);
+    return s;
 }
 
 void ts_dev_free(const ts_device *d, ts_buffer *b) {
@@ -241,18 +332,41 @@ static ts_status unclaim(const ts_device *d, ts_status s) {
 ts_status ts_dev_copy_in(const ts_device *d, ts_buffer dst, const void *src, size_t bytes) {
     if (!bytes) return TS_OK;
     ts_status s = claim(d, "copy_to_device");
-    return s ? s : unclaim(d, d->api->copy_to_device(d->ctx, dst, src, bytes));
+    if (s) return s;
+    ts_dev_enter(d, "copy_to_device of %zu bytes", bytes);
+    return unclaim(d, ts_dev_leave(d, d->api->copy_to_device(d->ctx, dst, src, bytes)));
 }
 
 ts_status ts_dev_copy_out(const ts_device *d, void *dst, ts_buffer src, size_t bytes) {
     if (!bytes) return TS_OK;
     ts_status s = claim(d, "copy_to_host");
-    return s ? s : unclaim(d, d->api->copy_to_host(d->ctx, dst, src, bytes));
+    if (s) return s;
+    ts_dev_enter(d, "copy_to_host of %zu bytes", bytes);
+    return unclaim(d, ts_dev_leave(d, d->api->copy_to_host(d->ctx, dst, src, bytes)));
 }
+
+/* "12 nodes (gather .. add)": which nodes a compile or execute of plan runs. */
+#define PLAN_FMT "%d node%s (%s%s%s)"
+#define PLAN_ARGS(plan)                                                                                    \
+    (plan)->nnodes, (plan)->nnodes == 1 ? "" : "s", (plan)->nnodes ? (plan)->nodes[0].op : "",             \
+        (plan)->nnodes > 1 ? " .. " : "", (plan)->nnodes > 1 ? (plan)->nodes[(plan)->nnodes - 1].op : ""
 
 ts_status ts_dev_execute(const ts_device *d, void *exe, const ts_abi_plan *plan, ts_buffer ws, uint64_t step) {
     ts_status s = claim(d, "execute");
-    return s ? s : unclaim(d, d->api->execute(d->ctx, exe, plan, ws, step));
+    if (s) return s;
+    ts_dev_enter(d, "execute of " PLAN_FMT, PLAN_ARGS(plan));
+    return unclaim(d, ts_dev_leave(d, d->api->execute(d->ctx, exe, plan, ws, step)));
+}
+
+ts_status ts_dev_sync(const ts_device *d) {
+    if (!TS_API_HAS(d->api, synchronize)) return TS_OK;
+    ts_dev_enter(d, "synchronize");
+    return ts_dev_leave(d, d->api->synchronize(d->ctx));
+}
+
+ts_status ts_dev_compile(const ts_device *d, const ts_abi_plan *plan, size_t *workspace, void **exe) {
+    ts_dev_enter(d, "compile of " PLAN_FMT, PLAN_ARGS(plan));
+    return ts_dev_leave(d, d->api->compile(d->ctx, plan, workspace, exe));
 }
 
 ts_status ts_dev_copy(const ts_device *dst_dev, ts_buffer dst, const ts_device *src_dev, ts_buffer src, size_t bytes) {

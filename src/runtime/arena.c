@@ -60,10 +60,13 @@ ts_status ts_arena_alloc(ts_exec *p, const int64_t *offset, const uint8_t *in_ar
     p->chunk_at[++p->nchunks] = total;
     for (int k = 0; k < p->nchunks; k++) {
         size_t bytes = (size_t)(p->chunk_at[k + 1] - p->chunk_at[k]);
-        if (ts_dev_alloc(p->dev, bytes, &p->chunk[k]) != TS_OK) {
+        ts_status s = ts_dev_alloc(p->dev, bytes, &p->chunk[k]);
+        if (s != TS_OK) {
+            char why[768];
+            snprintf(why, sizeof why, "%s", ts_last_error());
             p->nchunks = k;
-            return ts_err(TS_ERR_NOMEM, "ts_compile: cannot allocate a %zu-byte arena%s", bytes,
-                          p->chunk_at[1] < total ? " piece" : "");
+            return ts_err(s, "ts_compile: cannot allocate a %zu-byte arena%s on device %s: %s", bytes,
+                          p->chunk_at[1] < total ? " piece" : "", p->dev->name, why[0] ? why : "out of device memory");
         }
     }
     return TS_OK;

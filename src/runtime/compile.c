@@ -315,9 +315,17 @@ static ts_status alloc_buffers(build *b) {
         if (cap && bytes > cap)
             return ts_err(TS_ERR_NOMEM, "ts_compile: %s needs %.2f GiB in one piece; device %s allocates at most "
                           "%.2f GiB at once", x->name ? x->name : "a buffer", gib(bytes), b->dev->name, gib(cap));
-        if (ts_dev_alloc(b->dev, bytes, &buf) != TS_OK)
-            return ts_err(TS_ERR_NOMEM, "ts_compile: out of device memory for %s (%.2f GiB)",
-                          x->name ? x->name : "a buffer", gib(bytes));
+        ts_status as = ts_dev_alloc(b->dev, bytes, &buf);
+        if (as != TS_OK) {
+            char why[768];
+            snprintf(why, sizeof why, "%s", ts_last_error());
+            char size[48];
+            if (bytes < (1u << 20)) snprintf(size, sizeof size, "%zu bytes", bytes);
+            else snprintf(size, sizeof size, "%.2f GiB", gib(bytes));
+            return ts_err(as, "ts_compile: cannot allocate %s (%s)%s%s: %s", x->name ? x->name : "a buffer", size,
+                          b->dev->guarded ? "" : " on device ", b->dev->guarded ? "" : b->dev->name,
+                          why[0] ? why : "out of device memory");
+        }
         if (b->nslot[v]) {
             ts_slotted *ns = realloc(p->slots, sizeof *ns * (size_t)(p->nslots + 1));
             if (!ns) abort();
@@ -417,7 +425,7 @@ static ts_status device_compile(build *b) {
         pt->abi = (ts_abi_plan){sizeof(ts_abi_plan), b->nv, pt->vals ? pt->vals : p->vals, pt->end - pt->begin,
                                 p->nodes + pt->begin, b->frozen ? &p->param_gen : NULL, NULL, NULL, &m->weight_copies};
         size_t need = 0;
-        ts_status st = pt->dev->api->compile(pt->dev->ctx, &pt->abi, &need, &pt->exe);
+        ts_status st = ts_dev_compile(pt->dev, &pt->abi, &need, &pt->exe);
         if (st != TS_OK) return st;
         size_t *w = pt->vals ? &cpu_ws : &ws;
         if (need > *w) *w = need;
