@@ -19,7 +19,9 @@
  *                        a run's lines and options
  *   tessera_plan.h       planning a run: device profiles, the cost model, the layout search
  *   tessera_serve.h      an inference server over HTTP with dynamic batching (tessera serve)
- *   tessera_backend.h    (not included here) the device ABI, for backends
+ *   tessera_backend.h    (not included here) backends from the host's side: loading plugins,
+ *                        registering a table; it includes tessera_plugin.h, the device ABI,
+ *                        which is all a plugin includes (with tessera_ops.h and tessera_types.h)
  *
  * The model of use, front to back:
  *

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h> /* no FILE * in the API; kept for the callers that relied on it */
 
+#include "tessera_types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -24,34 +26,19 @@ extern "C" {
 #define TESSERA_VERSION_NUMBER \
     (TESSERA_VERSION_MAJOR * 10000 + TESSERA_VERSION_MINOR * 100 + TESSERA_VERSION_PATCH)
 
-/* Marks a declaration as part of the shared library's ABI: the library is built with
- * -fvisibility=hidden, so only what carries TS_API is exported (tests/test_exports.sh checks that
- * libtessera.so exports exactly what the headers declare so). */
-#define TS_API __attribute__((visibility("default")))
+/* TS_API (the export macro): tessera_types.h. */
 
 /* The version of the library actually loaded, "0.1.0" (which may differ from this header's when a
  * program runs against another libtessera.so of the same major). */
 TS_API const char *ts_version(void);
 
-#define TS_MAX_DIMS 8
 
 /* A communicator between the processes of a job (tessera_devices.h). */
 typedef struct ts_comm ts_comm;
 
 /* ---------------------------------------------------------------- status and errors */
 
-typedef enum ts_status {
-    TS_OK = 0,
-    TS_ERR_ARG,         /* a bad argument: NULL handle, bad axis, bad option */
-    TS_ERR_SHAPE,       /* shapes do not agree */
-    TS_ERR_DTYPE,       /* a dtype the op does not accept */
-    TS_ERR_NOT_FOUND,   /* unknown name: feed, fetch, parameter, device */
-    TS_ERR_IO,          /* a file could not be read or written, or is malformed */
-    TS_ERR_NOMEM,       /* allocation failed */
-    TS_ERR_UNSUPPORTED, /* valid request that this build or device cannot do */
-    TS_ERR_RUNTIME,     /* a kernel found bad data at run time (e.g. an index out of range) */
-    TS_ERR_COMM,        /* a collective between ranks failed or timed out (a rank died or hung) */
-} ts_status;
+/* ts_status: tessera_types.h. */
 
 /* The message of the most recent failure on this thread ("" if none). Valid until the next call
  * that fails on this thread. */
@@ -75,15 +62,7 @@ TS_API void ts_write_stdio(void *ctx, const char *text, size_t len);
 
 /* ---------------------------------------------------------------- dtypes and tensors */
 
-typedef enum ts_dtype {
-    TS_F32 = 0,
-    TS_BF16,
-    TS_F16,
-    TS_I32,
-    TS_I64,
-    TS_U8, /* bytes, and booleans (0 / 1) for ts_where */
-    TS_DTYPE_COUNT
-} ts_dtype;
+/* ts_dtype: tessera_types.h. */
 
 /* "f32", "bf16", "f16", "i32", "i64", "u8". */
 TS_API const char *ts_dtype_name(ts_dtype t);
@@ -376,10 +355,11 @@ typedef struct ts_memory {
                                (their quantized, prepacked weights count in weight_copies) */
 } ts_memory;
 TS_API ts_status ts_program_memory(const ts_program *p, ts_memory *m);
-/* Where p's nodes run, one line: "opencl:0 runs all 412 nodes", or, with a CPU fallback for
- * nodes the device does not support, how many the CPU runs (which ops), in how many parts, and
- * the copies and bytes that moves per run; a pipeline's, stage by stage. Owned by p (valid until
- * it is freed); "" for NULL. */
+/* Where p's nodes run, one line: "placement: opencl:1 runs all 412 nodes", or, with a CPU
+ * fallback for nodes the device does not support, how many the CPU runs (each op once, with its
+ * count: "matmul x12, add x20"), in how many parts, and the copies and bytes that moves per run.
+ * A pipeline's: one such line per stage, labelled "placement, stage S of N: ", joined by '\n'.
+ * Owned by p (valid until it is freed); "" for NULL. */
 TS_API const char *ts_program_placement(const ts_program *p);
 
 /* Profiling (a program compiled with ts_compile_opts.profile = 1). Write (one call of write,

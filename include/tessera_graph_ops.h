@@ -85,23 +85,7 @@ TS_API ts_value ts_cast(ts_graph *g, ts_value x, ts_dtype dtype);
  * ONNX defines them. Binary ops broadcast like numpy. Integer results wrap (two's complement). */
 
 /* The elementwise functions of ts_math (y = f(x), f32). alpha / beta are used where stated. */
-typedef enum ts_math_fn {
-    TS_MATH_ABS = 0, TS_MATH_NEG, TS_MATH_FLOOR, TS_MATH_CEIL,
-    TS_MATH_ROUND,            /* to the nearest integer, halves to even */
-    TS_MATH_SIGN,             /* -1, 0 or 1 */
-    TS_MATH_RECIPROCAL,       /* 1 / x */
-    TS_MATH_SIN, TS_MATH_COS, TS_MATH_TAN, TS_MATH_ASIN, TS_MATH_ACOS, TS_MATH_ATAN,
-    TS_MATH_SINH, TS_MATH_COSH, TS_MATH_ASINH, TS_MATH_ACOSH, TS_MATH_ATANH, TS_MATH_ERF,
-    TS_MATH_SOFTPLUS,         /* log(1 + e^x) */
-    TS_MATH_SOFTSIGN,         /* x / (1 + |x|) */
-    TS_MATH_ELU,              /* x > 0 ? x : alpha (e^x - 1) */
-    TS_MATH_SELU,             /* beta (x > 0 ? x : alpha (e^x - 1)); ONNX: alpha 1.67326, gamma = beta 1.0507 */
-    TS_MATH_CELU,             /* max(0, x) + min(0, alpha (e^(x / alpha) - 1)), alpha != 0 */
-    TS_MATH_LEAKY_RELU,       /* x < 0 ? alpha x : x */
-    TS_MATH_THRESHOLDED_RELU, /* x > alpha ? x : 0 */
-    TS_MATH_SHRINK,           /* x < -alpha ? x + beta : x > alpha ? x - beta : 0 (ONNX lambd, bias) */
-    TS_MATH_COUNT
-} ts_math_fn;
+/* ts_math_fn: tessera_types.h (the op contract fixes its numbers). */
 /* f(x) elementwise. Differentiable, except floor, ceil, round and sign (no gradient flows through
  * them: their derivative is 0 wherever it exists). */
 TS_API ts_value ts_math(ts_graph *g, ts_math_fn fn, ts_value x, float alpha, float beta);
@@ -110,17 +94,7 @@ TS_API const char *ts_math_fn_name(ts_math_fn fn);
 
 /* Binary elementwise ops of ts_binary. Both operands have one dtype, f32, i32, i64 or u8, except
  * where stated. */
-typedef enum ts_binop {
-    TS_BIN_EQUAL = 0, TS_BIN_LESS, TS_BIN_LESS_EQUAL, TS_BIN_GREATER, TS_BIN_GREATER_EQUAL, /* -> u8 0 / 1 */
-    TS_BIN_AND, TS_BIN_OR, TS_BIN_XOR, /* u8 operands (non-zero is true) -> u8 0 / 1 */
-    TS_BIN_MIN, TS_BIN_MAX,            /* NaN if either is NaN; f32 differentiable (ties: a) */
-    TS_BIN_MOD,                        /* a - b floor(a / b), the sign of b (Python's %) */
-    TS_BIN_FMOD,                       /* a - b trunc(a / b), the sign of a (C's fmod and %) */
-    TS_BIN_ADD, TS_BIN_SUB, TS_BIN_MUL, /* f32: ts_add, ts_sub, ts_mul */
-    TS_BIN_DIV,                        /* f32: ts_div; integers: truncated toward zero */
-    TS_BIN_SHL, TS_BIN_SHR,            /* integers (logical shifts; a shift >= the width gives 0) */
-    TS_BIN_COUNT
-} ts_binop;
+/* ts_binop: tessera_types.h (the op contract fixes its numbers). */
 /* op(a, b) elementwise. An integer division or remainder by zero fails the run with
  * TS_ERR_RUNTIME naming the op. */
 TS_API ts_value ts_binary(ts_graph *g, ts_binop op, ts_value a, ts_value b);
@@ -149,14 +123,14 @@ TS_API ts_value ts_trilu_k(ts_graph *g, ts_value x, int upper, ts_value k);
  * data's rank, each dim at most data's (except along axis); negative indices count from the end.
  * Data of any dtype; differentiable in f32 data. An index outside [-n, n) fails the run. */
 TS_API ts_value ts_gather_elements(ts_graph *g, ts_value data, ts_value indices, int axis);
-typedef enum ts_scatter_reduce { TS_SCATTER_NONE = 0, TS_SCATTER_ADD, TS_SCATTER_MUL } ts_scatter_reduce;
+/* ts_scatter_reduce: tessera_types.h (the op contract fixes its numbers). */
 /* A copy of data with data[i.. with indices[i..] along axis] = updates[i..] (or += / *=), the
  * adjoint of ts_gather_elements; updates has the shape of indices. With TS_SCATTER_NONE, the
  * last of duplicate indices wins. f32 differentiable (not with TS_SCATTER_MUL). */
 TS_API ts_value ts_scatter_elements(ts_graph *g, ts_value data, ts_value indices, ts_value updates, int axis,
                              ts_scatter_reduce reduction);
 
-typedef enum ts_reduction { TS_REDUCE_NONE = 0, TS_REDUCE_SUM, TS_REDUCE_MEAN } ts_reduction;
+/* ts_reduction: tessera_types.h (the op contract fixes its numbers). */
 /* Negative log-likelihood of f32 log-probabilities input [N, C, d1..] at integer (i32 / i64)
  * target [N, d1..]: loss = -weight[t] input[n, t, d..] (weight [C], or TS_NONE for ones), 0 where
  * t == ignore_index; NONE: the loss per element [N, d1..]; SUM: its sum; MEAN: the sum divided
@@ -168,7 +142,7 @@ TS_API ts_value ts_nll_loss(ts_graph *g, ts_value input, ts_value target, ts_val
 /* x (any dtype) repeated repeats[i] times along each axis i (ndim = x's rank, each >= 1).
  * Differentiable in f32 x. */
 TS_API ts_value ts_tile(ts_graph *g, ts_value x, const int64_t *repeats);
-typedef enum ts_pad_mode { TS_PAD_CONSTANT = 0, TS_PAD_REFLECT, TS_PAD_EDGE } ts_pad_mode;
+/* ts_pad_mode: tessera_types.h (the op contract fixes its numbers). */
 /* x (any dtype, rank r) padded by pads[i] before and pads[r + i] after axis i (negative: cropped):
  * with `value` (converted to x's dtype), the mirror image without the edge (reflect, which needs
  * pads < the axis length) or copies of the edge; every dim of the result >= 1. Differentiable in
@@ -178,8 +152,8 @@ TS_API ts_value ts_pad(ts_graph *g, ts_value x, const int64_t *pads, ts_pad_mode
  * sorted (ties: the lower index first), and their indices (i64): values to outs[0], indices to
  * outs[1]. Differentiable in x through the values. */
 TS_API ts_status ts_topk(ts_graph *g, ts_value x, int64_t k, int axis, int largest, ts_value outs[2]);
-typedef enum ts_grid_mode { TS_GRID_BILINEAR = 0, TS_GRID_NEAREST, TS_GRID_BICUBIC } ts_grid_mode;
-typedef enum ts_grid_padding { TS_GRID_ZEROS = 0, TS_GRID_BORDER, TS_GRID_REFLECTION } ts_grid_padding;
+/* ts_grid_mode: tessera_types.h (the op contract fixes its numbers). */
+/* ts_grid_padding: tessera_types.h (the op contract fixes its numbers). */
 /* x [N, C, H, W] sampled at grid [N, OH, OW, 2] (normalised (x, y) in [-1, 1]) -> [N, C, OH, OW], as
  * PyTorch's grid_sample / ONNX GridSample (see src/ops/grid_sample.c). f32; not differentiable. */
 TS_API ts_value ts_grid_sample(ts_graph *g, ts_value x, ts_value grid, ts_grid_mode mode, ts_grid_padding padding,
@@ -187,7 +161,7 @@ TS_API ts_value ts_grid_sample(ts_graph *g, ts_value x, ts_value grid, ts_grid_m
 /* The determinant of each f32 matrix x [.., M, M] -> [..] (LU with partial pivoting in double). Not
  * differentiable. */
 TS_API ts_value ts_det(ts_graph *g, ts_value x);
-typedef enum ts_tfidf_mode { TS_TFIDF_TF = 0, TS_TFIDF_IDF, TS_TFIDF_TFIDF } ts_tfidf_mode;
+/* ts_tfidf_mode: tessera_types.h (the op contract fixes its numbers). */
 typedef struct ts_tfidf_opts {
     int min_gram, max_gram, max_skip; /* n-gram lengths counted; gaps between their elements */
     ts_tfidf_mode mode;
@@ -257,18 +231,14 @@ typedef struct ts_pool_opts {
 TS_API ts_value ts_max_pool2d(ts_graph *g, ts_value x, const ts_pool_opts *opts);
 TS_API ts_value ts_avg_pool2d(ts_graph *g, ts_value x, const ts_pool_opts *opts);
 
-typedef enum ts_resize_mode { TS_RESIZE_NEAREST = 0, TS_RESIZE_LINEAR } ts_resize_mode;
+/* ts_resize_mode: tessera_types.h (the op contract fixes its numbers). */
 /* Where output pixel o samples the input, for scale s = out / in (or the given scale):
  * HALF_PIXEL (o + 0.5) / s - 0.5; ASYMMETRIC o / s; ALIGN_CORNERS o (in - 1) / (out - 1);
  * PYTORCH_HALF_PIXEL as HALF_PIXEL but 0 when out == 1. As ONNX Resize's
  * coordinate_transformation_mode. */
-typedef enum ts_resize_coord {
-    TS_COORD_HALF_PIXEL = 0, TS_COORD_ASYMMETRIC, TS_COORD_ALIGN_CORNERS, TS_COORD_PYTORCH_HALF_PIXEL
-} ts_resize_coord;
+/* ts_resize_coord: tessera_types.h (the op contract fixes its numbers). */
 /* Nearest mode's rounding of the sampled coordinate (ONNX nearest_mode). */
-typedef enum ts_resize_round {
-    TS_ROUND_PREFER_FLOOR = 0, TS_ROUND_PREFER_CEIL, TS_ROUND_FLOOR, TS_ROUND_CEIL
-} ts_resize_round;
+/* ts_resize_round: tessera_types.h (the op contract fixes its numbers). */
 typedef struct ts_resize_opts {
     ts_resize_mode mode;
     ts_resize_coord coord;

@@ -194,7 +194,7 @@ TS_API ts_status ts_sgd_ex(ts_graph *g, ts_value lr, const ts_sgd_opts *o);
  * updates: every run, except that with gradient accumulation or loss scaling a run whose update
  * is skipped (a micro-batch before the last of its step, a step whose scaled gradients
  * overflowed) leaves it, as Hugging Face's Trainer does. One schedule per graph. */
-typedef enum ts_lr_kind { TS_LR_CONSTANT = 0, TS_LR_LINEAR, TS_LR_COSINE, TS_LR_POLYNOMIAL } ts_lr_kind;
+/* ts_lr_kind: tessera_types.h (the op contract fixes its numbers). */
 
 typedef struct ts_lr_schedule_opts {
     size_t struct_size; /* sizeof(ts_lr_schedule_opts) (0: the 0.1.0 layout; see tessera.h) */

@@ -207,12 +207,12 @@ static void test_plugin(void) {
     ts_program *p = ts_compile(g, &(ts_compile_opts){.device = "toy", TU_FETCHES("y"), .inference = 1, .no_fusion = 1,
                                                      .strict_device = 1, .struct_size = sizeof(ts_compile_opts)});
     CHECK(p == NULL && ts_last_status() == TS_ERR_UNSUPPORTED, "tanh compiled on toy");
-    CHECK_ERRMSG("device toy has no kernel for 1 node", "tanh (f32)", "no CPU fallback");
+    CHECK_ERRMSG("device toy has no kernel for 1 node", "tanh x1", "no CPU fallback");
     ts_program_free(p);
     yc = run_on(g, "cpu", NULL), yt = run_on(g, "toy", &pt);
     CHECK(yc && yt && tu_max_abs_diff_f(tu_f32(yc), tu_f32(yt), 12) < 1e-5, "toy with a CPU fallback and cpu disagree");
     const char *where = ts_program_placement(pt);
-    CHECK(strstr(where, "toy runs 4 of 5 nodes; the CPU runs 1 (tanh) in 1 part; 2 copies per run"),
+    CHECK(strstr(where, "placement: toy runs 4 of 5 nodes; the CPU runs 1 (tanh x1) in 1 part; 2 copies per run"),
           "placement: %s", where);
     ts_program_free(pt);
     ts_tensor_free(yc), ts_tensor_free(yt);

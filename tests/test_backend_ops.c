@@ -12,9 +12,11 @@
  * program) run, take new weights and run again, so a device's prepacked weights or kept casts
  * must follow them.
  *
- * Devices under test: device 0 of every registered backend other than "cpu", after loading each
- * `--plugin PATH` (ts_backend_load) and every libtessera-*.so of $TESSERA_PLUGIN_PATH's
- * directories; with none, "cpu:1" (a second device context of the CPU backend) against "cpu".
+ * Devices under test: with `--plugin PATH` (ts_backend_load; may be repeated), device 0 of that
+ * plugin's backend only; else device 0 of every backend other than "cpu" registered after loading
+ * every libtessera-*.so of $TESSERA_PLUGIN_PATH's directories; with none, "cpu:1" (a second
+ * device context of the CPU backend) against "cpu". `--list` adds to the summary the ops each
+ * device runs natively and those it refuses, by name; `--help` prints the usage.
  * `--all-devices` tests every device of each backend (at most BO_MAX_DEV in all); `--device NAME`
  * that device alone (scripts/gpu-check.sh: each GPU in turn).
  * Each case is compiled for the device with strict_device = 1: a compile refused with
@@ -605,10 +607,16 @@ static void bo_add_device(const char *name) {
     if (bo_ndev < BO_MAX_DEV) snprintf(bo_dev[bo_ndev++], sizeof bo_dev[0], "%s", name);
 }
 
+/* The backends of the --plugin files (tested alone), and --list. */
+static const char *bo_only_backend[8];
+static int bo_nonly, bo_list;
+
 static void bo_load(const char *path) {
+    int before = ts_backend_count();
     ts_status s = ts_backend_load(path);
     if (s) tu_skip("the plugin %s could not be loaded: %s: %s", path, ts_status_name(s), ts_last_error());
     printf("loaded plugin %s\n", path);
+    for (int b = before; b < ts_backend_count() && bo_nonly < 8; b++) bo_only_backend[bo_nonly++] = ts_backend_at(b)->name;
 }
 
 /* Every libtessera-*.so of the directories of $TESSERA_PLUGIN_PATH. */
@@ -639,6 +647,9 @@ static void bo_pick_devices(int all, const char *only) {
     for (int b = 0; b < ts_backend_count(); b++) {
         const ts_backend_api *api = ts_backend_at(b);
         if (!api || !strcmp(api->name, "cpu")) continue;
+        int chosen = !bo_nonly;
+        for (int k = 0; k < bo_nonly; k++) chosen |= !strcmp(bo_only_backend[k], api->name);
+        if (!chosen) continue;
         int n = all && api->device_count ? api->device_count() : 1;
         for (int i = 0; i < n; i++) {
             char name[64];
@@ -675,6 +686,17 @@ static void bo_summary(void) {
                                     st->refused, st->refused_what);
             if (st->wrong) printf("   WRONG: %s (%d case runs)\n", ts_op_get(op)->name, st->wrong);
         }
+        if (bo_list) { /* --list: by name, what runs natively and what is refused */
+            for (int pass = 0; pass < 2; pass++) {
+                int n = 0;
+                printf("   %s:", pass ? "refused" : "native");
+                for (int op = 0; op < TS_OP_COUNT; op++) {
+                    const bo_stat *st = &bo_sh->st[d][op];
+                    if (pass ? st->refused > 0 : st->reached > 0) printf(" %s", ts_op_get(op)->name), n++;
+                }
+                printf(" (%d)\n", n);
+            }
+        }
         /* ops that ran in no case on the device (all cases, when every op was run) */
         for (int op = 0; op < TS_OP_COUNT && !tu_names && notrun; op++)
             if (!bo_sh->st[d][op].reached && !bo_is_excluded(op)) printf("   not run: %s\n", ts_op_get(op)->name);
@@ -688,8 +710,22 @@ int main(int argc, char **argv) {
     setenv("TESSERA_QUIET", "1", 0); /* no placement line at every compile of a plugin device */
     int all = 0;
     const char *only = NULL;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: test_backend_ops [--plugin PATH]... [--device NAME | --all-devices] [--list] [OP...]\n"
+                   "  Runs every op's cases (or those of the OPs named) forward and backward on the devices under\n"
+                   "  test and on the CPU, and compares them.\n"
+                   "  --plugin PATH   load the backend plugin at PATH and test its device 0 alone (repeatable)\n"
+                   "  --device NAME   test that device alone (e.g. opencl:1)\n"
+                   "  --all-devices   test every device of each backend under test\n"
+                   "  --list          also list, per device, the ops it runs natively and those it refuses\n"
+                   "  Without --plugin: every libtessera-*.so of $TESSERA_PLUGIN_PATH's folders, else cpu:1.\n"
+                   "  Exit 0 when no device computes an op wrongly (a refused op is counted, not a failure).\n");
+            return 0;
+        }
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--plugin") && i + 1 < argc) bo_load(argv[++i]);
+        if (!strcmp(argv[i], "--list")) bo_list = 1;
+        else if (!strcmp(argv[i], "--plugin") && i + 1 < argc) bo_load(argv[++i]);
         else if (!strcmp(argv[i], "--device") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--all-devices")) all = 1;
     }
@@ -705,7 +741,7 @@ int main(int argc, char **argv) {
         tu_names = NULL;
         tu_name_seen = NULL;
     }
-    bo_load_plugin_path();
+    if (!bo_nonly) bo_load_plugin_path(); /* --plugin: that plugin alone */
     bo_pick_devices(all, only);
     bo_sh = mmap(NULL, sizeof *bo_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (bo_sh == MAP_FAILED) return 1;

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tessera_backend.h"
+#include "tessera_plugin.h"
 
 static ts_status h_error(ts_status code, const char *msg) {
     fprintf(stderr, "plugin error %d: %s\n", (int)code, msg);

@@ -31,7 +31,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "tessera_ops.h" /* the op contract (includes tessera_backend.h) */
+#include "tessera_ops.h" /* the op contract (includes tessera_plugin.h, the ABI) */
 
 extern const ts_host_api *ocl_host;
 

@@ -2,11 +2,13 @@
  * plugin.c — backends loaded at run time: ts_backend_load opens a shared library (dlopen), calls
  * the one symbol it exports (TS_BACKEND_ENTRY) with tessera's services (ts_host, registry.c) and
  * registers the table it returns; ts_backend_load_named finds libtessera-<name>.so in
- * $TESSERA_PLUGIN_PATH or the install's plugin directory. A plugin stays loaded for the life of
+ * $TESSERA_PLUGIN_PATH, in plugins/ beside the running program or beside libtessera.so (a build
+ * tree: build/tessera finds build/plugins/), or in the install's plugin directory. A plugin stays loaded for the life of
  * the process (its devices are open until exit). Each way a load can fail is one message naming
  * the file: missing, not a shared library, not a tessera plugin, another ABI major, an entry
  * missing from its table.
  */
+#define _GNU_SOURCE /* dladdr */
 #include "backend/backend.h"
 
 #include <dlfcn.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef TS_PLUGIN_DIR
 #define TS_PLUGIN_DIR "/usr/local/lib/tessera/plugins"
@@ -83,6 +86,15 @@ static int try_dir(const char *dir, size_t len, const char *name, ts_status *s) 
     return 1;
 }
 
+/* Try plugins/ in the folder of file (the running program, or the library holding tessera). */
+static int try_beside(const char *file, const char *name, ts_status *s) {
+    const char *slash = file ? strrchr(file, '/') : NULL;
+    if (!slash) return 0;
+    char dir[PATH_MAX];
+    int n = snprintf(dir, sizeof dir, "%.*s/plugins", (int)(slash - file), file);
+    return n > 0 && (size_t)n < sizeof dir && try_dir(dir, (size_t)n, name, s);
+}
+
 ts_status ts_backend_load_named(const char *name) {
     if (!name || !*name || strchr(name, '/')) return ts_err(TS_ERR_ARG, "ts_backend_load_named: a backend name is needed");
     const char *env = getenv("TESSERA_PLUGIN_PATH");
@@ -93,6 +105,15 @@ ts_status ts_backend_load_named(const char *name) {
         if (try_dir(p, len, name, &s)) return s;
         p = end ? end + 1 : p + len;
     }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    if (n > 0 && try_beside(exe, name, &s)) return s;
+    Dl_info self;
+    if (dladdr((void *)ts_backend_load_named, &self) && self.dli_fname && strcmp(self.dli_fname, exe) &&
+        try_beside(self.dli_fname, name, &s))
+        return s;
     if (try_dir(TS_PLUGIN_DIR, strlen(TS_PLUGIN_DIR), name, &s)) return s;
-    return ts_err(TS_ERR_NOT_FOUND, "no plugin libtessera-%s.so in $TESSERA_PLUGIN_PATH (%s) or in %s", name, env && *env ? env : "unset", TS_PLUGIN_DIR);
+    return ts_err(TS_ERR_NOT_FOUND, "no plugin libtessera-%s.so in $TESSERA_PLUGIN_PATH (%s), in plugins/ beside the "
+                  "program or libtessera, or in %s", name, env && *env ? env : "unset", TS_PLUGIN_DIR);
 }

@@ -497,6 +497,7 @@ static ts_exec *finish(build *b, ts_status st) {
  * outside it: what this program reads later, fetches or keeps (pinned), and in a pipeline stage
  * what another stage receives (sent: unpinned above, since it lives only to its phase's end). */
 static ts_status place_nodes(build *b) {
+    if (b->spec) snprintf(b->p->label, sizeof b->p->label, "stage %d of %d", b->spec->stage, b->spec->nstages);
     uint8_t *outside = malloc((size_t)b->nv + 1);
     if (!outside) return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
     for (int v = 0; v < b->nv; v++) outside[v] = b->pinned[v] || (b->spec && b->spec->sent[v]);

@@ -69,6 +69,7 @@ typedef struct ts_exec {
     int nchunks;
     ts_buffer workspace, cpu_workspace;
     char *placement;          /* what runs where, one line (ts_program_placement) */
+    char label[48];           /* "", or "stage 2 of 4" in a pipeline: the placement line's */
     int *fetch;               /* fetchable value ids */
     int nfetch;
     int *params;              /* parameter value ids */
@@ -115,6 +116,7 @@ typedef struct ts_stage_spec {
     const int *slots;         /* per value: > 0, a slotted buffer of that many copies */
     const uint8_t *sent;      /* per value: read by another stage: kept to the end of its phase */
     size_t device_used;       /* bytes the pipeline's earlier stages on this device already take */
+    int stage, nstages;       /* which stage of how many (the placement line's label) */
 } ts_stage_spec;
 
 /* What a compiled program shows the public API (program.c), the same for a program on one

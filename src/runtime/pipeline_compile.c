@@ -427,7 +427,7 @@ static ts_status compile_stages(pbuild *b) {
         for (int v = 0; v < nv; v++)
             if (b->recv[(size_t)s * nv + v]) gs->vals[v].kind = TS_V_INPUT, gs->vals[v].node = -1;
         int d = pl->stage_dev[s];
-        ts_stage_spec spec = {salive, phase, nph, b->slots + (size_t)s * nv, b->sent + (size_t)s * nv, used[d]};
+        ts_stage_spec spec = {salive, phase, nph, b->slots + (size_t)s * nv, b->sent + (size_t)s * nv, used[d], s, b->S};
         ts_compile_opts so = {.num_threads = pl->threads[pl->stage_dev[s]], .memory_limit = b->o->memory_limit,
                               .no_fusion = 1, .strict_device = b->o->strict_device, .plan_only = b->o->plan_only};
         if (!(pl->st[s] = ts_exec_compile(gs, pl->dev[d], &so, &spec))) err = name_stage(s, b->S);

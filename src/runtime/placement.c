@@ -15,21 +15,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* The ops of the scheduled nodes the device does not run, each once with its count, in the order
+ * they first run: "matmul x12, add x20, gelu x2". */
+static void fallback_ops(const ts_exec *p, const uint8_t *native, char *out, size_t cap) {
+    int *count = calloc((size_t)TS_OP_COUNT + 1, sizeof *count);
+    size_t o = 0;
+    out[0] = 0;
+    if (!count) return;
+    for (int i = 0; i < p->nsched; i++)
+        if (!native[i]) count[p->g->nodes[p->sched[i]].op]++;
+    for (int i = 0; i < p->nsched && o < cap; i++) {
+        int op = p->g->nodes[p->sched[i]].op;
+        if (native[i] || !count[op]) continue;
+        o += (size_t)snprintf(out + o, cap - o, "%s%s x%d", o ? ", " : "", ts_op_get(op)->name, count[op]);
+        count[op] = 0; /* said */
+    }
+    free(count);
+}
+
 /* Every scheduled node the device has no kernel for, all in one message (strict). */
 static ts_status refuse(const ts_exec *p, const uint8_t *native) {
-    char msg[1024];
-    size_t o = 0;
+    char ops[1024];
     int bad = 0;
-    for (int i = 0; i < p->nsched; i++) {
-        if (native[i]) continue;
-        const ts_node *n = &p->g->nodes[p->sched[i]];
-        ts_dtype dt = n->nout ? p->g->vals[n->out[0]].dtype : TS_F32;
-        if (bad++ < 12 && o < sizeof msg)
-            o += (size_t)snprintf(msg + o, sizeof msg - o, "%s%s (%s)", bad > 1 ? ", " : "", ts_op_get(n->op)->name,
-                                  ts_dtype_name(dt));
-    }
-    return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: device %s has no kernel for %d node%s of the program: %s%s "
-                  "(strict device: no CPU fallback)", p->dev->name, bad, bad == 1 ? "" : "s", msg, bad > 12 ? ", ..." : "");
+    for (int i = 0; i < p->nsched; i++) bad += !native[i];
+    fallback_ops(p, native, ops, sizeof ops);
+    return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: device %s%s%s has no kernel for %d node%s of the program: %s "
+                  "(strict device: no CPU fallback)", p->dev->name, p->label[0] ? ", " : "", p->label, bad,
+                  bad == 1 ? "" : "s", ops);
 }
 
 static ts_part *add_part(ts_exec *p, ts_device *dev, int phase, int begin, int end) {
@@ -128,31 +140,29 @@ static ts_status stage_part(ts_exec *p, ts_part *pt, const uint8_t *pinned, cons
     return st ? ts_err(st, "ts_compile: cannot allocate %zu bytes of host copies for the CPU fallback", total) : TS_OK;
 }
 
-/* The line ts_program_placement returns. */
+/* The line ts_program_placement returns: "placement, stage 1 of 2: cpuplugin runs 32 of 118
+ * nodes; the CPU runs 86 (matmul x12, add x20, ...) in 15 parts; 143 copies per run, 1.22 MiB
+ * moved". */
 static void describe(ts_exec *p, const uint8_t *native) {
     int nfall = 0, ncpu_parts = 0, ncopies = 0;
     size_t moved = 0;
-    char ops[256] = "";
-    size_t o = 0;
-    for (int i = 0; i < p->nsched; i++)
-        if (!native[i]) {
-            const char *name = ts_op_get(p->g->nodes[p->sched[i]].op)->name;
-            if (!strstr(ops, name) && o + strlen(name) + 3 < sizeof ops)
-                o += (size_t)snprintf(ops + o, sizeof ops - o, "%s%s", nfall ? ", " : "", name);
-            nfall++;
-        }
+    char ops[512];
+    for (int i = 0; i < p->nsched; i++) nfall += !native[i];
+    fallback_ops(p, native, ops, sizeof ops);
     for (int k = 0; k < p->nparts; k++)
         if (p->parts[k].vals) {
             ncpu_parts++;
             ncopies += p->parts[k].ncopy_in + p->parts[k].ncopy_out;
             moved += p->parts[k].bytes_in + p->parts[k].bytes_out;
         }
-    char buf[640];
+    char label[64] = "", buf[768];
+    if (p->label[0]) snprintf(label, sizeof label, "placement, %s: ", p->label);
+    else snprintf(label, sizeof label, "placement: ");
     if (!nfall)
-        snprintf(buf, sizeof buf, "%s runs all %d nodes", p->dev->name, p->nsched);
+        snprintf(buf, sizeof buf, "%s%s runs all %d nodes", label, p->dev->name, p->nsched);
     else
-        snprintf(buf, sizeof buf, "%s runs %d of %d nodes; the CPU runs %d (%s) in %d part%s; %d copies per run, "
-                 "%.2f MiB moved", p->dev->name, p->nsched - nfall, p->nsched, nfall, ops, ncpu_parts,
+        snprintf(buf, sizeof buf, "%s%s runs %d of %d nodes; the CPU runs %d (%s) in %d part%s; %d copies per run, "
+                 "%.2f MiB moved", label, p->dev->name, p->nsched - nfall, p->nsched, nfall, ops, ncpu_parts,
                  ncpu_parts == 1 ? "" : "s", ncopies, (double)moved / (1024.0 * 1024.0));
     p->placement = strdup(buf);
 }

@@ -119,8 +119,7 @@ const char *ts_program_placement(const ts_program *p) {
         if (!buf) return "";
         buf[0] = 0;
         for (int s = 0; s < S; s++)
-            o += (size_t)snprintf(buf + o, cap - o, "%sstage %d: %s", s ? "; " : "", s,
-                                  ts_pipeline_stage_exec(p->pipe, s)->placement);
+            o += (size_t)snprintf(buf + o, cap - o, "%s%s", s ? "\n" : "", ts_pipeline_stage_exec(p->pipe, s)->placement);
         ((ts_program *)p)->placement = buf; /* made once, kept with p */
     }
     return p->placement;
