@@ -37,7 +37,7 @@ static const char *USAGE =
     "  --relocate-answers   qa: take an answer not at its answer_start at its nearest occurrence\n"
     "  --batch N            sequences per forward pass (default 32)\n"
     "  --threads N          CPU threads (default: all)\n"
-    CLI_DEVICE_USAGE CLI_LOAD_USAGE
+    CLI_INFER_DEVICE_USAGE CLI_DEVICE_USAGE CLI_LOAD_USAGE
     "  --config FILE        a JSON object of the options above (flags override it)\n"
     "  An audio classifier's DIR (from tessera audio-train): --data is labelled audio (a folder per\n"
     "  label, or a TSV of PATH<TAB>LABEL); prints the accuracy and each label's clips and right ones.\n";
@@ -161,7 +161,7 @@ int cli_eval(int argc, char **argv) {
         {"max-answer-len", TS_OPT_INT, &o.max_answer_len, 1}, {"n-best", TS_OPT_INT, &o.n_best, 1},
         {"relocate-answers", TS_OPT_FLAG, &o.relocate_answers, 0},
         {"batch", TS_OPT_INT, &o.batch, 1},          {"threads", TS_OPT_INT, &o.threads, 0},
-        CLI_DEVICE_OPTS,                           CLI_LOAD_OPTS,
+        CLI_DEVICE_OPTS,                           CLI_LOAD_OPTS, CLI_INFER_DEVICE_OPT,
     };
     ts_optset os;
     int rc = cli_opts_parse(&os, "eval", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);

@@ -33,7 +33,7 @@ static const char *USAGE =
     "  --n-best N         qa: start / end candidates per window (default 20)\n"
     "  --batch N          sequences per forward pass (default 8)\n"
     "  --threads N        CPU threads (default: all)\n"
-    CLI_DEVICE_USAGE CLI_LOAD_USAGE
+    CLI_INFER_DEVICE_USAGE CLI_DEVICE_USAGE CLI_LOAD_USAGE
     "  --config FILE      a JSON object of the options above (flags override it)\n";
 
 #define PREFIX_CHARS 60
@@ -172,7 +172,7 @@ int cli_predict(int argc, char **argv) {
         {"data", TS_OPT_STR, &data, 0},   {"task", TS_OPT_STR, &task_flag, 0},
         {"batch", TS_OPT_INT, &batch, 1}, {"threads", TS_OPT_INT, &threads, 0},
         {"n-best", TS_OPT_INT, &n_best, 1}, {"max-answer-len", TS_OPT_INT, &max_ans, 1},
-        CLI_DEVICE_OPTS,                CLI_LOAD_OPTS,
+        CLI_DEVICE_OPTS,                CLI_LOAD_OPTS, CLI_INFER_DEVICE_OPT,
     };
     ts_optset os;
     predictor pr = {0};

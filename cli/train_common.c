@@ -140,7 +140,7 @@ int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head h
                             .skip_param_init = !train, /* train == 0: the model is loaded next */
                             .profile = train && loop && loop->profile, .quantize = cli_dev.quantize,
                             .quant_scales = cli_dev.quant_scales, .nquant_scales = cli_dev.nquant_scales,
-                            .device = loop && !pp ? loop->device : NULL};
+                            .device = loop && !pp && loop->device ? loop->device : cli_dev.device};
     if (pp && threads > 0) o.threads = threads; /* --threads: per device */
     if (ts_bert_train_programs(&o, train ? train_p : NULL, infer_p) == TS_OK) return 0;
     fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());

@@ -31,11 +31,17 @@ typedef struct cli_device_opts {
                                cli_model_dir_program from the model directory's config */
     const ts_quant_scale *quant_scales; /* with quantize TS_QUANT_STATIC: the scales (idem) */
     int nquant_scales;
+    const char *device;     /* eval / predict --devices DEV: the device their programs run on
+                               (NULL: the CPU) */
 } cli_device_opts;
 extern cli_device_opts cli_dev;
 #define CLI_DEVICE_OPTS                                                                                 \
     {"device-memory", TS_OPT_FLOAT, &cli_dev.memory_gib, 0}, {"device-profile", TS_OPT_STR, &cli_dev.profile, 0}
 #define CLI_LOAD_OPTS {"allow-nonfinite", TS_OPT_FLAG, &cli_dev.allow_nonfinite, 0}
+/* --devices DEV of the inference subcommands (eval, predict): one device. */
+#define CLI_INFER_DEVICE_OPT {"devices", TS_OPT_STR, &cli_dev.device, 0}
+#define CLI_INFER_DEVICE_USAGE                                                                          \
+    "  --devices DEV        the device the model runs on (default cpu; e.g. opencl:0, or a plugin's)\n"
 /* The usage lines of those flags. */
 #define CLI_DEVICE_USAGE                                                                                \
     "  --device-memory GIB  memory a compiled program may take (default: the device's, for the CPU\n" \

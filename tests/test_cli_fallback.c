@@ -12,9 +12,12 @@
  *   mixed2  a 2-stage pipeline, the random device then cpu:1
  *   rec4    4 stages alternating the random device and the CPU, with --recompute
  *   bf16    one device, bf16 matrix products
+ *   fp16    one device, fp16 matrix products with dynamic loss scaling (a pipeline has none yet)
  *   acc4    one device, 4 micro-batches accumulated a step
  *   rep2    2 replicas under mpirun, each on the random device (skipped without MPI)
- * for pretraining, then fine-tuning a classifier from the CPU's pretrained model. The release
+ * for pretraining, then fine-tuning a classifier from the CPU's pretrained model; and for each
+ * seed, inference on one device: `tessera run --device` (every output tensor, byte for byte) and
+ * `tessera predict --devices` (the printed labels and probabilities). The release
  * build runs 20 seeds (TS_FALLBACK_SEEDS overrides), the sanitizer build 2 (each run is ~10x
  * slower there, and the point of that build is a clean memory report, which few seeds give).
  * Also: a device that claims no op at all trains through every layout the same way.
@@ -43,6 +46,7 @@ static const layout LAYOUTS[] = {
     {"mixed2", "--devices %s:0,cpu:1 --stages \"0:emb,0-1 1:2-3,heads\"", 1},
     {"rec4", "--devices %s:0,cpu:1,%s:2,cpu:3 --stages \"0:emb,0 1:1 2:2 3:3,heads\" --recompute", 1},
     {"bf16", "--devices %s:0 --bf16", 1},
+    {"fp16", "--devices %s:0 --fp16", 1},
     {"acc4", "--devices %s:0 --accumulation 4", 1},
     {"rep2", "--devices %s:0", 2},
 };
@@ -112,6 +116,37 @@ static void test_setup(void) {
     CHECK_RAN(rc, 0);
     rc = tessera(NULL, "%s --out base", PRE);
     CHECK_RAN(rc, 0);
+    rc = tessera(NULL, "%s --out cls", FT); /* the classifier run and predict use */
+    CHECK_RAN(rc, 0);
+    /* tessera run's inputs: a batch of 2 sequences of 24 token ids */
+    int64_t ids[2 * 24], shape[2] = {2, 24};
+    for (int i = 0; i < 2 * 24; i++) ids[i] = (i * 37) % 80 + 5;
+    ts_tensor *t = ts_tensor_from(TS_I64, 2, shape, ids);
+    char path[256];
+    snprintf(path, sizeof path, "%s/in.safetensors", dir);
+    CHECK_OK(ts_safetensors_save(path, 1, (const char *[]){"input_ids"}, (const ts_tensor *const *)&t, NULL));
+    ts_tensor_free(t);
+    rc = tessera(NULL, "run --model cls --inputs in.safetensors --outputs run_cpu.safetensors --device cpu");
+    CHECK_RAN(rc, 0);
+    rc = tessera(NULL, "predict --model cls --data data.tsv");
+    CHECK_RAN(rc, 0);
+    write_str("predict_cpu.txt", out_text);
+}
+
+/* Inference on the random device for one seed: run's outputs and predict's lines, as the CPU's. */
+static int check_inference(int seed, const char *fraction) {
+    int rc = run_cli(1, 1, "run --model cls --inputs in.safetensors --outputs run_t.safetensors --device cpuplugin");
+    CHECK_RAN(rc, 0);
+    int same = rc == 0 && same_bytes("run_cpu.safetensors", "run_t.safetensors");
+    CHECK(same, "run, seed %d (fraction %s): outputs differ from the CPU's", seed, fraction);
+    rc = run_cli(1, 1, "predict --model cls --data data.tsv --devices cpuplugin");
+    CHECK_RAN(rc, 0);
+    static char want[1 << 16];
+    read_into("predict_cpu.txt", want, sizeof want);
+    int same_p = rc == 0 && want[0] && !strcmp(want, out_text);
+    CHECK(same_p, "predict, seed %d (fraction %s): lines differ from the CPU's:\n%.300s\n%.300s", seed, fraction, want,
+          out_text);
+    return !same || !same_p;
 }
 
 /* Every layout over the seeds: bit-identical to the CPU's reference. */
@@ -148,6 +183,7 @@ static void run_layouts(int nseeds, const char *fraction) {
             CHECK(want[0] && !strcmp(want, got), "%s, seed %d: fine-tuning figures differ:\n%s\n%s", l->name, seed,
                   want, got);
             bad += !same || strcmp(want, got);
+            if (k == 0) bad += check_inference(seed, fraction); /* once per seed */
             char rm[256];
             snprintf(rm, sizeof rm, "rm -rf '%s/t' '%s/tf'", dir, dir);
             if (system(rm) != 0) bad++;
@@ -186,7 +222,7 @@ int main(int argc, char **argv) {
     if (!have_mpi) printf("test_cli_fallback: no MPI in this build or no mpirun: the replica layout is left out\n");
     RUN(test_setup);
     RUN(test_references);
-    tu_run("test_random_device", test_random_device, 1500); /* 20 seeds x 6 layouts x 2 runs */
+    tu_run("test_random_device", test_random_device, 1500); /* 20 seeds x 7 layouts x 2 runs */
     RUN(test_no_op_device);
     cli_cleanup("test_cli_fallback");
     return tu_finish("test_cli_fallback");
