@@ -191,6 +191,24 @@ static void run_layouts(int nseeds, const char *fraction) {
     }
 }
 
+/* --devices with one device is one program on it, trained on --batch rows: not a pipeline of
+ * 2 micro-batches (as it was); --micro-batches 1 is accepted there and refused by a pipeline. */
+static void test_one_device_batch(void) {
+    int rc = tessera(NULL, "%s --devices cpu --batch 4 --out b4", PRE);
+    CHECK_RAN(rc, 0);
+    char met[1 << 16];
+    read_into("b4/metrics.jsonl", met, sizeof met);
+    CHECK(strstr(met, "{\"batch\": {\"rows\": 4, \"micro_batches\": 1, \"replicas\": 1, \"global\": 4}}"),
+          "metrics.jsonl does not say batches of 4:\n%.500s", met);
+    CHECK(strstr(out_text, "1 micro-batch of 4 per step (effective batch 4)") && !strstr(out_text, "pipeline"),
+          "the run's batch line: %s", out_text);
+    rc = tessera(NULL, "%s --devices cpu:1 --micro-batches 1 --out b1", PRE);
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "1 micro-batch of 2 per step (effective batch 2)"), "--micro-batches 1: %s", out_text);
+    rc = tessera(NULL, "%s --devices cpu:0,cpu:1 --micro-batches 1 --out b2", PRE);
+    CHECK_FAILS(rc, "--micro-batches 1: a pipeline");
+}
+
 static void test_references(void) {
     for (int k = 0; k < NLAYOUTS; k++)
         if (LAYOUTS[k].ranks == 1 || have_mpi) references(&LAYOUTS[k]);
@@ -221,6 +239,7 @@ int main(int argc, char **argv) {
     if (rc) return rc;
     if (!have_mpi) printf("test_cli_fallback: no MPI in this build or no mpirun: the replica layout is left out\n");
     RUN(test_setup);
+    RUN(test_one_device_batch);
     RUN(test_references);
     tu_run("test_random_device", test_random_device, 1500); /* 20 seeds x 7 layouts x 2 runs */
     RUN(test_no_op_device);

@@ -153,7 +153,8 @@ static void test_refusal(void) {
                            "--explain for more)"), "the planner's suggestion:\n%s", err_text);
     char ls[512];
     list_dir("r1", ls, sizeof ls);
-    CHECK(!strcmp(ls, ".tessera.lock"), "--out holds only the lock: '%s'", ls);
+    CHECK(!ls[0] && !exists("r1") && strstr(err_text, "removed the unfinished --out r1"),
+          "the refused run's --out is left behind: '%s'", ls);
     /* tessera run: the batch of a model directory on that device */
     write_profile("tiny.json", "tiny", 200e3);
     rc = tessera(NULL, "pretrain --vocab vocab.txt --corpus corpus.txt --out m %s --batch 4", TINY);

@@ -194,6 +194,9 @@ static ts_status pt_start(pt_run *R) {
     if (R->rank == 0 && !(R->metrics = fopen(path, o->resume ? "a" : "w"))) /* a resumed run continues the log */
         return fail(R, 0, "%s: %s: %s\n", R->name, path, strerror(errno));
     ts_write_fn mw = R->metrics ? ts_write_stdio : NULL;
+    if (!o->resume) /* the batch the step trains on: rows of a micro-batch, micro-batches, replicas */
+        ts_metrics_write(mw, R->metrics, "\"batch\": {\"rows\": %d, \"micro_batches\": %d, \"replicas\": %d, "
+                         "\"global\": %d}", sh->batch, N, RN, N * sh->batch * RN);
     if (o->pipe) ts_stage_plan_describe(o->pipe, o->train, N, R->name, mw, R->metrics, 1);
     ts_replicas_describe(o->comm, sh->shard, o->train, R->name, o->out, o->out_ctx, mw, R->metrics);
     if (!ts_batch_buf_init_slices(&R->bb, sh->batch, sh->max_len, 2, N * K, sh->max_predictions))
