@@ -54,16 +54,7 @@ done > corpus.txt
     if [ $((i % 2)) = 1 ]; then echo "pos	the cat and the dog play $i times"; else echo "neg	the fish swims alone $i times"; fi
   done; } > data.tsv
 $T vocab --out vocab.txt --size 120 corpus.txt > /dev/null
-$py - << 'PY'
-import json, struct, numpy as np
-ids = (np.arange(2 * 24, dtype=np.int64).reshape(2, 24) * 37) % 80 + 5
-tensors = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-head, off, blobs = {}, 0, []
-for k, v in tensors.items():
-    b = v.tobytes(); head[k] = {"dtype": "I64", "shape": list(v.shape), "data_offsets": [off, off + len(b)]}; off += len(b); blobs.append(b)
-h = json.dumps(head).encode(); h += b" " * (-len(h) % 8)
-open("in.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-PY
+$py "$src/tests/compare_runs.py" inputs in.safetensors 85 24
 
 # pretrain, fine-tune (from the CPU's pretrained model) and run, on device $1 with plugin args
 runs() {
@@ -85,30 +76,8 @@ done
 MYDEV_CLAIM=none runs none mydev --backend-plugin "$tmp/libtessera-mydev.so"
 grep -q "placement: mydev runs 0 of" pre_none.log || { cat pre_none.log; fail "MYDEV_CLAIM=none: mydev ran nodes"; }
 
-$py - << 'PY' || fail "the plugin's runs differ from the CPU's (above)"
-import json, struct, sys, numpy as np
-def load(p):
-    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n]); out = {}
-    for k, v in h.items():
-        if k == "__metadata__": continue
-        s, e = v["data_offsets"]
-        out[k] = np.frombuffer(b[8 + n + s:8 + n + e], dtype={"F32": np.float32, "I64": np.int64}[v["dtype"]]).astype(np.float64)
-    return out
-def losses(p):
-    return [json.loads(l)["loss"] for l in open(p) if '"loss"' in l]
-bad = 0
-for f in ["pre_%s/model.safetensors", "ft_%s/model.safetensors", "out_%s.safetensors"]:
-    a, b = load(f % "cpu"), load(f % "mydev")
-    worst = max(np.abs(a[k] - b[k]).max() / max(np.abs(a[k]).max(), 1e-3) for k in a)
-    print("test_doc_plugin: %-24s largest relative difference %.2e over %d tensors" % (f % "mydev", worst, len(a)))
-    bad += not worst <= 1e-5
-for f in ["pre_%s/metrics.jsonl", "ft_%s/metrics.jsonl"]:
-    a, b = np.array(losses(f % "cpu")), np.array(losses(f % "mydev"))
-    ok = len(a) > 0 and len(a) == len(b) and np.all(np.abs(a - b) <= 1e-5 * np.maximum(np.abs(a), 1))
-    print("test_doc_plugin: %-24s %d losses %s" % (f % "mydev", len(a), "agree" if ok else "DIFFER: %s vs %s" % (a, b)))
-    bad += not ok
-sys.exit(1 if bad else 0)
-PY
+$py "$src/tests/compare_runs.py" compare 1e-5 pre_cpu pre_mydev ft_cpu ft_mydev out_cpu.safetensors \
+  out_mydev.safetensors || fail "the plugin's runs differ from the CPU's (above)"
 for f in pre_%s/model.safetensors ft_%s/model.safetensors out_%s.safetensors; do
   cmp -s "$(printf "$f" cpu)" "$(printf "$f" none)" || fail "$(printf "$f" none): a plugin claiming nothing differs from the CPU"
 done

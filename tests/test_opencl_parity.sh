@@ -47,58 +47,8 @@ for pair in cpu:1 opencl:0; do
     --stages "0:emb,0 1:1,heads" --eval-every 20 --eval-batches 1 > mix_${pair%%:*}.log
 done
 # tessera run: the fine-tuned classifier's forward pass on both devices, outputs compared
-$py - << 'PY'
-import json, struct, numpy as np
-ids = (np.arange(2 * 32, dtype=np.int64).reshape(2, 32) * 37) % 1900 + 5
-tensors = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-head, off, blobs = {}, 0, []
-for k, v in tensors.items():
-    b = v.tobytes(); head[k] = {"dtype": "I64", "shape": list(v.shape), "data_offsets": [off, off + len(b)]}; off += len(b); blobs.append(b)
-h = json.dumps(head).encode(); h += b" " * (-len(h) % 8)
-open("in.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-PY
+$py "$src/tests/compare_runs.py" inputs in.safetensors 1905 32
 $T run --model ft_cpu --inputs in.safetensors --outputs out_cpu.safetensors --device cpu > /dev/null
 $T --strict-device run --model ft_cpu --inputs in.safetensors --outputs out_opencl.safetensors --device opencl:0 > /dev/null
-$py - << 'PY'
-import json, sys
-import numpy as np
-
-def tensors(d):
-    b = open(d + "/model.safetensors", "rb").read()
-    n = int.from_bytes(b[:8], "little")
-    head, data = json.loads(b[8:8 + n]), b[8 + n:]
-    out = {}
-    for k, v in head.items():
-        if k == "__metadata__":
-            continue
-        s, e = v["data_offsets"]
-        out[k] = np.frombuffer(data[s:e], dtype={"F32": np.float32, "I64": np.int64}[v["dtype"]]).reshape(v["shape"])
-    return out
-
-def losses(d):
-    return [json.loads(l)["loss"] for l in open(d + "/metrics.jsonl") if '"loss"' in l]
-
-bad = 0
-for run, ref, dev in (("pre", "pre_cpu", "pre_opencl"), ("ft", "ft_cpu", "ft_opencl"), ("mix", "mix_cpu", "mix_opencl")):
-    a, b = tensors(ref), tensors(dev)
-    assert a.keys() == b.keys(), "%s: the devices wrote different tensors" % run
-    worst = max((float(np.abs(a[k].astype(np.float64) - b[k]).max() / max(float(np.abs(a[k]).max()), 1e-3)), k) for k in a)
-    la, lb = losses(ref), losses(dev)
-    assert la and len(la) == len(lb), "%s: %d and %d losses" % (run, len(la), len(lb))
-    lw = max(abs(x - y) / max(abs(x), 1e-6) for x, y in zip(la, lb))
-    ok = worst[0] <= 1e-4 and lw <= 1e-4
-    bad += not ok
-    print("%s: %d tensors, worst %.2e (%s); %d losses, worst %.2e -> %s" % (run, len(a), worst[0], worst[1], len(la), lw,
-                                                                          "ok" if ok else "WRONG"))
-b = open("out_cpu.safetensors", "rb").read(); n = int.from_bytes(b[:8], "little")
-head = json.loads(b[8:8 + n]); c = open("out_opencl.safetensors", "rb").read(); m = int.from_bytes(c[:8], "little")
-for k, v in head.items():
-    if k == "__metadata__":
-        continue
-    s, e = v["data_offsets"]
-    x = np.frombuffer(b[8 + n + s:8 + n + e], np.float32); y = np.frombuffer(c[8 + m + s:8 + m + e], np.float32)
-    err = float(np.abs(x - y).max() / max(float(np.abs(x).max()), 1e-3))
-    bad += err > 1e-4
-    print("run: %s %s, worst %.2e -> %s" % (k, v["shape"], err, "ok" if err <= 1e-4 else "WRONG"))
-sys.exit(1 if bad else 0)
-PY
+$py "$src/tests/compare_runs.py" compare 1e-4 pre_cpu pre_opencl ft_cpu ft_opencl mix_cpu mix_opencl \
+  out_cpu.safetensors out_opencl.safetensors
