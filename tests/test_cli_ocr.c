@@ -393,6 +393,34 @@ static void test_opencl(void) {
         read_back("Chinese, 32 px, opencl:0", "ocl_ch.png", "--devices opencl:0 --strict-device", CH, NLINES, 0);
 }
 
+/* The three models on the randomized device (the CPU plugin claiming a seeded half of the ops,
+ * tests/test_cli_fallback.c): the CPU fallback cuts the graphs at other places each seed, and
+ * every line — boxes, confidences, text — is printed as on the CPU, byte for byte. */
+static void test_random_device(void) {
+    char cwd[4000], plugin[4100];
+    snprintf(plugin, sizeof plugin, "%s/plugins/libtessera-cpuplugin.so", getcwd(cwd, sizeof cwd) ? cwd : ".");
+    if (access(plugin, R_OK) != 0) {
+        tu_skip_part("no CPU plugin built beside ./tessera: the random device not run");
+        return;
+    }
+    if (!draw("rnd_en.png", 24, EN, NLINES, 0)) return;
+    int rc = tessera(NULL, "ocr rnd_en.png --lang en");
+    CHECK_RAN(rc, 0);
+    static char want[1 << 16];
+    snprintf(want, sizeof want, "%s", out_text);
+    setenv("TESSERA_QUIET", "1", 1);
+    setenv("TESSERA_CPUPLUGIN_FRACTION", "0.5", 1);
+    for (int seed = 0; seed < (every_size ? 3 : 1); seed++) {
+        char s[16];
+        snprintf(s, sizeof s, "%d", seed);
+        setenv("TESSERA_CPUPLUGIN_SEED", s, 1);
+        rc = tessera(NULL, "--backend-plugin '%s' ocr rnd_en.png --lang en --devices cpuplugin", plugin);
+        CHECK_RAN(rc, 0);
+        CHECK(want[0] && !strcmp(want, out_text), "seed %d: the random device read\n%s\nthe CPU\n%s", seed, out_text,
+              want);
+    }
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     static const char *files[] = {"ch_PP-OCRv4_det_infer.onnx", "ch_PP-OCRv4_rec_infer.onnx",
@@ -414,6 +442,7 @@ int main(int argc, char **argv) {
     RUN(test_int8);
     RUN(test_run_int8);
     RUN(test_opencl);
+    RUN(test_random_device);
     cli_cleanup("test_cli_ocr");
     return tu_finish("test_cli_ocr");
 }

@@ -533,6 +533,38 @@ static void test_quantized(void) {
     CHECK_FAILS(rc, "\"quantization\" mode \"bogus\"");
 }
 
+/* The model served on the randomized device (the CPU plugin claiming a seeded half of the ops,
+ * tests/test_cli_fallback.c): the answers are the CPU's, byte for byte, whatever the cuts. */
+static void test_random_device(void) {
+    char cwd[4000], plugin[4100];
+    snprintf(plugin, sizeof plugin, "%s/plugins/libtessera-cpuplugin.so", getcwd(cwd, sizeof cwd) ? cwd : ".");
+    if (access(plugin, R_OK) != 0) {
+        tu_skip_part("no CPU plugin built beside ./tessera: the random device not served");
+        return;
+    }
+    const char *body = "{\"instances\":[\"the cat runs 7 times\",\"the fish swims 4 times\",\"a dog\"]}";
+    int port;
+    pid_t pid = start("--port 0 --max-batch 4", &port);
+    if (pid < 0) return;
+    static char want[1 << 12];
+    CHECK(sc_http(port, "POST", "/v1/models/m:predict", body, resp, sizeof resp) == 200, "cpu: %s", resp);
+    snprintf(want, sizeof want, "%s", sc_body(resp));
+    stop(pid);
+    setenv("TESSERA_QUIET", "1", 1);
+    setenv("TESSERA_CPUPLUGIN_FRACTION", "0.5", 1);
+    for (int seed = 0; seed < 3; seed++) {
+        char args[4400], s[16];
+        snprintf(s, sizeof s, "%d", seed);
+        setenv("TESSERA_CPUPLUGIN_SEED", s, 1);
+        snprintf(args, sizeof args, "--port 0 --max-batch 4 --backend-plugin '%s' --devices cpuplugin", plugin);
+        if ((pid = start(args, &port)) < 0) return;
+        CHECK(sc_http(port, "POST", "/v1/models/m:predict", body, resp, sizeof resp) == 200, "seed %d: %s", seed, resp);
+        CHECK(want[0] && !strcmp(want, sc_body(resp)), "seed %d: the random device answered\n%s\nthe CPU\n%s", seed,
+              sc_body(resp), want);
+        stop(pid);
+    }
+}
+
 static void test_bad_start(void) {
     int rc = tessera(NULL, "serve --model m=nowhere --port 0");
     CHECK_FAILS(rc, "--model nowhere");
@@ -609,6 +641,7 @@ int main(int argc, char **argv) {
     RUN(test_quantized);
     RUN(test_library);
     RUN(test_bad_start);
+    RUN(test_random_device);
     if (tu_names) RUN(test_soak); /* only when named (ctest cli_serve_soak) */
     cli_cleanup("test_cli_serve");
     return tu_finish("test_cli_serve");
