@@ -25,6 +25,8 @@ typedef struct ts_device {
                        and named (registry.c) */
     volatile int inflight; /* guarded: a call into the backend is running (for the crash report) */
     char call[320]; /* what that call is: "plugin 'x', device x:1: execute of nodes ..." */
+    struct ts_device *fallback; /* the CPU context that runs the nodes this device refuses */
+    int is_fallback;            /* this is such a context (never found by name) */
 } ts_device;
 
 /* The device called name ("cpu", "cpu:0", "cpu:3"; "<backend>" is index 0), opened on first
@@ -32,6 +34,11 @@ typedef struct ts_device {
 ts_device *ts_device_get(const char *name);
 /* Its memory in bytes (0: unknown). */
 size_t ts_device_memory(const ts_device *d);
+/* The CPU context that runs the nodes d does not (the CPU fallback): one of its own per device,
+ * opened on first ask, kept for the process, named "cpu (fallback of D)". Calls on one device
+ * come from one thread (the ABI's rule), and a pipeline runs each device from a thread of its
+ * own: so two devices' fallbacks must not share one CPU context. NULL with the error set. */
+ts_device *ts_device_fallback(ts_device *d);
 
 /* The runtime's side of the calls, through the table. */
 ts_status ts_dev_alloc(const ts_device *d, size_t bytes, ts_buffer *out);

@@ -222,7 +222,7 @@ ts_device *ts_device_get(const char *name) {
     pthread_mutex_lock(&lock);
     ts_device *d = NULL;
     for (int i = 0; i < ndevices && !d; i++)
-        if (devices[i]->api == api && devices[i]->index == index) d = devices[i];
+        if (devices[i]->api == api && devices[i]->index == index && !devices[i]->is_fallback) d = devices[i];
     if (!d) {
         int count = api->device_count();
         if (index >= count) {
@@ -283,6 +283,28 @@ ts_status ts_dev_leave(const ts_device *d, ts_status s) {
     char why[768];
     snprintf(why, sizeof why, "%s", ts_last_error());
     return ts_err(s, "%s: %s", call, why);
+}
+
+ts_device *ts_device_fallback(ts_device *d) {
+    pthread_mutex_lock(&lock);
+    ts_device *f = d->fallback;
+    if (!f && ndevices == MAX_DEVICES) ts_err(TS_ERR_ARG, "device %s: more than %d devices opened", d->name, MAX_DEVICES);
+    else if (!f && !(f = calloc(1, sizeof *f))) ts_err(TS_ERR_NOMEM, "device %s: out of memory", d->name);
+    else if (!d->fallback) {
+        ts_device_args args = {sizeof args, 0};
+        f->api = &ts_backend_cpu_api;
+        f->is_fallback = 1;
+        snprintf(f->name, sizeof f->name, "cpu (fallback of %.20s)", d->name);
+        if (f->api->device_open(&args, &f->ctx) != TS_OK) {
+            free(f);
+            f = NULL;
+        } else {
+            if (!ndevices) atexit(close_devices);
+            devices[ndevices++] = d->fallback = f;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return f;
 }
 
 size_t ts_device_memory(const ts_device *d) { return TS_API_HAS(d->api, memory_bytes) ? d->api->memory_bytes(d->ctx) : 0; }

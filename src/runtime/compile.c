@@ -44,7 +44,7 @@ static int has_grad_here(const ts_graph *g, int v, const ts_stage_spec *spec) {
 int ts_device_fuses(ts_device *dev, const ts_graph *g, const ts_node *fused, const ts_node *producer) {
     if (ts_dev_supports(dev, g, fused)) return 1;
     if (!producer || ts_dev_supports(dev, g, producer)) return 0;
-    ts_device *cpu = ts_device_get("cpu"); /* the producer falls back: the merged node may too */
+    ts_device *cpu = ts_device_fallback(dev); /* the producer falls back: the merged node may too */
     return cpu && ts_dev_supports(cpu, g, fused);
 }
 

@@ -177,7 +177,7 @@ ts_status ts_exec_place(ts_exec *p, int strict, const uint8_t *pinned) {
     for (int i = 0; i < p->nsched; i++) nfall += !(native[i] = (uint8_t)ts_dev_supports(p->dev, p->g, &p->g->nodes[p->sched[i]]));
     ts_status st = TS_OK;
     if (nfall && strict) st = refuse(p, native);
-    if (!st && nfall && !(p->cpu = ts_device_get("cpu"))) st = ts_last_status();
+    if (!st && nfall && !(p->cpu = ts_device_fallback(p->dev))) st = ts_last_status();
     int *reads = !st && nfall ? count_reads(p) : NULL;
     if (!st && nfall && !reads) st = ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
     for (int ph = 0; !st && ph < p->nphases; ph++) {
