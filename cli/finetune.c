@@ -352,7 +352,7 @@ int cli_finetune(int argc, char **argv) {
         } else if (!o.deterministic || !(rc = cli_deterministic_setup("finetune", &o.threads, o.max_minutes))) {
             rc = run_task(&o);
         }
-        if (rc) cli_out_abandon("finetune");
+        cli_out_finish("finetune", rc);
     }
     ts_options_free(&os);
     return rc;

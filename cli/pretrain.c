@@ -273,7 +273,7 @@ int cli_pretrain(int argc, char **argv) {
             ;
         else if (!o.deterministic || !(rc = cli_deterministic_setup("pretrain", &o.threads, o.max_minutes)))
             rc = run(&o);
-        if (rc) cli_out_abandon("pretrain");
+        cli_out_finish("pretrain", rc);
     }
     ts_options_free(&os);
     return rc;

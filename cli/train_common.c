@@ -3,13 +3,10 @@
  * ts_options_parse, the metrics log's file, the BERT programs with the out-of-memory hint, model
  * directories, checkpoints to resume from, each with the error printed.
  */
-#define _GNU_SOURCE /* nftw */
 #include "train_common.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -200,46 +197,6 @@ int cli_make_dir(const char *cmd, const char *dir) {
     if (ts_make_dirs(dir) == TS_OK) return 0;
     fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
     return 1;
-}
-
-static char out_made[4200]; /* the --out this run made (cli_out_lock), "" when it was there before */
-
-int cli_out_lock(const char *cmd, const char *dir) {
-    if (cli_rep.rank > 0) return cli_make_dir(cmd, dir) ? 1 : 0; /* replicas: rank 0 holds the lock */
-    struct stat sb;
-    int existed = stat(dir, &sb) == 0;
-    long other;
-    ts_status s = ts_out_dir_lock(dir, &other);
-    if (s == TS_OK && !existed && strlen(dir) < sizeof out_made) snprintf(out_made, sizeof out_made, "%s", dir);
-    if (s == TS_OK) return 0;
-    if (other)
-        fprintf(stderr, "tessera %s: --out %s is being written by another run (pid %ld); wait for it to end, or give "
-                        "another --out\n", cmd, dir, other);
-    else
-        fprintf(stderr, "tessera %s: --out %s: %s\n", cmd, dir, ts_last_error());
-    return other ? 2 : 1;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb, (void)ftw;
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
-void cli_out_abandon(const char *cmd) {
-    if (!out_made[0] || cli_rep.rank > 0) return;
-    char ck[4300];
-    snprintf(ck, sizeof ck, "%s/checkpoints", out_made);
-    DIR *d = opendir(ck);
-    int kept = 0;
-    for (struct dirent *e; d && (e = readdir(d));) kept += e->d_name[0] != '.';
-    if (d) closedir(d);
-    if (kept) {
-        fprintf(stderr, "tessera %s: %s is kept: it holds %d checkpoint%s to --resume from\n", cmd, out_made, kept,
-                kept == 1 ? "" : "s");
-    } else if (nftw(out_made, remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0) {
-        fprintf(stderr, "tessera %s: removed the unfinished --out %s\n", cmd, out_made);
-    }
-    out_made[0] = 0;
 }
 
 int cli_model_dir_save(const char *cmd, const char *dir, const ts_program *p, const ts_bert_config *cfg,

@@ -119,12 +119,12 @@ int cli_make_dir(const char *cmd, const char *dir);
  * DIR is refused at start, naming the directory and the other run's pid, instead of the two
  * deleting each other's temporary files. 0, 1 (cannot create it), or 2 (in use). */
 int cli_out_lock(const char *cmd, const char *dir);
-/* After a failed run: the output directory cli_out_lock made for it (none when DIR was there
- * before) is removed, so a failure leaves no half-made model directory behind, unless it holds a
- * checkpoint (DIR/checkpoints/, what --resume continues from), which is kept and said. A crash
- * cannot clean up: then DIR holds no model.safetensors or config.json (both are written last,
- * atomically), so nothing in it passes for a model. */
-void cli_out_abandon(const char *cmd);
+/* The end of the run (out_dir.c), rc its exit code: after a failure the output directory
+ * cli_out_lock made for it (none when DIR was there before) is removed, so a failure leaves no
+ * half-made model directory behind, unless it holds a checkpoint (DIR/checkpoints/, what
+ * --resume continues from), which is kept and said. Until then a fatal signal removes it the
+ * same way before the process dies. */
+void cli_out_finish(const char *cmd, int rc);
 
 /* Write DIR/model.safetensors (ts_program_save), DIR/vocab.txt (a copy of vocab_path) and
  * DIR/config.json (cfg, architecture, meta), each atomically (temp file, fsync, rename), config

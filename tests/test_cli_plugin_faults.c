@@ -7,7 +7,8 @@
  * NULL handle, an alloc that fails with its own message, a copy and an execute that fail, an
  * execute that fails without a message, and a crash (SIGSEGV) inside execute, which a fatal-
  * signal handler reports before the process dies of the signal (or, under AddressSanitizer,
- * before its report). One device, and a pipeline whose failing stage runs on a worker thread.
+ * before its report), and after which the command's own handler removes the unfinished output
+ * directory. One device, and a pipeline whose failing stage runs on a worker thread.
  */
 #include "test_util.h"
 #include "cli_util.h"
@@ -81,6 +82,8 @@ static void test_crash(void) {
     CHECK(strstr(err_text, "tessera: fatal signal SIGSEGV inside a backend call: plugin 'cpuplugin', device "
                            "cpuplugin: execute of "),
           "the crash is not named:\n%s", err_text);
+    CHECK(!exists("crashed") && strstr(err_text, "the unfinished --out directory is removed"),
+          "the crashed run's output directory was left behind:\n%s", err_text);
 }
 
 int main(int argc, char **argv) {
