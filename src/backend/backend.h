@@ -24,6 +24,7 @@ typedef struct ts_device {
     int guarded;    /* a device of a backend other than the built-in CPU: its calls are checked
                        and named (registry.c) */
     volatile int inflight; /* guarded: a call into the backend is running (for the crash report) */
+    unsigned long err_mark; /* ts_err_count() when it started: unmoved, the backend set no message */
     char call[320]; /* what that call is: "plugin 'x', device x:1: execute of nodes ..." */
     struct ts_device *fallback; /* the CPU context that runs the nodes this device refuses */
     int is_fallback;            /* this is such a context (never found by name) */
@@ -51,7 +52,7 @@ ts_status ts_dev_copy(const ts_device *dst_dev, ts_buffer dst, const ts_device *
 /* Run a compiled plan (the backend's execute). */
 ts_status ts_dev_execute(const ts_device *d, void *exe, const ts_abi_plan *plan, ts_buffer ws, uint64_t step);
 /* Around a call into d's backend (registry.c; the wrappers here use them): enter records what
- * the call is (printf-style) and clears the thread's error; leave returns the call's status, for
+ * the call is (printf-style) and the thread's error count; leave returns the call's status, for
  * a guarded device with the failure named as below. Nothing for the built-in CPU. */
 __attribute__((format(printf, 2, 3))) void ts_dev_enter(const ts_device *d, const char *fmt, ...);
 ts_status ts_dev_leave(const ts_device *d, ts_status s);

@@ -256,7 +256,7 @@ ts_device *ts_device_get(const char *name) {
 /* ------------------------------------------------------------------ guarded calls */
 
 /* Before a call into d's backend: for a guarded device, what the call is (for an error and for
- * the crash report), and the thread's last error cleared, to tell whether the backend set one. */
+ * the crash report), and the thread's error count, to tell whether the backend set a message. */
 void ts_dev_enter(const ts_device *d, const char *fmt, ...) {
     if (!d->guarded) return;
     ts_device *m = (ts_device *)d;
@@ -265,7 +265,7 @@ void ts_dev_enter(const ts_device *d, const char *fmt, ...) {
     va_start(ap, fmt);
     if (o > 0 && (size_t)o < sizeof m->call) vsnprintf(m->call + o, sizeof m->call - (size_t)o, fmt, ap);
     va_end(ap);
-    ts_err_clear();
+    m->err_mark = ts_err_count(); /* not cleared: a message of the caller's stays its own */
     __atomic_store_n(&m->inflight, 1, __ATOMIC_SEQ_CST);
 }
 
@@ -278,7 +278,7 @@ ts_status ts_dev_leave(const ts_device *d, ts_status s) {
     if (s == TS_OK) return s;
     const char *call = m->call + strlen("plugin '") + strlen(d->api->name) + strlen("', ");
     if (s < TS_ERR_ARG || s > TS_ERR_COMM) s = TS_ERR_RUNTIME;
-    if (ts_last_status() == TS_OK)
+    if (ts_err_count() == m->err_mark)
         return ts_err(s, "%s failed (%s) and the backend '%s' gave no message", call, ts_status_name(s), d->api->name);
     char why[768];
     snprintf(why, sizeof why, "%s", ts_last_error());

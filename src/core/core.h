@@ -16,6 +16,8 @@
 ts_status ts_err(ts_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Clear this thread's last error. */
 void ts_err_clear(void);
+/* How many errors this thread has recorded so far: a call that moved it set a message. */
+unsigned long ts_err_count(void);
 
 /* 64-byte aligned allocation (zeroed when zero != 0). NULL on failure; free with ts_free. */
 void *ts_alloc(size_t bytes, int zero);

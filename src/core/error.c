@@ -5,11 +5,13 @@
 
 static _Thread_local char last_error[1024];
 static _Thread_local ts_status last_status;
+static _Thread_local unsigned long nrecorded; /* errors recorded on this thread (ts_err_count) */
 
 /* Formatted apart first: a caller may pass the last message itself as an argument, to prefix it. */
 static ts_status record(ts_status code, const char *fmt, va_list ap) {
     char msg[sizeof last_error];
     last_status = code;
+    nrecorded++;
     vsnprintf(msg, sizeof msg, fmt, ap);
     memcpy(last_error, msg, sizeof msg);
     return code;
@@ -32,6 +34,8 @@ ts_status ts_set_error(ts_status code, const char *fmt, ...) {
 }
 
 void ts_err_clear(void) { last_error[0] = 0, last_status = TS_OK; }
+
+unsigned long ts_err_count(void) { return nrecorded; }
 
 const char *ts_last_error(void) { return last_error; }
 ts_status ts_last_status(void) { return last_status; }
