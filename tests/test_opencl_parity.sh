@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_opencl_parity.sh — a model moves to the OpenCL plugin with no change: the same commands
-# with --devices opencl:0 and --devices cpu:0 (both through one pipeline path) give the same
-# numbers. A 2-layer, 64-wide BERT pretrained 20 steps (dropout 0) from the same corpus, then
+# with --devices opencl:0 and --devices cpu:0 (one program on each) give the same numbers. A
+# 2-layer, 64-wide BERT pretrained 20 steps of 2 micro-batches of 8 (dropout 0) from the same
+# corpus (the batch these runs had when one device was a pipeline of 2 micro-batches), then
 # fine-tuned 10 steps on 200 labelled mails, then run (tessera run) on a batch, and pretrained as a
 # 2-stage pipeline with its second stage on opencl:0 (against cpu:0, cpu:1): every loss of metrics.jsonl and every tensor of
 # model.safetensors within 1e-4, relative per tensor (|a - b| / max(max|a|, 1e-3): the floor
@@ -36,9 +37,10 @@ for d in cpu:0 opencl:0; do
   strict=()
   [ $n = opencl ] && strict=(--strict-device) # every op of BERT's training native: no CPU fallback
   $T "${strict[@]}" pretrain --vocab vocab.txt --corpus corpus.txt --out pre_$n --layers 2 --hidden 64 --heads 2 --intermediate 128 \
-    --max-len 64 --batch 8 --max-steps 20 --dropout 0 --threads 2 --devices $d --eval-every 20 --eval-batches 1 > pre_$n.log
+    --max-len 64 --batch 8 --micro-batches 2 --max-steps 20 --dropout 0 --threads 2 --devices $d --eval-every 20 \
+    --eval-batches 1 > pre_$n.log
   $T "${strict[@]}" finetune --model pre_cpu --train mails.tsv --out ft_$n --max-steps 10 --batch 8 --max-len 64 --threads 2 \
-    --devices $d > ft_$n.log
+    --micro-batches 2 --devices $d > ft_$n.log
 done
 # a pipeline mixing devices: stage 1 on opencl:0 against the same two stages on cpu:0, cpu:1
 for pair in cpu:1 opencl:0; do
