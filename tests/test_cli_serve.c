@@ -480,6 +480,19 @@ static void test_library(void) {
     if (!s) return;
     CHECK(sc_http(ts_serve_port(s), "POST", "/v2/models/lib/infer", INFER2, resp, sizeof resp) == 200, "infer: %s",
           resp);
+    /* two servers in one process, each with its own limit on a body (INFER2 is ~230 bytes) */
+    ts_serve_opts small = o;
+    small.max_body = 100;
+    ts_serve *t = ts_serve_start(&small, names, dirs, 1);
+    CHECK(t && ts_serve_port(t) > 0, "a second server: %s", ts_last_error());
+    if (t) {
+        CHECK(sc_http(ts_serve_port(t), "POST", "/v2/models/lib/infer", INFER2, resp, sizeof resp) == 413 &&
+                  strstr(resp, "limit of 100 bytes"),
+              "the server with a 100-byte limit: %s", resp);
+        CHECK(sc_http(ts_serve_port(s), "POST", "/v2/models/lib/infer", INFER2, resp, sizeof resp) == 200,
+              "the first server took the second's limit: %s", resp);
+        ts_serve_stop(t);
+    }
     ts_serve_stop(s);
     ts_serve_stop(NULL);
 }

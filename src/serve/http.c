@@ -28,8 +28,6 @@ typedef struct req_ctx {
     double t0;
 } req_ctx;
 
-static size_t max_body;
-
 /* Queue an answer: body (taken, freed by MHD) as content type ctype, status code. */
 static enum MHD_Result answer(serve_server *s, struct MHD_Connection *c, int code, char *body, const char *ctype,
                               serve_metrics *mt, double t0) {
@@ -168,7 +166,7 @@ static enum MHD_Result route(serve_server *s, struct MHD_Connection *c, const ch
     serve_metrics *sm = serve_server_metrics(s);
     if (r->too_big) {
         char msg[96];
-        snprintf(msg, sizeof msg, "the body is larger than the server's limit of %zu bytes", max_body);
+        snprintf(msg, sizeof msg, "the body is larger than the server's limit of %zu bytes", serve_max_body(s));
         return error(s, c, 413, msg, sm, r->t0);
     }
     if (!get && !post) return error(s, c, 405, "only GET and POST", sm, r->t0);
@@ -188,7 +186,7 @@ static enum MHD_Result route(serve_server *s, struct MHD_Connection *c, const ch
 }
 
 /* Take upload bytes into r: grown to at most max_body, past it only counted. */
-static void take_body(req_ctx *r, const char *data, size_t n) {
+static void take_body(req_ctx *r, const char *data, size_t n, size_t max_body) {
     if (r->too_big || r->len + n > max_body) {
         r->too_big = 1;
         return;
@@ -215,14 +213,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         *con_cls = r;
         serve_inflight(s, 1);
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > max_body) {
+        if (cl && strtoull(cl, NULL, 10) > serve_max_body(s)) {
             r->too_big = 1; /* answered before the body is read; the connection is then closed */
             return route(s, c, url, method, r);
         }
         return MHD_YES;
     }
     if (*upload_size) {
-        take_body(r, upload, *upload_size);
+        take_body(r, upload, *upload_size, serve_max_body(s));
         *upload_size = 0;
         return MHD_YES;
     }
@@ -254,7 +252,6 @@ static int resolve(const char *host, int port, struct sockaddr_storage *addr, ch
 void *serve_http_start(serve_server *s, const serve_opts *o, int *port, char *err, size_t cap) {
     struct sockaddr_storage addr = {0};
     if (resolve(o->host, o->port, &addr, err, cap)) return NULL;
-    max_body = o->max_body;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC;
     if (addr.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
     struct MHD_Daemon *d = MHD_start_daemon(

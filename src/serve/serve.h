@@ -214,6 +214,8 @@ int serve_nmodels(const serve_server *s);
 serve_model *serve_model_at(serve_server *s, int i);
 serve_metrics *serve_server_metrics(serve_server *s);
 int serve_draining(const serve_server *s);
+/* The largest request body s takes, in bytes (its ts_serve_opts.max_body). */
+size_t serve_max_body(const serve_server *s);
 void serve_inflight(serve_server *s, int delta);
 
 /* The HTTP server (http.c): started listening on o->host:o->port (*port: the port bound), NULL

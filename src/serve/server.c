@@ -20,6 +20,7 @@ struct ts_serve {
     serve_metrics metrics; /* requests not to a model (health, metrics, unknown paths) */
     void *http;
     int port;
+    size_t max_body;       /* this server's limit on a request body (servers in one process differ) */
     atomic_int inflight, draining;
 };
 
@@ -30,6 +31,7 @@ serve_model *serve_find_model(serve_server *s, const char *name, size_t len) {
 }
 
 int serve_nmodels(const serve_server *s) { return s->n; }
+size_t serve_max_body(const serve_server *s) { return s->max_body; }
 serve_model *serve_model_at(serve_server *s, int i) { return &s->models[i]; }
 serve_metrics *serve_server_metrics(serve_server *s) { return &s->metrics; }
 int serve_draining(const serve_server *s) { return atomic_load(&s->draining); }
@@ -85,6 +87,7 @@ ts_serve *ts_serve_start(const ts_serve_opts *opts, const char *const *names, co
         return ts_set_error(TS_ERR_NOMEM, "out of memory"), NULL;
     }
     serve_metrics_init(&s->metrics);
+    s->max_body = o.max_body;
     ts_status code = TS_ERR_ARG;
     for (int i = 0; i < n; i++) {
         s->n = i + 1;
