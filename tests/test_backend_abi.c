@@ -7,7 +7,7 @@
  *    four ops: matmul, add, mul, relu on f32), registers, runs a small program to the CPU's
  *    numbers, refuses a program with an op it lacks (naming every unsupported node at once), and
  *    takes parameters copied from a CPU program (device to device through the host);
- *  - the thread rule checked (TESSERA_CHECK_DEVICE_THREADS=1): a copy into a device while
+ *  - the thread rule, always checked: a copy into a device while
  *    another thread is inside its execute fails naming the device;
  *  - a backend built for a newer ABI major is refused with a message naming both versions, one
  *    without a required entry is refused naming the entry, a table of ABI 1.x (the major before
@@ -329,7 +329,6 @@ static void test_plugin_and_versions(void) {
 
 int main(int argc, char **argv) {
     tu_args(argc, argv);
-    setenv("TESSERA_CHECK_DEVICE_THREADS", "1", 1); /* read at the first device call */
     RUN(test_cpu_registry);
     /* registering lasts for the process: one case registers and uses every backend */
     RUN(test_plugin_and_versions);

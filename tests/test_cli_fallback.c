@@ -20,9 +20,9 @@
  * `tessera predict --devices` (the printed labels and probabilities). The release
  * build runs 20 seeds (TS_FALLBACK_SEEDS overrides), the sanitizer build 2 (each run is ~10x
  * slower there, and the point of that build is a clean memory report, which few seeds give).
- * Also: a device that claims no op at all trains through every layout the same way. Every run
- * checks the one-thread-per-device rule (TESSERA_CHECK_DEVICE_THREADS=1): in rec4 two devices of
- * the plugin run on two threads at once, each with a CPU fallback context of its own.
+ * Also: a device that claims no op at all trains through every layout the same way. tessera checks
+ * the one-thread-per-device rule at every call: in rec4 two devices of the plugin run on two
+ * threads at once, each with a CPU fallback context of its own.
  */
 #include "test_util.h"
 #include "cli_util.h"
@@ -66,7 +66,7 @@ __attribute__((format(printf, 3, 4))) static int run_cli(int ranks, int plugin, 
     char launcher[256] = "";
     if (ranks > 1)
         snprintf(launcher, sizeof launcher, "mpirun --oversubscribe -x TESSERA_CPUPLUGIN_FRACTION "
-                 "-x TESSERA_CPUPLUGIN_SEED -x TESSERA_QUIET -x TESSERA_CHECK_DEVICE_THREADS -np %d ", ranks);
+                 "-x TESSERA_CPUPLUGIN_SEED -x TESSERA_QUIET -np %d ", ranks);
     snprintf(cmd, sizeof cmd, "cd '%s' && %s'%s' %s%s%s %s </dev/null >stdout.txt 2>stderr.txt", dir, launcher, cli,
              plugin ? "--backend-plugin '" : "", plugin ? TS_CPU_PLUGIN : "", plugin ? "'" : "", args);
     int st = system(cmd);
@@ -234,9 +234,6 @@ static void test_no_op_device(void) { run_layouts(1, "0"); }
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     have_mpi = strcmp(ts_comm_backend(), "mpi") == 0 && system("mpirun --version >/dev/null 2>&1") == 0;
-    /* every call on a device from one thread at a time, checked (in rec4 two devices of the plugin
-     * run on two threads, each with a CPU fallback of its own) */
-    setenv("TESSERA_CHECK_DEVICE_THREADS", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);

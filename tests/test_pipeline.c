@@ -331,7 +331,6 @@ static void test_refused(void) {
 
 int main(int argc, char **argv) {
     tu_args(argc, argv);
-    setenv("TESSERA_CHECK_DEVICE_THREADS", "1", 1); /* the stages keep to their own devices */
     RUN(test_equal);
     RUN(test_equal_recompute);
     RUN(test_seed_layout);

@@ -20,7 +20,7 @@ typedef struct ts_device {
     void *ctx;      /* the backend's context of this device */
     int index;
     char name[48];  /* "cpu" for index 0, else "cpu:1" */
-    int busy;       /* TESSERA_CHECK_DEVICE_THREADS: a call is in progress (atomic) */
+    int busy;       /* a copy or execute is in progress (atomic; the one-thread-per-device rule) */
     int guarded;    /* a device of a backend other than the built-in CPU: its calls are checked
                        and named (registry.c) */
     volatile int inflight; /* guarded: a call into the backend is running (for the crash report) */

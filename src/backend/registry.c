@@ -326,20 +326,10 @@ void ts_dev_free(const ts_device *d, ts_buffer *b) {
 }
 
 /* The ABI's thread rule (docs/backend-abi.md "Threads"): calls on one device come from one thread
- * at a time. With TESSERA_CHECK_DEVICE_THREADS=1 in the environment every copy, synchronize and
- * execute claims its device for its duration, and a call that finds its device claimed by another
- * thread fails naming it (tests run pipelines this way); otherwise nothing is checked. */
-static int check_threads(void) {
-    static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("TESSERA_CHECK_DEVICE_THREADS");
-        on = e && *e && strcmp(e, "0") != 0;
-    }
-    return on;
-}
-
+ * at a time. Always checked: every copy and execute claims its device for its duration (one
+ * atomic exchange), and a call that finds its device claimed by another thread fails naming it,
+ * instead of two threads racing on one device's stream. */
 static ts_status claim(const ts_device *d, const char *what) {
-    if (!check_threads()) return TS_OK;
     if (__atomic_exchange_n(&((ts_device *)d)->busy, 1, __ATOMIC_ACQ_REL))
         return ts_err(TS_ERR_RUNTIME, "device %s: %s called while another thread was using the device "
                       "(the one-thread-per-device rule)", d->name, what);
@@ -347,7 +337,7 @@ static ts_status claim(const ts_device *d, const char *what) {
 }
 
 static ts_status unclaim(const ts_device *d, ts_status s) {
-    if (check_threads()) __atomic_store_n(&((ts_device *)d)->busy, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&((ts_device *)d)->busy, 0, __ATOMIC_RELEASE);
     return s;
 }
 
