@@ -13,6 +13,7 @@
 #include "train_common.h"
 
 static ts_stage_plan pipe_plan; /* --devices: one run per process */
+static const ts_stage_plan *run_pipe; /* &pipe_plan when the run is a pipeline, else NULL */
 
 int ft_loop_opts(const ft_opts *o, const ts_bert_config *cfg, ts_bert_head head, int seq, cli_train_loop *loop) {
     int n = o->accumulation > 1 ? o->accumulation : 1, k = o->device_iterations > 1 ? o->device_iterations : 1;
@@ -25,13 +26,13 @@ int ft_loop_opts(const ft_opts *o, const ts_bert_config *cfg, ts_bert_head head,
     if (!o->devices || (loop->device = cli_pipe_one_device(o->devices, o->stages))) return 0;
     if (cli_pipe_parse("finetune", o->devices, o->stages, cfg->num_hidden_layers, &pipe_plan)) return 2;
     int rc = pipe_plan.automatic ? cli_pipe_measure("finetune", cfg, head, o->batch, seq, n, &pipe_plan) : 0;
-    if (!rc) loop->pipe = &pipe_plan;
+    if (!rc) loop->pipe = run_pipe = &pipe_plan;
     return rc;
 }
 
 void ft_describe(const ft_opts *o, ts_program *tp, FILE *metrics) {
-    if (o->devices && !cli_pipe_one_device(o->devices, o->stages))
-        ts_stage_plan_describe(&pipe_plan, tp, o->accumulation, "tessera finetune", ts_write_stdio,
+    if (run_pipe)
+        ts_stage_plan_describe(run_pipe, tp, o->accumulation, "tessera finetune", ts_write_stdio,
                                metrics ? metrics : stdout, metrics != NULL);
 }
 
@@ -47,7 +48,7 @@ int ft_train_loop(const ft_opts *o, const ts_epoch_task *t, int64_t step, FILE *
         .device_iterations = o->device_iterations, .epochs = o->epochs, .max_steps = o->max_steps, .seed = o->seed,
         .lr = o->lr, .warmup = o->warmup, .max_minutes = o->max_minutes, .fp16 = o->fp16,
         .save_every = o->save_every, .stop_after = o->stop_after, .profile = o->profile, .resumed = o->resume != NULL,
-        .out_dir = o->out, .pipe = o->devices && !cli_pipe_one_device(o->devices, o->stages) ? &pipe_plan : NULL, .comm = cli_rep.comm,
+        .out_dir = o->out, .pipe = run_pipe, .comm = cli_rep.comm,
         .shard = cli_rep.shard_optimizer};
     ts_status st = ts_train_epochs(&eo, t, step);
     return st == TS_OK ? 0 : st == TS_ERR_ARG ? 2 : 1;

@@ -131,9 +131,8 @@ static int pt_model(const pt_opts *o, pt_run *R) {
     R->loop = (cli_train_loop){.accumulation = N, .device_iterations = S, .max_grad_norm = (float)o->max_grad_norm,
                                .optimizer = o->optimizer, .momentum = (float)o->momentum, .profile = o->profile};
     static ts_stage_plan pp; /* --devices: the pipeline (cfg points into it) */
-    if ((R->loop.device = cli_pipe_one_device(o->devices, o->stages))) {
-        /* one program on that device */
-    } else if (o->devices) {
+    R->loop.device = cli_pipe_one_device(o->devices, o->stages); /* one program on that device */
+    if (o->devices && !R->loop.device) { /* a pipeline */
         int rc;
         if (cli_pipe_parse("pretrain", o->devices, o->stages, o->layers, &pp)) return 2;
         if (pp.automatic && (rc = cli_pipe_measure("pretrain", cfg, TS_BERT_PRETRAINING, o->batch, o->max_len, N, &pp)))

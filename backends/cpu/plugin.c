@@ -79,7 +79,7 @@ static int faults_prefix(const char *prefix) {
 }
 
 static ts_status plugin_alloc(void *dev, size_t bytes, void **mem) {
-    if (!strncmp(fault, "alloc", 5) && faults(fault)) {
+    if (faults_prefix("alloc")) {
         if (!strcmp(fault, "alloc-null")) return *mem = NULL, TS_OK;
         return hostp->error(TS_ERR_NOMEM, "cpuplugin: the simulated device's memory pool is exhausted");
     }

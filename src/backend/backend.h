@@ -25,7 +25,7 @@ typedef struct ts_device {
                        and named (registry.c) */
     volatile int inflight; /* guarded: a call into the backend is running (for the crash report) */
     unsigned long err_mark; /* ts_err_count() when it started: unmoved, the backend set no message */
-    char call[320]; /* what that call is: "plugin 'x', device x:1: execute of nodes ..." */
+    char call[320]; /* what that call is: "device x:1: execute of 12 nodes (gather .. add)" */
     struct ts_device *fallback; /* the CPU context that runs the nodes this device refuses */
     int is_fallback;            /* this is such a context (never found by name) */
 } ts_device;

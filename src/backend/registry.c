@@ -164,7 +164,9 @@ static void crash_report(int sig) {
         if (!d || !d->inflight) continue;
         say("tessera: fatal signal ");
         say(name);
-        say(" inside a backend call: ");
+        say(" inside a backend call: plugin '");
+        say(d->api->name);
+        say("', ");
         say(d->call);
         say("\n");
     }
@@ -260,7 +262,7 @@ ts_device *ts_device_get(const char *name) {
 void ts_dev_enter(const ts_device *d, const char *fmt, ...) {
     if (!d->guarded) return;
     ts_device *m = (ts_device *)d;
-    int o = snprintf(m->call, sizeof m->call, "plugin '%s', device %s: ", d->api->name, d->name);
+    int o = snprintf(m->call, sizeof m->call, "device %s: ", d->name);
     va_list ap;
     va_start(ap, fmt);
     if (o > 0 && (size_t)o < sizeof m->call) vsnprintf(m->call + o, sizeof m->call - (size_t)o, fmt, ap);
@@ -276,13 +278,11 @@ ts_status ts_dev_leave(const ts_device *d, ts_status s) {
     ts_device *m = (ts_device *)d;
     __atomic_store_n(&m->inflight, 0, __ATOMIC_SEQ_CST);
     if (s == TS_OK) return s;
-    const char *call = m->call + strlen("plugin '") + strlen(d->api->name) + strlen("', ");
     if (s < TS_ERR_ARG || s > TS_ERR_COMM) s = TS_ERR_RUNTIME;
     if (ts_err_count() == m->err_mark)
-        return ts_err(s, "%s failed (%s) and the backend '%s' gave no message", call, ts_status_name(s), d->api->name);
-    char why[768];
-    snprintf(why, sizeof why, "%s", ts_last_error());
-    return ts_err(s, "%s: %s", call, why);
+        return ts_err(s, "%s failed (%s) and the backend '%s' gave no message", m->call, ts_status_name(s),
+                      d->api->name);
+    return ts_err(s, "%s: %s", m->call, ts_last_error()); /* ts_err formats before it overwrites */
 }
 
 ts_device *ts_device_fallback(ts_device *d) {
@@ -312,11 +312,12 @@ size_t ts_device_memory(const ts_device *d) { return TS_API_HAS(d->api, memory_b
 ts_status ts_dev_alloc(const ts_device *d, size_t bytes, ts_buffer *out) {
     out->offset = 0;
     out->mem = NULL;
-    ts_dev_enter(d, "alloc of %zu bytes", bytes ? bytes : 64);
-    ts_status s = ts_dev_leave(d, d->api->alloc(d->ctx, bytes ? bytes : 64, &out->mem));
+    if (!bytes) bytes = 64;
+    ts_dev_enter(d, "alloc of %zu bytes", bytes);
+    ts_status s = ts_dev_leave(d, d->api->alloc(d->ctx, bytes, &out->mem));
     if (s == TS_OK && !out->mem && d->guarded)
         return ts_err(TS_ERR_RUNTIME, "device %s: alloc of %zu bytes returned OK with a NULL handle (a fault of the "
-                      "backend '%s')", d->name, bytes ? bytes : 64, d->api->name);
+                      "backend '%s')", d->name, bytes, d->api->name);
     return s;
 }
 

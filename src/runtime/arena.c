@@ -61,12 +61,10 @@ ts_status ts_arena_alloc(ts_exec *p, const int64_t *offset, const uint8_t *in_ar
     for (int k = 0; k < p->nchunks; k++) {
         size_t bytes = (size_t)(p->chunk_at[k + 1] - p->chunk_at[k]);
         ts_status s = ts_dev_alloc(p->dev, bytes, &p->chunk[k]);
-        if (s != TS_OK) {
-            char why[768];
-            snprintf(why, sizeof why, "%s", ts_last_error());
+        if (s != TS_OK) { /* the device's message kept */
             p->nchunks = k;
             return ts_err(s, "ts_compile: cannot allocate a %zu-byte arena%s on device %s: %s", bytes,
-                          p->chunk_at[1] < total ? " piece" : "", p->dev->name, why[0] ? why : "out of device memory");
+                          p->chunk_at[1] < total ? " piece" : "", p->dev->name, ts_last_error());
         }
     }
     return TS_OK;

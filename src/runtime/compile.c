@@ -316,15 +316,12 @@ static ts_status alloc_buffers(build *b) {
             return ts_err(TS_ERR_NOMEM, "ts_compile: %s needs %.2f GiB in one piece; device %s allocates at most "
                           "%.2f GiB at once", x->name ? x->name : "a buffer", gib(bytes), b->dev->name, gib(cap));
         ts_status as = ts_dev_alloc(b->dev, bytes, &buf);
-        if (as != TS_OK) {
-            char why[768];
-            snprintf(why, sizeof why, "%s", ts_last_error());
+        if (as != TS_OK) { /* the device's message (a guarded one's names the device) */
             char size[48];
             if (bytes < (1u << 20)) snprintf(size, sizeof size, "%zu bytes", bytes);
             else snprintf(size, sizeof size, "%.2f GiB", gib(bytes));
             return ts_err(as, "ts_compile: cannot allocate %s (%s)%s%s: %s", x->name ? x->name : "a buffer", size,
-                          b->dev->guarded ? "" : " on device ", b->dev->guarded ? "" : b->dev->name,
-                          why[0] ? why : "out of device memory");
+                          b->dev->guarded ? "" : " on device ", b->dev->guarded ? "" : b->dev->name, ts_last_error());
         }
         if (b->nslot[v]) {
             ts_slotted *ns = realloc(p->slots, sizeof *ns * (size_t)(p->nslots + 1));

@@ -16,14 +16,17 @@
 #include <stdlib.h>
 
 /* The ops of the scheduled nodes the device does not run, each once with its count, in the order
- * they first run: "matmul x12, add x20, gelu x2". */
-static void fallback_ops(const ts_exec *p, const uint8_t *native, char *out, size_t cap) {
-    int *count = calloc((size_t)TS_OP_COUNT + 1, sizeof *count);
+ * they first run: "matmul x12, add x20, gelu x2". Returns how many nodes that is. */
+static int fallback_ops(const ts_exec *p, const uint8_t *native, char *out, size_t cap) {
+    int *count = calloc((size_t)TS_OP_COUNT + 1, sizeof *count), nfall = 0;
     size_t o = 0;
     out[0] = 0;
-    if (!count) return;
     for (int i = 0; i < p->nsched; i++)
-        if (!native[i]) count[p->g->nodes[p->sched[i]].op]++;
+        if (!native[i]) {
+            nfall++;
+            if (count) count[p->g->nodes[p->sched[i]].op]++;
+        }
+    if (!count) return nfall;
     for (int i = 0; i < p->nsched && o < cap; i++) {
         int op = p->g->nodes[p->sched[i]].op;
         if (native[i] || !count[op]) continue;
@@ -31,14 +34,13 @@ static void fallback_ops(const ts_exec *p, const uint8_t *native, char *out, siz
         count[op] = 0; /* said */
     }
     free(count);
+    return nfall;
 }
 
 /* Every scheduled node the device has no kernel for, all in one message (strict). */
 static ts_status refuse(const ts_exec *p, const uint8_t *native) {
     char ops[1024];
-    int bad = 0;
-    for (int i = 0; i < p->nsched; i++) bad += !native[i];
-    fallback_ops(p, native, ops, sizeof ops);
+    int bad = fallback_ops(p, native, ops, sizeof ops);
     return ts_err(TS_ERR_UNSUPPORTED, "ts_compile: device %s%s%s has no kernel for %d node%s of the program: %s "
                   "(strict device: no CPU fallback)", p->dev->name, p->label[0] ? ", " : "", p->label, bad,
                   bad == 1 ? "" : "s", ops);
@@ -144,11 +146,10 @@ static ts_status stage_part(ts_exec *p, ts_part *pt, const uint8_t *pinned, cons
  * nodes; the CPU runs 86 (matmul x12, add x20, ...) in 15 parts; 143 copies per run, 1.22 MiB
  * moved". */
 static void describe(ts_exec *p, const uint8_t *native) {
-    int nfall = 0, ncpu_parts = 0, ncopies = 0;
+    int ncpu_parts = 0, ncopies = 0;
     size_t moved = 0;
     char ops[512];
-    for (int i = 0; i < p->nsched; i++) nfall += !native[i];
-    fallback_ops(p, native, ops, sizeof ops);
+    int nfall = fallback_ops(p, native, ops, sizeof ops);
     for (int k = 0; k < p->nparts; k++)
         if (p->parts[k].vals) {
             ncpu_parts++;
