@@ -1,27 +1,28 @@
 # _lib.py — the one place that talks to libtessera.so: finding and loading it, the C structs of
 # the public API (include/tessera*.h) as ctypes structures, the functions' signatures, and
-# tessera.Error, raised for every non-zero ts_status with ts_last_error()'s message.
+# tessera.Error, raised for every non-zero ts_status with ts_last_error()'s message. A struct is
+# its C struct's name in CamelCase without ts_ (ts_compile_opts: CompileOpts) and mirrors every
+# field of it, by the same names in the same order; tests/test_python_abi.py checks each size and
+# offset against the C compiler's (tools/gen_abi_layout.c). The constants are in _abi.py.
 import ctypes as C
 import ctypes.util
 import os
+
+from ._abi import STATUS_NAMES, TS_ERR_ARG
 
 P, CP, I64P = C.c_void_p, C.c_char_p, C.POINTER(C.c_int64)
 CPP = C.POINTER(C.c_char_p)
 # ts_write_fn: void (*)(void *ctx, const char *text, size_t len)
 WRITE_FN = C.CFUNCTYPE(None, C.c_void_p, C.POINTER(C.c_char), C.c_size_t)
 
-STATUS_NAMES = ["TS_OK", "TS_ERR_ARG", "TS_ERR_SHAPE", "TS_ERR_DTYPE", "TS_ERR_NOT_FOUND", "TS_ERR_IO",
-                "TS_ERR_NOMEM", "TS_ERR_UNSUPPORTED", "TS_ERR_RUNTIME", "TS_ERR_COMM"]
-
-
 class Error(Exception):
     """A failure reported by libtessera: .code is the ts_status (an int), .status its name
     ("TS_ERR_SHAPE"), and the message is the library's (ts_last_error())."""
 
-    def __init__(self, message, code=1):
+    def __init__(self, message, code=TS_ERR_ARG):
         super().__init__(message)
         self.code = int(code)
-        self.status = STATUS_NAMES[self.code] if 0 <= self.code < len(STATUS_NAMES) else str(self.code)
+        self.status = STATUS_NAMES.get(self.code, str(self.code))
 
 
 Error.__module__ = "tessera"
@@ -40,7 +41,7 @@ class Handle:
     @property
     def handle(self):
         if not self._h:
-            raise Error("the %s was freed" % self._what, 1)
+            raise Error("the %s was freed" % self._what, TS_ERR_ARG)
         return self._h
 
     def free(self):
@@ -166,7 +167,8 @@ class CompileOpts(C.Structure):
                 ("fetches", CPP), ("inference", C.c_int), ("no_fusion", C.c_int),
                 ("device_iterations", C.c_int), ("memory_limit", C.c_size_t), ("stage_devices", CPP),
                 ("nstage_devices", C.c_int), ("skip_param_init", C.c_int), ("profile", C.c_int),
-                ("strict_device", C.c_int), ("plan_only", C.c_int)]
+                ("strict_device", C.c_int), ("plan_only", C.c_int), ("quantize", C.c_int),
+                ("quant_scales", P), ("nquant_scales", C.c_int)]
 
 
 class Memory(C.Structure):
@@ -174,6 +176,20 @@ class Memory(C.Structure):
                 ("optimizer_state", C.c_size_t), ("activations", C.c_size_t), ("workspace", C.c_size_t),
                 ("intermediates_total", C.c_size_t), ("nodes", C.c_int), ("fused", C.c_int),
                 ("grad_buckets", C.c_size_t), ("weight_copies", C.c_size_t), ("quantized", C.c_int)]
+
+
+# ---------------------------------------------------------------- tessera_graph_ops.h
+class ConvOpts(C.Structure):
+    _fields_ = [("stride", C.c_int * 2), ("pad", C.c_int * 4), ("dilation", C.c_int * 2), ("groups", C.c_int)]
+
+
+class PoolOpts(C.Structure):
+    _fields_ = [("kernel", C.c_int * 2), ("stride", C.c_int * 2), ("pad", C.c_int * 4), ("dilation", C.c_int * 2),
+                ("ceil_mode", C.c_int), ("count_include_pad", C.c_int)]
+
+
+class ResizeOpts(C.Structure):
+    _fields_ = [("mode", C.c_int), ("coord", C.c_int), ("round", C.c_int), ("scale", C.c_float * 2)]
 
 
 # ---------------------------------------------------------------- tessera_train.h
@@ -232,14 +248,16 @@ class BertTrainOpts(C.Structure):
                 ("nstage_devices", C.c_int), ("train_fetches", CPP), ("infer_fetches", CPP),
                 ("ntrain_fetches", C.c_int), ("ninfer_fetches", C.c_int), ("comm", P), ("shard_state", C.c_int),
                 ("bucket_bytes", C.c_size_t), ("skip_param_init", C.c_int), ("profile", C.c_int),
-                ("plan_only", C.c_int)]
+                ("plan_only", C.c_int), ("quantize", C.c_int), ("quant_scales", P), ("nquant_scales", C.c_int),
+                ("device", CP)]
 
 
 class BertInferOpts(C.Structure):
     _fields_ = [("struct_size", C.c_size_t), ("cfg", C.POINTER(BertConfig)), ("batch", C.c_int), ("seq", C.c_int),
                 ("seed", C.c_uint64), ("device", CP), ("threads", C.c_int), ("profile", C.c_int),
                 ("memory_limit", C.c_size_t), ("weights", CP), ("load_flags", C.c_int), ("name", CP),
-                ("err", WRITE_FN), ("err_ctx", P), ("config_path", CP), ("inputs", CP)]
+                ("err", WRITE_FN), ("err_ctx", P), ("config_path", CP), ("inputs", CP),
+                ("quantize", C.c_int), ("quant_scales", P), ("nquant_scales", C.c_int)]
 
 
 class TextOpts(C.Structure):
@@ -297,7 +315,7 @@ class OcrOpts(C.Structure):
                 ("cls_model", CP), ("keys", CP), ("lang", CP), ("no_cls", C.c_int), ("num_threads", C.c_int),
                 ("limit_side_len", C.c_int), ("det_thresh", C.c_float), ("box_thresh", C.c_float),
                 ("unclip_ratio", C.c_float), ("drop_score", C.c_float), ("device", CP),
-                ("strict_device", C.c_int)]
+                ("strict_device", C.c_int), ("quantize", C.c_int)]
 
 
 class OcrLine(C.Structure):

@@ -5,14 +5,16 @@ import ctypes as C
 
 import numpy as np
 
+from ._abi import TS_BF16, TS_ERR_DTYPE, TS_F16, TS_F32, TS_I32, TS_I64, TS_U8
 from ._lib import P, Error, checked, fn, shape_arr
 
-F32, BF16, F16, I32, I64, U8 = range(6)
-DTYPE_NAMES = ["f32", "bf16", "f16", "i32", "i64", "u8"]
+DTYPE_NAMES = {TS_F32: "f32", TS_BF16: "bf16", TS_F16: "f16", TS_I32: "i32", TS_I64: "i64", TS_U8: "u8"}
+_BY_NAME = {v: k for k, v in DTYPE_NAMES.items()}
 # bf16 has no numpy type: such a tensor reads as uint16 (its raw bits)
-_TO_NUMPY = {F32: np.float32, BF16: np.uint16, F16: np.float16, I32: np.int32, I64: np.int64, U8: np.uint8}
-_FROM_NUMPY = {np.dtype(np.float32): F32, np.dtype(np.float16): F16, np.dtype(np.int32): I32,
-               np.dtype(np.int64): I64, np.dtype(np.uint8): U8, np.dtype(np.bool_): U8}
+_TO_NUMPY = {TS_F32: np.float32, TS_BF16: np.uint16, TS_F16: np.float16, TS_I32: np.int32, TS_I64: np.int64,
+             TS_U8: np.uint8}
+_FROM_NUMPY = {np.dtype(np.float32): TS_F32, np.dtype(np.float16): TS_F16, np.dtype(np.int32): TS_I32,
+               np.dtype(np.int64): TS_I64, np.dtype(np.uint8): TS_U8, np.dtype(np.bool_): TS_U8}
 
 tensor_new = fn("ts_tensor_new", P, C.c_int, C.c_int, C.POINTER(C.c_int64))
 tensor_from = fn("ts_tensor_from", P, C.c_int, C.c_int, C.POINTER(C.c_int64), P)
@@ -29,12 +31,12 @@ def dtype_code(d):
     (TS_ERR_DTYPE) for one tessera has no type for."""
     if isinstance(d, int):
         return d
-    if isinstance(d, str) and d in DTYPE_NAMES:
-        return DTYPE_NAMES.index(d)
+    if isinstance(d, str) and d in _BY_NAME:
+        return _BY_NAME[d]
     try:
         return _FROM_NUMPY[np.dtype(d)]
     except (KeyError, TypeError):
-        raise Error("dtype %s has no tessera type (f32, f16, i32, i64, u8; bf16 as uint16 bits)" % (d,), 3)
+        raise Error("dtype %s has no tessera type (f32, f16, i32, i64, u8; bf16 as uint16 bits)" % (d,), TS_ERR_DTYPE)
 
 
 def numpy_dtype(code):

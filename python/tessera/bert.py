@@ -11,12 +11,14 @@ import os
 import numpy as np
 
 from . import _tensor as T
+from ._abi import (TS_BERT_QUESTION_ANSWERING, TS_BERT_SEQ_CLASSIFICATION, TS_ERR_ARG, TS_ERR_NOMEM, TS_ERR_SHAPE,
+                   TS_OPTIM_ADAMW, TS_SQUAD_MAX_ANSWER_LEN, TS_SQUAD_N_BEST, TS_TRUNC_HEAD)
 from ._lib import (CP, P, BatchBuf, BertConfig, BertInferOpts, BertTrainOpts, Error, ModelMeta, TextSink, b, check,
                    checked, fn, strings)
 from .program import Program
 from .text import Tokenizer, meta_free, model_load_dir
 
-SEQ_CLASSIFICATION, QUESTION_ANSWERING = 3, 4
+INFER_MAX_FETCHES = 7  # ts_bert_infer_build names at most 7 outputs
 _train_programs = fn("ts_bert_train_programs", C.c_int, C.POINTER(BertTrainOpts), C.POINTER(P), C.POINTER(P))
 _config_load = fn("ts_bert_config_load", C.c_int, CP, C.POINTER(BertConfig))
 _config_default = fn("ts_bert_config_default", None, C.POINTER(BertConfig))
@@ -69,7 +71,7 @@ def meta_struct(meta, keep):
     keep.append(labels)
     return ModelMeta(max_len=meta.get("max_len", 0), lowercase=meta.get("lowercase", 1), labels=labels, nlabels=n,
                      text_b_column=b(meta.get("text_b_column")), doc_stride=meta.get("doc_stride", 0),
-                     max_query_len=meta.get("max_query_len", 0), truncation=meta.get("truncation", 0))
+                     max_query_len=meta.get("max_query_len", 0), truncation=meta.get("truncation", TS_TRUNC_HEAD))
 
 
 def save_dir(directory, program, config, vocab_path, meta=None):
@@ -80,7 +82,7 @@ def save_dir(directory, program, config, vocab_path, meta=None):
     check(_save_dir(b(directory), program.handle, C.byref(config), b(vocab_path), C.byref(m) if m else None))
 
 
-def bert_programs(config, head, batch, seq, seed=0, threads=0, train=False, weight_decay=0.0, optimizer=1,
+def bert_programs(config, head, batch, seq, seed=0, threads=0, train=False, weight_decay=0.0, optimizer=TS_OPTIM_ADAMW,
                   max_grad_norm=0.0, momentum=0.0, train_fetches=("loss",), infer_fetches=("logits",)):
     """ts_bert_train_programs: (training program or None, inference program)."""
     cfg = BertConfig.from_buffer_copy(config)
@@ -99,8 +101,8 @@ def bert_programs(config, head, batch, seq, seed=0, threads=0, train=False, weig
 def _infer_program(md, head, batch, fetches, threads):
     if md.config.head != head:
         raise Error("%s is not a %s model (architecture '%s')" % (
-            md.path, "sequence classification" if head == SEQ_CLASSIFICATION else "question-answering",
-            md.config.architecture.decode()), 1)
+            md.path, "sequence classification" if head == TS_BERT_SEQ_CLASSIFICATION else "question-answering",
+            md.config.architecture.decode()), TS_ERR_ARG)
     _, p = bert_programs(md.config, head, batch, md.meta["max_len"], threads=threads, infer_fetches=fetches)
     p.load(os.path.join(md.path, "model.safetensors"), strict=True)
     return p
@@ -116,12 +118,12 @@ class Classifier:
         self.pairs = md.meta["text_b_column"] is not None
         self._bb = BatchBuf()
         if not _bb_init(C.byref(self._bb), batch, md.meta["max_len"], 0):
-            raise Error("out of memory for a batch of %d x %d tokens" % (batch, md.meta["max_len"]), 6)
+            raise Error("out of memory for a batch of %d x %d tokens" % (batch, md.meta["max_len"]), TS_ERR_NOMEM)
 
     @classmethod
     def load(cls, directory, batch=8, threads=0):
         md = ModelDir(directory)
-        return cls(md, _infer_program(md, SEQ_CLASSIFICATION, batch, ("logits",), threads), batch)
+        return cls(md, _infer_program(md, TS_BERT_SEQ_CLASSIFICATION, batch, ("logits",), threads), batch)
 
     def __del__(self):
         if getattr(self, "_bb", None) is not None:
@@ -158,9 +160,9 @@ class QuestionAnswering:
         self.n_best, self.max_answer_len = n_best, max_answer_len
 
     @classmethod
-    def load(cls, directory, batch=8, threads=0, n_best=20, max_answer_len=30):
+    def load(cls, directory, batch=8, threads=0, n_best=TS_SQUAD_N_BEST, max_answer_len=TS_SQUAD_MAX_ANSWER_LEN):
         md = ModelDir(directory)
-        p = _infer_program(md, QUESTION_ANSWERING, batch, ("start_logits", "end_logits"), threads)
+        p = _infer_program(md, TS_BERT_QUESTION_ANSWERING, batch, ("start_logits", "end_logits"), threads)
         return cls(md, p, batch, n_best, max_answer_len)
 
     def predict(self, questions):
@@ -184,7 +186,7 @@ class QuestionAnswering:
             for i in range(_squad_n(s)):
                 a = _squad_answer(s, i, st, en, self.n_best, self.max_answer_len)
                 if not a:
-                    raise Error("out of memory", 6)
+                    raise Error("out of memory", TS_ERR_NOMEM)
                 answers.append(C.string_at(a).decode("utf-8", "replace"))
                 _libc_free(a)
             return answers
@@ -217,7 +219,7 @@ class Model:
                               device=b(self.device), threads=self.threads,
                               weights=b(os.path.join(self.path, "model.safetensors")), name=b"tessera",
                               err=sink.fn, config_path=b(self.config_path), inputs=b"inputs")
-            p, names, n, secs = P(), (CP * 7)(), C.c_int(0), (C.c_double * 2)()
+            p, names, n, secs = P(), (CP * INFER_MAX_FETCHES)(), C.c_int(0), (C.c_double * 2)()
             st = _infer_build(C.byref(o), C.byref(p), names, C.byref(n), secs)
             if st:
                 raise Error(sink.text().strip() or "building the model failed", st)
@@ -227,15 +229,15 @@ class Model:
     def run(self, input_ids, token_type_ids=None, attention_mask=None):
         ids = np.asarray(input_ids)
         if ids.ndim != 2:
-            raise Error("input_ids must be [batch, seq], not %s" % (list(ids.shape),), 2)
+            raise Error("input_ids must be [batch, seq], not %s" % (list(ids.shape),), TS_ERR_SHAPE)
         types = np.zeros_like(ids) if token_type_ids is None else np.asarray(token_type_ids)
         mask = np.ones_like(ids) if attention_mask is None else np.asarray(attention_mask)
         for name, a in (("token_type_ids", types), ("attention_mask", mask)):
             if a.shape != ids.shape:
-                raise Error("%s is %s, input_ids %s" % (name, list(a.shape), list(ids.shape)), 2)
+                raise Error("%s is %s, input_ids %s" % (name, list(a.shape), list(ids.shape)), TS_ERR_SHAPE)
         p, names = self._program(*ids.shape)
         feeds = [T.Tensor(a, np.int32) for a in (ids, types, mask)]
         farr = (P * 3)(*[t.ptr for t in feeds])
-        outs = (P * 8)()
+        outs = (P * INFER_MAX_FETCHES)()
         check(_run_batch(p.handle, farr, 1, len(names), (CP * len(names))(*names), outs, None, None))
         return {names[i].decode(): T.to_numpy(outs[i]) for i in range(len(names))}

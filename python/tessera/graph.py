@@ -7,9 +7,11 @@ import ctypes as C
 
 import numpy as np
 
+from . import _abi as A
 from . import _tensor as T
-from ._lib import (CP, I64P, P, CompileOpts, Error, Handle, Init, LrScheduleOpts, OptimOpts, b, check, checked, error, fn,
-                   shape_arr, strings)
+from ._abi import TS_ERR_ARG, TS_ERR_NOT_FOUND, TS_IGNORE_INDEX, TS_MAX_DIMS, TS_NONE
+from ._lib import (CP, I64P, P, CompileOpts, ConvOpts, Error, Handle, Init, LrScheduleOpts, OptimOpts, PoolOpts,
+                   ResizeOpts, b, check, checked, error, fn, shape_arr, strings)
 from .program import Program
 
 V = C.c_int32  # ts_value
@@ -35,14 +37,32 @@ _g = {
     "recompute_end": fn("ts_graph_recompute_end", C.c_int, P),
     "onnx_export": fn("ts_onnx_export", C.c_int, P, P, C.c_int, C.POINTER(V), CP),
 }
-_INITS = {"zeros": 0, "ones": 1, "const": 2, "uniform": 3, "normal": 4}
-_OPTIMS = {"sgd": 0, "adamw": 1, "lamb": 2}
-_LR = {"constant": 0, "linear": 1, "cosine": 2, "polynomial": 3}
-_MATH = ["abs", "neg", "floor", "ceil", "round", "sign", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan",
-         "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "softplus", "softsign", "elu", "selu", "celu",
-         "leaky_relu", "thresholded_relu", "shrink"]
-_BINOPS = ["equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor",
-           "minimum", "maximum", "mod", "fmod"]
+_INITS = {"zeros": A.TS_INIT_ZEROS, "ones": A.TS_INIT_ONES, "const": A.TS_INIT_CONST, "uniform": A.TS_INIT_UNIFORM,
+          "normal": A.TS_INIT_NORMAL}
+_OPTIMS = {"sgd": A.TS_OPTIM_SGD, "adamw": A.TS_OPTIM_ADAMW, "lamb": A.TS_OPTIM_LAMB}
+_LR = {"constant": A.TS_LR_CONSTANT, "linear": A.TS_LR_LINEAR, "cosine": A.TS_LR_COSINE,
+       "polynomial": A.TS_LR_POLYNOMIAL}
+# Graph.math's names: ts_math_fn's, lower case (TS_MATH_LEAKY_RELU: "leaky_relu")
+_MATH = {k[len("TS_MATH_"):].lower(): v for k, v in vars(A).items() if k.startswith("TS_MATH_")}
+_BINOPS = {"equal": A.TS_BIN_EQUAL, "less": A.TS_BIN_LESS, "less_equal": A.TS_BIN_LESS_EQUAL,
+           "greater": A.TS_BIN_GREATER, "greater_equal": A.TS_BIN_GREATER_EQUAL, "logical_and": A.TS_BIN_AND,
+           "logical_or": A.TS_BIN_OR, "logical_xor": A.TS_BIN_XOR, "minimum": A.TS_BIN_MIN, "maximum": A.TS_BIN_MAX,
+           "mod": A.TS_BIN_MOD, "fmod": A.TS_BIN_FMOD}
+_REDUCTIONS = {"none": A.TS_REDUCE_NONE, "sum": A.TS_REDUCE_SUM, "mean": A.TS_REDUCE_MEAN}
+_PADS = {"constant": A.TS_PAD_CONSTANT, "reflect": A.TS_PAD_REFLECT, "edge": A.TS_PAD_EDGE}
+_RESIZES = {"nearest": A.TS_RESIZE_NEAREST, "linear": A.TS_RESIZE_LINEAR}
+
+
+def _pick(table, key, what):
+    """table[key], or tessera.Error (TS_ERR_ARG) naming the choices."""
+    if key not in table:
+        raise Error("unknown %s '%s' (one of %s)" % (what, key, ", ".join(table)), TS_ERR_ARG)
+    return table[key]
+
+
+def _opt(v):
+    """An optional value argument: its ts_value, or TS_NONE for None."""
+    return TS_NONE if v is None else v.v
 
 
 def _axes(axes):
@@ -111,13 +131,13 @@ class Graph(Handle):
 
     def _value(self, v):
         if v < 0:
-            raise error(_g["status"](self._h) or 1)
+            raise error(_g["status"](self._h) or TS_ERR_ARG)
         return Value(self, v)
 
     def _check_values(self, *vals):
         for x in vals:
             if isinstance(x, Value) and x.graph is not self:
-                raise Error("a value of another graph", 1)
+                raise Error("a value of another graph", TS_ERR_ARG)
 
     # ---- leaves
     def input(self, name, shape, dtype="f32"):
@@ -129,10 +149,10 @@ class Graph(Handle):
         "normal" with std a (truncated at 2 std)."""
         if isinstance(init, tuple):
             init, a = init
-        kind = _INITS[init]
-        if kind == 4:
+        kind = _pick(_INITS, init, "initializer")
+        if kind == A.TS_INIT_NORMAL:
             ini = Init(kind, 0.0, a)
-        elif kind == 3:
+        elif kind == A.TS_INIT_UNIFORM:
             ini = Init(kind, a, b_)
         else:
             ini = Init(kind, a, 0.0)
@@ -152,11 +172,11 @@ class Graph(Handle):
     def __getitem__(self, name):
         v = _g["lookup"](self.handle, b(name))
         if v < 0:
-            raise Error("no value named '%s' in the graph" % name, 4)
+            raise Error("no value named '%s' in the graph" % name, TS_ERR_NOT_FOUND)
         return Value(self, v)
 
     def shape_of(self, value):
-        out = (C.c_int64 * 8)()
+        out = (C.c_int64 * TS_MAX_DIMS)()
         nd = _g["shape"](self.handle, value.v, out)
         return tuple(out[i] for i in range(nd))
 
@@ -199,29 +219,28 @@ class Graph(Handle):
         return self._value(_rmax(self.handle, x.v, *_axes(axes), int(keepdims)))
 
     def softmax(self, x, mask=None):
-        return self._value(_softmax(self.handle, x.v, -1 if mask is None else mask.v))
+        return self._value(_softmax(self.handle, x.v, _opt(mask)))
 
     def layer_norm(self, x, gamma=None, beta=None, eps=1e-12):
-        return self._value(_ln(self.handle, x.v, -1 if gamma is None else gamma.v, -1 if beta is None else beta.v,
-                               eps))
+        return self._value(_ln(self.handle, x.v, _opt(gamma), _opt(beta), eps))
 
     def dropout(self, x, p):
         return self._value(_dropout(self.handle, x.v, p))
 
-    def cross_entropy(self, logits, labels, ignore_index=-100):
+    def cross_entropy(self, logits, labels, ignore_index=TS_IGNORE_INDEX):
         return self._value(_ce(self.handle, logits.v, labels.v, ignore_index))
 
     def cast(self, x, dtype):
         return self._value(_cast(self.handle, x.v, T.dtype_code(dtype)))
 
     def argmax(self, x, axis=-1, keepdims=False):
-        return self._value(_argmax(self.handle, x.v, axis, int(keepdims), 0))
+        return self._value(_argmax(self.handle, x.v, axis, int(keepdims), 0))  # select_last 0: the first
 
     def math(self, fname, x, alpha=0.0, beta=0.0):
-        return self._value(_math(self.handle, _MATH.index(fname), x.v, alpha, beta))
+        return self._value(_math(self.handle, _pick(_MATH, fname, "math function"), x.v, alpha, beta))
 
     def binary(self, op, a, b_):
-        return self._value(_binary(self.handle, _BINOPS.index(op), a.v, b_.v))
+        return self._value(_binary(self.handle, _pick(_BINOPS, op, "binary op"), a.v, b_.v))
 
     def clip(self, x, lo, hi):
         return self._value(_clip(self.handle, x.v, lo, hi))
@@ -233,7 +252,7 @@ class Graph(Handle):
         return self._value(_rprod(self.handle, x.v, *_axes(axes), int(keepdims)))
 
     def argmin(self, x, axis=-1, keepdims=False):
-        return self._value(_argmin(self.handle, x.v, axis, int(keepdims), 0))
+        return self._value(_argmin(self.handle, x.v, axis, int(keepdims), 0))  # select_last 0: the first
 
     def isinf(self, x, detect_pos=True, detect_neg=True):
         return self._value(_isinf(self.handle, x.v, int(detect_pos), int(detect_neg)))
@@ -247,9 +266,9 @@ class Graph(Handle):
     def gather_elements(self, data, indices, axis):
         return self._value(_gather_el(self.handle, data.v, indices.v, axis))
 
-    def nll_loss(self, logp, target, weight=None, ignore_index=-100, reduction="mean"):
-        red = ["none", "sum", "mean"].index(reduction)
-        return self._value(_nll(self.handle, logp.v, target.v, -1 if weight is None else weight.v, ignore_index, red))
+    def nll_loss(self, logp, target, weight=None, ignore_index=TS_IGNORE_INDEX, reduction="mean"):
+        red = _pick(_REDUCTIONS, reduction, "reduction")
+        return self._value(_nll(self.handle, logp.v, target.v, _opt(weight), ignore_index, red))
 
     def tile(self, x, repeats):
         return self._value(_tile(self.handle, x.v, (C.c_int64 * len(repeats))(*repeats)))
@@ -257,7 +276,7 @@ class Graph(Handle):
     def pad(self, x, pads, mode="constant", value=0.0):
         """pads: before for each axis, then after for each axis (ONNX's order)."""
         return self._value(_pad(self.handle, x.v, (C.c_int64 * len(pads))(*pads),
-                                ["constant", "reflect", "edge"].index(mode), value))
+                                _pick(_PADS, mode, "pad mode"), value))
 
     def split(self, x, axis, n, sizes=None):
         outs = (V * n)()
@@ -273,7 +292,7 @@ class Graph(Handle):
     def conv2d(self, x, w, bias=None, stride=(1, 1), pad=(0, 0, 0, 0), dilation=(1, 1), groups=1):
         """x [N, C, H, W], w [O, C/groups, KH, KW]; pad: top, left, bottom, right."""
         o = ConvOpts((C.c_int * 2)(*stride), (C.c_int * 4)(*pad), (C.c_int * 2)(*dilation), groups)
-        return self._value(_conv(self.handle, x.v, w.v, -1 if bias is None else bias.v, C.byref(o)))
+        return self._value(_conv(self.handle, x.v, w.v, _opt(bias), C.byref(o)))
 
     def _pool(self, f, x, kernel, stride, pad, dilation, ceil_mode, count_include_pad):
         o = PoolOpts((C.c_int * 2)(*kernel), (C.c_int * 2)(*(stride or kernel)), (C.c_int * 4)(*pad),
@@ -287,7 +306,8 @@ class Graph(Handle):
         return self._pool(_avgpool, x, kernel, stride, pad, (1, 1), ceil_mode, count_include_pad)
 
     def resize2d(self, x, height, width, mode="nearest"):
-        o = ResizeOpts(["nearest", "linear"].index(mode), 0, 0, (C.c_float * 2)(0, 0))
+        o = ResizeOpts(_pick(_RESIZES, mode, "resize mode"), A.TS_COORD_HALF_PIXEL, A.TS_ROUND_PREFER_FLOOR,
+                       (C.c_float * 2)(0, 0))
         return self._value(_resize(self.handle, x.v, height, width, C.byref(o)))
 
     # ---- placement
@@ -332,18 +352,18 @@ class Graph(Handle):
         """ts_optimizer: kind "sgd", "adamw" or "lamb" with PyTorch's defaults, changed by opts
         (weight_decay, momentum, dampening, nesterov, beta1, beta2, eps, max_grad_norm,
         accumulation_steps); no_decay: names or globs without weight decay."""
-        o = _g["optim_defaults"](_OPTIMS[kind])
+        o = _g["optim_defaults"](_pick(_OPTIMS, kind, "optimizer"))
         for k, v in opts.items():
             if k not in dict(OptimOpts._fields_):
-                raise Error("unknown optimizer option '%s'" % k, 1)
+                raise Error("unknown optimizer option '%s'" % k, TS_ERR_ARG)
             setattr(o, k, v)
         keep, n = strings(no_decay)
         o.no_decay, o.nno_decay = keep, n
         check(_g["optimizer"](self.handle, self._lr(lr).v, C.byref(o)))
 
     def lr_schedule(self, kind, lr, warmup_steps=0, total_steps=0, lr_end=1e-7, power=1.0, num_cycles=0.5):
-        o = LrScheduleOpts(C.sizeof(LrScheduleOpts), _LR[kind], lr, warmup_steps, total_steps, lr_end, power,
-                           num_cycles)
+        o = LrScheduleOpts(C.sizeof(LrScheduleOpts), _pick(_LR, kind, "schedule"), lr, warmup_steps, total_steps,
+                           lr_end, power, num_cycles)
         return self._value(_g["lr_schedule"](self.handle, C.byref(o)))
 
     # ---- compiling
@@ -365,25 +385,12 @@ class Graph(Handle):
         return Program(checked(_g["compile"](self.handle, C.byref(o))), names)
 
     def _name_of(self, value):
-        raise Error("fetch by name: give the value a name with g.name(value, \"...\")", 1)
+        raise Error("fetch by name: give the value a name with g.name(value, \"...\")", TS_ERR_ARG)
 
     def export_onnx(self, program, outputs, path):
         """Write the forward graph computing the named values `outputs` as an ONNX file."""
         arr = (V * len(outputs))(*[self[o].v if isinstance(o, str) else o.v for o in outputs])
         check(_g["onnx_export"](self.handle, program.handle, len(outputs), arr, b(path)))
-
-
-class ConvOpts(C.Structure):
-    _fields_ = [("stride", C.c_int * 2), ("pad", C.c_int * 4), ("dilation", C.c_int * 2), ("groups", C.c_int)]
-
-
-class PoolOpts(C.Structure):
-    _fields_ = [("kernel", C.c_int * 2), ("stride", C.c_int * 2), ("pad", C.c_int * 4), ("dilation", C.c_int * 2),
-                ("ceil_mode", C.c_int), ("count_include_pad", C.c_int)]
-
-
-class ResizeOpts(C.Structure):
-    _fields_ = [("mode", C.c_int), ("coord", C.c_int), ("round", C.c_int), ("scale", C.c_float * 2)]
 
 
 _rmin = fn("ts_reduce_min", V, P, V, C.c_int, IP, C.c_int)

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 
+from ._abi import TS_ERR_DTYPE
 from ._lib import CP, LIB_PATH, P, Image, OcrLine, OcrOpts, Error, b, check, checked, fn
 
 _image_read = fn("ts_image_read", C.POINTER(Image), CP)
@@ -76,7 +77,7 @@ def _to_image(image):
         a = np.repeat(a[:, :, None], 3, axis=2)
     if a.dtype != np.uint8 or a.ndim != 3 or a.shape[2] != 3:
         raise Error("an image array is uint8 [height, width, 3] (RGB) or [height, width], not %s %s" % (
-            a.dtype, list(a.shape)), 3)
+            a.dtype, list(a.shape)), TS_ERR_DTYPE)
     a = np.ascontiguousarray(a)
     im = checked(_image_new(a.shape[1], a.shape[0], 255))
     C.memmove(im.contents.rgb, a.ctypes.data, a.nbytes)

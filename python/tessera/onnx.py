@@ -7,6 +7,7 @@ import ctypes as C
 import numpy as np
 
 from . import _tensor as T
+from ._abi import TS_BF16, TS_ERR_DTYPE, TS_ERR_NOT_FOUND, TS_F16, TS_F32, TS_I32, TS_I64, TS_MAX_DIMS, TS_U8
 from ._lib import CP, I64P, P, CompileOpts, Error, b, check, checked, error, fn
 
 _load = fn("ts_onnx_load", P, CP)
@@ -20,8 +21,8 @@ _session_new = fn("ts_onnx_session_new", P, P, C.POINTER(CompileOpts))
 _session_run = fn("ts_onnx_session_run", C.c_int, P, C.POINTER(P), C.POINTER(P))
 _session_free = fn("ts_onnx_session_free", None, P)
 _session_fix = fn("ts_onnx_session_fix", C.c_int, P, CP, P)
-_ORT_TYPES = ["tensor(float)", "tensor(bfloat16)", "tensor(float16)", "tensor(int32)", "tensor(int64)",
-              "tensor(uint8)"]
+_ORT_TYPES = {TS_F32: "tensor(float)", TS_BF16: "tensor(bfloat16)", TS_F16: "tensor(float16)", TS_I32: "tensor(int32)",
+              TS_I64: "tensor(int64)", TS_U8: "tensor(uint8)"}
 
 
 class NodeArg:
@@ -50,7 +51,7 @@ class InferenceSession:
             raise e
         self._inputs, self._fixed = [], set()
         for i in range(_nin(self._m)):
-            dt, shp = C.c_int(0), (C.c_int64 * 8)()
+            dt, shp = C.c_int(0), (C.c_int64 * TS_MAX_DIMS)()
             nd = _in_shape(self._m, i, C.byref(dt), shp)
             shape = [None if shp[k] < 0 else shp[k] for k in range(max(nd, 0))]
             self._inputs.append(NodeArg(_in_name(self._m, i).decode(), shape, _ORT_TYPES[dt.value]))
@@ -82,12 +83,13 @@ class InferenceSession:
         for arg in self._inputs:
             if arg.name not in input_feed:
                 raise Error("no input '%s' given (the model's inputs: %s)" % (
-                    arg.name, ", ".join(a.name for a in self._inputs)), 4)
+                    arg.name, ", ".join(a.name for a in self._inputs)), TS_ERR_NOT_FOUND)
             a = np.asarray(input_feed[arg.name])
             want = T.numpy_dtype(arg.code)
             if a.dtype != want:
                 if a.dtype.kind != np.dtype(want).kind and not (a.dtype.kind in "iu" and np.dtype(want).kind in "iu"):
-                    raise Error("input '%s' is %s but the model's input is %s" % (arg.name, a.dtype, arg.type), 3)
+                    raise Error("input '%s' is %s but the model's input is %s" % (arg.name, a.dtype, arg.type),
+                                TS_ERR_DTYPE)
                 a = a.astype(want)
             t = T.Tensor(a)
             if a.size == 1 and a.dtype.kind in "iu" and arg.name not in self._fixed:

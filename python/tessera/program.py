@@ -5,7 +5,8 @@
 import ctypes as C
 
 from . import _tensor as T
-from ._lib import CP, I64P, P, Error, Handle, Memory, TextSink, WRITE_FN, b, check, fn, shape_arr
+from ._abi import TS_LOAD_ALLOW_NONFINITE, TS_LOAD_STRICT
+from ._lib import CP, I64P, P, Error, Handle, Memory, TextSink, WRITE_FN, b, check, error, fn, shape_arr
 
 _f = {
     "free": fn("ts_program_free", None, P),
@@ -95,7 +96,7 @@ class Program(Handle):
     def copy_params_from(self, other):
         n = _f["copy_params"](self.handle, other.handle)
         if n < 0:
-            check(1)
+            raise error()
         return n
 
     def memory(self):
@@ -120,7 +121,8 @@ class Program(Handle):
         """Load parameters from a safetensors file; returns how many of the program's the file
         lacked."""
         missing = C.c_int(0)
-        check(_f["load"](self.handle, b(path), int(strict) | 2 * int(allow_nonfinite), C.byref(missing)))
+        flags = (TS_LOAD_STRICT if strict else 0) | (TS_LOAD_ALLOW_NONFINITE if allow_nonfinite else 0)
+        check(_f["load"](self.handle, b(path), flags, C.byref(missing)))
         return missing.value
 
     def save(self, path, dtype="f32"):

@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 
+from ._abi import TS_ERR_SHAPE
 from ._lib import CP, P, BertConfig, Error, Handle, ModelMeta, b, check, checked, fn
 
 I32P = C.POINTER(C.c_int32)
@@ -108,7 +109,8 @@ class Tokenizer(Handle):
         limit = int(max_length or self.max_len)
         full = [self.length(t, p) for t, p in zip(texts, pairs)]
         if not truncation and any(n > limit for n in full):
-            raise Error("a text is %d tokens, more than max_length %d (truncation=False)" % (max(full), limit), 2)
+            raise Error("a text is %d tokens, more than max_length %d (truncation=False)" % (max(full), limit),
+                        TS_ERR_SHAPE)
         T = limit if padding == "max_length" else min(limit, max(full or [2]))
         rows = [self.encode(t, p, T) for t, p in zip(texts, pairs)]
         out = {k: np.array([r[i] for r in rows], dtype=np.int32).reshape(len(rows), T)

@@ -8,9 +8,11 @@ import ctypes as C
 import json
 import os
 
+from ._abi import (TS_BERT_QUESTION_ANSWERING, TS_BERT_SEQ_CLASSIFICATION, TS_BF16, TS_ERR_ARG, TS_ERR_IO, TS_F32,
+                   TS_OPTIM_ADAMW, TS_OPTIM_LAMB, TS_OPTIM_SGD, TS_SQUAD_MAX_ANSWER_LEN, TS_SQUAD_N_BEST)
 from ._lib import (CP, P, ClassifyRowsOpts, EpochTask, EpochsOpts, Error, FinetuneTaskOpts, SAVE_FN, CKPT_FN,
-                   SquadOpts, TextOpts, TextSink, WRITE_FN, b, check, checked, fn, strings)
-from .bert import QUESTION_ANSWERING, SEQ_CLASSIFICATION, ModelDir, bert_programs, save_dir
+                   SquadOpts, TextOpts, TextSink, WRITE_FN, b, check, checked, fn, last_status, strings)
+from .bert import ModelDir, bert_programs, save_dir
 
 _rows_load = fn("ts_classify_rows_load", C.c_int, C.POINTER(ClassifyRowsOpts), C.POINTER(P), C.POINTER(P))
 _ds_free = fn("ts_text_dataset_free", None, P)
@@ -27,7 +29,7 @@ _qa_task = fn("ts_squad_task_new", P, C.POINTER(FinetuneTaskOpts), C.POINTER(Epo
 _task_free = fn("ts_finetune_task_free", None, P)
 _train_epochs = fn("ts_train_epochs", C.c_int, C.POINTER(EpochsOpts), C.POINTER(EpochTask), C.c_int64)
 _make_dirs = fn("ts_make_dirs", C.c_int, CP)
-_OPTIM = {"sgd": 0, "adamw": 1, "lamb": 2}
+_OPTIM = {"sgd": TS_OPTIM_SGD, "adamw": TS_OPTIM_ADAMW, "lamb": TS_OPTIM_LAMB}
 NAME = b"tessera.train"
 
 
@@ -53,23 +55,24 @@ class _Run:
 def train(model, train, out, *, task="classify", dev=None, epochs=3, batch=32, max_len=0, lr=1e-4, warmup=0.1,
           weight_decay=0.01, max_grad_norm=0.0, optimizer="adamw", momentum=0.0, max_steps=0, seed=42,
           split_seed=-1, test_split=0.2, test_every=1, text_column="text", text_b_column=None,
-          label_column="label", truncate="head", doc_stride=0, max_query_len=0, n_best=20, max_answer_len=30,
-          relocate_answers=False, threads=0, bf16=False, recompute=False, callback=None, verbose=True):
+          label_column="label", truncate="head", doc_stride=0, max_query_len=0, n_best=TS_SQUAD_N_BEST,
+          max_answer_len=TS_SQUAD_MAX_ANSWER_LEN, relocate_answers=False, threads=0, bf16=False, recompute=False,
+          callback=None, verbose=True):
     """Fine-tune model directory `model` on file `train` into model directory `out`, with the
     options of `tessera finetune` (the same names with _ for -, the same defaults). task
     "classify": a labelled TSV / CSV / JSONL file; "qa": a SQuAD v1.1 JSON file (dev: scored
     after each epoch). callback(row) is called with each metrics row (a dict: step, loss, lr, ...,
     and the test rows); the rows are also written to OUT/metrics.jsonl. Returns the rows."""
     if task not in ("classify", "qa"):
-        raise Error("task=%r: the tasks are classify and qa" % task, 1)
+        raise Error("task=%r: the tasks are classify and qa" % task, TS_ERR_ARG)
     r = _Run(dict(locals(), task=task))
     try:
         md = ModelDir(model)
         r.md, r.cfg, r.tok = md, md.config, md.tokenizer
         (_classify_data if task == "classify" else _squad_data)(r)
-        head = SEQ_CLASSIFICATION if task == "classify" else QUESTION_ANSWERING
+        head = TS_BERT_SEQ_CLASSIFICATION if task == "classify" else TS_BERT_QUESTION_ANSWERING
         r.cfg.head = head
-        r.cfg.compute_dtype = 1 if bf16 else 0
+        r.cfg.compute_dtype = TS_BF16 if bf16 else TS_F32
         r.cfg.recompute = int(recompute)
         fetches = ("logits",) if task == "classify" else ("start_logits", "end_logits")
         r.tp, r.ip = bert_programs(r.cfg, head, batch, r.seq, seed=seed, threads=threads, train=True,
@@ -77,7 +80,7 @@ def train(model, train, out, *, task="classify", dev=None, epochs=3, batch=32, m
                                    max_grad_norm=max_grad_norm, momentum=momentum, infer_fetches=fetches)
         missing = r.tp.load(os.path.join(model, "model.safetensors"))
         if missing == len(r.tp.param_names()):
-            raise Error("%s/model.safetensors holds none of the model's parameters" % model, 1)
+            raise Error("%s/model.safetensors holds none of the model's parameters" % model, TS_ERR_ARG)
         check(_make_dirs(b(out)))
         return _epochs(r)
     finally:
@@ -89,7 +92,7 @@ def _classify_data(r):
     a = r.a
     truncation = _trunc_parse(b(a["truncate"]))
     if truncation < 0:
-        raise Error("truncate=%r: expected head, tail or head+tail" % a["truncate"], 1)
+        raise Error("truncate=%r: expected head, tail or head+tail" % a["truncate"], TS_ERR_ARG)
     ro = ClassifyRowsOpts(struct_size=C.sizeof(ClassifyRowsOpts), name=NAME, out=r.out.fn, err=r.err.fn,
                           train=b(a["train"]), dev=b(a["dev"]), test_split=a["test_split"],
                           split_seed=a["split_seed"] if a["split_seed"] >= 0 else a["seed"],
@@ -103,7 +106,7 @@ def _classify_data(r):
     positions = r.cfg.max_position_embeddings
     r.seq = a["max_len"] or min(128, positions)
     if r.seq > positions:
-        raise Error("max_len %d exceeds the model's %d positions" % (r.seq, positions), 1)
+        raise Error("max_len %d exceeds the model's %d positions" % (r.seq, positions), TS_ERR_ARG)
     r.labels = [_ds_label(r.data, i).decode() for i in range(_ds_nlabels(r.data))]
     r.meta = dict(r.md.meta, max_len=r.seq, truncation=truncation, text_b_column=a["text_b_column"],
                   labels=r.labels)
@@ -117,18 +120,19 @@ def _squad_data(r):
     positions = r.cfg.max_position_embeddings
     r.seq = a["max_len"] or min(384, positions)
     if r.seq > positions:
-        raise Error("max_len %d exceeds the model's %d positions" % (r.seq, positions), 1)
+        raise Error("max_len %d exceeds the model's %d positions" % (r.seq, positions), TS_ERR_ARG)
     so = SquadOpts(struct_size=C.sizeof(SquadOpts), max_seq_len=r.seq,
                    doc_stride=a["doc_stride"] or _squad_stride(r.seq),
                    max_query_len=a["max_query_len"] or _squad_query(r.seq),
                    relocate_answers=int(a["relocate_answers"]))
     if r.seq - so.max_query_len - 3 < 1:
-        raise Error("max_len %d leaves no room for context after max_query_len %d" % (r.seq, so.max_query_len), 1)
+        raise Error("max_len %d leaves no room for context after max_query_len %d" % (r.seq, so.max_query_len),
+                    TS_ERR_ARG)
     for attr, flag in (("data", "train"), ("test", "dev")):
         if a[flag]:
             s = _squad_load(b(a[flag]), r.tok.handle, C.byref(so), 1, NAME, b("--" + flag), r.err.fn, None)
             if not s:
-                r.fail(2, "reading %s failed" % a[flag])
+                r.fail(last_status() or TS_ERR_IO, "reading %s failed" % a[flag])
             setattr(r, attr, s)
     r.labels = []
     r.meta = {"max_len": r.seq, "lowercase": r.md.meta["lowercase"], "doc_stride": so.doc_stride,
