@@ -100,7 +100,7 @@ int main(int argc, char **argv) {
             ts_program *p = build(S, M);
             double ts = run_steps(p, steps), wall, bubble;
             ts_program_pipeline_stats(p, &wall, &bubble);
-            ts_stage_info si;
+            ts_stage_info si = {.struct_size = sizeof si};
             ts_program_stage_info(p, 0, &si);
             printf("%3d %3d | %7.1f%% %7.1f%% | %12.3f %12.3f | %d%s\n", S, M, 100 * bubble,
                    100.0 * (S - 1) / (M + S - 1), ts, t1, si.threads, S > cores ? " (more devices than cores)" : "");

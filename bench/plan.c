@@ -65,7 +65,7 @@ static double predict(ts_plan_task task, ts_dtype dt, int batch, int D, const ch
     rq.cfg = &c, rq.task = task, rq.batch = batch, rq.seq_len = T, rq.max_predictions = P, rq.dtype = dt;
     rq.device = &g_prof, rq.count = D * R, rq.replicas = R, rq.micro_batches = M, rq.recompute = 0;
     rq.shard_state = 0, rq.stages = spec;
-    ts_plan_layout l;
+    ts_plan_layout l = {.struct_size = sizeof l};
     if (ts_plan_estimate(&rq, &l) != TS_OK) die("ts_plan_estimate");
     if (getenv("TS_BENCH_PLAN_VERBOSE"))
         for (int s = 0; s < l.nstages; s++)
@@ -316,9 +316,10 @@ int main(int argc, char **argv) {
     if (g_layers < 2) g_layers = 2;
     if (g_steps < 1) g_steps = 1;
     if (prof_s > 0) {
+        g_prof.struct_size = sizeof g_prof;
         if (ts_device_profile_measure("cpu", prof_s, &g_prof) != TS_OK) die("measuring the cpu profile");
         printf("the cpu profile measured now, in %.0f s\n", prof_s);
-    } else if (ts_device_profile_load("cpu", &g_prof) != TS_OK) {
+    } else if ((g_prof.struct_size = sizeof g_prof, ts_device_profile_load("cpu", &g_prof)) != TS_OK) {
         die("ts_device_profile_load(cpu)");
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);

@@ -147,7 +147,7 @@ static void part_memory(ts_comm *c) {
     int R = ts_comm_size(c), me = ts_comm_rank(c);
     for (int shard = 0; shard < 2; shard++) {
         ts_program *p = bert_program(c, R, 1, 12, 30522, 1, 1, shard, 1);
-        ts_memory m;
+        ts_memory m = {.struct_size = sizeof m};
         ts_program_memory(p, &m);
         int64_t mine[2] = {(int64_t)m.optimizer_state, (int64_t)m.grad_buckets}, all[2 * 16] = {0};
         ts_comm_allgather(c, mine, all, 2, TS_I64);

@@ -197,7 +197,7 @@ static int run_load(const char *model, int mb, int nclients, result *r) {
 
 /* Seconds per ts_program_run of the server's program for batch rows of the bucket holding g_seq. */
 static double raw_run(const char *model, int batch) {
-    ts_bert_config cfg;
+    ts_bert_config cfg = {.struct_size = sizeof cfg};
     ts_model_meta meta;
     ts_tokenizer *tok = ts_model_load_dir(model, &cfg, &meta);
     if (!tok) return fprintf(stderr, "serve_load: %s\n", ts_last_error()), -1;

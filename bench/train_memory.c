@@ -95,7 +95,7 @@ static void tessera_child(int steps, int layers, int recompute, int bf16) {
     }
     ts_tensor *loss = NULL;
     if (ts_program_fetch(p, "loss", &loss) != TS_OK) DIE("fetch: %s", ts_last_error());
-    ts_memory m;
+    ts_memory m = {.struct_size = sizeof m};
     ts_program_memory(p, &m);
     printf("\nloss %.4f\nmemory params %zu grads %zu state %zu activations %zu workspace %zu\n",
            (double)*(float *)ts_tensor_data(loss), m.params, m.grads, m.optimizer_state, m.activations,

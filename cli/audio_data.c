@@ -44,8 +44,9 @@ static int list_dir(const char *dir, int want_dir, char ***out) {
     struct dirent *e;
     struct stat sb;
     while ((e = readdir(d))) {
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (e->d_name[0] == '.' || stat(p, &sb) || (S_ISDIR(sb.st_mode) ? 1 : 0) != want_dir) continue;
+        if (e->d_name[0] == '.' || !cli_path_join(p, sizeof p, dir, e->d_name) || stat(p, &sb) ||
+            (S_ISDIR(sb.st_mode) ? 1 : 0) != want_dir)
+            continue;
         char **q = realloc(v, (size_t)(n + 1) * sizeof *q);
         if (!q) break;
         v = q;

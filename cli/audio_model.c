@@ -14,7 +14,8 @@
  * printing the error. */
 static ts_audio_clf *open_model(const char *cmd, const char *dir, int threads) {
     char dir_buf[4096], path[4200];
-    snprintf(path, sizeof path, "%s/openwakeword", cli_speech_dir(dir_buf, sizeof dir_buf));
+    if (!cli_path_join(path, sizeof path, cli_speech_dir(dir_buf, sizeof dir_buf), "openwakeword"))
+        return cli_fail(cmd, "", 2), NULL;
     ts_audio_clf *c = ts_audio_clf_load(dir, path, threads);
     if (!c) cli_fail(cmd, "--model: ", 2);
     return c;

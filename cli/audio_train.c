@@ -4,12 +4,15 @@
  * log-mel frames from random weights (--scratch), written as a model directory (ts_audio_clf_*).
  *
  *   tessera audio-train --data DIR_OR_TSV --out DIR [--from embedding | --scratch] [--epochs N]
- *                       [--lr F] [--batch N] [--seed N] [--clip-ms MS] [--models DIR] [--threads N]
+ *                       [--lr F] [--batch N] [--seed N] [--clip-ms MS] [--model-store DIR] [--threads N]
+ *
+ * The flags are read by cli_opts_parse (cli/options.h).
  */
 #include <time.h>
 
 #include "audio_data.h"
 #include "cli.h"
+#include "options.h"
 #include "speech_io.h"
 
 #define CMD "audio-train"
@@ -20,60 +23,28 @@ static const char *USAGE =
     "  folder per label (its clips inside), or a TSV of PATH<TAB>LABEL lines (paths relative to the\n"
     "  TSV's folder). Each clip is read at 16 kHz and cut, or padded with silence at its end, to\n"
     "  the clip length. Writes DIR: config.json and model.safetensors, which `tessera eval --model\n"
-    "  DIR`, `tessera kws --model DIR` and `tessera export --model DIR --onnx F` read.\n"
-    "  --from embedding  (default) openWakeWord's frozen front end (melspectrogram + embedding\n"
-    "                    model): the clip's 96-d embeddings every 80 ms pooled (mean and max, 192\n"
-    "                    features), computed once per clip; a head 192 -> 64 -> ReLU -> labels\n"
-    "  --scratch         a small CNN (3 convolutions, 16/32/32 channels) on the same log-mel\n"
-    "                    frames, from random weights: the comparison without pretraining\n"
-    "  --epochs N        passes over the clips (default 60 with --from embedding, 20 --scratch)\n"
-    "  --lr F            AdamW's learning rate, cosine-decayed to 0 (default 0.002)\n"
-    "  --batch N         clips a step (default 32)\n"
-    "  --seed N          initial weights and shuffling (default 1): the same seed, data and\n"
-    "                    threads give the same model\n"
-    "  --clip-ms MS      clip length in ms, a multiple of 80 (default 1280)\n"
-    "  --models DIR      the speech models directory holding openwakeword/ (as tessera kws)\n"
-    "  --threads N       worker threads (default: OpenMP's)\n"
-    "Exit codes: 0 written, 1 failed while training, 2 bad flags or data (an empty folder, one\n"
-    "label only, an unreadable clip: named).\n";
+    "  DIR`, `tessera kws --model DIR` and `tessera export --model DIR --out F` read.\n";
 
 typedef struct at_opts {
-    const char *data, *out, *models;
+    const char *data, *out, *models, *from;
     int scratch, epochs, batch, seed, clip_ms, threads;
-    float lr;
+    double lr; /* -1: not given (the library's default) */
 } at_opts;
 
-/* Parse argv into o: 0 to go on, else the exit code (after printing). */
-static int parse(int argc, char **argv, at_opts *o) {
-    int bad = 0;
-    const char *v;
-    for (int i = 1; i < argc && !bad; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return fputs(USAGE, stdout), -1;
-        if (!strcmp(a, "--scratch")) o->scratch = 1;
-        else if ((v = cli_value(argc, argv, &i, "--from", CMD, &bad))) {
-            if (strcmp(v, "embedding"))
-                bad = fprintf(stderr, "tessera %s: --from takes 'embedding' (or --scratch), not '%s'\n", CMD, v) > 0;
-        } else if ((v = cli_value(argc, argv, &i, "--data", CMD, &bad))) o->data = v;
-        else if ((v = cli_value(argc, argv, &i, "--out", CMD, &bad))) o->out = v;
-        else if ((v = cli_value(argc, argv, &i, "--models", CMD, &bad))) o->models = v;
-        else if ((v = cli_value(argc, argv, &i, "--epochs", CMD, &bad))) bad = (o->epochs = cli_positive(v, a, CMD)) < 0;
-        else if ((v = cli_value(argc, argv, &i, "--batch", CMD, &bad))) bad = (o->batch = cli_positive(v, a, CMD)) < 0;
-        else if ((v = cli_value(argc, argv, &i, "--seed", CMD, &bad))) bad = (o->seed = cli_positive(v, a, CMD)) < 0;
-        else if ((v = cli_value(argc, argv, &i, "--threads", CMD, &bad))) bad = (o->threads = cli_positive(v, a, CMD)) < 0;
-        else if ((v = cli_value(argc, argv, &i, "--clip-ms", CMD, &bad))) {
-            if ((o->clip_ms = cli_positive(v, a, CMD)) < 0 || o->clip_ms % 80)
-                bad = fprintf(stderr, "tessera %s: --clip-ms wants a positive multiple of 80, not '%s'\n", CMD, v) > 0;
-        } else if ((v = cli_value(argc, argv, &i, "--lr", CMD, &bad))) {
-            char *end;
-            o->lr = strtof(v, &end);
-            if (end == v || *end || !(o->lr > 0 && o->lr < 1))
-                bad = fprintf(stderr, "tessera %s: --lr wants a number in (0, 1), not '%s'\n", CMD, v) > 0;
-        } else if (!bad) bad = fprintf(stderr, "tessera %s: unknown argument '%s'\n%s", CMD, a, USAGE) > 0;
-    }
-    if (!bad && (!o->data || !o->out))
-        bad = fprintf(stderr, "tessera %s: %s is required\n%s", CMD, !o->data ? "--data" : "--out", USAGE) > 0;
-    return bad ? 2 : 0;
+/* The values the parse cannot check: 1 to go on, else 2 after printing the error. */
+static int check(const at_opts *o) {
+    int rc = 2;
+    if (o->from && strcmp(o->from, "embedding"))
+        fprintf(stderr, "tessera %s: --from takes 'embedding' (or --scratch), not '%s'\n", CMD, o->from);
+    else if (o->clip_ms % 80)
+        fprintf(stderr, "tessera %s: --clip-ms wants a positive multiple of 80, not '%d'\n", CMD, o->clip_ms);
+    else if (o->lr != -1 && !(o->lr > 0 && o->lr < 1))
+        fprintf(stderr, "tessera %s: --lr wants a number in (0, 1), not '%g'\n", CMD, o->lr);
+    else if (!o->data || !o->out)
+        fprintf(stderr, "tessera %s: %s is required\n", CMD, !o->data ? "--data DIR_OR_TSV" : "--out DIR");
+    else rc = 1;
+    if (rc == 2) fprintf(stderr, "(tessera %s --help shows the usage)\n", CMD);
+    return rc;
 }
 
 /* Share of the clips whose most probable label is theirs. */
@@ -95,7 +66,8 @@ static double accuracy(ts_audio_clf *c, const cli_audio_set *s, const float *fea
 
 static int train(const at_opts *o, const cli_audio_set *s) {
     char dir_buf[4096], path[4200];
-    snprintf(path, sizeof path, "%s/openwakeword", o->models ? o->models : cli_speech_dir(dir_buf, sizeof dir_buf));
+    if (!cli_path_join(path, sizeof path, o->models ? o->models : cli_speech_dir(dir_buf, sizeof dir_buf), "openwakeword"))
+        return cli_fail(CMD, "", 2);
     ts_audio_clf_opts co = {.struct_size = sizeof co, .models_dir = path,
                             .kind = o->scratch ? TS_AUDIO_CLF_SCRATCH : TS_AUDIO_CLF_EMBEDDING,
                             .nlabels = s->nlabels, .labels = (const char *const *)s->labels,
@@ -106,8 +78,8 @@ static int train(const at_opts *o, const cli_audio_set *s) {
     double t0 = ts_seconds(), loss = 0;
     float *feat = cli_audio_features(CMD, c, s, &rc);
     double t1 = ts_seconds();
-    ts_audio_clf_train_opts to = {.struct_size = sizeof to, .epochs = o->epochs, .lr = o->lr, .batch = o->batch,
-                                  .seed = (uint64_t)o->seed};
+    ts_audio_clf_train_opts to = {.struct_size = sizeof to, .epochs = o->epochs, .lr = o->lr < 0 ? 0 : (float)o->lr,
+                                  .batch = o->batch, .seed = (uint64_t)o->seed};
     if (feat && ts_audio_clf_train(c, s->n, feat, s->label, &to, &loss)) rc = cli_fail(CMD, "training: ", 1);
     double t2 = ts_seconds();
     if (feat && !rc && ts_audio_clf_save(c, o->out)) rc = cli_fail(CMD, "", 1);
@@ -122,16 +94,44 @@ static int train(const at_opts *o, const cli_audio_set *s) {
 }
 
 int cli_audio_train(int argc, char **argv) {
-    at_opts o = {.seed = 1, .clip_ms = TS_AUDIO_CLF_CLIP / 16};
-    int rc = parse(argc, argv, &o);
-    if (rc) return rc < 0 ? 0 : rc;
+    at_opts o = {.seed = 1, .clip_ms = TS_AUDIO_CLF_CLIP / 16, .lr = -1};
+    const cli_opt opts[] = {
+        {"data", CLI_STR, &o.data, 0, "DIR_OR_TSV", "the labelled clips: a folder per label, or a TSV", NULL},
+        {"out", CLI_STR, &o.out, 0, "DIR", "the model directory written", NULL},
+        {"from", CLI_STR, &o.from, 0, "embedding",
+         "(default) openWakeWord's frozen front end (melspectrogram + embedding\n"
+         "model): the clip's 96-d embeddings every 80 ms pooled (mean and max, 192\n"
+         "features), computed once per clip; a head 192 -> 64 -> ReLU -> labels", NULL},
+        {"scratch", CLI_FLAG, &o.scratch, 0, NULL,
+         "a small CNN (3 convolutions, 16/32/32 channels) on the same log-mel\n"
+         "frames, from random weights: the comparison without pretraining", NULL},
+        {"epochs", CLI_INT, &o.epochs, 1, "N",
+         "passes over the clips (default 60 with --from embedding, 20 --scratch)", NULL},
+        {"lr", CLI_FLOAT, &o.lr, 0, "F", "AdamW's learning rate, cosine-decayed to 0 (default 0.002)", NULL},
+        {"batch", CLI_INT, &o.batch, 1, "N", "clips a step (default 32)", NULL},
+        {"seed", CLI_INT, &o.seed, 1, "N",
+         "initial weights and shuffling (default 1): the same seed, data and\n"
+         "threads give the same model", NULL},
+        {"clip-ms", CLI_INT, &o.clip_ms, 1, "MS", "clip length in ms, a multiple of 80 (default 1280)", NULL},
+        {"model-store", CLI_STR, &o.models, 0, "DIR",
+         "the speech models directory holding openwakeword/ (as tessera kws)", "models"},
+        {"threads", CLI_INT, &o.threads, 1, "N", "worker threads (default: OpenMP's)", NULL},
+        {NULL, CLI_TEXT, NULL, 0, NULL,
+         "Exit codes: 0 written, 1 failed while training, 2 bad flags or data (an empty folder, one\n"
+         "label only, an unreadable clip: named).\n", NULL},
+    };
+    cli_optset os; /* held to the end: the values from --config point into it */
+    int rc = cli_opts_parse(&os, CMD, USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    if (rc != 1 || (rc = check(&o)) != 1) goto done_opts;
     cli_audio_set s;
-    if ((rc = cli_audio_set_load(CMD, o.data, &s))) return rc;
+    if ((rc = cli_audio_set_load(CMD, o.data, &s))) goto done_opts;
     if (s.nlabels < 2) {
         fprintf(stderr, "tessera %s: %s: one label only ('%s'); a classifier needs at least 2\n", CMD, o.data,
                 s.labels[0]);
         rc = 2;
     } else rc = train(&o, &s);
     cli_audio_set_free(&s);
+done_opts:
+    cli_opts_free(&os);
     return rc;
 }

@@ -3,7 +3,7 @@
  * beside fine-tuned BERT models (how much does a transformer add over counting words?). The
  * features and the programs are the library's (ts_bow_featurize, ts_bow_programs: tessera_tasks.h).
  *
- *   tessera bow --vocab vocab.txt --train FILE --test FILE [options]
+ *   tessera bow --vocab vocab.txt --train FILE --eval FILE [options]
  *
  * The model. A text's WordPiece ids (the whole text, no truncation; [PAD] [CLS] [SEP] [MASK] are
  * dropped, [UNK] is a feature like any token) give its counts c_v; its features are
@@ -26,21 +26,11 @@
 #include "train_common.h"
 
 static const char *USAGE =
-    "usage: tessera bow --vocab vocab.txt --train FILE --test FILE [options]\n"
+    "usage: tessera bow --vocab vocab.txt --train FILE --eval FILE [options]\n"
     "  Trains a bag-of-words logistic regression (features log(1 + count) of each WordPiece token\n"
-    "  of the whole text, AdamW) on --train and prints its accuracy on --test beside the majority\n"
+    "  of the whole text, AdamW) on --train and prints its accuracy on --eval beside the majority\n"
     "  baseline. FILEs are .tsv or .csv with a header, or .jsonl; the labels are --train's distinct\n"
-    "  values, sorted, and every --test label must be one of them.\n"
-    "  --epochs N           passes over the training rows (default 20)\n"
-    "  --batch N            rows per step (default 32)\n"
-    "  --lr X               AdamW learning rate, constant (default 0.01)\n"
-    "  --weight-decay X     AdamW's decoupled weight decay (default 0)\n"
-    "  --seed N             shuffle seed (default 42)\n"
-    "  --threads N          CPU threads (default: all)\n"
-    "  --cased              keep case and accents when tokenizing (default: uncased)\n"
-    "  --max-tokens N       distinct tokens kept per text, its first N (default 1024)\n"
-    "  --text-column NAME   column / key of the text (default text)\n"
-    "  --label-column NAME  column / key of the label (default label)\n";
+    "  values, sorted, and every --eval label must be one of them.\n";
 
 typedef struct bow_opts {
     const char *vocab, *train, *test, *text_col, *label_col;
@@ -68,9 +58,9 @@ static int load(const bow_opts *o, ts_text_dataset **train, ts_text_dataset **te
     to.labels = names, to.nlabels = nl;
     *test = ts_text_dataset_load(o->test, &to);
     free(names);
-    if (!*test) return cli_fail("bow", "--test ", 2);
+    if (!*test) return cli_fail("bow", "--eval ", 2);
     if (ts_text_dataset_size(*test) == 0) {
-        fprintf(stderr, "tessera bow: --test %s has no rows\n", o->test);
+        fprintf(stderr, "tessera bow: --eval %s has no rows\n", o->test);
         return 2;
     }
     return 0;
@@ -92,7 +82,7 @@ static int run(const bow_opts *o) {
     }
     rc = 1;
     if (!(ftr = ts_bow_featurize(train, tok, o->max_tokens)) || !(fte = ts_bow_featurize(test, tok, o->max_tokens))) {
-        fprintf(stderr, "tessera bow: %s\n", ts_last_error());
+        fprintf(stderr, "tessera bow: %s\n", cli_error());
         goto done;
     }
     int V = ts_tokenizer_vocab_size(tok), C = ts_text_dataset_num_labels(train);
@@ -100,7 +90,7 @@ static int run(const bow_opts *o) {
     int L = ts_bow_longest(ftr) > ts_bow_longest(fte) ? ts_bow_longest(ftr) : ts_bow_longest(fte);
     if (L < 1) L = 1;
     if (ts_bow_programs(V, C, B, L, (float)o->lr, (float)o->weight_decay, o->threads, &tp, &ip) != TS_OK) {
-        fprintf(stderr, "tessera bow: building the model: %s\n", ts_last_error());
+        fprintf(stderr, "tessera bow: building the model: %s\n", cli_error());
         goto done;
     }
     int64_t nbatch = (ntrain + B - 1) / B, hit = 0;
@@ -108,7 +98,7 @@ static int run(const bow_opts *o) {
     ts_status st = ts_bow_train(tp, ftr, train, B, L, o->epochs, (uint64_t)o->seed, &loss);
     double seconds = ts_seconds() - t0;
     if (st || ts_program_copy_params(ip, tp) < 0 || ts_bow_accuracy(ip, fte, test, B, L, C, &hit)) {
-        fprintf(stderr, "tessera bow: %s\n", ts_last_error());
+        fprintf(stderr, "tessera bow: %s\n", cli_error());
         goto done;
     }
     int maj = 0;
@@ -132,20 +122,36 @@ done:
 int cli_bow(int argc, char **argv) {
     bow_opts o = {.text_col = "text", .label_col = "label", .epochs = 20, .batch = 32, .seed = 42,
                   .max_tokens = 1024, .lr = 0.01};
-    const ts_opt opts[] = {
-        {"vocab", TS_OPT_STR, &o.vocab, 0},          {"train", TS_OPT_STR, &o.train, 0},
-        {"test", TS_OPT_STR, &o.test, 0},            {"epochs", TS_OPT_INT, &o.epochs, 1},
-        {"batch", TS_OPT_INT, &o.batch, 1},          {"lr", TS_OPT_FLOAT, &o.lr, 0},
-        {"weight-decay", TS_OPT_FLOAT, &o.weight_decay, 0}, {"seed", TS_OPT_INT, &o.seed, 0},
-        {"threads", TS_OPT_INT, &o.threads, 0},      {"cased", TS_OPT_FLAG, &o.cased, 0},
-        {"max-tokens", TS_OPT_INT, &o.max_tokens, 1}, {"text-column", TS_OPT_STR, &o.text_col, 0},
-        {"label-column", TS_OPT_STR, &o.label_col, 0},
+    const cli_opt opts[] = {
+        {"vocab", CLI_STR, &o.vocab, 0, "FILE", "the WordPiece vocabulary that tokenizes the texts"},
+        {"train", CLI_STR, &o.train, 0, "FILE", "the training rows"},
+        {"eval", CLI_STR, &o.test, 0, "FILE", "the held-out rows the accuracy is measured on", "test"},
+        {"epochs", CLI_INT, &o.epochs, 1, "N",
+         "passes over the training rows (default 20)"},
+        {"batch", CLI_INT, &o.batch, 1, "N",
+         "rows per step (default 32)"},
+        {"lr", CLI_FLOAT, &o.lr, 0, "X",
+         "AdamW learning rate, constant (default 0.01)"},
+        {"weight-decay", CLI_FLOAT, &o.weight_decay, 0, "X",
+         "AdamW's decoupled weight decay (default 0)"},
+        {"seed", CLI_INT, &o.seed, 0, "N",
+         "shuffle seed (default 42)"},
+        {"threads", CLI_INT, &o.threads, 0, "N",
+         "CPU threads (default: all)"},
+        {"cased", CLI_FLAG, &o.cased, 0, NULL,
+         "keep case and accents when tokenizing (default: uncased)"},
+        {"max-tokens", CLI_INT, &o.max_tokens, 1, "N",
+         "distinct tokens kept per text, its first N (default 1024)"},
+        {"text-column", CLI_STR, &o.text_col, 0, "NAME",
+         "column / key of the text (default text)"},
+        {"label-column", CLI_STR, &o.label_col, 0, "NAME",
+         "column / key of the label (default label)"},
     };
-    ts_optset os;
+    cli_optset os;
     int rc = cli_opts_parse(&os, "bow", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done;
     rc = 2;
-    const char *missing = !o.vocab ? "--vocab FILE" : !o.train ? "--train FILE" : !o.test ? "--test FILE" : NULL;
+    const char *missing = !o.vocab ? "--vocab FILE" : !o.train ? "--train FILE" : !o.test ? "--eval FILE" : NULL;
     if (missing)
         fprintf(stderr, "tessera bow: %s is required\n(tessera bow --help shows the usage)\n", missing);
     else if (!(o.lr > 0))
@@ -153,6 +159,6 @@ int cli_bow(int argc, char **argv) {
     else
         rc = run(&o);
 done:
-    ts_options_free(&os);
+    cli_opts_free(&os);
     return rc;
 }

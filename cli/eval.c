@@ -6,10 +6,10 @@
  * architecture (--task only checks it). An audio classifier's directory (tessera audio-train):
  * accuracy on labelled audio (cli/audio_model.c). Several classifiers score as one ensemble (the mean of
  * their class probabilities, each member encoding the text with its own vocabulary and length);
- * --test-split / --seed score only the rows `tessera finetune` held out (scores from
+ * --test-split / --split-seed score only the rows `tessera finetune` held out (scores from
  * tessera_tasks.h: ts_classify_*, ts_squad_score_program).
  *
- *   tessera eval --model DIR... --data FILE [--test-split F --seed N] [--task classify|qa] [...]
+ *   tessera eval --model DIR... --data FILE [--test-split F --split-seed N] [--task classify|qa] [...]
  */
 #include "cli.h"
 #include "qa.h"
@@ -23,27 +23,10 @@ static const char *USAGE =
     "     the column it was trained with. Several DIRs (classifiers with the same labels) score\n"
     "     as one ensemble: a row's label is the largest mean of their class probabilities\n"
     "   - question answering: exact match and F1 (the official SQuAD v1.1 script's) on a SQuAD\n"
-    "     JSON file, answers decoded over every doc-stride window\n"
-    "  --task classify|qa   the task expected (an error when the model is another)\n"
-    "  --text-column NAME   classify: column / key of the text (default text)\n"
-    "  --text-b-column NAME classify: of the second text (default: the model's)\n"
-    "  --label-column NAME  classify: column / key of the label (default label)\n"
-    "  --test-split F       classify: score only the rows tessera finetune held out with the same\n"
-    "                       --test-split F and split seed (deduplicated, then split), not all of FILE\n"
-    "  --seed N             the split seed of --test-split (finetune's --split-seed, else --seed;\n"
-    "                       default 42)\n"
-    "  --max-answer-len N   qa: pieces in an answer, at most (default 30)\n"
-    "  --n-best N           qa: start / end candidates per window (default 20)\n"
-    "  --relocate-answers   qa: take an answer not at its answer_start at its nearest occurrence\n"
-    "  --batch N            sequences per forward pass (default 32)\n"
-    "  --threads N          CPU threads (default: all)\n"
-    CLI_INFER_DEVICE_USAGE CLI_DEVICE_USAGE CLI_LOAD_USAGE
-    "  --config FILE        a JSON object of the options above (flags override it)\n"
-    "  An audio classifier's DIR (from tessera audio-train): --data is labelled audio (a folder per\n"
-    "  label, or a TSV of PATH<TAB>LABEL); prints the accuracy and each label's clips and right ones.\n";
+    "     JSON file, answers decoded over every doc-stride window\n";
 
 typedef struct ev_opts {
-    ts_strlist models; /* --model DIR...: one, or the members of an ensemble (classifiers) */
+    cli_strlist models; /* --model DIR...: one, or the members of an ensemble (classifiers) */
     const char *model, *data, *task, *text_col, *text_b_col, *label_col;
     double test_split;
     int batch, threads, max_answer_len, n_best, seed, relocate_answers;
@@ -81,7 +64,7 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
     if (!d) return cli_fail("eval", "--data ", 2);
     if (o->test_split > 0) { /* the rows tessera finetune held out */
         if (ts_text_dataset_split(d, o->test_split, (uint64_t)o->seed, &train, &test, NULL) != TS_OK) {
-            fprintf(stderr, "tessera eval: %s: %s\n", o->data, ts_last_error());
+            fprintf(stderr, "tessera eval: %s: %s\n", o->data, cli_error());
             ts_text_dataset_free(d);
             return 1;
         }
@@ -124,7 +107,7 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
         ts_program *p =
             cli_model_dir_program("eval", dir, &kcfg, o->batch, m->max_len, o->threads, (const char *[]){"logits"}, 1);
         if (p && ts_classify_add_probs(p, t, scored, o->batch, m->max_len, probs) != TS_OK)
-            fprintf(stderr, "tessera eval: %s on %s: %s\n", dir, o->data, ts_last_error());
+            fprintf(stderr, "tessera eval: %s on %s: %s\n", dir, o->data, cli_error());
         else if (p)
             rc = 0;
         ts_program_free(p);
@@ -153,17 +136,42 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
 
 int cli_eval(int argc, char **argv) {
     ev_opts o = {.text_col = "text", .label_col = "label", .batch = 32, .seed = 42};
-    const ts_opt opts[] = {
-        {"model", TS_OPT_LIST, &o.models, 0},        {"data", TS_OPT_STR, &o.data, 0},
-        {"test-split", TS_OPT_FLOAT, &o.test_split, 0}, {"seed", TS_OPT_INT, &o.seed, 0},
-        {"task", TS_OPT_STR, &o.task, 0},            {"text-column", TS_OPT_STR, &o.text_col, 0},
-        {"text-b-column", TS_OPT_STR, &o.text_b_col, 0}, {"label-column", TS_OPT_STR, &o.label_col, 0},
-        {"max-answer-len", TS_OPT_INT, &o.max_answer_len, 1}, {"n-best", TS_OPT_INT, &o.n_best, 1},
-        {"relocate-answers", TS_OPT_FLAG, &o.relocate_answers, 0},
-        {"batch", TS_OPT_INT, &o.batch, 1},          {"threads", TS_OPT_INT, &o.threads, 0},
-        CLI_DEVICE_OPTS,                           CLI_LOAD_OPTS, CLI_INFER_DEVICE_OPT,
+    const cli_opt opts[] = {
+        {"model", CLI_LIST, &o.models, 0, "DIR",
+         "the model directory (tessera finetune's --out); several: an ensemble"},
+        {"data", CLI_STR, &o.data, 0, "FILE",
+         "the labelled file to score"},
+        {"task", CLI_STR, &o.task, 0, "classify|qa",
+         "the task expected (an error when the model is another)"},
+        {"text-column", CLI_STR, &o.text_col, 0, "NAME",
+         "classify: column / key of the text (default text)"},
+        {"text-b-column", CLI_STR, &o.text_b_col, 0, "NAME",
+         "classify: of the second text (default: the model's)"},
+        {"label-column", CLI_STR, &o.label_col, 0, "NAME",
+         "classify: column / key of the label (default label)"},
+        {"test-split", CLI_FLOAT, &o.test_split, 0, "F",
+         "classify: score only the rows tessera finetune held out with the same\n"
+         "--test-split F and split seed (deduplicated, then split), not all of FILE"},
+        {"split-seed", CLI_INT, &o.seed, 0, "N",
+         "the split seed of --test-split (finetune's --split-seed; default 42)", "seed"},
+        {"max-answer-len", CLI_INT, &o.max_answer_len, 1, "N",
+         "qa: pieces in an answer, at most (default 30)"},
+        {"n-best", CLI_INT, &o.n_best, 1, "N",
+         "qa: start / end candidates per window (default 20)"},
+        {"relocate-answers", CLI_FLAG, &o.relocate_answers, 0, NULL,
+         "qa: take an answer not at its answer_start at its nearest occurrence"},
+        {"batch", CLI_INT, &o.batch, 1, "N",
+         "sequences per forward pass (default 32)"},
+        {"threads", CLI_INT, &o.threads, 0, "N",
+         "CPU threads (default: all)"},
+        CLI_DEVICE_OPTS,
+        CLI_LOAD_OPTS,
+        CLI_INFER_DEVICE_OPT,
+        {NULL, CLI_TEXT, NULL, 0, NULL,
+         "  An audio classifier's DIR (from tessera audio-train): --data is labelled audio (a folder per\n"
+         "  label, or a TSV of PATH<TAB>LABEL); prints the accuracy and each label's clips and right ones.\n"},
     };
-    ts_optset os;
+    cli_optset os;
     int rc = cli_opts_parse(&os, "eval", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done_opts;
     rc = 2;
@@ -193,6 +201,6 @@ int cli_eval(int argc, char **argv) {
     ts_tokenizer_free(tok);
     ts_model_meta_free(&meta);
 done_opts:
-    ts_options_free(&os);
+    cli_opts_free(&os);
     return rc;
 }

@@ -2,7 +2,7 @@
  * export.c — `tessera export`: a BERT model directory written as an ONNX model (opset 17) for one
  * fixed batch shape, through ts_bert_export_onnx.
  *
- *   tessera export --onnx OUT.onnx --model DIR [--batch B] [--seq-len T] [--init-random SEED]
+ *   tessera export --out OUT.onnx --model DIR [--batch B] [--max-len T] [--init-random SEED]
  *
  * DIR is read as `tessera run` reads it: config.json (its "architectures" picks the head) and
  * model.safetensors, loaded strictly by tessera's names (a bare BertModel checkpoint, whose names
@@ -24,22 +24,9 @@
 #include "train_common.h"
 
 static const char *USAGE =
-    "usage: tessera export --onnx OUT.onnx --model DIR [--batch B] [--seq-len T] [--init-random SEED]\n"
+    "usage: tessera export --out OUT.onnx --model DIR [--batch B] [--max-len T] [--init-random SEED]\n"
     "  Writes the BERT model of DIR (config.json + model.safetensors, as `tessera run` reads them) as an\n"
-    "  ONNX model (opset 17) that infers on batches of a fixed shape [B, T].\n"
-    "  --onnx FILE          the ONNX file to write (atomically).\n"
-    "  --model DIR          the model directory; config.json's \"architectures\" picks the head.\n"
-    "  --batch B            sequences a batch (default 1).\n"
-    "  --seq-len T          tokens a sequence (default: 128, or max_position_embeddings when smaller).\n"
-    "  --init-random SEED   do not read model.safetensors: parameters drawn from SEED as the model\n"
-    "                       initialises them (to try an export without a checkpoint).\n"
-    "  --threads N          worker threads while compiling (default: OpenMP's).\n"
-    CLI_DEVICE_USAGE CLI_LOAD_USAGE
-    "Inputs of the ONNX model: input_ids, token_type_ids, attention_mask, int32 [B, T]. Outputs: the\n"
-    "head's, by name (BertModel: last_hidden_state, pooler_output; classifiers: logits; ...), float.\n"
-    "An audio classifier's DIR (from tessera audio-train) exports its head, or its CNN, on its\n"
-    "features: input features [1, 192] (or mel [1, 1, T, 32]), output logits [1, labels].\n"
-    "Exit codes: 0 written, 1 failed while exporting, 2 bad flags or files.\n";
+    "  ONNX model (opset 17) that infers on batches of a fixed shape [B, T].\n";
 
 typedef struct export_opts {
     const char *onnx, *model;
@@ -49,8 +36,9 @@ typedef struct export_opts {
 /* Export the model of o (ts_bert_export_onnx) and describe what was written. */
 static int export_model(const export_opts *o, const ts_bert_config *cfg) {
     char config_path[4200], weights_path[4200];
-    snprintf(config_path, sizeof config_path, "%s/config.json", o->model);
-    snprintf(weights_path, sizeof weights_path, "%s/model.safetensors", o->model);
+    if (!cli_path_join(config_path, sizeof config_path, o->model, "config.json") ||
+        !cli_path_join(weights_path, sizeof weights_path, o->model, "model.safetensors"))
+        return cli_fail("export", "--model: ", 2);
     ts_quant_record q;
     if (cli_model_quant_load("export", o->model, &q)) return 2;
     if (q.mode == TS_QUANT_DYNAMIC)
@@ -69,10 +57,10 @@ static int export_model(const export_opts *o, const ts_bert_config *cfg) {
     ts_quant_record_free(&q);
     if (st != TS_OK) {
         if (in.failed_at == TS_BERT_EXPORT_BUILD)
-            fprintf(stderr, "tessera export: %s (model %s, batch %d x seq %d)\n", ts_last_error(), config_path,
+            fprintf(stderr, "tessera export: %s (model %s, batch %d x seq %d)\n", cli_error(), config_path,
                     o->batch, in.seq);
         else
-            fprintf(stderr, "tessera export: %s\n", ts_last_error());
+            fprintf(stderr, "tessera export: %s\n", cli_error());
         return in.failed_at ? 2 : 1;
     }
     printf("tessera export: %s (%d layers, hidden %d) for batch %d x seq %d -> %s\n", ts_bert_head_name(cfg->head),
@@ -92,19 +80,36 @@ static int export_model(const export_opts *o, const ts_bert_config *cfg) {
 
 int cli_export(int argc, char **argv) {
     export_opts o = {.batch = 1, .seed = -1};
-    const ts_opt opts[] = {
-        {"onnx", TS_OPT_STR, &o.onnx, 0},       {"model", TS_OPT_STR, &o.model, 0},
-        {"batch", TS_OPT_INT, &o.batch, 1},     {"seq-len", TS_OPT_INT, &o.seq_len, 1},
-        {"init-random", TS_OPT_INT, &o.seed, 0}, {"threads", TS_OPT_INT, &o.threads, 0},
-        CLI_DEVICE_OPTS,                      CLI_LOAD_OPTS,
+    const cli_opt opts[] = {
+        {"out", CLI_STR, &o.onnx, 0, "OUT.onnx",
+         "the ONNX file to write (atomically).", "onnx"},
+        {"model", CLI_STR, &o.model, 0, "DIR",
+         "the model directory; config.json's \"architectures\" picks the head."},
+        {"batch", CLI_INT, &o.batch, 1, "B",
+         "sequences a batch (default 1)."},
+        {"max-len", CLI_INT, &o.seq_len, 1, "T",
+         "tokens a sequence (default: 128, or max_position_embeddings when smaller).", "seq-len"},
+        {"init-random", CLI_INT, &o.seed, 0, "SEED",
+         "do not read model.safetensors: parameters drawn from SEED as the model\n"
+         "initialises them (to try an export without a checkpoint)."},
+        {"threads", CLI_INT, &o.threads, 0, "N",
+         "worker threads while compiling (default: OpenMP's)."},
+        CLI_DEVICE_OPTS,
+        CLI_LOAD_OPTS,
+        {NULL, CLI_TEXT, NULL, 0, NULL,
+         "Inputs of the ONNX model: input_ids, token_type_ids, attention_mask, int32 [B, T]. Outputs: the\n"
+         "head's, by name (BertModel: last_hidden_state, pooler_output; classifiers: logits; ...), float.\n"
+         "An audio classifier's DIR (from tessera audio-train) exports its head, or its CNN, on its\n"
+         "features: input features [1, 192] (or mel [1, 1, T, 32]), output logits [1, labels].\n"
+         "Exit codes: 0 written, 1 failed while exporting, 2 bad flags or files.\n"},
     };
-    ts_optset os;
+    cli_optset os;
     int rc = cli_opts_parse(&os, "export", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done;
     rc = 2;
     if (!o.onnx || !o.model) {
         fprintf(stderr, "tessera export: %s is required\n(tessera export --help shows the usage)\n",
-                !o.onnx ? "--onnx FILE" : "--model DIR");
+                !o.onnx ? "--out FILE" : "--model DIR");
         goto done;
     }
     if (ts_audio_clf_is_dir(o.model)) { /* from tessera audio-train */
@@ -112,19 +117,19 @@ int cli_export(int argc, char **argv) {
         goto done;
     }
     char config_path[4200];
-    snprintf(config_path, sizeof config_path, "%s/config.json", o.model);
-    ts_bert_config cfg;
-    if (ts_bert_config_load(config_path, &cfg) != TS_OK) {
-        fprintf(stderr, "tessera export: --model: %s\n", ts_last_error());
+    ts_bert_config cfg = {.struct_size = sizeof cfg};
+    if (!cli_path_join(config_path, sizeof config_path, o.model, "config.json") ||
+        ts_bert_config_load(config_path, &cfg) != TS_OK) {
+        fprintf(stderr, "tessera export: --model: %s\n", cli_error());
         goto done;
     }
     if (o.seq_len > cfg.max_position_embeddings) {
-        fprintf(stderr, "tessera export: --seq-len %d is longer than the model's max_position_embeddings %d (%s)\n",
+        fprintf(stderr, "tessera export: --max-len %d is longer than the model's max_position_embeddings %d (%s)\n",
                 o.seq_len, cfg.max_position_embeddings, config_path);
         goto done;
     }
     rc = export_model(&o, &cfg);
 done:
-    ts_options_free(&os);
+    cli_opts_free(&os);
     return rc;
 }

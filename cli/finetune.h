@@ -17,6 +17,7 @@ typedef struct ft_opts {
     double test_split, lr, warmup, wd, max_minutes, max_grad_norm, momentum;
     int accumulation, device_iterations; /* micro-batches per optimizer step; steps per program call */
     const char *devices, *stages;        /* --devices / --stages: a pipeline */
+    const char *device;                  /* --device DEV: one device (taken as a --devices of one) */
     int micro_batches;
     int epochs, batch, max_len, max_steps, save_every, seed, threads, bf16, keep, stop_after;
     int split_seed; /* --split-seed: the train/test split's shuffle (-1: --seed's) */

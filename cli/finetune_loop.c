@@ -43,7 +43,7 @@ int64_t ft_steps_per_epoch(const ft_opts *o, int64_t n) {
 int ft_train_loop(const ft_opts *o, const ts_epoch_task *t, int64_t step, FILE *metrics) {
     ts_epochs_opts eo = {
         .struct_size = sizeof eo, .name = "tessera finetune", .out = ts_write_stdio, .out_ctx = stdout,
-        .tty = isatty(fileno(stdout)), .err = ts_write_stdio, .err_ctx = stderr, .metrics = ts_write_stdio,
+        .tty = isatty(fileno(stdout)), .err = cli_write_err, .err_ctx = stderr, .metrics = ts_write_stdio,
         .metrics_ctx = metrics, .batch = o->batch, .accumulation = o->accumulation,
         .device_iterations = o->device_iterations, .epochs = o->epochs, .max_steps = o->max_steps, .seed = o->seed,
         .lr = o->lr, .warmup = o->warmup, .max_minutes = o->max_minutes, .fp16 = o->fp16,
@@ -58,7 +58,7 @@ ts_finetune_task_opts ft_task_opts(const ft_opts *o, ts_program *tp, ts_program 
                                    FILE *metrics) {
     return (ts_finetune_task_opts){
         .struct_size = sizeof(ts_finetune_task_opts), .name = "tessera finetune", .out = ts_write_stdio,
-        .out_ctx = stdout, .err = ts_write_stdio, .err_ctx = stderr, .metrics = ts_write_stdio, .metrics_ctx = metrics,
+        .out_ctx = stdout, .err = cli_write_err, .err_ctx = stderr, .metrics = ts_write_stdio, .metrics_ctx = metrics,
         .train = tp, .infer = ip, .batch = o->batch, .seq = seq, .slices = slices, .out_dir = o->out,
         .n_best = o->n_best ? o->n_best : TS_SQUAD_N_BEST,
         .max_answer_len = o->max_answer_len ? o->max_answer_len : TS_SQUAD_MAX_ANSWER_LEN};
@@ -86,7 +86,7 @@ int ft_ckpt_save(const ft_opts *o, const char *task, int seq, int doc_stride, in
                  const ts_program *p) {
     ts_finetune_shape shape = ft_shape(o, task, seq, doc_stride, max_query_len);
     if (ts_finetune_ckpt_save(o->out, step, p, &shape, o->keep) == TS_OK) return 0;
-    fprintf(stderr, "\ntessera finetune: %s\n", ts_last_error());
+    fprintf(stderr, "\ntessera finetune: %s\n", cli_error());
     return 1;
 }
 

@@ -4,7 +4,7 @@
  * pretrained model.safetensors; qa_outputs.* start from their initializer. Training rows are the
  * doc-stride windows (features) of every question, shuffled each epoch; the loss is the mean of
  * the start and end cross-entropies (a window that does not hold the answer points at [CLS]).
- * After each epoch the dev file (--dev), if any, is scored with the official v1.1 EM and F1.
+ * After each epoch the dev file (--eval), if any, is scored with the official v1.1 EM and F1.
  * Writes config.json (with the window settings), model.safetensors and vocab.txt to --out.
  */
 
@@ -42,7 +42,7 @@ static int setup(qa_run *r) {
         return 2;
     }
     if (!(r->train = cli_qa_load("finetune", "--train", o->train, r->tok, &so, 1))) return 2;
-    if (o->dev && !(r->dev = cli_qa_load("finetune", "--dev", o->dev, r->tok, &so, 1))) return 2;
+    if (o->dev && !(r->dev = cli_qa_load("finetune", "--eval", o->dev, r->tok, &so, 1))) return 2;
     r->meta.max_len = r->seq;
     r->meta.doc_stride = so.doc_stride;
     r->meta.max_query_len = so.max_query_len;
@@ -71,8 +71,9 @@ static int build(qa_run *r) {
         return 1;
     ft_describe(o, r->tp, NULL);
     char path[4200];
-    snprintf(path, sizeof path, "%s/model.safetensors", o->model);
-    snprintf(r->vocab, sizeof r->vocab, "%s/vocab.txt", o->model);
+    if (!cli_path_join(path, sizeof path, o->model, "model.safetensors") ||
+        !cli_path_join(r->vocab, sizeof r->vocab, o->model, "vocab.txt"))
+        return cli_fail("finetune", "--model: ", 2);
     int nmissing = 0;
     if (ts_program_load(r->tp, path, cli_load_flags(0), &nmissing) != TS_OK) return cli_fail("finetune", "", 2);
     if (nmissing == ts_program_num_params(r->tp)) {

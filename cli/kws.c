@@ -2,8 +2,8 @@
  * kws.c — `tessera kws`: keywords spoken in audio files or a live stream, found by openWakeWord's
  * models (ts_kws_*, src/speech/kws.c).
  *
- *   tessera kws AUDIO... [--keyword K1,K2,...] [--threshold T] [--json] [--scores] [--models DIR]
- *                        [--threads N]
+ *   tessera kws AUDIO... [--keyword K1,K2,...] [--threshold T] [--json] [--scores]
+ *                        [--model-store DIR] [--threads N] [--model DIR]
  *
  * A file is scored with 1 s of silence before and after it (as openWakeWord's predict_clip), one
  * score per keyword every 80 ms. A keyword fires when its score reaches the threshold and then not
@@ -14,8 +14,10 @@
  * "-" reads raw 16 kHz s16 mono from standard input as it comes (arecord -f S16_LE -r 16000 -c 1
  * | tessera kws -), printing each detection at once (without --json).
  * --model DIR runs an audio classifier from `tessera audio-train` instead (cli/kws_model.c).
+ * The flags are read by cli_opts_parse (cli/options.h).
  */
 #include "cli.h"
+#include "options.h"
 #include "speech_io.h"
 
 #define CMD "kws"
@@ -23,31 +25,11 @@
 
 static const char *USAGE =
     "usage: tessera kws AUDIO... [--keyword K1,K2,...] [--threshold T] [--json] [--scores]\n"
-    "                   [--models DIR] [--threads N]\n"
+    "                   [--model-store DIR] [--threads N] [--model DIR]\n"
     "  Finds wake words in audio files (WAV, FLAC, Ogg, ...; any rate, mixed to mono) with\n"
     "  openWakeWord's models, streaming as openWakeWord does: a score per keyword every 80 ms.\n"
     "  Prints FILE, TIME (s), KEYWORD, SCORE, tab separated, for each detection: a keyword fires\n"
-    "  when its score reaches the threshold, and not again until it has fallen below it.\n"
-    "  AUDIO '-' reads raw 16 kHz signed 16-bit mono from standard input as it comes\n"
-    "  (arecord -f S16_LE -r 16000 -c 1 | tessera kws -).\n"
-    "  --keyword K,...  heads to run (default: all of " TS_KWS_KEYWORDS "),\n"
-    "                   or NAME for a head DIR/openwakeword/NAME.onnx; timer reports one keyword\n"
-    "                   per duration (1_minute_timer, ...).\n"
-    "  --threshold T    score that fires a keyword, in (0, 1) (default 0.5).\n"
-    "  --json           print {\"detections\": [{\"file\", \"time\", \"keyword\", \"score\"}, ...]}.\n"
-    "  --scores         also print each keyword's highest score per file (FILE, peak, KEYWORD,\n"
-    "                   SCORE; with --json a \"peaks\" array).\n"
-    "  --models DIR     the speech models directory, holding openwakeword/ (default:\n"
-    "                   $TESSERA_DATA/speech when TESSERA_DATA is set, else the installed data\n"
-    "                   directory's speech/ when it holds them, else data/speech of the source\n"
-    "                   tree, where scripts/install-deps.sh puts them).\n"
-    "  --threads N      worker threads (default: OpenMP's).\n"
-    "  --model DIR      a classifier from tessera audio-train instead of the heads: run on a window\n"
-    "                   of its clip length every 320 ms (windows quieter than -40 dBFS skipped),\n"
-    "                   printing a window's most probable label when it reaches the threshold and\n"
-    "                   the window before did not report it (TIME: the window's start).\n"
-    "Exit codes: 0 done (also when nothing was detected), 1 failed while running, 2 bad flags or\n"
-    "files (the other files are still scored).\n";
+    "  when its score reaches the threshold, and not again until it has fallen below it.\n";
 
 typedef struct run {
     ts_kws *k;
@@ -152,7 +134,7 @@ static int split_keywords(char *s, const char **out, int cap) {
     }
 }
 
-static int score_all(run *r, char **files, int nfiles) {
+static int score_all(run *r, const char *const *files, int nfiles) {
     char *pbuf = NULL;
     size_t plen = 0;
     FILE *peaks = r->json && r->scores ? open_memstream(&pbuf, &plen) : NULL;
@@ -172,71 +154,93 @@ static int score_all(run *r, char **files, int nfiles) {
 
 int cli_kws(int argc, char **argv) {
     char dir_buf[4096], kw_buf[4096] = "", path[4200];
-    const char *dir = cli_speech_dir(dir_buf, sizeof dir_buf), *v, *keywords[64], *model = NULL;
-    char **files = calloc((size_t)argc, sizeof *files);
-    run r = {.threshold = 0.5f};
-    int nfiles = 0, nkw = 0, threads = 0, bad = !files;
-    for (int i = 1; i < argc && !bad; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(USAGE, stdout);
-            free(files);
-            return 0;
-        } else if (!strcmp(a, "--json")) r.json = 1;
-        else if (!strcmp(a, "--scores")) r.scores = 1;
-        else if ((v = cli_value(argc, argv, &i, "--keyword", CMD, &bad))) {
-            snprintf(kw_buf, sizeof kw_buf, "%s", v);
-            if ((nkw = split_keywords(kw_buf, keywords, 64)) < 0) {
-                fprintf(stderr, "tessera kws: --keyword wants names separated by commas (known: %s), not '%s'\n",
-                        TS_KWS_KEYWORDS, v);
-                bad = 1;
-            }
-        } else if ((v = cli_value(argc, argv, &i, "--threshold", CMD, &bad))) {
-            if (cli_probability(v, "--threshold", CMD, &r.threshold)) bad = 1;
-        } else if ((v = cli_value(argc, argv, &i, "--models", CMD, &bad))) dir = v;
-        else if ((v = cli_value(argc, argv, &i, "--model", CMD, &bad))) model = v;
-        else if ((v = cli_value(argc, argv, &i, "--threads", CMD, &bad))) {
-            if ((threads = cli_positive(v, "--threads", CMD)) < 0) bad = 1;
-        } else if (!bad && a[0] == '-' && a[1]) {
-            fprintf(stderr, "tessera kws: unknown flag '%s'\n%s", a, USAGE);
-            bad = 1;
-        } else if (!bad) files[nfiles++] = argv[i];
+    const char *dir = cli_speech_dir(dir_buf, sizeof dir_buf), *keywords[64], *keyword = NULL, *model = NULL;
+    cli_strlist files = {0};
+    double threshold = -1; /* not given: 0.5 */
+    run r = {0};
+    int nkw = 0, threads = 0;
+    const cli_opt opts[] = {
+        {"files", CLI_ARGS, &files, 0, "AUDIO...",
+         "audio files; '-' reads raw 16 kHz signed 16-bit mono from standard input\n"
+         "as it comes (arecord -f S16_LE -r 16000 -c 1 | tessera kws -).", NULL},
+        {"keyword", CLI_STR, &keyword, 0, "K,...",
+         "heads to run (default: all of\n"
+         TS_KWS_KEYWORDS "),\n"
+         "or NAME for a head DIR/openwakeword/NAME.onnx; timer reports one keyword\n"
+         "per duration (1_minute_timer, ...).", NULL},
+        {"threshold", CLI_FLOAT, &threshold, 0, "T", "score that fires a keyword, in (0, 1) (default 0.5).", NULL},
+        {"json", CLI_FLAG, &r.json, 0, NULL,
+         "print {\"detections\": [{\"file\", \"time\", \"keyword\", \"score\"}, ...]}.", NULL},
+        {"scores", CLI_FLAG, &r.scores, 0, NULL,
+         "also print each keyword's highest score per file (FILE, peak, KEYWORD,\n"
+         "SCORE; with --json a \"peaks\" array).", NULL},
+        {"model-store", CLI_STR, &dir, 0, "DIR",
+         "the speech models directory, holding openwakeword/ (default:\n"
+         "$TESSERA_DATA/speech when TESSERA_DATA is set, else the installed data\n"
+         "directory's speech/ when it holds them, else data/speech of the source\n"
+         "tree, where scripts/install-deps.sh puts them).", "models"},
+        {"threads", CLI_INT, &threads, 1, "N", "worker threads (default: OpenMP's).", NULL},
+        {"model", CLI_STR, &model, 0, "DIR",
+         "a classifier from tessera audio-train instead of the heads: run on a window\n"
+         "of its clip length every 320 ms (windows quieter than -40 dBFS skipped),\n"
+         "printing a window's most probable label when it reaches the threshold and\n"
+         "the window before did not report it (TIME: the window's start).", NULL},
+        {NULL, CLI_TEXT, NULL, 0, NULL,
+         "Exit codes: 0 done (also when nothing was detected), 1 failed while running, 2 bad flags or\n"
+         "files (the other files are still scored).\n", NULL},
+    };
+    cli_optset os;
+    int rc = cli_opts_parse(&os, CMD, USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    if (rc != 1) goto done_opts;
+    rc = 2;
+    if (keyword) {
+        snprintf(kw_buf, sizeof kw_buf, "%s", keyword);
+        if ((nkw = split_keywords(kw_buf, keywords, 64)) < 0) {
+            fprintf(stderr, "tessera kws: --keyword wants names separated by commas (known: %s), not '%s'\n"
+                            "(tessera kws --help shows the usage)\n",
+                    TS_KWS_KEYWORDS, keyword);
+            goto done_opts;
+        }
     }
-    if (!bad && !nfiles) {
-        fprintf(stderr, "tessera kws: no AUDIO given\n%s", USAGE);
-        bad = 1;
+    if (threshold != -1 && !(threshold > 0 && threshold < 1)) {
+        fprintf(stderr, "tessera kws: --threshold wants a number in (0, 1), not '%g'\n"
+                        "(tessera kws --help shows the usage)\n", threshold);
+        goto done_opts;
     }
-    if (bad) {
-        free(files);
-        return 2;
+    r.threshold = threshold == -1 ? 0.5f : (float)threshold;
+    if (!files.n) {
+        fprintf(stderr, "tessera kws: no AUDIO given\n(tessera kws --help shows the usage)\n");
+        goto done_opts;
     }
     if (model) {
-        int mrc = cli_kws_model(model, dir, files, nfiles, r.threshold, r.json, threads);
-        free(files);
-        return mrc;
+        rc = cli_kws_model(model, dir, (char **)files.v, files.n, r.threshold, r.json, threads);
+        goto done_opts;
     }
-    snprintf(path, sizeof path, "%s/openwakeword", dir);
+    if (!cli_path_join(path, sizeof path, dir, "openwakeword")) {
+        cli_fail(CMD, "", 2);
+        goto done_opts;
+    }
     r.k = ts_kws_new(&(ts_kws_opts){.struct_size = sizeof(ts_kws_opts), .models_dir = path,
                                      .keywords = nkw ? keywords : NULL, .nkeywords = nkw, .num_threads = threads});
     if (!r.k) {
         int io = ts_last_status() == TS_ERR_IO;
         cli_fail(CMD, "", 2);
         if (io) fprintf(stderr, "tessera kws: the models are fetched into data/speech by `bash scripts/install-deps.sh`; "
-                                "--models DIR or TESSERA_DATA (DIR/speech) gives another directory\n");
-        free(files);
-        return 2;
+                                "--model-store DIR or TESSERA_DATA (DIR/speech) gives another directory\n");
+        goto done_opts;
     }
     int L = ts_kws_num_labels(r.k);
     r.peak = calloc((size_t)L, sizeof *r.peak);
     r.above = calloc((size_t)L, 1);
-    int rc = r.peak && r.above ? score_all(&r, files, nfiles) : cli_fail(CMD, "out of memory", 1);
+    rc = r.peak && r.above ? score_all(&r, files.v, files.n) : cli_fail(CMD, "out of memory", 1);
     free(r.peak);
     free(r.above);
-    free(files);
     ts_kws_free(r.k);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "tessera kws: writing the output failed\n");
-        return 1;
+        rc = 1;
     }
+done_opts:
+    cli_opts_free(&os);
     return rc;
 }

@@ -55,7 +55,7 @@ static int scan(ts_audio_clf *c, const char *file, float threshold, int json, in
 int cli_kws_model(const char *model, const char *models_dir, char **files, int nfiles, float threshold, int json,
                   int threads) {
     char path[4200];
-    snprintf(path, sizeof path, "%s/openwakeword", models_dir);
+    if (!cli_path_join(path, sizeof path, models_dir, "openwakeword")) return cli_fail("kws", "", 2);
     ts_audio_clf *c = ts_audio_clf_load(model, path, threads);
     if (!c) return cli_fail("kws", "--model: ", 2);
     float *feat = malloc((size_t)ts_audio_clf_feature_size(c) * sizeof(float));

@@ -3,10 +3,15 @@
  * subcommand (cli/<name>.c). Exit codes: 0 success, 1 failure while running, 2 usage error.
  */
 #include "cli.h"
+#include "options.h"
 #include "tessera.h"
 #include "tessera_backend.h"
 
 #include <unistd.h>
+
+#ifndef TS_GIT_COMMIT
+#define TS_GIT_COMMIT "unknown"
+#endif
 
 typedef struct {
     const char *name;
@@ -51,7 +56,7 @@ static int device_flags(int *argc, char **argv) {
         if (!strcmp(argv[i], "--strict-device")) setenv("TESSERA_STRICT_DEVICE", "1", 1);
         else if (strcmp(argv[i], "--backend-plugin")) argv[k++] = argv[i];
         else if (i + 1 == *argc) return fprintf(stderr, "tessera: --backend-plugin needs a PATH\n"), 2;
-        else if (ts_backend_load(argv[++i])) return fprintf(stderr, "tessera: %s\n", ts_last_error()), 2;
+        else if (ts_backend_load(argv[++i])) return fprintf(stderr, "tessera: %s\n", cli_error()), 2;
     }
     argv[*argc = k] = NULL;
     return 0;
@@ -63,7 +68,7 @@ static int device_flags(int *argc, char **argv) {
 static int run_command(const subcommand *c, int argc, char **argv) {
     ts_comm *w = ts_comm_world();
     if (!w) {
-        fprintf(stderr, "tessera %s: %s\n", c->name, ts_last_error());
+        fprintf(stderr, "tessera %s: %s\n", c->name, cli_error());
         return 1;
     }
     int n = ts_comm_size(w);
@@ -103,12 +108,17 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("tessera %s\n", ts_version());
+        printf("tessera %s (commit %s, as configured)\ndevices in this build: %s\n", ts_version(), TS_GIT_COMMIT,
+               ts_devices());
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return run_command(&commands[i], argc - 1, argv + 1);
-    fprintf(stderr, "tessera: unknown subcommand '%s'\n\n", argv[1]);
+    const char *names[sizeof commands / sizeof *commands];
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) names[i] = commands[i].name;
+    const char *near = cli_did_you_mean(argv[1], names, (int)(sizeof commands / sizeof *commands));
+    if (near) fprintf(stderr, "tessera: unknown subcommand '%s' (did you mean '%s'?)\n\n", argv[1], near);
+    else fprintf(stderr, "tessera: unknown subcommand '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;
 }

@@ -3,18 +3,19 @@
  * markdown table of README.md's ONNX section, one row per op type with its opsets.
  */
 #include "cli.h"
+#include "options.h"
 #include "tessera.h"
 
+static const char *USAGE =
+    "usage: tessera onnx-ops\n"
+    "  Prints the ONNX ops the importer maps, with the opsets each covers, as the markdown table of\n"
+    "  README.md's ONNX section.\n";
+
 int cli_onnx_ops(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: tessera onnx-ops\n  Prints the ONNX ops the importer maps, with the opsets each covers, as the "
-                   "markdown table of README.md's ONNX section.\n");
-            return 0;
-        }
-        fprintf(stderr, "tessera onnx-ops: unknown argument '%s' (it takes none)\n", argv[i]);
-        return 2;
-    }
+    cli_optset os; /* no options of its own: --help, --config, and an error for anything else */
+    int rc = cli_opts_parse(&os, "onnx-ops", USAGE, NULL, 0, argc, argv);
+    cli_opts_free(&os);
+    if (rc != 1) return rc;
     /* one row per op type, its opset ranges joined, sorted by name */
     int n = ts_onnx_num_ops();
     const char **ops = calloc((size_t)n + 1, sizeof *ops);

@@ -103,7 +103,7 @@ int cli_out_lock(const char *cmd, const char *dir) {
         fprintf(stderr, "tessera %s: --out %s is being written by another run (pid %ld); wait for it to end, or give "
                         "another --out\n", cmd, dir, other);
     else
-        fprintf(stderr, "tessera %s: --out %s: %s\n", cmd, dir, ts_last_error());
+        fprintf(stderr, "tessera %s: --out %s: %s\n", cmd, dir, cli_error());
     return other ? 2 : 1;
 }
 

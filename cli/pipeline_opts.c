@@ -4,6 +4,7 @@
  * and --micro-batches checked (see pipeline_opts.h); the stages are described by the library
  * (ts_stage_plan_describe, ts_stage_plan_report).
  */
+#include "cli.h"
 #include "pipeline_opts.h"
 #include "train_common.h"
 
@@ -13,7 +14,7 @@
 
 int cli_pipe_parse(const char *cmd, const char *devices, const char *stages, int layers, ts_stage_plan *pp) {
     if (ts_stage_plan_parse(devices, stages, layers, pp) == TS_OK) return 0;
-    fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
+    fprintf(stderr, "tessera %s: %s\n", cmd, cli_error());
     return 2;
 }
 
@@ -26,7 +27,7 @@ int cli_pipe_measure(const char *cmd, const ts_bert_config *cfg, ts_bert_head he
     if (st == TS_OK && pp->ndev > parts)
         fprintf(stderr, "tessera %s: note: %d devices for %d parts: using the first %d\n", cmd, pp->ndev, parts, parts);
     if (st == TS_OK) return 0;
-    fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
+    fprintf(stderr, "tessera %s: %s\n", cmd, cli_error());
     return st == TS_ERR_ARG ? 2 : 1;
 }
 
@@ -59,5 +60,15 @@ int cli_pipe_micro(const char *cmd, const char *devices, const char *stages, int
         return 2;
     }
     if (*accumulation < 2) *accumulation = 2 * ndev; /* two micro-batches per device keep the pipeline busy */
+    return 0;
+}
+
+int cli_pipe_device(const char *cmd, const char *device, const char **devices) {
+    if (device && *devices) {
+        fprintf(stderr, "tessera %s: --device %s and --devices %s exclude each other (--device is one device, "
+                        "--devices a pipeline's list)\n", cmd, device, *devices);
+        return 2;
+    }
+    if (device) *devices = device;
     return 0;
 }

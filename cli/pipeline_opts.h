@@ -20,6 +20,9 @@ int cli_pipe_measure(const char *cmd, const ts_bert_config *cfg, ts_bert_head he
 /* --devices naming one device, without --stages: that device, where the run is one program (no
  * pipeline; the batch is --batch x --micro-batches). NULL: no --devices, or a pipeline. */
 const char *cli_pipe_one_device(const char *devices, const char *stages);
+/* --device DEV and --devices LIST: with --device, *devices becomes it (a list of one). 0, or prints
+ * the error (both given) and returns 2. */
+int cli_pipe_device(const char *cmd, const char *device, const char **devices);
 /* Check --micro-batches against --accumulation (the same thing) and set *accumulation: M, or for a
  * pipeline (several devices, or --stages) with neither given, 2 per device; a pipeline refuses 1.
  * 0, or prints the error and returns 2. */

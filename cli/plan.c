@@ -1,18 +1,20 @@
 /*
  * plan.c — `tessera plan`: will a BERT fit a device it may not own, how to cut it, how fast it
- * will train. Reads the model's sizes (a model directory, a Hugging Face config.json, or BERT-Base,
- * with --layers / --hidden / --heads / --intermediate over them), a device profile and a count,
- * searches the layouts the flags leave open (ts_plan_search) and prints the best (ts_plan_print,
- * or ts_plan_print_json with --json). Flags shared with `tessera pretrain` mean the same: --batch
- * is the micro-batch, --micro-batches the accumulation.
+ * will train. Reads the model's sizes (a model directory --model, a Hugging Face config.json
+ * --model-config, or BERT-Base, with --layers / --hidden / --heads / --intermediate over them), a
+ * device profile (--device-profile) and a count, searches the layouts the flags leave open
+ * (ts_plan_search) and prints the best (ts_plan_print, or ts_plan_print_json with --json). The
+ * flags are one option table (cli_opts_parse). Flags shared with `tessera pretrain` mean the same:
+ * --batch is the micro-batch, --max-len the sequence length, --micro-batches the accumulation.
  */
 #include "cli.h"
+#include "options.h"
 #include "tessera.h"
 
 static const char *USAGE =
-    "usage: tessera plan --device PROFILE [--count N] [--model DIR | --config config.json]\n"
+    "usage: tessera plan --device-profile P [--count N] [--model DIR | --model-config config.json]\n"
     "                    [--layers L --hidden H --heads A --intermediate I]\n"
-    "                    [--batch B] [--seq-len T] [--max-predictions P] [--dtype f32|bf16|f16]\n"
+    "                    [--batch B] [--max-len T] [--max-predictions P] [--dtype f32|bf16|f16]\n"
     "                    [--optimizer adamw|lamb] [--task pretrain|finetune|infer]\n"
     "                    [--stages SPEC] [--replicas R] [--micro-batches M] [--recompute | --no-recompute]\n"
     "                    [--shard-optimizer] [--explain] [--json] [--top K]\n"
@@ -21,40 +23,16 @@ static const char *USAGE =
     "  device's memory (the compiler's own memory plan of each stage, nothing allocated), and prints\n"
     "  the fastest by estimated throughput: per stage its device, parts, memory and busy time; the\n"
     "  pipeline's bubble; the all-reduce and how much of it the backward hides; seq/s; and the\n"
-    "  tessera pretrain command that runs it. docs/cost-model.md states the model and its figures.\n"
-    "  --device PROFILE    a device profile: a name (ipu-mk2, ipu-bow, h200, cpu: measured here and\n"
-    "                      cached; `tessera profile-device --list` lists them) or a .json path\n"
-    "  --count N           devices in all (default 1): stages x replicas\n"
-    "  --model DIR         the model directory's config.json gives the sizes\n"
-    "  --config FILE       a Hugging Face config.json gives them (without either: BERT-Base)\n"
-    "  --layers, --hidden, --heads, --intermediate  override the sizes (BERT-Large: --layers 24\n"
-    "                      --hidden 1024 --heads 16 --intermediate 4096)\n"
-    "  --batch B           sequences per micro-batch, as pretrain's --batch (default 8)\n"
-    "  --seq-len T         tokens per sequence, as pretrain's --max-len (default 128)\n"
-    "  --max-predictions P masked positions per sequence in pretraining (default 20)\n"
-    "  --dtype D           f32 (default), bf16 or f16 (pretrain's --bf16 / --fp16)\n"
-    "  --optimizer O       adamw (default) or lamb\n"
-    "  --task T            pretrain (default: masked LM + next sentence), finetune (a sequence\n"
-    "                      classifier) or infer (a forward pass)\n"
-    "  The layout, searched unless given:\n"
-    "  --stages SPEC       as pretrain's: \"0:emb,heads 1:0-3 2:4-7 3:8-11\" (devices of one replica)\n"
-    "  --replicas R        data-parallel replicas (mpirun -np R); R divides --count\n"
-    "  --micro-batches M   micro-batches per optimizer step (the accumulation)\n"
-    "  --recompute, --no-recompute  recompute each encoder layer's forward in the backward, or not\n"
-    "  --shard-optimizer   shard the optimizer state over the replicas (ZeRO-1)\n"
-    "  Output:\n"
-    "  --explain           also print the next best layouts, one line each, and why each lost\n"
-    "  --json              print the layouts as one JSON object instead\n"
-    "  --top K             layouts kept by the search (default 5): --explain's and --json's\n"
-    "Exit codes: 0 a layout fits, 1 none fits (the closest is printed) or planning failed, 2 bad\n"
-    "flags or files.\n";
+    "  tessera pretrain command that runs it. docs/cost-model.md states the model and its figures.\n";
 
 #define CMD "plan"
 
 typedef struct plan_args {
-    const char *model, *config, *device, *stages;
-    int count, batch, seq_len, max_predictions, replicas, micro_batches, recompute, shard, top;
+    const char *model, *config, *device, *stages, *dtype_name, *optimizer_name, *task_name;
+    int count, batch, seq_len, max_predictions, replicas, micro_batches, recompute, top;
+    int shard; /* --shard-optimizer: 1; then (check_args) 1, or -1: searched */
     int layers, hidden, heads, inter, explain, json;
+    int recompute_on, recompute_off; /* --recompute, --no-recompute */
     ts_dtype dtype;
     ts_optim_kind optimizer;
     ts_plan_task task;
@@ -70,72 +48,33 @@ static int parse_word(const char *flag, const char *v, const char *const *words,
     return 1;
 }
 
-/* The flags that take a positive integer: where each goes. */
-static int *int_flag(plan_args *a, const char *s, const char **flag) {
-    static const char *names[] = {"--count", "--batch", "--seq-len", "--max-predictions", "--replicas",
-                                  "--micro-batches", "--top", "--layers", "--hidden", "--heads", "--intermediate"};
-    int *where[] = {&a->count, &a->batch, &a->seq_len, &a->max_predictions, &a->replicas, &a->micro_batches,
-                    &a->top, &a->layers, &a->hidden, &a->heads, &a->inter};
-    for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
-        size_t n = strlen(names[k]);
-        if (!strncmp(s, names[k], n) && (s[n] == 0 || s[n] == '=')) return *flag = names[k], where[k];
-    }
-    return NULL;
-}
-
-/* One flag at argv[*i]: 0, or 1 after its error. */
-static int parse_one(int argc, char **argv, int *i, plan_args *a) {
-    const char *s = argv[*i], *v, *flag;
-    int bad = 0, k, *ip;
-    if ((ip = int_flag(a, s, &flag))) {
-        if ((v = cli_value(argc, argv, i, flag, CMD, &bad)) && (*ip = cli_positive(v, flag, CMD)) < 0) bad = 1;
-    } else if ((v = cli_value(argc, argv, i, "--model", CMD, &bad))) a->model = v;
-    else if ((v = cli_value(argc, argv, i, "--config", CMD, &bad))) a->config = v;
-    else if ((v = cli_value(argc, argv, i, "--device", CMD, &bad))) a->device = v;
-    else if ((v = cli_value(argc, argv, i, "--stages", CMD, &bad))) a->stages = v;
-    else if ((v = cli_value(argc, argv, i, "--dtype", CMD, &bad))) {
-        if (!strcmp(v, "fp16")) v = "f16";
+/* The checks after the parse (the named values, what the flags exclude): 0, or 2 after the message. */
+static int check_args(plan_args *a) {
+    int bad = 0, k;
+    if (!a->device) fprintf(stderr, "tessera plan: --device-profile P is required\n"), bad = 1;
+    if (!bad && a->dtype_name) {
+        const char *v = strcmp(a->dtype_name, "fp16") ? a->dtype_name : "f16";
         if (!(bad = parse_word("--dtype", v, (const char *[]){"f32", "bf16", "f16"}, 3, &k))) a->dtype = (ts_dtype)k;
-    } else if ((v = cli_value(argc, argv, i, "--optimizer", CMD, &bad))) {
-        if (!(bad = parse_word("--optimizer", v, (const char *[]){"adamw", "lamb"}, 2, &k)))
-            a->optimizer = k ? TS_OPTIM_LAMB : TS_OPTIM_ADAMW;
-    } else if ((v = cli_value(argc, argv, i, "--task", CMD, &bad))) {
-        if (!(bad = parse_word("--task", v, (const char *[]){"pretrain", "finetune", "infer"}, 3, &k)))
-            a->task = (ts_plan_task)k;
-    } else if (!strcmp(s, "--recompute")) a->recompute = 1;
-    else if (!strcmp(s, "--no-recompute")) a->recompute = 0;
-    else if (!strcmp(s, "--shard-optimizer")) a->shard = 1;
-    else if (!strcmp(s, "--explain")) a->explain = 1;
-    else if (!strcmp(s, "--json")) a->json = 1;
-    else if (!bad) fprintf(stderr, "tessera plan: unknown %s '%s'\n", s[0] == '-' ? "flag" : "argument", s), bad = 1;
-    return bad;
-}
-
-/* Parse argv into *a: 0, 1 for --help (printed), or 2 after a usage message. */
-static int parse_args(int argc, char **argv, plan_args *a) {
-    int bad = 0;
-    *a = (plan_args){.count = 1, .batch = 8, .seq_len = 128, .max_predictions = 20, .recompute = -1, .shard = -1,
-                     .top = 5, .dtype = TS_F32, .optimizer = TS_OPTIM_ADAMW, .task = TS_PLAN_PRETRAIN};
-    for (int i = 1; i < argc && !bad; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(USAGE, stdout);
-            return 1;
-        }
-        bad = parse_one(argc, argv, &i, a);
     }
-    if (!bad && !a->device) fprintf(stderr, "tessera plan: --device PROFILE is required\n"), bad = 1;
+    if (!bad && a->optimizer_name &&
+        !(bad = parse_word("--optimizer", a->optimizer_name, (const char *[]){"adamw", "lamb"}, 2, &k)))
+        a->optimizer = k ? TS_OPTIM_LAMB : TS_OPTIM_ADAMW;
+    if (!bad && a->task_name &&
+        !(bad = parse_word("--task", a->task_name, (const char *[]){"pretrain", "finetune", "infer"}, 3, &k)))
+        a->task = (ts_plan_task)k;
+    if (!bad && a->recompute_on && a->recompute_off)
+        fprintf(stderr, "tessera plan: --recompute and --no-recompute exclude each other\n"), bad = 1;
+    a->recompute = a->recompute_on ? 1 : a->recompute_off ? 0 : -1; /* -1: searched */
+    a->shard = a->shard > 0 ? 1 : -1;                                 /* -1: searched */
     if (!bad && a->model && a->config)
-        fprintf(stderr, "tessera plan: --model and --config exclude each other (one gives the sizes)\n"), bad = 1;
+        fprintf(stderr, "tessera plan: --model and --model-config exclude each other (one gives the sizes)\n"), bad = 1;
     if (!bad && a->replicas && a->count % a->replicas)
         fprintf(stderr, "tessera plan: --replicas %d does not divide --count %d\n", a->replicas, a->count), bad = 1;
     if (!bad && a->max_predictions > a->seq_len)
-        fprintf(stderr, "tessera plan: --max-predictions %d is more than --seq-len %d\n", a->max_predictions,
+        fprintf(stderr, "tessera plan: --max-predictions %d is more than --max-len %d\n", a->max_predictions,
                 a->seq_len), bad = 1;
-    if (bad) {
-        fputs("(tessera plan --help shows the usage)\n", stderr);
-        return 2;
-    }
-    return 0;
+    if (bad) fputs("(tessera plan --help shows the usage)\n", stderr);
+    return bad ? 2 : 0;
 }
 
 /* The model's config: read, overridden by the size flags, checked. 0 or 2 with the message. */
@@ -143,9 +82,11 @@ static int model_config(const plan_args *a, ts_bert_config *cfg) {
     char path[4200];
     const char *from = a->config;
     ts_bert_config_default(cfg);
-    if (a->model) snprintf(path, sizeof path, "%s/config.json", a->model), from = path;
+    if (a->model && !(from = cli_path_join(path, sizeof path, a->model, "config.json")))
+        return fprintf(stderr, "tessera plan: --model: %s\n", cli_error()), 2;
     if (from && ts_bert_config_load(from, cfg) != TS_OK)
-        return fprintf(stderr, "tessera plan: %s %s: %s\n", a->model ? "--model" : "--config", from, ts_last_error()), 2;
+        return fprintf(stderr, "tessera plan: %s %s: %s\n", a->model ? "--model" : "--model-config", from,
+                       cli_error()), 2;
     if (a->layers) cfg->num_hidden_layers = a->layers;
     if (a->hidden) cfg->hidden_size = a->hidden;
     if (a->heads) cfg->num_attention_heads = a->heads;
@@ -154,11 +95,11 @@ static int model_config(const plan_args *a, ts_bert_config *cfg) {
         return fprintf(stderr, "tessera plan: hidden size %d is not a multiple of %d heads\n", cfg->hidden_size,
                        cfg->num_attention_heads), 2;
     if (a->seq_len > cfg->max_position_embeddings)
-        return fprintf(stderr, "tessera plan: --seq-len %d is more than the model's max_position_embeddings %d\n",
+        return fprintf(stderr, "tessera plan: --max-len %d is more than the model's max_position_embeddings %d\n",
                        a->seq_len, cfg->max_position_embeddings), 2;
     if (ts_bert_config_check(cfg) != TS_OK)
         return fprintf(stderr, "tessera plan: the model's config%s%s: %s\n", from ? " from " : "", from ? from : "",
-                       ts_last_error()), 2;
+                       cli_error()), 2;
     return 0;
 }
 
@@ -173,9 +114,11 @@ static int plan(const plan_args *a, const ts_bert_config *cfg, const ts_device_p
     int cap = a->top > 0 ? a->top : 1, n = 0;
     ts_plan_layout *l = calloc((size_t)cap, sizeof *l);
     if (!l) return fprintf(stderr, "tessera plan: out of memory\n"), 1;
+    l->struct_size = sizeof *l; /* the array's layouts are this header's */
     ts_status st = ts_plan_search(&rq, l, cap, &n);
+    for (int i = 0; st == TS_OK && i < n; i++) cli_plan_command(&rq, &l[i]);
     int rc = st == TS_OK ? 0 : st == TS_ERR_ARG ? 2 : 1;
-    if (st != TS_OK) fprintf(stderr, "tessera plan: %s\n", ts_last_error());
+    if (st != TS_OK) fprintf(stderr, "tessera plan: %s\n", cli_error());
     else if ((a->json ? ts_plan_print_json(&rq, l, n, ts_write_stdio, stdout)
                       : ts_plan_print(&rq, l, n, a->explain, ts_write_stdio, stdout)) != TS_OK)
         rc = cli_fail(CMD, "", 1);
@@ -188,16 +131,86 @@ static int plan(const plan_args *a, const ts_bert_config *cfg, const ts_device_p
     return rc;
 }
 
+/* After a usage error: when --config named a Hugging Face config.json (plan's --config before
+ * --config became every subcommand's options file), say that it is --model-config now. */
+static void hf_config_hint(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *path = !strncmp(argv[i], "--config=", 9) ? argv[i] + 9
+                           : !strcmp(argv[i], "--config") && i + 1 < argc ? argv[i + 1] : NULL;
+        if (!path) continue;
+        size_t len;
+        char *text = cli_read_text(path, &len);
+        if (text && strstr(text, "\"hidden_size\""))
+            fprintf(stderr, "tessera plan: %s looks like a model's config.json: give it as --model-config %s\n"
+                            "(--config FILE now reads the options of any subcommand from a JSON file)\n", path, path);
+        free(text);
+        return;
+    }
+}
+
 int cli_plan(int argc, char **argv) {
-    plan_args a;
-    int rc = parse_args(argc, argv, &a);
-    if (rc) return rc == 1 ? 0 : rc;
+    plan_args a = {.count = 1, .batch = 8, .seq_len = 128, .max_predictions = 20, .top = 5, .dtype = TS_F32,
+                   .optimizer = TS_OPTIM_ADAMW, .task = TS_PLAN_PRETRAIN};
+    const cli_opt opts[] = {
+        {"device-profile", CLI_STR, &a.device, 0, "P",
+         "a device profile: a name (ipu-mk2, ipu-bow, h200, cpu: measured here and\n"
+         "cached; `tessera profile-device --list` lists them) or a .json path",
+         "device"},
+        {"count", CLI_INT, &a.count, 1, "N", "devices in all (default 1): stages x replicas", NULL},
+        {"model", CLI_STR, &a.model, 0, "DIR", "the model directory's config.json gives the sizes", NULL},
+        {"model-config", CLI_STR, &a.config, 0, "FILE",
+         "a Hugging Face config.json gives them (without either: BERT-Base);\n"
+         "formerly --config, which now reads these options from a JSON file", NULL},
+        {"layers", CLI_INT, &a.layers, 1, "L",
+         "override the sizes: encoder layers (BERT-Large: --layers 24\n"
+         "--hidden 1024 --heads 16 --intermediate 4096)", NULL},
+        {"hidden", CLI_INT, &a.hidden, 1, "H", "the hidden size", NULL},
+        {"heads", CLI_INT, &a.heads, 1, "A", "attention heads", NULL},
+        {"intermediate", CLI_INT, &a.inter, 1, "I", "the feed-forward layers' size", NULL},
+        {"batch", CLI_INT, &a.batch, 1, "B", "sequences per micro-batch, as pretrain's --batch (default 8)", NULL},
+        {"max-len", CLI_INT, &a.seq_len, 1, "T", "tokens per sequence, as pretrain's --max-len (default 128)",
+         "seq-len"},
+        {"max-predictions", CLI_INT, &a.max_predictions, 1, "P",
+         "masked positions per sequence in pretraining (default 20)", NULL},
+        {"dtype", CLI_STR, &a.dtype_name, 0, "D", "f32 (default), bf16 or f16 (pretrain's --bf16 / --fp16)", NULL},
+        {"optimizer", CLI_STR, &a.optimizer_name, 0, "O", "adamw (default) or lamb", NULL},
+        {"task", CLI_STR, &a.task_name, 0, "T",
+         "pretrain (default: masked LM + next sentence), finetune (a sequence\n"
+         "classifier) or infer (a forward pass)", NULL},
+        {NULL, CLI_TEXT, NULL, 0, NULL, "  The layout, searched unless given:\n", NULL},
+        {"stages", CLI_STR, &a.stages, 0, "SPEC",
+         "as pretrain's: \"0:emb,heads 1:0-3 2:4-7 3:8-11\" (devices of one replica)", NULL},
+        {"replicas", CLI_INT, &a.replicas, 1, "R", "data-parallel replicas (mpirun -np R); R divides --count", NULL},
+        {"micro-batches", CLI_INT, &a.micro_batches, 1, "M",
+         "micro-batches per optimizer step (the accumulation)", NULL},
+        {"recompute", CLI_FLAG, &a.recompute_on, 0, NULL,
+         "recompute each encoder layer's forward in the backward", NULL},
+        {"no-recompute", CLI_FLAG, &a.recompute_off, 0, NULL,
+         "do not recompute (without either, the search tries both)", NULL},
+        {"shard-optimizer", CLI_FLAG, &a.shard, 0, NULL, "shard the optimizer state over the replicas (ZeRO-1)", NULL},
+        {NULL, CLI_TEXT, NULL, 0, NULL, "  Output:\n", NULL},
+        {"explain", CLI_FLAG, &a.explain, 0, NULL,
+         "also print the next best layouts, one line each, and why each lost", NULL},
+        {"json", CLI_FLAG, &a.json, 0, NULL, "print the layouts as one JSON object instead", NULL},
+        {"top", CLI_INT, &a.top, 1, "K", "layouts kept by the search (default 5): --explain's and --json's", NULL},
+        {NULL, CLI_TEXT, NULL, 0, NULL,
+         "Exit codes: 0 a layout fits, 1 none fits (the closest is printed) or planning failed, 2 bad\n"
+         "flags or files.\n", NULL},
+    };
+    cli_optset os;
+    int rc = cli_opts_parse(&os, CMD, USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    if (rc == 2) hf_config_hint(argc, argv);
+    if (rc != 1) goto done;
     ts_bert_config cfg;
-    if ((rc = model_config(&a, &cfg))) return rc;
+    if ((rc = check_args(&a)) || (rc = model_config(&a, &cfg))) goto done;
     ts_device_profile dev = {.struct_size = sizeof dev};
     if (ts_device_profile_load(a.device, &dev) != TS_OK) {
-        fprintf(stderr, "tessera plan: --device %s: %s\n", a.device, ts_last_error());
-        return 2;
+        fprintf(stderr, "tessera plan: --device-profile %s: %s\n", a.device, cli_error());
+        rc = 2;
+        goto done;
     }
-    return plan(&a, &cfg, &dev);
+    rc = plan(&a, &cfg, &dev);
+done:
+    cli_opts_free(&os);
+    return rc;
 }

@@ -37,6 +37,7 @@ static void asked_layout(const ts_plan_request *rq, char *buf, size_t cap) {
     ts_plan_layout *l = calloc(1, sizeof *l);
     buf[0] = 0;
     if (!l) return;
+    l->struct_size = sizeof *l;
     if (ts_plan_estimate(rq, l) == TS_OK)
         for (int s = 0; s < l->nstages; s++)
             if (!l->st[s].fits) {
@@ -54,12 +55,44 @@ static void plan_command(const char *profile, const ts_plan_request *rq, char *b
     char preds[40] = "";
     if (rq->task == TS_PLAN_PRETRAIN && rq->max_predictions > 0)
         snprintf(preds, sizeof preds, " --max-predictions %d", rq->max_predictions);
-    snprintf(buf, cap, "tessera plan --device %s --count %d --layers %d --hidden %d --heads %d --intermediate %d "
-             "--batch %d --seq-len %d%s --dtype %s --optimizer %s --task %s --explain", profile, rq->count,
+    snprintf(buf, cap, "tessera plan --device-profile %s --count %d --layers %d --hidden %d --heads %d "
+             "--intermediate %d --batch %d --max-len %d%s --dtype %s --optimizer %s --task %s --explain", profile, rq->count,
              c->num_hidden_layers, c->hidden_size, c->num_attention_heads, c->intermediate_size, rq->batch,
              rq->seq_len, preds, dt[rq->dtype <= TS_F16 ? rq->dtype : 0], rq->optimizer == TS_OPTIM_LAMB ? "lamb" : "adamw",
              task[rq->task]);
 }
+
+/* The planner gives a layout as data; this is the command line that runs it (cli.h). */
+void cli_plan_command(const ts_plan_request *rq, ts_plan_layout *l) {
+    char *buf = l->command;
+    const size_t cap = sizeof l->command;
+    const ts_bert_config *c = rq->cfg;
+    size_t o = 0;
+    if (l->replicas > 1) o += (size_t)snprintf(buf + o, cap - o, "mpirun -np %d ", l->replicas);
+    const char *task = rq->task == TS_PLAN_PRETRAIN ? "pretrain" : rq->task == TS_PLAN_FINETUNE ? "finetune" : "run";
+    o += (size_t)snprintf(buf + o, cap - o, "tessera %s --layers %d --hidden %d --heads %d --intermediate %d "
+                          "--max-len %d --batch %d", task, c->num_hidden_layers, c->hidden_size,
+                          c->num_attention_heads, c->intermediate_size, rq->seq_len, rq->batch);
+    if (rq->task == TS_PLAN_PRETRAIN && o < cap)
+        o += (size_t)snprintf(buf + o, cap - o, " --max-predictions %d", rq->max_predictions);
+    if (rq->task != TS_PLAN_INFER && o < cap)
+        o += (size_t)snprintf(buf + o, cap - o, " --optimizer %s", rq->optimizer == TS_OPTIM_LAMB ? "lamb" : "adamw");
+    if (l->ndevices > 1 && rq->task != TS_PLAN_INFER && o < cap) {
+        char devs[TS_STAGE_MAX_DEVICES * 8];
+        size_t d = 0;
+        devs[0] = 0;
+        for (int k = 0; k < l->ndevices && d < sizeof devs; k++)
+            d += (size_t)snprintf(devs + d, sizeof devs - d, "%scpu:%d", k ? "," : "", k);
+        o += (size_t)snprintf(buf + o, cap - o, " --devices %s --stages \"%s\" --micro-batches %d", devs, l->stages,
+                              l->micro_batches);
+    } else if (l->micro_batches > 1 && o < cap) {
+        o += (size_t)snprintf(buf + o, cap - o, " --accumulation %d", l->micro_batches);
+    }
+    if (l->recompute && o < cap) o += (size_t)snprintf(buf + o, cap - o, " --recompute");
+    if (l->shard_state && o < cap) o += (size_t)snprintf(buf + o, cap - o, " --shard-optimizer");
+    if (rq->dtype != TS_F32 && o < cap) snprintf(buf + o, cap - o, " --%s", rq->dtype == TS_BF16 ? "bf16" : "fp16");
+}
+
 
 void cli_plan_suggest(const char *cmd, const char *profile, const ts_plan_request *asked, const ts_stage_plan *pp) {
     ts_plan_request rq = *asked;
@@ -71,9 +104,11 @@ void cli_plan_suggest(const char *cmd, const char *profile, const ts_plan_reques
     rq.stages = NULL, rq.replicas = 0, rq.micro_batches = 0, rq.recompute = -1, rq.shard_state = -1;
     ts_plan_layout *l = calloc(1, sizeof *l);
     int n = 0;
-    if (!l || ts_plan_search(&rq, l, 1, &n) != TS_OK || n < 1) {
+    if (l) l->struct_size = sizeof *l;
+    if (l && ts_plan_search(&rq, l, 1, &n) == TS_OK && n >= 1) cli_plan_command(&rq, l);
+    if (!l || n < 1) {
         fprintf(stderr, "tessera %s: the planner: %s%s%s (%s for more)\n", cmd, need, *need ? "; " : "",
-                l ? ts_last_error() : "out of memory", plan);
+                l ? cli_error() : "out of memory", plan);
     } else if (!l->fits) {
         fprintf(stderr, "tessera %s: the planner: %s%sno layout of %d x %s fits this model and batch; the closest: %s "
                 "(%s for more)\n", cmd, need, *need ? ": " : "", rq.count, rq.device->name, l->why, plan);
@@ -91,7 +126,7 @@ int cli_device_profile_load(const char *cmd, const char *name, double *memory_gi
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
     if (ts_device_profile_load(name, out) != TS_OK) {
-        fprintf(stderr, "tessera %s: --device-profile %s: %s\n", cmd, name, ts_last_error());
+        fprintf(stderr, "tessera %s: --device-profile %s: %s\n", cmd, name, cli_error());
         return 2;
     }
     if (!(out->memory_bytes > 0)) {

@@ -26,15 +26,7 @@ static const char *USAGE =
     "  Question answering: FILE (or stdin) holds JSON lines {\"question\": ..., \"context\": ...}\n"
     "  (an \"id\" is allowed and ignored), or FILE is a SQuAD .json file; each question gives one\n"
     "  line, its answer (a span of its context, decoded over every doc-stride window; an empty\n"
-    "  line when none qualifies), in input order.\n"
-    "  --task classify|qa the task expected (an error when the model is another)\n"
-    "  --data FILE        read the inputs from FILE instead of stdin\n"
-    "  --max-answer-len N qa: pieces in an answer, at most (default 30)\n"
-    "  --n-best N         qa: start / end candidates per window (default 20)\n"
-    "  --batch N          sequences per forward pass (default 8)\n"
-    "  --threads N        CPU threads (default: all)\n"
-    CLI_INFER_DEVICE_USAGE CLI_DEVICE_USAGE CLI_LOAD_USAGE
-    "  --config FILE      a JSON object of the options above (flags override it)\n";
+    "  line when none qualifies), in input order.\n";
 
 #define PREFIX_CHARS 60
 
@@ -76,7 +68,7 @@ static int flush_batch(predictor *pr) {
     for (int k = 0; k < pr->nm; k++)
         if (ts_classify_texts_add_probs(pr->m[k].p, &pr->m[k].bb, pr->m[k].tok, (const char *const *)pr->texts, pr->n,
                                         pr->pairs, nl, pr->probs)) {
-            fprintf(stderr, "tessera predict: %s\n", ts_last_error());
+            fprintf(stderr, "tessera predict: %s\n", cli_error());
             return 1;
         }
     for (int i = 0; i < pr->n; i++) {
@@ -135,7 +127,7 @@ static int add_text(predictor *pr, const char *text, const char *where) {
 
 /* Every input: the --text values, else the lines of `in` (in_name for errors), batched through
  * add_text. 0 or the exit code. */
-static int read_inputs(predictor *pr, const ts_strlist *texts, FILE *in, const char *in_name) {
+static int read_inputs(predictor *pr, const cli_strlist *texts, FILE *in, const char *in_name) {
     char where[4200];
     int rc = 0;
     for (int i = 0; i < texts->n; i++) {
@@ -165,16 +157,30 @@ static int read_inputs(predictor *pr, const ts_strlist *texts, FILE *in, const c
 
 int cli_predict(int argc, char **argv) {
     const char *model = NULL, *data = NULL, *task_flag = NULL;
-    ts_strlist texts = {0}, models = {0};
+    cli_strlist texts = {0}, models = {0};
     int batch = 8, threads = 0, n_best = 0, max_ans = 0;
-    const ts_opt opts[] = {
-        {"model", TS_OPT_LIST, &models, 0}, {"text", TS_OPT_LIST, &texts, 0},
-        {"data", TS_OPT_STR, &data, 0},   {"task", TS_OPT_STR, &task_flag, 0},
-        {"batch", TS_OPT_INT, &batch, 1}, {"threads", TS_OPT_INT, &threads, 0},
-        {"n-best", TS_OPT_INT, &n_best, 1}, {"max-answer-len", TS_OPT_INT, &max_ans, 1},
-        CLI_DEVICE_OPTS,                CLI_LOAD_OPTS, CLI_INFER_DEVICE_OPT,
+    const cli_opt opts[] = {
+        {"model", CLI_LIST, &models, 0, "DIR",
+         "the model directory (tessera finetune's --out); several: an ensemble"},
+        {"text", CLI_LIST, &texts, 0, "TEXT",
+         "the texts to classify (else the lines of --data or stdin)"},
+        {"task", CLI_STR, &task_flag, 0, "classify|qa",
+         "the task expected (an error when the model is another)"},
+        {"data", CLI_STR, &data, 0, "FILE",
+         "read the inputs from FILE instead of stdin"},
+        {"max-answer-len", CLI_INT, &max_ans, 1, "N",
+         "qa: pieces in an answer, at most (default 30)"},
+        {"n-best", CLI_INT, &n_best, 1, "N",
+         "qa: start / end candidates per window (default 20)"},
+        {"batch", CLI_INT, &batch, 1, "N",
+         "sequences per forward pass (default 8)"},
+        {"threads", CLI_INT, &threads, 0, "N",
+         "CPU threads (default: all)"},
+        CLI_DEVICE_OPTS,
+        CLI_LOAD_OPTS,
+        CLI_INFER_DEVICE_OPT,
     };
-    ts_optset os;
+    cli_optset os;
     predictor pr = {0};
     FILE *in = stdin;
     int rc = cli_opts_parse(&os, "predict", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
@@ -254,6 +260,6 @@ done:
     }
     free(pr.m);
 done_opts:
-    ts_options_free(&os);
+    cli_opts_free(&os);
     return rc;
 }

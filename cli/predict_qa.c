@@ -7,28 +7,6 @@
 #include "cli.h"
 #include "qa.h"
 
-/* All of `in` (NAME for errors) into a malloc'd, NUL-terminated *text of *len bytes. 0, or prints
- * the error and returns 1. */
-static int read_all(FILE *in, const char *name, char **text, size_t *len) {
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + n, 1, cap - n - 1, in)) > 0)
-        if ((n += got) + 1 == cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) free(buf);
-            buf = nb;
-        }
-    if (!buf || ferror(in)) {
-        if (buf) fprintf(stderr, "tessera predict: reading %s: %s\n", name, strerror(errno));
-        else fprintf(stderr, "tessera predict: out of memory\n");
-        free(buf);
-        return 1;
-    }
-    buf[n] = 0;
-    *text = buf, *len = n;
-    return 0;
-}
-
 /* Does the name end with ".json"? */
 static int is_squad_file(const char *path) {
     size_t n = strlen(path);
@@ -52,21 +30,20 @@ int cli_predict_qa(const char *model, const ts_bert_config *cfg, const ts_model_
     if (data && is_squad_file(data)) {
         if (!(s = cli_qa_load("predict", "--data", data, tok, &so, 0))) return 2;
     } else {
-        FILE *in = data ? fopen(data, "r") : stdin;
         const char *name = data ? data : "stdin";
-        if (!in) {
-            fprintf(stderr, "tessera predict: --data %s: %s\n", data, strerror(errno));
-            return 2;
-        }
-        char *text = NULL;
         size_t len = 0;
-        int rc = read_all(in, name, &text, &len);
-        if (in != stdin) fclose(in);
-        if (rc) return rc;
+        char *text = cli_read_text(data ? data : "-", &len);
+        if (!text) {
+            int e = errno;
+            if (e == ENOMEM) fprintf(stderr, "tessera predict: out of memory\n");
+            else if (data) fprintf(stderr, "tessera predict: --data %s: %s\n", data, strerror(e));
+            else fprintf(stderr, "tessera predict: reading stdin: %s\n", strerror(e));
+            return e == ENOMEM || !data ? 1 : 2;
+        }
         s = ts_squad_parse_jsonl(name, text, len, tok, &so);
         free(text);
         if (!s) {
-            fprintf(stderr, "tessera predict: %s\n", ts_last_error());
+            fprintf(stderr, "tessera predict: %s\n", cli_error());
             return ts_last_status() == TS_ERR_NOMEM ? 1 : 2;
         }
     }

@@ -22,67 +22,15 @@
 
 static const char *USAGE =
     "usage: tessera pretrain --vocab vocab.txt --corpus FILE... --out DIR [options]\n"
-    "  Pretrains a BERT on text files: one sentence a line, a blank line between documents.\n"
-    "  Model:    --layers 4  --hidden 256  --heads 4  --intermediate 1024  --max-len 128  --dropout 0.1\n"
-    "  Training: --batch 32  --max-steps N (default 1000)  --max-minutes M (stop by time; 0: none)\n"
-    "            --lr 5e-4 (peak; linear warm-up over --warmup 0.05 of the run, then linear decay)\n"
-    "            --optimizer adamw|lamb|sgd (default adamw; lamb: layer-wise trust ratios, as BERT's\n"
-    "            large-batch recipe, biases and LayerNorm weights without weight decay or trust ratio;\n"
-    "            sgd: --momentum M, default 0)\n"
-    "            --weight-decay 0.01 (not on biases and LayerNorm weights)  --max-grad-norm X (clip\n"
-    "            the gradients to global norm X, as BERT's recipe with 1.0; default 0: no clipping)\n"
-    "            --seed 0  --wwm (whole-word masking)  --mask-prob 0.15\n"
-    "            --untie-embeddings (the MLM decoder gets a weight of its own instead of the word\n"
-    "            embeddings', written as tie_word_embeddings false: a short pretraining then leaves\n"
-    "            the input embeddings to the encoder's gradient alone)\n"
-    "            --cased (keep case and accents, for a vocabulary from tessera vocab --cased;\n"
-    "            default uncased; remembered as do_lower_case in config.json)\n"
-    "            --max-predictions P (masked positions per sequence, at most; the MLM head runs on\n"
-    "            those only, as Google's run_pretraining; default ceil(max-len x mask-prob), 20\n"
-    "            for 128; 0: no cap, the head on every position)\n"
-    "            --threads N  --bf16 (bf16 matrix products, f32 master weights)\n"
-    "            --fp16 (fp16 matrix products with dynamic loss scaling, f32 master weights)\n"
-    "            --accumulation N (micro-batches of --batch per optimizer step, default 1: the\n"
-    "            effective batch is batch x N; --max-steps counts optimizer steps)\n"
-    "            --device-iterations K (optimizer steps per call into the compiled program,\n"
-    "            default 1; --max-steps, --save-every, --eval-every, --stop-after: multiples of K)\n"
-    "            --recompute (recompute each layer's forward in the backward: less memory, same result)\n"
-    "  Devices:  --devices DEV  one program on device DEV (e.g. opencl:0; default cpu)\n"
-    "  Pipeline: --devices cpu:0,cpu:1,...  run the model as a pipeline over these devices (the cores\n"
-    "            shared among them; more devices than cores oversubscribe), stages in 1F1B order\n"
-    "            --stages SPEC|auto  which device runs what: \"0:emb,heads 1:0-3 2:4-7 3:8-11\" (device\n"
-    "            index: emb, heads, layers N or A-B; the seed system's layout for 12 layers), or auto\n"
-    "            (default: time each part, then balance the layers over the devices)\n"
-    "            --micro-batches M  micro-batches of --batch per step (a pipeline: default 2 x devices; the\n"
-    "            effective batch is batch x M; the same as --accumulation)\n"
-    "            --deterministic (bit-identical runs for a seed: pins --threads, default all CPUs,\n"
-    "            and refuses --max-minutes)\n"
-    "  Output:   --save-every N (steps; default only at the end)  --eval-every K (default 100)\n"
-    "            --eval-batches N (held-out batches, default 4)\n"
-    "            --profile (print to stdout, at the end, where the training step's time went: the share\n"
-    "            outside kernels, then time per op type, per layer and per shape, see\n"
-    "            ts_program_profile_report; the first step, a warm-up, is left out; not with --devices)\n"
-    "  Resume:   --save-every N also writes a full-state checkpoint DIR/checkpoints/step-NNNNNN\n"
-    "            (parameters, AdamW state, step and dropout seed, the data reader's position),\n"
-    "            atomically; --keep N keeps the newest N (default 3).\n"
-    "            --resume DIR continues from the newest valid checkpoint of an earlier run's --out\n"
-    "            DIR (or from DIR itself when it is one checkpoint; --out defaults to DIR); a\n"
-    "            newer checkpoint that is cut short or corrupt is skipped with a message naming it.\n"
-    "            Give the same options and corpus (--max-steps may change): the result is the same,\n"
-    "            bit for bit, as one uninterrupted run (unless --max-minutes stops or shapes it).\n"
-    "            --stop-after N ends this invocation after step N, with a checkpoint there, keeping\n"
-    "            the schedule of --max-steps (to train in pieces).\n"
-    CLI_REPLICA_USAGE
-    CLI_DEVICE_USAGE
-    "  --config FILE  a JSON object of these options, keys without '--' (flags override it)\n";
+    "  Pretrains a BERT on text files: one sentence a line, a blank line between documents.\n";
 
 typedef struct pt_opts {
     const char *vocab, *out;
-    ts_strlist corpus;
+    cli_strlist corpus;
     int layers, hidden, heads, inter, max_len, batch, max_steps, seed, save_every, eval_every, eval_batches;
     int threads, wwm, bf16, keep, stop_after, recompute, deterministic, untie;
     int fp16, accumulation, device_iterations, max_predictions, cased, profile;
-    const char *resume, *optimizer, *devices, *stages;
+    const char *resume, *optimizer, *devices, *stages, *device;
     int micro_batches;
     double max_minutes, lr, warmup, wd, dropout, mask_prob, max_grad_norm, momentum;
 } pt_opts;
@@ -100,7 +48,7 @@ typedef struct pt_run {
  * the exit code, with the message printed. */
 static int pt_model(const pt_opts *o, pt_run *R) {
     if (!(R->tok = ts_tokenizer_load(o->vocab, !o->cased))) {
-        fprintf(stderr, "tessera pretrain: --vocab %s: %s\n", o->vocab, ts_last_error());
+        fprintf(stderr, "tessera pretrain: --vocab %s: %s\n", o->vocab, cli_error());
         return 2;
     }
     if (ts_token_to_id(R->tok, "[MASK]") < 0) {
@@ -145,7 +93,7 @@ static int pt_model(const pt_opts *o, pt_run *R) {
     }
     if (ts_bert_config_check(cfg) != TS_OK) { /* the flags are the config's fields */
         fprintf(stderr, "tessera pretrain: the model's config (from --vocab, --hidden, --layers, --heads, "
-                        "--intermediate, --max-len): %s\n", ts_last_error());
+                        "--intermediate, --max-len): %s\n", cli_error());
         return 2;
     }
     cli_dev.sizes_from = "--vocab's size, --hidden, --layers, --intermediate, --max-len";
@@ -180,7 +128,7 @@ static int pt_go(const pt_opts *o, pt_run *R) {
     ts_pretrain_shape shape = pt_shape(o, R);
     ts_pretrain_run_opts ro = {
         .struct_size = sizeof ro, .name = "tessera pretrain", .out = ts_write_stdio, .out_ctx = stdout,
-        .tty = isatty(fileno(stdout)), .err = ts_write_stdio, .err_ctx = stderr, .tok = R->tok, .vocab = o->vocab,
+        .tty = isatty(fileno(stdout)), .err = cli_write_err, .err_ctx = stderr, .tok = R->tok, .vocab = o->vocab,
         .cfg = &R->cfg, .train = R->tp, .infer = R->ip, .pipe = R->pipe, .shape = &shape, .corpus = o->corpus.v,
         .ncorpus = o->corpus.n, .out_dir = o->out, .resume = o->resume, .device_iterations = o->device_iterations,
         .eval_every = o->eval_every, .eval_batches = o->eval_batches, .save_every = o->save_every, .keep = o->keep,
@@ -199,81 +147,150 @@ static int run(const pt_opts *o) {
     return rc;
 }
 
+/* The options of this run (one command per process) and their table. */
+static pt_opts pt;
+static const cli_opt OPTS[] = {
+    {"vocab", CLI_STR, &pt.vocab, 0, "FILE", "the WordPiece vocabulary (tessera vocab's --out)"},
+    {"corpus", CLI_LIST, &pt.corpus, 0, "FILE", "text files: one sentence a line, a blank line between documents"},
+    {"out", CLI_STR, &pt.out, 0, "DIR", "the model directory to write"},
+    {NULL, CLI_TEXT, NULL, 0, NULL, "  Model:\n"},
+    {"layers", CLI_INT, &pt.layers, 1, "N", "encoder layers (default 4)"},
+    {"hidden", CLI_INT, &pt.hidden, 1, "N", "hidden size (default 256)"},
+    {"heads", CLI_INT, &pt.heads, 1, "N", "attention heads (default 4)"},
+    {"intermediate", CLI_INT, &pt.inter, 1, "N", "feed-forward size (default 1024)"},
+    {"max-len", CLI_INT, &pt.max_len, 8, "N", "tokens per sequence (default 128)"},
+    {"dropout", CLI_FLOAT, &pt.dropout, 0, "P", "dropout probability (default 0.1)"},
+    {"untie-embeddings", CLI_FLAG, &pt.untie, 0, NULL,
+     "the MLM decoder gets a weight of its own instead of the word\n"
+     "embeddings', written as tie_word_embeddings false: a short pretraining then\n"
+     "leaves the input embeddings to the encoder's gradient alone"},
+    {"cased", CLI_FLAG, &pt.cased, 0, NULL,
+     "keep case and accents, for a vocabulary from tessera vocab --cased\n"
+     "(default uncased; remembered as do_lower_case in config.json)"},
+    {NULL, CLI_TEXT, NULL, 0, NULL, "  Training:\n"},
+    {"batch", CLI_INT, &pt.batch, 1, "N", "sequences per micro-batch (default 32)"},
+    {"max-steps", CLI_INT, &pt.max_steps, 1, "N", "optimizer steps (default 1000)"},
+    {"max-minutes", CLI_FLOAT, &pt.max_minutes, 0, "M", "stop by time (0: no limit)"},
+    {"lr", CLI_FLOAT, &pt.lr, 0, "X", "peak learning rate (default 5e-4; linear warm-up, then linear decay)"},
+    {"warmup", CLI_FLOAT, &pt.warmup, 0, "F", "fraction of the run spent warming up (default 0.05)"},
+    {"optimizer", CLI_STR, &pt.optimizer, 0, "adamw|lamb|sgd",
+     "default adamw; lamb: layer-wise trust ratios, as BERT's large-batch\n"
+     "recipe, biases and LayerNorm weights without weight decay or trust ratio"},
+    {"momentum", CLI_FLOAT, &pt.momentum, 0, "M", "sgd's momentum (default 0)"},
+    {"weight-decay", CLI_FLOAT, &pt.wd, 0, "X", "decoupled weight decay (default 0.01; not on biases and LayerNorm)"},
+    {"max-grad-norm", CLI_FLOAT, &pt.max_grad_norm, 0, "X",
+     "clip the gradients to global norm X, as BERT's recipe with 1.0\n"
+     "(default 0: no clipping)"},
+    {"seed", CLI_INT, &pt.seed, 0, "N", "initialisation, masking and dropout (default 0)"},
+    {"wwm", CLI_FLAG, &pt.wwm, 0, NULL, "whole-word masking"},
+    {"mask-prob", CLI_FLOAT, &pt.mask_prob, 0, "P", "the share of positions masked (default 0.15)"},
+    {"max-predictions", CLI_INT, &pt.max_predictions, 0, "P",
+     "masked positions per sequence, at most; the MLM head runs on those\n"
+     "only, as Google's run_pretraining (default ceil(max-len x mask-prob),\n"
+     "20 for 128; 0: no cap, the head on every position)"},
+    {"threads", CLI_INT, &pt.threads, 0, "N", "CPU threads (default: all)"},
+    {"bf16", CLI_FLAG, &pt.bf16, 0, NULL, "bf16 matrix products, f32 master weights"},
+    {"fp16", CLI_FLAG, &pt.fp16, 0, NULL, "fp16 matrix products with dynamic loss scaling, f32 master weights"},
+    {"accumulation", CLI_INT, &pt.accumulation, 1, "N",
+     "micro-batches of --batch per optimizer step (default 1: the effective\n"
+     "batch is batch x N; --max-steps counts optimizer steps)"},
+    {"device-iterations", CLI_INT, &pt.device_iterations, 1, "K",
+     "optimizer steps per call into the compiled program (default 1;\n"
+     "--max-steps, --save-every, --eval-every, --stop-after: multiples of K)"},
+    {"recompute", CLI_FLAG, &pt.recompute, 0, NULL,
+     "recompute each layer's forward in the backward: less memory, same result"},
+    {"deterministic", CLI_FLAG, &pt.deterministic, 0, NULL,
+     "bit-identical runs for a seed: pins --threads (default all CPUs) and\n"
+     "refuses --max-minutes"},
+    {NULL, CLI_TEXT, NULL, 0, NULL, "  Devices and pipelines:\n"},
+    {"device", CLI_STR, &pt.device, 0, "DEV", "one program on device DEV (e.g. opencl:0; default cpu)"},
+    {"devices", CLI_STR, &pt.devices, 0, "LIST",
+     "cpu:0,cpu:1,...: run the model as a pipeline over these devices (the\n"
+     "cores shared among them; more devices than cores oversubscribe), stages\n"
+     "in 1F1B order (one device: as --device)"},
+    {"stages", CLI_STR, &pt.stages, 0, "SPEC|auto",
+     "which device runs what: \"0:emb,heads 1:0-3 2:4-7 3:8-11\" (device\n"
+     "index: emb, heads, layers N or A-B; the seed system's layout for 12\n"
+     "layers), or auto (default: time each part, then balance the layers)"},
+    {"micro-batches", CLI_INT, &pt.micro_batches, 1, "M",
+     "micro-batches of --batch per step (a pipeline: default 2 x devices;\n"
+     "the effective batch is batch x M; the same as --accumulation)"},
+    {NULL, CLI_TEXT, NULL, 0, NULL, "  Output:\n"},
+    {"save-every", CLI_INT, &pt.save_every, 0, "N",
+     "write --out every N steps (default: only at the end), and a full-state\n"
+     "checkpoint DIR/checkpoints/step-NNNNNN (parameters, AdamW state, step and\n"
+     "dropout seed, the data reader's position), atomically"},
+    {"keep", CLI_INT, &pt.keep, 1, "N", "checkpoints kept, the newest (default 3)"},
+    {"eval-every", CLI_INT, &pt.eval_every, 1, "K", "score the held-out batches every K steps (default 100)"},
+    {"eval-batches", CLI_INT, &pt.eval_batches, 0, "N", "held-out batches (default 4)"},
+    CLI_PROFILE_OPT(&pt.profile),
+    {NULL, CLI_TEXT, NULL, 0, NULL, "  Resume:\n"},
+    {"resume", CLI_STR, &pt.resume, 0, "DIR",
+     "continue from the newest valid checkpoint of an earlier run's --out DIR\n"
+     "(or from DIR itself when it is one checkpoint; --out defaults to DIR); a\n"
+     "newer checkpoint cut short or corrupt is skipped with a message naming it.\n"
+     "Give the same options and corpus (--max-steps may change): the result is\n"
+     "the same, bit for bit, as one uninterrupted run (unless --max-minutes\n"
+     "stops or shapes it)"},
+    {"stop-after", CLI_INT, &pt.stop_after, 1, "N",
+     "end this invocation after step N, with a checkpoint there, keeping the\n"
+     "schedule of --max-steps (to train in pieces)"},
+    CLI_REPLICA_OPTS,
+    CLI_DEVICE_OPTS,
+};
+
 int cli_pretrain(int argc, char **argv) {
-    pt_opts o = {.layers = 4, .hidden = 256, .heads = 4, .inter = 1024, .max_len = 128, .batch = 32,
+    pt = (pt_opts){.layers = 4, .hidden = 256, .heads = 4, .inter = 1024, .max_len = 128, .batch = 32,
                  .max_steps = 1000, .eval_every = 100, .eval_batches = 4, .lr = 5e-4, .warmup = 0.05, .wd = 0.01,
                  .dropout = 0.1, .mask_prob = 0.15, .keep = 3, .accumulation = 1, .device_iterations = 1,
                  .max_predictions = -1, .optimizer = "adamw"};
-    const ts_opt opts[] = {
-        {"vocab", TS_OPT_STR, &o.vocab, 0},           {"corpus", TS_OPT_LIST, &o.corpus, 0},
-        {"out", TS_OPT_STR, &o.out, 0},               {"layers", TS_OPT_INT, &o.layers, 1},
-        {"hidden", TS_OPT_INT, &o.hidden, 1},         {"heads", TS_OPT_INT, &o.heads, 1},
-        {"intermediate", TS_OPT_INT, &o.inter, 1},    {"max-len", TS_OPT_INT, &o.max_len, 8},
-        {"batch", TS_OPT_INT, &o.batch, 1},           {"max-steps", TS_OPT_INT, &o.max_steps, 1},
-        {"max-minutes", TS_OPT_FLOAT, &o.max_minutes, 0}, {"lr", TS_OPT_FLOAT, &o.lr, 0},
-        {"warmup", TS_OPT_FLOAT, &o.warmup, 0},       {"weight-decay", TS_OPT_FLOAT, &o.wd, 0},
-        {"max-grad-norm", TS_OPT_FLOAT, &o.max_grad_norm, 0},
-        {"dropout", TS_OPT_FLOAT, &o.dropout, 0},     {"mask-prob", TS_OPT_FLOAT, &o.mask_prob, 0},
-        {"seed", TS_OPT_INT, &o.seed, 0},             {"save-every", TS_OPT_INT, &o.save_every, 0},
-        {"eval-every", TS_OPT_INT, &o.eval_every, 1}, {"eval-batches", TS_OPT_INT, &o.eval_batches, 0},
-        {"threads", TS_OPT_INT, &o.threads, 0},       {"wwm", TS_OPT_FLAG, &o.wwm, 0}, {"untie-embeddings", TS_OPT_FLAG, &o.untie, 0},
-        {"cased", TS_OPT_FLAG, &o.cased, 0},
-        {"bf16", TS_OPT_FLAG, &o.bf16, 0},            {"keep", TS_OPT_INT, &o.keep, 1},
-        {"resume", TS_OPT_STR, &o.resume, 0},         {"stop-after", TS_OPT_INT, &o.stop_after, 1},
-        {"recompute", TS_OPT_FLAG, &o.recompute, 0},  {"deterministic", TS_OPT_FLAG, &o.deterministic, 0},
-        {"fp16", TS_OPT_FLAG, &o.fp16, 0},            {"accumulation", TS_OPT_INT, &o.accumulation, 1},
-        {"device-iterations", TS_OPT_INT, &o.device_iterations, 1},
-        {"max-predictions", TS_OPT_INT, &o.max_predictions, 0},
-        {"optimizer", TS_OPT_STR, &o.optimizer, 0}, {"momentum", TS_OPT_FLOAT, &o.momentum, 0},
-        {"devices", TS_OPT_STR, &o.devices, 0},     {"stages", TS_OPT_STR, &o.stages, 0},
-        {"micro-batches", TS_OPT_INT, &o.micro_batches, 1}, {"profile", TS_OPT_FLAG, &o.profile, 0},
-        CLI_DEVICE_OPTS,                          CLI_REPLICA_OPTS,
-    };
-    ts_optset os;
-    int rc = cli_opts_parse(&os, "pretrain", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    cli_optset os;
+    int rc = cli_opts_parse(&os, "pretrain", USAGE, OPTS, (int)(sizeof OPTS / sizeof *OPTS), argc, argv);
     if (rc == 1) {
         char probe[4300];
-        if (o.max_predictions < 0) /* Google's max_predictions_per_seq: 20 for 128 tokens at 15% */
-            o.max_predictions = (int)ceil(o.max_len * o.mask_prob);
-        if (o.resume) snprintf(probe, sizeof probe, "%s/trainer.json", o.resume);
-        if (!o.out && o.resume && access(probe, F_OK) != 0)
-            o.out = o.resume; /* an earlier run's directory: continue in it */
-        const char *missing = !o.vocab ? "--vocab FILE" : !o.corpus.n ? "--corpus FILE..." : !o.out ? "--out DIR" : NULL;
+        if (pt.max_predictions < 0) /* Google's max_predictions_per_seq: 20 for 128 tokens at 15% */
+            pt.max_predictions = (int)ceil(pt.max_len * pt.mask_prob);
+        if (!pt.out && pt.resume && cli_path_join(probe, sizeof probe, pt.resume, "trainer.json") &&
+            access(probe, F_OK) != 0)
+            pt.out = pt.resume; /* an earlier run's directory: continue in it */
+        const char *missing = !pt.vocab ? "--vocab FILE" : !pt.corpus.n ? "--corpus FILE..." : !pt.out ? "--out DIR" : NULL;
         rc = 2;
         if (missing)
             fprintf(stderr, "tessera pretrain: %s is required\n(tessera pretrain --help shows the usage)\n", missing);
-        else if (o.warmup > 1 || o.dropout >= 1 || o.mask_prob <= 0 || o.mask_prob >= 1)
+        else if (cli_pipe_device("pretrain", pt.device, &pt.devices))
+            ;
+        else if (pt.warmup > 1 || pt.dropout >= 1 || pt.mask_prob <= 0 || pt.mask_prob >= 1)
             fprintf(stderr, "tessera pretrain: --warmup must be at most 1, --dropout below 1, --mask-prob in (0, 1)\n");
-        else if (o.max_predictions > o.max_len)
-            fprintf(stderr, "tessera pretrain: --max-predictions %d is more than --max-len %d\n", o.max_predictions,
-                    o.max_len);
-        else if (o.bf16 && o.fp16)
+        else if (pt.max_predictions > pt.max_len)
+            fprintf(stderr, "tessera pretrain: --max-predictions %d is more than --max-len %d\n", pt.max_predictions,
+                    pt.max_len);
+        else if (pt.bf16 && pt.fp16)
             fprintf(stderr, "tessera pretrain: --bf16 and --fp16 exclude each other\n");
-        else if (o.profile && o.devices && !cli_pipe_one_device(o.devices, o.stages))
+        else if (pt.profile && pt.devices && !cli_pipe_one_device(pt.devices, pt.stages))
             fprintf(stderr, "tessera pretrain: --profile is not supported with --devices (a pipelined program is not "
                             "profiled); profile the step on one device, without --devices\n");
-        else if (cli_pipe_micro("pretrain", o.devices, o.stages, o.micro_batches, &o.accumulation, o.fp16))
+        else if (cli_pipe_micro("pretrain", pt.devices, pt.stages, pt.micro_batches, &pt.accumulation, pt.fp16))
             ;
-        else if (cli_optimizer_parse("pretrain", o.optimizer) < 0)
+        else if (cli_optimizer_parse("pretrain", pt.optimizer) < 0)
             ;
-        else if (o.momentum >= 1 || (o.momentum > 0 && strcmp(o.optimizer, "sgd")))
+        else if (pt.momentum >= 1 || (pt.momentum > 0 && strcmp(pt.optimizer, "sgd")))
             fprintf(stderr, "tessera pretrain: --momentum %g: SGD's momentum, below 1 (with --optimizer sgd)\n",
-                    o.momentum);
-        else if (o.device_iterations > 64 || o.accumulation > 4096)
+                    pt.momentum);
+        else if (pt.device_iterations > 64 || pt.accumulation > 4096)
             fprintf(stderr, "tessera pretrain: --device-iterations %d is above 64 or --accumulation %d above 4096\n",
-                    o.device_iterations, o.accumulation);
-        else if (o.device_iterations > 1 &&
-                 (o.max_steps % o.device_iterations || o.save_every % o.device_iterations ||
-                  o.eval_every % o.device_iterations || o.stop_after % o.device_iterations))
+                    pt.device_iterations, pt.accumulation);
+        else if (pt.device_iterations > 1 &&
+                 (pt.max_steps % pt.device_iterations || pt.save_every % pt.device_iterations ||
+                  pt.eval_every % pt.device_iterations || pt.stop_after % pt.device_iterations))
             fprintf(stderr, "tessera pretrain: --max-steps %d, --save-every %d, --eval-every %d and --stop-after %d must "
                             "be multiples of --device-iterations %d (each call into the program runs that many steps)\n",
-                    o.max_steps, o.save_every, o.eval_every, o.stop_after, o.device_iterations);
-        else if (cli_replicas_setup("pretrain", &o.threads))
+                    pt.max_steps, pt.save_every, pt.eval_every, pt.stop_after, pt.device_iterations);
+        else if (cli_replicas_setup("pretrain", &pt.threads))
             ;
-        else if (!o.deterministic || !(rc = cli_deterministic_setup("pretrain", &o.threads, o.max_minutes)))
-            rc = run(&o);
+        else if (!pt.deterministic || !(rc = cli_deterministic_setup("pretrain", &pt.threads, pt.max_minutes)))
+            rc = run(&pt);
         cli_out_finish("pretrain", rc);
     }
-    ts_options_free(&os);
+    cli_opts_free(&os);
     return rc;
 }

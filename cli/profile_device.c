@@ -4,6 +4,7 @@
  * `tessera plan`, or list the profiles known (--list), or print one (--show NAME|FILE).
  */
 #include "cli.h"
+#include "options.h"
 #include "tessera.h"
 
 static const char USAGE[] =
@@ -14,10 +15,7 @@ static const char USAGE[] =
     "  of BERT's shapes in each dtype it runs (f32, bf16, f16), memory bandwidth, host <-> device copies and\n"
     "  the time of a node, in about S seconds (default 10). Writes the profile to the cache that\n"
     "  `tessera plan` reads ($XDG_CACHE_HOME/tessera/profiles, else ~/.cache/tessera/profiles), or to FILE\n"
-    "  with --out, and prints it.\n"
-    "  --list        the profiles found: $TESSERA_PROFILE_PATH, the cache, the installed ones (ipu-mk2,\n"
-    "                ipu-bow, h200), with where each was found\n"
-    "  --show NAME   print the profile NAME (or the file FILE.json / a path) and the source of each figure\n";
+    "  with --out, and prints it.\n";
 
 /* "62.5 T" + unit: value with an SI prefix into buf. */
 static const char *si(double v, const char *unit, char *buf, size_t cap) {
@@ -79,6 +77,7 @@ static int measure(const char *device, double seconds, const char *out) {
     fprintf(stderr, "tessera profile-device: measuring %s for about %g s...\n", device, seconds > 0 ? seconds : 10);
     ts_device_profile *p = calloc(1, sizeof *p);
     if (!p) return 1;
+    p->struct_size = sizeof *p;
     int rc = 0;
     ts_status s = ts_device_profile_measure(device, seconds, p);
     if (s) rc = cli_fail("profile-device", "", s == TS_ERR_NOT_FOUND || s == TS_ERR_ARG ? 2 : 1); /* an unknown device: 2 */
@@ -92,41 +91,45 @@ static int measure(const char *device, double seconds, const char *out) {
 }
 
 int cli_profile_device(int argc, char **argv) {
-    const char *device = NULL, *out = NULL, *show = NULL, *v;
-    double seconds = 0;
-    int list = 0, bad = 0;
-    for (int i = 1; i < argc && !bad; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return fputs(USAGE, stdout), 0;
-        if (!strcmp(argv[i], "--list")) list = 1;
-        else if ((v = cli_value(argc, argv, &i, "--device", "profile-device", &bad))) device = v;
-        else if ((v = cli_value(argc, argv, &i, "--out", "profile-device", &bad))) out = v;
-        else if ((v = cli_value(argc, argv, &i, "--show", "profile-device", &bad))) show = v;
-        else if ((v = cli_value(argc, argv, &i, "--seconds", "profile-device", &bad))) {
-            char *end;
-            errno = 0;
-            seconds = strtod(v, &end);
-            if (errno || end == v || *end || !(seconds > 0) || seconds > 3600) {
-                fprintf(stderr, "tessera profile-device: --seconds wants a number of seconds in (0, 3600], not '%s'\n", v);
-                return 2;
-            }
-        } else if (!bad) {
-            fprintf(stderr, "tessera profile-device: unknown argument '%s'\n%s", argv[i], USAGE);
-            return 2;
-        }
+    const char *device = NULL, *out = NULL, *show = NULL;
+    double seconds = -1; /* -1: not given */
+    int list = 0;
+    const cli_opt opts[] = {
+        {"device", CLI_STR, &device, 0, "DEV", "the device to measure (default cpu; e.g. opencl:0)", NULL},
+        {"seconds", CLI_FLOAT, &seconds, 0, "S",
+         "about how long the measurement takes (default 10, at most 3600)", NULL},
+        {"out", CLI_STR, &out, 0, "FILE", "write the profile to FILE instead of the cache", NULL},
+        {"list", CLI_FLAG, &list, 0, NULL,
+         "the profiles found: $TESSERA_PROFILE_PATH, the cache, the installed ones\n"
+         "(ipu-mk2, ipu-bow, h200), with where each was found", NULL},
+        {"show", CLI_STR, &show, 0, "NAME",
+         "print the profile NAME (or the file FILE.json / a path) and the source of\n"
+         "each figure", NULL},
+    };
+    cli_optset os;
+    int rc = cli_opts_parse(&os, "profile-device", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    if (rc != 1) goto done;
+    rc = 2;
+    if (seconds != -1 && !(seconds > 0 && seconds <= 3600)) {
+        fprintf(stderr, "tessera profile-device: --seconds wants a number of seconds in (0, 3600], not '%g'\n"
+                        "(tessera profile-device --help shows the usage)\n", seconds);
+        goto done;
     }
-    if (bad) return 2;
     int measuring = device || out || seconds > 0;
     if (list + !!show + measuring > 1) {
-        fprintf(stderr, "tessera profile-device: --list, --show and measuring (--device, --seconds, --out) go one at a time\n");
-        return 2;
+        fprintf(stderr, "tessera profile-device: --list, --show and measuring (--device, --seconds, --out) go one at a "
+                        "time\n(tessera profile-device --help shows the usage)\n");
+        goto done;
     }
-    if (list) return ts_device_profile_list(ts_write_stdio, stdout) ? cli_fail("profile-device", "", 1) : 0;
-    if (show) {
+    if (list) rc = ts_device_profile_list(ts_write_stdio, stdout) ? cli_fail("profile-device", "", 1) : 0;
+    else if (show) {
         ts_device_profile *p = calloc(1, sizeof *p);
-        if (!p) return 1;
-        int rc = ts_device_profile_load(show, p) ? cli_fail("profile-device", "", 2) : (print_profile(p), 0);
+        if (p) p->struct_size = sizeof *p;
+        rc = !p ? 1 : ts_device_profile_load(show, p) ? cli_fail("profile-device", "", 2) : (print_profile(p), 0);
         free(p);
-        return rc;
-    }
-    return measure(device ? device : "cpu", seconds, out);
+    } else
+        rc = measure(device ? device : "cpu", seconds > 0 ? seconds : 0, out);
+done:
+    cli_opts_free(&os);
+    return rc;
 }

@@ -13,15 +13,25 @@
 #include "cli.h"
 
 char *cli_read_text(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
     if (!f) return NULL;
-    char *buf = NULL;
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
-        if (fread(buf, 1, (size_t)n, f) != (size_t)n) free(buf), buf = NULL;
-        else buf[n] = 0, *len = (size_t)n;
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = malloc(cap + 1);
+    int e = 0;
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) /* to the end: a pipe has no size */
+        if ((n += got) == cap) {
+            char *nb = cap <= SIZE_MAX / 4 ? realloc(buf, cap * 2 + 1) : NULL;
+            if (!nb) free(buf), e = ENOMEM;
+            buf = nb, cap *= 2;
+        }
+    if (buf && ferror(f)) e = errno ? errno : EIO, free(buf), buf = NULL;
+    if (f != stdin) fclose(f);
+    if (!buf) {
+        errno = e ? e : ENOMEM;
+        return NULL;
     }
-    fclose(f);
+    buf[n] = 0;
+    if (len) *len = n;
     return buf;
 }
 
@@ -35,7 +45,7 @@ int cli_model_quantized(const char *dir) {
 
 int cli_model_quant_load(const char *cmd, const char *dir, ts_quant_record *q) {
     if (ts_quant_record_load(dir, q) == TS_OK) return 0;
-    fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
+    fprintf(stderr, "tessera %s: %s\n", cmd, cli_error());
     return 2;
 }
 

@@ -24,22 +24,7 @@ static const char *USAGE =
     "usage: tessera quantize --model DIR (--dynamic | --calib DATA) --out DIR_INT8 [options]\n"
     "  Writes DIR_INT8: DIR's files, its config.json recording int8 quantization (weights int8 per\n"
     "  output channel; activations int8 per tensor). tessera run, eval and predict run such a\n"
-    "  directory's matmuls in int8.\n"
-    "  --dynamic            dynamic quantization: the activations' scale taken on every run\n"
-    "  --calib DATA         static quantization: the activations' scales calibrated on DATA, run\n"
-    "                       through the float model (a classifier: a labelled .tsv / .csv / .jsonl\n"
-    "                       as tessera eval takes; a QA model: a SQuAD .json or questions .jsonl)\n"
-    "  --samples N          calibration rows (QA: windows), a seeded shuffle of DATA's (default 256)\n"
-    "  --method M           minmax (max |a|), percentile (99.99th of |a|) or entropy (TensorRT's KL\n"
-    "                       threshold) (default percentile)\n"
-    "  --eval DATA          score the float and the int8 model on DATA (a classifier: a labelled file,\n"
-    "                       as tessera eval: accuracy of each, and the max and mean absolute difference\n"
-    "                       of their class probabilities; a QA model: a SQuAD file, EM and F1)\n"
-    "  --max-drop P         with --eval: refuse to write DIR_INT8 when int8 loses more than P points\n"
-    "                       of accuracy (QA: of F1)\n"
-    "  --text-column NAME, --label-column NAME   DATA's columns (default text, label)\n"
-    "  --batch N            sequences per forward pass (default 32)\n"
-    "  --threads N          CPU threads (default: all)\n";
+    "  directory's matmuls in int8.\n";
 
 /* Copy file src to dst (config.json: with record, the "quantization" key, added last). 0 or the
  * exit code. */
@@ -70,15 +55,18 @@ static int copy_file(const char *src, const char *dst, const char *record) {
 
 /* Every regular file of o->model into o->out, config.json with record. 0 or the exit code. */
 static int copy_dir(const q_opts *o, const char *record) {
-    if (ts_make_dirs(o->out) != TS_OK) return fprintf(stderr, "tessera quantize: --out: %s\n", ts_last_error()), 1;
+    if (ts_make_dirs(o->out) != TS_OK) return fprintf(stderr, "tessera quantize: --out: %s\n", cli_error()), 1;
     DIR *d = opendir(o->model);
     if (!d) return fprintf(stderr, "tessera quantize: --model %s: %s\n", o->model, strerror(errno)), 2;
     int rc = 0;
     for (struct dirent *e; !rc && (e = readdir(d));) {
         char src[4200], dst[4200];
         struct stat st;
-        snprintf(src, sizeof src, "%s/%s", o->model, e->d_name);
-        snprintf(dst, sizeof dst, "%s/%s", o->out, e->d_name);
+        if (!cli_path_join(src, sizeof src, o->model, e->d_name) || !cli_path_join(dst, sizeof dst, o->out, e->d_name)) {
+            fprintf(stderr, "tessera quantize: %s\n", cli_error());
+            rc = 2;
+            break;
+        }
         if (stat(src, &st) != 0 || !S_ISREG(st.st_mode)) continue;
         rc = copy_file(src, dst, !strcmp(e->d_name, "config.json") ? record : NULL);
     }
@@ -96,7 +84,7 @@ static double score(const q_opts *o, const ts_quant_record *q, const ts_bert_con
     cli_dev.quantize = 0, cli_dev.quant_scales = NULL, cli_dev.nquant_scales = 0;
     double acc = NAN;
     if (p && ts_classify_add_probs(p, tok, d, o->batch, meta->max_len, probs) != TS_OK)
-        fprintf(stderr, "tessera quantize: %s on %s: %s\n", o->model, o->eval, ts_last_error());
+        fprintf(stderr, "tessera quantize: %s on %s: %s\n", o->model, o->eval, cli_error());
     else if (p) {
         int64_t total, right = ts_classify_count_right(d, probs, &total);
         acc = total ? 100.0 * (double)right / (double)total : NAN;
@@ -223,17 +211,37 @@ static int quantize(q_opts *o) {
 
 int cli_quantize(int argc, char **argv) {
     q_opts o = {.batch = 32, .max_drop = -1, .samples = -1}; /* -1: not given */
-    const ts_opt opts[] = {
-        {"model", TS_OPT_STR, &o.model, 0},          {"out", TS_OPT_STR, &o.out, 0},
-        {"dynamic", TS_OPT_FLAG, &o.dynamic, 0},     {"calib", TS_OPT_STR, &o.calib, 0},
-        {"samples", TS_OPT_INT, &o.samples, 0},      {"method", TS_OPT_STR, &o.method, 0},
-        {"eval", TS_OPT_STR, &o.eval, 0},            {"max-drop", TS_OPT_FLOAT, &o.max_drop, 0},
-        {"text-column", TS_OPT_STR, &o.text_col, 0}, {"label-column", TS_OPT_STR, &o.label_col, 0},
-        {"batch", TS_OPT_INT, &o.batch, 1},          {"threads", TS_OPT_INT, &o.threads, 0},
+    const cli_opt opts[] = {
+        {"model", CLI_STR, &o.model, 0, "DIR", "the float model directory (tessera finetune's --out)"},
+        {"out", CLI_STR, &o.out, 0, "DIR_INT8", "the quantized model directory to write"},
+        {"dynamic", CLI_FLAG, &o.dynamic, 0, NULL,
+         "dynamic quantization: the activations' scale taken on every run"},
+        {"calib", CLI_STR, &o.calib, 0, "DATA",
+         "static quantization: the activations' scales calibrated on DATA, run\n"
+         "through the float model (a classifier: a labelled .tsv / .csv / .jsonl\n"
+         "as tessera eval takes; a QA model: a SQuAD .json or questions .jsonl)"},
+        {"samples", CLI_INT, &o.samples, 0, "N",
+         "calibration rows (QA: windows), a seeded shuffle of DATA's (default 256)"},
+        {"method", CLI_STR, &o.method, 0, "M",
+         "minmax (max |a|), percentile (99.99th of |a|) or entropy (TensorRT's KL\n"
+         "threshold) (default percentile)"},
+        {"eval", CLI_STR, &o.eval, 0, "DATA",
+         "score the float and the int8 model on DATA (a classifier: a labelled file,\n"
+         "as tessera eval: accuracy of each, and the max and mean absolute difference\n"
+         "of their class probabilities; a QA model: a SQuAD file, EM and F1)"},
+        {"max-drop", CLI_FLOAT, &o.max_drop, 0, "P",
+         "with --eval: refuse to write DIR_INT8 when int8 loses more than P points\n"
+         "of accuracy (QA: of F1)"},
+        {"text-column", CLI_STR, &o.text_col, 0, "NAME", "DATA's text column (default text)"},
+        {"label-column", CLI_STR, &o.label_col, 0, "NAME", "DATA's label column (default label)"},
+        {"batch", CLI_INT, &o.batch, 1, "N",
+         "sequences per forward pass (default 32)"},
+        {"threads", CLI_INT, &o.threads, 0, "N",
+         "CPU threads (default: all)"},
     };
-    ts_optset os;
+    cli_optset os;
     int rc = cli_opts_parse(&os, "quantize", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc == 1 && !(rc = check_opts(&o))) rc = quantize(&o);
-    ts_options_free(&os);
+    cli_opts_free(&os);
     return rc;
 }

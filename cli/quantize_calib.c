@@ -46,7 +46,7 @@ static ts_squad *load_qa(const char *flag, const char *path, const ts_tokenizer 
     }
     ts_squad *s = ts_squad_parse_jsonl(path, text, n, tok, &so);
     free(text);
-    if (!s) fprintf(stderr, "tessera quantize: %s %s (questions for a QA model): %s\n", flag, path, ts_last_error());
+    if (!s) fprintf(stderr, "tessera quantize: %s %s (questions for a QA model): %s\n", flag, path, cli_error());
     return s;
 }
 
@@ -60,7 +60,7 @@ static int load_data(const q_opts *o, const ts_tokenizer *tok, const ts_model_me
                            .nlabels = meta->nlabels};
         if (!(cd->d = ts_text_dataset_load(o->calib, &to))) {
             fprintf(stderr, "tessera quantize: --calib (texts for a classifier, with columns %s and %s): %s\n",
-                    o->text_col ? o->text_col : "text", o->label_col ? o->label_col : "label", ts_last_error());
+                    o->text_col ? o->text_col : "text", o->label_col ? o->label_col : "label", cli_error());
             return 2;
         }
         cd->n = ts_text_dataset_size(cd->d);
@@ -88,16 +88,17 @@ static ts_calib *make_calib(const q_opts *o, const ts_bert_config *cfg, int seq,
                          method);
     }
     ts_graph_free(g);
-    if (!c) return fprintf(stderr, "tessera quantize: %s: %s\n", o->model, ts_last_error()), NULL;
+    if (!c) return fprintf(stderr, "tessera quantize: %s: %s\n", o->model, cli_error()), NULL;
     char path[4200];
-    snprintf(path, sizeof path, "%s/model.safetensors", o->model);
-    if (ts_calib_num_weights(c) == 0) {
+    if (!cli_path_join(path, sizeof path, o->model, "model.safetensors")) {
+        fprintf(stderr, "tessera quantize: --model: %s\n", cli_error());
+    } else if (ts_calib_num_weights(c) == 0) {
         fprintf(stderr, "tessera quantize: %s has no quantizable op (no f32 matmul by a 2-D weight): nothing to "
                         "calibrate, no int8 copy written\n", o->model);
     } else if (ts_program_load(ts_calib_program(c), path, cli_load_flags(1), NULL) == TS_OK) {
         return c;
     } else {
-        fprintf(stderr, "tessera quantize: %s\n", ts_last_error());
+        fprintf(stderr, "tessera quantize: %s\n", cli_error());
     }
     ts_calib_free(c);
     return NULL;
@@ -131,7 +132,7 @@ static int take_scales(ts_calib *c, ts_quant_record *out) {
     const ts_quant_scale *sc;
     int n = ts_calib_scales(c, &sc);
     if (n <= 0) {
-        fprintf(stderr, "tessera quantize: %s\n", n < 0 ? ts_last_error() : "every calibrated activation was zero");
+        fprintf(stderr, "tessera quantize: %s\n", n < 0 ? cli_error() : "every calibrated activation was zero");
         return 1;
     }
     out->mode = TS_QUANT_STATIC;
@@ -157,7 +158,7 @@ int cli_quantize_calibrate(const q_opts *o, int method, ts_quant_record *out) {
     int64_t samples = cd.n < o->samples ? cd.n : o->samples;
     double t0 = ts_seconds();
     if (!rc && observe_all(o, c, tok, meta.max_len, &cd, samples) != TS_OK)
-        rc = 1, fprintf(stderr, "tessera quantize: calibrating on %s: %s\n", o->calib, ts_last_error());
+        rc = 1, fprintf(stderr, "tessera quantize: calibrating on %s: %s\n", o->calib, cli_error());
     if (!rc) rc = take_scales(c, out);
     if (!rc)
         printf("tessera quantize: calibrated on %lld %s of %s (%s): %d activation scales, %.1f s\n", (long long)samples,

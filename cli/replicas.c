@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cli.h"
 #include "train_common.h"
 
 cli_replicas cli_rep = {.size = 1};
@@ -13,7 +14,7 @@ cli_replicas cli_rep = {.size = 1};
 int cli_replicas_setup(const char *cmd, int *threads) {
     cli_rep.comm = ts_comm_world();
     if (!cli_rep.comm) {
-        fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
+        fprintf(stderr, "tessera %s: %s\n", cmd, cli_error());
         return 2;
     }
     cli_rep.rank = ts_comm_rank(cli_rep.comm);

@@ -28,7 +28,7 @@ int cli_run_onnx(const char *model, const char *inputs, const char *outputs, con
         goto done;
     }
     if (!st) {
-        fprintf(stderr, "tessera run: --inputs: %s\n", ts_last_error());
+        fprintf(stderr, "tessera run: --inputs: %s\n", cli_error());
         goto done;
     }
     for (int i = 0; i < nin; i++) {
@@ -45,13 +45,13 @@ int cli_run_onnx(const char *model, const char *inputs, const char *outputs, con
             goto done;
         }
         if (g != TS_OK) {
-            fprintf(stderr, "tessera run: %s\n", ts_last_error());
+            fprintf(stderr, "tessera run: %s\n", cli_error());
             goto done;
         }
         ts_tensor *c = ts_tensor_convert_exact(t, want);
         if (c != t) ts_tensor_free(t);
         if (!c) {
-            fprintf(stderr, "tessera run: %s: tensor \"%s\" %s\n", inputs, name, ts_last_error());
+            fprintf(stderr, "tessera run: %s: tensor \"%s\" %s\n", inputs, name, cli_error());
             goto done;
         }
         in[i] = c;
@@ -63,14 +63,14 @@ int cli_run_onnx(const char *model, const char *inputs, const char *outputs, con
                                                   .memory_limit = (size_t)(memory_gib * 1073741824.0),
                                                   .quantize = quantize});
     if (!s) {
-        fprintf(stderr, "tessera run: %s\n", ts_last_error());
+        fprintf(stderr, "tessera run: %s\n", cli_error());
         rc = 1;
         goto done;
     }
     for (int i = 0; i < nin; i++) /* one-element integer inputs fixed: see the usage text */
         if (ts_tensor_numel(in[i]) == 1 && ts_tensor_dtype(in[i]) != TS_F32 && ts_tensor_dtype(in[i]) != TS_F16 &&
             ts_tensor_dtype(in[i]) != TS_BF16 && ts_onnx_session_fix(s, ts_onnx_input_name(m, i), in[i]) != TS_OK) {
-            fprintf(stderr, "tessera run: %s\n", ts_last_error());
+            fprintf(stderr, "tessera run: %s\n", cli_error());
             goto done;
         }
     rc = 1;
@@ -79,7 +79,7 @@ int cli_run_onnx(const char *model, const char *inputs, const char *outputs, con
         for (int j = 0; j < nout; j++) ts_tensor_free(out[j]), out[j] = NULL;
         double r0 = ts_seconds();
         if (ts_onnx_session_run(s, (const ts_tensor *const *)in, out) != TS_OK) {
-            fprintf(stderr, "tessera run: %s\n", ts_last_error());
+            fprintf(stderr, "tessera run: %s\n", cli_error());
             rc = ts_last_status() == TS_ERR_UNSUPPORTED || ts_last_status() == TS_ERR_IO ||
                          ts_last_status() == TS_ERR_SHAPE || ts_last_status() == TS_ERR_DTYPE ? 2 : 1;
             goto done;
@@ -90,7 +90,7 @@ int cli_run_onnx(const char *model, const char *inputs, const char *outputs, con
     }
     for (int j = 0; j < nout; j++) names[j] = ts_onnx_output_name(m, j);
     if (ts_safetensors_save(outputs, nout, names, (const ts_tensor *const *)out, "{\"format\": \"pt\"}") != TS_OK) {
-        fprintf(stderr, "tessera run: --outputs: %s\n", ts_last_error());
+        fprintf(stderr, "tessera run: --outputs: %s\n", cli_error());
         goto done;
     }
     printf("tessera run: %s (ONNX opset %d), %d input%s on %s: load %.3f s, import+compile+run %.3f s", model,

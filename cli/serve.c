@@ -1,16 +1,17 @@
 /*
  * serve.c — `tessera serve`: an inference server over HTTP/1.1 for fine-tuned models (the engine
- * is src/serve/). Flags are read here; the server starts (every model loaded and compiled first),
- * prints the address it listens on, and runs until SIGTERM or SIGINT, when it stops accepting,
- * answers every request already accepted and exits 0.
+ * is src/serve/). Flags are read here (one option table, cli_opts_parse); the server starts
+ * (every model loaded and compiled first), prints the address it listens on, and runs until
+ * SIGTERM or SIGINT, when it stops accepting, answers every request already accepted and exits 0.
  *
  *   tessera serve --model NAME=DIR_OR_ONNX... [--port 8000] [--host 127.0.0.1] [--max-batch 32]
- *                 [--max-delay-ms 5] [--devices cpu] [--threads N] [--queue N] [--max-body BYTES]
+ *                 [--max-delay-ms 5] [--device cpu] [--threads N] [--queue N] [--max-body BYTES]
  *                 [--timeout S] [--max-connections N]
  */
 #include <signal.h>
 
 #include "cli.h"
+#include "options.h"
 
 static const char *USAGE =
     "usage: tessera serve --model NAME=DIR... [options]\n"
@@ -20,20 +21,7 @@ static const char *USAGE =
     "  [B, T]); for texts POST /v1/models/NAME:predict {\"instances\": [\"text\", ...]} (QA: instances\n"
     "  {\"question\": ..., \"context\": ...}); GET /metrics (Prometheus). Requests to a model are batched:\n"
     "  gathered until --max-batch rows or --max-delay-ms, run at the shortest compiled sequence length\n"
-    "  that holds them. SIGTERM or SIGINT: stop accepting, answer what was accepted, exit 0.\n"
-    "  --model NAME=DIR   a model served as NAME (letters, digits, . _ -); repeat for more. NAME=FILE.onnx:\n"
-    "                     an ONNX model, v2 infer only (inputs [batch, fixed dims...]); DIR of PaddleOCR's\n"
-    "                     models (as tessera ocr reads them): POST an image's bytes to :predict\n"
-    "  --host H           the address to listen on (default 127.0.0.1)\n"
-    "  --port P           the port (default 8000; 0: a free one, printed at start)\n"
-    "  --max-batch N      rows run together, at most (default 32; 1: no batching)\n"
-    "  --max-delay-ms MS  how long a batch waits for more requests after its first (default 5)\n"
-    "  --devices DEV      the device the models run on (default cpu)\n"
-    "  --threads N        CPU threads per run (default: all)\n"
-    "  --queue N          requests waiting per model before 503 + Retry-After (default 256)\n"
-    "  --max-body BYTES   the largest request body (default 16777216): 413 past it\n"
-    "  --timeout S        a connection idle or sending this long is closed (default 30)\n"
-    "  --max-connections N  connections open at once (default 512)\n";
+    "  that holds them. SIGTERM or SIGINT: stop accepting, answer what was accepted, exit 0.\n";
 
 typedef struct serve_args {
     char **names, **dirs;
@@ -64,73 +52,59 @@ static int add_model(serve_args *a, const char *v) {
     return 0;
 }
 
-/* A non-negative integer flag up to max into *out: 0, or 2 with the message. */
-static int non_negative(const char *v, const char *flag, long max, int *out) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < 0 || x > max) {
-        fprintf(stderr, "tessera serve: %s wants an integer from 0 to %ld, not '%s'\n", flag, max, v);
-        return 2;
-    }
-    *out = (int)x;
-    return 0;
+/* 0 when v is at most max, else 2 after the message. */
+static int at_most(const char *flag, int v, int max) {
+    if (v <= max) return 0;
+    fprintf(stderr, "tessera serve: %s wants an integer from 0 to %d, not '%d'\n", flag, max, v);
+    return 2;
 }
 
-/* One flag at argv[*i]. 0, 2 (bad), or -1 (not a flag of serve). */
-static int parse_flag(serve_args *a, int argc, char **argv, int *i, int *bad) {
-    const char *v;
-    int x;
+/* The checks after the parse, the models into a: 0, or 1 / 2 after the message. */
+static int check(serve_args *a, const cli_strlist *models, int max_body) {
     ts_serve_opts *o = &a->o;
-#define VAL(flag) (v = cli_value(argc, argv, i, flag, "serve", bad))
-    if (VAL("--model")) return add_model(a, v);
-    if (VAL("--host")) return o->host = v, 0;
-    if (VAL("--port")) return non_negative(v, "--port", 65535, &o->port);
-    if (VAL("--max-delay-ms")) {
-        if (non_negative(v, "--max-delay-ms", 60000, &o->max_delay_ms)) return 2;
-        if (!o->max_delay_ms) o->max_delay_ms = -1; /* ts_serve_opts: 0 is the default, -1 no wait */
-        return 0;
-    }
-    if (VAL("--devices")) {
-        if (strchr(v, ',')) return fprintf(stderr, "tessera serve: --devices: one device for now, not '%s'\n", v), 2;
-        return o->device = v, 0;
-    }
-    if (VAL("--max-body")) return non_negative(v, "--max-body", INT_MAX, &x) ? 2 : (o->max_body = (size_t)x, 0);
-    struct { const char *flag; int *dst; } ints[] = {{"--max-batch", &o->max_batch}, {"--threads", &o->threads},
-        {"--queue", &o->queue_cap}, {"--timeout", &o->timeout_s}, {"--max-connections", &o->max_connections}};
-    for (size_t k = 0; k < sizeof ints / sizeof *ints; k++)
-        if (VAL(ints[k].flag)) return (*ints[k].dst = cli_positive(v, ints[k].flag, "serve")) < 0 ? 2 : 0;
-#undef VAL
-    return *bad ? 2 : -1;
-}
-
-static int parse(serve_args *a, int argc, char **argv) {
-    a->o = (ts_serve_opts){.struct_size = sizeof a->o, .host = "127.0.0.1", .port = 8000, .max_batch = 32,
-                           .max_delay_ms = 5, .device = "cpu", .queue_cap = 256, .max_body = 16u << 20,
-                           .timeout_s = 30, .max_connections = 512};
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(USAGE, stdout), -1;
-        int bad = 0, rc = parse_flag(a, argc, argv, &i, &bad);
-        if (rc > 0) return rc;
-        if (rc < 0) {
-            fprintf(stderr, "tessera serve: unknown argument '%s'\n(tessera serve --help shows the usage)\n", argv[i]);
-            return 2;
-        }
-    }
-    if (!a->n) {
-        fprintf(stderr, "tessera serve: --model NAME=DIR is required\n(tessera serve --help shows the usage)\n");
-        return 2;
-    }
-    return 0;
+    int rc = 0;
+    if (!models->n) fprintf(stderr, "tessera serve: --model NAME=DIR is required\n"), rc = 2;
+    if (!rc) rc = at_most("--port", o->port, 65535);
+    if (!rc) rc = at_most("--max-delay-ms", o->max_delay_ms, 60000);
+    if (!rc && strchr(o->device, ','))
+        fprintf(stderr, "tessera serve: --device: one device for now, not '%s'\n", o->device), rc = 2;
+    for (int i = 0; i < models->n && !rc; i++) rc = add_model(a, models->v[i]);
+    if (rc == 2) fputs("(tessera serve --help shows the usage)\n", stderr);
+    if (!o->max_delay_ms) o->max_delay_ms = -1; /* ts_serve_opts: 0 is the default, -1 no wait */
+    o->max_body = (size_t)max_body;
+    return rc;
 }
 
 int cli_serve(int argc, char **argv) {
-    serve_args a = {0};
-    int rc = parse(&a, argc, argv);
-    if (rc) {
-        rc = rc < 0 ? 0 : rc;
-        goto done;
-    }
+    serve_args a = {.o = {.struct_size = sizeof a.o, .host = "127.0.0.1", .port = 8000, .max_batch = 32,
+                          .max_delay_ms = 5, .device = "cpu", .queue_cap = 256, .timeout_s = 30,
+                          .max_connections = 512}};
+    ts_serve_opts *o = &a.o;
+    cli_strlist models = {0};
+    int max_body = 16 << 20;
+    const cli_opt opts[] = {
+        {"model", CLI_LIST, &models, 0, "NAME=DIR",
+         "models served as NAME (letters, digits, . _ -): --model a=DIR b=DIR.\n"
+         "NAME=FILE.onnx: an ONNX model, v2 infer only (inputs [batch, fixed dims...]);\n"
+         "DIR of PaddleOCR's models (as tessera ocr reads them): POST an image's bytes\n"
+         "to :predict", NULL},
+        {"host", CLI_STR, &o->host, 0, "H", "the address to listen on (default 127.0.0.1)", NULL},
+        {"port", CLI_INT, &o->port, 0, "P", "the port (default 8000; 0: a free one, printed at start)", NULL},
+        {"max-batch", CLI_INT, &o->max_batch, 1, "N", "rows run together, at most (default 32; 1: no batching)", NULL},
+        {"max-delay-ms", CLI_INT, &o->max_delay_ms, 0, "MS",
+         "how long a batch waits for more requests after its first (default 5)", NULL},
+        {"device", CLI_STR, &o->device, 0, "DEV", "the device the models run on (default cpu)", "devices"},
+        {"threads", CLI_INT, &o->threads, 0, "N", "CPU threads per run (default 0: all)", NULL},
+        {"queue", CLI_INT, &o->queue_cap, 1, "N",
+         "requests waiting per model before 503 + Retry-After (default 256)", NULL},
+        {"max-body", CLI_INT, &max_body, 0, "BYTES", "the largest request body (default 16777216): 413 past it", NULL},
+        {"timeout", CLI_INT, &o->timeout_s, 1, "S",
+         "a connection idle or sending this long is closed (default 30)", NULL},
+        {"max-connections", CLI_INT, &o->max_connections, 1, "N", "connections open at once (default 512)", NULL},
+    };
+    cli_optset os;
+    int rc = cli_opts_parse(&os, "serve", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    if (rc != 1 || (rc = check(&a, &models, max_body))) goto done;
     /* SIGTERM and SIGINT are taken by sigwait below, in this thread alone: blocked before the
      * server's threads start, so they inherit the mask */
     sigset_t stop;
@@ -154,6 +128,7 @@ int cli_serve(int argc, char **argv) {
     ts_serve_stop(s);
     fprintf(stderr, "tessera serve: stopped\n");
 done:
+    cli_opts_free(&os); /* after the server: a.dirs and the options point into its strings */
     for (int i = 0; i < a.n; i++) free(a.names[i]);
     free(a.names);
     free(a.dirs);

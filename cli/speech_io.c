@@ -32,18 +32,11 @@ int64_t cli_speech_read_stdin(float *x, int64_t cap) {
 
 ts_audio *cli_speech_read(const char *path) {
     if (strcmp(path, "-") != 0) return ts_audio_read(path, 16000);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, stdin);
-        if (n < cap) break;
-        char *p = cap < ((size_t)1 << 32) ? realloc(buf, cap * 2) : NULL;
-        if (!p) free(buf);
-        buf = p, cap *= 2;
-    }
-    if (!buf || ferror(stdin)) {
-        ts_set_error(TS_ERR_IO, "standard input: %s", buf ? "read error" : "out of memory");
-        free(buf);
+    size_t n = 0;
+    char *buf = cli_read_text("-", &n);
+    if (!buf) {
+        int e = errno;
+        ts_set_error(e == ENOMEM ? TS_ERR_NOMEM : TS_ERR_IO, "standard input: %s", e == ENOMEM ? "out of memory" : strerror(e));
         return NULL;
     }
     ts_audio *a = ts_audio_from_s16(buf, n & ~(size_t)1, 16000);

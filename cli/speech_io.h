@@ -9,7 +9,7 @@
 
 #include "tessera.h"
 
-/* The speech models' directory without --models: $TESSERA_DATA/speech, else the installed data
+/* The speech models' directory without --model-store: $TESSERA_DATA/speech, else the installed data
  * directory's speech/ when it holds openwakeword/melspectrogram.onnx, else the build's
  * data/speech (scripts/install-deps.sh puts them there). Written into buf. */
 const char *cli_speech_dir(char *buf, size_t cap);

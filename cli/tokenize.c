@@ -13,49 +13,22 @@
 #include <stdint.h>
 
 #include "cli.h"
+#include "options.h"
 #include "tessera.h"
 
 static const char *USAGE =
     "usage: tessera tokenize --vocab vocab.txt [--cased] [--max-len N [--pad]] [--pair] [--tokens] < text\n"
-    "  Prints the WordPiece ids of each input line, with [CLS] and [SEP], one line per input line.\n"
-    "  --cased      keep case and accents (default: uncased)\n"
-    "  --max-len N  truncate to N tokens, specials included (a pair longest-first)\n"
-    "  --pad        pad every line to N with [PAD] (needs --max-len)\n"
-    "  --pair       each line is TEXT_A<TAB>TEXT_B\n"
-    "  --tokens     print wordpieces instead of ids\n";
+    "  Prints the WordPiece ids of each input line, with [CLS] and [SEP], one line per input line.\n";
 
 typedef struct opts {
     const char *vocab;
     int cased, max_len, pad, pair, tokens;
 } opts;
 
-static int parse(int argc, char **argv, opts *o) {
+/* The checks across flags after the parse: 1 to go on, 2 after a usage error. */
+static int check(const opts *o) {
     int bad = 0;
-    for (int i = 1; i < argc && !bad; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(USAGE, stdout);
-            return 0;
-        } else if ((v = cli_value(argc, argv, &i, "--vocab", "tokenize", &bad))) {
-            o->vocab = v;
-        } else if ((v = cli_value(argc, argv, &i, "--max-len", "tokenize", &bad))) {
-            if ((o->max_len = cli_positive(v, "--max-len", "tokenize")) < 0) bad = 1;
-        } else if (bad) {
-            break;
-        } else if (!strcmp(a, "--cased")) {
-            o->cased = 1;
-        } else if (!strcmp(a, "--pad")) {
-            o->pad = 1;
-        } else if (!strcmp(a, "--pair")) {
-            o->pair = 1;
-        } else if (!strcmp(a, "--tokens")) {
-            o->tokens = 1;
-        } else {
-            fprintf(stderr, "tessera tokenize: unknown argument '%s' (the text comes on stdin)\n", a);
-            bad = 1;
-        }
-    }
-    if (!bad && !o->vocab) fprintf(stderr, "tessera tokenize: --vocab FILE is required\n"), bad = 1;
+    if (!o->vocab) fprintf(stderr, "tessera tokenize: --vocab FILE is required\n"), bad = 1;
     if (!bad && o->pad && !o->max_len) fprintf(stderr, "tessera tokenize: --pad needs --max-len N\n"), bad = 1;
     if (!bad && o->max_len && o->max_len < (o->pair ? 3 : 2)) {
         fprintf(stderr, "tessera tokenize: --max-len %d cannot hold [CLS] and [SEP]%s\n", o->max_len,
@@ -76,7 +49,7 @@ static int print_ids(const ts_tokenizer *tok, const int32_t *ids, int n, int as_
 }
 
 /* Ids of one line into *ids (grown as needed; ts_encode_all without --max-len); returns the
- * count, or -1 on an error (in ts_last_error()). */
+ * count, or -1 on an error (in cli_error()). */
 static int encode_line(const ts_tokenizer *tok, const opts *o, char *line, int32_t **ids, int *cap) {
     char *text_b = NULL;
     if (o->pair && (text_b = strchr(line, '\t'))) *text_b++ = 0;
@@ -97,9 +70,20 @@ static int encode_line(const ts_tokenizer *tok, const opts *o, char *line, int32
 
 int cli_tokenize(int argc, char **argv) {
     opts o = {0};
-    int rc = parse(argc, argv, &o);
+    const cli_opt table[] = {
+        {"vocab", CLI_STR, &o.vocab, 0, "FILE", "the WordPiece vocabulary (vocab.txt; required)"},
+        {"cased", CLI_FLAG, &o.cased, 0, NULL, "keep case and accents (default: uncased)"},
+        {"max-len", CLI_INT, &o.max_len, 1, "N", "truncate to N tokens, specials included (a pair longest-first)"},
+        {"pad", CLI_FLAG, &o.pad, 0, NULL, "pad every line to N with [PAD] (needs --max-len)"},
+        {"pair", CLI_FLAG, &o.pair, 0, NULL, "each line is TEXT_A<TAB>TEXT_B"},
+        {"tokens", CLI_FLAG, &o.tokens, 0, NULL, "print wordpieces instead of ids"},
+    };
+    cli_optset os;
+    int rc = cli_opts_parse(&os, "tokenize", USAGE, table, (int)(sizeof table / sizeof *table), argc, argv);
+    if (rc == 1) rc = check(&o);
+    ts_tokenizer *tok = rc == 1 ? ts_tokenizer_load(o.vocab, !o.cased) : NULL;
+    cli_opts_free(&os); /* the vocabulary is read: nothing else points into the config */
     if (rc != 1) return rc;
-    ts_tokenizer *tok = ts_tokenizer_load(o.vocab, !o.cased);
     if (!tok) return cli_fail("tokenize", "", 2);
     int cap = 0;
     int32_t *ids = NULL;
@@ -119,7 +103,7 @@ int cli_tokenize(int argc, char **argv) {
         }
         int n = encode_line(tok, &o, line, &ids, &cap);
         if (n < 0) {
-            fprintf(stderr, "tessera tokenize: stdin line %ld: %s\n", lineno, ts_last_error());
+            fprintf(stderr, "tessera tokenize: stdin line %ld: %s\n", lineno, cli_error());
             rc = 1;
             break;
         }

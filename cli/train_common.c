@@ -1,6 +1,6 @@
 /*
  * train_common.c — what the training subcommands share (see train_common.h): their flags through
- * ts_options_parse, the metrics log's file, the BERT programs with the out-of-memory hint, model
+ * cli_opts_parse (options.c), the metrics log's file, the BERT programs with the out-of-memory hint, model
  * directories, checkpoints to resume from, each with the error printed.
  */
 #include "train_common.h"
@@ -26,40 +26,32 @@ int cli_load_flags(int strict) {
     return (strict ? TS_LOAD_STRICT : 0) | (cli_dev.allow_nonfinite ? TS_LOAD_ALLOW_NONFINITE : 0);
 }
 
-int cli_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt *opts, int nopts, int argc,
-                  char **argv) {
-    setvbuf(stdout, NULL, _IOLBF, 0); /* whole lines as they come, also into a pipe or a log file */
-    char prog[80];
-    snprintf(prog, sizeof prog, "tessera %s", cmd);
-    int rc = ts_options_parse(s, prog, opts, nopts, argc, argv, ts_write_stdio, stderr);
-    if (rc == 0) fputs(usage, stdout);
+/* --threads at most ts_max_threads(), and --device-profile read into cli_dev (options.h). */
+int cli_opts_check_shared(const char *cmd, const cli_optset *s) {
+    const cli_opt *th = cli_opts_find(s, "threads");
+    if (th && th->kind == CLI_INT && *(int *)th->ptr > ts_max_threads()) {
+        fprintf(stderr, "tessera %s: --threads %d: at most %d (4 x the %d online CPUs)\n", cmd, *(int *)th->ptr,
+                ts_max_threads(), ts_max_threads() / 4);
+        return 2;
+    }
     static ts_device_profile profile;
-    if (rc == 1 && cli_dev.profile) {
+    if (cli_opts_find(s, "device-profile") && cli_dev.profile) {
         if (cli_dev.memory_gib > 0) {
             fprintf(stderr, "tessera %s: --device-memory and --device-profile exclude each other (both set the "
                             "memory a program may take)\n", cmd);
-            rc = 2;
-        } else if (cli_device_profile_load(cmd, cli_dev.profile, &cli_dev.memory_gib, &profile)) {
-            rc = 2;
-        } else {
-            cli_dev.device_profile = &profile;
+            return 2;
         }
+        if (cli_device_profile_load(cmd, cli_dev.profile, &cli_dev.memory_gib, &profile)) return 2;
+        cli_dev.device_profile = &profile;
     }
-    const ts_opt *th = ts_options_find(s, "threads");
-    if (rc == 1 && th && *(int *)th->ptr > ts_max_threads()) {
-        fprintf(stderr, "tessera %s: --threads %d: at most %d (4 x the %d online CPUs)\n", cmd, *(int *)th->ptr,
-                ts_max_threads(), ts_max_threads() / 4);
-        rc = 2;
-    }
-    if (rc == 2) fprintf(stderr, "(tessera %s --help shows the usage)\n", cmd);
-    return rc;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ metrics */
 
 static FILE *metrics_fopen(const char *dir, const char *cmd, const char *mode) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    char path[4200];
+    if (!cli_path_join(path, sizeof path, dir, "metrics.jsonl")) return cli_fail(cmd, "--out: ", 2), NULL;
     FILE *f = fopen(path, mode);
     if (!f) fprintf(stderr, "tessera %s: %s: %s\n", cmd, path, strerror(errno));
     return f;
@@ -140,7 +132,7 @@ int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head h
                             .device = loop && !pp && loop->device ? loop->device : cli_dev.device};
     if (pp && threads > 0) o.threads = threads; /* --threads: per device */
     if (ts_bert_train_programs(&o, train ? train_p : NULL, infer_p) == TS_OK) return 0;
-    fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
+    fprintf(stderr, "tessera %s: %s\n", cmd, cli_error());
     if (ts_last_status() == TS_ERR_NOMEM) /* say which of the user's numbers make it that large */
         fprintf(stderr, "tessera %s: the parameters grow with the model's sizes (vocab_size %d, hidden_size %d, "
                         "num_hidden_layers %d, intermediate_size %d, max_position_embeddings %d%s%s), the "
@@ -195,7 +187,7 @@ int cli_task_of_model(const char *cmd, const char *task_flag, const char *dir, c
 
 int cli_make_dir(const char *cmd, const char *dir) {
     if (ts_make_dirs(dir) == TS_OK) return 0;
-    fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
+    fprintf(stderr, "tessera %s: %s\n", cmd, cli_error());
     return 1;
 }
 
@@ -206,16 +198,16 @@ int cli_model_dir_save(const char *cmd, const char *dir, const ts_program *p, co
     for (int h = 0; h <= TS_BERT_QUESTION_ANSWERING; h++)
         if (!strcmp(architecture, ts_bert_head_name((ts_bert_head)h))) c.head = (ts_bert_head)h;
     if (ts_model_save_dir(dir, p, &c, vocab_path, meta) == TS_OK) return 0;
-    fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
+    fprintf(stderr, "tessera %s: %s\n", cmd, cli_error());
     return 1;
 }
 
 ts_tokenizer *cli_model_dir_open(const char *cmd, const char *dir, ts_bert_config *cfg, ts_model_meta *meta) {
     static char sizes_from[4200]; /* for the out-of-memory message of cli_bert_programs */
-    snprintf(sizes_from, sizeof sizes_from, "%s/config.json", dir);
-    cli_dev.sizes_from = sizes_from;
+    cli_dev.sizes_from = cli_path_join(sizes_from, sizeof sizes_from, dir, "config.json") ? sizes_from : dir;
+    cfg->struct_size = sizeof *cfg; /* filled whole */
     ts_tokenizer *tok = ts_model_load_dir(dir, cfg, meta);
-    if (!tok) fprintf(stderr, "tessera %s: --model %s: %s\n", cmd, dir, ts_last_error());
+    if (!tok) fprintf(stderr, "tessera %s: --model %s: %s\n", cmd, dir, cli_error());
     return tok;
 }
 
@@ -225,10 +217,10 @@ int cli_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap) {
     ts_status st = ts_train_checkpoint_find_on(cli_rep.comm, resume, path, cap);
     if (st == TS_OK) return 0;
     if (st == TS_ERR_COMM) {
-        fprintf(stderr, "tessera %s: --resume: %s\n", cmd, ts_last_error());
+        fprintf(stderr, "tessera %s: --resume: %s\n", cmd, cli_error());
         return 1;
     }
-    if (cli_rep.rank == 0) fprintf(stderr, "tessera %s: --resume %s\n", cmd, ts_last_error());
+    if (cli_rep.rank == 0) fprintf(stderr, "tessera %s: --resume %s\n", cmd, cli_error());
     return 2;
 }
 
@@ -244,9 +236,9 @@ ts_program *cli_model_dir_program(const char *cmd, const char *dir, const ts_ber
     ts_quant_record_free(&rec);
     if (rc) return NULL;
     char path[4200];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (ts_program_load(p, path, cli_load_flags(1), NULL) != TS_OK) {
-        fprintf(stderr, "tessera %s: %s\n", cmd, ts_last_error());
+    if (!cli_path_join(path, sizeof path, dir, "model.safetensors") ||
+        ts_program_load(p, path, cli_load_flags(1), NULL) != TS_OK) {
+        fprintf(stderr, "tessera %s: %s\n", cmd, cli_error());
         ts_program_free(p);
         return NULL;
     }

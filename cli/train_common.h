@@ -1,6 +1,6 @@
 /*
  * train_common.h — what `tessera pretrain`, `finetune`, `eval` and `predict` share: their flags
- * (read by ts_options_parse) and the settings they share, the JSONL metrics log's file, the BERT
+ * (read by cli_opts_parse) and the settings they share, the JSONL metrics log's file, the BERT
  * programs, and model directories (config.json + model.safetensors + vocab.txt) written and read
  * back, each with its error printed.
  */
@@ -10,11 +10,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "options.h"
 #include "tessera.h"
 
 /* ------------------------------------------------------------------ options */
 
-/* The option tables are ts_opt (tessera_tasks.h: ts_options_parse). */
+/* The option tables are cli_opt (options.h: cli_opts_parse, which also reads --device-profile
+ * into cli_dev and checks --threads). */
 
 /* Settings that every program a command compiles, and every model it loads, follows: flags that
  * the subcommands share, listed in an option table with CLI_DEVICE_OPTS (and CLI_LOAD_OPTS where
@@ -31,35 +33,27 @@ typedef struct cli_device_opts {
                                cli_model_dir_program from the model directory's config */
     const ts_quant_scale *quant_scales; /* with quantize TS_QUANT_STATIC: the scales (idem) */
     int nquant_scales;
-    const char *device;     /* eval / predict --devices DEV: the device their programs run on
+    const char *device;     /* eval / predict --device DEV: the device their programs run on
                                (NULL: the CPU) */
 } cli_device_opts;
 extern cli_device_opts cli_dev;
 #define CLI_DEVICE_OPTS                                                                                 \
-    {"device-memory", TS_OPT_FLOAT, &cli_dev.memory_gib, 0}, {"device-profile", TS_OPT_STR, &cli_dev.profile, 0}
-#define CLI_LOAD_OPTS {"allow-nonfinite", TS_OPT_FLAG, &cli_dev.allow_nonfinite, 0}
-/* --devices DEV of the inference subcommands (eval, predict): one device. */
-#define CLI_INFER_DEVICE_OPT {"devices", TS_OPT_STR, &cli_dev.device, 0}
-#define CLI_INFER_DEVICE_USAGE                                                                          \
-    "  --devices DEV        the device the model runs on (default cpu; e.g. opencl:0, or a plugin's)\n"
-/* The usage lines of those flags. */
-#define CLI_DEVICE_USAGE                                                                                \
-    "  --device-memory GIB  memory a compiled program may take (default: the device's, for the CPU\n" \
-    "                       its physical memory); a larger program is refused before it allocates\n" \
-    "  --device-profile P   the memory of a device of profile P (a name, `tessera profile-device\n"  \
-    "                       --list`, or a .json path) instead; a program larger is refused before\n" \
-    "                       it allocates, with the planner's layout that fits (tessera plan)\n"
-#define CLI_LOAD_USAGE                                                                                  \
-    "  --allow-nonfinite    load a model whose weights hold NaN or inf (refused by default)\n"
+    {"device-memory", CLI_FLOAT, &cli_dev.memory_gib, 0, "GIB",                                         \
+     "memory a compiled program may take (default: the device's, for the CPU\n"                        \
+     "its physical memory); a larger program is refused before it allocates"},                          \
+    {"device-profile", CLI_STR, &cli_dev.profile, 0, "P",                                               \
+     "the memory of a device of profile P (a name, `tessera profile-device\n"                          \
+     "--list`, or a .json path) instead; a program larger is refused before\n"                         \
+     "it allocates, with the planner's layout that fits (tessera plan)"}
+#define CLI_LOAD_OPTS                                                                                   \
+    {"allow-nonfinite", CLI_FLAG, &cli_dev.allow_nonfinite, 0, NULL,                                    \
+     "load a model whose weights hold NaN or inf (refused by default)"}
+/* --device DEV of the inference subcommands (eval, predict): one device. */
+#define CLI_INFER_DEVICE_OPT                                                                            \
+    {"device", CLI_STR, &cli_dev.device, 0, "DEV",                                                      \
+     "the device the model runs on (default cpu; e.g. opencl:0, or a plugin's)", "devices"}
 /* ts_program_load's flags for a model (TS_LOAD_STRICT when strict) under these settings. */
 int cli_load_flags(int strict);
-
-/* Parse argv (argv[0] is the subcommand) with ts_options_parse, its errors on stderr prefixed
- * "tessera CMD"; --help prints usage. An option named "threads" must be at most ts_max_threads().
- * Returns 1 to go on, 0 when --help printed usage, 2 on a usage error (ended by a line pointing
- * at --help). Free s with ts_options_free. */
-int cli_opts_parse(ts_optset *s, const char *cmd, const char *usage, const ts_opt *opts, int nopts, int argc,
-                  char **argv);
 
 /* ------------------------------------------------------------------ replicas (cli/replicas.c) */
 
@@ -77,15 +71,15 @@ typedef struct cli_replicas {
 } cli_replicas;
 extern cli_replicas cli_rep;
 #define CLI_REPLICA_OPTS                                                                                \
-    {"shard-optimizer", TS_OPT_FLAG, &cli_rep.shard_optimizer, 0},                                     \
-    {"comm-timeout", TS_OPT_FLOAT, &cli_rep.comm_timeout, 0}
-#define CLI_REPLICA_USAGE                                                                               \
-    "  Replicas: mpirun -np R tessera ... runs R data-parallel replicas (each with its --devices);\n"   \
-    "            the global batch is R times one process's, the gradients summed over the ranks\n"     \
-    "            (one machine: mpirun --oversubscribe -np R; hosts: mpirun --host a:1,b:1 -np 2)\n"     \
-    "            --shard-optimizer  each rank keeps and updates 1/R of the optimizer state (ZeRO-1)\n" \
-    "            --comm-timeout S   a rank that waits S seconds (default 60) for the others stops the\n" \
-    "                               job, naming the ranks that did not arrive\n"
+    {NULL, CLI_TEXT, NULL, 0, NULL,                                                                     \
+     "  Replicas: mpirun -np R tessera ... runs R data-parallel replicas (each with its --devices);\n"  \
+     "            the global batch is R times one process's, the gradients summed over the ranks\n"    \
+     "            (one machine: mpirun --oversubscribe -np R; hosts: mpirun --host a:1,b:1 -np 2)\n"}, \
+    {"shard-optimizer", CLI_FLAG, &cli_rep.shard_optimizer, 0, NULL,                                    \
+     "each rank keeps and updates 1/R of the optimizer state (ZeRO-1)"},                               \
+    {"comm-timeout", CLI_FLOAT, &cli_rep.comm_timeout, 0, "S",                                         \
+     "a rank that waits S seconds (default 60) for the others stops the\n"                            \
+     "job, naming the ranks that did not arrive"}
 /* The world and the flags above: 0, or prints the error and returns 2. Prints one line describing
  * the replicas when there are several. When several ranks share this host and *threads is 0 (all
  * CPUs), it becomes their share of the CPUs. */
@@ -177,11 +171,11 @@ int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head h
 /* --profile (pretrain, finetune): the training program is compiled with profiling on
  * (cli_train_loop.profile; a pipeline, --devices, is refused); the run prints its report
  * (ts_train_profile_print), the first call left out as a warm-up. */
-/* The usage line of --profile, in the finetune / eval style. */
-#define CLI_PROFILE_USAGE                                                                               \
-    "  --profile            print to stdout, at the end, where the training step's time went: the\n" \
-    "                       share outside kernels, then time per op type, per layer and per shape\n" \
-    "                       (see ts_program_profile_report); the first step is a warm-up, left out\n"
+#define CLI_PROFILE_OPT(ptr)                                                                            \
+    {"profile", CLI_FLAG, ptr, 0, NULL,                                                                 \
+     "print to stdout, at the end, where the training step's time went: the\n"                        \
+     "share outside kernels, then time per op type, per layer and per shape\n"                        \
+     "(see ts_program_profile_report); the first step is a warm-up, left out"}
 
 /* The inference program of model directory dir (its config in cfg, head cfg->head) for batch x
  * seq, fetching `fetches`, with DIR/model.safetensors loaded strictly. NULL after printing the

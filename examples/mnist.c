@@ -222,7 +222,7 @@ int main(int argc, char **argv) {
     if (!infer) { fprintf(stderr, "mnist: compiling the inference program: %s\n", ts_last_error()); return 1; }
     ts_graph_free(g); /* the programs keep what they need */
 
-    ts_memory mem;
+    ts_memory mem = {.struct_size = sizeof mem};
     check(ts_program_memory(train, &mem), "ts_program_memory");
     printf("mnist: MLP 784-%d-%d-10, dropout %.1f, shifts +-%d px, AdamW lr %g cosine, %d epochs of %d batches of %d\n",
            HIDDEN, HIDDEN, DROPOUT, SHIFT, LR, EPOCHS, ntrain / BATCH, BATCH);

@@ -196,7 +196,7 @@ int main(int argc, char **argv) {
     }
     ts_graph_free(g);
 
-    ts_memory mem;
+    ts_memory mem = {.struct_size = sizeof mem};
     check(ts_program_memory(train, &mem), "ts_program_memory");
     printf("mnist_cnn: conv5x5(%d)-pool-conv5x5(%d)-pool-fc(%d)-fc(10), dropout %.1f, warps +-%g deg x(1 +- %g) "
            "+-%g px, AdamW lr %g cosine, %d epochs of %d batches of %d\n", C1, C2, HIDDEN, DROPOUT, TURN_DEG, SCALE,
@@ -243,7 +243,7 @@ int main(int argc, char **argv) {
            target, ok ? "PASS" : "FAIL", now_s() - t_start);
     if (infer8) {
         if (ts_program_copy_params(infer8, train) < 0) check(TS_ERR_ARG, "ts_program_copy_params");
-        ts_memory m8;
+        ts_memory m8 = {.struct_size = sizeof m8};
         check(ts_program_memory(infer8, &m8), "ts_program_memory");
         double acc8 = evaluate(infer8, xb, &d), drop = 100 * (acc - acc8);
         int ok8 = drop <= 0.3;

@@ -36,6 +36,7 @@ static int same(const ts_device_profile *a, const ts_device_profile *b) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *path = fuzz_write("profile.json", data, size);
     static ts_device_profile a, b;
+    a.struct_size = b.struct_size = sizeof a;
     if (ts_device_profile_load(path, &a) != TS_OK) return 0;
     const char *again = fuzz_path("saved.json");
     if (ts_device_profile_save(again, &a) != TS_OK || ts_device_profile_load(again, &b) != TS_OK || !same(&a, &b)) {

@@ -133,7 +133,8 @@ typedef struct ts_bert_config {
 /* Hugging Face's BertConfig() defaults (bert-base-uncased): V 30522, C 768, 12 layers, 12 heads,
  * FFN 3072, 512 positions, 2 segment types, GELU, dropouts 0.1, classifier_dropout -1,
  * layer_norm_eps 1e-12, initializer_range 0.02, num_labels 2, head TS_BERT_MODEL, i32 mask,
- * f32 compute, no recomputation. */
+ * f32 compute, no recomputation. cfg need not be set up: its base layout is filled, struct_size
+ * included (tessera.h). */
 TS_API void ts_bert_config_default(ts_bert_config *cfg);
 
 /* Read a Hugging Face config.json into *cfg. Required: vocab_size, hidden_size,
@@ -148,7 +149,8 @@ TS_API void ts_bert_config_default(ts_bert_config *cfg);
  * JSON type or a non-integer where an integer is due, a non-positive size or one above its
  * TS_BERT_MAX_* bound, a probability outside
  * [0, 1), hidden_size not divisible by num_attention_heads (TS_ERR_ARG). On failure *cfg is left
- * unchanged. */
+ * unchanged. cfg is filled as tessera.h says: set cfg->struct_size first (sizeof, or 0 for the
+ * base layout; ts_bert_config_default sets it). */
 TS_API ts_status ts_bert_config_load(const char *path, ts_bert_config *cfg);
 
 /* TS_OK when cfg is one ts_bert_build accepts (sizes positive and within the bounds above,
@@ -242,7 +244,8 @@ TS_API ts_status ts_bert_config_save(const char *path, const ts_bert_config *cfg
 TS_API ts_status ts_model_save_dir(const char *dir, const ts_program *p, const ts_bert_config *cfg, const char *vocab_path,
                             const ts_model_meta *meta);
 /* Read DIR/config.json into cfg and meta (free with ts_model_meta_free) and load DIR/vocab.txt
- * with the model's case and truncation. NULL on failure, the message naming the file. */
+ * with the model's case and truncation. NULL on failure, the message naming the file. cfg is
+ * filled as ts_bert_config_load fills it (set cfg->struct_size first). */
 TS_API ts_tokenizer *ts_model_load_dir(const char *dir, ts_bert_config *cfg, ts_model_meta *meta);
 /* The "quantization" record of DIR/config.json (src/train/model_dir.c), written by tessera
  * quantize: mode TS_QUANT_DYNAMIC, or TS_QUANT_STATIC with the calibrated activation scales by

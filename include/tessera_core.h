@@ -336,7 +336,7 @@ TS_API int ts_program_share_params(ts_program *dst, ts_program *src);
 
 /* Memory a program holds, in bytes. */
 typedef struct ts_memory {
-    size_t struct_size; /* the size ts_program_memory filled (see tessera.h) */
+    size_t struct_size; /* the caller's sizeof (0: base); ts_program_memory sets what it wrote */
     size_t params;          /* parameter buffers */
     size_t grads;           /* parameter gradients kept to the end of the step */
     size_t optimizer_state; /* momentum / Adam moments */
@@ -354,7 +354,18 @@ typedef struct ts_memory {
     int quantized;          /* matmuls and convolutions made int8 by ts_compile_opts.quantize
                                (their quantized, prepacked weights count in weight_copies) */
 } ts_memory;
+/* Fill *m (an output struct: set m->struct_size first, to sizeof *m or 0 for the base layout; see
+ * tessera.h): at most m->struct_size bytes written, m->struct_size set to the bytes written. */
 TS_API ts_status ts_program_memory(const ts_program *p, ts_memory *m);
+/* A stage's memory, as ts_stage_info and ts_plan_stage hold it: ts_memory's base (0.1.0) fields,
+ * in their order. A fixed struct, embedded by value, so it never grows (ts_memory does:
+ * ts_program_memory reports the fields added since); struct_size is sizeof(ts_stage_memory). */
+typedef struct ts_stage_memory {
+    size_t struct_size;
+    size_t params, grads, optimizer_state, activations, workspace, intermediates_total;
+    int nodes, fused;
+    size_t grad_buckets, weight_copies;
+} ts_stage_memory;
 /* Where p's nodes run, one line: "placement: opencl:1 runs all 412 nodes", or, with a CPU
  * fallback for nodes the device does not support, how many the CPU runs (each op once, with its
  * count: "matmul x12, add x20"), in how many parts, and the copies and bytes that moves per run.
@@ -390,14 +401,17 @@ TS_API int ts_max_threads(void);
 
 /* A pipelined program's stages (ts_compile_opts.stage_devices); a program on one device has one. */
 typedef struct ts_stage_info {
-    size_t struct_size; /* the size ts_program_stage_info filled (see tessera.h) */
+    size_t struct_size; /* the caller's sizeof (0: base); ts_program_stage_info sets what it wrote */
     const char *device;   /* "cpu:1" */
     int threads;          /* of its device */
-    ts_memory mem;        /* its program: activations count every micro-batch it keeps in flight */
+    ts_stage_memory mem;  /* its program: activations count every micro-batch it keeps in flight
+                             (0.1.0 had a ts_memory here, of the same layout: ts_memory may grow,
+                             so what is embedded is its fixed base) */
     int in_flight;        /* micro-batches whose activations it keeps at most: min(M, S - stage) */
     double busy_s;        /* time its device spent running it, over the runs so far */
 } ts_stage_info;
 TS_API int ts_program_num_stages(const ts_program *p);
+/* Fill *info (an output struct, as ts_program_memory's m) for stage 0 .. ts_program_num_stages - 1. */
 TS_API ts_status ts_program_stage_info(const ts_program *p, int stage, ts_stage_info *info);
 /* Of a pipelined program's runs so far: the wall time, and the bubble: the share of the devices'
  * time spent idle, 1 - (time busy, summed over stages) / (devices x wall time). 0 and 0 for a

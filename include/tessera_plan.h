@@ -68,7 +68,8 @@ typedef struct ts_device_profile {
  * (<datadir>/tessera/profiles, then the source tree's profiles/ for a build not installed). The
  * name of a device this machine has ("cpu", "opencl:0") that has no cached profile is measured
  * (ts_device_profile_measure, about 10 s) and cached. Errors name the file and the field: a file
- * that is not JSON, a missing or negative figure, an unknown name (listing the known ones). */
+ * that is not JSON, a missing or negative figure, an unknown name (listing the known ones). out is
+ * filled as tessera.h says: set out->struct_size first (sizeof, or 0 for the base layout). */
 TS_API ts_status ts_device_profile_load(const char *name_or_path, ts_device_profile *out);
 /* Write p as JSON to path, atomically (the folders of path made when missing). */
 TS_API ts_status ts_device_profile_save(const char *path, const ts_device_profile *p);
@@ -76,7 +77,7 @@ TS_API ts_status ts_device_profile_save(const char *path, const ts_device_profil
  * GEMM per dtype the device runs, at several shapes, through the backend (ts_compile + run);
  * memory bandwidth (a large elementwise op); copy bandwidth host <-> device; the time of an empty
  * node. Fills out with measured = 1 and each source "measured by tessera profile-device on
- * <date>". */
+ * <date>" (out->struct_size set first, as for ts_device_profile_load). */
 TS_API ts_status ts_device_profile_measure(const char *device, double seconds, ts_device_profile *out);
 /* The path a measured profile of `device` is cached at (see ts_device_profile_load). */
 TS_API ts_status ts_device_profile_cache_path(const char *device, char *path, size_t cap);
@@ -115,14 +116,15 @@ typedef struct ts_plan_request {
                                      profile has some (as Graphcore's BERT keeps it) */
 } ts_plan_request;
 /* Defaults: BERT-Base (ts_bert_config_default), pretrain, batch 8, seq_len 128, max_predictions
- * 20, f32, AdamW, count 1, everything of the layout searched, stream_state 1. */
+ * 20, f32, AdamW, count 1, everything of the layout searched, stream_state 1. rq need not be set
+ * up: its base layout is filled, struct_size included (tessera.h). */
 TS_API void ts_plan_request_defaults(ts_plan_request *rq);
 
 /* One stage of a layout. Parts: 0 the embeddings, 1 .. L the encoder layers, L + 1 the heads. */
 typedef struct ts_plan_stage {
     int device;                   /* index of its device within a replica */
     int first, last;              /* parts */
-    ts_memory mem;                /* its program's memory, from the compiler's plan */
+    ts_stage_memory mem;          /* its program's memory, from the compiler's plan */
     double need_bytes;            /* on the device: the sum of the six below */
     /* What the device holds, in bytes: mem as the layout changes it (a weight shared with another
      * stage of the device counted once; with micro-batches or replicas the gradient accumulators,
@@ -151,15 +153,18 @@ typedef struct ts_plan_layout {
     double seq_per_s;             /* replicas x micro_batches x batch / step_s */
     int fits;                     /* every stage fits */
     char why[512];                /* what does not fit, or why it lost to the best */
-    char command[1024];           /* the tessera command that runs it (with mpirun -np R) */
+    char command[1024];           /* left empty by the planner: a caller may put here the command that
+                                     runs the layout (the tessera command does), which the printers show */
 } ts_plan_layout;
 
 /* Estimate one layout: rq with every layout field set (stages, replicas, micro_batches,
  * recompute 0/1, shard_state 0/1). The program of each stage is compiled for planning only
- * (ts_compile_opts.plan_only: the memory plan, nothing allocated) and costed node by node. */
+ * (ts_compile_opts.plan_only: the memory plan, nothing allocated) and costed node by node. out is
+ * filled as tessera.h says: set out->struct_size first (sizeof, or 0 for the base layout). */
 TS_API ts_status ts_plan_estimate(const ts_plan_request *rq, ts_plan_layout *out);
 /* Search the layouts rq leaves open; out (cap of them) receives the *n best, the best first: those
- * that fit by estimated throughput, then those that do not, by how much they overflow. */
+ * that fit by estimated throughput, then those that do not, by how much they overflow. Set
+ * out[0].struct_size first: the array's stride, each layout written with it (tessera.h). */
 TS_API ts_status ts_plan_search(const ts_plan_request *rq, ts_plan_layout *out, int cap, int *n);
 /* Write layouts (the best first) as `tessera plan` prints them: per stage its device, parts,
  * memory breakdown and busy time; the bubble; the all-reduce and how much is hidden; seq/s; the

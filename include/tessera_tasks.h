@@ -402,7 +402,7 @@ TS_API ts_status ts_classify_texts_add_probs(ts_program *infer, ts_batch_buf *bb
 
 /* printf into w (nothing when w is NULL): one call of w per call. */
 TS_API void ts_writef(ts_write_fn w, void *ctx, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Seconds on the monotonic clock (for durations). */
+/* Seconds on the monotonic clock (for durations; src/core/clock.c, the library's one clock). */
 TS_API double ts_seconds(void);
 
 /* The progress line of a training run: on a terminal (tty) "step s/total  loss L  R seq/s  ETA
@@ -578,7 +578,8 @@ typedef struct ts_classify_rows_opts {
     ts_write_fn err;         /* error lines, naming the files as --train and --dev (may be NULL) */
     void *err_ctx;
     const char *train, *dev; /* the files; dev NULL: the test rows are a split of train */
-    ts_text_opts text;       /* the columns (its labels are ignored: train's, sorted) */
+    ts_text_columns text;    /* the columns (its labels are ignored: train's, sorted); fixed, not
+                                a ts_text_opts, which may grow (tessera.h) */
     double test_split;       /* without dev: the share of the deduplicated rows tested, below 1 (0: none) */
     uint64_t split_seed;     /* the split's shuffle */
 } ts_classify_rows_opts;
@@ -630,51 +631,6 @@ TS_API ts_finetune_task *ts_classify_task_new(const ts_finetune_task_opts *o, ts
  * F1) after each epoch. NULL on a bad struct_size or out of memory. */
 TS_API ts_finetune_task *ts_squad_task_new(const ts_finetune_task_opts *o, ts_epoch_task *t);
 TS_API void ts_finetune_task_free(ts_finetune_task *f);
-
-/* ---------------------------------------------------------------- a run's options (src/io/options.c) */
-
-/* The kinds of option: a string, an int, a non-negative double, a flag (an int set to 1 by
- * `--name`, true or false in the config) and a list of strings (`--corpus a.txt b.txt`, or a
- * JSON string or array of strings in the config). */
-typedef enum { TS_OPT_STR, TS_OPT_INT, TS_OPT_FLOAT, TS_OPT_FLAG, TS_OPT_LIST } ts_opt_kind;
-
-/* A list option's strings (they point into argv or the config; freed by ts_options_free). */
-typedef struct ts_strlist {
-    const char **v;
-    int n;
-} ts_strlist;
-
-/* One option: `--name VALUE` (or `--name=VALUE`) on the command line, "name": VALUE in the
- * config file. ptr points to a const char * (STR), int (INT, FLAG), double (FLOAT) or ts_strlist
- * (LIST: `--name A B ...`, the values up to the next flag; given again, `--name C`, it adds to
- * them; on the command line it replaces the config's list). INT values must be >= min_int. An element of a caller's table, so it has no
- * struct_size: a table is read only by the ts_options_* of the same build. */
-typedef struct ts_opt {
-    const char *name;
-    ts_opt_kind kind;
-    void *ptr;
-    int min_int;
-} ts_opt;
-
-/* What a parse holds on to (the config's JSON, the lists); free with ts_options_free. */
-typedef struct ts_optset {
-    const ts_opt *opts;
-    int nopts;
-    void *json; /* the config's parsed tree (its strings are the STR values) */
-} ts_optset;
-
-/* Parse argv (argv[0] is the program's or subcommand's name, skipped) against the table
- * opts[0 .. nopts): `--config FILE` (anywhere) is read first, each of its keys naming an option
- * ("config" excepted); then the flags override it. Returns 1 to go on, 0 when -h or --help is
- * given (nothing parsed; the caller prints its usage), 2 on an error: a line "PROG: message"
- * naming the flag, or the config file and key, is written to err (may be NULL). Free s with
- * ts_options_free whatever the result. */
-TS_API int ts_options_parse(ts_optset *s, const char *prog, const ts_opt *opts, int nopts, int argc,
-                            char *const *argv, ts_write_fn err, void *err_ctx);
-/* The option named `name` in s's table, or NULL. */
-TS_API const ts_opt *ts_options_find(const ts_optset *s, const char *name);
-/* Free what the parse holds (the lists are emptied, the STR values from the config dangle). */
-TS_API void ts_options_free(ts_optset *s);
 
 #ifdef __cplusplus
 }

@@ -193,6 +193,17 @@ typedef struct ts_text_opts {
     const char *const *labels; /* label names in id order; NULL: the file's labels, sorted */
     int nlabels;
 } ts_text_opts;
+/* ts_text_opts's base (0.1.0) fields in their order, as another struct embeds them by value
+ * (ts_classify_rows_opts.text): a fixed struct that never grows, read as a ts_text_opts of its
+ * size (struct_size 0 or sizeof(ts_text_columns)). */
+typedef struct ts_text_columns {
+    size_t struct_size;
+    ts_text_format format;
+    const char *text_column, *text_b_column, *label_column;
+    int no_header;
+    const char *const *labels;
+    int nlabels;
+} ts_text_columns;
 
 /* Load a whole file (opts may be NULL for the defaults). NULL on failure: the message names the
  * file and line (a missing column, a short row, an unclosed quote, bad JSON, a label not in the

@@ -94,7 +94,7 @@ rm -rf "$DEMO_DIR/split" "$DEMO_DIR/pretrained" "$DEMO_DIR"/few-* "$DEMO_DIR"/sp
 S="$DEMO_DIR/split"
 
 step "split: $SPAM deduplicated, 20% held out (split seed $SPLIT_SEED), $FEW training mails as a small labelled set"
-"$TESSERA" split --data "$SPAM" --out "$S" --seed "$SPLIT_SEED" --subset "$FEW"
+"$TESSERA" split --data "$SPAM" --out "$S" --split-seed "$SPLIT_SEED" --subset "$FEW"
 
 step "vocabulary: $VOCAB_SIZE WordPiece tokens from ${texts[*]} and the training mails"
 "$TESSERA" vocab --out "$DEMO_DIR/vocab.txt" --size "$VOCAB_SIZE" "${texts[@]}" "$S/train.txt"
@@ -108,7 +108,7 @@ step "pretraining: BERT $LAYERS x $HIDDEN on the training mails' text (no labels
 few() { # few NAME [finetune flags]: fine-tune on the FEW labelled mails, test on the held-out ones
     local name=$1
     shift
-    "$TESSERA" finetune --model "$DEMO_DIR/pretrained" --train "$S/train-$FEW.tsv" --dev "$S/test.tsv" \
+    "$TESSERA" finetune --model "$DEMO_DIR/pretrained" --train "$S/train-$FEW.tsv" --eval "$S/test.tsv" \
         --out "$DEMO_DIR/few-$name" --epochs "$FEW_EPOCHS" --test-every 0 --batch 16 --max-len "$MAX_LEN" \
         --lr 5e-4 --seed 42 --threads "$THREADS" "$@" | tee "$DEMO_DIR/few-$name.log"
 }
@@ -119,7 +119,7 @@ few random --random-init
 step "... and from a random initialisation at a learning rate of its own (1e-3 instead of 5e-4)"
 few random-lr1e-3 --random-init --lr 1e-3
 step "... and a bag-of-words logistic regression on the same $FEW mails"
-"$TESSERA" bow --vocab "$DEMO_DIR/vocab.txt" --train "$S/train-$FEW.tsv" --test "$S/test.tsv" --threads "$THREADS" |
+"$TESSERA" bow --vocab "$DEMO_DIR/vocab.txt" --train "$S/train-$FEW.tsv" --eval "$S/test.tsv" --threads "$THREADS" |
     tee "$DEMO_DIR/few-bow.log"
 
 init=() start="the pretrained model"
@@ -127,14 +127,14 @@ init=() start="the pretrained model"
 models=()
 for ((m = 1; m <= MEMBERS; m++)); do
     step "the spam filter, $m of $MEMBERS: BERT $LAYERS x $HIDDEN from $start, fine-tuned on all the training mails ($EPOCHS epochs, $MAIN_LEN tokens, seed $((41 + m)))"
-    "$TESSERA" finetune --model "$DEMO_DIR/pretrained" "${init[@]}" --train "$S/train.tsv" --dev "$S/test.tsv" \
+    "$TESSERA" finetune --model "$DEMO_DIR/pretrained" "${init[@]}" --train "$S/train.tsv" --eval "$S/test.tsv" \
         --out "$DEMO_DIR/spam-model-$m" --epochs "$EPOCHS" --max-minutes "$FINETUNE_MINUTES" --test-every 0 --batch 16 \
         --max-len "$MAIN_LEN" --lr 5e-4 --seed $((41 + m)) --truncate head+tail --threads "$THREADS"
     models+=("$DEMO_DIR/spam-model-$m")
 done
 step "the spam filter: the $MEMBERS models as one ensemble on the held-out mails, and a bag-of-words model"
 "$TESSERA" eval --model "${models[@]}" --data "$S/test.tsv" --threads "$THREADS" | tee "$DEMO_DIR/eval.log"
-"$TESSERA" bow --vocab "$DEMO_DIR/vocab.txt" --train "$S/train.tsv" --test "$S/test.tsv" --threads "$THREADS" |
+"$TESSERA" bow --vocab "$DEMO_DIR/vocab.txt" --train "$S/train.tsv" --eval "$S/test.tsv" --threads "$THREADS" |
     tee "$DEMO_DIR/bow.log"
 
 step "predicting: a few mails the model has not seen"

@@ -375,7 +375,7 @@ static void test_growth_and_resume(void) {
         ts_tensor *l = TU_FETCH(inf, "loss");
         CHECK(l && isfinite(tu_f32(l)[0]), "inference loss");
         ts_tensor_free(l);
-        ts_memory m;
+        ts_memory m = {.struct_size = sizeof m};
         CHECK_OK(ts_program_memory(inf, &m));
         CHECK(m.optimizer_state == 0, "an inference program holds %zu bytes of optimizer state", m.optimizer_state);
         ts_program_free(inf);

@@ -91,7 +91,7 @@ static void check_export(const char *m, const char *input) {
     char onnx[64], in[64], out[64];
     snprintf(onnx, sizeof onnx, "%s.onnx", m), snprintf(in, sizeof in, "%s_in.safetensors", m);
     snprintf(out, sizeof out, "%s_ort.safetensors", m);
-    CHECK_RAN(tessera(NULL, "export --model %s --onnx %s", m, onnx), 0);
+    CHECK_RAN(tessera(NULL, "export --model %s --out %s", m, onnx), 0);
     ts_audio_clf *c = ts_audio_clf_load(path_in(m), SPEECH "/openwakeword", 1);
     CHECK(c != NULL, "load %s: %s", m, ts_last_error());
     if (!c) return;
@@ -131,7 +131,7 @@ static void check_export(const char *m, const char *input) {
 static void test_export(void) {
     if (!tu_ort_available()) {
         printf("    export: ONNX Runtime not installed, the comparison skipped\n");
-        CHECK_RAN(tessera(NULL, "export --model head --onnx head.onnx"), 0);
+        CHECK_RAN(tessera(NULL, "export --model head --out head.onnx"), 0);
         return;
     }
     check_export("head", "features");

@@ -45,7 +45,7 @@ static void make_data(void) {
 static void test_bow(void) {
     /* 250 steps: the default 20 epochs of 2 batches leave AdamW, which moves every weight alike at
      * first, too little time to tell the two telling words from the filler */
-    int rc = tessera(NULL, "bow --vocab vocab.txt --train train.tsv --test test.tsv --threads 1 --epochs 50 --batch 8");
+    int rc = tessera(NULL, "bow --vocab vocab.txt --train train.tsv --eval test.tsv --threads 1 --epochs 50 --batch 8");
     CHECK_RAN(rc, 0);
     CHECK(strstr(out_text, "tessera bow: 40 training rows, 2 labels (ham, spam), 24 features, 50 epochs of 5 batches"),
           "summary line: %s", out_text);
@@ -54,7 +54,7 @@ static void test_bow(void) {
     CHECK(strstr(out_text, "majority baseline 50.00% (ham)"), "baseline: %s", out_text);
     printf("  %s", out_text);
     /* a partial last batch (40 rows in batches of 16) and options read */
-    rc = tessera(NULL, "bow --vocab vocab.txt --train train.tsv --test test.tsv --threads 1 --batch 16 --epochs 30 "
+    rc = tessera(NULL, "bow --vocab vocab.txt --train train.tsv --eval test.tsv --threads 1 --batch 16 --epochs 30 "
                        "--lr 0.1 --weight-decay 0.01 --seed 7 --max-tokens 3");
     CHECK_RAN(rc, 0);
     CHECK(strstr(out_text, "30 epochs of 3 batches"), "--batch 16 --epochs 30: %s", out_text);
@@ -62,14 +62,17 @@ static void test_bow(void) {
 
 static void test_bad_input(void) {
     int rc = tessera(NULL, "bow --vocab vocab.txt --train train.tsv");
-    CHECK(rc == 2 && strstr(err_text, "--test FILE is required"), "exit %d: %s", rc, err_text);
-    rc = tessera(NULL, "bow --vocab vocab.txt --train train.tsv --test test.tsv --nosuch 1");
+    CHECK(rc == 2 && strstr(err_text, "--eval FILE is required"), "exit %d: %s", rc, err_text);
+    rc = tessera(NULL, "bow --vocab vocab.txt --train train.tsv --eval test.tsv --nosuch 1");
     CHECK(rc == 2 && strstr(err_text, "unknown flag '--nosuch'"), "exit %d: %s", rc, err_text);
-    rc = tessera(NULL, "bow --vocab vocab.txt --train missing.tsv --test test.tsv");
+    /* the old spelling of --eval still works for a release, with a notice */
+    rc = tessera(NULL, "bow --vocab vocab.txt --train train.tsv --test test.tsv --threads 1 --epochs 1");
+    CHECK(rc == 0 && strstr(err_text, "--test is now --eval"), "exit %d: %s", rc, err_text);
+    rc = tessera(NULL, "bow --vocab vocab.txt --train missing.tsv --eval test.tsv");
     CHECK(rc == 2 && strstr(err_text, "missing.tsv"), "exit %d: %s", rc, err_text);
-    rc = tessera(NULL, "bow --vocab vocab.txt --train train.tsv --test test.tsv --epochs 0");
+    rc = tessera(NULL, "bow --vocab vocab.txt --train train.tsv --eval test.tsv --epochs 0");
     CHECK(rc == 2 && strstr(err_text, "--epochs"), "exit %d: %s", rc, err_text);
-    rc = tessera(NULL, "bow --vocab vocab.txt --train train.tsv --test other.tsv");
+    rc = tessera(NULL, "bow --vocab vocab.txt --train train.tsv --eval other.tsv");
     CHECK(rc == 2 && strstr(err_text, "other.tsv") && strstr(err_text, "eggs"), "exit %d: %s", rc, err_text);
 }
 

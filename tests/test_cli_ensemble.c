@@ -2,7 +2,7 @@
  * test_cli_ensemble.c — ensembles of classifiers through the command, and the split they are
  * scored on:
  *  - `finetune --split-seed` holds out the same rows whatever --seed trains with, and
- *    `eval --test-split F --seed N` scores exactly those rows (its count equals finetune's);
+ *    `eval --test-split F --split-seed N` scores exactly those rows (its count equals finetune's);
  *  - `predict --model A B` prints, for each text, the label of the largest mean of A's and B's
  *    class probabilities and that mean, checked against A's and B's own predictions (the two
  *    members have different vocabularies, so each must encode the text itself);
@@ -78,26 +78,27 @@ static void test_ensemble(void) {
     CHECK(strstr(out_text, "36 for training, 12 for testing"), "finetune B's split: %s", out_text);
 
     /* eval on the held-out rows: finetune's last test accuracy, row for row */
-    rc = tessera(NULL, "eval --model ft_a --data data.tsv --test-split 0.25 --seed 7 --threads 1");
+    rc = tessera(NULL, "eval --model ft_a --data data.tsv --test-split 0.25 --split-seed 7 --threads 1");
     CHECK_RAN(rc, 0);
     CHECK(strstr(out_text, "of 12)") && fabs(printed_number("accuracy ") - acc_a) < 1e-9,
           "eval of the held-out rows: %s (finetune said %.2f%%)", out_text, acc_a);
     /* B is wrong exactly on the dogs of data.tsv, A on those of flip.tsv: scored on the same
      * held-out rows both get 1 - dogs / 12; another split seed holds out other rows */
-    rc = tessera(NULL, "eval --model ft_b --data data.tsv --test-split 0.25 --seed 7 --threads 1");
+    rc = tessera(NULL, "eval --model ft_b --data data.tsv --test-split 0.25 --split-seed 7 --threads 1");
     CHECK_RAN(rc, 0);
     double acc_b7 = printed_number("accuracy ");
-    rc = tessera(NULL, "eval --model ft_a --data flip.tsv --test-split 0.25 --seed 7 --threads 1");
+    rc = tessera(NULL, "eval --model ft_a --data flip.tsv --test-split 0.25 --seed 7 --threads 1"); /* the old spelling */
     CHECK_RAN(rc, 0);
+    CHECK(strstr(err_text, "--seed is now --split-seed"), "the old spelling's notice: %s", err_text);
     CHECK(acc_b7 > 0 && acc_b7 < 100 && fabs(printed_number("accuracy ") - acc_b7) < 1e-9,
           "A on flip.tsv and B on data.tsv, held-out rows of seed 7: %.2f%% vs %s", acc_b7, out_text);
     int other_rows = 0;
     for (int seed = 8; seed < 16 && !other_rows; seed++) {
-        rc = tessera(NULL, "eval --model ft_b --data data.tsv --test-split 0.25 --seed %d --threads 1", seed);
+        rc = tessera(NULL, "eval --model ft_b --data data.tsv --test-split 0.25 --split-seed %d --threads 1", seed);
         CHECK_RAN(rc, 0);
         other_rows = fabs(printed_number("accuracy ") - acc_b7) > 1e-9;
     }
-    CHECK(other_rows, "eval --seed 8..15 scored the same as --seed 7 every time");
+    CHECK(other_rows, "eval --split-seed 8..15 scored the same as --split-seed 7 every time");
 
     /* predict: the ensemble's label and probability from the members' own predictions */
     int pa[ROWS], pb[ROWS], pe[ROWS];
@@ -131,7 +132,7 @@ static void test_ensemble(void) {
     snprintf(want, sizeof want, "(%d of %d)", right, ROWS);
     CHECK(strstr(out_text, "ensemble of 2 models") && strstr(out_text, want), "eval ensemble: %s, want %s", out_text,
           want);
-    rc = tessera(NULL, "eval --model ft_a ft_b ft_a --data data.tsv --test-split 0.25 --seed 7 --threads 1");
+    rc = tessera(NULL, "eval --model ft_a ft_b ft_a --data data.tsv --test-split 0.25 --split-seed 7 --threads 1");
     CHECK_RAN(rc, 0);
     CHECK(strstr(out_text, "ensemble of 3 models") && strstr(out_text, "of 12)"), "eval ensemble, split: %s",
           out_text);

@@ -17,7 +17,7 @@
  *   rep2    2 replicas under mpirun, each on the random device (skipped without MPI)
  * for pretraining, then fine-tuning a classifier from the CPU's pretrained model; and for each
  * seed, inference on one device: `tessera run --device` (every output tensor, byte for byte) and
- * `tessera predict --devices` (the printed labels and probabilities). The release
+ * `tessera predict --device` (the printed labels and probabilities). The release
  * build runs 20 seeds (TS_FALLBACK_SEEDS overrides), the sanitizer build 2 (each run is ~10x
  * slower there, and the point of that build is a clean memory report, which few seeds give).
  * Also: a device that claims no op at all trains through every layout the same way. tessera checks
@@ -44,10 +44,10 @@ typedef struct layout {
 } layout;
 
 static const layout LAYOUTS[] = {
-    {"one", "--devices %s:0", 1},
+    {"one", "--device %s:0", 1},
     {"mixed2", "--devices %s:0,cpu:1 --stages \"0:emb,0-1 1:2-3,heads\"", 1},
     {"rec4", "--devices %s:0,cpu:1,%s:2,cpu:3 --stages \"0:emb,0 1:1 2:2 3:3,heads\" --recompute", 1},
-    {"bf16", "--devices %s:0 --bf16", 1},
+    {"bf16", "--device %s:0 --bf16", 1},
     {"fp16", "--devices %s:0 --fp16", 1},
     {"acc4", "--devices %s:0 --accumulation 4", 1},
     {"rep2", "--devices %s:0", 2},
@@ -141,7 +141,7 @@ static int check_inference(int seed, const char *fraction) {
     CHECK_RAN(rc, 0);
     int same = rc == 0 && same_bytes("run_cpu.safetensors", "run_t.safetensors");
     CHECK(same, "run, seed %d (fraction %s): outputs differ from the CPU's", seed, fraction);
-    rc = run_cli(1, 1, "predict --model cls --data data.tsv --devices cpuplugin");
+    rc = run_cli(1, 1, "predict --model cls --data data.tsv --device cpuplugin");
     CHECK_RAN(rc, 0);
     static char want[1 << 16];
     read_into("predict_cpu.txt", want, sizeof want);

@@ -11,10 +11,11 @@
  *  - every box inside the image, each line's box below the one before, confidences in (0.5, 1];
  *  - English at 24 px and Chinese at 32 px with --int8 (int8 convolutions and matmuls): the same
  *    lines, exact; `tessera run --int8` on the detector alone gives probabilities close to f32's;
- *  - an image without text gives no lines (and "[]" with --json), exit 0;
+ *  - an image without text gives no lines (and "[]" with --json), exit 0; also with the old
+ *    spelling --devices cpu (now --device), which prints a notice;
  *  - bad input is refused with exit 2 and a message naming what is wrong: no image, a missing
- *    file, a text file, a truncated PNG, a models directory without the models, --lang fr,
- *    --threads 0.
+ *    file, a text file, a truncated PNG, a models directory without the models (--model-store,
+ *    and the old spelling --models with its notice), --lang fr, --threads 0.
  * The lines are drawn with Pango and the "Noto Sans CJK SC" face when ImageMagick has Pango,
  * else with label: and the Noto CJK font file fc-list finds. Skipped (exit 77) without the
  * models (bash scripts/install-deps.sh fetches them), ImageMagick or the Noto CJK fonts
@@ -252,6 +253,11 @@ static void test_no_text(void) {
     rc = tessera(NULL, "ocr blank.png --json");
     CHECK_RAN(rc, 0);
     CHECK(!strcmp(out_text, "[]\n"), "an image without text gave JSON %s", out_text);
+    /* --devices D (one device) is --device D now: the old spelling still runs, with a notice */
+    rc = tessera(NULL, "ocr blank.png --devices cpu");
+    CHECK_RAN(rc, 0);
+    CHECK(out_text[0] == 0 && strstr(err_text, "--devices is now --device"), "--devices cpu gave: %s / %s", out_text,
+          err_text);
 }
 
 static void test_bad_input(void) {
@@ -272,9 +278,13 @@ static void test_bad_input(void) {
     CHECK(system(cmd) == 0, "making cut.png failed");
     rc = tessera(NULL, "ocr cut.png");
     CHECK_FAILS(rc, "cut.png: truncated PNG");
-    rc = tessera(NULL, "ocr full.png --models /nonexistent/models");
+    rc = tessera(NULL, "ocr full.png --model-store /nonexistent/models");
     CHECK_FAILS(rc, "/nonexistent/models/ch_PP-OCRv4_det_infer.onnx");
     CHECK(rc == 2 && strstr(err_text, "install-deps.sh"), "missing models: exit %d, %s", rc, err_text);
+    /* the old spelling, accepted for one release with a notice */
+    rc = tessera(NULL, "ocr full.png --models /nonexistent/models");
+    CHECK_FAILS(rc, "/nonexistent/models/ch_PP-OCRv4_det_infer.onnx");
+    CHECK(strstr(err_text, "--models is now --model-store"), "no notice for --models: %s", err_text);
     rc = tessera(NULL, "ocr full.png --lang fr");
     CHECK_FAILS(rc, "--lang");
     rc = tessera(NULL, "ocr full.png --threads 0");
@@ -390,7 +400,7 @@ static void test_opencl(void) {
              getenv("ASAN_OPTIONS") ? ":" : "");
     setenv("ASAN_OPTIONS", asan, 1);
     if (draw("ocl_ch.png", 32, CH, NLINES, 0))
-        read_back("Chinese, 32 px, opencl:0", "ocl_ch.png", "--devices opencl:0 --strict-device", CH, NLINES, 0);
+        read_back("Chinese, 32 px, opencl:0", "ocl_ch.png", "--device opencl:0 --strict-device", CH, NLINES, 0);
 }
 
 /* The three models on the randomized device (the CPU plugin claiming a seeded half of the ops,
@@ -414,7 +424,7 @@ static void test_random_device(void) {
         char s[16];
         snprintf(s, sizeof s, "%d", seed);
         setenv("TESSERA_CPUPLUGIN_SEED", s, 1);
-        rc = tessera(NULL, "--backend-plugin '%s' ocr rnd_en.png --lang en --devices cpuplugin", plugin);
+        rc = tessera(NULL, "--backend-plugin '%s' ocr rnd_en.png --lang en --device cpuplugin", plugin);
         CHECK_RAN(rc, 0);
         CHECK(want[0] && !strcmp(want, out_text), "seed %d: the random device read\n%s\nthe CPU\n%s", seed, out_text,
               want);

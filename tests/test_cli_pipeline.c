@@ -113,7 +113,7 @@ static void test_bad_flags(void) {
     rc = tessera(NULL, "%s %s --devices cpu:0,cpu:1 --stages \"0:emb,0 1:1\"", PRE, m);
     CHECK_FAILS(rc, "does not place the heads");
     rc = tessera(NULL, "%s %s --devices cpu:0,cpu:1 --stages \"0:emb,0 2:1,heads\"", PRE, m);
-    CHECK_FAILS(rc, "DEVICE an index into --devices (0 .. 1)");
+    CHECK_FAILS(rc, "DEVICE an index into the devices (0 .. 1)");
     rc = tessera(NULL, "%s %s --devices cpu:0,cpu:1 --stages \"0:emb,0-5 1:heads\"", PRE, m);
     CHECK_FAILS(rc, "within 0 .. 1");
     rc = tessera(NULL, "%s %s --devices cpu:0,cpu:1 --stages \"1:emb,0 0:1,heads\"", PRE, m);

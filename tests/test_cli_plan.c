@@ -4,8 +4,9 @@
  *  - the seed system's layout on an IPU-POD16 (ipu-mk2 x 16, micro-batch 32, 512 micro-batches,
  *    4 replicas, LAMB, f16, recomputation): it fits, and its stages are named as --stages names them;
  *  - --json parses (cJSON) with the same layout; --explain lists alternatives with why;
- *  - usage errors exit 2 naming the flag (unknown flag, missing --device, bad number, unknown
- *    profile, bad --dtype);
+ *  - usage errors exit 2 naming the flag (unknown flag, missing --device-profile, bad number, unknown
+ *    profile, bad --dtype); the old spellings --device and --seq-len still work, with a notice;
+ *    --model-config reads a Hugging Face config.json, --config the options;
  *  - pretrain under --device-profile with a profile (written here) too small for a pipeline stage:
  *    refused naming the stage, what it needs and what the device has, with the planner's
  *    suggestion, nothing written to --out but its lock; and a BERT-Base-sized step, whose arena
@@ -60,18 +61,18 @@ static void test_setup(void) {
 
 static void test_h200(void) {
     for (int count = 1; count <= 8; count += 7) {
-        int rc = tessera(NULL, "plan --device h200 --count %d", count);
+        int rc = tessera(NULL, "plan --device-profile h200 --count %d", count);
         CHECK_RAN(rc, 0);
         CHECK(strstr(out_text, "best layout:") && strstr(out_text, "seq/s") && strstr(out_text, "command:\n  ") &&
               strstr(out_text, "x h200") && strstr(out_text, "12 layers, hidden 768"), "count %d:\n%s", count, out_text);
         CHECK(printed_number("estimated ") > 0, "an estimate:\n%s", out_text);
     }
-    int rc = tessera(NULL, "plan --device h200 --count 8 --layers 24 --hidden 1024 --heads 16 --intermediate 4096 --dtype bf16");
+    int rc = tessera(NULL, "plan --device-profile h200 --count 8 --layers 24 --hidden 1024 --heads 16 --intermediate 4096 --dtype bf16");
     CHECK_RAN(rc, 0);
     CHECK(strstr(out_text, "24 layers, hidden 1024") && printed_number("estimated ") > 0, "BERT-Large:\n%s", out_text);
 }
 
-static const char *POD16 = "plan --device ipu-mk2 --count 16 --batch 32 --seq-len 128 --max-predictions 20 --optimizer lamb "
+static const char *POD16 = "plan --device-profile ipu-mk2 --count 16 --batch 32 --max-len 128 --max-predictions 20 --optimizer lamb "
                            "--dtype f16 --replicas 4 --stages \"0:emb,heads 1:0-3 2:4-7 3:8-11\" --micro-batches 512 "
                            "--recompute";
 
@@ -109,27 +110,54 @@ static void test_json(void) {
 }
 
 static void test_explain(void) {
-    int rc = tessera(NULL, "plan --device ipu-mk2 --count 4 --batch 8 --dtype f16 --optimizer lamb --explain --top 4");
+    int rc = tessera(NULL, "plan --device-profile ipu-mk2 --count 4 --batch 8 --dtype f16 --optimizer lamb --explain --top 4");
     CHECK(rc == 0 || rc == 1, "exit %d\n%s%s", rc, out_text, err_text);
     CHECK(strstr(out_text, "alternatives, the next best first:\n  2. "), "--explain:\n%s", out_text);
     CHECK(strstr(out_text, "slower") || strstr(out_text, "does not fit"), "why each lost:\n%s", out_text);
 }
 
 static void test_errors(void) {
-    int rc = tessera(NULL, "plan --device h200 --frobnicate");
+    int rc = tessera(NULL, "plan --device-profile h200 --frobnicate");
     CHECK(rc == 2 && strstr(err_text, "--frobnicate"), "unknown flag: %d %s", rc, err_text);
     rc = tessera(NULL, "plan --count 2");
-    CHECK(rc == 2 && strstr(err_text, "--device"), "missing --device: %d %s", rc, err_text);
-    rc = tessera(NULL, "plan --device h200 --count two");
+    CHECK(rc == 2 && strstr(err_text, "--device-profile P is required"), "missing --device-profile: %d %s", rc,
+          err_text);
+    rc = tessera(NULL, "plan --device-profile h200 --count two");
     CHECK(rc == 2 && strstr(err_text, "--count") && strstr(err_text, "two"), "bad number: %d %s", rc, err_text);
-    rc = tessera(NULL, "plan --device no-such-device");
-    CHECK(rc == 2 && strstr(err_text, "--device no-such-device"), "unknown profile: %d %s", rc, err_text);
-    rc = tessera(NULL, "plan --device h200 --dtype f64");
+    rc = tessera(NULL, "plan --device-profile no-such-device");
+    CHECK(rc == 2 && strstr(err_text, "--device-profile no-such-device"), "unknown profile: %d %s", rc, err_text);
+    rc = tessera(NULL, "plan --device-profile h200 --dtype f64");
     CHECK(rc == 2 && strstr(err_text, "--dtype f64"), "bad dtype: %d %s", rc, err_text);
-    rc = tessera(NULL, "plan --device h200 --count 6 --replicas 4");
+    rc = tessera(NULL, "plan --device-profile h200 --count 6 --replicas 4");
     CHECK(rc == 2 && strstr(err_text, "--replicas 4"), "replicas: %d %s", rc, err_text);
+    rc = tessera(NULL, "plan --device-profile h200 --recompute --no-recompute");
+    CHECK(rc == 2 && strstr(err_text, "exclude each other"), "--recompute --no-recompute: %d %s", rc, err_text);
     rc = tessera(NULL, "plan --help");
-    CHECK(rc == 0 && strstr(out_text, "usage: tessera plan"), "help: %d", rc);
+    CHECK(rc == 0 && strstr(out_text, "usage: tessera plan") && strstr(out_text, "--model-config FILE") &&
+              strstr(out_text, "--device-profile P ") && strstr(out_text, "Exit codes:"),
+          "help: %d\n%s", rc, out_text);
+    /* the old spellings, for one release: a notice, then the same plan */
+    rc = tessera(NULL, "plan --device h200 --seq-len 64");
+    CHECK(rc == 0 && strstr(err_text, "--device is now --device-profile") && strstr(out_text, "best layout:"),
+          "old --device: %d %s", rc, err_text);
+    CHECK(strstr(err_text, "--seq-len is now --max-len") != NULL, "old --seq-len: %s", err_text);
+    /* the model's sizes from a Hugging Face config.json: --model-config (plan's --config before --config
+     * became every subcommand's options file, which now says where the model's config goes) */
+    write_str("hf.json", "{\"hidden_size\": 256, \"num_hidden_layers\": 4, \"num_attention_heads\": 4, "
+                         "\"intermediate_size\": 1024, \"vocab_size\": 1000, \"max_position_embeddings\": 128, "
+                         "\"type_vocab_size\": 2}");
+    rc = tessera(NULL, "plan --device-profile h200 --model-config hf.json");
+    CHECK(rc == 0 && strstr(out_text, "4 layers, hidden 256"), "--model-config: %d %s%s", rc, out_text, err_text);
+    rc = tessera(NULL, "plan --device-profile h200 --config hf.json");
+    CHECK(rc == 2 && strstr(err_text, "unknown key") && strstr(err_text, "--model-config hf.json"),
+          "--config hf.json: %d %s", rc, err_text);
+    rc = tessera(NULL, "plan --device-profile h200 --model-config hf.json --model m");
+    CHECK(rc == 2 && strstr(err_text, "--model and --model-config exclude each other"), "%d %s", rc, err_text);
+    /* the options from --config FILE, the flags over them */
+    write_str("plan.json", "{\"device-profile\": \"h200\", \"count\": 8, \"model-config\": \"hf.json\"}");
+    rc = tessera(NULL, "plan --config plan.json --count 2");
+    CHECK(rc == 0 && strstr(out_text, "2 x h200") && strstr(out_text, "4 layers, hidden 256"), "--config: %d %s%s", rc,
+          out_text, err_text);
     rc = tessera(NULL, "pretrain --vocab vocab.txt --corpus corpus.txt --out e1 %s --device-profile no-such-device", TINY);
     CHECK(rc == 2 && strstr(err_text, "--device-profile no-such-device"), "pretrain: %d %s", rc, err_text);
 }
@@ -148,8 +176,8 @@ static void test_refusal(void) {
           "need, have, the largest value:\n%s", err_text);
     CHECK(strstr(err_text, "the planner: stage 0 needs 0.30 GB on small (0.15 GB): ") && strstr(err_text, " fit (estimated ") &&
           strstr(err_text, "tessera pretrain --layers 4 --hidden 256") &&
-          strstr(err_text, "(tessera plan --device small.json --count 2 --layers 4 --hidden 256 --heads 4 --intermediate 1024 "
-                           "--batch 32 --seq-len 64 --max-predictions 10 --dtype f32 --optimizer adamw --task pretrain "
+          strstr(err_text, "(tessera plan --device-profile small.json --count 2 --layers 4 --hidden 256 --heads 4 --intermediate 1024 "
+                           "--batch 32 --max-len 64 --max-predictions 10 --dtype f32 --optimizer adamw --task pretrain "
                            "--explain for more)"), "the planner's suggestion:\n%s", err_text);
     char ls[512];
     list_dir("r1", ls, sizeof ls);

@@ -32,6 +32,11 @@ static void test_list_show(void) {
     CHECK(strstr(out_text, "profile h200") && strstr(out_text, "989 TFLOP/s") && strstr(out_text, "141 GB"),
           "show by file:\n%s", out_text);
 
+    write_str("show.json", "{\"show\": \"ipu-bow\"}"); /* the options from --config */
+    rc = tessera(NULL, "profile-device --config show.json");
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "profile ipu-bow") != NULL, "--config show.json:\n%s", out_text);
+
     rc = tessera(NULL, "--help");
     CHECK_RAN(rc, 0);
     CHECK(strstr(out_text, "profile-device") != NULL, "tessera --help:\n%s", out_text);
@@ -66,8 +71,11 @@ static void test_errors(void) {
     rc = tessera(NULL, "profile-device --seconds -1");
     CHECK_FAILS(rc, "--seconds");
     CHECK(rc == 2, "exit %d", rc);
+    rc = tessera(NULL, "profile-device --seconds 0");
+    CHECK_FAILS(rc, "(0, 3600]");
+    CHECK(rc == 2, "exit %d", rc);
     rc = tessera(NULL, "profile-device --bogus");
-    CHECK_FAILS(rc, "unknown argument '--bogus'");
+    CHECK_FAILS(rc, "unknown flag '--bogus'");
     CHECK(rc == 2, "exit %d", rc);
     rc = tessera(NULL, "profile-device --list --show h200");
     CHECK_FAILS(rc, "one at a time");

@@ -114,7 +114,7 @@ static void test_qa(void) {
     /* 48 tokens with at most 12 question pieces: the long context needs several windows. lr 2e-3: at 5e-3
      * this tiny model's loss spikes near epoch 40 and whether it recovers depends on rounding (the ASan
      * build's differs), so the check would test luck rather than fine-tuning. */
-    rc = tessera(NULL, "finetune --task qa --model pre --train train.json --dev train.json --out qa --max-len 48 "
+    rc = tessera(NULL, "finetune --task qa --model pre --train train.json --eval train.json --out qa --max-len 48 "
                        "--doc-stride 16 --max-query-len 12 --batch 4 --epochs 150 --lr 2e-3 --warmup 0.05 "
                        "--threads 1 --seed 1");
     CHECK_RAN(rc, 0);
@@ -184,7 +184,7 @@ static void test_resume(void) {
     CHECK(same_bytes("r1/model.safetensors", "r2/model.safetensors"),
           "QA fine-tuning stopped after 4 steps and resumed: the model differs from one run");
     rc = tessera(NULL, "finetune %s --doc-stride 8 --resume r2", args);
-    CHECK_FAILS(rc, "was made with --doc-stride 16, not 8");
+    CHECK_FAILS(rc, "was made with doc-stride 16, not 8");
 }
 
 static void test_bad_input(void) {
@@ -211,8 +211,8 @@ static void test_bad_input(void) {
     CHECK_FAILS(rc, "noanswers.json: question \"q9\" has no answers");
     rc = tessera(NULL, "finetune --task qa --model pre --train no_such.json --out x --max-len 48 --threads 1");
     CHECK_FAILS(rc, "no_such.json");
-    rc = tessera(NULL, "finetune --task qa --model pre --train train.json --dev truncated.json --out x --max-len 48");
-    CHECK_FAILS(rc, "--dev truncated.json:1: not valid JSON");
+    rc = tessera(NULL, "finetune --task qa --model pre --train train.json --eval truncated.json --out x --max-len 48");
+    CHECK_FAILS(rc, "--eval truncated.json:1: not valid JSON");
     rc = tessera(NULL, "finetune --task qa --model pre --train train.json --out x --max-len 48 --max-query-len 46");
     CHECK_FAILS(rc, "--max-query-len 46");
     rc = tessera(NULL, "finetune --task qna --model pre --train train.json --out x");

@@ -96,7 +96,7 @@ static void test_calibrated(void) {
     int rc = tessera(NULL, "predict --model fts-entropy --text \"the cat runs\" --threads 1");
     CHECK_RAN(rc, 0);
     /* tessera export writes a calibrated copy in QDQ form (test_qdq.c checks what it computes) */
-    rc = tessera(NULL, "export --onnx q.onnx --model fts-percentile --batch 2 --seq-len 16 --threads 1");
+    rc = tessera(NULL, "export --out q.onnx --model fts-percentile --batch 2 --max-len 16 --threads 1");
     CHECK_RAN(rc, 0);
     CHECK(strstr(out_text, "int8 matmuls in QDQ form"), "export: %s", out_text);
     char path[256], cmd[600];

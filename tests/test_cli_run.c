@@ -306,7 +306,7 @@ static void test_fixture_bf16(void) {
  * to the f32 step's (cosine >= 0.99 each; the loss within 1%). The key biases' gradients are
  * rounding noise around zero either way (see test_bert_parity.c) and are left out. */
 static ts_program *fixture_step(ts_dtype compute, const char ***fetch_out, int *nf_out) {
-    ts_bert_config cfg;
+    ts_bert_config cfg = {.struct_size = sizeof cfg};
     if (CHECK_OK(ts_bert_config_load(fixture("config.json"), &cfg))) return NULL;
     cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0.f;
     cfg.compute_dtype = compute;

@@ -141,7 +141,7 @@ static void test_bad_requests(void) {
     refused(port, "POST", inf, "{\"inputs\":[{\"name\":\"input_ids\",\"shape\":[1,99],\"datatype\":\"INT64\",\"data\":[1]}]}",
             400, "sequence length 99");
     refused(port, "POST", inf, "{\"inputs\":[{\"name\":\"input_ids\",\"shape\":[5,1],\"datatype\":\"INT64\",\"data\":[1,1,1,1,1]}]}",
-            400, "--max-batch 4");
+            400, "max batch 4");
     refused(port, "POST", inf, "{\"inputs\":[{\"name\":\"input_ids\",\"shape\":[1,2],\"datatype\":\"INT64\",\"data\":[1,2]},"
             "{\"name\":\"attention_mask\",\"shape\":[2,1],\"datatype\":\"INT64\",\"data\":[1,1]}]}", 400, "differs");
     refused(port, "POST", "/v1/models/m:predict", "{\"instances\": [3]}", 400, "instance 0");
@@ -344,7 +344,7 @@ static void test_qa(void) {
 /* An ONNX file (tessera export of the classifier, a fixed batch of 2 x 8): v2 infer gives the
  * logits the model directory gives, rows padded to the file's batch. */
 static void test_onnx(void) {
-    int rc = tessera(NULL, "export --onnx ft.onnx --model ft --batch 2 --seq-len 8");
+    int rc = tessera(NULL, "export --out ft.onnx --model ft --batch 2 --max-len 8");
     CHECK_RAN(rc, 0);
     int port;
     pid_t pid = start("--port 0 --model o=ft.onnx", &port);
@@ -375,7 +375,7 @@ static void test_onnx(void) {
     stop(pid);
     write_str("bad.onnx", "not a model");
     rc = tessera(NULL, "serve --model b=bad.onnx --port 0");
-    CHECK_FAILS(rc, "--model bad.onnx");
+    CHECK_FAILS(rc, "model bad.onnx: bad.onnx: not an ONNX model");
 }
 
 /* The bytes of file path into a malloc'd, NUL-terminated buffer (*n its length), or NULL. */
@@ -505,7 +505,7 @@ static void test_quantized(void) {
     rc = tessera(NULL, "quantize --model ft --dynamic --out ftd --threads 1");
     CHECK_RAN(rc, 0);
     int port;
-    pid_t pid = start("--port 0 --model q=ftq --model d=ftd --max-batch 4", &port);
+    pid_t pid = start("--port 0 --model q=ftq d=ftd --max-batch 4", &port); /* m=ft, then a list */
     if (pid < 0) return;
     const char *texts[2] = {"the cat runs 7 times", "the fish swims 4 times"};
     char body[256], lines[128];
@@ -569,7 +569,7 @@ static void test_random_device(void) {
         char args[4400], s[16];
         snprintf(s, sizeof s, "%d", seed);
         setenv("TESSERA_CPUPLUGIN_SEED", s, 1);
-        snprintf(args, sizeof args, "--port 0 --max-batch 4 --backend-plugin '%s' --devices cpuplugin", plugin);
+        snprintf(args, sizeof args, "--port 0 --max-batch 4 --backend-plugin '%s' --device cpuplugin", plugin);
         if ((pid = start(args, &port)) < 0) return;
         CHECK(sc_http(port, "POST", "/v1/models/m:predict", body, resp, sizeof resp) == 200, "seed %d: %s", seed, resp);
         CHECK(want[0] && !strcmp(want, sc_body(resp)), "seed %d: the random device answered\n%s\nthe CPU\n%s", seed,
@@ -580,7 +580,7 @@ static void test_random_device(void) {
 
 static void test_bad_start(void) {
     int rc = tessera(NULL, "serve --model m=nowhere --port 0");
-    CHECK_FAILS(rc, "--model nowhere");
+    CHECK_FAILS(rc, "model nowhere: ");
     CHECK(rc == 2, "a model that cannot load: exit %d, want 2", rc);
     rc = tessera(NULL, "serve --model m=pre --port 0"); /* pretrained, not fine-tuned */
     CHECK_FAILS(rc, "not a fine-tuned model");
@@ -591,6 +591,19 @@ static void test_bad_start(void) {
     CHECK(rc == 2, "a bad flag: exit %d", rc);
     rc = tessera(NULL, "serve");
     CHECK_FAILS(rc, "--model NAME=DIR is required");
+    rc = tessera(NULL, "serve --model m=ft --device cpu:0,cpu:1");
+    CHECK_FAILS(rc, "--device: one device");
+    rc = tessera(NULL, "serve --model m=ft --port 70000");
+    CHECK_FAILS(rc, "--port wants an integer from 0 to 65535");
+    rc = tessera(NULL, "serve --model m=ft --bogus");
+    CHECK_FAILS(rc, "unknown flag '--bogus'");
+    /* the old spelling of --device, for one release: the notice, then on to the model's error */
+    rc = tessera(NULL, "serve --model m=nowhere --devices cpu --port 0");
+    CHECK_FAILS(rc, "model nowhere: ");
+    CHECK(strstr(err_text, "--devices is now --device"), "the old spelling's notice: %s", err_text);
+    write_str("serve.json", "{\"model\": [\"m=nowhere\"], \"port\": 0}");
+    rc = tessera(NULL, "serve --config serve.json");
+    CHECK_FAILS(rc, "model nowhere: ");
 }
 
 typedef struct soaker {

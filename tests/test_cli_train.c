@@ -170,7 +170,7 @@ static void test_study_pieces(void) {
     }
     tsv[n] = 0;
     write_str("dup.tsv", tsv);
-    int rc = tessera(NULL, "split --data dup.tsv --out sp --test-split 0.25 --seed 3 --subset 7");
+    int rc = tessera(NULL, "split --data dup.tsv --out sp --test-split 0.25 --split-seed 3 --subset 7");
     CHECK_RAN(rc, 0);
     CHECK(strstr(out_text, "45 rows (5 duplicates dropped)") && strstr(out_text, "train.tsv 30, test.tsv 10"),
           "split: %s", out_text);
@@ -196,10 +196,10 @@ static void test_study_pieces(void) {
     CHECK(strstr(buf, " times\n\n"), "train.txt is not one document per row: %.200s", buf);
     /* finetune on the split files scores the same rows as finetune's own split. pre has 32
      * positions: a random start may read longer sequences (it gets 48), a loaded model not. */
-    rc = tessera(NULL, "finetune --model pre --train sp/train.tsv --dev sp/test.tsv --out fa --max-steps 2 --batch 4 "
+    rc = tessera(NULL, "finetune --model pre --train sp/train.tsv --eval sp/test.tsv --out fa --max-steps 2 --batch 4 "
                        "--max-len 48 --threads 1 --epochs 3 --test-every 0");
     CHECK_FAILS(rc, "--max-len 48 exceeds the model's 32 positions");
-    rc = tessera(NULL, "finetune --model pre --train sp/train.tsv --dev sp/test.tsv --out fa --max-steps 2 --batch 4 "
+    rc = tessera(NULL, "finetune --model pre --train sp/train.tsv --eval sp/test.tsv --out fa --max-steps 2 --batch 4 "
                        "--max-len 48 --threads 1 --random-init --epochs 3 --test-every 0");
     CHECK_RAN(rc, 0);
     CHECK(strstr(out_text, "--random-init: pre's shape and vocabulary, no weights loaded"), "random-init: %s", out_text);
@@ -211,7 +211,7 @@ static void test_study_pieces(void) {
     if (p) sscanf(p, "hidden, %d of %d parameters new", &a, &b);
     CHECK(a == b, "random-init: %d of %d parameters new: %s", a, b, out_text);
     /* --test-every: 3 epochs of 30 rows in batches of 10 */
-    rc = tessera(NULL, "finetune --model pre --train sp/train.tsv --dev sp/test.tsv --out fb --batch 10 --max-len 32 "
+    rc = tessera(NULL, "finetune --model pre --train sp/train.tsv --eval sp/test.tsv --out fb --batch 10 --max-len 32 "
                        "--threads 1 --epochs 3 --test-every 0");
     CHECK_RAN(rc, 0);
     int scored = 0;
@@ -221,6 +221,7 @@ static void test_study_pieces(void) {
     rc = tessera(NULL, "finetune --model pre --train sp/train.tsv --dev sp/test.tsv --out fb --batch 10 --max-len 32 "
                        "--threads 1 --epochs 3 --test-every 2");
     CHECK_RAN(rc, 0);
+    CHECK(strstr(err_text, "--dev is now --eval"), "the old spelling's notice: %s", err_text);
     scored = 0;
     for (const char *q = out_text; (q = strstr(q, ", test accuracy ")); q++) scored++;
     const char *e1 = strstr(out_text, "epoch 1: step 3, train loss"), *e1end = e1 ? strchr(e1, '\n') : NULL;
@@ -247,8 +248,9 @@ static void test_study_pieces(void) {
                        "--threads 1");
     CHECK_RAN(rc, 0);
     /* bad input */
-    rc = tessera(NULL, "split --data dup.tsv --out sp2 --subset 31 --test-split 0.25");
+    rc = tessera(NULL, "split --data dup.tsv --out sp2 --subset 31 --test-split 0.25 --seed 3"); /* the old spelling */
     CHECK_FAILS(rc, "--subset 31 is more than the 30 training rows");
+    CHECK(strstr(err_text, "--seed is now --split-seed"), "split --seed: no notice: %s", err_text);
     rc = tessera(NULL, "split --data dup.tsv --out sp2 --test-split 1.5");
     CHECK_FAILS(rc, "--test-split '1.5'");
     rc = tessera(NULL, "split --out sp2");

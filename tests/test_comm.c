@@ -163,7 +163,7 @@ static void test_training(void) {
         ts_program *p = ts_compile(g, &(ts_compile_opts){.num_threads = 1, TU_FETCHES("loss")});
         CHECK(p, "compile: %s", ts_last_error());
         if (!p) return;
-        ts_memory mem;
+        ts_memory mem = {.struct_size = sizeof mem};
         ts_program_memory(p, &mem);
         CHECK(mem.grad_buckets >= 4 * (IN * 8 + 8 + 8 * OUT), "gradient buckets %zu bytes", mem.grad_buckets);
         train(p, STEPS * NACC, R, me);
@@ -173,7 +173,7 @@ static void test_training(void) {
         CHECK(pr, "compile: %s", ts_last_error());
         if (!pr) return;
         train(pr, STEPS * NACC * R, 1, 0);
-        ts_memory mr;
+        ts_memory mr = {.struct_size = sizeof mr};
         ts_program_memory(pr, &mr);
         if (shard)
             CHECK(mem.optimizer_state < 0.8 * mr.optimizer_state, "sharded: %zu bytes of optimizer state, all %zu",

@@ -1017,7 +1017,7 @@ static void test_squad_errors(void) {
     /* answer_start must point at the answer's text (in characters), unless answers are relocated */
     CHECK(ts_squad_load(FIXTURES "/squad_tiny.json", tok, NULL) == NULL, "an answer at a wrong offset accepted");
     CHECK_ERRMSG("squad_tiny.json: data[0].paragraphs[0].qas[2] (id \"q3\"): answers[0]: answer_start 0",
-                 "\"Gustave Eiffel\", which occurs at character 54", "--relocate-answers");
+                 "\"Gustave Eiffel\", which occurs at character 54", "ts_squad_opts.relocate_answers");
     const char *ctx67 = "The quick brown fox jumps over the lazy dog while the cat sleeps ok";
     char doc[512];
     snprintf(doc, sizeof doc, "{\"data\": [{\"paragraphs\": [{\"context\": \"%s\", \"qas\": [{\"id\": \"far\", "

@@ -77,7 +77,7 @@ static void check_sources(const ts_device_profile *p) {
 
 static void test_builtin_profiles(void) {
     fresh();
-    ts_device_profile p;
+    ts_device_profile p = {.struct_size = sizeof p};
     CHECK_OK(ts_device_profile_load("ipu-mk2", &p));
     CHECK(!strcmp(p.name, "ipu-mk2") && !p.measured, "name %s", p.name);
     CHECK(p.memory_bytes == 900e6, "Mk2 memory %g", p.memory_bytes);
@@ -107,7 +107,7 @@ static void test_builtin_profiles(void) {
 
 static void test_round_trip(void) {
     fresh();
-    ts_device_profile a, b;
+    ts_device_profile a = {.struct_size = sizeof a}, b = {.struct_size = sizeof b};
     CHECK_OK(ts_device_profile_load("h200", &a));
     a.measured = 1;
     a.ngemm = 3;
@@ -142,7 +142,7 @@ static void check_bad(const char *name, const char *text, ts_status code, const 
     char path[256];
     snprintf(path, sizeof path, "%s/%s", tmp, name);
     write_file(path, text ? text : "");
-    ts_device_profile p;
+    ts_device_profile p = {.struct_size = sizeof p};
     CHECK_STATUS(ts_device_profile_load(path, &p), code);
     CHECK_ERRMSG(path, field);
 }
@@ -186,7 +186,7 @@ static void test_bad_files(void) {
     t = replaced(good, "\"sources\": {", "\"sources\": {\"m_a_key_of_seventy_characters_that_names_no_figure_of_a_profile_xx\": \"x\", ");
     check_bad("longkey.json", t, TS_ERR_ARG, "a key longer than 63 characters");
     free(t);
-    ts_device_profile p;
+    ts_device_profile p = {.struct_size = sizeof p};
     char path[256];
     snprintf(path, sizeof path, "%s/absent.json", tmp);
     CHECK_STATUS(ts_device_profile_load(path, &p), TS_ERR_NOT_FOUND);
@@ -211,7 +211,7 @@ static void test_lookup(void) {
     snprintf(path, sizeof path, "%s/mydev.json", dir);
     write_file(path, mine);
     setenv("TESSERA_PROFILE_PATH", dir, 1);
-    ts_device_profile p;
+    ts_device_profile p = {.struct_size = sizeof p};
     CHECK_OK(ts_device_profile_load("h200", &p));
     CHECK(p.memory_bytes == 1e9, "TESSERA_PROFILE_PATH comes first: memory %g", p.memory_bytes);
     CHECK_OK(ts_device_profile_load("mydev", &p));
@@ -281,7 +281,7 @@ static void test_gemm_rates(void) {
 
 static void test_measure_cpu(void) {
     fresh();
-    ts_device_profile p;
+    ts_device_profile p = {.struct_size = sizeof p};
     CHECK_OK(ts_device_profile_measure("cpu", 1, &p));
     CHECK(p.measured && !strcmp(p.name, "cpu"), "measured %d %s", p.measured, p.name);
     CHECK(p.peak_flops[TS_F32] >= 1e9 && p.peak_flops[TS_F32] <= 1e13, "f32 GEMM rate %g", p.peak_flops[TS_F32]);
@@ -295,7 +295,7 @@ static void test_measure_cpu(void) {
     char path[256];
     snprintf(path, sizeof path, "%s/cpu.json", tmp);
     CHECK_OK(ts_device_profile_save(path, &p));
-    ts_device_profile q;
+    ts_device_profile q = {.struct_size = sizeof q};
     CHECK_OK(ts_device_profile_load(path, &q));
     /* every measured figure reads back bit for bit (cJSON's own printing was one ulp off at times) */
     int same = q.ngemm == p.ngemm && q.mem_bw == p.mem_bw && q.link_bw == p.link_bw;

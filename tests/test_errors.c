@@ -535,7 +535,7 @@ static void test_null_arguments(void) {
     CHECK(ts_program_set_param(p, NULL, t) != TS_OK, "set_param(NULL name)");
     CHECK(ts_program_copy_params(NULL, p) == -1, "copy_params(NULL dst)");
     CHECK(ts_program_copy_params(p, NULL) == -1, "copy_params(NULL src)");
-    ts_memory m;
+    ts_memory m = {.struct_size = sizeof m};
     CHECK(ts_program_memory(NULL, &m) == TS_ERR_ARG, "memory(NULL program)");
     CHECK(ts_program_memory(p, NULL) == TS_ERR_ARG, "memory(NULL out)");
     CHECK(ts_program_num_params(NULL) == 0, "num_params(NULL)");

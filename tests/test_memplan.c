@@ -53,7 +53,7 @@ static void test_bert_base(void) {
     double t2 = tu_now();
     CHECK(p != NULL, "compile BERT-Base: %s", ts_last_error());
     if (p) {
-        ts_memory m;
+        ts_memory m = {.struct_size = sizeof m};
         CHECK_OK(ts_program_memory(p, &m));
         print_mem("BERT-Base train", &m);
         double ratio = m.intermediates_total ? (double)m.activations / (double)m.intermediates_total : 1.0;
@@ -100,7 +100,7 @@ static void test_plan_chain(void) {
     ts_name(g, y, "out");
     ts_program *p = compile_small(g, 1);
     if (p) {
-        ts_memory m;
+        ts_memory m = {.struct_size = sizeof m};
         CHECK_OK(ts_program_memory(p, &m));
         print_mem("chain of 4", &m);
         CHECK(m.activations == a64(4000), "chain arena %zu, expected %zu", m.activations, a64(4000));
@@ -138,7 +138,7 @@ static void test_plan_diamond(void) {
     ts_name(g, ts_add(g, a, ts_tanh(g, a)), "out");
     ts_program *p = compile_small(g, 1);
     if (p) {
-        ts_memory m;
+        ts_memory m = {.struct_size = sizeof m};
         CHECK_OK(ts_program_memory(p, &m));
         print_mem("diamond", &m);
         CHECK(m.activations == 2 * a64(4000), "diamond arena %zu, expected %zu", m.activations, 2 * a64(4000));
@@ -172,7 +172,7 @@ static void test_plan_grow(void) {
     ts_name(g, ts_tanh(g, e), "out");
     ts_program *p = compile_small(g, 1);
     if (p) {
-        ts_memory m;
+        ts_memory m = {.struct_size = sizeof m};
         CHECK_OK(ts_program_memory(p, &m));
         print_mem("grow", &m);
         CHECK(m.activations == a64(4000) + a64(8000), "grow arena %zu, expected %zu", m.activations,
@@ -196,7 +196,7 @@ static void test_plan_reuse(void) {
     ts_name(g, ts_expand(g, c, DIMS(2, 1000)), "out");
     ts_program *p = compile_small(g, 1);
     if (p) {
-        ts_memory m;
+        ts_memory m = {.struct_size = sizeof m};
         CHECK_OK(ts_program_memory(p, &m));
         print_mem("reuse", &m);
         CHECK(m.intermediates_total == 2 * a64(4000) + 2 * a64(8000), "reuse intermediates_total %zu, expected %zu",
@@ -231,7 +231,7 @@ static void test_plan_fusion_report(void) {
     ts_name(g, y, "out");
     ts_program *pf = compile_small(g, 0), *pn = compile_small(g, 1);
     if (pf && pn) {
-        ts_memory mf, mn;
+        ts_memory mf = {.struct_size = sizeof mf}, mn = {.struct_size = sizeof mn};
         CHECK_OK(ts_program_memory(pf, &mf));
         CHECK_OK(ts_program_memory(pn, &mn));
         print_mem("chain fused", &mf);
@@ -313,7 +313,7 @@ static void fuse_act_forward(int act, float alpha) {
     ts_tensor *xt = tu_rand_tensor(&r, DIMS(FA_B, FA_T, FA_K), -1, 1), *wt = tu_rand_tensor(&r, DIMS(FA_K, FA_N), -0.5, 0.5),
               *bt = tu_rand_tensor(&r, DIMS(FA_N), -1, 1);
     if (pf && pn) {
-        ts_memory mf, mn;
+        ts_memory mf = {.struct_size = sizeof mf}, mn = {.struct_size = sizeof mn};
         CHECK_OK(ts_program_memory(pf, &mf));
         CHECK_OK(ts_program_memory(pn, &mn));
         CHECK(mn.nodes == nn && mn.fused == 0, "unfused: nodes %d fused %d, expected %d and 0", mn.nodes, mn.fused, nn);
@@ -501,7 +501,7 @@ static void optim_report(const char *name, int which) {
     ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("loss")});
     CHECK(p != NULL, "compile: %s", ts_last_error());
     if (p) {
-        ts_memory m;
+        ts_memory m = {.struct_size = sizeof m};
         CHECK_OK(ts_program_memory(p, &m));
         print_mem(name, &m);
         size_t pb = (13 * 7 + 7) * 4;
@@ -515,7 +515,7 @@ static void optim_report(const char *name, int which) {
     ts_program *pi = ts_compile(g, &(ts_compile_opts){TU_FETCHES("loss"), .inference = 1});
     CHECK(pi != NULL, "compile (inference): %s", ts_last_error());
     if (pi) {
-        ts_memory m;
+        ts_memory m = {.struct_size = sizeof m};
         CHECK_OK(ts_program_memory(pi, &m));
         CHECK(m.grads == 0, "%s: an inference program keeps %zu bytes of gradients", name, m.grads);
         CHECK(m.params == (13 * 7 + 7) * 4, "%s: inference params %zu", name, m.params);
@@ -554,7 +554,7 @@ static void test_two_runs_identical(void) {
     tu_rng r = tu_rng_seed(8);
     ts_tensor *x1 = tu_rand_tensor(&r, DIMS(B, T, C), -1, 1), *x2 = tu_rand_tensor(&r, DIMS(B, T, C), -1, 1);
     ts_tensor *o[3] = {0}, *gw[3] = {0};
-    ts_memory m0, m1;
+    ts_memory m0 = {.struct_size = sizeof m0}, m1 = {.struct_size = sizeof m1};
     CHECK_OK(ts_program_memory(p, &m0));
     int counting = tu_alloc_counter_init();
     long allocs = -1, big = -1, dnnl = -1;

@@ -149,7 +149,7 @@ static void check_equal(int recompute) {
         printf("  4 stages on 4 devices, 5 steps of %d micro-batches: wall %.3f s, bubble %.2f\n", M, wall, bubble);
         CHECK(wall > 0 && bubble > 0 && bubble < 1, "bubble %g", bubble);
         for (int s = 0; s < 4; s++) {
-            ts_stage_info si;
+            ts_stage_info si = {.struct_size = sizeof si};
             CHECK_OK(ts_program_stage_info(p[2], s, &si));
             CHECK(si.in_flight == (M < 4 - s ? M : 4 - s) && si.threads == 1 && si.busy_s > 0, "stage %d info", s);
             char want[16];
@@ -184,7 +184,7 @@ static void test_seed_layout(void) {
         }
         CHECK(same, "the seed's layout: losses differ from one device");
         same_state(one, p, "the seed's layout");
-        ts_stage_info s0, s4;
+        ts_stage_info s0 = {.struct_size = sizeof s0}, s4 = {.struct_size = sizeof s4};
         ts_program_stage_info(p, 0, &s0);
         ts_program_stage_info(p, 4, &s4);
         CHECK(!strcmp(s0.device, "cpu") && !strcmp(s4.device, "cpu"), "stages 0 and 4 on device 0: %s %s", s0.device,
@@ -242,11 +242,11 @@ static void test_memory(void) {
     CHECK_OK(ts_backward(gf, o.loss));
     CHECK_OK(ts_adamw(gf, ts_scalar(gf, 1e-3f), 0.9f, 0.999f, 1e-6f, 0.01f));
     ts_program *full = ts_compile(gf, &(ts_compile_opts){.num_threads = 1, TU_FETCHES("loss")});
-    ts_memory mf;
+    ts_memory mf = {.struct_size = sizeof mf};
     if (p && full && !ts_program_memory(full, &mf)) {
         printf("  activations of the whole batch (%d x %d sequences) on one device: %zu bytes\n", B, MM, mf.activations);
         for (int s = 0; s < 4; s++) {
-            ts_stage_info si;
+            ts_stage_info si = {.struct_size = sizeof si};
             CHECK_OK(ts_program_stage_info(p, s, &si));
             double share = (double)si.mem.activations / (double)mf.activations, bound = (double)si.in_flight / MM;
             printf("  stage %d: %d in flight, activations %zu bytes: %.3f of the whole batch's (bound %.3f)\n", s,
@@ -272,9 +272,9 @@ static void test_memory_per_device(void) {
     CHECK(p != NULL, "compile: %s", ts_last_error());
     size_t total[2] = {0, 0};
     for (int s = 0; s < 2 && p; s++) {
-        ts_stage_info si;
+        ts_stage_info si = {.struct_size = sizeof si};
         CHECK_OK(ts_program_stage_info(p, s, &si));
-        const ts_memory *m = &si.mem;
+        const ts_stage_memory *m = &si.mem;
         total[s] = m->params + m->grads + m->optimizer_state + m->grad_buckets + m->activations + m->workspace;
     }
     ts_program_free(p);

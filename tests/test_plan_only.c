@@ -38,7 +38,7 @@ static void test_bert_base_same_memory(void) {
     CHECK_OK(ts_bert_train_programs(&o, &plan, NULL));
     double plan_s = tu_now() - t0, rss1 = rss_bytes();
     if (!plan) return;
-    ts_memory a, b;
+    ts_memory a = {.struct_size = sizeof a}, b = {.struct_size = sizeof b};
     CHECK_OK(ts_program_memory(plan, &a));
     CHECK(ts_program_num_stages(plan) == 1, "%d stages", ts_program_num_stages(plan));
     o.plan_only = 0;
@@ -90,11 +90,11 @@ static void plan_pipeline(const char *devices, const char *spec, int M) {
     double s = tu_now() - t0;
     if (!p) return;
     CHECK(ts_program_num_stages(p) == pp.nstages, "%d stages of %d", ts_program_num_stages(p), pp.nstages);
-    ts_memory all;
+    ts_memory all = {.struct_size = sizeof all};
     CHECK_OK(ts_program_memory(p, &all));
     size_t params = 0, act = 0;
     for (int k = 0; k < pp.nstages; k++) {
-        ts_stage_info si;
+        ts_stage_info si = {.struct_size = sizeof si};
         CHECK_OK(ts_program_stage_info(p, k, &si));
         CHECK(si.mem.params > 0 && si.mem.activations > 0, "stage %d: params %zu activations %zu", k, si.mem.params,
               si.mem.activations);

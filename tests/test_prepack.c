@@ -107,7 +107,7 @@ static void test_weights_written_between_runs(void) {
     printf("  %d of %d matmuls prepacked (oneDNN may keep a weight's own layout where that is its best)\n", packed,
            nmm);
     CHECK(nmm == 2, "%d matmul nodes, expected 2", nmm);
-    ts_memory mem;
+    ts_memory mem = {.struct_size = sizeof mem};
     CHECK_OK(ts_program_memory(p, &mem));
     size_t pbytes = sizeof(float) * (N * K + N + N * N2);
     CHECK(mem.params == pbytes, "params %zu bytes, expected %zu", mem.params, pbytes);
@@ -182,7 +182,7 @@ static void test_conv_weights_written_between_runs(void) {
         ts_program_free(p), ts_program_free(fresh);
         return;
     }
-    ts_memory mem;
+    ts_memory mem = {.struct_size = sizeof mem};
     CHECK_OK(ts_program_memory(p, &mem));
     printf("  conv weight_copies %zu bytes (the weight: %zu)\n", mem.weight_copies, sizeof(float) * 32 * 16 * 9);
     CHECK(mem.weight_copies >= sizeof(float) * 32 * 16 * 9, "the convolution's weights are not kept reordered");
@@ -252,7 +252,7 @@ static void test_training_program_reads_weights_as_stored(void) {
         CHECK(p->one->parts[k].abi.param_gen == NULL, "part %d of a training program has a frozen-weights plan", k);
     int nmm = 0, packed = count_prepacked(p, &nmm);
     CHECK(nmm >= 2 && packed == 0, "training program: %d of %d matmuls prepacked", packed, nmm);
-    ts_memory mem;
+    ts_memory mem = {.struct_size = sizeof mem};
     CHECK_OK(ts_program_memory(p, &mem));
     CHECK(mem.weight_copies == 0, "a training program keeps %zu bytes of weight copies", mem.weight_copies);
     ts_program_free(p);
@@ -279,7 +279,7 @@ static void test_kept_bf16_weight_cast(void) {
         return;
     }
     CHECK(p->one->owned[wc] == 1, "the inference program's bf16 copy of w is not in a buffer of its own");
-    ts_memory mi, mt;
+    ts_memory mi = {.struct_size = sizeof mi}, mt = {.struct_size = sizeof mt};
     CHECK_OK(ts_program_memory(p, &mi));
     CHECK_OK(ts_program_memory(pt, &mt));
     CHECK(mi.params == sizeof(float) * N * K && mt.params == mi.params, "params %zu / %zu bytes, expected %zu",

@@ -107,7 +107,7 @@ static ts_program *linear(int tb, int act, int q, const ts_quant_scale *sc, int 
                                                      .quant_scales = sc, .nquant_scales = nsc});
     CHECK(p != NULL, "compile: %s", ts_last_error());
     ts_graph_free(g);
-    ts_memory mem = {0};
+    ts_memory mem = {.struct_size = sizeof mem};
     if (p) CHECK_OK(ts_program_memory(p, &mem));
     *nquant = mem.quantized;
     return p;
@@ -318,7 +318,7 @@ static void test_bert_classifier(void) {
         CHECK(p[q] != NULL, "compile BERT (quantize %d): %s", q, ts_last_error());
         ts_graph_free(g);
         if (!p[q]) continue;
-        ts_memory mem = {0};
+        ts_memory mem = {.struct_size = sizeof mem};
         CHECK_OK(ts_program_memory(p[q], &mem));
         if (q) nq = mem.quantized;
         CHECK_OK(ts_program_feed(p[q], "input_ids", ids));

@@ -217,7 +217,7 @@ static ts_program *four_convs(int q, int *nquant) {
                                                      .fetches = f, .inference = 1, .quantize = q});
     CHECK(p != NULL, "compile (quantize %d): %s", q, ts_last_error());
     ts_graph_free(g);
-    ts_memory mem = {0};
+    ts_memory mem = {.struct_size = sizeof mem};
     if (p) CHECK_OK(ts_program_memory(p, &mem));
     *nquant = mem.quantized;
     return p;

@@ -139,6 +139,7 @@ static result *train(const spec *s, int recompute) {
         return NULL;
     }
     CHECK(ts_program_num_params(p) == r->n, "%d parameters, %d named here", ts_program_num_params(p), r->n);
+    r->mem.struct_size = sizeof r->mem;
     CHECK_OK(ts_program_memory(p, &r->mem));
     feed_inputs(p, s);
     ts_program_set_step(p, 5);
@@ -231,7 +232,7 @@ static void test_small_bert_adamw(void) {
  * recompute on or off, the same nodes, the same arena and the same logits. */
 static void test_inference_unchanged(void) {
     spec s = small_spec("small BERT, inference");
-    ts_memory m[2];
+    ts_memory m[2] = {{.struct_size = sizeof m[0]}, {.struct_size = sizeof m[1]}};
     ts_tensor *logits[2] = {0};
     for (int rc = 0; rc < 2; rc++) {
         ts_bert_config c = s.cfg;
@@ -299,7 +300,7 @@ static int encoder_stack_memory(int recompute, ts_memory *m) {
 }
 
 static void test_encoder_stack_memory(void) {
-    ts_memory off, on;
+    ts_memory off = {.struct_size = sizeof off}, on = {.struct_size = sizeof on};
     double t0 = tu_now();
     if (!encoder_stack_memory(0, &off) || !encoder_stack_memory(1, &on)) return;
     double cut = 1.0 - (double)on.activations / (double)off.activations;

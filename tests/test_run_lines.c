@@ -1,7 +1,6 @@
 /*
  * test_run_lines.c — the library's pieces of a training command (tessera_tasks.h) without the
- * CLI: options from a JSON config overridden by flags (ts_options_parse) and its error lines,
- * metrics rows and the progress line through a ts_write_fn, the steps of an epoch
+ * CLI: metrics rows and the progress line through a ts_write_fn, the steps of an epoch
  * (ts_epoch_steps), a text encoded whole (ts_encode_all), and the struct_size check of
  * ts_pretrain_run, ts_train_epochs, the fine-tuning tasks, ts_classify_rows_load and
  * ts_bert_infer_build.
@@ -25,48 +24,6 @@ static void cap_write(void *ctx, const char *text, size_t len) {
     memcpy(c->buf + c->n, text, len);
     c->n += len;
     c->buf[c->n] = 0;
-}
-
-static void test_options(void) {
-    char path[] = "/tmp/test_run_lines_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0, "mkstemp");
-    if (fd < 0) return;
-    const char *cfg = "{\"layers\": 3, \"lr\": 0.5, \"corpus\": [\"a.txt\", \"b.txt\"], \"wwm\": true}";
-    CHECK(write(fd, cfg, strlen(cfg)) == (ssize_t)strlen(cfg), "write");
-    close(fd);
-    int layers = 1, wwm = 0;
-    double lr = 0;
-    const char *out = NULL;
-    ts_strlist corpus = {0};
-    const ts_opt opts[] = {{"layers", TS_OPT_INT, &layers, 1}, {"lr", TS_OPT_FLOAT, &lr, 0},
-                           {"corpus", TS_OPT_LIST, &corpus, 0}, {"wwm", TS_OPT_FLAG, &wwm, 0},
-                           {"out", TS_OPT_STR, &out, 0}};
-    char *argv[] = {"prog", "--config", path, "--layers=4", "--out", "dir", NULL};
-    ts_optset s;
-    capture err = {0};
-    CHECK(ts_options_parse(&s, "prog", opts, 5, 6, argv, cap_write, &err) == 1, "parse: %s", err.buf);
-    CHECK(layers == 4 && lr == 0.5 && wwm == 1 && out && !strcmp(out, "dir"), "values %d %g %d", layers, lr, wwm);
-    CHECK(corpus.n == 2 && !strcmp(corpus.v[1], "b.txt"), "the config's list");
-    CHECK(ts_options_find(&s, "lr") == &opts[1] && !ts_options_find(&s, "colour"), "find");
-    ts_options_free(&s);
-    CHECK(corpus.n == 0 && corpus.v == NULL, "free empties the lists");
-
-    /* a list flag given twice gathers both (replacing the config's list): --text a --text b */
-    char *twice[] = {"prog", "--config", path, "--corpus", "x", "--layers", "2", "--corpus=y", "z", NULL};
-    CHECK(ts_options_parse(&s, "prog", opts, 5, 9, twice, cap_write, &err) == 1, "parse: %s", err.buf);
-    CHECK(corpus.n == 3 && !strcmp(corpus.v[0], "x") && !strcmp(corpus.v[1], "y") && !strcmp(corpus.v[2], "z"),
-          "--corpus x --corpus=y z: %d values", corpus.n);
-    ts_options_free(&s);
-
-    char *bad[] = {"prog", "--layers", "0", NULL};
-    CHECK(ts_options_parse(&s, "prog", opts, 5, 3, bad, cap_write, &err) == 2, "a value below min_int accepted");
-    CHECK(strstr(err.buf, "prog: --layers wants an integer >= 1, not '0'\n") != NULL, "message: %s", err.buf);
-    ts_options_free(&s);
-    char *help[] = {"prog", "--colour", "--help", NULL};
-    CHECK(ts_options_parse(&s, "prog", opts, 5, 3, help, NULL, NULL) == 0, "--help");
-    ts_options_free(&s);
-    unlink(path);
 }
 
 static void test_metrics_and_progress(void) {
@@ -148,7 +105,6 @@ static void test_encode_all(void) {
 
 int main(int argc, char **argv) {
     tu_args(argc, argv);
-    RUN(test_options);
     RUN(test_metrics_and_progress);
     RUN(test_epoch_steps);
     RUN(test_struct_size);

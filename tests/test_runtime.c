@@ -743,7 +743,7 @@ static void test_arena_reuse(void) {
     tu_rng r = tu_rng_seed(2);
     ts_tensor *xt = tu_rand_tensor(&r, DIMS(64, 96), -1, 1);
     CHECK_OK(ts_program_feed(p, "x", xt));
-    ts_memory m0, m1;
+    ts_memory m0 = {.struct_size = sizeof m0}, m1 = {.struct_size = sizeof m1};
     CHECK_OK(ts_program_memory(p, &m0));
     CHECK_OK(ts_program_run(p));
     ts_tensor *first = TU_FETCH(p, "w@GRAD");

@@ -36,7 +36,7 @@ static ts_program *compile_model(int B, uint64_t seed) {
     ts_program *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), TU_FETCHES("y"),
                                                      .inference = 1, .quantize = g_quantize});
     CHECK(p != NULL, "compile: %s", ts_last_error());
-    ts_memory m = {0};
+    ts_memory m = {.struct_size = sizeof m};
     if (p) CHECK_OK(ts_program_memory(p, &m));
     CHECK(m.quantized == (g_quantize ? 1 : 0), "%d int8 matmuls (quantize %d)", m.quantized, g_quantize);
     ts_graph_free(g);
@@ -65,7 +65,7 @@ static void test_share_and_write(int free_src_first) {
     ts_tensor_free(y0);
     int n = ts_program_share_params(dst, src);
     CHECK(n == 2, "shared %d parameters, expected 2: %s", n, ts_last_error());
-    ts_memory m;
+    ts_memory m = {.struct_size = sizeof m};
     CHECK_OK(ts_program_memory(dst, &m));
     CHECK(m.params == 0, "dst still reports %zu bytes of parameters of its own", m.params);
     CHECK(ts_program_copy_params(ref, src) == 2, "copy_params: %s", ts_last_error());

@@ -58,7 +58,7 @@ def test_ocr_matches_the_command(tmp_path):
     subprocess.run(["convert", "-background", "white", "-fill", "black", "-pointsize", "28", "label:HELLO WORLD",
                     "label:tessera reads 42", "-splice", "0x14", "-append", "-bordercolor", "white", "-border", "20",
                     str(img)], check=True)
-    out = run_cli("ocr", img, "--models", models, "--threads", THREADS)
+    out = run_cli("ocr", img, "--model-store", models, "--threads", THREADS)
     reader = tessera.ocr.Reader(models_dir=models, threads=int(THREADS))
     lines = reader.read(str(img))
     assert tessera.ocr.format_lines(lines) == out and len(lines) >= 1

@@ -39,7 +39,7 @@ def test_bad_data_raises(pre, work, tmp_path):
 def test_qa_steps_equal_the_command(pre, work):
     common = ["--max-len", "48", "--doc-stride", "16", "--max-query-len", "12", "--batch", "4", "--max-steps", "6",
               "--lr", "2e-3", "--seed", "3", "--threads", THREADS]
-    run_cli("finetune", "--task", "qa", "--model", pre, "--train", work / "squad.json", "--dev", work / "squad.json",
+    run_cli("finetune", "--task", "qa", "--model", pre, "--train", work / "squad.json", "--eval", work / "squad.json",
             "--out", work / "cliqa", *common)
     rows = tessera.train(str(pre), str(work / "squad.json"), str(work / "pyqa"), task="qa", dev=str(work / "squad.json"),
                          max_len=48, doc_stride=16, max_query_len=12, batch=4, max_steps=6, lr=2e-3, seed=3,

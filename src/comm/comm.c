@@ -106,12 +106,6 @@ static ts_comm *g_world;
 static pthread_mutex_t g_world_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_finalized;
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static int env_int(const char *name) {
     const char *v = getenv(name);
     return v && *v ? atoi(v) : -1;
@@ -218,7 +212,7 @@ static void *progress(void *arg) {
         uint64_t ticket = ch->q_ticket[ch->qhead];
         int failed = ch->failed;
         pthread_mutex_unlock(&ch->mu);
-        double t0 = now_s();
+        double t0 = ts_seconds();
         char msg[512] = "";
         if (!failed) {
 #ifdef TS_HAVE_MPI
@@ -228,7 +222,7 @@ static void *progress(void *arg) {
             run_local(&op);
 #endif
         }
-        double t1 = now_s();
+        double t1 = ts_seconds();
         pthread_mutex_lock(&ch->mu);
         if (msg[0] && !ch->failed) {
             ch->failed = 1;
@@ -305,9 +299,9 @@ static void census(ts_comm *c, const char *what, char *out, size_t cap) {
         MPI_Isend(&me, 1, MPI_INT64_T, r, TAG_QUERY, c->watch, &rq[2 * r]);
         MPI_Irecv(&rep[r], (int)sizeof rep[r], MPI_BYTE, r, TAG_REPLY, c->watch, &rq[2 * r + 1]);
     }
-    double limit = c->timeout < CENSUS_SECONDS ? c->timeout : CENSUS_SECONDS, t0 = now_s();
+    double limit = c->timeout < CENSUS_SECONDS ? c->timeout : CENSUS_SECONDS, t0 = ts_seconds();
     int left = n - 1;
-    while (left > 0 && now_s() - t0 < limit) {
+    while (left > 0 && ts_seconds() - t0 < limit) {
         for (int r = 0; r < n; r++) {
             if (r == c->rank || got[r]) continue;
             int flag = 0;
@@ -530,7 +524,7 @@ ts_status ts_comm_wait(ts_comm *c, int chi, uint64_t ticket, const char *what) {
     if (!c || chi < 0 || chi >= c->nch) return ts_err(TS_ERR_ARG, "ts_comm_wait: no channel %d", chi);
     chan *ch = &c->ch[chi];
     if (c->broken) return ts_err(TS_ERR_COMM, "rank %d: %s: an earlier collective of this job failed", c->rank, what);
-    double t0 = now_s(), deadline = t0 + c->timeout;
+    double t0 = ts_seconds(), deadline = t0 + c->timeout;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     double wall = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec + c->timeout;
@@ -543,11 +537,11 @@ ts_status ts_comm_wait(ts_comm *c, int chi, uint64_t ticket, const char *what) {
     }
     int waited = ch->done < ticket;
     while (ch->done < ticket && !ch->failed)
-        if (pthread_cond_timedwait(&ch->cv, &ch->mu, &ts) == ETIMEDOUT && now_s() >= deadline) break;
+        if (pthread_cond_timedwait(&ch->cv, &ch->mu, &ts) == ETIMEDOUT && ts_seconds() >= deadline) break;
     int ok = ch->done >= ticket && !ch->failed, failed = ch->failed;
     char err[512];
     snprintf(err, sizeof err, "%s", ch->errmsg);
-    ch->st.wait_s += now_s() - t0;
+    ch->st.wait_s += ts_seconds() - t0;
     pthread_mutex_unlock(&ch->mu);
     if (waited) atomic_fetch_sub(&c->waiting, 1);
     if (ok) return TS_OK;
@@ -561,7 +555,7 @@ ts_status ts_comm_wait(ts_comm *c, int chi, uint64_t ticket, const char *what) {
     census(c, what, who, sizeof who);
     MPI_LEAKS_IGNORED_END();
 #endif
-    return ts_err(TS_ERR_COMM, "rank %d, step %lld: %s did not complete within %g s (--comm-timeout): %s", c->rank,
+    return ts_err(TS_ERR_COMM, "rank %d, step %lld: %s did not complete within %g s (the communicator's timeout): %s", c->rank,
                   (long long)step, what, c->timeout, who);
 }
 

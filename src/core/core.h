@@ -6,6 +6,7 @@
 #define TS_CORE_H
 
 #include "tessera.h"
+#include "core/fileio.h" /* ts_read_file, ts_path_join, ts_write_atomic */
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -22,15 +23,14 @@ unsigned long ts_err_count(void);
 /* 64-byte aligned allocation (zeroed when zero != 0). NULL on failure; free with ts_free. */
 void *ts_alloc(size_t bytes, int zero);
 void ts_free(void *p);
-/* strdup that aborts on out-of-memory (names are tiny; a failure there is not user input). */
+/* strdup (NULL: "") that aborts on out-of-memory, and realloc-or-abort. Library code must not
+ * abort: new code uses strdup / realloc and returns TS_ERR_NOMEM. What still calls these is the
+ * graph builder's growable arrays and names (graph/ir.c) and the ONNX importer's context
+ * (onnx/import/ctx.c, attrs.c, onnx/map/shape.c), whose builders have no out-of-memory path yet. */
 char *ts_strdup(const char *s);
-/* Write len bytes to path atomically: a temporary file next to it (unique in the process),
- * fsynced, renamed over path, the directory fsynced; on failure the old file is untouched and
- * the temporary removed, and the error names path (file.c). */
-ts_status ts_write_atomic(const char *path, const void *data, size_t len);
-/* realloc-or-abort for the builder's small growable arrays. */
 void *ts_xrealloc(void *p, size_t bytes);
-/* A monotonic clock in nanoseconds (clock.c): the profile's kernel and run times. */
+/* A monotonic clock in nanoseconds (clock.c): the profile's kernel and run times. The same clock
+ * in seconds, for every other duration, is the public ts_seconds (tessera_tasks.h, clock.c). */
 uint64_t ts_now_ns(void);
 
 struct ts_tensor {
@@ -91,18 +91,29 @@ static inline uint16_t ts_f32_bf16(float f) {
 float ts_f16_f32(uint16_t h);
 uint16_t ts_f32_f16(float f);
 
-/* The struct_size rule of the public header (tessera.h): a struct's struct_size is 0 (the 0.1.0
- * layout, base bytes) or at least base; anything between is TS_ERR_ARG naming the function and the
- * struct. base is the struct's size in 0.1.0, its sizeof today. */
-ts_status ts_check_struct_size(size_t struct_size, size_t base, const char *fn, const char *what);
-#define TS_CHECK_STRUCT(opts, type, fn) ts_check_struct_size((opts)->struct_size, sizeof(type), fn, #type)
-/* Read a caller's struct that has grown since 0.1.0 (base: its 0.1.0 size): *out zeroed, then the
- * bytes the caller's struct_size covers (0: base) copied, so a field appended since then that
- * the caller's struct lacks takes its default (0); in NULL: all defaults. TS_ERR_ARG as
- * ts_check_struct_size. */
-ts_status ts_struct_read(void *out, size_t out_size, const void *in, size_t base, const char *fn, const char *what);
-/* The 0.1.0 sizes of the structs that grew since: the offset of the first field added. */
-#define TS_COMPILE_OPTS_0_1_0 offsetof(ts_compile_opts, strict_device)
-#define TS_OCR_OPTS_0_1_0 offsetof(ts_ocr_opts, device)
+/* The struct_size rule of the public header (tessera.h), the one way every function reads or
+ * fills a public struct that may grow (base: TS_BASE_<type> of core/struct_base.h, the end of
+ * the base layout's last field; align: the struct's alignment). A struct_size below base is
+ * TS_ERR_ARG naming fn and what ("ts_compile", "ts_compile_opts"); 0 is the base layout.
+ *
+ * ts_struct_read: a caller's input struct into *out (out_size bytes, this library's struct):
+ * zeroed, then the bytes the caller's struct_size covers copied, at most out_size, so a field
+ * beyond the caller's size takes its default (0; a function with other defaults sets them after).
+ * A size no larger than base rounded up to align is the base layout (its tail padding is not
+ * read: a field appended there, as ts_compile_opts.strict_device, is not the caller's). in NULL:
+ * all defaults, TS_OK. */
+ts_status ts_struct_read(void *out, size_t out_size, const void *in, size_t base, size_t align, const char *fn,
+                         const char *what);
+#define TS_STRUCT_READ(out, in, type, fn) \
+    ts_struct_read(out, sizeof(type), in, TS_BASE_##type, _Alignof(type), fn, #type)
+/* ts_struct_write: a struct the library filled (filled, filled_size bytes) into the caller's out,
+ * whose struct_size the caller set (0: base): min(that, filled_size) bytes written, never more,
+ * and out->struct_size set to that count. On TS_ERR_ARG out is left as it was. */
+ts_status ts_struct_write(void *out, const void *filled, size_t filled_size, size_t base, const char *fn,
+                          const char *what);
+#define TS_STRUCT_WRITE(out, filled, type, fn) \
+    ts_struct_write(out, filled, sizeof(type), TS_BASE_##type, fn, #type)
+
+#include "core/struct_base.h"
 
 #endif

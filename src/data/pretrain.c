@@ -112,7 +112,9 @@ ts_pretrain_reader *ts_pretrain_open(const ts_tokenizer *tok, const ts_pretrain_
         ts_err(TS_ERR_ARG, "ts_pretrain_open: NULL tokenizer or options");
         return NULL;
     }
-    if (TS_CHECK_STRUCT(opts, ts_pretrain_opts, "ts_pretrain_open")) return NULL;
+    ts_pretrain_opts oc;
+    if (TS_STRUCT_READ(&oc, opts, ts_pretrain_opts, "ts_pretrain_open")) return NULL;
+    opts = &oc;
     if (check_opts(opts) != TS_OK) return NULL;
     ts_pretrain_reader *r = calloc(1, sizeof *r);
     if (!r) goto oom;

@@ -82,7 +82,7 @@ ts_status ts_pretrain_split_holdout(const char *const *files, int nfiles, const 
 static int read_batch(ts_pretrain_heldout *h, ts_pretrain_reader *r, const ts_pretrain_opts *po) {
     ts_batch_buf *bb = &h->b[h->n];
     if (!ts_batch_buf_init_slices(bb, po->batch_size, po->max_len, 2, 1, po->max_predictions)) {
-        ts_set_error(TS_ERR_NOMEM, "held-out set: out of memory for a batch of --batch %d x --max-len %d",
+        ts_set_error(TS_ERR_NOMEM, "held-out set: out of memory for a batch of %d sequences of %d tokens",
                      po->batch_size, po->max_len);
         return -1;
     }
@@ -104,7 +104,9 @@ static int read_batch(ts_pretrain_heldout *h, ts_pretrain_reader *r, const ts_pr
 
 ts_pretrain_heldout *ts_pretrain_heldout_read(const ts_tokenizer *tok, const char *path, const ts_pretrain_opts *po,
                                               int nbatches) {
-    ts_pretrain_opts o = ts_pretrain_defaults();
+    ts_pretrain_opts o = ts_pretrain_defaults(), pc;
+    if (TS_STRUCT_READ(&pc, po, ts_pretrain_opts, "ts_pretrain_heldout_read")) return NULL;
+    po = &pc;
     o.batch_size = po->batch_size;
     o.max_len = po->max_len;
     o.mask_prob = po->mask_prob;

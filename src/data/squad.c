@@ -6,7 +6,6 @@
 #include "data/squad.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 
 void ts_squad_free(ts_squad *s) {
     if (!s) return;
@@ -40,46 +39,6 @@ static int grow(void **v, int64_t n, int64_t *cap, size_t size) {
     *v = p;
     *cap = c;
     return 1;
-}
-
-/* The whole file, NUL-terminated. */
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        ts_err(TS_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            char *b = realloc(buf, cap * 2);
-            if (!b) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = b;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf) {
-        ts_err(TS_ERR_NOMEM, "%s: out of memory reading the file", path);
-        return NULL;
-    }
-    if (bad) {
-        free(buf);
-        ts_err(TS_ERR_IO, "%s: read error", path);
-        return NULL;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
 }
 
 /* Byte offset of character `chars` of s (UTF-8), or -1 past the end. */
@@ -181,7 +140,7 @@ static ts_status check_answer_start(ts_squad *s, const char *path, const char *w
     else snprintf(there, sizeof there, "where the context has \"%.24s%s\"", ctx + at, strlen(ctx + at) > 24 ? "..." : "");
     return ts_err(TS_ERR_IO, "%s: %s (id \"%s\"): answers[%d]: answer_start %lld is %s, not the text %s, which "
                   "occurs at character %lld; fix the offset, or take answers at their nearest occurrence "
-                  "(--relocate-answers)",
+                  "(ts_squad_opts.relocate_answers)",
                   path, where, e->id, a, (long long)e->starts[a], there, head, (long long)c);
 }
 
@@ -294,9 +253,10 @@ ts_squad *ts_squad_load(const char *path, const ts_tokenizer *tok, const ts_squa
         ts_err(TS_ERR_ARG, "ts_squad_load: NULL path or tokenizer");
         return NULL;
     }
-    if (opts && TS_CHECK_STRUCT(opts, ts_squad_opts, "ts_squad_load")) return NULL;
+    ts_squad_opts oc;
+    if (TS_STRUCT_READ(&oc, opts, ts_squad_opts, "ts_squad_load")) return NULL;
     size_t len = 0;
-    char *text = slurp(path, &len);
+    char *text = ts_read_file(path, &len);
     if (!text) return NULL;
     ts_squad *s = ts_squad_parse(path, text, len, tok, opts);
     free(text);
@@ -309,10 +269,9 @@ ts_squad *ts_squad_parse(const char *name, const char *json, size_t len, const t
         ts_err(TS_ERR_ARG, "ts_squad_parse: NULL name, text or tokenizer");
         return NULL;
     }
-    if (opts && TS_CHECK_STRUCT(opts, ts_squad_opts, "ts_squad_parse")) return NULL;
     const char *path = name;
-    ts_squad_opts o = {0};
-    if (opts) o = *opts;
+    ts_squad_opts o;
+    if (TS_STRUCT_READ(&o, opts, ts_squad_opts, "ts_squad_parse")) return NULL;
     if (!o.max_seq_len) o.max_seq_len = 384;
     if (!o.doc_stride) o.doc_stride = 128;
     if (!o.max_query_len) o.max_query_len = 64;

@@ -353,9 +353,8 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 ts_text_dataset *ts_text_dataset_load(const char *path, const ts_text_opts *opts) {
-    ts_text_opts o = {0};
-    if (opts) o = *opts;
-    if (TS_CHECK_STRUCT(&o, ts_text_opts, "ts_text_dataset_load")) return NULL;
+    ts_text_opts o;
+    if (TS_STRUCT_READ(&o, opts, ts_text_opts, "ts_text_dataset_load")) return NULL;
     if (!path) {
         ts_err(TS_ERR_ARG, "ts_text_dataset_load: path is NULL");
         return NULL;

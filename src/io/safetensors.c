@@ -510,80 +510,48 @@ static int cmp_out_data(const void *a, const void *b) {
 
 /* ---------------------------------------------------------------- writing: atomically */
 
-static ts_status fsync_dir_of(const char *path) {
-    char *dir = strdup(path);
-    if (!dir) return ts_err(TS_ERR_NOMEM, "%s: out of memory", path);
-    char *slash = strrchr(dir, '/');
-    const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
-    int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    ts_status s = TS_OK;
-    if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL && errno != EROFS))
-        s = ts_err(TS_ERR_IO, "%s: written, but its directory '%s' could not be synced: %s", path, d, strerror(errno));
-    if (fd >= 0) close(fd);
-    free(dir);
-    return s;
-}
+/* What write_file writes: the header, then the tensors in data order (a tensor without data
+ * filled by fill into scratch). */
+typedef struct wbody {
+    const char *path;
+    const sbuf *hdr;
+    int n;
+    const ts_st_out *t;
+    const wctx *w;
+    ts_st_fill_fn fill;
+    void *ctx;
+} wbody;
 
-static ts_status write_file(const char *path, const sbuf *hdr, int n, const ts_st_out *t, const wctx *w,
-                            ts_st_fill_fn fill, void *ctx) {
-    static unsigned counter;
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 64);
-    if (!tmp) return ts_err(TS_ERR_NOMEM, "%s: out of memory", path);
-    int fd = -1;
-    for (int tries = 0; tries < 100 && fd < 0; tries++) {
-        snprintf(tmp, plen + 64, "%s.tmp.%ld.%u", path, (long)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        ts_status s = ts_err(TS_ERR_IO, "%s: cannot create a temporary file next to it: %s", path, strerror(errno));
-        free(tmp);
-        return s;
-    }
-    FILE *fp = fdopen(fd, "wb");
-    ts_status s = TS_OK;
-    void *scratch = NULL;
-    if (!fp) {
-        s = ts_err(TS_ERR_IO, "%s: fdopen failed: %s", path, strerror(errno));
-        close(fd);
-        goto fail;
-    }
-    uint64_t hlen = hdr->n;
-    if (fwrite(&hlen, 8, 1, fp) != 1 || fwrite(hdr->p, 1, hdr->n, fp) != hdr->n) goto write_error;
-    for (int k = 0; k < n; k++) {
-        int i = w->by_data[k];
-        size_t nb = (size_t)w->nbytes[i];
+static ts_status write_body(FILE *fp, void *c) {
+    const wbody *b = c;
+    const ts_st_out *t = b->t;
+    uint64_t hlen = b->hdr->n;
+    if (fwrite(&hlen, 8, 1, fp) != 1 || fwrite(b->hdr->p, 1, b->hdr->n, fp) != b->hdr->n) return TS_ERR_IO;
+    for (int k = 0; k < b->n; k++) {
+        int i = b->w->by_data[k];
+        size_t nb = (size_t)b->w->nbytes[i];
         const void *src = t[i].data;
+        void *scratch = NULL;
         if (!src && nb) {
-            scratch = ts_alloc(nb, 0);
-            if (!scratch) { s = ts_err(TS_ERR_NOMEM, "%s: tensor '%s': out of memory for %zu bytes", path, t[i].name, nb); goto fail; }
-            if ((s = fill(ctx, i, scratch))) goto fail;
+            if (!(scratch = ts_alloc(nb, 0)))
+                return ts_err(TS_ERR_NOMEM, "%s: tensor '%s': out of memory for %zu bytes", b->path, t[i].name, nb);
+            ts_status s = b->fill(b->ctx, i, scratch);
+            if (s) { ts_free(scratch); return s; }
             src = scratch;
         }
-        if (nb && fwrite(src, 1, nb, fp) != nb) goto write_error;
+        size_t put = nb ? fwrite(src, 1, nb, fp) : 0;
         ts_free(scratch);
-        scratch = NULL;
+        if (put != nb) return TS_ERR_IO; /* the write failed: ts_write_atomic_with says so */
     }
-    if (fflush(fp) != 0 || fsync(fileno(fp)) != 0) goto write_error;
-    int rc = fclose(fp);
-    fp = NULL;
-    if (rc != 0) goto write_error;
-    if (rename(tmp, path) != 0) {
-        s = ts_err(TS_ERR_IO, "%s: cannot move the temporary file into place: %s", path, strerror(errno));
-        goto fail;
-    }
-    free(tmp);
-    return fsync_dir_of(path);
+    return TS_OK;
+}
 
-write_error:
-    s = ts_err(TS_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-fail:
-    ts_free(scratch);
-    if (fp) fclose(fp);
-    unlink(tmp);
-    free(tmp);
-    return s;
+/* The file, atomically (ts_write_atomic_with: a temporary file next to path, fsynced, renamed,
+ * the directory fsynced). */
+static ts_status write_file(const char *path, const sbuf *hdr, int n, const ts_st_out *t, const wctx *w,
+                            ts_st_fill_fn fill, void *ctx) {
+    wbody b = {path, hdr, n, t, w, fill, ctx};
+    return ts_write_atomic_with(path, write_body, &b);
 }
 
 ts_status ts_st_write(const char *path, int n, const ts_st_out *t, int nmeta, const char *const *meta_key,

@@ -23,7 +23,6 @@
 #include "models/bert.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +33,8 @@
 
 /* ================================================================== configuration */
 
-void ts_bert_config_default(ts_bert_config *c) {
-    if (!c) return;
+/* Every field of this library's ts_bert_config at its default. */
+static void config_defaults(ts_bert_config *c) {
     memset(c, 0, sizeof *c);
     c->struct_size = sizeof *c;
     c->vocab_size = 30522;
@@ -55,6 +54,14 @@ void ts_bert_config_default(ts_bert_config *c) {
     c->head = TS_BERT_MODEL;
     c->attention_mask_dtype = TS_I32;
     c->compute_dtype = TS_F32;
+}
+
+void ts_bert_config_default(ts_bert_config *cfg) {
+    if (!cfg) return;
+    ts_bert_config c;
+    config_defaults(&c);
+    cfg->struct_size = 0; /* a struct not set up yet: its base layout (tessera.h) */
+    TS_STRUCT_WRITE(cfg, &c, ts_bert_config, "ts_bert_config_default");
 }
 
 static const struct {
@@ -140,8 +147,9 @@ const char *bert_config_problem(const ts_bert_config *c, char *buf, size_t cap) 
 ts_status ts_bert_config_check(const ts_bert_config *cfg) {
     char why[256];
     if (!cfg) return ts_err(TS_ERR_ARG, "ts_bert_config_check: cfg is NULL");
-    if (TS_CHECK_STRUCT(cfg, ts_bert_config, "ts_bert_config_check")) return TS_ERR_ARG;
-    if (bert_config_problem(cfg, why, sizeof why)) return ts_err(TS_ERR_ARG, "%s", why);
+    ts_bert_config c;
+    if (TS_STRUCT_READ(&c, cfg, ts_bert_config, "ts_bert_config_check")) return TS_ERR_ARG;
+    if (bert_config_problem(&c, why, sizeof why)) return ts_err(TS_ERR_ARG, "%s", why);
     return TS_OK;
 }
 
@@ -201,35 +209,8 @@ static ts_status read_false(const cJSON *root, const char *path, const char *key
 
 /* The whole file as a NUL-terminated string in *text (free it), its length in *n. */
 static ts_status read_text(const char *path, char **text, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return CFG_ERR(TS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t cap = 0, len = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? 2 * cap : 8192;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return CFG_ERR(TS_ERR_NOMEM, "%s: out of memory", path);
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, 4096, f);
-        len += got;
-        if (got < 4096) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return CFG_ERR(TS_ERR_IO, "cannot read %s", path);
-    }
-    buf[len] = 0;
-    *text = buf;
-    *n = len;
-    return TS_OK;
+    *text = ts_read_file(path, n);
+    return *text ? TS_OK : CFG_ERR(ts_last_status(), "%s", ts_last_error());
 }
 
 static ts_status parse_config(const cJSON *root, const char *path, ts_bert_config *c) {
@@ -331,9 +312,9 @@ ts_status ts_bert_config_load(const char *path, ts_bert_config *cfg) {
                     (long)(at - text));
     } else {
         ts_bert_config c;
-        ts_bert_config_default(&c);
+        config_defaults(&c);
         s = parse_config(root, path, &c);
-        if (s == TS_OK) *cfg = c;
+        if (s == TS_OK) s = TS_STRUCT_WRITE(cfg, &c, ts_bert_config, "ts_bert_config_load");
     }
     cJSON_Delete(root);
     free(text);
@@ -588,7 +569,10 @@ ts_status ts_bert_build(ts_graph *g, const ts_bert_config *cfg, ts_bert_head hea
     if (!g) return ts_err(TS_ERR_ARG, "ts_bert_build: graph is NULL");
     if (g->status != TS_OK) return ts_graph_status(g);
     if (!cfg) return ts_graph_fail(g, TS_ERR_ARG, "ts_bert_build: cfg is NULL"), g->status;
-    if (TS_CHECK_STRUCT(cfg, ts_bert_config, "ts_bert_build")) return ts_graph_fail(g, TS_ERR_ARG, "%s", ts_last_error()), g->status;
+    ts_bert_config cfg_read;
+    if (TS_STRUCT_READ(&cfg_read, cfg, ts_bert_config, "ts_bert_build"))
+        return ts_graph_fail(g, TS_ERR_ARG, "%s", ts_last_error()), g->status;
+    cfg = &cfg_read;
     char why[256];
     if (bert_config_problem(cfg, why, sizeof why))
         return ts_graph_fail(g, TS_ERR_ARG, "ts_bert_build: config %s", why), g->status;

@@ -72,8 +72,11 @@ static ts_tensor *filled_ids(const int64_t shape[2], int32_t v) {
 
 ts_status ts_bert_read_inputs(ts_safetensors *in, const char *path, const ts_bert_config *cfg, ts_tensor *feeds[3],
                               int64_t shape[2]) {
+    ts_bert_config c;
     shape[0] = shape[1] = 0;
     feeds[0] = feeds[1] = feeds[2] = NULL;
+    if (TS_STRUCT_READ(&c, cfg, ts_bert_config, "ts_bert_read_inputs")) return TS_ERR_ARG;
+    cfg = &c;
     ts_status s = read_ids(in, path, "input_ids", shape, 0, cfg->vocab_size, "vocab_size", &feeds[0]);
     if (s == TS_ERR_NOT_FOUND)
         return ts_set_error(s, "%s: no tensor \"input_ids\" (required; token_type_ids and attention_mask are "
@@ -113,7 +116,7 @@ static ts_status set_param_from(ts_program *p, ts_safetensors *st, const char *p
             if (!isfinite(d[i]) && !bad++) first = i;
         if (bad)
             s = ts_set_error(TS_ERR_RUNTIME, "%s: tensor \"%s\" holds %zu non-finite value%s of %zu (the first at "
-                             "element %zu); a model with NaN or inf weights computes NaN; --allow-nonfinite loads it "
+                             "element %zu); a model with NaN or inf weights computes NaN; TS_LOAD_ALLOW_NONFINITE loads it "
                              "anyway", path, sname, bad, bad == 1 ? "" : "s", n, first);
         else s = ts_program_set_param(p, pname, cur);
     }

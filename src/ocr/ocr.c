@@ -60,9 +60,9 @@ struct ts_ocr {
     float drop_score;
 };
 
-/* dir/name, or `given` when set (malloc'ed). */
+/* dir/name, or `given` when set (malloc'ed; NULL when out of memory). */
 static char *file_in(const char *dir, const char *name, const char *given) {
-    if (given) return ts_strdup(given);
+    if (given) return strdup(given);
     size_t n = strlen(dir) + strlen(name) + 2;
     char *p = malloc(n);
     if (p) snprintf(p, n, "%s/%s", dir, name);
@@ -101,7 +101,7 @@ static ts_status check_model(const ts_ocr *ocr, int which, int want_h) {
 
 ts_ocr *ts_ocr_new(const ts_ocr_opts *opts) {
     ts_ocr_opts o;
-    if (ts_struct_read(&o, sizeof o, opts, TS_OCR_OPTS_0_1_0, "ts_ocr_new", "ts_ocr_opts")) return NULL;
+    if (TS_STRUCT_READ(&o, opts, ts_ocr_opts, "ts_ocr_new")) return NULL;
     const char *dir = o.models_dir ? o.models_dir : ".";
     int ascii_only = 0;
     if (o.lang && strcmp(o.lang, "ch") != 0) {

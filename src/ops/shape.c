@@ -557,7 +557,8 @@ ts_value ts_concat(ts_graph *g, int n, const ts_value *xs, int axis) {
     }
     /* more inputs than a node takes: concat balanced groups of at most TS_MAX_IN, then those */
     int ng = (n + TS_MAX_IN - 1) / TS_MAX_IN;
-    ts_value *part = ts_xrealloc(NULL, sizeof(ts_value) * (size_t)ng), r = TS_NONE;
+    ts_value *part = malloc(sizeof(ts_value) * (size_t)ng), r = TS_NONE;
+    if (!part) return ts_graph_fail(g, TS_ERR_NOMEM, "concat of %d values: out of memory", n);
     int i = 0;
     for (; i < ng; i++) {
         int lo = (int)((int64_t)n * i / ng), hi = (int)((int64_t)n * (i + 1) / ng);

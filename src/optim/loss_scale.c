@@ -21,8 +21,8 @@ ts_loss_scale_opts ts_loss_scale_defaults(void) {
 ts_status ts_backward_scaled(ts_graph *g, ts_value loss, const ts_loss_scale_opts *opts) {
     if (!g) return ts_err(TS_ERR_ARG, "ts_backward_scaled: graph is NULL");
     if (g->status != TS_OK) return ts_graph_status(g);
-    ts_loss_scale_opts o = opts ? *opts : ts_loss_scale_defaults();
-    if (TS_CHECK_STRUCT(&o, ts_loss_scale_opts, "ts_backward_scaled"))
+    ts_loss_scale_opts o = ts_loss_scale_defaults();
+    if (opts && TS_STRUCT_READ(&o, opts, ts_loss_scale_opts, "ts_backward_scaled"))
         return ts_graph_fail(g, TS_ERR_ARG, "%s", ts_last_error());
     if (!(o.init_scale > 0.f) || isinf(o.init_scale))
         return ts_graph_fail(g, TS_ERR_ARG, "ts_backward_scaled: init_scale %g must be finite and > 0",

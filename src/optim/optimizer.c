@@ -473,7 +473,9 @@ ts_status ts_optimizer(ts_graph *g, ts_value lr, const ts_optim_opts *o) {
     ts_status st = check_graph(g, "ts_optimizer", lr);
     if (st) return st;
     if (!o) return ts_graph_fail(g, TS_ERR_ARG, "ts_optimizer: options are NULL"), g->status;
-    if (TS_CHECK_STRUCT(o, ts_optim_opts, "ts_optimizer")) return ts_graph_fail(g, TS_ERR_ARG, "%s", ts_last_error()), g->status;
+    ts_optim_opts oc;
+    if (TS_STRUCT_READ(&oc, o, ts_optim_opts, "ts_optimizer")) return ts_graph_fail(g, TS_ERR_ARG, "%s", ts_last_error()), g->status;
+    o = &oc;
     if (o->nno_decay < 0 || (o->nno_decay > 0 && !o->no_decay))
         return ts_graph_fail(g, TS_ERR_ARG, "ts_optimizer: nno_decay is %d but no_decay is %s",
                              o->nno_decay, o->no_decay ? "set" : "NULL"), g->status;
@@ -524,8 +526,10 @@ ts_status ts_sgd_ex(ts_graph *g, ts_value lr, const ts_sgd_opts *so) {
         if (!g) return ts_err(TS_ERR_ARG, "ts_sgd_ex: graph is NULL");
         return ts_graph_fail(g, TS_ERR_ARG, "ts_sgd_ex: options are NULL"), g->status;
     }
-    if (TS_CHECK_STRUCT(so, ts_sgd_opts, "ts_sgd_ex"))
+    ts_sgd_opts sc;
+    if (TS_STRUCT_READ(&sc, so, ts_sgd_opts, "ts_sgd_ex"))
         return g ? (ts_graph_fail(g, TS_ERR_ARG, "%s", ts_last_error()), g->status) : TS_ERR_ARG;
+    so = &sc;
     ts_optim_opts o = ts_optim_defaults(TS_OPTIM_SGD);
     o.momentum = so->momentum;
     o.dampening = so->dampening;

@@ -19,7 +19,9 @@ ts_value ts_lr_schedule(ts_graph *g, const ts_lr_schedule_opts *o) {
     if (!g) { ts_err(TS_ERR_ARG, "ts_lr_schedule: graph is NULL"); return TS_NONE; }
     if (g->status != TS_OK) return TS_NONE;
     if (!o) return ts_graph_fail(g, TS_ERR_ARG, "ts_lr_schedule: options are NULL");
-    if (TS_CHECK_STRUCT(o, ts_lr_schedule_opts, "ts_lr_schedule")) return ts_graph_fail(g, TS_ERR_ARG, "%s", ts_last_error());
+    ts_lr_schedule_opts oc;
+    if (TS_STRUCT_READ(&oc, o, ts_lr_schedule_opts, "ts_lr_schedule")) return ts_graph_fail(g, TS_ERR_ARG, "%s", ts_last_error());
+    o = &oc;
     if (o->kind < TS_LR_CONSTANT || o->kind > TS_LR_POLYNOMIAL)
         return ts_graph_fail(g, TS_ERR_ARG, "ts_lr_schedule: unknown schedule kind %d (expected "
                              "TS_LR_CONSTANT, TS_LR_LINEAR, TS_LR_COSINE or TS_LR_POLYNOMIAL)", (int)o->kind);

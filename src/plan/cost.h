@@ -54,7 +54,7 @@ int ts_cost_program(const ts_program *prog, const ts_device_profile *p, int gemm
 typedef struct ts_plan_compiled {
     int nstages, ndevices, recompute;
     int stage_dev[TS_MAX_STAGES], first[TS_MAX_STAGES], last[TS_MAX_STAGES];
-    ts_memory mem[TS_MAX_STAGES];
+    ts_stage_memory mem[TS_MAX_STAGES];
     ts_stage_cost cost[TS_MAX_STAGES];
 } ts_plan_compiled;
 /* Compile rq's model over `ndevices` devices with stage spec `spec` (recompute 0/1) for planning
@@ -70,5 +70,20 @@ void ts_plan_evaluate(const ts_plan_request *rq, const ts_plan_compiled *pc, con
 
 /* TS_OK when rq can be planned (a model, a device, positive shapes); estimate.c. */
 ts_status ts_plan_check_request(const ts_plan_request *rq);
+
+/* A caller's request read by the struct_size rule (tessera.h), its model and device with it:
+ * c->rq points at c->cfg and c->dev. NULL pointers stay NULL (check_request refuses them). */
+typedef struct ts_plan_request_copy {
+    ts_plan_request rq;
+    ts_bert_config cfg;
+    ts_device_profile dev;
+} ts_plan_request_copy;
+ts_status ts_plan_request_read(ts_plan_request_copy *c, const ts_plan_request *rq, const char *fn);
+/* n layouts of the caller's array l read by the struct_size rule (the stride: l[0].struct_size,
+ * 0 the base layout's sizeof), malloc'd (free it; NULL for n 0, or on error). */
+ts_status ts_plan_layouts_read(const ts_plan_layout *l, int n, ts_plan_layout **out, const char *fn);
+/* Layout i of the caller's array out (the stride: out[0].struct_size, which every element is
+ * written with) filled from *l by ts_struct_write. */
+ts_status ts_plan_layout_write(ts_plan_layout *out, int i, const ts_plan_layout *l, const char *fn);
 
 #endif

@@ -15,18 +15,62 @@
 #include <string.h>
 #include <unistd.h>
 
-void ts_plan_request_defaults(ts_plan_request *rq) {
+void ts_plan_request_defaults(ts_plan_request *out) {
     static ts_bert_config base;
     static int made;
     if (!made) ts_bert_config_default(&base), made = 1;
-    memset(rq, 0, sizeof *rq);
-    rq->struct_size = sizeof *rq;
+    if (!out) return;
+    ts_plan_request r = {.struct_size = sizeof r}, *rq = &r;
     rq->cfg = &base;
     rq->task = TS_PLAN_PRETRAIN;
     rq->batch = 8, rq->seq_len = 128, rq->max_predictions = 20;
     rq->dtype = TS_F32, rq->optimizer = TS_OPTIM_ADAMW;
     rq->count = 1;
     rq->recompute = -1, rq->shard_state = -1, rq->stream_state = 1;
+    out->struct_size = 0; /* a struct not set up yet: its base layout (tessera.h) */
+    TS_STRUCT_WRITE(out, rq, ts_plan_request, "ts_plan_request_defaults");
+}
+
+ts_status ts_plan_request_read(ts_plan_request_copy *c, const ts_plan_request *rq, const char *fn) {
+    if (!rq) return ts_set_error(TS_ERR_ARG, "%s: NULL request", fn);
+    if (TS_STRUCT_READ(&c->rq, rq, ts_plan_request, fn)) return TS_ERR_ARG;
+    if (c->rq.cfg && TS_STRUCT_READ(&c->cfg, c->rq.cfg, ts_bert_config, fn)) return TS_ERR_ARG;
+    if (c->rq.device && TS_STRUCT_READ(&c->dev, c->rq.device, ts_device_profile, fn)) return TS_ERR_ARG;
+    if (c->rq.cfg) c->rq.cfg = &c->cfg;
+    if (c->rq.device) c->rq.device = &c->dev;
+    return TS_OK;
+}
+
+/* The stride of a caller's array of layouts: the size of the first (0: the base layout's sizeof). */
+static size_t layout_stride(const ts_plan_layout *l) {
+    return l->struct_size ? l->struct_size : TS_BASE_SIZEOF(ts_plan_layout);
+}
+
+ts_status ts_plan_layouts_read(const ts_plan_layout *l, int n, ts_plan_layout **out, const char *fn) {
+    *out = NULL;
+    if (n <= 0) return TS_OK;
+    if (!(*out = malloc(sizeof **out * (size_t)n))) return ts_set_error(TS_ERR_NOMEM, "%s: out of memory", fn);
+    size_t stride = layout_stride(l);
+    for (int i = 0; i < n; i++) {
+        const ts_plan_layout *in = (const ts_plan_layout *)((const char *)l + stride * (size_t)i);
+        if (in->struct_size != l->struct_size) {
+            free(*out), *out = NULL;
+            return ts_set_error(TS_ERR_ARG, "%s: layout %d has struct_size %zu, layout 0 %zu: an array's are one size",
+                                fn, i, in->struct_size, l->struct_size);
+        }
+        if (TS_STRUCT_READ(&(*out)[i], in, ts_plan_layout, fn)) {
+            free(*out), *out = NULL;
+            return TS_ERR_ARG;
+        }
+    }
+    return TS_OK;
+}
+
+ts_status ts_plan_layout_write(ts_plan_layout *out, int i, const ts_plan_layout *l, const char *fn) {
+    size_t stride = layout_stride(out);
+    ts_plan_layout *dst = (ts_plan_layout *)((char *)out + stride * (size_t)i);
+    if (i > 0) dst->struct_size = out->struct_size;
+    return TS_STRUCT_WRITE(dst, l, ts_plan_layout, fn);
 }
 
 /* "cpu:0,cpu:1,..": the devices only label the stages of a program compiled for planning. */
@@ -79,7 +123,7 @@ ts_status ts_plan_compile(const ts_plan_request *rq, const char *spec, int ndevi
     S = ts_cost_program(prog, rq->device, (int)rq->dtype, out->cost, TS_MAX_STAGES);
     out->nstages = S, out->ndevices = ndevices, out->recompute = recompute;
     for (int s = 0; s < S; s++) {
-        ts_stage_info si;
+        ts_stage_info si = {.struct_size = sizeof si};
         ts_program_stage_info(prog, s, &si);
         out->mem[s] = si.mem;
         out->stage_dev[s] = piped ? pp.stage_dev[s] : 0;
@@ -95,7 +139,7 @@ ts_status ts_plan_compile(const ts_plan_request *rq, const char *spec, int ndevi
  * becoming the all-reduce's buckets with R > 1 replicas; the rest of the optimizer state sharded
  * over R (shard) and streamed when the profile has streaming memory. A device of published figures
  * (not measured) keeps activations in the compute dtype: half of tessera's f32 ones for bf16 / f16. */
-static void stage_memory(const ts_plan_request *rq, const ts_memory *m, const ts_stage_cost *c, int M, int R, int shard,
+static void stage_memory(const ts_plan_request *rq, const ts_stage_memory *m, const ts_stage_cost *c, int M, int R, int shard,
                          ts_plan_stage *st) {
     const ts_device_profile *p = rq->device;
     double accum = M > 1 || R > 1 ? (double)m->grads : 0, held = (double)m->optimizer_state;
@@ -110,32 +154,6 @@ static void stage_memory(const ts_plan_request *rq, const ts_memory *m, const ts
     st->dev_other = (double)m->workspace + (double)m->weight_copies;
     st->need_bytes = st->dev_params + st->dev_grads + st->dev_accumulators + st->dev_optimizer_state +
                      st->dev_activations + st->dev_other;
-}
-
-/* The command that runs layout l (pretrain's flags). */
-static void write_command(const ts_plan_request *rq, const ts_plan_layout *l, char *buf, size_t cap) {
-    const ts_bert_config *c = rq->cfg;
-    size_t o = 0;
-    if (l->replicas > 1) o += (size_t)snprintf(buf + o, cap - o, "mpirun -np %d ", l->replicas);
-    const char *task = rq->task == TS_PLAN_PRETRAIN ? "pretrain" : rq->task == TS_PLAN_FINETUNE ? "finetune" : "run";
-    o += (size_t)snprintf(buf + o, cap - o, "tessera %s --layers %d --hidden %d --heads %d --intermediate %d "
-                          "--max-len %d --batch %d", task, c->num_hidden_layers, c->hidden_size,
-                          c->num_attention_heads, c->intermediate_size, rq->seq_len, rq->batch);
-    if (rq->task == TS_PLAN_PRETRAIN && o < cap)
-        o += (size_t)snprintf(buf + o, cap - o, " --max-predictions %d", rq->max_predictions);
-    if (rq->task != TS_PLAN_INFER && o < cap)
-        o += (size_t)snprintf(buf + o, cap - o, " --optimizer %s", rq->optimizer == TS_OPTIM_LAMB ? "lamb" : "adamw");
-    if (l->ndevices > 1 && rq->task != TS_PLAN_INFER && o < cap) {
-        char devs[TS_STAGE_MAX_DEVICES * 8];
-        device_list(l->ndevices, devs, sizeof devs);
-        o += (size_t)snprintf(buf + o, cap - o, " --devices %s --stages \"%s\" --micro-batches %d", devs, l->stages,
-                              l->micro_batches);
-    } else if (l->micro_batches > 1 && o < cap) {
-        o += (size_t)snprintf(buf + o, cap - o, " --accumulation %d", l->micro_batches);
-    }
-    if (l->recompute && o < cap) o += (size_t)snprintf(buf + o, cap - o, " --recompute");
-    if (l->shard_state && o < cap) o += (size_t)snprintf(buf + o, cap - o, " --shard-optimizer");
-    if (rq->dtype != TS_F32 && o < cap) snprintf(buf + o, cap - o, " --%s", rq->dtype == TS_BF16 ? "bf16" : "fp16");
 }
 
 /* The replicas' all-reduce of each device's gradients (ring), and how much of it the last
@@ -254,15 +272,11 @@ void ts_plan_evaluate(const ts_plan_request *rq, const ts_plan_compiled *pc, con
     l->seq_per_s = l->step_s > 0 ? (double)R * l->micro_batches * rq->batch / l->step_s : 0;
     double over = check_fit(rq, pc, l);
     if (overflow) *overflow = over;
-    write_command(rq, l, l->command, sizeof l->command);
 }
 
 /* TS_OK when rq can be planned; layout: every layout field must be set. */
 static ts_status check_request(const ts_plan_request *rq, int layout) {
     if (!rq || !rq->cfg || !rq->device) return ts_set_error(TS_ERR_ARG, "ts_plan: NULL request, model or device");
-    if (rq->struct_size && rq->struct_size < sizeof *rq)
-        return ts_set_error(TS_ERR_ARG, "ts_plan: ts_plan_request.struct_size is %zu; set it to sizeof(ts_plan_request)",
-                            rq->struct_size);
     if (rq->batch < 1 || rq->seq_len < 1 || rq->count < 1 || (int)rq->dtype < 0 || rq->dtype > TS_F16)
         return ts_set_error(TS_ERR_ARG, "ts_plan: batch %d, seq_len %d, count %d and the dtype must be positive and "
                             "f32, bf16 or f16", rq->batch, rq->seq_len, rq->count);
@@ -277,12 +291,19 @@ static ts_status check_request(const ts_plan_request *rq, int layout) {
 
 ts_status ts_plan_estimate(const ts_plan_request *rq, ts_plan_layout *out) {
     if (!out) return ts_set_error(TS_ERR_ARG, "ts_plan_estimate: out is NULL");
+    ts_plan_request_copy c;
+    if (ts_plan_request_read(&c, rq, "ts_plan_estimate") != TS_OK) return TS_ERR_ARG;
+    rq = &c.rq;
     if (check_request(rq, 1) != TS_OK) return ts_last_status();
     ts_plan_compiled pc;
     int D = rq->count / rq->replicas;
     if (ts_plan_compile(rq, rq->stages, D, rq->recompute, rq->micro_batches, &pc) != TS_OK) return ts_last_status();
-    ts_plan_evaluate(rq, &pc, rq->stages, rq->replicas, rq->micro_batches, rq->shard_state, out, NULL);
-    return TS_OK;
+    ts_plan_layout *l = malloc(sizeof *l);
+    if (!l) return ts_set_error(TS_ERR_NOMEM, "ts_plan_estimate: out of memory");
+    ts_plan_evaluate(rq, &pc, rq->stages, rq->replicas, rq->micro_batches, rq->shard_state, l, NULL);
+    ts_status st = ts_plan_layout_write(out, 0, l, "ts_plan_estimate");
+    free(l);
+    return st;
 }
 
 ts_status ts_plan_check_request(const ts_plan_request *rq) { return check_request(rq, 0); }

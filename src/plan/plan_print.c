@@ -6,6 +6,7 @@
  * line each with why each lost. Numbers in human units: GB (1e9 bytes, 2 decimals), ms, seq/s.
  */
 #include "plan/plan_print.h"
+#include "plan/cost.h" /* ts_plan_request_read, ts_plan_layouts_read */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -151,7 +152,7 @@ static void put_alternatives(text *t, const ts_plan_layout *l, int n) {
     for (int i = 1; i < n; i++) {
         put(t, "  %d. \"%s\" x %d replica%s, %d micro-batch%s%s%s: ", i + 1, l[i].stages, l[i].replicas,
             l[i].replicas == 1 ? "" : "s", l[i].micro_batches, l[i].micro_batches == 1 ? "" : "es",
-            l[i].recompute ? ", --recompute" : "", l[i].shard_state && l[i].replicas > 1 ? ", --shard-optimizer" : "");
+            l[i].recompute ? ", recomputed" : "", l[i].shard_state && l[i].replicas > 1 ? ", optimizer state sharded" : "");
         if (l[i].fits) put(t, "%.1f seq/s", l[i].seq_per_s);
         else put(t, "does not fit");
         put(t, "%s%s\n", l[i].why[0] ? ": " : "", l[i].why);
@@ -162,6 +163,11 @@ ts_status ts_plan_print(const ts_plan_request *rq, const ts_plan_layout *l, int 
                         void *ctx) {
     if (!rq || !rq->cfg || !rq->device || !write || (n > 0 && !l) || n < 0)
         return ts_set_error(TS_ERR_ARG, "ts_plan_print: NULL request, model, device, layouts or write, or n < 0");
+    ts_plan_request_copy c;
+    ts_plan_layout *all;
+    if (ts_plan_request_read(&c, rq, "ts_plan_print") || ts_plan_layouts_read(l, n, &all, "ts_plan_print"))
+        return ts_last_status();
+    rq = &c.rq, l = all;
     text t = {0};
     put_request(&t, rq);
     if (n == 0) put(&t, "no layout: nothing was planned\n");
@@ -170,6 +176,6 @@ ts_status ts_plan_print(const ts_plan_request *rq, const ts_plan_layout *l, int 
     ts_status st = TS_OK;
     if (t.oom) st = ts_set_error(TS_ERR_NOMEM, "ts_plan_print: out of memory");
     else write(ctx, t.s, t.n);
-    free(t.s);
+    free(t.s), free(all);
     return st;
 }

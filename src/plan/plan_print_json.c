@@ -5,6 +5,7 @@
  * and command. Built with cJSON, so the text is valid JSON whatever the strings hold.
  */
 #include "plan/plan_print.h"
+#include "plan/cost.h" /* ts_plan_request_read, ts_plan_layouts_read */
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -90,14 +91,20 @@ static cJSON *layout_json(const ts_plan_request *rq, const ts_plan_layout *l) {
 ts_status ts_plan_print_json(const ts_plan_request *rq, const ts_plan_layout *l, int n, ts_write_fn write, void *ctx) {
     if (!rq || !rq->cfg || !rq->device || !write || (n > 0 && !l) || n < 0)
         return ts_set_error(TS_ERR_ARG, "ts_plan_print_json: NULL request, model, device, layouts or write, or n < 0");
+    ts_plan_request_copy c;
+    ts_plan_layout *all;
+    if (ts_plan_request_read(&c, rq, "ts_plan_print_json") || ts_plan_layouts_read(l, n, &all, "ts_plan_print_json"))
+        return ts_last_status();
+    rq = &c.rq, l = all;
     cJSON *root = cJSON_CreateObject();
-    if (!root) return ts_set_error(TS_ERR_NOMEM, "ts_plan_print_json: out of memory");
+    if (!root) return free(all), ts_set_error(TS_ERR_NOMEM, "ts_plan_print_json: out of memory");
     add_request(root, rq);
     cJSON_AddBoolToObject(root, "fits", n > 0 && l[0].fits);
     cJSON *a = cJSON_AddArrayToObject(root, "layouts");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, layout_json(rq, &l[i]));
     char *s = cJSON_Print(root);
     cJSON_Delete(root);
+    free(all);
     if (!s) return ts_set_error(TS_ERR_NOMEM, "ts_plan_print_json: out of memory");
     write(ctx, s, strlen(s));
     write(ctx, "\n", 1);

@@ -205,30 +205,13 @@ static ts_status parse(const reader *r, const cJSON *root, ts_device_profile *p)
     return TS_OK;
 }
 
-/* The whole file as a NUL-terminated string in *text (free it), its length in *n. */
+/* The whole file as a NUL-terminated string in *text (free it), its length in *n; errors start
+ * with fn, a missing file is TS_ERR_NOT_FOUND. */
 static ts_status read_text(const char *fn, const char *path, char **text, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return ts_err(errno == ENOENT ? TS_ERR_NOT_FOUND : TS_ERR_IO, "%s: cannot open %s: %s", fn, path, strerror(errno));
-    size_t cap = 1 << 14, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - 1 - len, f);
-        if (len < cap - 1 || cap >= ((size_t)1 << 26)) break; /* a profile is a few kB; 64 MB is not one */
-        char *nb = realloc(buf, cap *= 2);
-        if (!nb) free(buf);
-        buf = nb;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (!buf) return ts_err(TS_ERR_NOMEM, "%s: %s: out of memory", fn, path);
-    if (err || len >= cap - 1) {
-        free(buf);
-        return ts_err(TS_ERR_IO, err ? "%s: cannot read %s" : "%s: %s is too large for a profile", fn, path);
-    }
-    buf[len] = 0;
-    *text = buf;
-    *n = len;
-    return TS_OK;
+    *text = ts_read_file_max(path, (size_t)1 << 26, n); /* a profile is a few kB; 64 MB is not one */
+    if (*text) return TS_OK;
+    ts_status s = errno == ENOENT ? TS_ERR_NOT_FOUND : ts_last_status();
+    return ts_err(s, "%s: %s%s", fn, ts_last_error(), errno == EFBIG ? " (too large for a profile)" : "");
 }
 
 ts_status ts_profile_read(const char *fn, const char *path, ts_device_profile *out) {
@@ -251,7 +234,7 @@ ts_status ts_profile_read(const char *fn, const char *path, ts_device_profile *o
         else {
             p->struct_size = sizeof *p;
             s = parse(&r, root, p);
-            if (s == TS_OK) *out = *p;
+            if (s == TS_OK) s = TS_STRUCT_WRITE(out, p, ts_device_profile, fn);
             free(p);
         }
     }
@@ -365,7 +348,9 @@ static const char *nonfinite_figure(const ts_device_profile *p) {
 
 ts_status ts_device_profile_save(const char *path, const ts_device_profile *p) {
     if (!path || !p) return ts_err(TS_ERR_ARG, "ts_device_profile_save: %s is NULL", path ? "p" : "path");
-    if (TS_CHECK_STRUCT(p, ts_device_profile, "ts_device_profile_save")) return TS_ERR_ARG;
+    ts_device_profile pc;
+    if (TS_STRUCT_READ(&pc, p, ts_device_profile, "ts_device_profile_save")) return TS_ERR_ARG;
+    p = &pc;
     if (!ts_profile_name_ok(p->name))
         return ts_err(TS_ERR_ARG, "ts_device_profile_save: the profile's name \"%.63s\" is not a valid name", p->name);
     if ((unsigned)p->ngemm > TS_PROFILE_MAX_GEMM)

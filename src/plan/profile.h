@@ -7,7 +7,8 @@
 
 #include "tessera.h"
 
-/* Read the profile JSON file at path into *out (untouched on error). Errors are TS_ERR_IO (cannot
+/* Read the profile JSON file at path into *out (an output struct: out->struct_size set, 0: the base
+ * layout; ts_struct_write; untouched on error). Errors are TS_ERR_IO (cannot
  * read, not JSON: the line and column) or TS_ERR_ARG (a field missing, of the wrong type, negative,
  * out of range, unknown), each message naming the file and the field; they start with `fn`. */
 ts_status ts_profile_read(const char *fn, const char *path, ts_device_profile *out);

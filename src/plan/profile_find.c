@@ -156,6 +156,7 @@ static void list_one(ts_write_fn write, void *ctx, const char *name, const char 
     ts_device_profile *p = calloc(1, sizeof *p);
     char line[1024], a[16], b[16], c[16];
     int n;
+    if (p) p->struct_size = sizeof *p;
     if (!p) n = snprintf(line, sizeof line, "%-12s (out of memory)\n", name);
     else if (ts_profile_read("ts_device_profile_list", path, p))
         n = snprintf(line, sizeof line, "%-12s (unreadable: %s)\n", name, ts_last_error());
@@ -202,7 +203,7 @@ ts_status ts_device_profile_list(ts_write_fn write, void *ctx) {
         if (listed(seen, b)) continue;
         char line[512];
         int n = snprintf(line, sizeof line, "%-12s (a device of this machine, not measured yet: measured when first "
-                         "used, or by `tessera profile-device --device %s`)\n", b, b);
+                         "used, or by ts_device_profile_measure on %s)\n", b, b);
         write(ctx, line, n < (int)sizeof line ? (size_t)n : sizeof line - 1);
     }
     free(d);

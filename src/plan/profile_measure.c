@@ -322,7 +322,7 @@ ts_status ts_device_profile_measure(const char *device, double seconds, ts_devic
     source(p, "host_latency", "assumed: as link_latency");
     source(p, "devices_per_host", "one device of this machine");
     source(p, "streaming_bytes", "none: a measured device has no streaming memory beside it");
-    *out = *p;
+    ts_status st = TS_STRUCT_WRITE(out, p, ts_device_profile, "ts_device_profile_measure");
     free(p);
-    return TS_OK;
+    return st;
 }

@@ -167,6 +167,9 @@ static void search_replicas(const ts_plan_request *rq, int R, cached *cache, int
 ts_status ts_plan_search(const ts_plan_request *rq, ts_plan_layout *out, int cap, int *n) {
     if (!out || !n || cap < 1) return ts_set_error(TS_ERR_ARG, "ts_plan_search: out, cap >= 1 and n are required");
     *n = 0;
+    ts_plan_request_copy c;
+    if (ts_plan_request_read(&c, rq, "ts_plan_search") != TS_OK) return TS_ERR_ARG;
+    rq = &c.rq;
     if (ts_plan_check_request(rq) != TS_OK) return ts_last_status();
     cached *cache = calloc(MAX_CACHE, sizeof *cache);
     found *f = calloc(MAX_FOUND, sizeof *f);
@@ -181,17 +184,23 @@ ts_status ts_plan_search(const ts_plan_request *rq, ts_plan_layout *out, int cap
     ts_status st = nf ? TS_OK : ts_last_status() ? ts_last_status() : ts_set_error(TS_ERR_ARG, "ts_plan_search: "
                                                                                     "no layout to try");
     qsort(f, (size_t)nf, sizeof *f, by_rank);
+    ts_plan_layout *l = malloc(sizeof *l); /* each as it goes out (ts_plan_layout_write) */
+    if (!l) nf = 0, st = ts_set_error(TS_ERR_NOMEM, "ts_plan_search: out of memory");
     for (int i = 0; i < nf && i < cap; i++) {
-        out[i] = f[i].l;
-        if (i > 0 && f[i].l.fits) why_lost(&f[i].l, &f[0].l, out[i].why, sizeof out[i].why);
-        else if (i == 0 && f[i].l.fits) snprintf(out[i].why, sizeof out[i].why, "the fastest layout that fits");
+        *l = f[i].l;
+        if (i > 0 && f[i].l.fits) why_lost(&f[i].l, &f[0].l, l->why, sizeof l->why);
+        else if (i == 0 && f[i].l.fits) snprintf(l->why, sizeof l->why, "the fastest layout that fits");
         else if (i == 0) {
             char w[400];
             snprintf(w, sizeof w, "%s", f[i].l.why);
-            snprintf(out[i].why, sizeof out[i].why, "no layout fits; the closest: %s", w);
+            snprintf(l->why, sizeof l->why, "no layout fits; the closest: %s", w);
+        }
+        if (ts_plan_layout_write(out, i, l, "ts_plan_search") != TS_OK) {
+            nf = 0, st = TS_ERR_ARG;
+            break;
         }
         (*n)++;
     }
-    free(cache), free(f);
+    free(l), free(cache), free(f);
     return nf ? TS_OK : st;
 }

@@ -118,7 +118,7 @@ static ts_status check_new(const ts_graph *g, const ts_compile_opts *o, int meth
 
 ts_calib *ts_calib_new(const ts_graph *graph, const ts_compile_opts *opts, int method) {
     ts_compile_opts o;
-    if (ts_struct_read(&o, sizeof o, opts, TS_COMPILE_OPTS_0_1_0, "ts_calib_new", "ts_compile_opts")) return NULL;
+    if (TS_STRUCT_READ(&o, opts, ts_compile_opts, "ts_calib_new")) return NULL;
     if (check_new(graph, opts ? &o : NULL, method) != TS_OK) return NULL;
     if (graph->status != TS_OK) {
         ts_err(graph->status, "ts_calib_new: the graph has an error from building: %s", graph->status_msg);

@@ -82,7 +82,7 @@ static ts_status match_params(const ts_program *p, const ts_safetensors *st, int
         if (bad)
             return ts_err(TS_ERR_IO, "%s: tensor '%s' holds %lld non-finite value%s of %lld (%lld NaN, %lld inf; the first "
                           "at element %lld): a model with NaN or inf weights computes NaN; it is not loaded (allow it "
-                          "with TS_LOAD_ALLOW_NONFINITE, on the command line --allow-nonfinite)",
+                          "with TS_LOAD_ALLOW_NONFINITE)",
                           st->path, x->name, (long long)bad, bad == 1 ? "" : "s", (long long)n, (long long)nan,
                           (long long)(bad - nan), (long long)first);
     }

@@ -32,13 +32,6 @@
 #include "runtime/pipeline_impl.h"
 
 #include <stdio.h>
-#include <time.h>
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* ------------------------------------------------------------------ running */
 
@@ -129,9 +122,9 @@ static ts_status run_task(ts_pipeline *pl, const task *t) {
         st = ts_dev_copy_in(p->dev, ts_buf_at(x->slot->base, (uint64_t)m * x->slot->stride),
                             x->staged + (size_t)m * x->slot->bytes, x->slot->bytes);
     }
-    double t0 = now_s();
+    double t0 = ts_seconds();
     if (!st) st = ts_exec_run_phase(p, ph, pl->base_step + (uint64_t)m);
-    pl->busy[s] += now_s() - t0;
+    pl->busy[s] += ts_seconds() - t0;
     for (int i = 0; i < pl->nxf && !st; i++) { /* slot m of each receiver (or of its staging), unread yet */
         const xfer *x = &pl->xf[i];
         if (x->from != s || x->phase != ph || !x->per_micro) continue;
@@ -223,9 +216,9 @@ static ts_status run_step(ts_pipeline *pl) {
                                 bytes);
         }
         ts_set_threads(pl->threads[pl->stage_dev[u->stage]]);
-        double t0 = now_s();
+        double t0 = ts_seconds();
         if (!st) st = ts_exec_run_phase(sp, u->phase, pl->base_step + (uint64_t)pl->M - 1);
-        pl->busy[u->stage] += now_s() - t0;
+        pl->busy[u->stage] += ts_seconds() - t0;
         for (int i = 0; i < pl->nxf && !st; i++)
             if (pl->xf[i].from == u->stage && pl->xf[i].phase == u->phase) st = send(pl, pl->xf[i].v, u->stage, pl->xf[i].to);
         for (int i = 0; i < pl->nfetch && !st; i++)
@@ -235,7 +228,7 @@ static ts_status run_step(ts_pipeline *pl) {
 }
 
 ts_status ts_pipeline_run(ts_pipeline *pl, uint64_t *step) {
-    double t0 = now_s();
+    double t0 = ts_seconds();
     ts_status st = TS_OK;
     for (int j = 0; j * pl->M < pl->iters && !st; j++) {
         pl->step_in_call = j;
@@ -243,7 +236,7 @@ ts_status ts_pipeline_run(ts_pipeline *pl, uint64_t *step) {
         st = run_step(pl);
         if (!st) *step += (uint64_t)pl->M;
     }
-    pl->wall += now_s() - t0;
+    pl->wall += ts_seconds() - t0;
     ts_set_threads(pl->num_threads);
     return st;
 }
@@ -350,7 +343,7 @@ void ts_pipeline_stage_info(const ts_pipeline *pl, int stage, ts_stage_info *out
     const ts_exec *sp = pl->st[stage];
     out->device = sp->dev->name;
     out->threads = pl->threads[pl->stage_dev[stage]];
-    out->mem = sp->mem;
+    out->mem = ts_stage_memory_of(&sp->mem);
     out->in_flight = pl->inflight[stage];
     out->busy_s = pl->busy[stage];
 }

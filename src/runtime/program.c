@@ -30,7 +30,6 @@ static ts_status check_quant_scales(const ts_compile_opts *o) {
 static ts_status check_compile(const ts_graph *graph, const ts_compile_opts *opts) {
     const ts_compile_opts o = *opts;
     if (!graph) return ts_err(TS_ERR_ARG, "ts_compile: graph is NULL");
-    if (ts_check_struct_size(o.struct_size, TS_COMPILE_OPTS_0_1_0, "ts_compile", "ts_compile_opts")) return ts_last_status();
     if (graph->status != TS_OK) {
         return ts_err(graph->status, "ts_compile: the graph has an error from building: %s", graph->status_msg);
     }
@@ -85,7 +84,7 @@ static ts_program *wrap(ts_exec *e, ts_pipeline *pl, int plan_only) {
 
 ts_program *ts_compile(const ts_graph *graph, const ts_compile_opts *opts) {
     ts_compile_opts o;
-    if (ts_struct_read(&o, sizeof o, opts, TS_COMPILE_OPTS_0_1_0, "ts_compile", "ts_compile_opts")) return NULL;
+    if (TS_STRUCT_READ(&o, opts, ts_compile_opts, "ts_compile")) return NULL;
     if (check_compile(graph, &o) != TS_OK) return NULL;
     if (o.nstage_devices > 0 && !o.inference) return wrap(NULL, ts_pipeline_compile(graph, &o), o.plan_only);
     ts_device *dev = ts_device_get(o.nstage_devices > 0 ? o.stage_devices[0] : o.device ? o.device : "cpu");
@@ -131,17 +130,16 @@ ts_status ts_program_stage_info(const ts_program *p, int stage, ts_stage_info *o
     if (!p || !out) return ts_err(TS_ERR_ARG, "ts_program_stage_info: NULL argument");
     if (stage < 0 || stage >= ts_program_num_stages(p))
         return ts_err(TS_ERR_ARG, "ts_program_stage_info: stage %d of %d", stage, ts_program_num_stages(p));
-    memset(out, 0, sizeof *out);
-    out->struct_size = sizeof *out;
+    ts_stage_info si = {.struct_size = sizeof si};
     if (p->pipe) {
-        ts_pipeline_stage_info(p->pipe, stage, out);
-        return TS_OK;
+        ts_pipeline_stage_info(p->pipe, stage, &si);
+    } else {
+        si.device = p->one->dev->name;
+        si.threads = p->one->num_threads;
+        si.mem = ts_stage_memory_of(&p->one->mem);
+        si.in_flight = 1;
     }
-    out->device = p->one->dev->name;
-    out->threads = p->one->num_threads;
-    out->mem = p->one->mem;
-    out->in_flight = 1;
-    return TS_OK;
+    return TS_STRUCT_WRITE(out, &si, ts_stage_info, "ts_program_stage_info");
 }
 
 ts_status ts_program_pipeline_stats(const ts_program *p, double *wall_s, double *bubble) {
@@ -357,7 +355,6 @@ int ts_program_share_params(ts_program *dst, ts_program *src) {
 
 ts_status ts_program_memory(const ts_program *p, ts_memory *m) {
     if (!p || !m) return ts_err(TS_ERR_ARG, "ts_program_memory: NULL argument");
-    *m = *p->f.mem;
-    m->struct_size = sizeof *m;
-    return TS_OK;
+    ts_memory all = *p->f.mem;
+    return TS_STRUCT_WRITE(m, &all, ts_memory, "ts_program_memory");
 }

@@ -243,7 +243,7 @@ static int resolve(const char *host, int port, struct sockaddr_storage *addr, ch
     char ps[16];
     snprintf(ps, sizeof ps, "%d", port);
     int rc = getaddrinfo(host, ps, &hints, &res);
-    if (rc) return snprintf(err, cap, "--host %s: %s", host, gai_strerror(rc)), -1;
+    if (rc) return snprintf(err, cap, "host %s: %s", host, gai_strerror(rc)), -1;
     memcpy(addr, res->ai_addr, res->ai_addrlen);
     freeaddrinfo(res);
     return 0;

@@ -11,6 +11,7 @@
  * programs share one int8 copy of each weight as they share the f32 one. An ONNX file (NAME=FILE.onnx) is onnx_model.c's; a folder of
  * PaddleOCR's models (as tessera ocr reads) takes image uploads, one at a time.
  */
+#include "core/core.h" /* ts_path_join */
 #include "serve/serve.h"
 
 #include <stdio.h>
@@ -18,7 +19,7 @@
 #include <string.h>
 
 static int fail(char *err, size_t cap, const char *what, const char *dir) {
-    snprintf(err, cap, "--model %s: %s%s", dir, what, ts_last_error());
+    snprintf(err, cap, "model %s: %s%s", dir, what, ts_last_error());
     return -1;
 }
 
@@ -60,8 +61,8 @@ static ts_program *compile_shape(const serve_model *m, const serve_opts *o, cons
  * them. 0 or -1 with err. */
 static int compile_all(serve_model *m, const char *dir, const serve_opts *o, const ts_quant_record *q, char *err,
                        size_t cap) {
-    char weights[1100];
-    snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
+    char weights[4200];
+    if (ts_path_join(weights, sizeof weights, dir, "model.safetensors")) return fail(err, cap, "", dir);
     const int lb = m->nbuckets - 1, lk = m->nbatches - 1;
     const char *fetch[7];
     int nfetch = 0;
@@ -79,7 +80,7 @@ static int compile_all(serve_model *m, const char *dir, const serve_opts *o, con
             if (m->prog[i][k] != m->prog[lb][lk] && ts_program_share_params(m->prog[i][k], m->prog[lb][lk]) < 0)
                 return fail(err, cap, "sharing the weights: ", dir);
             if (!ts_batch_buf_init(&m->bb[i][k], m->batch[k], m->bucket[i], 0)) {
-                snprintf(err, cap, "--model %s: out of memory", dir);
+                snprintf(err, cap, "model %s: out of memory", dir);
                 return -1;
             }
         }
@@ -108,7 +109,7 @@ static int time_programs(serve_model *m, char *err, size_t cap) {
                 if (best > 0.1 && run <= first) break; /* a slow program: its first counted run */
             }
             m->cost[i][k] = best;
-            if (st != TS_OK) return snprintf(err, cap, "--model %s: running: %s", m->dir, ts_last_error()), -1;
+            if (st != TS_OK) return snprintf(err, cap, "model %s: running: %s", m->dir, ts_last_error()), -1;
         }
     /* A program of fewer rows never costs more than one of more: a timing that says so was slowed by
      * something else (this machine's other tenants), and believing it would run one row through a
@@ -121,8 +122,8 @@ static int time_programs(serve_model *m, char *err, size_t cap) {
 
 /* A folder of PaddleOCR's models (its detector there)? */
 static int is_ocr_dir(const char *dir) {
-    char path[1100];
-    snprintf(path, sizeof path, "%s/ch_PP-OCRv4_det_infer.onnx", dir);
+    char path[4200];
+    if (ts_path_join(path, sizeof path, dir, "ch_PP-OCRv4_det_infer.onnx")) return 0;
     FILE *f = fopen(path, "rb");
     if (f) fclose(f);
     return f != NULL;
@@ -145,10 +146,11 @@ int serve_model_load(serve_model *m, const char *name, const char *dir, const se
     size_t len = strlen(dir);
     if (len > 5 && !strcmp(dir + len - 5, ".onnx")) return serve_onnx_load(m, dir, o, err, cap);
     if (is_ocr_dir(dir)) return load_ocr(m, dir, o, err, cap);
+    m->cfg.struct_size = sizeof m->cfg;
     if (!(m->tok = ts_model_load_dir(dir, &m->cfg, &m->meta))) return fail(err, cap, "", dir);
     int qa = m->cfg.head == TS_BERT_QUESTION_ANSWERING;
     if (!qa && !(m->cfg.head == TS_BERT_SEQ_CLASSIFICATION && m->meta.nlabels > 0)) {
-        snprintf(err, cap, "--model %s: not a fine-tuned model (architecture '%s'; a sequence classifier or a "
+        snprintf(err, cap, "model %s: not a fine-tuned model (architecture '%s'; a sequence classifier or a "
                  "question-answering model from tessera finetune)", dir, m->cfg.architecture);
         return -1;
     }
@@ -161,7 +163,7 @@ int serve_model_load(serve_model *m, const char *name, const char *dir, const se
     ts_quant_record q;
     if (ts_quant_record_load(dir, &q) != TS_OK) return fail(err, cap, "", dir);
     int rc = compile_all(m, dir, o, &q, err, cap);
-    ts_memory mem = {0};
+    ts_memory mem = {.struct_size = sizeof mem};
     m->quant_mode = q.mode;
     if (!rc && ts_program_memory(m->prog[m->nbuckets - 1][m->nbatches - 1], &mem) == TS_OK) m->quant_ops = mem.quantized;
     ts_quant_record_free(&q);

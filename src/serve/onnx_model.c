@@ -31,7 +31,7 @@ static void free_all(ts_tensor **t, int n) {
 static int read_sig(serve_model *m, const char *path, int max_batch, char *err, size_t cap) {
     int nin = ts_onnx_num_inputs(m->onnx), batch = 0;
     if (nin < 1 || nin > SERVE_MAX_IO || ts_onnx_num_outputs(m->onnx) > SERVE_MAX_IO)
-        return snprintf(err, cap, "--model %s: %d inputs; tessera serve takes 1 to %d", path, nin, SERVE_MAX_IO), -1;
+        return snprintf(err, cap, "model %s: %d inputs; tessera serve takes 1 to %d", path, nin, SERVE_MAX_IO), -1;
     for (int k = 0; k < nin; k++) {
         serve_io *io = &m->osig.in[k];
         snprintf(io->name, sizeof io->name, "%s", ts_onnx_input_name(m->onnx, k));
@@ -39,12 +39,12 @@ static int read_sig(serve_model *m, const char *path, int max_batch, char *err, 
         int ok = io->ndim >= 1;
         for (int d = 1; ok && d < io->ndim; d++) ok = io->shape[d] >= 1;
         if (!ok)
-            return snprintf(err, cap, "--model %s: input %s is not [batch, fixed dims...] (a dynamic dim after the "
+            return snprintf(err, cap, "model %s: input %s is not [batch, fixed dims...] (a dynamic dim after the "
                             "first, or no declared rank): tessera serve compiles each model once, at start",
                             path, io->name), -1;
         int b = io->shape[0] >= 1 ? (int)io->shape[0] : max_batch;
         if (batch && b != batch)
-            return snprintf(err, cap, "--model %s: the inputs' first dims differ (%d, %d)", path, batch, b), -1;
+            return snprintf(err, cap, "model %s: the inputs' first dims differ (%d, %d)", path, batch, b), -1;
         batch = b;
     }
     m->osig.nin = nin, m->osig.batch = batch;
@@ -52,16 +52,16 @@ static int read_sig(serve_model *m, const char *path, int max_batch, char *err, 
 }
 
 int serve_onnx_load(serve_model *m, const char *path, const serve_opts *o, char *err, size_t cap) {
-    if (!(m->onnx = ts_onnx_load(path))) return snprintf(err, cap, "--model %s: %s", path, ts_last_error()), -1;
+    if (!(m->onnx = ts_onnx_load(path))) return snprintf(err, cap, "model %s: %s", path, ts_last_error()), -1;
     if (read_sig(m, path, o->max_batch, err, cap)) return -1;
     ts_compile_opts co = {.struct_size = sizeof co, .device = o->device, .num_threads = o->threads};
     if (!(m->sess = ts_onnx_session_new(m->onnx, &co)))
-        return snprintf(err, cap, "--model %s: %s", path, ts_last_error()), -1;
+        return snprintf(err, cap, "model %s: %s", path, ts_last_error()), -1;
     m->nout = ts_onnx_num_outputs(m->onnx);
     ts_tensor *in[SERVE_MAX_IO] = {0}, *out[SERVE_MAX_IO] = {0};
-    int rc = zeros(m, in) ? (snprintf(err, cap, "--model %s: out of memory", path), -1) : 0;
+    int rc = zeros(m, in) ? (snprintf(err, cap, "model %s: out of memory", path), -1) : 0;
     if (!rc && ts_onnx_session_run(m->sess, (const ts_tensor *const *)in, out) != TS_OK)
-        rc = -1, snprintf(err, cap, "--model %s: compiling for [%d, ...]: %s", path, m->osig.batch, ts_last_error());
+        rc = -1, snprintf(err, cap, "model %s: compiling for [%d, ...]: %s", path, m->osig.batch, ts_last_error());
     for (int j = 0; !rc && j < m->nout; j++) {
         snprintf(m->out_name[j], sizeof m->out_name[j], "%s", ts_onnx_output_name(m->onnx, j));
         if (ts_tensor_ndim(out[j]) < 1 || ts_tensor_shape(out[j])[0] != m->osig.batch) m->one_job = 1;

@@ -87,7 +87,7 @@ static int decode_input(const serve_sig *sig, const cJSON *in, serve_tensors *ou
         t < 1 || b != floor(b) || t != floor(t))
         return bad(err, cap, "input %s: shape entries must be positive integers", INPUTS[k]);
     if (b > sig->max_batch)
-        return bad(err, cap, "input %s: batch %g is more than the server's --max-batch %d", INPUTS[k], b,
+        return bad(err, cap, "input %s: batch %g is more than the server's max batch %d", INPUTS[k], b,
                    sig->max_batch);
     if (t > sig->max_seq)
         return bad(err, cap, "input %s: sequence length %g is more than the model's %d", INPUTS[k], t, sig->max_seq);
@@ -183,7 +183,7 @@ int serve_decode_texts(const serve_sig *sig, const char *body, size_t len, serve
     } else {
         int n = cJSON_GetArraySize(inst);
         if (!sig->qa && n > sig->max_batch)
-            rc = bad(err, cap, "%d instances: more than the server's --max-batch %d", n, sig->max_batch);
+            rc = bad(err, cap, "%d instances: more than the server's max batch %d", n, sig->max_batch);
         else if (!(out->text = calloc((size_t)n, sizeof *out->text)) ||
                  !(out->text_b = calloc((size_t)n, sizeof *out->text_b)))
             rc = bad(err, cap, "out of memory");

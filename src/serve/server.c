@@ -64,10 +64,12 @@ static serve_opts with_defaults(const ts_serve_opts *o) {
 }
 
 ts_serve *ts_serve_start(const ts_serve_opts *opts, const char *const *names, const char *const *dirs, int n) {
-    if (!opts || opts->struct_size != sizeof *opts || !names || !dirs || n < 1 || opts->max_batch < 0 ||
-        opts->port < 0 || opts->port > 65535)
-        return ts_set_error(TS_ERR_ARG, "ts_serve_start: NULL, no model, a bad option or a ts_serve_opts of another "
-                                        "size"), NULL;
+    ts_serve_opts oc;
+    if (!opts) return ts_set_error(TS_ERR_ARG, "ts_serve_start: opts is NULL"), NULL;
+    if (TS_STRUCT_READ(&oc, opts, ts_serve_opts, "ts_serve_start")) return NULL;
+    opts = &oc;
+    if (!names || !dirs || n < 1 || opts->max_batch < 0 || opts->port < 0 || opts->port > 65535)
+        return ts_set_error(TS_ERR_ARG, "ts_serve_start: NULL, no model or a bad option"), NULL;
     for (int i = 0; i < n; i++) {
         size_t len = names[i] ? strlen(names[i]) : 0;
         if (!len || len >= SERVE_NAME_MAX || !dirs[i] ||

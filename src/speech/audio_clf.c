@@ -183,7 +183,7 @@ static ts_status compile_infer(ts_audio_clf *c) {
 
 ts_audio_clf *ts_audio_clf_new(const ts_audio_clf_opts *opts) {
     ts_audio_clf_opts o;
-    if (ts_struct_read(&o, sizeof o, opts, sizeof o, "ts_audio_clf_new", "ts_audio_clf_opts")) return NULL;
+    if (TS_STRUCT_READ(&o, opts, ts_audio_clf_opts, "ts_audio_clf_new")) return NULL;
     if (!o.clip_samples) o.clip_samples = TS_AUDIO_CLF_CLIP;
     if (o.nlabels < 2 || !o.labels || o.clip_samples < 0 || o.clip_samples % TS_KWS_HOP ||
         o.clip_samples > 30 * 16000 || (o.kind != TS_AUDIO_CLF_EMBEDDING && o.kind != TS_AUDIO_CLF_SCRATCH)) {
@@ -199,11 +199,11 @@ ts_audio_clf *ts_audio_clf_new(const ts_audio_clf_opts *opts) {
     }
     c->kind = o.kind, c->clip = o.clip_samples, c->hops = o.clip_samples / TS_KWS_HOP, c->seed = o.seed;
     c->num_threads = o.num_threads;
-    c->models_dir = ts_strdup(o.models_dir ? o.models_dir : ".");
+    c->models_dir = strdup(o.models_dir ? o.models_dir : ".");
     c->labels = calloc((size_t)o.nlabels, sizeof *c->labels);
     if (!c->models_dir || !c->labels) goto nomem;
     for (; c->nlabels < o.nlabels; c->nlabels++)
-        if (!(c->labels[c->nlabels] = ts_strdup(o.labels[c->nlabels]))) goto nomem;
+        if (!(c->labels[c->nlabels] = strdup(o.labels[c->nlabels] ? o.labels[c->nlabels] : ""))) goto nomem;
     c->buf = malloc((size_t)(CLF_BATCH * ts_audio_clf_feature_size(c)) * sizeof(float));
     if (!c->buf) goto nomem;
     static const char *const none[1] = {NULL};

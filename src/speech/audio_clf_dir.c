@@ -19,10 +19,9 @@
 
 #define KIND "audio-classifier"
 
-/* dir/name into buf. */
+/* dir/name into buf: buf, or NULL with the error set when it does not fit. */
 static const char *join(char *buf, size_t cap, const char *dir, const char *name) {
-    snprintf(buf, cap, "%s/%s", dir, name);
-    return buf;
+    return ts_path_join(buf, cap, dir, name) ? NULL : buf;
 }
 
 static char *config_json(const ts_audio_clf *c) {
@@ -45,8 +44,8 @@ static ts_status clear_dir(const char *dir) {
     char p[4200];
     struct stat sb;
     if (stat(dir, &sb)) return TS_OK;
-    unlink(join(p, sizeof p, dir, "config.json"));
-    unlink(join(p, sizeof p, dir, "model.safetensors"));
+    if (join(p, sizeof p, dir, "config.json")) unlink(p);
+    if (join(p, sizeof p, dir, "model.safetensors")) unlink(p);
     if (rmdir(dir)) return ts_err(TS_ERR_IO, "%s: cannot replace it (%s): not an audio model directory?", dir, strerror(errno));
     return TS_OK;
 }
@@ -54,12 +53,13 @@ static ts_status clear_dir(const char *dir) {
 ts_status ts_audio_clf_save(const ts_audio_clf *c, const char *dir) {
     if (!c || !dir || !*dir) return ts_err(TS_ERR_ARG, "ts_audio_clf_save: bad arguments");
     char tmp[4100], p[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", dir, (long)getpid());
+    if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", dir, (long)getpid()) >= (int)sizeof tmp)
+        return ts_err(TS_ERR_ARG, "ts_audio_clf_save: %s: path too long", dir);
     if (mkdir(tmp, 0755) && errno != EEXIST) return ts_err(TS_ERR_IO, "%s: %s", tmp, strerror(errno));
     char *cfg = config_json(c);
     ts_status st = cfg ? TS_OK : ts_err(TS_ERR_NOMEM, "audio classifier: out of memory");
-    if (!st) st = ts_write_atomic(join(p, sizeof p, tmp, "config.json"), cfg, strlen(cfg));
-    if (!st) st = ts_program_save(c->infer, join(p, sizeof p, tmp, "model.safetensors"), TS_F32);
+    if (!st && !(st = ts_path_join(p, sizeof p, tmp, "config.json"))) st = ts_write_atomic(p, cfg, strlen(cfg));
+    if (!st && !(st = ts_path_join(p, sizeof p, tmp, "model.safetensors"))) st = ts_program_save(c->infer, p, TS_F32);
     if (!st) st = clear_dir(dir);
     if (!st && rename(tmp, dir)) st = ts_err(TS_ERR_IO, "%s: %s", dir, strerror(errno));
     if (st) clear_dir(tmp);
@@ -69,17 +69,12 @@ ts_status ts_audio_clf_save(const ts_audio_clf *c, const char *dir) {
 
 /* config.json of dir, parsed (NULL with the error set naming it). */
 static cJSON *read_config(const char *dir, char *path, size_t cap) {
-    join(path, cap, dir, "config.json");
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        ts_err(TS_ERR_IO, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char buf[65536];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    cJSON *j = cJSON_Parse(buf);
+    if (!join(path, cap, dir, "config.json")) return NULL;
+    size_t n = 0;
+    char *buf = ts_read_file_max(path, 65535, &n);
+    if (!buf) return NULL;
+    cJSON *j = cJSON_ParseWithLength(buf, n);
+    free(buf);
     if (!j) ts_err(TS_ERR_IO, "%s: not JSON", path);
     return j;
 }
@@ -87,7 +82,9 @@ static cJSON *read_config(const char *dir, char *path, size_t cap) {
 int ts_audio_clf_is_dir(const char *dir) {
     char path[4200];
     struct stat sb;
-    if (!dir || stat(join(path, sizeof path, dir, "config.json"), &sb)) return 0;
+    if (!dir) return 0;
+    if (!join(path, sizeof path, dir, "config.json")) return (ts_err_clear(), 0);
+    if (stat(path, &sb)) return 0;
     cJSON *j = read_config(dir, path, sizeof path);
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "kind");
     int yes = cJSON_IsString(k) && !strcmp(k->valuestring, KIND);
@@ -128,7 +125,7 @@ ts_audio_clf *ts_audio_clf_load(const char *dir, const char *models_dir, int num
         ts_err(ts_last_status() ? ts_last_status() : TS_ERR_ARG, "%s: %s", path, msg);
         goto done;
     }
-    if (ts_program_load(c->infer, join(path, sizeof path, dir, "model.safetensors"), TS_LOAD_STRICT, NULL)) {
+    if (!join(path, sizeof path, dir, "model.safetensors") || ts_program_load(c->infer, path, TS_LOAD_STRICT, NULL)) {
         ts_audio_clf_free(c);
         c = NULL;
     }

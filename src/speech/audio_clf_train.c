@@ -68,8 +68,7 @@ static ts_status step(ts_program *p, const ts_audio_clf *c, int B, const int64_t
 ts_status ts_audio_clf_train(ts_audio_clf *c, int64_t n, const float *feat, const int *y,
                              const ts_audio_clf_train_opts *opts, double *loss) {
     ts_audio_clf_train_opts o;
-    if (ts_struct_read(&o, sizeof o, opts, sizeof o, "ts_audio_clf_train", "ts_audio_clf_train_opts"))
-        return ts_last_status();
+    if (TS_STRUCT_READ(&o, opts, ts_audio_clf_train_opts, "ts_audio_clf_train")) return ts_last_status();
     if (!c || n < 1 || !feat || !y || o.epochs < 0 || o.batch < 0 || !(o.lr >= 0))
         return ts_err(TS_ERR_ARG, "ts_audio_clf_train: bad arguments (no clips, or a negative option)");
     for (int64_t i = 0; i < n; i++)

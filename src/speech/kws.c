@@ -232,7 +232,7 @@ static ts_status open_heads(ts_kws *k, const ts_kws_opts *o, const ts_compile_op
     if (o->keywords)
         for (int i = 0; i < n; i++) names[i] = (char *)o->keywords[i];
     else {
-        all = ts_strdup(TS_KWS_KEYWORDS);
+        if (!(all = strdup(TS_KWS_KEYWORDS))) return ts_err(TS_ERR_NOMEM, "kws: out of memory");
         n = 0;
         for (char *save = NULL, *t = strtok_r(all, ",", &save); t; t = strtok_r(NULL, ",", &save)) names[n++] = t;
     }
@@ -265,7 +265,7 @@ static ts_status open_heads(ts_kws *k, const ts_kws_opts *o, const ts_compile_op
 
 ts_kws *ts_kws_new(const ts_kws_opts *opts) {
     ts_kws_opts o;
-    if (ts_struct_read(&o, sizeof o, opts, sizeof o, "ts_kws_new", "ts_kws_opts")) return NULL;
+    if (TS_STRUCT_READ(&o, opts, ts_kws_opts, "ts_kws_new")) return NULL;
     if (!o.models_dir) o.models_dir = ".";
     if (o.num_threads < 0 || o.num_threads > ts_max_threads() || o.nkeywords < 0) {
         ts_err(TS_ERR_ARG, "kws: an option is out of range (threads 0..%d, nkeywords >= 0)", ts_max_threads());

@@ -62,9 +62,9 @@ ts_status kws_head_open(kws_head *h, const char *dir, const char *keyword, const
     if (!keyword || !*keyword || strchr(keyword, '/'))
         return ts_err(TS_ERR_ARG, "kws: '%s' is not a keyword name (known: %s)", keyword ? keyword : "(null)",
                       TS_KWS_KEYWORDS);
-    h->keyword = ts_strdup(keyword);
+    h->keyword = strdup(keyword);
     h->path = head_path(dir, keyword);
-    if (!h->path) return ts_err(TS_ERR_NOMEM, "kws: out of memory");
+    if (!h->keyword || !h->path) return ts_err(TS_ERR_NOMEM, "kws: out of memory");
     if (access(h->path, R_OK) && !known_keyword(keyword))
         return ts_err(TS_ERR_ARG, "kws: unknown keyword '%s' (known: %s; or a head %s/%s.onnx)", keyword,
                       TS_KWS_KEYWORDS, dir, keyword);
@@ -98,7 +98,7 @@ void kws_head_close(kws_head *h) {
 int kws_head_nlabels(const kws_head *h) { return h->nclasses > 1 ? h->nclasses - 1 : 1; }
 
 char *kws_head_label(const kws_head *h, int j) {
-    if (h->nclasses == 1) return ts_strdup(h->keyword);
+    if (h->nclasses == 1) return strdup(h->keyword); /* NULL: out of memory, the caller says so */
     char key[32], *name = NULL;
     snprintf(key, sizeof key, "\"%d\"", j + 1);
     const char *map = ts_onnx_output_name(h->model, 0), *p = map ? strstr(map, key) : NULL;

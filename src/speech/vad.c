@@ -67,7 +67,7 @@ static ts_status setup(ts_vad *v) {
 
 ts_vad *ts_vad_new(const ts_vad_opts *opts) {
     ts_vad_opts o;
-    if (ts_struct_read(&o, sizeof o, opts, sizeof o, "ts_vad_new", "ts_vad_opts")) return NULL;
+    if (TS_STRUCT_READ(&o, opts, ts_vad_opts, "ts_vad_new")) return NULL;
     if (!o.model || o.num_threads < 0 || o.num_threads > ts_max_threads()) {
         ts_err(TS_ERR_ARG, "vad: %s", o.model ? "threads out of range" : "no model given");
         return NULL;
@@ -77,7 +77,11 @@ ts_vad *ts_vad_new(const ts_vad_opts *opts) {
         ts_err(TS_ERR_NOMEM, "vad: out of memory");
         return NULL;
     }
-    v->path = ts_strdup(o.model);
+    if (!(v->path = strdup(o.model ? o.model : ""))) {
+        ts_vad_free(v);
+        ts_err(TS_ERR_NOMEM, "vad: out of memory");
+        return NULL;
+    }
     ts_compile_opts copts = {.struct_size = sizeof copts, .num_threads = o.num_threads, .inference = 1};
     if (!(v->model = ts_onnx_load(v->path)) || !(v->session = ts_onnx_session_new(v->model, &copts)) || setup(v)) {
         ts_vad_free(v);

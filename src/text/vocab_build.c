@@ -402,36 +402,21 @@ static ts_status learn_merges(trainer *t, int vocab_size) {
 
 /* ------------------------------------------------------------------ output */
 
+/* The vocabulary into f, one token a line: the special tokens, then the learned ones
+ * (ts_write_atomic_with's body). */
+static ts_status write_vocab_body(FILE *f, void *ctx) {
+    const trainer *t = ctx;
+    for (int k = 0; k < TS_NSPECIAL; k++)
+        if (fprintf(f, "%s\n", ts_special_names[k]) < 0) return TS_ERR_IO;
+    for (int32_t i = 0; i < t->syms.n; i++)
+        if (fwrite(ts_strmap_str(&t->syms, i), 1, t->syms.len[i], f) != t->syms.len[i] || fputc('\n', f) == EOF)
+            return TS_ERR_IO; /* ts_write_atomic_with reports the failed write */
+    return TS_OK;
+}
+
 static ts_status write_vocab(const trainer *t, const char *out_path) {
-    size_t n = strlen(out_path);
-    char *tmp = malloc(n + 32);
-    if (!tmp) return ts_err(TS_ERR_NOMEM, "ts_vocab_build: out of memory");
-    snprintf(tmp, n + 32, "%s.tmp.%ld", out_path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        ts_status st = ts_err(TS_ERR_IO, "cannot write vocabulary '%s' (as '%s' first): %s", out_path,
-                              tmp, strerror(errno));
-        free(tmp);
-        return st;
-    }
-    int ok = 1;
-    for (int k = 0; k < TS_NSPECIAL; k++) ok &= fprintf(f, "%s\n", ts_special_names[k]) > 0;
-    for (int32_t i = 0; i < t->syms.n && ok; i++) {
-        ok &= fwrite(ts_strmap_str(&t->syms, i), 1, t->syms.len[i], f) == t->syms.len[i];
-        ok &= fputc('\n', f) != EOF;
-    }
-    ok &= fflush(f) == 0;
-    ok &= fsync(fileno(f)) == 0;
-    int err = errno;
-    ok &= fclose(f) == 0;
-    if (ok && rename(tmp, out_path) != 0) ok = 0, err = errno;
-    ts_status st = TS_OK;
-    if (!ok) {
-        st = ts_err(TS_ERR_IO, "cannot write vocabulary '%s': %s", out_path, strerror(err ? err : EIO));
-        remove(tmp);
-    }
-    free(tmp);
-    return st;
+    ts_status st = ts_write_atomic_with(out_path, write_vocab_body, (void *)t);
+    return st ? ts_err(st, "cannot write vocabulary: %s", ts_last_error()) : TS_OK;
 }
 
 static void trainer_free(trainer *t) {

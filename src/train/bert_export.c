@@ -10,9 +10,12 @@
 ts_status ts_bert_export_onnx(const ts_bert_config *config, const ts_bert_export_opts *o, const char *path,
                               ts_bert_export_info *info) {
     memset(info, 0, sizeof *info);
-    ts_status st = TS_CHECK_STRUCT(o, ts_bert_export_opts, "ts_bert_export_onnx");
+    ts_bert_export_opts oc;
+    ts_bert_config c; /* for inference: no dropout, the mask as int32, f32 compute */
+    ts_status st = TS_STRUCT_READ(&oc, o, ts_bert_export_opts, "ts_bert_export_onnx");
+    if (!st) st = TS_STRUCT_READ(&c, config, ts_bert_config, "ts_bert_export_onnx");
     if (st) return st;
-    ts_bert_config c = *config; /* for inference: no dropout, the mask as int32, f32 compute */
+    o = &oc;
     info->seq = o->seq > 0 ? o->seq : c.max_position_embeddings < 128 ? c.max_position_embeddings : 128;
     ts_bert_config_inference(&c, TS_F32);
     ts_program *p = NULL;

@@ -8,7 +8,6 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 void ts_bert_config_inference(ts_bert_config *cfg, ts_dtype compute) {
     cfg->hidden_dropout_prob = cfg->attention_probs_dropout_prob = 0.f; /* no dropout nodes at all */
@@ -33,12 +32,6 @@ int ts_bert_output_names(const ts_bert_outputs *o, const char *names[7]) {
     return n;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 ts_status ts_bert_run_batch(ts_program *p, ts_tensor *const feeds[3], int repeat, int nfetch, const char *const *fetch,
                             ts_tensor **outs, double *best_s, double *total_s) {
     static const char *const feed_names[3] = {"input_ids", "token_type_ids", "attention_mask"};
@@ -51,9 +44,9 @@ ts_status ts_bert_run_batch(ts_program *p, ts_tensor *const feeds[3], int repeat
     double best = 0, total = 0;
     ts_status st = TS_OK;
     for (int k = 0; k < repeat && st == TS_OK; k++) {
-        double r0 = now_s();
+        double r0 = ts_seconds();
         if ((st = ts_program_run(p)) != TS_OK) break;
-        double dt = now_s() - r0;
+        double dt = ts_seconds() - r0;
         if (k == 0 && repeat > 1) ts_program_profile_reset(p); /* the warm-up is left out */
         best = k == 0 || dt < best ? dt : best;
         total += dt;
@@ -81,33 +74,31 @@ static ts_status infer_compile(const ts_bert_infer_opts *o, ts_program **p, cons
         return TS_ERR_ARG;
     }
     *nfetch = ts_bert_output_names(&out, fetch);
-    int q = o->struct_size >= offsetof(ts_bert_infer_opts, quantize) + sizeof o->quantize;
-    int qs = o->struct_size >= offsetof(ts_bert_infer_opts, nquant_scales) + sizeof o->nquant_scales;
     *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .device = o->device,
                                           .num_threads = o->threads, .nfetch = *nfetch, .fetches = fetch, .inference = 1,
                                           .skip_param_init = o->weights != NULL, /* loaded strictly next */
                                           .profile = o->profile, .memory_limit = o->memory_limit,
-                                          .quantize = q ? o->quantize : 0, .quant_scales = qs ? o->quant_scales : NULL,
-                                          .nquant_scales = qs ? o->nquant_scales : 0});
+                                          .quantize = o->quantize, .quant_scales = o->quant_scales,
+                                          .nquant_scales = o->nquant_scales});
     ts_graph_free(g);
     if (*p) return TS_OK;
     ts_status st = ts_last_status();
-    ts_writef(o->err, o->err_ctx, "%s: compiling for --device %s: %s\n", o->name, o->device, ts_last_error());
+    ts_writef(o->err, o->err_ctx, "%s: compiling for device %s: %s\n", o->name, o->device, ts_last_error());
     if (st == TS_ERR_NOMEM)
         ts_writef(o->err, o->err_ctx, "%s: the parameters grow with %s's sizes (vocab_size %d, hidden_size %d, "
                   "num_hidden_layers %d, intermediate_size %d), the activations with the batch of %s [%d, %d]%s\n",
                   o->name, o->config_path, cfg->vocab_size, cfg->hidden_size, cfg->num_hidden_layers,
                   cfg->intermediate_size, o->inputs, o->batch, o->seq,
-                  o->memory_limit ? "; the limit is --device-memory" : "");
+                  o->memory_limit ? "; the limit is the memory limit asked for" : "");
     return st == TS_ERR_ARG || st == TS_OK ? TS_ERR_RUNTIME : st;
 }
 
 ts_status ts_bert_infer_build(const ts_bert_infer_opts *o, ts_program **p, const char **fetch, int *nfetch,
                               double seconds[2]) {
-    /* its size now, or before quantize was added (callers built against that header) */
-    if (!o || (o->struct_size != sizeof *o && o->struct_size != offsetof(ts_bert_infer_opts, quantize)) || !p || !fetch ||
-        !nfetch)
-        return ts_set_error(TS_ERR_ARG, "ts_bert_infer_build: NULL or a ts_bert_infer_opts of another size");
+    ts_bert_infer_opts oc;
+    if (!o || !p || !fetch || !nfetch) return ts_set_error(TS_ERR_ARG, "ts_bert_infer_build: NULL argument");
+    if (TS_STRUCT_READ(&oc, o, ts_bert_infer_opts, "ts_bert_infer_build")) return TS_ERR_ARG;
+    o = &oc;
     double t0 = ts_seconds();
     *p = NULL;
     ts_status st = infer_compile(o, p, fetch, nfetch);

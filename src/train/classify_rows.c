@@ -8,9 +8,17 @@
 
 #include <stdio.h>
 
+/* o->text (a fixed ts_text_columns) read as the ts_text_opts of its size. */
+static ts_status text_opts(const ts_classify_rows_opts *o, ts_text_opts *to) {
+    ts_text_columns c = o->text;
+    if (c.struct_size > sizeof c) c.struct_size = sizeof c; /* fixed: never more than itself */
+    return TS_STRUCT_READ(to, &c, ts_text_opts, "ts_classify_rows_load");
+}
+
 /* The test rows from o->dev, labelled with the ids of all's labels. */
 static ts_status load_dev(const ts_classify_rows_opts *o, const ts_text_dataset *all, ts_text_dataset **test) {
-    ts_text_opts to = o->text;
+    ts_text_opts to;
+    text_opts(o, &to); /* checked by ts_classify_rows_load */
     int nl = ts_text_dataset_num_labels(all);
     const char **names = malloc((size_t)nl * sizeof *names);
     if (!names) {
@@ -22,19 +30,22 @@ static ts_status load_dev(const ts_classify_rows_opts *o, const ts_text_dataset 
     *test = ts_text_dataset_load(o->dev, &to);
     free(names);
     if (*test) return TS_OK;
-    ts_writef(o->err, o->err_ctx, "%s: --dev %s\n", o->name, ts_last_error());
+    ts_writef(o->err, o->err_ctx, "%s: held-out rows: %s\n", o->name, ts_last_error());
     return TS_ERR_ARG;
 }
 
 ts_status ts_classify_rows_load(const ts_classify_rows_opts *o, ts_text_dataset **train, ts_text_dataset **test) {
-    if (!o || o->struct_size != sizeof *o || !train || !test)
-        return ts_set_error(TS_ERR_ARG, "ts_classify_rows_load: NULL or a ts_classify_rows_opts of another size");
+    ts_classify_rows_opts oc;
+    if (!o || !train || !test) return ts_set_error(TS_ERR_ARG, "ts_classify_rows_load: NULL argument");
+    if (TS_STRUCT_READ(&oc, o, ts_classify_rows_opts, "ts_classify_rows_load")) return TS_ERR_ARG;
+    o = &oc;
     *train = *test = NULL;
-    ts_text_opts to = o->text;
+    ts_text_opts to;
+    if (text_opts(o, &to)) return TS_ERR_ARG;
     to.labels = NULL, to.nlabels = 0;
     ts_text_dataset *all = ts_text_dataset_load(o->train, &to);
     if (!all) {
-        ts_writef(o->err, o->err_ctx, "%s: --train %s\n", o->name, ts_last_error());
+        ts_writef(o->err, o->err_ctx, "%s: training rows: %s\n", o->name, ts_last_error());
         return TS_ERR_ARG;
     }
     int64_t n = ts_text_dataset_size(all), dup = 0;

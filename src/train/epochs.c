@@ -91,7 +91,7 @@ static ts_status run_after(void *ctx, int64_t step, int last) {
     if (!end && !last) return TS_OK;
     int epoch = (int)((step - 1) / r->per_epoch);
     if (last && !end && step < r->total)
-        ts_progress_print(&r->pr, "--max-minutes %g reached in epoch %d\n", o->max_minutes, epoch + 1);
+        ts_progress_print(&r->pr, "the time limit of %g minutes reached in epoch %d\n", o->max_minutes, epoch + 1);
     int rc = r->t->epoch_end(r->t->ctx, epoch, step, last, r->loss_n ? r->loss_sum / (double)r->loss_n : NAN, &r->pr);
     if (o->pipe && !r->timed) { /* the pipeline's stages, measured, once */
         char line[2048];
@@ -139,7 +139,7 @@ static ts_status run_train(ep_run *r, int64_t step) {
     ts_train_result res;
     if (ts_train(&spec, &hooks, step, &res)) return fail(r, 0, "\n%s: %s\n", r->name, ts_last_error());
     if (res.stopped) {
-        ts_progress_print(&r->pr, "%s: stopped after step %lld (--stop-after); continue with --resume %s\n", r->name,
+        ts_progress_print(&r->pr, "%s: stopped after step %lld, as asked; its checkpoint is in %s, to resume from\n", r->name,
                           (long long)res.step, o->out_dir);
     } else {
         if (ts_replicas_check_params(o->comm, t->train, "at the end"))
@@ -149,12 +149,14 @@ static ts_status run_train(ep_run *r, int64_t step) {
     }
     if (o->profile &&
         ts_train_profile_print(t->train, o->comm, step, r->prof_from, res.step, o->out, o->out_ctx) != TS_OK)
-        return fail(r, 0, "%s: --profile: %s\n", r->name, ts_last_error());
+        return fail(r, 0, "%s: the profile: %s\n", r->name, ts_last_error());
     return TS_OK;
 }
 
 ts_status ts_train_epochs(const ts_epochs_opts *o, const ts_epoch_task *t, int64_t step) {
-    if (TS_CHECK_STRUCT(o, ts_epochs_opts, "ts_train_epochs")) return TS_ERR_ARG;
+    ts_epochs_opts oc;
+    if (TS_STRUCT_READ(&oc, o, ts_epochs_opts, "ts_train_epochs")) return TS_ERR_ARG;
+    o = &oc;
     if (!t || !t->train || !t->fill || !t->feed || !t->epoch_end || !t->save || !t->checkpoint || !t->report ||
         o->batch < 1 || o->epochs < 0)
         return ts_set_error(TS_ERR_ARG, "ts_train_epochs: a task with a program and every callback, batch >= 1");
@@ -164,10 +166,10 @@ ts_status ts_train_epochs(const ts_epochs_opts *o, const ts_epoch_task *t, int64
                 .rank = o->comm ? ts_comm_rank(o->comm) : 0, .ranks = o->comm ? ts_comm_size(o->comm) : 1};
     r.per_epoch = ts_epoch_steps(r.n, o->batch, r.N, r.K, r.ranks);
     if (r.per_epoch == 0)
-        return fail(&r, 1, "%s: %lld training rows do not fill one call of --batch %d x --accumulation %d x "
-                    "--device-iterations %d\n", r.name, (long long)r.n, o->batch, r.N, r.K);
+        return fail(&r, 1, "%s: %lld training rows do not fill one call of batch %d x accumulation %d x "
+                    "device_iterations %d\n", r.name, (long long)r.n, o->batch, r.N, r.K);
     if (step % r.K)
-        return fail(&r, 1, "%s: --resume at step %lld: not a multiple of --device-iterations %d\n", r.name,
+        return fail(&r, 1, "%s: the checkpoint's step %lld is not a multiple of device_iterations %d\n", r.name,
                     (long long)step, r.K);
     r.total = r.per_epoch * o->epochs;
     if (o->max_steps && o->max_steps < r.total) r.total = o->max_steps;

@@ -86,9 +86,8 @@ static ts_status compare(const char *path, const cJSON *opts, const cJSON *now) 
         const cJSON *had = cJSON_GetObjectItemCaseSensitive(opts, want->string);
         if (had && cJSON_Compare(had, want, 1)) continue;
         char *a = had ? cJSON_PrintUnformatted(had) : NULL, *b = cJSON_PrintUnformatted(want);
-        int is_flag = !strstr(want->string, " bytes");
-        ts_set_error(TS_ERR_ARG, "--resume %s was made with %s%s %s, not %s (resume with the same options and data)",
-                     path, is_flag ? "--" : "", want->string, a ? a : "(none)", b ? b : "?");
+        ts_set_error(TS_ERR_ARG, "checkpoint %s was made with %s %s, not %s (resume with the same options and data)",
+                     path, want->string, a ? a : "(none)", b ? b : "?");
         free(a);
         free(b);
         return TS_ERR_ARG;
@@ -99,7 +98,7 @@ static ts_status compare(const char *path, const cJSON *opts, const cJSON *now) 
 ts_status ts_finetune_ckpt_load(const char *path, ts_program *p, const ts_finetune_shape *shape, int64_t *step) {
     char *extra = NULL; /* p is changed before the options are compared: on a mismatch the run ends */
     if (ts_program_load_state(p, path, &extra) != TS_OK)
-        return ts_set_error(ts_last_status(), "--resume: %s", ts_last_error());
+        return ts_set_error(ts_last_status(), "checkpoint: %s", ts_last_error());
     cJSON *j = cJSON_Parse(extra), *now = shape_json(shape);
     free(extra);
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format"), *st = cJSON_GetObjectItemCaseSensitive(j, "step");
@@ -107,7 +106,7 @@ ts_status ts_finetune_ckpt_load(const char *path, ts_program *p, const ts_finetu
     ts_status rc;
     if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tessera-finetune-1") != 0 || !cJSON_IsString(st) ||
         !cJSON_IsObject(opts))
-        rc = ts_set_error(TS_ERR_IO, "--resume %s: not a tessera finetune checkpoint", path);
+        rc = ts_set_error(TS_ERR_IO, "checkpoint %s: not a tessera finetune checkpoint", path);
     else if ((rc = compare(path, opts, now)) == TS_OK) {
         char *end;
         errno = 0;
@@ -115,7 +114,7 @@ ts_status ts_finetune_ckpt_load(const char *path, ts_program *p, const ts_finetu
         /* the program counts runs: one per micro-batch */
         if (errno || *end || s < 0 ||
             (uint64_t)s * (uint64_t)(shape->accumulation > 1 ? shape->accumulation : 1) != ts_program_step(p))
-            rc = ts_set_error(TS_ERR_IO, "--resume %s: trainer.json's step is malformed", path);
+            rc = ts_set_error(TS_ERR_IO, "checkpoint %s: trainer.json's step is malformed", path);
         else
             *step = s;
     }
@@ -130,10 +129,10 @@ ts_status ts_train_checkpoint_find_on(ts_comm *comm, const char *resume, char *p
     if (size <= 1) return st;
     char buf[4400] = ""; /* rank 0's choice for every rank */
     int32_t r = st;
-    if (rank == 0 && !st) snprintf(buf, sizeof buf, "%s", path);
+    if (rank == 0 && !st) r = ts_path_join(buf, sizeof buf, NULL, path);
     if (ts_comm_broadcast(comm, &r, sizeof r, 0) || ts_comm_broadcast(comm, buf, sizeof buf, 0))
         return ts_set_error(TS_ERR_COMM, "%s", ts_last_error());
-    if (r == TS_OK) snprintf(path, cap, "%s", buf);
-    else if (rank > 0) ts_set_error((ts_status)r, "rank 0 found no checkpoint to resume from");
+    if (r == TS_OK) return rank > 0 ? ts_path_join(path, cap, NULL, buf) : TS_OK;
+    if (rank > 0) ts_set_error((ts_status)r, "rank 0 found no checkpoint to resume from");
     return (ts_status)r;
 }

@@ -85,11 +85,10 @@ static void cls_report(void *ctx, int64_t step, double seconds) {
 
 /* A task of f's options (checked) with its callbacks into t; NULL on a bad size or out of memory. */
 static ts_finetune_task *task_new(const ts_finetune_task_opts *o, ts_epoch_task *t, int64_t nrows) {
-    if (!o || o->struct_size != sizeof *o) {
-        ts_set_error(TS_ERR_ARG, "ts_finetune_task_opts: struct_size %zu, expected %zu", o ? o->struct_size : 0,
-                     sizeof *o);
-        return NULL;
-    }
+    ts_finetune_task_opts oc;
+    if (!o) return ts_set_error(TS_ERR_ARG, "ts_finetune_task_opts: NULL"), NULL;
+    if (TS_STRUCT_READ(&oc, o, ts_finetune_task_opts, "ts_finetune_task_new")) return NULL;
+    o = &oc;
     ts_finetune_task *f = calloc(1, sizeof *f);
     if (!f) {
         ts_set_error(TS_ERR_NOMEM, "out of memory");

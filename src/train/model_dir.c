@@ -61,7 +61,7 @@ ts_status ts_out_dir_lock(const char *dir, long *other_pid) {
     ts_status s = ts_make_dirs(dir);
     if (s) return s;
     char path[4200];
-    snprintf(path, sizeof path, "%s/.tessera.lock", dir);
+    if ((s = ts_path_join(path, sizeof path, dir, ".tessera.lock"))) return s;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) return ts_err(TS_ERR_IO, "%s: cannot create %s: %s", dir, path, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -78,31 +78,6 @@ ts_status ts_out_dir_lock(const char *dir, long *other_pid) {
     int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
     if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) { /* only informative */ }
     return TS_OK; /* fd stays open: the lock lasts until the process exits */
-}
-
-static char *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n;
-    *len = 0;
-    char chunk[65536];
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (*len + n + 1 > cap) {
-            cap = (*len + n + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) { free(buf); fclose(f); errno = ENOMEM; return NULL; }
-            buf = nb;
-        }
-        memcpy(buf + *len, chunk, n);
-        *len += n;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) { free(buf); errno = EIO; return NULL; }
-    if (!buf && !(buf = malloc(1))) return NULL;
-    buf[*len] = 0;
-    return buf;
 }
 
 /* A float as the shortest decimal that reads back as it (0.1f -> 0.1, not 0.10000000149). */
@@ -123,7 +98,10 @@ const char *ts_bert_head_name(ts_bert_head h) {
 }
 
 ts_status ts_bert_config_save(const char *path, const ts_bert_config *cfg, const ts_model_meta *meta) {
+    ts_bert_config c;
     if (!path || !cfg) return ts_err(TS_ERR_ARG, "ts_bert_config_save: NULL argument");
+    if (TS_STRUCT_READ(&c, cfg, ts_bert_config, "ts_bert_config_save")) return TS_ERR_ARG;
+    cfg = &c;
     ts_model_meta none = {.lowercase = 1};
     if (!meta) meta = &none;
     cJSON *j = cJSON_CreateObject();
@@ -178,17 +156,16 @@ ts_status ts_model_save_dir(const char *dir, const ts_program *p, const ts_bert_
                             const ts_model_meta *meta) {
     char path[4200];
     ts_status s = ts_make_dirs(dir);
-    if (s) return s;
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (s || (s = ts_path_join(path, sizeof path, dir, "model.safetensors"))) return s;
     if ((s = ts_program_save(p, path, TS_F32))) return s;
     size_t len;
-    char *vocab = read_all(vocab_path, &len);
-    if (!vocab) return ts_err(TS_ERR_IO, "reading %s: %s", vocab_path, strerror(errno));
-    snprintf(path, sizeof path, "%s/vocab.txt", dir);
-    s = ts_write_atomic(path, vocab, len);
+    char *vocab = ts_read_file(vocab_path, &len);
+    if (!vocab) return ts_last_status();
+    s = ts_path_join(path, sizeof path, dir, "vocab.txt");
+    if (!s) s = ts_write_atomic(path, vocab, len);
     free(vocab);
     if (s) return s;
-    snprintf(path, sizeof path, "%s/config.json", dir); /* last: a directory with it is complete */
+    if ((s = ts_path_join(path, sizeof path, dir, "config.json"))) return s; /* last: a directory with it is complete */
     if ((s = ts_bert_config_save(path, cfg, meta))) return s;
     int dfd = open(dir, O_RDONLY); /* make the renames durable */
     if (dfd >= 0) fsync(dfd), close(dfd);
@@ -199,15 +176,15 @@ ts_tokenizer *ts_model_load_dir(const char *dir, ts_bert_config *cfg, ts_model_m
     char path[4200];
     memset(meta, 0, sizeof *meta);
     meta->lowercase = 1;
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    ts_bert_config_default(cfg);
-    if (ts_bert_config_load(path, cfg) != TS_OK) return NULL;
+    if (ts_path_join(path, sizeof path, dir, "config.json")) return NULL;
+    if (ts_bert_config_load(path, cfg) != TS_OK) return NULL; /* an output struct: cfg->struct_size is the caller's */
     size_t len;
-    char *text = read_all(path, &len);
-    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    char *text = ts_read_file(path, &len);
+    cJSON *j = text ? cJSON_ParseWithLength(text, len) : NULL;
+    int oom = !text && ts_last_status() == TS_ERR_NOMEM;
     free(text);
     if (!j) {
-        ts_err(TS_ERR_IO, "%s: cannot read it back", path);
+        if (!oom) ts_err(TS_ERR_IO, "%s: cannot read it back", path);
         return NULL;
     }
     const cJSON *ml = cJSON_GetObjectItemCaseSensitive(j, "tessera_max_len");
@@ -245,7 +222,10 @@ ts_tokenizer *ts_model_load_dir(const char *dir, ts_bert_config *cfg, ts_model_m
         }
     }
     cJSON_Delete(j);
-    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    if (ts_path_join(path, sizeof path, dir, "vocab.txt")) {
+        ts_model_meta_free(meta);
+        return NULL;
+    }
     ts_tokenizer *tok = ts_tokenizer_load(path, meta->lowercase);
     if (!tok) {
         ts_model_meta_free(meta);
@@ -298,11 +278,12 @@ ts_status ts_quant_record_load(const char *dir, ts_quant_record *r) {
     memset(r, 0, sizeof *r);
     char path[4200];
     size_t len;
-    snprintf(path, sizeof path, "%s/config.json", dir ? dir : ".");
+    ts_status rs = ts_path_join(path, sizeof path, dir ? dir : ".", "config.json");
+    if (rs) return rs;
     if (access(path, R_OK) != 0) return TS_OK; /* no config: no record (the caller's own load names it) */
-    char *buf = read_all(path, &len);
-    if (!buf) return ts_err(TS_ERR_IO, "%s: cannot be read", path);
-    cJSON *root = cJSON_Parse(buf);
+    char *buf = ts_read_file(path, &len);
+    if (!buf) return ts_last_status() == TS_ERR_NOMEM ? TS_ERR_NOMEM : ts_err(TS_ERR_IO, "%s: cannot be read", path);
+    cJSON *root = cJSON_ParseWithLength(buf, len);
     free(buf);
     const cJSON *q = root ? cJSON_GetObjectItemCaseSensitive(root, "quantization") : NULL;
     const cJSON *mode = q ? cJSON_GetObjectItemCaseSensitive(q, "mode") : NULL;

@@ -122,18 +122,18 @@ static ts_status check_field(const char *path, const cJSON *op, const ts_pretrai
     double had = 0, want = field(shape, i);
     if (cJSON_IsNumber(v)) had = v->valuedouble;
     else if (!default_of(FIELDS[i].flag, &had))
-        return ts_set_error(TS_ERR_ARG, "--resume %s: trainer.json has no option \"%s\"", path, FIELDS[i].flag);
+        return ts_set_error(TS_ERR_ARG, "checkpoint %s: trainer.json has no option \"%s\"", path, FIELDS[i].flag);
     if (!strcmp(FIELDS[i].flag, "max-steps")) *planned = (int)had;
     if (had == want || !strcmp(FIELDS[i].flag, "max-steps")) return TS_OK;
     if (!strcmp(FIELDS[i].flag, "ranks"))
-        return ts_set_error(TS_ERR_ARG, "--resume %s was made by %g replicas (mpirun -np %g), not %g (resume with as "
-                                        "many)", path, had, had, want);
+        return ts_set_error(TS_ERR_ARG, "checkpoint %s was made by %g replicas, not %g (resume with as many)", path,
+                            had, want);
     if (!strcmp(FIELDS[i].flag, "optimizer")) /* stored as its ts_optim_kind */
-        return ts_set_error(TS_ERR_ARG, "--resume %s was made with --optimizer %s, not %s (resume with the same "
+        return ts_set_error(TS_ERR_ARG, "checkpoint %s was made with optimizer %s, not %s (resume with the same "
                                         "options)", path, ts_optim_kind_name((ts_optim_kind)had),
                             ts_optim_kind_name((ts_optim_kind)want));
-    return ts_set_error(TS_ERR_ARG, "--resume %s was made with %s%s %g, not %g (resume with the same options)", path,
-                        FIELDS[i].flag[0] == 'v' ? "a " : "--", FIELDS[i].flag, had, want);
+    return ts_set_error(TS_ERR_ARG, "checkpoint %s was made with %s%s %g, not %g (resume with the same options)", path,
+                        FIELDS[i].flag[0] == 'v' ? "a " : "", FIELDS[i].flag, had, want);
 }
 
 /* Compare the stored options and corpus with this run's. */
@@ -144,14 +144,14 @@ static ts_status check_same(const char *path, const cJSON *j, const ts_pretrain_
     for (int i = 0; i < NFIELDS; i++)
         if (check_field(path, op, shape, i, planned) != TS_OK) return ts_last_status();
     if (!cJSON_IsArray(cp) || cJSON_GetArraySize(cp) != ncorpus)
-        return ts_set_error(TS_ERR_ARG, "--resume %s was made with %d --corpus files, not %d", path,
+        return ts_set_error(TS_ERR_ARG, "checkpoint %s was made with %d corpus files, not %d", path,
                             cJSON_IsArray(cp) ? cJSON_GetArraySize(cp) : 0, ncorpus);
     for (int i = 0; i < ncorpus; i++) {
         const cJSON *f = cJSON_GetArrayItem(cp, i);
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(f, "bytes"), *n = cJSON_GetObjectItemCaseSensitive(f, "path");
         long long now = file_size(corpus[i]);
         if (!cJSON_IsNumber(b) || b->valuedouble != (double)now)
-            return ts_set_error(TS_ERR_ARG, "--corpus %s has %lld bytes, but the run of --resume %s read %.0f from %s "
+            return ts_set_error(TS_ERR_ARG, "corpus file %s has %lld bytes, but the run of checkpoint %s read %.0f from %s "
                                             "(the corpus must not change)", corpus[i], now, path,
                                 cJSON_IsNumber(b) ? b->valuedouble : -1.0, cJSON_IsString(n) ? n->valuestring : "?");
     }
@@ -161,24 +161,22 @@ static ts_status check_same(const char *path, const cJSON *j, const ts_pretrain_
 /* trainer.json of checkpoint `path` (or of path.old, the crash-recovery copy), parsed; NULL with
  * the error set. */
 static cJSON *read_trainer_json(const char *path) {
-    char file[4300];
-    snprintf(file, sizeof file, "%s/trainer.json", path);
-    if (file_size(file) < 0) snprintf(file, sizeof file, "%s.old/trainer.json", path);
-    FILE *f = fopen(file, "rb");
-    char *buf = NULL;
-    long n = -1;
-    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n)
-        buf[n] = 0;
-    else
-        free(buf), buf = NULL;
-    if (f) fclose(f);
-    cJSON *j = buf ? cJSON_Parse(buf) : NULL;
+    char file[4300], old[4300];
+    if (ts_path_join(file, sizeof file, path, "trainer.json")) return NULL;
+    if (file_size(file) < 0) {
+        if (snprintf(old, sizeof old, "%s.old", path) >= (int)sizeof old ||
+            ts_path_join(file, sizeof file, old, "trainer.json"))
+            return (ts_err(TS_ERR_ARG, "checkpoint %s: path too long", path), NULL);
+    }
+    size_t n = 0;
+    char *buf = ts_read_file(file, &n);
+    if (!buf && ts_last_status() == TS_ERR_NOMEM) return NULL;
+    cJSON *j = buf ? cJSON_ParseWithLength(buf, n) : NULL;
     free(buf);
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
     if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tessera-pretrain-1") != 0 ||
         !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(j, "reader"))) {
-        ts_set_error(TS_ERR_IO, "--resume %s: %s is not a tessera pretrain checkpoint's trainer.json", path, file);
+        ts_set_error(TS_ERR_IO, "checkpoint %s: %s is not a tessera pretrain checkpoint's trainer.json", path, file);
         cJSON_Delete(j);
         return NULL;
     }
@@ -210,7 +208,7 @@ ts_status ts_pretrain_ckpt_load(const char *path, ts_program *p, ts_pretrain_rea
     if (planned_steps) *planned_steps = planned;
     char *rank_text = NULL;
     if (st == TS_OK && ts_program_load_state_parts(p, path, NULL, &rank_text) != TS_OK)
-        st = ts_set_error(ts_last_status(), "--resume: %s", ts_last_error());
+        st = ts_set_error(ts_last_status(), "checkpoint: %s", ts_last_error());
     if (st != TS_OK) {
         cJSON_Delete(j);
         return st;
@@ -225,8 +223,8 @@ ts_status ts_pretrain_ckpt_load(const char *path, ts_program *p, ts_pretrain_rea
     cJSON_Delete(j);
     /* the program counts runs: one per micro-batch */
     if (bad || (uint64_t)*step * (uint64_t)(shape->accumulation > 0 ? shape->accumulation : 1) != ts_program_step(p))
-        return ts_set_error(TS_ERR_IO, "--resume %s: trainer.json's step or reader state is malformed", path);
+        return ts_set_error(TS_ERR_IO, "checkpoint %s: trainer.json's step or reader state is malformed", path);
     if (ts_pretrain_restore(r, &rs) != TS_OK)
-        return ts_set_error(ts_last_status(), "--resume %s: %s", path, ts_last_error());
+        return ts_set_error(ts_last_status(), "checkpoint %s: %s", path, ts_last_error());
     return TS_OK;
 }

@@ -135,12 +135,16 @@ static ts_status pt_checkpoint(void *ctx, int64_t step) {
 static ts_status pt_data(pt_run *R) {
     const ts_pretrain_run_opts *o = R->o;
     const ts_pretrain_shape *sh = R->sh;
-    snprintf(R->train_path, sizeof R->train_path, "%s/.pretrain-train.%ld.txt", o->out_dir, (long)getpid());
-    snprintf(R->held_path, sizeof R->held_path, "%s/.pretrain-heldout.%ld.txt", o->out_dir, (long)getpid());
+    char train_name[64], held_name[64];
+    snprintf(train_name, sizeof train_name, ".pretrain-train.%ld.txt", (long)getpid());
+    snprintf(held_name, sizeof held_name, ".pretrain-heldout.%ld.txt", (long)getpid());
+    if (ts_path_join(R->train_path, sizeof R->train_path, o->out_dir, train_name) ||
+        ts_path_join(R->held_path, sizeof R->held_path, o->out_dir, held_name))
+        return fail(R, 1, "%s: out_dir: %s\n", R->name, ts_last_error());
     int64_t ndocs, nheld;
     double t_split = ts_seconds();
     ts_status st = ts_pretrain_split_holdout(o->corpus, o->ncorpus, R->train_path, R->held_path, &ndocs, &nheld);
-    if (st != TS_OK) return fail(R, st == TS_ERR_ARG, "%s: %s%s\n", R->name, st == TS_ERR_ARG ? "--corpus " : "",
+    if (st != TS_OK) return fail(R, st == TS_ERR_ARG, "%s: %s%s\n", R->name, st == TS_ERR_ARG ? "corpus: " : "",
                                  ts_last_error());
     ts_writef(o->out, o->out_ctx, "%s: %d file%s, %lld documents: %lld held out for evaluation (%.1f s)\n", R->name,
               o->ncorpus, o->ncorpus == 1 ? "" : "s", (long long)ndocs, (long long)nheld, ts_seconds() - t_split);
@@ -168,8 +172,8 @@ static ts_status pt_resume(pt_run *R) {
     char ckpt[4300];
     int planned = R->sh->max_steps;
     ts_status st = ts_train_checkpoint_find_on(o->comm, o->resume, ckpt, sizeof ckpt);
-    if (st == TS_ERR_COMM) return fail(R, 0, "%s: --resume: %s\n", R->name, ts_last_error());
-    if (st) return R->rank == 0 ? fail(R, 1, "%s: --resume %s\n", R->name, ts_last_error()) : TS_ERR_ARG;
+    if (st == TS_ERR_COMM) return fail(R, 0, "%s: resuming: %s\n", R->name, ts_last_error());
+    if (st) return R->rank == 0 ? fail(R, 1, "%s: resume: %s\n", R->name, ts_last_error()) : TS_ERR_ARG;
     st = ts_pretrain_ckpt_load(ckpt, o->train, R->reader, R->sh, o->corpus, o->ncorpus, &R->step, &planned);
     if (planned != R->sh->max_steps)
         ts_writef(o->out, o->out_ctx, "%s: the checkpoint's run planned %g steps; the schedule now ends at %g\n",
@@ -177,7 +181,7 @@ static ts_status pt_resume(pt_run *R) {
     if (st != TS_OK) return fail(R, 1, "%s: %s\n", R->name, ts_last_error());
     ts_writef(o->out, o->out_ctx, "%s: resuming from %s at step %lld\n", R->name, ckpt, (long long)R->step);
     if (R->step % o->device_iterations)
-        return fail(R, 1, "%s: --resume at step %lld: not a multiple of --device-iterations %d\n", R->name,
+        return fail(R, 1, "%s: the checkpoint's step %lld is not a multiple of device_iterations %d\n", R->name,
                     (long long)R->step, o->device_iterations);
     return TS_OK;
 }
@@ -190,7 +194,8 @@ static ts_status pt_start(pt_run *R) {
     if (ts_replicas_check_params(o->comm, o->train, o->resume ? "after resuming" : "at the start"))
         return fail(R, 0, "%s: %s\n", R->name, ts_last_error());
     char path[4200];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", o->out_dir);
+    if (ts_path_join(path, sizeof path, o->out_dir, "metrics.jsonl"))
+        return fail(R, 1, "%s: out_dir: %s\n", R->name, ts_last_error());
     if (R->rank == 0 && !(R->metrics = fopen(path, o->resume ? "a" : "w"))) /* a resumed run continues the log */
         return fail(R, 0, "%s: %s: %s\n", R->name, path, strerror(errno));
     ts_write_fn mw = R->metrics ? ts_write_stdio : NULL;
@@ -201,7 +206,7 @@ static ts_status pt_start(pt_run *R) {
     ts_replicas_describe(o->comm, sh->shard, o->train, R->name, o->out, o->out_ctx, mw, R->metrics);
     if (!ts_batch_buf_init_slices(&R->bb, sh->batch, sh->max_len, 2, N * K, sh->max_predictions))
         return fail(R, 0, "%s: out of memory\n", R->name);
-    ts_memory mem;
+    ts_memory mem = {.struct_size = sizeof mem};
     ts_program_memory(o->train, &mem);
     ts_writef(o->out, o->out_ctx, "%s: BERT %d layers x %d hidden, %d heads, FFN %d, vocab %d, %.1f M parameters; "
               "batch %d x %d tokens, up to %d steps%s, %s, lr %g%s\n", R->name,
@@ -221,7 +226,7 @@ static ts_status pt_profile(pt_run *R, int64_t step) {
     const ts_pretrain_run_opts *o = R->o;
     if (!o->profile || ts_train_profile_print(o->train, o->comm, R->step0, R->prof_from, step, o->out, o->out_ctx) == TS_OK)
         return TS_OK;
-    return fail(R, 0, "%s: --profile: %s\n", R->name, ts_last_error());
+    return fail(R, 0, "%s: the profile: %s\n", R->name, ts_last_error());
 }
 
 /* Train to the end (ts_train with the hooks above), then write the model. */
@@ -252,7 +257,7 @@ static ts_status pt_train(pt_run *R) {
                     "(one a line), or two or more documents (blank lines between)\n",
                     R->name, o->corpus[0], o->ncorpus > 1 ? ", ..." : ""); /* name the user's files */
     if (res.stopped) {
-        ts_progress_print(&R->pr, "%s: stopped after step %lld (--stop-after); continue with --resume %s\n", R->name,
+        ts_progress_print(&R->pr, "%s: stopped after step %lld, as asked; its checkpoint is in %s, to resume from\n", R->name,
                           (long long)step, o->out_dir);
         return pt_profile(R, step);
     }
@@ -269,7 +274,9 @@ static ts_status pt_train(pt_run *R) {
 }
 
 ts_status ts_pretrain_run(const ts_pretrain_run_opts *o) {
-    if (TS_CHECK_STRUCT(o, ts_pretrain_run_opts, "ts_pretrain_run")) return TS_ERR_ARG;
+    ts_pretrain_run_opts oc;
+    if (TS_STRUCT_READ(&oc, o, ts_pretrain_run_opts, "ts_pretrain_run")) return TS_ERR_ARG;
+    o = &oc;
     if (!o->tok || !o->cfg || !o->train || !o->shape || !o->corpus || o->ncorpus < 1 || !o->out_dir || !o->vocab ||
         o->device_iterations < 1 || o->eval_every < 1)
         return ts_set_error(TS_ERR_ARG, "ts_pretrain_run: tok, cfg, train, shape, corpus, vocab and out_dir are "

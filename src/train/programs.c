@@ -11,7 +11,10 @@
 ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train, ts_program **infer) {
     if (train) *train = NULL;
     if (infer) *infer = NULL;
+    ts_bert_train_opts oc;
     if (!o || !o->cfg) return ts_set_error(TS_ERR_ARG, "ts_bert_train_programs: NULL options or config");
+    if (TS_STRUCT_READ(&oc, o, ts_bert_train_opts, "ts_bert_train_programs")) return TS_ERR_ARG;
+    o = &oc;
     ts_graph *g = ts_graph_new();
     if (!g) return ts_set_error(TS_ERR_NOMEM, "ts_bert_train_programs: out of memory");
     ts_graph_set_seed(g, o->seed);
@@ -19,9 +22,8 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
     const char *what = "building the model";
     ts_status st = ts_bert_build(g, o->cfg, o->head, o->batch, o->seq, &out);
     int N = o->accumulation > 1 ? o->accumulation : 1, K = o->steps_per_call > 1 ? o->steps_per_call : 1;
-    const char *device = o->struct_size >= offsetof(ts_bert_train_opts, device) + sizeof o->device && !o->stage_devices
-                             ? o->device : NULL;
-    int plan_only = o->struct_size >= offsetof(ts_bert_train_opts, plan_only) + sizeof o->plan_only && o->plan_only;
+    const char *device = !o->stage_devices ? o->device : NULL;
+    int plan_only = o->plan_only;
     if (!st && train) {
         ts_value lr = ts_input(g, "lr", TS_F32, 0, NULL);
         what = "adding the backward pass";
@@ -39,13 +41,12 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
             if (o->optimizer == TS_OPTIM_SGD) oo.momentum = o->momentum;
             oo.max_grad_norm = o->max_grad_norm;
             oo.accumulation_steps = N;
-            if (o->struct_size >= offsetof(ts_bert_train_opts, bucket_bytes) + sizeof o->bucket_bytes)
-                oo.comm = o->comm, oo.shard_state = o->shard_state, oo.bucket_bytes = o->bucket_bytes;
+            oo.comm = o->comm, oo.shard_state = o->shard_state, oo.bucket_bytes = o->bucket_bytes;
             st = ts_optimizer(g, lr, &oo);
         }
         if (!st) {
             what = "compiling the training program";
-            int profile = o->struct_size >= offsetof(ts_bert_train_opts, profile) + sizeof o->profile && o->profile;
+            int profile = o->profile;
             *train = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .num_threads = o->threads,
                                                       .nfetch = o->ntrain_fetches, .fetches = o->train_fetches,
                                                       .device_iterations = N * K, .device = device,
@@ -58,19 +59,14 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
     }
     if (!st && infer) {
         what = "compiling the inference program";
-        int scales = o->struct_size >= offsetof(ts_bert_train_opts, nquant_scales) + sizeof o->nquant_scales;
         *infer = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts),
                                                   .num_threads = o->infer_threads ? o->infer_threads : o->threads,
                                                   .nfetch = o->ninfer_fetches, .fetches = o->infer_fetches,
                                                   .inference = 1, .memory_limit = o->memory_limit, .device = device,
                                                   .plan_only = plan_only,
-                                                  .quantize = o->struct_size >= offsetof(ts_bert_train_opts, quantize) +
-                                                      sizeof o->quantize ? o->quantize : 0,
-                                                  .quant_scales = scales ? o->quant_scales : NULL,
-                                                  .nquant_scales = scales ? o->nquant_scales : 0,
-                                                  .skip_param_init = !train && o->struct_size >=
-                                                      offsetof(ts_bert_train_opts, skip_param_init) +
-                                                      sizeof o->skip_param_init && o->skip_param_init});
+                                                  .quantize = o->quantize, .quant_scales = o->quant_scales,
+                                                  .nquant_scales = o->nquant_scales,
+                                                  .skip_param_init = !train && o->skip_param_init});
         if (!*infer) st = ts_last_status() ? ts_last_status() : TS_ERR_ARG;
     }
     ts_graph_free(g);

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* printf into w (nothing when w is NULL). */
 __attribute__((format(printf, 3, 4))) void ts_writef(ts_write_fn w, void *ctx, const char *fmt, ...) {
@@ -44,12 +43,6 @@ ts_status ts_run_fail(ts_write_fn err, void *ctx, ts_status code, const char *fm
     size_t n = strlen(msg);
     while (n && msg[n - 1] == '\n') msg[--n] = 0;
     return ts_set_error(code, "%s", msg[0] == '\n' ? msg + 1 : msg);
-}
-
-double ts_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 /* ------------------------------------------------------------------ progress */
@@ -124,7 +117,7 @@ void ts_stage_plan_describe(const ts_stage_plan *pp, const ts_program *p, int mi
     else
         ts_writef(w, ctx, "{\"pipeline\": {\"micro_batches\": %d, \"stages\": [", micro);
     for (int s = 0; s < ns; s++) {
-        ts_stage_info si;
+        ts_stage_info si = {.struct_size = sizeof si};
         ts_program_stage_info(p, s, &si);
         if (!json)
             ts_writef(w, ctx, "  stage %d on %s (%d thread%s): %s; parameters %.1f MiB, activations %.1f MiB (%d "
@@ -148,7 +141,7 @@ void ts_stage_plan_report(const ts_stage_plan *pp, const ts_program *p, int micr
     ts_writef(metrics, ctx, "{\"pipeline_wall_s\": %.3f, \"bubble\": %.4f, \"bubble_theory\": %.4f, \"stages\": [",
               wall, bubble, theory);
     for (int s = 0; s < ns; s++) {
-        ts_stage_info si;
+        ts_stage_info si = {.struct_size = sizeof si};
         ts_program_stage_info(p, s, &si);
         if (o < cap) o += (size_t)snprintf(buf + o, cap - o, "%s %d (%s) %.2f s", s ? "," : "", s, pp->stage_name[s],
                                            si.busy_s);
@@ -179,7 +172,7 @@ ts_status ts_replicas_check_params(ts_comm *comm, const ts_program *p, const cha
     free(ranks);
     if (!bad) return TS_OK;
     return ts_set_error(TS_ERR_RUNTIME, "%s, the parameters of rank%s %s differ from rank 0's (the ranks must start "
-                                        "from the same model: the same --seed, --model and options)",
+                                        "from the same model: the same seed, model and options)",
                         when, bad > 1 ? "s" : "", list);
 }
 
@@ -187,11 +180,11 @@ void ts_replicas_describe(ts_comm *comm, int shard, const ts_program *p, const c
                           void *out_ctx, ts_write_fn metrics, void *metrics_ctx) {
     int size = comm ? ts_comm_size(comm) : 1;
     if (size < 2) return;
-    ts_memory m;
+    ts_memory m = {.struct_size = sizeof m};
     if (ts_program_memory(p, &m) != TS_OK) return;
     double mb = 1024.0 * 1024.0;
     ts_writef(out, out_ctx, "%s: per rank: parameters %.1f MiB, optimizer state %.1f MiB%s, gradient buckets %.1f MiB\n",
-              name, m.params / mb, m.optimizer_state / mb, shard ? " (its share: --shard-optimizer)" : "",
+              name, m.params / mb, m.optimizer_state / mb, shard ? " (its share: the state is sharded)" : "",
               m.grad_buckets / mb);
     ts_metrics_write(metrics, metrics_ctx, "\"replicas\": %d, \"shard_optimizer\": %d, "
                      "\"optimizer_state_bytes_per_rank\": %zu, \"grad_bucket_bytes\": %zu", size, shard,

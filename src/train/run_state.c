@@ -82,13 +82,14 @@ static int fsync_path(const char *path, int dir) {
     return rc;
 }
 
-/* The directory holding path ("." when it has no slash), malloc'd. */
+/* The directory holding path ("." when it has no slash), malloc'd; NULL when out of memory. */
 static char *parent_of(const char *path) {
-    char *d = ts_strdup(path);
+    char *d = strdup(path);
+    if (!d) return NULL;
     size_t n = strlen(d);
     while (n > 1 && d[n - 1] == '/') d[--n] = 0; /* "a/b/" -> "a/b" */
     char *slash = strrchr(d, '/');
-    if (!slash) { free(d); return ts_strdup("."); }
+    if (!slash) { free(d); return strdup("."); }
     if (slash == d) slash[1] = 0;
     else *slash = 0;
     return d;
@@ -131,35 +132,23 @@ static ts_status write_small(const char *path, const char *text) {
 
 /* Read a whole small file (at most 64 MiB) into a NUL-terminated malloc'd string. */
 static ts_status read_small(const char *path, char **out) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return ts_err(TS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    while (b) {
-        size_t got = fread(b + n, 1, cap - n - 1, f);
-        n += got;
-        if (n < cap - 1) break;
-        if (cap >= ((size_t)64 << 20)) { free(b); fclose(f); return ts_err(TS_ERR_IO, "%s: larger than 64 MiB", path); }
-        char *nb = realloc(b, cap * 2);
-        if (!nb) { free(b); b = NULL; break; }
-        b = nb;
-        cap *= 2;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (!b) return ts_err(TS_ERR_NOMEM, "%s: out of memory", path);
-    if (err) { free(b); return ts_err(TS_ERR_IO, "%s: read error", path); }
-    b[n] = 0;
-    if (strlen(b) != n) { free(b); return ts_err(TS_ERR_IO, "%s: holds a NUL byte; not JSON", path); }
-    *out = b;
+    size_t n = 0;
+    char *b = *out = ts_read_file_max(path, (size_t)64 << 20, &n);
+    if (!b) return ts_last_status();
+    if (strlen(b) != n) { free(b); *out = NULL; return ts_err(TS_ERR_IO, "%s: holds a NUL byte; not JSON", path); }
     return TS_OK;
 }
 
-/* DIR, or DIR.old when DIR is missing (the recovery rule). malloc'd; NULL when neither exists. */
-static char *resolve_dir(const char *dir) {
-    if (is_dir(dir)) return ts_strdup(dir);
+/* DIR, or DIR.old when DIR is missing (the recovery rule). malloc'd; NULL when neither exists, or
+ * when out of memory with *oom set. */
+static char *resolve_dir(const char *dir, int *oom) {
+    if (is_dir(dir)) {
+        char *d = strdup(dir);
+        *oom = !d;
+        return d;
+    }
     char *old = cat(dir, ".old");
+    *oom = !old;
     if (old && !exists(dir) && is_dir(old)) return old;
     free(old);
     return NULL;
@@ -171,7 +160,7 @@ static void remove_stale_tmps(const char *dir) {
     const char *base = strrchr(dir, '/');
     base = base ? base + 1 : dir;
     char *pat = cat(base, ".tmp-");
-    DIR *d = pat ? opendir(parent) : NULL;
+    DIR *d = pat && parent ? opendir(parent) : NULL; /* out of memory: they stay, as after a crash */
     if (d) {
         struct dirent *e;
         size_t pl = strlen(pat);
@@ -276,7 +265,7 @@ static ts_status write_and_swap(const ts_program *p, const char *d, char *tmp, i
     char *fm = join(tmp, MODEL_FILE), *fs = join(tmp, STATE_FILE), *ft = join(tmp, TRAINER_FILE);
     ts_status s = TS_OK;
     int made = 1;
-    if (!old || !fm || !fs || !ft) { s = ts_err(TS_ERR_NOMEM, "ts_program_save_state: out of memory"); goto done; }
+    if (!old || !parent || !fm || !fs || !ft) { s = ts_err(TS_ERR_NOMEM, "ts_program_save_state: out of memory"); goto done; }
     /* each file is written to a temp name, fsynced and renamed, and the directory fsynced */
     if ((s = ts_program_save(p, fm, TS_F32))) goto done;
     if ((s = save_states(p, fs, which, nx, xkey, xval))) goto done;
@@ -421,8 +410,10 @@ static void ckpt_close(ckpt *c) {
 /* Open and validate the files of a checkpoint on their own (no program). */
 static ts_status ckpt_open(const char *dir, ckpt *c) {
     memset(c, 0, sizeof *c);
-    c->dir = resolve_dir(dir);
+    int oom = 0;
+    c->dir = resolve_dir(dir, &oom);
     if (!c->dir) {
+        if (oom) return ts_err(TS_ERR_NOMEM, "%s: out of memory", dir);
         if (exists(dir)) return ts_err(TS_ERR_IO, "%s: not a checkpoint directory", dir);
         return ts_err(TS_ERR_NOT_FOUND, "%s: no such checkpoint (nor %s.old)", dir, dir);
     }
@@ -578,7 +569,10 @@ ts_status ts_program_load_state_parts(ts_program *p, const char *dir, char **ext
             c.json = NULL;
         }
         const char *rj = ts_safetensors_metadata(R > 1 ? c.part : c.state, "rank_json");
-        if (rank_json_out && rj) *rank_json_out = ts_strdup(rj);
+        if (rank_json_out && rj && !(*rank_json_out = strdup(rj))) {
+            s = ts_err(TS_ERR_NOMEM, "%s: out of memory", dir);
+            if (extra_json_out) free(*extra_json_out), *extra_json_out = NULL;
+        }
     }
     ckpt_close(&c);
     return s;
@@ -621,16 +615,18 @@ static int parse_name(const char *name, const char *prefix, int old, uint64_t *s
 static int remove_aside(const char *path) {
     struct stat st;
     if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -1;
-    char aside[4200];
-    snprintf(aside, sizeof aside, "%s.del-%ld", path, (long)getpid());
-    if (rename(path, aside) != 0) return -1;
-    char parent[4200];
-    snprintf(parent, sizeof parent, "%s", path);
-    char *slash = strrchr(parent, '/');
-    if (slash) *slash = 0;
-    int dfd = open(slash ? parent : ".", O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) fsync(dfd), close(dfd);
-    return rm_tree(aside);
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, ".del-%ld", (long)getpid());
+    char *aside = cat(path, suffix), *parent = aside ? parent_of(path) : NULL;
+    int rc = -1;
+    if (!parent) errno = ENOMEM;
+    else if (rename(path, aside) == 0) {
+        fsync_path(parent, 1);
+        rc = rm_tree(aside);
+    }
+    free(aside);
+    free(parent);
+    return rc;
 }
 
 static ts_status list_ckpts(const char *parent, const char *prefix, entry **out, int *n) {
@@ -649,7 +645,8 @@ static ts_status list_ckpts(const char *parent, const char *prefix, entry **out,
             if (parse_name(e->d_name, prefix, 1, &step) != 0) continue;
             old = 1;
         }
-        char *name = ts_strdup(e->d_name);
+        char *name = strdup(e->d_name);
+        if (!name) { s = ts_err(TS_ERR_NOMEM, "%s: out of memory", parent); break; }
         if (old) name[strlen(name) - 4] = 0;
         int dup = 0;
         for (int i = 0; i < cnt && !dup; i++) dup = strcmp(v[i].name, name) == 0;
@@ -765,11 +762,10 @@ ts_status ts_train_checkpoint_save(const char *out, int64_t step, const ts_progr
 
 ts_status ts_train_checkpoint_save_parts(const char *out, int64_t step, const ts_program *p, const char *trainer_json,
                                          const char *rank_json, int keep) {
-    char parent[4200], path[4300];
-    snprintf(parent, sizeof parent, "%s/" TS_CKPT_DIR, out);
-    ts_status s = ts_make_dirs(parent);
-    if (s) return s;
-    snprintf(path, sizeof path, "%s/" TS_CKPT_PREFIX "%06lld", parent, (long long)step);
+    char parent[4200], path[4300], name[64];
+    snprintf(name, sizeof name, TS_CKPT_PREFIX "%06lld", (long long)step);
+    ts_status s = ts_path_join(parent, sizeof parent, out, TS_CKPT_DIR);
+    if (s || (s = ts_path_join(path, sizeof path, parent, name)) || (s = ts_make_dirs(parent))) return s;
     if ((s = ts_program_save_state_parts(p, path, trainer_json, rank_json))) return s;
     if (replicas_of(p) > 1 && ts_program_graph(p)->replica != 0) return TS_OK; /* rank 0 rotates */
     return ts_checkpoint_rotate(parent, TS_CKPT_PREFIX, keep);
@@ -777,17 +773,17 @@ ts_status ts_train_checkpoint_save_parts(const char *out, int64_t step, const ts
 
 ts_status ts_train_checkpoint_find(const char *resume, char *path, size_t cap) {
     char probe[4300];
-    snprintf(probe, sizeof probe, "%s/trainer.json", resume);
+    ts_status s = ts_path_join(probe, sizeof probe, resume, TRAINER_FILE);
+    if (s) return s;
     if (access(probe, F_OK) == 0) {
         if (ts_checkpoint_check(resume) != TS_OK) return ts_err(ts_last_status(), "%s: %s", resume, ts_last_error());
-        snprintf(path, cap, "%s", resume);
-        return TS_OK;
+        return ts_path_join(path, cap, NULL, resume);
     }
     struct stat st;
     int found = stat(resume, &st) == 0;
     if (!found || !S_ISDIR(st.st_mode))
         return ts_err(TS_ERR_NOT_FOUND, "%s: %s", resume, found ? "not a directory" : strerror(errno));
-    snprintf(probe, sizeof probe, "%s/" TS_CKPT_DIR, resume);
+    if ((s = ts_path_join(probe, sizeof probe, resume, TS_CKPT_DIR))) return s;
     const char *parent = is_dir(probe) ? probe : resume;
     if (ts_checkpoint_latest(parent, TS_CKPT_PREFIX, path, cap) != TS_OK)
         return ts_err(TS_ERR_NOT_FOUND, "%s: no valid checkpoint (" TS_CKPT_PREFIX "NNNNNN) in %s", resume, parent);

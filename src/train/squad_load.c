@@ -15,7 +15,7 @@ ts_squad *ts_squad_load_checked(const char *path, const ts_tokenizer *tok, const
     int64_t r = ts_squad_num_relocated(s);
     if (need_answers && ts_squad_num_examples(s) && r > 0)
         ts_writef(err, err_ctx, "%s: note: %s %s: %lld answer%s not at %s answer_start; taken at the nearest "
-                  "occurrence (--relocate-answers)\n", name, flag, path, (long long)r, r == 1 ? " was" : "s were",
+                  "occurrence (relocate_answers)\n", name, flag, path, (long long)r, r == 1 ? " was" : "s were",
                   r == 1 ? "its" : "their");
     if (ts_squad_check(s, path, need_answers) != TS_OK) {
         ts_writef(err, err_ctx, "%s: %s %s\n", name, flag, ts_last_error());

@@ -21,17 +21,17 @@ static ts_status parse_devices(const char *list, ts_stage_plan *pp) {
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
         if (n == 0 || n >= sizeof pp->dev[0] || pp->ndev == TS_STAGE_MAX_DEVICES)
-            return ts_set_error(TS_ERR_ARG, "--devices %s: expected a comma-separated list of up to %d devices such "
+            return ts_set_error(TS_ERR_ARG, "devices \"%s\": expected a comma-separated list of up to %d devices such "
                                             "as cpu:0,cpu:1", list, TS_STAGE_MAX_DEVICES);
         snprintf(pp->dev[pp->ndev], sizeof pp->dev[0], "%.*s", (int)n, p);
         for (int k = 0; k < pp->ndev; k++)
             if (!strcmp(pp->dev[k], pp->dev[pp->ndev]))
-                return ts_set_error(TS_ERR_ARG, "--devices %s names %s twice", list, pp->dev[k]);
+                return ts_set_error(TS_ERR_ARG, "devices \"%s\" names %s twice", list, pp->dev[k]);
         pp->ndev++;
         p += n;
         if (*p == ',') p++;
     }
-    if (!pp->ndev) return ts_set_error(TS_ERR_ARG, "--devices is empty");
+    if (!pp->ndev) return ts_set_error(TS_ERR_ARG, "devices: the list is empty");
     return TS_OK;
 }
 
@@ -61,7 +61,7 @@ static ts_status make_stages(const int *part_dev, int layers, ts_stage_plan *pp)
         int d = part_dev[part];
         if (d != prev) {
             if (pp->nstages == TS_MAX_STAGES)
-                return ts_set_error(TS_ERR_ARG, "--stages makes more than %d pipeline stages", TS_MAX_STAGES);
+                return ts_set_error(TS_ERR_ARG, "stages: more than %d pipeline stages", TS_MAX_STAGES);
             pp->stage_dev[pp->nstages] = d;
             pp->stage_first[pp->nstages] = part;
             pp->nstages++;
@@ -98,7 +98,7 @@ static ts_status parse_parts(const char **pp_, const char *stages, int layers, i
             lo = read_int(&p), hi = lo;
             if (*p == '-') p++, hi = read_int(&p);
             if (lo < 0 || hi < lo || hi >= layers)
-                return ts_set_error(TS_ERR_ARG, "--stages \"%s\": a layer range must lie within 0 .. %d (the model's "
+                return ts_set_error(TS_ERR_ARG, "stages \"%s\": a layer range must lie within 0 .. %d (the model's "
                                                 "%d layers)", stages, layers - 1, layers);
             lo++, hi++;
         }
@@ -106,12 +106,12 @@ static ts_status parse_parts(const char **pp_, const char *stages, int layers, i
             if (part_dev[part] >= 0) {
                 char nm[32];
                 name_part(part, layers, nm, sizeof nm);
-                return ts_set_error(TS_ERR_ARG, "--stages \"%s\" places the %s twice", stages, nm);
+                return ts_set_error(TS_ERR_ARG, "stages \"%s\" places the %s twice", stages, nm);
             }
             part_dev[part] = d;
         }
         if (*p == ',') p++;
-        else if (*p && *p != ' ') return ts_set_error(TS_ERR_ARG, "--stages \"%s\": unexpected '%c'", stages, *p);
+        else if (*p && *p != ' ') return ts_set_error(TS_ERR_ARG, "stages \"%s\": unexpected '%c'", stages, *p);
     }
     *pp_ = p;
     return TS_OK;
@@ -132,8 +132,8 @@ ts_status ts_stage_plan_parse(const char *devices, const char *stages, int layer
         if (!*p) break;
         int d = read_int(&p);
         if (d < 0 || *p != ':' || d >= pp->ndev)
-            return ts_set_error(TS_ERR_ARG, "--stages \"%s\": expected DEVICE:PARTS groups such as \"0:emb,heads "
-                                            "1:0-3\", DEVICE an index into --devices (0 .. %d)", stages, pp->ndev - 1);
+            return ts_set_error(TS_ERR_ARG, "stages \"%s\": expected DEVICE:PARTS groups such as \"0:emb,heads "
+                                            "1:0-3\", DEVICE an index into the devices (0 .. %d)", stages, pp->ndev - 1);
         p++;
         if (parse_parts(&p, stages, layers, d, part_dev)) return TS_ERR_ARG;
     }
@@ -141,7 +141,7 @@ ts_status ts_stage_plan_parse(const char *devices, const char *stages, int layer
         if (part_dev[part] < 0) {
             char nm[32];
             name_part(part, layers, nm, sizeof nm);
-            return ts_set_error(TS_ERR_ARG, "--stages \"%s\" does not place the %s", stages, nm);
+            return ts_set_error(TS_ERR_ARG, "stages \"%s\" does not place the %s", stages, nm);
         }
     return make_stages(part_dev, layers, pp);
 }
@@ -243,7 +243,7 @@ static int feed_synthetic(ts_program *p, const ts_bert_config *cfg, ts_bert_head
 static void part_costs(ts_program *p, int parts, double *t) {
     double mem[TS_MAX_STAGES] = {0}, tt = 0, mt = 0;
     for (int s = 0; s < parts; s++) {
-        ts_stage_info si;
+        ts_stage_info si = {.struct_size = sizeof si};
         ts_program_stage_info(p, s, &si);
         t[s] = si.busy_s;
         mem[s] = (double)(si.mem.params + si.mem.grads + si.mem.optimizer_state) +
@@ -269,12 +269,12 @@ static ts_status measure_here(const ts_bert_config *cfg, ts_bert_head head, int 
                             .stage_devices = devs, .nstage_devices = parts};
     ts_program *p = NULL;
     if (ts_bert_train_programs(&o, &p, NULL) != TS_OK)
-        return ts_set_error(TS_ERR_RUNTIME, "--stages auto: %s", ts_last_error());
+        return ts_set_error(TS_ERR_RUNTIME, "stages auto: %s", ts_last_error());
     double t[TS_MAX_STAGES] = {0};
     for (int run = 0; run < 3; run++) { /* a warm-up, then two timed */
         if (run == 1) ts_program_pipeline_reset_stats(p);
         if (feed_synthetic(p, &c, head, batch, seq, M) || ts_program_run(p) != TS_OK) {
-            ts_set_error(TS_ERR_RUNTIME, "--stages auto: %s", ts_last_error());
+            ts_set_error(TS_ERR_RUNTIME, "stages auto: %s", ts_last_error());
             ts_program_free(p);
             return TS_ERR_RUNTIME;
         }
@@ -286,16 +286,19 @@ static ts_status measure_here(const ts_bert_config *cfg, ts_bert_head head, int 
 
 ts_status ts_stage_plan_measure(const ts_bert_config *cfg, ts_bert_head head, int batch, int seq, int micro,
                                 ts_comm *comm, ts_stage_plan *pp) {
+    ts_bert_config c;
+    if (TS_STRUCT_READ(&c, cfg, ts_bert_config, "ts_stage_plan_measure")) return TS_ERR_ARG;
+    cfg = &c;
     int parts = cfg->num_hidden_layers + 2;
     if (parts > TS_MAX_STAGES)
-        return ts_set_error(TS_ERR_ARG, "--stages auto measures each of the %d parts as a stage, at most %d: give "
-                                        "--stages", parts, TS_MAX_STAGES);
+        return ts_set_error(TS_ERR_ARG, "stages auto measures each of the %d parts as a stage, at most %d: give "
+                                        "the stages", parts, TS_MAX_STAGES);
     ts_status st = measure_here(cfg, head, batch, seq, micro, pp);
     if (!comm || ts_comm_size(comm) <= 1) return st;
     /* replicas: every rank builds rank 0's stages, whatever its own clock said */
     int32_t r0 = st;
     if (ts_comm_broadcast(comm, &r0, sizeof r0, 0) || ts_comm_broadcast(comm, pp, sizeof *pp, 0))
-        return ts_set_error(TS_ERR_COMM, "--stages auto: %s", ts_last_error());
+        return ts_set_error(TS_ERR_COMM, "stages auto: %s", ts_last_error());
     for (int s = 0; s < pp->nstages; s++) pp->stage_name[s] = pp->dev[pp->stage_dev[s]];
     return (ts_status)r0;
 }

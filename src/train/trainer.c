@@ -14,15 +14,11 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <time.h>
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 float ts_train_lr(const ts_train_spec *s, int64_t step, double elapsed) {
+    ts_train_spec sc;
+    if (TS_STRUCT_READ(&sc, s, ts_train_spec, "ts_train_lr")) return 0.f;
+    s = &sc;
     double total = s->total_steps > 0 ? (double)s->total_steps : 1, f = (double)step / total;
     if (s->max_seconds > 0 && elapsed / s->max_seconds > f) f = elapsed / s->max_seconds;
     double w = s->warmup > 0 ? s->warmup : 0, lr;
@@ -94,8 +90,11 @@ static void metrics_row(const ts_train_spec *s, const ts_train_hooks *h, int64_t
 }
 
 ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step, ts_train_result *res) {
+    ts_train_spec sc;
     if (!s || !h || !s->program || !h->fill || !h->feed)
         return ts_err(TS_ERR_ARG, "ts_train: NULL spec, hooks, program or fill/feed hook");
+    if (TS_STRUCT_READ(&sc, s, ts_train_spec, "ts_train")) return TS_ERR_ARG;
+    s = &sc;
     const int N = s->micro_batches > 1 ? s->micro_batches : 1, K = s->steps_per_call > 1 ? s->steps_per_call : 1;
     const int S = N * K, nl = s->nlosses > 0 ? s->nlosses : 1;
     const char *const def_loss[] = {"loss"};
@@ -112,16 +111,16 @@ ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step
         return ts_err(TS_ERR_NOMEM, "ts_train: out of memory");
     }
     ts_status st = TS_OK;
-    ts_comm *comm = s->struct_size >= offsetof(ts_train_spec, comm) + sizeof s->comm ? s->comm : NULL;
+    ts_comm *comm = s->comm;
     const int R = comm ? ts_comm_size(comm) : 1, rank = comm ? ts_comm_rank(comm) : 0;
     double *sums = malloc(sizeof(double) * (size_t)(K * (nl + 2) + 1));
     if (!sums) {
         ts_tensor_free(lr_t), free(rows), free(lrs);
         return ts_err(TS_ERR_NOMEM, "ts_train: out of memory");
     }
-    double t0 = now_s(), t_last = t0;
+    double t0 = ts_seconds(), t_last = t0;
     while (step < s->total_steps) {
-        double el = now_s() - t0;
+        double el = ts_seconds() - t0;
         if (R > 1) { /* rank 0's clock decides */
             ts_comm_set_step(comm, step + 1);
             double e = rank == 0 ? el : 0;
@@ -163,7 +162,7 @@ ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step
         if (!st) step_sums(loss, nl, rows, N, K, sums);
         if (!st && R > 1 && (st = ts_comm_allreduce_f64(comm, sums, (int64_t)K * (nl + 2))))
             st = ts_err(st, "step %lld: %s", (long long)step + 1, ts_last_error());
-        double now = now_s(), rate = (double)call_rows / (now - t_last > 0 ? now - t_last : 1e-9);
+        double now = ts_seconds(), rate = (double)call_rows / (now - t_last > 0 ? now - t_last : 1e-9);
         t_last = now;
         for (int j = 0; j < K && !st; j++) {
             ts_train_step_report rep = {0};
@@ -187,7 +186,7 @@ ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step
         }
         for (int i = 0; i < nl; i++) ts_tensor_free(loss[i]);
         if (st) break;
-        int last = step >= s->total_steps || (s->max_seconds > 0 && now_s() - t0 >= s->max_seconds);
+        int last = step >= s->total_steps || (s->max_seconds > 0 && ts_seconds() - t0 >= s->max_seconds);
         if (h->after_call && (st = h->after_call(h->ctx, step, last))) break;
         int stop = s->stop_after && step == s->stop_after && step < s->total_steps;
         if (((s->save_every && step % s->save_every == 0) || stop) && h->checkpoint && (st = h->checkpoint(h->ctx, step)))
@@ -198,7 +197,7 @@ ts_status ts_train(const ts_train_spec *s, const ts_train_hooks *h, int64_t step
         }
     }
     r.step = step;
-    r.seconds = now_s() - t0;
+    r.seconds = ts_seconds() - t0;
     if (res) *res = r;
     ts_tensor_free(lr_t), free(rows), free(lrs), free(sums);
     return st;

@@ -72,39 +72,13 @@ ts_image *ts_image_read(const char *path) {
         ts_err(TS_ERR_ARG, "ts_image_read: path is NULL");
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        ts_err(TS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
     /* Read it whole (the decoders work on memory); a size cap keeps a huge non-image from being
      * slurped: no image within TS_IMAGE_MAX_PIXELS needs more than ~4 bytes a pixel plus headers. */
     const size_t cap = (size_t)TS_IMAGE_MAX_PIXELS * 8 + (1u << 20);
-    size_t n = 0, size = 1 << 16;
-    uint8_t *buf = malloc(size);
-    while (buf) {
-        n += fread(buf + n, 1, size - n, f);
-        if (n < size) break;
-        if (size >= cap) {
-            free(buf);
-            fclose(f);
-            ts_err(TS_ERR_IO, "%s: larger than %zu bytes, more than any image tessera reads", path, cap);
-            return NULL;
-        }
-        uint8_t *bigger = realloc(buf, size * 2);
-        if (!bigger) free(buf);
-        buf = bigger;
-        size *= 2;
-    }
-    int err = ferror(f) ? errno : 0;
-    fclose(f);
+    size_t n = 0;
+    char *buf = ts_read_file_max(path, cap, &n);
     if (!buf) {
-        ts_err(TS_ERR_NOMEM, "%s: out of memory reading the file", path);
-        return NULL;
-    }
-    if (err) {
-        free(buf);
-        ts_err(TS_ERR_IO, "%s: read failed: %s", path, strerror(err));
+        if (errno == EFBIG) ts_err(TS_ERR_IO, "%s: larger than %zu bytes, more than any image tessera reads", path, cap);
         return NULL;
     }
     ts_image *im = ts_image_decode(buf, n, path);

@@ -103,30 +103,24 @@ fail:
     return NULL;
 }
 
-ts_status ts_image_write_png(const ts_image *im, const char *path) {
-    if (!im || !im->rgb || im->width <= 0 || im->height <= 0 || !path)
-        return ts_err(TS_ERR_ARG, "ts_image_write_png: %s", !path ? "path is NULL" : "not an image");
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 32);
-    if (!tmp) return ts_err(TS_ERR_NOMEM, "%s: out of memory", path);
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        ts_status s = ts_err(TS_ERR_IO, "%s: cannot create a temporary file next to it", path);
-        free(tmp);
-        return s;
-    }
+typedef struct png_body {
+    const ts_image *im;
+    const char *path;
+} png_body;
+
+/* The image as PNG into f (ts_write_atomic_with's body). */
+static ts_status write_png_body(FILE *f, void *ctx) {
+    const png_body *b = ctx;
+    const ts_image *im = b->im;
     png_source src = {0};
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &src, on_error, on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     png_bytep *volatile rows = NULL;
     if (!info || setjmp(png_jmpbuf(png))) {
-        ts_status s = ts_err(TS_ERR_IO, "%s: writing the PNG failed: %s", path, info ? src.msg : "out of memory");
+        ts_status s = info ? ts_err(TS_ERR_IO, "%s: writing the PNG failed: %s", b->path, src.msg)
+                           : ts_err(TS_ERR_NOMEM, "%s: writing the PNG failed: out of memory", b->path);
         png_destroy_write_struct(&png, &info);
         free(rows);
-        fclose(f);
-        unlink(tmp);
-        free(tmp);
         return s;
     }
     rows = malloc(sizeof *rows * (size_t)im->height);
@@ -140,13 +134,12 @@ ts_status ts_image_write_png(const ts_image *im, const char *path) {
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
     free(rows);
-    int bad = fflush(f) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        unlink(tmp);
-        free(tmp);
-        return ts_err(TS_ERR_IO, "%s: writing the PNG failed", path);
-    }
-    free(tmp);
     return TS_OK;
+}
+
+ts_status ts_image_write_png(const ts_image *im, const char *path) {
+    if (!im || !im->rgb || im->width <= 0 || im->height <= 0 || !path)
+        return ts_err(TS_ERR_ARG, "ts_image_write_png: %s", !path ? "path is NULL" : "not an image");
+    png_body b = {im, path};
+    return ts_write_atomic_with(path, write_png_body, &b);
 }

@@ -286,9 +286,7 @@ ts_status onnx_import_wanted(const ts_onnx *m, ts_graph *g, const int *ndims, co
 ts_status ts_onnx_import(const ts_onnx *m, ts_graph *g, const int *ndims, const int64_t *const *shapes,
                          const ts_onnx_import_opts *opts, ts_value *outs) {
     ts_onnx_import_opts o = {0};
-    if (opts && ts_struct_read(&o, sizeof o, opts, offsetof(ts_onnx_import_opts, values), "ts_onnx_import",
-                               "ts_onnx_import_opts"))
-        return TS_ERR_ARG;
+    if (opts && TS_STRUCT_READ(&o, opts, ts_onnx_import_opts, "ts_onnx_import")) return TS_ERR_ARG;
     return onnx_import_ex(m, g, ndims, shapes, opts ? &o : NULL, outs, NULL);
 }
 

@@ -34,8 +34,9 @@ static void list_add(msg_list *l, const char *fmt, ...) {
     va_end(ap);
     size_t add = strlen(buf) + 2;
     if (l->len + add + 1 > l->cap) {
-        l->cap = (l->len + add + 1) * 2;
-        l->s = ts_xrealloc(l->s, l->cap);
+        char *s = realloc(l->s, (l->len + add + 1) * 2);
+        if (!s) return; /* out of memory: the list stops here (the count still counts it) */
+        l->s = s, l->cap = (l->len + add + 1) * 2;
     }
     l->len += (size_t)snprintf(l->s + l->len, l->cap - l->len, "%s%s", l->len ? "; " : "", buf);
 }
@@ -179,7 +180,7 @@ static int check_nodes(ts_onnx *m) {
     }
     if (l.n) {
         ts_err(TS_ERR_UNSUPPORTED, "%s (opset %d): %d node%s unsupported: %s%s", m->what, m->opset, l.n,
-               l.n == 1 ? "" : "s", l.s, l.n > MAX_LISTED ? "; ..." : "");
+               l.n == 1 ? "" : "s", l.s ? l.s : "(out of memory listing them)", l.n > MAX_LISTED ? "; ..." : "");
         free(l.s);
         return -1;
     }
@@ -205,7 +206,10 @@ ts_onnx *ts_onnx_load_bytes(const void *data, size_t n, const char *what) {
         ts_err(TS_ERR_NOMEM, "%s: out of memory", what);
         return NULL;
     }
-    m->what = ts_strdup(what);
+    if (!(m->what = strdup(what ? what : ""))) {
+        ts_err(TS_ERR_NOMEM, "%s: out of memory", what);
+        goto fail;
+    }
     m->nbytes = n;
     if (!onnx_nesting_ok(data, n)) {
         ts_err(TS_ERR_IO, "%s: its graphs, attributes or types nest more than 64 levels deep; refused before "
@@ -249,36 +253,17 @@ ts_onnx *ts_onnx_load(const char *path) {
         ts_err(TS_ERR_ARG, "ts_onnx_load: path is NULL");
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        ts_err(TS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    struct stat st; /* a directory, a device, a pipe: refused before reading */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         ts_err(TS_ERR_IO, "%s: not a regular file", path);
-        fclose(f);
         return NULL;
     }
-    if ((uint64_t)st.st_size > MAX_MODEL_BYTES) {
-        ts_err(TS_ERR_IO, "%s: %lld bytes; an ONNX model (a protobuf message) is at most 2 GiB", path,
-               (long long)st.st_size);
-        fclose(f);
-        return NULL;
-    }
-    size_t n = (size_t)st.st_size;
-    void *buf = malloc(n ? n : 1);
+    size_t n = 0;
+    char *buf = ts_read_file_max(path, MAX_MODEL_BYTES, &n);
     if (!buf) {
-        ts_err(TS_ERR_NOMEM, "%s: out of memory reading %zu bytes", path, n);
-        fclose(f);
-        return NULL;
-    }
-    size_t got = fread(buf, 1, n, f);
-    int rerr = ferror(f);
-    fclose(f);
-    if (got != n || rerr) {
-        ts_err(TS_ERR_IO, "%s: read %zu of %zu bytes", path, got, n);
-        free(buf);
+        if (errno == EFBIG)
+            ts_err(TS_ERR_IO, "%s: %lld bytes; an ONNX model (a protobuf message) is at most 2 GiB", path,
+                   stat(path, &st) == 0 ? (long long)st.st_size : (long long)MAX_MODEL_BYTES + 1);
         return NULL;
     }
     ts_onnx *m = ts_onnx_load_bytes(buf, n, path);

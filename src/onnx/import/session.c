@@ -47,7 +47,7 @@ ts_onnx_session *ts_onnx_session_new(const ts_onnx *m, const ts_compile_opts *op
         return NULL;
     }
     ts_compile_opts o;
-    if (ts_struct_read(&o, sizeof o, opts, TS_COMPILE_OPTS_0_1_0, "ts_onnx_session_new", "ts_compile_opts")) return NULL;
+    if (TS_STRUCT_READ(&o, opts, ts_compile_opts, "ts_onnx_session_new")) return NULL;
     ts_onnx_session *s = calloc(1, sizeof *s);
     if (!s) {
         ts_err(TS_ERR_NOMEM, "ts_onnx_session_new: out of memory");
@@ -56,14 +56,14 @@ ts_onnx_session *ts_onnx_session_new(const ts_onnx *m, const ts_compile_opts *op
     s->m = m;
     s->opts = o;
     s->opts.struct_size = sizeof s->opts; /* every field read above: the whole struct from here on */
-    s->device = o.device ? ts_strdup(o.device) : NULL;
+    s->device = o.device ? strdup(o.device) : NULL;
     s->opts.device = s->device;
     s->fetches = calloc((size_t)m->noutputs + 1, sizeof *s->fetches);
     s->spec = calloc((size_t)m->ninputs + 1, sizeof *s->spec);
     s->fixed = calloc((size_t)m->ninputs + 1, sizeof *s->fixed);
     s->state = calloc((size_t)m->ninputs + 1, sizeof *s->state);
     s->bound = malloc(((size_t)m->ninputs + 1) * sizeof *s->bound);
-    if (!s->fetches || !s->spec || !s->fixed || !s->state || !s->bound) {
+    if (!s->fetches || !s->spec || !s->fixed || !s->state || !s->bound || (o.device && !s->device)) {
         ts_onnx_session_free(s);
         ts_err(TS_ERR_NOMEM, "ts_onnx_session_new: out of memory");
         return NULL;

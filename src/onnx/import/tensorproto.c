@@ -155,24 +155,9 @@ ts_tensor *onnx_tensor_decode(const Onnx__TensorProto *t, char *err, size_t cap)
 
 ts_tensor *ts_onnx_tensor_file(const char *path, char *name, size_t cap) {
     if (name && cap) name[0] = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        ts_err(TS_ERR_IO, "%s: cannot open", path);
-        return NULL;
-    }
-    uint8_t *buf = NULL;
-    size_t len = 0, capb = 0;
-    for (;;) { /* read it all: test tensors are small, and a pipe has no size */
-        if (len == capb) {
-            capb = capb ? 2 * capb : 1 << 16;
-            if (capb > ((size_t)1 << 31)) break;
-            buf = ts_xrealloc(buf, capb);
-        }
-        size_t got = fread(buf + len, 1, capb - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    fclose(f);
+    size_t len = 0; /* read it all: test tensors are small, and a pipe has no size */
+    uint8_t *buf = (uint8_t *)ts_read_file_max(path, (size_t)1 << 31, &len);
+    if (!buf) return NULL;
     Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
     free(buf);
     if (!tp) {

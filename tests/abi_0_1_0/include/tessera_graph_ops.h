@@ -1,0 +1,295 @@
+/*
+ * tessera_graph_ops.h — the graph builder's ops: arithmetic, shapes, reductions, normalisation,
+ * losses, ONNX-style math and index ops, vision ops (convolution, pooling, resize).
+ * Part of the public API; include "tessera.h", which includes every part. */
+#ifndef TESSERA_GRAPH_OPS_H
+#define TESSERA_GRAPH_OPS_H
+
+#include "tessera_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- ops
+ * Binary elementwise ops broadcast like numpy. Unless stated, float ops take f32. */
+
+/* a[..., M, K] @ b[..., K, N] -> [..., M, N]; trans_a / trans_b transpose the last two dims of
+ * the operand first. Batch dims broadcast; a 2-D b is shared by every batch. f32, bf16 or f16
+ * (both operands alike; 16-bit products accumulate in f32 and round once to the output, an f16
+ * result beyond +-65504 becomes +-inf). oneDNN 2.6 has no f16 matmul on CPUs without
+ * AVX512_FP16, and no bf16 one on CPUs without AVX-512: there the 16-bit operands are widened
+ * exactly to f32, multiplied by oneDNN's f32 matmul, and the product rounded to f16 / bf16 — the
+ * same numbers, at f32 speed (plus the conversions). */
+TS_API ts_value ts_matmul(ts_graph *g, ts_value a, ts_value b, int trans_a, int trans_b);
+TS_API ts_value ts_add(ts_graph *g, ts_value a, ts_value b);
+TS_API ts_value ts_sub(ts_graph *g, ts_value a, ts_value b);
+TS_API ts_value ts_mul(ts_graph *g, ts_value a, ts_value b);
+TS_API ts_value ts_div(ts_graph *g, ts_value a, ts_value b);
+/* a ** b elementwise (a > 0 where b is not an integer). */
+TS_API ts_value ts_pow(ts_graph *g, ts_value a, ts_value b);
+/* alpha * x + beta. */
+TS_API ts_value ts_scale(ts_graph *g, ts_value x, float alpha, float beta);
+TS_API ts_value ts_sqrt(ts_graph *g, ts_value x);
+TS_API ts_value ts_exp(ts_graph *g, ts_value x);
+TS_API ts_value ts_log(ts_graph *g, ts_value x);
+TS_API ts_value ts_relu(ts_graph *g, ts_value x);
+TS_API ts_value ts_tanh(ts_graph *g, ts_value x);
+TS_API ts_value ts_sigmoid(ts_graph *g, ts_value x);
+/* GELU: x * Phi(x) (erf form), or the tanh approximation when tanh_approx != 0. */
+TS_API ts_value ts_gelu(ts_graph *g, ts_value x, int tanh_approx);
+
+/* Same data, new shape; one entry may be -1 (inferred). */
+TS_API ts_value ts_reshape(ts_graph *g, ts_value x, int ndim, const int64_t *shape);
+/* out.shape[i] = x.shape[perm[i]]. perm == NULL swaps the last two dims. */
+TS_API ts_value ts_transpose(ts_graph *g, ts_value x, const int *perm);
+/* x[..., start:end, ...] along axis (negative indices count from the end, python-style clamping). */
+TS_API ts_value ts_slice(ts_graph *g, ts_value x, int axis, int64_t start, int64_t end);
+TS_API ts_value ts_concat(ts_graph *g, int n, const ts_value *xs, int axis);
+/* Split x along axis into n parts of the given sizes (sizes == NULL: equal parts). */
+TS_API ts_status ts_split(ts_graph *g, ts_value x, int axis, int n, const int64_t *sizes, ts_value *outs);
+/* Broadcast x to shape (numpy rules). */
+TS_API ts_value ts_expand(ts_graph *g, ts_value x, int ndim, const int64_t *shape);
+/* Rows of table[V, ...] picked by integer (i32/i64) indices[...] -> [..., ...]. An index outside
+ * [0, V) fails the run with TS_ERR_RUNTIME. Not differentiable in indices. */
+TS_API ts_value ts_gather(ts_graph *g, ts_value table, ts_value indices);
+
+/* Reductions over the listed axes (naxes == 0: all axes). */
+TS_API ts_value ts_reduce_sum(ts_graph *g, ts_value x, int naxes, const int *axes, int keepdims);
+TS_API ts_value ts_reduce_mean(ts_graph *g, ts_value x, int naxes, const int *axes, int keepdims);
+TS_API ts_value ts_reduce_max(ts_graph *g, ts_value x, int naxes, const int *axes, int keepdims);
+
+/* softmax(x + mask) over the last axis; mask (additive, broadcastable to x) may be TS_NONE. */
+TS_API ts_value ts_softmax(ts_graph *g, ts_value x, ts_value mask);
+TS_API ts_value ts_log_softmax(ts_graph *g, ts_value x);
+/* Layer norm over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta; gamma and beta are
+ * [C] (either may be TS_NONE). */
+TS_API ts_value ts_layer_norm(ts_graph *g, ts_value x, ts_value gamma, ts_value beta, float eps);
+/* Inverted dropout with drop probability p: a fresh mask each run, a function of (graph seed,
+ * this op, run step), so runs are reproducible. Identity in programs compiled for inference. */
+TS_API ts_value ts_dropout(ts_graph *g, ts_value x, float p);
+/* Mean cross-entropy of logits[..., C] against integer labels[...]; labels equal to ignore_index
+ * are left out of the mean (the loss is 0 when all are). Returns a scalar. A label outside
+ * [0, C) that is not ignore_index fails the run with TS_ERR_RUNTIME. */
+TS_API ts_value ts_cross_entropy(ts_graph *g, ts_value logits, ts_value labels, int64_t ignore_index);
+/* cond ? a : b elementwise, cond u8 (0 / non-zero); all three broadcast. */
+TS_API ts_value ts_where(ts_graph *g, ts_value cond, ts_value a, ts_value b);
+/* Convert to another dtype (float -> int truncates toward zero and saturates at the integer
+ * type's range; NaN becomes 0). */
+TS_API ts_value ts_cast(ts_graph *g, ts_value x, ts_dtype dtype);
+
+/* ---------------------------------------------------------------- more ops (src/ops/mathfn.c, binary.c,
+ * predicate.c, select.c, argreduce.c, reduce_prod.c, trilu.c, elements.c, nll_loss.c, tile.c, pad.c,
+ * topk.c, grid_sample.c, det.c, tfidf.c, roi_align.c, dft.c)
+ * Elementwise math, comparisons and logic, integer arithmetic, index ops, losses and a few more, as
+ * ONNX defines them. Binary ops broadcast like numpy. Integer results wrap (two's complement). */
+
+/* The elementwise functions of ts_math (y = f(x), f32). alpha / beta are used where stated. */
+typedef enum ts_math_fn {
+    TS_MATH_ABS = 0, TS_MATH_NEG, TS_MATH_FLOOR, TS_MATH_CEIL,
+    TS_MATH_ROUND,            /* to the nearest integer, halves to even */
+    TS_MATH_SIGN,             /* -1, 0 or 1 */
+    TS_MATH_RECIPROCAL,       /* 1 / x */
+    TS_MATH_SIN, TS_MATH_COS, TS_MATH_TAN, TS_MATH_ASIN, TS_MATH_ACOS, TS_MATH_ATAN,
+    TS_MATH_SINH, TS_MATH_COSH, TS_MATH_ASINH, TS_MATH_ACOSH, TS_MATH_ATANH, TS_MATH_ERF,
+    TS_MATH_SOFTPLUS,         /* log(1 + e^x) */
+    TS_MATH_SOFTSIGN,         /* x / (1 + |x|) */
+    TS_MATH_ELU,              /* x > 0 ? x : alpha (e^x - 1) */
+    TS_MATH_SELU,             /* beta (x > 0 ? x : alpha (e^x - 1)); ONNX: alpha 1.67326, gamma = beta 1.0507 */
+    TS_MATH_CELU,             /* max(0, x) + min(0, alpha (e^(x / alpha) - 1)), alpha != 0 */
+    TS_MATH_LEAKY_RELU,       /* x < 0 ? alpha x : x */
+    TS_MATH_THRESHOLDED_RELU, /* x > alpha ? x : 0 */
+    TS_MATH_SHRINK,           /* x < -alpha ? x + beta : x > alpha ? x - beta : 0 (ONNX lambd, bias) */
+    TS_MATH_COUNT
+} ts_math_fn;
+/* f(x) elementwise. Differentiable, except floor, ceil, round and sign (no gradient flows through
+ * them: their derivative is 0 wherever it exists). */
+TS_API ts_value ts_math(ts_graph *g, ts_math_fn fn, ts_value x, float alpha, float beta);
+/* "abs", "leaky_relu", ...; NULL for an invalid id. */
+TS_API const char *ts_math_fn_name(ts_math_fn fn);
+
+/* Binary elementwise ops of ts_binary. Both operands have one dtype, f32, i32, i64 or u8, except
+ * where stated. */
+typedef enum ts_binop {
+    TS_BIN_EQUAL = 0, TS_BIN_LESS, TS_BIN_LESS_EQUAL, TS_BIN_GREATER, TS_BIN_GREATER_EQUAL, /* -> u8 0 / 1 */
+    TS_BIN_AND, TS_BIN_OR, TS_BIN_XOR, /* u8 operands (non-zero is true) -> u8 0 / 1 */
+    TS_BIN_MIN, TS_BIN_MAX,            /* NaN if either is NaN; f32 differentiable (ties: a) */
+    TS_BIN_MOD,                        /* a - b floor(a / b), the sign of b (Python's %) */
+    TS_BIN_FMOD,                       /* a - b trunc(a / b), the sign of a (C's fmod and %) */
+    TS_BIN_ADD, TS_BIN_SUB, TS_BIN_MUL, /* f32: ts_add, ts_sub, ts_mul */
+    TS_BIN_DIV,                        /* f32: ts_div; integers: truncated toward zero */
+    TS_BIN_SHL, TS_BIN_SHR,            /* integers (logical shifts; a shift >= the width gives 0) */
+    TS_BIN_COUNT
+} ts_binop;
+/* op(a, b) elementwise. An integer division or remainder by zero fails the run with
+ * TS_ERR_RUNTIME naming the op. */
+TS_API ts_value ts_binary(ts_graph *g, ts_binop op, ts_value a, ts_value b);
+/* u8 0 / 1 predicates: x is NaN (f32); x is +inf (detect_pos) or -inf (detect_neg) (f32); !x (u8). */
+TS_API ts_value ts_isnan(ts_graph *g, ts_value x);
+TS_API ts_value ts_isinf(ts_graph *g, ts_value x, int detect_pos, int detect_neg);
+TS_API ts_value ts_not(ts_graph *g, ts_value x);
+/* cond ? a : b for a and b of any one dtype (ts_where for f32, which it calls); cond u8. */
+TS_API ts_value ts_select(ts_graph *g, ts_value cond, ts_value a, ts_value b);
+
+/* The index (i64) of the largest / smallest element along axis of f32 x: the first one, or the
+ * last with select_last; a NaN counts as the largest (and smallest) of all. keepdims keeps the
+ * axis as size 1. Not differentiable. */
+TS_API ts_value ts_argmax(ts_graph *g, ts_value x, int axis, int keepdims, int select_last);
+TS_API ts_value ts_argmin(ts_graph *g, ts_value x, int axis, int keepdims, int select_last);
+/* min and product of f32 x over axes (as ts_reduce_sum); reduce_min is -reduce_max(-x). */
+TS_API ts_value ts_reduce_min(ts_graph *g, ts_value x, int naxes, const int *axes, int keepdims);
+TS_API ts_value ts_reduce_prod(ts_graph *g, ts_value x, int naxes, const int *axes, int keepdims);
+
+/* The upper (upper != 0: j - i >= k) or lower (j - i <= k) triangle of the last two dims of x
+ * (rank >= 2, any dtype), zeros elsewhere. */
+TS_API ts_value ts_trilu(ts_graph *g, ts_value x, int upper, int64_t k);
+/* ts_trilu with k read at run time from k, an i64 value of one element. */
+TS_API ts_value ts_trilu_k(ts_graph *g, ts_value x, int upper, ts_value k);
+/* out[i..] = data[i.. with index along axis replaced by indices[i..]]: indices (i32 / i64) of
+ * data's rank, each dim at most data's (except along axis); negative indices count from the end.
+ * Data of any dtype; differentiable in f32 data. An index outside [-n, n) fails the run. */
+TS_API ts_value ts_gather_elements(ts_graph *g, ts_value data, ts_value indices, int axis);
+typedef enum ts_scatter_reduce { TS_SCATTER_NONE = 0, TS_SCATTER_ADD, TS_SCATTER_MUL } ts_scatter_reduce;
+/* A copy of data with data[i.. with indices[i..] along axis] = updates[i..] (or += / *=), the
+ * adjoint of ts_gather_elements; updates has the shape of indices. With TS_SCATTER_NONE, the
+ * last of duplicate indices wins. f32 differentiable (not with TS_SCATTER_MUL). */
+TS_API ts_value ts_scatter_elements(ts_graph *g, ts_value data, ts_value indices, ts_value updates, int axis,
+                             ts_scatter_reduce reduction);
+
+typedef enum ts_reduction { TS_REDUCE_NONE = 0, TS_REDUCE_SUM, TS_REDUCE_MEAN } ts_reduction;
+/* Negative log-likelihood of f32 log-probabilities input [N, C, d1..] at integer (i32 / i64)
+ * target [N, d1..]: loss = -weight[t] input[n, t, d..] (weight [C], or TS_NONE for ones), 0 where
+ * t == ignore_index; NONE: the loss per element [N, d1..]; SUM: its sum; MEAN: the sum divided
+ * by the sum of the weights of the targets not ignored (a rank-0 result; 0/0 is NaN, as ONNX).
+ * A target outside [0, C) other than ignore_index fails the run. Differentiable in input. */
+TS_API ts_value ts_nll_loss(ts_graph *g, ts_value input, ts_value target, ts_value weight, int64_t ignore_index,
+                     ts_reduction reduction);
+
+/* x (any dtype) repeated repeats[i] times along each axis i (ndim = x's rank, each >= 1).
+ * Differentiable in f32 x. */
+TS_API ts_value ts_tile(ts_graph *g, ts_value x, const int64_t *repeats);
+typedef enum ts_pad_mode { TS_PAD_CONSTANT = 0, TS_PAD_REFLECT, TS_PAD_EDGE } ts_pad_mode;
+/* x (any dtype, rank r) padded by pads[i] before and pads[r + i] after axis i (negative: cropped):
+ * with `value` (converted to x's dtype), the mirror image without the edge (reflect, which needs
+ * pads < the axis length) or copies of the edge; every dim of the result >= 1. Differentiable in
+ * f32 x. */
+TS_API ts_value ts_pad(ts_graph *g, ts_value x, const int64_t *pads, ts_pad_mode mode, double value);
+/* The k (1 <= k <= the axis' size) largest (largest != 0) or smallest f32 elements along axis,
+ * sorted (ties: the lower index first), and their indices (i64): values to outs[0], indices to
+ * outs[1]. Differentiable in x through the values. */
+TS_API ts_status ts_topk(ts_graph *g, ts_value x, int64_t k, int axis, int largest, ts_value outs[2]);
+typedef enum ts_grid_mode { TS_GRID_BILINEAR = 0, TS_GRID_NEAREST, TS_GRID_BICUBIC } ts_grid_mode;
+typedef enum ts_grid_padding { TS_GRID_ZEROS = 0, TS_GRID_BORDER, TS_GRID_REFLECTION } ts_grid_padding;
+/* x [N, C, H, W] sampled at grid [N, OH, OW, 2] (normalised (x, y) in [-1, 1]) -> [N, C, OH, OW], as
+ * PyTorch's grid_sample / ONNX GridSample (see src/ops/grid_sample.c). f32; not differentiable. */
+TS_API ts_value ts_grid_sample(ts_graph *g, ts_value x, ts_value grid, ts_grid_mode mode, ts_grid_padding padding,
+                        int align_corners);
+/* The determinant of each f32 matrix x [.., M, M] -> [..] (LU with partial pivoting in double). Not
+ * differentiable. */
+TS_API ts_value ts_det(ts_graph *g, ts_value x);
+typedef enum ts_tfidf_mode { TS_TFIDF_TF = 0, TS_TFIDF_IDF, TS_TFIDF_TFIDF } ts_tfidf_mode;
+typedef struct ts_tfidf_opts {
+    int min_gram, max_gram, max_skip; /* n-gram lengths counted; gaps between their elements */
+    ts_tfidf_mode mode;
+    const int64_t *pool;              /* the n-grams, by length (ONNX pool_int64s) */
+    int64_t npool;
+    const int64_t *ngram_counts;      /* where each length's block starts in pool */
+    int ncounts;
+    const int64_t *ngram_indexes;     /* the output position of each pool n-gram */
+    int64_t nindexes;
+    const float *weights;             /* per pool n-gram (IDF / TFIDF), NULL: ones */
+} ts_tfidf_opts;
+/* n-gram counts of integer (i32 / i64) sequences x [C] or [N, C] against a pool of n-grams ->
+ * f32 [O] or [N, O] (O = 1 + the largest ngram_index), as ONNX TfIdfVectorizer (src/ops/tfidf.c).
+ * Not differentiable. */
+TS_API ts_value ts_tfidf(ts_graph *g, ts_value x, const ts_tfidf_opts *opts);
+/* Region-of-interest pooling, as ONNX RoiAlign in mode avg (src/ops/roi_align.c): x [N, C, H, W]
+ * f32, rois [R, 4] f32 (x1, y1, x2, y2), batch_indices [R] i32 / i64 -> [R, C, out_h, out_w]; each
+ * cell the mean of bilinear samples (sampling_ratio per bin and axis, 0: adaptive);
+ * half_pixel: ONNX's coordinate_transformation_mode half_pixel (else output_half_pixel). Not
+ * differentiable. */
+TS_API ts_value ts_roi_align(ts_graph *g, ts_value x, ts_value rois, ts_value batch_indices, int out_h, int out_w,
+                      int sampling_ratio, float spatial_scale, int half_pixel);
+/* The discrete Fourier transform along axis (not the last) of x [.., n, .., c], real (c = 1) or
+ * complex (c = 2: re, im), f32 -> [.., K, .., 2] as ONNX DFT (src/ops/dft.c): of length `length`
+ * (0: n; the signal cut or zero-padded to it), K = length, or length / 2 + 1 when onesided;
+ * inverse: e^(+2 pi i ..) and 1 / length. Not differentiable. */
+TS_API ts_value ts_dft(ts_graph *g, ts_value x, int axis, int inverse, int onesided, int64_t length);
+
+/* ---------------------------------------------------------------- vision ops (src/ops/conv.c, pool.c, resize.c, hardact.c)
+ * Images are NCHW f32: x [N, C, H, W]. Pads are {top, left, bottom, right}. All differentiable
+ * in x (and in w and bias for convolutions) except where stated. Bad shapes or options (channels
+ * that do not match, groups that do not divide them, a kernel bigger than the padded input, a
+ * wrong rank, a negative pad or stride) fail the builder with a message naming the op and value.
+ * On the CPU, convolutions run on oneDNN (a direct NCHW kernel for depthwise ones). */
+
+typedef struct ts_conv_opts {
+    int stride[2];   /* {sh, sw}; 0 means 1 */
+    int pad[4];      /* {top, left, bottom, right} */
+    int dilation[2]; /* {dh, dw}; 0 means 1 */
+    int groups;      /* 0 means 1; C and O divisible by it */
+} ts_conv_opts;
+/* 2-D convolution (cross-correlation, as PyTorch and ONNX): x [N, C, H, W], w [O, C/groups, KH, KW],
+ * bias [O] or TS_NONE -> [N, O, OH, OW] with OH = (H + pad_t + pad_b - dh (KH - 1) - 1) / sh + 1
+ * (floor), OW alike. opts NULL: stride 1, no padding. */
+TS_API ts_value ts_conv2d(ts_graph *g, ts_value x, ts_value w, ts_value bias, const ts_conv_opts *opts);
+/* Transposed 2-D convolution (the adjoint of ts_conv2d in x): x [N, C, H, W], w [C, O/groups, KH, KW],
+ * bias [O] or TS_NONE -> [N, O, OH, OW] with OH = sh (H - 1) + out_pad_h + dh (KH - 1) + 1 - pad_t
+ * - pad_b. out_pad NULL: {0, 0}; each must be less than its stride. */
+TS_API ts_value ts_conv_transpose2d(ts_graph *g, ts_value x, ts_value w, ts_value bias, const ts_conv_opts *opts,
+                             const int out_pad[2]);
+
+typedef struct ts_pool_opts {
+    int kernel[2];          /* {kh, kw} */
+    int stride[2];          /* 0 means 1 */
+    int pad[4];             /* {top, left, bottom, right}, each at most half the (dilated) kernel
+                               (as PyTorch); padded cells never win a max */
+    int dilation[2];        /* max pool only; 0 means 1 */
+    int ceil_mode;          /* 1: OH = ceil(...) + 1, less a last window that would start in the
+                               bottom padding (as PyTorch and ONNX) */
+    int count_include_pad;  /* average pool: 1 divides by the window's cells inside the padded
+                               input (a ceil_mode window past it counts less, as PyTorch), 0 by
+                               its cells inside the input */
+} ts_pool_opts;
+/* Max / average pooling: x [N, C, H, W] -> [N, C, OH, OW], OH = (H + pad_t + pad_b - dh (kh - 1)
+ * - 1) / sh + 1 (floor or ceil). opts must not be NULL. A max's gradient goes to the first
+ * maximum of its window (row by row) on ties. */
+TS_API ts_value ts_max_pool2d(ts_graph *g, ts_value x, const ts_pool_opts *opts);
+TS_API ts_value ts_avg_pool2d(ts_graph *g, ts_value x, const ts_pool_opts *opts);
+
+typedef enum ts_resize_mode { TS_RESIZE_NEAREST = 0, TS_RESIZE_LINEAR } ts_resize_mode;
+/* Where output pixel o samples the input, for scale s = out / in (or the given scale):
+ * HALF_PIXEL (o + 0.5) / s - 0.5; ASYMMETRIC o / s; ALIGN_CORNERS o (in - 1) / (out - 1);
+ * PYTORCH_HALF_PIXEL as HALF_PIXEL but 0 when out == 1. As ONNX Resize's
+ * coordinate_transformation_mode. */
+typedef enum ts_resize_coord {
+    TS_COORD_HALF_PIXEL = 0, TS_COORD_ASYMMETRIC, TS_COORD_ALIGN_CORNERS, TS_COORD_PYTORCH_HALF_PIXEL
+} ts_resize_coord;
+/* Nearest mode's rounding of the sampled coordinate (ONNX nearest_mode). */
+typedef enum ts_resize_round {
+    TS_ROUND_PREFER_FLOOR = 0, TS_ROUND_PREFER_CEIL, TS_ROUND_FLOOR, TS_ROUND_CEIL
+} ts_resize_round;
+typedef struct ts_resize_opts {
+    ts_resize_mode mode;
+    ts_resize_coord coord;
+    ts_resize_round round;   /* nearest only */
+    float scale[2];          /* {sh, sw} used in the coordinate formula; 0: out / in */
+} ts_resize_opts;
+/* Resize the last two dims of x [..., H, W] (rank >= 2) to [..., oh, ow]: nearest (the rounded
+ * coordinate clamped to [0, in - 1]) or bilinear (the coordinate clamped to [0, in - 1], as ONNX
+ * Runtime and PyTorch). Differentiable in x. opts NULL: nearest, half_pixel, round_prefer_floor
+ * (ONNX's defaults). */
+TS_API ts_value ts_resize2d(ts_graph *g, ts_value x, int64_t oh, int64_t ow, const ts_resize_opts *opts);
+
+/* min(max(x, lo), hi) (lo, hi may be -INFINITY / INFINITY, not NaN); the gradient is g where
+ * lo <= x <= hi and 0 elsewhere (as PyTorch's clamp). */
+TS_API ts_value ts_clip(ts_graph *g, ts_value x, float lo, float hi);
+/* max(0, min(1, alpha x + beta)); the gradient is g alpha where 0 < alpha x + beta < 1. */
+TS_API ts_value ts_hard_sigmoid(ts_graph *g, ts_value x, float alpha, float beta);
+/* x * hard_sigmoid(x, 1/6, 1/2) (MobileNetV3's h-swish). */
+TS_API ts_value ts_hard_swish(ts_graph *g, ts_value x);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TESSERA_GRAPH_OPS_H */

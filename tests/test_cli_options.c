@@ -1,0 +1,176 @@
+/*
+ * test_cli_options.c — the one flag parser of every `tessera` subcommand (cli/options.c), checked
+ * through the command on each subcommand that `tessera --help` lists:
+ *  - `--help` exits 0 with the usage on stdout: its synopsis, option lines made from the table
+ *    (each of their flags is then accepted, not refused as unknown), and `--config FILE`;
+ *  - an unknown flag is refused the same way everywhere: exit 2, "tessera CMD: unknown flag
+ *    '--x'" and the pointer to --help, and a misspelt flag gets "did you mean";
+ *  - `--config FILE` is read by every subcommand (a key that is no option is named);
+ *  - an unknown subcommand gets "did you mean"; --version names the commit;
+ *  - an old spelling still works with a one-line notice, and --device / --devices exclude each
+ *    other in pretrain.
+ */
+#include "test_util.h"
+#include "cli_util.h"
+
+#include <ctype.h>
+
+#define MAX_CMDS 40
+
+static char cmds[MAX_CMDS][32];
+static int ncmds;
+
+/* The subcommands `tessera --help` lists under "subcommands:". */
+static void list_commands(void) {
+    ncmds = 0;
+    int rc = tessera(NULL, "--help");
+    CHECK_RAN(rc, 0);
+    const char *p = strstr(out_text, "subcommands:\n");
+    CHECK(p != NULL, "no subcommand list: %s", out_text);
+    if (!p) return;
+    p = strchr(p, '\n') + 1;
+    while (!strncmp(p, "  ", 2) && ncmds < MAX_CMDS) {
+        sscanf(p + 2, "%31s", cmds[ncmds]);
+        ncmds++;
+        p = strchr(p, '\n');
+        if (!p) break;
+        p++;
+    }
+    CHECK(ncmds >= 19, "%d subcommands listed", ncmds);
+}
+
+/* The flags of the usage's option lines ("  --name ..." at the start of a line), into names. */
+static int option_lines(const char *usage, char names[][48], int cap) {
+    int n = 0;
+    for (const char *p = usage; p && *p && n < cap; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, "  --", 4)) continue;
+        int k = 0;
+        while (k < 47 && (isalnum((unsigned char)p[2 + k]) || p[2 + k] == '-')) names[n][k] = p[2 + k], k++;
+        names[n][k] = 0;
+        n++;
+    }
+    return n;
+}
+
+static int cur; /* the subcommand of test_one_command: set before each case forks */
+
+static void test_one_command(void) {
+    {
+        const char *cmd = cmds[cur];
+        int rc = tessera(NULL, "%s --help", cmd);
+        char head[64];
+        snprintf(head, sizeof head, "usage: tessera %s", cmd);
+        CHECK(rc == 0 && !strncmp(out_text, head, strlen(head)), "%s --help: exit %d: %.200s", cmd, rc, out_text);
+        CHECK(strstr(out_text, "\n  --config FILE "), "%s --help has no --config line", cmd);
+        static char usage[1 << 16];
+        snprintf(usage, sizeof usage, "%s", out_text);
+        static char names[128][48];
+        int n = option_lines(usage, names, 128);
+        CHECK(n >= 1, "%s --help lists %d options", cmd, n);
+        /* every flag the usage lists is one the parser takes: it is not refused as unknown */
+        for (int i = 0; i < n; i++) {
+            if (!strcmp(names[i], "--help")) continue;
+            /* followed by an unknown flag, so that nothing runs: the listed one is taken (a flag), or
+             * wants a value (one with a value), and the unknown one is refused */
+            tessera(NULL, "%s %s --no-such-flag", cmd, names[i]);
+            char refused[96];
+            snprintf(refused, sizeof refused, "unknown flag '%.47s'", names[i]);
+            CHECK(!strstr(err_text, refused), "%s %s (listed in its usage) refused: %s", cmd, names[i], err_text);
+            CHECK(!strstr(err_text, "Sanitizer"), "%s %s: %s", cmd, names[i], err_text);
+        }
+        /* an unknown flag: the same refusal everywhere */
+        rc = tessera(NULL, "%s --no-such-flag 1", cmd);
+        char want[256];
+        snprintf(want, sizeof want, "tessera %s: unknown flag '--no-such-flag'\n(tessera %s --help shows the usage)\n",
+                 cmd, cmd);
+        CHECK(rc == 2 && strstr(err_text, want), "%s --no-such-flag: exit %d: %s", cmd, rc, err_text);
+        /* a misspelt flag (its last letter dropped) names the one meant */
+        if (n > 0 && strlen(names[0]) > 5) {
+            char typo[48];
+            snprintf(typo, sizeof typo, "%.*s", (int)strlen(names[0]) - 1, names[0]);
+            rc = tessera(NULL, "%s %s x", cmd, typo);
+            char mean[96];
+            snprintf(mean, sizeof mean, "(did you mean %s?)", names[0]);
+            CHECK(rc == 2 && strstr(err_text, mean), "%s %s: exit %d: %s", cmd, typo, rc, err_text);
+        }
+        /* --config: every subcommand reads it, and names a key that is no option */
+        write_str("bad.json", "{\"no_such_key\": 1}");
+        rc = tessera(NULL, "%s --config bad.json", cmd);
+        CHECK(rc == 2 && strstr(err_text, "--config bad.json: unknown key \"no_such_key\""), "%s --config: exit %d: %s",
+              cmd, rc, err_text);
+        write_str("trunc.json", "{\"threads\": ");
+        rc = tessera(NULL, "%s --config trunc.json", cmd);
+        CHECK(rc == 2 && strstr(err_text, "--config trunc.json: not a JSON object"), "%s truncated --config: %d: %s",
+              cmd, rc, err_text);
+    }
+}
+
+static void test_subcommand_typo(void) {
+    int rc = tessera(NULL, "pretrian");
+    CHECK(rc == 2 && strstr(err_text, "unknown subcommand 'pretrian' (did you mean 'pretrain'?)"), "exit %d: %s", rc,
+          err_text);
+    rc = tessera(NULL, "zzzz");
+    CHECK(rc == 2 && strstr(err_text, "unknown subcommand 'zzzz'\n"), "exit %d: %s", rc, err_text);
+}
+
+/* --version: the library's version and the commit the build was configured from */
+static void test_version(void) {
+    int rc = tessera(NULL, "--version");
+    char want[64];
+    snprintf(want, sizeof want, "tessera %s (commit ", ts_version());
+    CHECK(rc == 0 && !strncmp(out_text, want, strlen(want)) && strstr(out_text, "devices in this build: cpu"),
+          "exit %d: %s", rc, out_text);
+}
+
+static void test_old_spellings(void) {
+    /* eval --devices (one device) is now --device: accepted, with a notice, then the next error */
+    int rc = tessera(NULL, "eval --model nowhere --data x.tsv --devices cpu");
+    CHECK(rc == 2 && strstr(err_text, "tessera eval: --devices is now --device (the old spelling is accepted"),
+          "exit %d: %s", rc, err_text);
+    CHECK(strstr(err_text, "nowhere"), "the run went on to the model: %s", err_text);
+    /* in a config file too */
+    write_str("old.json", "{\"devices\": \"cpu\", \"model\": \"nowhere\", \"data\": \"x.tsv\"}");
+    rc = tessera(NULL, "eval --config old.json");
+    CHECK(rc == 2 && strstr(err_text, "config key devices is now config key device"), "exit %d: %s", rc, err_text);
+    /* pretrain: --device is one device, --devices a list; not both */
+    write_str("v.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n");
+    write_str("c.txt", "a a a\n");
+    rc = tessera(NULL, "pretrain --vocab v.txt --corpus c.txt --out o --device cpu --devices cpu:0,cpu:1");
+    CHECK(rc == 2 && strstr(err_text, "--device cpu and --devices cpu:0,cpu:1 exclude each other"), "exit %d: %s", rc,
+          err_text);
+    CHECK(!exists("o"), "a refused run made its --out");
+}
+
+/* Values: a list given twice gathers both; the config's list is replaced by the flags'. */
+static void test_values(void) {
+    write_str("cfg.json", "{\"max-len\": 0}");
+    int rc = tessera(NULL, "tokenize --vocab v.txt --config cfg.json");
+    CHECK(rc == 2 && strstr(err_text, "\"max-len\" wants an integer") , "exit %d: %s", rc, err_text);
+    rc = tessera(NULL, "eval --model a --data x --batch 0");
+    CHECK(rc == 2 && strstr(err_text, "tessera eval: --batch wants an integer >= 1, not '0'"), "exit %d: %s", rc,
+          err_text);
+    rc = tessera(NULL, "eval --model a --data");
+    CHECK(rc == 2 && strstr(err_text, "tessera eval: --data needs a value"), "exit %d: %s", rc, err_text);
+    rc = tessera(NULL, "eval --data --model a");
+    CHECK(rc == 2 && strstr(err_text, "--data needs a value before --model"), "exit %d: %s", rc, err_text);
+    rc = tessera(NULL, "eval --relocate-answers=1 --model a --data x");
+    CHECK(rc == 2 && strstr(err_text, "--relocate-answers takes no value"), "exit %d: %s", rc, err_text);
+}
+
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
+    int rc = cli_setup("ts_cli_options");
+    if (rc) return rc;
+    list_commands(); /* in the parent: the cases below inherit the list */
+    for (cur = 0; cur < ncmds; cur++) {
+        char name[64];
+        snprintf(name, sizeof name, "command_%s", cmds[cur]);
+        tu_run(name, test_one_command, 300);
+    }
+    RUN(test_subcommand_typo);
+    RUN(test_version);
+    RUN(test_old_spellings);
+    RUN(test_values);
+    cli_cleanup("ts_cli_options");
+    return tu_finish("test_cli_options");
+}
