@@ -27,7 +27,6 @@ KNOWN = {
     ("models", "optim"): "the bag-of-words model adds its optimizer",
     ("models", "runtime"): "BERT's weights are loaded into programs; bow compiles and trains",
     ("ocr", "onnx"): "OCR runs PaddleOCR's ONNX models",
-    ("ocr", "runtime"): "OCR sizes its threads",
     ("onnx", "runtime"): "import and export read and write programs' parameters",
     ("speech", "graph"): "the audio classifier builds its graph",
     ("speech", "onnx"): "speech runs openWakeWord's and Silero's ONNX models, exports the classifier",

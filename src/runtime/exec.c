@@ -16,11 +16,6 @@ void ts_set_threads(int n) {
     omp_set_num_threads(n > 0 ? n : default_threads);
 }
 
-int ts_max_threads(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return 4 * (n > 0 ? (int)n : 1);
-}
-
 void ts_exec_free(ts_exec *p) {
     if (!p) return;
     ts_profile_free(p);
