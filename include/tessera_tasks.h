@@ -276,8 +276,7 @@ TS_API ts_status ts_bow_accuracy(ts_program *infer, const ts_bow_features *f, co
                                  int C, int64_t *hit);
 
 /* ---------------------------------------------------------------- replicas (src/train/replicas.c)
- * Moved from the CLI's `pretrain` / `finetune` (issue 24): what a data-parallel run over the ranks
- * of a communicator checks, so a library user's run can check it too. */
+ * What a data-parallel run over the ranks of a communicator checks. */
 
 /* Which ranks of comm hold parameters that differ from rank 0's: every rank hashes its program's
  * parameters (bytes, in the program's order) and the hashes are gathered. ranks (room for
@@ -286,8 +285,7 @@ TS_API ts_status ts_bow_accuracy(ts_program *infer, const ts_bow_features *f, co
  * gathering. */
 TS_API ts_status ts_replicas_params_differ(ts_comm *comm, const ts_program *p, int *ranks, int *nranks);
 
-/* ---------------------------------------------------------------- exporting a BERT (src/train/bert_export.c)
- * Moved from `tessera export` (issue 24). */
+/* ---------------------------------------------------------------- exporting a BERT (src/train/bert_export.c) */
 
 /* How ts_bert_export_onnx builds the model: batches of batch sequences of seq tokens (seq 0: 128,
  * or max_position_embeddings when smaller), the weights of safetensors file `weights` loaded
@@ -332,8 +330,7 @@ typedef struct ts_bert_export_info {
 TS_API ts_status ts_bert_export_onnx(const ts_bert_config *config, const ts_bert_export_opts *o, const char *path,
                                      ts_bert_export_info *info);
 
-/* ---------------------------------------------------------------- a split written out (src/data/text_write.c)
- * Moved from `tessera split` (issue 24). */
+/* ---------------------------------------------------------------- a split written out (src/data/text_write.c) */
 
 /* Write a train / test split (ts_text_dataset_split) into directory dir, which must exist:
  * train.tsv and test.tsv (ts_text_dataset_write_tsv, every row), train.txt (the training texts as
