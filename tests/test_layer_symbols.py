@@ -26,13 +26,7 @@ KNOWN = {
     ("models", "ops"): "the models build their graphs with ops",
     ("models", "optim"): "the bag-of-words model adds its optimizer",
     ("models", "runtime"): "BERT's weights are loaded into programs; bow compiles and trains",
-    ("ocr", "onnx"): "OCR runs PaddleOCR's ONNX models",
     ("onnx", "runtime"): "import and export read and write programs' parameters",
-    ("speech", "graph"): "the audio classifier builds its graph",
-    ("speech", "onnx"): "speech runs openWakeWord's and Silero's ONNX models, exports the classifier",
-    ("speech", "ops"): "the audio classifier builds its graph with ops",
-    ("speech", "optim"): "the audio classifier trains",
-    ("speech", "runtime"): "the audio classifier compiles and runs its programs",
 }
 
 LINE = re.compile(r"^(.*?\.o):\s*(?:[0-9a-f]+\s+)?(\S)\s+(\S+)$")

@@ -25,12 +25,12 @@ static const struct {
 } rows[] = {
     {"core", 0},
     {"comm", 1}, {"io", 1}, {"text", 1}, {"vision", 1}, {"audio", 1},
-    {"graph", 2}, {"data", 2}, {"ocr", 2}, {"speech", 2},
+    {"graph", 2}, {"data", 2},
     {"ops", 3}, {"models", 3},
     {"graph/passes", 4}, {"optim", 4}, {"backend", 4}, {"onnx", 4},
     {"backend/cpu", 5},
     {"runtime", 6},
-    {"train", 7},
+    {"train", 7}, {"ocr", 7}, {"speech", 7},
     {"plan", 8}, {"serve", 8},
     {"cli", 9},
 };
