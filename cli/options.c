@@ -12,10 +12,14 @@
 #include <math.h>
 #include <stdarg.h>
 
-/* What one parse writes to. */
+enum { MAX_OPTS = 128 }; /* entries in one table, at most */
+
+/* What one parse writes to, and which lists the command line has started (it replaces the
+ * config's list the first time, then adds to it). */
 typedef struct opt_ctx {
     cli_optset *s;
     const char *cmd;
+    unsigned char started[MAX_OPTS];
 } opt_ctx;
 
 __attribute__((format(printf, 2, 3))) static void say(const opt_ctx *c, const char *fmt, ...) {
@@ -76,9 +80,9 @@ const cli_opt *cli_opts_find(const cli_optset *s, const char *name) {
 
 /* " (did you mean PREFIXNAME?)" for an unknown name, or "". */
 static const char *suggest(const cli_optset *s, const char *name, const char *prefix, char *buf, size_t cap) {
-    const char *names[128];
+    const char *names[MAX_OPTS + 1];
     int n = 0;
-    for (int i = 0; i < s->nopts && n < 126; i++)
+    for (int i = 0; i < s->nopts && n < MAX_OPTS; i++)
         if (s->opts[i].kind != CLI_TEXT && s->opts[i].kind != CLI_ARGS) names[n++] = s->opts[i].name;
     names[n++] = "config";
     const char *m = cli_did_you_mean(name, names, n);
@@ -87,7 +91,7 @@ static const char *suggest(const cli_optset *s, const char *name, const char *pr
     return buf;
 }
 
-/* The notice for a former spelling (once per name and parse). */
+/* The notice for a former spelling, each time it is given. */
 static void notice_old(const opt_ctx *c, const cli_opt *o, const char *prefix) {
     say(c, "%s%s is now %s%s (the old spelling is accepted until the next release)", prefix, o->old, prefix,
         o->name);
@@ -227,17 +231,6 @@ static const char *flag_value(const opt_ctx *c, int argc, char **argv, int *i, c
     return v;
 }
 
-/* Whether the option o was given in argv[1 .. at) (by either spelling). */
-static int given_before(const cli_optset *s, char **argv, int at, const cli_opt *o) {
-    for (int j = 1; j < at; j++) {
-        if (strncmp(argv[j], "--", 2)) continue;
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)strcspn(argv[j] + 2, "="), argv[j] + 2);
-        if (cli_opts_find(s, name) == o) return 1;
-    }
-    return 0;
-}
-
 /* The positional entry, or NULL. */
 static const cli_opt *args_entry(const cli_optset *s) {
     for (int i = 0; i < s->nopts; i++)
@@ -246,7 +239,14 @@ static const cli_opt *args_entry(const cli_optset *s) {
 }
 
 /* Apply argv[*i] (advancing *i past its values). 1, or 0 after the error. */
-static int apply_arg(const opt_ctx *c, int argc, char **argv, int *i, int *args_seen) {
+/* Add v to list entry o of the command line: the first value replaces the config's list. */
+static int cmdline_add(opt_ctx *c, const cli_opt *o, const char *v) {
+    cli_strlist *l = o->ptr;
+    if (!c->started[o - c->s->opts]) l->n = 0, c->started[o - c->s->opts] = 1;
+    return list_add(c, l, v);
+}
+
+static int apply_arg(opt_ctx *c, int argc, char **argv, int *i) {
     const char *a = argv[*i];
     int bad = 0;
     if (strncmp(a, "--", 2) != 0) { /* a positional argument ("-" too: standard input) */
@@ -255,9 +255,7 @@ static int apply_arg(const opt_ctx *c, int argc, char **argv, int *i, int *args_
             say(c, "unexpected argument '%s' (the options are flags: --NAME VALUE)", a);
             return 0;
         }
-        cli_strlist *l = p->ptr;
-        if (!*args_seen) l->n = 0, *args_seen = 1; /* the command line's replace the config's */
-        return list_add(c, l, a);
+        return cmdline_add(c, p, a);
     }
     char name[64], flag[80];
     size_t len = strcspn(a + 2, "=");
@@ -283,7 +281,6 @@ static int apply_arg(const opt_ctx *c, int argc, char **argv, int *i, int *args_
         *(int *)o->ptr = 1;
         return 1;
     }
-    const int first = *i;
     const char *v = flag_value(c, argc, argv, i, flag, &bad);
     if (!v) return 0;
     switch (o->kind) {
@@ -291,11 +288,9 @@ static int apply_arg(const opt_ctx *c, int argc, char **argv, int *i, int *args_
     case CLI_INT: return parse_int(c, flag, v, o->min, o->ptr);
     case CLI_FLOAT: return parse_float(c, flag, v, o->ptr);
     case CLI_LIST: {
-        cli_strlist *l = o->ptr;
-        if (!given_before(c->s, argv, first, o)) l->n = 0; /* the first time replaces the config's list */
-        if (!list_add(c, l, v)) return 0;
+        if (!cmdline_add(c, o, v)) return 0;
         while (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) != 0)
-            if (!list_add(c, l, argv[++*i])) return 0;
+            if (!cmdline_add(c, o, argv[++*i])) return 0;
         return 1;
     }
     case CLI_FLAG:
@@ -311,19 +306,23 @@ int cli_opts_parse(cli_optset *s, const char *cmd, const char *usage, const cli_
     memset(s, 0, sizeof *s);
     s->opts = opts, s->nopts = nopts;
     opt_ctx c = {.s = s, .cmd = cmd};
+    if (nopts > MAX_OPTS) {
+        say(&c, "an option table of %d entries: at most %d (cli/options.c)", nopts, MAX_OPTS);
+        return 2;
+    }
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             cli_opts_usage(stdout, usage, opts, nopts);
             return 0;
         }
-    int bad = 0, args_seen = 0;
+    int bad = 0;
     for (int i = 1; i < argc && !bad; i++) /* the config first, wherever it stands */
         if (!strncmp(argv[i], "--config", 8) && (argv[i][8] == 0 || argv[i][8] == '=')) {
             const char *v = flag_value(&c, argc, argv, &i, "--config", &bad);
             if (v && !load_config(&c, v)) bad = 1;
         }
     for (int i = 1; i < argc && !bad; i++)
-        if (!apply_arg(&c, argc, argv, &i, &args_seen)) bad = 1;
+        if (!apply_arg(&c, argc, argv, &i)) bad = 1;
     if (!bad && cli_opts_check_shared(cmd, s)) bad = 1;
     if (bad) fprintf(stderr, "(tessera %s --help shows the usage)\n", cmd);
     return bad ? 2 : 1;

@@ -8,10 +8,22 @@
  *  - `--config FILE` is read by every subcommand (a key that is no option is named);
  *  - an unknown subcommand gets "did you mean"; --version names the commit;
  *  - an old spelling still works with a one-line notice, and --device / --devices exclude each
- *    other in pretrain.
+ *    other in pretrain;
+ *  - the values of a parse, the parser compiled in: lists from the config and the command line.
  */
 #include "test_util.h"
 #include "cli_util.h"
+
+/* The parser itself, for the cases that look at the values it sets (test_lists): compiled in,
+ * with the command's two functions it calls given here. */
+#include "../cli/options.c"
+#include "core/core.h" /* ts_read_file */
+
+int cli_opts_check_shared(const char *cmd, const cli_optset *s) {
+    (void)cmd, (void)s;
+    return 0;
+}
+char *cli_read_text(const char *path, size_t *len) { return ts_read_file(path, len); }
 
 #include <ctype.h>
 
@@ -157,6 +169,40 @@ static void test_values(void) {
     CHECK(rc == 2 && strstr(err_text, "--relocate-answers takes no value"), "exit %d: %s", rc, err_text);
 }
 
+/* Lists: the config's list is replaced by the command line's first value, and a list flag given
+ * again adds to it (--corpus x --corpus=y z: x, y, z); positional arguments the same; free
+ * empties them. An int below its minimum is refused with the flag named. */
+static void test_lists(void) {
+    write_str("lists.json", "{\"layers\": 3, \"lr\": 0.5, \"corpus\": [\"a.txt\", \"b.txt\"], \"wwm\": true, "
+                            "\"files\": [\"f1\"]}");
+    char cfg[128];
+    snprintf(cfg, sizeof cfg, "%s/lists.json", dir);
+    int layers = 1, wwm = 0;
+    double lr = 0;
+    const char *out = NULL;
+    cli_strlist corpus = {0}, files = {0};
+    const cli_opt opts[] = {{"layers", CLI_INT, &layers, 1, "N", "layers", NULL}, {"lr", CLI_FLOAT, &lr, 0, "X", "lr", NULL},
+                            {"corpus", CLI_LIST, &corpus, 0, "F", "files", NULL}, {"wwm", CLI_FLAG, &wwm, 0, NULL, "wwm", NULL},
+                            {"out", CLI_STR, &out, 0, "D", "out", NULL}, {"files", CLI_ARGS, &files, 0, "F...", "args", NULL}};
+    cli_optset s;
+    char *keep[] = {"t", "--config", cfg, "--layers=4", "--out", "dir", NULL};
+    CHECK(cli_opts_parse(&s, "t", "usage\n", opts, 6, 6, keep) == 1, "parse");
+    CHECK(layers == 4 && lr == 0.5 && wwm == 1 && out && !strcmp(out, "dir"), "values %d %g %d", layers, lr, wwm);
+    CHECK(corpus.n == 2 && !strcmp(corpus.v[1], "b.txt") && files.n == 1, "the config's lists kept");
+    cli_opts_free(&s);
+    CHECK(corpus.n == 0 && corpus.v == NULL && files.n == 0 && files.v == NULL, "free empties the lists");
+    /* a list takes the values up to the next flag: p2 is positional after --layers 2 */
+    char *twice[] = {"t", "--config", cfg, "p1", "--corpus", "x", "--layers", "2", "p2", "--corpus=y", "z", NULL};
+    CHECK(cli_opts_parse(&s, "t", "usage\n", opts, 6, 11, twice) == 1, "parse twice");
+    CHECK(corpus.n == 3 && !strcmp(corpus.v[0], "x") && !strcmp(corpus.v[1], "y") && !strcmp(corpus.v[2], "z"),
+          "--corpus x --corpus=y z: %d values", corpus.n);
+    CHECK(files.n == 2 && !strcmp(files.v[0], "p1") && !strcmp(files.v[1], "p2"), "positional: %d values", files.n);
+    cli_opts_free(&s);
+    char *low[] = {"t", "--layers", "0", NULL};
+    CHECK(cli_opts_parse(&s, "t", "usage\n", opts, 6, 3, low) == 2 && layers == 2, "a value below min accepted");
+    cli_opts_free(&s);
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     int rc = cli_setup("ts_cli_options");
@@ -171,6 +217,7 @@ int main(int argc, char **argv) {
     RUN(test_version);
     RUN(test_old_spellings);
     RUN(test_values);
+    RUN(test_lists);
     cli_cleanup("ts_cli_options");
     return tu_finish("test_cli_options");
 }

@@ -7,6 +7,8 @@
  */
 #include "test_util.h"
 
+#include "core/core.h" /* ts_read_file */
+
 #include <ctype.h>
 #include <dirent.h>
 #include <sys/stat.h>
@@ -56,19 +58,6 @@ static void test_scanner(void) {
     CHECK(scan("while (n > 1 && d[n - 1] == '/') d[--n] = 0;", "d", 0) == 0, "--n outside a string");
 }
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-    if (b) b[n] = 0;
-    fclose(f);
-    return b;
-}
-
 static void walk(const char *dir, int *nfiles) {
     DIR *d = opendir(dir);
     CHECK(d != NULL, "cannot open %s", dir);
@@ -86,8 +75,8 @@ static void walk(const char *dir, int *nfiles) {
         }
         size_t n = strlen(e->d_name);
         if (n < 3 || (strcmp(e->d_name + n - 2, ".c") && strcmp(e->d_name + n - 2, ".h"))) continue;
-        char *text = read_file(path);
-        CHECK(text != NULL, "cannot read %s", path);
+        char *text = ts_read_file(path, NULL);
+        CHECK(text != NULL, "%s", ts_last_error());
         if (!text) continue;
         scan(text, path + strlen(TS_SOURCE_DIR) + 1, 1);
         free(text);
