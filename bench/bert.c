@@ -58,7 +58,7 @@
  * --only runs the rows whose id contains SUBSTRING (or one of several, comma-separated); --profile prints tessera's time per op type
  * and per layer for each row (ts_compile_opts.profile). Threads: OMP_NUM_THREADS, else every CPU.
  */
-#include "tessera.h"
+#include "tessera_apps.h"
 
 #include "bench_util.h"
 

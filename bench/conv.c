@@ -7,8 +7,9 @@
  *   tessera: a compiled program with one ts_conv2d (public API), the CPU backend's choice
  *            (src/backend/cpu/conv_dnnl.c: the direct NCHW kernel for depthwise, oneDNN on
  *            NCHW for 1x1, oneDNN in its blocked layouts with NCHW reorders for the rest);
- *   plain / blocked: the same program with TS_CONV_LAYOUT=plain (oneDNN on NCHW as it is) and
- *            TS_CONV_LAYOUT=blocked (oneDNN's layouts with reorders), for every shape;
+ *   plain / blocked: the same program compiled with the CPU's option conv_layout "plain" (oneDNN
+ *            on NCHW as it is) and "blocked" (oneDNN's layouts with reorders;
+ *            ts_device_set_option), for every shape;
  *   oneDNN:  the primitive made here directly with the layouts it prefers, on data already in
  *            them (no reorders: the best oneDNN can do for the convolution alone),
  * interleaved, and prints the medians, GFLOP/s (2 N O OH OW C/G KH KW flops) and the ratio
@@ -188,10 +189,19 @@ static void direct_free(direct *d, dnnl_stream_t st) {
 
 /* ------------------------------------------------------------------ tessera */
 
+/* The CPU device's conv_layout for the next compile: "plain" / "blocked" (NULL: "auto", the
+ * backend's choice). */
+static void set_layout(const char *layout) {
+    if (ts_device_set_option("cpu", "conv_layout", layout ? layout : "auto") != TS_OK) {
+        fprintf(stderr, "bench_conv: %s\n", ts_last_error());
+        exit(1);
+    }
+}
+
 /* A program with one conv2d; layout "plain" / "blocked" (NULL: the backend's choice) is read
  * when it is compiled. */
 static ts_program *one_conv(const shape *s, const char *layout, ts_graph **gout) {
-    if (layout) setenv("TS_CONV_LAYOUT", layout, 1);
+    set_layout(layout);
     ts_graph *g = ts_graph_new();
     ts_value x = ts_input(g, "x", TS_F32, 4, (int64_t[]){1, s->C, s->H, s->W});
     ts_value w = ts_input(g, "w", TS_F32, 4, (int64_t[]){s->O, s->C / s->groups, s->K, s->K});
@@ -199,7 +209,7 @@ static ts_program *one_conv(const shape *s, const char *layout, ts_graph **gout)
     ts_conv_opts o = {{s->stride, s->stride}, {s->pad, s->pad, s->pad, s->pad}, {1, 1}, s->groups};
     ts_name(g, ts_conv2d(g, x, w, b, &o), "y");
     ts_program *p = ts_compile(g, &(ts_compile_opts){.nfetch = 1, .fetches = (const char *[]){"y"}, .inference = 1});
-    unsetenv("TS_CONV_LAYOUT");
+    set_layout(NULL);
     if (!p) {
         fprintf(stderr, "bench_conv: ts_compile: %s\n", ts_last_error());
         exit(1);
@@ -317,7 +327,7 @@ static ts_value up2(net *n, ts_value x) {
 }
 
 static ts_program *mobilenet(const char *layout, net *n) {
-    if (layout) setenv("TS_CONV_LAYOUT", layout, 1);
+    set_layout(layout);
     memset(n, 0, sizeof *n);
     n->g = ts_graph_new();
     ts_value x = ts_input(n->g, "x", TS_F32, 4, (int64_t[]){1, 3, 960, 960});
@@ -335,7 +345,7 @@ static ts_program *mobilenet(const char *layout, net *n) {
     ts_value y = conv(n, p2, 1, 3, 1, 1, 0);
     ts_name(n->g, y, "y");
     ts_program *p = ts_compile(n->g, &(ts_compile_opts){.nfetch = 1, .fetches = (const char *[]){"y"}, .inference = 1});
-    unsetenv("TS_CONV_LAYOUT");
+    set_layout(NULL);
     if (!p) {
         fprintf(stderr, "bench_conv: ts_compile: %s\n", ts_last_error());
         exit(1);

@@ -27,7 +27,7 @@
  *                     [--layers L (12)] [--only compile,matmul,bert] [--plugin PATH]
  */
 #ifdef TS_HAVE_OPENCL
-#include "tessera.h"
+#include "tessera_apps.h"
 #include "tessera_backend.h"
 
 #include "bench_util.h"

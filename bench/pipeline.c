@@ -12,7 +12,7 @@
  *
  * Usage: pipeline [steps, default 3].
  */
-#include "tessera.h"
+#include "tessera_apps.h"
 
 #include <stdio.h>
 #include <stdlib.h>

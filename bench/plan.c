@@ -12,11 +12,10 @@
  * in S s, else the cached one] [--no-mpi] [--no-calibrate: the profile's eff_mem as measured, else
  * calibrated on the f32 training row (the one row calibrated; every other row predicted)].
  */
-#include "tessera.h"
+#include "tessera_apps.h"
 
 #include "bench_util.h"
 #include "plan/cost.h"
-#include "runtime/program.h"
 
 #include <math.h>
 
@@ -175,14 +174,15 @@ static split profiled_split(ts_program *p) {
 /* The predicted time of the program's products (flops > 0) or of its other kernels, node by node
  * (one device: the step is their sum). */
 static double predicted_part(const ts_program *p, int gemm) {
-    const ts_exec *e = p->one;
+    int n = ts_program_stage_work(p, 0, NULL, 0);
+    ts_node_work *w = n > 0 ? malloc(sizeof *w * (size_t)n) : NULL;
+    if (n < 0) die("ts_program_stage_work");
+    if (n > 0 && !w) die("out of memory");
+    n = ts_program_stage_work(p, 0, w, n);
     double t = 0;
-    for (int s = 0; s < e->nsched; s++) {
-        const ts_node *n = &e->g->nodes[e->sched[s]];
-        ts_node_work w;
-        ts_cost_node_work(e->g, n, &w);
-        if ((w.flops > 0) == gemm) t += ts_cost_node(e->g, n, &g_prof, -1);
-    }
+    for (int i = 0; i < n; i++)
+        if ((w[i].flops > 0) == gemm) t += ts_cost_work(&w[i], &g_prof, -1);
+    free(w);
     return t;
 }
 

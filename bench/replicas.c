@@ -14,7 +14,7 @@
  * The program starts itself under `mpirun --oversubscribe` for the parts that need ranks; it
  * prints a skip line when this build has no MPI or mpirun is missing. Usage: replicas [steps, 3].
  */
-#include "tessera.h"
+#include "tessera_apps.h"
 
 #if __has_include(<mpi.h>)
 #include <mpi.h>

@@ -9,7 +9,7 @@
  * server's resident memory after it; beside the same model's raw ts_program_run throughput (rows a
  * second, the median of 6 runs after a warm-up) at batch 1, at B, and at the mean batch formed as
  * the server runs it (its batch sizes 1, 2, 4, ... up to B, the rows padded to the next or run in
- * parts where that is a fifth cheaper, by the same rule as src/serve/model.c) and unpadded (a
+ * parts where that is a fifth cheaper, by the same rule as apps/serve/model.c) and unpadded (a
  * program of exactly that batch).
  *
  * Usage: serve_load [--model DIR] [--clients N (32)] [--requests R (4000)] [--seconds S (30)]
@@ -19,7 +19,7 @@
  * Without --model it makes a 2-layer, 128-wide BERT classifier with random weights (the demo
  * spam filter's shape) over data/bert/vocab.txt in a temporary folder.
  */
-#include "tessera.h"
+#include "tessera_apps.h"
 
 #include "bench_util.h"
 #include "../tests/serve_client.h"

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "bench_util.h"
-#include "tessera.h"
+#include "tessera_apps.h"
 
 #define DIR TS_SOURCE_DIR "/data/speech"
 

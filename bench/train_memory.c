@@ -19,7 +19,7 @@
  * Threads: OMP_NUM_THREADS, or every CPU; PyTorch is given the same count (torch.set_num_threads:
  * its own default counts physical cores, 1 on this machine's 2 vCPUs).
  */
-#include "tessera.h"
+#include "tessera_apps.h"
 
 #include "bench_util.h"
 

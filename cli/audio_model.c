@@ -6,7 +6,6 @@
  *   export  the head (or CNN) on its features as ONNX, input "features" [1, 192] or "mel"
  *           [1, 1, T, 32], output "logits" [1, labels]
  */
-#include "audio_data.h"
 #include "cli.h"
 #include "speech_io.h"
 
@@ -23,7 +22,7 @@ static ts_audio_clf *open_model(const char *cmd, const char *dir, int threads) {
 
 /* Per-label counts of the clips of s: right[j] of total[j]; wrong guesses counted in confused
  * [true][guess]. */
-static void print_labels(const cli_audio_set *s, ts_audio_clf *c, const int *guess) {
+static void print_labels(const ts_audio_set *s, ts_audio_clf *c, const int *guess) {
     int L = ts_audio_clf_num_labels(c);
     printf("%-16s %6s %6s %8s   most taken for\n", "label", "clips", "right", "accuracy");
     for (int j = 0; j < L; j++) {
@@ -45,34 +44,26 @@ static void print_labels(const cli_audio_set *s, ts_audio_clf *c, const int *gue
 int cli_eval_audio(const char *model, const char *data, int threads) {
     ts_audio_clf *c = open_model("eval", model, threads);
     if (!c) return 2;
-    cli_audio_set s;
-    int rc = cli_audio_set_load("eval", data, &s);
-    if (rc) {
-        ts_audio_clf_free(c);
-        return rc;
-    }
+    ts_audio_set *s = ts_audio_set_load(data);
     double t0 = ts_seconds();
-    int L = ts_audio_clf_num_labels(c), hit = 0, unknown = 0;
-    float *feat = cli_audio_features("eval", c, &s, &rc), *p = malloc((size_t)s.n * (size_t)L * sizeof(float));
-    int *guess = malloc((size_t)s.n * sizeof(int));
-    if (feat && (!p || !guess || ts_audio_clf_predict(c, s.n, feat, p))) rc = cli_fail("eval", "", 1);
-    for (int i = 0; feat && !rc && i < s.n; i++) {
-        int best = 0;
-        for (int j = 1; j < L; j++) best = p[i * L + j] > p[i * L + best] ? j : best;
-        guess[i] = best;
-        const char *want = s.labels[s.label[i]];
-        hit += !strcmp(want, ts_audio_clf_label(c, best));
+    float *feat = s ? ts_audio_set_features(c, s) : NULL;
+    int *guess = feat ? malloc((size_t)s->n * sizeof(int)) : NULL, hit = 0, unknown = 0;
+    int rc = !s ? cli_fail("eval", "", 2) : !feat ? cli_fail("eval", "", ts_last_status() == TS_ERR_ARG ? 2 : 1) : 0;
+    if (feat && (!guess || ts_audio_clf_guess(c, s->n, feat, guess))) rc = cli_fail("eval", "", 1);
+    for (int i = 0; feat && !rc && i < s->n; i++) {
+        const char *want = s->labels[s->label[i]];
+        hit += !strcmp(want, ts_audio_clf_label(c, guess[i]));
         int known = 0;
-        for (int j = 0; j < L; j++) known |= !strcmp(want, ts_audio_clf_label(c, j));
+        for (int j = 0; j < ts_audio_clf_num_labels(c); j++) known |= !strcmp(want, ts_audio_clf_label(c, j));
         unknown += !known;
     }
     if (feat && !rc) {
-        printf("tessera eval: %s: accuracy %.2f%% (%d of %d clips)%s, %.1f s\n", data, 100.0 * hit / s.n, hit, s.n,
+        printf("tessera eval: %s: accuracy %.2f%% (%d of %d clips)%s, %.1f s\n", data, 100.0 * hit / s->n, hit, s->n,
                unknown ? " (some clips' labels are not the model's)" : "", ts_seconds() - t0);
-        print_labels(&s, c, guess);
+        print_labels(s, c, guess);
     }
-    free(feat), free(p), free(guess);
-    cli_audio_set_free(&s);
+    free(feat), free(guess);
+    ts_audio_set_free(s);
     ts_audio_clf_free(c);
     return rc;
 }

@@ -1,7 +1,8 @@
 /*
  * audio_train.c — `tessera audio-train`: a classifier of short clips trained on labelled audio,
  * on openWakeWord's frozen pretrained front end (--from embedding) or as a small CNN on its
- * log-mel frames from random weights (--scratch), written as a model directory (ts_audio_clf_*).
+ * log-mel frames from random weights (--scratch), written as a model directory (ts_audio_clf_*),
+ * on a labelled set of clips (ts_audio_set_load).
  *
  *   tessera audio-train --data DIR_OR_TSV --out DIR [--from embedding | --scratch] [--epochs N]
  *                       [--lr F] [--batch N] [--seed N] [--clip-ms MS] [--model-store DIR] [--threads N]
@@ -10,7 +11,6 @@
  */
 #include <time.h>
 
-#include "audio_data.h"
 #include "cli.h"
 #include "options.h"
 #include "speech_io.h"
@@ -47,24 +47,19 @@ static int check(const at_opts *o) {
     return rc;
 }
 
-/* Share of the clips whose most probable label is theirs. */
-static double accuracy(ts_audio_clf *c, const cli_audio_set *s, const float *feat) {
-    int L = s->nlabels, hit = 0;
-    float *p = malloc((size_t)s->n * (size_t)L * sizeof(float));
-    if (!p || ts_audio_clf_predict(c, s->n, feat, p)) {
-        free(p);
+/* Share of the clips whose most probable label is theirs (-1 on failure). */
+static double accuracy(ts_audio_clf *c, const ts_audio_set *s, const float *feat) {
+    int hit = 0, *guess = malloc((size_t)s->n * sizeof *guess);
+    if (!guess || ts_audio_clf_guess(c, s->n, feat, guess)) {
+        free(guess);
         return -1;
     }
-    for (int i = 0; i < s->n; i++) {
-        int best = 0;
-        for (int j = 1; j < L; j++) best = p[i * L + j] > p[i * L + best] ? j : best;
-        hit += best == s->label[i];
-    }
-    free(p);
+    for (int i = 0; i < s->n; i++) hit += guess[i] == s->label[i];
+    free(guess);
     return (double)hit / s->n;
 }
 
-static int train(const at_opts *o, const cli_audio_set *s) {
+static int train(const at_opts *o, const ts_audio_set *s) {
     char dir_buf[4096], path[4200];
     if (!cli_path_join(path, sizeof path, o->models ? o->models : cli_speech_dir(dir_buf, sizeof dir_buf), "openwakeword"))
         return cli_fail(CMD, "", 2);
@@ -76,7 +71,8 @@ static int train(const at_opts *o, const cli_audio_set *s) {
     if (!c) return cli_fail(CMD, "", 2);
     int rc = 0;
     double t0 = ts_seconds(), loss = 0;
-    float *feat = cli_audio_features(CMD, c, s, &rc);
+    float *feat = ts_audio_set_features(c, s);
+    if (!feat) rc = cli_fail(CMD, "", ts_last_status() == TS_ERR_ARG ? 2 : 1);
     double t1 = ts_seconds();
     ts_audio_clf_train_opts to = {.struct_size = sizeof to, .epochs = o->epochs, .lr = o->lr < 0 ? 0 : (float)o->lr,
                                   .batch = o->batch, .seed = (uint64_t)o->seed};
@@ -123,14 +119,13 @@ int cli_audio_train(int argc, char **argv) {
     cli_optset os; /* held to the end: the values from --config point into it */
     int rc = cli_opts_parse(&os, CMD, USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1 || (rc = check(&o)) != 1) goto done_opts;
-    cli_audio_set s;
-    if ((rc = cli_audio_set_load(CMD, o.data, &s))) goto done_opts;
-    if (s.nlabels < 2) {
-        fprintf(stderr, "tessera %s: %s: one label only ('%s'); a classifier needs at least 2\n", CMD, o.data,
-                s.labels[0]);
-        rc = 2;
-    } else rc = train(&o, &s);
-    cli_audio_set_free(&s);
+    ts_audio_set *s = ts_audio_set_load(o.data);
+    if (!s) rc = cli_fail(CMD, "", 2);
+    else if (s->nlabels < 2)
+        rc = 2, fprintf(stderr, "tessera %s: %s: one label only ('%s'); a classifier needs at least 2\n", CMD, o.data,
+                        s->labels[0]);
+    else rc = train(&o, s);
+    ts_audio_set_free(s);
 done_opts:
     cli_opts_free(&os);
     return rc;

@@ -1,7 +1,7 @@
 /*
  * bow.c — `tessera bow`: a bag-of-words logistic-regression text classifier, the baseline printed
  * beside fine-tuned BERT models (how much does a transformer add over counting words?). The
- * features and the programs are the library's (ts_bow_featurize, ts_bow_programs: tessera_tasks.h).
+ * whole run is the library's (ts_bow_run, on ts_bow_featurize and ts_bow_programs: tessera_tasks.h).
  *
  *   tessera bow --vocab vocab.txt --train FILE --eval FILE [options]
  *
@@ -18,11 +18,10 @@
  * The default lr 0.01 (20 epochs, batches of 32) was chosen on a SpamAssassin split of seed 1:
  * 0.002-0.02 score alike, 0.05 and more overfit the 200-mail subset (93.7% -> 91.0%).
  */
-#include <math.h>
 #include <stdint.h>
 
 #include "cli.h"
-#include "tessera.h"
+#include "tessera_apps.h"
 #include "train_common.h"
 
 static const char *USAGE =
@@ -38,85 +37,30 @@ typedef struct bow_opts {
     double lr, weight_decay;
 } bow_opts;
 
-/* Load both files (the test file with the training file's labels): 0, or the exit code. */
-static int load(const bow_opts *o, ts_text_dataset **train, ts_text_dataset **test) {
-    ts_text_opts to = {.text_column = o->text_col, .label_column = o->label_col};
-    *test = NULL;
-    if (!(*train = ts_text_dataset_load(o->train, &to))) return cli_fail("bow", "--train ", 2);
-    int nl = ts_text_dataset_num_labels(*train);
-    if (nl < 2) {
-        fprintf(stderr, "tessera bow: %s: %d distinct label%s in column '%s'; a classifier needs two\n", o->train, nl,
-                nl == 1 ? "" : "s", o->label_col);
-        return 2;
-    }
-    const char **names = malloc((size_t)nl * sizeof *names);
-    if (!names) {
-        fprintf(stderr, "tessera bow: out of memory\n");
-        return 1;
-    }
-    for (int i = 0; i < nl; i++) names[i] = ts_text_dataset_label_name(*train, i);
-    to.labels = names, to.nlabels = nl;
-    *test = ts_text_dataset_load(o->test, &to);
-    free(names);
-    if (!*test) return cli_fail("bow", "--eval ", 2);
-    if (ts_text_dataset_size(*test) == 0) {
-        fprintf(stderr, "tessera bow: --eval %s has no rows\n", o->test);
-        return 2;
-    }
-    return 0;
-}
-
+/* Train and score (ts_bow_run), and print what it did: the exit code. */
 static int run(const bow_opts *o) {
-    ts_tokenizer *tok = ts_tokenizer_load(o->vocab, !o->cased);
-    if (!tok) return cli_fail("bow", "--vocab ", 2);
-    ts_text_dataset *train = NULL, *test = NULL;
-    ts_program *tp = NULL, *ip = NULL;
-    ts_bow_features *ftr = NULL, *fte = NULL;
-    int rc = load(o, &train, &test);
-    if (rc) goto done;
-    int64_t ntrain = ts_text_dataset_size(train), ntest = ts_text_dataset_size(test);
-    if (ntrain == 0) {
-        fprintf(stderr, "tessera bow: --train %s has no rows\n", o->train);
-        rc = 2;
-        goto done;
+    static const char *const what[] = {"", "--vocab ", "--train ", "", "--eval ", "--eval ", "--train ",
+                                       "building the model: ", ""};
+    ts_bow_run_opts ro = {.struct_size = sizeof ro, .vocab = o->vocab, .cased = o->cased, .train_file = o->train,
+                          .test_file = o->test, .text_column = o->text_col, .label_column = o->label_col,
+                          .epochs = o->epochs, .batch = o->batch, .max_tokens = o->max_tokens, .threads = o->threads,
+                          .seed = (uint64_t)o->seed, .lr = o->lr, .weight_decay = o->weight_decay};
+    ts_bow_run_report r = {.struct_size = sizeof r};
+    if (ts_bow_run(&ro, &r) != TS_OK) {
+        int at = r.failed_at > 0 && r.failed_at <= TS_BOW_RUN_AT_RUN ? r.failed_at : TS_BOW_RUN_AT_RUN;
+        ts_bow_run_report_free(&r);
+        return cli_fail("bow", what[at], at >= TS_BOW_RUN_AT_BUILD ? 1 : 2);
     }
-    rc = 1;
-    if (!(ftr = ts_bow_featurize(train, tok, o->max_tokens)) || !(fte = ts_bow_featurize(test, tok, o->max_tokens))) {
-        fprintf(stderr, "tessera bow: %s\n", cli_error());
-        goto done;
-    }
-    int V = ts_tokenizer_vocab_size(tok), C = ts_text_dataset_num_labels(train);
-    int B = o->batch < ntrain ? o->batch : (int)ntrain; /* a batch larger than the data is all padding */
-    int L = ts_bow_longest(ftr) > ts_bow_longest(fte) ? ts_bow_longest(ftr) : ts_bow_longest(fte);
-    if (L < 1) L = 1;
-    if (ts_bow_programs(V, C, B, L, (float)o->lr, (float)o->weight_decay, o->threads, &tp, &ip) != TS_OK) {
-        fprintf(stderr, "tessera bow: building the model: %s\n", cli_error());
-        goto done;
-    }
-    int64_t nbatch = (ntrain + B - 1) / B, hit = 0;
-    double t0 = ts_seconds(), loss = 0;
-    ts_status st = ts_bow_train(tp, ftr, train, B, L, o->epochs, (uint64_t)o->seed, &loss);
-    double seconds = ts_seconds() - t0;
-    if (st || ts_program_copy_params(ip, tp) < 0 || ts_bow_accuracy(ip, fte, test, B, L, C, &hit)) {
-        fprintf(stderr, "tessera bow: %s\n", cli_error());
-        goto done;
-    }
-    int maj = 0;
-    double base = ts_classify_majority(train, test, &maj);
-    printf("tessera bow: %lld training rows, %d labels (", (long long)ntrain, C);
-    for (int c = 0; c < C; c++) printf("%s%s", c ? ", " : "", ts_text_dataset_label_name(train, c));
-    printf("), %d features, %d epoch%s of %lld batch%s in %.1f s (last epoch's train loss %.4f)\n", V, o->epochs,
-           o->epochs == 1 ? "" : "s", (long long)nbatch, nbatch == 1 ? "" : "es", seconds, loss / (double)ntrain);
+    printf("tessera bow: %lld training rows, %d labels (", (long long)r.ntrain, r.nlabels);
+    for (int c = 0; c < r.nlabels; c++) printf("%s%s", c ? ", " : "", r.labels[c]);
+    printf("), %d features, %d epoch%s of %lld batch%s in %.1f s (last epoch's train loss %.4f)\n", r.nfeatures,
+           o->epochs, o->epochs == 1 ? "" : "s", (long long)r.nbatch, r.nbatch == 1 ? "" : "es", r.seconds,
+           r.loss / (double)r.ntrain);
     printf("tessera bow: test accuracy %.2f%% (%lld of %lld), majority baseline %.2f%% (%s)\n",
-           100.0 * (double)hit / (double)ntest, (long long)hit, (long long)ntest, 100 * base,
-           ts_text_dataset_label_name(train, maj));
-    rc = 0;
-done:
-    ts_program_free(tp), ts_program_free(ip);
-    ts_bow_features_free(ftr), ts_bow_features_free(fte);
-    ts_text_dataset_free(train), ts_text_dataset_free(test);
-    ts_tokenizer_free(tok);
-    return rc;
+           100.0 * (double)r.hit / (double)r.ntest, (long long)r.hit, (long long)r.ntest, 100 * r.baseline,
+           r.labels[r.majority]);
+    ts_bow_run_report_free(&r);
+    return 0;
 }
 
 int cli_bow(int argc, char **argv) {

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tessera.h"
+#include "tessera_apps.h"
 
 /* tessera tokenize --vocab vocab.txt [--cased] [--max-len N [--pad]] [--pair] [--tokens] < text */
 int cli_tokenize(int argc, char **argv);
@@ -28,13 +28,19 @@ int cli_bow(int argc, char **argv);
 /* tessera pretrain --vocab vocab.txt --corpus FILE... --out DIR [options] (cli/pretrain.c) */
 int cli_pretrain(int argc, char **argv);
 /* tessera finetune --model DIR --train FILE --out DIR [--task classify|qa] [options]
- * (cli/finetune.c, finetune_qa.c) */
+ * (cli/finetune.c, on ts_finetune_run) */
 int cli_finetune(int argc, char **argv);
 /* tessera eval --model DIR... --data FILE [--test-split F --split-seed N] [options] (cli/eval.c) */
 int cli_eval(int argc, char **argv);
 /* tessera predict --model DIR... [--text TEXT...] [--data FILE] [< lines] (cli/predict.c,
  * predict_qa.c) */
 int cli_predict(int argc, char **argv);
+/* --model DIR... of `tessera CMD` (predict, eval) opened as an ensemble of classifiers (cli/predict.c):
+ * ts_ensemble_open with batch and threads, each member's program made as every command makes a
+ * model directory's (its int8 record, the device and load flags), results to `result`. NULL after
+ * printing the error ("tessera CMD: --model DIR ..."), *rc the exit code. */
+ts_ensemble *cli_ensemble_open(const char *cmd, const char *const *dirs, int n, int batch, int threads,
+                               ts_ensemble_result_fn result, void *result_ctx, int *rc);
 /* tessera run --model DIR --inputs IN.safetensors --outputs OUT.safetensors [--device cpu]
  *             [--dtype f32|bf16] [--threads N] [--init-random SEED] [--repeat N] */
 int cli_run(int argc, char **argv);
@@ -69,22 +75,14 @@ int cli_profile_device(int argc, char **argv);
  * (cli/plan.c) */
 int cli_plan(int argc, char **argv);
 /* tessera quantize --model DIR (--dynamic | --calib DATA [--samples N] [--method M]) --out DIR_INT8
- * [--eval DATA] [--max-drop P] (cli/quantize.c, calibration in cli/quantize_calib.c) */
+ * [--eval DATA] [--max-drop P] (cli/quantize.c; the work: ts_quantize_model_dir) */
 int cli_quantize(int argc, char **argv);
 
-/* The "quantization" record of a model directory's config.json (cli/quant_config.c). */
-/* The mode model directory dir's config.json records (written by tessera quantize):
- * TS_QUANT_DYNAMIC ("mode": "dynamic") or TS_QUANT_STATIC ("static"); TS_QUANT_NONE (0) otherwise,
- * also when it cannot be read. Its inference programs are compiled with that quantize. */
-int cli_model_quantized(const char *dir);
-/* Read dir's record into q (ts_quant_record_load: mode TS_QUANT_NONE when there is none; free it
- * with ts_quant_record_free). 0, or 2 after printing the error ("tessera CMD: DIR/config.json:
+/* The "quantization" record of a model directory's config.json (cli/quant_config.c): dir's record
+ * read into q (ts_quant_record_load: mode TS_QUANT_NONE when there is none; free it with
+ * ts_quant_record_free). 0, or 2 after printing the error ("tessera CMD: DIR/config.json:
  * ...") when the record cannot be used. */
 int cli_model_quant_load(const char *cmd, const char *dir, ts_quant_record *q);
-/* The record's JSON text ("quantization": {...}), malloc'd: dynamic when method is NULL, else
- * static with method, samples and the scales (NULL on out of memory, or a weight name holding
- * '"' or '\'). */
-char *cli_quant_record_json(const char *method, int samples, const ts_quant_scale *scales, int n);
 /* The whole of file path ("-": standard input) as a malloc'd string, NUL-terminated (the file may
  * hold NULs: *len, when len is not NULL, is its length), read to the end. NULL when it cannot be
  * opened or read, errno saying why (ENOMEM: out of memory). The command's one whole-file reader
@@ -92,7 +90,7 @@ char *cli_quant_record_json(const char *method, int samples, const ts_quant_scal
 char *cli_read_text(const char *path, size_t *len);
 
 /* tessera serve --model NAME=DIR... [--port P] [--host H] [--max-batch N] [--max-delay-ms MS] ...
- * (cli/serve.c; the engine is src/serve/) */
+ * (cli/serve.c; the engine is apps/serve/) */
 int cli_serve(int argc, char **argv);
 
 /* Fill l->command with the command line that runs layout l of request rq: `tessera pretrain` (or

@@ -4,8 +4,9 @@
  * model's text pairs) beside the majority-class baseline. A question-answering model: the
  * official SQuAD v1.1 exact match and F1 on a SQuAD JSON file. The task comes from the model's
  * architecture (--task only checks it). An audio classifier's directory (tessera audio-train):
- * accuracy on labelled audio (cli/audio_model.c). Several classifiers score as one ensemble (the mean of
- * their class probabilities, each member encoding the text with its own vocabulary and length);
+ * accuracy on labelled audio (cli/audio_model.c). Several classifiers score as one ensemble
+ * (ts_ensemble_*: the mean of their class probabilities, each member encoding the text with its
+ * own vocabulary and length);
  * --test-split / --split-seed score only the rows `tessera finetune` held out (scores from
  * tessera_tasks.h: ts_classify_*, ts_squad_score_program).
  *
@@ -33,10 +34,7 @@ typedef struct ev_opts {
 } ev_opts;
 
 static int eval_qa(const ev_opts *o, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok) {
-    ts_squad_opts so = {.max_seq_len = meta->max_len,
-                        .doc_stride = meta->doc_stride ? meta->doc_stride : ts_squad_default_stride(meta->max_len),
-                        .max_query_len = meta->max_query_len ? meta->max_query_len : ts_squad_default_query(meta->max_len),
-                        .relocate_answers = o->relocate_answers};
+    ts_squad_opts so = ts_squad_opts_of_model(meta, o->relocate_answers);
     ts_squad *s = cli_qa_load("eval", "--data", o->data, tok, &so, 1);
     if (!s) return 2;
     int rc = 1;
@@ -54,7 +52,7 @@ static int eval_qa(const ev_opts *o, const ts_bert_config *cfg, const ts_model_m
     return rc;
 }
 
-static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok) {
+static int eval_cls(const ev_opts *o, const ts_model_meta *meta) {
     ts_text_opts to = {.text_column = o->text_col,
                        .text_b_column = o->text_b_col ? o->text_b_col : meta->text_b_column,
                        .label_column = o->label_col,
@@ -84,37 +82,10 @@ static int eval_cls(const ev_opts *o, const ts_bert_config *cfg, const ts_model_
     int rc = probs ? 0 : 1;
     if (!probs) fprintf(stderr, "tessera eval: out of memory\n");
     double t0 = ts_seconds();
-    for (int k = 0; k < o->models.n && !rc; k++) { /* each member with its own vocabulary and length */
-        const char *dir = o->models.v[k];
-        ts_bert_config kcfg = *cfg;
-        ts_model_meta kmeta = {0};
-        ts_tokenizer *ktok = NULL;
-        const ts_tokenizer *t = tok;
-        const ts_model_meta *m = meta;
-        if (k > 0) {
-            rc = 2;
-            if (!(ktok = cli_model_dir_open("eval", dir, &kcfg, &kmeta))) goto next;
-            if (cli_task_of_model("eval", "classify", dir, &kcfg, &kmeta) != CLI_TASK_CLASSIFY) goto next;
-            if (!ts_model_meta_same_labels(meta, &kmeta)) {
-                fprintf(stderr, "tessera eval: --model %s and %s are not the same kind of classifier (labels or "
-                                "text columns differ); an ensemble needs models trained on the same task\n",
-                        o->models.v[0], dir);
-                goto next;
-            }
-            t = ktok, m = &kmeta;
-        }
-        rc = 1;
-        ts_program *p =
-            cli_model_dir_program("eval", dir, &kcfg, o->batch, m->max_len, o->threads, (const char *[]){"logits"}, 1);
-        if (p && ts_classify_add_probs(p, t, scored, o->batch, m->max_len, probs) != TS_OK)
-            fprintf(stderr, "tessera eval: %s on %s: %s\n", dir, o->data, cli_error());
-        else if (p)
-            rc = 0;
-        ts_program_free(p);
-    next:
-        ts_tokenizer_free(ktok);
-        if (k > 0) ts_model_meta_free(&kmeta);
-    }
+    ts_ensemble *e = rc ? NULL : cli_ensemble_open("eval", o->models.v, o->models.n, o->batch, o->threads, NULL, NULL, &rc);
+    if (e && ts_ensemble_add_dataset(e, scored, probs) != TS_OK)
+        rc = 1, fprintf(stderr, "tessera eval: scoring %s: %s\n", o->data, cli_error());
+    ts_ensemble_free(e);
     if (!rc) {
         int64_t total, correct = ts_classify_count_right(scored, probs, &total);
         int maj;
@@ -197,7 +168,7 @@ int cli_eval(int argc, char **argv) {
         fprintf(stderr, "tessera eval: --test-split %g holds out every row; finetune's is a fraction below 1\n",
                 o.test_split);
     else if (task == CLI_TASK_QA) rc = eval_qa(&o, &cfg, &meta, tok);
-    else if (task == CLI_TASK_CLASSIFY) rc = eval_cls(&o, &cfg, &meta, tok);
+    else if (task == CLI_TASK_CLASSIFY) rc = eval_cls(&o, &meta);
     ts_tokenizer_free(tok);
     ts_model_meta_free(&meta);
 done_opts:

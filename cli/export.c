@@ -20,7 +20,7 @@
  * activation scales are taken per run): it is exported in f32, saying so.
  */
 #include "cli.h"
-#include "tessera.h"
+#include "tessera_apps.h"
 #include "train_common.h"
 
 static const char *USAGE =

@@ -1,19 +1,15 @@
 /*
- * finetune.c — `tessera finetune`: train a pretrained model directory for a task. --task classify
- * (the default) trains a sequence classifier (BertForSequenceClassification) on a labelled TSV /
- * CSV / JSONL file of single texts or, with --text-b-column, text pairs ([CLS] a [SEP] b [SEP],
- * token types 0 then 1). The rows are deduplicated, then split into train and test (so no text is
- * in both), unless --eval gives the test rows; AdamW with a linear warm-up and decay fed as the
- * "lr" input; after each epoch the test accuracy is measured with an inference program and
- * printed beside the majority-class baseline. Writes config.json (with id2label),
- * model.safetensors and vocab.txt to --out, and a metrics.jsonl log. --task qa is question
- * answering on SQuAD (finetune_qa.c).
+ * finetune.c — `tessera finetune`: train a pretrained model directory for a task, --task classify
+ * (a sequence classifier on a labelled TSV / CSV / JSONL file of single texts or, with
+ * --text-b-column, text pairs) or --task qa (question answering on SQuAD v1.1). The run is the
+ * library's (tessera_tasks.h: ts_finetune_run, apps/train/finetune_run*.c); here are its flags,
+ * read into ts_finetune_run_opts and checked, --out locked, the run's lines printed with the
+ * fields they name written as the flags that set them, and the exit code.
  */
-#include <math.h>
+#include <ctype.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "finetune.h"
 #include "pipeline_opts.h"
 #include "train_common.h"
 
@@ -21,210 +17,141 @@ static const char *USAGE =
     "usage: tessera finetune --model DIR --train FILE --out DIR [options]\n"
     "  Fine-tunes the model in DIR (from tessera pretrain) for a task:\n";
 
-/* Train rows and test rows, from the files (ts_classify_rows_load). 0, or the exit code. */
-static int load_data(const ft_opts *o, ts_text_dataset **train, ts_text_dataset **test) {
-    ts_classify_rows_opts ro = {
-        .struct_size = sizeof ro, .name = "tessera finetune", .out = ts_write_stdio, .out_ctx = stdout,
-        .err = cli_write_err, .err_ctx = stderr, .train = o->train, .dev = o->dev, .test_split = o->test_split,
-        .text = {.text_column = o->text_col, .text_b_column = o->text_b_col, .label_column = o->label_col},
-        .split_seed = (uint64_t)(o->split_seed >= 0 ? o->split_seed : o->seed)};
-    ts_status st = ts_classify_rows_load(&ro, train, test);
-    return st == TS_OK ? 0 : st == TS_ERR_ARG ? 2 : 1;
-}
+/* The options of this run (one command per process): the library's, and --task and --device. */
+static ts_finetune_run_opts ft;
+static const char *ft_task, *ft_device;
 
-/* A classification run: what its model directory and checkpoints need. */
-typedef struct cls_run {
-    const ft_opts *o;
-    ts_bert_config cfg;
-    ts_model_meta meta;
-    ts_tokenizer *tok;
-    ts_text_dataset *train, *test;
-    ts_program *tp, *ip;
-    int seq;
-    char vocab[4200];
-} cls_run;
+/* A field of ts_finetune_run_opts as the library's lines name it, and the flag that sets it (NULL:
+ * the memory limit's, --device-profile's when one was given). */
+static const struct {
+    const char *field, *flag;
+} FLAGS[] = {
+    {"model_dir", "--model"}, {"train_file", "--train"}, {"eval_file", "--eval"}, {"out_dir", "--out"},
+    {"task classify", "--task classify"}, {"task qa", "--task qa"}, {"max_len", "--max-len"},
+    {"max_query_len", "--max-query-len"}, {"doc_stride", "--doc-stride"}, {"max_answer_len", "--max-answer-len"},
+    {"n_best", "--n-best"}, {"relocate_answers", "--relocate-answers"}, {"text_column", "--text-column"},
+    {"text_b_column", "--text-b-column"}, {"label_column", "--label-column"}, {"truncate", "--truncate"},
+    {"random_init", "--random-init"}, {"test_split", "--test-split"}, {"split_seed", "--split-seed"},
+    {"test_every", "--test-every"}, {"max_steps", "--max-steps"}, {"max_minutes", "--max-minutes"},
+    {"save_every", "--save-every"}, {"stop_after", "--stop-after"}, {"device_iterations", "--device-iterations"},
+    {"micro_batches", "--micro-batches"}, {"max_grad_norm", "--max-grad-norm"}, {"weight_decay", "--weight-decay"},
+    {"memory_limit", NULL}, {"stages auto", "--stages auto"}, {"tokens; batch", "tokens; --batch"},
+};
 
-static int cls_save(void *ctx) {
-    cls_run *r = ctx;
-    return cli_model_dir_save("finetune", r->o->out, r->tp, &r->cfg, "BertForSequenceClassification", r->vocab, &r->meta);
-}
+static int in_word(char c) { return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.' || c == '/'; }
 
-static int cls_checkpoint(void *ctx, int64_t step) {
-    cls_run *r = ctx;
-    return ft_ckpt_save(r->o, "classify", r->seq, 0, 0, step, r->tp);
-}
-
-static int run(const ft_opts *o) {
-    cls_run r = {.o = o};
-    ts_finetune_task *task = NULL;
-    int rc = 2;
-    FILE *metrics = NULL;
-    if (!(r.tok = cli_model_dir_open("finetune", o->model, &r.cfg, &r.meta))) return 2;
-    ts_model_meta_free(&r.meta); /* the pretrained model's labels, if any, are replaced */
-    if ((rc = load_data(o, &r.train, &r.test))) goto done;
-    rc = 2;
-    /* Without --max-len: 128, or the model's positions when fewer (only a length the user gave is
-     * refused). Nothing is loaded from a random start, so its position table may be as long as the
-     * sequences (the demo's spam filter reads 256 tokens with a 128-position pretrained shape). */
-    r.seq = o->max_len ? o->max_len
-            : !o->random_init && r.cfg.max_position_embeddings < 128 ? r.cfg.max_position_embeddings : 128;
-    if (o->random_init && r.seq > r.cfg.max_position_embeddings) r.cfg.max_position_embeddings = r.seq;
-    if (r.seq > r.cfg.max_position_embeddings) {
-        fprintf(stderr, "tessera finetune: --max-len %d exceeds the model's %d positions\n", r.seq,
-                r.cfg.max_position_embeddings);
-        goto done;
-    }
-    if (r.seq < (o->text_b_col ? 4 : 3)) {
-        fprintf(stderr, "tessera finetune: --max-len %d cannot hold [CLS] text [SEP]%s\n", r.seq,
-                o->text_b_col ? " text_b [SEP]" : "");
-        goto done;
-    }
-    int nl = ts_text_dataset_num_labels(r.train);
-    r.meta.max_len = r.seq; /* meta.lowercase stays the pretrained model's do_lower_case */
-    r.meta.truncation = o->truncation;
-    ts_truncation_apply(r.tok, r.meta.truncation, r.seq);
-    if (o->text_b_col && !(r.meta.text_b_column = strdup(o->text_b_col))) goto oom;
-    r.meta.nlabels = nl;
-    r.meta.labels = calloc((size_t)nl, sizeof *r.meta.labels);
-    if (!r.meta.labels) goto oom;
-    for (int i = 0; i < nl; i++)
-        if (!(r.meta.labels[i] = strdup(ts_text_dataset_label_name(r.train, i)))) goto oom;
-    r.cfg.num_labels = nl;
-    r.cfg.head = TS_BERT_SEQ_CLASSIFICATION;
-    if (o->bf16) r.cfg.compute_dtype = TS_BF16;
-    if (o->fp16) r.cfg.compute_dtype = TS_F16;
-    r.cfg.recompute = o->recompute;
-
-    rc = 1;
-    const int B = o->batch;
-    cli_train_loop loop;
-    if ((rc = ft_loop_opts(o, &r.cfg, TS_BERT_SEQ_CLASSIFICATION, r.seq, &loop))) goto done;
-    rc = 1;
-    if (cli_bert_programs("finetune", &r.cfg, TS_BERT_SEQ_CLASSIFICATION, B, r.seq, (uint64_t)o->seed, o->threads, 1,
-                         (float)o->wd, (const char *[]){"loss"}, 1, &r.tp, (const char *[]){"logits"}, 1, &r.ip, &loop))
-        goto done;
-    ft_describe(o, r.tp, NULL);
-    char path[4200];
-    if (!cli_path_join(path, sizeof path, o->model, "model.safetensors") ||
-        !cli_path_join(r.vocab, sizeof r.vocab, o->model, "vocab.txt")) {
-        rc = cli_fail("finetune", "--model: ", 2);
-        goto done;
-    }
-    int nmissing = ts_program_num_params(r.tp);
-    if (o->random_init) {
-        printf("tessera finetune: --random-init: %s's shape and vocabulary, no weights loaded\n", o->model);
-    } else if (ts_program_load(r.tp, path, cli_load_flags(0), &nmissing) != TS_OK) {
-        fprintf(stderr, "tessera finetune: %s\n", cli_error());
-        goto done;
-    }
-    if (!o->random_init && nmissing == ts_program_num_params(r.tp)) {
-        fprintf(stderr, "tessera finetune: %s holds none of the model's parameters\n", path);
-        goto done;
-    }
-    int64_t step = 0;
-    if (o->resume && ft_ckpt_resume(o, "classify", r.seq, 0, 0, r.tp, &step)) {
-        rc = 2;
-        goto done;
-    }
-    if ((rc = cli_out_lock("finetune", o->out))) goto done;
-    rc = 1;
-    if (!(metrics = o->resume ? cli_metrics_append(o->out, "finetune") : cli_metrics_open(o->out, "finetune")))
-        goto done;
-    ft_describe(o, r.tp, metrics);
-
-    int64_t ntrain = ts_text_dataset_size(r.train);
-    int64_t total = ft_steps_per_epoch(o, ntrain) * o->epochs;
-    if (o->max_steps && o->max_steps < total) total = o->max_steps;
-    printf("tessera finetune: %d labels (", nl);
-    for (int i = 0; i < nl; i++) printf("%s%s", i ? ", " : "", r.meta.labels[i]);
-    printf("), %d layers x %d hidden, %d of %d parameters new, %lld steps of %d x %d tokens, %s, lr %g\n",
-           r.cfg.num_hidden_layers, r.cfg.hidden_size, nmissing, ts_program_num_params(r.tp), (long long)total, B, r.seq,
-           ts_optim_kind_name((ts_optim_kind)cli_optimizer_parse("finetune", o->optimizer)), o->lr);
-    ts_finetune_task_opts to = ft_task_opts(o, r.tp, r.ip, r.seq, loop.device_iterations, metrics);
-    to.tok = r.tok, to.train_rows = r.train, to.test_rows = r.test, to.test_every = o->test_every;
-    to.labels = (const char *const *)r.meta.labels, to.ctx = &r, to.save = cls_save, to.checkpoint = cls_checkpoint;
-    ts_epoch_task t;
-    if (!(task = ts_classify_task_new(&to, &t))) goto oom;
-    rc = ft_train_loop(o, &t, step, metrics);
-    goto done;
-oom:
-    fprintf(stderr, "tessera finetune: out of memory\n");
-    rc = 1;
-done:
-    if (metrics) fclose(metrics);
-    ts_finetune_task_free(task);
-    ts_program_free(r.tp);
-    ts_program_free(r.ip);
-    ts_text_dataset_free(r.train);
-    ts_text_dataset_free(r.test);
-    ts_model_meta_free(&r.meta);
-    ts_tokenizer_free(r.tok);
-    return rc;
-}
-
-/* --task, or qa when the model directory already holds a question-answering model. */
-static int run_task(const ft_opts *o) {
-    int task = CLI_TASK_CLASSIFY;
-    if (o->task) {
-        if ((task = cli_task_parse("finetune", o->task)) < 0) return 2;
-    } else {
-        ts_bert_config cfg;
-        char path[4200];
-        ts_bert_config_default(&cfg);
-        if (cli_path_join(path, sizeof path, o->model, "config.json") && ts_bert_config_load(path, &cfg) == TS_OK &&
-            cfg.head == TS_BERT_QUESTION_ANSWERING)
-            task = CLI_TASK_QA;
-    }
-    if (task == CLI_TASK_QA) {
-        const char *cls_only = o->text_b_col   ? "--text-b-column"
-                               : o->truncate   ? "--truncate"
-                               : o->random_init ? "--random-init"
-                                                : NULL;
-        if (cls_only) {
-            fprintf(stderr, "tessera finetune: %s is for --task classify, not qa\n", cls_only);
-            return 2;
+/* text[0 .. len) with each field that stands as a word of its own written as its flag, into
+ * buf[cap] (no flag is twice as long as its field, so text up to cap / 2 fits). Its
+ * length, or 0 when text is too long to map (it is then written as it is). */
+static size_t as_flags(const char *text, size_t len, char *buf, size_t cap) {
+    if (len > cap / 2) return 0;
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        size_t k = sizeof FLAGS / sizeof *FLAGS, m = 0;
+        if (i == 0 || !in_word(text[i - 1]))
+            for (k = 0; k < sizeof FLAGS / sizeof *FLAGS; k++) {
+                m = strlen(FLAGS[k].field);
+                if (m <= len - i && !memcmp(text + i, FLAGS[k].field, m) && (i + m == len || !in_word(text[i + m])))
+                    break;
+            }
+        if (k < sizeof FLAGS / sizeof *FLAGS) {
+            const char *flag = FLAGS[k].flag              ? FLAGS[k].flag
+                               : cli_dev.device_profile ? "--device-profile's"
+                                                        : "--device-memory";
+            memcpy(buf + n, flag, strlen(flag));
+            n += strlen(flag), i += m;
+        } else {
+            buf[n++] = text[i++];
         }
-        return cli_finetune_qa(o);
     }
-    const char *qa_only = o->doc_stride      ? "--doc-stride"
-                          : o->max_query_len ? "--max-query-len"
-                          : o->max_answer_len ? "--max-answer-len"
-                          : o->n_best        ? "--n-best"
-                          : o->relocate_answers ? "--relocate-answers"
-                                             : NULL;
-    if (qa_only) {
-        fprintf(stderr, "tessera finetune: %s is for --task qa\n", qa_only);
-        return 2;
-    }
-    return run(o);
+    return n;
 }
 
-/* The options of this run (one command per process) and their table. */
-static ft_opts ft;
+/* The run's lines (ctx stdout) and error lines (ctx stderr, through cli_write_err), in flags. */
+static void write_out(void *ctx, const char *text, size_t len) {
+    char buf[16384];
+    size_t n = as_flags(text, len, buf, sizeof buf);
+    ts_write_stdio(ctx, n ? buf : text, n ? n : len);
+}
+static void write_err(void *ctx, const char *text, size_t len) {
+    char buf[16384];
+    size_t n = as_flags(text, len, buf, sizeof buf);
+    cli_write_err(ctx, n ? buf : text, n ? n : len);
+}
+
+/* A program refused for memory under --device-profile: the planner's layout that fits
+ * (cli_bert_suggest) for the model of --model, the row length and precision of this run and the
+ * stages of --stages (one device for --stages auto, which the run measured). */
+static void suggest(void) {
+    ts_bert_config cfg;
+    char path[4200];
+    ts_bert_config_default(&cfg);
+    if (!cli_path_join(path, sizeof path, ft.model_dir, "config.json") || ts_bert_config_load(path, &cfg) != TS_OK)
+        return;
+    int qa = ft.task == TS_FINETUNE_QA || (ft.task == TS_FINETUNE_AUTO && cfg.head == TS_BERT_QUESTION_ANSWERING);
+    int longest = qa ? 384 : 128, positions = cfg.max_position_embeddings;
+    int seq = ft.max_len ? ft.max_len : positions < longest && !ft.random_init ? positions : longest;
+    if (ft.random_init && seq > positions) cfg.max_position_embeddings = seq;
+    cfg.compute_dtype = ft.bf16 ? TS_BF16 : ft.fp16 ? TS_F16 : cfg.compute_dtype;
+    cfg.recompute = ft.recompute;
+    static ts_stage_plan pp; /* cfg points into it */
+    const ts_stage_plan *p = NULL;
+    if (ft.devices && !cli_pipe_one_device(ft.devices, ft.stages) &&
+        ts_stage_plan_parse(ft.devices, ft.stages, cfg.num_hidden_layers, &pp) == TS_OK && !pp.automatic) {
+        ts_stage_plan_apply(&pp, &cfg);
+        p = &pp;
+    }
+    cli_bert_suggest("finetune", &cfg, qa ? TS_BERT_QUESTION_ANSWERING : TS_BERT_SEQ_CLASSIFICATION, ft.batch, seq,
+                     1, ts_optim_kind_parse(ft.optimizer), ft.accumulation, p);
+}
+
+/* --task NAME: TS_FINETUNE_CLASSIFY or TS_FINETUNE_QA, or -1 after printing the error. */
+static int task_kind(const char *name) {
+    int t = cli_task_parse("finetune", name);
+    return t < 0 ? -1 : t == CLI_TASK_QA ? TS_FINETUNE_QA : TS_FINETUNE_CLASSIFY;
+}
+
+/* Lock --out, then the run (ts_finetune_run) with the settings the subcommands share. The exit
+ * code: 0, 1 a failure while running, 2 bad flags or inputs. */
+static int run(void) {
+    int rc = cli_out_lock("finetune", ft.out_dir);
+    if (rc) return rc;
+    ft.name = "tessera finetune";
+    ft.out = write_out, ft.out_ctx = stdout, ft.tty = isatty(fileno(stdout));
+    ft.err = write_err, ft.err_ctx = stderr;
+    ft.memory_limit = (size_t)(cli_dev.memory_gib * 1073741824.0);
+    ft.load_flags = cli_load_flags(0);
+    ft.comm = cli_rep.comm, ft.shard = cli_rep.shard_optimizer;
+    ts_status st = ts_finetune_run(&ft);
+    if (st == TS_ERR_NOMEM && cli_dev.device_profile) suggest();
+    return st == TS_OK ? 0 : st == TS_ERR_ARG || st == TS_ERR_NOT_FOUND ? 2 : 1;
+}
+
+/* The option table. */
 static const cli_opt OPTS[] = {
-    {"model", CLI_STR, &ft.model, 0, "DIR",
+    {"model", CLI_STR, &ft.model_dir, 0, "DIR",
      "the pretrained model directory (tessera pretrain's --out)"},
-    {"train", CLI_STR, &ft.train, 0, "FILE",
+    {"train", CLI_STR, &ft.train_file, 0, "FILE",
      "the training data (its kind: --task)"},
-    {"out", CLI_STR, &ft.out, 0, "DIR",
+    {"out", CLI_STR, &ft.out_dir, 0, "DIR",
      "the fine-tuned model directory to write"},
-    {"task", CLI_STR, &ft.task, 0, "classify|qa",
+    {"task", CLI_STR, &ft_task, 0, "classify|qa",
      "classify (default): a sequence classifier on FILE (.tsv or .csv with a\n"
      "header, or .jsonl); labels are the file's distinct values, sorted\n"
      "qa: extractive question answering (BertForQuestionAnswering) on a SQuAD\n"
      "v1.1 JSON file; the encoder's weights load from DIR, qa_outputs.* are new\n"
      "(inferred when DIR is already a question-answering model)"},
-    {"eval", CLI_STR, &ft.dev, 0, "FILE",
+    {"eval", CLI_STR, &ft.eval_file, 0, "FILE",
      "held-out data. classify: test on FILE instead of a split of --train;\n"
      "qa: a SQuAD file scored (EM / F1, the official v1.1 way) after each epoch", "dev"},
     {NULL, CLI_TEXT, NULL, 0, NULL, "  Classification:\n"},
-    {"text-column", CLI_STR, &ft.text_col, 0, "NAME",
+    {"text-column", CLI_STR, &ft.text_column, 0, "NAME",
      "column / key of the text (default text)"},
-    {"text-b-column", CLI_STR, &ft.text_b_col, 0, "NAME",
+    {"text-b-column", CLI_STR, &ft.text_b_column, 0, "NAME",
      "column / key of a second text: a text-pair classifier, rows encoded\n"
      "[CLS] text [SEP] text_b [SEP] (token types 0, then 1); remembered in\n"
      "config.json for tessera eval and predict"},
-    {"label-column", CLI_STR, &ft.label_col, 0, "NAME",
+    {"label-column", CLI_STR, &ft.label_column, 0, "NAME",
      "column / key of the label (default label)"},
     {"test-split", CLI_FLOAT, &ft.test_split, 0, "F",
      "fraction held out for testing, after deduplication (default 0.2; 0: none)"},
@@ -258,7 +185,7 @@ static const cli_opt OPTS[] = {
      "peak learning rate (default 1e-4)"},
     {"warmup", CLI_FLOAT, &ft.warmup, 0, "F",
      "fraction of the steps spent warming up (default 0.1)"},
-    {"weight-decay", CLI_FLOAT, &ft.wd, 0, "X",
+    {"weight-decay", CLI_FLOAT, &ft.weight_decay, 0, "X",
      "AdamW decoupled weight decay (default 0.01; not on biases and LayerNorm\n"
      "weights)"},
     {"max-grad-norm", CLI_FLOAT, &ft.max_grad_norm, 0, "X",
@@ -273,7 +200,7 @@ static const cli_opt OPTS[] = {
     {"accumulation", CLI_INT, &ft.accumulation, 1, "N",
      "micro-batches of --batch per optimizer step (default 1: the effective\n"
      "batch is batch x N; an epoch's last step may hold fewer)"},
-    {"device", CLI_STR, &ft.device, 0, "DEV",
+    {"device", CLI_STR, &ft_device, 0, "DEV",
      "one device (opencl:0, a plugin's): one program on it (default cpu)"},
     {"devices", CLI_STR, &ft.devices, 0, "LIST",
      "several devices (cpu:0,cpu:1,...): a pipeline over them, stages in 1F1B\n"
@@ -334,21 +261,20 @@ static const cli_opt OPTS[] = {
 };
 
 int cli_finetune(int argc, char **argv) {
-    ft = (ft_opts){.test_every = 1, .text_col = "text", .label_col = "label", .test_split = 0.2, .lr = 1e-4, .warmup = 0.1,
-                 .wd = 0.01, .epochs = 3, .batch = 32, .seed = 42, .split_seed = -1, .keep = 3,
-                 .optimizer = "adamw", .accumulation = 1, .device_iterations = 1};
+    ts_finetune_run_defaults(&ft); /* the flags' defaults */
+    ft_task = ft_device = NULL;
     cli_optset os;
     int rc = cli_opts_parse(&os, "finetune", USAGE, OPTS, (int)(sizeof OPTS / sizeof *OPTS), argc, argv);
     if (rc == 1) {
         char probe[4300];
-        if (!ft.out && ft.resume && cli_path_join(probe, sizeof probe, ft.resume, "trainer.json") &&
+        if (!ft.out_dir && ft.resume && cli_path_join(probe, sizeof probe, ft.resume, "trainer.json") &&
             access(probe, F_OK) != 0)
-            ft.out = ft.resume; /* an earlier run's directory */
-        const char *missing = !ft.model ? "--model DIR" : !ft.train ? "--train FILE" : !ft.out ? "--out DIR" : NULL;
+            ft.out_dir = ft.resume; /* an earlier run's directory */
+        const char *missing = !ft.model_dir ? "--model DIR" : !ft.train_file ? "--train FILE" : !ft.out_dir ? "--out DIR" : NULL;
         if (missing) {
             fprintf(stderr, "tessera finetune: %s is required\n(tessera finetune --help shows the usage)\n", missing);
             rc = 2;
-        } else if (cli_pipe_device("finetune", ft.device, &ft.devices)) {
+        } else if (cli_pipe_device("finetune", ft_device, &ft.devices)) {
             rc = 2;
         } else if (ft.test_split >= 1) {
             fprintf(stderr, "tessera finetune: --test-split %g leaves nothing to train on (use a fraction below 1)\n",
@@ -357,7 +283,7 @@ int cli_finetune(int argc, char **argv) {
         } else if (ft.warmup > 1) {
             fprintf(stderr, "tessera finetune: --warmup %g is a fraction of the steps, at most 1\n", ft.warmup);
             rc = 2;
-        } else if (ft.truncate && (ft.truncation = cli_trunc_parse("finetune", ft.truncate)) < 0) {
+        } else if (ft.truncate && cli_trunc_parse("finetune", ft.truncate) < 0) {
             rc = 2;
         } else if (ft.bf16 && ft.fp16) {
             fprintf(stderr, "tessera finetune: --bf16 and --fp16 exclude each other\n");
@@ -383,10 +309,12 @@ int cli_finetune(int argc, char **argv) {
                             "--device-iterations %d (each call into the program runs that many steps)\n",
                     ft.max_steps, ft.save_every, ft.stop_after, ft.device_iterations);
             rc = 2;
+        } else if (ft_task && (ft.task = task_kind(ft_task)) < 0) {
+            rc = 2;
         } else if (cli_replicas_setup("finetune", &ft.threads)) {
             rc = 2;
         } else if (!ft.deterministic || !(rc = cli_deterministic_setup("finetune", &ft.threads, ft.max_minutes))) {
-            rc = run_task(&ft);
+            rc = run();
         }
         cli_out_finish("finetune", rc);
     }

@@ -1,6 +1,6 @@
 /*
  * kws.c — `tessera kws`: keywords spoken in audio files or a live stream, found by openWakeWord's
- * models (ts_kws_*, src/speech/kws.c).
+ * models (ts_kws_*, apps/speech/kws.c).
  *
  *   tessera kws AUDIO... [--keyword K1,K2,...] [--threshold T] [--json] [--scores]
  *                        [--model-store DIR] [--threads N] [--model DIR]
@@ -13,7 +13,8 @@
  * object {"detections": [{"file", "time", "keyword", "score"}...], "peaks": [...]} instead.
  * "-" reads raw 16 kHz s16 mono from standard input as it comes (arecord -f S16_LE -r 16000 -c 1
  * | tessera kws -), printing each detection at once (without --json).
- * --model DIR runs an audio classifier from `tessera audio-train` instead (cli/kws_model.c).
+ * --model DIR runs an audio classifier from `tessera audio-train` instead (cli/kws_model.c). The
+ * scoring and the firing rule are the library's (ts_kws_detect*, apps/speech/detect.c).
  * The flags are read by cli_opts_parse (cli/options.h).
  */
 #include "cli.h"
@@ -21,7 +22,6 @@
 #include "speech_io.h"
 
 #define CMD "kws"
-#define PAD 16000 /* silence around a file: 1 s */
 
 static const char *USAGE =
     "usage: tessera kws AUDIO... [--keyword K1,K2,...] [--threshold T] [--json] [--scores]\n"
@@ -33,91 +33,71 @@ static const char *USAGE =
 
 typedef struct run {
     ts_kws *k;
-    float threshold;
+    ts_kws_detector *d;
     int json, scores, ndet;
     const char *file;
-    int64_t frames;       /* frames scored in this file */
-    int64_t lead;         /* samples of silence before the file */
-    float *peak;          /* per label */
-    unsigned char *above; /* per label: the score was >= threshold at the last frame */
 } run;
 
-static void print_detection(run *r, int label, double t, float score) {
-    if (r->json) {
-        printf("%s\n    {\"file\": ", r->ndet ? "," : "");
-        cli_json_string(stdout, r->file);
-        printf(", \"time\": %.2f, \"keyword\": \"%s\", \"score\": %.4f}", t, ts_kws_label(r->k, label), score);
-    } else {
-        printf("%s\t%.2f\t%s\t%.4f\n", r->file, t, ts_kws_label(r->k, label), score);
-        fflush(stdout);
-    }
-    r->ndet++;
-}
-
-/* Feed n samples; print what fires. */
-static ts_status feed(run *r, const float *x, int64_t n) {
-    const float *s;
-    int64_t nf;
-    ts_status st = ts_kws_feed(r->k, x, n, &s, &nf);
-    if (st) return st;
-    int L = ts_kws_num_labels(r->k);
-    for (int64_t f = 0; f < nf; f++, r->frames++)
-        for (int j = 0; j < L; j++) {
-            float v = s[f * L + j];
-            if (v > r->peak[j]) r->peak[j] = v;
-            if (v >= r->threshold && !r->above[j]) {
-                double t = (double)((r->frames + 1) * TS_KWS_HOP - r->lead) / 16000.0;
-                print_detection(r, j, t < 0 ? 0 : t, v);
-            }
-            r->above[j] = v >= r->threshold;
+static void print_detections(run *r, const ts_kws_detection *det, int64_t n) {
+    for (int64_t i = 0; i < n; i++, r->ndet++) {
+        const char *kw = ts_kws_label(r->k, det[i].label);
+        if (r->json) {
+            printf("%s\n    {\"file\": ", r->ndet ? "," : "");
+            cli_json_string(stdout, r->file);
+            printf(", \"time\": %.2f, \"keyword\": \"%s\", \"score\": %.4f}", det[i].time, kw, det[i].score);
+        } else {
+            printf("%s\t%.2f\t%s\t%.4f\n", r->file, det[i].time, kw, det[i].score);
+            fflush(stdout);
         }
-    return TS_OK;
+    }
 }
 
-static void start_file(run *r, const char *file, int64_t lead) {
-    int L = ts_kws_num_labels(r->k);
+/* Standard input as it comes, each detection printed at once: 0, else the exit code. */
+static int score_stdin(run *r) {
+    const ts_kws_detection *det;
+    int64_t nd, n;
+    float x[TS_KWS_HOP];
     ts_kws_reset(r->k);
-    r->file = file, r->frames = 0, r->lead = lead;
-    memset(r->peak, 0, (size_t)L * sizeof(float));
-    memset(r->above, 0, (size_t)L);
+    ts_kws_detector_reset(r->d, 0);
+    while ((n = cli_speech_read_stdin(x, TS_KWS_HOP)) > 0) {
+        if (ts_kws_detect(r->k, r->d, x, n, &det, &nd)) return cli_fail(CMD, "-: ", 1);
+        print_detections(r, det, nd);
+    }
+    if (n < 0) {
+        fprintf(stderr, "tessera kws: reading standard input failed\n");
+        return 2;
+    }
+    if (ts_kws_detect_finish(r->k, r->d, &det, &nd)) return cli_fail(CMD, "-: ", 1);
+    print_detections(r, det, nd);
+    return 0;
 }
 
 /* One file (or "-"): 0, else the exit code. */
 static int score_file(run *r, const char *path) {
-    static float silence[PAD];
-    if (!strcmp(path, "-")) {
-        start_file(r, "-", 0);
-        float x[TS_KWS_HOP];
-        int64_t n;
-        while ((n = cli_speech_read_stdin(x, TS_KWS_HOP)) > 0)
-            if (feed(r, x, n)) return cli_fail(CMD, "-: ", 1);
-        if (n < 0) {
-            fprintf(stderr, "tessera kws: reading standard input failed\n");
-            return 2;
-        }
-        return feed(r, silence, PAD) ? cli_fail(CMD, "-: ", 1) : 0;
-    }
+    const ts_kws_detection *det;
+    int64_t nd;
+    r->file = path;
+    if (!strcmp(path, "-")) return score_stdin(r);
     ts_audio *a = ts_audio_read(path, 16000);
     if (!a) return cli_fail(CMD, "", 2);
-    start_file(r, path, PAD);
-    ts_status s = feed(r, silence, PAD);
-    if (!s) s = feed(r, a->samples, a->n);
-    if (!s) s = feed(r, silence, PAD);
+    ts_status s = ts_kws_detect_clip(r->k, r->d, a->samples, a->n, &det, &nd);
     ts_audio_free(a);
     if (s) return cli_fail(CMD, "", 1);
+    print_detections(r, det, nd);
     return 0;
 }
 
 /* The peaks of the file just scored: printed (text) or added to the JSON array in peaks. */
 static void print_peaks(run *r, FILE *peaks, int *npeaks) {
+    const float *peak = ts_kws_detector_peaks(r->d);
     for (int j = 0; j < ts_kws_num_labels(r->k); j++) {
         if (!r->json) {
-            printf("%s\tpeak\t%s\t%.4f\n", r->file, ts_kws_label(r->k, j), r->peak[j]);
+            printf("%s\tpeak\t%s\t%.4f\n", r->file, ts_kws_label(r->k, j), peak[j]);
             continue;
         }
         fprintf(peaks, "%s\n    {\"file\": ", (*npeaks)++ ? "," : "");
         cli_json_string(peaks, r->file);
-        fprintf(peaks, ", \"keyword\": \"%s\", \"score\": %.4f}", ts_kws_label(r->k, j), r->peak[j]);
+        fprintf(peaks, ", \"keyword\": \"%s\", \"score\": %.4f}", ts_kws_label(r->k, j), peak[j]);
     }
 }
 
@@ -207,13 +187,13 @@ int cli_kws(int argc, char **argv) {
                         "(tessera kws --help shows the usage)\n", threshold);
         goto done_opts;
     }
-    r.threshold = threshold == -1 ? 0.5f : (float)threshold;
+    float thr = threshold == -1 ? 0.5f : (float)threshold;
     if (!files.n) {
         fprintf(stderr, "tessera kws: no AUDIO given\n(tessera kws --help shows the usage)\n");
         goto done_opts;
     }
     if (model) {
-        rc = cli_kws_model(model, dir, (char **)files.v, files.n, r.threshold, r.json, threads);
+        rc = cli_kws_model(model, dir, (char **)files.v, files.n, thr, r.json, threads);
         goto done_opts;
     }
     if (!cli_path_join(path, sizeof path, dir, "openwakeword")) {
@@ -229,12 +209,9 @@ int cli_kws(int argc, char **argv) {
                                 "--model-store DIR or TESSERA_DATA (DIR/speech) gives another directory\n");
         goto done_opts;
     }
-    int L = ts_kws_num_labels(r.k);
-    r.peak = calloc((size_t)L, sizeof *r.peak);
-    r.above = calloc((size_t)L, 1);
-    rc = r.peak && r.above ? score_all(&r, files.v, files.n) : cli_fail(CMD, "out of memory", 1);
-    free(r.peak);
-    free(r.above);
+    r.d = ts_kws_detector_new(ts_kws_num_labels(r.k), thr);
+    rc = r.d ? score_all(&r, files.v, files.n) : cli_fail(CMD, "", 1);
+    ts_kws_detector_free(r.d);
     ts_kws_free(r.k);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "tessera kws: writing the output failed\n");

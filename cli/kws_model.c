@@ -1,54 +1,34 @@
 /*
  * kws_model.c — `tessera kws --model DIR AUDIO...`: an audio classifier from `tessera
- * audio-train` run over a sliding window of its clip length on each file: a window every 320 ms
- * (4 hops of 80 ms) from the start of the file, the last ones padded with silence; windows
- * quieter than RMS 0.01 (about -40 dBFS) are skipped as silence. A window whose most probable
- * label reaches the threshold reports it, unless the window before reported the same label.
- * Prints "FILE<TAB>TIME<TAB>LABEL<TAB>SCORE" (TIME: the window's start in seconds), or with
- * --json {"detections": [{"file", "time", "keyword", "score"}...]} as tessera kws does.
+ * audio-train` run over a sliding window of its clip length on each file (ts_audio_clf_scan: a
+ * window every 320 ms, quiet windows skipped, a label reported when it reaches the threshold and
+ * the window before did not report it). Prints "FILE<TAB>TIME<TAB>LABEL<TAB>SCORE" (TIME: the
+ * window's start in seconds), or with --json {"detections": [{"file", "time", "keyword", "score"}...]}
+ * as tessera kws does.
  */
-#include <math.h>
-
 #include "cli.h"
 #include "speech_io.h"
 
-#define STEP (4 * TS_KWS_HOP)
-#define QUIET 0.01f
-
 /* One file: detections printed; 0 or the exit code. */
-static int scan(ts_audio_clf *c, const char *file, float threshold, int json, int *ndet, float *feat, float *p) {
+static int scan(ts_audio_clf *c, const char *file, float threshold, int json, int *ndet) {
     ts_audio *a = cli_speech_read(file);
     if (!a) return cli_fail("kws", "", 2);
-    int clip = ts_audio_clf_clip_samples(c), L = ts_audio_clf_num_labels(c), last = -1;
-    for (int64_t s = 0; s < a->n; s += STEP) {
-        int64_t n = a->n - s < clip ? a->n - s : clip;
-        double e = 0;
-        for (int64_t i = 0; i < n; i++) e += (double)a->samples[s + i] * a->samples[s + i];
-        if (sqrt(e / clip) < QUIET) {
-            last = -1;
-            continue;
-        }
-        if (ts_audio_clf_features(c, a->samples + s, n, feat) || ts_audio_clf_predict(c, 1, feat, p)) {
-            ts_audio_free(a);
-            return cli_fail("kws", "", 1);
-        }
-        int best = 0;
-        for (int j = 1; j < L; j++) best = p[j] > p[best] ? j : best;
-        int fire = p[best] >= threshold ? best : -1;
-        if (fire >= 0 && fire != last) {
-            double t = (double)s / 16000.0;
-            if (json) {
-                printf("%s\n    {\"file\": ", (*ndet)++ ? "," : "");
-                cli_json_string(stdout, file);
-                printf(", \"time\": %.2f, \"keyword\": ", t);
-                cli_json_string(stdout, ts_audio_clf_label(c, fire));
-                printf(", \"score\": %.4f}", p[fire]);
-            } else
-                printf("%s\t%.2f\t%s\t%.4f\n", file, t, ts_audio_clf_label(c, fire), p[fire]);
-        }
-        last = fire;
-    }
+    ts_kws_detection *det;
+    int64_t n = ts_audio_clf_scan(c, a->samples, a->n, threshold, &det);
     ts_audio_free(a);
+    if (n < 0) return cli_fail("kws", "", 1);
+    for (int64_t i = 0; i < n; i++) {
+        const char *label = ts_audio_clf_label(c, det[i].label);
+        if (json) {
+            printf("%s\n    {\"file\": ", (*ndet)++ ? "," : "");
+            cli_json_string(stdout, file);
+            printf(", \"time\": %.2f, \"keyword\": ", det[i].time);
+            cli_json_string(stdout, label);
+            printf(", \"score\": %.4f}", det[i].score);
+        } else
+            printf("%s\t%.2f\t%s\t%.4f\n", file, det[i].time, label, det[i].score);
+    }
+    free(det);
     return 0;
 }
 
@@ -58,16 +38,13 @@ int cli_kws_model(const char *model, const char *models_dir, char **files, int n
     if (!cli_path_join(path, sizeof path, models_dir, "openwakeword")) return cli_fail("kws", "", 2);
     ts_audio_clf *c = ts_audio_clf_load(model, path, threads);
     if (!c) return cli_fail("kws", "--model: ", 2);
-    float *feat = malloc((size_t)ts_audio_clf_feature_size(c) * sizeof(float));
-    float *p = malloc((size_t)ts_audio_clf_num_labels(c) * sizeof(float));
-    int rc = feat && p ? 0 : cli_fail("kws", "out of memory", 1), ndet = 0;
+    int rc = 0, ndet = 0;
     if (json) printf("{\"detections\": [");
     for (int i = 0; i < nfiles && rc != 1; i++) {
-        int frc = scan(c, files[i], threshold, json, &ndet, feat, p);
+        int frc = scan(c, files[i], threshold, json, &ndet);
         if (frc) rc = frc;
     }
     if (json) printf("%s]}\n", ndet ? "\n  " : "");
-    free(feat), free(p);
     ts_audio_clf_free(c);
     return rc;
 }

@@ -46,14 +46,40 @@ static void usage(FILE *f) {
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n`tessera SUBCOMMAND --help` describes each one. Devices in this build: %s; any subcommand takes\n"
-               "--backend-plugin PATH and --strict-device (README: Devices and plugins).\n", ts_devices());
+               "--backend-plugin PATH, --strict-device (no CPU fallback on its devices) and --quiet (no placement\n"
+               "lines at compile) (README: Devices and plugins).\n", ts_devices());
 }
 
-/* Take --backend-plugin PATH (loaded) and --strict-device (TESSERA_STRICT_DEVICE) out of argv. */
+static int strict_device; /* --strict-device: the devices a subcommand is given refuse a CPU fallback */
+
+void cli_opts_device_flags(const cli_optset *s) {
+    if (!strict_device) return;
+    for (int i = 0; i < s->nopts; i++) {
+        const cli_opt *o = &s->opts[i];
+        if (o->kind != CLI_STR || !o->name || (strcmp(o->name, "device") && strcmp(o->name, "devices"))) continue;
+        for (const char *p = *(const char *const *)o->ptr; p && *p;) { /* "opencl:0" or "cpu:0,opencl:0" */
+            size_t n = strcspn(p, ", ");
+            char name[64];
+            if (n && n < sizeof name) {
+                snprintf(name, sizeof name, "%.*s", (int)n, p);
+                /* a device that cannot be opened is left to the subcommand, which says why */
+                if (ts_device_set_option(name, "fallback", "none") != TS_OK) ts_err_clear();
+            }
+            p += n + (p[n] != 0);
+        }
+    }
+}
+
+/* Take --backend-plugin PATH (loaded), --strict-device (cli_opts_device_flags) and --quiet out of
+ * argv. The library's notices (the placement line of each compile on a plugin's device) go to
+ * stderr unless --quiet. */
 static int device_flags(int *argc, char **argv) {
-    int k = 1;
+    int k = 1, quiet = 0;
+    for (int i = 1; i < *argc; i++) quiet |= !strcmp(argv[i], "--quiet");
+    ts_set_notice_sink(quiet ? NULL : ts_write_stdio, quiet ? NULL : stderr);
     for (int i = 1; i < *argc; i++) {
-        if (!strcmp(argv[i], "--strict-device")) setenv("TESSERA_STRICT_DEVICE", "1", 1);
+        if (!strcmp(argv[i], "--strict-device")) strict_device = 1;
+        else if (!strcmp(argv[i], "--quiet")) continue;
         else if (strcmp(argv[i], "--backend-plugin")) argv[k++] = argv[i];
         else if (i + 1 == *argc) return fprintf(stderr, "tessera: --backend-plugin needs a PATH\n"), 2;
         else if (ts_backend_load(argv[++i])) return fprintf(stderr, "tessera: %s\n", cli_error()), 2;
@@ -108,8 +134,12 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("tessera %s (commit %s, as configured)\ndevices in this build: %s\n", ts_version(), TS_GIT_COMMIT,
-               ts_devices());
+        /* the features: the libraries' own (what is loaded), then the rest of the build's options */
+        const char *core = ts_build_features(), *apps = ts_apps_build_features();
+        printf("tessera %s (commit %s, as configured)\ndevices in this build: %s\n"
+               "features of libtessera: %s\nfeatures of libtessera_apps: %s\nalso on in this build: %s\n",
+               ts_version(), TS_GIT_COMMIT, ts_devices(), *core ? core : "(none)", *apps ? apps : "(none)",
+               *TS_TREE_FEATURES ? TS_TREE_FEATURES : "(none)");
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)

@@ -1,6 +1,6 @@
 /*
  * ocr.c — `tessera ocr`: the lines of text in a PNG or JPEG image, read with PaddleOCR's PP-OCRv4
- * models (ts_ocr_new / ts_ocr_run, src/ocr/).
+ * models (ts_ocr_new / ts_ocr_run, apps/ocr/).
  *
  *   tessera ocr IMAGE [--lang ch|en] [--json] [--threads N] [--model-store DIR] [--no-cls] [--time]
  *                     [--int8] [--device DEV]
@@ -18,7 +18,7 @@
 
 #include "cli.h"
 #include "options.h"
-#include "tessera.h"
+#include "tessera_apps.h"
 
 #ifndef TS_DATA_DIR
 #define TS_DATA_DIR "data"

@@ -324,6 +324,7 @@ int cli_opts_parse(cli_optset *s, const char *cmd, const char *usage, const cli_
     for (int i = 1; i < argc && !bad; i++)
         if (!apply_arg(&c, argc, argv, &i)) bad = 1;
     if (!bad && cli_opts_check_shared(cmd, s)) bad = 1;
+    if (!bad) cli_opts_device_flags(s);
     if (bad) fprintf(stderr, "(tessera %s --help shows the usage)\n", cmd);
     return bad ? 2 : 1;
 }

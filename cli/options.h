@@ -68,6 +68,11 @@ void cli_opts_usage(FILE *f, const char *usage, const cli_opt *opts, int nopts);
  * the command, cli/train_common.c): --threads at most ts_max_threads(), --device-profile read into
  * cli_dev. 0, or prints the error and returns 2. */
 int cli_opts_check_shared(const char *cmd, const cli_optset *s);
+/* After those checks (defined by the command, cli/main.c): the command-wide flags applied to what
+ * the subcommand was given. With --strict-device, each device its options "device" and "devices"
+ * name (one, or several separated by ',') gets option "fallback" "none" (ts_device_set_option):
+ * every program compiled for it refuses a node it has no kernel for. */
+void cli_opts_device_flags(const cli_optset *s);
 
 /* The closest of n names to `word` when it is a likely misspelling (edit distance at most 2, or
  * a prefix of at least 3 characters of exactly one), else NULL. */

@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 
-#include "tessera.h"
+#include "tessera_apps.h"
 
 /* Read --devices LIST and --stages SPEC (NULL or "auto": pp->automatic, to be measured) for a
  * model of `layers` layers. 0, or prints the error naming the flag and returns 2. */

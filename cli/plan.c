@@ -9,7 +9,7 @@
  */
 #include "cli.h"
 #include "options.h"
-#include "tessera.h"
+#include "tessera_apps.h"
 
 static const char *USAGE =
     "usage: tessera plan --device-profile P [--count N] [--model DIR | --model-config config.json]\n"

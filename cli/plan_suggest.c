@@ -7,45 +7,15 @@
  */
 #include "cli.h"
 
-/* The stage spec of pipeline pp ("0:emb,heads 1:0-3 ..."), or of one device with the whole model. */
-static void spec_of(const ts_stage_plan *pp, int layers, char *buf, size_t cap) {
-    size_t o = 0;
-    if (!pp || pp->nstages <= 1) {
-        snprintf(buf, cap, "0:emb,0-%d,heads", layers - 1);
-        return;
-    }
-    buf[0] = 0;
-    for (int d = 0; d < pp->ndev && o < cap; d++) {
-        int any = 0;
-        for (int s = 0; s < pp->nstages && o < cap; s++) {
-            if (pp->stage_dev[s] != d) continue;
-            int f = pp->stage_first[s], l = pp->stage_last[s], a = f < 1 ? 1 : f, b = l > layers ? layers : l;
-            o += (size_t)snprintf(buf + o, cap - o, "%s", any ? "," : o ? " " : "");
-            if (!any) o += (size_t)snprintf(buf + o, cap - o, "%d:", d);
-            any = 1;
-            if (f == 0 && o < cap) o += (size_t)snprintf(buf + o, cap - o, "emb%s", a <= b || l > layers ? "," : "");
-            if (a <= b && o < cap) o += (size_t)(a == b ? snprintf(buf + o, cap - o, "%d", a - 1)
-                                                       : snprintf(buf + o, cap - o, "%d-%d", a - 1, b - 1));
-            if (l > layers && o < cap) o += (size_t)snprintf(buf + o, cap - o, "%sheads", a <= b ? "," : "");
-        }
-    }
-}
-
-/* " the planner: stage S needs X GB on NAME (Y GB)" from the estimate of the layout asked for,
- * or "" when the estimate cannot be made or finds every stage fits. */
+/* " the planner: stage S needs X GB on NAME (Y GB)" from the estimate of the layout asked for
+ * (ts_plan_unfit_stage), or "" when the estimate cannot be made or finds every stage fits. */
 static void asked_layout(const ts_plan_request *rq, char *buf, size_t cap) {
-    ts_plan_layout *l = calloc(1, sizeof *l);
+    double need;
+    int s = ts_plan_unfit_stage(rq, &need);
     buf[0] = 0;
-    if (!l) return;
-    l->struct_size = sizeof *l;
-    if (ts_plan_estimate(rq, l) == TS_OK)
-        for (int s = 0; s < l->nstages; s++)
-            if (!l->st[s].fits) {
-                snprintf(buf, cap, "stage %d needs %.2f GB on %s (%.2f GB)", s, l->st[s].need_bytes / 1e9,
-                         rq->device->name, rq->device->memory_bytes / 1e9);
-                break;
-            }
-    free(l);
+    if (s >= 0)
+        snprintf(buf, cap, "stage %d needs %.2f GB on %s (%.2f GB)", s, need / 1e9, rq->device->name,
+                 rq->device->memory_bytes / 1e9);
 }
 
 /* The `tessera plan` command for rq's model and shapes (the layout left to the search). */
@@ -97,7 +67,7 @@ void cli_plan_command(const ts_plan_request *rq, ts_plan_layout *l) {
 void cli_plan_suggest(const char *cmd, const char *profile, const ts_plan_request *asked, const ts_stage_plan *pp) {
     ts_plan_request rq = *asked;
     char spec[256], need[256], plan[1024];
-    spec_of(pp, rq.cfg->num_hidden_layers, spec, sizeof spec);
+    ts_stage_plan_spec(pp, rq.cfg->num_hidden_layers, spec, sizeof spec);
     rq.stages = spec;
     asked_layout(&rq, need, sizeof need);
     plan_command(profile, &rq, plan, sizeof plan);

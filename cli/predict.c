@@ -5,7 +5,8 @@
  * text<TAB>text_b (the pair separated by a tab). A question-answering model reads questions and
  * contexts (predict_qa.c) and prints one answer a line. Several classifiers predict as one
  * ensemble: the label with the largest mean class probability (each member encodes the text with
- * its own vocabulary and length), and that mean.
+ * its own vocabulary and length), and that mean: ts_ensemble_* (apps/train/ensemble.c) does the
+ * work, this file reads the flags and the inputs and prints.
  *
  *   tessera predict --model DIR... [--text "..."]... [--data FILE] [--batch N] [< lines]
  */
@@ -30,109 +31,67 @@ static const char *USAGE =
 
 #define PREFIX_CHARS 60
 
-/* One classifier of the ensemble (or the only one): its program, vocabulary and row length. */
-typedef struct member {
-    ts_program *p;
-    ts_tokenizer *tok;
-    ts_model_meta meta;
-    ts_bert_config cfg;
-    ts_batch_buf bb;
-} member;
-
-typedef struct predictor {
-    member *m;    /* nm members; m[0].meta names the labels */
-    int nm;
-    int batch, n;
-    int pairs;    /* texts are text<TAB>text_b */
-    char **texts; /* the pending batch */
-    double *probs; /* [batch, labels]: the members' summed class probabilities */
-} predictor;
-
-/* Print the first PREFIX_CHARS characters of s (whole UTF-8 sequences), tabs as spaces. */
-static void print_prefix(const char *s) {
+/* The ensemble's result: label<TAB>probability<TAB>the first PREFIX_CHARS characters of the text
+ * (whole UTF-8 sequences), tabs as spaces. */
+static void print_result(void *ctx, const char *text, int label, double prob) {
+    const ts_model_meta *meta = ts_ensemble_meta(*(ts_ensemble **)ctx);
+    printf("%s\t%.4f\t", meta->labels[label] ? meta->labels[label] : "?", prob);
     int chars = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
         if ((*p & 0xC0) != 0x80 && ++chars > PREFIX_CHARS) {
             fputs("...", stdout);
             break;
         }
         putchar(*p == '\t' || *p == '\r' ? ' ' : *p);
     }
+    putchar('\n');
 }
 
-static int flush_batch(predictor *pr) {
-    if (!pr->n) return 0;
-    const ts_model_meta *meta = &pr->m[0].meta;
-    int nl = meta->nlabels;
-    memset(pr->probs, 0, (size_t)pr->batch * (size_t)nl * sizeof *pr->probs);
-    for (int k = 0; k < pr->nm; k++)
-        if (ts_classify_texts_add_probs(pr->m[k].p, &pr->m[k].bb, pr->m[k].tok, (const char *const *)pr->texts, pr->n,
-                                        pr->pairs, nl, pr->probs)) {
-            fprintf(stderr, "tessera predict: %s\n", cli_error());
-            return 1;
-        }
-    for (int i = 0; i < pr->n; i++) {
-        const double *r = pr->probs + (size_t)i * nl;
-        int best = 0;
-        for (int j = 1; j < nl; j++)
-            if (r[j] > r[best]) best = j;
-        const char *name = meta->labels[best] ? meta->labels[best] : "?";
-        printf("%s\t%.4f\t", name, r[best] / pr->nm);
-        print_prefix(pr->texts[i]);
-        putchar('\n');
-        free(pr->texts[i]);
-    }
-    pr->n = 0;
-    return 0;
+/* How a member's program is made: as every command makes a model directory's (its int8 record,
+ * the device flags), the error printed. */
+typedef struct member_ctx {
+    const char *cmd;
+    int threads, failed;
+} member_ctx;
+
+static ts_program *member_program(void *ctx, const char *dir, const ts_bert_config *cfg, int batch, int seq) {
+    member_ctx *c = ctx;
+    static char sizes_from[4200]; /* for an out-of-memory message: this member's config */
+    cli_dev.sizes_from = cli_path_join(sizes_from, sizeof sizes_from, dir, "config.json") ? sizes_from : dir;
+    ts_program *p = cli_model_dir_program(c->cmd, dir, cfg, batch, seq, c->threads, (const char *[]){"logits"}, 1);
+    c->failed |= !p;
+    return p;
 }
 
-/* Open model directory dir as member mb (a classifier; for k > 0 with m0's labels and text
- * columns). 0, or prints the error and returns 2 (not such a classifier) or 1 (its program). */
-static int open_member(member *mb, const char *dir, int k, const member *m0, int batch, int threads) {
-    if (k > 0) {
-        if (!(mb->tok = cli_model_dir_open("predict", dir, &mb->cfg, &mb->meta))) return 2;
-        if (cli_task_of_model("predict", "classify", dir, &mb->cfg, &mb->meta) != CLI_TASK_CLASSIFY) return 2;
-        if (!ts_model_meta_same_labels(&m0->meta, &mb->meta)) {
-            fprintf(stderr, "tessera predict: --model %s is not the same kind of classifier as the first model "
-                            "(labels or text columns differ); an ensemble needs models trained on the same task\n",
-                    dir);
-            return 2;
-        }
-    }
-    /* the program first: a batch too large for the device is refused by its memory check */
-    if (!(mb->p = cli_model_dir_program("predict", dir, &mb->cfg, batch, mb->meta.max_len, threads,
-                                       (const char *[]){"logits"}, 1)))
-        return 1;
-    if (!ts_batch_buf_init(&mb->bb, batch, mb->meta.max_len, 0)) {
-        fprintf(stderr, "tessera predict: out of memory for a batch of --batch %d x %d tokens\n", batch,
-                mb->meta.max_len);
-        return 1;
-    }
-    return 0;
+ts_ensemble *cli_ensemble_open(const char *cmd, const char *const *dirs, int n, int batch, int threads,
+                               ts_ensemble_result_fn result, void *result_ctx, int *rc) {
+    member_ctx c = {cmd, threads, 0};
+    ts_ensemble_opts o = {.struct_size = sizeof o, .batch = batch, .threads = threads, .program = member_program,
+                          .program_ctx = &c, .result = result, .result_ctx = result_ctx};
+    ts_ensemble *e = ts_ensemble_open(dirs, n, &o);
+    if (e) return e;
+    *rc = c.failed || ts_last_status() != TS_ERR_ARG ? 1 : 2;
+    if (!c.failed) fprintf(stderr, "tessera %s: --model %s\n", cmd, cli_error());
+    return NULL;
 }
 
-/* One input; `where` names it for errors ("stdin:3", "--text 2"). */
-static int add_text(predictor *pr, const char *text, const char *where) {
-    if (pr->pairs && !strchr(text, '\t')) {
-        fprintf(stderr, "tessera predict: %s: the model classifies text pairs: write text<TAB>text_b (no tab found)\n",
-                where);
-        return 2;
-    }
-    if (!(pr->texts[pr->n] = strdup(text))) {
-        fprintf(stderr, "tessera predict: out of memory\n");
-        return 1;
-    }
-    return ++pr->n == pr->batch ? flush_batch(pr) : 0;
+/* One input; `where` names it for errors ("stdin:3", "--text 2"). 0 or the exit code. */
+static int add_text(ts_ensemble *e, const char *text, const char *where) {
+    ts_status st = ts_ensemble_add_text(e, text);
+    if (st == TS_OK) return 0;
+    if (st == TS_ERR_ARG && ts_ensemble_meta(e)->text_b_column && !strchr(text, '\t'))
+        return fprintf(stderr, "tessera predict: %s: %s\n", where, cli_error()), 2;
+    return fprintf(stderr, "tessera predict: %s\n", cli_error()), 1;
 }
 
 /* Every input: the --text values, else the lines of `in` (in_name for errors), batched through
  * add_text. 0 or the exit code. */
-static int read_inputs(predictor *pr, const cli_strlist *texts, FILE *in, const char *in_name) {
+static int read_inputs(ts_ensemble *e, const cli_strlist *texts, FILE *in, const char *in_name) {
     char where[4200];
     int rc = 0;
     for (int i = 0; i < texts->n; i++) {
         snprintf(where, sizeof where, "--text %d", i + 1);
-        if ((rc = add_text(pr, texts->v[i], where)) != 0) return rc;
+        if ((rc = add_text(e, texts->v[i], where)) != 0) return rc;
     }
     if (texts->n) return 0;
     char *line = NULL;
@@ -144,7 +103,7 @@ static int read_inputs(predictor *pr, const cli_strlist *texts, FILE *in, const 
         if (len && line[len - 1] == '\n') line[--len] = 0;
         if (len && line[len - 1] == '\r') line[--len] = 0;
         snprintf(where, sizeof where, "%s:%ld", in_name, lineno);
-        if ((rc = add_text(pr, line, where)) != 0) break;
+        if ((rc = add_text(e, line, where)) != 0) break;
     }
     free(line);
     if (rc) return rc;
@@ -153,6 +112,25 @@ static int read_inputs(predictor *pr, const cli_strlist *texts, FILE *in, const 
         return 1;
     }
     return 0;
+}
+
+/* The classifier (or ensemble) on the inputs. 0 or the exit code. */
+static int predict_cls(const cli_strlist *models, const cli_strlist *texts, const char *data, int batch, int threads) {
+    int rc = 2;
+    FILE *in = data ? fopen(data, "r") : stdin;
+    ts_ensemble *e = NULL;
+    e = cli_ensemble_open("predict", models->v, models->n, batch, threads, print_result, &e, &rc);
+    if (e && !in) fprintf(stderr, "tessera predict: --data %s: %s\n", data, strerror(errno));
+    if (!e || !in) goto done;
+    if ((rc = read_inputs(e, texts, in, data ? data : "stdin"))) goto done;
+    rc = 1;
+    if (ts_ensemble_flush(e)) fprintf(stderr, "tessera predict: %s\n", cli_error());
+    else if (fflush(stdout) != 0) fprintf(stderr, "tessera predict: writing stdout: %s\n", strerror(errno));
+    else rc = 0;
+done:
+    if (in && in != stdin) fclose(in);
+    ts_ensemble_free(e);
+    return rc;
 }
 
 int cli_predict(int argc, char **argv) {
@@ -181,8 +159,6 @@ int cli_predict(int argc, char **argv) {
         CLI_INFER_DEVICE_OPT,
     };
     cli_optset os;
-    predictor pr = {0};
-    FILE *in = stdin;
     int rc = cli_opts_parse(&os, "predict", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done_opts;
     rc = 2;
@@ -195,70 +171,23 @@ int cli_predict(int argc, char **argv) {
         fprintf(stderr, "tessera predict: give --text or --data, not both\n");
         goto done_opts;
     }
-    pr.batch = batch;
-    if (!(pr.m = calloc((size_t)models.n, sizeof *pr.m))) {
-        fprintf(stderr, "tessera predict: out of memory\n");
-        rc = 1;
-        goto done_opts;
-    }
-    member *m0 = &pr.m[0];
-    if (!(m0->tok = cli_model_dir_open("predict", model, &m0->cfg, &m0->meta))) goto done;
-    pr.pairs = m0->meta.text_b_column != NULL;
-    const char *in_name = "stdin";
-    int task = cli_task_of_model("predict", task_flag, model, &m0->cfg, &m0->meta);
-    if (task < 0) goto done;
-    if (task == CLI_TASK_QA) {
-        if (texts.n) {
-            fprintf(stderr, "tessera predict: --text is for classifiers; %s answers questions: give JSON lines "
-                            "{\"question\": ..., \"context\": ...} on stdin or in --data FILE\n", model);
-            goto done;
-        }
-        if (models.n > 1) {
-            fprintf(stderr, "tessera predict: %s answers questions: an ensemble of several --model DIRs is for "
-                            "classifiers\n", model);
-            goto done;
-        }
-        rc = cli_predict_qa(model, &m0->cfg, &m0->meta, m0->tok, data, batch, threads, n_best ? n_best : TS_SQUAD_N_BEST,
-                           max_ans ? max_ans : TS_SQUAD_MAX_ANSWER_LEN);
-        goto done;
-    }
-    for (int k = 0; k < models.n; k++)
-        if ((rc = open_member(&pr.m[k], models.v[k], k, m0, batch, threads)) != 0) goto done;
-    pr.nm = models.n;
-    rc = 2;
-    if (data && !(in = fopen(data, "r"))) {
-        fprintf(stderr, "tessera predict: --data %s: %s\n", data, strerror(errno));
-        goto done;
-    }
-    if (data) in_name = data;
-    rc = 1;
-    pr.texts = calloc((size_t)batch, sizeof *pr.texts);
-    pr.probs = calloc((size_t)batch * (size_t)(m0->meta.nlabels ? m0->meta.nlabels : 1), sizeof *pr.probs);
-    if (!pr.texts || !pr.probs) {
-        fprintf(stderr, "tessera predict: out of memory\n");
-        goto done;
-    }
-    if ((rc = read_inputs(&pr, &texts, in, in_name))) goto done;
-    rc = 1;
-    if (flush_batch(&pr)) goto done;
-    if (fflush(stdout) != 0) {
-        fprintf(stderr, "tessera predict: writing stdout: %s\n", strerror(errno));
-        goto done;
-    }
-    rc = 0;
-done:
-    if (in && in != stdin) fclose(in);
-    if (pr.texts)
-        for (int i = 0; i < pr.n; i++) free(pr.texts[i]);
-    free(pr.texts);
-    free(pr.probs);
-    for (int k = 0; pr.m && k < models.n; k++) {
-        ts_batch_buf_free(&pr.m[k].bb);
-        ts_program_free(pr.m[k].p);
-        ts_tokenizer_free(pr.m[k].tok);
-        ts_model_meta_free(&pr.m[k].meta);
-    }
-    free(pr.m);
+    ts_bert_config cfg;
+    ts_model_meta meta = {0};
+    ts_tokenizer *tok = cli_model_dir_open("predict", model, &cfg, &meta);
+    int task = tok ? cli_task_of_model("predict", task_flag, model, &cfg, &meta) : -1;
+    if (task == CLI_TASK_QA && texts.n)
+        fprintf(stderr, "tessera predict: --text is for classifiers; %s answers questions: give JSON lines "
+                        "{\"question\": ..., \"context\": ...} on stdin or in --data FILE\n", model);
+    else if (task == CLI_TASK_QA && models.n > 1)
+        fprintf(stderr, "tessera predict: %s answers questions: an ensemble of several --model DIRs is for "
+                        "classifiers\n", model);
+    else if (task == CLI_TASK_QA)
+        rc = cli_predict_qa(model, &cfg, &meta, tok, data, batch, threads, n_best ? n_best : TS_SQUAD_N_BEST,
+                            max_ans ? max_ans : TS_SQUAD_MAX_ANSWER_LEN);
+    else if (task == CLI_TASK_CLASSIFY)
+        rc = predict_cls(&models, &texts, data, batch, threads);
+    ts_tokenizer_free(tok);
+    ts_model_meta_free(&meta);
 done_opts:
     cli_opts_free(&os);
     return rc;

@@ -22,10 +22,7 @@ static void print_answer(const char *a) {
 int cli_predict_qa(const char *model, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok,
                   const char *data, int batch, int threads, int n_best, int max_answer_len) {
     int seq = meta->max_len;
-    ts_squad_opts so = {.max_seq_len = seq,
-                        .doc_stride = meta->doc_stride ? meta->doc_stride : ts_squad_default_stride(seq),
-                        .max_query_len = meta->max_query_len ? meta->max_query_len : ts_squad_default_query(seq),
-                        .relocate_answers = 1 /* a file's answers, if any, are not used */};
+    ts_squad_opts so = ts_squad_opts_of_model(meta, 1); /* relocated: a file's answers, if any, are unused */
     ts_squad *s = NULL;
     if (data && is_squad_file(data)) {
         if (!(s = cli_qa_load("predict", "--data", data, tok, &so, 0))) return 2;

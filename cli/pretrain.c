@@ -11,7 +11,7 @@
  * time went (ts_program_profile_report; the first step, a warm-up, left out).
  *
  * Here: the flags, the model's config, the --out lock and the programs; the run itself is the
- * library's ts_pretrain_run (src/train/pretrain_run.c).
+ * library's ts_pretrain_run (apps/train/pretrain_run.c).
  */
 #include <math.h>
 #include <unistd.h>

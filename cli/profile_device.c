@@ -5,7 +5,7 @@
  */
 #include "cli.h"
 #include "options.h"
-#include "tessera.h"
+#include "tessera_apps.h"
 
 static const char USAGE[] =
     "usage: tessera profile-device [--device DEV] [--seconds S] [--out FILE]\n"

@@ -1,15 +1,9 @@
 /*
- * quant_config.c — the "quantization" record of a model directory's config.json, which `tessera
- * quantize` writes and every command that compiles a model directory reads (cli.h):
- *   "quantization": {"mode": "dynamic", "weights": "int8 per channel", "activations": "int8 per tensor, per run"}
- *   "quantization": {"mode": "static", "method": "entropy", "samples": 256, "weights": "int8 per channel",
- *                    "activations": "int8 per tensor, calibrated", "scales": {"<weight>": 0.0123, ...}}
- * Read by ts_quant_record_load (src/train/model_dir.c, which tessera serve uses too). A weight
- * name holds no '"' or '\' (tessera's and Hugging Face's names do not; the writer refuses one that
- * does).
+ * quant_config.c — the "quantization" record of a model directory's config.json (written by
+ * ts_quantize_model_dir, `tessera quantize`) read for the commands that compile a model directory
+ * (cli.h: cli_model_quant_load, over ts_quant_record_load), and the command's whole-file reader
+ * (cli_read_text), which reads standard input too.
  */
-#include <math.h>
-
 #include "cli.h"
 
 char *cli_read_text(const char *path, size_t *len) {
@@ -35,41 +29,8 @@ char *cli_read_text(const char *path, size_t *len) {
     return buf;
 }
 
-int cli_model_quantized(const char *dir) {
-    ts_quant_record r;
-    if (ts_quant_record_load(dir, &r) != TS_OK) return TS_QUANT_NONE;
-    int mode = r.mode;
-    ts_quant_record_free(&r);
-    return mode;
-}
-
 int cli_model_quant_load(const char *cmd, const char *dir, ts_quant_record *q) {
     if (ts_quant_record_load(dir, q) == TS_OK) return 0;
     fprintf(stderr, "tessera %s: %s\n", cmd, cli_error());
     return 2;
-}
-
-char *cli_quant_record_json(const char *method, int samples, const ts_quant_scale *scales, int n) {
-    size_t cap = 512 + (size_t)n * 32, len = 0;
-    for (int i = 0; i < n; i++) cap += strlen(scales[i].weight);
-    char *s = malloc(cap);
-    if (!s) return NULL;
-    if (!method) {
-        snprintf(s, cap, "\"quantization\": {\"mode\": \"dynamic\", \"weights\": \"int8 per channel\", "
-                         "\"activations\": \"int8 per tensor, per run\"}");
-        return s;
-    }
-    len += (size_t)snprintf(s, cap, "\"quantization\": {\"mode\": \"static\", \"method\": \"%s\", \"samples\": %d, "
-                            "\"weights\": \"int8 per channel\", \"activations\": \"int8 per tensor, calibrated\", "
-                            "\"scales\": {", method, samples);
-    for (int i = 0; i < n; i++) {
-        if (strpbrk(scales[i].weight, "\"\\")) {
-            free(s);
-            return NULL;
-        }
-        len += (size_t)snprintf(s + len, cap - len, "%s\n    \"%s\": %.9g", i ? "," : "", scales[i].weight,
-                                (double)scales[i].scale);
-    }
-    snprintf(s + len, cap - len, "}}");
-    return s;
 }

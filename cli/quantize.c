@@ -1,24 +1,19 @@
 /*
- * quantize.c — `tessera quantize`: an int8 copy of a model directory (issue 29). The copy holds
- * the same files (the f32 weights unchanged) and a config.json that records the quantization
- * (cli/quant_config.c), which `tessera run / eval / predict` read: their inference programs are
- * compiled with ts_compile_opts.quantize, so the weights are quantized when the program first runs.
+ * quantize.c — `tessera quantize`: an int8 copy of a model directory (issue 29), made by
+ * ts_quantize_model_dir (apps/train/quantize_dir.c): the same files (the f32 weights unchanged)
+ * and a config.json recording the quantization, which `tessera run / eval / predict` read.
  *  - --dynamic: activations quantized per tensor on every run (TS_QUANT_DYNAMIC), no data needed;
- *  - --calib DATA: static (TS_QUANT_STATIC): the activations' scales calibrated on DATA (cli/
- *    quantize_calib.c, ts_calib) and written into the record, fixed at run time.
+ *  - --calib DATA: static (TS_QUANT_STATIC): the activations' scales calibrated on DATA.
  * With --eval DATA it scores the float and the int8 model side by side (a classifier: accuracy and
  * the class probabilities' differences; a QA model: EM and F1) and, with --max-drop P, refuses to
- * write a copy that loses more than P points (of accuracy, or of F1).
+ * write a copy that loses more than P points (of accuracy, or of F1). This file reads the flags
+ * and prints what the call reports.
  *
  *   tessera quantize --model DIR (--dynamic | --calib DATA [--samples N] [--method M]) --out DIR_INT8
  *                    [--eval DATA [--max-drop P]]
  */
-#include <dirent.h>
-#include <math.h>
-#include <sys/stat.h>
-
-#include "quantize.h"
-#include "train_common.h"
+#include "cli.h"
+#include "options.h"
 
 static const char *USAGE =
     "usage: tessera quantize --model DIR (--dynamic | --calib DATA) --out DIR_INT8 [options]\n"
@@ -26,123 +21,32 @@ static const char *USAGE =
     "  output channel; activations int8 per tensor). tessera run, eval and predict run such a\n"
     "  directory's matmuls in int8.\n";
 
-/* Copy file src to dst (config.json: with record, the "quantization" key, added last). 0 or the
- * exit code. */
-static int copy_file(const char *src, const char *dst, const char *record) {
-    size_t len = 0;
-    char *s = cli_read_text(src, &len);
-    if (!s) return fprintf(stderr, "tessera quantize: cannot read %s: %s\n", src, strerror(errno)), 2;
-    FILE *f = fopen(dst, "wb");
-    int ok = f != NULL;
-    if (record) { /* the object's closing brace: the last '}' */
-        char *close = strrchr(s, '}');
-        if (!close) {
-            fprintf(stderr, "tessera quantize: %s is not a JSON object\n", src);
-            free(s);
-            if (f) fclose(f);
-            return 2;
-        }
-        ok = ok && fwrite(s, 1, (size_t)(close - s), f) == (size_t)(close - s);
-        ok = ok && fprintf(f, ",\n  %s\n}\n", record) > 0;
-    } else {
-        ok = ok && fwrite(s, 1, len, f) == len;
-    }
-    if (f && fclose(f) != 0) ok = 0;
-    free(s);
-    if (!ok) return fprintf(stderr, "tessera quantize: cannot write %s: %s\n", dst, strerror(errno)), 1;
-    return 0;
-}
+typedef struct q_flags {
+    const char *model, *out, *eval, *calib, *method, *text_col, *label_col;
+    int dynamic, batch, threads, samples;
+    double max_drop;
+} q_flags;
 
-/* Every regular file of o->model into o->out, config.json with record. 0 or the exit code. */
-static int copy_dir(const q_opts *o, const char *record) {
-    if (ts_make_dirs(o->out) != TS_OK) return fprintf(stderr, "tessera quantize: --out: %s\n", cli_error()), 1;
-    DIR *d = opendir(o->model);
-    if (!d) return fprintf(stderr, "tessera quantize: --model %s: %s\n", o->model, strerror(errno)), 2;
-    int rc = 0;
-    for (struct dirent *e; !rc && (e = readdir(d));) {
-        char src[4200], dst[4200];
-        struct stat st;
-        if (!cli_path_join(src, sizeof src, o->model, e->d_name) || !cli_path_join(dst, sizeof dst, o->out, e->d_name)) {
-            fprintf(stderr, "tessera quantize: %s\n", cli_error());
-            rc = 2;
-            break;
-        }
-        if (stat(src, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        rc = copy_file(src, dst, !strcmp(e->d_name, "config.json") ? record : NULL);
+/* The library's error with its fields named as this command's flags. */
+static void print_error(void) {
+    static const char *const FIELDS[][2] = {{"model_dir", "--model"}, {"out_dir", "--out"}, {"calib_file", "--calib"},
+                                            {"eval_file", "--eval"}, {"max_drop", "--max-drop"}};
+    fputs("tessera quantize: ", stderr);
+    for (const char *p = cli_error(); *p;) {
+        size_t k = 0, n = 0;
+        for (; k < sizeof FIELDS / sizeof *FIELDS; k++)
+            if (!strncmp(p, FIELDS[k][0], n = strlen(FIELDS[k][0])) && !(p[n] == '_' || (p[n] >= 'a' && p[n] <= 'z')))
+                break;
+        if (k < sizeof FIELDS / sizeof *FIELDS) fputs(FIELDS[k][1], stderr), p += n;
+        else fputc(*p++, stderr);
     }
-    closedir(d);
-    return rc;
-}
-
-/* Accuracy (percent) of o->model on d, float (q NULL) or int8 (q's mode and scales), its class
- * probabilities into probs [n, nl]. NAN on failure (printed). */
-static double score(const q_opts *o, const ts_quant_record *q, const ts_bert_config *cfg, const ts_model_meta *meta,
-                    const ts_tokenizer *tok, const ts_text_dataset *d, double *probs) {
-    if (q) cli_dev.quantize = q->mode, cli_dev.quant_scales = q->scales, cli_dev.nquant_scales = q->nscales;
-    ts_program *p = cli_model_dir_program("quantize", o->model, cfg, o->batch, meta->max_len, o->threads,
-                                          (const char *[]){"logits"}, 1);
-    cli_dev.quantize = 0, cli_dev.quant_scales = NULL, cli_dev.nquant_scales = 0;
-    double acc = NAN;
-    if (p && ts_classify_add_probs(p, tok, d, o->batch, meta->max_len, probs) != TS_OK)
-        fprintf(stderr, "tessera quantize: %s on %s: %s\n", o->model, o->eval, cli_error());
-    else if (p) {
-        int64_t total, right = ts_classify_count_right(d, probs, &total);
-        acc = total ? 100.0 * (double)right / (double)total : NAN;
-    }
-    ts_program_free(p);
-    return acc;
-}
-
-/* --eval of a classifier: float and int8 (q) side by side; *drop: points of accuracy lost. 0 or
- * the exit code. */
-static int eval_cls(const q_opts *o, const ts_quant_record *q, const ts_bert_config *cfg, const ts_model_meta *meta,
-                    const ts_tokenizer *tok, double *drop) {
-    ts_text_opts to = {.text_column = o->text_col, .text_b_column = meta->text_b_column, .label_column = o->label_col,
-                       .labels = (const char *const *)meta->labels, .nlabels = meta->nlabels};
-    ts_text_dataset *d = ts_text_dataset_load(o->eval, &to);
-    int rc = d ? 0 : cli_fail("quantize", "--eval ", 2);
-    int64_t n = d ? ts_text_dataset_size(d) : 0;
-    int nl = d ? ts_text_dataset_num_labels(d) : 1;
-    if (!rc && n == 0) rc = 2, fprintf(stderr, "tessera quantize: --eval %s has no rows to score\n", o->eval);
-    double *pr[2] = {calloc((size_t)(n ? n : 1) * (size_t)nl, sizeof(double)),
-                     calloc((size_t)(n ? n : 1) * (size_t)nl, sizeof(double))};
-    if (!rc && (!pr[0] || !pr[1])) rc = 1, fprintf(stderr, "tessera quantize: out of memory\n");
-    double acc[2] = {NAN, NAN};
-    for (int k = 0; k < 2 && !rc; k++)
-        if (isnan(acc[k] = score(o, k ? q : NULL, cfg, meta, tok, d, pr[k]))) rc = 1;
-    if (!rc) {
-        double mx = 0, mean = 0;
-        for (int64_t i = 0; i < n * nl; i++) {
-            double e = fabs(pr[0][i] - pr[1][i]);
-            mx = e > mx ? e : mx, mean += e / (double)(n * nl);
-        }
-        *drop = acc[0] - acc[1];
-        printf("tessera quantize: %s (%lld rows): accuracy float %.2f%%, int8 %.2f%% (%+.2f points); class "
-               "probabilities: max |float - int8| %.4f, mean %.5f\n", o->eval, (long long)n, acc[0], acc[1],
-               acc[1] - acc[0], mx, mean);
-    }
-    free(pr[0]), free(pr[1]);
-    ts_text_dataset_free(d);
-    return rc;
-}
-
-/* --eval: the model's task's scores, float and int8 (q) side by side. 0 or the exit code. */
-static int eval_both(const q_opts *o, const ts_quant_record *q, double *drop) {
-    ts_bert_config cfg;
-    ts_model_meta meta = {0};
-    ts_tokenizer *tok = cli_model_dir_open("quantize", o->model, &cfg, &meta);
-    if (!tok) return 2;
-    int task = cli_task_of_model("quantize", NULL, o->model, &cfg, &meta);
-    int rc = task < 0 ? 2 : task == CLI_TASK_QA ? cli_quantize_eval_qa(o, q, drop)
-                                                : eval_cls(o, q, &cfg, &meta, tok, drop);
-    ts_tokenizer_free(tok);
-    ts_model_meta_free(&meta);
-    return rc;
+    fputc('\n', stderr);
 }
 
 /* The flags' checks. 0 or 2 (printed). */
-static int check_opts(const q_opts *o) {
-    const char *miss = !o->model ? "--model DIR" : !o->out ? "--out DIR_INT8" : NULL;
+static int check_flags(const q_flags *o) {
+    const char *miss = !o->model ? "--model DIR" : !o->out ? "--out DIR_INT8" : NULL, *bad = NULL;
+    char msg[256];
     if (miss || o->dynamic == !!o->calib) {
         fprintf(stderr, "tessera quantize: %s\n(tessera quantize --help shows the usage)\n",
                 miss ? miss : o->dynamic ? "--dynamic and --calib DATA: give one (dynamic or calibrated static int8)"
@@ -150,67 +54,58 @@ static int check_opts(const q_opts *o) {
         if (miss) fprintf(stderr, "tessera quantize: %s is required\n", miss);
         return 2;
     }
-    if (o->dynamic && (o->samples != -1 || o->method)) {
-        fprintf(stderr, "tessera quantize: --samples and --method go with --calib DATA, not --dynamic\n");
-        return 2;
-    }
-    if (o->calib && o->samples < 1 && o->samples != -1) {
-        fprintf(stderr, "tessera quantize: --samples %d: the calibration rows, at least 1\n", o->samples);
-        return 2;
-    }
-    if (o->calib && o->method && cli_quant_method(o->method) < 0) {
-        fprintf(stderr, "tessera quantize: --method %s: takes minmax, percentile or entropy\n", o->method);
-        return 2;
-    }
-    if (o->max_drop >= 0 && !o->eval) {
-        fprintf(stderr, "tessera quantize: --max-drop needs --eval DATA (the accuracy it bounds)\n");
-        return 2;
-    }
-    if (o->max_drop < 0 && o->max_drop != -1) {
-        fprintf(stderr, "tessera quantize: --max-drop %g: points of accuracy, >= 0\n", o->max_drop);
-        return 2;
-    }
-    if (cli_model_quantized(o->model)) {
-        fprintf(stderr, "tessera quantize: --model %s is quantized already (its config.json has \"quantization\")\n",
-                o->model);
-        return 2;
-    }
-    if (!strcmp(o->model, o->out)) {
-        fprintf(stderr, "tessera quantize: --out is --model (%s); write the int8 copy elsewhere\n", o->out);
-        return 2;
-    }
-    return 0;
+    if (o->dynamic && (o->samples != -1 || o->method))
+        bad = "--samples and --method go with --calib DATA, not --dynamic";
+    else if (o->calib && o->samples < 1 && o->samples != -1)
+        snprintf(msg, sizeof msg, "--samples %d: the calibration rows, at least 1", o->samples), bad = msg;
+    else if (o->calib && o->method && ts_calib_method_parse(o->method) < 0)
+        snprintf(msg, sizeof msg, "--method %s: takes minmax, percentile or entropy", o->method), bad = msg;
+    else if (o->max_drop >= 0 && !o->eval)
+        bad = "--max-drop needs --eval DATA (the accuracy it bounds)";
+    else if (o->max_drop < 0 && o->max_drop != -1)
+        snprintf(msg, sizeof msg, "--max-drop %g: points of accuracy, >= 0", o->max_drop), bad = msg;
+    if (bad) fprintf(stderr, "tessera quantize: %s\n", bad);
+    return bad ? 2 : 0;
 }
 
-/* Calibrate (static) or not (dynamic), score, write. 0 or the exit code. */
-static int quantize(q_opts *o) {
-    ts_quant_record q = {.mode = TS_QUANT_DYNAMIC};
-    const char *method = o->method ? o->method : "percentile";
-    if (o->samples == -1) o->samples = 256;
-    int rc = o->calib ? cli_quantize_calibrate(o, cli_quant_method(method), &q) : 0;
-    double drop = 0;
-    if (!rc && o->eval) rc = eval_both(o, &q, &drop);
-    if (!rc && o->eval && o->max_drop >= 0 && drop > o->max_drop) {
-        fprintf(stderr, "tessera quantize: int8 loses %.2f points on %s, more than --max-drop %g: %s not written\n",
-                drop, o->eval, o->max_drop, o->out);
-        rc = 1;
-    }
-    char *record = rc ? NULL : cli_quant_record_json(o->calib ? method : NULL, o->samples, q.scales, q.nscales);
-    if (!rc && !record) rc = 1, fprintf(stderr, "tessera quantize: out of memory, or a weight name with '\"'\n");
-    if (!rc) rc = copy_dir(o, record);
-    if (!rc && o->calib)
+/* What the call did, printed as it went: calibration, the scores, the copy. */
+static void print_report(const q_flags *o, const ts_quantize_report *r, const char *method, int ok) {
+    int qa = r->task == TS_FINETUNE_QA;
+    if (r->calibrated)
+        printf("tessera quantize: calibrated on %lld %s of %s (%s): %d activation scales, %.1f s\n",
+               (long long)r->calib_samples, qa ? "windows" : "rows", o->calib, method, r->nscales, r->calib_seconds);
+    if (r->evaluated && qa)
+        printf("tessera quantize: %s (%lld questions): exact match float %.2f, int8 %.2f (%+.2f); F1 float %.2f, int8 "
+               "%.2f (%+.2f points)\n", o->eval, (long long)r->eval_rows, r->float_em, r->int8_em,
+               r->int8_em - r->float_em, r->float_score, r->int8_score, r->int8_score - r->float_score);
+    else if (r->evaluated)
+        printf("tessera quantize: %s (%lld rows): accuracy float %.2f%%, int8 %.2f%% (%+.2f points); class "
+               "probabilities: max |float - int8| %.4f, mean %.5f\n", o->eval, (long long)r->eval_rows, r->float_score,
+               r->int8_score, r->int8_score - r->float_score, r->max_prob_diff, r->mean_prob_diff);
+    if (ok && o->calib)
         printf("tessera quantize: %s -> %s (int8 static: weights per output channel, activations per tensor with %d "
-               "calibrated scales, %s)\n", o->model, o->out, q.nscales, method);
-    else if (!rc)
+               "calibrated scales, %s)\n", o->model, o->out, r->nscales, method);
+    else if (ok)
         printf("tessera quantize: %s -> %s (int8 dynamic: weights per output channel, activations per tensor, "
                "per run)\n", o->model, o->out);
-    free(record);
-    if (o->calib) ts_quant_record_free(&q);
-    return rc;
+}
+
+static int quantize(const q_flags *f) {
+    const char *method = f->method ? f->method : "percentile";
+    ts_quantize_opts o = {.struct_size = sizeof o, .model_dir = f->model, .out_dir = f->out,
+                          .mode = f->calib ? TS_QUANT_STATIC : TS_QUANT_DYNAMIC, .calib_file = f->calib,
+                          .method = ts_calib_method_parse(method), .samples = f->samples == -1 ? 256 : f->samples,
+                          .eval_file = f->eval, .max_drop = f->max_drop, .text_column = f->text_col,
+                          .label_column = f->label_col, .batch = f->batch, .threads = f->threads};
+    ts_quantize_report r = {.struct_size = sizeof r};
+    ts_status st = ts_quantize_model_dir(&o, &r);
+    print_report(f, &r, method, st == TS_OK);
+    if (st) print_error();
+    return st == TS_OK ? 0 : st == TS_ERR_ARG ? 2 : 1;
 }
 
 int cli_quantize(int argc, char **argv) {
-    q_opts o = {.batch = 32, .max_drop = -1, .samples = -1}; /* -1: not given */
+    q_flags o = {.batch = 32, .max_drop = -1, .samples = -1}; /* -1: not given */
     const cli_opt opts[] = {
         {"model", CLI_STR, &o.model, 0, "DIR", "the float model directory (tessera finetune's --out)"},
         {"out", CLI_STR, &o.out, 0, "DIR_INT8", "the quantized model directory to write"},
@@ -241,7 +136,7 @@ int cli_quantize(int argc, char **argv) {
     };
     cli_optset os;
     int rc = cli_opts_parse(&os, "quantize", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
-    if (rc == 1 && !(rc = check_opts(&o))) rc = quantize(&o);
+    if (rc == 1 && !(rc = check_flags(&o))) rc = quantize(&o);
     cli_opts_free(&os);
     return rc;
 }

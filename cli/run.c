@@ -20,7 +20,7 @@
 
 #include "cli.h"
 #include "tessera_backend.h"
-#include "tessera.h"
+#include "tessera_apps.h"
 #include "train_common.h"
 
 static const char *USAGE =

@@ -1,6 +1,6 @@
 /*
  * serve.c — `tessera serve`: an inference server over HTTP/1.1 for fine-tuned models (the engine
- * is src/serve/). Flags are read here (one option table, cli_opts_parse); the server starts
+ * is apps/serve/). Flags are read here (one option table, cli_opts_parse); the server starts
  * (every model loaded and compiled first), prints the address it listens on, and runs until
  * SIGTERM or SIGINT, when it stops accepting, answers every request already accepted and exits 0.
  *

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "tessera.h"
+#include "tessera_apps.h"
 
 /* The speech models' directory without --model-store: $TESSERA_DATA/speech, else the installed data
  * directory's speech/ when it holds openwakeword/melspectrogram.onnx, else the build's

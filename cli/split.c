@@ -17,7 +17,7 @@
  */
 #include "cli.h"
 #include "options.h"
-#include "tessera.h"
+#include "tessera_apps.h"
 
 static const char *USAGE =
     "usage: tessera split --data FILE --out DIR [options]\n"

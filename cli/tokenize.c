@@ -9,12 +9,14 @@
  *   --pad        pad to N with [PAD] (needs --max-len)
  *   --pair       each line is "TEXT_A<TAB>TEXT_B": [CLS] A [SEP] B [SEP]
  *   --tokens     print the wordpieces instead of their ids
+ *
+ * Each line is encoded by the library (ts_encode_line); this file reads, checks and prints.
  */
 #include <stdint.h>
 
 #include "cli.h"
 #include "options.h"
-#include "tessera.h"
+#include "tessera_apps.h"
 
 static const char *USAGE =
     "usage: tessera tokenize --vocab vocab.txt [--cased] [--max-len N [--pad]] [--pair] [--tokens] < text\n"
@@ -48,26 +50,6 @@ static int print_ids(const ts_tokenizer *tok, const int32_t *ids, int n, int as_
     return putchar('\n') != EOF;
 }
 
-/* Ids of one line into *ids (grown as needed; ts_encode_all without --max-len); returns the
- * count, or -1 on an error (in cli_error()). */
-static int encode_line(const ts_tokenizer *tok, const opts *o, char *line, int32_t **ids, int *cap) {
-    char *text_b = NULL;
-    if (o->pair && (text_b = strchr(line, '\t'))) *text_b++ = 0;
-    else if (o->pair) text_b = "";
-    int n = 0;
-    if (!o->max_len) return ts_encode_all(tok, line, text_b, ids, cap, &n) == TS_OK ? n : -1;
-    if (o->max_len > *cap) {
-        int32_t *g = realloc(*ids, (size_t)o->max_len * sizeof *g);
-        if (!g) {
-            ts_set_error(TS_ERR_NOMEM, "out of memory");
-            return -1;
-        }
-        *ids = g, *cap = o->max_len;
-    }
-    if (ts_encode(tok, line, text_b, o->max_len, *ids, NULL, NULL, &n) != TS_OK) return -1;
-    return o->pad ? o->max_len : n;
-}
-
 int cli_tokenize(int argc, char **argv) {
     opts o = {0};
     const cli_opt table[] = {
@@ -95,14 +77,8 @@ int cli_tokenize(int argc, char **argv) {
     while ((len = getline(&line, &lcap, stdin)) >= 0) {
         lineno++;
         if (len && line[len - 1] == '\n') line[--len] = 0;
-        if (memchr(line, 0, (size_t)len)) { /* NUL bytes: dropped, as the normalizer drops U+0000 */
-            ssize_t k = 0;
-            for (ssize_t j = 0; j < len; j++)
-                if (line[j]) line[k++] = line[j];
-            line[len = k] = 0;
-        }
-        int n = encode_line(tok, &o, line, &ids, &cap);
-        if (n < 0) {
+        int n = 0;
+        if (ts_encode_line(tok, line, (size_t)len, o.pair, o.max_len, o.pad, &ids, &cap, &n) != TS_OK) {
             fprintf(stderr, "tessera tokenize: stdin line %ld: %s\n", lineno, cli_error());
             rc = 1;
             break;

@@ -1,7 +1,7 @@
 /*
  * train_common.c — what the training subcommands share (see train_common.h): their flags through
- * cli_opts_parse (options.c), the metrics log's file, the BERT programs with the out-of-memory hint, model
- * directories, checkpoints to resume from, each with the error printed.
+ * cli_opts_parse (options.c), the BERT programs with the out-of-memory hint and the planner's
+ * suggestion, model directories, each with the error printed.
  */
 #include "train_common.h"
 
@@ -47,24 +47,6 @@ int cli_opts_check_shared(const char *cmd, const cli_optset *s) {
     return 0;
 }
 
-/* ------------------------------------------------------------------ metrics */
-
-static FILE *metrics_fopen(const char *dir, const char *cmd, const char *mode) {
-    char path[4200];
-    if (!cli_path_join(path, sizeof path, dir, "metrics.jsonl")) return cli_fail(cmd, "--out: ", 2), NULL;
-    FILE *f = fopen(path, mode);
-    if (!f) fprintf(stderr, "tessera %s: %s: %s\n", cmd, path, strerror(errno));
-    return f;
-}
-
-/* replicas: rank 0 writes the log, the others' lines go nowhere */
-FILE *cli_metrics_open(const char *dir, const char *cmd) {
-    return cli_rep.rank > 0 ? fopen("/dev/null", "w") : metrics_fopen(dir, cmd, "w");
-}
-FILE *cli_metrics_append(const char *dir, const char *cmd) {
-    return cli_rep.rank > 0 ? fopen("/dev/null", "w") : metrics_fopen(dir, cmd, "a");
-}
-
 /* ------------------------------------------------------------------ BERT programs and batches */
 
 int cli_deterministic_setup(const char *cmd, int *threads, double max_minutes) {
@@ -88,9 +70,7 @@ int cli_optimizer_parse(const char *cmd, const char *name) {
     return k;
 }
 
-/* A program refused for memory under --device-profile: the planner's suggestion for the same
- * model (cfg, with the pipeline's stages applied), batch, dtype and optimizer on as many devices. */
-static void suggest(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq, int train,
+void cli_bert_suggest(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq, int train,
                     int kind, int micro, const ts_stage_plan *pp) {
     int D = pp ? pp->ndev : 1, R = cli_rep.size > 1 ? cli_rep.size : 1;
     ts_plan_request rq;
@@ -143,7 +123,7 @@ int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head h
                 S > 1 ? ", and --device-iterations x --accumulation inputs" : "",
                 cli_dev.device_profile ? "; the limit is --device-profile's"
                 : cli_dev.memory_gib > 0 ? "; the limit is --device-memory" : "; --device-memory GIB sets the limit");
-    if (ts_last_status() == TS_ERR_NOMEM && cli_dev.device_profile) suggest(cmd, &c, head, batch, seq, train, kind, N, pp);
+    if (ts_last_status() == TS_ERR_NOMEM && cli_dev.device_profile) cli_bert_suggest(cmd, &c, head, batch, seq, train, kind, N, pp);
     return 1;
 }
 
@@ -191,17 +171,6 @@ int cli_make_dir(const char *cmd, const char *dir) {
     return 1;
 }
 
-int cli_model_dir_save(const char *cmd, const char *dir, const ts_program *p, const ts_bert_config *cfg,
-                      const char *architecture, const char *vocab_path, const ts_model_meta *meta) {
-    if (cli_rep.rank > 0) return 0; /* replicas: rank 0 writes the model (every rank holds the same) */
-    ts_bert_config c = *cfg;
-    for (int h = 0; h <= TS_BERT_QUESTION_ANSWERING; h++)
-        if (!strcmp(architecture, ts_bert_head_name((ts_bert_head)h))) c.head = (ts_bert_head)h;
-    if (ts_model_save_dir(dir, p, &c, vocab_path, meta) == TS_OK) return 0;
-    fprintf(stderr, "tessera %s: %s\n", cmd, cli_error());
-    return 1;
-}
-
 ts_tokenizer *cli_model_dir_open(const char *cmd, const char *dir, ts_bert_config *cfg, ts_model_meta *meta) {
     static char sizes_from[4200]; /* for the out-of-memory message of cli_bert_programs */
     cli_dev.sizes_from = cli_path_join(sizes_from, sizeof sizes_from, dir, "config.json") ? sizes_from : dir;
@@ -209,19 +178,6 @@ ts_tokenizer *cli_model_dir_open(const char *cmd, const char *dir, ts_bert_confi
     ts_tokenizer *tok = ts_model_load_dir(dir, cfg, meta);
     if (!tok) fprintf(stderr, "tessera %s: --model %s: %s\n", cmd, dir, cli_error());
     return tok;
-}
-
-/* ------------------------------------------------------------------ full-state checkpoints */
-
-int cli_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap) {
-    ts_status st = ts_train_checkpoint_find_on(cli_rep.comm, resume, path, cap);
-    if (st == TS_OK) return 0;
-    if (st == TS_ERR_COMM) {
-        fprintf(stderr, "tessera %s: --resume: %s\n", cmd, cli_error());
-        return 1;
-    }
-    if (cli_rep.rank == 0) fprintf(stderr, "tessera %s: --resume %s\n", cmd, cli_error());
-    return 2;
 }
 
 ts_program *cli_model_dir_program(const char *cmd, const char *dir, const ts_bert_config *cfg, int batch, int seq,

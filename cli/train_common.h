@@ -1,8 +1,7 @@
 /*
  * train_common.h — what `tessera pretrain`, `finetune`, `eval` and `predict` share: their flags
- * (read by cli_opts_parse) and the settings they share, the JSONL metrics log's file, the BERT
- * programs, and model directories (config.json + model.safetensors + vocab.txt) written and read
- * back, each with its error printed.
+ * (read by cli_opts_parse) and the settings they share, the BERT programs, and model directories
+ * (config.json + model.safetensors + vocab.txt) read back, each with its error printed.
  */
 #ifndef CLI_TRAIN_COMMON_H
 #define CLI_TRAIN_COMMON_H
@@ -11,7 +10,7 @@
 #include <stdio.h>
 
 #include "options.h"
-#include "tessera.h"
+#include "tessera_apps.h"
 
 /* ------------------------------------------------------------------ options */
 
@@ -84,14 +83,8 @@ extern cli_replicas cli_rep;
  * the replicas when there are several. When several ranks share this host and *threads is 0 (all
  * CPUs), it becomes their share of the CPUs. */
 int cli_replicas_setup(const char *cmd, int *threads);
-/* ------------------------------------------------------------------ progress, metrics, timing */
+/* ------------------------------------------------------------------ deterministic runs */
 
-/* The progress line and metrics rows are the library's (ts_progress, ts_metrics_write). */
-
-/* Create DIR/metrics.jsonl (a new log each run); NULL with a message on failure. */
-FILE *cli_metrics_open(const char *dir, const char *cmd);
-/* Open DIR/metrics.jsonl to add to it (a resumed run continues the log). */
-FILE *cli_metrics_append(const char *dir, const char *cmd);
 /* --deterministic: the same seed and thread count give bit-identical losses and parameters run
  * to run. tessera's kernels already compute the same bits at a fixed thread count (static
  * OpenMP schedules, no atomics, OpenMP's dynamic adjustment off), so the flag pins the thread
@@ -119,12 +112,6 @@ int cli_out_lock(const char *cmd, const char *dir);
  * --resume continues from), which is kept and said. Until then a fatal signal removes it the
  * same way before the process dies. */
 void cli_out_finish(const char *cmd, int rc);
-
-/* Write DIR/model.safetensors (ts_program_save), DIR/vocab.txt (a copy of vocab_path) and
- * DIR/config.json (cfg, architecture, meta), each atomically (temp file, fsync, rename), config
- * last; DIR is created. 0, or prints the error naming the file and returns 1. */
-int cli_model_dir_save(const char *cmd, const char *dir, const ts_program *p, const ts_bert_config *cfg,
-                      const char *architecture, const char *vocab_path, const ts_model_meta *meta);
 
 /* Read DIR/config.json into cfg and meta, and load DIR/vocab.txt. Prints the error (naming the
  * file) and returns NULL on failure. */
@@ -168,6 +155,12 @@ int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head h
                      int ninfer_fetches, ts_program **infer_p,
                      const cli_train_loop *loop);
 
+/* A program refused for memory under --device-profile: print the planner's suggestion
+ * (cli_plan_suggest) for the same model (cfg, with the pipeline pp's stages applied; pp NULL: one
+ * device), batch x seq, dtype, optimizer kind and `micro` micro-batches a step, on as many devices. */
+void cli_bert_suggest(const char *cmd, const ts_bert_config *cfg, ts_bert_head head, int batch, int seq, int train,
+                      int kind, int micro, const ts_stage_plan *pp);
+
 /* --profile (pretrain, finetune): the training program is compiled with profiling on
  * (cli_train_loop.profile; a pipeline, --devices, is refused); the run prints its report
  * (ts_train_profile_print), the first call left out as a warm-up. */
@@ -182,11 +175,6 @@ int cli_bert_programs(const char *cmd, const ts_bert_config *cfg, ts_bert_head h
  * error ("tessera CMD: ...") on failure. */
 ts_program *cli_model_dir_program(const char *cmd, const char *dir, const ts_bert_config *cfg, int batch, int seq,
                                  int threads, const char *const *fetches, int nfetch);
-
-/* Find the checkpoint of --resume DIR (ts_train_checkpoint_find_on: with replicas rank 0 looks
- * and the others take its answer) into path[cap]. 0, or prints the error and returns 2 (1 when the
- * ranks cannot agree). */
-int cli_ckpt_find(const char *cmd, const char *resume, char *path, size_t cap);
 
 /* ------------------------------------------------------------------ tasks */
 

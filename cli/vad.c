@@ -1,7 +1,8 @@
 /*
  * vad.c — `tessera vad`: the stretches of speech in audio files, found by Silero VAD v5
- * (ts_vad_*, src/speech/vad.c) with Silero's post-processing (ts_vad_segments: threshold 0.5,
- * speech at least 250 ms, silences of at least 100 ms split it, 30 ms of padding).
+ * (ts_vad_*, apps/speech/vad.c; a clip's segments: ts_vad_detect) with Silero's post-processing
+ * (ts_vad_segments: threshold 0.5, speech at least 250 ms, silences of at least 100 ms split it,
+ * 30 ms of padding).
  *
  *   tessera vad AUDIO... [--json] [--threshold T] [--model-store DIR] [--threads N]
  *
@@ -22,36 +23,14 @@ static const char *USAGE =
     "  threshold, ends after 100 ms below threshold - 0.15, lasts at least 250 ms, padded by\n"
     "  30 ms. Prints FILE, START, END (seconds), tab separated, one line per segment.\n";
 
-/* All probabilities of audio a, appended into *probs (malloc'ed); returns the count or -1. */
-static int64_t probabilities(ts_vad *v, const ts_audio *a, float **probs) {
-    const float *p, *q;
-    int64_t n, m;
-    ts_vad_reset(v);
-    *probs = NULL;
-    if (ts_vad_feed(v, a->samples, a->n, &p, &n)) return -1;
-    float *all = malloc((size_t)(n + 1) * sizeof *all);
-    if (!all) return -1;
-    memcpy(all, p, (size_t)n * sizeof *all);
-    if (ts_vad_finish(v, &q, &m)) {
-        free(all);
-        return -1;
-    }
-    if (m) all[n++] = q[0];
-    *probs = all;
-    return n;
-}
-
 /* One file: its segments printed; 0, else the exit code. */
 static int segment_file(ts_vad *v, const char *path, const ts_vad_params *params, int json, int *nprinted) {
     ts_audio *a = cli_speech_read(path);
     if (!a) return cli_fail(CMD, "", 2);
-    float *probs;
     ts_vad_segment *segs = NULL;
-    int64_t n = probabilities(v, a, &probs);
-    int ns = n < 0 ? -1 : ts_vad_segments(probs, n, a->n, params, &segs);
+    int ns = ts_vad_detect(v, a->samples, a->n, params, &segs);
     if (ns < 0) {
         fprintf(stderr, "tessera vad: %s: %s\n", path, cli_error());
-        free(probs);
         ts_audio_free(a);
         return 1;
     }
@@ -66,7 +45,6 @@ static int segment_file(ts_vad *v, const char *path, const ts_vad_params *params
         }
     }
     free(segs);
-    free(probs);
     ts_audio_free(a);
     return 0;
 }

@@ -6,7 +6,7 @@
  */
 #include "cli.h"
 #include "options.h"
-#include "tessera.h"
+#include "tessera_apps.h"
 
 static const char *USAGE =
     "usage: tessera vocab --out vocab.txt --size N [--cased] FILE...\n"

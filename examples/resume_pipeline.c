@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tessera.h"
+#include "tessera_apps.h"
 
 #define STEPS 6   /* the whole run */
 #define BREAK 3   /* where the first piece stops */

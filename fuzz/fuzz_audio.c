@@ -1,5 +1,5 @@
 /*
- * fuzz_audio.c — libFuzzer target for the audio reader (src/audio/: libsndfile over memory, the
+ * fuzz_audio.c — libFuzzer target for the audio reader (apps/audio/: libsndfile over memory, the
  * WAV header peek, the mix-down, libsamplerate): the input is decoded from memory to mono 16 kHz.
  * Whatever the bytes, a file is refused with a message, or decoded to at least one sample at
  * 16 kHz, every sample readable; never a crash, leak or out-of-bounds read. The length is capped
@@ -7,6 +7,7 @@
  * claim an hour of silence, and decoding and resampling that is slow, not wrong. The same bytes
  * also go through ts_audio_from_s16, and a short decoded clip is written as WAV and read back.
  */
+#include "tessera_apps.h"
 #include "fuzz_util.h"
 
 #include "audio/audio.h"

@@ -9,13 +9,16 @@
 #include "fuzz_util.h"
 
 #include "../cli/options.c"
-#include "core/fileio.h"
+#include "tessera.h"
 
 /* The command's shared checks (cli/train_common.c) are not part of the parser. */
 int cli_opts_check_shared(const char *cmd, const cli_optset *s) {
     (void)cmd, (void)s;
     return 0;
 }
+
+/* The command's --strict-device hook (cli/main.c): nothing to mark here. */
+void cli_opts_device_flags(const cli_optset *s) { (void)s; }
 
 /* The command's reader (cli/quant_config.c), as the core's. */
 char *cli_read_text(const char *path, size_t *len) { return ts_read_file(path, len); }

@@ -1,9 +1,10 @@
 /*
  * fuzz_config.c — libFuzzer target for the BERT config.json reader (ts_bert_config_load in
- * src/models/bert.c): the input is written to a file and loaded over ts_bert_config_default's
+ * apps/models/bert.c): the input is written to a file and loaded over ts_bert_config_default's
  * values. A config the loader accepts must also pass ts_bert_config_check (the loader promises
  * the same bounds); anything else must be an error, never a crash, leak or undefined behaviour.
  */
+#include "tessera_apps.h"
 #include "fuzz_util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

@@ -1,9 +1,10 @@
 /*
  * fuzz_device_profile.c — libFuzzer target for the device-profile reader (ts_device_profile_load
- * of a file, src/plan/profile.c): the input is written to a file and loaded. A profile the reader
+ * of a file, apps/plan/profile.c): the input is written to a file and loaded. A profile the reader
  * accepts must save (ts_device_profile_save) and load back to the same figures; anything else
  * must be an error, never a crash, leak or undefined behaviour.
  */
+#include "tessera_apps.h"
 #include "fuzz_util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

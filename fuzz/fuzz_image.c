@@ -1,10 +1,11 @@
 /*
- * fuzz_image.c — libFuzzer target for the image decoders (src/vision/: image.c, png.c through
+ * fuzz_image.c — libFuzzer target for the image decoders (apps/vision/: image.c, png.c through
  * libpng, jpeg.c through libjpeg): the input is decoded from memory with ts_image_decode. A file
  * that is not a PNG or JPEG, or is cut short or corrupt, must be refused with a message, never
  * crash, leak, read out of bounds or longjmp past its cleanup; an image that decodes must have a
  * size within the limits and every one of its RGB bytes readable.
  */
+#include "tessera_apps.h"
 #include "fuzz_util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

@@ -1,11 +1,12 @@
 /*
- * fuzz_pretrain.c — libFuzzer target for the BERT pretraining text reader (src/data/pretrain.c,
+ * fuzz_pretrain.c — libFuzzer target for the BERT pretraining text reader (apps/data/pretrain.c,
  * pairs.c, masking.c): the input is written to a text file and read with ts_pretrain_open (a tiny
  * vocabulary, batches of 2 x 16 tokens, windows of 4 documents, one epoch, whole-word masking
  * when the first byte is odd) and ts_pretrain_next, at most 64 batches. Every id and label must
  * lie in the vocabulary, and a reader restored to the state saved after the first batch must
  * serve the second batch again. Bad input must be an error, never a crash, leak or hang.
  */
+#include "tessera_apps.h"
 #include "fuzz_util.h"
 
 #define B 2

@@ -1,12 +1,13 @@
 /*
  * fuzz_serve_request.c — libFuzzer target for `tessera serve`'s request decoding
- * (src/serve/request.c): the first byte picks the body's kind and the model it is for (bit 0: a
+ * (apps/serve/request.c): the first byte picks the body's kind and the model it is for (bit 0: a
  * /v1 :predict body, else a v2 infer body; bit 1: a question-answering model; bit 2: a text-pair
  * classifier; bit 3: a v2 body for an ONNX model with inputs "x" f32 [b, 3] and "ids" i64 [b, 2]),
  * the rest is the body. A body the decoder accepts must hold what the model takes
  * (rows within --max-batch, tokens within the model's length, every id, type and mask in range;
- * texts present); a refused one must come with a reason that makes a JSON error. Anything else,
- * a crash, a leak or undefined behaviour, is a finding.
+ * texts present); a refused one must fail with TS_ERR_ARG (TS_ERR_NOMEM out of memory) and a
+ * reason, the thread's last error, that makes a JSON error. Anything else, a crash, a leak or
+ * undefined behaviour, is a finding.
  */
 #include "fuzz_util.h"
 #include "serve/serve.h"
@@ -44,15 +45,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const serve_sig sig = {.max_batch = 8, .max_seq = 32, .vocab = 120, .type_vocab = 2, .qa = (data[0] >> 1) & 1,
                            .pairs = !((data[0] >> 1) & 1) && ((data[0] >> 2) & 1)};
     const char *body = (const char *)data + 1;
-    char err[512] = "";
-    int code;
+    ts_err_clear();
+    ts_status code;
     if (data[0] & 8) {
         static serve_onnx_sig osig = {.batch = 4, .nin = 2,
                                       .in = {{"x", TS_F32, 2, {4, 3}}, {"ids", TS_I64, 2, {4, 2}}}};
         ts_tensor *in[SERVE_MAX_IO];
         int rows;
         char id[SERVE_NAME_MAX];
-        code = serve_decode_named(&osig, body, size - 1, in, &rows, id, err, sizeof err);
+        code = serve_decode_named(&osig, body, size - 1, in, &rows, id);
         for (int k = 0; !code && k < 2; k++) {
             const int64_t *sh = ts_tensor_shape(in[k]);
             if (sh[0] != rows || rows < 1 || rows > 4 || sh[1] != osig.in[k].shape[1] ||
@@ -65,19 +66,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int k = 0; !code && k < 2; k++) ts_tensor_free(in[k]);
     } else if (data[0] & 1) {
         serve_texts t;
-        code = serve_decode_texts(&sig, body, size - 1, &t, err, sizeof err);
+        code = serve_decode_texts(&sig, body, size - 1, &t);
         if (!code) check_texts(&sig, &t);
         serve_texts_free(&t);
     } else {
         serve_tensors t;
-        code = serve_decode_infer(&sig, body, size - 1, &t, err, sizeof err);
+        code = serve_decode_infer(&sig, body, size - 1, &t);
         if (!code) check_tensors(&sig, &t);
         serve_tensors_free(&t);
     }
     if (code) {
+        const char *err = ts_last_error();
         char *reply = serve_reply_error(err);
-        if (code != 400 || !err[0] || !reply) {
-            fprintf(stderr, "fuzz: a refused body gave status %d and reason '%s'\n", code, err);
+        if ((code != TS_ERR_ARG && code != TS_ERR_NOMEM) || ts_last_status() != code || !err[0] || !reply) {
+            fprintf(stderr, "fuzz: a refused body gave %s and reason '%s'\n", ts_status_name(code), err);
             abort();
         }
         free(reply);

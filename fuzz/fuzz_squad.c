@@ -1,11 +1,12 @@
 /*
- * fuzz_squad.c — libFuzzer target for the SQuAD reader (src/data/squad.c, squad_eval.c): the input
+ * fuzz_squad.c — libFuzzer target for the SQuAD reader (apps/data/squad.c, squad_eval.c): the input
  * is parsed in memory (not NUL-terminated) with ts_squad_parse and a tiny vocabulary, with small
  * windows (max_seq_len 32, doc_stride 8, max_query_len 8) and answer relocation when the first
  * byte is odd. When it parses, every example is read, every feature is written into batches, and
  * the examples are scored (ts_squad_evaluate) against made-up logits. A malformed document must
  * be an error, never a crash, leak or undefined behaviour.
  */
+#include "tessera_apps.h"
 #include "fuzz_util.h"
 
 #define T 32

@@ -1,11 +1,12 @@
 /*
- * fuzz_textcls.c — libFuzzer target for the text-classification file readers (src/data/textcls.c
+ * fuzz_textcls.c — libFuzzer target for the text-classification file readers (apps/data/textcls.c
  * and csv.c): the input is written as a .tsv, a .csv and a .jsonl file and each is loaded with
  * ts_text_dataset_load, with the default columns, as pairs with a given label list, and (TSV /
  * CSV) without a header. A dataset that loads is read row by row, deduplicated, split 70/30 and
  * encoded into a batch. A malformed file must be an error, never a crash, leak or undefined
  * behaviour.
  */
+#include "tessera_apps.h"
 #include "fuzz_util.h"
 
 #define BATCH 4

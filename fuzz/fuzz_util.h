@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tessera.h"
+#include "tessera_apps.h"
 
 #define FUZZ_MAX_FILES 16
 /* Not every target uses every helper. */

@@ -1,11 +1,12 @@
 /*
  * fuzz_vocab.c — libFuzzer target for the vocab.txt reader and the WordPiece tokenizer built from
- * it (src/text/vocab.c, wordpiece.c, basic.c): the input is written to a file and loaded with
+ * it (apps/text/vocab.c, wordpiece.c, basic.c): the input is written to a file and loaded with
  * ts_tokenizer_load (uncased when the input's first byte is odd); when it loads, fixed texts are
  * tokenized and encoded (one text, a pair, head+tail truncation) with max_len 32, and every id
  * produced is looked up. A bad vocabulary must be an error, never a crash, leak or undefined
  * behaviour, and every id must lie inside the vocabulary.
  */
+#include "tessera_apps.h"
 #include "fuzz_util.h"
 
 #define MAX_LEN 32

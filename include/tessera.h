@@ -1,6 +1,6 @@
 /*
- * tessera.h — the public API of tessera, a static-graph deep-learning framework in C. This header
- * includes every part of it, one header per subject:
+ * tessera.h — the public API of libtessera, the core of tessera, a static-graph deep-learning
+ * framework in C. This header includes every part of the core, one header per subject:
  *
  *   tessera_core.h       version, TS_API, status and errors, tensors, graphs, programs
  *   tessera_graph_ops.h  the graph builder's ops (the name tessera_ops.h is kept for the op
@@ -8,20 +8,15 @@
  *   tessera_train.h      backward pass, recomputation, stages, optimizers, schedules, training loop
  *   tessera_checkpoint.h safetensors, parameters and training checkpoints
  *   tessera_devices.h    replicas: the communicator between processes
- *   tessera_text.h       WordPiece, batches, pretraining text, text datasets, SQuAD
- *   tessera_bert.h       BERT: config, model, heads, model directories, training programs
  *   tessera_onnx.h       ONNX import, sessions, export
- *   tessera_ocr.h        images and OCR
- *   tessera_speech.h     audio in, keyword spotting, voice activity
- *   tessera_tasks.h      what the tessera command does, as library calls: resumable runs,
- *                        held-out evaluation, stage balancing, answer decoding, bag of words,
- *                        whole pretraining runs, epochs over rows and the fine-tuning tasks,
- *                        a run's lines and options
- *   tessera_plan.h       planning a run: device profiles, the cost model, the layout search
- *   tessera_serve.h      an inference server over HTTP with dynamic batching (tessera serve)
+ *   tessera_support.h    for libraries built on the core: errors, struct versioning, files, clock
  *   tessera_backend.h    (not included here) backends from the host's side: loading plugins,
  *                        registering a table; it includes tessera_plugin.h, the device ABI,
  *                        which is all a plugin includes (with tessera_ops.h and tessera_types.h)
+ *
+ * The applications built on this API — BERT, text, images, audio, speech, OCR, the planner,
+ * serving — are a second library, libtessera_apps, with its own header tessera_apps.h and no ABI
+ * promise (apps/include/tessera_apps.h says what it does promise). Nothing here depends on it.
  *
  * The model of use, front to back:
  *
@@ -114,13 +109,7 @@
 #include "tessera_train.h"
 #include "tessera_checkpoint.h"
 #include "tessera_devices.h"
-#include "tessera_text.h"
-#include "tessera_bert.h"
 #include "tessera_onnx.h"
-#include "tessera_ocr.h"
-#include "tessera_speech.h"
-#include "tessera_tasks.h"
-#include "tessera_plan.h"
-#include "tessera_serve.h"
+#include "tessera_support.h"
 
 #endif /* TESSERA_H */

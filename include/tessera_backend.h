@@ -38,6 +38,24 @@ TS_API ts_status ts_backend_register(const ts_backend_api *api);
 TS_API int ts_backend_count(void);
 TS_API const ts_backend_api *ts_backend_at(int i);
 TS_API const ts_backend_api *ts_backend_find(const char *name);
+/* Does backend table api have entry `field` (within the struct_size it was built with) and is it
+ * set? For the optional entries: TS_API_HAS(api, copy_from_device). */
+#define TS_API_HAS(api, field) \
+    ((api)->struct_size >= offsetof(ts_backend_api, field) + sizeof((api)->field) && (api)->field)
+
+/* The backend of device `device` ("cpu", "cpu:2", "opencl:1"; NULL or "": "cpu"), the device
+ * opened as a program compiled for it opens it (loading the backend's plugin by name from the
+ * plugin directories when it is not registered yet: ts_backend_load_named) and kept for the
+ * process. The built-in CPU backend's devices give ts_backend_find("cpu"). NULL with the error
+ * set: TS_ERR_ARG for a malformed name, TS_ERR_NOT_FOUND for an unknown backend or an index
+ * beyond its devices, or what opening the device failed with. Thread-safe. */
+TS_API const ts_backend_api *ts_device_backend(const char *device);
+/* The bytes of memory device `device` (named as for ts_device_backend, opened as it does) has
+ * for programs, as its backend reports them (what ts_compile checks a program against when
+ * ts_compile_opts.memory_limit is 0). 0 when the backend reports none (memory_bytes absent or 0),
+ * and 0 with the error set (ts_device_backend's) when there is no such device. Thread rule: as
+ * ts_compile, which asks the device the same. */
+TS_API size_t ts_device_memory_bytes(const char *device);
 
 /* For a backend linked into the program (ts_backend_register): record an error message for the
  * calling thread (what ts_last_error() returns) and return code. A plugin uses host->error

@@ -72,7 +72,7 @@ TS_API ts_status ts_program_load(ts_program *p, const char *path, int flags, int
  * (TS_F32, TS_BF16 or TS_F16), with "__metadata__" {"format": "pt"} as Hugging Face expects. */
 TS_API ts_status ts_program_save(const ts_program *p, const char *path, ts_dtype dtype);
 
-/* The whole training state, for an exact resume (src/train/run_state.c). A checkpoint is a
+/* The whole training state, for an exact resume (apps/train/run_state.c). A checkpoint is a
  * directory DIR holding
  *   model.safetensors  every parameter in f32 (as ts_program_save; loadable by ts_program_load),
  *   state.safetensors  every persistent non-parameter value by name (optimizer state such as

@@ -31,6 +31,12 @@ extern "C" {
 /* The version of the library actually loaded, "0.1.0" (which may differ from this header's when a
  * program runs against another libtessera.so of the same major). */
 TS_API const char *ts_version(void);
+/* The optional features this libtessera was built with, space-separated in this order: "onnx"
+ * (the ONNX importer and exporter, tessera_onnx.h) and "mpi" (replicas over MPI processes,
+ * tessera_devices.h); "" for neither ("onnx mpi" for both). A feature built out keeps its
+ * functions, which fail with TS_ERR_UNSUPPORTED naming the build option (-DTS_WITH_ONNX,
+ * -DTS_WITH_MPI; a build without MPI runs one process). Static storage; never NULL. */
+TS_API const char *ts_build_features(void);
 
 
 /* A communicator between the processes of a job (tessera_devices.h). */
@@ -83,6 +89,12 @@ TS_API const int64_t *ts_tensor_shape(const ts_tensor *t);
 TS_API int64_t ts_tensor_numel(const ts_tensor *t);
 TS_API size_t ts_tensor_nbytes(const ts_tensor *t);
 TS_API void *ts_tensor_data(ts_tensor *t);
+/* t in dtype `want`, for a model input that declares it: t itself when it already is, else a new
+ * tensor (the caller frees both). Only conversions that keep every value's meaning: between
+ * float types, between integer types (u8 included) within range. NULL when t cannot be
+ * converted: TS_ERR_DTYPE ("is f32 but the model's input is i64") or TS_ERR_RUNTIME (an element
+ * out of range, named); the message reads after the tensor's name. */
+TS_API ts_tensor *ts_tensor_convert_exact(ts_tensor *t, ts_dtype want);
 
 /* f32 <-> bf16 (round to nearest even) and f32 <-> f16 conversions of n elements. */
 TS_API void ts_f32_to_bf16(const float *src, uint16_t *dst, size_t n);
@@ -104,6 +116,10 @@ TS_API void ts_graph_free(ts_graph *g);
 TS_API void ts_graph_set_seed(ts_graph *g, uint64_t seed);
 /* TS_OK, or the first error recorded while building (its message is in ts_last_error()). */
 TS_API ts_status ts_graph_status(const ts_graph *g);
+/* Record a builder error in g, as the graph's own ops do: the first one recorded wins (it is what
+ * ts_graph_status and ts_compile report), and the message becomes this thread's last error. For a
+ * model builder written on the graph API that finds a bad argument. Returns TS_NONE. */
+TS_API ts_value ts_graph_fail(ts_graph *g, ts_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* How a parameter's initial value is drawn. Draws depend only on (graph seed, parameter name). */
 typedef struct ts_init {
@@ -181,9 +197,10 @@ typedef struct ts_compile_opts {
     int strict_device;              /* 1: a node the device does not support is an error
                                        (TS_ERR_UNSUPPORTED naming every such node) instead of
                                        running on the CPU with copies (the default: CPU fallback;
-                                       the environment's TESSERA_STRICT_DEVICE=1 sets it for every
-                                       compile). On a plugin's device the placement is logged to
-                                       stderr at compile (TESSERA_QUIET=1: not) */
+                                       a device whose option "fallback" is "none" refuses so in
+                                       every compile: ts_device_set_option). On a plugin's device
+                                       the placement is a notice at compile (ts_set_notice_sink;
+                                       ts_program_placement) */
     int plan_only;                  /* 1: compile for planning only (the planner, tessera_plan.h):
                                        the passes, the schedule and the memory plan (every stage's
                                        in a pipeline), but no buffers, no device memory and no
@@ -419,9 +436,77 @@ TS_API ts_status ts_program_stage_info(const ts_program *p, int stage, ts_stage_
 TS_API ts_status ts_program_pipeline_stats(const ts_program *p, double *wall_s, double *bubble);
 TS_API void ts_program_pipeline_reset_stats(ts_program *p);
 
+/* What one scheduled kernel of a compiled program computes and moves, for a cost model (the
+ * planner's: docs/cost-model.md). A fixed struct, filled by value in arrays: it never grows. */
+typedef struct ts_node_work {
+    const char *op;  /* the op's name, "matmul" (as ts_abi_node.op of tessera_plugin.h; static) */
+    int phase;       /* 0 forward, 1 backward (each once per micro-batch; gradient accumulation
+                        is backward), 2 the update (once per step) */
+    ts_dtype dtype;  /* of its first input (f32 when it has none) */
+    double flops;    /* 2 M N K per product (batch included) for matmul and conv; 0 for other ops */
+    double bytes;    /* its inputs read and outputs written, each once */
+    int64_t m, n, k; /* a matmul's or conv's GEMM shape, one product of its batch; 0 otherwise */
+} ts_node_work;
+/* The kernels of stage `stage` (0 .. ts_program_num_stages - 1) of p, in the order they run:
+ * the first cap of them written to out, in order. Views (a reshape: an output that is its input's
+ * bytes, no kernel) are left out. Any program, plan_only included. Returns how many kernels the
+ * stage has (call with out NULL and cap 0 to size the array), or -1 with the error set:
+ * TS_ERR_ARG for a NULL p, a stage out of range, a negative cap, or a NULL out with cap > 0.
+ * Thread rule: reads only what ts_compile fixed (schedule, shapes), never a buffer: any number
+ * of threads may call it on one program at once, alongside its runs; not while p is freed. */
+TS_API int ts_program_stage_work(const ts_program *p, int stage, ts_node_work *out, int cap);
+/* What stage `stage` of a pipelined program moves besides its kernels: into *send_bytes and
+ * *nsend, the bytes and the number of the values it sends to other stages per micro-batch (made
+ * in its forward or backward), and into *shared_bytes the bytes of the persistent values it keeps
+ * a copy of whose master copy is on another stage of the same device (the one device holds both).
+ * All 0 for a program on one device. Each output may be NULL (not wanted). TS_OK, or TS_ERR_ARG
+ * (outputs untouched) for a NULL p or a stage out of range. Thread rule: as ts_program_stage_work. */
+TS_API ts_status ts_program_stage_traffic(const ts_program *p, int stage, double *send_bytes, int *nsend,
+                                          double *shared_bytes);
+
 /* Names of the backends this build has, comma-separated ("cpu"); devices are "<name>" and
  * "<name>:<index>". */
 TS_API const char *ts_devices(void);
+
+/* Set option `key` of device `device` (named as ts_compile_opts.device names it; NULL or "":
+ * "cpu") to `value`. The device is opened as a compile opens it, and keeps its options for the
+ * life of the process; each device has its own ("cpu" and "cpu:0" are one device, "cpu:1"
+ * another; the CPU fallback of a plugin's device, a context of its own, keeps the defaults). The
+ * options change how the programs compiled for the device afterwards are compiled: a program
+ * compiled before keeps what it was compiled with. Keys and values (the first is the default):
+ *   any device:
+ *     "fallback"        "cpu": a node the device has no kernel for runs on the CPU, with copies;
+ *                       "none": a compile for the device refuses such a node, as
+ *                       ts_compile_opts.strict_device = 1 does for one compile
+ *   the built-in CPU's devices ("cpu", "cpu:N"):
+ *     "conv_algorithm"  "auto": convolutions (conv2d, conv2d_grad_weight, conv_transpose2d,
+ *                       conv2d_i8) on oneDNN where it has an implementation; "reference": on
+ *                       the op's reference kernel (src/ops), for tests of those kernels
+ *     "conv_layout"     "auto": each oneDNN convolution's layout chosen by its shape (blocked
+ *                       activations with reorders, or plain NCHW; depthwise ones on a direct NCHW
+ *                       kernel); "plain" or "blocked": that layout for every convolution, on
+ *                       oneDNN, depthwise ones included (bench/conv.c compares)
+ *     "matmul_weights"  "packed": an inference program's matmul weights prepacked in oneDNN's
+ *                       layout where that is faster (a second copy: ts_memory.weight_copies);
+ *                       "plain": used as stored, no copy
+ * Returns TS_OK, or TS_ERR_ARG for a NULL key or value, a key the device does not have or a
+ * value the key does not take (the message names it and what is accepted); a device that cannot
+ * be opened fails as ts_compile would (TS_ERR_ARG for a malformed name, TS_ERR_NOT_FOUND for an
+ * unknown backend or index, or what opening failed with). Thread rule: not while another thread
+ * compiles for the same device (a compile reads the options without a lock); other devices may
+ * be set and used meanwhile. No cost per run: a compile reads the options once per node. */
+TS_API ts_status ts_device_set_option(const char *device, const char *key, const char *value);
+
+/* Where the library's notices go: lines for the user that are not errors, each a whole line
+ * ("tessera: placement: opencl runs all 412 nodes\n", "tessera: warning: placement: ..." when
+ * the CPU runs some nodes), written with one call of write(ctx, line, len). Today: the placement
+ * of each program compiled for a device of a plugin (ts_program_placement's line, at compile;
+ * one per stage of a pipeline), and the lines a plugin logs (ts_host_api.log). write NULL, the
+ * default: nothing is written anywhere (the library prints nothing; ts_program_placement still
+ * tells). ts_write_stdio with stderr prints them. write may be called from any thread that
+ * compiles, several at once. Thread-safe; a notice racing with the change goes to the old sink
+ * or the new one. */
+TS_API void ts_set_notice_sink(ts_write_fn write, void *ctx);
 
 #ifdef __cplusplus
 }

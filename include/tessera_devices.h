@@ -20,7 +20,7 @@ extern "C" {
  * with more than one rank in a build without MPI gets TS_ERR_UNSUPPORTED.
  * Collectives are called by every rank, in the same order, from one thread at a time; buf, in
  * and out are host memory (the CPU device's buffers are). A collective that does not complete
- * within the timeout (default 60 s; the environment's TS_COMM_TIMEOUT; ts_comm_set_timeout)
+ * within the timeout (default 60 s; ts_comm_set_timeout: the command's --comm-timeout)
  * asks every other rank where it is and fails with TS_ERR_COMM naming the ranks that did not
  * answer (dead or stopped) or are elsewhere, and the step (ts_comm_set_step). After any
  * TS_ERR_COMM the communicator is unusable: end the job with ts_comm_abort. */

@@ -180,7 +180,9 @@ typedef struct ts_host_api {
     /* Record msg as the calling thread's error (what ts_last_error() returns) and return code:
      * every failing call of a backend sets its message so. */
     ts_status (*error)(ts_status code, const char *msg);
-    /* A line for the user (level 0: information, 1: a warning), printed by tessera when it logs. */
+    /* A line for the user (level 0: information, 1: a warning): a notice of the library's
+     * ("tessera: [warning: ]msg"), given to the sink the application set (ts_set_notice_sink;
+     * the tessera command prints them on stderr), and dropped when it set none. */
     void (*log)(int level, const char *msg);
     /* Host memory aligned to `align` bytes (a power of two, at most 4096; 0: 64), and its free. */
     void *(*alloc)(size_t bytes, size_t align);

@@ -211,7 +211,7 @@ typedef struct ts_lr_schedule_opts {
  * TS_NONE after recording TS_ERR_ARG for a bad option or a second schedule in the graph. */
 TS_API ts_value ts_lr_schedule(ts_graph *g, const ts_lr_schedule_opts *o);
 
-/* ---------------------------------------------------------------- training runs (src/train/trainer.c) */
+/* ---------------------------------------------------------------- training runs (apps/train/trainer.c) */
 /* The loop of a training run, the same for pre-training, fine-tuning and library users, on one
  * device or a pipeline: each call into the program (compiled with accumulation_steps N and
  * device_iterations N x K) takes K optimizer steps of N micro-batches, which the fill hook puts

@@ -14,7 +14,7 @@ skip() {
 [ -f "$data/images-idx3-ubyte" ] || skip "no $data (scripts/install-deps.sh fetches MNIST)"
 [ -f "$plugins/libtessera-opencl.so" ] || skip "no OpenCL plugin built"
 command -v clinfo > /dev/null && clinfo -l 2> /dev/null | grep -q Device || skip "no OpenCL device"
-export TESSERA_PLUGIN_PATH=$plugins TESSERA_QUIET=1
+export TESSERA_PLUGIN_PATH=$plugins
 acc() { "$exe" "$data" --epochs 1 --steps 25 --target 0 --device "$1" | sed -n 's/^final test accuracy: \([0-9.]*\)%.*/\1/p'; }
 cpu=$(acc cpu)
 ocl=$(acc opencl:0)

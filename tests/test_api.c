@@ -5,7 +5,7 @@
  * (two programs on two devices run at once give the numbers they give one after the other; the
  * last error is per thread).
  */
-#include "tessera.h"
+#include "tessera_apps.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * test_audio.c — audio in (src/audio/): files written here with libsndfile's writer, read back
+ * test_audio.c — audio in (apps/audio/): files written here with libsndfile's writer, read back
  * through ts_audio_read / ts_audio_decode and compared with the samples written:
  *  - WAV with PCM 16/24/32-bit and float samples, FLAC and Ogg Vorbis, at 16 kHz: the samples
  *    back (exactly up to the format's quantisation; Vorbis is lossy: close);
@@ -14,6 +14,7 @@
  *    no disk or time spent) refused from its header; a lower cap (the fuzzer's) likewise.
  */
 #define _GNU_SOURCE
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include <fcntl.h>

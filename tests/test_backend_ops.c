@@ -707,7 +707,6 @@ static void bo_summary(void) {
 
 int main(int argc, char **argv) {
     tu_args(argc, argv);
-    setenv("TESSERA_QUIET", "1", 0); /* no placement line at every compile of a plugin device */
     int all = 0;
     const char *only = NULL;
     for (int i = 1; i < argc; i++)

@@ -1,5 +1,5 @@
 /*
- * test_bert_parity.c — BERT (src/models/bert.c) against a PyTorch reference of Hugging Face's
+ * test_bert_parity.c — BERT (apps/models/bert.c) against a PyTorch reference of Hugging Face's
  * BertForPreTraining (tools/make_bert_fixture.py, float64; fixtures in tests/fixtures/bert):
  *  - one training step at the fixture's weights (loaded by Hugging Face name, strictly, with the
  *    tied cls.predictions.decoder.* copies in the file ignored): last_hidden_state,
@@ -21,6 +21,7 @@
  *    most 1e-2 (one hundredth of a step), except key biases, whose noise gradients Adam turns
  *    into steps of up to lr · |g| / (|g| + eps): they may differ by up to steps * lr.
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include <sys/stat.h>

@@ -13,6 +13,7 @@
  *  - bad use: a quantized or training program, an unknown method, scales before a run, and a
  *    non-finite activation name what is wrong.
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include "runtime/calib.h"

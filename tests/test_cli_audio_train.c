@@ -1,5 +1,5 @@
 /*
- * test_cli_audio_train.c — `tessera audio-train` (cli/audio_train.c, src/speech/audio_clf*.c) and
+ * test_cli_audio_train.c — `tessera audio-train` (cli/audio_train.c, apps/speech/audio_clf*.c) and
  * what reads its model directory, end to end on a tiny set spoken at test time by espeak-ng
  * ("yes" and "no", 4 clips each: voices and speeds):
  *  - --from embedding trains, writes config.json and model.safetensors, the same bytes again for
@@ -12,6 +12,7 @@
  *  - bad input exits 2 naming it: an empty folder, one label only, an unreadable clip, no --out.
  * Skipped (77) without the models in data/speech or without espeak-ng.
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include "ort_util.h"

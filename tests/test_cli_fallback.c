@@ -56,7 +56,7 @@ enum { NLAYOUTS = sizeof LAYOUTS / sizeof LAYOUTS[0] };
 
 static int have_mpi;
 
-/* Run `tessera ARGS` (under mpirun with ranks > 1), with the plugin loaded when plugin is set. */
+/* Run `tessera --quiet ARGS` (under mpirun with ranks > 1), with the plugin loaded when plugin is set. */
 __attribute__((format(printf, 3, 4))) static int run_cli(int ranks, int plugin, const char *fmt, ...) {
     char args[2048], cmd[8192];
     va_list ap;
@@ -66,9 +66,9 @@ __attribute__((format(printf, 3, 4))) static int run_cli(int ranks, int plugin, 
     char launcher[256] = "";
     if (ranks > 1)
         snprintf(launcher, sizeof launcher, "mpirun --oversubscribe -x TESSERA_CPUPLUGIN_FRACTION "
-                 "-x TESSERA_CPUPLUGIN_SEED -x TESSERA_QUIET -np %d ", ranks);
-    snprintf(cmd, sizeof cmd, "cd '%s' && %s'%s' %s%s%s %s </dev/null >stdout.txt 2>stderr.txt", dir, launcher, cli,
-             plugin ? "--backend-plugin '" : "", plugin ? TS_CPU_PLUGIN : "", plugin ? "'" : "", args);
+                 "-x TESSERA_CPUPLUGIN_SEED -np %d ", ranks);
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s'%s' --quiet %s%s%s %s </dev/null >stdout.txt 2>stderr.txt", dir, launcher,
+             cli, plugin ? "--backend-plugin '" : "", plugin ? TS_CPU_PLUGIN : "", plugin ? "'" : "", args);
     int st = system(cmd);
     read_into("stdout.txt", out_text, sizeof out_text);
     read_into("stderr.txt", err_text, sizeof err_text);
@@ -154,7 +154,6 @@ static int check_inference(int seed, const char *fraction) {
 /* Every layout over the seeds: bit-identical to the CPU's reference. */
 static void run_layouts(int nseeds, const char *fraction) {
     setenv("TESSERA_CPUPLUGIN_FRACTION", fraction, 1);
-    setenv("TESSERA_QUIET", "1", 1); /* the placement line of every compile */
     for (int k = 0; k < NLAYOUTS; k++) {
         const layout *l = &LAYOUTS[k];
         if (l->ranks > 1 && !have_mpi) continue;

@@ -1,5 +1,5 @@
 /*
- * test_cli_kws.c — `tessera kws` and `tessera vad` (cli/kws.c, cli/vad.c, src/speech/) end to
+ * test_cli_kws.c — `tessera kws` and `tessera vad` (cli/kws.c, cli/vad.c, apps/speech/) end to
  * end on clips spoken at test time by espeak-ng:
  *  - kws: "hey jarvis" and "alexa" are detected (once each, by the right keyword, at a time
  *    inside the clip), the digits "seven" and "three" are not; --scores prints a peak per file
@@ -20,6 +20,7 @@
  *    starts 2-34 ms off, ends 51-104 ms late, Silero's 30 ms of padding included). Without it that case says so and passes.
  * Skipped (77) without the models in data/speech or without espeak-ng.
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include "cli_util.h"

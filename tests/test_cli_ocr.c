@@ -1,5 +1,5 @@
 /*
- * test_cli_ocr.c — `tessera ocr` (cli/ocr.c, src/ocr/) end to end on the PP-OCRv4 models of
+ * test_cli_ocr.c — `tessera ocr` (cli/ocr.c, apps/ocr/) end to end on the PP-OCRv4 models of
  * data/ocr: lines of ordinary English and Chinese sentences (digits, punctuation, mixed case,
  * common characters) drawn at run time by ImageMagick with Noto Sans CJK, 12 lines an image at
  * 24, 32 and 48 pixels in each language, must each be read back exactly and in order:
@@ -394,13 +394,12 @@ static void test_opencl(void) {
     char cwd[4000], path[4100];
     snprintf(path, sizeof path, "%s/plugins", getcwd(cwd, sizeof cwd) ? cwd : ".");
     setenv("TESSERA_PLUGIN_PATH", path, 1);
-    setenv("TESSERA_QUIET", "1", 1);
     char asan[512]; /* PoCL's threads crash LeakSanitizer's tracer at exit (ASan stays on) */
     snprintf(asan, sizeof asan, "%s%sdetect_leaks=0", getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "",
              getenv("ASAN_OPTIONS") ? ":" : "");
     setenv("ASAN_OPTIONS", asan, 1);
     if (draw("ocl_ch.png", 32, CH, NLINES, 0))
-        read_back("Chinese, 32 px, opencl:0", "ocl_ch.png", "--device opencl:0 --strict-device", CH, NLINES, 0);
+        read_back("Chinese, 32 px, opencl:0", "ocl_ch.png", "--device opencl:0 --strict-device --quiet", CH, NLINES, 0);
 }
 
 /* The three models on the randomized device (the CPU plugin claiming a seeded half of the ops,
@@ -418,13 +417,12 @@ static void test_random_device(void) {
     CHECK_RAN(rc, 0);
     static char want[1 << 16];
     snprintf(want, sizeof want, "%s", out_text);
-    setenv("TESSERA_QUIET", "1", 1);
     setenv("TESSERA_CPUPLUGIN_FRACTION", "0.5", 1);
     for (int seed = 0; seed < (every_size ? 3 : 1); seed++) {
         char s[16];
         snprintf(s, sizeof s, "%d", seed);
         setenv("TESSERA_CPUPLUGIN_SEED", s, 1);
-        rc = tessera(NULL, "--backend-plugin '%s' ocr rnd_en.png --lang en --device cpuplugin", plugin);
+        rc = tessera(NULL, "--quiet --backend-plugin '%s' ocr rnd_en.png --lang en --device cpuplugin", plugin);
         CHECK_RAN(rc, 0);
         CHECK(want[0] && !strcmp(want, out_text), "seed %d: the random device read\n%s\nthe CPU\n%s", seed, out_text,
               want);

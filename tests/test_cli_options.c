@@ -6,7 +6,7 @@
  *  - an unknown flag is refused the same way everywhere: exit 2, "tessera CMD: unknown flag
  *    '--x'" and the pointer to --help, and a misspelt flag gets "did you mean";
  *  - `--config FILE` is read by every subcommand (a key that is no option is named);
- *  - an unknown subcommand gets "did you mean"; --version names the commit;
+ *  - an unknown subcommand gets "did you mean"; --version names the commit and the features;
  *  - an old spelling still works with a one-line notice, and --device / --devices exclude each
  *    other in pretrain;
  *  - the values of a parse, the parser compiled in: lists from the config and the command line.
@@ -15,7 +15,7 @@
 #include "cli_util.h"
 
 /* The parser itself, for the cases that look at the values it sets (test_lists): compiled in,
- * with the command's two functions it calls given here. */
+ * with the command's functions it calls given here. */
 #include "../cli/options.c"
 #include "core/core.h" /* ts_read_file */
 
@@ -24,6 +24,7 @@ int cli_opts_check_shared(const char *cmd, const cli_optset *s) {
     return 0;
 }
 char *cli_read_text(const char *path, size_t *len) { return ts_read_file(path, len); }
+void cli_opts_device_flags(const cli_optset *s) { (void)s; }
 
 #include <ctype.h>
 
@@ -132,6 +133,13 @@ static void test_version(void) {
     snprintf(want, sizeof want, "tessera %s (commit ", ts_version());
     CHECK(rc == 0 && !strncmp(out_text, want, strlen(want)) && strstr(out_text, "devices in this build: cpu"),
           "exit %d: %s", rc, out_text);
+    /* and the features of both libraries, as they say them (ts_build_features, ts_apps_build_features) */
+    const char *core = ts_build_features(), *apps = ts_apps_build_features();
+    char line[2][160];
+    snprintf(line[0], sizeof line[0], "\nfeatures of libtessera: %s\n", *core ? core : "(none)");
+    snprintf(line[1], sizeof line[1], "\nfeatures of libtessera_apps: %s\n", *apps ? apps : "(none)");
+    CHECK(strstr(out_text, line[0]) && strstr(out_text, line[1]) && strstr(out_text, "\nalso on in this build: "),
+          "the features are not as the libraries say (%s%s): %s", line[0], line[1], out_text);
 }
 
 static void test_old_spellings(void) {

@@ -29,7 +29,7 @@ static void test_setup(void) {
 /* Pretrain on the plugin with fault (KIND[:N]) in layout devices; out is the --out directory. */
 static int run_fault(const char *fault, const char *devices, const char *out) {
     setenv("TESSERA_CPUPLUGIN_FAULT", fault, 1);
-    int rc = tessera(NULL, "--backend-plugin '%s' %s --devices %s --out %s", TS_CPU_PLUGIN, PRE, devices, out);
+    int rc = tessera(NULL, "--quiet --backend-plugin '%s' %s --devices %s --out %s", TS_CPU_PLUGIN, PRE, devices, out);
     unsetenv("TESSERA_CPUPLUGIN_FAULT");
     return rc;
 }
@@ -88,7 +88,6 @@ static void test_crash(void) {
 
 int main(int argc, char **argv) {
     tu_args(argc, argv);
-    setenv("TESSERA_QUIET", "1", 1);
     int rc = cli_setup("ts_cli_plugin_faults");
     if (rc) return rc;
     RUN(test_setup);

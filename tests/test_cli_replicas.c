@@ -296,7 +296,7 @@ static void test_bad_flags(void) {
 
 int main(int argc, char **argv) {
     tu_args(argc, argv);
-    if (strcmp(ts_comm_backend(), "mpi") != 0) tu_skip("this build has no MPI (install libopenmpi-dev)");
+    if (strcmp(ts_comm_backend(), "mpi") != 0) tu_skip("this build has no MPI (TS_WITH_MPI: install libopenmpi-dev)");
     if (system("mpirun --version >/dev/null 2>&1") != 0) tu_skip("mpirun is not installed (openmpi-bin)");
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);

@@ -19,6 +19,7 @@
  *    f32 and bf16: cosine >= 0.999 on last_hidden_state and pooler_output; times printed.
  */
 #define _GNU_SOURCE /* nftw */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include <fcntl.h>

@@ -16,6 +16,7 @@
  *    after them within 1.1x of that after the first 1,000, no error answer.
  * Skipped (77) in a build without libmicrohttpd.
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include <pthread.h>
@@ -563,13 +564,12 @@ static void test_random_device(void) {
     CHECK(sc_http(port, "POST", "/v1/models/m:predict", body, resp, sizeof resp) == 200, "cpu: %s", resp);
     snprintf(want, sizeof want, "%s", sc_body(resp));
     stop(pid);
-    setenv("TESSERA_QUIET", "1", 1);
     setenv("TESSERA_CPUPLUGIN_FRACTION", "0.5", 1);
     for (int seed = 0; seed < 3; seed++) {
         char args[4400], s[16];
         snprintf(s, sizeof s, "%d", seed);
         setenv("TESSERA_CPUPLUGIN_SEED", s, 1);
-        snprintf(args, sizeof args, "--port 0 --max-batch 4 --backend-plugin '%s' --device cpuplugin", plugin);
+        snprintf(args, sizeof args, "--port 0 --max-batch 4 --quiet --backend-plugin '%s' --device cpuplugin", plugin);
         if ((pid = start(args, &port)) < 0) return;
         CHECK(sc_http(port, "POST", "/v1/models/m:predict", body, resp, sizeof resp) == 200, "seed %d: %s", seed, resp);
         CHECK(want[0] && !strcmp(want, sc_body(resp)), "seed %d: the random device answered\n%s\nthe CPU\n%s", seed,

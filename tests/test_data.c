@@ -1,5 +1,5 @@
 /*
- * test_data.c — the data readers (src/data/):
+ * test_data.c — the data readers (apps/data/):
  *  - BERT pretraining: masking statistics (15% of maskable tokens, 80/10/10, specials never
  *    masked, whole-word masking masks whole words), next-sentence pairs (about half NotNext,
  *    IsNext pairs truly consecutive), determinism, save / restore, streaming over files bigger
@@ -12,6 +12,7 @@
  * Corpora and the vocabulary are generated into a temporary directory; the small hand-written
  * files are in tests/fixtures/data/.
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include <sys/stat.h>

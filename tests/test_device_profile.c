@@ -1,5 +1,5 @@
 /*
- * test_device_profile.c — device profiles (tessera_plan.h, src/plan/profile*.c): the built-in
+ * test_device_profile.c — device profiles (tessera_plan.h, apps/plan/profile*.c): the built-in
  * profiles (ipu-mk2, ipu-bow, h200) load with their public figures and a source for every
  * figure; a profile saved and loaded back is the same; a truncated, non-JSON, negative-figure,
  * missing-field, misspelt-field file is each an error naming the file and the field; names are
@@ -8,6 +8,7 @@
  * a quick measure of "cpu" gives positive rates, a f32 GEMM between 1 GFLOP/s and 10 TFLOP/s.
  * Each case works in a fresh temporary folder that is also the cache ($XDG_CACHE_HOME).
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include "plan/plan.h"

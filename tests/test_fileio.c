@@ -7,6 +7,7 @@
  * directory in the way, a body that fails), and replacing it when it succeeds.
  */
 #define _GNU_SOURCE /* nftw */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include "core/core.h"

@@ -1,9 +1,10 @@
 /*
- * test_func_length.c — the rule "no function in src/ or cli/ longer than 120 lines, generated
- * tables aside": every function definition in the .c files of src/ (at any depth) and cli/ of
- * the tree at TS_SOURCE_DIR is found and measured, from the line of its name to the line of its
- * closing brace; one longer than MAX_LINES fails, named by file, line, function and length.
- *  - GENERATED: files of generated tables, not read (src/text/unicode_tables.c).
+ * test_func_length.c — the rule "no function in src/, apps/ or cli/ longer than 120 lines,
+ * generated tables aside": every function definition in the .c files of src/ and apps/ (at any
+ * depth) and cli/ (its own level) of the tree at TS_SOURCE_DIR is found and measured, from the
+ * line of its name to the line of its closing brace; one longer than MAX_LINES fails, named by
+ * file, line, function and length.
+ *  - GENERATED: files of generated tables, not read (apps/text/unicode_tables.c).
  * The scanner is C's surface: comments, strings, character constants and preprocessor lines are
  * skipped; a `{` at file scope right after the `)` of `name(...)` opens a function. A file whose
  * braces do not balance that way (a brace inside #if / #else) fails, naming the file.
@@ -18,7 +19,7 @@
 
 #define MAX_LINES 120
 
-static const char *const GENERATED[] = {"src/text/unicode_tables.c"};
+static const char *const GENERATED[] = {"apps/text/unicode_tables.c"};
 
 /* One function definition: its name, the line of its name, its length in lines. */
 typedef struct {
@@ -187,7 +188,7 @@ static char *read_text(const char *path) {
 static char *files[4096];
 static int nfiles;
 
-/* Collects every .c file under src/ (nftw callback). */
+/* Collects every .c file under the folder walked (nftw callback). */
 static int collect(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
     (void)sb, (void)ftw;
     size_t n = strlen(path);
@@ -198,20 +199,23 @@ static int collect(const char *path, const struct stat *sb, int type, struct FTW
 
 static int by_path(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* Every .c file of src/ (recursively) and cli/ (its own level), measured. */
+/* Every .c file of src/ and apps/ (recursively) and cli/ (its own level), measured. */
 static void test_tree(void) {
     const char *root = TS_SOURCE_DIR;
-    char src[4096], cli[4096];
-    snprintf(src, sizeof src, "%s/src", root);
-    snprintf(cli, sizeof cli, "%s/cli", root);
-    CHECK(nftw(src, collect, 32, FTW_PHYS) == 0, "cannot walk %s", src);
-    CHECK(nftw(cli, collect, 32, FTW_PHYS) == 0, "cannot walk %s", cli);
+    const char *const tops[] = {"src", "apps", "cli"};
+    for (size_t t = 0; t < sizeof tops / sizeof *tops; t++) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/%s", root, tops[t]);
+        int before = nfiles;
+        CHECK(nftw(dir, collect, 32, FTW_PHYS) == 0, "cannot walk %s", dir);
+        CHECK(nfiles > before, "no .c file found under %s", dir);
+    }
     qsort(files, (size_t)nfiles, sizeof *files, by_path);
     int nfunc = 0, nread = 0, longest = 0;
     const size_t rootlen = strlen(root) + 1;
     static func fns[8192];
     for (int i = 0; i < nfiles; i++) {
-        const char *rel = files[i] + rootlen; /* src/... or cli/... */
+        const char *rel = files[i] + rootlen; /* src/..., apps/... or cli/... */
         int generated = 0;
         for (size_t g = 0; g < sizeof GENERATED / sizeof *GENERATED; g++) generated |= !strcmp(rel, GENERATED[g]);
         if (generated || (!strncmp(rel, "cli/", 4) && strchr(rel + 4, '/'))) continue;

@@ -18,6 +18,7 @@
  *    keeps the aside copies of an interrupted deletion.
  */
 #define _GNU_SOURCE
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include <dirent.h>

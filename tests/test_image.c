@@ -1,5 +1,5 @@
 /*
- * test_image.c — the image decoders (src/vision/): PNG and JPEG files made at run time by
+ * test_image.c — the image decoders (apps/vision/): PNG and JPEG files made at run time by
  * ImageMagick's `convert` from PPM / PGM / PAM files written here (so the expected pixels are the
  * ones written), decoded by ts_image_read and compared:
  *  - PNG in every colour type and depth ImageMagick writes: 8-bit RGB, interlaced RGB, palette,
@@ -15,6 +15,7 @@
  * Skipped (exit 77) when `convert` is not installed (Debian: imagemagick).
  */
 #define _GNU_SOURCE
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include <ftw.h>

@@ -1,5 +1,5 @@
 /*
- * test_kws.c — the keyword spotter and the voice activity detector as a library (src/speech/):
+ * test_kws.c — the keyword spotter and the voice activity detector as a library (apps/speech/):
  *  - streaming: a 3 s synthetic clip (tones, a chirp, noise bursts, silence) fed in pieces of 1,
  *    333, 1280 and 16000 samples gives the same scores, frame for frame, as fed at once; the
  *    same for Silero VAD's probabilities (pieces of 1, 100, 512 and 16000);
@@ -10,6 +10,7 @@
  *    a segment open at the end; bad arguments.
  * The model parts skip (77) without data/speech (bash scripts/install-deps.sh fetches it).
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include <math.h>

@@ -7,6 +7,7 @@
  * trivial: the label at each labelled position is the token before it (attention has to find
  * it). Fixed seeds; no dropout. Prints the figures README.md's "Measured" table quotes.
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 enum { V = 96, B = 8, T = 32, STEPS = 80, TAIL = 10 };

@@ -1,6 +1,6 @@
 /*
  * test_ocr_geometry.c — the OCR pipeline's steps on synthetic data, no models needed
- * (src/ocr/, internal functions from ocr/ocr_impl.h):
+ * (apps/ocr/, internal functions from ocr/ocr_impl.h):
  *  - convex hull and minimum-area rectangle of random and rotated point sets, checked against a
  *    brute-force search over angles and containment of every point;
  *  - unclip: a rectangle grows by D = area * ratio / perimeter on every side, at any angle; the
@@ -15,6 +15,7 @@
  *    classifier's windows and its decision;
  *  - the character list and CTC greedy decoding of synthetic sequences built from random texts.
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include "ocr/ocr_impl.h"

@@ -22,6 +22,7 @@
  * scripts/install-deps.sh; or $TS_ORT_MODULES); without it those comparisons are skipped with a
  * message and the test exits 77 (skipped) once everything else has passed.
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include "ort_util.h"

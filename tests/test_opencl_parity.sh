@@ -24,8 +24,8 @@ py=/usr/bin/python3
 [ -x $py ] && $py -c 'import numpy' 2> /dev/null || py=python3
 $py -c 'import numpy' 2> /dev/null || skip "no python3 with numpy to compare the tensors"
 [ -f "$src/data/text/brown.txt" ] && [ -f "$src/data/spam/spam.tsv" ] || skip "no data/ (scripts/install-deps.sh installs it)"
-export TESSERA_PLUGIN_PATH=$build/plugins TESSERA_QUIET=1
-T=$build/tessera
+export TESSERA_PLUGIN_PATH=$build/plugins
+T="$build/tessera --quiet" # no placement line at each compile
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"

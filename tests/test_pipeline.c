@@ -13,6 +13,7 @@
  *  - what a pipeline refuses: one micro-batch, fp16 loss scaling, fewer devices than stages,
  *    calls that are not whole steps, stages that run backwards.
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include <unistd.h>

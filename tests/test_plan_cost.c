@@ -1,13 +1,13 @@
 /*
- * test_plan_cost.c — the planner's cost model and search (src/plan/): a matmul node's FLOPs and
+ * test_plan_cost.c — the planner's cost model and search (apps/plan/): a matmul node's FLOPs and
  * its time on a hand-made profile, the 1F1B step formula and the hidden all-reduce on a 2-stage
  * toy layout and on a measured CPU profile whose devices share the host's cores, ts_plan_search's order (fitting layouts by seq/s) and a request whose every layout
  * overflows.
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include "plan/cost.h"
-#include "runtime/program.h"
 
 #include <unistd.h>
 
@@ -31,23 +31,31 @@ static void test_matmul_node(void) {
                                                      .fetches = f, .plan_only = 1});
     CHECK(p != NULL, "%s", ts_last_error());
     if (!p) { ts_graph_free(g); return; }
-    const ts_exec *e = p->one;
     int found = 0;
     ts_device_profile prof = toy_profile(1e9);
-    for (int s = 0; s < e->nsched; s++) {
-        const ts_node *n = &e->g->nodes[e->sched[s]];
-        if (n->op != TS_OP_MATMUL) continue;
+    ts_node_work work[16];
+    int nw = ts_program_stage_work(p, 0, NULL, 0);
+    CHECK(nw >= 1 && nw <= 16 && ts_program_stage_work(p, 0, work, 16) == nw, "%d kernels: %s", nw, ts_last_error());
+    for (int s = 0; s < nw && s < 16; s++) {
+        const ts_node_work *w = &work[s];
+        if (strcmp(w->op, "matmul")) continue;
         found = 1;
-        ts_node_work w;
-        ts_cost_node_work(e->g, n, &w);
-        CHECK(w.flops == 2.0 * 4 * 16 * 8, "flops %g", w.flops);
-        CHECK(w.m == 4 && w.n == 16 && w.k == 8, "gemm %lld x %lld x %lld", (long long)w.m, (long long)w.n,
-              (long long)w.k);
-        CHECK(w.bytes == (32 + 128 + 64) * 4.0, "bytes %g", w.bytes);
-        double t = ts_cost_node(e->g, n, &prof, -1); /* 1 us + max(1024 FLOP at 1e9, 896 B at 1e9) */
+        CHECK(w->phase == 0 && w->dtype == TS_F32, "phase %d dtype %d", w->phase, (int)w->dtype);
+        CHECK(w->flops == 2.0 * 4 * 16 * 8, "flops %g", w->flops);
+        CHECK(w->m == 4 && w->n == 16 && w->k == 8, "gemm %lld x %lld x %lld", (long long)w->m, (long long)w->n,
+              (long long)w->k);
+        CHECK(w->bytes == (32 + 128 + 64) * 4.0, "bytes %g", w->bytes);
+        double t = ts_cost_work(w, &prof, -1); /* 1 us + max(1024 FLOP at 1e9, 896 B at 1e9) */
         CHECK(fabs(t - (1e-6 + 1024e-9)) < 1e-12, "time %g", t);
     }
     CHECK(found, "no matmul scheduled");
+    CHECK(ts_program_stage_work(p, 1, NULL, 0) == -1 && ts_last_status() == TS_ERR_ARG, "stage 1 of 1 refused");
+    CHECK(ts_program_stage_work(NULL, 0, NULL, 0) == -1 && ts_last_status() == TS_ERR_ARG, "NULL program refused");
+    double send = -1, shared = -1;
+    int nsend = -1;
+    CHECK(ts_program_stage_traffic(p, 0, &send, &nsend, &shared) == TS_OK && send == 0 && nsend == 0 && shared == 0,
+          "one device sends nothing: %g %d %g", send, nsend, shared);
+    CHECK(ts_program_stage_traffic(p, -1, &send, &nsend, &shared) == TS_ERR_ARG, "stage -1 refused");
     ts_stage_cost c[2];
     CHECK(ts_cost_program(p, &prof, -1, c, 2) == 1, "one stage");
     CHECK(c[0].fwd_s >= 1e-6 + 1024e-9 && c[0].bwd_s == 0, "fwd %g bwd %g", c[0].fwd_s, c[0].bwd_s);
@@ -220,11 +228,44 @@ static void test_search_nothing_fits(void) {
     printf("  %s\n", n ? l[0].why : "");
 }
 
+/* Layouts of a small BERT on two devices costed through ts_program_stage_work / _traffic: every
+ * stage has kernels in every phase and sends per micro-batch at least the hidden states [B, T, 64]
+ * f32 (forward) or their gradient (backward). In 2 stages on 2 devices nothing is shared; in 3
+ * (the embeddings and the heads on device 0, the layers on device 1) the heads' stage keeps a copy
+ * of the tied word embeddings [1000, 64] f32 (and of a scalar or so) whose master is the embeddings'
+ * stage, on its device. */
+static void test_pipeline_traffic(void) {
+    ts_device_profile prof = toy_profile(1e12);
+    ts_bert_config cfg;
+    small_bert(&cfg);
+    ts_plan_request rq;
+    ts_plan_request_defaults(&rq);
+    rq.cfg = &cfg, rq.device = &prof, rq.count = 2, rq.seq_len = 32;
+    double hidden = (double)rq.batch * 32 * 64 * 4, words = 1000.0 * 64 * 4;
+    for (int three = 0; three <= 1; three++) {
+        ts_plan_compiled pc;
+        CHECK_OK(ts_plan_compile(&rq, three ? "0:emb,heads 1:0-3" : "0:emb,0-1 1:2-3,heads", 2, 0, 2, &pc));
+        CHECK(pc.nstages == 2 + three, "%d stages", pc.nstages);
+        for (int s = 0; s < pc.nstages && s < 3; s++) {
+            const ts_stage_cost *c = &pc.cost[s];
+            printf("  stage %d of %d: fwd %.3g bwd %.3g upd %.3g s, sends %.0f B in %d, shared %.0f B\n", s,
+                   pc.nstages, c->fwd_s, c->bwd_s, c->upd_s, c->send_bytes, c->nsend, c->shared_bytes);
+            CHECK(c->fwd_s > 0 && c->bwd_s > 0 && c->upd_s > 0, "stage %d: fwd %g bwd %g upd %g", s, c->fwd_s,
+                  c->bwd_s, c->upd_s);
+            CHECK(c->nsend >= 1 && c->send_bytes >= hidden, "stage %d sends %g B in %d", s, c->send_bytes, c->nsend);
+            if (three && s == 2) /* the word embeddings and a few scalars (the optimizer's step) */
+                CHECK(c->shared_bytes >= words && c->shared_bytes <= words + 64, "stage 2 shares %g B", c->shared_bytes);
+            else CHECK(c->shared_bytes == 0, "stage %d shares %g B", s, c->shared_bytes);
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     RUN(test_matmul_node);
     RUN(test_1f1b_formula);
     RUN(test_phase_time);
+    RUN(test_pipeline_traffic);
     RUN(test_shared_cpu);
     RUN(test_search_sorted);
     RUN(test_search_nothing_fits);

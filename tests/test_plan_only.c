@@ -4,6 +4,7 @@
  * allocating it, quickly; pipelines of 4 and 5 stages plan every stage in well under a second; the
  * program refuses to feed, run, fetch or read values; old layouts of ts_compile_opts still read.
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include <stddef.h>

@@ -5,6 +5,7 @@
  * command; --explain's alternatives with why; the JSON parses (cJSON) and holds the same figures;
  * bad arguments are refused.
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include <cjson/cJSON.h>

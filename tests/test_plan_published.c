@@ -9,6 +9,7 @@
  * installed (profiles/ipu-mk2.json, ipu-bow.json), not with the efficiency found here. The seed layout fits in 900 MB per
  * IPU; one IPU without pipelining at micro-batch 32 does not.
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include <math.h>

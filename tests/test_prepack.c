@@ -6,7 +6,7 @@
  *    training program does not;
  *  - the outputs are the product of the weights in the program now: after ts_program_set_param
  *    and after ts_program_load (a stale blocked copy would give the old product);
- *  - prepacked and plain weights (TS_MATMUL_PLAIN_WEIGHTS=1) agree to f32 rounding;
+ *  - prepacked and plain weights (the CPU's option matmul_weights "plain") agree to f32 rounding;
  *  - autocast's bf16 copy of a weight is kept across runs (backend/cpu/cast_kept.c) in a buffer of
  *    its own, and remade after the weight is written;
  *  - a convolution's weights (backend/cpu/conv_dnnl.c) alike: kept reordered, remade after a write.
@@ -69,9 +69,10 @@ static ts_tensor *run_y(ts_program *p, const ts_tensor *xt) {
 }
 
 /* How many of p's matmul nodes the kernel prepacks (prepare on the CPU backend's view of the
- * program's own plans, as its compile makes it from the public tables). */
-static int count_prepacked(ts_program *p, int *nmatmul) {
-    ts_cpu_dev dev = {0};
+ * program's own plans, as its compile makes it from the public tables, on a device context with
+ * option matmul_weights "plain" when plain). */
+static int count_prepacked(ts_program *p, int *nmatmul, int plain) {
+    ts_cpu_dev dev = {.matmul_plain = plain};
     const ts_cpu_kernel *kk = ts_cpu_kernel_for(TS_OP_MATMUL);
     int packed = 0;
     *nmatmul = 0;
@@ -103,7 +104,7 @@ static void test_weights_written_between_runs(void) {
     ts_graph_free(g);
     if (!p) return;
     CHECK(p->one->nparts >= 1 && p->one->parts[0].abi.param_gen != NULL, "an inference program's plan has no param_gen");
-    int nmm = 0, packed = count_prepacked(p, &nmm);
+    int nmm = 0, packed = count_prepacked(p, &nmm, 0);
     printf("  %d of %d matmuls prepacked (oneDNN may keep a weight's own layout where that is its best)\n", packed,
            nmm);
     CHECK(nmm == 2, "%d matmul nodes, expected 2", nmm);
@@ -202,19 +203,27 @@ static void test_conv_weights_written_between_runs(void) {
     ts_program_free(p), ts_program_free(fresh);
 }
 
-/* Same weights, prepacked or read as stored: the same product up to f32 summation order. */
+/* Same weights, prepacked or read as stored: the same product up to f32 summation order. Plain:
+ * on device cpu:1 with its option matmul_weights "plain" (cpu, compiled after, keeps its own). */
 static void test_packed_matches_plain(void) {
     ts_program *p[2];
-    for (int k = 0; k < 2; k++) {
-        if (k) setenv("TS_MATMUL_PLAIN_WEIGHTS", "1", 1);
+    CHECK_OK(ts_device_set_option("cpu:1", "matmul_weights", "plain"));
+    for (int k = 1; k >= 0; k--) {
         ts_graph *g = model();
-        p[k] = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y"), .inference = 1});
+        p[k] = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y"), .inference = 1, .device = k ? "cpu:1" : "cpu"});
         CHECK(p[k] != NULL, "compile: %s", ts_last_error());
         ts_graph_free(g);
     }
-    int nmm = 0, packed_plain = p[1] ? count_prepacked(p[1], &nmm) : -1;
-    unsetenv("TS_MATMUL_PLAIN_WEIGHTS");
-    CHECK(packed_plain == 0, "%d matmuls prepacked under TS_MATMUL_PLAIN_WEIGHTS=1", packed_plain);
+    int nmm = 0, packed_plain = p[1] ? count_prepacked(p[1], &nmm, 1) : -1, n0 = 0;
+    int packed = p[0] ? count_prepacked(p[0], &n0, 0) : -1;
+    CHECK(packed_plain == 0, "%d matmuls prepacked under matmul_weights \"plain\"", packed_plain);
+    ts_memory m[2] = {{.struct_size = sizeof m[0]}, {.struct_size = sizeof m[1]}};
+    for (int k = 0; k < 2; k++)
+        if (p[k]) CHECK_OK(ts_program_memory(p[k], &m[k]));
+    CHECK(m[1].weight_copies == 0, "cpu:1 (matmul_weights plain) keeps %zu bytes of weight copies", m[1].weight_copies);
+    CHECK(packed > 0 ? m[0].weight_copies > 0 : m[0].weight_copies == 0,
+          "cpu (matmul_weights packed): %d matmuls prepacked, %zu bytes of weight copies", packed, m[0].weight_copies);
+    CHECK_OK(ts_device_set_option("cpu:1", "matmul_weights", "packed"));
     if (p[0] && p[1]) {
         tu_rng r = tu_rng_seed(9);
         ts_tensor *xt = tu_rand_tensor(&r, DIMS(B, T, K), -1, 1);
@@ -250,7 +259,7 @@ static void test_training_program_reads_weights_as_stored(void) {
     if (!p) return;
     for (int k = 0; k < p->one->nparts; k++)
         CHECK(p->one->parts[k].abi.param_gen == NULL, "part %d of a training program has a frozen-weights plan", k);
-    int nmm = 0, packed = count_prepacked(p, &nmm);
+    int nmm = 0, packed = count_prepacked(p, &nmm, 0);
     CHECK(nmm >= 2 && packed == 0, "training program: %d of %d matmuls prepacked", packed, nmm);
     ts_memory mem = {.struct_size = sizeof mem};
     CHECK_OK(ts_program_memory(p, &mem));
@@ -288,7 +297,7 @@ static void test_kept_bf16_weight_cast(void) {
           "weight copies: inference %zu bytes (at least the bf16 copy, %d), training %zu (none)", mi.weight_copies,
           2 * N * K, mt.weight_copies);
     CHECK(pt->one->owned[wc] == 0, "the training program keeps its bf16 copy of w (w changes inside every run)");
-    int nmm = 0, packed = count_prepacked(p, &nmm);
+    int nmm = 0, packed = count_prepacked(p, &nmm, 0);
     printf("  bf16: %d of %d matmuls prepacked\n", packed, nmm);
 
     tu_rng r = tu_rng_seed(5);
@@ -325,10 +334,30 @@ static void test_kept_bf16_weight_cast(void) {
     ts_program_free(p), ts_program_free(pt);
 }
 
+/* ts_device_set_option's refusals: each TS_ERR_ARG naming what it refuses; an unknown device as
+ * a compile finds it. */
+static void test_device_option_errors(void) {
+    CHECK(ts_device_set_option("cpu", "matmul_weight", "plain") == TS_ERR_ARG &&
+              strstr(ts_last_error(), "'matmul_weight'") && strstr(ts_last_error(), "matmul_weights"),
+          "an unknown key: %s", ts_last_error());
+    CHECK(ts_device_set_option("cpu", "conv_layout", "nhwc") == TS_ERR_ARG && strstr(ts_last_error(), "'nhwc'") &&
+              strstr(ts_last_error(), "auto or plain or blocked"),
+          "an unknown value: %s", ts_last_error());
+    CHECK(ts_device_set_option("cpu", "fallback", "gpu") == TS_ERR_ARG && strstr(ts_last_error(), "cpu or none"),
+          "an unknown fallback: %s", ts_last_error());
+    CHECK(ts_device_set_option("cpu", NULL, "plain") == TS_ERR_ARG, "a NULL key");
+    CHECK(ts_device_set_option("cpu", "conv_layout", NULL) == TS_ERR_ARG, "a NULL value");
+    CHECK(ts_device_set_option("nosuchdevice:0", "fallback", "none") == TS_ERR_NOT_FOUND &&
+              strstr(ts_last_error(), "ts_device_set_option") && strstr(ts_last_error(), "nosuchdevice"),
+          "an unknown device: %s", ts_last_error());
+    CHECK_OK(ts_device_set_option(NULL, "conv_algorithm", "auto")); /* NULL: cpu */
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     RUN(test_weights_written_between_runs);
     RUN(test_packed_matches_plain);
+    RUN(test_device_option_errors);
     RUN(test_training_program_reads_weights_as_stored);
     RUN(test_kept_bf16_weight_cast);
     RUN(test_conv_weights_written_between_runs);

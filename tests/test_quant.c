@@ -15,6 +15,7 @@
  *  - a training program refuses the option, and the op has no gradient.
  * (No finite-difference gradient check: the op is inference-only.)
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include "backend/cpu/cpu.h" /* the op's id and the reference kernel */

@@ -17,6 +17,7 @@
  *  - Misuse: nested begin, end without begin, ts_backward with a segment open, begin after
  *    ts_backward: TS_ERR_ARG with a message that says so.
  */
+#include "tessera_apps.h"
 #include "encoder.h"
 #include "test_util.h"
 

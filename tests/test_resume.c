@@ -1,6 +1,6 @@
 /*
  * test_resume.c — checkpoints of the whole training state (ts_program_save_state /
- * ts_program_load_state, src/train/run_state.c) and exact resume after a crash:
+ * ts_program_load_state, apps/train/run_state.c) and exact resume after a crash:
  *  - a small MLP with dropout and AdamW, trained on batches that are a function of (seed, step),
  *    runs 20 steps uninterrupted in one child process;
  *  - another child checkpoints every 5 steps (keeping the last 2) and is killed with SIGKILL
@@ -17,6 +17,7 @@
 #include <ftw.h>
 #include <sys/stat.h>
 
+#include "tessera_apps.h"
 #include "test_util.h"
 
 enum { B = 8, IN = 16, HID = 32, NCLS = 4, NSTEPS = 20, EVERY = 5 };

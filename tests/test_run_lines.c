@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tessera_apps.h"
 #include "test_util.h"
 
 /* A ts_write_fn that appends to a string. */

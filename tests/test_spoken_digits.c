@@ -8,6 +8,7 @@
  * after. Skipped (exit 77) without espeak-ng, flite or sox (scripts/install-deps.sh installs them).
  */
 #define _GNU_SOURCE
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include <dirent.h>

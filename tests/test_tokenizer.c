@@ -1,5 +1,5 @@
 /*
- * test_tokenizer.c — the WordPiece tokenizer and vocabulary builder (src/text/):
+ * test_tokenizer.c — the WordPiece tokenizer and vocabulary builder (apps/text/):
  *  - parity with Hugging Face tokenizers@0.23.2 on every line of tests/fixtures/tokenizer/
  *    (real text and hand-written hard cases; uncased and cased; ts_encode with truncation and
  *    padding), using bert-base-uncased's vocab.txt as installed by scripts/install-deps.sh
@@ -10,6 +10,7 @@
  * Paths: TS_TOKENIZER_FIXTURE_DIR and TS_BERT_VOCAB (compile definitions; the environment
  * variable TS_BERT_VOCAB overrides the latter).
  */
+#include "tessera_apps.h"
 #include "test_util.h"
 
 #include <sys/stat.h>

@@ -9,7 +9,8 @@
  *    count_include_pad and every resize mode / coordinate transform / rounding; a few values
  *    written out by hand (PyTorch's results) pin the conventions.
  *  - Convolutions twice: on oneDNN (the CPU backend's default) and on the reference kernels of
- *    src/ops/conv.c (TS_CONV_REFERENCE=1 while the program is compiled).
+ *    src/ops/conv.c (the CPU device's option conv_algorithm "reference" while the program is
+ *    compiled: ts_device_set_option).
  *  - Gradients of every differentiable op in each input by finite differences (fd_check.h).
  *  - Bad inputs (channel mismatch, groups that do not divide, a kernel bigger than the padded
  *    input, wrong ranks, bad attributes) fail the builder with a message naming the op.
@@ -29,8 +30,7 @@ static const float *PV(const fd_host *h, const char *name) {
 }
 
 static void use_reference_kernels(int on) {
-    if (on) setenv("TS_CONV_REFERENCE", "1", 1);
-    else unsetenv("TS_CONV_REFERENCE");
+    CHECK_OK(ts_device_set_option("cpu", "conv_algorithm", on ? "reference" : "auto"));
 }
 
 /* ------------------------------------------------------------------ convolutions */
@@ -665,7 +665,7 @@ static void test_hard_acts_with_fusion(void) {
 /* conv2d -> leaky relu -> max(x, constant) (openWakeWord's block), conv2d -> relu -> clip and a
  * depthwise conv2d -> leaky relu -> max: the fusion pass folds each into the conv2d (nodes
  * fused counted), and the results equal the unfused program's within 1e-5 on oneDNN, on the
- * depthwise kernel and on the reference kernel (TS_CONV_REFERENCE=1 at compile). */
+ * depthwise kernel and on the reference kernel (conv_algorithm "reference" at compile). */
 static ts_value conv_block(ts_graph *g, ts_value x, int64_t C, int64_t O, int groups, int which, const char *w) {
     ts_value wt = ts_param(g, w, TS_F32, 4, (int64_t[]){O, C / groups, 3, 3}, ts_init_normal(0.3f));
     ts_conv_opts o = {{1, 1}, {1, 1, 1, 1}, {1, 1}, groups};
@@ -689,10 +689,10 @@ static void test_conv_epilogue_fusion(void) {
     ts_tensor *xt = tu_rand_tensor(&r, 4, (int64_t[]){2, 8, 10, 12}, -2, 2);
     ts_tensor *out[3] = {NULL, NULL, NULL};
     for (int f = 0; f < 3; f++) { /* fused, unfused, fused on the reference kernels */
-        if (f == 2) setenv("TS_CONV_REFERENCE", "1", 1);
+        use_reference_kernels(f == 2);
         ts_program *p = ts_compile(g, &(ts_compile_opts){.nfetch = 1, .fetches = (const char *[]){"y"},
                                                          .no_fusion = f == 1, .inference = 1});
-        unsetenv("TS_CONV_REFERENCE");
+        use_reference_kernels(0);
         CHECK(p != NULL, "compile: %s", ts_last_error());
         if (!p) continue;
         ts_memory m = {.struct_size = sizeof m};

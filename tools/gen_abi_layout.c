@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "tessera.h"
+#include "tessera_apps.h"
 
 static FILE *out;
 static const char *sname;
@@ -384,6 +384,67 @@ static void structs(void) {
     FIELD(ts_finetune_task_opts, checkpoint);
     struct_end();
 
+    STRUCT(ts_finetune_run_opts);
+    FIELD(ts_finetune_run_opts, struct_size);
+    FIELD(ts_finetune_run_opts, name);
+    FIELD(ts_finetune_run_opts, out);
+    FIELD(ts_finetune_run_opts, out_ctx);
+    FIELD(ts_finetune_run_opts, tty);
+    FIELD(ts_finetune_run_opts, err);
+    FIELD(ts_finetune_run_opts, err_ctx);
+    FIELD(ts_finetune_run_opts, metrics);
+    FIELD(ts_finetune_run_opts, metrics_ctx);
+    FIELD(ts_finetune_run_opts, model_dir);
+    FIELD(ts_finetune_run_opts, train_file);
+    FIELD(ts_finetune_run_opts, eval_file);
+    FIELD(ts_finetune_run_opts, out_dir);
+    FIELD(ts_finetune_run_opts, resume);
+    FIELD(ts_finetune_run_opts, task);
+    FIELD(ts_finetune_run_opts, text_column);
+    FIELD(ts_finetune_run_opts, text_b_column);
+    FIELD(ts_finetune_run_opts, label_column);
+    FIELD(ts_finetune_run_opts, truncate);
+    FIELD(ts_finetune_run_opts, test_split);
+    FIELD(ts_finetune_run_opts, split_seed);
+    FIELD(ts_finetune_run_opts, test_every);
+    FIELD(ts_finetune_run_opts, random_init);
+    FIELD(ts_finetune_run_opts, doc_stride);
+    FIELD(ts_finetune_run_opts, max_query_len);
+    FIELD(ts_finetune_run_opts, max_answer_len);
+    FIELD(ts_finetune_run_opts, n_best);
+    FIELD(ts_finetune_run_opts, relocate_answers);
+    FIELD(ts_finetune_run_opts, optimizer);
+    FIELD(ts_finetune_run_opts, lr);
+    FIELD(ts_finetune_run_opts, warmup);
+    FIELD(ts_finetune_run_opts, weight_decay);
+    FIELD(ts_finetune_run_opts, max_grad_norm);
+    FIELD(ts_finetune_run_opts, momentum);
+    FIELD(ts_finetune_run_opts, epochs);
+    FIELD(ts_finetune_run_opts, batch);
+    FIELD(ts_finetune_run_opts, max_len);
+    FIELD(ts_finetune_run_opts, max_steps);
+    FIELD(ts_finetune_run_opts, accumulation);
+    FIELD(ts_finetune_run_opts, device_iterations);
+    FIELD(ts_finetune_run_opts, max_minutes);
+    FIELD(ts_finetune_run_opts, seed);
+    FIELD(ts_finetune_run_opts, save_every);
+    FIELD(ts_finetune_run_opts, keep);
+    FIELD(ts_finetune_run_opts, stop_after);
+    FIELD(ts_finetune_run_opts, threads);
+    FIELD(ts_finetune_run_opts, bf16);
+    FIELD(ts_finetune_run_opts, fp16);
+    FIELD(ts_finetune_run_opts, recompute);
+    FIELD(ts_finetune_run_opts, deterministic);
+    FIELD(ts_finetune_run_opts, profile);
+    FIELD(ts_finetune_run_opts, memory_limit);
+    FIELD(ts_finetune_run_opts, load_flags);
+    FIELD(ts_finetune_run_opts, devices);
+    FIELD(ts_finetune_run_opts, stages);
+    FIELD(ts_finetune_run_opts, micro_batches);
+    FIELD(ts_finetune_run_opts, comm);
+    FIELD(ts_finetune_run_opts, shard);
+    struct_end();
+
     /* tessera_ocr.h */
     STRUCT(ts_image);
     FIELD(ts_image, width);
@@ -513,6 +574,9 @@ static void constants(void) {
     /* tessera_tasks.h */
     CONST(TS_SQUAD_N_BEST);
     CONST(TS_SQUAD_MAX_ANSWER_LEN);
+    CONST(TS_FINETUNE_AUTO);
+    CONST(TS_FINETUNE_CLASSIFY);
+    CONST(TS_FINETUNE_QA);
 }
 
 int main(int argc, char **argv) {

@@ -114,4 +114,9 @@ TS_TRUNC_HEAD = 0
 TS_SQUAD_N_BEST = 20
 TS_SQUAD_MAX_ANSWER_LEN = 30
 
+# tessera_tasks.h: ts_finetune_run's tasks (ts_finetune_kind)
+TS_FINETUNE_AUTO = 0
+TS_FINETUNE_CLASSIFY = 1
+TS_FINETUNE_QA = 2
+
 STATUS_NAMES = {v: k for k, v in globals().items() if k == "TS_OK" or k.startswith("TS_ERR_")}

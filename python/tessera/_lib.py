@@ -73,6 +73,16 @@ def _candidates():
         yield found
 
 
+def _apps_beside(core_path):
+    """libtessera_apps.so (the applications: BERT, text, speech, OCR, serving) beside the core
+    library at core_path, loaded after it; ctypes looks a name up in it and in the libraries it
+    needs, so one handle reaches both. The core's path itself when it is a bare name."""
+    if os.sep not in core_path:
+        return C.CDLL("libtessera_apps.so")
+    d, base = os.path.split(os.path.abspath(core_path))
+    return C.CDLL(os.path.join(d, base.replace("libtessera.so", "libtessera_apps.so", 1)))
+
+
 def _load():
     tried = []
     for path in _candidates():
@@ -80,10 +90,12 @@ def _load():
             tried.append(path)
             continue
         try:
-            return C.CDLL(path), os.path.abspath(path) if os.sep in path else path
+            C.CDLL(path, mode=C.RTLD_GLOBAL)
+            return _apps_beside(path), os.path.abspath(path) if os.sep in path else path
         except OSError as e:
             tried.append("%s (%s)" % (path, e))
-    raise ImportError("tessera: libtessera.so not found; set TESSERA_LIB to its path (tried: %s)" % ", ".join(tried))
+    raise ImportError("tessera: libtessera.so (with libtessera_apps.so beside it) not found; set TESSERA_LIB "
+                      "to its path (tried: %s)" % ", ".join(tried))
 
 
 lib, LIB_PATH = _load()
@@ -303,6 +315,24 @@ class EpochsOpts(C.Structure):
                 ("warmup", C.c_double), ("max_minutes", C.c_double), ("fp16", C.c_int),
                 ("save_every", C.c_int), ("stop_after", C.c_int), ("profile", C.c_int), ("resumed", C.c_int),
                 ("out_dir", CP), ("pipe", P), ("comm", P), ("shard", C.c_int)]
+
+
+class FinetuneRunOpts(C.Structure):
+    _fields_ = [("struct_size", C.c_size_t), ("name", CP), ("out", WRITE_FN), ("out_ctx", P), ("tty", C.c_int),
+                ("err", WRITE_FN), ("err_ctx", P), ("metrics", WRITE_FN), ("metrics_ctx", P), ("model_dir", CP),
+                ("train_file", CP), ("eval_file", CP), ("out_dir", CP), ("resume", CP), ("task", C.c_int),
+                ("text_column", CP), ("text_b_column", CP), ("label_column", CP), ("truncate", CP),
+                ("test_split", C.c_double), ("split_seed", C.c_int), ("test_every", C.c_int),
+                ("random_init", C.c_int), ("doc_stride", C.c_int), ("max_query_len", C.c_int),
+                ("max_answer_len", C.c_int), ("n_best", C.c_int), ("relocate_answers", C.c_int), ("optimizer", CP),
+                ("lr", C.c_double), ("warmup", C.c_double), ("weight_decay", C.c_double),
+                ("max_grad_norm", C.c_double), ("momentum", C.c_double), ("epochs", C.c_int), ("batch", C.c_int),
+                ("max_len", C.c_int), ("max_steps", C.c_int), ("accumulation", C.c_int),
+                ("device_iterations", C.c_int), ("max_minutes", C.c_double), ("seed", C.c_int),
+                ("save_every", C.c_int), ("keep", C.c_int), ("stop_after", C.c_int), ("threads", C.c_int),
+                ("bf16", C.c_int), ("fp16", C.c_int), ("recompute", C.c_int), ("deterministic", C.c_int),
+                ("profile", C.c_int), ("memory_limit", C.c_size_t), ("load_flags", C.c_int), ("devices", CP),
+                ("stages", CP), ("micro_batches", C.c_int), ("comm", P), ("shard", C.c_int)]
 
 
 # ---------------------------------------------------------------- tessera_ocr.h

@@ -2,6 +2,7 @@
 # --model MODEL.onnx` on the same inputs, bit for bit, with its inputs and outputs described as
 # onnxruntime does; and tessera.ocr.read against `tessera ocr` on an image drawn with ImageMagick
 # (skipped without `convert` or the OCR models in data/ocr).
+import ctypes
 import os
 import shutil
 import subprocess
@@ -11,8 +12,15 @@ import pytest
 
 import tessera
 from conftest import REPO, THREADS, run_cli
+from tessera import _lib
 
 CNN = os.path.join(REPO, "tests", "fixtures", "onnx", "cnn.onnx")
+
+# A library built without ONNX (or the applications without images) has the functions, which fail
+# naming the build option: the module is skipped, saying so.
+FEATURES = set((_lib.fn("ts_build_features", ctypes.c_char_p)() or b"").decode().split())
+APPS_FEATURES = set((_lib.fn("ts_apps_build_features", ctypes.c_char_p)() or b"").decode().split())
+pytestmark = pytest.mark.skipif("onnx" not in FEATURES, reason="this libtessera was built without ONNX (TS_WITH_ONNX)")
 
 
 def test_inference_session_matches_run(tmp_path):
@@ -52,6 +60,8 @@ def ocr_models():
     return d
 
 
+@pytest.mark.skipif("images" not in APPS_FEATURES,
+                    reason="this libtessera_apps was built without images (TS_WITH_IMAGES)")
 def test_ocr_matches_the_command(tmp_path):
     models = ocr_models()
     img = tmp_path / "text.png"

@@ -11,9 +11,7 @@
 #include "ops/op.h"
 #include "tessera_backend.h"
 
-/* Does the table have entry `field` (within the struct_size it was built with) and is it set? */
-#define TS_API_HAS(api, field)                                                                    \
-    ((api)->struct_size >= offsetof(ts_backend_api, field) + sizeof((api)->field) && (api)->field)
+/* TS_API_HAS(api, field), whether a table has an entry: tessera_backend.h. */
 
 typedef struct ts_device {
     const ts_backend_api *api;
@@ -28,6 +26,8 @@ typedef struct ts_device {
     char call[320]; /* what that call is: "device x:1: execute of 12 nodes (gather .. add)" */
     struct ts_device *fallback; /* the CPU context that runs the nodes this device refuses */
     int is_fallback;            /* this is such a context (never found by name) */
+    int no_fallback;            /* option "fallback" "none" (ts_device_set_option): every
+                                   compile for it strict, as ts_compile_opts.strict_device */
 } ts_device;
 
 /* The device called name ("cpu", "cpu:0", "cpu:3"; "<backend>" is index 0), opened on first
@@ -83,6 +83,10 @@ extern const ts_host_api ts_host;
  * &ts_host; for the CPU backend built as a plugin, those the loading tessera passes). */
 extern const ts_backend_api ts_backend_cpu_api;
 const ts_backend_api *ts_cpu_backend_api(const ts_host_api *host);
+/* The built-in CPU backend's options of device context ctx (named `device` in messages), as
+ * ts_device_set_option sets them (backend/cpu/cpu_backend.c): TS_OK, or TS_ERR_ARG naming an
+ * unknown key or value. */
+ts_status ts_cpu_set_option(void *ctx, const char *device, const char *key, const char *value);
 /* Is d one of the built-in CPU backend's devices ("cpu", "cpu:N"; not the CPU built as a plugin)? */
 static inline int ts_device_is_builtin_cpu(const ts_device *d) { return d->api == &ts_backend_cpu_api; }
 

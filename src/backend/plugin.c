@@ -7,6 +7,8 @@
  * the process (its devices are open until exit). Each way a load can fail is one message naming
  * the file: missing, not a shared library, not a tessera plugin, another ABI major, an entry
  * missing from its table.
+ * Environment read: TESSERA_PLUGIN_PATH (':'-separated folders searched first), a search path
+ * only.
  */
 #define _GNU_SOURCE /* dladdr */
 #include "backend/backend.h"

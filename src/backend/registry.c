@@ -1,6 +1,8 @@
 /*
  * registry.c — the registered backends (the CPU backend is always the first), the devices opened
- * from them by name, and the runtime's calls through a backend's table (see backend.h).
+ * from them by name, the services tessera gives backends (ts_host: errors, notices to the sink
+ * of ts_set_notice_sink, memory, a clock), and the runtime's calls through a backend's table
+ * (see backend.h).
  */
 #include "backend/backend.h"
 
@@ -33,7 +35,30 @@ ts_status ts_abi_error(ts_status code, const char *fmt, ...) {
 /* ------------------------------------------------------------------ the host's services */
 
 static ts_status host_error(ts_status code, const char *msg) { return ts_err(code, "%s", msg ? msg : "(no message)"); }
-static void host_log(int level, const char *msg) { fprintf(stderr, "tessera: %s%s\n", level ? "warning: " : "", msg); }
+/* The notices' sink (ts_set_notice_sink): none by default, so the library prints nothing. */
+static ts_write_fn notice_write;
+static void *notice_ctx;
+static pthread_mutex_t notice_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ts_set_notice_sink(ts_write_fn write, void *ctx) {
+    pthread_mutex_lock(&notice_lock);
+    notice_write = write, notice_ctx = ctx;
+    pthread_mutex_unlock(&notice_lock);
+}
+
+/* A notice, "tessera: [warning: ]MSG\n", to the sink (one call, the line whole). */
+static void host_log(int level, const char *msg) {
+    pthread_mutex_lock(&notice_lock);
+    ts_write_fn write = notice_write;
+    void *ctx = notice_ctx;
+    pthread_mutex_unlock(&notice_lock);
+    if (!write) return;
+    char line[2048];
+    int n = snprintf(line, sizeof line, "tessera: %s%s\n", level ? "warning: " : "", msg ? msg : "");
+    if (n < 0) return;
+    if ((size_t)n >= sizeof line) n = (int)sizeof line - 1, line[n - 1] = '\n';
+    write(ctx, line, (size_t)n);
+}
 static void *host_alloc(size_t bytes, size_t align) {
     if (!align) align = 64;
     if (align & (align - 1) || align > 4096) return NULL;

@@ -19,7 +19,12 @@
  * and the collective it waits in, if any — and fails with TS_ERR_COMM naming who did not answer
  * (dead or stopped) and who is elsewhere. A rank that dies outright is usually reported first by
  * mpirun itself, which then ends the job. MPI errors are returned (MPI_ERRORS_RETURN), not fatal,
- * so they reach the caller as messages too.
+ * so they reach the caller as messages too. The timeout is 60 s unless ts_comm_set_timeout says
+ * otherwise (the command's --comm-timeout).
+ *
+ * Environment read: only the launcher's facts, to tell a rank of an mpirun job from a process
+ * alone (launched_size): OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK and PMIX_SIZE. Nothing that
+ * changes a result.
  */
 #include "comm/comm.h"
 
@@ -341,7 +346,9 @@ static void census(ts_comm *c, const char *what, char *out, size_t cap) {
 
 /* ---------------------------------------------------------------- the world */
 
+#ifdef TS_HAVE_MPI
 static void finalize_at_exit(void) { ts_comm_finalize(); }
+#endif
 
 static ts_comm *new_comm(void) {
     ts_comm *c = calloc(1, sizeof *c);
@@ -369,8 +376,6 @@ ts_comm *ts_comm_world(void) {
         ts_err(TS_ERR_NOMEM, "ts_comm_world: out of memory");
         return NULL;
     }
-    const char *t = getenv("TS_COMM_TIMEOUT");
-    if (t && atof(t) > 0) c->timeout = atof(t);
 #ifdef TS_HAVE_MPI
     if (n >= 1) {
         int provided = 0;
@@ -414,7 +419,8 @@ ts_comm *ts_comm_world(void) {
         free(c);
         pthread_mutex_unlock(&g_world_mu);
         ts_err(TS_ERR_UNSUPPORTED, "ts_comm_world: this process is rank of a job of %d (started by mpirun), but "
-               "tessera was built without MPI: install libopenmpi-dev (scripts/install-deps.sh) and rebuild", n);
+               "tessera was built without MPI: install libopenmpi-dev (scripts/install-deps.sh) and configure with "
+               "-DTS_WITH_MPI=ON (or AUTO)", n);
         return NULL;
     }
 #endif

@@ -1,5 +1,5 @@
 /* clock.c — the one monotonic clock of the library: ts_now_ns for the profile's kernels and runs,
- * ts_seconds (public, tessera_tasks.h) for every duration in seconds (training, inference timing,
+ * ts_seconds (public, tessera_support.h) for every duration in seconds (training, inference timing,
  * pipelines' busy times, communicator timeouts). */
 #include "core/core.h"
 

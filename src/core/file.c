@@ -183,3 +183,21 @@ void ts_write_stdio(void *ctx, const char *text, size_t len) {
     fwrite(text, 1, len, (FILE *)ctx);
     fflush((FILE *)ctx);
 }
+
+ts_status ts_make_dirs(const char *dir) {
+    char path[4096];
+    if (!dir || !*dir) return ts_err(TS_ERR_ARG, "ts_make_dirs: no directory");
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return ts_err(TS_ERR_IO, "%s: path too long", dir);
+    for (char *p = path + 1;; p++) {
+        int end = *p == 0;
+        if (*p == '/' || end) {
+            *p = 0;
+            if (mkdir(path, 0777) != 0 && errno != EEXIST) return ts_err(TS_ERR_IO, "creating %s: %s", path, strerror(errno));
+            if (end) break;
+            *p = '/';
+        }
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return ts_err(TS_ERR_IO, "%s is not a directory", dir);
+    return TS_OK;
+}

@@ -1,5 +1,5 @@
 /* struct_size.c — reading and filling a public struct that may grow (the rule is in tessera.h;
- * the helpers are described in core.h, the base layouts are in struct_base.h). */
+ * the helpers are described in tessera_support.h, the core's base layouts are in struct_base.h). */
 #include "core/core.h"
 
 static ts_status check_size(size_t struct_size, size_t base, const char *fn, const char *what) {

@@ -14,18 +14,6 @@ void *ts_alloc(size_t bytes, int zero) {
 
 void ts_free(void *p) { free(p); }
 
-char *ts_strdup(const char *s) {
-    char *d = strdup(s ? s : "");
-    if (!d) abort();
-    return d;
-}
-
-void *ts_xrealloc(void *p, size_t bytes) {
-    void *q = realloc(p, bytes);
-    if (!q && bytes) abort();
-    return q;
-}
-
 const char *ts_shape_str(int ndim, const int64_t *shape, char *buf, size_t cap) {
     size_t o = 0;
     o += (size_t)snprintf(buf + o, cap - o, "[");
@@ -59,7 +47,10 @@ ts_tensor *ts_tensor_new(ts_dtype dtype, int ndim, const int64_t *shape) {
             return NULL;
         }
     ts_tensor *t = calloc(1, sizeof *t);
-    if (!t) return NULL;
+    if (!t) {
+        ts_err(TS_ERR_NOMEM, "ts_tensor_new: out of memory");
+        return NULL;
+    }
     t->dtype = dtype;
     t->ndim = ndim;
     if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);

@@ -36,10 +36,15 @@ ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed) {
                              ts_val_str(g, loss, b, sizeof b)), g->status;
 
     int nv = g->nvals, nn = g->nnodes;
-    g->bwd_start = nn;
     char *dep = calloc((size_t)nv, 1);
     int *grad = malloc(sizeof(int) * (size_t)nv);
-    if (!dep || !grad) abort();
+    ts_tensor *one = ts_tensor_new(TS_F32, lv->ndim, lv->shape);
+    ts_recompute rc;
+    if (!dep || !grad || !one || ts_recompute_init(&rc, nv) != TS_OK) {
+        free(dep), free(grad), ts_tensor_free(one);
+        return ts_graph_fail(g, TS_ERR_NOMEM, "ts_backward: out of memory for the tables of %d values", nv), g->status;
+    }
+    g->bwd_start = nn;
     for (int v = 0; v < nv; v++) {
         grad[v] = TS_NONE;
         dep[v] = g->vals[v].kind == TS_V_PARAM;
@@ -53,15 +58,12 @@ ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed) {
 
     /* every gradient op goes on the stage of the forward op it differentiates */
     g->cur_stage = lv->kind == TS_V_NODE ? g->nodes[lv->node].stage : -1;
-    ts_tensor *one = ts_tensor_new(TS_F32, lv->ndim, lv->shape);
     ((float *)one->data)[0] = 1.f;
     grad[loss] = seed == TS_NONE ? ts_constant(g, one)
                : lv->ndim    ? ts_reshape(g, seed, lv->ndim, lv->shape) : seed;
     ts_tensor_free(one);
 
-    ts_recompute rc;
-    ts_recompute_init(&rc, nv);
-    ts_status st = TS_OK;
+    ts_status st = g->status; /* the seed's node may have failed (out of memory) */
     for (int i = nn - 1; i >= 0 && st == TS_OK; i--) {
         ts_node n = g->nodes[i]; /* a copy: building grads may move g->nodes */
         int has_gout = 0, has_dep = 0;

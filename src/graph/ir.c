@@ -5,7 +5,10 @@
 
 ts_graph *ts_graph_new(void) {
     ts_graph *g = calloc(1, sizeof *g);
-    if (!g) return NULL;
+    if (!g) {
+        ts_err(TS_ERR_NOMEM, "ts_graph_new: out of memory");
+        return NULL;
+    }
     g->loss = -1;
     g->cur_stage = -1;
     g->bwd_start = g->opt_start = -1;
@@ -31,7 +34,7 @@ void ts_graph_set_seed(ts_graph *g, uint64_t seed) {
 
 ts_status ts_graph_status(const ts_graph *g) {
     if (!g) return ts_err(TS_ERR_ARG, "ts_graph_status: graph is NULL");
-    if (g->status != TS_OK) ts_err(g->status, "%s", g->status_msg);
+    if (g->status != TS_OK) ts_err(g->status, "%s", ts_graph_msg(g));
     return g->status;
 }
 
@@ -43,7 +46,7 @@ ts_value ts_graph_fail(ts_graph *g, ts_status code, const char *fmt, ...) {
     va_end(ap);
     if (g && g->status == TS_OK) {
         g->status = code;
-        g->status_msg = ts_strdup(msg);
+        g->status_msg = strdup(msg); /* NULL when out of memory: ts_graph_msg says so */
     }
     ts_err(code, "%s", msg);
     return TS_NONE;
@@ -51,8 +54,11 @@ ts_value ts_graph_fail(ts_graph *g, ts_status code, const char *fmt, ...) {
 
 int ts_val_add(ts_graph *g, ts_val_kind kind, ts_dtype dtype, int ndim, const int64_t *shape) {
     if (g->nvals == g->cap_vals) {
-        g->cap_vals = g->cap_vals ? 2 * g->cap_vals : 64;
-        g->vals = ts_xrealloc(g->vals, sizeof(ts_val) * (size_t)g->cap_vals);
+        int cap = g->cap_vals ? 2 * g->cap_vals : 64;
+        ts_val *vals = realloc(g->vals, sizeof(ts_val) * (size_t)cap);
+        if (!vals) return ts_graph_fail(g, TS_ERR_NOMEM, "out of memory adding value %d to the graph", g->nvals);
+        g->vals = vals;
+        g->cap_vals = cap;
     }
     ts_val *v = &g->vals[g->nvals];
     memset(v, 0, sizeof *v);
@@ -100,24 +106,35 @@ static void name_insert(ts_graph *g, int v) {
     g->name_used++;
 }
 
-/* Rebuild the index with room for at least `need` names at load <= 1/2. */
-static void name_rebuild(ts_graph *g, int need) {
+/* Rebuild the index with room for at least `need` names at load <= 1/2. -1 when out of memory
+ * (the old index stays). */
+static int name_rebuild(ts_graph *g, int need) {
     int n = 64;
     while (n < 2 * need) n *= 2;
+    int *slots = malloc(sizeof(int) * (size_t)n);
+    if (!slots) return -1;
     free(g->name_slots);
-    g->name_slots = ts_xrealloc(NULL, sizeof(int) * (size_t)n);
+    g->name_slots = slots;
     memset(g->name_slots, 0xff, sizeof(int) * (size_t)n);
     g->name_nslots = n;
     g->name_used = 0;
     for (int v = 0; v < g->nvals; v++)
         if (g->vals[v].name) name_insert(g, v);
+    return 0;
 }
 
-void ts_val_set_name(ts_graph *g, int v, const char *name) {
+ts_status ts_val_set_name(ts_graph *g, int v, const char *name) {
+    char *copy = strdup(name ? name : "");
+    /* room for one more name first: on failure v keeps its old name and the index is whole */
+    if (!copy || (2 * (g->name_used + 1) > g->name_nslots && name_rebuild(g, g->name_used + 1))) {
+        free(copy);
+        ts_graph_fail(g, TS_ERR_NOMEM, "out of memory naming value %d '%s'", v, name ? name : "");
+        return TS_ERR_NOMEM;
+    }
     free(g->vals[v].name);
-    g->vals[v].name = ts_strdup(name);
-    if (2 * (g->name_used + 1) > g->name_nslots) name_rebuild(g, g->name_used + 1);
-    else name_insert(g, v);
+    g->vals[v].name = copy;
+    name_insert(g, v);
+    return TS_OK;
 }
 
 ts_value ts_lookup(const ts_graph *g, const char *name) {
@@ -175,7 +192,11 @@ ts_value ts_input(ts_graph *g, const char *name, ts_dtype dtype, int ndim, const
     if (!check_new_name(g, "ts_input", name) || !check_shape(g, "ts_input", name, dtype, ndim, shape))
         return TS_NONE;
     int v = ts_val_add(g, TS_V_INPUT, dtype, ndim, shape);
-    ts_val_set_name(g, v, name);
+    if (v == TS_NONE) return TS_NONE;
+    if (ts_val_set_name(g, v, name) != TS_OK) {
+        g->nvals--; /* the value just added, unnamed: taken back */
+        return TS_NONE;
+    }
     return v;
 }
 
@@ -188,7 +209,11 @@ ts_value ts_param(ts_graph *g, const char *name, ts_dtype dtype, int ndim, const
         return ts_graph_fail(g, TS_ERR_DTYPE, "ts_param '%s': dtype %s is not a float type", name,
                              ts_dtype_name(dtype));
     int v = ts_val_add(g, TS_V_PARAM, dtype, ndim, shape);
-    ts_val_set_name(g, v, name);
+    if (v == TS_NONE) return TS_NONE;
+    if (ts_val_set_name(g, v, name) != TS_OK) {
+        g->nvals--; /* the value just added, unnamed: taken back */
+        return TS_NONE;
+    }
     g->vals[v].init = init;
     return v;
 }
@@ -196,16 +221,27 @@ ts_value ts_param(ts_graph *g, const char *name, ts_dtype dtype, int ndim, const
 ts_value ts_constant(ts_graph *g, const ts_tensor *t) {
     if (!g) return TS_NONE;
     if (!t) return ts_graph_fail(g, TS_ERR_ARG, "ts_constant: tensor is NULL");
+    ts_tensor *data = ts_tensor_from(t->dtype, t->ndim, t->shape, t->data);
+    if (!data) return ts_graph_fail(g, TS_ERR_NOMEM, "ts_constant: out of memory");
     int v = ts_val_add(g, TS_V_CONST, t->dtype, t->ndim, t->shape);
-    g->vals[v].data = ts_tensor_from(t->dtype, t->ndim, t->shape, t->data);
-    if (!g->vals[v].data) return ts_graph_fail(g, TS_ERR_NOMEM, "ts_constant: out of memory");
+    if (v == TS_NONE) {
+        ts_tensor_free(data);
+        return TS_NONE;
+    }
+    g->vals[v].data = data;
     return v;
 }
 
 ts_value ts_scalar(ts_graph *g, float x) {
     if (!g) return TS_NONE;
+    ts_tensor *data = ts_tensor_from(TS_F32, 0, NULL, &x);
+    if (!data) return ts_graph_fail(g, TS_ERR_NOMEM, "ts_scalar: out of memory");
     int v = ts_val_add(g, TS_V_CONST, TS_F32, 0, NULL);
-    g->vals[v].data = ts_tensor_from(TS_F32, 0, NULL, &x);
+    if (v == TS_NONE) {
+        ts_tensor_free(data);
+        return TS_NONE;
+    }
+    g->vals[v].data = data;
     return v;
 }
 
@@ -217,7 +253,7 @@ ts_value ts_name(ts_graph *g, ts_value v, const char *name) {
     if (g->vals[v].kind == TS_V_INPUT || g->vals[v].kind == TS_V_PARAM)
         return ts_graph_fail(g, TS_ERR_ARG, "ts_name: value '%s' already has a name; cannot rename to '%s'",
                              g->vals[v].name, name);
-    ts_val_set_name(g, v, name);
+    if (ts_val_set_name(g, v, name) != TS_OK) return TS_NONE;
     return v;
 }
 
@@ -259,8 +295,12 @@ ts_value ts_node_add(ts_graph *g, int op, int nin, const int *in, const ts_attrs
                                  d->name, i, in[i]);
     }
     if (g->nnodes == g->cap_nodes) {
-        g->cap_nodes = g->cap_nodes ? 2 * g->cap_nodes : 64;
-        g->nodes = ts_xrealloc(g->nodes, sizeof(ts_node) * (size_t)g->cap_nodes);
+        int cap = g->cap_nodes ? 2 * g->cap_nodes : 64;
+        ts_node *nodes = realloc(g->nodes, sizeof(ts_node) * (size_t)cap);
+        if (!nodes)
+            return ts_graph_fail(g, TS_ERR_NOMEM, "op %s: out of memory adding node %d to the graph", d->name, g->nnodes);
+        g->nodes = nodes;
+        g->cap_nodes = cap;
     }
     ts_node n;
     memset(&n, 0, sizeof n);
@@ -275,6 +315,10 @@ ts_value ts_node_add(ts_graph *g, int op, int nin, const int *in, const ts_attrs
     int id = g->nnodes;
     for (int k = 0; k < d->nout; k++) {
         n.out[k] = ts_val_add(g, TS_V_NODE, TS_F32, 0, NULL);
+        if (n.out[k] == TS_NONE) { /* out of memory (recorded): the outputs added so far taken back */
+            g->nvals -= k;
+            return TS_NONE;
+        }
         g->vals[n.out[k]].node = id;
     }
     g->nodes[id] = n;
@@ -304,25 +348,38 @@ ts_value ts_node_add(ts_graph *g, int op, int nin, const int *in, const ts_attrs
 
 ts_graph *ts_graph_clone(const ts_graph *g) {
     ts_graph *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
+    if (!c) goto nomem;
     *c = *g;
+    c->nvals = 0; /* the values copied so far: what ts_graph_free frees if a copy fails */
+    c->status_msg = NULL;
+    c->name_slots = NULL;
     c->vals = malloc(sizeof(ts_val) * (size_t)(g->cap_vals ? g->cap_vals : 1));
     c->nodes = malloc(sizeof(ts_node) * (size_t)(g->cap_nodes ? g->cap_nodes : 1));
-    if (!c->vals || !c->nodes) abort();
-    if (g->nvals) memcpy(c->vals, g->vals, sizeof(ts_val) * (size_t)g->nvals);
+    if (!c->vals || !c->nodes) goto fail;
     if (g->nnodes) memcpy(c->nodes, g->nodes, sizeof(ts_node) * (size_t)g->nnodes);
-    c->status_msg = g->status_msg ? ts_strdup(g->status_msg) : NULL;
+    if (g->status_msg && !(c->status_msg = strdup(g->status_msg))) goto fail;
     if (g->name_slots) {
-        c->name_slots = malloc(sizeof(int) * (size_t)g->name_nslots);
-        if (!c->name_slots) abort();
+        if (!(c->name_slots = malloc(sizeof(int) * (size_t)g->name_nslots))) goto fail;
         memcpy(c->name_slots, g->name_slots, sizeof(int) * (size_t)g->name_nslots);
     }
-    for (int i = 0; i < c->nvals; i++) {
+    for (int i = 0; i < g->nvals; i++) {
+        const ts_val *from = &g->vals[i];
         ts_val *v = &c->vals[i];
-        if (v->name) v->name = ts_strdup(v->name);
-        if (v->data) v->data = ts_tensor_from(v->data->dtype, v->data->ndim, v->data->shape, v->data->data);
+        *v = *from;
+        v->name = NULL, v->data = NULL;
+        c->nvals = i + 1;
+        if (from->name && !(v->name = strdup(from->name))) goto fail;
+        if (from->data &&
+            !(v->data = ts_tensor_from(from->data->dtype, from->data->ndim, from->data->shape, from->data->data)))
+            goto fail;
     }
     return c;
+fail:
+    ts_graph_free(c);
+nomem:
+    ts_err(TS_ERR_NOMEM, "ts_graph_clone: out of memory copying a graph of %d values and %d nodes", g->nvals,
+           g->nnodes);
+    return NULL;
 }
 
 /* ------------------------------------------------------------------ pipeline stages */

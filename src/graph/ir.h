@@ -89,19 +89,22 @@ ts_value ts_node_add(ts_graph *g, int op, int nin, const int *in, const ts_attrs
 /* ts_backward with the loss's gradient seeded by `seed` (a rank-0 f32 value, the loss scale of
  * src/optim/loss_scale.c) instead of 1; TS_NONE: 1 (graph/autodiff.c). */
 ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed);
-/* Record a builder error in g (first one wins) and in the thread's last error; returns TS_NONE. */
-ts_value ts_graph_fail(ts_graph *g, ts_status code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Add a value of the given kind; returns its id. */
+/* ts_graph_fail (record a builder error in g): tessera_core.h. */
+/* Add a value of the given kind; returns its id, or TS_NONE when out of memory (recorded in g as
+ * TS_ERR_NOMEM; nothing added). */
 int ts_val_add(ts_graph *g, ts_val_kind kind, ts_dtype dtype, int ndim, const int64_t *shape);
 /* Set (or replace) the name of value v: the one way names are given, so the name index stays
- * right. The caller has checked that no other value has it. */
-void ts_val_set_name(ts_graph *g, int v, const char *name);
+ * right. The caller has checked that no other value has it. TS_OK, or TS_ERR_NOMEM (recorded in
+ * g; v keeps its old name, the index stays whole). */
+ts_status ts_val_set_name(ts_graph *g, int v, const char *name);
+/* The message of g's recorded error: "out of memory" when even the copy of it failed. */
+static inline const char *ts_graph_msg(const ts_graph *g) { return g->status_msg ? g->status_msg : "out of memory"; }
 /* True when v is a valid value id of g. */
 static inline bool ts_val_ok(const ts_graph *g, ts_value v) { return v >= 0 && v < g->nvals; }
 /* A human-readable description of value v for messages: "'x' [8, 784] f32" or "%12 [..] f32". */
 const char *ts_val_str(const ts_graph *g, int v, char *buf, size_t cap);
-/* Deep copy of a graph (constants shared by copy of the tensor). */
+/* Deep copy of a graph (constants shared by copy of the tensor); NULL (TS_ERR_NOMEM set) when out
+ * of memory. */
 ts_graph *ts_graph_clone(const ts_graph *g);
 static inline int64_t ts_val_numel(const ts_val *v) { return ts_numel(v->ndim, v->shape); }
 static inline size_t ts_val_bytes(const ts_val *v) {

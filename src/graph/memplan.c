@@ -40,7 +40,13 @@ ts_status ts_memplan_build(const ts_graph *g, const int *sched, int nsched, cons
     mp->offset = malloc(sizeof(int64_t) * (size_t)nv);
     mp->root = malloc(sizeof(int) * (size_t)nv);
     int *def = malloc(sizeof(int) * (size_t)nv), *last = malloc(sizeof(int) * (size_t)nv);
-    if (!mp->offset || !mp->root || !def || !last) abort();
+    storage *s = malloc(sizeof(storage) * (size_t)(nv ? nv : 1));
+    storage **ov = malloc(sizeof(storage *) * (size_t)(nv + 1));
+    if (!mp->offset || !mp->root || !def || !last || !s || !ov) {
+        free(def), free(last), free(s), free(ov);
+        ts_memplan_free(mp);
+        return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory planning the memory of %d values", nv);
+    }
     for (int v = 0; v < nv; v++) {
         mp->offset[v] = -1;
         mp->root[v] = v;
@@ -92,7 +98,6 @@ ts_status ts_memplan_build(const ts_graph *g, const int *sched, int nsched, cons
     }
 
     /* placement */
-    storage *s = malloc(sizeof(storage) * (size_t)(nv ? nv : 1));
     int ns = 0;
     for (int v = 0; v < nv; v++) {
         if (!in_arena[v] || def[v] < 0) continue;
@@ -107,7 +112,6 @@ ts_status ts_memplan_build(const ts_graph *g, const int *sched, int nsched, cons
         ns++;
     }
     qsort(s, (size_t)ns, sizeof *s, by_size_desc);
-    storage **ov = malloc(sizeof(storage *) * (size_t)(ns + 1));
     for (int i = 0; i < ns; i++) {
         /* the placed storages alive at the same time, by offset; take the lowest gap that fits */
         int k = 0;

@@ -51,12 +51,13 @@ ts_status ts_graph_recompute_end(ts_graph *g) {
     return TS_OK;
 }
 
-void ts_recompute_init(ts_recompute *rc, int nvals) {
+ts_status ts_recompute_init(ts_recompute *rc, int nvals) {
     rc->nv = nvals;
     rc->seg = 0;
     rc->map = malloc(sizeof(int) * (size_t)(nvals ? nvals : 1));
-    if (!rc->map) abort();
+    if (!rc->map) return ts_err(TS_ERR_NOMEM, "ts_backward: out of memory for the recompute map of %d values", nvals);
     for (int v = 0; v < nvals; v++) rc->map[v] = v;
+    return TS_OK;
 }
 
 void ts_recompute_free(ts_recompute *rc) {

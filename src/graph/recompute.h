@@ -17,7 +17,8 @@ typedef struct ts_recompute {
     int seg;  /* the segment recomputed last (0: none yet) */
 } ts_recompute;
 
-void ts_recompute_init(ts_recompute *rc, int nvals);
+/* TS_OK, or TS_ERR_NOMEM (nothing to free). */
+ts_status ts_recompute_init(ts_recompute *rc, int nvals);
 void ts_recompute_free(ts_recompute *rc);
 
 /* Called by the backward walk for forward node i, before its gradient rule: when i belongs to a

@@ -137,17 +137,26 @@ struct ts_onnx_ctx {
     int nowned, capowned;
     ts_tensor **owned_t;
     int nowned_t, capowned_t;
+    /* Out of memory: an allocation of the context (a name, a table, a message, an owned string or
+     * tensor) or of a node's mapping failed. Sticky: the import stops taking nodes and fails with
+     * TS_ERR_NOMEM. onnx_define then returns `sink`, a dead value of no name, so that its callers
+     * need no check. */
+    int nomem;
+    onnx_val sink;
 };
 
 /* For the core (ctx.c, attrs.c, import.c): the value of a name (NULL if none yet) / made on
- * first use; its graph value (see onnx_in); memory and tensors freed with the context; a
- * refusal message recorded; the context freed. */
+ * first use (out of memory: cx->sink, never NULL); its graph value (see onnx_in); memory and
+ * tensors freed with the context (onnx_own: NULL, with p freed and the context out of memory,
+ * when p is NULL or cannot be kept); a refusal message recorded (one of TS_ERR_NOMEM marks the
+ * context out of memory); the context out of memory (onnx_nomem); the context freed. */
 onnx_val *onnx_lookup(ts_onnx_ctx *cx, const char *name);
 onnx_val *onnx_define(ts_onnx_ctx *cx, const char *name);
 ts_value onnx_graph_value(ts_onnx_ctx *cx, onnx_val *v, const char *name);
 void *onnx_own(ts_onnx_ctx *cx, void *p);
 const ts_tensor *onnx_own_tensor(ts_onnx_ctx *cx, ts_tensor *t);
 void onnx_record(ts_onnx_ctx *cx, ts_status code, const char *msg);
+void onnx_nomem(ts_onnx_ctx *cx);
 void onnx_ctx_free(ts_onnx_ctx *cx);
 /* Fold node n on the host when every input is known and its op is one of those shape
  * arithmetic uses that fold_ops.c lists (Equal, Not, Floor, Min, ReduceProd, ...): 1 with the

@@ -80,7 +80,11 @@ ts_value ts_state_new(ts_graph *g, const char *name, int ndim, const int64_t *sh
         return ts_graph_fail(g, TS_ERR_ARG, "optimizer state '%s': the name is already used in "
                              "this graph", name);
     int s = ts_val_add(g, TS_V_STATE, TS_F32, ndim, shape);
-    ts_val_set_name(g, s, name);
+    if (s == TS_NONE) return TS_NONE; /* out of memory, recorded */
+    if (ts_val_set_name(g, s, name) != TS_OK) {
+        g->nvals--; /* the value just added, unnamed: taken back */
+        return TS_NONE;
+    }
     return s;
 }
 
@@ -145,7 +149,7 @@ static ts_value add_sumsq(ts_graph *g, const ts_value *src, int nv) {
     ts_value acc = TS_NONE;
     int in[TS_MAX_IN], nin = 0, cur = -1;
     int *order = malloc(sizeof(int) * (size_t)(nv + 1)), n = 0;
-    if (!order) abort();
+    if (!order) return ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory ordering %d values", nv);
     for (int s = -1; s < TS_MAX_STAGES; s++) /* unplaced (-1) first, then stage by stage */
         for (int v = 0; v < nv; v++)
             if (g->vals[v].kind == TS_V_PARAM && g->vals[v].grad >= 0 && param_stage(g, v) == s) order[n++] = v;
@@ -221,7 +225,9 @@ static ts_status add_buckets(ts_graph *g, const ts_optim_opts *o, const ts_value
     size_t cap = o->bucket_bytes ? o->bucket_bytes : (size_t)25 << 20;
     int64_t (*key)[2] = malloc(sizeof *key * (size_t)(nv + 1));
     int n = 0;
-    if (!key) abort();
+    *nbuckets = 0;
+    if (!key)
+        return ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory packing the gradient buckets"), g->status;
     /* later stages finish their backward first; within a stage, the earliest gradient first */
     for (int v = 0; v < nv; v++)
         if (g->vals[v].kind == TS_V_PARAM && g->vals[v].grad >= 0)
@@ -241,6 +247,10 @@ static ts_status add_buckets(ts_graph *g, const ts_optim_opts *o, const ts_value
         }
         int64_t shape[1] = {(int64_t)((bytes + 63) & ~(size_t)63) / 4};
         int b = ts_val_add(g, TS_V_STATE, TS_F32, 1, shape);
+        if (b == TS_NONE) { /* out of memory, recorded */
+            st = g->status;
+            break;
+        }
         g->vals[b].bucket = 1;
         size_t off = 0;
         for (int k = i; k < j; k++) {
@@ -268,14 +278,18 @@ static ts_status add_buckets(ts_graph *g, const ts_optim_opts *o, const ts_value
 /* Move each bucket's accumulation nodes and all-reduce start to just after the node that makes
  * the last of its gradients, so that the all-reduce runs while the backward pass goes on. Moved
  * nodes have no outputs; the nodes they pass keep their order (and get their outputs' producer
- * indices renumbered). ts_optimizer's nodes then begin later by the number moved. */
-static void start_buckets_early(ts_graph *g) {
+ * indices renumbered). ts_optimizer's nodes then begin later by the number moved. TS_OK, or the
+ * graph's TS_ERR_NOMEM (nothing moved). */
+static ts_status start_buckets_early(ts_graph *g) {
     int nn = g->nnodes, nv = g->nvals;
     int *anchor = malloc(sizeof(int) * (size_t)(nv + 1)); /* per bucket value: its last gradient's producer */
     int *at = malloc(sizeof(int) * (size_t)(nn + 1));      /* per node: move after this node (-1: stays) */
     ts_node *out = malloc(sizeof(ts_node) * (size_t)(nn + 1));
     int *new_index = malloc(sizeof(int) * (size_t)(nn + 1));
-    if (!anchor || !at || !out || !new_index) abort();
+    if (!anchor || !at || !out || !new_index) {
+        free(anchor), free(at), free(out), free(new_index);
+        return ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory reordering %d nodes", nn), g->status;
+    }
     for (int v = 0; v < nv; v++) anchor[v] = -1;
     for (int i = 0; i < nn; i++) {
         const ts_node *nd = &g->nodes[i];
@@ -304,15 +318,21 @@ static void start_buckets_early(ts_graph *g) {
         for (int k = 0; k < g->nodes[i].nout; k++) g->vals[g->nodes[i].out[k]].node = i;
     g->opt_start += moved;
     free(anchor), free(at), free(out), free(new_index);
+    return TS_OK;
 }
 
 /* shard_state: the rank that updates each trained parameter — within each stage, the largest
- * parameters first, each to the rank with the fewest bytes so far (the same on every rank). */
-static int *assign_owners(const ts_graph *g, int nv, int R) {
+ * parameters first, each to the rank with the fewest bytes so far (the same on every rank). NULL
+ * when out of memory (recorded in g). */
+static int *assign_owners(ts_graph *g, int nv, int R) {
     int *owner = malloc(sizeof(int) * (size_t)(nv + 1));
     int64_t (*key)[2] = malloc(sizeof *key * (size_t)(nv + 1));
     size_t *load = calloc((size_t)R, sizeof(size_t));
-    if (!owner || !key || !load) abort();
+    if (!owner || !key || !load) {
+        free(owner), free(key), free(load);
+        ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory sharding the state over %d ranks", R);
+        return NULL;
+    }
     for (int v = 0; v < nv; v++) owner[v] = -1;
     for (int s = -1; s < TS_MAX_STAGES; s++) {
         int n = 0;
@@ -396,11 +416,12 @@ static ts_status add_step_end(ts_graph *g, const step_plan *sp) {
 
 /* Move every step_count node (the lr schedule's counter increment) to the end of the graph, so
  * the counter advances after the updates. Such nodes have no outputs, so nothing depends on
- * them and the order stays topological; the nodes they pass have their outputs renumbered. */
-static void counters_last(ts_graph *g) {
+ * them and the order stays topological; the nodes they pass have their outputs renumbered.
+ * TS_OK, or the graph's TS_ERR_NOMEM (nothing moved). */
+static ts_status counters_last(ts_graph *g) {
     int n = g->nnodes, w = 0, nmoved = 0;
     ts_node *moved = malloc(sizeof(ts_node) * (size_t)(n ? n : 1));
-    if (!moved) abort();
+    if (!moved) return ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory reordering %d nodes", n), g->status;
     for (int i = 0; i < n; i++) {
         ts_node nd = g->nodes[i];
         if (nd.op == TS_OP_STEP_COUNT) { moved[nmoved++] = nd; continue; }
@@ -409,6 +430,7 @@ static void counters_last(ts_graph *g) {
     }
     for (int i = 0; i < nmoved; i++) g->nodes[w++] = moved[i];
     free(moved);
+    return TS_OK;
 }
 
 /* One update node per trained parameter v, reading gradient src[v] and coefficient coef. */
@@ -496,11 +518,11 @@ ts_status ts_optimizer(ts_graph *g, ts_value lr, const ts_optim_opts *o) {
     g->opt_start = g->nnodes;
     g->accum_steps = o->accumulation_steps > 1 ? o->accumulation_steps : 1;
     ts_value *src = malloc(sizeof(ts_value) * (size_t)nv);
-    if (!src) abort();
+    if (!src) return ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory for %d values", nv), g->status;
     step_plan sp = {.R = R, .rank = o->comm ? ts_comm_rank(o->comm) : 0, .comm_id = ts_comm_id(o->comm)};
     if (R > 1) g->replicas = R, g->replica = sp.rank, g->comm_id = sp.comm_id;
-    if (o->shard_state) sp.owner = assign_owners(g, nv, R);
-    st = add_step_coef(g, o, src, nv, &sp);
+    if (o->shard_state && !(sp.owner = assign_owners(g, nv, R))) st = g->status;
+    if (!st) st = add_step_coef(g, o, src, nv, &sp);
     if (!st) st = add_updates(g, lr, o, src, nv, sp.coef, sp.owner, sp.rank);
     if (!st && sp.owner) { /* each parameter from the rank that updated it; tags after the buckets' */
         int tag0 = 0;
@@ -516,8 +538,8 @@ ts_status ts_optimizer(ts_graph *g, ts_value lr, const ts_optim_opts *o) {
     free(src);
     free(sp.owner);
     if (!st) st = add_step_end(g, &sp);
-    if (!st) counters_last(g);
-    if (!st && R > 1) start_buckets_early(g);
+    if (!st) st = counters_last(g);
+    if (!st && R > 1) st = start_buckets_early(g);
     return st;
 }
 

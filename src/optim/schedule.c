@@ -50,7 +50,11 @@ ts_value ts_lr_schedule(ts_graph *g, const ts_lr_schedule_opts *o) {
                              "(value '" COUNTER "'); one schedule per graph");
 
     ts_value counter = ts_val_add(g, TS_V_STATE, TS_F32, 0, NULL);
-    ts_val_set_name(g, counter, COUNTER);
+    if (counter == TS_NONE) return TS_NONE; /* out of memory, recorded */
+    if (ts_val_set_name(g, counter, COUNTER) != TS_OK) {
+        g->nvals--; /* the value just added, unnamed: taken back */
+        return TS_NONE;
+    }
     ts_attrs at = {0};
     at.i[0] = o->kind;
     at.i[1] = o->warmup_steps;

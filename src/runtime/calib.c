@@ -72,7 +72,8 @@ static ts_status find_observed(ts_calib *c, ts_graph *g, const uint8_t *node_nee
         int a = c->obs_val[k];
         char name[64];
         snprintf(name, sizeof name, "calib.activation.%d", a);
-        if (!g->vals[a].name) ts_val_set_name(g, a, name); /* unique: no builder makes such names */
+        if (!g->vals[a].name && ts_val_set_name(g, a, name) != TS_OK) /* unique: no builder makes such names */
+            return ts_err(TS_ERR_NOMEM, "ts_calib_new: out of memory");
         if (!(c->obs_name[k] = strdup(g->vals[a].name))) return ts_err(TS_ERR_NOMEM, "ts_calib_new: out of memory");
         most = ts_val_numel(&g->vals[a]) > most ? ts_val_numel(&g->vals[a]) : most;
     }
@@ -121,7 +122,7 @@ ts_calib *ts_calib_new(const ts_graph *graph, const ts_compile_opts *opts, int m
     if (TS_STRUCT_READ(&o, opts, ts_compile_opts, "ts_calib_new")) return NULL;
     if (check_new(graph, opts ? &o : NULL, method) != TS_OK) return NULL;
     if (graph->status != TS_OK) {
-        ts_err(graph->status, "ts_calib_new: the graph has an error from building: %s", graph->status_msg);
+        ts_err(graph->status, "ts_calib_new: the graph has an error from building: %s", ts_graph_msg(graph));
         return NULL;
     }
     ts_calib *c = calloc(1, sizeof *c);

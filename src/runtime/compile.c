@@ -76,7 +76,8 @@ typedef struct build {
     int largest;                /* the largest used value (for the out-of-memory message) */
 } build;
 
-/* Start b: the program and the per-value tables; TS_ERR_NOMEM (g freed) when p cannot be had. */
+/* Start b: the program and the per-value tables; TS_ERR_NOMEM when out of memory (g freed when p
+ * cannot be had, else p holds it and finish frees both). */
 static ts_status begin(build *b, ts_graph *g, ts_device *dev, const ts_compile_opts *o, const ts_stage_spec *spec) {
     memset(b, 0, sizeof *b);
     ts_exec *p = b->p = calloc(1, sizeof *p);
@@ -100,7 +101,7 @@ static ts_status begin(build *b, ts_graph *g, ts_device *dev, const ts_compile_o
     p->params = malloc(sizeof(int) * (size_t)(nv + 1));
     if (!b->pinned || !b->alive || !b->in_arena || !b->used || !b->is_grad || !p->kept || !b->until || !b->nslot ||
         !p->vals || !p->owned || !p->fetch || !p->params)
-        abort();
+        return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the tables of %d values", nv);
     for (int v = 0; v < nv; v++) b->until[v] = -1;
     for (int i = 0; i < g->nnodes; i++) b->alive[i] = spec ? spec->alive[i] : 1;
     return TS_OK;
@@ -151,14 +152,15 @@ static void rewrite_for_inference(build *b) {
 }
 
 /* Dead code, then fusion (not in a pipeline stage: the pipeline fused before the split) and dead
- * code again; then pin what lives to the end of the step. */
-static void run_passes(build *b) {
+ * code again; then pin what lives to the end of the step. TS_ERR_NOMEM when a pass ran out. */
+static ts_status run_passes(build *b) {
     const ts_compile_opts *o = b->o;
     ts_graph *g = b->g;
     /* grads not needed in inference: unpinned, so dead code removes the backward pass */
-    ts_pass_dce(g, b->alive, b->pinned, !o->inference);
+    if (ts_pass_dce(g, b->alive, b->pinned, !o->inference) < 0) return TS_ERR_NOMEM;
     b->fused = o->no_fusion || b->spec ? 0 : ts_pass_fuse(g, b->alive, b->pinned, device_accepts, b->dev);
-    if (b->fused) ts_pass_dce(g, b->alive, b->pinned, !o->inference);
+    if (b->fused < 0) return TS_ERR_NOMEM;
+    if (b->fused && ts_pass_dce(g, b->alive, b->pinned, !o->inference) < 0) return TS_ERR_NOMEM;
     if (o->quantize && o->inference)
         b->p->mem.quantized = ts_pass_quantize(g, b->alive, o->quantize == TS_QUANT_STATIC ? o->quant_scales : NULL,
                                                o->quantize == TS_QUANT_STATIC ? o->nquant_scales : 0) +
@@ -169,17 +171,19 @@ static void run_passes(build *b) {
     for (int i = 0; i < b->p->nfetch; i++) b->pinned[b->p->fetch[i]] = 1;
     for (int v = 0; v < b->nv; v++)
         if (!o->inference && has_grad_here(g, v, b->spec)) b->pinned[g->vals[v].grad] = 1;
+    return TS_OK;
 }
 
 /* The schedule, phase by phase (node order within a phase), and the ABI's view of its nodes. */
-static void schedule(build *b) {
+static ts_status schedule(build *b) {
     ts_exec *p = b->p;
     ts_graph *g = b->g;
     p->nphases = b->spec ? b->spec->nphases : 1;
     p->sched = malloc(sizeof(int) * (size_t)(g->nnodes + 1));
     p->nodes = malloc(sizeof(ts_abi_node) * (size_t)(g->nnodes + 1));
     p->phase_begin = malloc(sizeof(int) * (size_t)(p->nphases + 1));
-    if (!p->sched || !p->nodes || !p->phase_begin) abort();
+    if (!p->sched || !p->nodes || !p->phase_begin)
+        return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the schedule of %d nodes", g->nnodes);
     for (int ph = 0; ph < p->nphases; ph++) {
         p->phase_begin[ph] = p->nsched;
         for (int i = 0; i < g->nnodes; i++)
@@ -187,6 +191,7 @@ static void schedule(build *b) {
     }
     p->phase_begin[p->nphases] = p->nsched;
     for (int s = 0; s < p->nsched; s++) ts_abi_node_from(&g->nodes[p->sched[s]], &p->nodes[s]);
+    return TS_OK;
 }
 
 /* Frozen: no scheduled node writes persistent memory, so parameters change only between runs
@@ -284,7 +289,8 @@ static size_t buffer_bytes(const build *b, int v, size_t *stride) {
 static ts_status plan_memory(build *b) {
     ts_memory *m = &b->p->mem;
     const ts_graph *g = b->g;
-    ts_memplan_build(b->g, b->p->sched, b->p->nsched, b->in_arena, b->pinned, b->until, &b->mp);
+    ts_status st = ts_memplan_build(b->g, b->p->sched, b->p->nsched, b->in_arena, b->pinned, b->until, &b->mp);
+    if (st != TS_OK) return st;
     for (int v = 0; v < b->nv; v++) {
         const ts_val *x = &g->vals[v];
         if (b->used[v] && (b->largest < 0 || ts_val_bytes(x) > ts_val_bytes(&g->vals[b->largest]))) b->largest = v;
@@ -325,7 +331,10 @@ static ts_status alloc_buffers(build *b) {
         }
         if (b->nslot[v]) {
             ts_slotted *ns = realloc(p->slots, sizeof *ns * (size_t)(p->nslots + 1));
-            if (!ns) abort();
+            if (!ns) {
+                ts_dev_free(b->dev, &buf);
+                return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the table of slotted buffers");
+            }
             p->slots = ns;
             ts_slotted *sl = &p->slots[p->nslots++];
             memset(sl, 0, sizeof *sl);
@@ -355,8 +364,9 @@ static ts_status place_values(build *b) {
         for (int i = 0; i < p->nslots && !sl; i++)
             if (p->slots[i].root == r) sl = &p->slots[i];
         if (sl && (b->used[v] || v == r)) {
-            sl->vals = realloc(sl->vals, sizeof(int) * (size_t)(sl->nvals + 1));
-            if (!sl->vals) abort();
+            int *vals = realloc(sl->vals, sizeof(int) * (size_t)(sl->nvals + 1));
+            if (!vals) return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the values of a slotted buffer");
+            sl->vals = vals;
             sl->vals[sl->nvals++] = v;
         } else if (r != v && !p->vals[v].buf.mem) {
             p->vals[v].buf = p->vals[r].buf;
@@ -365,7 +375,8 @@ static ts_status place_values(build *b) {
     for (int i = 0; i < p->nslots; i++) ts_slot_select(p, &p->slots[i], 0);
     if (p->iters > 1) {
         p->fetch_host = calloc((size_t)p->nfetch + 1, sizeof(void *));
-        if (!p->fetch_host) abort();
+        if (!p->fetch_host)
+            return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the fetches of %d device iterations", p->iters);
         for (int i = 0; i < p->nfetch; i++) {
             size_t bytes = ts_val_bytes(&g->vals[p->fetch[i]]) * (size_t)p->iters;
             if (!(p->fetch_host[i] = calloc(1, bytes ? bytes : 1)))
@@ -505,12 +516,13 @@ static ts_status place_nodes(build *b) {
 
 ts_exec *ts_exec_compile(ts_graph *g, ts_device *dev, const ts_compile_opts *o, const ts_stage_spec *spec) {
     build b;
-    if (begin(&b, g, dev, o, spec) != TS_OK) return NULL;
+    ts_status st = begin(&b, g, dev, o, spec);
+    if (st != TS_OK) return b.p ? finish(&b, st) : NULL; /* finish frees p, which holds g */
     b.p->param_gen = ts_param_gen_next();
-    ts_status st = pin(&b);
+    st = pin(&b);
     if (!st) rewrite_for_inference(&b);
-    if (!st) run_passes(&b);
-    if (!st) schedule(&b);
+    if (!st) st = run_passes(&b);
+    if (!st) st = schedule(&b);
     if (!st) keep_weight_casts(&b);
     if (!st) choose_storage(&b);
     if (!st) st = plan_memory(&b);

@@ -21,7 +21,7 @@ void ts_exec_free(ts_exec *p) {
     ts_profile_free(p);
     ts_parts_free(p);
     free(p->phase_begin);
-    if (p->vals && p->g)
+    if (p->vals && p->owned && p->g)
         for (int v = 0; v < p->g->nvals; v++)
             if (p->owned[v] && !(p->borrowed && p->borrowed[v])) ts_dev_free(p->dev, &p->vals[v].buf);
     ts_exec_unshare(p);

@@ -320,10 +320,10 @@ ts_face ts_pipeline_face(const ts_pipeline *pl) {
 
 ts_status ts_pipeline_start_threads(ts_pipeline *pl) {
     pl->th = calloc((size_t)pl->ndev, sizeof(pthread_t));
-    if (!pl->th) abort();
+    if (!pl->th) return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory starting the pipeline's threads");
     for (int d = 0; d < pl->ndev; d++) {
-        worker_arg *wa = malloc(sizeof *wa);
-        if (!wa) abort();
+        worker_arg *wa = malloc(sizeof *wa); /* the threads started so far: joined by ts_pipeline_free */
+        if (!wa) return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory starting the pipeline's threads");
         *wa = (worker_arg){pl, d};
         if (pthread_create(&pl->th[d], NULL, worker, wa) != 0) {
             free(wa);

@@ -40,7 +40,10 @@ static ts_status place_nodes(const ts_graph *g, const uint8_t *alive, placing *p
     pc->seg_stage = malloc(sizeof(int) * (size_t)(nn + 1));
     pc->local = malloc(sizeof(int) * (size_t)(nn + 1));
     uint8_t *micro = calloc((size_t)nv + 1, 1); /* values made once per micro-batch */
-    if (!pc->stage || !pc->phase || !pc->home || !pc->seg_stage || !pc->local || !micro) abort();
+    if (!pc->stage || !pc->phase || !pc->home || !pc->seg_stage || !pc->local || !micro) {
+        free(micro); /* pc's tables: placing_free */
+        return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory placing %d nodes on the pipeline's stages", nn);
+    }
     for (int v = 0; v < nv; v++) pc->home[v] = -1;
     /* parameters: where their gradient is complete */
     for (int v = 0; v < nv; v++) {
@@ -107,8 +110,9 @@ static ts_status plan_tasks(ts_pipeline *pl) {
     int *nf = calloc((size_t)S, sizeof(int)), *nb = calloc((size_t)S, sizeof(int));
     pl->tasks = malloc(sizeof(task) * (size_t)pl->ndev * (size_t)total);
     pl->ntasks = calloc((size_t)pl->ndev, sizeof(int));
-    if (!done || !now || !nf || !nb || !pl->tasks || !pl->ntasks) abort();
     ts_status st = TS_OK;
+    if (!done || !now || !nf || !nb || !pl->tasks || !pl->ntasks) /* pl's: ts_pipeline_free */
+        left = 0, st = ts_err(TS_ERR_NOMEM, "ts_compile: out of memory planning the pipeline's tasks");
     while (left > 0) {
         int progress = 0;
         memcpy(now, done, (size_t)total);
@@ -190,19 +194,20 @@ static ts_status check_pipeline(const ts_graph *graph, const ts_compile_opts *o)
     return TS_OK;
 }
 
-/* Start b: the pipeline, a copy of the graph, and the tables of the steps. */
-static void begin(pbuild *b, const ts_graph *graph, const ts_compile_opts *o) {
+/* Start b: the pipeline, a copy of the graph, and the tables of the steps. TS_ERR_NOMEM when out
+ * of memory (what was made: finish). */
+static ts_status begin(pbuild *b, const ts_graph *graph, const ts_compile_opts *o) {
     int S = graph->nstages > 0 ? graph->nstages : 1, M = graph->accum_steps;
     memset(b, 0, sizeof *b);
     ts_pipeline *pl = b->pl = calloc(1, sizeof *pl);
-    if (!pl) abort();
+    if (!pl) return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
     pthread_mutex_init(&pl->mu, NULL);
     pthread_cond_init(&pl->cv, NULL);
     b->o = o, b->S = pl->S = S, b->M = pl->M = M;
     pl->iters = o->device_iterations;
     pl->num_threads = o->num_threads;
     ts_graph *g = b->g = pl->g = ts_graph_clone(graph);
-    if (!g) abort();
+    if (!g) return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory copying the graph");
     int nv = b->nv = pl->nvals = g->nvals, nn = b->nn = g->nnodes;
     size_t snv = (size_t)S * nv;
     b->alive = malloc((size_t)nn + 1), b->pinned = calloc((size_t)nv + 1, 1);
@@ -223,10 +228,11 @@ static void begin(pbuild *b, const ts_graph *graph, const ts_compile_opts *o) {
     if (!b->alive || !b->pinned || !pl->owned || !pl->params || !pl->fetch || !pl->stage_dev || !pl->inflight ||
         !pl->st || !pl->busy || !pl->feed_host || !pl->xf || !pl->rp || !pl->hi || !pl->done || !b->reads || !b->sent ||
         !b->recv || !b->slots || !b->first || !b->maxread)
-        abort();
+        return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the pipeline's tables of %d values", nv);
     memset(b->alive, 1, (size_t)nn);
     for (size_t k = 0; k < snv; k++) b->first[k] = 1 << 30, b->maxread[k] = -1;
     pl->micro_v = ts_lookup(g, TS_MICRO_STEP);
+    return TS_OK;
 }
 
 /* The stages' devices, one thread each; the cores shared among the CPU devices unless a count
@@ -269,9 +275,11 @@ static ts_status run_passes(pbuild *b) {
         pl->params[pl->nparams++] = v;
         if (g->vals[v].grad >= 0) b->pinned[g->vals[v].grad] = 1;
     }
-    ts_pass_dce(g, b->alive, b->pinned, 1);
-    pl->mem.fused = b->o->no_fusion ? 0 : ts_pass_fuse(g, b->alive, b->pinned, stage_accepts, pl);
-    if (pl->mem.fused) ts_pass_dce(g, b->alive, b->pinned, 1);
+    if (ts_pass_dce(g, b->alive, b->pinned, 1) < 0) return TS_ERR_NOMEM;
+    int fused = b->o->no_fusion ? 0 : ts_pass_fuse(g, b->alive, b->pinned, stage_accepts, pl);
+    if (fused < 0) return TS_ERR_NOMEM;
+    pl->mem.fused = fused;
+    if (fused && ts_pass_dce(g, b->alive, b->pinned, 1) < 0) return TS_ERR_NOMEM;
     return TS_OK;
 }
 
@@ -284,7 +292,7 @@ static ts_status place(pbuild *b) {
             return ts_err(TS_ERR_ARG, "ts_compile: a node is on pipeline stage %d; stage_devices names %d",
                           b->pc.stage[i], b->S);
     b->pl->home = malloc(sizeof(int) * (size_t)(b->nv + 1));
-    if (!b->pl->home) abort();
+    if (!b->pl->home) return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
     memcpy(b->pl->home, b->pc.home, sizeof(int) * (size_t)b->nv);
     return TS_OK;
 }
@@ -340,7 +348,7 @@ static ts_status place_fetches(pbuild *b) {
     const ts_graph *g = b->g;
     pl->fetch_stage = malloc(sizeof(int) * (size_t)(pl->nfetch + 1));
     pl->fetch_phase = malloc(sizeof(int) * (size_t)(pl->nfetch + 1));
-    if (!pl->fetch_stage || !pl->fetch_phase) abort();
+    if (!pl->fetch_stage || !pl->fetch_phase) return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
     for (int i = 0; i < pl->nfetch; i++) {
         const ts_val *x = &g->vals[pl->fetch[i]];
         pl->fetch_stage[i] = pl->fetch_phase[i] = -1;
@@ -387,7 +395,7 @@ static ts_status find_inputs(pbuild *b) {
             }
         }
     pl->us = malloc(sizeof(useg) * (size_t)(pc->nseg + 1));
-    if (!pl->us) abort();
+    if (!pl->us) return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
     for (int k = 0; k < pc->nseg; k++) pl->us[k] = (useg){pc->seg_stage[k], pc->local[k]};
     pl->nus = pc->nseg;
     return TS_OK;
@@ -412,7 +420,7 @@ static ts_status compile_stages(pbuild *b) {
     ts_status err = TS_OK;
     int *phase = malloc(sizeof(int) * (size_t)(nn + 1));
     uint8_t *salive = malloc((size_t)nn + 1);
-    if (!phase || !salive) abort();
+    if (!phase || !salive) err = ts_err(TS_ERR_NOMEM, "ts_compile: out of memory");
     size_t used[MAX_DEV] = {0}; /* what the stages compiled so far take on each device */
     for (int s = 0; s < b->S && !err; s++) {
         int nph = TS_PH_UPD;
@@ -423,7 +431,10 @@ static ts_status compile_stages(pbuild *b) {
             phase[i] = salive[i] ? local_phase(pc, i) : 0;
         }
         ts_graph *gs = ts_graph_clone(b->g);
-        if (!gs) abort();
+        if (!gs) {
+            err = name_stage(s, b->S); /* ts_graph_clone's TS_ERR_NOMEM */
+            break;
+        }
         for (int v = 0; v < nv; v++)
             if (b->recv[(size_t)s * nv + v]) gs->vals[v].kind = TS_V_INPUT, gs->vals[v].node = -1;
         int d = pl->stage_dev[s];
@@ -465,7 +476,7 @@ static ts_status gather(pbuild *b) {
     }
     if (b->o->plan_only) return TS_OK; /* no host copies of the fetches */
     pl->fetch_host = calloc((size_t)pl->nfetch + 1, sizeof(void *));
-    if (!pl->fetch_host) abort();
+    if (!pl->fetch_host) return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the fetches");
     for (int i = 0; i < pl->nfetch; i++)
         if (!(pl->fetch_host[i] = calloc((size_t)pl->iters, ts_val_bytes(&g->vals[pl->fetch[i]]) + 1)))
             return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the fetches");
@@ -489,8 +500,8 @@ static ts_pipeline *finish(pbuild *b, ts_status st) {
 ts_pipeline *ts_pipeline_compile(const ts_graph *graph, const ts_compile_opts *o) {
     if (check_pipeline(graph, o) != TS_OK) return NULL;
     pbuild b;
-    begin(&b, graph, o);
-    ts_status st = open_devices(&b);
+    ts_status st = begin(&b, graph, o);
+    if (!st) st = open_devices(&b);
     if (!st) st = run_passes(&b);
     if (!st) st = place(&b);
     if (!st) st = find_traffic(&b);

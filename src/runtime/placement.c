@@ -7,8 +7,11 @@
  * stage_part: values that share bytes there share them on the host); before it runs, the values it
  * reads that were made elsewhere are copied in from the device, and after it, the values it made
  * that anything else reads (a later node, a fetch, a persistent buffer) and the inputs it writes
- * in place (optimizer updates) are copied back. With strict, a node the device lacks is an error
- * instead. Calls: the device layer. Called by compile.c (ts_exec_place) and exec.c (ts_part_run).
+ * in place (optimizer updates) are copied back. With strict (ts_compile_opts.strict_device, or
+ * the device's option "fallback" "none": ts_device_set_option), a node the device lacks is an
+ * error instead. On a plugin's device the placement line is a notice (ts_set_notice_sink: the
+ * host's log, registry.c; nothing printed unless the caller gave a sink). Calls: the device
+ * layer. Called by compile.c (ts_exec_place) and exec.c (ts_part_run).
  */
 #include "runtime/exec.h"
 
@@ -169,8 +172,7 @@ static void describe(ts_exec *p, const uint8_t *native) {
 }
 
 ts_status ts_exec_place(ts_exec *p, int strict, const uint8_t *pinned) {
-    const char *env = getenv("TESSERA_STRICT_DEVICE"); /* the CLI's --strict-device */
-    if (env && *env && strcmp(env, "0") != 0) strict = 1;
+    if (p->dev->no_fallback) strict = 1; /* the device's option "fallback" "none" */
     uint8_t *native = malloc((size_t)p->nsched + 1);
     p->part_begin = malloc(sizeof(int) * ((size_t)p->nphases + 1));
     if (!native || !p->part_begin) { free(native); return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory"); }
@@ -195,8 +197,8 @@ ts_status ts_exec_place(ts_exec *p, int strict, const uint8_t *pinned) {
     p->part_begin[p->nphases] = p->nparts;
     free(reads);
     if (!st) describe(p, native);
-    if (!st && p->placement && !ts_device_is_builtin_cpu(p->dev) && !getenv("TESSERA_QUIET"))
-        ts_host.log(nfall ? 1 : 0, p->placement); /* said at compile, for a device of a plugin */
+    if (!st && p->placement && !ts_device_is_builtin_cpu(p->dev))
+        ts_host.log(nfall ? 1 : 0, p->placement); /* a notice at compile, for a device of a plugin */
     free(native);
     return st;
 }

@@ -31,7 +31,7 @@ static ts_status check_compile(const ts_graph *graph, const ts_compile_opts *opt
     const ts_compile_opts o = *opts;
     if (!graph) return ts_err(TS_ERR_ARG, "ts_compile: graph is NULL");
     if (graph->status != TS_OK) {
-        return ts_err(graph->status, "ts_compile: the graph has an error from building: %s", graph->status_msg);
+        return ts_err(graph->status, "ts_compile: the graph has an error from building: %s", ts_graph_msg(graph));
     }
     if (o.nfetch < 0 || (o.nfetch > 0 && !o.fetches)) {
         return ts_err(TS_ERR_ARG, "ts_compile: nfetch is %d but fetches is %s", o.nfetch, o.fetches ? "set" : "NULL");

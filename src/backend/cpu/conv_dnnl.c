@@ -26,9 +26,9 @@
  * (on the primitive only: the reorders around it take none), and in the depthwise kernel on each
  * plane as it is finished.
  * If oneDNN has no implementation for a case, or a layout it asks for cannot be reordered (or
- * TS_CONV_REFERENCE=1 is set in the environment when the program is compiled, for tests of the
- * reference kernels), the node has no state and run() calls the op's reference kernel
- * (src/ops/conv.c).
+ * the device's option "conv_algorithm" is "reference" when the program is compiled, for tests of
+ * the reference kernels: ts_device_set_option), the node has no state and run() calls the op's
+ * reference kernel (src/ops/conv.c).
  *
  * Layouts (choose_layout). oneDNN's fast kernels want blocked activations (nChw8c on AVX2,
  * nChw16c on AVX-512); on plain NCHW it runs im2col + sgemm per group ("gemm:jit"), for
@@ -45,8 +45,9 @@
  * NCHW kernel below (dw_forward: no reorders, no workspace): 7.6, 4.2 and 7.6 ms on those three.
  * A MobileNet-like stack of 24 convolutions on a 960x960 image (bench/conv.c): 214 ms with this
  * choice, 236 all blocked, 406 all plain (same conditions).
- * The environment variable TS_CONV_LAYOUT=plain|blocked, read at compile time, forces one
- * layout for every convolution, depthwise ones included, on oneDNN (bench/conv.c compares).
+ * The device's option "conv_layout" "plain" or "blocked" (ts_device_set_option; read at compile
+ * time) forces one layout for every convolution, depthwise ones included, on oneDNN
+ * (bench/conv.c compares).
  */
 #include "backend/cpu/cpu.h"
 #include "graph/op_attrs.h"
@@ -147,11 +148,11 @@ static dnnl_status_t md_deconv_weights(dnnl_memory_desc_t *md, const cgeom *q) {
 }
 
 /* Layouts for the activations of node n's primitive: 1 = oneDNN's choice (blocked) with
- * reorders, 0 = plain NCHW (see "Layouts" at the top of the file). */
-static int choose_layout(const ts_node *n, const cgeom *q) {
-    const char *e = getenv("TS_CONV_LAYOUT");
-    if (e && strcmp(e, "plain") == 0) return 0;
-    if (e && strcmp(e, "blocked") == 0) return 1;
+ * reorders, 0 = plain NCHW (see "Layouts" at the top of the file); forced: the device's
+ * conv_layout (TS_CPU_LAYOUT_*). */
+static int choose_layout(const ts_node *n, const cgeom *q, int forced) {
+    if (forced == TS_CPU_LAYOUT_PLAIN) return 0;
+    if (forced == TS_CPU_LAYOUT_BLOCKED) return 1;
     int pointwise = q->KH == 1 && q->KW == 1 && q->stride[0] == 1 && q->stride[1] == 1 && q->pad_l[0] == 0 &&
                     q->pad_l[1] == 0 && q->pad_r[0] == 0 && q->pad_r[1] == 0 && q->G == 1;
     return !(pointwise && n->op != TS_OP_CONV2D_GRAD_WEIGHT);
@@ -554,14 +555,12 @@ static ts_status conv_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_nod
     const ts_graph *g = plan->g;
     *state = NULL;
     *scratch = 0;
-    const char *ref = getenv("TS_CONV_REFERENCE");
-    if ((ref && strcmp(ref, "1") == 0) || !ts_cpu_dnnl_ready(dev)) return TS_OK; /* reference kernel */
+    if (dev->conv_reference || !ts_cpu_dnnl_ready(dev)) return TS_OK; /* reference kernel */
     conv_dnnl *s = calloc(1, sizeof *s);
     if (!s) return ts_err(TS_ERR_NOMEM, "op %s: out of memory", ts_op_get(n->op)->name);
     cgeom q;
     node_geom(g, n, &q);
-    const char *forced = getenv("TS_CONV_LAYOUT");
-    if (dw_eligible(n, &q) && !(forced && *forced)) {
+    if (dw_eligible(n, &q) && dev->conv_layout == TS_CPU_LAYOUT_AUTO) {
         s->depthwise = 1; /* the direct kernel: no primitive, no workspace */
         *state = s;
         return TS_OK;
@@ -569,7 +568,7 @@ static ts_status conv_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_nod
     /* weights that change only between runs (an inference program's parameters and constants):
      * their blocked copy is kept and remade only when param_gen moves, as matmul_dnnl.c does */
     int keep = plan->param_gen && n->op != TS_OP_CONV2D_GRAD_WEIGHT && ts_fixed_weight(g, n->in[1]);
-    ts_status st = build(dev->dnnl_engine, g, n, s, choose_layout(n, &q), keep);
+    ts_status st = build(dev->dnnl_engine, g, n, s, choose_layout(n, &q, dev->conv_layout), keep);
     if (st != TS_OK || !s->prim) {
         conv_release(s);
         return st;

@@ -203,8 +203,7 @@ static ts_status ci8_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_node
     const ts_val *x = &g->vals[n->in[0]], *w = &g->vals[n->in[1]];
     *state = NULL;
     *scratch = 0;
-    const char *ref = getenv("TS_CONV_REFERENCE");
-    if ((ref && strcmp(ref, "1") == 0) || !ts_cpu_dnnl_ready(dev)) return TS_OK; /* reference kernel */
+    if (dev->conv_reference || !ts_cpu_dnnl_ready(dev)) return TS_OK; /* reference kernel */
     ci8_state *s = calloc(1, sizeof *s);
     if (!s) return ts_err(TS_ERR_NOMEM, "op conv2d_i8: out of memory");
     s->N = x->shape[0], s->C = x->shape[1], s->H = x->shape[2], s->W = x->shape[3];

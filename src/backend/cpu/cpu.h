@@ -37,7 +37,14 @@ typedef struct ts_cpu_dev {
     int index;
     int dnnl_ready;                    /* 0: not tried, 1: usable, -1: creation failed */
     void *dnnl_engine, *dnnl_stream;   /* dnnl_engine_t, dnnl_stream_t */
+    /* the device's options (ts_device_set_option, cpu_backend.c), read by the kernels' prepare
+     * when a program is compiled; 0 each is the default */
+    int conv_reference;                /* "conv_algorithm" "reference": the ops' reference kernels */
+    int conv_layout;                   /* "conv_layout": TS_CPU_LAYOUT_* */
+    int matmul_plain;                  /* "matmul_weights" "plain": no prepacked weights */
 } ts_cpu_dev;
+/* ts_cpu_dev.conv_layout: chosen per convolution (conv_dnnl.c), or forced for every one. */
+enum { TS_CPU_LAYOUT_AUTO, TS_CPU_LAYOUT_PLAIN, TS_CPU_LAYOUT_BLOCKED };
 /* The device's oneDNN engine and stream, made on first use by whichever kernel asks first (under one
  * critical section); 1 when usable (matmul_dnnl.c). */
 int ts_cpu_dnnl_ready(ts_cpu_dev *d);

@@ -24,6 +24,35 @@ static ts_status cpu_open(const ts_device_args *args, void **dev) {
     return TS_OK;
 }
 
+/* One option: its key, its values (the first the default: 0), and the field it sets. */
+typedef struct cpu_option {
+    const char *key;
+    const char *values[3];
+    size_t field; /* offsetof in ts_cpu_dev */
+} cpu_option;
+
+static const cpu_option OPTIONS[] = {
+    {"conv_algorithm", {"auto", "reference", NULL}, offsetof(ts_cpu_dev, conv_reference)},
+    {"conv_layout", {"auto", "plain", "blocked"}, offsetof(ts_cpu_dev, conv_layout)},
+    {"matmul_weights", {"packed", "plain", NULL}, offsetof(ts_cpu_dev, matmul_plain)},
+};
+
+ts_status ts_cpu_set_option(void *ctx, const char *device, const char *key, const char *value) {
+    for (size_t i = 0; i < sizeof OPTIONS / sizeof *OPTIONS; i++) {
+        const cpu_option *o = &OPTIONS[i];
+        if (strcmp(key, o->key)) continue;
+        for (int v = 0; v < 3 && o->values[v]; v++)
+            if (!strcmp(value, o->values[v])) {
+                *(int *)((char *)ctx + o->field) = v;
+                return TS_OK;
+            }
+        return ts_err(TS_ERR_ARG, "ts_device_set_option: device %s: option %s is %s or %s%s%s, not '%s'", device, key,
+                      o->values[0], o->values[1], o->values[2] ? " or " : "", o->values[2] ? o->values[2] : "", value);
+    }
+    return ts_err(TS_ERR_ARG, "ts_device_set_option: device %s has no option '%s' (its options: fallback, "
+                  "conv_algorithm, conv_layout, matmul_weights)", device, key);
+}
+
 static void cpu_close(void *dev) {
     ts_cpu_dev_release(dev);
     free(dev);

@@ -86,8 +86,8 @@
  *    the plain layout it picks instead of b's own ran M = 128, 768 -> 3072 at half speed (5.78 vs
  *    3.12 ms), so there b stays as stored — except through f32 (below), where the copy is the
  *    widening of b, made once. The cost is memory: a second copy of every such weight (BERT-Base
- *    f32: 340 MB) for the life of the program. TS_MATMUL_PLAIN_WEIGHTS=1 in the environment at
- *    compile time turns it off.
+ *    f32: 340 MB) for the life of the program. The device's option "matmul_weights" "plain"
+ *    (ts_device_set_option), when the program is compiled, turns it off.
  */
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/weight_copy.h"
@@ -202,13 +202,6 @@ static dnnl_status_t plain_md(dnnl_memory_desc_t *md, int nd, const dnnl_dims_t 
 }
 
 static int is16(ts_dtype t) { return t == TS_BF16 || t == TS_F16; }
-
-/* TS_MATMUL_PLAIN_WEIGHTS=1 in the environment at compile time: no prepacked weights (for
- * bench/bert and tests to compare). */
-static int plain_weights_forced(void) {
-    const char *e = getenv("TS_MATMUL_PLAIN_WEIGHTS");
-    return e && strcmp(e, "1") == 0;
-}
 
 /* The product as build() describes it to oneDNN: the operands' descriptors (a, b, the bias c
  * when has_c, the output o) after any folding of the batch into the rows, and what the
@@ -387,7 +380,7 @@ static ts_status build(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, m
      * of one) of a plan whose weights change only between runs: oneDNN picks its layout */
     const ts_val *vb = &g->vals[n->in[1]];
     int weight = vb->kind == TS_V_PARAM || vb->kind == TS_V_CONST || (plan->kept && plan->kept[n->in[1]]);
-    int fixed_b = plan->param_gen && d.b_batch == 1 && weight && !plain_weights_forced(); /* may keep a copy */
+    int fixed_b = plan->param_gen && d.b_batch == 1 && weight && !dev->matmul_plain; /* may keep a copy */
     int prepack = fixed_b; /* ask for oneDNN's layout ("any"); dropped unless brgemm */
     dnnl_primitive_desc_t pd = make_primitive(engine, n, &d, refuse_ref, &prepack, s);
     if (!pd) return TS_OK;

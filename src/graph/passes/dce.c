@@ -3,8 +3,8 @@
 #include "graph/passes/passes.h"
 
 int ts_pass_dce(ts_graph *g, uint8_t *alive, const uint8_t *pinned, int keep_side_effects) {
-    uint8_t *need = calloc((size_t)g->nvals, 1);
-    if (!need) abort();
+    uint8_t *need = calloc((size_t)g->nvals + 1, 1);
+    if (!need) return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory eliminating dead code (%d values)", g->nvals), -1;
     for (int v = 0; v < g->nvals; v++) need[v] = pinned[v];
     int removed = 0;
     for (int i = g->nnodes - 1; i >= 0; i--) {

@@ -262,7 +262,7 @@ static int fuse_conv_clamp(fuse_ctx *c, int i) {
  * NULL: every rule may fire. */
 int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_accept accept, void *accept_ctx) {
     fuse_ctx c = {g, alive, pinned, calloc((size_t)(g->nvals ? g->nvals : 1), sizeof(int)), 0, accept, accept_ctx};
-    if (!c.uses) abort();
+    if (!c.uses) return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory fusing ops (%d values)", g->nvals), -1;
     for (int i = 0; i < g->nnodes && !c.backward; i++)
         c.backward = alive[i] && ts_node_phase(g, i, g->nodes[i].op == TS_OP_ACCUM_GRAD) != 0;
     for (int v = 0; v < g->nvals; v++) c.uses[v] = pinned[v] ? 1 : 0;

@@ -1,7 +1,8 @@
 /*
  * passes.h — the graph passes the compiler runs on its copy of a graph (src/runtime/compile.c,
  * pipeline.c). `alive` marks scheduled nodes (per node id); `pinned` marks values that must keep
- * their identity (per value id: fetches). Each pass returns the number of nodes it removed.
+ * their identity (per value id: fetches). Each pass returns the number of nodes it removed; dead
+ * code and fusion return -1 (TS_ERR_NOMEM set, nothing changed) when out of memory.
  */
 #ifndef TS_PASSES_H
 #define TS_PASSES_H

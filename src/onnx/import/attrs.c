@@ -91,7 +91,11 @@ int onnx_attr_floats(ts_onnx_ctx *cx, const ts_onnx_node *n, const char *name, f
 const char *onnx_attr_string(ts_onnx_ctx *cx, const ts_onnx_node *n, const char *name, const char *def) {
     const attr_t *a = typed(cx, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
     if (!a || !a->has_s) return def;
-    char *s = onnx_own(cx, ts_xrealloc(NULL, a->s.len + 1));
+    char *s = onnx_own(cx, malloc(a->s.len + 1));
+    if (!s) { /* out of memory (the context says so): the node is refused */
+        onnx_unsupported(cx, n, "attribute '%s': out of memory", name);
+        return def;
+    }
     if (a->s.len) memcpy(s, a->s.data, a->s.len);
     s[a->s.len] = 0;
     if (strlen(s) != a->s.len) {

@@ -31,34 +31,68 @@ onnx_val *onnx_lookup(ts_onnx_ctx *cx, const char *name) {
     return id >= 0 ? &cx->vals[id] : NULL;
 }
 
-onnx_val *onnx_define(ts_onnx_ctx *cx, const char *name) {
-    onnx_val *v = onnx_lookup(cx, name);
-    if (v) return v;
-    if (2 * (cx->nvals + 1) > cx->nslots) { /* grow and rehash: load stays <= 1/2 */
+void onnx_nomem(ts_onnx_ctx *cx) {
+    cx->nomem = 1;
+    cx->graph_failed = 1; /* no more nodes: the import fails with TS_ERR_NOMEM (onnx_import_wanted) */
+}
+
+/* Out of memory defining a name: the sink, a dead value that belongs to no name (what a caller
+ * writes into it is dropped; a known tensor it was given is freed). */
+static onnx_val *sink(ts_onnx_ctx *cx) {
+    onnx_nomem(cx);
+    ts_tensor_free(cx->sink.known);
+    cx->sink = (onnx_val){.v = TS_NONE, .producer = -1, .dead = 1};
+    return &cx->sink;
+}
+
+/* Room for one more name: the slot table at load <= 1/2 and the arrays. 0, or -1 when out of
+ * memory (the tables stay as they were). */
+static int make_room(ts_onnx_ctx *cx) {
+    if (2 * (cx->nvals + 1) > cx->nslots) { /* grow and rehash */
         int ns = cx->nslots ? 2 * cx->nslots : 256;
+        int *slots = malloc(sizeof(int) * (size_t)ns);
+        if (!slots) return -1;
         free(cx->slots);
-        cx->slots = ts_xrealloc(NULL, sizeof(int) * (size_t)ns);
+        cx->slots = slots;
         cx->nslots = ns;
         for (int i = 0; i < ns; i++) cx->slots[i] = -1;
         for (int i = 0; i < cx->nvals; i++) *slot_of(cx, cx->names[i]) = i;
     }
     if (cx->nvals == cx->cap) {
-        cx->cap = cx->cap ? 2 * cx->cap : 256;
-        cx->names = ts_xrealloc(cx->names, sizeof(char *) * (size_t)cx->cap);
-        cx->vals = ts_xrealloc(cx->vals, sizeof(onnx_val) * (size_t)cx->cap);
+        int cap = cx->cap ? 2 * cx->cap : 256;
+        char **names = realloc(cx->names, sizeof(char *) * (size_t)cap);
+        if (!names) return -1;
+        cx->names = names;
+        onnx_val *vals = realloc(cx->vals, sizeof(onnx_val) * (size_t)cap);
+        if (!vals) return -1; /* names is larger than cap says: harmless */
+        cx->vals = vals;
+        cx->cap = cap;
     }
+    return 0;
+}
+
+onnx_val *onnx_define(ts_onnx_ctx *cx, const char *name) {
+    onnx_val *v = onnx_lookup(cx, name);
+    if (v) return v;
+    char *copy = make_room(cx) ? NULL : strdup(name ? name : "");
+    if (!copy) return sink(cx);
     int id = cx->nvals++;
-    cx->names[id] = ts_strdup(name);
+    cx->names[id] = copy;
     cx->vals[id] = (onnx_val){.v = TS_NONE, .producer = -1};
-    *slot_of(cx, name) = id;
+    *slot_of(cx, copy) = id;
     return &cx->vals[id];
 }
 
 void *onnx_own(ts_onnx_ctx *cx, void *p) {
-    if (!p) return NULL;
-    if (cx->nowned == cx->capowned) {
-        cx->capowned = cx->capowned ? 2 * cx->capowned : 64;
-        cx->owned = ts_xrealloc(cx->owned, sizeof(void *) * (size_t)cx->capowned);
+    if (p && cx->nowned == cx->capowned) {
+        int cap = cx->capowned ? 2 * cx->capowned : 64;
+        void **owned = realloc(cx->owned, sizeof(void *) * (size_t)cap);
+        if (owned) cx->owned = owned, cx->capowned = cap;
+    }
+    if (!p || cx->nowned == cx->capowned) { /* p's allocation, or keeping it, failed */
+        free(p);
+        onnx_nomem(cx);
+        return NULL;
     }
     cx->owned[cx->nowned++] = p;
     return p;
@@ -77,13 +111,24 @@ void onnx_ctx_free(ts_onnx_ctx *cx) {
     for (int i = 0; i < cx->nowned_t; i++) ts_tensor_free(cx->owned_t[i]);
     free(cx->owned_t);
     free(cx->errors);
+    ts_tensor_free(cx->sink.known);
 }
 
 const ts_tensor *onnx_own_tensor(ts_onnx_ctx *cx, ts_tensor *t) {
-    if (!t) return NULL;
+    if (!t) { /* the tensor's allocation failed (ts_tensor_new's error) */
+        if (ts_last_status() == TS_ERR_NOMEM) onnx_nomem(cx);
+        return NULL;
+    }
     if (cx->nowned_t == cx->capowned_t) {
-        cx->capowned_t = cx->capowned_t ? 2 * cx->capowned_t : 64;
-        cx->owned_t = ts_xrealloc(cx->owned_t, sizeof(ts_tensor *) * (size_t)cx->capowned_t);
+        int cap = cx->capowned_t ? 2 * cx->capowned_t : 64;
+        ts_tensor **owned = realloc(cx->owned_t, sizeof(ts_tensor *) * (size_t)cap);
+        if (!owned) {
+            ts_tensor_free(t);
+            onnx_nomem(cx);
+            ts_err(TS_ERR_NOMEM, "ts_onnx_import: out of memory");
+            return NULL;
+        }
+        cx->owned_t = owned, cx->capowned_t = cap;
     }
     cx->owned_t[cx->nowned_t++] = t;
     return t;
@@ -117,13 +162,18 @@ static int index_of(const ts_onnx_ctx *cx, const ts_onnx_node *n) {
 }
 
 void onnx_record(ts_onnx_ctx *cx, ts_status code, const char *msg) {
+    if (code == TS_ERR_NOMEM) onnx_nomem(cx); /* a builder call (or a mapping) out of memory */
     if (cx->nerrors++ == 0) cx->first_code = code;
     else if (code != TS_ERR_UNSUPPORTED && cx->first_code == TS_ERR_UNSUPPORTED) cx->first_code = code;
     if (cx->nerrors > 24) return; /* the first ones are listed; the count says how many */
     size_t add = strlen(msg) + 3;
     if (cx->errlen + add > cx->errcap) {
-        cx->errcap = (cx->errlen + add) * 2;
-        cx->errors = ts_xrealloc(cx->errors, cx->errcap);
+        char *e = realloc(cx->errors, (cx->errlen + add) * 2);
+        if (!e) { /* the list stops here (the count still counts it) */
+            onnx_nomem(cx);
+            return;
+        }
+        cx->errors = e, cx->errcap = (cx->errlen + add) * 2;
     }
     cx->errlen += (size_t)snprintf(cx->errors + cx->errlen, cx->errcap - cx->errlen, "%s%s",
                                    cx->errlen ? "; " : "", msg);
@@ -131,6 +181,7 @@ void onnx_record(ts_onnx_ctx *cx, ts_status code, const char *msg) {
 
 static ts_status refuse(ts_onnx_ctx *cx, const ts_onnx_node *n, ts_status code, const char *fmt, va_list ap) {
     char d[300], msg[1024];
+    if (code == TS_ERR_NOMEM) onnx_nomem(cx); /* even when the node was refused already */
     onnx_node_desc(n, index_of(cx, n), d, sizeof d);
     int o = snprintf(msg, sizeof msg, "%s: ", d);
     vsnprintf(msg + o, sizeof msg - (size_t)o, fmt, ap);

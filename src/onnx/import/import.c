@@ -106,8 +106,10 @@ static void add_initializers(ts_onnx_ctx *cx, const ts_onnx_import_opts *o) {
         onnx_val *v = onnx_define(cx, tp->name);
         if (defined(v)) continue; /* a graph input of the same name was given (IR < 4: the input wins) */
         char err[512];
+        ts_err_clear();
         ts_tensor *t = onnx_tensor_decode(tp, err, sizeof err);
         if (!t) {
+            if (ts_last_status() == TS_ERR_NOMEM) onnx_nomem(cx); /* its tensor's allocation failed */
             if (v->consumers) record(cx, TS_ERR_UNSUPPORTED, "initializer: %s", err);
             v->dead = 1;
             continue;
@@ -146,7 +148,13 @@ static void import_node(ts_onnx_ctx *cx, const ts_onnx_node *n, int i) {
             if (!onnx_has_in(n, k)) missing = k;
         if (!op) s = onnx_unsupported(cx, n, "op not supported at opset %d", cx->opset);
         else if (missing >= 0) s = onnx_invalid(cx, n, "input %d is missing (%s has %d required inputs)", missing, n->op_type, need);
-        else if (!onnx_fold_node(cx, n, &s)) s = op->import(cx, n);
+        else {
+            ts_err_clear();
+            if (!onnx_fold_node(cx, n, &s)) s = op->import(cx, n);
+            /* a mapping that refused the node after an allocation failed (ts_tensor_new's
+             * TS_ERR_NOMEM, often passed on as its refusal's message): the import is out of memory */
+            if (s != TS_OK && ts_last_status() == TS_ERR_NOMEM) onnx_nomem(cx);
+        }
         if (s == TS_OK) {
             const char *unread = onnx_attr_unread(cx, n);
             if (unread) s = onnx_unsupported(cx, n, "attribute '%s' is not supported", unread);
@@ -155,6 +163,7 @@ static void import_node(ts_onnx_ctx *cx, const ts_onnx_node *n, int i) {
             if (onnx_has_out(n, k) && !defined(onnx_lookup(cx, n->output[k])))
                 s = onnx_unsupported(cx, n, "output %d '%s' is not produced by tessera's mapping", k, n->output[k]);
         if (ts_graph_status(cx->g) != TS_OK) { /* a builder failure the function did not check */
+            if (ts_graph_status(cx->g) == TS_ERR_NOMEM) onnx_nomem(cx);
             if (!cx->node_refused) onnx_check(cx, n);
             else onnx_graph_recover(cx->g);
             if (s == TS_OK) s = TS_ERR_ARG;
@@ -251,7 +260,7 @@ ts_status onnx_import_wanted(const ts_onnx *m, ts_graph *g, const int *ndims, co
     if (!m || !g) return ts_err(TS_ERR_ARG, "ts_onnx_import: %s is NULL", m ? "the graph" : "the model");
     if (shapes && !ndims) return ts_err(TS_ERR_ARG, "ts_onnx_import: shapes given without ndims");
     if (ts_graph_status(g) != TS_OK)
-        return ts_err(ts_graph_status(g), "ts_onnx_import: the graph already failed: %s", g->status_msg);
+        return ts_err(ts_graph_status(g), "ts_onnx_import: the graph already failed: %s", ts_graph_msg(g));
     ts_onnx_import_opts o = opts ? *opts : (ts_onnx_import_opts){0};
     const ts_tensor **merged = NULL; /* known_inputs, and the values the options fix */
     if (o.values) {
@@ -275,9 +284,12 @@ ts_status onnx_import_wanted(const ts_onnx *m, ts_graph *g, const int *ndims, co
         if (outs) outs[j] = v;
     }
     ts_status s = TS_OK;
-    if (cx.nerrors)
+    if (cx.nomem) /* whatever else was refused: the import could not go on */
+        s = ts_err(TS_ERR_NOMEM, "ts_onnx_import: out of memory importing %s (opset %d)%s%s", m->what, m->opset,
+                   cx.errors ? "; the problems until then: " : "", cx.errors ? cx.errors : "");
+    else if (cx.nerrors)
         s = ts_err(cx.first_code, "%s (opset %d): %d problem%s importing: %s%s", m->what, m->opset, cx.nerrors,
-                   cx.nerrors == 1 ? "" : "s", cx.errors, cx.nerrors > 24 ? "; ..." : "");
+                   cx.nerrors == 1 ? "" : "s", cx.errors ? cx.errors : "", cx.nerrors > 24 ? "; ..." : "");
     onnx_ctx_free(&cx);
     free(merged);
     return s;

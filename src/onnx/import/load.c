@@ -187,6 +187,19 @@ static int check_nodes(ts_onnx *m) {
     return 0;
 }
 
+/* protobuf-c's allocations, with a note of one that failed: a message that does not parse for
+ * want of memory is TS_ERR_NOMEM, not a malformed model. malloc / free: what
+ * onnx__model_proto__free_unpacked(m, NULL) frees with. */
+static void *pb_alloc(void *failed, size_t size) {
+    void *p = malloc(size);
+    if (!p) *(int *)failed = 1;
+    return p;
+}
+static void pb_free(void *failed, void *p) {
+    (void)failed;
+    free(p);
+}
+
 ts_onnx *ts_onnx_load_bytes(const void *data, size_t n, const char *what) {
     if (!what) what = "ONNX model";
     if (!data && n) {
@@ -216,7 +229,13 @@ ts_onnx *ts_onnx_load_bytes(const void *data, size_t n, const char *what) {
                "parsing (not a model tessera reads)", what);
         goto fail;
     }
-    m->model = onnx__model_proto__unpack(NULL, n, data);
+    int pb_failed = 0;
+    ProtobufCAllocator pb = {pb_alloc, pb_free, &pb_failed};
+    m->model = onnx__model_proto__unpack(&pb, n, data);
+    if (!m->model && pb_failed) {
+        ts_err(TS_ERR_NOMEM, "%s: out of memory parsing the model (%zu bytes)", what, n);
+        goto fail;
+    }
     if (!m->model) {
         ts_err(TS_ERR_IO, "%s: not an ONNX model (the protobuf message does not parse: truncated or not "
                "ONNX)", what);

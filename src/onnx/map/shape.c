@@ -239,8 +239,9 @@ static ts_status imp_concat(ts_onnx_ctx *cx, const ts_onnx_node *n) {
     int nin = onnx_nin(n), r = -1;
     if (!onnx_attr_has(cx, n, "axis")) return onnx_invalid(cx, n, "no axis");
     int64_t axis = onnx_attr_int(cx, n, "axis", 0);
-    const ts_tensor **ks = onnx_own(cx, ts_xrealloc(NULL, sizeof *ks * (size_t)(nin + 1)));
-    ts_value *vs = onnx_own(cx, ts_xrealloc(NULL, sizeof *vs * (size_t)(nin + 1)));
+    const ts_tensor **ks = onnx_own(cx, malloc(sizeof *ks * (size_t)(nin + 1)));
+    ts_value *vs = ks ? onnx_own(cx, malloc(sizeof *vs * (size_t)(nin + 1))) : NULL;
+    if (!vs) return onnx_unsupported(cx, n, "out of memory"); /* the context is out of memory (onnx_own) */
     int all_known = 1, nv = 0, a = 0;
     ts_dtype dt = TS_DTYPE_COUNT;
     for (int k = 0; k < nin; k++) {

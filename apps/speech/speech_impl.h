@@ -1,0 +1,82 @@
+/*
+ * speech_impl.h — internal to apps/speech/: the pieces of the keyword spotter (openWakeWord's
+ * pipeline) and of the voice activity detector (Silero VAD) that tests check on their own.
+ *
+ *   kws.c          ts_kws_new / ts_kws_feed: the streaming pipeline (mel frames, embeddings,
+ *                  heads) and its buffers
+ *   kws_heads.c    the keyword heads: files by keyword, labels of multi-class heads, scoring
+ *   vad.c          ts_vad_*: Silero VAD on 512-sample chunks with its state carried
+ *   vad_segments.c speech segments from per-chunk probabilities (Silero's get_speech_timestamps)
+ *   audio_clf.c    ts_audio_clf_*: a clip classifier on the kws front end (features, the model's
+ *                  graph, prediction); audio_clf_train.c its training; audio_clf_dir.c its model
+ *                  directory and ONNX export
+ */
+#ifndef TS_SPEECH_IMPL_H
+#define TS_SPEECH_IMPL_H
+
+#include "common/app.h"
+
+#define KWS_MELS 32      /* mel bands */
+#define KWS_WINDOW 76    /* mel frames an embedding reads */
+#define KWS_STEP 8       /* mel frames per 80 ms hop */
+#define KWS_CONTEXT 480  /* samples before each hop the mel model also reads (3 frames of 160) */
+#define KWS_EMB 96       /* embedding size */
+
+/* ---------------------------------------------------------------- kws_heads.c */
+
+/* The last error again, prefixed with the model file it happened in; returns its status. */
+ts_status kws_err_in(const char *path);
+
+/* One keyword head: an ONNX model on the last `len` embeddings [1, len, 96] giving one score or,
+ * with nclasses > 1, one probability per class (class 0 the background). */
+typedef struct kws_head {
+    char *keyword;
+    char *path;
+    ts_onnx *model;
+    ts_onnx_session *session;
+    int len;
+    int nclasses;
+} kws_head;
+
+/* Open head `keyword` in dir (keyword_v0.1.onnx, else keyword.onnx) and compile it once. Errors
+ * name the file, or for a keyword with no file and not among TS_KWS_KEYWORDS, the known ones. */
+ts_status kws_head_open(kws_head *h, const char *dir, const char *keyword, const ts_compile_opts *copts);
+void kws_head_close(kws_head *h);
+/* Labels the head adds: 1, or nclasses - 1. Label j's name (malloc'ed): the keyword, or for a
+ * multi-class head class j + 1's name in the model's output name ({"1": "1_minute_timer", ...}),
+ * else keyword_<class>. */
+int kws_head_nlabels(const kws_head *h);
+char *kws_head_label(const kws_head *h, int j);
+/* Score emb[len][96] (the head's last len embeddings, oldest first) into out[nlabels]. */
+ts_status kws_head_score(kws_head *h, const float *emb, float *out);
+
+/* ---------------------------------------------------------------- kws.c */
+
+/* A front end alone (no heads): on, the mel frames only, the embedding model not run
+ * (ts_kws_features's embeddings are zeros); ignored when k has heads. */
+void kws_mel_only(ts_kws *k, int on);
+
+/* ---------------------------------------------------------------- audio_clf*.c */
+
+#define CLF_BATCH 32  /* clips per inference run */
+
+struct ts_audio_clf {
+    ts_audio_clf_kind kind;
+    char *models_dir;
+    char **labels;
+    int nlabels;
+    int clip, hops;       /* samples per clip, 80 ms hops per clip */
+    uint64_t seed;
+    int num_threads;
+    ts_kws *front;        /* the front end alone (no heads) */
+    ts_program *infer;    /* batch CLF_BATCH, fetches "logits" */
+    float *buf;           /* a batch of features [CLF_BATCH][feature_size] */
+};
+
+/* The model's graph on a batch of B clips' features: inputs "features" [B, 192] or "mel"
+ * [B, 1, hops * 8, 32] (the input's name in *input), logits [B, nlabels] named "logits". */
+ts_value clf_logits(ts_graph *g, const ts_audio_clf *c, int64_t B, const char **input);
+/* The input's shape for B clips: its rank, shape written to shape[4]. */
+int clf_input_shape(const ts_audio_clf *c, int64_t B, int64_t shape[4]);
+
+#endif

@@ -1,0 +1,207 @@
+/*
+ * finetune_run.c — a whole fine-tuning run as one library call (tessera_tasks.h:
+ * ts_finetune_run), what `tessera finetune` and tessera.train do between their options and
+ * their result: the options read and checked (each message naming the field), the task chosen
+ * (auto: from the model directory's config.json), the pretrained model opened, then the steps of
+ * finetune_run_cls.c or finetune_run_qa.c (the data, the task) and finetune_run_loop.c (the
+ * programs, the weights, resume, the metrics log, the epochs). Lines go to the caller's out,
+ * errors to its err.
+ */
+#include "train/finetune_run.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+#include "train/run_report.h"
+
+ts_status ft_fail(const ft_run *R, int usage, const char *fmt, ...) {
+    ts_status st = usage ? TS_ERR_ARG : ts_last_status();
+    if (!usage && (st == TS_OK || st == TS_ERR_ARG)) st = TS_ERR_RUNTIME;
+    va_list ap;
+    va_start(ap, fmt);
+    st = ts_run_fail(R->o.err, R->o.err_ctx, st, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+void ts_finetune_run_defaults(ts_finetune_run_opts *o) {
+    if (!o) return;
+    *o = (ts_finetune_run_opts){.struct_size = sizeof *o, .task = TS_FINETUNE_AUTO, .text_column = "text",
+                                .label_column = "label", .test_split = 0.2, .split_seed = -1, .test_every = 1,
+                                .optimizer = "adamw", .lr = 1e-4, .warmup = 0.1, .weight_decay = 0.01, .epochs = 3,
+                                .batch = 32, .accumulation = 1, .device_iterations = 1, .seed = 42, .keep = 3};
+}
+
+/* The defaults of the fields left 0 or NULL that have no such value of their own. */
+static void fill_defaults(ts_finetune_run_opts *o) {
+    if (!o->text_column) o->text_column = "text";
+    if (!o->label_column) o->label_column = "label";
+    if (!o->optimizer) o->optimizer = "adamw";
+    if (!o->accumulation) o->accumulation = 1;
+    if (!o->device_iterations) o->device_iterations = 1;
+    if (!o->keep) o->keep = 3;
+}
+
+/* Each field on its own: present, within its range. */
+static ts_status check_ranges(ft_run *R) {
+    const ts_finetune_run_opts *o = &R->o;
+    const char *missing = !o->model_dir ? "model_dir" : !o->train_file ? "train_file" : !o->out_dir ? "out_dir" : NULL;
+    if (missing) return ft_fail(R, 1, "%s: %s is needed (NULL)\n", R->name, missing);
+    if (o->task < TS_FINETUNE_AUTO || o->task > TS_FINETUNE_QA)
+        return ft_fail(R, 1, "%s: task %d is none of TS_FINETUNE_AUTO, TS_FINETUNE_CLASSIFY and TS_FINETUNE_QA\n",
+                       R->name, o->task);
+    const struct {
+        const char *field;
+        int value, min;
+    } ints[] = {{"epochs", o->epochs, 1}, {"batch", o->batch, 1}, {"max_steps", o->max_steps, 0},
+                {"accumulation", o->accumulation, 1}, {"device_iterations", o->device_iterations, 1},
+                {"micro_batches", o->micro_batches, 0}, {"seed", o->seed, 0}, {"split_seed", o->split_seed, -1},
+                {"test_every", o->test_every, 0}, {"save_every", o->save_every, 0}, {"keep", o->keep, 1},
+                {"stop_after", o->stop_after, 0}, {"threads", o->threads, 0}, {"doc_stride", o->doc_stride, 0},
+                {"max_query_len", o->max_query_len, 0}, {"max_answer_len", o->max_answer_len, 0},
+                {"n_best", o->n_best, 0}};
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
+        if (ints[i].value < ints[i].min)
+            return ft_fail(R, 1, "%s: %s %d: at least %d\n", R->name, ints[i].field, ints[i].value, ints[i].min);
+    if (o->max_len && o->max_len < 3)
+        return ft_fail(R, 1, "%s: max_len %d: at least 3 (0: the default)\n", R->name, o->max_len);
+    const struct {
+        const char *field;
+        double value;
+    } reals[] = {{"lr", o->lr}, {"warmup", o->warmup}, {"weight_decay", o->weight_decay},
+                 {"max_grad_norm", o->max_grad_norm}, {"momentum", o->momentum}, {"max_minutes", o->max_minutes},
+                 {"test_split", o->test_split}};
+    for (size_t i = 0; i < sizeof reals / sizeof *reals; i++)
+        if (!isfinite(reals[i].value) || reals[i].value < 0)
+            return ft_fail(R, 1, "%s: %s %g: a finite number, at least 0\n", R->name, reals[i].field, reals[i].value);
+    if (o->threads > ts_max_threads())
+        return ft_fail(R, 1, "%s: threads %d: at most %d (4 x the %d online CPUs)\n", R->name, o->threads,
+                       ts_max_threads(), ts_max_threads() / 4);
+    if (o->test_split >= 1)
+        return ft_fail(R, 1, "%s: test_split %g leaves nothing to train on (a fraction below 1)\n", R->name,
+                       o->test_split);
+    if (o->warmup > 1)
+        return ft_fail(R, 1, "%s: warmup %g is a fraction of the steps, at most 1\n", R->name, o->warmup);
+    return TS_OK;
+}
+
+/* devices, stages and micro_batches: one device, or a pipeline (then accumulation is its
+ * micro-batches: micro_batches, or 2 per device). */
+static ts_status check_pipeline(ft_run *R) {
+    ts_finetune_run_opts *o = &R->o;
+    if (o->stages && !o->devices) return ft_fail(R, 1, "%s: stages needs devices\n", R->name);
+    if (o->micro_batches && o->accumulation > 1 && o->micro_batches != o->accumulation)
+        return ft_fail(R, 1, "%s: micro_batches %d and accumulation %d: the same thing, two values\n", R->name,
+                       o->micro_batches, o->accumulation);
+    if (o->micro_batches) o->accumulation = o->micro_batches;
+    R->piped = o->devices && (o->stages || strchr(o->devices, ','));
+    if (!R->piped) return TS_OK;
+    if (o->profile)
+        return ft_fail(R, 1, "%s: profile is not supported with a pipeline (a pipelined program is not profiled); "
+                             "profile the step on one device\n", R->name);
+    if (o->fp16)
+        return ft_fail(R, 1, "%s: fp16 (loss scaling) does not run as a pipeline yet: use bf16 with a pipeline\n",
+                       R->name);
+    int ndev = 1;
+    for (const char *p = o->devices; *p; p++) ndev += *p == ',';
+    if (o->micro_batches == 1)
+        return ft_fail(R, 1, "%s: micro_batches 1: a pipeline runs a step as 2 or more micro-batches (one device "
+                             "without stages runs any number)\n", R->name);
+    if (o->accumulation < 2) o->accumulation = 2 * ndev; /* two micro-batches per device keep the pipeline busy */
+    return TS_OK;
+}
+
+/* The fields together: names parsed, exclusions, multiples; deterministic pins the threads. */
+static ts_status check_combined(ft_run *R) {
+    ts_finetune_run_opts *o = &R->o;
+    ts_status st = check_pipeline(R);
+    if (st) return st;
+    R->truncation = o->truncate ? ts_truncation_parse(o->truncate) : TS_TRUNC_HEAD;
+    if (R->truncation < 0)
+        return ft_fail(R, 1, "%s: truncate %s: expected head, tail or head+tail\n", R->name, o->truncate);
+    if (ts_optim_kind_parse(o->optimizer) < 0)
+        return ft_fail(R, 1, "%s: optimizer %s: the optimizers are adamw, lamb and sgd\n", R->name, o->optimizer);
+    if (o->momentum >= 1 || (o->momentum > 0 && strcmp(o->optimizer, "sgd")))
+        return ft_fail(R, 1, "%s: momentum %g: sgd's momentum, below 1 (with optimizer sgd)\n", R->name, o->momentum);
+    if (o->bf16 && o->fp16) return ft_fail(R, 1, "%s: bf16 and fp16 exclude each other\n", R->name);
+    const int K = o->device_iterations;
+    if (K > 64 || o->accumulation > 4096)
+        return ft_fail(R, 1, "%s: device_iterations %d is above 64 or accumulation %d above 4096\n", R->name, K,
+                       o->accumulation);
+    if (K > 1 && (o->max_steps % K || o->save_every % K || o->stop_after % K))
+        return ft_fail(R, 1, "%s: max_steps %d, save_every %d and stop_after %d must be multiples of "
+                             "device_iterations %d (each call into the program runs that many steps)\n",
+                       R->name, o->max_steps, o->save_every, o->stop_after, K);
+    if (!o->deterministic) return TS_OK;
+    if (o->max_minutes > 0)
+        return ft_fail(R, 1, "%s: max_minutes makes the run depend on the clock; it cannot be used with "
+                             "deterministic (use max_steps)\n", R->name);
+    if (o->threads <= 0) { /* the kernels give the same bits at a fixed count: pin it */
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        o->threads = n > 0 ? (int)n : 1;
+        ts_writef(o->out, o->out_ctx, "%s: deterministic: %d thread%s, fixed for the run and its resumes\n", R->name,
+                  o->threads, o->threads == 1 ? "" : "s");
+    }
+    return TS_OK;
+}
+
+/* The task (auto: qa when model_dir's config.json is a question-answering model's), and the
+ * options that belong to the other one refused. */
+static ts_status choose_task(ft_run *R) {
+    const ts_finetune_run_opts *o = &R->o;
+    R->task = o->task;
+    if (R->task == TS_FINETUNE_AUTO) {
+        ts_bert_config cfg;
+        char path[4200];
+        ts_bert_config_default(&cfg);
+        int qa = !ts_path_join(path, sizeof path, o->model_dir, "config.json") &&
+                 ts_bert_config_load(path, &cfg) == TS_OK && cfg.head == TS_BERT_QUESTION_ANSWERING;
+        R->task = qa ? TS_FINETUNE_QA : TS_FINETUNE_CLASSIFY;
+        ts_err_clear(); /* a config that cannot be read is the model's error, said when it is opened */
+    }
+    if (R->task == TS_FINETUNE_QA) {
+        const char *cls_only = o->text_b_column ? "text_b_column" : o->truncate ? "truncate"
+                               : o->random_init ? "random_init" : NULL;
+        if (cls_only) return ft_fail(R, 1, "%s: %s is for task classify, not qa\n", R->name, cls_only);
+        return TS_OK;
+    }
+    const char *qa_only = o->doc_stride ? "doc_stride" : o->max_query_len ? "max_query_len"
+                          : o->max_answer_len ? "max_answer_len" : o->n_best ? "n_best"
+                          : o->relocate_answers ? "relocate_answers" : NULL;
+    if (qa_only) return ft_fail(R, 1, "%s: %s is for task qa\n", R->name, qa_only);
+    return TS_OK;
+}
+
+/* model_dir's config, labels and vocabulary. */
+static ts_status open_model(ft_run *R) {
+    R->cfg.struct_size = sizeof R->cfg; /* filled whole */
+    R->tok = ts_model_load_dir(R->o.model_dir, &R->cfg, &R->meta);
+    if (!R->tok) return ft_fail(R, 1, "%s: model_dir %s: %s\n", R->name, R->o.model_dir, ts_last_error());
+    return TS_OK;
+}
+
+ts_status ts_finetune_run(const ts_finetune_run_opts *o) {
+    ft_run *R = calloc(1, sizeof *R);
+    if (!R) return ts_set_error(TS_ERR_NOMEM, "ts_finetune_run: out of memory");
+    if (TS_STRUCT_READ(&R->o, o, ts_finetune_run_opts, "ts_finetune_run")) {
+        free(R);
+        return TS_ERR_ARG;
+    }
+    fill_defaults(&R->o);
+    R->name = R->o.name ? R->o.name : "ts_finetune_run";
+    R->rank = R->o.comm ? ts_comm_rank(R->o.comm) : 0;
+    R->ranks = R->o.comm ? ts_comm_size(R->o.comm) : 1;
+    ts_status st = check_ranges(R);
+    if (!st) st = check_combined(R);
+    if (!st) st = choose_task(R);
+    if (!st) st = open_model(R);
+    if (!st) st = R->task == TS_FINETUNE_QA ? ft_qa_data(R) : ft_cls_data(R);
+    if (!st) st = ft_build(R);
+    if (!st) st = ft_start(R);
+    ts_epoch_task t;
+    if (!st) st = R->task == TS_FINETUNE_QA ? ft_qa_task(R, &t) : ft_cls_task(R, &t);
+    if (!st) st = ft_epochs(R, &t);
+    ft_free(R);
+    return st;
+}
