@@ -49,34 +49,28 @@
  * reused). Each has a base layout: its fields in 0.1.0, or, for a struct added since, the fields
  * it was added with. One rule versions them all, so a program built against an older header keeps
  * working with a newer library:
- *  - A struct the caller passes in (every *_opts, ts_bert_config, ts_train_spec, ts_plan_request,
- *    ts_device_profile to ts_device_profile_save): struct_size is the sizeof the caller was
+ *  - A struct the caller passes in (every *_opts, ts_train_spec): struct_size is the sizeof the caller was
  *    compiled with; 0 means the base layout, so {.device = "cpu"} and {0} work as in 0.1.0; a
  *    size below the base layout's is TS_ERR_ARG, naming the function and the struct; a larger one
  *    is read up to what this library knows, and a field beyond the caller's size takes its
- *    default. A struct reached through a pointer in another (ts_bert_train_opts.cfg) is read by
- *    its own struct_size.
- *  - A struct the library fills (ts_memory, ts_stage_info, ts_device_profile from _load and
- *    _measure, ts_plan_layout, ts_bert_config from ts_bert_config_load and ts_model_load_dir): the
- *    caller sets struct_size first, to sizeof (0: the base layout); the library writes at most
- *    that many bytes, never more, and sets struct_size to the bytes it wrote. An array of them
- *    (ts_plan_search's, ts_plan_print's) has the stride of its first element's struct_size,
- *    which every element shares.
- *  - A function that sets up a struct the caller has not (ts_bert_config_default,
- *    ts_plan_request_defaults) fills its base layout, struct_size = the base layout's size: set
- *    struct_size to sizeof (and the fields added since) after it to use more. ts_optim_defaults,
- *    ts_loss_scale_defaults and ts_pretrain_defaults return theirs by value, the whole struct, so
- *    those three structs keep their base layout: a new option there is a new function.
+ *    default. A struct reached through a pointer in another is read by its own struct_size.
+ *  - A struct the library fills (ts_memory, ts_stage_info): the caller sets struct_size first, to
+ *    sizeof (0: the base layout); the library writes at most that many bytes, never more, and sets
+ *    struct_size to the bytes it wrote. An array of them has the stride of its first element's
+ *    struct_size, which every element shares.
+ *  - A function that sets up a struct the caller has not fills its base layout, struct_size = the
+ *    base layout's size: set struct_size to sizeof (and the fields added since) after it to use
+ *    more. ts_optim_defaults and ts_loss_scale_defaults return theirs by value, the whole struct,
+ *    so those structs keep their base layout: a new option there is a new function.
  *  - No growable struct is embedded by value in another, where its growth would move the fields
- *    after it: ts_stage_info and ts_plan_stage hold a stage's memory as ts_stage_memory (0.1.0's
- *    ts_memory fields, fixed: ts_program_memory reports those added since), and
- *    ts_classify_rows_opts its columns as ts_text_columns (ts_text_opts's base fields, fixed).
- * Structs of a fixed meaning do not grow: values (ts_init, ts_image, ts_ocr_line,
- * ts_pretrain_state, ts_batch, ts_squad_example, ts_bert_outputs, ts_model_meta, ts_comm_stats,
- * ts_stage_memory, ts_text_columns, ts_plan_stage, ts_gemm_point, the training loop's report,
- * hooks and result) and op attributes as ONNX defines them (ts_conv_opts, ts_pool_opts,
- * ts_resize_opts, ts_tfidf_opts): a new option there is a new function. (The device ABI of
- * tessera_plugin.h versions its tables on its own terms: docs/backend-abi.md.)
+ *    after it: ts_stage_info holds a stage's memory as ts_stage_memory (0.1.0's ts_memory fields,
+ *    fixed: ts_program_memory reports those added since).
+ * Structs of a fixed meaning do not grow: values (ts_init, ts_comm_stats, ts_stage_memory,
+ * ts_node_work, the training loop's report, hooks and result) and op attributes as ONNX defines
+ * them (ts_conv_opts, ts_pool_opts, ts_resize_opts, ts_tfidf_opts): a new option there is a new
+ * function. (The device ABI of tessera_plugin.h versions its tables on its own terms:
+ * docs/backend-abi.md.) The applications' structs (tessera_apps.h) follow the same rule, with
+ * the helpers of tessera_support.h.
  *
  * Ownership
  *  - What a call returns as a new object — ts_*_new, ts_compile, ts_*_load, ts_*_open, a tensor

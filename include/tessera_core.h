@@ -189,8 +189,8 @@ typedef struct ts_compile_opts {
     int nstage_devices;
     int skip_param_init;            /* 1: parameters start at zero instead of being drawn from
                                        their initializers, for a program whose parameters are all
-                                       loaded next (ts_program_load with TS_LOAD_STRICT): the
-                                       draws were 3.4 s of a 3.8 s BERT-Base compile */
+                                       loaded next (ts_program_load with TS_LOAD_STRICT), so
+                                       the compile skips drawing them */
     int profile;                    /* 1: time every kernel call and every ts_program_run (see
                                        ts_program_profile_report); 0: off, no cost. A pipelined
                                        program (stage_devices) refuses it: TS_ERR_UNSUPPORTED */
