@@ -19,11 +19,9 @@ extern "C" {
 
 /* ---------------------------------------------------------------- errors */
 
-/* Record the printf-style message as this thread's last error (ts_last_error) and return code,
- * so `return ts_err(TS_ERR_ARG, "...")` reports and fails in one statement. The message is
- * truncated to the error buffer (1 KiB). Thread: the calling thread's error only. */
-TS_API ts_status ts_err(ts_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Clear this thread's last error (ts_last_error() then returns ""). */
+/* A failure is recorded with ts_set_error (tessera_core.h), which may be passed ts_last_error()
+ * itself to prefix it: `return ts_set_error(ts_last_status(), "%s: %s", path, ts_last_error())`.
+ * Clear this thread's last error (ts_last_error() then returns ""). */
 TS_API void ts_err_clear(void);
 
 /* ---------------------------------------------------------------- struct versioning */
@@ -94,7 +92,7 @@ TS_API ts_status ts_path_join(char *buf, size_t cap, const char *dir, const char
  *   TS_ERR_ARG   path is NULL, or data is NULL with len > 0 */
 TS_API ts_status ts_write_atomic(const char *path, const void *data, size_t len);
 /* What ts_write_atomic_with calls to write a file's bytes: into f, the temporary file opened for
- * writing ("wb"). It returns TS_OK, or an error recorded with ts_err (which the write returns as
+ * writing ("wb"). It returns TS_OK, or an error recorded with ts_set_error (which the write returns as
  * is). It may leave a failed write unchecked: after it returns, an error on f (ferror, or fflush
  * failing) is reported as "PATH: write failed: STRERROR", with the errno the body left. */
 typedef ts_status (*ts_write_body_fn)(FILE *f, void *ctx);

@@ -169,7 +169,7 @@ typedef struct hook {
 static ts_program *make_program(void *ctx, const char *dir, const ts_bert_config *cfg, int batch, int seq) {
     hook *h = ctx;
     h->calls++;
-    if (h->fail) return ts_err(TS_ERR_NOMEM, "hook refused %s", dir), NULL;
+    if (h->fail) return ts_set_error(TS_ERR_NOMEM, "hook refused %s", dir), NULL;
     ts_bert_train_opts o = {.struct_size = sizeof o, .cfg = cfg, .head = cfg->head, .batch = batch, .seq = seq,
                             .threads = 1, .infer_fetches = (const char *const[]){"logits"}, .ninfer_fetches = 1};
     ts_program *p = NULL;

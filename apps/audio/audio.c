@@ -10,14 +10,14 @@
 
 ts_audio *ts_audio_alloc(int64_t n, int rate, const char *what) {
     if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(float) - 1) {
-        ts_err(TS_ERR_ARG, "%s: %lld samples is not a length audio can have", what, (long long)n);
+        ts_set_error(TS_ERR_ARG, "%s: %lld samples is not a length audio can have", what, (long long)n);
         return NULL;
     }
     ts_audio *a = calloc(1, sizeof *a);
     float *x = a ? malloc((size_t)(n ? n : 1) * sizeof(float)) : NULL;
     if (!x) {
         free(a);
-        ts_err(TS_ERR_NOMEM, "%s: out of memory for %lld samples", what, (long long)n);
+        ts_set_error(TS_ERR_NOMEM, "%s: out of memory for %lld samples", what, (long long)n);
         return NULL;
     }
     a->rate = rate;
@@ -34,8 +34,10 @@ void ts_audio_free(ts_audio *a) {
 
 ts_audio *ts_audio_from_s16(const void *data, size_t n_bytes, int rate) {
     if ((!data && n_bytes) || rate <= 0 || n_bytes % 2) {
-        ts_err(TS_ERR_ARG, "ts_audio_from_s16: %s", !data && n_bytes ? "data is NULL"
-               : rate <= 0 ? "the sample rate must be positive" : "an odd number of bytes is not 16-bit samples");
+        ts_set_error(TS_ERR_ARG, "ts_audio_from_s16: %s",
+                     !data && n_bytes ? "data is NULL"
+                     : rate <= 0      ? "the sample rate must be positive"
+                                      : "an odd number of bytes is not 16-bit samples");
         return NULL;
     }
     ts_audio *a = ts_audio_alloc((int64_t)(n_bytes / 2), rate, "ts_audio_from_s16");
@@ -50,8 +52,11 @@ ts_audio *ts_audio_from_s16(const void *data, size_t n_bytes, int rate) {
 
 ts_status ts_audio_write_wav(const ts_audio *a, const char *path) {
     if (!a || !path || (!a->samples && a->n) || a->n < 0 || a->rate <= 0)
-        return ts_err(TS_ERR_ARG, "ts_audio_write_wav: %s", !path ? "path is NULL" : !a ? "audio is NULL"
-                      : a->rate <= 0 ? "the sample rate must be positive" : "the audio has no samples array");
+        return ts_set_error(TS_ERR_ARG, "ts_audio_write_wav: %s",
+                            !path          ? "path is NULL"
+                            : !a           ? "audio is NULL"
+                            : a->rate <= 0 ? "the sample rate must be positive"
+                                           : "the audio has no samples array");
     uint8_t *buf = NULL;
     size_t len = 0;
     ts_status st = ts_audio_sf_wav(a, path, &buf, &len);

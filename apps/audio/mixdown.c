@@ -33,19 +33,20 @@ static int64_t wav_claim(const ts_wav_header *wav, const SF_INFO *info) {
 static ts_status check_header(const SF_INFO *info, int64_t claim, const char *what, double max_frames,
                               double max_seconds) {
     if (info->samplerate <= 0)
-        return ts_err(TS_ERR_IO, "%s: a sample rate of %d in its header: not audio", what, info->samplerate);
+        return ts_set_error(TS_ERR_IO, "%s: a sample rate of %d in its header: not audio", what, info->samplerate);
     if (info->channels <= 0)
-        return ts_err(TS_ERR_IO, "%s: %d channels in its header: not audio", what, info->channels);
+        return ts_set_error(TS_ERR_IO, "%s: %d channels in its header: not audio", what, info->channels);
     int64_t frames = info->frames == SF_COUNT_MAX ? -1 : (int64_t)info->frames;
     int64_t most = claim > frames ? claim : frames;
     if ((double)most > max_frames)
-        return ts_err(TS_ERR_UNSUPPORTED, "%s: its header gives %.1f s (%lld frames at %d Hz), longer than the "
-                      "%g s tessera reads", what, (double)most / info->samplerate, (long long)most,
-                      info->samplerate, max_seconds);
+        return ts_set_error(TS_ERR_UNSUPPORTED,
+                            "%s: its header gives %.1f s (%lld frames at %d Hz), longer than the "
+                            "%g s tessera reads",
+                            what, (double)most / info->samplerate, (long long)most, info->samplerate, max_seconds);
     if (claim > frames && frames >= 0)
-        return ts_err(TS_ERR_IO, "%s: cut short: its header claims %lld frames, the file holds %lld", what,
-                      (long long)claim, (long long)frames);
-    if (frames == 0) return ts_err(TS_ERR_IO, "%s: no samples (its header says 0 frames)", what);
+        return ts_set_error(TS_ERR_IO, "%s: cut short: its header claims %lld frames, the file holds %lld", what,
+                            (long long)claim, (long long)frames);
+    if (frames == 0) return ts_set_error(TS_ERR_IO, "%s: no samples (its header says 0 frames)", what);
     return TS_OK;
 }
 
@@ -78,7 +79,7 @@ static ts_status read_mono(SNDFILE *sf, int channels, int64_t limit, int64_t hin
     free(buf);
     if (oom) {
         free(mono);
-        return ts_err(TS_ERR_NOMEM, "%s: out of memory reading its samples", what);
+        return ts_set_error(TS_ERR_NOMEM, "%s: out of memory reading its samples", what);
     }
     *out = mono;
     *got = n;
@@ -103,14 +104,16 @@ ts_audio *ts_audio_from_sndfile(SNDFILE *sf, const SF_INFO *info, const ts_wav_h
     sf_close(sf);
     if (st != TS_OK) return NULL;
     if (n >= limit)
-        st = ts_err(TS_ERR_UNSUPPORTED, "%s: longer than the %g s tessera reads (more than %lld frames at %d Hz, "
-                    "though its header says %lld)", what, max_seconds, (long long)(limit - 1), info->samplerate,
-                    (long long)frames);
+        st = ts_set_error(TS_ERR_UNSUPPORTED,
+                          "%s: longer than the %g s tessera reads (more than %lld frames at %d Hz, "
+                          "though its header says %lld)",
+                          what, max_seconds, (long long)(limit - 1), info->samplerate, (long long)frames);
     else if (frames >= 0 && n < frames)
-        st = ts_err(TS_ERR_IO, "%s: cut short: its header claims %lld frames, the file holds %lld%s%s%s", what,
-                    (long long)frames, (long long)n, failed ? " (libsndfile: " : "", failed ? why : "", failed ? ")" : "");
+        st = ts_set_error(TS_ERR_IO, "%s: cut short: its header claims %lld frames, the file holds %lld%s%s%s", what,
+                          (long long)frames, (long long)n, failed ? " (libsndfile: " : "", failed ? why : "",
+                          failed ? ")" : "");
     else if (n == 0)
-        st = ts_err(TS_ERR_IO, "%s: no samples", what);
+        st = ts_set_error(TS_ERR_IO, "%s: no samples", what);
     if (st != TS_OK) {
         free(mono);
         return NULL;
@@ -119,7 +122,7 @@ ts_audio *ts_audio_from_sndfile(SNDFILE *sf, const SF_INFO *info, const ts_wav_h
         ts_audio *a = calloc(1, sizeof *a);
         if (!a) {
             free(mono);
-            ts_err(TS_ERR_NOMEM, "%s: out of memory", what);
+            ts_set_error(TS_ERR_NOMEM, "%s: out of memory", what);
             return NULL;
         }
         *a = (ts_audio){.rate = rate, .n = n, .samples = mono};
@@ -129,8 +132,8 @@ ts_audio *ts_audio_from_sndfile(SNDFILE *sf, const SF_INFO *info, const ts_wav_h
     free(mono);
     if (a && a->n == 0) {
         ts_audio_free(a);
-        ts_err(TS_ERR_IO, "%s: no samples at %d Hz (its %lld at %d Hz last less than one)", what, rate, (long long)n,
-               info->samplerate);
+        ts_set_error(TS_ERR_IO, "%s: no samples at %d Hz (its %lld at %d Hz last less than one)", what, rate,
+                     (long long)n, info->samplerate);
         return NULL;
     }
     return a;

@@ -19,11 +19,11 @@ enum { PEEK_BYTES = 1 << 16 };
 
 static int bad_args(const void *data, size_t n, const char *what, int rate) {
     if (!data && n) {
-        ts_err(TS_ERR_ARG, "%s: data is NULL", what);
+        ts_set_error(TS_ERR_ARG, "%s: data is NULL", what);
         return 1;
     }
     if (rate <= 0) {
-        ts_err(TS_ERR_ARG, "%s: the sample rate asked for must be positive, not %d", what, rate);
+        ts_set_error(TS_ERR_ARG, "%s: the sample rate asked for must be positive, not %d", what, rate);
         return 1;
     }
     return 0;
@@ -33,7 +33,7 @@ ts_audio *ts_audio_decode_capped(const void *data, size_t n, const char *what, i
     if (!what) what = "audio";
     if (bad_args(data, n, what, rate)) return NULL;
     if (n == 0) {
-        ts_err(TS_ERR_IO, "%s: not an audio file libsndfile reads: it is empty", what);
+        ts_set_error(TS_ERR_IO, "%s: not an audio file libsndfile reads: it is empty", what);
         return NULL;
     }
     ts_wav_header wav = ts_wav_peek(data, n);
@@ -46,19 +46,21 @@ ts_audio *ts_audio_decode(const void *data, size_t n, const char *what, int rate
 
 ts_audio *ts_audio_read(const char *path, int rate) {
     if (!path) {
-        ts_err(TS_ERR_ARG, "ts_audio_read: path is NULL");
+        ts_set_error(TS_ERR_ARG, "ts_audio_read: path is NULL");
         return NULL;
     }
     if (bad_args("", 0, path, rate)) return NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        ts_err(TS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        ts_set_error(TS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     struct stat st;
     if (fstat(fd, &st) == 0 && (S_ISDIR(st.st_mode) || st.st_size == 0)) {
-        ts_err(TS_ERR_IO, S_ISDIR(st.st_mode) ? "%s: cannot open: it is a directory"
-               : "%s: not an audio file libsndfile reads: it is empty", path);
+        ts_set_error(TS_ERR_IO,
+                     S_ISDIR(st.st_mode) ? "%s: cannot open: it is a directory"
+                                         : "%s: not an audio file libsndfile reads: it is empty",
+                     path);
         close(fd);
         return NULL;
     }

@@ -13,8 +13,10 @@
 ts_audio *ts_audio_resample(const float *x, int64_t n, int from, int to, const char *what) {
     double ratio = (double)to / (double)from;
     if (from <= 0 || to <= 0 || !src_is_valid_ratio(ratio)) {
-        ts_err(TS_ERR_UNSUPPORTED, "%s: a sample rate of %d Hz cannot be resampled to %d Hz (libsamplerate "
-               "changes a rate by a factor between 1/256 and 256)", what, from, to);
+        ts_set_error(TS_ERR_UNSUPPORTED,
+                     "%s: a sample rate of %d Hz cannot be resampled to %d Hz (libsamplerate "
+                     "changes a rate by a factor between 1/256 and 256)",
+                     what, from, to);
         return NULL;
     }
     /* the output is n x ratio samples, rounded; a few more allocated than that */
@@ -26,7 +28,7 @@ ts_audio *ts_audio_resample(const float *x, int64_t n, int from, int to, const c
     int e = src_simple(&d, SRC_SINC_MEDIUM_QUALITY, 1);
     if (e) {
         ts_audio_free(a);
-        ts_err(TS_ERR_RUNTIME, "%s: resampling from %d Hz to %d Hz failed: %s", what, from, to, src_strerror(e));
+        ts_set_error(TS_ERR_RUNTIME, "%s: resampling from %d Hz to %d Hz failed: %s", what, from, to, src_strerror(e));
         return NULL;
     }
     a->n = d.output_frames_gen;

@@ -12,11 +12,11 @@
 /* The error for a file libsndfile would not open: a clearer one when the WAV header shows why. */
 static void open_error(const ts_wav_header *wav, const char *what) {
     if (wav->is_wav && wav->rate == 0)
-        ts_err(TS_ERR_IO, "%s: a sample rate of 0 in its WAV header: not audio", what);
+        ts_set_error(TS_ERR_IO, "%s: a sample rate of 0 in its WAV header: not audio", what);
     else if (wav->is_wav && wav->channels == 0)
-        ts_err(TS_ERR_IO, "%s: 0 channels in its WAV header: not audio", what);
+        ts_set_error(TS_ERR_IO, "%s: 0 channels in its WAV header: not audio", what);
     else
-        ts_err(TS_ERR_IO, "%s: not an audio file libsndfile reads: %s", what, sf_strerror(NULL));
+        ts_set_error(TS_ERR_IO, "%s: not an audio file libsndfile reads: %s", what, sf_strerror(NULL));
 }
 
 ts_audio *ts_audio_sf_decode(const void *data, size_t n, const ts_wav_header *wav, const char *what, int rate,
@@ -47,7 +47,7 @@ ts_status ts_audio_sf_wav(const ts_audio *a, const char *path, uint8_t **buf, si
     SNDFILE *sf = sf_open_virtual(&ts_memio_calls, SFM_WRITE, &info, &m);
     if (!sf) {
         free(m.buf);
-        return ts_err(TS_ERR_IO, "%s: libsndfile cannot write a WAV file: %s", path, sf_strerror(NULL));
+        return ts_set_error(TS_ERR_IO, "%s: libsndfile cannot write a WAV file: %s", path, sf_strerror(NULL));
     }
     sf_command(sf, SFC_SET_CLIPPING, NULL, SF_TRUE); /* a sample beyond +-1 clips, never wraps */
     sf_count_t put = sf_writef_float(sf, a->samples, a->n);
@@ -57,9 +57,9 @@ ts_status ts_audio_sf_wav(const ts_audio *a, const char *path, uint8_t **buf, si
     sf_close(sf);
     ts_status st = TS_OK;
     if (m.nomem)
-        st = ts_err(TS_ERR_NOMEM, "%s: out of memory for a WAV file of %lld samples", path, (long long)a->n);
+        st = ts_set_error(TS_ERR_NOMEM, "%s: out of memory for a WAV file of %lld samples", path, (long long)a->n);
     else if (bad)
-        st = ts_err(TS_ERR_IO, "%s: libsndfile failed writing the samples: %s", path, why);
+        st = ts_set_error(TS_ERR_IO, "%s: libsndfile failed writing the samples: %s", path, why);
     if (st != TS_OK) {
         free(m.buf);
         return st;

@@ -14,23 +14,23 @@
 ts_audio *ts_audio_sf_decode(const void *data, size_t n, const ts_wav_header *wav, const char *what, int rate,
                              double max_seconds) {
     (void)data, (void)n, (void)wav, (void)rate, (void)max_seconds;
-    ts_err(TS_ERR_UNSUPPORTED, "%s: " AUDIO_OFF, what);
+    ts_set_error(TS_ERR_UNSUPPORTED, "%s: " AUDIO_OFF, what);
     return NULL;
 }
 
 ts_audio *ts_audio_sf_read_fd(int fd, const ts_wav_header *wav, const char *what, int rate, double max_seconds) {
     (void)fd, (void)wav, (void)rate, (void)max_seconds;
-    ts_err(TS_ERR_UNSUPPORTED, "%s: " AUDIO_OFF, what);
+    ts_set_error(TS_ERR_UNSUPPORTED, "%s: " AUDIO_OFF, what);
     return NULL;
 }
 
 ts_status ts_audio_sf_wav(const ts_audio *a, const char *path, uint8_t **buf, size_t *len) {
     (void)a, (void)buf, (void)len;
-    return ts_err(TS_ERR_UNSUPPORTED, "ts_audio_write_wav: %s: " AUDIO_OFF, path);
+    return ts_set_error(TS_ERR_UNSUPPORTED, "ts_audio_write_wav: %s: " AUDIO_OFF, path);
 }
 
 ts_audio *ts_audio_resample(const float *x, int64_t n, int from, int to, const char *what) {
     (void)x, (void)n;
-    ts_err(TS_ERR_UNSUPPORTED, "%s: resampling %d Hz to %d Hz: " AUDIO_OFF, what, from, to);
+    ts_set_error(TS_ERR_UNSUPPORTED, "%s: resampling %d Hz to %d Hz: " AUDIO_OFF, what, from, to);
     return NULL;
 }

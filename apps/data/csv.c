@@ -15,7 +15,7 @@ ts_status ts_csv_open(ts_csv *c, const char *path, char sep, int quoting) {
     c->sep = sep;
     c->quoting = quoting;
     c->f = fopen(path, "rb");
-    if (!c->f) return ts_err(TS_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    if (!c->f) return ts_set_error(TS_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     unsigned char bom[3];
     size_t got = fread(bom, 1, 3, c->f);
     if (!(got == 3 && bom[0] == 0xEF && bom[1] == 0xBB && bom[2] == 0xBF)) rewind(c->f);
@@ -63,8 +63,8 @@ static int read_line(ts_csv *c, size_t *n, size_t *brk, ts_status *st) {
     ssize_t got = getline(&c->raw, &c->rawcap, c->f);
     if (got < 0) {
         if (ferror(c->f))
-            *st = ts_err(TS_ERR_IO, "%s:%lld: read error: %s", c->path, (long long)c->line + 1,
-                         strerror(errno ? errno : EIO));
+            *st = ts_set_error(TS_ERR_IO, "%s:%lld: read error: %s", c->path, (long long)c->line + 1,
+                               strerror(errno ? errno : EIO));
         return 0;
     }
     c->line++;
@@ -117,8 +117,8 @@ ts_status ts_csv_next(ts_csv *c, int *nfields) {
                 if (brk && !put(c, '\n')) goto oom;
                 if (!read_line(c, &n, &brk, &st)) {
                     if (st != TS_OK) return st;
-                    return ts_err(TS_ERR_IO, "%s:%lld: a quoted field is not closed before the end of the file",
-                                  c->path, (long long)c->rec_line);
+                    return ts_set_error(TS_ERR_IO, "%s:%lld: a quoted field is not closed before the end of the file",
+                                        c->path, (long long)c->rec_line);
                 }
                 i = 0;
                 continue;
@@ -155,8 +155,10 @@ ts_status ts_csv_next(ts_csv *c, int *nfields) {
                 if (!end_field(c)) goto oom;
                 s = START;
             } else {
-                return ts_err(TS_ERR_IO, "%s:%lld: '%c' after the closing quote of field %d (a quote inside a quoted field is written \"\")",
-                              c->path, (long long)c->line, ch, c->nfield + 1);
+                return ts_set_error(
+                    TS_ERR_IO,
+                    "%s:%lld: '%c' after the closing quote of field %d (a quote inside a quoted field is written \"\")",
+                    c->path, (long long)c->line, ch, c->nfield + 1);
             }
             break;
         }
@@ -164,5 +166,5 @@ ts_status ts_csv_next(ts_csv *c, int *nfields) {
     *nfields = c->nfield;
     return TS_OK;
 oom:
-    return ts_err(TS_ERR_NOMEM, "%s:%lld: out of memory", c->path, (long long)c->rec_line);
+    return ts_set_error(TS_ERR_NOMEM, "%s:%lld: out of memory", c->path, (long long)c->rec_line);
 }

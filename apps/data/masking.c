@@ -28,12 +28,12 @@ ts_status ts_masker_init(ts_masker *m, const ts_tokenizer *tok, double prob, int
     m->whole_word = whole_word;
     m->vocab = v;
     m->mask_id = ts_token_to_id(tok, "[MASK]");
-    if (m->mask_id < 0) return ts_err(TS_ERR_ARG, "masking needs a [MASK] token, the vocabulary has none");
+    if (m->mask_id < 0) return ts_set_error(TS_ERR_ARG, "masking needs a [MASK] token, the vocabulary has none");
     m->kind = calloc((size_t)v, 1);
     m->random_ids = malloc((size_t)v * sizeof *m->random_ids);
     if (!m->kind || !m->random_ids) {
         ts_masker_free(m);
-        return ts_err(TS_ERR_NOMEM, "masking: out of memory");
+        return ts_set_error(TS_ERR_NOMEM, "masking: out of memory");
     }
     static const char *const specials[] = {"[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]"};
     for (int k = 0; k < 5; k++) {
@@ -47,7 +47,7 @@ ts_status ts_masker_init(ts_masker *m, const ts_tokenizer *tok, double prob, int
     }
     if (m->nrandom == 0) {
         ts_masker_free(m);
-        return ts_err(TS_ERR_ARG, "masking: the vocabulary has only special tokens");
+        return ts_set_error(TS_ERR_ARG, "masking: the vocabulary has only special tokens");
     }
     return TS_OK;
 }
@@ -108,24 +108,24 @@ int ts_masker_apply(const ts_masker *m, ts_drng *rng, int32_t *ids, int32_t *lab
 
 ts_status ts_mlm_accuracy(const ts_tensor *logits, const int32_t *labels, int64_t *correct, int64_t *total) {
     if (!logits || !labels || !correct || !total)
-        return ts_err(TS_ERR_ARG, "ts_mlm_accuracy: NULL logits, labels, correct or total");
+        return ts_set_error(TS_ERR_ARG, "ts_mlm_accuracy: NULL logits, labels, correct or total");
     int nd = ts_tensor_ndim(logits);
     ts_dtype dt = ts_tensor_dtype(logits);
     const int64_t *shape = ts_tensor_shape(logits);
     const void *data = ts_tensor_data((ts_tensor *)logits);
     if (nd < 1 || (dt != TS_F32 && dt != TS_BF16))
-        return ts_err(TS_ERR_DTYPE, "ts_mlm_accuracy: logits must be f32 or bf16 [..., V], got %s of rank %d",
-                      ts_dtype_name(dt), nd);
+        return ts_set_error(TS_ERR_DTYPE, "ts_mlm_accuracy: logits must be f32 or bf16 [..., V], got %s of rank %d",
+                            ts_dtype_name(dt), nd);
     int64_t v = shape[nd - 1];
-    if (v <= 0) return ts_err(TS_ERR_SHAPE, "ts_mlm_accuracy: logits have an empty last axis");
+    if (v <= 0) return ts_set_error(TS_ERR_SHAPE, "ts_mlm_accuracy: logits have an empty last axis");
     int64_t rows = ts_numel(nd - 1, shape);
     int64_t c = 0, t = 0;
     for (int64_t r = 0; r < rows; r++) {
         int32_t y = labels[r];
         if (y == TS_IGNORE_INDEX) continue;
         if (y < 0 || y >= v)
-            return ts_err(TS_ERR_RUNTIME, "ts_mlm_accuracy: label %d at position %lld is outside [0, %lld)",
-                          (int)y, (long long)r, (long long)v);
+            return ts_set_error(TS_ERR_RUNTIME, "ts_mlm_accuracy: label %d at position %lld is outside [0, %lld)",
+                                (int)y, (long long)r, (long long)v);
         int64_t best = 0;
         if (dt == TS_F32) {
             const float *x = (const float *)data + r * v;

@@ -40,7 +40,7 @@ static ts_status word_pieces(const ts_tokenizer *tok, const char *text, size_t b
         size_t c = s->cap ? s->cap : 64;
         while (c < len + 1) c *= 2;
         char *w = realloc(s->word, c);
-        if (!w) return ts_err(TS_ERR_NOMEM, "tokenize: out of memory");
+        if (!w) return ts_set_error(TS_ERR_NOMEM, "tokenize: out of memory");
         s->word = w;
         s->cap = c;
     }
@@ -52,7 +52,7 @@ static ts_status word_pieces(const ts_tokenizer *tok, const char *text, size_t b
     size_t np = s->ids.n;
     if (!np) return TS_OK;
     if (!ts_i32vec_reserve(ids, np) || !ts_i32vec_reserve(begin, np) || !ts_i32vec_reserve(end, np))
-        return ts_err(TS_ERR_NOMEM, "tokenize: out of memory");
+        return ts_set_error(TS_ERR_NOMEM, "tokenize: out of memory");
 
     /* Characters per piece ("##" not counted) against the word's characters that survive. */
     int lc = tok->lowercase, aligned = 1;
@@ -101,7 +101,7 @@ static ts_status word_pieces(const ts_tokenizer *tok, const char *text, size_t b
 
 ts_status ts_tokenize_offsets(const ts_tokenizer *tok, const char *text, size_t len, ts_i32vec *ids,
                               ts_i32vec *begin, ts_i32vec *end) {
-    if (len >= (size_t)INT32_MAX) return ts_err(TS_ERR_ARG, "tokenize: a text of %zu bytes is too long", len);
+    if (len >= (size_t)INT32_MAX) return ts_set_error(TS_ERR_ARG, "tokenize: a text of %zu bytes is too long", len);
     scratch s = {0};
     ts_status st = TS_OK;
     size_t i = 0;

@@ -33,11 +33,11 @@ static int64_t append_sents(const ts_window *w, int64_t s0, int64_t s1, ts_i32ve
 static ts_status add_pair(const ts_window *w, int64_t a0, int64_t a1, int64_t b0, int64_t b1, int random_next,
                           int max_tokens, ts_drng *rng, ts_pairs *out) {
     size_t need = (size_t)(w->sent[a1] - w->sent[a0] + w->sent[b1] - w->sent[b0]);
-    if (!ts_i32vec_reserve(&out->toks, need)) return ts_err(TS_ERR_NOMEM, "pretraining: out of memory");
+    if (!ts_i32vec_reserve(&out->toks, need)) return ts_set_error(TS_ERR_NOMEM, "pretraining: out of memory");
     if (out->n == out->cap) {
         size_t c = out->cap ? out->cap * 2 : 1024;
         ts_pair *v = realloc(out->v, c * sizeof *v);
-        if (!v) return ts_err(TS_ERR_NOMEM, "pretraining: out of memory");
+        if (!v) return ts_set_error(TS_ERR_NOMEM, "pretraining: out of memory");
         out->v = v;
         out->cap = c;
     }

@@ -87,29 +87,29 @@ static uint64_t fingerprint(const ts_pretrain_opts *o, int vocab) {
 }
 
 static ts_status check_opts(const ts_pretrain_opts *o) {
-    if (!o->files || o->nfiles < 1) return ts_err(TS_ERR_ARG, "ts_pretrain_open: no files");
+    if (!o->files || o->nfiles < 1) return ts_set_error(TS_ERR_ARG, "ts_pretrain_open: no files");
     for (int i = 0; i < o->nfiles; i++)
-        if (!o->files[i]) return ts_err(TS_ERR_ARG, "ts_pretrain_open: files[%d] is NULL", i);
-    if (o->batch_size < 1) return ts_err(TS_ERR_ARG, "ts_pretrain_open: batch_size %d < 1", o->batch_size);
-    if (o->max_len < 8) return ts_err(TS_ERR_ARG, "ts_pretrain_open: max_len %d < 8", o->max_len);
-    if (o->shuffle_docs < 1) return ts_err(TS_ERR_ARG, "ts_pretrain_open: shuffle_docs %d < 1", o->shuffle_docs);
+        if (!o->files[i]) return ts_set_error(TS_ERR_ARG, "ts_pretrain_open: files[%d] is NULL", i);
+    if (o->batch_size < 1) return ts_set_error(TS_ERR_ARG, "ts_pretrain_open: batch_size %d < 1", o->batch_size);
+    if (o->max_len < 8) return ts_set_error(TS_ERR_ARG, "ts_pretrain_open: max_len %d < 8", o->max_len);
+    if (o->shuffle_docs < 1) return ts_set_error(TS_ERR_ARG, "ts_pretrain_open: shuffle_docs %d < 1", o->shuffle_docs);
     if (!(o->mask_prob >= 0 && o->mask_prob <= 1))
-        return ts_err(TS_ERR_ARG, "ts_pretrain_open: mask_prob %g is outside [0, 1]", o->mask_prob);
+        return ts_set_error(TS_ERR_ARG, "ts_pretrain_open: mask_prob %g is outside [0, 1]", o->mask_prob);
     if (!(o->short_seq_prob >= 0 && o->short_seq_prob <= 1))
-        return ts_err(TS_ERR_ARG, "ts_pretrain_open: short_seq_prob %g is outside [0, 1]", o->short_seq_prob);
+        return ts_set_error(TS_ERR_ARG, "ts_pretrain_open: short_seq_prob %g is outside [0, 1]", o->short_seq_prob);
     if (!(o->random_next_prob >= 0 && o->random_next_prob <= 1))
-        return ts_err(TS_ERR_ARG, "ts_pretrain_open: random_next_prob %g is outside [0, 1]", o->random_next_prob);
+        return ts_set_error(TS_ERR_ARG, "ts_pretrain_open: random_next_prob %g is outside [0, 1]", o->random_next_prob);
     if (o->num_shards < 0 || o->shard < 0 || (o->shard > 0 && o->shard >= o->num_shards))
-        return ts_err(TS_ERR_ARG, "ts_pretrain_open: shard %d of %d shards", o->shard, o->num_shards);
+        return ts_set_error(TS_ERR_ARG, "ts_pretrain_open: shard %d of %d shards", o->shard, o->num_shards);
     if (o->max_predictions < 0 || o->epochs < 0)
-        return ts_err(TS_ERR_ARG, "ts_pretrain_open: max_predictions %d or epochs %d < 0", o->max_predictions,
-                      o->epochs);
+        return ts_set_error(TS_ERR_ARG, "ts_pretrain_open: max_predictions %d or epochs %d < 0", o->max_predictions,
+                            o->epochs);
     return TS_OK;
 }
 
 ts_pretrain_reader *ts_pretrain_open(const ts_tokenizer *tok, const ts_pretrain_opts *opts) {
     if (!tok || !opts) {
-        ts_err(TS_ERR_ARG, "ts_pretrain_open: NULL tokenizer or options");
+        ts_set_error(TS_ERR_ARG, "ts_pretrain_open: NULL tokenizer or options");
         return NULL;
     }
     ts_pretrain_opts oc;
@@ -126,7 +126,7 @@ ts_pretrain_reader *ts_pretrain_open(const ts_tokenizer *tok, const ts_pretrain_
     for (int i = 0; i < opts->nfiles; i++) {
         FILE *f = fopen(opts->files[i], "rb");
         if (!f) {
-            ts_err(TS_ERR_IO, "cannot open '%s': %s", opts->files[i], strerror(errno));
+            ts_set_error(TS_ERR_IO, "cannot open '%s': %s", opts->files[i], strerror(errno));
             ts_pretrain_close(r);
             return NULL;
         }
@@ -147,7 +147,7 @@ ts_pretrain_reader *ts_pretrain_open(const ts_tokenizer *tok, const ts_pretrain_
     return r;
 oom:
     ts_pretrain_close(r);
-    ts_err(TS_ERR_NOMEM, "ts_pretrain_open: out of memory");
+    ts_set_error(TS_ERR_NOMEM, "ts_pretrain_open: out of memory");
     return NULL;
 }
 
@@ -206,17 +206,17 @@ static ts_status read_window(ts_pretrain_reader *r) {
             }
             const char *path = r->files[r->pos_file];
             r->f = fopen(path, "rb");
-            if (!r->f) return ts_err(TS_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+            if (!r->f) return ts_set_error(TS_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
             if (r->pos_off && fseeko(r->f, (off_t)r->pos_off, SEEK_SET) != 0)
-                return ts_err(TS_ERR_IO, "%s: cannot seek to byte %lld: %s", path, (long long)r->pos_off,
-                              strerror(errno));
+                return ts_set_error(TS_ERR_IO, "%s: cannot seek to byte %lld: %s", path, (long long)r->pos_off,
+                                    strerror(errno));
         }
         errno = 0;
         ssize_t got = getline(&r->line, &r->linecap, r->f);
         if (got < 0) {
             if (ferror(r->f))
-                return ts_err(TS_ERR_IO, "%s: read error after byte %lld: %s", r->files[r->pos_file],
-                              (long long)r->pos_off, strerror(errno ? errno : EIO));
+                return ts_set_error(TS_ERR_IO, "%s: read error after byte %lld: %s", r->files[r->pos_file],
+                                    (long long)r->pos_off, strerror(errno ? errno : EIO));
             if (!close_doc(w, &open_first)) goto oom;
             fclose(r->f);
             r->f = NULL;
@@ -243,8 +243,8 @@ static ts_status read_window(ts_pretrain_reader *r) {
     w->doc[w->ndoc] = (int64_t)w->nsent;
     return TS_OK;
 oom:
-    return ts_err(TS_ERR_NOMEM, "pretraining: out of memory reading '%s'",
-                  r->files[r->pos_file < r->o.nfiles ? r->pos_file : r->o.nfiles - 1]);
+    return ts_set_error(TS_ERR_NOMEM, "pretraining: out of memory reading '%s'",
+                        r->files[r->pos_file < r->o.nfiles ? r->pos_file : r->o.nfiles - 1]);
 }
 
 /* Read the window at the current position and make its pairs. */
@@ -265,9 +265,10 @@ static ts_status advance(ts_pretrain_reader *r) {
     if (r->loaded) {
         if (r->epoch_end) {
             if (r->epoch_pairs == 0)
-                return ts_err(TS_ERR_IO, "pretraining: the files (%s%s) hold no sentence pairs: they need documents "
-                              "of two or more sentences, or two or more documents",
-                              r->files[0], r->o.nfiles > 1 ? ", ..." : "");
+                return ts_set_error(TS_ERR_IO,
+                                    "pretraining: the files (%s%s) hold no sentence pairs: they need documents "
+                                    "of two or more sentences, or two or more documents",
+                                    r->files[0], r->o.nfiles > 1 ? ", ..." : "");
             r->epoch++;
             r->window = 0;
             r->epoch_pairs = 0;
@@ -345,7 +346,7 @@ static ts_status skip_batch(ts_pretrain_reader *r) {
 
 ts_status ts_pretrain_next(ts_pretrain_reader *r, const ts_batch *b, int *nrows) {
     if (nrows) *nrows = 0;
-    if (!r || !b || !b->input_ids) return ts_err(TS_ERR_ARG, "ts_pretrain_next: NULL reader, batch or input_ids");
+    if (!r || !b || !b->input_ids) return ts_set_error(TS_ERR_ARG, "ts_pretrain_next: NULL reader, batch or input_ids");
     while (r->o.num_shards > 1 && r->batches % (uint64_t)r->o.num_shards != (uint64_t)r->o.shard) {
         ts_status st = skip_batch(r);
         if (st != TS_OK) {
@@ -380,7 +381,7 @@ ts_status ts_pretrain_next(ts_pretrain_reader *r, const ts_batch *b, int *nrows)
 /* ------------------------------------------------------------------ state */
 
 ts_status ts_pretrain_save(const ts_pretrain_reader *r, ts_pretrain_state *s) {
-    if (!r || !s) return ts_err(TS_ERR_ARG, "ts_pretrain_save: NULL reader or state");
+    if (!r || !s) return ts_set_error(TS_ERR_ARG, "ts_pretrain_save: NULL reader or state");
     memset(s, 0, sizeof *s);
     s->fingerprint = r->fingerprint;
     s->epoch = r->epoch;
@@ -406,19 +407,21 @@ static void rewind_reader(ts_pretrain_reader *r) {
 }
 
 ts_status ts_pretrain_restore(ts_pretrain_reader *r, const ts_pretrain_state *s) {
-    if (!r || !s) return ts_err(TS_ERR_ARG, "ts_pretrain_restore: NULL reader or state");
+    if (!r || !s) return ts_set_error(TS_ERR_ARG, "ts_pretrain_restore: NULL reader or state");
     rewind_reader(r);
     if (s->fingerprint != r->fingerprint)
-        return ts_err(TS_ERR_ARG, "ts_pretrain_restore: the state was saved by a reader with other options, "
-                      "seed or vocabulary");
+        return ts_set_error(TS_ERR_ARG, "ts_pretrain_restore: the state was saved by a reader with other options, "
+                                        "seed or vocabulary");
     if (s->file < 0 || s->file > r->o.nfiles || s->offset < 0 || s->next < 0)
-        return ts_err(TS_ERR_ARG, "ts_pretrain_restore: file %lld, offset %lld or next %lld is out of range",
-                      (long long)s->file, (long long)s->offset, (long long)s->next);
+        return ts_set_error(TS_ERR_ARG, "ts_pretrain_restore: file %lld, offset %lld or next %lld is out of range",
+                            (long long)s->file, (long long)s->offset, (long long)s->next);
     if (s->file < r->o.nfiles) {
         struct stat sb;
         if (stat(r->files[s->file], &sb) != 0 || (int64_t)sb.st_size < s->offset)
-            return ts_err(TS_ERR_IO, "ts_pretrain_restore: '%s' is shorter than the saved offset %lld (did the "
-                          "files change?)", r->files[s->file], (long long)s->offset);
+            return ts_set_error(TS_ERR_IO,
+                                "ts_pretrain_restore: '%s' is shorter than the saved offset %lld (did the "
+                                "files change?)",
+                                r->files[s->file], (long long)s->offset);
     }
     r->epoch = s->epoch;
     r->window = s->window;
@@ -433,10 +436,11 @@ ts_status ts_pretrain_restore(ts_pretrain_reader *r, const ts_pretrain_state *s)
     r->pos_off = s->offset;
     ts_status st = load_window(r);
     if (st == TS_OK && s->next > (int64_t)r->pairs.n)
-        st = ts_err(TS_ERR_IO, "ts_pretrain_restore: the window at '%s' byte %lld has %zu examples, the state "
-                    "says %lld were served (did the files change?)",
-                    r->files[s->file < r->o.nfiles ? s->file : 0], (long long)s->offset, r->pairs.n,
-                    (long long)s->next);
+        st = ts_set_error(TS_ERR_IO,
+                          "ts_pretrain_restore: the window at '%s' byte %lld has %zu examples, the state "
+                          "says %lld were served (did the files change?)",
+                          r->files[s->file < r->o.nfiles ? s->file : 0], (long long)s->offset, r->pairs.n,
+                          (long long)s->next);
     if (st != TS_OK) {
         rewind_reader(r);
         return st;

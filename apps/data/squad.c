@@ -92,7 +92,7 @@ static ts_status add_features(ts_squad *s, int64_t ei) {
     for (int32_t start = 0; start < p->ntok;) {
         int32_t len = p->ntok - start < max_doc ? p->ntok - start : max_doc;
         if (!grow((void **)&s->feat, s->nfeat, &s->featcap, sizeof *s->feat))
-            return ts_err(TS_ERR_NOMEM, "squad: out of memory");
+            return ts_set_error(TS_ERR_NOMEM, "squad: out of memory");
         sq_feature *f = &s->feat[s->nfeat++];
         e->nfeatures++;
         f->example = ei;
@@ -131,17 +131,18 @@ static ts_status check_answer_start(ts_squad *s, const char *path, const char *w
     char head[96];
     snprintf(head, sizeof head, "\"%.40s%s\"", ans, alen > 40 ? "..." : "");
     if (!found) /* relocating cannot help */
-        return ts_err(TS_ERR_IO, "%s: %s (id \"%s\"): answers[%d]: the text %s does not occur in its context", path,
-                      where, e->id, a, head);
+        return ts_set_error(TS_ERR_IO, "%s: %s (id \"%s\"): answers[%d]: the text %s does not occur in its context",
+                            path, where, e->id, a, head);
     int64_t c = 0; /* where it is, in characters as answer_start counts */
     for (const char *q = ctx; q < found; q++) c += ((unsigned char)*q & 0xC0) != 0x80;
     char there[96];
     if (at < 0) snprintf(there, sizeof there, "past the end of the context (%lld characters)", (long long)nchars);
     else snprintf(there, sizeof there, "where the context has \"%.24s%s\"", ctx + at, strlen(ctx + at) > 24 ? "..." : "");
-    return ts_err(TS_ERR_IO, "%s: %s (id \"%s\"): answers[%d]: answer_start %lld is %s, not the text %s, which "
-                  "occurs at character %lld; fix the offset, or take answers at their nearest occurrence "
-                  "(ts_squad_opts.relocate_answers)",
-                  path, where, e->id, a, (long long)e->starts[a], there, head, (long long)c);
+    return ts_set_error(TS_ERR_IO,
+                        "%s: %s (id \"%s\"): answers[%d]: answer_start %lld is %s, not the text %s, which "
+                        "occurs at character %lld; fix the offset, or take answers at their nearest occurrence "
+                        "(ts_squad_opts.relocate_answers)",
+                        path, where, e->id, a, (long long)e->starts[a], there, head, (long long)c);
 }
 
 /* One entry of "qas". */
@@ -151,12 +152,14 @@ static ts_status read_qa(ts_squad *s, const char *path, const cJSON *qa, int i, 
     const cJSON *answers = cJSON_GetObjectItemCaseSensitive(qa, "answers");
     char where[96];
     snprintf(where, sizeof where, "data[%d].paragraphs[%d].qas[%d]", i, j, k);
-    if (!cJSON_IsObject(qa)) return ts_err(TS_ERR_IO, "%s: %s is not an object", path, where);
-    if (!cJSON_IsString(id) && !cJSON_IsNumber(id)) return ts_err(TS_ERR_IO, "%s: %s: no \"id\" string", path, where);
-    if (!cJSON_IsString(q)) return ts_err(TS_ERR_IO, "%s: %s: no \"question\" string", path, where);
+    if (!cJSON_IsObject(qa)) return ts_set_error(TS_ERR_IO, "%s: %s is not an object", path, where);
+    if (!cJSON_IsString(id) && !cJSON_IsNumber(id))
+        return ts_set_error(TS_ERR_IO, "%s: %s: no \"id\" string", path, where);
+    if (!cJSON_IsString(q)) return ts_set_error(TS_ERR_IO, "%s: %s: no \"question\" string", path, where);
     if (answers && !cJSON_IsArray(answers))
-        return ts_err(TS_ERR_IO, "%s: %s: \"answers\" is not an array", path, where);
-    if (!grow((void **)&s->ex, s->nex, &s->excap, sizeof *s->ex)) return ts_err(TS_ERR_NOMEM, "squad: out of memory");
+        return ts_set_error(TS_ERR_IO, "%s: %s: \"answers\" is not an array", path, where);
+    if (!grow((void **)&s->ex, s->nex, &s->excap, sizeof *s->ex))
+        return ts_set_error(TS_ERR_NOMEM, "squad: out of memory");
     sq_example *e = &s->ex[s->nex];
     memset(e, 0, sizeof *e);
     s->nex++; /* counted now, so ts_squad_free releases what is filled below */
@@ -170,17 +173,18 @@ static ts_status read_qa(ts_squad *s, const char *path, const cJSON *qa, int i, 
     e->starts = calloc((size_t)(na ? na : 1), sizeof *e->starts);
     e->qids = malloc((size_t)s->o.max_query_len * sizeof *e->qids);
     if (!e->id || !e->question || !e->answers || !e->starts || !e->qids)
-        return ts_err(TS_ERR_NOMEM, "squad: out of memory");
+        return ts_set_error(TS_ERR_NOMEM, "squad: out of memory");
     int a = 0;
     for (const cJSON *ans = answers ? answers->child : NULL; ans; ans = ans->next, a++) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(ans, "text");
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(ans, "answer_start");
-        if (!cJSON_IsString(t)) return ts_err(TS_ERR_IO, "%s: %s.answers[%d]: no \"text\" string", path, where, a);
+        if (!cJSON_IsString(t))
+            return ts_set_error(TS_ERR_IO, "%s: %s.answers[%d]: no \"text\" string", path, where, a);
         if (!cJSON_IsNumber(st) || !(st->valuedouble >= 0) || st->valuedouble > 1e15 ||
             st->valuedouble != (double)(int64_t)st->valuedouble)
-            return ts_err(TS_ERR_IO, "%s: %s.answers[%d]: \"answer_start\" is not a non-negative integer", path,
-                          where, a);
-        if (!(e->answers[a] = strdup(t->valuestring))) return ts_err(TS_ERR_NOMEM, "squad: out of memory");
+            return ts_set_error(TS_ERR_IO, "%s: %s.answers[%d]: \"answer_start\" is not a non-negative integer", path,
+                                where, a);
+        if (!(e->answers[a] = strdup(t->valuestring))) return ts_set_error(TS_ERR_NOMEM, "squad: out of memory");
         e->starts[a] = (int64_t)st->valuedouble;
         e->nanswers = a + 1;
         ts_status sa = check_answer_start(s, path, where, e, a);
@@ -204,15 +208,17 @@ static ts_status read_qa(ts_squad *s, const char *path, const cJSON *qa, int i, 
 static ts_status read_paragraph(ts_squad *s, const char *path, const cJSON *par, int i, int j) {
     const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(par, "context");
     const cJSON *qas = cJSON_GetObjectItemCaseSensitive(par, "qas");
-    if (!cJSON_IsObject(par)) return ts_err(TS_ERR_IO, "%s: data[%d].paragraphs[%d] is not an object", path, i, j);
+    if (!cJSON_IsObject(par))
+        return ts_set_error(TS_ERR_IO, "%s: data[%d].paragraphs[%d] is not an object", path, i, j);
     if (!cJSON_IsString(ctx))
-        return ts_err(TS_ERR_IO, "%s: data[%d].paragraphs[%d]: no \"context\" string", path, i, j);
-    if (!cJSON_IsArray(qas)) return ts_err(TS_ERR_IO, "%s: data[%d].paragraphs[%d]: no \"qas\" array", path, i, j);
+        return ts_set_error(TS_ERR_IO, "%s: data[%d].paragraphs[%d]: no \"context\" string", path, i, j);
+    if (!cJSON_IsArray(qas))
+        return ts_set_error(TS_ERR_IO, "%s: data[%d].paragraphs[%d]: no \"qas\" array", path, i, j);
     if (!grow((void **)&s->paras, s->npara, &s->paracap, sizeof *s->paras))
-        return ts_err(TS_ERR_NOMEM, "squad: out of memory");
+        return ts_set_error(TS_ERR_NOMEM, "squad: out of memory");
     sq_para *p = &s->paras[s->npara++];
     memset(p, 0, sizeof *p);
-    if (!(p->context = strdup(ctx->valuestring))) return ts_err(TS_ERR_NOMEM, "squad: out of memory");
+    if (!(p->context = strdup(ctx->valuestring))) return ts_set_error(TS_ERR_NOMEM, "squad: out of memory");
     ts_i32vec ids = {0}, b = {0}, e = {0};
     ts_status st = ts_tokenize_offsets(s->tok, p->context, strlen(p->context), &ids, &b, &e);
     p->ids = ids.v;
@@ -221,7 +227,7 @@ static ts_status read_paragraph(ts_squad *s, const char *path, const cJSON *par,
     p->ntok = (int32_t)ids.n;
     if (st != TS_OK) return st;
     if (ids.n > (size_t)INT32_MAX / 2)
-        return ts_err(TS_ERR_IO, "%s: data[%d].paragraphs[%d]: a context of %zu pieces", path, i, j, ids.n);
+        return ts_set_error(TS_ERR_IO, "%s: data[%d].paragraphs[%d]: a context of %zu pieces", path, i, j, ids.n);
     int k = 0;
     for (const cJSON *qa = qas->child; qa; qa = qa->next, k++)
         if ((st = read_qa(s, path, qa, i, j, k)) != TS_OK) return st;
@@ -250,7 +256,7 @@ static int json_unfinished(const char *t, size_t len) {
 
 ts_squad *ts_squad_load(const char *path, const ts_tokenizer *tok, const ts_squad_opts *opts) {
     if (!path || !tok) {
-        ts_err(TS_ERR_ARG, "ts_squad_load: NULL path or tokenizer");
+        ts_set_error(TS_ERR_ARG, "ts_squad_load: NULL path or tokenizer");
         return NULL;
     }
     ts_squad_opts oc;
@@ -266,7 +272,7 @@ ts_squad *ts_squad_load(const char *path, const ts_tokenizer *tok, const ts_squa
 ts_squad *ts_squad_parse(const char *name, const char *json, size_t len, const ts_tokenizer *tok,
                          const ts_squad_opts *opts) {
     if (!name || !json || !tok) {
-        ts_err(TS_ERR_ARG, "ts_squad_parse: NULL name, text or tokenizer");
+        ts_set_error(TS_ERR_ARG, "ts_squad_parse: NULL name, text or tokenizer");
         return NULL;
     }
     const char *path = name;
@@ -277,8 +283,10 @@ ts_squad *ts_squad_parse(const char *name, const char *json, size_t len, const t
     if (!o.max_query_len) o.max_query_len = 64;
     o.relocate_answers = o.relocate_answers != 0;
     if (o.doc_stride < 1 || o.max_query_len < 1 || o.max_seq_len - o.max_query_len - 3 < 1) {
-        ts_err(TS_ERR_ARG, "ts_squad_load: %s: max_seq_len %d must exceed max_query_len %d + 3, and doc_stride "
-               "%d must be positive", path, o.max_seq_len, o.max_query_len, o.doc_stride);
+        ts_set_error(TS_ERR_ARG,
+                     "ts_squad_load: %s: max_seq_len %d must exceed max_query_len %d + 3, and doc_stride "
+                     "%d must be positive",
+                     path, o.max_seq_len, o.max_query_len, o.doc_stride);
         return NULL;
     }
     const char *text = json;
@@ -288,16 +296,17 @@ ts_squad *ts_squad_parse(const char *name, const char *json, size_t len, const t
         long line = 1;
         if (ep && ep >= text && ep <= text + len)
             for (const char *c = text; c < ep; c++) line += *c == '\n';
-        ts_err(TS_ERR_IO, "%s:%ld: not valid JSON%s", path, line,
-               json_unfinished(text, len) ? " (it ends inside an object, array or string: is it cut short?)" : "");
+        ts_set_error(TS_ERR_IO, "%s:%ld: not valid JSON%s", path, line,
+                     json_unfinished(text, len) ? " (it ends inside an object, array or string: is it cut short?)"
+                                                : "");
         return NULL;
     }
     ts_squad *s = calloc(1, sizeof *s);
     ts_status st = TS_OK;
-    if (!s) st = ts_err(TS_ERR_NOMEM, "squad: out of memory");
+    if (!s) st = ts_set_error(TS_ERR_NOMEM, "squad: out of memory");
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");
     if (st == TS_OK && (!cJSON_IsObject(root) || !cJSON_IsArray(data)))
-        st = ts_err(TS_ERR_IO, "%s: no \"data\" array at the top (is this a SQuAD file?)", path);
+        st = ts_set_error(TS_ERR_IO, "%s: no \"data\" array at the top (is this a SQuAD file?)", path);
     if (st == TS_OK) {
         s->tok = tok;
         s->o = o;
@@ -305,7 +314,7 @@ ts_squad *ts_squad_parse(const char *name, const char *json, size_t len, const t
         for (const cJSON *art = data->child; art && st == TS_OK; art = art->next, i++) {
             const cJSON *pars = cJSON_GetObjectItemCaseSensitive(art, "paragraphs");
             if (!cJSON_IsArray(pars)) {
-                st = ts_err(TS_ERR_IO, "%s: data[%d]: no \"paragraphs\" array", path, i);
+                st = ts_set_error(TS_ERR_IO, "%s: data[%d]: no \"paragraphs\" array", path, i);
                 break;
             }
             int j = 0;
@@ -327,8 +336,8 @@ int64_t ts_squad_num_relocated(const ts_squad *s) { return s ? s->relocated : 0;
 
 ts_status ts_squad_get(const ts_squad *s, int64_t i, ts_squad_example *out) {
     if (!s || !out || i < 0 || i >= s->nex)
-        return ts_err(TS_ERR_ARG, "ts_squad_get: example %lld outside [0, %lld)", (long long)i,
-                      (long long)(s ? s->nex : 0));
+        return ts_set_error(TS_ERR_ARG, "ts_squad_get: example %lld outside [0, %lld)", (long long)i,
+                            (long long)(s ? s->nex : 0));
     const sq_example *e = &s->ex[i];
     out->id = e->id;
     out->question = e->question;
@@ -343,9 +352,9 @@ ts_status ts_squad_get(const ts_squad *s, int64_t i, ts_squad_example *out) {
 
 ts_status ts_squad_batch(const ts_squad *s, const int64_t *features, int n, int batch_size, const ts_batch *b) {
     if (!s || !b || !b->input_ids || (n > 0 && !features))
-        return ts_err(TS_ERR_ARG, "ts_squad_batch: NULL squad, features, batch or input_ids");
+        return ts_set_error(TS_ERR_ARG, "ts_squad_batch: NULL squad, features, batch or input_ids");
     if (n < 0 || batch_size < 1 || n > batch_size)
-        return ts_err(TS_ERR_ARG, "ts_squad_batch: %d rows do not fit a batch of %d", n, batch_size);
+        return ts_set_error(TS_ERR_ARG, "ts_squad_batch: %d rows do not fit a batch of %d", n, batch_size);
     int T = s->o.max_seq_len;
     int32_t cls = ts_token_to_id(s->tok, "[CLS]"), sep = ts_token_to_id(s->tok, "[SEP]"),
             pad = ts_token_to_id(s->tok, "[PAD]");
@@ -356,8 +365,8 @@ ts_status ts_squad_batch(const ts_squad *s, const int64_t *features, int n, int 
         if (i < n) {
             int64_t fi = features[i];
             if (fi < 0 || fi >= s->nfeat)
-                return ts_err(TS_ERR_ARG, "ts_squad_batch: feature %lld outside [0, %lld)", (long long)fi,
-                              (long long)s->nfeat);
+                return ts_set_error(TS_ERR_ARG, "ts_squad_batch: feature %lld outside [0, %lld)", (long long)fi,
+                                    (long long)s->nfeat);
             const sq_feature *f = &s->feat[fi];
             const sq_example *e = &s->ex[f->example];
             const sq_para *p = &s->paras[e->para];

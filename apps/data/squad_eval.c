@@ -156,7 +156,7 @@ void ts_squad_metric(const char *prediction, const char *const *truths, int ntru
 }
 
 ts_status ts_squad_score(const ts_squad *s, const char *const *predictions, double *em, double *f1) {
-    if (!s || !predictions) return ts_err(TS_ERR_ARG, "ts_squad_score: NULL squad or predictions");
+    if (!s || !predictions) return ts_set_error(TS_ERR_ARG, "ts_squad_score: NULL squad or predictions");
     double se = 0, sf = 0;
     for (int64_t i = 0; i < s->nex; i++) {
         double e, f;
@@ -210,17 +210,16 @@ ts_status ts_squad_best_span(const ts_squad *s, int64_t example, const float *st
     if (begin) *begin = 0;
     if (len) *len = 0;
     if (score) *score = -INFINITY;
-    if (!s || !start_logits || !end_logits)
-        return ts_err(TS_ERR_ARG, "ts_squad_best_span: NULL squad or logits");
+    if (!s || !start_logits || !end_logits) return ts_set_error(TS_ERR_ARG, "ts_squad_best_span: NULL squad or logits");
     if (example < 0 || example >= s->nex)
-        return ts_err(TS_ERR_ARG, "ts_squad_best_span: example %lld outside [0, %lld)", (long long)example,
-                      (long long)s->nex);
+        return ts_set_error(TS_ERR_ARG, "ts_squad_best_span: example %lld outside [0, %lld)", (long long)example,
+                            (long long)s->nex);
     if (n_best <= 0) n_best = 20;
     if (max_answer_len <= 0) max_answer_len = 30;
     int T = s->o.max_seq_len;
     if (n_best > T) n_best = T;
     int *bs = malloc((size_t)n_best * 2 * sizeof *bs), *be = bs + n_best;
-    if (!bs) return ts_err(TS_ERR_NOMEM, "ts_squad_best_span: out of memory");
+    if (!bs) return ts_set_error(TS_ERR_NOMEM, "ts_squad_best_span: out of memory");
     const sq_example *e = &s->ex[example];
     const sq_para *p = &s->paras[e->para];
     float best = -INFINITY;
@@ -258,7 +257,7 @@ ts_status ts_squad_best_span(const ts_squad *s, int64_t example, const float *st
 
 ts_status ts_squad_evaluate(const ts_squad *s, const float *start_logits, const float *end_logits, int n_best,
                             int max_answer_len, double *em, double *f1) {
-    if (!s || !start_logits || !end_logits) return ts_err(TS_ERR_ARG, "ts_squad_evaluate: NULL squad or logits");
+    if (!s || !start_logits || !end_logits) return ts_set_error(TS_ERR_ARG, "ts_squad_evaluate: NULL squad or logits");
     double se = 0, sf = 0;
     char *text = NULL;
     size_t cap = 0;
@@ -273,7 +272,7 @@ ts_status ts_squad_evaluate(const ts_squad *s, const float *start_logits, const 
             char *t = realloc(text, n + 1);
             if (!t) {
                 free(text);
-                return ts_err(TS_ERR_NOMEM, "ts_squad_evaluate: out of memory");
+                return ts_set_error(TS_ERR_NOMEM, "ts_squad_evaluate: out of memory");
             }
             text = t;
             cap = n + 1;

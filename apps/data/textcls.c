@@ -84,11 +84,11 @@ typedef struct rawlabels {
 
 static ts_status add_row(ts_text_dataset *d, rawlabels *rl, const char *text, const char *text_b,
                          const char *label, int64_t line) {
-    if (!grow_rows(d, d->n + 1)) return ts_err(TS_ERR_NOMEM, "%s:%lld: out of memory", d->path, (long long)line);
+    if (!grow_rows(d, d->n + 1)) return ts_set_error(TS_ERR_NOMEM, "%s:%lld: out of memory", d->path, (long long)line);
     if (rl->n == rl->cap) {
         int64_t c = rl->cap ? rl->cap * 2 : 256;
         char **s = realloc(rl->s, (size_t)c * sizeof *s);
-        if (!s) return ts_err(TS_ERR_NOMEM, "%s:%lld: out of memory", d->path, (long long)line);
+        if (!s) return ts_set_error(TS_ERR_NOMEM, "%s:%lld: out of memory", d->path, (long long)line);
         rl->s = s;
         rl->cap = c;
     }
@@ -97,7 +97,7 @@ static ts_status add_row(ts_text_dataset *d, rawlabels *rl, const char *text, co
         free(t);
         free(tb);
         free(l);
-        return ts_err(TS_ERR_NOMEM, "%s:%lld: out of memory", d->path, (long long)line);
+        return ts_set_error(TS_ERR_NOMEM, "%s:%lld: out of memory", d->path, (long long)line);
     }
     d->text[d->n] = t;
     if (d->pairs) d->text_b[d->n] = tb;
@@ -145,15 +145,15 @@ static int cmp_named(const void *a, const void *b) {
 static ts_status assign_labels(ts_text_dataset *d, rawlabels *rl, const char *const *given, int ngiven) {
     if (given) {
         d->names = calloc((size_t)(ngiven > 0 ? ngiven : 1), sizeof *d->names);
-        if (!d->names) return ts_err(TS_ERR_NOMEM, "%s: out of memory", d->path);
+        if (!d->names) return ts_set_error(TS_ERR_NOMEM, "%s: out of memory", d->path);
         for (int i = 0; i < ngiven; i++) {
-            if (!given[i]) return ts_err(TS_ERR_ARG, "%s: label %d of the given list is NULL", d->path, i);
-            if (!(d->names[i] = strdup(given[i]))) return ts_err(TS_ERR_NOMEM, "%s: out of memory", d->path);
+            if (!given[i]) return ts_set_error(TS_ERR_ARG, "%s: label %d of the given list is NULL", d->path, i);
+            if (!(d->names[i] = strdup(given[i]))) return ts_set_error(TS_ERR_NOMEM, "%s: out of memory", d->path);
             d->nlabels = i + 1;
         }
     } else {
         char **sorted = malloc((size_t)(rl->n ? rl->n : 1) * sizeof *sorted);
-        if (!sorted) return ts_err(TS_ERR_NOMEM, "%s: out of memory", d->path);
+        if (!sorted) return ts_set_error(TS_ERR_NOMEM, "%s: out of memory", d->path);
         if (rl->n) memcpy(sorted, rl->s, (size_t)rl->n * sizeof *sorted); /* rl->s is NULL with no rows */
         int all_int = 1;
         long long v;
@@ -164,17 +164,18 @@ static ts_status assign_labels(ts_text_dataset *d, rawlabels *rl, const char *co
             if (nu == 0 || strcmp(sorted[nu - 1], sorted[i]) != 0) sorted[nu++] = sorted[i];
         if (nu > INT32_MAX / 2) {
             free(sorted);
-            return ts_err(TS_ERR_IO, "%s: %lld distinct labels (is the label column right?)", d->path, (long long)nu);
+            return ts_set_error(TS_ERR_IO, "%s: %lld distinct labels (is the label column right?)", d->path,
+                                (long long)nu);
         }
         d->names = calloc((size_t)(nu ? nu : 1), sizeof *d->names);
         if (!d->names) {
             free(sorted);
-            return ts_err(TS_ERR_NOMEM, "%s: out of memory", d->path);
+            return ts_set_error(TS_ERR_NOMEM, "%s: out of memory", d->path);
         }
         for (int64_t i = 0; i < nu; i++) {
             if (!(d->names[i] = strdup(sorted[i]))) {
                 free(sorted);
-                return ts_err(TS_ERR_NOMEM, "%s: out of memory", d->path);
+                return ts_set_error(TS_ERR_NOMEM, "%s: out of memory", d->path);
             }
             d->nlabels = (int)i + 1;
         }
@@ -183,12 +184,12 @@ static ts_status assign_labels(ts_text_dataset *d, rawlabels *rl, const char *co
     /* ids by binary search over the names sorted by bytes */
     int nl = d->nlabels;
     named *order = malloc((size_t)(nl ? nl : 1) * sizeof *order);
-    if (!order) return ts_err(TS_ERR_NOMEM, "%s: out of memory", d->path);
+    if (!order) return ts_set_error(TS_ERR_NOMEM, "%s: out of memory", d->path);
     for (int i = 0; i < nl; i++) order[i] = (named){d->names[i], i};
     qsort(order, (size_t)nl, sizeof *order, cmp_named);
     for (int i = 1; i < nl; i++)
         if (strcmp(order[i - 1].s, order[i].s) == 0) {
-            ts_status st = ts_err(TS_ERR_ARG, "%s: label \"%s\" is given twice", d->path, order[i].s);
+            ts_status st = ts_set_error(TS_ERR_ARG, "%s: label \"%s\" is given twice", d->path, order[i].s);
             free(order);
             return st;
         }
@@ -205,8 +206,8 @@ static ts_status assign_labels(ts_text_dataset *d, rawlabels *rl, const char *co
             else hi = mid - 1;
         }
         if (found < 0)
-            st = ts_err(TS_ERR_IO, "%s:%lld: label \"%s\" is not one of the %d given labels", d->path,
-                        (long long)d->line[r], rl->s[r], nl);
+            st = ts_set_error(TS_ERR_IO, "%s:%lld: label \"%s\" is not one of the %d given labels", d->path,
+                              (long long)d->line[r], rl->s[r], nl);
         else d->label[r] = found;
     }
     free(order);
@@ -226,14 +227,14 @@ static int find_column(const char *path, ts_csv *c, int nf, const char *name, in
         cols[0] = 0;
         for (int i = 0; i < nf && o < sizeof cols - 8; i++)
             o += (size_t)snprintf(cols + o, sizeof cols - o, "%s\"%s\"", i ? ", " : "", ts_csv_field(c, i));
-        *st = ts_err(TS_ERR_NOT_FOUND, "%s:%lld: no %s column \"%s\" in the header (columns: %s)", path,
-               (long long)c->rec_line, what, name, cols);
+        *st = ts_set_error(TS_ERR_NOT_FOUND, "%s:%lld: no %s column \"%s\" in the header (columns: %s)", path,
+                           (long long)c->rec_line, what, name, cols);
         return -1;
     }
     long long v;
     if (!is_int(name, &v) || v < 0 || v >= nf) {
-        *st = ts_err(TS_ERR_ARG, "%s:%lld: without a header the %s column is a number 0..%d, not \"%s\"", path,
-               (long long)c->rec_line, what, nf - 1, name);
+        *st = ts_set_error(TS_ERR_ARG, "%s:%lld: without a header the %s column is a number 0..%d, not \"%s\"", path,
+                           (long long)c->rec_line, what, nf - 1, name);
         return -1;
     }
     return (int)v;
@@ -260,14 +261,15 @@ static ts_status load_delimited(ts_text_dataset *d, rawlabels *rl, const char *p
             if (header) continue;
         }
         if (nf != ncols) {
-            st = ts_err(TS_ERR_IO, "%s:%lld: expected %d columns, found %d", path, (long long)c.rec_line, ncols, nf);
+            st = ts_set_error(TS_ERR_IO, "%s:%lld: expected %d columns, found %d", path, (long long)c.rec_line, ncols,
+                              nf);
             break;
         }
         st = add_row(d, rl, ts_csv_field(&c, ti), bi >= 0 ? ts_csv_field(&c, bi) : NULL, ts_csv_field(&c, li),
                      c.rec_line);
         if (st != TS_OK) break;
     }
-    if (st == TS_OK && first) st = ts_err(TS_ERR_IO, "%s: the file is empty", path);
+    if (st == TS_OK && first) st = ts_set_error(TS_ERR_IO, "%s: the file is empty", path);
     ts_csv_close(&c);
     return st;
 }
@@ -296,7 +298,7 @@ static int label_string(const cJSON *v, char *buf, size_t cap, const char **out)
 
 static ts_status load_jsonl(ts_text_dataset *d, rawlabels *rl, const char *path, const ts_text_opts *o) {
     FILE *f = fopen(path, "rb");
-    if (!f) return ts_err(TS_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    if (!f) return ts_set_error(TS_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     const char *tkey = o->text_column ? o->text_column : "text";
     const char *lkey = o->label_column ? o->label_column : "label";
     const char *bkey = o->text_b_column;
@@ -314,8 +316,8 @@ static ts_status load_jsonl(ts_text_dataset *d, rawlabels *rl, const char *path,
         if (blank) continue;
         cJSON *j = cJSON_ParseWithLength(line + b, len - b);
         if (!j || !cJSON_IsObject(j)) {
-            st = ts_err(TS_ERR_IO, "%s:%lld: %s", path, (long long)ln,
-                        j ? "expected a JSON object {\"text\": ..., \"label\": ...}" : "not valid JSON");
+            st = ts_set_error(TS_ERR_IO, "%s:%lld: %s", path, (long long)ln,
+                              j ? "expected a JSON object {\"text\": ..., \"label\": ...}" : "not valid JSON");
             cJSON_Delete(j);
             break;
         }
@@ -325,21 +327,22 @@ static ts_status load_jsonl(ts_text_dataset *d, rawlabels *rl, const char *path,
         char nbuf[64];
         const char *ls = NULL;
         if (!cJSON_IsString(t))
-            st = ts_err(TS_ERR_IO, t ? "%s:%lld: \"%s\" is not a string" : "%s:%lld: no \"%s\" key", path,
-                        (long long)ln, tkey);
+            st = ts_set_error(TS_ERR_IO, t ? "%s:%lld: \"%s\" is not a string" : "%s:%lld: no \"%s\" key", path,
+                              (long long)ln, tkey);
         else if (bkey && !cJSON_IsString(tb))
-            st = ts_err(TS_ERR_IO, tb ? "%s:%lld: \"%s\" is not a string" : "%s:%lld: no \"%s\" key", path,
-                        (long long)ln, bkey);
-        else if (!l) st = ts_err(TS_ERR_IO, "%s:%lld: no \"%s\" key", path, (long long)ln, lkey);
+            st = ts_set_error(TS_ERR_IO, tb ? "%s:%lld: \"%s\" is not a string" : "%s:%lld: no \"%s\" key", path,
+                              (long long)ln, bkey);
+        else if (!l)
+            st = ts_set_error(TS_ERR_IO, "%s:%lld: no \"%s\" key", path, (long long)ln, lkey);
         else if (!label_string(l, nbuf, sizeof nbuf, &ls))
-            st = ts_err(TS_ERR_IO, "%s:%lld: the label \"%s\" must be a string, a number or a boolean", path,
-                        (long long)ln, lkey);
+            st = ts_set_error(TS_ERR_IO, "%s:%lld: the label \"%s\" must be a string, a number or a boolean", path,
+                              (long long)ln, lkey);
         else st = add_row(d, rl, t->valuestring, bkey ? tb->valuestring : NULL, ls, ln);
         rows++;
         cJSON_Delete(j);
     }
-    if (st == TS_OK && ferror(f)) st = ts_err(TS_ERR_IO, "%s:%lld: read error", path, (long long)ln + 1);
-    if (st == TS_OK && rows == 0) st = ts_err(TS_ERR_IO, "%s: the file is empty", path);
+    if (st == TS_OK && ferror(f)) st = ts_set_error(TS_ERR_IO, "%s:%lld: read error", path, (long long)ln + 1);
+    if (st == TS_OK && rows == 0) st = ts_set_error(TS_ERR_IO, "%s: the file is empty", path);
     free(line);
     fclose(f);
     return st;
@@ -356,11 +359,11 @@ ts_text_dataset *ts_text_dataset_load(const char *path, const ts_text_opts *opts
     ts_text_opts o;
     if (TS_STRUCT_READ(&o, opts, ts_text_opts, "ts_text_dataset_load")) return NULL;
     if (!path) {
-        ts_err(TS_ERR_ARG, "ts_text_dataset_load: path is NULL");
+        ts_set_error(TS_ERR_ARG, "ts_text_dataset_load: path is NULL");
         return NULL;
     }
     if (o.nlabels < 0 || (o.nlabels > 0 && !o.labels)) {
-        ts_err(TS_ERR_ARG, "ts_text_dataset_load: %s: nlabels %d without a label list", path, o.nlabels);
+        ts_set_error(TS_ERR_ARG, "ts_text_dataset_load: %s: nlabels %d without a label list", path, o.nlabels);
         return NULL;
     }
     ts_text_format fmt = o.format;
@@ -369,18 +372,19 @@ ts_text_dataset *ts_text_dataset_load(const char *path, const ts_text_opts *opts
         else if (ends_with(path, ".csv")) fmt = TS_FORMAT_CSV;
         else if (ends_with(path, ".jsonl") || ends_with(path, ".json")) fmt = TS_FORMAT_JSONL;
         else {
-            ts_err(TS_ERR_ARG, "%s: cannot tell the format from the name (.tsv, .csv, .jsonl); set ts_text_opts.format",
-                   path);
+            ts_set_error(TS_ERR_ARG,
+                         "%s: cannot tell the format from the name (.tsv, .csv, .jsonl); set ts_text_opts.format",
+                         path);
             return NULL;
         }
     }
     if (fmt != TS_FORMAT_TSV && fmt != TS_FORMAT_CSV && fmt != TS_FORMAT_JSONL) {
-        ts_err(TS_ERR_ARG, "%s: unknown format %d", path, (int)fmt);
+        ts_set_error(TS_ERR_ARG, "%s: unknown format %d", path, (int)fmt);
         return NULL;
     }
     ts_text_dataset *d = new_dataset(path, o.text_b_column != NULL);
     if (!d) {
-        ts_err(TS_ERR_NOMEM, "%s: out of memory", path);
+        ts_set_error(TS_ERR_NOMEM, "%s: out of memory", path);
         return NULL;
     }
     rawlabels rl = {0};
@@ -406,8 +410,8 @@ const char *ts_text_dataset_label_name(const ts_text_dataset *d, int id) {
 ts_status ts_text_dataset_get(const ts_text_dataset *d, int64_t i, const char **text, const char **text_b,
                               int32_t *label) {
     if (!d || i < 0 || i >= d->n)
-        return ts_err(TS_ERR_ARG, "ts_text_dataset_get: row %lld outside [0, %lld)", (long long)i,
-                      (long long)(d ? d->n : 0));
+        return ts_set_error(TS_ERR_ARG, "ts_text_dataset_get: row %lld outside [0, %lld)", (long long)i,
+                            (long long)(d ? d->n : 0));
     if (text) *text = d->text[i];
     if (text_b) *text_b = d->pairs ? d->text_b[i] : NULL;
     if (label) *label = d->label[i];
@@ -426,7 +430,7 @@ static ts_status first_occurrences(const ts_text_dataset *d, uint8_t *keep, int6
     size_t nslots = 64;
     while (nslots < (size_t)d->n * 2) nslots *= 2;
     int64_t *slot = malloc(nslots * sizeof *slot);
-    if (!slot) return ts_err(TS_ERR_NOMEM, "%s: out of memory deduplicating", d->path);
+    if (!slot) return ts_set_error(TS_ERR_NOMEM, "%s: out of memory deduplicating", d->path);
     memset(slot, 0xff, nslots * sizeof *slot);
     int64_t dup = 0;
     for (int64_t i = 0; i < d->n; i++) {
@@ -453,9 +457,9 @@ static ts_status first_occurrences(const ts_text_dataset *d, uint8_t *keep, int6
 
 ts_status ts_text_dataset_dedup(ts_text_dataset *d, int64_t *nremoved) {
     if (nremoved) *nremoved = 0;
-    if (!d) return ts_err(TS_ERR_ARG, "ts_text_dataset_dedup: NULL dataset");
+    if (!d) return ts_set_error(TS_ERR_ARG, "ts_text_dataset_dedup: NULL dataset");
     uint8_t *keep = malloc((size_t)(d->n ? d->n : 1));
-    if (!keep) return ts_err(TS_ERR_NOMEM, "%s: out of memory deduplicating", d->path);
+    if (!keep) return ts_set_error(TS_ERR_NOMEM, "%s: out of memory deduplicating", d->path);
     int64_t ndup = 0;
     ts_status st = first_occurrences(d, keep, &ndup);
     if (st == TS_OK) {
@@ -506,7 +510,7 @@ static ts_text_dataset *subset(const ts_text_dataset *d, const int64_t *rows, in
     return s;
 oom:
     ts_text_dataset_free(s);
-    ts_err(TS_ERR_NOMEM, "%s: out of memory splitting", d->path);
+    ts_set_error(TS_ERR_NOMEM, "%s: out of memory splitting", d->path);
     return NULL;
 }
 
@@ -515,15 +519,15 @@ ts_status ts_text_dataset_split(const ts_text_dataset *d, double test_fraction, 
     if (train) *train = NULL;
     if (test) *test = NULL;
     if (nduplicates) *nduplicates = 0;
-    if (!d || !train || !test) return ts_err(TS_ERR_ARG, "ts_text_dataset_split: NULL dataset, train or test");
+    if (!d || !train || !test) return ts_set_error(TS_ERR_ARG, "ts_text_dataset_split: NULL dataset, train or test");
     if (!(test_fraction >= 0.0 && test_fraction <= 1.0))
-        return ts_err(TS_ERR_ARG, "ts_text_dataset_split: test_fraction %g is outside [0, 1]", test_fraction);
+        return ts_set_error(TS_ERR_ARG, "ts_text_dataset_split: test_fraction %g is outside [0, 1]", test_fraction);
     size_t n = (size_t)(d->n ? d->n : 1);
     uint8_t *keep = malloc(n);
     int64_t *uniq = malloc(n * sizeof *uniq), *perm = malloc(n * sizeof *perm), *rows = malloc(n * sizeof *rows);
     ts_status st = TS_OK;
     int64_t ndup = 0;
-    if (!keep || !uniq || !perm || !rows) st = ts_err(TS_ERR_NOMEM, "%s: out of memory splitting", d->path);
+    if (!keep || !uniq || !perm || !rows) st = ts_set_error(TS_ERR_NOMEM, "%s: out of memory splitting", d->path);
     if (st == TS_OK) st = first_occurrences(d, keep, &ndup);
     if (st == TS_OK) {
         int64_t nu = 0;
@@ -556,19 +560,19 @@ ts_status ts_text_dataset_split(const ts_text_dataset *d, double test_fraction, 
 ts_status ts_text_dataset_batch(const ts_text_dataset *d, const ts_tokenizer *tok, const int64_t *rows, int n,
                                 int batch_size, int max_len, const ts_batch *b) {
     if (!d || !tok || !b || !b->input_ids || (n > 0 && !rows))
-        return ts_err(TS_ERR_ARG, "ts_text_dataset_batch: NULL dataset, tokenizer, rows, batch or input_ids");
+        return ts_set_error(TS_ERR_ARG, "ts_text_dataset_batch: NULL dataset, tokenizer, rows, batch or input_ids");
     if (n < 0 || batch_size < 1 || n > batch_size)
-        return ts_err(TS_ERR_ARG, "ts_text_dataset_batch: %d rows do not fit a batch of %d", n, batch_size);
+        return ts_set_error(TS_ERR_ARG, "ts_text_dataset_batch: %d rows do not fit a batch of %d", n, batch_size);
     if (max_len < (d->pairs ? 3 : 2))
-        return ts_err(TS_ERR_ARG, "ts_text_dataset_batch: max_len %d is too short", max_len);
+        return ts_set_error(TS_ERR_ARG, "ts_text_dataset_batch: max_len %d is too short", max_len);
     int32_t pad = ts_token_to_id(tok, "[PAD]");
     for (int i = 0; i < batch_size; i++) {
         size_t o = (size_t)i * (size_t)max_len;
         if (i < n) {
             int64_t r = rows[i];
             if (r < 0 || r >= d->n)
-                return ts_err(TS_ERR_ARG, "ts_text_dataset_batch: row %lld outside [0, %lld)", (long long)r,
-                              (long long)d->n);
+                return ts_set_error(TS_ERR_ARG, "ts_text_dataset_batch: row %lld outside [0, %lld)", (long long)r,
+                                    (long long)d->n);
             ts_status st = ts_encode(tok, d->text[r], d->pairs ? d->text_b[r] : NULL, max_len, b->input_ids + o,
                                      b->token_type_ids ? b->token_type_ids + o : NULL,
                                      b->attention_mask ? b->attention_mask + o : NULL, NULL);

@@ -17,12 +17,12 @@ int ts_i32vec_reserve(ts_i32vec *l, size_t more) {
 
 ts_status ts_tokenize_append(const ts_tokenizer *tok, const char *text, ts_i32vec *out) {
     /* Try with the room at hand; ts_tokenize reports the full count when it does not fit. */
-    if (!ts_i32vec_reserve(out, 64)) return ts_err(TS_ERR_NOMEM, "tokenize: out of memory");
+    if (!ts_i32vec_reserve(out, 64)) return ts_set_error(TS_ERR_NOMEM, "tokenize: out of memory");
     size_t room = out->cap - out->n;
     int cap = room > (size_t)INT32_MAX ? INT32_MAX : (int)room, n = 0;
     ts_status st = ts_tokenize(tok, text, out->v + out->n, cap, &n);
     if (st == TS_ERR_SHAPE && n > cap) {
-        if (!ts_i32vec_reserve(out, (size_t)n)) return ts_err(TS_ERR_NOMEM, "tokenize: out of memory");
+        if (!ts_i32vec_reserve(out, (size_t)n)) return ts_set_error(TS_ERR_NOMEM, "tokenize: out of memory");
         st = ts_tokenize(tok, text, out->v + out->n, n, &n);
     }
     if (st != TS_OK) return st;

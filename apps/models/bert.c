@@ -145,18 +145,17 @@ const char *bert_config_problem(const ts_bert_config *c, char *buf, size_t cap) 
 
 ts_status ts_bert_config_check(const ts_bert_config *cfg) {
     char why[256];
-    if (!cfg) return ts_err(TS_ERR_ARG, "ts_bert_config_check: cfg is NULL");
+    if (!cfg) return ts_set_error(TS_ERR_ARG, "ts_bert_config_check: cfg is NULL");
     ts_bert_config c;
     if (TS_STRUCT_READ(&c, cfg, ts_bert_config, "ts_bert_config_check")) return TS_ERR_ARG;
-    if (bert_config_problem(&c, why, sizeof why)) return ts_err(TS_ERR_ARG, "%s", why);
+    if (bert_config_problem(&c, why, sizeof why)) return ts_set_error(TS_ERR_ARG, "%s", why);
     return TS_OK;
 }
 
 /* config.json reading. Each reader returns TS_OK, leaves *out alone when the key is absent and
  * not required, and otherwise records an error naming the file and the key. */
 
-
-#define CFG_ERR(code, ...) ts_err(code, "ts_bert_config_load: " __VA_ARGS__)
+#define CFG_ERR(code, ...) ts_set_error(code, "ts_bert_config_load: " __VA_ARGS__)
 
 static ts_status read_int(const cJSON *root, const char *path, const char *key, int required, int *out) {
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
@@ -565,7 +564,7 @@ ts_status ts_bert_build(ts_graph *g, const ts_bert_config *cfg, ts_bert_head hea
     ts_value *all = &o.input_ids; /* every field is a ts_value: start them all at TS_NONE */
     for (size_t i = 0; i < sizeof o / sizeof(ts_value); i++) all[i] = TS_NONE;
     if (out) *out = o;
-    if (!g) return ts_err(TS_ERR_ARG, "ts_bert_build: graph is NULL");
+    if (!g) return ts_set_error(TS_ERR_ARG, "ts_bert_build: graph is NULL");
     if (ts_graph_status(g) != TS_OK) return ts_graph_status(g);
     if (!cfg) return ts_graph_fail(g, TS_ERR_ARG, "ts_bert_build: cfg is NULL"), ts_graph_status(g);
     ts_bert_config cfg_read;

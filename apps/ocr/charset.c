@@ -45,7 +45,7 @@ static int add(ocr_charset *cs, int *cap, const char *s, size_t len) {
 ocr_charset *ocr_charset_load(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        ts_err(TS_ERR_IO, "%s: cannot open the recogniser's character list: %s", path, strerror(errno));
+        ts_set_error(TS_ERR_IO, "%s: cannot open the recogniser's character list: %s", path, strerror(errno));
         return NULL;
     }
     ocr_charset *cs = calloc(1, sizeof *cs);
@@ -56,8 +56,8 @@ ocr_charset *ocr_charset_load(const char *path) {
         lineno++;
         size_t len = strlen(line);
         if (len == sizeof line - 1 && line[len - 1] != '\n') {
-            ts_err(TS_ERR_IO, "%s:%d: a line of more than %zu bytes; the file holds one character a line", path,
-                   lineno, sizeof line - 2);
+            ts_set_error(TS_ERR_IO, "%s:%d: a line of more than %zu bytes; the file holds one character a line", path,
+                         lineno, sizeof line - 2);
             fclose(f);
             ocr_charset_free(cs);
             return NULL;
@@ -69,12 +69,12 @@ ocr_charset *ocr_charset_load(const char *path) {
     int err = ferror(f);
     fclose(f);
     if (!bad && lineno == 0) {
-        ts_err(TS_ERR_IO, "%s: the character list is empty", path);
+        ts_set_error(TS_ERR_IO, "%s: the character list is empty", path);
         ocr_charset_free(cs);
         return NULL;
     }
     if (bad || err || add(cs, &cap, " ", 1) != 0) {
-        ts_err(bad ? TS_ERR_NOMEM : TS_ERR_IO, "%s: %s", path, bad ? "out of memory" : "read failed");
+        ts_set_error(bad ? TS_ERR_NOMEM : TS_ERR_IO, "%s: %s", path, bad ? "out of memory" : "read failed");
         ocr_charset_free(cs);
         return NULL;
     }

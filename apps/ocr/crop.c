@@ -47,8 +47,8 @@ ts_image *ocr_crop(const ts_image *im, const ocr_pt p[4]) {
     int W = (int)fmax(dist(p[0], p[1]), dist(p[3], p[2]));
     int H = (int)fmax(dist(p[0], p[3]), dist(p[1], p[2]));
     if (W < 1 || H < 1) {
-        ts_err(TS_ERR_ARG, "ocr: the box (%g,%g) (%g,%g) (%g,%g) (%g,%g) is less than a pixel across", p[0].x, p[0].y,
-               p[1].x, p[1].y, p[2].x, p[2].y, p[3].x, p[3].y);
+        ts_set_error(TS_ERR_ARG, "ocr: the box (%g,%g) (%g,%g) (%g,%g) (%g,%g) is less than a pixel across", p[0].x,
+                     p[0].y, p[1].x, p[1].y, p[2].x, p[2].y, p[3].x, p[3].y);
         return NULL;
     }
     double Sx = (double)p[0].x - p[1].x + p[2].x - p[3].x, Sy = (double)p[0].y - p[1].y + p[2].y - p[3].y;

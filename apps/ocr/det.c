@@ -89,7 +89,7 @@ int ocr_det_boxes(const float *prob, int mw, int mh, int img_w, int img_h, const
     size_t npix = (size_t)mw * (size_t)mh;
     uint8_t *mask = malloc(npix ? npix : 1);
     if (!mask) {
-        ts_err(TS_ERR_NOMEM, "ocr: out of memory for a %d x %d detection map", mw, mh);
+        ts_set_error(TS_ERR_NOMEM, "ocr: out of memory for a %d x %d detection map", mw, mh);
         return -1;
     }
     for (size_t i = 0; i < npix; i++) mask[i] = prob[i] > params->thresh;
@@ -100,7 +100,7 @@ int ocr_det_boxes(const float *prob, int mw, int mh, int img_w, int img_h, const
     ocr_box *out = malloc(sizeof *out * (size_t)(nreg ? nreg : 1));
     if (!out) {
         ocr_regions_free(regs, nreg);
-        ts_err(TS_ERR_NOMEM, "ocr: out of memory for %d boxes", nreg);
+        ts_set_error(TS_ERR_NOMEM, "ocr: out of memory for %d boxes", nreg);
         return -1;
     }
     int n = 0;

@@ -87,15 +87,17 @@ static ts_status check_model(const ts_ocr *ocr, int which, int want_h) {
     const ts_onnx *m = ocr->model[which];
     const char *path = ocr->path[which];
     if (ts_onnx_num_inputs(m) != 1 || ts_onnx_num_outputs(m) != 1)
-        return ts_err(TS_ERR_ARG, "%s: the OCR %s should have 1 input and 1 output, this model has %d and %d", path,
-                      MODEL_NAMES[which], ts_onnx_num_inputs(m), ts_onnx_num_outputs(m));
+        return ts_set_error(TS_ERR_ARG, "%s: the OCR %s should have 1 input and 1 output, this model has %d and %d",
+                            path, MODEL_NAMES[which], ts_onnx_num_inputs(m), ts_onnx_num_outputs(m));
     ts_dtype dt;
     int64_t sh[TS_MAX_DIMS];
     int nd = ts_onnx_input_shape(m, 0, &dt, sh);
     if (nd != 4 || dt != TS_F32 || (sh[1] != 3 && sh[1] != -1) || (want_h > 0 && sh[2] != want_h && sh[2] != -1))
-        return ts_err(TS_ERR_ARG, "%s: the OCR %s should take an f32 image batch [N, 3, %s, W], this model's input '%s' is "
-                      "%s of rank %d", path, MODEL_NAMES[which], want_h > 0 ? "48" : "H", ts_onnx_input_name(m, 0),
-                      ts_dtype_name(dt), nd);
+        return ts_set_error(TS_ERR_ARG,
+                            "%s: the OCR %s should take an f32 image batch [N, 3, %s, W], this model's input '%s' is "
+                            "%s of rank %d",
+                            path, MODEL_NAMES[which], want_h > 0 ? "48" : "H", ts_onnx_input_name(m, 0),
+                            ts_dtype_name(dt), nd);
     return TS_OK;
 }
 
@@ -106,8 +108,9 @@ ts_ocr *ts_ocr_new(const ts_ocr_opts *opts) {
     int ascii_only = 0;
     if (o.lang && strcmp(o.lang, "ch") != 0) {
         if (strcmp(o.lang, "en") != 0) {
-            ts_err(TS_ERR_ARG, "ocr: unknown language '%s' (ch: every character the recogniser knows; en: ASCII only)",
-                   o.lang);
+            ts_set_error(TS_ERR_ARG,
+                         "ocr: unknown language '%s' (ch: every character the recogniser knows; en: ASCII only)",
+                         o.lang);
             return NULL;
         }
         ascii_only = 1;
@@ -115,13 +118,15 @@ ts_ocr *ts_ocr_new(const ts_ocr_opts *opts) {
     if (o.num_threads < 0 || o.num_threads > ts_max_threads() || o.limit_side_len < 0 || o.det_thresh < 0 ||
         o.det_thresh >= 1 || o.box_thresh < 0 || o.box_thresh > 1 || o.unclip_ratio < 0 || o.drop_score < 0 ||
         o.drop_score > 1) {
-        ts_err(TS_ERR_ARG, "ocr: an option is out of range (threads 0..%d, limit_side_len >= 0, thresholds in [0, 1], "
-               "unclip_ratio >= 0)", ts_max_threads());
+        ts_set_error(TS_ERR_ARG,
+                     "ocr: an option is out of range (threads 0..%d, limit_side_len >= 0, thresholds in [0, 1], "
+                     "unclip_ratio >= 0)",
+                     ts_max_threads());
         return NULL;
     }
     ts_ocr *ocr = calloc(1, sizeof *ocr);
     if (!ocr) {
-        ts_err(TS_ERR_NOMEM, "ocr: out of memory");
+        ts_set_error(TS_ERR_NOMEM, "ocr: out of memory");
         return NULL;
     }
     ocr->det = (ocr_det_params){
@@ -153,7 +158,7 @@ ts_ocr *ts_ocr_new(const ts_ocr_opts *opts) {
     return ocr;
 
 oom:
-    ts_err(TS_ERR_NOMEM, "ocr: out of memory");
+    ts_set_error(TS_ERR_NOMEM, "ocr: out of memory");
 fail:
     ts_ocr_free(ocr);
     return NULL;
@@ -172,8 +177,8 @@ static ts_tensor *run_model(ts_ocr *ocr, int which, const ts_tensor *in) {
     if (ts_onnx_session_run(ocr->session[which], ins, &out) != TS_OK) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", ts_last_error());
-        ts_err(ts_last_status() ? ts_last_status() : TS_ERR_RUNTIME, "ocr: the %s (%s) failed: %s", MODEL_NAMES[which],
-               ocr->path[which], msg);
+        ts_set_error(ts_last_status() ? ts_last_status() : TS_ERR_RUNTIME, "ocr: the %s (%s) failed: %s",
+                     MODEL_NAMES[which], ocr->path[which], msg);
         return NULL;
     }
     return out;
@@ -190,8 +195,9 @@ static int detect(ts_ocr *ocr, const ts_image *im, ocr_box **boxes) {
     if (!prob) return -1;
     const int64_t *sh = ts_tensor_shape(prob);
     if (ts_tensor_ndim(prob) != 4 || sh[0] != 1 || sh[1] != 1 || sh[2] != rh || sh[3] != rw) {
-        ts_err(TS_ERR_SHAPE, "%s: the detector should give a probability map [1, 1, %d, %d] for an input [1, 3, %d, %d]",
-               ocr->path[DET], rh, rw, rh, rw);
+        ts_set_error(TS_ERR_SHAPE,
+                     "%s: the detector should give a probability map [1, 1, %d, %d] for an input [1, 3, %d, %d]",
+                     ocr->path[DET], rh, rw, rh, rw);
         ts_tensor_free(prob);
         return -1;
     }
@@ -205,7 +211,7 @@ static int detect(ts_ocr *ocr, const ts_image *im, ocr_box **boxes) {
 static ts_status orient(ts_ocr *ocr, ts_image **crops, int n) {
     ts_image **l48 = calloc((size_t)n, sizeof *l48);
     int *first = malloc(sizeof *first * (size_t)(n + 1)); /* line i's windows: first[i] .. first[i+1) */
-    ts_status s = l48 && first ? TS_OK : ts_err(TS_ERR_NOMEM, "ocr: out of memory");
+    ts_status s = l48 && first ? TS_OK : ts_set_error(TS_ERR_NOMEM, "ocr: out of memory");
     int total = 0;
     for (int i = 0; i < n && !s; i++) {
         int w = ocr_cls_line_width(crops[i]);
@@ -221,7 +227,8 @@ static ts_status orient(ts_ocr *ocr, ts_image **crops, int n) {
         p180 = malloc(sizeof *p180 * (size_t)total);
         cols = malloc(sizeof *cols * (size_t)total);
         in = ts_tensor_new(TS_F32, 4, (int64_t[]){CLS_BATCH, 3, OCR_CLS_H, OCR_CLS_W});
-        if (!p180 || !cols || !in) s = ts_err(TS_ERR_NOMEM, "ocr: out of memory for %d classifier windows", total);
+        if (!p180 || !cols || !in)
+            s = ts_set_error(TS_ERR_NOMEM, "ocr: out of memory for %d classifier windows", total);
     }
     size_t one = (size_t)3 * OCR_CLS_H * OCR_CLS_W;
     for (int start = 0, line = 0; start < total && !s; start += CLS_BATCH) {
@@ -239,8 +246,8 @@ static ts_status orient(ts_ocr *ocr, ts_image **crops, int n) {
             break;
         }
         if (ts_tensor_ndim(out) != 2 || ts_tensor_shape(out)[0] != CLS_BATCH || ts_tensor_shape(out)[1] != 2)
-            s = ts_err(TS_ERR_SHAPE, "%s: the direction classifier should give [%d, 2] (labels 0 and 180)",
-                       ocr->path[CLS], CLS_BATCH);
+            s = ts_set_error(TS_ERR_SHAPE, "%s: the direction classifier should give [%d, 2] (labels 0 and 180)",
+                             ocr->path[CLS], CLS_BATCH);
         else
             for (int j = 0; j < b; j++) p180[start + j] = ((const float *)ts_tensor_data(out))[2 * j + 1];
         ts_tensor_free(out);
@@ -274,7 +281,7 @@ static int by_width(const void *a, const void *b) {
 
 static ts_status recognise(ts_ocr *ocr, ts_image **crops, int n, char **texts, float *confs) {
     int (*order)[2] = malloc(sizeof *order * (size_t)n); /* (width, line) */
-    if (!order) return ts_err(TS_ERR_NOMEM, "ocr: out of memory");
+    if (!order) return ts_set_error(TS_ERR_NOMEM, "ocr: out of memory");
     for (int i = 0; i < n; i++) order[i][0] = ocr_rec_width(crops[i]), order[i][1] = i;
     qsort(order, (size_t)n, sizeof *order, by_width);
     ts_status s = TS_OK;
@@ -296,10 +303,11 @@ static ts_status recognise(ts_ocr *ocr, ts_image **crops, int n, char **texts, f
         }
         const int64_t *sh = ts_tensor_shape(out);
         if (ts_tensor_ndim(out) != 3 || sh[0] != b || sh[2] != ocr->chars->n) {
-            s = ts_err(TS_ERR_SHAPE, "%s: the recogniser gives %d-d output of %lld classes, but %s has %d characters + "
-                       "the blank and the space = %d classes; are they a pair?", ocr->path[REC], ts_tensor_ndim(out),
-                       (long long)(ts_tensor_ndim(out) == 3 ? sh[2] : -1), ocr->keys_path, ocr->chars->n - 2,
-                       ocr->chars->n);
+            s = ts_set_error(TS_ERR_SHAPE,
+                             "%s: the recogniser gives %d-d output of %lld classes, but %s has %d characters + "
+                             "the blank and the space = %d classes; are they a pair?",
+                             ocr->path[REC], ts_tensor_ndim(out), (long long)(ts_tensor_ndim(out) == 3 ? sh[2] : -1),
+                             ocr->keys_path, ocr->chars->n - 2, ocr->chars->n);
             ts_tensor_free(out);
             break;
         }
@@ -308,7 +316,7 @@ static ts_status recognise(ts_ocr *ocr, ts_image **crops, int n, char **texts, f
             int i = order[start + j][1];
             texts[i] = ocr_ctc_decode(p + (size_t)j * (size_t)(sh[1] * sh[2]), (int)sh[1], (int)sh[2], ocr->chars,
                                       ocr->allowed, &confs[i]);
-            if (!texts[i]) s = ts_err(TS_ERR_NOMEM, "ocr: out of memory");
+            if (!texts[i]) s = ts_set_error(TS_ERR_NOMEM, "ocr: out of memory");
         }
         ts_tensor_free(out);
     }
@@ -338,13 +346,14 @@ ts_status ts_ocr_run(ts_ocr *ocr, const ts_image *im, ts_ocr_line **lines, int *
     if (lines) *lines = NULL;
     if (nlines) *nlines = 0;
     if (!ocr || !im || !im->rgb || im->width <= 0 || im->height <= 0 || !lines || !nlines)
-        return ts_err(TS_ERR_ARG, "ts_ocr_run: %s", !ocr ? "no OCR (ts_ocr_new failed?)" : "bad image or outputs");
+        return ts_set_error(TS_ERR_ARG, "ts_ocr_run: %s",
+                            !ocr ? "no OCR (ts_ocr_new failed?)" : "bad image or outputs");
     ocr_box *boxes = NULL;
     int n = detect(ocr, im, &boxes);
     if (n < 0) return ts_last_status();
     ts_image **crops = calloc((size_t)(n ? n : 1), sizeof *crops);
     ts_ocr_line *out = calloc((size_t)(n ? n : 1), sizeof *out);
-    ts_status s = crops && out ? TS_OK : ts_err(TS_ERR_NOMEM, "ocr: out of memory for %d lines", n);
+    ts_status s = crops && out ? TS_OK : ts_set_error(TS_ERR_NOMEM, "ocr: out of memory for %d lines", n);
     int m = 0; /* boxes that could be cut out, moved to the front */
     for (int i = 0; i < n && !s; i++) {
         ocr_pt margin[4];
@@ -356,7 +365,7 @@ ts_status ts_ocr_run(ts_ocr *ocr, const ts_image *im, ts_ocr_line **lines, int *
     if (!s && ocr->use_cls && n) s = orient(ocr, crops, n);
     char **texts = calloc((size_t)(n ? n : 1), sizeof *texts);
     float *confs = calloc((size_t)(n ? n : 1), sizeof *confs);
-    if (!s && (!texts || !confs)) s = ts_err(TS_ERR_NOMEM, "ocr: out of memory for %d lines", n);
+    if (!s && (!texts || !confs)) s = ts_set_error(TS_ERR_NOMEM, "ocr: out of memory for %d lines", n);
     if (!s && n) s = recognise(ocr, crops, n, texts, confs);
     int kept = 0;
     for (int i = 0; i < n && !s; i++) {

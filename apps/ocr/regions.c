@@ -99,6 +99,6 @@ oom:
     free(seen);
     free(queue);
     ocr_regions_free(regs, n);
-    ts_err(TS_ERR_NOMEM, "ocr: out of memory finding the text regions of a %d x %d map", w, h);
+    ts_set_error(TS_ERR_NOMEM, "ocr: out of memory finding the text regions of a %d x %d map", w, h);
     return -1;
 }

@@ -66,7 +66,7 @@ static ts_status cost_stage(const ts_program *prog, int s, const ts_device_profi
     int n = ts_program_stage_work(prog, s, NULL, 0);
     if (n < 0) return ts_last_status();
     ts_node_work *w = malloc(sizeof *w * (size_t)(n > 0 ? n : 1));
-    if (!w) return ts_err(TS_ERR_NOMEM, "ts_cost_program: out of memory (%d kernels of stage %d)", n, s);
+    if (!w) return ts_set_error(TS_ERR_NOMEM, "ts_cost_program: out of memory (%d kernels of stage %d)", n, s);
     n = ts_program_stage_work(prog, s, w, n);
     for (int i = 0; i < n; i++) cost_add(&w[i], p, gemm_dtype, c);
     free(w);

@@ -56,7 +56,7 @@ __attribute__((format(printf, 3, 4))) static ts_status bad(const reader *r, cons
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return ts_err(TS_ERR_ARG, "%s: %s: field \"%s\" %s", r->fn, r->path, field, msg);
+    return ts_set_error(TS_ERR_ARG, "%s: %s: field \"%s\" %s", r->fn, r->path, field, msg);
 }
 
 /* j (named field) as a number >= min (> min when above; an integer when is_int). */
@@ -173,7 +173,8 @@ static ts_status known_keys(const reader *r, const cJSON *root) {
 }
 
 static ts_status parse(const reader *r, const cJSON *root, ts_device_profile *p) {
-    if (!cJSON_IsObject(root)) return ts_err(TS_ERR_ARG, "%s: %s: expected a JSON object, got %s", r->fn, r->path, ts_json_type(root));
+    if (!cJSON_IsObject(root))
+        return ts_set_error(TS_ERR_ARG, "%s: %s: expected a JSON object, got %s", r->fn, r->path, ts_json_type(root));
     ts_status s;
     if ((s = known_keys(r, root)) || (s = string(r, root, "name", 1, p->name, sizeof p->name)) ||
         (s = string(r, root, "description", 0, p->description, sizeof p->description)))
@@ -212,7 +213,7 @@ static ts_status read_text(const char *fn, const char *path, char **text, size_t
     *text = ts_read_file_max(path, (size_t)1 << 26, n); /* a profile is a few kB; 64 MB is not one */
     if (*text) return TS_OK;
     ts_status s = errno == ENOENT ? TS_ERR_NOT_FOUND : ts_last_status();
-    return ts_err(s, "%s: %s%s", fn, ts_last_error(), errno == EFBIG ? " (too large for a profile)" : "");
+    return ts_set_error(s, "%s: %s%s", fn, ts_last_error(), errno == EFBIG ? " (too large for a profile)" : "");
 }
 
 ts_status ts_profile_read(const char *fn, const char *path, ts_device_profile *out) {
@@ -227,11 +228,12 @@ ts_status ts_profile_read(const char *fn, const char *path, ts_device_profile *o
         if (!at || at < text || at > text + n) at = text + n;
         long line = 1, col = 1;
         for (const char *q = text; q < at; q++) col = *q == '\n' ? (line++, 1) : col + 1;
-        s = ts_err(TS_ERR_IO, "%s: %s: not a JSON profile: invalid JSON at line %ld, column %ld%s", fn, path, line, col,
-                   at == text + n ? " (the file ends early)" : "");
+        s = ts_set_error(TS_ERR_IO, "%s: %s: not a JSON profile: invalid JSON at line %ld, column %ld%s", fn, path,
+                         line, col, at == text + n ? " (the file ends early)" : "");
     } else {
         ts_device_profile *p = calloc(1, sizeof *p);
-        if (!p) s = ts_err(TS_ERR_NOMEM, "%s: out of memory", fn);
+        if (!p)
+            s = ts_set_error(TS_ERR_NOMEM, "%s: out of memory", fn);
         else {
             p->struct_size = sizeof *p;
             s = parse(&r, root, p);
@@ -266,7 +268,8 @@ static ts_status make_dirs(const char *path) {
         if (c != '/' && c != 0) continue;
         *p = 0;
         if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return ts_err(TS_ERR_IO, "ts_device_profile_save: cannot make the folder %s: %s", buf, strerror(errno));
+            return ts_set_error(TS_ERR_IO, "ts_device_profile_save: cannot make the folder %s: %s", buf,
+                                strerror(errno));
         if (!(*p = c)) break;
     }
     return TS_OK;
@@ -348,25 +351,28 @@ static const char *nonfinite_figure(const ts_device_profile *p) {
 }
 
 ts_status ts_device_profile_save(const char *path, const ts_device_profile *p) {
-    if (!path || !p) return ts_err(TS_ERR_ARG, "ts_device_profile_save: %s is NULL", path ? "p" : "path");
+    if (!path || !p) return ts_set_error(TS_ERR_ARG, "ts_device_profile_save: %s is NULL", path ? "p" : "path");
     ts_device_profile pc;
     if (TS_STRUCT_READ(&pc, p, ts_device_profile, "ts_device_profile_save")) return TS_ERR_ARG;
     p = &pc;
     if (!ts_profile_name_ok(p->name))
-        return ts_err(TS_ERR_ARG, "ts_device_profile_save: the profile's name \"%.63s\" is not a valid name", p->name);
+        return ts_set_error(TS_ERR_ARG, "ts_device_profile_save: the profile's name \"%.63s\" is not a valid name",
+                            p->name);
     if ((unsigned)p->ngemm > TS_PROFILE_MAX_GEMM)
-        return ts_err(TS_ERR_ARG, "ts_device_profile_save: ngemm %d outside 0..%d", p->ngemm, TS_PROFILE_MAX_GEMM);
+        return ts_set_error(TS_ERR_ARG, "ts_device_profile_save: ngemm %d outside 0..%d", p->ngemm,
+                            TS_PROFILE_MAX_GEMM);
     const char *bad_figure = nonfinite_figure(p);
-    if (bad_figure) return ts_err(TS_ERR_ARG, "ts_device_profile_save: the figure \"%s\" is not a finite number", bad_figure);
+    if (bad_figure)
+        return ts_set_error(TS_ERR_ARG, "ts_device_profile_save: the figure \"%s\" is not a finite number", bad_figure);
     cJSON *root = profile_json(p);
     char *text = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
-    if (!text) return ts_err(TS_ERR_NOMEM, "ts_device_profile_save: out of memory writing %s", path);
+    if (!text) return ts_set_error(TS_ERR_NOMEM, "ts_device_profile_save: out of memory writing %s", path);
     size_t n = strlen(text);
     char *withnl = malloc(n + 2);
     if (withnl) memcpy(withnl, text, n), withnl[n] = '\n', withnl[n + 1] = 0;
     cJSON_free(text);
-    if (!withnl) return ts_err(TS_ERR_NOMEM, "ts_device_profile_save: out of memory writing %s", path);
+    if (!withnl) return ts_set_error(TS_ERR_NOMEM, "ts_device_profile_save: out of memory writing %s", path);
     ts_status s = make_dirs(path);
     if (!s) s = ts_write_atomic(path, withnl, n + 1);
     free(withnl);

@@ -71,14 +71,17 @@ static int local_device(const char *name) {
 }
 
 ts_status ts_device_profile_cache_path(const char *device, char *path, size_t cap) {
-    if (!device || !path) return ts_err(TS_ERR_ARG, "ts_device_profile_cache_path: %s is NULL", device ? "path" : "device");
+    if (!device || !path)
+        return ts_set_error(TS_ERR_ARG, "ts_device_profile_cache_path: %s is NULL", device ? "path" : "device");
     if (!ts_profile_name_ok(device))
-        return ts_err(TS_ERR_ARG, "ts_device_profile_cache_path: \"%s\" is not a device name", device);
+        return ts_set_error(TS_ERR_ARG, "ts_device_profile_cache_path: \"%s\" is not a device name", device);
     char dir[PATH_CAP];
     if (!cache_dir(dir, sizeof dir))
-        return ts_err(TS_ERR_NOT_FOUND, "ts_device_profile_cache_path: neither XDG_CACHE_HOME nor HOME is set");
+        return ts_set_error(TS_ERR_NOT_FOUND, "ts_device_profile_cache_path: neither XDG_CACHE_HOME nor HOME is set");
     int n = snprintf(path, cap, "%s/%s.json", dir, device);
-    if (n < 0 || (size_t)n >= cap) return ts_err(TS_ERR_ARG, "ts_device_profile_cache_path: the path needs %d bytes, cap is %zu", n + 1, cap);
+    if (n < 0 || (size_t)n >= cap)
+        return ts_set_error(TS_ERR_ARG, "ts_device_profile_cache_path: the path needs %d bytes, cap is %zu", n + 1,
+                            cap);
     return TS_OK;
 }
 
@@ -110,12 +113,12 @@ static void known_names(char dirs[MAX_FOLDERS][PATH_CAP], int ndirs, char *buf, 
 
 ts_status ts_device_profile_load(const char *name_or_path, ts_device_profile *out) {
     static const char fn[] = "ts_device_profile_load";
-    if (!name_or_path || !out) return ts_err(TS_ERR_ARG, "%s: %s is NULL", fn, out ? "name_or_path" : "out");
+    if (!name_or_path || !out) return ts_set_error(TS_ERR_ARG, "%s: %s is NULL", fn, out ? "name_or_path" : "out");
     size_t len = strlen(name_or_path);
     if (strchr(name_or_path, '/') || (len > 5 && !strcmp(name_or_path + len - 5, ".json")))
         return ts_profile_read(fn, name_or_path, out);
     char (*d)[PATH_CAP] = calloc(MAX_FOLDERS, PATH_CAP); /* 64 kB: not on the stack */
-    if (!d) return ts_err(TS_ERR_NOMEM, "%s: out of memory", fn);
+    if (!d) return ts_set_error(TS_ERR_NOMEM, "%s: out of memory", fn);
     int nd = folders(d);
     ts_status s = TS_ERR_NOT_FOUND;
     if (ts_profile_name_ok(name_or_path)) {
@@ -138,9 +141,10 @@ ts_status ts_device_profile_load(const char *name_or_path, ts_device_profile *ou
         known_names(d, nd, known, sizeof known);
         for (int i = 0, n = 0; i < nd; i++)
             n += snprintf(where + n, sizeof where - (size_t)n, "%s%s", i ? ", " : "", d[i]);
-        s = ts_err(TS_ERR_NOT_FOUND, "%s: no device profile named \"%s\" (known: %s; a device of this machine, "
-                   "this build's %s, is measured; a file is named by a path or FILE.json; looked in %s)", fn,
-                   name_or_path, *known ? known : "none", ts_devices(), where);
+        s = ts_set_error(TS_ERR_NOT_FOUND,
+                         "%s: no device profile named \"%s\" (known: %s; a device of this machine, "
+                         "this build's %s, is measured; a file is named by a path or FILE.json; looked in %s)",
+                         fn, name_or_path, *known ? known : "none", ts_devices(), where);
     }
     free(d);
     return s;
@@ -171,12 +175,12 @@ static void list_one(ts_write_fn write, void *ctx, const char *name, const char 
 }
 
 ts_status ts_device_profile_list(ts_write_fn write, void *ctx) {
-    if (!write) return ts_err(TS_ERR_ARG, "ts_device_profile_list: write is NULL");
+    if (!write) return ts_set_error(TS_ERR_ARG, "ts_device_profile_list: write is NULL");
     char (*d)[PATH_CAP] = calloc(MAX_FOLDERS, PATH_CAP);
     char *seen = calloc(1, 8192);
     if (!d || !seen) {
         free(d), free(seen);
-        return ts_err(TS_ERR_NOMEM, "ts_device_profile_list: out of memory");
+        return ts_set_error(TS_ERR_NOMEM, "ts_device_profile_list: out of memory");
     }
     char head[160];
     int hn = snprintf(head, sizeof head, "%-12s %11s  %-21s  %s\n", "name", "memory", "TFLOP/s f32/bf16/f16", "description (file)");

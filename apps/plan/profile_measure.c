@@ -41,7 +41,7 @@ static ts_status feed_filled(ts_program *p, const char *name, ts_dtype dt, int n
     uint16_t *h = dt == TS_F32 ? NULL : malloc((size_t)n * sizeof *h);
     if (!f || (dt != TS_F32 && !h)) {
         free(f), free(h);
-        return ts_err(TS_ERR_NOMEM, "ts_device_profile_measure: out of memory");
+        return ts_set_error(TS_ERR_NOMEM, "ts_device_profile_measure: out of memory");
     }
     for (int64_t i = 0; i < n; i++) f[i] = (float)((i * 7919) % 17 - 8) * 0.0625f;
     if (dt == TS_BF16) ts_f32_to_bf16(f, h, (size_t)n);
@@ -145,7 +145,7 @@ static ts_status time_memory(const char *device, double budget, double t_one, do
     double t = 0, bytes = (double)BIG * 4, tf[8], tb[8];
     if (!s) s = time_runs(p, budget / 2, &t);
     float *host = s ? NULL : calloc((size_t)BIG, sizeof *host);
-    if (!s && !host) s = ts_err(TS_ERR_NOMEM, "ts_device_profile_measure: out of memory");
+    if (!s && !host) s = ts_set_error(TS_ERR_NOMEM, "ts_device_profile_measure: out of memory");
     int reps = 0;
     for (double start = ts_seconds(); !s && reps < 8 && (reps < 2 || ts_seconds() - start < budget / 2); reps++) {
         double t0 = ts_seconds();
@@ -259,21 +259,24 @@ static ts_status measure_gemms(const char *device, double budget, double t_one, 
             p->eff_matmul[dt] = 1;
         }
     }
-    if (p->ngemm == 0) return ts_err(TS_ERR_UNSUPPORTED, "ts_device_profile_measure: device %s runs no matmul in f32, bf16 or f16", device);
+    if (p->ngemm == 0)
+        return ts_set_error(TS_ERR_UNSUPPORTED,
+                            "ts_device_profile_measure: device %s runs no matmul in f32, bf16 or f16", device);
     return TS_OK;
 }
 
 ts_status ts_device_profile_measure(const char *device, double seconds, ts_device_profile *out) {
-    if (!out) return ts_err(TS_ERR_ARG, "ts_device_profile_measure: out is NULL");
+    if (!out) return ts_set_error(TS_ERR_ARG, "ts_device_profile_measure: out is NULL");
     if (!device || !*device) device = "cpu";
-    if (!ts_profile_name_ok(device)) return ts_err(TS_ERR_ARG, "ts_device_profile_measure: \"%s\" is not a device name", device);
-    if (!(seconds >= 0)) return ts_err(TS_ERR_ARG, "ts_device_profile_measure: seconds %g is negative", seconds);
+    if (!ts_profile_name_ok(device))
+        return ts_set_error(TS_ERR_ARG, "ts_device_profile_measure: \"%s\" is not a device name", device);
+    if (!(seconds >= 0)) return ts_set_error(TS_ERR_ARG, "ts_device_profile_measure: seconds %g is negative", seconds);
     const ts_backend_api *api = ts_device_backend(device);
     if (!api) return ts_last_status();
     double budget = seconds > 0 ? seconds : 10, t_one = 0, t_chain = 0, lat = 0, bw = 0, to_dev = 0, to_host = 0, bw1 = 0;
     int cpu = api == ts_backend_find("cpu"); /* the built-in CPU backend (a plugin cannot take its name) */
     ts_device_profile *p = calloc(1, sizeof *p);
-    if (!p) return ts_err(TS_ERR_NOMEM, "ts_device_profile_measure: out of memory");
+    if (!p) return ts_set_error(TS_ERR_NOMEM, "ts_device_profile_measure: out of memory");
     ts_status s;
     if ((s = time_chain(device, 1, 0.05 * budget, &t_one)) || (s = time_chain(device, CHAIN, 0.05 * budget, &t_chain)) ||
         (s = time_latency(device, &lat)) || (s = measure_gemms(device, 0.7 * budget, t_one, p)) ||

@@ -81,7 +81,7 @@ ts_status serve_batcher_start(serve_model *m) {
     m->batch_jobs = malloc((size_t)m->sig.max_batch * sizeof *m->batch_jobs);
     m->batch_waited = malloc((size_t)m->sig.max_batch * sizeof *m->batch_waited);
     if (!m->batch_jobs || !m->batch_waited || pthread_create(&m->thread, NULL, batcher_main, m) != 0)
-        return ts_err(TS_ERR_RUNTIME, "cannot start a thread");
+        return ts_set_error(TS_ERR_RUNTIME, "cannot start a thread");
     m->started = 1;
     return TS_OK;
 }
@@ -106,7 +106,8 @@ ts_status serve_submit(serve_model *m, serve_job *j) {
     pthread_mutex_lock(&m->mu);
     if (m->depth >= m->queue_cap) {
         pthread_mutex_unlock(&m->mu);
-        return ts_err(TS_ERR_RUNTIME, "model %s: the queue is full (%d requests); try again", m->name, m->queue_cap);
+        return ts_set_error(TS_ERR_RUNTIME, "model %s: the queue is full (%d requests); try again", m->name,
+                            m->queue_cap);
     }
     j->t_enq = ts_seconds();
     j->next = NULL;

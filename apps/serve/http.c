@@ -5,7 +5,7 @@
  * /v2/models/NAME/infer), POST /v1/models/NAME:predict for texts (an OCR model: an image's
  * bytes), GET /metrics; a body over
  * --max-body is refused with 413, a full queue with 503 and Retry-After, a bad request with 4xx
- * and {"error": ...}: the message the failing call recorded as this thread's error (ts_err; a
+ * and {"error": ...}: the message the failing call recorded as this thread's error (ts_set_error; a
  * request is handled on one thread), read right after it. Built without libmicrohttpd, starting
  * says so.
  */
@@ -65,14 +65,14 @@ static ts_status squad_job(const serve_model *m, const serve_texts *t, serve_job
         free(line);
         cJSON_Delete(o);
     }
-    if (!f || fclose(f)) return free(buf), ts_err(TS_ERR_NOMEM, "out of memory");
+    if (!f || fclose(f)) return free(buf), ts_set_error(TS_ERR_NOMEM, "out of memory");
     int S = m->sig.max_seq;
     ts_squad_opts so = {.struct_size = sizeof so, .max_seq_len = S,
                         .doc_stride = m->meta.doc_stride ? m->meta.doc_stride : ts_squad_default_stride(S),
                         .max_query_len = m->meta.max_query_len ? m->meta.max_query_len : ts_squad_default_query(S)};
     j->squad = ts_squad_parse_jsonl("instances", buf, len, m->tok, &so);
     free(buf);
-    if (!j->squad) return ts_err(TS_ERR_ARG, "%s", ts_last_error()); /* the questions cannot be read: a 400 */
+    if (!j->squad) return ts_set_error(TS_ERR_ARG, "%s", ts_last_error()); /* the questions cannot be read: a 400 */
     return TS_OK;
 }
 
@@ -80,9 +80,10 @@ static ts_status squad_job(const serve_model *m, const serve_texts *t, serve_job
  * with the reason. */
 static ts_status ocr_job(const serve_model *m, int predict, const req_ctx *r, serve_job *j) {
     if (!predict)
-        return ts_err(TS_ERR_ARG, "model %s reads images: POST one (PNG or JPEG bytes) to /v1/models/%s:predict",
-                      m->name, m->name);
-    if (!(j->image = ts_image_decode(r->body, r->len, "the body"))) return ts_err(TS_ERR_ARG, "%s", ts_last_error());
+        return ts_set_error(TS_ERR_ARG, "model %s reads images: POST one (PNG or JPEG bytes) to /v1/models/%s:predict",
+                            m->name, m->name);
+    if (!(j->image = ts_image_decode(r->body, r->len, "the body")))
+        return ts_set_error(TS_ERR_ARG, "%s", ts_last_error());
     j->in.rows = 1;
     return TS_OK;
 }
@@ -93,8 +94,8 @@ static ts_status ocr_job(const serve_model *m, int predict, const req_ctx *r, se
  * ran out, else 400. */
 static int read_job(const serve_model *m, int predict, const req_ctx *r, serve_job *j, serve_texts *t) {
     ts_status st = m->ocr ? ocr_job(m, predict, r, j)
-                   : predict && m->onnx ? ts_err(TS_ERR_ARG, "model %s takes tensors: POST /v2/models/%s/infer",
-                                                 m->name, m->name)
+                   : predict && m->onnx
+                       ? ts_set_error(TS_ERR_ARG, "model %s takes tensors: POST /v2/models/%s/infer", m->name, m->name)
                    : predict ? serve_decode_texts(&m->sig, r->body, r->len, t)
                    : m->onnx ? serve_decode_named(&m->osig, r->body, r->len, j->tin, &j->in.rows, j->in.id)
                              : serve_decode_infer(&m->sig, r->body, r->len, &j->in);
@@ -255,7 +256,7 @@ static ts_status resolve(const char *host, int port, struct sockaddr_storage *ad
     char ps[16];
     snprintf(ps, sizeof ps, "%d", port);
     int rc = getaddrinfo(host, ps, &hints, &res);
-    if (rc) return ts_err(TS_ERR_IO, "host %s: %s", host, gai_strerror(rc));
+    if (rc) return ts_set_error(TS_ERR_IO, "host %s: %s", host, gai_strerror(rc));
     memcpy(addr, res->ai_addr, res->ai_addrlen);
     freeaddrinfo(res);
     return TS_OK;
@@ -271,7 +272,8 @@ void *serve_http_start(serve_server *s, const serve_opts *o, int *port) {
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
         MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_END);
     if (!d) {
-        ts_err(TS_ERR_IO, "cannot listen on %s:%d (the address is taken, or not this machine's)", o->host, o->port);
+        ts_set_error(TS_ERR_IO, "cannot listen on %s:%d (the address is taken, or not this machine's)", o->host,
+                     o->port);
         return NULL;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
@@ -296,8 +298,9 @@ void serve_http_stop(void *http) { MHD_stop_daemon(http); }
 #else /* built without libmicrohttpd */
 
 ts_status serve_http_built(void) {
-    return ts_err(TS_ERR_UNSUPPORTED, "this tessera was built without libmicrohttpd: no HTTP server (configure "
-                  "with -DTS_WITH_SERVE=ON; needs libmicrohttpd-dev, which scripts/install-deps.sh installs)");
+    return ts_set_error(TS_ERR_UNSUPPORTED,
+                        "this tessera was built without libmicrohttpd: no HTTP server (configure "
+                        "with -DTS_WITH_SERVE=ON; needs libmicrohttpd-dev, which scripts/install-deps.sh installs)");
 }
 
 void *serve_http_start(serve_server *s, const serve_opts *o, int *port) {

@@ -21,7 +21,7 @@
 /* The error that just failed, prefixed "model DIR: WHAT" (its status kept). */
 static ts_status fail(const char *what, const char *dir) {
     ts_status st = ts_last_status();
-    return ts_err(st ? st : TS_ERR_RUNTIME, "model %s: %s%s", dir, what, ts_last_error());
+    return ts_set_error(st ? st : TS_ERR_RUNTIME, "model %s: %s%s", dir, what, ts_last_error());
 }
 
 /* The buckets for rows of at most max_seq tokens: 16, 32, ... below it, then max_seq. */
@@ -59,7 +59,7 @@ static ts_program *compile_shape(const serve_model *m, const serve_opts *o, cons
 }
 
 /* Every program of m: the largest (max_batch x max_seq) loads the weights, the others share
- * them. TS_OK or the error (ts_err). */
+ * them. TS_OK or the error (ts_set_error). */
 static ts_status compile_all(serve_model *m, const char *dir, const serve_opts *o, const ts_quant_record *q) {
     char weights[4200];
     if (ts_path_join(weights, sizeof weights, dir, "model.safetensors")) return fail("", dir);
@@ -79,7 +79,7 @@ static ts_status compile_all(serve_model *m, const char *dir, const serve_opts *
             if (m->prog[i][k] != m->prog[lb][lk] && ts_program_share_params(m->prog[i][k], m->prog[lb][lk]) < 0)
                 return fail("sharing the weights: ", dir);
             if (!ts_batch_buf_init(&m->bb[i][k], m->batch[k], m->bucket[i], 0))
-                return ts_err(TS_ERR_NOMEM, "model %s: out of memory", dir);
+                return ts_set_error(TS_ERR_NOMEM, "model %s: out of memory", dir);
         }
     return TS_OK;
 }
@@ -88,7 +88,7 @@ static void fill(serve_model *m, int b, int k0, serve_job **jobs, int n, int r0,
 
 /* Each program's seconds a run on padding rows, for choosing how to run a batch (first_part):
  * one run where it takes over 0.1 s (the first program's second: its first makes the shared
- * prepacked weights), else the least of 3 after one. TS_OK or the error (ts_err). */
+ * prepacked weights), else the least of 3 after one. TS_OK or the error (ts_set_error). */
 static ts_status time_programs(serve_model *m) {
     for (int i = m->nbuckets - 1; i >= 0; i--)
         for (int k = m->nbatches - 1; k >= 0; k--) {
@@ -106,7 +106,7 @@ static ts_status time_programs(serve_model *m) {
                 if (best > 0.1 && run <= first) break; /* a slow program: its first counted run */
             }
             m->cost[i][k] = best;
-            if (st != TS_OK) return ts_err(st, "model %s: running: %s", m->dir, ts_last_error());
+            if (st != TS_OK) return ts_set_error(st, "model %s: running: %s", m->dir, ts_last_error());
         }
     /* A program of fewer rows never costs more than one of more: a timing that says so was slowed by
      * something else (this machine's other tenants), and believing it would run one row through a
@@ -147,8 +147,10 @@ ts_status serve_model_load(serve_model *m, const char *name, const char *dir, co
     if (!(m->tok = ts_model_load_dir(dir, &m->cfg, &m->meta))) return fail("", dir);
     int qa = m->cfg.head == TS_BERT_QUESTION_ANSWERING;
     if (!qa && !(m->cfg.head == TS_BERT_SEQ_CLASSIFICATION && m->meta.nlabels > 0))
-        return ts_err(TS_ERR_ARG, "model %s: not a fine-tuned model (architecture '%s'; a sequence classifier or a "
-                      "question-answering model from tessera finetune)", dir, m->cfg.architecture);
+        return ts_set_error(TS_ERR_ARG,
+                            "model %s: not a fine-tuned model (architecture '%s'; a sequence classifier or a "
+                            "question-answering model from tessera finetune)",
+                            dir, m->cfg.architecture);
     ts_bert_config_inference(&m->cfg, TS_F32);
     int max_seq = m->meta.max_len > 0 ? m->meta.max_len : m->cfg.max_position_embeddings;
     m->sig = (serve_sig){.max_batch = o->max_batch, .max_seq = max_seq, .vocab = m->cfg.vocab_size,
@@ -192,11 +194,11 @@ ts_status serve_texts_encode(const serve_model *m, const serve_texts *t, serve_t
     for (int i = 0; ids && types && mask && i < n && !rc; i++) {
         size_t o = (size_t)i * S;
         if (ts_encode(m->tok, t->text[i], t->text_b[i], S, ids + o, types + o, mask + o, NULL) != TS_OK)
-            rc = ts_err(TS_ERR_ARG, "instance %d: %s", i, ts_last_error());
+            rc = ts_set_error(TS_ERR_ARG, "instance %d: %s", i, ts_last_error());
         for (int k = 0; k < S; k++)
             if (mask[o + k] && k + 1 > T) T = k + 1;
     }
-    if (!ids || !types || !mask) rc = ts_err(TS_ERR_NOMEM, "out of memory");
+    if (!ids || !types || !mask) rc = ts_set_error(TS_ERR_NOMEM, "out of memory");
     if (!rc) { /* [n, S] -> [n, T]: the rows cut to the longest encoding */
         for (int i = 1; i < n; i++) {
             memmove(ids + (size_t)i * T, ids + (size_t)i * S, (size_t)T * sizeof *ids);

@@ -31,7 +31,7 @@ static void free_all(ts_tensor **t, int n) {
 static ts_status read_sig(serve_model *m, const char *path, int max_batch) {
     int nin = ts_onnx_num_inputs(m->onnx), batch = 0;
     if (nin < 1 || nin > SERVE_MAX_IO || ts_onnx_num_outputs(m->onnx) > SERVE_MAX_IO)
-        return ts_err(TS_ERR_ARG, "model %s: %d inputs; tessera serve takes 1 to %d", path, nin, SERVE_MAX_IO);
+        return ts_set_error(TS_ERR_ARG, "model %s: %d inputs; tessera serve takes 1 to %d", path, nin, SERVE_MAX_IO);
     for (int k = 0; k < nin; k++) {
         serve_io *io = &m->osig.in[k];
         snprintf(io->name, sizeof io->name, "%s", ts_onnx_input_name(m->onnx, k));
@@ -39,12 +39,13 @@ static ts_status read_sig(serve_model *m, const char *path, int max_batch) {
         int ok = io->ndim >= 1;
         for (int d = 1; ok && d < io->ndim; d++) ok = io->shape[d] >= 1;
         if (!ok)
-            return ts_err(TS_ERR_ARG, "model %s: input %s is not [batch, fixed dims...] (a dynamic dim after the "
-                          "first, or no declared rank): tessera serve compiles each model once, at start", path,
-                          io->name);
+            return ts_set_error(TS_ERR_ARG,
+                                "model %s: input %s is not [batch, fixed dims...] (a dynamic dim after the "
+                                "first, or no declared rank): tessera serve compiles each model once, at start",
+                                path, io->name);
         int b = io->shape[0] >= 1 ? (int)io->shape[0] : max_batch;
         if (batch && b != batch)
-            return ts_err(TS_ERR_ARG, "model %s: the inputs' first dims differ (%d, %d)", path, batch, b);
+            return ts_set_error(TS_ERR_ARG, "model %s: the inputs' first dims differ (%d, %d)", path, batch, b);
         batch = b;
     }
     m->osig.nin = nin, m->osig.batch = batch;
@@ -54,7 +55,7 @@ static ts_status read_sig(serve_model *m, const char *path, int max_batch) {
 /* The error that just failed, prefixed "model PATH: WHAT" (its status kept). */
 static ts_status fail(const char *what, const char *path) {
     ts_status st = ts_last_status();
-    return ts_err(st ? st : TS_ERR_RUNTIME, "model %s: %s%s", path, what, ts_last_error());
+    return ts_set_error(st ? st : TS_ERR_RUNTIME, "model %s: %s%s", path, what, ts_last_error());
 }
 
 ts_status serve_onnx_load(serve_model *m, const char *path, const serve_opts *o) {
@@ -65,7 +66,7 @@ ts_status serve_onnx_load(serve_model *m, const char *path, const serve_opts *o)
     if (!(m->sess = ts_onnx_session_new(m->onnx, &co))) return fail("", path);
     m->nout = ts_onnx_num_outputs(m->onnx);
     ts_tensor *in[SERVE_MAX_IO] = {0}, *out[SERVE_MAX_IO] = {0};
-    if (zeros(m, in)) rc = ts_err(TS_ERR_NOMEM, "model %s: out of memory", path);
+    if (zeros(m, in)) rc = ts_set_error(TS_ERR_NOMEM, "model %s: out of memory", path);
     if (!rc && ts_onnx_session_run(m->sess, (const ts_tensor *const *)in, out) != TS_OK) {
         char what[64];
         snprintf(what, sizeof what, "compiling for [%d, ...]: ", m->osig.batch);

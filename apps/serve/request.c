@@ -3,7 +3,7 @@
  * tensors (input_ids, token_type_ids, attention_mask as [B, T] integers, data flat or nested in
  * row-major order) and a /v1 :predict body's instances (texts, text pairs, or QA questions with
  * their contexts). Every fault fails with the reason a client can act on recorded as the
- * thread's error (ts_err: TS_ERR_ARG, TS_ERR_NOMEM out of memory), which http.c answers as a 400.
+ * thread's error (ts_set_error: TS_ERR_ARG, TS_ERR_NOMEM out of memory), which http.c answers as a 400.
  * Pure: no model, no server, so fuzz/fuzz_serve_request.c calls it directly.
  */
 #include "serve/serve.h"
@@ -39,68 +39,70 @@ static int int_datatype(const char *d) {
  * the numbers seen. TS_OK, or TS_ERR_ARG with the reason. */
 static ts_status flatten(const cJSON *data, int32_t *dst, long want, long *n, long lo, long hi, const char *name,
                          int depth) {
-    if (depth > 8) return ts_err(TS_ERR_ARG, "input %s: data nested too deep", name);
+    if (depth > 8) return ts_set_error(TS_ERR_ARG, "input %s: data nested too deep", name);
     if (cJSON_IsArray(data)) {
         ts_status st = TS_OK;
         for (const cJSON *e = data->child; e && !st; e = e->next)
             st = flatten(e, dst, want, n, lo, hi, name, depth + 1);
         return st;
     }
-    if (!cJSON_IsNumber(data)) return ts_err(TS_ERR_ARG, "input %s: data holds a value that is not a number", name);
+    if (!cJSON_IsNumber(data))
+        return ts_set_error(TS_ERR_ARG, "input %s: data holds a value that is not a number", name);
     double v = data->valuedouble;
     if (v != floor(v) || v < (double)lo || v > (double)hi)
-        return ts_err(TS_ERR_ARG, "input %s: element %ld is %g, outside %ld .. %ld", name, *n, v, lo, hi);
+        return ts_set_error(TS_ERR_ARG, "input %s: element %ld is %g, outside %ld .. %ld", name, *n, v, lo, hi);
     if (*n < want) dst[*n] = (int32_t)v;
     ++*n;
     return TS_OK;
 }
 
 /* Input `in` (one element of "inputs") into out: which one, its shape checked against the
- * first's (*B, *T: 0 before). TS_OK or the error (ts_err). */
+ * first's (*B, *T: 0 before). TS_OK or the error (ts_set_error). */
 static ts_status decode_input(const serve_sig *sig, const cJSON *in, serve_tensors *out, int32_t **slot_of[3], int *B,
                               int *T) {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(in, "name");
-    if (!cJSON_IsString(name)) return ts_err(TS_ERR_ARG, "an input without a \"name\" string");
+    if (!cJSON_IsString(name)) return ts_set_error(TS_ERR_ARG, "an input without a \"name\" string");
     int k = 0;
     while (k < 3 && strcmp(name->valuestring, INPUTS[k])) k++;
     if (k == 3)
-        return ts_err(TS_ERR_ARG, "unknown input '%.64s': the model takes input_ids, token_type_ids, attention_mask",
-                      name->valuestring);
-    if (*slot_of[k]) return ts_err(TS_ERR_ARG, "input %s given twice", INPUTS[k]);
+        return ts_set_error(TS_ERR_ARG,
+                            "unknown input '%.64s': the model takes input_ids, token_type_ids, attention_mask",
+                            name->valuestring);
+    if (*slot_of[k]) return ts_set_error(TS_ERR_ARG, "input %s given twice", INPUTS[k]);
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(in, "datatype");
-    if (!cJSON_IsString(dt)) return ts_err(TS_ERR_ARG, "input %s: no \"datatype\" string", INPUTS[k]);
+    if (!cJSON_IsString(dt)) return ts_set_error(TS_ERR_ARG, "input %s: no \"datatype\" string", INPUTS[k]);
     if (!int_datatype(dt->valuestring))
-        return ts_err(TS_ERR_ARG, "input %s: datatype %.32s, but the model takes integers (INT64 or INT32)", INPUTS[k],
-                      dt->valuestring);
+        return ts_set_error(TS_ERR_ARG, "input %s: datatype %.32s, but the model takes integers (INT64 or INT32)",
+                            INPUTS[k], dt->valuestring);
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(in, "shape");
     if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) != 2)
-        return ts_err(TS_ERR_ARG, "input %s: \"shape\" must be [batch, sequence length]", INPUTS[k]);
+        return ts_set_error(TS_ERR_ARG, "input %s: \"shape\" must be [batch, sequence length]", INPUTS[k]);
     double b = cJSON_GetArrayItem(shape, 0)->valuedouble, t = cJSON_GetArrayItem(shape, 1)->valuedouble;
     if (!cJSON_IsNumber(cJSON_GetArrayItem(shape, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(shape, 1)) || b < 1 ||
         t < 1 || b != floor(b) || t != floor(t))
-        return ts_err(TS_ERR_ARG, "input %s: shape entries must be positive integers", INPUTS[k]);
+        return ts_set_error(TS_ERR_ARG, "input %s: shape entries must be positive integers", INPUTS[k]);
     if (b > sig->max_batch)
-        return ts_err(TS_ERR_ARG, "input %s: batch %g is more than the server's max batch %d", INPUTS[k], b,
-                      sig->max_batch);
+        return ts_set_error(TS_ERR_ARG, "input %s: batch %g is more than the server's max batch %d", INPUTS[k], b,
+                            sig->max_batch);
     if (t > sig->max_seq)
-        return ts_err(TS_ERR_ARG, "input %s: sequence length %g is more than the model's %d", INPUTS[k], t,
-                      sig->max_seq);
+        return ts_set_error(TS_ERR_ARG, "input %s: sequence length %g is more than the model's %d", INPUTS[k], t,
+                            sig->max_seq);
     if (*B && (*B != (int)b || *T != (int)t))
-        return ts_err(TS_ERR_ARG, "input %s: shape [%g, %g] differs from the other inputs' [%d, %d]", INPUTS[k], b,
-                      t, *B, *T);
+        return ts_set_error(TS_ERR_ARG, "input %s: shape [%g, %g] differs from the other inputs' [%d, %d]", INPUTS[k],
+                            b, t, *B, *T);
     *B = (int)b, *T = (int)t;
     long want = (long)b * (long)t, n = 0;
     int32_t *dst = malloc((size_t)want * sizeof *dst);
-    if (!dst) return ts_err(TS_ERR_NOMEM, "out of memory");
+    if (!dst) return ts_set_error(TS_ERR_NOMEM, "out of memory");
     *slot_of[k] = dst;
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(in, "data");
-    if (!cJSON_IsArray(data)) return ts_err(TS_ERR_ARG, "input %s: no \"data\" array", INPUTS[k]);
+    if (!cJSON_IsArray(data)) return ts_set_error(TS_ERR_ARG, "input %s: no \"data\" array", INPUTS[k]);
     long hi = k == 0 ? sig->vocab - 1 : k == 1 ? sig->type_vocab - 1 : 1;
     ts_status st = flatten(data, dst, want, &n, 0, hi, INPUTS[k], 0);
     if (st) return st;
     if (n != want)
-        return ts_err(TS_ERR_ARG, "input %s: data holds %ld values, shape [%d, %d] wants %ld", INPUTS[k], n, *B, *T,
-                      want);
+        return ts_set_error(TS_ERR_ARG, "input %s: data holds %ld values, shape [%d, %d] wants %ld", INPUTS[k], n, *B,
+                            *T, want);
     (void)out;
     return TS_OK;
 }
@@ -112,26 +114,26 @@ ts_status serve_decode_infer(const serve_sig *sig, const char *body, size_t len,
     int B = 0, T = 0;
     int32_t **slot_of[3] = {&out->ids, &out->types, &out->mask};
     if (!root || !cJSON_IsObject(root)) {
-        rc = ts_err(TS_ERR_ARG, "the body is not a JSON object");
+        rc = ts_set_error(TS_ERR_ARG, "the body is not a JSON object");
         goto done;
     }
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
     if (cJSON_IsString(id)) snprintf(out->id, sizeof out->id, "%s", id->valuestring);
     const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(root, "inputs");
     if (!cJSON_IsArray(inputs) || !inputs->child) {
-        rc = ts_err(TS_ERR_ARG, "no \"inputs\" array");
+        rc = ts_set_error(TS_ERR_ARG, "no \"inputs\" array");
         goto done;
     }
     for (const cJSON *in = inputs->child; in && !rc; in = in->next)
         rc = cJSON_IsObject(in) ? decode_input(sig, in, out, slot_of, &B, &T)
-                                : ts_err(TS_ERR_ARG, "an element of \"inputs\" is not an object");
-    if (!rc && !out->ids) rc = ts_err(TS_ERR_ARG, "input input_ids is missing");
+                                : ts_set_error(TS_ERR_ARG, "an element of \"inputs\" is not an object");
+    if (!rc && !out->ids) rc = ts_set_error(TS_ERR_ARG, "input input_ids is missing");
     out->rows = B, out->T = T;
     size_t n = (size_t)B * (size_t)T;
     if (!rc && !out->types && (out->types = calloc(n, sizeof *out->types)) == NULL)
-        rc = ts_err(TS_ERR_NOMEM, "out of memory");
+        rc = ts_set_error(TS_ERR_NOMEM, "out of memory");
     if (!rc && !out->mask) {
-        if (!(out->mask = malloc(n * sizeof *out->mask))) rc = ts_err(TS_ERR_NOMEM, "out of memory");
+        if (!(out->mask = malloc(n * sizeof *out->mask))) rc = ts_set_error(TS_ERR_NOMEM, "out of memory");
         for (size_t i = 0; !rc && i < n; i++) out->mask[i] = 1;
     }
 done:
@@ -141,15 +143,15 @@ done:
 }
 
 /* Instance i into t: a string (a pair's first tab splits it), [a, b], or for QA an object with
- * "question" and "context". TS_OK or the error (ts_err). */
+ * "question" and "context". TS_OK or the error (ts_set_error). */
 static ts_status decode_instance(const serve_sig *sig, const cJSON *e, int i, serve_texts *t) {
     const char *a = NULL, *b = NULL;
     if (sig->qa) {
         const cJSON *q = cJSON_GetObjectItemCaseSensitive(e, "question");
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "context");
         if (!cJSON_IsString(q) || !cJSON_IsString(c))
-            return ts_err(TS_ERR_ARG,
-                          "instance %d: a question-answering model wants {\"question\": ..., \"context\": ...}", i);
+            return ts_set_error(
+                TS_ERR_ARG, "instance %d: a question-answering model wants {\"question\": ..., \"context\": ...}", i);
         a = q->valuestring, b = c->valuestring;
     } else if (cJSON_IsString(e)) {
         a = e->valuestring;
@@ -157,16 +159,17 @@ static ts_status decode_instance(const serve_sig *sig, const cJSON *e, int i, se
                cJSON_IsString(e->child->next)) {
         a = e->child->valuestring, b = e->child->next->valuestring;
     } else {
-        return ts_err(TS_ERR_ARG, "instance %d: want a string%s", i, sig->pairs ? " or a pair [text, text_b]" : "");
+        return ts_set_error(TS_ERR_ARG, "instance %d: want a string%s", i,
+                            sig->pairs ? " or a pair [text, text_b]" : "");
     }
     const char *tab = sig->pairs && !b ? strchr(a, '\t') : NULL;
     if (sig->pairs && !b && !tab)
-        return ts_err(TS_ERR_ARG,
-                      "instance %d: the model classifies text pairs: give [text, text_b] or text<TAB>text_b", i);
+        return ts_set_error(TS_ERR_ARG,
+                            "instance %d: the model classifies text pairs: give [text, text_b] or text<TAB>text_b", i);
     t->text[i] = tab ? strndup(a, (size_t)(tab - a)) : strdup(a);
     if (tab) b = tab + 1;
     if (b) t->text_b[i] = strdup(b);
-    if (!t->text[i] || (b && !t->text_b[i])) return ts_err(TS_ERR_NOMEM, "out of memory");
+    if (!t->text[i] || (b && !t->text_b[i])) return ts_set_error(TS_ERR_NOMEM, "out of memory");
     return TS_OK;
 }
 
@@ -176,16 +179,16 @@ ts_status serve_decode_texts(const serve_sig *sig, const char *body, size_t len,
     ts_status rc = TS_OK;
     const cJSON *inst = root ? cJSON_GetObjectItemCaseSensitive(root, "instances") : NULL;
     if (!root || !cJSON_IsObject(root)) {
-        rc = ts_err(TS_ERR_ARG, "the body is not a JSON object");
+        rc = ts_set_error(TS_ERR_ARG, "the body is not a JSON object");
     } else if (!cJSON_IsArray(inst) || !inst->child) {
-        rc = ts_err(TS_ERR_ARG, "no \"instances\" array (of one or more texts)");
+        rc = ts_set_error(TS_ERR_ARG, "no \"instances\" array (of one or more texts)");
     } else {
         int n = cJSON_GetArraySize(inst);
         if (!sig->qa && n > sig->max_batch)
-            rc = ts_err(TS_ERR_ARG, "%d instances: more than the server's max batch %d", n, sig->max_batch);
+            rc = ts_set_error(TS_ERR_ARG, "%d instances: more than the server's max batch %d", n, sig->max_batch);
         else if (!(out->text = calloc((size_t)n, sizeof *out->text)) ||
                  !(out->text_b = calloc((size_t)n, sizeof *out->text_b)))
-            rc = ts_err(TS_ERR_NOMEM, "out of memory");
+            rc = ts_set_error(TS_ERR_NOMEM, "out of memory");
         else
             out->n = n;
         int i = 0;

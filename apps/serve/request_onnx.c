@@ -3,7 +3,7 @@
  * model's inputs, each [b, d1, ...] with the dims after the first as declared and b at most the
  * batch the model was compiled for, the datatype of the input's kind (floats for a float input,
  * integers within range for an integer one), data flat or nested in row-major order. Every fault
- * fails with its reason as the thread's error (ts_err), answered as a 400. Pure, like request.c:
+ * fails with its reason as the thread's error (ts_set_error), answered as a 400. Pure, like request.c:
  * fuzz/fuzz_serve_request.c calls it.
  */
 #include "serve/serve.h"
@@ -33,15 +33,16 @@ static ts_status put(ts_tensor *t, int64_t i, double v, const char *name) {
     void *p = ts_tensor_data(t);
     if (d == TS_F32) {
         if (!isfinite(v) || fabs(v) > 3.4e38)
-            return ts_err(TS_ERR_ARG, "input %s: element %lld is not a finite f32", name, (long long)i);
+            return ts_set_error(TS_ERR_ARG, "input %s: element %lld is not a finite f32", name, (long long)i);
         ((float *)p)[i] = (float)v;
         return TS_OK;
     }
     double lo = d == TS_U8 ? 0 : d == TS_I32 ? -2147483648.0 : -9.2e18, hi = d == TS_U8 ? 255 : d == TS_I32 ? 2147483647.0 : 9.2e18;
     if (d != TS_I32 && d != TS_I64 && d != TS_U8)
-        return ts_err(TS_ERR_ARG, "input %s: its dtype %s is not one requests can carry", name, ts_dtype_name(d));
+        return ts_set_error(TS_ERR_ARG, "input %s: its dtype %s is not one requests can carry", name, ts_dtype_name(d));
     if (v != floor(v) || v < lo || v > hi)
-        return ts_err(TS_ERR_ARG, "input %s: element %lld is %g, not a %s", name, (long long)i, v, ts_dtype_name(d));
+        return ts_set_error(TS_ERR_ARG, "input %s: element %lld is %g, not a %s", name, (long long)i, v,
+                            ts_dtype_name(d));
     if (d == TS_I32) ((int32_t *)p)[i] = (int32_t)v;
     else if (d == TS_I64) ((int64_t *)p)[i] = (int64_t)v;
     else ((uint8_t *)p)[i] = (uint8_t)v;
@@ -49,14 +50,14 @@ static ts_status put(ts_tensor *t, int64_t i, double v, const char *name) {
 }
 
 static ts_status flatten(const cJSON *data, ts_tensor *t, int64_t *n, const char *name, int depth) {
-    if (depth > TS_MAX_DIMS + 1) return ts_err(TS_ERR_ARG, "input %s: data nested too deep", name);
+    if (depth > TS_MAX_DIMS + 1) return ts_set_error(TS_ERR_ARG, "input %s: data nested too deep", name);
     if (cJSON_IsArray(data)) {
         ts_status st = TS_OK;
         for (const cJSON *e = data->child; e && !st; e = e->next) st = flatten(e, t, n, name, depth + 1);
         return st;
     }
     if (!cJSON_IsNumber(data) && !cJSON_IsBool(data))
-        return ts_err(TS_ERR_ARG, "input %s: data holds a value that is not a number", name);
+        return ts_set_error(TS_ERR_ARG, "input %s: data holds a value that is not a number", name);
     double v = cJSON_IsBool(data) ? cJSON_IsTrue(data) : data->valuedouble;
     ts_status st = *n < ts_tensor_numel(t) ? put(t, *n, v, name) : TS_OK;
     ++*n;
@@ -64,46 +65,46 @@ static ts_status flatten(const cJSON *data, ts_tensor *t, int64_t *n, const char
 }
 
 /* One element of "inputs" into in[k] (k: the model input it names); *rows: the first's b. TS_OK or
- * the error (ts_err). */
+ * the error (ts_set_error). */
 static ts_status decode_one(const serve_onnx_sig *sig, const cJSON *e, ts_tensor **in, int *rows) {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
-    if (!cJSON_IsString(name)) return ts_err(TS_ERR_ARG, "an input without a \"name\" string");
+    if (!cJSON_IsString(name)) return ts_set_error(TS_ERR_ARG, "an input without a \"name\" string");
     int k = 0;
     while (k < sig->nin && strcmp(sig->in[k].name, name->valuestring)) k++;
     if (k == sig->nin)
-        return ts_err(TS_ERR_ARG, "unknown input '%.64s' (GET the model for its inputs)", name->valuestring);
+        return ts_set_error(TS_ERR_ARG, "unknown input '%.64s' (GET the model for its inputs)", name->valuestring);
     const serve_io *io = &sig->in[k];
-    if (in[k]) return ts_err(TS_ERR_ARG, "input %s given twice", io->name);
+    if (in[k]) return ts_set_error(TS_ERR_ARG, "input %s given twice", io->name);
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "datatype");
     if (!cJSON_IsString(dt) || !fits(dt->valuestring, io->dtype))
-        return ts_err(TS_ERR_ARG, "input %s: datatype %.16s, but the model's input is %s", io->name,
-                      cJSON_IsString(dt) ? dt->valuestring : "missing", kserve_name(io->dtype));
+        return ts_set_error(TS_ERR_ARG, "input %s: datatype %.16s, but the model's input is %s", io->name,
+                            cJSON_IsString(dt) ? dt->valuestring : "missing", kserve_name(io->dtype));
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
     if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) != io->ndim)
-        return ts_err(TS_ERR_ARG, "input %s: \"shape\" must have %d dims", io->name, io->ndim);
+        return ts_set_error(TS_ERR_ARG, "input %s: \"shape\" must have %d dims", io->name, io->ndim);
     int64_t dims[TS_MAX_DIMS];
     int d = 0;
     for (const cJSON *x = shape->child; x; x = x->next, d++) {
         double v = x->valuedouble;
         int64_t want = d ? io->shape[d] : sig->batch;
         if (!cJSON_IsNumber(x) || v != floor(v) || v < 1 || v > (double)want || (d && v != (double)want))
-            return ts_err(TS_ERR_ARG, "input %s: dim %d is %g; the model takes %s%lld", io->name, d,
-                          cJSON_IsNumber(x) ? v : -1, d ? "" : "1 to ", (long long)want);
+            return ts_set_error(TS_ERR_ARG, "input %s: dim %d is %g; the model takes %s%lld", io->name, d,
+                                cJSON_IsNumber(x) ? v : -1, d ? "" : "1 to ", (long long)want);
         dims[d] = (int64_t)v;
     }
     if (*rows && dims[0] != *rows)
-        return ts_err(TS_ERR_ARG, "input %s: batch %lld differs from the other inputs' %d", io->name,
-                      (long long)dims[0], *rows);
+        return ts_set_error(TS_ERR_ARG, "input %s: batch %lld differs from the other inputs' %d", io->name,
+                            (long long)dims[0], *rows);
     *rows = (int)dims[0];
-    if (!(in[k] = ts_tensor_new(io->dtype, io->ndim, dims))) return ts_err(TS_ERR_NOMEM, "out of memory");
+    if (!(in[k] = ts_tensor_new(io->dtype, io->ndim, dims))) return ts_set_error(TS_ERR_NOMEM, "out of memory");
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
-    if (!cJSON_IsArray(data)) return ts_err(TS_ERR_ARG, "input %s: no \"data\" array", io->name);
+    if (!cJSON_IsArray(data)) return ts_set_error(TS_ERR_ARG, "input %s: no \"data\" array", io->name);
     int64_t n = 0;
     ts_status st = flatten(data, in[k], &n, io->name, 0);
     if (st) return st;
     if (n != ts_tensor_numel(in[k]))
-        return ts_err(TS_ERR_ARG, "input %s: data holds %lld values, its shape wants %lld", io->name, (long long)n,
-                      (long long)ts_tensor_numel(in[k]));
+        return ts_set_error(TS_ERR_ARG, "input %s: data holds %lld values, its shape wants %lld", io->name,
+                            (long long)n, (long long)ts_tensor_numel(in[k]));
     return TS_OK;
 }
 
@@ -115,13 +116,15 @@ ts_status serve_decode_named(const serve_onnx_sig *sig, const char *body, size_t
     cJSON *root = cJSON_ParseWithLength(body, len);
     const cJSON *inputs = root ? cJSON_GetObjectItemCaseSensitive(root, "inputs") : NULL;
     ts_status rc = TS_OK;
-    if (!root || !cJSON_IsObject(root)) rc = ts_err(TS_ERR_ARG, "the body is not a JSON object");
-    else if (!cJSON_IsArray(inputs) || !inputs->child) rc = ts_err(TS_ERR_ARG, "no \"inputs\" array");
+    if (!root || !cJSON_IsObject(root))
+        rc = ts_set_error(TS_ERR_ARG, "the body is not a JSON object");
+    else if (!cJSON_IsArray(inputs) || !inputs->child)
+        rc = ts_set_error(TS_ERR_ARG, "no \"inputs\" array");
     for (const cJSON *e = inputs ? inputs->child : NULL; e && !rc; e = e->next)
         rc = cJSON_IsObject(e) ? decode_one(sig, e, in, rows)
-                               : ts_err(TS_ERR_ARG, "an element of \"inputs\" is not an object");
+                               : ts_set_error(TS_ERR_ARG, "an element of \"inputs\" is not an object");
     for (int k = 0; k < sig->nin && !rc; k++)
-        if (!in[k]) rc = ts_err(TS_ERR_ARG, "input %s is missing", sig->in[k].name);
+        if (!in[k]) rc = ts_set_error(TS_ERR_ARG, "input %s is missing", sig->in[k].name);
     const cJSON *rid = root ? cJSON_GetObjectItemCaseSensitive(root, "id") : NULL;
     if (cJSON_IsString(rid)) snprintf(id, SERVE_NAME_MAX, "%s", rid->valuestring);
     cJSON_Delete(root);

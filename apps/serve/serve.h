@@ -11,7 +11,7 @@
  * reply.c (JSON answers), http.c (libmicrohttpd), server.c (start, drain, stop).
  *
  * Errors, the library's one convention: a function that fails returns its ts_status (NULL for a
- * pointer, -1 for a count) and records the message with ts_err, as this thread's last error
+ * pointer, -1 for a count) and records the message with ts_set_error, as this thread's last error
  * (ts_last_error); an HTTP request is handled on one thread, which reads it right after the call
  * that failed and answers with it. Only a job's failure on the batcher's thread crosses threads,
  * so it travels in the job (serve_job.code, .err).
@@ -179,7 +179,7 @@ typedef ts_serve_opts serve_opts;
 
 /* Load `name`=`dir` (a fine-tuned classifier or QA model directory) and compile its programs,
  * one per sequence bucket and batch size, sharing one copy of the weights. TS_OK, or the error
- * ("model DIR: ..."; ts_err). */
+ * ("model DIR: ..."; ts_set_error). */
 ts_status serve_model_load(serve_model *m, const char *name, const char *dir, const serve_opts *o);
 void serve_model_free(serve_model *m);
 /* The same for an ONNX file (onnx_model.c); and running a batch of its jobs (rows in all at most

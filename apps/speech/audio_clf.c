@@ -86,7 +86,7 @@ ts_audio_clf_kind ts_audio_clf_get_kind(const ts_audio_clf *c) { return c ? c->k
 int ts_audio_clf_clip_samples(const ts_audio_clf *c) { return c ? c->clip : 0; }
 
 ts_status ts_audio_clf_features(ts_audio_clf *c, const float *x, int64_t n, float *feat) {
-    if (!c || (!x && n) || n < 0 || !feat) return ts_err(TS_ERR_ARG, "ts_audio_clf_features: bad arguments");
+    if (!c || (!x && n) || n < 0 || !feat) return ts_set_error(TS_ERR_ARG, "ts_audio_clf_features: bad arguments");
     static const float zeros[TS_KWS_HOP];
     const float *s, *mel, *emb;
     int64_t nf, got = 0;
@@ -94,20 +94,21 @@ ts_status ts_audio_clf_features(ts_audio_clf *c, const float *x, int64_t n, floa
     int64_t take = n < c->clip ? n : c->clip;
     float *all_mel = malloc((size_t)c->hops * KWS_STEP * KWS_MELS * sizeof(float));
     float *all_emb = malloc((size_t)c->hops * KWS_EMB * sizeof(float));
-    ts_status st = all_mel && all_emb ? TS_OK : ts_err(TS_ERR_NOMEM, "audio classifier: out of memory");
+    ts_status st = all_mel && all_emb ? TS_OK : ts_set_error(TS_ERR_NOMEM, "audio classifier: out of memory");
     /* the clip, then zeros up to clip samples; frames gathered as they come */
     for (int64_t done = 0; !st && done < c->clip;) {
         int64_t k = done < take ? take - done : (c->clip - done < TS_KWS_HOP ? c->clip - done : TS_KWS_HOP);
         st = ts_kws_feed(c->front, done < take ? x + done : zeros, k, &s, &nf);
         if (!st) st = ts_kws_features(c->front, &mel, &emb, &nf);
-        if (!st && got + nf > c->hops) st = ts_err(TS_ERR_RUNTIME, "audio classifier: more frames than hops");
+        if (!st && got + nf > c->hops) st = ts_set_error(TS_ERR_RUNTIME, "audio classifier: more frames than hops");
         if (!st) {
             memcpy(all_mel + got * KWS_STEP * KWS_MELS, mel, (size_t)nf * KWS_STEP * KWS_MELS * sizeof(float));
             memcpy(all_emb + got * KWS_EMB, emb, (size_t)nf * KWS_EMB * sizeof(float));
         }
         got += nf, done += k;
     }
-    if (!st && got != c->hops) st = ts_err(TS_ERR_RUNTIME, "audio classifier: %lld frames for %d hops", (long long)got, c->hops);
+    if (!st && got != c->hops)
+        st = ts_set_error(TS_ERR_RUNTIME, "audio classifier: %lld frames for %d hops", (long long)got, c->hops);
     if (!st && c->kind == TS_AUDIO_CLF_SCRATCH)
         memcpy(feat, all_mel, (size_t)c->hops * KWS_STEP * KWS_MELS * sizeof(float));
     else if (!st) /* mean and max over time: [96] + [96] */
@@ -127,7 +128,7 @@ ts_status ts_audio_clf_features(ts_audio_clf *c, const float *x, int64_t n, floa
 }
 
 ts_status ts_audio_clf_predict(ts_audio_clf *c, int64_t n, const float *feat, float *probs) {
-    if (!c || n < 0 || (n && (!feat || !probs))) return ts_err(TS_ERR_ARG, "ts_audio_clf_predict: bad arguments");
+    if (!c || n < 0 || (n && (!feat || !probs))) return ts_set_error(TS_ERR_ARG, "ts_audio_clf_predict: bad arguments");
     int64_t F = ts_audio_clf_feature_size(c), shape[4];
     int nd = clf_input_shape(c, CLF_BATCH, shape), L = c->nlabels;
     const char *input = c->kind == TS_AUDIO_CLF_EMBEDDING ? "features" : "mel";
@@ -187,14 +188,14 @@ ts_audio_clf *ts_audio_clf_new(const ts_audio_clf_opts *opts) {
     if (!o.clip_samples) o.clip_samples = TS_AUDIO_CLF_CLIP;
     if (o.nlabels < 2 || !o.labels || o.clip_samples < 0 || o.clip_samples % TS_KWS_HOP ||
         o.clip_samples > 30 * 16000 || (o.kind != TS_AUDIO_CLF_EMBEDDING && o.kind != TS_AUDIO_CLF_SCRATCH)) {
-        ts_err(TS_ERR_ARG, "audio classifier: %s", o.nlabels < 2 || !o.labels
-                               ? "at least 2 labels are needed"
-                               : "the clip must be a positive multiple of 1280 samples, at most 30 s");
+        ts_set_error(TS_ERR_ARG, "audio classifier: %s",
+                     o.nlabels < 2 || !o.labels ? "at least 2 labels are needed"
+                                                : "the clip must be a positive multiple of 1280 samples, at most 30 s");
         return NULL;
     }
     ts_audio_clf *c = calloc(1, sizeof *c);
     if (!c) {
-        ts_err(TS_ERR_NOMEM, "audio classifier: out of memory");
+        ts_set_error(TS_ERR_NOMEM, "audio classifier: out of memory");
         return NULL;
     }
     c->kind = o.kind, c->clip = o.clip_samples, c->hops = o.clip_samples / TS_KWS_HOP, c->seed = o.seed;
@@ -213,7 +214,7 @@ ts_audio_clf *ts_audio_clf_new(const ts_audio_clf_opts *opts) {
     kws_mel_only(c->front, c->kind == TS_AUDIO_CLF_SCRATCH);
     return c;
 nomem:
-    ts_err(TS_ERR_NOMEM, "audio classifier: out of memory");
+    ts_set_error(TS_ERR_NOMEM, "audio classifier: out of memory");
 fail:
     ts_audio_clf_free(c);
     return NULL;

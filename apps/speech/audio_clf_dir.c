@@ -46,22 +46,24 @@ static ts_status clear_dir(const char *dir) {
     if (stat(dir, &sb)) return TS_OK;
     if (join(p, sizeof p, dir, "config.json")) unlink(p);
     if (join(p, sizeof p, dir, "model.safetensors")) unlink(p);
-    if (rmdir(dir)) return ts_err(TS_ERR_IO, "%s: cannot replace it (%s): not an audio model directory?", dir, strerror(errno));
+    if (rmdir(dir))
+        return ts_set_error(TS_ERR_IO, "%s: cannot replace it (%s): not an audio model directory?", dir,
+                            strerror(errno));
     return TS_OK;
 }
 
 ts_status ts_audio_clf_save(const ts_audio_clf *c, const char *dir) {
-    if (!c || !dir || !*dir) return ts_err(TS_ERR_ARG, "ts_audio_clf_save: bad arguments");
+    if (!c || !dir || !*dir) return ts_set_error(TS_ERR_ARG, "ts_audio_clf_save: bad arguments");
     char tmp[4100], p[4200];
     if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", dir, (long)getpid()) >= (int)sizeof tmp)
-        return ts_err(TS_ERR_ARG, "ts_audio_clf_save: %s: path too long", dir);
-    if (mkdir(tmp, 0755) && errno != EEXIST) return ts_err(TS_ERR_IO, "%s: %s", tmp, strerror(errno));
+        return ts_set_error(TS_ERR_ARG, "ts_audio_clf_save: %s: path too long", dir);
+    if (mkdir(tmp, 0755) && errno != EEXIST) return ts_set_error(TS_ERR_IO, "%s: %s", tmp, strerror(errno));
     char *cfg = config_json(c);
-    ts_status st = cfg ? TS_OK : ts_err(TS_ERR_NOMEM, "audio classifier: out of memory");
+    ts_status st = cfg ? TS_OK : ts_set_error(TS_ERR_NOMEM, "audio classifier: out of memory");
     if (!st && !(st = ts_path_join(p, sizeof p, tmp, "config.json"))) st = ts_write_atomic(p, cfg, strlen(cfg));
     if (!st && !(st = ts_path_join(p, sizeof p, tmp, "model.safetensors"))) st = ts_program_save(c->infer, p, TS_F32);
     if (!st) st = clear_dir(dir);
-    if (!st && rename(tmp, dir)) st = ts_err(TS_ERR_IO, "%s: %s", dir, strerror(errno));
+    if (!st && rename(tmp, dir)) st = ts_set_error(TS_ERR_IO, "%s: %s", dir, strerror(errno));
     if (st) clear_dir(tmp);
     free(cfg);
     return st;
@@ -75,7 +77,7 @@ static cJSON *read_config(const char *dir, char *path, size_t cap) {
     if (!buf) return NULL;
     cJSON *j = cJSON_ParseWithLength(buf, n);
     free(buf);
-    if (!j) ts_err(TS_ERR_IO, "%s: not JSON", path);
+    if (!j) ts_set_error(TS_ERR_IO, "%s: not JSON", path);
     return j;
 }
 
@@ -96,7 +98,7 @@ int ts_audio_clf_is_dir(const char *dir) {
 ts_audio_clf *ts_audio_clf_load(const char *dir, const char *models_dir, int num_threads) {
     char path[4200];
     cJSON *j = dir ? read_config(dir, path, sizeof path) : NULL;
-    if (!j) return dir ? NULL : (ts_err(TS_ERR_ARG, "ts_audio_clf_load: no directory"), NULL);
+    if (!j) return dir ? NULL : (ts_set_error(TS_ERR_ARG, "ts_audio_clf_load: no directory"), NULL);
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind"), *fe = cJSON_GetObjectItemCaseSensitive(j, "front_end");
     const cJSON *labels = cJSON_GetObjectItemCaseSensitive(j, "labels"), *clip = cJSON_GetObjectItemCaseSensitive(j, "clip_samples");
     const cJSON *seed = cJSON_GetObjectItemCaseSensitive(j, "seed");
@@ -111,8 +113,10 @@ ts_audio_clf *ts_audio_clf_load(const char *dir, const char *models_dir, int num
         if (ok) names[i] = s->valuestring;
     }
     if (!ok) {
-        ts_err(TS_ERR_IO, "%s: not an audio classifier's config (kind \"%s\", front_end \"embedding\" or \"mel\", "
-                             "labels, clip_samples)", path, KIND);
+        ts_set_error(TS_ERR_IO,
+                     "%s: not an audio classifier's config (kind \"%s\", front_end \"embedding\" or \"mel\", "
+                     "labels, clip_samples)",
+                     path, KIND);
         goto done;
     }
     ts_audio_clf_opts o = {.struct_size = sizeof o, .models_dir = models_dir,
@@ -122,7 +126,7 @@ ts_audio_clf *ts_audio_clf_load(const char *dir, const char *models_dir, int num
     if (!(c = ts_audio_clf_new(&o))) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", ts_last_error());
-        ts_err(ts_last_status() ? ts_last_status() : TS_ERR_ARG, "%s: %s", path, msg);
+        ts_set_error(ts_last_status() ? ts_last_status() : TS_ERR_ARG, "%s: %s", path, msg);
         goto done;
     }
     if (!join(path, sizeof path, dir, "model.safetensors") || ts_program_load(c->infer, path, TS_LOAD_STRICT, NULL)) {
@@ -136,7 +140,7 @@ done:
 }
 
 ts_status ts_audio_clf_export_onnx(ts_audio_clf *c, const char *path) {
-    if (!c || !path) return ts_err(TS_ERR_ARG, "ts_audio_clf_export_onnx: bad arguments");
+    if (!c || !path) return ts_set_error(TS_ERR_ARG, "ts_audio_clf_export_onnx: bad arguments");
     ts_graph *g = ts_graph_new();
     if (!g) return ts_last_status();
     const char *input;

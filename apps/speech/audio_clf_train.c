@@ -70,9 +70,11 @@ ts_status ts_audio_clf_train(ts_audio_clf *c, int64_t n, const float *feat, cons
     ts_audio_clf_train_opts o;
     if (TS_STRUCT_READ(&o, opts, ts_audio_clf_train_opts, "ts_audio_clf_train")) return ts_last_status();
     if (!c || n < 1 || !feat || !y || o.epochs < 0 || o.batch < 0 || !(o.lr >= 0))
-        return ts_err(TS_ERR_ARG, "ts_audio_clf_train: bad arguments (no clips, or a negative option)");
+        return ts_set_error(TS_ERR_ARG, "ts_audio_clf_train: bad arguments (no clips, or a negative option)");
     for (int64_t i = 0; i < n; i++)
-        if (y[i] < 0 || y[i] >= c->nlabels) return ts_err(TS_ERR_ARG, "ts_audio_clf_train: clip %lld's label %d is not in [0, %d)", (long long)i, y[i], c->nlabels);
+        if (y[i] < 0 || y[i] >= c->nlabels)
+            return ts_set_error(TS_ERR_ARG, "ts_audio_clf_train: clip %lld's label %d is not in [0, %d)", (long long)i,
+                                y[i], c->nlabels);
     int B = o.batch ? o.batch : 32, epochs = o.epochs ? o.epochs : c->kind == TS_AUDIO_CLF_EMBEDDING ? 60 : 20;
     float lr0 = o.lr > 0 ? o.lr : 2e-3f;
     int64_t F = ts_audio_clf_feature_size(c), nbatch = (n + B - 1) / B, total = (int64_t)epochs * nbatch;
@@ -81,7 +83,7 @@ ts_status ts_audio_clf_train(ts_audio_clf *c, int64_t n, const float *feat, cons
     float *xb = malloc((size_t)(B * F) * sizeof(float));
     int32_t *yb = malloc((size_t)B * sizeof(int32_t));
     int64_t *order = malloc((size_t)n * sizeof(int64_t));
-    ts_status st = xb && yb && order ? TS_OK : ts_err(TS_ERR_NOMEM, "audio classifier: out of memory");
+    ts_status st = xb && yb && order ? TS_OK : ts_set_error(TS_ERR_NOMEM, "audio classifier: out of memory");
     if (!st && ts_program_copy_params(p, c->infer) < 0) st = ts_last_status();
     uint64_t rng = o.seed;
     double sum = 0;

@@ -64,7 +64,7 @@ static int list_dir(const char *dir, int want_dir, char ***out) {
 static ts_status load_dir(const char *data, ts_audio_set *s, char ***names) {
     char **labels, **files, p[4200];
     int nl = list_dir(data, 1, &labels);
-    if (nl < 0) return ts_err(TS_ERR_ARG, "%s: %s", data, strerror(errno));
+    if (nl < 0) return ts_set_error(TS_ERR_ARG, "%s: %s", data, strerror(errno));
     int oom = 0;
     for (int i = 0; i < nl; i++) {
         snprintf(p, sizeof p, "%s/%s", data, labels[i]);
@@ -79,12 +79,12 @@ static ts_status load_dir(const char *data, ts_audio_set *s, char ***names) {
         free(labels[i]);
     }
     free(labels);
-    return oom ? ts_err(TS_ERR_NOMEM, "out of memory") : TS_OK;
+    return oom ? ts_set_error(TS_ERR_NOMEM, "out of memory") : TS_OK;
 }
 
 static ts_status load_tsv(const char *data, ts_audio_set *s, char ***names) {
     FILE *f = fopen(data, "r");
-    if (!f) return ts_err(TS_ERR_ARG, "%s: %s", data, strerror(errno));
+    if (!f) return ts_set_error(TS_ERR_ARG, "%s: %s", data, strerror(errno));
     const char *slash = strrchr(data, '/');
     int dlen = slash ? (int)(slash - data) : 0, line = 0;
     ts_status st = TS_OK;
@@ -95,14 +95,14 @@ static ts_status load_tsv(const char *data, ts_audio_set *s, char ***names) {
         if (!buf[0] || (line == 1 && !strncmp(buf, "path\t", 5))) continue;
         char *tab = strchr(buf, '\t');
         if (!tab || !tab[1] || tab == buf || strchr(tab + 1, '\t')) {
-            st = ts_err(TS_ERR_ARG, "%s:%d: wants PATH<TAB>LABEL", data, line);
+            st = ts_set_error(TS_ERR_ARG, "%s:%d: wants PATH<TAB>LABEL", data, line);
             break;
         }
         *tab = 0;
         char *path = malloc(strlen(buf) + (size_t)dlen + 2);
         if (path && (buf[0] == '/' || !slash)) strcpy(path, buf);
         else if (path) sprintf(path, "%.*s/%s", dlen, data, buf);
-        if (!path || add_clip(s, path, tab + 1, names)) st = ts_err(TS_ERR_NOMEM, "out of memory");
+        if (!path || add_clip(s, path, tab + 1, names)) st = ts_set_error(TS_ERR_NOMEM, "out of memory");
     }
     fclose(f);
     return st;
@@ -116,7 +116,7 @@ static ts_status sort_labels(ts_audio_set *s, char **names) {
         for (int j = 0; j < s->nlabels; j++) free(names[j]);
         s->nlabels = 0;
         free(map);
-        return ts_err(TS_ERR_NOMEM, "out of memory");
+        return ts_set_error(TS_ERR_NOMEM, "out of memory");
     }
     for (int j = 0; j < s->nlabels; j++) s->labels[j] = names[j];
     qsort(s->labels, (size_t)s->nlabels, sizeof *s->labels, cmp_str);
@@ -127,24 +127,27 @@ static ts_status sort_labels(ts_audio_set *s, char **names) {
 }
 
 ts_audio_set *ts_audio_set_load(const char *data) {
-    if (!data) return ts_err(TS_ERR_ARG, "ts_audio_set_load: data is NULL"), NULL;
+    if (!data) return ts_set_error(TS_ERR_ARG, "ts_audio_set_load: data is NULL"), NULL;
     ts_audio_set *s = calloc(1, sizeof *s);
-    if (!s) return ts_err(TS_ERR_NOMEM, "out of memory"), NULL;
+    if (!s) return ts_set_error(TS_ERR_NOMEM, "out of memory"), NULL;
     struct stat sb;
     char **names = NULL;
-    ts_status st = stat(data, &sb) ? ts_err(TS_ERR_ARG, "%s: %s", data, strerror(errno))
-                   : S_ISDIR(sb.st_mode) ? load_dir(data, s, &names) : load_tsv(data, s, &names);
+    ts_status st = stat(data, &sb)       ? ts_set_error(TS_ERR_ARG, "%s: %s", data, strerror(errno))
+                   : S_ISDIR(sb.st_mode) ? load_dir(data, s, &names)
+                                         : load_tsv(data, s, &names);
     ts_status sorted = sort_labels(s, names);
     free(names);
     if (!st) st = sorted;
     if (!st && !s->n)
-        st = ts_err(TS_ERR_ARG, "%s: no audio clips (a folder per label holding audio files, or a TSV of "
-                    "path<TAB>label)", data);
+        st = ts_set_error(TS_ERR_ARG,
+                          "%s: no audio clips (a folder per label holding audio files, or a TSV of "
+                          "path<TAB>label)",
+                          data);
     if (!st) return s;
     char err[1024];
     snprintf(err, sizeof err, "%s", ts_last_error());
     ts_audio_set_free(s);
-    ts_err(st, "%s", err);
+    ts_set_error(st, "%s", err);
     return NULL;
 }
 
@@ -162,10 +165,10 @@ int ts_audio_set_find(const ts_audio_set *s, const char *name) {
 }
 
 float *ts_audio_set_features(ts_audio_clf *c, const ts_audio_set *s) {
-    if (!c || !s) return ts_err(TS_ERR_ARG, "ts_audio_set_features: bad arguments"), NULL;
+    if (!c || !s) return ts_set_error(TS_ERR_ARG, "ts_audio_set_features: bad arguments"), NULL;
     int64_t F = ts_audio_clf_feature_size(c);
     float *feat = malloc((size_t)((int64_t)(s->n ? s->n : 1) * F) * sizeof(float));
-    if (!feat) return ts_err(TS_ERR_NOMEM, "out of memory for the features of %d clips", s->n), NULL;
+    if (!feat) return ts_set_error(TS_ERR_NOMEM, "out of memory for the features of %d clips", s->n), NULL;
     for (int i = 0; i < s->n; i++) {
         ts_audio *a = ts_audio_read(s->path[i], 16000);
         ts_status st = a ? ts_audio_clf_features(c, a->samples, a->n, feat + (int64_t)i * F) : TS_ERR_ARG;
@@ -174,7 +177,7 @@ float *ts_audio_set_features(ts_audio_clf *c, const ts_audio_set *s) {
             if (!a) {
                 char err[1024];
                 snprintf(err, sizeof err, "%s", ts_last_error());
-                ts_err(TS_ERR_ARG, "a clip: %s", err);
+                ts_set_error(TS_ERR_ARG, "a clip: %s", err);
             }
             free(feat);
             return NULL;
@@ -184,10 +187,10 @@ float *ts_audio_set_features(ts_audio_clf *c, const ts_audio_set *s) {
 }
 
 ts_status ts_audio_clf_guess(ts_audio_clf *c, int64_t n, const float *feat, int *guess) {
-    if (!c || n < 0 || (n && (!feat || !guess))) return ts_err(TS_ERR_ARG, "ts_audio_clf_guess: bad arguments");
+    if (!c || n < 0 || (n && (!feat || !guess))) return ts_set_error(TS_ERR_ARG, "ts_audio_clf_guess: bad arguments");
     int L = ts_audio_clf_num_labels(c);
     float *p = malloc((size_t)(n ? n : 1) * (size_t)L * sizeof(float));
-    if (!p) return ts_err(TS_ERR_NOMEM, "out of memory");
+    if (!p) return ts_set_error(TS_ERR_NOMEM, "out of memory");
     ts_status st = ts_audio_clf_predict(c, n, feat, p);
     for (int64_t i = 0; !st && i < n; i++) {
         int best = 0;

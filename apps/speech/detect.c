@@ -26,13 +26,16 @@ static const float SILENCE[TS_KWS_PAD];
 
 ts_kws_detector *ts_kws_detector_new(int nlabels, float threshold) {
     if (nlabels < 1 || !(threshold > 0))
-        return ts_err(TS_ERR_ARG, "ts_kws_detector_new: nlabels %d, threshold %g: want at least 1 label and a "
-                      "threshold above 0", nlabels, (double)threshold), NULL;
+        return ts_set_error(TS_ERR_ARG,
+                            "ts_kws_detector_new: nlabels %d, threshold %g: want at least 1 label and a "
+                            "threshold above 0",
+                            nlabels, (double)threshold),
+               NULL;
     ts_kws_detector *d = calloc(1, sizeof *d);
     if (d) d->peak = calloc((size_t)nlabels, sizeof *d->peak), d->above = calloc((size_t)nlabels, 1);
     if (!d || !d->peak || !d->above) {
         ts_kws_detector_free(d);
-        return ts_err(TS_ERR_NOMEM, "out of memory"), NULL;
+        return ts_set_error(TS_ERR_NOMEM, "out of memory"), NULL;
     }
     d->nlabels = nlabels, d->threshold = threshold;
     return d;
@@ -63,7 +66,7 @@ static ts_status rule(ts_kws_detector *d, const float *s, int64_t nframes) {
                 if (d->ndet == d->cap) {
                     int64_t cap = d->cap ? 2 * d->cap : 16;
                     ts_kws_detection *p = realloc(d->det, (size_t)cap * sizeof *p);
-                    if (!p) return ts_err(TS_ERR_NOMEM, "out of memory");
+                    if (!p) return ts_set_error(TS_ERR_NOMEM, "out of memory");
                     d->det = p, d->cap = cap;
                 }
                 double t = (double)((d->frames + 1) * TS_KWS_HOP - d->lead) / RATE;
@@ -77,7 +80,7 @@ static ts_status rule(ts_kws_detector *d, const float *s, int64_t nframes) {
 ts_status ts_kws_detector_feed(ts_kws_detector *d, const float *scores, int64_t nframes, const ts_kws_detection **det,
                                int64_t *ndet) {
     if (!d || nframes < 0 || (nframes && !scores) || !det || !ndet)
-        return ts_err(TS_ERR_ARG, "ts_kws_detector_feed: bad arguments");
+        return ts_set_error(TS_ERR_ARG, "ts_kws_detector_feed: bad arguments");
     d->ndet = 0;
     ts_status st = rule(d, scores, nframes);
     *det = d->det, *ndet = d->ndet;
@@ -89,15 +92,15 @@ static ts_status detect_more(ts_kws *k, ts_kws_detector *d, const float *x, int6
     const float *s;
     int64_t nf;
     if (ts_kws_num_labels(k) != d->nlabels)
-        return ts_err(TS_ERR_ARG, "ts_kws_detect: the detector has %d labels, the keyword spotter %d", d->nlabels,
-                      ts_kws_num_labels(k));
+        return ts_set_error(TS_ERR_ARG, "ts_kws_detect: the detector has %d labels, the keyword spotter %d", d->nlabels,
+                            ts_kws_num_labels(k));
     ts_status st = ts_kws_feed(k, x, n, &s, &nf);
     return st ? st : rule(d, s, nf);
 }
 
 ts_status ts_kws_detect(ts_kws *k, ts_kws_detector *d, const float *x, int64_t n, const ts_kws_detection **det,
                         int64_t *ndet) {
-    if (!k || !d || !det || !ndet) return ts_err(TS_ERR_ARG, "ts_kws_detect: bad arguments");
+    if (!k || !d || !det || !ndet) return ts_set_error(TS_ERR_ARG, "ts_kws_detect: bad arguments");
     d->ndet = 0;
     ts_status st = detect_more(k, d, x, n);
     *det = d->det, *ndet = d->ndet;
@@ -110,7 +113,7 @@ ts_status ts_kws_detect_finish(ts_kws *k, ts_kws_detector *d, const ts_kws_detec
 
 ts_status ts_kws_detect_clip(ts_kws *k, ts_kws_detector *d, const float *x, int64_t n, const ts_kws_detection **det,
                              int64_t *ndet) {
-    if (!k || !d || !det || !ndet) return ts_err(TS_ERR_ARG, "ts_kws_detect_clip: bad arguments");
+    if (!k || !d || !det || !ndet) return ts_set_error(TS_ERR_ARG, "ts_kws_detect_clip: bad arguments");
     ts_kws_reset(k);
     ts_kws_detector_reset(d, TS_KWS_PAD);
     ts_status st = detect_more(k, d, SILENCE, TS_KWS_PAD);
@@ -137,12 +140,12 @@ static ts_status scan_window(ts_audio_clf *c, const float *x, int64_t n, float *
 }
 
 int64_t ts_audio_clf_scan(ts_audio_clf *c, const float *x, int64_t n, float threshold, ts_kws_detection **det) {
-    if (!c || !det || n < 0 || (n && !x)) return ts_err(TS_ERR_ARG, "ts_audio_clf_scan: bad arguments"), -1;
+    if (!c || !det || n < 0 || (n && !x)) return ts_set_error(TS_ERR_ARG, "ts_audio_clf_scan: bad arguments"), -1;
     *det = NULL;
     int clip = ts_audio_clf_clip_samples(c), last = -1, best;
     float *feat = malloc((size_t)ts_audio_clf_feature_size(c) * sizeof(float));
     float *p = malloc((size_t)ts_audio_clf_num_labels(c) * sizeof(float));
-    ts_status st = feat && p ? TS_OK : ts_err(TS_ERR_NOMEM, "out of memory");
+    ts_status st = feat && p ? TS_OK : ts_set_error(TS_ERR_NOMEM, "out of memory");
     int64_t nd = 0, cap = 0, w = 0;
     for (int64_t s = 0; !st && s < n; s += TS_AUDIO_CLF_SCAN_STEP, w++) {
         if ((st = scan_window(c, x + s, n - s < clip ? n - s : clip, feat, p, &best))) break;
@@ -151,7 +154,7 @@ int64_t ts_audio_clf_scan(ts_audio_clf *c, const float *x, int64_t n, float thre
             if (nd == cap) {
                 ts_kws_detection *q = realloc(*det, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *q);
                 if (!q) {
-                    st = ts_err(TS_ERR_NOMEM, "out of memory");
+                    st = ts_set_error(TS_ERR_NOMEM, "out of memory");
                     break;
                 }
                 *det = q;
@@ -167,14 +170,14 @@ int64_t ts_audio_clf_scan(ts_audio_clf *c, const float *x, int64_t n, float thre
 }
 
 int ts_vad_detect(ts_vad *v, const float *x, int64_t n, const ts_vad_params *params, ts_vad_segment **segs) {
-    if (!v || !segs || n < 0 || (n && !x)) return ts_err(TS_ERR_ARG, "ts_vad_detect: bad arguments"), -1;
+    if (!v || !segs || n < 0 || (n && !x)) return ts_set_error(TS_ERR_ARG, "ts_vad_detect: bad arguments"), -1;
     *segs = NULL;
     const float *p, *q;
     int64_t np, nq;
     ts_vad_reset(v);
     if (ts_vad_feed(v, x, n, &p, &np)) return -1;
     float *all = malloc((size_t)(np + 1) * sizeof *all);
-    if (!all) return ts_err(TS_ERR_NOMEM, "out of memory"), -1;
+    if (!all) return ts_set_error(TS_ERR_NOMEM, "out of memory"), -1;
     memcpy(all, p, (size_t)np * sizeof *all);
     int ns = -1;
     if (ts_vad_finish(v, &q, &nq) == TS_OK) {

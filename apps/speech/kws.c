@@ -66,7 +66,7 @@ static ts_status embed(ts_kws *k, const float *w, int B, float *out) {
     if (s) return kws_err_in(k->path[EMB]);
     if (ts_tensor_numel(res) != (int64_t)B * KWS_EMB) {
         ts_tensor_free(res);
-        return ts_err(TS_ERR_SHAPE, "%s: the embedding model should give 96 values per window", k->path[EMB]);
+        return ts_set_error(TS_ERR_SHAPE, "%s: the embedding model should give 96 values per window", k->path[EMB]);
     }
     memcpy(out, ts_tensor_data(res), (size_t)B * KWS_EMB * sizeof(float));
     ts_tensor_free(res);
@@ -94,7 +94,7 @@ static ts_status grow(ts_kws *k) {
     if (m) k->fmel = m;
     float *e = realloc(k->femb, (size_t)cap * KWS_EMB * sizeof(float));
     if (e) k->femb = e;
-    if (!p || !m || !e) return ts_err(TS_ERR_NOMEM, "kws: out of memory");
+    if (!p || !m || !e) return ts_set_error(TS_ERR_NOMEM, "kws: out of memory");
     k->cap = cap;
     return TS_OK;
 }
@@ -144,8 +144,8 @@ static ts_status hop(ts_kws *k) {
     if (s) return kws_err_in(k->path[MEL]);
     if (ts_tensor_numel(res) != KWS_STEP * KWS_MELS) {
         ts_tensor_free(res);
-        return ts_err(TS_ERR_SHAPE, "%s: the mel model should give 8 frames of 32 bands for 1760 samples",
-                      k->path[MEL]);
+        return ts_set_error(TS_ERR_SHAPE, "%s: the mel model should give 8 frames of 32 bands for 1760 samples",
+                            k->path[MEL]);
     }
     const float *m = ts_tensor_data(res);
     size_t keep = (KWS_WINDOW - KWS_STEP) * KWS_MELS;
@@ -160,7 +160,7 @@ static ts_status hop(ts_kws *k) {
 }
 
 ts_status ts_kws_feed(ts_kws *k, const float *x, int64_t n, const float **scores, int64_t *nframes) {
-    if (!k || (!x && n) || n < 0 || !scores || !nframes) return ts_err(TS_ERR_ARG, "ts_kws_feed: bad arguments");
+    if (!k || (!x && n) || n < 0 || !scores || !nframes) return ts_set_error(TS_ERR_ARG, "ts_kws_feed: bad arguments");
     k->nscores = 0;
     *scores = NULL, *nframes = 0;
     while (n > 0) {
@@ -180,7 +180,7 @@ void kws_mel_only(ts_kws *k, int on) {
 }
 
 ts_status ts_kws_features(const ts_kws *k, const float **mel, const float **emb, int64_t *nframes) {
-    if (!k || !nframes) return ts_err(TS_ERR_ARG, "ts_kws_features: bad arguments");
+    if (!k || !nframes) return ts_set_error(TS_ERR_ARG, "ts_kws_features: bad arguments");
     if (mel) *mel = k->fmel;
     if (emb) *emb = k->femb;
     *nframes = k->nscores;
@@ -213,13 +213,13 @@ void ts_kws_free(ts_kws *k) {
 static ts_status open_model(ts_kws *k, int which, const char *dir, const char *file, const ts_compile_opts *copts) {
     size_t n = strlen(dir) + strlen(file) + 2;
     k->path[which] = malloc(n);
-    if (!k->path[which]) return ts_err(TS_ERR_NOMEM, "kws: out of memory");
+    if (!k->path[which]) return ts_set_error(TS_ERR_NOMEM, "kws: out of memory");
     snprintf(k->path[which], n, "%s/%s", dir, file);
     k->model[which] = ts_onnx_load(k->path[which]);
     if (!k->model[which]) return ts_last_status();
     if (ts_onnx_num_inputs(k->model[which]) != 1 || ts_onnx_num_outputs(k->model[which]) != 1)
-        return ts_err(TS_ERR_ARG, "%s: the openWakeWord %s model should have one input and one output", k->path[which],
-                      which == MEL ? "mel" : "embedding");
+        return ts_set_error(TS_ERR_ARG, "%s: the openWakeWord %s model should have one input and one output",
+                            k->path[which], which == MEL ? "mel" : "embedding");
     k->session[which] = ts_onnx_session_new(k->model[which], copts);
     return k->session[which] ? TS_OK : ts_last_status();
 }
@@ -228,24 +228,24 @@ static ts_status open_model(ts_kws *k, int which, const char *dir, const char *f
 static ts_status open_heads(ts_kws *k, const ts_kws_opts *o, const ts_compile_opts *copts) {
     char *all = NULL, *names[64];
     int n = o->nkeywords;
-    if (n > 64) return ts_err(TS_ERR_ARG, "kws: at most 64 keywords");
+    if (n > 64) return ts_set_error(TS_ERR_ARG, "kws: at most 64 keywords");
     if (o->keywords)
         for (int i = 0; i < n; i++) names[i] = (char *)o->keywords[i];
     else {
-        if (!(all = strdup(TS_KWS_KEYWORDS))) return ts_err(TS_ERR_NOMEM, "kws: out of memory");
+        if (!(all = strdup(TS_KWS_KEYWORDS))) return ts_set_error(TS_ERR_NOMEM, "kws: out of memory");
         n = 0;
         for (char *save = NULL, *t = strtok_r(all, ",", &save); t; t = strtok_r(NULL, ",", &save)) names[n++] = t;
     }
     if (n < 1 && !o->keywords) {
         free(all);
-        return ts_err(TS_ERR_ARG, "kws: no keyword given (known: %s)", TS_KWS_KEYWORDS);
+        return ts_set_error(TS_ERR_ARG, "kws: no keyword given (known: %s)", TS_KWS_KEYWORDS);
     }
     k->hist = 1; /* the front end alone (keywords given, none of them) keeps one embedding */
     if (n < 1) return TS_OK;
     k->heads = calloc((size_t)n, sizeof *k->heads);
     if (!k->heads) {
         free(all);
-        return ts_err(TS_ERR_NOMEM, "kws: out of memory");
+        return ts_set_error(TS_ERR_NOMEM, "kws: out of memory");
     }
     ts_status s = TS_OK;
     for (int i = 0; i < n && !s; i++, k->nheads++) s = kws_head_open(&k->heads[i], o->models_dir, names[i], copts);
@@ -256,10 +256,11 @@ static ts_status open_heads(ts_kws *k, const ts_kws_opts *o, const ts_compile_op
         if (k->heads[h].len > k->hist) k->hist = k->heads[h].len;
     }
     k->labels = calloc((size_t)k->nlabels, sizeof *k->labels);
-    if (!k->labels) return ts_err(TS_ERR_NOMEM, "kws: out of memory");
+    if (!k->labels) return ts_set_error(TS_ERR_NOMEM, "kws: out of memory");
     for (int h = 0, j = 0; h < k->nheads; h++)
         for (int c = 0; c < kws_head_nlabels(&k->heads[h]); c++)
-            if (!(k->labels[j++] = kws_head_label(&k->heads[h], c))) return ts_err(TS_ERR_NOMEM, "kws: out of memory");
+            if (!(k->labels[j++] = kws_head_label(&k->heads[h], c)))
+                return ts_set_error(TS_ERR_NOMEM, "kws: out of memory");
     return TS_OK;
 }
 
@@ -268,12 +269,12 @@ ts_kws *ts_kws_new(const ts_kws_opts *opts) {
     if (TS_STRUCT_READ(&o, opts, ts_kws_opts, "ts_kws_new")) return NULL;
     if (!o.models_dir) o.models_dir = ".";
     if (o.num_threads < 0 || o.num_threads > ts_max_threads() || o.nkeywords < 0) {
-        ts_err(TS_ERR_ARG, "kws: an option is out of range (threads 0..%d, nkeywords >= 0)", ts_max_threads());
+        ts_set_error(TS_ERR_ARG, "kws: an option is out of range (threads 0..%d, nkeywords >= 0)", ts_max_threads());
         return NULL;
     }
     ts_kws *k = calloc(1, sizeof *k);
     if (!k) {
-        ts_err(TS_ERR_NOMEM, "kws: out of memory");
+        ts_set_error(TS_ERR_NOMEM, "kws: out of memory");
         return NULL;
     }
     ts_compile_opts copts = {.struct_size = sizeof copts, .num_threads = o.num_threads, .inference = 1};
@@ -283,7 +284,7 @@ ts_kws *ts_kws_new(const ts_kws_opts *opts) {
     k->emb = malloc((size_t)k->hist * KWS_EMB * sizeof(float));
     k->wins = malloc((size_t)KWS_BATCH * KWS_WINDOW * KWS_MELS * sizeof(float));
     if (!k->emb || !k->wins) {
-        ts_err(TS_ERR_NOMEM, "kws: out of memory");
+        ts_set_error(TS_ERR_NOMEM, "kws: out of memory");
         goto fail;
     }
     for (int i = 0; i < KWS_WINDOW * KWS_MELS; i++) k->wins[i] = 1.0f;

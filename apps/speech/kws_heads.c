@@ -17,7 +17,7 @@
 ts_status kws_err_in(const char *path) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", ts_last_error());
-    return ts_err(ts_last_status(), "%s: %s", path, msg);
+    return ts_set_error(ts_last_status(), "%s: %s", path, msg);
 }
 
 /* Is keyword among the comma-separated TS_KWS_KEYWORDS? */
@@ -51,8 +51,10 @@ static ts_status check_head(kws_head *h) {
                  ? ts_onnx_input_shape(h->model, 0, &dt, sh)
                  : -1;
     if (nd != 3 || dt != TS_F32 || sh[0] != 1 || sh[1] < 1 || sh[1] > 1000 || sh[2] != KWS_EMB)
-        return ts_err(TS_ERR_ARG, "%s: a keyword head should take one f32 input [1, N, 96] (the last N speech "
-                      "embeddings) and give one output", h->path);
+        return ts_set_error(TS_ERR_ARG,
+                            "%s: a keyword head should take one f32 input [1, N, 96] (the last N speech "
+                            "embeddings) and give one output",
+                            h->path);
     h->len = (int)sh[1];
     return TS_OK;
 }
@@ -60,14 +62,14 @@ static ts_status check_head(kws_head *h) {
 ts_status kws_head_open(kws_head *h, const char *dir, const char *keyword, const ts_compile_opts *copts) {
     memset(h, 0, sizeof *h);
     if (!keyword || !*keyword || strchr(keyword, '/'))
-        return ts_err(TS_ERR_ARG, "kws: '%s' is not a keyword name (known: %s)", keyword ? keyword : "(null)",
-                      TS_KWS_KEYWORDS);
+        return ts_set_error(TS_ERR_ARG, "kws: '%s' is not a keyword name (known: %s)", keyword ? keyword : "(null)",
+                            TS_KWS_KEYWORDS);
     h->keyword = strdup(keyword);
     h->path = head_path(dir, keyword);
-    if (!h->keyword || !h->path) return ts_err(TS_ERR_NOMEM, "kws: out of memory");
+    if (!h->keyword || !h->path) return ts_set_error(TS_ERR_NOMEM, "kws: out of memory");
     if (access(h->path, R_OK) && !known_keyword(keyword))
-        return ts_err(TS_ERR_ARG, "kws: unknown keyword '%s' (known: %s; or a head %s/%s.onnx)", keyword,
-                      TS_KWS_KEYWORDS, dir, keyword);
+        return ts_set_error(TS_ERR_ARG, "kws: unknown keyword '%s' (known: %s; or a head %s/%s.onnx)", keyword,
+                            TS_KWS_KEYWORDS, dir, keyword);
     h->model = ts_onnx_load(h->path);
     if (!h->model || check_head(h)) return ts_last_status();
     h->session = ts_onnx_session_new(h->model, copts);
@@ -81,8 +83,11 @@ ts_status kws_head_open(kws_head *h, const char *dir, const char *keyword, const
     if (s) return kws_err_in(h->path);
     int64_t n = ts_tensor_numel(out);
     ts_tensor_free(out);
-    if (n < 1 || n > 1000) return ts_err(TS_ERR_ARG, "%s: a keyword head should give 1 score or a few classes, this one "
-                                         "gives %lld values", h->path, (long long)n);
+    if (n < 1 || n > 1000)
+        return ts_set_error(TS_ERR_ARG,
+                            "%s: a keyword head should give 1 score or a few classes, this one "
+                            "gives %lld values",
+                            h->path, (long long)n);
     h->nclasses = (int)n;
     return TS_OK;
 }

@@ -55,7 +55,8 @@ static ts_status setup(ts_vad *v) {
     v->nin = ts_onnx_num_inputs(v->model), v->nout = ts_onnx_num_outputs(v->model);
     if (v->in_x < 0 || v->in_state < 0 || v->in_sr < 0 || v->out_p < 0 || find_io(v->model, "stateN", 1) < 0 ||
         v->nin != 3 || v->nout > 8)
-        return ts_err(TS_ERR_ARG, "%s: not Silero VAD v5 (inputs input, state, sr; outputs output, stateN)", v->path);
+        return ts_set_error(TS_ERR_ARG, "%s: not Silero VAD v5 (inputs input, state, sr; outputs output, stateN)",
+                            v->path);
     ts_tensor *sr = ts_tensor_new(TS_I64, 0, NULL);
     if (!sr) return ts_last_status();
     *(int64_t *)ts_tensor_data(sr) = 16000;
@@ -69,17 +70,17 @@ ts_vad *ts_vad_new(const ts_vad_opts *opts) {
     ts_vad_opts o;
     if (TS_STRUCT_READ(&o, opts, ts_vad_opts, "ts_vad_new")) return NULL;
     if (!o.model || o.num_threads < 0 || o.num_threads > ts_max_threads()) {
-        ts_err(TS_ERR_ARG, "vad: %s", o.model ? "threads out of range" : "no model given");
+        ts_set_error(TS_ERR_ARG, "vad: %s", o.model ? "threads out of range" : "no model given");
         return NULL;
     }
     ts_vad *v = calloc(1, sizeof *v);
     if (!v) {
-        ts_err(TS_ERR_NOMEM, "vad: out of memory");
+        ts_set_error(TS_ERR_NOMEM, "vad: out of memory");
         return NULL;
     }
     if (!(v->path = strdup(o.model ? o.model : ""))) {
         ts_vad_free(v);
-        ts_err(TS_ERR_NOMEM, "vad: out of memory");
+        ts_set_error(TS_ERR_NOMEM, "vad: out of memory");
         return NULL;
     }
     ts_compile_opts copts = {.struct_size = sizeof copts, .num_threads = o.num_threads, .inference = 1};
@@ -96,7 +97,7 @@ static ts_status run_chunk(ts_vad *v) {
     if (v->nprobs == v->cap) {
         int64_t cap = v->cap ? 2 * v->cap : 64;
         float *p = realloc(v->probs, (size_t)cap * sizeof *p);
-        if (!p) return ts_err(TS_ERR_NOMEM, "vad: out of memory");
+        if (!p) return ts_set_error(TS_ERR_NOMEM, "vad: out of memory");
         v->probs = p, v->cap = cap;
     }
     ts_tensor *x = ts_tensor_from(TS_F32, 2, (int64_t[]){1, CONTEXT + TS_VAD_CHUNK}, v->buf);
@@ -115,7 +116,7 @@ static ts_status run_chunk(ts_vad *v) {
 }
 
 ts_status ts_vad_feed(ts_vad *v, const float *x, int64_t n, const float **probs, int64_t *nchunks) {
-    if (!v || (!x && n) || n < 0 || !probs || !nchunks) return ts_err(TS_ERR_ARG, "ts_vad_feed: bad arguments");
+    if (!v || (!x && n) || n < 0 || !probs || !nchunks) return ts_set_error(TS_ERR_ARG, "ts_vad_feed: bad arguments");
     v->nprobs = 0;
     *probs = NULL, *nchunks = 0;
     while (n > 0) {
@@ -130,7 +131,7 @@ ts_status ts_vad_feed(ts_vad *v, const float *x, int64_t n, const float **probs,
 }
 
 ts_status ts_vad_finish(ts_vad *v, const float **probs, int64_t *nchunks) {
-    if (!v || !probs || !nchunks) return ts_err(TS_ERR_ARG, "ts_vad_finish: bad arguments");
+    if (!v || !probs || !nchunks) return ts_set_error(TS_ERR_ARG, "ts_vad_finish: bad arguments");
     v->nprobs = 0;
     *probs = NULL, *nchunks = 0;
     if (v->npend) {

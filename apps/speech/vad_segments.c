@@ -52,7 +52,7 @@ int ts_vad_segments(const float *probs, int64_t nchunks, int64_t nsamples, const
     ts_vad_params p = params ? *params : (ts_vad_params){0};
     if (!segs || nchunks < 0 || nsamples < 0 || (!probs && nchunks) || p.threshold < 0 || p.threshold > 1 ||
         p.neg_threshold < 0 || p.neg_threshold > 1 || p.min_speech_ms < 0 || p.min_silence_ms < 0 || p.speech_pad_ms < 0) {
-        ts_err(TS_ERR_ARG, "ts_vad_segments: bad arguments (thresholds in [0, 1], durations >= 0)");
+        ts_set_error(TS_ERR_ARG, "ts_vad_segments: bad arguments (thresholds in [0, 1], durations >= 0)");
         return -1;
     }
     *segs = NULL;
@@ -81,7 +81,7 @@ int ts_vad_segments(const float *probs, int64_t nchunks, int64_t nsamples, const
     if (n < 0) {
         free(*segs);
         *segs = NULL;
-        ts_err(TS_ERR_NOMEM, "ts_vad_segments: out of memory");
+        ts_set_error(TS_ERR_NOMEM, "ts_vad_segments: out of memory");
         return -1;
     }
     pad(*segs, n, nsamples, pad_samples);

@@ -124,5 +124,5 @@ ts_status ts_basic_tokenize(const char *text, size_t len, int lowercase, ts_word
     if (!end_word(ws, start, &nchars)) goto oom;
     return TS_OK;
 oom:
-    return ts_err(TS_ERR_NOMEM, "tokenizer: out of memory on a text of %zu bytes", len);
+    return ts_set_error(TS_ERR_NOMEM, "tokenizer: out of memory on a text of %zu bytes", len);
 }

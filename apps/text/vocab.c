@@ -87,7 +87,7 @@ void ts_tokenizer_free(ts_tokenizer *tok) {
 /* Read every line of path into tok->text / off / len. */
 static ts_status read_lines(ts_tokenizer *tok, const char *path) {
     FILE *f = fopen(path, "rb");
-    if (!f) return ts_err(TS_ERR_IO, "cannot open vocabulary '%s': %s", path, strerror(errno));
+    if (!f) return ts_set_error(TS_ERR_IO, "cannot open vocabulary '%s': %s", path, strerror(errno));
     ts_status st = TS_OK;
     char *line = NULL;
     size_t lcap = 0, tcap = 0, tlen = 0, icap = 0;
@@ -99,16 +99,16 @@ static ts_status read_lines(ts_tokenizer *tok, const char *path) {
         if (len && line[len - 1] == '\n') len--;
         if (len && line[len - 1] == '\r') len--;
         if (memchr(line, 0, len)) {
-            st = ts_err(TS_ERR_IO, "%s:%d: a NUL byte in a vocabulary line", path, n + 1);
+            st = ts_set_error(TS_ERR_IO, "%s:%d: a NUL byte in a vocabulary line", path, n + 1);
             break;
         }
         if (!valid_utf8(line, len)) {
-            st = ts_err(TS_ERR_IO, "%s:%d: not valid UTF-8 (is this a vocab.txt?)", path, n + 1);
+            st = ts_set_error(TS_ERR_IO, "%s:%d: not valid UTF-8 (is this a vocab.txt?)", path, n + 1);
             break;
         }
         len = trim_end(line, len);
         if (n == INT32_MAX - 1) {
-            st = ts_err(TS_ERR_IO, "%s: more than %d lines", path, INT32_MAX - 1);
+            st = ts_set_error(TS_ERR_IO, "%s: more than %d lines", path, INT32_MAX - 1);
             break;
         }
         if ((size_t)n == icap) {
@@ -133,8 +133,8 @@ static ts_status read_lines(ts_tokenizer *tok, const char *path) {
         n++;
     }
     if (st == TS_OK && ferror(f))
-        st = ts_err(TS_ERR_IO, "%s:%d: read error: %s", path, n + 1, strerror(errno ? errno : EIO));
-    if (st == TS_OK && n == 0) st = ts_err(TS_ERR_IO, "%s: empty vocabulary (no lines)", path);
+        st = ts_set_error(TS_ERR_IO, "%s:%d: read error: %s", path, n + 1, strerror(errno ? errno : EIO));
+    if (st == TS_OK && n == 0) st = ts_set_error(TS_ERR_IO, "%s: empty vocabulary (no lines)", path);
     free(line);
     fclose(f);
     tok->ntokens = n;
@@ -142,17 +142,17 @@ static ts_status read_lines(ts_tokenizer *tok, const char *path) {
 oom:
     free(line);
     fclose(f);
-    return ts_err(TS_ERR_NOMEM, "%s:%d: out of memory reading the vocabulary", path, n + 1);
+    return ts_set_error(TS_ERR_NOMEM, "%s:%d: out of memory reading the vocabulary", path, n + 1);
 }
 
 ts_tokenizer *ts_tokenizer_load(const char *vocab_path, int lowercase) {
     if (!vocab_path) {
-        ts_err(TS_ERR_ARG, "ts_tokenizer_load: vocab_path is NULL");
+        ts_set_error(TS_ERR_ARG, "ts_tokenizer_load: vocab_path is NULL");
         return NULL;
     }
     ts_tokenizer *tok = calloc(1, sizeof *tok);
     if (!tok) {
-        ts_err(TS_ERR_NOMEM, "ts_tokenizer_load: out of memory");
+        ts_set_error(TS_ERR_NOMEM, "ts_tokenizer_load: out of memory");
         return NULL;
     }
     tok->lowercase = lowercase != 0;
@@ -165,7 +165,7 @@ ts_tokenizer *ts_tokenizer_load(const char *vocab_path, int lowercase) {
     while (tok->nslots < (size_t)tok->ntokens * 2) tok->nslots *= 2;
     tok->slots = malloc(tok->nslots * sizeof *tok->slots);
     if (!tok->slots) {
-        ts_err(TS_ERR_NOMEM, "%s: out of memory for the vocabulary index", vocab_path);
+        ts_set_error(TS_ERR_NOMEM, "%s: out of memory for the vocabulary index", vocab_path);
         ts_tokenizer_free(tok);
         return NULL;
     }
@@ -178,8 +178,7 @@ ts_tokenizer *ts_tokenizer_load(const char *vocab_path, int lowercase) {
         const char *s = ts_special_names[k];
         tok->special[k] = ts_vocab_find(tok, NULL, s, strlen(s));
         if (tok->special[k] < 0 && k != TS_SPECIAL_MASK) {
-            ts_err(TS_ERR_IO, "%s: no %s token (a BERT vocabulary needs [PAD] [UNK] [CLS] [SEP])",
-                   vocab_path, s);
+            ts_set_error(TS_ERR_IO, "%s: no %s token (a BERT vocabulary needs [PAD] [UNK] [CLS] [SEP])", vocab_path, s);
             ts_tokenizer_free(tok);
             return NULL;
         }

@@ -79,7 +79,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem) { return grow_f
 
 static ts_status count_file(trainer *t, const char *path, ts_words *ws) {
     FILE *f = fopen(path, "rb");
-    if (!f) return ts_err(TS_ERR_IO, "cannot open corpus file '%s': %s", path, strerror(errno));
+    if (!f) return ts_set_error(TS_ERR_IO, "cannot open corpus file '%s': %s", path, strerror(errno));
     char *line = NULL;
     size_t lcap = 0;
     ssize_t got;
@@ -95,8 +95,8 @@ static ts_status count_file(trainer *t, const char *path, ts_words *ws) {
             int added;
             int32_t id = ts_strmap_intern(&t->words, ws->buf + ws->w[i].off, ws->w[i].len, &added);
             if (id < 0 || !grow((void **)&t->wcount, &t->wccap, (size_t)id + 1, sizeof *t->wcount)) {
-                st = ts_err(TS_ERR_NOMEM, "%s:%ld: out of memory counting words (%d distinct so far)",
-                            path, lineno, t->words.n);
+                st = ts_set_error(TS_ERR_NOMEM, "%s:%ld: out of memory counting words (%d distinct so far)", path,
+                                  lineno, t->words.n);
                 break;
             }
             if (added) t->wcount[id] = 0;
@@ -104,7 +104,7 @@ static ts_status count_file(trainer *t, const char *path, ts_words *ws) {
         }
     }
     if (st == TS_OK && ferror(f))
-        st = ts_err(TS_ERR_IO, "%s:%ld: read error: %s", path, lineno + 1, strerror(errno ? errno : EIO));
+        st = ts_set_error(TS_ERR_IO, "%s:%ld: read error: %s", path, lineno + 1, strerror(errno ? errno : EIO));
     free(line);
     fclose(f);
     return st;
@@ -321,7 +321,7 @@ done:
     free(forms);
     free(ce);
     ts_strmap_free(&chars);
-    return st == TS_OK ? TS_OK : ts_err(TS_ERR_NOMEM, "ts_vocab_build: out of memory building the alphabet");
+    return st == TS_OK ? TS_OK : ts_set_error(TS_ERR_NOMEM, "ts_vocab_build: out of memory building the alphabet");
 }
 
 /* ------------------------------------------------------------------ 4. merges */
@@ -397,7 +397,7 @@ static ts_status learn_merges(trainer *t, int vocab_size) {
         t->ntouched = 0;
     }
     free(buf);
-    return t->oom ? ts_err(TS_ERR_NOMEM, "ts_vocab_build: out of memory learning merges") : TS_OK;
+    return t->oom ? ts_set_error(TS_ERR_NOMEM, "ts_vocab_build: out of memory learning merges") : TS_OK;
 }
 
 /* ------------------------------------------------------------------ output */
@@ -416,7 +416,7 @@ static ts_status write_vocab_body(FILE *f, void *ctx) {
 
 static ts_status write_vocab(const trainer *t, const char *out_path) {
     ts_status st = ts_write_atomic_with(out_path, write_vocab_body, (void *)t);
-    return st ? ts_err(st, "cannot write vocabulary: %s", ts_last_error()) : TS_OK;
+    return st ? ts_set_error(st, "cannot write vocabulary: %s", ts_last_error()) : TS_OK;
 }
 
 static void trainer_free(trainer *t) {
@@ -436,12 +436,12 @@ static void trainer_free(trainer *t) {
 ts_status ts_vocab_build(const char *const *files, int nfiles, int vocab_size, int lowercase,
                          const char *out_path) {
     if (!files || nfiles <= 0 || !out_path)
-        return ts_err(TS_ERR_ARG, "ts_vocab_build: no corpus files or no output path");
+        return ts_set_error(TS_ERR_ARG, "ts_vocab_build: no corpus files or no output path");
     if (vocab_size < TS_NSPECIAL)
-        return ts_err(TS_ERR_ARG, "ts_vocab_build: vocab_size %d is less than the %d special tokens",
-                      vocab_size, TS_NSPECIAL);
+        return ts_set_error(TS_ERR_ARG, "ts_vocab_build: vocab_size %d is less than the %d special tokens", vocab_size,
+                            TS_NSPECIAL);
     for (int i = 0; i < nfiles; i++)
-        if (!files[i]) return ts_err(TS_ERR_ARG, "ts_vocab_build: files[%d] is NULL", i);
+        if (!files[i]) return ts_set_error(TS_ERR_ARG, "ts_vocab_build: files[%d] is NULL", i);
     trainer t = {.lowercase = lowercase != 0};
     ts_words ws;
     ts_words_init(&ws);
@@ -449,8 +449,8 @@ ts_status ts_vocab_build(const char *const *files, int nfiles, int vocab_size, i
     for (int i = 0; i < nfiles && st == TS_OK; i++) st = count_file(&t, files[i], &ws);
     ts_words_free(&ws);
     if (st == TS_OK && t.words.n == 0)
-        st = ts_err(TS_ERR_ARG, "ts_vocab_build: the corpus (%d file%s, first '%s') has no words",
-                    nfiles, nfiles == 1 ? "" : "s", files[0]);
+        st = ts_set_error(TS_ERR_ARG, "ts_vocab_build: the corpus (%d file%s, first '%s') has no words", nfiles,
+                          nfiles == 1 ? "" : "s", files[0]);
     if (st == TS_OK) st = build_alphabet(&t, (size_t)vocab_size - TS_NSPECIAL);
     if (st == TS_OK) st = learn_merges(&t, vocab_size);
     if (st == TS_OK) st = write_vocab(&t, out_path);

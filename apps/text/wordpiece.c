@@ -75,7 +75,7 @@ static ts_status tokenize_span(const ts_tokenizer *tok, const char *text, size_t
     if (st != TS_OK) return st;
     for (size_t i = 0; i < ws->n; i++) {
         if (!wordpiece(tok, ws->buf + ws->w[i].off, ws->w[i].len, ws->w[i].nchars, out))
-            return ts_err(TS_ERR_NOMEM, "tokenizer: out of memory");
+            return ts_set_error(TS_ERR_NOMEM, "tokenizer: out of memory");
         if (limit && out->n - base >= limit) {
             *done = 1;
             break;
@@ -104,7 +104,7 @@ static ts_status tokenize_text(const ts_tokenizer *tok, const char *text, idlist
         }
         st = tokenize_span(tok, span, (size_t)(p - span), &ws, out, base, limit, &done);
         if (st == TS_OK && !done && !push_id(out, tok->special[k]))
-            st = ts_err(TS_ERR_NOMEM, "tokenizer: out of memory");
+            st = ts_set_error(TS_ERR_NOMEM, "tokenizer: out of memory");
         p += n;
         span = p;
     }
@@ -116,17 +116,16 @@ static ts_status tokenize_text(const ts_tokenizer *tok, const char *text, idlist
 ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, int32_t *ids, int cap, int *n) {
     if (n) *n = 0;
     if (!tok || !text || !n || cap < 0 || (cap > 0 && !ids))
-        return ts_err(TS_ERR_ARG, "ts_tokenize: NULL tokenizer, text, ids or n, or cap < 0");
+        return ts_set_error(TS_ERR_ARG, "ts_tokenize: NULL tokenizer, text, ids or n, or cap < 0");
     idlist l = {0};
     ts_status st = tokenize_text(tok, text, &l, 0);
-    if (st == TS_OK && l.n > (size_t)INT32_MAX) st = ts_err(TS_ERR_ARG, "ts_tokenize: more than 2^31 ids");
+    if (st == TS_OK && l.n > (size_t)INT32_MAX) st = ts_set_error(TS_ERR_ARG, "ts_tokenize: more than 2^31 ids");
     if (st == TS_OK) {
         size_t k = l.n < (size_t)cap ? l.n : (size_t)cap;
         if (k) memcpy(ids, l.v, k * sizeof *ids);
         *n = (int)l.n;
         if (l.n > (size_t)cap)
-            st = ts_err(TS_ERR_SHAPE, "ts_tokenize: the text has %zu wordpieces, ids holds only %d",
-                        l.n, cap);
+            st = ts_set_error(TS_ERR_SHAPE, "ts_tokenize: the text has %zu wordpieces, ids holds only %d", l.n, cap);
     }
     free(l.v);
     return st;
@@ -176,11 +175,10 @@ ts_status ts_encode(const ts_tokenizer *tok, const char *text_a, const char *tex
                     int32_t *input_ids, int32_t *token_type_ids, int32_t *attention_mask, int *n) {
     if (n) *n = 0;
     if (!tok || !text_a || !input_ids)
-        return ts_err(TS_ERR_ARG, "ts_encode: NULL tokenizer, text_a or input_ids");
+        return ts_set_error(TS_ERR_ARG, "ts_encode: NULL tokenizer, text_a or input_ids");
     int nspecial = text_b ? 3 : 2;
     if (max_len < nspecial)
-        return ts_err(TS_ERR_ARG, "ts_encode: max_len %d cannot hold [CLS] and %d [SEP]", max_len,
-                      nspecial - 1);
+        return ts_set_error(TS_ERR_ARG, "ts_encode: max_len %d cannot hold [CLS] and %d [SEP]", max_len, nspecial - 1);
     idlist a = {0}, b = {0};
     /* Cutting at the end needs only the first max_len or so pieces; keeping the tail needs all. */
     size_t limit = tok->keep_head < 0 ? (size_t)max_len : 0;

@@ -21,18 +21,18 @@ static ts_status load(const ts_bow_run_opts *o, ts_bow_run_report *r, ts_text_da
     if (!(*train = ts_text_dataset_load(o->train_file, &to))) return fail_at(r, TS_BOW_RUN_AT_TRAIN);
     int nl = ts_text_dataset_num_labels(*train);
     if (nl < 2) {
-        ts_err(TS_ERR_ARG, "%s: %d distinct label%s in column '%s'; a classifier needs two", o->train_file, nl,
-               nl == 1 ? "" : "s", o->label_column);
+        ts_set_error(TS_ERR_ARG, "%s: %d distinct label%s in column '%s'; a classifier needs two", o->train_file, nl,
+                     nl == 1 ? "" : "s", o->label_column);
         return fail_at(r, TS_BOW_RUN_AT_LABELS);
     }
     if (!(r->labels = calloc((size_t)nl, sizeof *r->labels))) {
-        ts_err(TS_ERR_NOMEM, "out of memory");
+        ts_set_error(TS_ERR_NOMEM, "out of memory");
         return fail_at(r, TS_BOW_RUN_AT_RUN);
     }
     r->nlabels = nl;
     for (int i = 0; i < nl; i++)
         if (!(r->labels[i] = strdup(ts_text_dataset_label_name(*train, i)))) {
-            ts_err(TS_ERR_NOMEM, "out of memory");
+            ts_set_error(TS_ERR_NOMEM, "out of memory");
             return fail_at(r, TS_BOW_RUN_AT_RUN);
         }
     to.labels = (const char *const *)r->labels, to.nlabels = nl;
@@ -40,11 +40,11 @@ static ts_status load(const ts_bow_run_opts *o, ts_bow_run_report *r, ts_text_da
     r->ntest = ts_text_dataset_size(*test);
     r->ntrain = ts_text_dataset_size(*train);
     if (r->ntest == 0) {
-        ts_err(TS_ERR_ARG, "%s has no rows", o->test_file);
+        ts_set_error(TS_ERR_ARG, "%s has no rows", o->test_file);
         return fail_at(r, TS_BOW_RUN_AT_TEST_EMPTY);
     }
     if (r->ntrain == 0) {
-        ts_err(TS_ERR_ARG, "%s has no rows", o->train_file);
+        ts_set_error(TS_ERR_ARG, "%s has no rows", o->train_file);
         return fail_at(r, TS_BOW_RUN_AT_TRAIN_EMPTY);
     }
     return TS_OK;
@@ -81,11 +81,11 @@ static ts_status train_and_score(const ts_bow_run_opts *o, ts_bow_run_report *r,
 }
 
 ts_status ts_bow_run(const ts_bow_run_opts *opts, ts_bow_run_report *report) {
-    if (!report) return ts_err(TS_ERR_ARG, "ts_bow_run: report is NULL");
+    if (!report) return ts_set_error(TS_ERR_ARG, "ts_bow_run: report is NULL");
     ts_bow_run_opts o;
     if (TS_STRUCT_READ(&o, opts, ts_bow_run_opts, "ts_bow_run")) return TS_ERR_ARG;
     if (!o.vocab || !o.train_file || !o.test_file)
-        return ts_err(TS_ERR_ARG, "ts_bow_run: vocab, train_file and test_file are required");
+        return ts_set_error(TS_ERR_ARG, "ts_bow_run: vocab, train_file and test_file are required");
     if (!o.text_column) o.text_column = "text";
     if (!o.label_column) o.label_column = "label";
     if (o.batch <= 0) o.batch = 32;

@@ -46,8 +46,8 @@ static ts_status load_data(const qz_run *R, calib_data *cd) {
                                    o->text_column, o->label_column);
         cd->n = ts_text_dataset_size(cd->d);
     }
-    if (cd->n == 0) return ts_err(TS_ERR_ARG, "calib_file %s has no rows to calibrate on", o->calib_file);
-    if (!(cd->order = malloc(sizeof(int64_t) * (size_t)cd->n))) return ts_err(TS_ERR_NOMEM, "out of memory");
+    if (cd->n == 0) return ts_set_error(TS_ERR_ARG, "calib_file %s has no rows to calibrate on", o->calib_file);
+    if (!(cd->order = malloc(sizeof(int64_t) * (size_t)cd->n))) return ts_set_error(TS_ERR_NOMEM, "out of memory");
     ts_permutation(29, cd->n, cd->order);
     return TS_OK;
 }
@@ -71,8 +71,10 @@ static ts_calib *make_calib(const qz_run *R, int seq) {
     char path[4200];
     if (ts_path_join(path, sizeof path, o->model_dir, "model.safetensors") == TS_OK) {
         if (ts_calib_num_weights(c) == 0)
-            ts_err(TS_ERR_ARG, "model_dir %s has no quantizable op (no f32 matmul by a 2-D weight): nothing to "
-                               "calibrate, no int8 copy written", o->model_dir);
+            ts_set_error(TS_ERR_ARG,
+                         "model_dir %s has no quantizable op (no f32 matmul by a 2-D weight): nothing to "
+                         "calibrate, no int8 copy written",
+                         o->model_dir);
         else if (ts_program_load(ts_calib_program(c), path, TS_LOAD_STRICT | o->load_flags, NULL) == TS_OK)
             return c;
     }
@@ -84,7 +86,7 @@ static ts_calib *make_calib(const qz_run *R, int seq) {
 static ts_status observe_all(const qz_run *R, ts_calib *c, int seq, const calib_data *cd, int64_t samples) {
     int B = R->o.batch;
     ts_batch_buf bb;
-    if (!ts_batch_buf_init(&bb, B, seq, R->qa ? 0 : 1)) return ts_err(TS_ERR_NOMEM, "out of memory");
+    if (!ts_batch_buf_init(&bb, B, seq, R->qa ? 0 : 1)) return ts_set_error(TS_ERR_NOMEM, "out of memory");
     ts_program *p = ts_calib_program(c);
     ts_status st = TS_OK;
     for (int64_t i = 0; i < samples && st == TS_OK; i += B) {
@@ -107,14 +109,14 @@ static ts_status take_scales(ts_calib *c, ts_quant_record *q) {
     const ts_quant_scale *sc;
     int n = ts_calib_scales(c, &sc);
     if (n < 0) return ts_last_status();
-    if (n == 0) return ts_err(TS_ERR_RUNTIME, "every calibrated activation was zero");
+    if (n == 0) return ts_set_error(TS_ERR_RUNTIME, "every calibrated activation was zero");
     q->mode = TS_QUANT_STATIC;
     q->scales = calloc((size_t)n, sizeof *q->scales);
     for (int i = 0; q->scales && i < n; i++) {
         q->scales[i] = (ts_quant_scale){strdup(sc[i].weight), sc[i].scale};
         if (q->scales[i].weight) q->nscales++;
     }
-    return q->nscales == n ? TS_OK : ts_err(TS_ERR_NOMEM, "out of memory");
+    return q->nscales == n ? TS_OK : ts_set_error(TS_ERR_NOMEM, "out of memory");
 }
 
 ts_status qz_calibrate(qz_run *R) {

@@ -38,13 +38,18 @@ static ts_status check_member(ts_ensemble *e, int k) {
     mb->cfg.struct_size = sizeof mb->cfg;
     if (!(mb->tok = ts_model_load_dir(mb->dir, &mb->cfg, &mb->meta))) return tr_err_prefixed(TS_ERR_ARG, "%s", mb->dir);
     if (mb->cfg.head == TS_BERT_QUESTION_ANSWERING)
-        return ts_err(TS_ERR_ARG, "%s answers questions; an ensemble's members are sequence classifiers", mb->dir);
+        return ts_set_error(TS_ERR_ARG, "%s answers questions; an ensemble's members are sequence classifiers",
+                            mb->dir);
     if (mb->cfg.head != TS_BERT_SEQ_CLASSIFICATION || mb->meta.nlabels <= 0)
-        return ts_err(TS_ERR_ARG, "%s is not a fine-tuned model (architecture '%s'; an ensemble's members are sequence "
-                      "classifiers)", mb->dir, mb->cfg.architecture[0] ? mb->cfg.architecture : "none");
+        return ts_set_error(TS_ERR_ARG,
+                            "%s is not a fine-tuned model (architecture '%s'; an ensemble's members are sequence "
+                            "classifiers)",
+                            mb->dir, mb->cfg.architecture[0] ? mb->cfg.architecture : "none");
     if (k > 0 && !ts_model_meta_same_labels(&e->m[0].meta, &mb->meta))
-        return ts_err(TS_ERR_ARG, "%s is not the same kind of classifier as %s (labels or text columns differ); an "
-                      "ensemble needs models trained on the same task", mb->dir, e->m[0].dir);
+        return ts_set_error(TS_ERR_ARG,
+                            "%s is not the same kind of classifier as %s (labels or text columns differ); an "
+                            "ensemble needs models trained on the same task",
+                            mb->dir, e->m[0].dir);
     return TS_OK;
 }
 
@@ -65,20 +70,21 @@ static ts_status open_member(ts_ensemble *e, int k) {
         if (!(mb->p = tr_model_program(mb->dir, &mb->cfg, &po, fetch, 1))) return tr_err_prefixed(ts_last_status(), "%s", mb->dir);
     }
     if (!(mb->bb_made = ts_batch_buf_init(&mb->bb, B, T, 0)))
-        return ts_err(TS_ERR_NOMEM, "%s: out of memory for a batch of %d x %d tokens", mb->dir, B, T);
+        return ts_set_error(TS_ERR_NOMEM, "%s: out of memory for a batch of %d x %d tokens", mb->dir, B, T);
     return TS_OK;
 }
 
 ts_ensemble *ts_ensemble_open(const char *const *dirs, int n, const ts_ensemble_opts *o) {
     ts_ensemble *e = calloc(1, sizeof *e);
-    if (!e) return ts_err(TS_ERR_NOMEM, "out of memory"), NULL;
+    if (!e) return ts_set_error(TS_ERR_NOMEM, "out of memory"), NULL;
     ts_status st = TS_STRUCT_READ(&e->o, o, ts_ensemble_opts, "ts_ensemble_open");
     if (!st && (!dirs || n < 1 || e->o.batch < 0 || e->o.threads < 0))
-        st = ts_err(TS_ERR_ARG, "ts_ensemble_open: %s", !dirs || n < 1 ? "no model directories" : "batch or threads below 0");
+        st = ts_set_error(TS_ERR_ARG, "ts_ensemble_open: %s",
+                          !dirs || n < 1 ? "no model directories" : "batch or threads below 0");
     if (!e->o.batch) e->o.batch = 8;
-    if (!st && !(e->m = calloc((size_t)n, sizeof *e->m))) st = ts_err(TS_ERR_NOMEM, "out of memory");
+    if (!st && !(e->m = calloc((size_t)n, sizeof *e->m))) st = ts_set_error(TS_ERR_NOMEM, "out of memory");
     for (int k = 0; !st && k < n; k++) {
-        if (!(e->m[k].dir = strdup(dirs[k]))) st = ts_err(TS_ERR_NOMEM, "out of memory");
+        if (!(e->m[k].dir = strdup(dirs[k]))) st = ts_set_error(TS_ERR_NOMEM, "out of memory");
         e->n = k + 1;
         if (!st) st = open_member(e, k);
     }
@@ -86,13 +92,13 @@ ts_ensemble *ts_ensemble_open(const char *const *dirs, int n, const ts_ensemble_
         e->nlabels = e->m[0].meta.nlabels, e->pairs = e->m[0].meta.text_b_column != NULL;
         e->queue = calloc((size_t)e->o.batch, sizeof *e->queue);
         e->probs = calloc((size_t)e->o.batch * (size_t)e->nlabels, sizeof *e->probs);
-        if (!e->queue || !e->probs) st = ts_err(TS_ERR_NOMEM, "out of memory");
+        if (!e->queue || !e->probs) st = ts_set_error(TS_ERR_NOMEM, "out of memory");
     }
     if (!st) return e;
     char err[1024];
     snprintf(err, sizeof err, "%s", ts_last_error());
     ts_ensemble_free(e);
-    ts_err(st, "%s", err);
+    ts_set_error(st, "%s", err);
     return NULL;
 }
 
@@ -115,7 +121,8 @@ int ts_ensemble_size(const ts_ensemble *e) { return e ? e->n : 0; }
 const ts_model_meta *ts_ensemble_meta(const ts_ensemble *e) { return e ? &e->m[0].meta : NULL; }
 
 ts_status ts_ensemble_classify(ts_ensemble *e, const char *const *texts, int n, double *probs) {
-    if (!e || n < 0 || (n && (!texts || !probs))) return ts_err(TS_ERR_ARG, "ts_ensemble_classify: bad arguments");
+    if (!e || n < 0 || (n && (!texts || !probs)))
+        return ts_set_error(TS_ERR_ARG, "ts_ensemble_classify: bad arguments");
     int L = e->nlabels, B = e->o.batch;
     memset(probs, 0, (size_t)n * (size_t)L * sizeof *probs);
     for (int i = 0; i < n; i += B) {
@@ -132,7 +139,7 @@ ts_status ts_ensemble_classify(ts_ensemble *e, const char *const *texts, int n, 
 }
 
 ts_status ts_ensemble_add_dataset(ts_ensemble *e, const ts_text_dataset *d, double *probs) {
-    if (!e || !d || !probs) return ts_err(TS_ERR_ARG, "ts_ensemble_add_dataset: bad arguments");
+    if (!e || !d || !probs) return ts_set_error(TS_ERR_ARG, "ts_ensemble_add_dataset: bad arguments");
     for (int k = 0; k < e->n; k++) {
         ens_member *mb = &e->m[k];
         ts_status st = ts_classify_add_probs(mb->p, mb->tok, d, e->o.batch, mb->meta.max_len, probs);
@@ -142,15 +149,15 @@ ts_status ts_ensemble_add_dataset(ts_ensemble *e, const ts_text_dataset *d, doub
 }
 
 ts_status ts_ensemble_add_text(ts_ensemble *e, const char *text) {
-    if (!e || !text) return ts_err(TS_ERR_ARG, "ts_ensemble_add_text: bad arguments");
+    if (!e || !text) return ts_set_error(TS_ERR_ARG, "ts_ensemble_add_text: bad arguments");
     if (e->pairs && !strchr(text, '\t'))
-        return ts_err(TS_ERR_ARG, "the model classifies text pairs: write text<TAB>text_b (no tab found)");
-    if (!(e->queue[e->nqueued] = strdup(text))) return ts_err(TS_ERR_NOMEM, "out of memory");
+        return ts_set_error(TS_ERR_ARG, "the model classifies text pairs: write text<TAB>text_b (no tab found)");
+    if (!(e->queue[e->nqueued] = strdup(text))) return ts_set_error(TS_ERR_NOMEM, "out of memory");
     return ++e->nqueued == e->o.batch ? ts_ensemble_flush(e) : TS_OK;
 }
 
 ts_status ts_ensemble_flush(ts_ensemble *e) {
-    if (!e) return ts_err(TS_ERR_ARG, "ts_ensemble_flush: no ensemble");
+    if (!e) return ts_set_error(TS_ERR_ARG, "ts_ensemble_flush: no ensemble");
     int n = e->nqueued, L = e->nlabels;
     ts_status st = ts_ensemble_classify(e, (const char *const *)e->queue, n, e->probs);
     for (int i = 0; i < n; i++) {

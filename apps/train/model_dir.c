@@ -45,16 +45,16 @@ ts_status ts_out_dir_lock(const char *dir, long *other_pid) {
     char path[4200];
     if ((s = ts_path_join(path, sizeof path, dir, ".tessera.lock"))) return s;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0) return ts_err(TS_ERR_IO, "%s: cannot create %s: %s", dir, path, strerror(errno));
+    if (fd < 0) return ts_set_error(TS_ERR_IO, "%s: cannot create %s: %s", dir, path, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int busy = errno == EWOULDBLOCK;
         char pid[32] = "";
         ssize_t n = busy ? pread(fd, pid, sizeof pid - 1, 0) : -1;
         pid[n > 0 ? n : 0] = 0;
         close(fd);
-        if (!busy) return ts_err(TS_ERR_IO, "%s: cannot lock %s: %s", dir, path, strerror(errno));
+        if (!busy) return ts_set_error(TS_ERR_IO, "%s: cannot lock %s: %s", dir, path, strerror(errno));
         if (other_pid) *other_pid = strtol(pid, NULL, 10);
-        return ts_err(TS_ERR_RUNTIME, "%s is being written by another run (pid %ld)", dir, strtol(pid, NULL, 10));
+        return ts_set_error(TS_ERR_RUNTIME, "%s is being written by another run (pid %ld)", dir, strtol(pid, NULL, 10));
     }
     char pid[32];
     int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
@@ -81,13 +81,13 @@ const char *ts_bert_head_name(ts_bert_head h) {
 
 ts_status ts_bert_config_save(const char *path, const ts_bert_config *cfg, const ts_model_meta *meta) {
     ts_bert_config c;
-    if (!path || !cfg) return ts_err(TS_ERR_ARG, "ts_bert_config_save: NULL argument");
+    if (!path || !cfg) return ts_set_error(TS_ERR_ARG, "ts_bert_config_save: NULL argument");
     if (TS_STRUCT_READ(&c, cfg, ts_bert_config, "ts_bert_config_save")) return TS_ERR_ARG;
     cfg = &c;
     ts_model_meta none = {.lowercase = 1};
     if (!meta) meta = &none;
     cJSON *j = cJSON_CreateObject();
-    if (!j) return ts_err(TS_ERR_NOMEM, "ts_bert_config_save: out of memory");
+    if (!j) return ts_set_error(TS_ERR_NOMEM, "ts_bert_config_save: out of memory");
     cJSON *arch = cJSON_AddArrayToObject(j, "architectures");
     cJSON_AddItemToArray(arch, cJSON_CreateString(ts_bert_head_name(cfg->head)));
     cJSON_AddStringToObject(j, "model_type", "bert");
@@ -125,7 +125,7 @@ ts_status ts_bert_config_save(const char *path, const ts_bert_config *cfg, const
         cJSON_AddStringToObject(j, "tessera_truncation", ts_truncation_names[meta->truncation]);
     char *text = cJSON_Print(j);
     cJSON_Delete(j);
-    if (!text) return ts_err(TS_ERR_NOMEM, "ts_bert_config_save: out of memory");
+    if (!text) return ts_set_error(TS_ERR_NOMEM, "ts_bert_config_save: out of memory");
     size_t tl = strlen(text);
     char *withnl = realloc(text, tl + 2);
     if (withnl) text = withnl, text[tl++] = '\n', text[tl] = 0;
@@ -166,7 +166,7 @@ ts_tokenizer *ts_model_load_dir(const char *dir, ts_bert_config *cfg, ts_model_m
     int oom = !text && ts_last_status() == TS_ERR_NOMEM;
     free(text);
     if (!j) {
-        if (!oom) ts_err(TS_ERR_IO, "%s: cannot read it back", path);
+        if (!oom) ts_set_error(TS_ERR_IO, "%s: cannot read it back", path);
         return NULL;
     }
     const cJSON *ml = cJSON_GetObjectItemCaseSensitive(j, "tessera_max_len");
@@ -177,7 +177,7 @@ ts_tokenizer *ts_model_load_dir(const char *dir, ts_bert_config *cfg, ts_model_m
     const cJSON *tb = cJSON_GetObjectItemCaseSensitive(j, "tessera_text_b_column");
     if (cJSON_IsString(tb) && !(meta->text_b_column = strdup(tb->valuestring))) {
         cJSON_Delete(j);
-        ts_err(TS_ERR_NOMEM, "%s: out of memory", path);
+        ts_set_error(TS_ERR_NOMEM, "%s: out of memory", path);
         return NULL;
     }
     const cJSON *ds = cJSON_GetObjectItemCaseSensitive(j, "tessera_doc_stride");
@@ -186,7 +186,7 @@ ts_tokenizer *ts_model_load_dir(const char *dir, ts_bert_config *cfg, ts_model_m
     meta->max_query_len = cJSON_IsNumber(mq) && mq->valuedouble >= 1 && mq->valuedouble < 1e6 ? mq->valueint : 0;
     const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "tessera_truncation");
     if (tr && (!cJSON_IsString(tr) || (meta->truncation = ts_truncation_parse(tr->valuestring)) < 0)) {
-        ts_err(TS_ERR_ARG, "%s: \"tessera_truncation\" must be \"head\", \"tail\" or \"head+tail\"", path);
+        ts_set_error(TS_ERR_ARG, "%s: \"tessera_truncation\" must be \"head\", \"tail\" or \"head+tail\"", path);
         ts_model_meta_free(meta);
         cJSON_Delete(j);
         return NULL;
@@ -214,8 +214,8 @@ ts_tokenizer *ts_model_load_dir(const char *dir, ts_bert_config *cfg, ts_model_m
         return NULL;
     }
     if (ts_tokenizer_vocab_size(tok) > cfg->vocab_size) {
-        ts_err(TS_ERR_ARG, "%s has %d tokens, more than the config's vocab_size %d", path,
-               ts_tokenizer_vocab_size(tok), cfg->vocab_size);
+        ts_set_error(TS_ERR_ARG, "%s has %d tokens, more than the config's vocab_size %d", path,
+                     ts_tokenizer_vocab_size(tok), cfg->vocab_size);
         ts_tokenizer_free(tok);
         ts_model_meta_free(meta);
         return NULL;
@@ -243,14 +243,14 @@ void ts_quant_record_free(ts_quant_record *r) {
 static ts_status read_scales(const cJSON *sc, ts_quant_record *r, const char *path) {
     int n = cJSON_GetArraySize(sc);
     r->scales = calloc((size_t)(n > 0 ? n : 1), sizeof *r->scales);
-    if (!r->scales) return ts_err(TS_ERR_NOMEM, "%s: out of memory reading the scales", path);
+    if (!r->scales) return ts_set_error(TS_ERR_NOMEM, "%s: out of memory reading the scales", path);
     for (const cJSON *e = sc->child; e; e = e->next) {
         double v = cJSON_IsNumber(e) ? e->valuedouble : NAN;
         if (!(v > 0) || !isfinite(v) || !e->string)
-            return ts_err(TS_ERR_ARG, "%s: \"quantization\" scale \"%s\" is not a finite number above 0", path,
-                          e->string ? e->string : "?");
+            return ts_set_error(TS_ERR_ARG, "%s: \"quantization\" scale \"%s\" is not a finite number above 0", path,
+                                e->string ? e->string : "?");
         char *name = strdup(e->string);
-        if (!name) return ts_err(TS_ERR_NOMEM, "%s: out of memory reading the scales", path);
+        if (!name) return ts_set_error(TS_ERR_NOMEM, "%s: out of memory reading the scales", path);
         r->scales[r->nscales++] = (ts_quant_scale){name, (float)v};
     }
     return TS_OK;
@@ -264,27 +264,30 @@ ts_status ts_quant_record_load(const char *dir, ts_quant_record *r) {
     if (rs) return rs;
     if (access(path, R_OK) != 0) return TS_OK; /* no config: no record (the caller's own load names it) */
     char *buf = ts_read_file(path, &len);
-    if (!buf) return ts_last_status() == TS_ERR_NOMEM ? TS_ERR_NOMEM : ts_err(TS_ERR_IO, "%s: cannot be read", path);
+    if (!buf)
+        return ts_last_status() == TS_ERR_NOMEM ? TS_ERR_NOMEM : ts_set_error(TS_ERR_IO, "%s: cannot be read", path);
     cJSON *root = cJSON_ParseWithLength(buf, len);
     free(buf);
     const cJSON *q = root ? cJSON_GetObjectItemCaseSensitive(root, "quantization") : NULL;
     const cJSON *mode = q ? cJSON_GetObjectItemCaseSensitive(q, "mode") : NULL;
     ts_status st = TS_OK;
     if (q && !cJSON_IsString(mode)) {
-        st = ts_err(TS_ERR_ARG, "%s: the \"quantization\" record has no \"mode\"", path);
+        st = ts_set_error(TS_ERR_ARG, "%s: the \"quantization\" record has no \"mode\"", path);
     } else if (q && !strcmp(mode->valuestring, "dynamic")) {
         r->mode = TS_QUANT_DYNAMIC;
     } else if (q && !strcmp(mode->valuestring, "static")) {
         r->mode = TS_QUANT_STATIC;
         const cJSON *sc = cJSON_GetObjectItemCaseSensitive(q, "scales");
         if (!cJSON_IsObject(sc) || !sc->child)
-            st = ts_err(TS_ERR_ARG, "%s: the \"quantization\" record of mode \"static\" has no \"scales\" object "
-                        "({\"<weight>\": scale, ...}); quantize the model again", path);
+            st = ts_set_error(TS_ERR_ARG,
+                              "%s: the \"quantization\" record of mode \"static\" has no \"scales\" object "
+                              "({\"<weight>\": scale, ...}); quantize the model again",
+                              path);
         else
             st = read_scales(sc, r, path);
     } else if (q) {
-        st = ts_err(TS_ERR_ARG, "%s: \"quantization\" mode \"%s\" is not \"dynamic\" or \"static\"", path,
-                    mode->valuestring);
+        st = ts_set_error(TS_ERR_ARG, "%s: \"quantization\" mode \"%s\" is not \"dynamic\" or \"static\"", path,
+                          mode->valuestring);
     }
     cJSON_Delete(root);
     if (st) ts_quant_record_free(r);

@@ -39,11 +39,10 @@ ts_program *tr_model_program(const char *dir, const ts_bert_config *cfg, const t
 }
 
 ts_status tr_err_prefixed(ts_status code, const char *fmt, ...) {
-    char prefix[1024], last[1024];
-    snprintf(last, sizeof last, "%s", ts_last_error());
+    char prefix[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
-    return ts_err(code, "%s: %s", prefix, last);
+    return ts_set_error(code, "%s: %s", prefix, ts_last_error());
 }

@@ -25,7 +25,7 @@ typedef struct tr_program_opts {
 ts_program *tr_model_program(const char *dir, const ts_bert_config *cfg, const tr_program_opts *o,
                              const char *const *fetches, int nfetch);
 
-/* ts_err(code, "PREFIX: <the last error>"): the last error with a prefix (printf-style), kept
+/* ts_set_error(code, "PREFIX: <the last error>"): the last error with a prefix (printf-style), kept
  * whole; returns code. */
 ts_status tr_err_prefixed(ts_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

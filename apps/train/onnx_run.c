@@ -32,8 +32,8 @@ static ts_status no_tensor(onnx_run *x, const char *name) {
     size_t n = 0;
     for (int k = 0; k < x->nin && n < sizeof list; k++)
         n += (size_t)snprintf(list + n, sizeof list - n, " %s", ts_onnx_input_name(x->m, k));
-    ts_err(TS_ERR_NOT_FOUND, "%s: no tensor \"%s\" (the model %s has the input%s%s)", x->o->inputs, name,
-           x->o->model, x->nin == 1 ? "" : "s", list);
+    ts_set_error(TS_ERR_NOT_FOUND, "%s: no tensor \"%s\" (the model %s has the input%s%s)", x->o->inputs, name,
+                 x->o->model, x->nin == 1 ? "" : "s", list);
     return fail_at(x, TS_ONNX_RUN_AT_INPUTS);
 }
 
@@ -54,10 +54,8 @@ static ts_status read_inputs(onnx_run *x) {
         ts_tensor *c = ts_tensor_convert_exact(t, want);
         if (c != t) ts_tensor_free(t);
         if (!c) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", ts_last_error());
-            ts_err(ts_last_status() != TS_OK ? ts_last_status() : TS_ERR_DTYPE, "%s: tensor \"%s\" %s",
-                   x->o->inputs, name, why);
+            ts_set_error(ts_last_status() != TS_OK ? ts_last_status() : TS_ERR_DTYPE, "%s: tensor \"%s\" %s",
+                         x->o->inputs, name, ts_last_error());
             rc = fail_at(x, TS_ONNX_RUN_AT_INPUTS);
         }
         x->in[i] = c;
@@ -120,18 +118,18 @@ static ts_status load_model(onnx_run *x) {
             break;
         }
     if (!x->in || !r->outputs || !r->output_names) {
-        ts_err(TS_ERR_NOMEM, "out of memory");
+        ts_set_error(TS_ERR_NOMEM, "out of memory");
         return fail_at(x, TS_ONNX_RUN_AT_COMPILE);
     }
     return TS_OK;
 }
 
 ts_status ts_onnx_run_file(const ts_onnx_run_opts *opts, ts_onnx_run_report *report) {
-    if (!report) return ts_err(TS_ERR_ARG, "ts_onnx_run_file: report is NULL");
+    if (!report) return ts_set_error(TS_ERR_ARG, "ts_onnx_run_file: report is NULL");
     ts_onnx_run_opts o;
     if (TS_STRUCT_READ(&o, opts, ts_onnx_run_opts, "ts_onnx_run_file")) return TS_ERR_ARG;
     if (!o.model || !o.inputs || !o.outputs)
-        return ts_err(TS_ERR_ARG, "ts_onnx_run_file: model, inputs and outputs are required");
+        return ts_set_error(TS_ERR_ARG, "ts_onnx_run_file: model, inputs and outputs are required");
     ts_onnx_run_report r = {.struct_size = sizeof r};
     if (TS_STRUCT_WRITE(report, &r, ts_onnx_run_report, "ts_onnx_run_file")) return TS_ERR_ARG;
     onnx_run x = {.o = &o, .r = &r};

@@ -86,8 +86,9 @@ static void guard_crashes(void) {
 /* ------------------------------------------------------------------ the run's side */
 
 ts_status ts_out_dir_guard(const char *dir, int fd, const char *note) {
-    if (!dir || !*dir) return ts_err(TS_ERR_ARG, "ts_out_dir_guard: no directory");
-    if (strlen(dir) >= sizeof out_made) return ts_err(TS_ERR_ARG, "ts_out_dir_guard: %s: the path is too long", dir);
+    if (!dir || !*dir) return ts_set_error(TS_ERR_ARG, "ts_out_dir_guard: no directory");
+    if (strlen(dir) >= sizeof out_made)
+        return ts_set_error(TS_ERR_ARG, "ts_out_dir_guard: %s: the path is too long", dir);
     snprintf(crash_note, sizeof crash_note, "%s", note ? note : "");
     crash_fd = fd;
     snprintf(out_ckpt, sizeof out_ckpt, "%s/checkpoints", dir);

@@ -166,7 +166,7 @@ static cJSON *read_trainer_json(const char *path) {
     if (file_size(file) < 0) {
         if (snprintf(old, sizeof old, "%s.old", path) >= (int)sizeof old ||
             ts_path_join(file, sizeof file, old, "trainer.json"))
-            return (ts_err(TS_ERR_ARG, "checkpoint %s: path too long", path), NULL);
+            return (ts_set_error(TS_ERR_ARG, "checkpoint %s: path too long", path), NULL);
     }
     size_t n = 0;
     char *buf = ts_read_file(file, &n);

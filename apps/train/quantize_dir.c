@@ -28,7 +28,7 @@ const char *ts_calib_method_name(int method) { return method >= 0 && method < 3 
 int ts_calib_method_parse(const char *name) {
     for (int i = 0; name && i < 3; i++)
         if (!strcmp(name, METHODS[i])) return i;
-    ts_err(TS_ERR_ARG, "calibration method '%s': minmax, percentile or entropy", name ? name : "(null)");
+    ts_set_error(TS_ERR_ARG, "calibration method '%s': minmax, percentile or entropy", name ? name : "(null)");
     return -1;
 }
 
@@ -47,7 +47,7 @@ static char *record_json(const ts_quantize_opts *o, const ts_quant_record *q) {
     size_t cap = 512 + (size_t)q->nscales * 32, len = 0;
     for (int i = 0; i < q->nscales; i++) cap += strlen(q->scales[i].weight);
     char *s = malloc(cap);
-    if (!s) return ts_err(TS_ERR_NOMEM, "out of memory"), NULL;
+    if (!s) return ts_set_error(TS_ERR_NOMEM, "out of memory"), NULL;
     if (o->mode == TS_QUANT_DYNAMIC) {
         snprintf(s, cap, "\"quantization\": {\"mode\": \"dynamic\", \"weights\": \"int8 per channel\", "
                          "\"activations\": \"int8 per tensor, per run\"}");
@@ -59,7 +59,7 @@ static char *record_json(const ts_quantize_opts *o, const ts_quant_record *q) {
     for (int i = 0; i < q->nscales; i++) {
         if (strpbrk(q->scales[i].weight, "\"\\")) {
             free(s);
-            return ts_err(TS_ERR_ARG, "weight name '%s' holds '\"' or '\\'", q->scales[i].weight), NULL;
+            return ts_set_error(TS_ERR_ARG, "weight name '%s' holds '\"' or '\\'", q->scales[i].weight), NULL;
         }
         len += (size_t)snprintf(s + len, cap - len, "%s\n    \"%s\": %.9g", i ? "," : "", q->scales[i].weight,
                                 (double)q->scales[i].scale);
@@ -74,14 +74,14 @@ static ts_status copy_body(FILE *f, void *ctx) {
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, ctx)) > 0)
         if (fwrite(buf, 1, n, f) != n) break;
-    return ferror((FILE *)ctx) ? ts_err(TS_ERR_IO, "read failed: %s", strerror(errno)) : TS_OK;
+    return ferror((FILE *)ctx) ? ts_set_error(TS_ERR_IO, "read failed: %s", strerror(errno)) : TS_OK;
 }
 
 /* src copied to dst atomically; config.json (record non-NULL) with the record added last. */
 static ts_status copy_file(const char *src, const char *dst, const char *record) {
     if (!record) {
         FILE *in = fopen(src, "rb");
-        if (!in) return ts_err(TS_ERR_IO, "cannot read %s: %s", src, strerror(errno));
+        if (!in) return ts_set_error(TS_ERR_IO, "cannot read %s: %s", src, strerror(errno));
         ts_status st = ts_write_atomic_with(dst, copy_body, in);
         fclose(in);
         return st == TS_OK ? TS_OK : tr_err_prefixed(st, "%s", src);
@@ -90,11 +90,11 @@ static ts_status copy_file(const char *src, const char *dst, const char *record)
     char *s = ts_read_file(src, &len), *close = s ? strrchr(s, '}') : NULL; /* the object's closing brace */
     if (!close) {
         free(s);
-        return s ? ts_err(TS_ERR_ARG, "%s is not a JSON object", src) : ts_last_status();
+        return s ? ts_set_error(TS_ERR_ARG, "%s is not a JSON object", src) : ts_last_status();
     }
     size_t head = (size_t)(close - s), rlen = strlen(record);
     char *t = malloc(head + rlen + 8);
-    ts_status st = t ? TS_OK : ts_err(TS_ERR_NOMEM, "out of memory");
+    ts_status st = t ? TS_OK : ts_set_error(TS_ERR_NOMEM, "out of memory");
     if (t) {
         memcpy(t, s, head);
         int n = sprintf(t + head, ",\n  %s\n}\n", record);
@@ -118,7 +118,7 @@ static void remove_dir(const char *dir) {
 /* Every regular file of model_dir (its run lock aside) into dir, config.json with record. */
 static ts_status copy_all(const char *model_dir, const char *dir, const char *record) {
     DIR *d = opendir(model_dir);
-    if (!d) return ts_err(TS_ERR_ARG, "model_dir %s: %s", model_dir, strerror(errno));
+    if (!d) return ts_set_error(TS_ERR_ARG, "model_dir %s: %s", model_dir, strerror(errno));
     ts_status st = TS_OK;
     for (struct dirent *e; !st && (e = readdir(d));) {
         char src[4200], dst[4200];
@@ -136,19 +136,19 @@ static ts_status copy_all(const char *model_dir, const char *dir, const char *re
 /* The files of tmp moved into the existing directory out, config.json last. */
 static ts_status move_into(const char *tmp, const char *out) {
     DIR *d = opendir(tmp);
-    if (!d) return ts_err(TS_ERR_IO, "%s: %s", tmp, strerror(errno));
+    if (!d) return ts_set_error(TS_ERR_IO, "%s: %s", tmp, strerror(errno));
     ts_status st = TS_OK;
     char src[4200], dst[4200];
     for (struct dirent *e; !st && (e = readdir(d));) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "config.json")) continue;
         if (!(st = ts_path_join(src, sizeof src, tmp, e->d_name)) && !(st = ts_path_join(dst, sizeof dst, out, e->d_name)) &&
             rename(src, dst) != 0)
-            st = ts_err(TS_ERR_IO, "out_dir %s: cannot move %s into it: %s", out, e->d_name, strerror(errno));
+            st = ts_set_error(TS_ERR_IO, "out_dir %s: cannot move %s into it: %s", out, e->d_name, strerror(errno));
     }
     closedir(d);
     if (!st && !(st = ts_path_join(src, sizeof src, tmp, "config.json")) &&
         !(st = ts_path_join(dst, sizeof dst, out, "config.json")) && rename(src, dst) != 0)
-        st = ts_err(TS_ERR_IO, "out_dir %s: cannot move config.json into it: %s", out, strerror(errno));
+        st = ts_set_error(TS_ERR_IO, "out_dir %s: cannot move config.json into it: %s", out, strerror(errno));
     return st;
 }
 
@@ -156,7 +156,7 @@ static ts_status move_into(const char *tmp, const char *out) {
 static ts_status write_copy(const char *model_dir, const char *out, const char *record) {
     char tmp[4200], parent[4200];
     if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out, (long)getpid()) >= (int)sizeof tmp - 64)
-        return ts_err(TS_ERR_ARG, "out_dir %s: path too long", out);
+        return ts_set_error(TS_ERR_ARG, "out_dir %s: path too long", out);
     snprintf(parent, sizeof parent, "%s", out);
     size_t n = strlen(parent);
     while (n > 1 && parent[n - 1] == '/') parent[--n] = 0;
@@ -165,14 +165,15 @@ static ts_status write_copy(const char *model_dir, const char *out, const char *
     ts_status st = slash && slash != parent ? ts_make_dirs(parent) : TS_OK;
     if (st) return tr_err_prefixed(TS_ERR_IO, "out_dir %s", out);
     remove_dir(tmp); /* a stale one of a process of the same pid */
-    if (mkdir(tmp, 0777) != 0) return ts_err(TS_ERR_IO, "out_dir %s: cannot create %s: %s", out, tmp, strerror(errno));
+    if (mkdir(tmp, 0777) != 0)
+        return ts_set_error(TS_ERR_IO, "out_dir %s: cannot create %s: %s", out, tmp, strerror(errno));
     st = copy_all(model_dir, tmp, record);
     if (!st && rename(tmp, out) != 0) { /* out holds files already (or is no directory) */
         struct stat sb;
         if ((errno == EEXIST || errno == ENOTEMPTY) && stat(out, &sb) == 0 && S_ISDIR(sb.st_mode))
             st = move_into(tmp, out);
         else
-            st = ts_err(TS_ERR_IO, "out_dir %s: cannot put the copy in place: %s", out, strerror(errno));
+            st = ts_set_error(TS_ERR_IO, "out_dir %s: cannot put the copy in place: %s", out, strerror(errno));
     }
     remove_dir(tmp);
     return st;
@@ -184,15 +185,17 @@ static ts_status read_opts(qz_run *R, const ts_quantize_opts *in) {
     ts_quantize_opts *o = &R->o;
     if (st) return st;
     if (!o->model_dir || !*o->model_dir || !o->out_dir || !*o->out_dir)
-        return ts_err(TS_ERR_ARG, "%s is required", !o->model_dir || !*o->model_dir ? "model_dir" : "out_dir");
+        return ts_set_error(TS_ERR_ARG, "%s is required", !o->model_dir || !*o->model_dir ? "model_dir" : "out_dir");
     if (o->mode != TS_QUANT_DYNAMIC && o->mode != TS_QUANT_STATIC)
-        return ts_err(TS_ERR_ARG, "mode %d: TS_QUANT_DYNAMIC or TS_QUANT_STATIC", o->mode);
+        return ts_set_error(TS_ERR_ARG, "mode %d: TS_QUANT_DYNAMIC or TS_QUANT_STATIC", o->mode);
     if ((o->mode == TS_QUANT_STATIC) != (o->calib_file != NULL))
-        return ts_err(TS_ERR_ARG, o->calib_file ? "calib_file is for static int8 (TS_QUANT_STATIC), not dynamic"
-                                                : "calib_file is required for static int8 (TS_QUANT_STATIC)");
-    if (o->samples < 0) return ts_err(TS_ERR_ARG, "samples %d: the calibration rows, at least 1", o->samples);
-    if (o->method < 0 || o->method > 2) return ts_err(TS_ERR_ARG, "method %d: not a TS_CALIB_* method", o->method);
-    if (o->batch < 0 || o->threads < 0) return ts_err(TS_ERR_ARG, "%s below 0", o->batch < 0 ? "batch" : "threads");
+        return ts_set_error(TS_ERR_ARG, o->calib_file ? "calib_file is for static int8 (TS_QUANT_STATIC), not dynamic"
+                                                      : "calib_file is required for static int8 (TS_QUANT_STATIC)");
+    if (o->samples < 0) return ts_set_error(TS_ERR_ARG, "samples %d: the calibration rows, at least 1", o->samples);
+    if (o->method < 0 || o->method > 2)
+        return ts_set_error(TS_ERR_ARG, "method %d: not a TS_CALIB_* method", o->method);
+    if (o->batch < 0 || o->threads < 0)
+        return ts_set_error(TS_ERR_ARG, "%s below 0", o->batch < 0 ? "batch" : "threads");
     if (!o->samples) o->samples = 256;
     if (!o->batch) o->batch = 32;
     if (!o->text_column) o->text_column = "text";
@@ -200,12 +203,12 @@ static ts_status read_opts(qz_run *R, const ts_quantize_opts *in) {
     ts_quant_record r;
     if (ts_quant_record_load(o->model_dir, &r) == TS_OK && r.mode != TS_QUANT_NONE) {
         ts_quant_record_free(&r);
-        return ts_err(TS_ERR_ARG, "model_dir %s is quantized already (its config.json has \"quantization\")",
-                      o->model_dir);
+        return ts_set_error(TS_ERR_ARG, "model_dir %s is quantized already (its config.json has \"quantization\")",
+                            o->model_dir);
     }
     ts_err_clear();
     if (!strcmp(o->model_dir, o->out_dir))
-        return ts_err(TS_ERR_ARG, "out_dir is model_dir (%s); write the int8 copy elsewhere", o->out_dir);
+        return ts_set_error(TS_ERR_ARG, "out_dir is model_dir (%s); write the int8 copy elsewhere", o->out_dir);
     return TS_OK;
 }
 
@@ -216,16 +219,17 @@ static ts_status open_model(qz_run *R) {
         return tr_err_prefixed(TS_ERR_ARG, "model_dir %s", R->o.model_dir);
     R->qa = R->cfg.head == TS_BERT_QUESTION_ANSWERING;
     if (!R->qa && (R->cfg.head != TS_BERT_SEQ_CLASSIFICATION || R->meta.nlabels <= 0))
-        return ts_err(TS_ERR_ARG, "model_dir %s is not a fine-tuned model (architecture '%s'; a sequence classifier "
-                      "or a question-answering model)", R->o.model_dir,
-                      R->cfg.architecture[0] ? R->cfg.architecture : "none");
+        return ts_set_error(TS_ERR_ARG,
+                            "model_dir %s is not a fine-tuned model (architecture '%s'; a sequence classifier "
+                            "or a question-answering model)",
+                            R->o.model_dir, R->cfg.architecture[0] ? R->cfg.architecture : "none");
     R->rep.task = R->qa ? TS_FINETUNE_QA : TS_FINETUNE_CLASSIFY;
     return TS_OK;
 }
 
 ts_status ts_quantize_model_dir(const ts_quantize_opts *o, ts_quantize_report *report) {
     qz_run *R = calloc(1, sizeof *R);
-    if (!R) return ts_err(TS_ERR_NOMEM, "out of memory");
+    if (!R) return ts_set_error(TS_ERR_NOMEM, "out of memory");
     R->q.mode = TS_QUANT_DYNAMIC;
     ts_status st = report ? TS_STRUCT_WRITE(report, &R->rep, ts_quantize_report, "ts_quantize_model_dir") : TS_OK;
     int report_ok = report && !st; /* its struct_size checked: the last write cannot fail */
@@ -234,8 +238,8 @@ ts_status ts_quantize_model_dir(const ts_quantize_opts *o, ts_quantize_report *r
     if (!st && R->o.mode == TS_QUANT_STATIC) st = qz_calibrate(R);
     if (!st && R->o.eval_file) st = qz_evaluate(R);
     if (!st && R->o.eval_file && R->o.max_drop >= 0 && R->rep.drop > R->o.max_drop)
-        st = ts_err(TS_ERR_RUNTIME, "int8 loses %.2f points on %s, more than max_drop %g: %s not written", R->rep.drop,
-                    R->o.eval_file, R->o.max_drop, R->o.out_dir);
+        st = ts_set_error(TS_ERR_RUNTIME, "int8 loses %.2f points on %s, more than max_drop %g: %s not written",
+                          R->rep.drop, R->o.eval_file, R->o.max_drop, R->o.out_dir);
     char *record = st ? NULL : record_json(&R->o, &R->q);
     if (!st && !record) st = ts_last_status();
     if (!st && !(st = write_copy(R->o.model_dir, R->o.out_dir, record))) R->rep.written = 1;

@@ -35,13 +35,14 @@ static ts_status eval_cls(qz_run *R) {
     if (!d) return tr_err_prefixed(TS_ERR_ARG, "eval_file");
     int64_t n = ts_text_dataset_size(d);
     int nl = ts_text_dataset_num_labels(d);
-    ts_status st = n ? TS_OK : ts_err(TS_ERR_ARG, "eval_file %s has no rows to score", o->eval_file);
+    ts_status st = n ? TS_OK : ts_set_error(TS_ERR_ARG, "eval_file %s has no rows to score", o->eval_file);
     double *pr[2] = {calloc((size_t)(n ? n : 1) * (size_t)nl, sizeof(double)),
                      calloc((size_t)(n ? n : 1) * (size_t)nl, sizeof(double))};
-    if (!st && (!pr[0] || !pr[1])) st = ts_err(TS_ERR_NOMEM, "out of memory");
+    if (!st && (!pr[0] || !pr[1])) st = ts_set_error(TS_ERR_NOMEM, "out of memory");
     double acc[2] = {NAN, NAN};
     for (int k = 0; k < 2 && !st; k++) st = score_cls(R, k ? &R->q : NULL, d, pr[k], &acc[k]);
-    if (!st && (isnan(acc[0]) || isnan(acc[1]))) st = ts_err(TS_ERR_ARG, "eval_file %s has no labelled rows", o->eval_file);
+    if (!st && (isnan(acc[0]) || isnan(acc[1])))
+        st = ts_set_error(TS_ERR_ARG, "eval_file %s has no labelled rows", o->eval_file);
     if (!st) {
         double mx = 0, mean = 0;
         for (int64_t i = 0; i < n * nl; i++) {

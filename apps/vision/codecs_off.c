@@ -12,17 +12,17 @@
 
 ts_image *ts_png_decode(const uint8_t *data, size_t n, const char *what) {
     (void)data, (void)n;
-    ts_err(TS_ERR_UNSUPPORTED, "%s: a PNG image, but " IMAGES_OFF, what);
+    ts_set_error(TS_ERR_UNSUPPORTED, "%s: a PNG image, but " IMAGES_OFF, what);
     return NULL;
 }
 
 ts_image *ts_jpeg_decode(const uint8_t *data, size_t n, const char *what) {
     (void)data, (void)n;
-    ts_err(TS_ERR_UNSUPPORTED, "%s: a JPEG image, but " IMAGES_OFF, what);
+    ts_set_error(TS_ERR_UNSUPPORTED, "%s: a JPEG image, but " IMAGES_OFF, what);
     return NULL;
 }
 
 ts_status ts_png_write(const ts_image *im, const char *path) {
     (void)im;
-    return ts_err(TS_ERR_UNSUPPORTED, "ts_image_write_png: %s: " IMAGES_OFF, path);
+    return ts_set_error(TS_ERR_UNSUPPORTED, "ts_image_write_png: %s: " IMAGES_OFF, path);
 }

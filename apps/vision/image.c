@@ -13,20 +13,21 @@
 
 ts_image *ts_image_alloc(int64_t width, int64_t height, const char *what) {
     if (width <= 0 || height <= 0) {
-        ts_err(TS_ERR_ARG, "%s: an image must have a positive size, not %lld x %lld", what, (long long)width,
-               (long long)height);
+        ts_set_error(TS_ERR_ARG, "%s: an image must have a positive size, not %lld x %lld", what, (long long)width,
+                     (long long)height);
         return NULL;
     }
     if (width > TS_IMAGE_MAX_PIXELS || height > TS_IMAGE_MAX_PIXELS || width * height > TS_IMAGE_MAX_PIXELS) {
-        ts_err(TS_ERR_UNSUPPORTED, "%s: %lld x %lld pixels is more than the %d pixels an image may have", what,
-               (long long)width, (long long)height, TS_IMAGE_MAX_PIXELS);
+        ts_set_error(TS_ERR_UNSUPPORTED, "%s: %lld x %lld pixels is more than the %d pixels an image may have", what,
+                     (long long)width, (long long)height, TS_IMAGE_MAX_PIXELS);
         return NULL;
     }
     ts_image *im = calloc(1, sizeof *im);
     uint8_t *rgb = im ? malloc((size_t)(width * height) * 3) : NULL;
     if (!rgb) {
         free(im);
-        ts_err(TS_ERR_NOMEM, "%s: out of memory for a %lld x %lld image", what, (long long)width, (long long)height);
+        ts_set_error(TS_ERR_NOMEM, "%s: out of memory for a %lld x %lld image", what, (long long)width,
+                     (long long)height);
         return NULL;
     }
     im->width = (int)width;
@@ -57,26 +58,26 @@ int ts_is_jpeg(const uint8_t *d, size_t n) { return n >= 3 && d[0] == 0xff && d[
 ts_image *ts_image_decode(const void *data, size_t n, const char *what) {
     if (!what) what = "image";
     if (!data && n) {
-        ts_err(TS_ERR_ARG, "%s: data is NULL", what);
+        ts_set_error(TS_ERR_ARG, "%s: data is NULL", what);
         return NULL;
     }
     const uint8_t *d = data;
     if (ts_is_png(d, n)) return ts_png_decode(d, n, what);
     if (ts_is_jpeg(d, n)) return ts_jpeg_decode(d, n, what);
-    ts_err(TS_ERR_IO, "%s: not a PNG or JPEG image (%s)", what,
-           n == 0 ? "the file is empty" : "its first bytes are neither PNG's nor JPEG's signature");
+    ts_set_error(TS_ERR_IO, "%s: not a PNG or JPEG image (%s)", what,
+                 n == 0 ? "the file is empty" : "its first bytes are neither PNG's nor JPEG's signature");
     return NULL;
 }
 
 ts_status ts_image_write_png(const ts_image *im, const char *path) {
     if (!im || !im->rgb || im->width <= 0 || im->height <= 0 || !path)
-        return ts_err(TS_ERR_ARG, "ts_image_write_png: %s", !path ? "path is NULL" : "not an image");
+        return ts_set_error(TS_ERR_ARG, "ts_image_write_png: %s", !path ? "path is NULL" : "not an image");
     return ts_png_write(im, path);
 }
 
 ts_image *ts_image_read(const char *path) {
     if (!path) {
-        ts_err(TS_ERR_ARG, "ts_image_read: path is NULL");
+        ts_set_error(TS_ERR_ARG, "ts_image_read: path is NULL");
         return NULL;
     }
     /* Read it whole (the decoders work on memory); a size cap keeps a huge non-image from being
@@ -85,7 +86,8 @@ ts_image *ts_image_read(const char *path) {
     size_t n = 0;
     char *buf = ts_read_file_max(path, cap, &n);
     if (!buf) {
-        if (errno == EFBIG) ts_err(TS_ERR_IO, "%s: larger than %zu bytes, more than any image tessera reads", path, cap);
+        if (errno == EFBIG)
+            ts_set_error(TS_ERR_IO, "%s: larger than %zu bytes, more than any image tessera reads", path, cap);
         return NULL;
     }
     ts_image *im = ts_image_decode(buf, n, path);

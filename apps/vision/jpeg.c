@@ -49,9 +49,10 @@ ts_image *ts_jpeg_decode(const uint8_t *data, size_t n, const char *what) {
     uint8_t *volatile row = NULL;
     if (setjmp(err.jump)) {
         if (err.truncated)
-            ts_err(TS_ERR_IO, "%s: truncated JPEG: the file ends after %zu bytes, before the image does", what, n);
+            ts_set_error(TS_ERR_IO, "%s: truncated JPEG: the file ends after %zu bytes, before the image does", what,
+                         n);
         else
-            ts_err(TS_ERR_IO, "%s: corrupt JPEG: %s", what, err.msg);
+            ts_set_error(TS_ERR_IO, "%s: corrupt JPEG: %s", what, err.msg);
         goto fail;
     }
     jpeg_create_decompress(&cinfo);
@@ -64,14 +65,14 @@ ts_image *ts_jpeg_decode(const uint8_t *data, size_t n, const char *what) {
     jpeg_start_decompress(&cinfo);
     if (cinfo.output_width != (JDIMENSION)im->width || cinfo.output_height != (JDIMENSION)im->height ||
         cinfo.output_components != (cmyk ? 4 : 3)) {
-        ts_err(TS_ERR_UNSUPPORTED, "%s: JPEG decodes to %u x %u x %d, not %d x %d RGB", what, cinfo.output_width,
-               cinfo.output_height, cinfo.output_components, im->width, im->height);
+        ts_set_error(TS_ERR_UNSUPPORTED, "%s: JPEG decodes to %u x %u x %d, not %d x %d RGB", what, cinfo.output_width,
+                     cinfo.output_height, cinfo.output_components, im->width, im->height);
         goto fail;
     }
     if (cmyk) {
         row = malloc((size_t)im->width * 4);
         if (!row) {
-            ts_err(TS_ERR_NOMEM, "%s: out of memory decoding a JPEG", what);
+            ts_set_error(TS_ERR_NOMEM, "%s: out of memory decoding a JPEG", what);
             goto fail;
         }
     }

@@ -43,7 +43,7 @@ ts_image *ts_png_decode(const uint8_t *data, size_t n, const char *what) {
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!info) {
         png_destroy_read_struct(&png, NULL, NULL);
-        ts_err(TS_ERR_NOMEM, "%s: out of memory starting libpng", what);
+        ts_set_error(TS_ERR_NOMEM, "%s: out of memory starting libpng", what);
         return NULL;
     }
     /* Changed between setjmp and a longjmp back to it, so volatile. */
@@ -52,9 +52,9 @@ ts_image *ts_png_decode(const uint8_t *data, size_t n, const char *what) {
     png_bytep *volatile rows = NULL;
     if (setjmp(png_jmpbuf(png))) {
         if (src.truncated)
-            ts_err(TS_ERR_IO, "%s: truncated PNG: the file ends after %zu bytes, before the image does", what, n);
+            ts_set_error(TS_ERR_IO, "%s: truncated PNG: the file ends after %zu bytes, before the image does", what, n);
         else
-            ts_err(TS_ERR_IO, "%s: corrupt PNG: %s", what, src.msg);
+            ts_set_error(TS_ERR_IO, "%s: corrupt PNG: %s", what, src.msg);
         goto fail;
     }
     png_set_read_fn(png, &src, read_bytes);
@@ -70,14 +70,14 @@ ts_image *ts_png_decode(const uint8_t *data, size_t n, const char *what) {
     int channels = png_get_channels(png, info);
     size_t rowbytes = png_get_rowbytes(png, info);
     if ((channels != 3 && channels != 4) || rowbytes != (size_t)w * (size_t)channels) {
-        ts_err(TS_ERR_UNSUPPORTED, "%s: PNG decodes to %d channels of %zu bytes a row, not RGB(A)", what, channels,
-               rowbytes);
+        ts_set_error(TS_ERR_UNSUPPORTED, "%s: PNG decodes to %d channels of %zu bytes a row, not RGB(A)", what,
+                     channels, rowbytes);
         goto fail;
     }
     pixels = channels == 3 ? im->rgb : malloc(rowbytes * h);
     rows = malloc(sizeof *rows * h);
     if (!pixels || !rows) {
-        ts_err(TS_ERR_NOMEM, "%s: out of memory decoding a %u x %u PNG", what, (unsigned)w, (unsigned)h);
+        ts_set_error(TS_ERR_NOMEM, "%s: out of memory decoding a %u x %u PNG", what, (unsigned)w, (unsigned)h);
         goto fail;
     }
     for (png_uint_32 y = 0; y < h; y++) rows[y] = pixels + (size_t)y * rowbytes;
@@ -117,8 +117,8 @@ static ts_status write_png_body(FILE *f, void *ctx) {
     png_infop info = png ? png_create_info_struct(png) : NULL;
     png_bytep *volatile rows = NULL;
     if (!info || setjmp(png_jmpbuf(png))) {
-        ts_status s = info ? ts_err(TS_ERR_IO, "%s: writing the PNG failed: %s", b->path, src.msg)
-                           : ts_err(TS_ERR_NOMEM, "%s: writing the PNG failed: out of memory", b->path);
+        ts_status s = info ? ts_set_error(TS_ERR_IO, "%s: writing the PNG failed: %s", b->path, src.msg)
+                           : ts_set_error(TS_ERR_NOMEM, "%s: writing the PNG failed: out of memory", b->path);
         png_destroy_write_struct(&png, &info);
         free(rows);
         return s;

@@ -68,7 +68,7 @@ static taps *axis_taps(int n_in, int n_out, ts_interp interp) {
 
 ts_image *ts_image_resize(const ts_image *im, int width, int height, ts_interp interp) {
     if (!im || !im->rgb || (interp != TS_INTERP_LINEAR && interp != TS_INTERP_CUBIC)) {
-        ts_err(TS_ERR_ARG, "ts_image_resize: %s", !im || !im->rgb ? "not an image" : "unknown interpolation");
+        ts_set_error(TS_ERR_ARG, "ts_image_resize: %s", !im || !im->rgb ? "not an image" : "unknown interpolation");
         return NULL;
     }
     ts_image *out = ts_image_alloc(width, height, "ts_image_resize");
@@ -78,7 +78,7 @@ ts_image *ts_image_resize(const ts_image *im, int width, int height, ts_interp i
     if (!tx || !ty || !row) {
         free(tx), free(ty), free(row);
         ts_image_free(out);
-        ts_err(TS_ERR_NOMEM, "ts_image_resize: out of memory");
+        ts_set_error(TS_ERR_NOMEM, "ts_image_resize: out of memory");
         return NULL;
     }
     size_t in_row = (size_t)im->width * 3;

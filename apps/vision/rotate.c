@@ -12,7 +12,7 @@
 
 ts_image *ts_image_rotate(const ts_image *im, int quarter_turns) {
     if (!im || !im->rgb) {
-        ts_err(TS_ERR_ARG, "ts_image_rotate: not an image");
+        ts_set_error(TS_ERR_ARG, "ts_image_rotate: not an image");
         return NULL;
     }
     int q = ((quarter_turns % 4) + 4) % 4, w = im->width, h = im->height;

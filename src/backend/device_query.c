@@ -13,11 +13,7 @@
 /* Device `device` opened (ts_device_get), or NULL with its error kept, prefixed with fn. */
 static const ts_device *open_named(const char *device, const char *fn) {
     const ts_device *d = ts_device_get(device);
-    if (!d) {
-        char why[1024];
-        snprintf(why, sizeof why, "%s", ts_last_error());
-        ts_err(ts_last_status() ? ts_last_status() : TS_ERR_RUNTIME, "%s: %s", fn, why);
-    }
+    if (!d) ts_err(ts_last_status() ? ts_last_status() : TS_ERR_RUNTIME, "%s: %s", fn, ts_last_error());
     return d;
 }
 

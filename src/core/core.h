@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ts_err, ts_err_clear, ts_struct_read / _write and TS_STRUCT_READ / _WRITE, ts_read_file,
+/* Record msg (printf-style) as this thread's last error and return code: the core's short name
+ * of the public ts_set_error (the same function). */
+ts_status ts_err(ts_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ts_err_clear, ts_struct_read / _write and TS_STRUCT_READ / _WRITE, ts_read_file,
  * ts_path_join, ts_write_atomic, ts_seconds, ts_shape_str: tessera_support.h (public). */
 /* How many errors this thread has recorded so far: a call that moved it set a message. */
 unsigned long ts_err_count(void);
