@@ -1,31 +1,15 @@
 /*
- * bow.c — `tessera bow`: a bag-of-words logistic-regression text classifier, the baseline printed
- * beside fine-tuned BERT models (how much does a transformer add over counting words?). The
- * whole run is the library's (ts_bow_run, on ts_bow_featurize and ts_bow_programs: tessera_tasks.h).
- *
- *   tessera bow --vocab vocab.txt --train FILE --eval FILE [options]
- *
- * The model. A text's WordPiece ids (the whole text, no truncation; [PAD] [CLS] [SEP] [MASK] are
- * dropped, [UNK] is a feature like any token) give its counts c_v; its features are
- * x_v = log(1 + c_v) for its first --max-tokens distinct tokens (0 elsewhere); logits = W^T x + b
- * with W [V, C] and b [C] (zero-initialised); the loss is the mean softmax cross-entropy over the
- * batch, minimised by AdamW at a constant learning rate.
- * In the graph a text is its distinct ids [B, L] and their values x [B, L] (0 on padding), so
- * W^T x is gather(W, ids) [B, L, C] times x[..., None], summed over L: L is the most distinct
- * tokens of any text (capped at --max-tokens), one static shape for every batch. Each epoch the
- * training rows are shuffled with ts_permutation(seed + epoch); the last, partial batch is padded
- * with rows labelled TS_IGNORE_INDEX (left out of the loss), so every row trains every epoch.
- * The default lr 0.01 (20 epochs, batches of 32) was chosen on a SpamAssassin split of seed 1:
- * 0.002-0.02 score alike, 0.05 and more overfit the 200-mail subset (93.7% -> 91.0%).
+ * bow.c — `tessera bow`: the bag-of-words logistic-regression baseline printed beside fine-tuned
+ * BERT models. The model and the run are the library's (ts_bow_run, apps/models/bow.c and
+ * apps/train/bow_run.c); the default lr 0.01 was chosen on a SpamAssassin split of seed 1
+ * (0.002-0.02 score alike, 0.05 and more overfit the 200-mail subset: 93.7% -> 91.0%).
  */
 #include <stdint.h>
 
 #include "cli.h"
-#include "tessera_apps.h"
 #include "train_common.h"
 
 static const char *USAGE =
-    "usage: tessera bow --vocab vocab.txt --train FILE --eval FILE [options]\n"
     "  Trains a bag-of-words logistic regression (features log(1 + count) of each WordPiece token\n"
     "  of the whole text, AdamW) on --train and prints its accuracy on --eval beside the majority\n"
     "  baseline. FILEs are .tsv or .csv with a header, or .jsonl; the labels are --train's distinct\n"
@@ -67,41 +51,25 @@ int cli_bow(int argc, char **argv) {
     bow_opts o = {.text_col = "text", .label_col = "label", .epochs = 20, .batch = 32, .seed = 42,
                   .max_tokens = 1024, .lr = 0.01};
     const cli_opt opts[] = {
-        {"vocab", CLI_STR, &o.vocab, 0, "FILE", "the WordPiece vocabulary that tokenizes the texts"},
-        {"train", CLI_STR, &o.train, 0, "FILE", "the training rows"},
-        {"eval", CLI_STR, &o.test, 0, "FILE", "the held-out rows the accuracy is measured on", "test"},
-        {"epochs", CLI_INT, &o.epochs, 1, "N",
-         "passes over the training rows (default 20)"},
-        {"batch", CLI_INT, &o.batch, 1, "N",
-         "rows per step (default 32)"},
-        {"lr", CLI_FLOAT, &o.lr, 0, "X",
-         "AdamW learning rate, constant (default 0.01)"},
-        {"weight-decay", CLI_FLOAT, &o.weight_decay, 0, "X",
-         "AdamW's decoupled weight decay (default 0)"},
-        {"seed", CLI_INT, &o.seed, 0, "N",
-         "shuffle seed (default 42)"},
-        {"threads", CLI_INT, &o.threads, 0, "N",
-         "CPU threads (default: all)"},
-        {"cased", CLI_FLAG, &o.cased, 0, NULL,
-         "keep case and accents when tokenizing (default: uncased)"},
-        {"max-tokens", CLI_INT, &o.max_tokens, 1, "N",
-         "distinct tokens kept per text, its first N (default 1024)"},
-        {"text-column", CLI_STR, &o.text_col, 0, "NAME",
-         "column / key of the text (default text)"},
-        {"label-column", CLI_STR, &o.label_col, 0, "NAME",
-         "column / key of the label (default label)"},
+        {"vocab", CLI_STR, &o.vocab, 1, "FILE", "the WordPiece vocabulary that tokenizes the texts"},
+        {"train", CLI_STR, &o.train, 1, "FILE", "the training rows"},
+        {"eval", CLI_STR, &o.test, 1, "FILE", "the held-out rows the accuracy is measured on", "test"},
+        {"epochs", CLI_INT, &o.epochs, 1, "N", "passes over the training rows (default 20)"},
+        {"batch", CLI_INT, &o.batch, 1, "N", "rows per step (default 32)"},
+        {"lr", CLI_FLOAT, &o.lr, 0, "X", "AdamW learning rate, constant (default 0.01)"},
+        {"weight-decay", CLI_FLOAT, &o.weight_decay, 0, "X", "AdamW's decoupled weight decay (default 0)"},
+        {"seed", CLI_INT, &o.seed, 0, "N", "shuffle seed (default 42)"},
+        {"threads", CLI_INT, &o.threads, 0, "N", "CPU threads (default: all)"},
+        {"cased", CLI_FLAG, &o.cased, 0, NULL, "keep case and accents when tokenizing (default: uncased)"},
+        {"max-tokens", CLI_INT, &o.max_tokens, 1, "N", "distinct tokens kept per text, its first N (default 1024)"},
+        {"text-column", CLI_STR, &o.text_col, 0, "NAME", "column / key of the text (default text)"},
+        {"label-column", CLI_STR, &o.label_col, 0, "NAME", "column / key of the label (default label)"},
     };
     cli_optset os;
     int rc = cli_opts_parse(&os, "bow", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done;
-    rc = 2;
-    const char *missing = !o.vocab ? "--vocab FILE" : !o.train ? "--train FILE" : !o.test ? "--eval FILE" : NULL;
-    if (missing)
-        fprintf(stderr, "tessera bow: %s is required\n(tessera bow --help shows the usage)\n", missing);
-    else if (!(o.lr > 0))
-        fprintf(stderr, "tessera bow: --lr %g: the learning rate must be positive\n", o.lr);
-    else
-        rc = run(&o);
+    if (!(o.lr > 0)) fprintf(stderr, "tessera bow: --lr %g: the learning rate must be positive\n", o.lr), rc = 2;
+    else rc = run(&o);
 done:
     cli_opts_free(&os);
     return rc;

@@ -1,23 +1,12 @@
 /*
- * eval.c — `tessera eval`: score a fine-tuned model directory (from `tessera finetune`) on a
- * labelled file. A sequence classifier: accuracy on a TSV / CSV / JSONL file (single texts or the
- * model's text pairs) beside the majority-class baseline. A question-answering model: the
- * official SQuAD v1.1 exact match and F1 on a SQuAD JSON file. The task comes from the model's
- * architecture (--task only checks it). An audio classifier's directory (tessera audio-train):
- * accuracy on labelled audio (cli/audio_model.c). Several classifiers score as one ensemble
- * (ts_ensemble_*: the mean of their class probabilities, each member encoding the text with its
- * own vocabulary and length);
- * --test-split / --split-seed score only the rows `tessera finetune` held out (scores from
- * tessera_tasks.h: ts_classify_*, ts_squad_score_program).
- *
- *   tessera eval --model DIR... --data FILE [--test-split F --split-seed N] [--task classify|qa] [...]
+ * eval.c — `tessera eval`: a fine-tuned model directory, an ensemble of classifiers or an audio
+ * classifier scored on a labelled file: the flags, and the printing of the scores.
  */
 #include "cli.h"
-#include "qa.h"
+#include "speech_io.h"
 #include "train_common.h"
 
 static const char *USAGE =
-    "usage: tessera eval --model DIR... --data FILE [options]\n"
     "  Scores the model in DIR (from tessera finetune) on a labelled file. The task is the model's:\n"
     "   - a classifier: accuracy on a .tsv, .csv or .jsonl file, and the majority-class baseline\n"
     "     (every row is scored, no deduplication); a text-pair model reads its second text from\n"
@@ -33,84 +22,85 @@ typedef struct ev_opts {
     int batch, threads, max_answer_len, n_best, seed, relocate_answers;
 } ev_opts;
 
+/* A question-answering model: EM and F1 on the SQuAD file. The exit code. */
 static int eval_qa(const ev_opts *o, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok) {
     ts_squad_opts so = ts_squad_opts_of_model(meta, o->relocate_answers);
-    ts_squad *s = cli_qa_load("eval", "--data", o->data, tok, &so, 1);
+    ts_squad *s = ts_squad_load_checked(o->data, tok, &so, 1, "tessera eval", "--data", cli_write_err, stderr);
     if (!s) return 2;
     int rc = 1;
     ts_program *p = cli_model_dir_program("eval", o->model, cfg, o->batch, meta->max_len, o->threads,
-                               (const char *[]){"start_logits", "end_logits"}, 2);
+                                          (const char *[]){"start_logits", "end_logits"}, 2);
     double t0 = ts_seconds(), em, f1;
-    if (p && !cli_qa_score("eval", p, s, o->batch, meta->max_len, o->n_best ? o->n_best : TS_SQUAD_N_BEST,
-                          o->max_answer_len ? o->max_answer_len : TS_SQUAD_MAX_ANSWER_LEN, &em, &f1)) {
+    if (p && !ts_squad_score_program(p, s, o->batch, meta->max_len, o->n_best ? o->n_best : TS_SQUAD_N_BEST,
+                                     o->max_answer_len ? o->max_answer_len : TS_SQUAD_MAX_ANSWER_LEN, &em, &f1)) {
         printf("tessera eval: %s: exact match %.2f, F1 %.2f (%lld questions, %lld windows), %.1f s\n", o->data, em, f1,
                (long long)ts_squad_num_examples(s), (long long)ts_squad_num_features(s), ts_seconds() - t0);
         rc = 0;
+    } else if (p) {
+        cli_fail("eval", "", 1);
     }
     ts_program_free(p);
     ts_squad_free(s);
     return rc;
 }
 
-static int eval_cls(const ev_opts *o, const ts_model_meta *meta) {
-    ts_text_opts to = {.text_column = o->text_col,
-                       .text_b_column = o->text_b_col ? o->text_b_col : meta->text_b_column,
-                       .label_column = o->label_col,
-                       .labels = (const char *const *)meta->labels,
-                       .nlabels = meta->nlabels};
-    ts_text_dataset *d = ts_text_dataset_load(o->data, &to), *train = NULL, *test = NULL;
-    if (!d) return cli_fail("eval", "--data ", 2);
-    if (o->test_split > 0) { /* the rows tessera finetune held out */
-        if (ts_text_dataset_split(d, o->test_split, (uint64_t)o->seed, &train, &test, NULL) != TS_OK) {
-            fprintf(stderr, "tessera eval: %s: %s\n", o->data, cli_error());
-            ts_text_dataset_free(d);
-            return 1;
-        }
-    }
-    const ts_text_dataset *scored = test ? test : d;
-    int64_t n = ts_text_dataset_size(scored);
-    int nl = ts_text_dataset_num_labels(scored);
-    if (n == 0) { /* an accuracy of 0 of 0 would read as a result */
-        fprintf(stderr, "tessera eval: --data %s has no rows to score%s\n", o->data,
-                test ? " in its held-out part (--test-split)" : " (a header and nothing else?)");
-        ts_text_dataset_free(train);
-        ts_text_dataset_free(test);
-        ts_text_dataset_free(d);
-        return 2;
-    }
-    double *probs = calloc((size_t)(n ? n : 1) * (size_t)nl, sizeof *probs);
-    int rc = probs ? 0 : 1;
-    if (!probs) fprintf(stderr, "tessera eval: out of memory\n");
+/* A classifier, or an ensemble of them: accuracy beside the majority class. The exit code. */
+static int eval_cls(const ev_opts *o) {
+    int rc = 2;
     double t0 = ts_seconds();
-    ts_ensemble *e = rc ? NULL : cli_ensemble_open("eval", o->models.v, o->models.n, o->batch, o->threads, NULL, NULL, &rc);
-    if (e && ts_ensemble_add_dataset(e, scored, probs) != TS_OK)
-        rc = 1, fprintf(stderr, "tessera eval: scoring %s: %s\n", o->data, cli_error());
-    ts_ensemble_free(e);
-    if (!rc) {
-        int64_t total, correct = ts_classify_count_right(scored, probs, &total);
-        int maj;
-        double base = ts_classify_majority(train ? train : d, scored, &maj);
-        char what[64] = "";
+    ts_ensemble *e = cli_ensemble_open("eval", o->models.v, o->models.n, o->batch, o->threads, NULL, NULL, &rc);
+    if (!e) return rc;
+    ts_ensemble_eval_opts eo = {.struct_size = sizeof eo, .data_file = o->data, .text_column = o->text_col,
+                                .text_b_column = o->text_b_col, .label_column = o->label_col,
+                                .test_split = o->test_split, .split_seed = (uint64_t)o->seed};
+    ts_ensemble_eval_report r = {.struct_size = sizeof r};
+    ts_status st = ts_ensemble_eval_file(e, &eo, &r);
+    if (st) fprintf(stderr, "tessera eval: %s\n", cli_error());
+    if (!(rc = st == TS_OK ? 0 : st == TS_ERR_ARG ? 2 : 1)) {
+        const char *maj = ts_ensemble_meta(e)->labels[r.majority];
+        char what[64] = "", part[96] = "";
         if (o->models.n > 1) snprintf(what, sizeof what, " (ensemble of %d models)", o->models.n);
-        char part[96] = "";
-        if (test) snprintf(part, sizeof part, " (its held-out %g, split seed %d)", o->test_split, o->seed);
+        if (o->test_split > 0) snprintf(part, sizeof part, " (its held-out %g, split seed %d)", o->test_split, o->seed);
         printf("tessera eval: %s%s: accuracy%s %.2f%% (%lld of %lld), majority class '%s' %.2f%%, %.1f s\n", o->data,
-               part, what, total ? 100.0 * (double)correct / (double)total : 0.0, (long long)correct,
-               (long long)total, meta->labels[maj] ? meta->labels[maj] : "?", 100 * base, ts_seconds() - t0);
+               part, what, r.total ? 100.0 * (double)r.correct / (double)r.total : 0.0, (long long)r.correct,
+               (long long)r.total, maj ? maj : "?", 100 * r.baseline, ts_seconds() - t0);
     }
-    free(probs);
-    ts_text_dataset_free(train);
-    ts_text_dataset_free(test);
-    ts_text_dataset_free(d);
+    ts_ensemble_free(e);
+    return rc;
+}
+
+/* An audio classifier (from tessera audio-train) on labelled audio: accuracy, then per label. The
+ * exit code. */
+static int eval_audio(const char *model, const char *data, int threads) {
+    ts_audio_clf *c = cli_audio_clf_open("eval", model, threads);
+    if (!c) return 2;
+    ts_audio_set *s = ts_audio_set_load(data);
+    double t0 = ts_seconds();
+    ts_audio_clf_eval e;
+    ts_status st = s ? ts_audio_clf_evaluate(c, s, &e) : TS_ERR_ARG;
+    int rc = st ? cli_fail("eval", "", st == TS_ERR_ARG ? 2 : 1) : 0;
+    if (!st) {
+        printf("tessera eval: %s: accuracy %.2f%% (%d of %d clips)%s, %.1f s\n", data, 100.0 * e.right / e.clips,
+               e.right, e.clips, e.unknown ? " (some clips' labels are not the model's)" : "", ts_seconds() - t0);
+        printf("%-16s %6s %6s %8s   most taken for\n", "label", "clips", "right", "accuracy");
+        for (int j = 0; j < ts_audio_clf_num_labels(c); j++)
+            if (e.label_clips[j])
+                printf("%-16s %6d %6d %7.2f%%   %s\n", ts_audio_clf_label(c, j), e.label_clips[j], e.label_right[j],
+                       100.0 * e.label_right[j] / e.label_clips[j],
+                       e.label_confused[j] >= 0 ? ts_audio_clf_label(c, e.label_confused[j]) : "-");
+        ts_audio_clf_eval_free(&e);
+    }
+    ts_audio_set_free(s);
+    ts_audio_clf_free(c);
     return rc;
 }
 
 int cli_eval(int argc, char **argv) {
     ev_opts o = {.text_col = "text", .label_col = "label", .batch = 32, .seed = 42};
     const cli_opt opts[] = {
-        {"model", CLI_LIST, &o.models, 0, "DIR",
+        {"model", CLI_LIST, &o.models, 1, "DIR",
          "the model directory (tessera finetune's --out); several: an ensemble"},
-        {"data", CLI_STR, &o.data, 0, "FILE",
+        {"data", CLI_STR, &o.data, 1, "FILE",
          "the labelled file to score"},
         {"task", CLI_STR, &o.task, 0, "classify|qa",
          "the task expected (an error when the model is another)"},
@@ -146,14 +136,9 @@ int cli_eval(int argc, char **argv) {
     int rc = cli_opts_parse(&os, "eval", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done_opts;
     rc = 2;
-    o.model = o.models.n ? o.models.v[0] : NULL;
-    if (!o.model || !o.data) {
-        fprintf(stderr, "tessera eval: %s is required\n(tessera eval --help shows the usage)\n",
-                !o.model ? "--model DIR" : "--data FILE");
-        goto done_opts;
-    }
+    o.model = o.models.v[0];
     if (ts_audio_clf_is_dir(o.model)) { /* from tessera audio-train */
-        rc = cli_eval_audio(o.model, o.data, o.threads);
+        rc = eval_audio(o.model, o.data, o.threads);
         goto done_opts;
     }
     ts_bert_config cfg;
@@ -161,14 +146,10 @@ int cli_eval(int argc, char **argv) {
     ts_tokenizer *tok = cli_model_dir_open("eval", o.model, &cfg, &meta);
     if (!tok) goto done_opts;
     int task = cli_task_of_model("eval", o.task, o.model, &cfg, &meta);
-    if (task == CLI_TASK_QA && (o.models.n > 1 || o.test_split > 0))
-        fprintf(stderr, "tessera eval: %s answers questions: %s is for classifiers\n", o.model,
-                o.models.n > 1 ? "an ensemble of several --model DIRs" : "--test-split");
-    else if (o.test_split >= 1)
-        fprintf(stderr, "tessera eval: --test-split %g holds out every row; finetune's is a fraction below 1\n",
-                o.test_split);
-    else if (task == CLI_TASK_QA) rc = eval_qa(&o, &cfg, &meta, tok);
-    else if (task == CLI_TASK_CLASSIFY) rc = eval_cls(&o, &meta);
+    if (task == CLI_TASK_QA && o.test_split > 0)
+        fprintf(stderr, "tessera eval: %s answers questions: --test-split is for classifiers\n", o.model);
+    else if (task == CLI_TASK_QA && o.models.n == 1) rc = eval_qa(&o, &cfg, &meta, tok);
+    else if (task >= 0) rc = eval_cls(&o); /* several QA models: refused by ts_ensemble_open */
     ts_tokenizer_free(tok);
     ts_model_meta_free(&meta);
 done_opts:

@@ -1,89 +1,81 @@
 /*
- * export.c — `tessera export`: a BERT model directory written as an ONNX model (opset 17) for one
- * fixed batch shape, through ts_bert_export_onnx.
- *
- *   tessera export --out OUT.onnx --model DIR [--batch B] [--max-len T] [--init-random SEED]
- *
- * DIR is read as `tessera run` reads it: config.json (its "architectures" picks the head) and
- * model.safetensors, loaded strictly by tessera's names (a bare BertModel checkpoint, whose names
- * lack "bert.", which `tessera run` renames, is refused here). The model is built for inference (no dropout) for batches of B sequences of
- * T tokens, and exported with
- *   inputs   input_ids, token_type_ids, attention_mask: int32 [B, T] (mask 1 keep, 0 padding)
- *   outputs  the head's outputs by name, float [..], as `tessera run` writes them
- *   weights  the loaded parameters, as initializers named as in model.safetensors.
- * The shape is fixed: ONNX's symbolic dimensions (dim_param) are not written, so another batch
- * shape needs another export.
- * A calibrated int8 directory (tessera quantize --calib: config.json's "quantization" record holds
- * the activation scales) is exported with its int8 matmuls in QDQ form (ts_onnx_export_qdq:
- * QuantizeLinear / DequantizeLinear, INT8 weights per output channel), which ONNX Runtime runs on
- * its int8 kernels and tessera imports back onto its own. A dynamic one has no QDQ form (its
- * activation scales are taken per run): it is exported in f32, saying so.
+ * export.c — `tessera export`: a BERT model directory (ts_bert_export_dir) or an audio classifier
+ * written as an ONNX model: the flags, and the printing of what was written.
  */
 #include "cli.h"
-#include "tessera_apps.h"
+#include "speech_io.h"
 #include "train_common.h"
 
 static const char *USAGE =
-    "usage: tessera export --out OUT.onnx --model DIR [--batch B] [--max-len T] [--init-random SEED]\n"
     "  Writes the BERT model of DIR (config.json + model.safetensors, as `tessera run` reads them) as an\n"
-    "  ONNX model (opset 17) that infers on batches of a fixed shape [B, T].\n";
+    "  ONNX model (opset 17) that infers on batches of a fixed shape [B, T] (ONNX's symbolic dimensions\n"
+    "  are not written: another shape needs another export). The weights are loaded strictly by\n"
+    "  tessera's names (a bare BertModel checkpoint, which `tessera run` renames, is refused). A\n"
+    "  calibrated int8 DIR (tessera quantize --calib) is written with its int8 matmuls in QDQ form\n"
+    "  (QuantizeLinear / DequantizeLinear); a dynamic one has no QDQ form and is written in f32.\n";
 
 typedef struct export_opts {
     const char *onnx, *model;
     int batch, seq_len, seed, threads;
 } export_opts;
 
-/* Export the model of o (ts_bert_export_onnx) and describe what was written. */
-static int export_model(const export_opts *o, const ts_bert_config *cfg) {
-    char config_path[4200], weights_path[4200];
-    if (!cli_path_join(config_path, sizeof config_path, o->model, "config.json") ||
-        !cli_path_join(weights_path, sizeof weights_path, o->model, "model.safetensors"))
-        return cli_fail("export", "--model: ", 2);
-    ts_quant_record q;
-    if (cli_model_quant_load("export", o->model, &q)) return 2;
-    if (q.mode == TS_QUANT_DYNAMIC)
+/* Export the model of o (ts_bert_export_dir) and describe what was written: the exit code. */
+static int export_model(const export_opts *o) {
+    ts_bert_export_dir_opts eo = {.struct_size = sizeof eo, .model_dir = o->model, .path = o->onnx, .batch = o->batch,
+                                  .max_len = o->seq_len, .init_random = o->seed >= 0,
+                                  .seed = (uint64_t)(o->seed > 0 ? o->seed : 0), .load_flags = cli_load_flags(1),
+                                  .threads = o->threads, .memory_limit = (size_t)(cli_dev.memory_gib * 1073741824.0)};
+    ts_bert_export_dir_report r = {.struct_size = sizeof r};
+    ts_status st = ts_bert_export_dir(&eo, &r);
+    if (r.quant_mode == TS_QUANT_DYNAMIC)
         fprintf(stderr, "tessera export: %s is int8 with dynamic quantization, which has no QDQ form (its activation "
                 "scales are taken per run): writing the f32 model (tessera quantize --calib DATA makes a calibrated "
                 "copy that exports in QDQ form)\n", o->model);
-    ts_bert_export_opts eo = {.struct_size = sizeof eo, .batch = o->batch, .seq = o->seq_len,
-                              .weights = o->seed < 0 ? weights_path : NULL, .seed = (uint64_t)(o->seed > 0 ? o->seed : 0),
-                              .load_flags = cli_load_flags(1), .threads = o->threads,
-                              .memory_limit = (size_t)(cli_dev.memory_gib * 1073741824.0),
-                              .quant_scales = q.mode == TS_QUANT_STATIC ? q.scales : NULL,
-                              .nquant_scales = q.mode == TS_QUANT_STATIC ? q.nscales : 0};
-    ts_bert_export_info in;
-    ts_status st = ts_bert_export_onnx(cfg, &eo, o->onnx, &in);
-    int nq = eo.nquant_scales;
-    ts_quant_record_free(&q);
     if (st != TS_OK) {
-        if (in.failed_at == TS_BERT_EXPORT_BUILD)
-            fprintf(stderr, "tessera export: %s (model %s, batch %d x seq %d)\n", cli_error(), config_path,
-                    o->batch, in.seq);
-        else
-            fprintf(stderr, "tessera export: %s\n", cli_error());
-        return in.failed_at ? 2 : 1;
+        fprintf(stderr, "tessera export: %s\n", cli_error());
+        return st == TS_ERR_ARG ? 2 : 1;
     }
-    printf("tessera export: %s (%d layers, hidden %d) for batch %d x seq %d -> %s\n", ts_bert_head_name(cfg->head),
-           cfg->num_hidden_layers, cfg->hidden_size, o->batch, in.seq, o->onnx);
+    const ts_bert_export_info *in = &r.info;
+    printf("tessera export: %s (%d layers, hidden %d) for batch %d x seq %d -> %s\n", ts_bert_head_name(r.cfg.head),
+           r.cfg.num_hidden_layers, r.cfg.hidden_size, o->batch, in->seq, o->onnx);
     printf("tessera export: inputs input_ids, token_type_ids, attention_mask (int32 [%d, %d]); outputs", o->batch,
-           in.seq);
-    for (int i = 0; i < in.noutputs; i++) {
-        printf("%s %s [", i ? "," : "", in.names[i]);
-        for (int d = 0; d < in.ndims[i]; d++) printf("%s%lld", d ? ", " : "", (long long)in.shapes[i][d]);
+           in->seq);
+    for (int i = 0; i < in->noutputs; i++) {
+        printf("%s %s [", i ? "," : "", in->names[i]);
+        for (int d = 0; d < in->ndims[i]; d++) printf("%s%lld", d ? ", " : "", (long long)in->shapes[i][d]);
         printf("]");
     }
-    printf("; weights %s\n", o->seed >= 0 ? "random (--init-random)" : weights_path);
-    if (nq) printf("tessera export: int8 matmuls in QDQ form (QuantizeLinear / DequantizeLinear), %d calibrated "
-                   "activation scales\n", nq);
+    printf("; weights %s\n", o->seed >= 0 ? "random (--init-random)" : r.weights);
+    if (r.nquant_scales)
+        printf("tessera export: int8 matmuls in QDQ form (QuantizeLinear / DequantizeLinear), %d calibrated "
+               "activation scales\n", r.nquant_scales);
     return 0;
+}
+
+/* An audio classifier (from tessera audio-train) exported (ts_audio_clf_export_onnx): the exit code. */
+static int export_audio(const char *model, const char *onnx, int threads) {
+    ts_audio_clf *c = cli_audio_clf_open("export", model, threads);
+    if (!c) return 2;
+    int rc = 0;
+    if (ts_audio_clf_export_onnx(c, onnx)) rc = cli_fail("export", "", 1);
+    else {
+        int scratch = ts_audio_clf_get_kind(c) == TS_AUDIO_CLF_SCRATCH;
+        int64_t F = ts_audio_clf_feature_size(c);
+        printf("tessera export: audio classifier (%s) -> %s: input %s [1, %s%lld%s], output logits [1, %d]\n",
+               scratch ? "scratch CNN" : "head on the openWakeWord embedding", onnx, scratch ? "mel" : "features",
+               scratch ? "1, " : "", (long long)(scratch ? F / 32 : F), scratch ? ", 32" : "",
+               ts_audio_clf_num_labels(c));
+    }
+    ts_audio_clf_free(c);
+    return rc;
 }
 
 int cli_export(int argc, char **argv) {
     export_opts o = {.batch = 1, .seed = -1};
     const cli_opt opts[] = {
-        {"out", CLI_STR, &o.onnx, 0, "OUT.onnx",
+        {"out", CLI_STR, &o.onnx, 1, "OUT.onnx",
          "the ONNX file to write (atomically).", "onnx"},
-        {"model", CLI_STR, &o.model, 0, "DIR",
+        {"model", CLI_STR, &o.model, 1, "DIR",
          "the model directory; config.json's \"architectures\" picks the head."},
         {"batch", CLI_INT, &o.batch, 1, "B",
          "sequences a batch (default 1)."},
@@ -105,31 +97,7 @@ int cli_export(int argc, char **argv) {
     };
     cli_optset os;
     int rc = cli_opts_parse(&os, "export", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
-    if (rc != 1) goto done;
-    rc = 2;
-    if (!o.onnx || !o.model) {
-        fprintf(stderr, "tessera export: %s is required\n(tessera export --help shows the usage)\n",
-                !o.onnx ? "--out FILE" : "--model DIR");
-        goto done;
-    }
-    if (ts_audio_clf_is_dir(o.model)) { /* from tessera audio-train */
-        rc = cli_export_audio(o.model, o.onnx, o.threads);
-        goto done;
-    }
-    char config_path[4200];
-    ts_bert_config cfg = {.struct_size = sizeof cfg};
-    if (!cli_path_join(config_path, sizeof config_path, o.model, "config.json") ||
-        ts_bert_config_load(config_path, &cfg) != TS_OK) {
-        fprintf(stderr, "tessera export: --model: %s\n", cli_error());
-        goto done;
-    }
-    if (o.seq_len > cfg.max_position_embeddings) {
-        fprintf(stderr, "tessera export: --max-len %d is longer than the model's max_position_embeddings %d (%s)\n",
-                o.seq_len, cfg.max_position_embeddings, config_path);
-        goto done;
-    }
-    rc = export_model(&o, &cfg);
-done:
+    if (rc == 1) rc = ts_audio_clf_is_dir(o.model) ? export_audio(o.model, o.onnx, o.threads) : export_model(&o);
     cli_opts_free(&os);
     return rc;
 }

@@ -1,24 +1,9 @@
 /*
  * ocr.c — `tessera ocr`: the lines of text in a PNG or JPEG image, read with PaddleOCR's PP-OCRv4
- * models (ts_ocr_new / ts_ocr_run, apps/ocr/).
- *
- *   tessera ocr IMAGE [--lang ch|en] [--json] [--threads N] [--model-store DIR] [--no-cls] [--time]
- *                     [--int8] [--device DEV]
- *
- * Prints one line per line of text, in reading order:
- *   x0,y0 x1,y1 x2,y2 x3,y3<TAB>confidence<TAB>text
- * (the corners top-left, top-right, bottom-right, bottom-left in image pixels), or with --json
- * one JSON array of {"box": [[x, y] x 4], "confidence": c, "text": "..."}. The models are looked
- * for in --model-store DIR, else in $TESSERA_DATA/ocr, else in the installed data directory's ocr/
- * (TS_INSTALL_DATA_DIR, <prefix>/share/tessera, set by CMake) when it holds them, else in the
- * build's source tree data/ocr (TS_DATA_DIR), where scripts/install-deps.sh puts them. The flags
- * are read by cli_opts_parse (cli/options.h).
+ * models (apps/ocr: ts_ocr_new, ts_ocr_run); here its flags and the lines printed as text or JSON.
  */
-#include <unistd.h>
-
 #include "cli.h"
 #include "options.h"
-#include "tessera_apps.h"
 
 #ifndef TS_DATA_DIR
 #define TS_DATA_DIR "data"
@@ -30,8 +15,6 @@
 #define CMD "ocr"
 
 static const char *USAGE =
-    "usage: tessera ocr IMAGE [--lang ch|en] [--json] [--threads N] [--model-store DIR] [--no-cls]\n"
-    "                  [--time] [--int8] [--device DEV]\n"
     "  Reads the lines of text in a PNG or JPEG image with PaddleOCR's PP-OCRv4 models (text\n"
     "  detection, a 0/180-degree direction classifier, recognition) and prints one line each, top\n"
     "  to bottom: its box (4 corners x,y from top-left, clockwise, in pixels), confidence, text,\n"
@@ -55,28 +38,13 @@ static void print_lines(const ts_ocr_line *lines, int n, int json) {
     if (json) printf("%s]\n", n ? "\n" : "");
 }
 
-/* Where the models are without --model-store: $TESSERA_DATA/ocr, else the installed data directory's
- * ocr/ when it holds the detector, else the build's data/ocr. */
-static const char *default_models(char *buf, size_t cap) {
-    return cli_data_dir("ocr", "ch_PP-OCRv4_det_infer.onnx", buf, cap);
-}
-
-/* What the flags ask for. */
-typedef struct ocr_opts {
-    const char *lang, *models, *device;
-    int json, threads, no_cls, show_time, int8;
-} ocr_opts;
-
-/* Read the lines of image and print them: the exit code. */
-static int run_ocr(const char *image, const ocr_opts *o) {
+/* Read the lines of image with the models of o and print them: the exit code. */
+static int run_ocr(const char *image, const ts_ocr_opts *o, int json, int show_time) {
     double t0 = ts_seconds();
-    if (!o->models) return cli_fail("ocr", "", 2); /* $TESSERA_DATA/ocr did not fit: cli_data_dir says so */
+    if (!o->models_dir) return cli_fail("ocr", "", 2); /* $TESSERA_DATA/ocr did not fit: cli_data_dir says so */
     ts_image *im = ts_image_read(image);
     if (!im) return cli_fail("ocr", "", 2);
-    ts_ocr *ocr = ts_ocr_new(&(ts_ocr_opts){.struct_size = sizeof(ts_ocr_opts), .models_dir = o->models,
-                                              .lang = o->lang, .num_threads = o->threads, .no_cls = o->no_cls,
-                                              .device = o->device,
-                                              .quantize = o->int8 ? TS_QUANT_DYNAMIC : TS_QUANT_NONE});
+    ts_ocr *ocr = ts_ocr_new(o);
     if (!ocr) {
         fprintf(stderr, "tessera ocr: %s\n", cli_error());
         if (ts_last_status() == TS_ERR_IO)
@@ -93,8 +61,8 @@ static int run_ocr(const char *image, const ocr_opts *o) {
     if (s != TS_OK) {
         fprintf(stderr, "tessera ocr: %s: %s\n", image, cli_error());
     } else {
-        print_lines(lines, n, o->json);
-        if (o->show_time)
+        print_lines(lines, n, json);
+        if (show_time)
             fprintf(stderr, "tessera ocr: %s: %d x %d pixels, %d lines in %.2f s (loading the models %.2f s)\n", image,
                     im->width, im->height, n, t2 - t0, t1 - t0);
     }
@@ -110,26 +78,28 @@ static int run_ocr(const char *image, const ocr_opts *o) {
 
 int cli_ocr(int argc, char **argv) {
     char models_buf[4096];
-    ocr_opts o = {.lang = "ch", .models = default_models(models_buf, sizeof models_buf)};
+    ts_ocr_opts o = {.struct_size = sizeof o, .lang = "ch",
+                     .models_dir = cli_data_dir("ocr", "ch_PP-OCRv4_det_infer.onnx", models_buf, sizeof models_buf)};
+    int json = 0, show_time = 0, int8 = 0;
     cli_strlist images = {0};
     const cli_opt opts[] = {
-        {"image", CLI_ARGS, &images, 0, "IMAGE", "the PNG or JPEG image to read (one)", NULL},
+        {"image", CLI_ARGS, &images, 1, "IMAGE", "the PNG or JPEG image to read (one)", NULL},
         {"lang", CLI_STR, &o.lang, 0, "ch|en",
          "ch (default): Chinese and English, any of the 6,623 characters the model\n"
          "knows; en: the same model limited to printable ASCII (no full-width\n"
          "punctuation or Chinese look-alikes in English text).", NULL},
-        {"json", CLI_FLAG, &o.json, 0, NULL,
+        {"json", CLI_FLAG, &json, 0, NULL,
          "print a JSON array of {\"box\": [[x, y], ...], \"confidence\": c, \"text\": t}.", NULL},
-        {"threads", CLI_INT, &o.threads, 1, "N", "worker threads (default: OpenMP's).", NULL},
-        {"model-store", CLI_STR, &o.models, 0, "DIR",
+        {"threads", CLI_INT, &o.num_threads, 1, "N", "worker threads (default: OpenMP's).", NULL},
+        {"model-store", CLI_STR, &o.models_dir, 0, "DIR",
          "ch_PP-OCRv4_det_infer.onnx, ch_PP-OCRv4_rec_infer.onnx,\n"
          "ch_ppocr_mobile_v2.0_cls_infer.onnx and ppocr_keys_v1.txt (default:\n"
          "$TESSERA_DATA/ocr when TESSERA_DATA is set, else\n"
          TS_INSTALL_DATA_DIR "/ocr when it holds them, else\n"
          TS_DATA_DIR "/ocr, fetched by scripts/install-deps.sh).", "models"},
         {"no-cls", CLI_FLAG, &o.no_cls, 0, NULL, "skip the direction classifier (every line taken as upright).", NULL},
-        {"time", CLI_FLAG, &o.show_time, 0, NULL, "print the time taken on stderr.", NULL},
-        {"int8", CLI_FLAG, &o.int8, 0, NULL,
+        {"time", CLI_FLAG, &show_time, 0, NULL, "print the time taken on stderr.", NULL},
+        {"int8", CLI_FLAG, &int8, 0, NULL,
          "run the models' convolutions and weight matmuls in int8 (dynamic\n"
          "quantization: weights per output channel, activations per tensor and run).", NULL},
         {"device", CLI_STR, &o.device, 0, "DEV", "run the models on device DEV (default cpu; e.g. opencl:0).",
@@ -141,19 +111,13 @@ int cli_ocr(int argc, char **argv) {
     int rc = cli_opts_parse(&os, CMD, USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done_opts;
     rc = 2;
-    if (strcmp(o.lang, "ch") != 0 && strcmp(o.lang, "en") != 0) {
-        fprintf(stderr, "tessera ocr: --lang is ch or en, not '%s'\n(tessera ocr --help shows the usage)\n", o.lang);
+    if (images.n > 1) {
+        fprintf(stderr, "tessera ocr: one image at a time ('%s' and '%s' given)\n"
+                        "(tessera ocr --help shows the usage)\n", images.v[0], images.v[1]);
         goto done_opts;
     }
-    if (images.n != 1) {
-        if (images.n)
-            fprintf(stderr, "tessera ocr: one image at a time ('%s' and '%s' given)\n", images.v[0], images.v[1]);
-        else
-            fprintf(stderr, "tessera ocr: no IMAGE given\n");
-        fprintf(stderr, "(tessera ocr --help shows the usage)\n");
-        goto done_opts;
-    }
-    rc = run_ocr(images.v[0], &o);
+    o.quantize = int8 ? TS_QUANT_DYNAMIC : TS_QUANT_NONE;
+    rc = run_ocr(images.v[0], &o, json, show_time);
 done_opts:
     cli_opts_free(&os);
     return rc;

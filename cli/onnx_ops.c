@@ -7,9 +7,12 @@
 #include "tessera.h"
 
 static const char *USAGE =
-    "usage: tessera onnx-ops\n"
     "  Prints the ONNX ops the importer maps, with the opsets each covers, as the markdown table of\n"
     "  README.md's ONNX section.\n";
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 
 int cli_onnx_ops(int argc, char **argv) {
     cli_optset os; /* no options of its own: --help, --config, and an error for anything else */
@@ -27,12 +30,7 @@ int cli_onnx_ops(int argc, char **argv) {
         for (int k = 0; k < nops && !seen; k++) seen = !strcmp(ops[k], op);
         if (!seen) ops[nops++] = op;
     }
-    for (int a = 1; a < nops; a++) /* insertion sort: a few hundred names */
-        for (int b = a; b > 0 && strcmp(ops[b - 1], ops[b]) > 0; b--) {
-            const char *t = ops[b];
-            ops[b] = ops[b - 1];
-            ops[b - 1] = t;
-        }
+    qsort(ops, (size_t)nops, sizeof *ops, by_name);
     printf("| ONNX op | opsets |\n|---|---|\n");
     for (int k = 0; k < nops; k++) {
         printf("| %s | ", ops[k]);

@@ -300,11 +300,23 @@ static int apply_arg(opt_ctx *c, int argc, char **argv, int *i) {
     return 1;
 }
 
+/* A required entry (min 1 on a string, list or positionals) that is still empty: 0 after the error. */
+static int check_required(const opt_ctx *c, const cli_opt *o) {
+    int empty = o->kind == CLI_STR ? !*(const char **)o->ptr
+                : o->kind == CLI_LIST || o->kind == CLI_ARGS ? !((const cli_strlist *)o->ptr)->n
+                                                             : 0;
+    if (o->min < 1 || !empty) return 1;
+    if (o->kind == CLI_ARGS) say(c, "%s is required", o->arg ? o->arg : "an argument");
+    else say(c, "--%s %s%s is required", o->name, o->arg ? o->arg : "VALUE", o->kind == CLI_LIST ? "..." : "");
+    return 0;
+}
+
 int cli_opts_parse(cli_optset *s, const char *cmd, const char *usage, const cli_opt *opts, int nopts, int argc,
                    char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* whole lines as they come, also into a pipe or a log file */
     memset(s, 0, sizeof *s);
     s->opts = opts, s->nopts = nopts;
+    cli_terms_use(opts, nopts, NULL, 0); /* the library's field names said as this table's flags */
     opt_ctx c = {.s = s, .cmd = cmd};
     if (nopts > MAX_OPTS) {
         say(&c, "an option table of %d entries: at most %d (cli/options.c)", nopts, MAX_OPTS);
@@ -312,7 +324,7 @@ int cli_opts_parse(cli_optset *s, const char *cmd, const char *usage, const cli_
     }
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            cli_opts_usage(stdout, usage, opts, nopts);
+            cli_opts_usage(stdout, cmd, usage, opts, nopts);
             return 0;
         }
     int bad = 0;
@@ -323,6 +335,7 @@ int cli_opts_parse(cli_optset *s, const char *cmd, const char *usage, const cli_
         }
     for (int i = 1; i < argc && !bad; i++)
         if (!apply_arg(&c, argc, argv, &i)) bad = 1;
+    for (int i = 0; i < nopts && !bad; i++) bad = !check_required(&c, &opts[i]);
     if (!bad && cli_opts_check_shared(cmd, s)) bad = 1;
     if (!bad) cli_opts_device_flags(s);
     if (bad) fprintf(stderr, "(tessera %s --help shows the usage)\n", cmd);
@@ -356,7 +369,24 @@ static void print_entry(FILE *f, const char *left, const char *help) {
     }
 }
 
-void cli_opts_usage(FILE *f, const char *usage, const cli_opt *opts, int nopts) {
+/* The synopsis made from the table: "usage: tessera CMD", the required flags, "[options]", then the
+ * positionals. */
+static void synopsis(FILE *f, const char *cmd, const cli_opt *opts, int nopts) {
+    fprintf(f, "usage: tessera %s", cmd);
+    for (int i = 0; i < nopts; i++) {
+        const cli_opt *o = &opts[i];
+        if ((o->kind == CLI_STR || o->kind == CLI_LIST) && o->min >= 1)
+            fprintf(f, " --%s %s%s", o->name, o->arg ? o->arg : "VALUE", o->kind == CLI_LIST ? "..." : "");
+    }
+    fprintf(f, " [options]");
+    for (int i = 0; i < nopts; i++)
+        if (opts[i].kind == CLI_ARGS)
+            fprintf(f, opts[i].min >= 1 ? " %s" : " [%s]", opts[i].arg ? opts[i].arg : "ARG...");
+    fputc('\n', f);
+}
+
+void cli_opts_usage(FILE *f, const char *cmd, const char *usage, const cli_opt *opts, int nopts) {
+    if (strncmp(usage, "usage:", 6) != 0) synopsis(f, cmd, opts, nopts);
     fputs(usage, f);
     int tail = nopts; /* the text entries at the end follow the --config line */
     while (tail > 0 && opts[tail - 1].kind == CLI_TEXT) tail--;

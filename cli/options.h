@@ -35,7 +35,8 @@ typedef struct cli_opt {
     const char *name; /* the flag without "--" and the config key; NULL for CLI_TEXT */
     cli_kind kind;
     void *ptr;
-    int min;          /* CLI_INT: the smallest value */
+    int min;          /* CLI_INT: the smallest value; CLI_STR, CLI_LIST, CLI_ARGS: 1 when required
+                         (the parse refuses a run without it; the synopsis names it) */
     const char *arg;  /* the value's name in the usage ("DIR"); NULL for a flag */
     const char *help; /* one or more lines ('\n' between them); the first follows the flag */
     const char *old;  /* a former spelling, or NULL */
@@ -49,8 +50,10 @@ typedef struct cli_optset {
 } cli_optset;
 
 /* Parse argv (argv[0] is the subcommand's name, skipped) against opts[0 .. nopts) for
- * `tessera cmd`. `usage` is the head of the help text (the synopsis and what the subcommand
- * does); the option lines are made from the table and `--config FILE` is added. Errors go to
+ * `tessera cmd`. `usage` is the head of the help text: what the subcommand does, after the
+ * synopsis made from the table ("usage: tessera CMD --model DIR ... [options]", the required
+ * entries) unless it starts with "usage:" itself; the option lines are made from the table and
+ * `--config FILE` is added. Errors go to
  * stderr as "tessera CMD: message", then a line pointing at --help. Then
  * cli_opts_check_shared runs. Returns 1 to go on,
  * 0 when --help printed the usage to stdout, 2 on a usage error. Free s with cli_opts_free
@@ -61,8 +64,9 @@ int cli_opts_parse(cli_optset *s, const char *cmd, const char *usage, const cli_
 const cli_opt *cli_opts_find(const cli_optset *s, const char *name);
 /* Free what the parse holds (the lists are emptied, the STR values from the config dangle). */
 void cli_opts_free(cli_optset *s);
-/* Print the usage of a table: `usage`, then a line per option (help lines indented under it). */
-void cli_opts_usage(FILE *f, const char *usage, const cli_opt *opts, int nopts);
+/* Print the usage of `tessera cmd`'s table: the synopsis (see cli_opts_parse), `usage`, then a line
+ * per option (help lines indented under it). */
+void cli_opts_usage(FILE *f, const char *cmd, const char *usage, const cli_opt *opts, int nopts);
 
 /* The checks of the options every subcommand shares, run after a parse that succeeded (defined by
  * the command, cli/train_common.c): --threads at most ts_max_threads(), --device-profile read into

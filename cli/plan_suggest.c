@@ -1,38 +1,23 @@
 /*
- * plan_suggest.c — what a command refused for memory under --device-profile says next: the
- * planner's view of the layout asked for (the stage that does not fit, what it needs, what the
- * profile's device has) and the fastest layout of the same model, batch, dtype and optimizer on
- * as many devices of that profile that fits, with the command that runs it and the `tessera plan`
- * command that explains more. Used by cli_bert_programs (pretrain, finetune) and `tessera run`.
+ * plan_suggest.c — the planner's words for the command: the command line of a layout, `tessera
+ * plan`'s for a request, what a run refused for memory under --device-profile says next (cli.h).
  */
 #include "cli.h"
-
-/* " the planner: stage S needs X GB on NAME (Y GB)" from the estimate of the layout asked for
- * (ts_plan_unfit_stage), or "" when the estimate cannot be made or finds every stage fits. */
-static void asked_layout(const ts_plan_request *rq, char *buf, size_t cap) {
-    double need;
-    int s = ts_plan_unfit_stage(rq, &need);
-    buf[0] = 0;
-    if (s >= 0)
-        snprintf(buf, cap, "stage %d needs %.2f GB on %s (%.2f GB)", s, need / 1e9, rq->device->name,
-                 rq->device->memory_bytes / 1e9);
-}
 
 /* The `tessera plan` command for rq's model and shapes (the layout left to the search). */
 static void plan_command(const char *profile, const ts_plan_request *rq, char *buf, size_t cap) {
     const ts_bert_config *c = rq->cfg;
-    static const char *dt[] = {"f32", "bf16", "f16"}, *task[] = {"pretrain", "finetune", "infer"};
+    static const char *task[] = {"pretrain", "finetune", "infer"};
     char preds[40] = "";
     if (rq->task == TS_PLAN_PRETRAIN && rq->max_predictions > 0)
         snprintf(preds, sizeof preds, " --max-predictions %d", rq->max_predictions);
     snprintf(buf, cap, "tessera plan --device-profile %s --count %d --layers %d --hidden %d --heads %d "
-             "--intermediate %d --batch %d --max-len %d%s --dtype %s --optimizer %s --task %s --explain", profile, rq->count,
-             c->num_hidden_layers, c->hidden_size, c->num_attention_heads, c->intermediate_size, rq->batch,
-             rq->seq_len, preds, dt[rq->dtype <= TS_F16 ? rq->dtype : 0], rq->optimizer == TS_OPTIM_LAMB ? "lamb" : "adamw",
-             task[rq->task]);
+             "--intermediate %d --batch %d --max-len %d%s --dtype %s --optimizer %s --task %s --explain", profile,
+             rq->count, c->num_hidden_layers, c->hidden_size, c->num_attention_heads, c->intermediate_size, rq->batch,
+             rq->seq_len, preds, ts_dtype_name(rq->dtype), ts_optim_kind_name(rq->optimizer), task[rq->task]);
 }
 
-/* The planner gives a layout as data; this is the command line that runs it (cli.h). */
+/* The command line that runs layout l of rq (cli.h). */
 void cli_plan_command(const ts_plan_request *rq, ts_plan_layout *l) {
     char *buf = l->command;
     const size_t cap = sizeof l->command;
@@ -63,26 +48,26 @@ void cli_plan_command(const ts_plan_request *rq, ts_plan_layout *l) {
     if (rq->dtype != TS_F32 && o < cap) snprintf(buf + o, cap - o, " --%s", rq->dtype == TS_BF16 ? "bf16" : "fp16");
 }
 
-
+/* What a run refused for memory under --device-profile says next: the planner's estimate and layout (cli.h). */
 void cli_plan_suggest(const char *cmd, const char *profile, const ts_plan_request *asked, const ts_stage_plan *pp) {
-    ts_plan_request rq = *asked;
-    char spec[256], need[256], plan[1024];
-    ts_stage_plan_spec(pp, rq.cfg->num_hidden_layers, spec, sizeof spec);
-    rq.stages = spec;
-    asked_layout(&rq, need, sizeof need);
-    plan_command(profile, &rq, plan, sizeof plan);
-    rq.stages = NULL, rq.replicas = 0, rq.micro_batches = 0, rq.recompute = -1, rq.shard_state = -1;
-    ts_plan_layout *l = calloc(1, sizeof *l);
+    char need[256] = "", plan[1024];
+    double bytes;
     int n = 0;
+    ts_plan_layout *l = calloc(1, sizeof *l);
     if (l) l->struct_size = sizeof *l;
-    if (l && ts_plan_search(&rq, l, 1, &n) == TS_OK && n >= 1) cli_plan_command(&rq, l);
-    if (!l || n < 1) {
+    int s = l ? ts_plan_suggest(asked, pp, &bytes, l, &n) : -1;
+    if (s >= 0)
+        snprintf(need, sizeof need, "stage %d needs %.2f GB on %s (%.2f GB)", s, bytes / 1e9, asked->device->name,
+                 asked->device->memory_bytes / 1e9);
+    plan_command(profile, asked, plan, sizeof plan);
+    if (!n) {
         fprintf(stderr, "tessera %s: the planner: %s%s%s (%s for more)\n", cmd, need, *need ? "; " : "",
                 l ? cli_error() : "out of memory", plan);
     } else if (!l->fits) {
         fprintf(stderr, "tessera %s: the planner: %s%sno layout of %d x %s fits this model and batch; the closest: %s "
-                "(%s for more)\n", cmd, need, *need ? ": " : "", rq.count, rq.device->name, l->why, plan);
+                "(%s for more)\n", cmd, need, *need ? ": " : "", asked->count, asked->device->name, l->why, plan);
     } else {
+        cli_plan_command(asked, l);
         fprintf(stderr, "tessera %s: the planner: %s%s%d stage%s \"%s\" x %d replica%s, %d micro-batch%s%s%s fit "
                 "(estimated %.1f seq/s): %s (%s for more)\n", cmd, need, *need ? ": " : "", l->nstages,
                 l->nstages == 1 ? "" : "s", l->stages, l->replicas, l->replicas == 1 ? "" : "s", l->micro_batches,

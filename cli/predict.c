@@ -1,23 +1,11 @@
 /*
- * predict.c — `tessera predict`: run a fine-tuned model directory on new inputs. A classifier
- * reads texts (each --text, else each line of --data FILE or stdin) and prints one line per
- * text: label<TAB>probability<TAB>the text's first 60 characters. A text-pair classifier takes
- * text<TAB>text_b (the pair separated by a tab). A question-answering model reads questions and
- * contexts (predict_qa.c) and prints one answer a line. Several classifiers predict as one
- * ensemble: the label with the largest mean class probability (each member encodes the text with
- * its own vocabulary and length), and that mean: ts_ensemble_* (apps/train/ensemble.c) does the
- * work, this file reads the flags and the inputs and prints.
- *
- *   tessera predict --model DIR... [--text "..."]... [--data FILE] [--batch N] [< lines]
+ * predict.c — `tessera predict`: a classifier or an ensemble of them (ts_ensemble_*), or a
+ * question-answering model (ts_squad_write_answers), on new inputs: the flags and the printing.
  */
-#include <stdint.h>
-
 #include "cli.h"
-#include "qa.h"
 #include "train_common.h"
 
 static const char *USAGE =
-    "usage: tessera predict --model DIR... [--text TEXT...] [--data FILE] [options] [< lines]\n"
     "  Runs the model in DIR (from tessera finetune) on new inputs; the task is the model's.\n"
     "  A classifier: each TEXT (or, without --text, each line of FILE or stdin) gives a line\n"
     "  label<TAB>probability<TAB>the text's first 60 characters. A text-pair classifier wants\n"
@@ -56,8 +44,6 @@ typedef struct member_ctx {
 
 static ts_program *member_program(void *ctx, const char *dir, const ts_bert_config *cfg, int batch, int seq) {
     member_ctx *c = ctx;
-    static char sizes_from[4200]; /* for an out-of-memory message: this member's config */
-    cli_dev.sizes_from = cli_path_join(sizes_from, sizeof sizes_from, dir, "config.json") ? sizes_from : dir;
     ts_program *p = cli_model_dir_program(c->cmd, dir, cfg, batch, seq, c->threads, (const char *[]){"logits"}, 1);
     c->failed |= !p;
     return p;
@@ -75,61 +61,46 @@ ts_ensemble *cli_ensemble_open(const char *cmd, const char *const *dirs, int n, 
     return NULL;
 }
 
-/* One input; `where` names it for errors ("stdin:3", "--text 2"). 0 or the exit code. */
-static int add_text(ts_ensemble *e, const char *text, const char *where) {
-    ts_status st = ts_ensemble_add_text(e, text);
-    if (st == TS_OK) return 0;
-    if (st == TS_ERR_ARG && ts_ensemble_meta(e)->text_b_column && !strchr(text, '\t'))
-        return fprintf(stderr, "tessera predict: %s: %s\n", where, cli_error()), 2;
-    return fprintf(stderr, "tessera predict: %s\n", cli_error()), 1;
-}
-
-/* Every input: the --text values, else the lines of `in` (in_name for errors), batched through
- * add_text. 0 or the exit code. */
-static int read_inputs(ts_ensemble *e, const cli_strlist *texts, FILE *in, const char *in_name) {
-    char where[4200];
-    int rc = 0;
-    for (int i = 0; i < texts->n; i++) {
-        snprintf(where, sizeof where, "--text %d", i + 1);
-        if ((rc = add_text(e, texts->v[i], where)) != 0) return rc;
-    }
-    if (texts->n) return 0;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    long lineno = 0;
-    while ((len = getline(&line, &cap, in)) >= 0) {
-        lineno++;
-        if (len && line[len - 1] == '\n') line[--len] = 0;
-        if (len && line[len - 1] == '\r') line[--len] = 0;
-        snprintf(where, sizeof where, "%s:%ld", in_name, lineno);
-        if ((rc = add_text(e, line, where)) != 0) break;
-    }
-    free(line);
-    if (rc) return rc;
-    if (ferror(in)) {
-        fprintf(stderr, "tessera predict: reading %s: %s\n", in_name, strerror(errno));
-        return 1;
-    }
-    return 0;
-}
-
-/* The classifier (or ensemble) on the inputs. 0 or the exit code. */
+/* The classifier (or ensemble) on the --text values, else on the lines of --data or stdin. 0 or
+ * the exit code. */
 static int predict_cls(const cli_strlist *models, const cli_strlist *texts, const char *data, int batch, int threads) {
     int rc = 2;
-    FILE *in = data ? fopen(data, "r") : stdin;
     ts_ensemble *e = NULL;
     e = cli_ensemble_open("predict", models->v, models->n, batch, threads, print_result, &e, &rc);
-    if (e && !in) fprintf(stderr, "tessera predict: --data %s: %s\n", data, strerror(errno));
-    if (!e || !in) goto done;
-    if ((rc = read_inputs(e, texts, in, data ? data : "stdin"))) goto done;
-    rc = 1;
-    if (ts_ensemble_flush(e)) fprintf(stderr, "tessera predict: %s\n", cli_error());
-    else if (fflush(stdout) != 0) fprintf(stderr, "tessera predict: writing stdout: %s\n", strerror(errno));
-    else rc = 0;
-done:
-    if (in && in != stdin) fclose(in);
+    if (!e) return rc;
+    ts_status st = TS_OK;
+    for (int i = 0; i < texts->n && !st; i++)
+        if ((st = ts_ensemble_add_text(e, texts->v[i])))
+            fprintf(stderr, "tessera predict: --text %d: %s\n", i + 1, cli_error());
+    if (!st && (st = texts->n ? ts_ensemble_flush(e) : ts_ensemble_add_lines(e, data)))
+        fprintf(stderr, "tessera predict: %s\n", cli_error());
+    rc = st == TS_ERR_ARG ? 2 : st ? 1 : 0;
+    if (!rc && fflush(stdout) != 0) {
+        fprintf(stderr, "tessera predict: writing stdout: %s\n", strerror(errno));
+        rc = 1;
+    }
     ts_ensemble_free(e);
+    return rc;
+}
+
+/* A question-answering model on the questions of `data` (a SQuAD .json file, else JSON lines;
+ * NULL: JSON lines on stdin), one answer printed a line. The exit code. */
+static int predict_qa(const char *model, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok,
+                      const char *data, int batch, int threads, int n_best, int max_answer_len) {
+    ts_squad_opts so = ts_squad_opts_of_model(meta, 1); /* relocated: a file's answers, if any, are unused */
+    ts_squad *s = ts_squad_read_questions(data, tok, &so);
+    if (!s) return cli_fail("predict", data ? "--data " : "", ts_last_status() == TS_ERR_ARG ? 2 : 1);
+    int rc = 1;
+    ts_program *p = cli_model_dir_program("predict", model, cfg, batch, meta->max_len, threads,
+                                          (const char *[]){"start_logits", "end_logits"}, 2);
+    if (p && ts_squad_write_answers(p, s, batch, meta->max_len, n_best, max_answer_len, ts_write_stdio, stdout))
+        cli_fail("predict", "", 1);
+    else if (p && fflush(stdout) != 0)
+        fprintf(stderr, "tessera predict: writing stdout: %s\n", strerror(errno));
+    else if (p)
+        rc = 0;
+    ts_program_free(p);
+    ts_squad_free(s);
     return rc;
 }
 
@@ -138,7 +109,7 @@ int cli_predict(int argc, char **argv) {
     cli_strlist texts = {0}, models = {0};
     int batch = 8, threads = 0, n_best = 0, max_ans = 0;
     const cli_opt opts[] = {
-        {"model", CLI_LIST, &models, 0, "DIR",
+        {"model", CLI_LIST, &models, 1, "DIR",
          "the model directory (tessera finetune's --out); several: an ensemble"},
         {"text", CLI_LIST, &texts, 0, "TEXT",
          "the texts to classify (else the lines of --data or stdin)"},
@@ -162,11 +133,7 @@ int cli_predict(int argc, char **argv) {
     int rc = cli_opts_parse(&os, "predict", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc != 1) goto done_opts;
     rc = 2;
-    model = models.n ? models.v[0] : NULL;
-    if (!model) {
-        fprintf(stderr, "tessera predict: --model DIR is required\n(tessera predict --help shows the usage)\n");
-        goto done_opts;
-    }
+    model = models.v[0];
     if (texts.n && data) {
         fprintf(stderr, "tessera predict: give --text or --data, not both\n");
         goto done_opts;
@@ -178,13 +145,10 @@ int cli_predict(int argc, char **argv) {
     if (task == CLI_TASK_QA && texts.n)
         fprintf(stderr, "tessera predict: --text is for classifiers; %s answers questions: give JSON lines "
                         "{\"question\": ..., \"context\": ...} on stdin or in --data FILE\n", model);
-    else if (task == CLI_TASK_QA && models.n > 1)
-        fprintf(stderr, "tessera predict: %s answers questions: an ensemble of several --model DIRs is for "
-                        "classifiers\n", model);
-    else if (task == CLI_TASK_QA)
-        rc = cli_predict_qa(model, &cfg, &meta, tok, data, batch, threads, n_best ? n_best : TS_SQUAD_N_BEST,
+    else if (task == CLI_TASK_QA && models.n == 1)
+        rc = predict_qa(model, &cfg, &meta, tok, data, batch, threads, n_best ? n_best : TS_SQUAD_N_BEST,
                             max_ans ? max_ans : TS_SQUAD_MAX_ANSWER_LEN);
-    else if (task == CLI_TASK_CLASSIFY)
+    else if (task >= 0) /* several QA models: refused by ts_ensemble_open */
         rc = predict_cls(&models, &texts, data, batch, threads);
     ts_tokenizer_free(tok);
     ts_model_meta_free(&meta);

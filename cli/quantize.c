@@ -1,24 +1,13 @@
 /*
- * quantize.c — `tessera quantize`: an int8 copy of a model directory (issue 29), made by
- * ts_quantize_model_dir (apps/train/quantize_dir.c): the same files (the f32 weights unchanged)
- * and a config.json recording the quantization, which `tessera run / eval / predict` read.
- *  - --dynamic: activations quantized per tensor on every run (TS_QUANT_DYNAMIC), no data needed;
- *  - --calib DATA: static (TS_QUANT_STATIC): the activations' scales calibrated on DATA.
- * With --eval DATA it scores the float and the int8 model side by side (a classifier: accuracy and
- * the class probabilities' differences; a QA model: EM and F1) and, with --max-drop P, refuses to
- * write a copy that loses more than P points (of accuracy, or of F1). This file reads the flags
- * and prints what the call reports.
- *
- *   tessera quantize --model DIR (--dynamic | --calib DATA [--samples N] [--method M]) --out DIR_INT8
- *                    [--eval DATA [--max-drop P]]
+ * quantize.c — `tessera quantize` (ts_quantize_model_dir): its flags and what the call reports.
  */
 #include "cli.h"
 #include "options.h"
 
 static const char *USAGE =
-    "usage: tessera quantize --model DIR (--dynamic | --calib DATA) --out DIR_INT8 [options]\n"
     "  Writes DIR_INT8: DIR's files, its config.json recording int8 quantization (weights int8 per\n"
-    "  output channel; activations int8 per tensor). tessera run, eval and predict run such a\n"
+    "  output channel; activations int8 per tensor), --dynamic (the activations' scales taken on\n"
+    "  every run) or --calib DATA (calibrated). tessera run, eval and predict run such a\n"
     "  directory's matmuls in int8.\n";
 
 typedef struct q_flags {
@@ -27,44 +16,22 @@ typedef struct q_flags {
     double max_drop;
 } q_flags;
 
-/* The library's error with its fields named as this command's flags. */
-static void print_error(void) {
-    static const char *const FIELDS[][2] = {{"model_dir", "--model"}, {"out_dir", "--out"}, {"calib_file", "--calib"},
-                                            {"eval_file", "--eval"}, {"max_drop", "--max-drop"}};
-    fputs("tessera quantize: ", stderr);
-    for (const char *p = cli_error(); *p;) {
-        size_t k = 0, n = 0;
-        for (; k < sizeof FIELDS / sizeof *FIELDS; k++)
-            if (!strncmp(p, FIELDS[k][0], n = strlen(FIELDS[k][0])) && !(p[n] == '_' || (p[n] >= 'a' && p[n] <= 'z')))
-                break;
-        if (k < sizeof FIELDS / sizeof *FIELDS) fputs(FIELDS[k][1], stderr), p += n;
-        else fputc(*p++, stderr);
-    }
-    fputc('\n', stderr);
-}
-
-/* The flags' checks. 0 or 2 (printed). */
+/* The checks of flags the library does not see (it takes a mode, not two flags): 0 or 2 (printed). */
 static int check_flags(const q_flags *o) {
-    const char *miss = !o->model ? "--model DIR" : !o->out ? "--out DIR_INT8" : NULL, *bad = NULL;
+    const char *bad = NULL;
     char msg[256];
-    if (miss || o->dynamic == !!o->calib) {
-        fprintf(stderr, "tessera quantize: %s\n(tessera quantize --help shows the usage)\n",
-                miss ? miss : o->dynamic ? "--dynamic and --calib DATA: give one (dynamic or calibrated static int8)"
-                            : "--dynamic or --calib DATA is required (dynamic or calibrated static int8)");
-        if (miss) fprintf(stderr, "tessera quantize: %s is required\n", miss);
-        return 2;
-    }
-    if (o->dynamic && (o->samples != -1 || o->method))
+    if (o->dynamic == !!o->calib)
+        bad = o->dynamic ? "--dynamic and --calib DATA: give one (dynamic or calibrated static int8)"
+                         : "--dynamic or --calib DATA is required (dynamic or calibrated static int8)";
+    else if (o->dynamic && (o->samples != -1 || o->method))
         bad = "--samples and --method go with --calib DATA, not --dynamic";
-    else if (o->calib && o->samples < 1 && o->samples != -1)
-        snprintf(msg, sizeof msg, "--samples %d: the calibration rows, at least 1", o->samples), bad = msg;
-    else if (o->calib && o->method && ts_calib_method_parse(o->method) < 0)
+    else if (o->samples == 0)
+        bad = "--samples 0: the calibration rows, at least 1";
+    else if (o->method && ts_calib_method_parse(o->method) < 0)
         snprintf(msg, sizeof msg, "--method %s: takes minmax, percentile or entropy", o->method), bad = msg;
     else if (o->max_drop >= 0 && !o->eval)
         bad = "--max-drop needs --eval DATA (the accuracy it bounds)";
-    else if (o->max_drop < 0 && o->max_drop != -1)
-        snprintf(msg, sizeof msg, "--max-drop %g: points of accuracy, >= 0", o->max_drop), bad = msg;
-    if (bad) fprintf(stderr, "tessera quantize: %s\n", bad);
+    if (bad) fprintf(stderr, "tessera quantize: %s\n(tessera quantize --help shows the usage)\n", bad);
     return bad ? 2 : 0;
 }
 
@@ -90,6 +57,7 @@ static void print_report(const q_flags *o, const ts_quantize_report *r, const ch
                "per run)\n", o->model, o->out);
 }
 
+/* The int8 copy made (ts_quantize_model_dir) and what was done printed: the exit code. */
 static int quantize(const q_flags *f) {
     const char *method = f->method ? f->method : "percentile";
     ts_quantize_opts o = {.struct_size = sizeof o, .model_dir = f->model, .out_dir = f->out,
@@ -100,15 +68,15 @@ static int quantize(const q_flags *f) {
     ts_quantize_report r = {.struct_size = sizeof r};
     ts_status st = ts_quantize_model_dir(&o, &r);
     print_report(f, &r, method, st == TS_OK);
-    if (st) print_error();
+    if (st) fprintf(stderr, "tessera quantize: %s\n", cli_error());
     return st == TS_OK ? 0 : st == TS_ERR_ARG ? 2 : 1;
 }
 
 int cli_quantize(int argc, char **argv) {
     q_flags o = {.batch = 32, .max_drop = -1, .samples = -1}; /* -1: not given */
     const cli_opt opts[] = {
-        {"model", CLI_STR, &o.model, 0, "DIR", "the float model directory (tessera finetune's --out)"},
-        {"out", CLI_STR, &o.out, 0, "DIR_INT8", "the quantized model directory to write"},
+        {"model", CLI_STR, &o.model, 1, "DIR", "the float model directory (tessera finetune's --out)"},
+        {"out", CLI_STR, &o.out, 1, "DIR_INT8", "the quantized model directory to write"},
         {"dynamic", CLI_FLAG, &o.dynamic, 0, NULL,
          "dynamic quantization: the activations' scale taken on every run"},
         {"calib", CLI_STR, &o.calib, 0, "DATA",

@@ -1,25 +1,35 @@
 /*
- * speech_io.h — what `tessera kws` and `tessera vad` share (cli/speech_io.c): where the speech
- * models are, and audio in from a file or standard input.
+ * speech_io.h — what the speech subcommands (kws, vad, audio-train, eval / export of an audio
+ * classifier) share: where the speech models are.
  */
 #ifndef TS_CLI_SPEECH_IO_H
 #define TS_CLI_SPEECH_IO_H
 
-#include <stdio.h>
+#include "cli.h"
 
-#include "tessera_apps.h"
+/* The speech models' directory without --model-store (cli_data_dir's "speech", where
+ * openwakeword/melspectrogram.onnx is), written into buf. */
+static inline const char *cli_speech_dir(char *buf, size_t cap) {
+    return cli_data_dir("speech", "openwakeword/melspectrogram.onnx", buf, cap);
+}
 
-/* The speech models' directory without --model-store: $TESSERA_DATA/speech, else the installed data
- * directory's speech/ when it holds openwakeword/melspectrogram.onnx, else the build's
- * data/speech (scripts/install-deps.sh puts them there). Written into buf. */
-const char *cli_speech_dir(char *buf, size_t cap);
+/* The audio classifier of dir (eval, export --model) with the speech models found as tessera kws
+ * finds them; NULL after printing the error. */
+static inline ts_audio_clf *cli_audio_clf_open(const char *cmd, const char *dir, int threads) {
+    char dir_buf[4096], path[4200];
+    if (!cli_path_join(path, sizeof path, cli_speech_dir(dir_buf, sizeof dir_buf), "openwakeword"))
+        return cli_fail(cmd, "", 2), NULL;
+    ts_audio_clf *c = ts_audio_clf_load(dir, path, threads);
+    if (!c) cli_fail(cmd, "--model: ", 2);
+    return c;
+}
 
-/* Audio at 16 kHz: a file through ts_audio_read, or with path "-" all of standard input as raw
- * 16 kHz little-endian s16 mono. NULL with ts_last_error() naming the file. */
-ts_audio *cli_speech_read(const char *path);
-
-/* Up to cap samples of raw s16 from standard input into x (floats in [-1, 1)); returns how many
- * (0 at the end of input, -1 on a read error). Blocks until cap samples or the end. */
-int64_t cli_speech_read_stdin(float *x, int64_t cap);
+/* --model-store DIR (formerly --models) into *ptr, the directory holding `holding`. */
+#define CLI_MODEL_STORE_OPT(ptr, holding)                                                               \
+    {"model-store", CLI_STR, ptr, 0, "DIR",                                                             \
+     "the speech models directory, holding " holding " (default:\n"                                    \
+     "$TESSERA_DATA/speech when TESSERA_DATA is set, else the installed data\n"                        \
+     "directory's speech/ when it holds them, else data/speech of the source\n"                        \
+     "tree, where scripts/install-deps.sh puts them).", "models"}
 
 #endif

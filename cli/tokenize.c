@@ -1,26 +1,15 @@
 /*
- * tokenize.c — `tessera tokenize`: WordPiece token ids of each line of stdin, one output line
- * per input line, [CLS] ... [SEP] included, ids separated by spaces.
- *
- *   tessera tokenize --vocab vocab.txt [--cased] [--max-len N [--pad]] [--pair] [--tokens] < text
- *
- *   --cased      keep case and accents (default: uncased, as bert-base-uncased)
- *   --max-len N  truncate to N tokens (specials included; pairs longest-first)
- *   --pad        pad to N with [PAD] (needs --max-len)
- *   --pair       each line is "TEXT_A<TAB>TEXT_B": [CLS] A [SEP] B [SEP]
- *   --tokens     print the wordpieces instead of their ids
- *
- * Each line is encoded by the library (ts_encode_line); this file reads, checks and prints.
+ * tokenize.c — `tessera tokenize`: the WordPiece ids of each line of stdin, one output line per
+ * input line. Each line is encoded by the library (ts_encode_line); this file reads and prints.
  */
 #include <stdint.h>
 
 #include "cli.h"
 #include "options.h"
-#include "tessera_apps.h"
 
 static const char *USAGE =
-    "usage: tessera tokenize --vocab vocab.txt [--cased] [--max-len N [--pad]] [--pair] [--tokens] < text\n"
-    "  Prints the WordPiece ids of each input line, with [CLS] and [SEP], one line per input line.\n";
+    "  Prints the WordPiece ids of each input line, with [CLS] and [SEP], one line per input line\n"
+    "  (read from stdin).\n";
 
 typedef struct opts {
     const char *vocab;
@@ -30,8 +19,7 @@ typedef struct opts {
 /* The checks across flags after the parse: 1 to go on, 2 after a usage error. */
 static int check(const opts *o) {
     int bad = 0;
-    if (!o->vocab) fprintf(stderr, "tessera tokenize: --vocab FILE is required\n"), bad = 1;
-    if (!bad && o->pad && !o->max_len) fprintf(stderr, "tessera tokenize: --pad needs --max-len N\n"), bad = 1;
+    if (o->pad && !o->max_len) fprintf(stderr, "tessera tokenize: --pad needs --max-len N\n"), bad = 1;
     if (!bad && o->max_len && o->max_len < (o->pair ? 3 : 2)) {
         fprintf(stderr, "tessera tokenize: --max-len %d cannot hold [CLS] and [SEP]%s\n", o->max_len,
                 o->pair ? " twice" : "");
@@ -53,7 +41,7 @@ static int print_ids(const ts_tokenizer *tok, const int32_t *ids, int n, int as_
 int cli_tokenize(int argc, char **argv) {
     opts o = {0};
     const cli_opt table[] = {
-        {"vocab", CLI_STR, &o.vocab, 0, "FILE", "the WordPiece vocabulary (vocab.txt; required)"},
+        {"vocab", CLI_STR, &o.vocab, 1, "FILE", "the WordPiece vocabulary (vocab.txt)"},
         {"cased", CLI_FLAG, &o.cased, 0, NULL, "keep case and accents (default: uncased)"},
         {"max-len", CLI_INT, &o.max_len, 1, "N", "truncate to N tokens, specials included (a pair longest-first)"},
         {"pad", CLI_FLAG, &o.pad, 0, NULL, "pad every line to N with [PAD] (needs --max-len)"},

@@ -1,42 +1,31 @@
 /*
  * vocab.c — `tessera vocab`: learn a WordPiece vocabulary from text files (ts_vocab_build) and
  * write it as a vocab.txt that `tessera tokenize --vocab` and ts_tokenizer_load read.
- *
- *   tessera vocab --out vocab.txt --size N [--cased] FILE...
  */
 #include "cli.h"
 #include "options.h"
-#include "tessera_apps.h"
 
 static const char *USAGE =
-    "usage: tessera vocab --out vocab.txt --size N [--cased] FILE...\n"
     "  Learns a WordPiece vocabulary of at most N tokens from the text FILEs (UTF-8, read line by\n"
     "  line): [PAD] [UNK] [CLS] [SEP] [MASK], every character seen, then merged pieces.\n";
 
 int cli_vocab(int argc, char **argv) {
     const char *out = NULL;
-    int size = 0, cased = 0;
+    int size = 30522, cased = 0; /* BERT-Base's vocabulary size */
     cli_strlist files = {0};
     const cli_opt opts[] = {
-        {"out", CLI_STR, &out, 0, "FILE", "the vocab.txt written (required)"},
-        {"size", CLI_INT, &size, 1, "N", "tokens in the vocabulary, at most (required; 5 or more)"},
+        {"out", CLI_STR, &out, 1, "FILE", "the vocab.txt written"},
+        {"size", CLI_INT, &size, 1, "N", "tokens in the vocabulary, at most (5 or more; default 30522, BERT's)"},
         {"cased", CLI_FLAG, &cased, 0, NULL, "keep case and accents (default: uncased, lower-cased and accents\n"
                                             "stripped)"},
-        {"files", CLI_ARGS, &files, 0, "FILE...", "the corpus: text files, UTF-8, read line by line"},
+        {"files", CLI_ARGS, &files, 1, "FILE...", "the corpus: text files, UTF-8, read line by line"},
     };
     cli_optset os;
     int rc = cli_opts_parse(&os, "vocab", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
+    static const cli_term TERMS[] = {{"vocab_size", "--size"}};
+    cli_terms_use(opts, (int)(sizeof opts / sizeof *opts), TERMS, 1);
     if (rc != 1) goto done;
-    rc = 2;
-    if (!out) fprintf(stderr, "tessera vocab: --out FILE is required\n");
-    else if (!size) fprintf(stderr, "tessera vocab: --size N is required\n");
-    else if (size < 5) fprintf(stderr, "tessera vocab: --size %d is less than the 5 special tokens\n", size);
-    else if (!files.n) fprintf(stderr, "tessera vocab: no corpus FILE given\n");
-    else rc = 0;
-    if (rc) {
-        fputs("(tessera vocab --help shows the usage)\n", stderr);
-        goto done;
-    }
+    rc = 0;
     ts_status st = ts_vocab_build(files.v, files.n, size, !cased, out);
     if (st != TS_OK) {
         fprintf(stderr, "tessera vocab: %s\n", cli_error());

@@ -213,7 +213,7 @@ static void test_spoken_digits_clips(void) {
 
 static void test_bad_input(void) {
     write_str("text.wav", "this is not audio\n");
-    CHECK_FAILS(tessera(NULL, "kws"), "no AUDIO");
+    CHECK_FAILS(tessera(NULL, "kws"), "AUDIO... is required");
     CHECK_FAILS(tessera(NULL, "kws alexa.wav --frobnicate"), "unknown flag '--frobnicate'");
     CHECK_FAILS(tessera(NULL, "kws alexa.wav --threshold 2"), "--threshold");
     CHECK_FAILS(tessera(NULL, "kws alexa.wav --keyword alexa,hey_siri"), "unknown keyword 'hey_siri'");
@@ -221,7 +221,7 @@ static void test_bad_input(void) {
     CHECK_FAILS(tessera(NULL, "kws missing.wav --keyword alexa"), "missing.wav");
     CHECK_FAILS(tessera(NULL, "kws text.wav --keyword alexa"), "text.wav");
     CHECK_FAILS(tessera(NULL, "kws alexa.wav --model-store /nonexistent-speech"), "/nonexistent-speech/openwakeword/");
-    CHECK_FAILS(tessera(NULL, "vad"), "no AUDIO");
+    CHECK_FAILS(tessera(NULL, "vad"), "AUDIO... is required");
     CHECK_FAILS(tessera(NULL, "vad missing.wav"), "missing.wav");
     CHECK_FAILS(tessera(NULL, "vad alexa.wav --threshold 0"), "--threshold");
     CHECK_FAILS(tessera(NULL, "vad alexa.wav --model-store /nonexistent-speech"), "/nonexistent-speech/silero/");

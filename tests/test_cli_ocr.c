@@ -262,7 +262,7 @@ static void test_no_text(void) {
 
 static void test_bad_input(void) {
     int rc = tessera(NULL, "ocr");
-    CHECK_FAILS(rc, "no IMAGE");
+    CHECK_FAILS(rc, "IMAGE is required");
     CHECK(rc == 2, "no image: exit %d, want 2", rc);
     rc = tessera(NULL, "ocr missing.png");
     CHECK_FAILS(rc, "missing.png");

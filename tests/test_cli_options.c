@@ -25,6 +25,11 @@ int cli_opts_check_shared(const char *cmd, const cli_optset *s) {
 }
 char *cli_read_text(const char *path, size_t *len) { return ts_read_file(path, len); }
 void cli_opts_device_flags(const cli_optset *s) { (void)s; }
+static int terms_used; /* cli_terms_use was given the table */
+void cli_terms_use(const struct cli_opt *opts, int nopts, const cli_term *terms, int nterms) {
+    (void)terms, (void)nterms;
+    terms_used = opts != NULL && nopts > 0;
+}
 
 #include <ctype.h>
 
@@ -211,6 +216,36 @@ static void test_lists(void) {
     cli_opts_free(&s);
 }
 
+/* Required entries (min 1): refused when missing, named in the synopsis, the rest "[options]". */
+static void test_required(void) {
+    const char *model = NULL;
+    int n = 0;
+    cli_strlist files = {0};
+    const cli_opt opts[] = {{"model", CLI_STR, &model, 1, "DIR", "model", NULL},
+                            {"n", CLI_INT, &n, 0, "N", "n", NULL},
+                            {"files", CLI_ARGS, &files, 1, "FILE...", "args", NULL}};
+    cli_optset s;
+    char *none[] = {"t", "f1", NULL}, *both[] = {"t", "--model", "m", "f1", NULL};
+    char *nofile[] = {"t", "--model", "m", NULL};
+    CHECK(cli_opts_parse(&s, "t", "  what t does\n", opts, 3, 2, none) == 2, "a missing --model accepted");
+    cli_opts_free(&s);
+    CHECK(cli_opts_parse(&s, "t", "  what t does\n", opts, 3, 3, nofile) == 2, "missing positionals accepted");
+    cli_opts_free(&s);
+    terms_used = 0;
+    CHECK(cli_opts_parse(&s, "t", "  what t does\n", opts, 3, 4, both) == 1 && !strcmp(model, "m") && files.n == 1,
+          "a complete command line refused");
+    CHECK(terms_used, "the table was not registered for the library's words (cli_terms_use)");
+    cli_opts_free(&s);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cli_opts_usage(f, "t", "  what t does\n", opts, 3);
+    fclose(f);
+    const char *want = "usage: tessera t --model DIR [options] FILE...\n  what t does\n";
+    CHECK(text && !strncmp(text, want, strlen(want)), "synopsis: %s", text ? text : "(none)");
+    free(text);
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     int rc = cli_setup("ts_cli_options");
@@ -226,6 +261,7 @@ int main(int argc, char **argv) {
     RUN(test_old_spellings);
     RUN(test_values);
     RUN(test_lists);
+    RUN(test_required);
     cli_cleanup("ts_cli_options");
     return tu_finish("test_cli_options");
 }

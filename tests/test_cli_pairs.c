@@ -111,7 +111,7 @@ static void test_resume(void) {
     CHECK(same_bytes("r1/model.safetensors", "r2/model.safetensors"),
           "stopped after 6 of 12 steps (mid-epoch) and resumed: the model differs from one run");
     rc = tessera(NULL, "finetune %s --resume r2 --batch 4", args);
-    CHECK_FAILS(rc, "was made with batch 8, not 4");
+    CHECK_FAILS(rc, "was made with --batch 8, not 4");
 }
 
 static void test_bad_input(void) {

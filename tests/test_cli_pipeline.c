@@ -107,7 +107,7 @@ static void test_finetune(void) {
 static void test_bad_flags(void) {
     const char *m = "--layers 2 --hidden 32 --intermediate 64 --max-steps 2 --out bad";
     int rc = tessera(NULL, "%s %s --stages \"0:emb,0-1,heads\"", PRE, m);
-    CHECK_FAILS(rc, "--stages needs --devices");
+    CHECK_FAILS(rc, "--stages \"0:emb,0-1,heads\" needs --devices");
     rc = tessera(NULL, "%s %s --devices cpu:0,cpu:1 --stages \"0:emb,0 1:0,heads\"", PRE, m);
     CHECK_FAILS(rc, "places the layer 0 twice");
     rc = tessera(NULL, "%s %s --devices cpu:0,cpu:1 --stages \"0:emb,0 1:1\"", PRE, m);

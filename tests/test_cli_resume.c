@@ -175,7 +175,7 @@ static void test_deterministic(void) {
     CHECK(same_model("d1", "d2"), "two --deterministic runs ended with different parameters");
     /* the recomputing run, resumed on the same thread count, ends where the others did */
     rc = tessera(NULL, "pretrain %s --threads 1 --recompute --resume d3", run);
-    CHECK_FAILS(rc, "was made with threads 2, not 1");
+    CHECK_FAILS(rc, "was made with --threads 2, not 1");
     rc = tessera(NULL, "pretrain %s --threads 2 --recompute --resume d3", run);
     CHECK_RAN(rc, 0);
     CHECK(same_model("d1", "d3"), "--recompute (stopped and resumed) changed the parameters");
@@ -203,7 +203,7 @@ static void test_accumulation(void) {
     rc = tessera(NULL, "pretrain %s --device-iterations 2 --out g3 --save-every 4 --stop-after 4", run);
     CHECK_RAN(rc, 0);
     rc = tessera(NULL, "pretrain %s --accumulation 2 --resume g3", run);
-    CHECK_FAILS(rc, "was made with accumulation 4, not 2");
+    CHECK_FAILS(rc, "was made with --accumulation 4, not 2");
     rc = tessera(NULL, "pretrain %s --device-iterations 2 --resume g3", run);
     CHECK_RAN(rc, 0);
     CHECK(same_model("g1", "g3"), "accumulation with device iterations, stopped and resumed: other parameters");
@@ -224,7 +224,7 @@ static void test_accumulation(void) {
 
 static void test_bad_resume(void) {
     int rc = tessera(NULL, "pretrain %s --hidden 64 --heads 2 --resume b", MODEL);
-    CHECK_FAILS(rc, "was made with hidden 32, not 64");
+    CHECK_FAILS(rc, "was made with --hidden 32, not 64");
     rc = tessera(NULL, "pretrain %s --resume no_such_run", MODEL);
     CHECK_FAILS(rc, "resume: no_such_run");
     rc = tessera(NULL, "pretrain %s --resume a", MODEL);

@@ -252,7 +252,7 @@ static void test_study_pieces(void) {
     CHECK_FAILS(rc, "--subset 31 is more than the 30 training rows");
     CHECK(strstr(err_text, "--seed is now --split-seed"), "split --seed: no notice: %s", err_text);
     rc = tessera(NULL, "split --data dup.tsv --out sp2 --test-split 1.5");
-    CHECK_FAILS(rc, "--test-split '1.5'");
+    CHECK_FAILS(rc, "--test-split 1.5 is not a fraction");
     rc = tessera(NULL, "split --out sp2");
     CHECK_FAILS(rc, "--data FILE is required");
     rc = tessera(NULL, "split --data no_such.tsv --out sp2");

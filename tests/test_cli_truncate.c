@@ -106,7 +106,7 @@ static void test_bad_input(void) {
     int rc = tessera(NULL, "%s --out x --truncate middle", FT);
     CHECK_FAILS(rc, "--truncate middle: expected head, tail or head+tail");
     rc = tessera(NULL, "finetune --task qa --model pre --train train.tsv --truncate tail --out x");
-    CHECK_FAILS(rc, "--truncate is for --task classify");
+    CHECK_FAILS(rc, "--truncate \"tail\" is for --task classify");
     /* a config.json whose cut is not one of the three */
     static char cfg[8192];
     read_into("ft-1/config.json", cfg, sizeof cfg);

@@ -184,7 +184,7 @@ static void test_bad_options(void) {
     REFUSED(momentum, 0.9, "momentum 0.9");
     REFUSED(model_dir, NULL, "model_dir is needed");
     REFUSED(model_dir, "no_such_model", "model_dir no_such_model");
-    REFUSED(stages, "auto", "stages needs devices");
+    REFUSED(stages, "auto", "stages \"auto\" needs devices");
     ts_finetune_run_opts o = run_opts("data.tsv", "bad", &lines, NULL, &rows);
     o.bf16 = o.fp16 = 1;
     refused(&o, "bf16 and fp16 exclude each other", __LINE__);

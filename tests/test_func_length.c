@@ -10,14 +10,18 @@
  * braces do not balance that way (a brace inside #if / #else) fails, naming the file.
  * test_scanner checks the scanner on made-up source: that a long function is found (so the
  * rule can fail), and that tables, strings and comments are not mistaken for functions.
+ * test_cli_size: the command's own files (the .c and .h files of cli/) hold at most MAX_CLI_LINES lines
+ * in all, the bound that keeps cli/ to flags and printing (docs/architecture.md).
  */
 #define _GNU_SOURCE /* nftw */
+#include <dirent.h>
 #include <ftw.h>
 #include <sys/stat.h>
 
 #include "test_util.h"
 
 #define MAX_LINES 120
+#define MAX_CLI_LINES 3500
 
 static const char *const GENERATED[] = {"apps/text/unicode_tables.c"};
 
@@ -239,6 +243,34 @@ static void test_tree(void) {
     for (int i = 0; i < nfiles; i++) free(files[i]);
 }
 
+/* Every line of the .c and .h files of cli/ (its own level), counted. */
+static void test_cli_size(void) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/cli", TS_SOURCE_DIR);
+    DIR *d = opendir(dir);
+    CHECK(d != NULL, "cannot open %s", dir);
+    if (!d) return;
+    long lines = 0;
+    int nread = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n < 3 || e->d_name[n - 2] != '.' || (e->d_name[n - 1] != 'c' && e->d_name[n - 1] != 'h')) continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        char *text = read_text(path);
+        CHECK(text != NULL, "cannot read %s", path);
+        if (!text) continue;
+        for (const char *p = text; *p; p++) lines += *p == '\n';
+        free(text);
+        nread++;
+    }
+    closedir(d);
+    CHECK(nread > 10, "only %d files under %s", nread, dir);
+    CHECK(lines <= MAX_CLI_LINES, "cli/ holds %ld lines (.c and .h), more than %d: logic belongs in apps/ or src/",
+          lines, MAX_CLI_LINES);
+    printf("  cli/: %d files, %ld lines (at most %d)\n", nread, lines, MAX_CLI_LINES);
+}
+
 /* ------------------------------------------------------------------ the scanner, checked */
 
 /* `name(...) {` then n body lines and `}`: a function of n + 2 lines, into buf. */
@@ -286,5 +318,6 @@ int main(int argc, char **argv) {
     tu_args(argc, argv);
     RUN(test_scanner);
     RUN(test_tree);
+    RUN(test_cli_size);
     return tu_finish("test_func_length");
 }

@@ -42,6 +42,16 @@
 #define TS_BASE_ts_onnx_run_report TS_FIELD_END(ts_onnx_run_report, outputs)
 #define TS_BASE_ts_bow_run_opts TS_FIELD_END(ts_bow_run_opts, weight_decay)
 #define TS_BASE_ts_bow_run_report TS_FIELD_END(ts_bow_run_report, majority)
+#define TS_BASE_ts_text_split_opts TS_FIELD_END(ts_text_split_opts, nsubsets)
+#define TS_BASE_ts_text_split_report TS_FIELD_END(ts_text_split_report, ntest)
+#define TS_BASE_ts_pretrain_job_opts TS_FIELD_END(ts_pretrain_job_opts, shard)
+#define TS_BASE_ts_bert_run_opts TS_FIELD_END(ts_bert_run_opts, err_ctx)
+#define TS_BASE_ts_bert_run_report TS_FIELD_END(ts_bert_run_report, program)
+#define TS_BASE_ts_ensemble_eval_opts TS_FIELD_END(ts_ensemble_eval_opts, split_seed)
+#define TS_BASE_ts_ensemble_eval_report TS_FIELD_END(ts_ensemble_eval_report, baseline)
+#define TS_BASE_ts_bert_export_dir_opts TS_FIELD_END(ts_bert_export_dir_opts, memory_limit)
+#define TS_BASE_ts_bert_export_dir_report TS_FIELD_END(ts_bert_export_dir_report, info)
+#define TS_BASE_ts_model_program_opts TS_FIELD_END(ts_model_program_opts, err_ctx)
 /* ts_plan_layout as it was added can no longer be served (bdaf4a1 inserted fields into the
  * ts_plan_stage it holds, and ts_memory inside that grew): its base is the layout since
  * ts_plan_stage.mem became the fixed ts_stage_memory. */

@@ -79,8 +79,16 @@ TS_API ts_status ts_device_profile_save(const char *path, const ts_device_profil
  * node. Fills out with measured = 1 and each source "measured by tessera profile-device on
  * <date>" (out->struct_size set first, as for ts_device_profile_load). */
 TS_API ts_status ts_device_profile_measure(const char *device, double seconds, ts_device_profile *out);
+/* ts_device_profile_measure, then ts_device_profile_save to path, or with path NULL to the cache
+ * (ts_device_profile_cache_path); the path written in written[cap]. Their errors (an unknown
+ * device: TS_ERR_NOT_FOUND or TS_ERR_ARG). */
+TS_API ts_status ts_device_profile_measure_save(const char *device, double seconds, const char *path,
+                                                ts_device_profile *out, char *written, size_t cap);
 /* The path a measured profile of `device` is cached at (see ts_device_profile_load). */
 TS_API ts_status ts_device_profile_cache_path(const char *device, char *path, size_t cap);
+/* Write profile p as `tessera profile-device` shows it: each figure with its unit, the measured
+ * GEMMs, the source of each figure. TS_ERR_ARG for a NULL p or write; TS_ERR_NOMEM. */
+TS_API ts_status ts_device_profile_print(const ts_device_profile *p, ts_write_fn write, void *ctx);
 /* Write the profiles found (name, memory, peak FLOP/s per dtype, description, where it was found),
  * one a line after a heading, the first of each name only; then the devices of this build not
  * measured yet. */
@@ -157,6 +165,19 @@ typedef struct ts_plan_layout {
                                      runs the layout (the tessera command does), which the printers show */
 } ts_plan_layout;
 
+/* The model a plan is for, into cfg: read from model_dir's config.json, else from config_file (a
+ * Hugging Face config.json), else BERT-Base (ts_bert_config_default); then layers, hidden, heads
+ * and intermediate, each where > 0, over its num_hidden_layers, hidden_size, num_attention_heads
+ * and intermediate_size; then checked (ts_bert_config_check). The reading's error (naming the
+ * file), or TS_ERR_ARG naming the field (also: model_dir and config_file both given). */
+TS_API ts_status ts_plan_model_config(const char *model_dir, const char *config_file, int layers, int hidden, int heads,
+                                      int intermediate, ts_bert_config *cfg);
+/* The request's named values, each into rq where not NULL: dtype "f32", "bf16" or "f16" ("fp16"
+ * too), optimizer "adamw" or "lamb", task "pretrain", "finetune" or "infer" (the tessera command's
+ * words). Nothing is set unless all are known: TS_ERR_ARG naming the field, the value and the
+ * words ("ts_plan: dtype f64: expected f32, bf16 or f16"). */
+TS_API ts_status ts_plan_request_names(ts_plan_request *rq, const char *dtype, const char *optimizer, const char *task);
+
 /* Estimate one layout: rq with every layout field set (stages, replicas, micro_batches,
  * recompute 0/1, shard_state 0/1). The program of each stage is compiled for planning only
  * (ts_compile_opts.plan_only: the memory plan, nothing allocated) and costed node by node. out is
@@ -166,10 +187,21 @@ TS_API ts_status ts_plan_estimate(const ts_plan_request *rq, ts_plan_layout *out
  * need in *need_bytes (may be NULL; 0 when none); -1 when every stage fits or the estimate cannot
  * be made (the error then set). */
 TS_API int ts_plan_unfit_stage(const ts_plan_request *rq, double *need_bytes);
-/* Search the layouts rq leaves open; out (cap of them) receives the *n best, the best first: those
+/* Search the layouts rq leaves open (a request the model cannot run is TS_ERR_ARG naming the
+ * fields: seq_len above cfg's max_position_embeddings, a pretraining max_predictions above
+ * seq_len, replicas that do not divide count); out (cap of them) receives the *n best, the best first: those
  * that fit by estimated throughput, then those that do not, by how much they overflow. Set
  * out[0].struct_size first: the array's stride, each layout written with it (tessera.h). */
 TS_API ts_status ts_plan_search(const ts_plan_request *rq, ts_plan_layout *out, int cap, int *n);
+/* What the planner says of a run refused for memory: for the layout asked (asked, every layout
+ * field set but stages, which are pp's: ts_stage_plan_spec), the first stage that does not fit
+ * (ts_plan_unfit_stage, its need in *need_bytes, which may be NULL); then the search (ts_plan_search)
+ * for the best layout of as many devices, asked's layout left open, into *best (its struct_size set
+ * first), *found 1 when there is one (0: the search's error set). Returns that stage, or -1 when
+ * every stage fits or the estimate cannot be made (also: asked, best or found NULL, out of memory). */
+struct ts_stage_plan; /* tessera_tasks.h */
+TS_API int ts_plan_suggest(const ts_plan_request *asked, const struct ts_stage_plan *pp, double *need_bytes,
+                           ts_plan_layout *best, int *found);
 /* Write layouts (the best first) as `tessera plan` prints them: per stage its device, parts,
  * memory breakdown and busy time; the bubble; the all-reduce and how much is hidden; seq/s; the
  * command. explain: also the next ones and why each lost. */

@@ -38,8 +38,13 @@ typedef struct ts_serve ts_serve;
  * sequence-length bucket (16, 32, ... up to the model's length) at max_batch rows; then listen.
  * Returns once it listens; requests are answered on threads of its own. NULL on failure:
  * TS_ERR_ARG naming the model that cannot be loaded and why, TS_ERR_IO when the address cannot
- * be listened on, TS_ERR_UNSUPPORTED in a build without libmicrohttpd. */
+ * be listened on, TS_ERR_UNSUPPORTED in a build without libmicrohttpd; TS_ERR_ARG naming the
+ * field for an option out of range (port above 65535, max_delay_ms above 60000, a device list). */
 TS_API ts_serve *ts_serve_start(const ts_serve_opts *o, const char *const *names, const char *const *dirs, int n);
+/* ts_serve_start with each model given as "NAME=DIR" (models[0 .. n), as `tessera serve --model`
+ * takes them; the strings are not kept). TS_ERR_ARG naming the model for one without a NAME, a
+ * '=' or a DIR; else ts_serve_start's errors. */
+TS_API ts_serve *ts_serve_start_models(const ts_serve_opts *o, const char *const *models, int n);
 /* The port listened on. */
 TS_API int ts_serve_port(const ts_serve *s);
 /* Stop: accept no more connections, answer every request already accepted, close, free. */

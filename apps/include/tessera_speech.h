@@ -60,6 +60,8 @@ typedef struct ts_kws_opts {
                                      ts_kws_features gives its output) */
     int nkeywords;
     int num_threads;              /* 0: OpenMP's default */
+    const char *keyword_list;     /* when keywords is NULL: the heads by name separated by commas
+                                     ("alexa,hey_jarvis"; an empty name is TS_ERR_ARG); NULL: all */
 } ts_kws_opts;
 
 /* The heads openWakeWord ships, comma separated (for usage text and errors). */
@@ -211,6 +213,23 @@ TS_API ts_status ts_audio_clf_export_onnx(ts_audio_clf *c, const char *path);
  * (ts_audio_clf_predict, then the largest; the first of equals). */
 TS_API ts_status ts_audio_clf_guess(ts_audio_clf *c, int64_t n, const float *feat, int *guess);
 
+/* How a classifier does on a labelled set (ts_audio_clf_evaluate); the arrays hold one entry per
+ * label of the model, a clip's label matched to the model's by name. */
+typedef struct ts_audio_clf_eval {
+    int clips, right;     /* the set's clips, and those whose most probable label is theirs */
+    int unknown;          /* clips whose label is not one of the model's */
+    int *label_clips;     /* the clips of each label */
+    int *label_right;     /* ... taken for it */
+    int *label_confused;  /* the label its other clips were most often taken for (-1: none) */
+} ts_audio_clf_eval;
+
+/* What ts_audio_clf_fit did. */
+typedef struct ts_audio_clf_fit_report {
+    double features_s, train_s;  /* seconds computing the clips' features, training */
+    double loss;                 /* the last epoch's mean */
+    double accuracy;             /* the share of the clips whose most probable label is theirs */
+} ts_audio_clf_fit_report;
+
 /* ---------------------------------------------------------------- labelled audio (apps/speech/audio_set.c)
  * A set of labelled clips, as an audio classifier is trained and scored on: a folder holding one
  * folder per label (its name), each holding audio files, or a TSV file of "path<TAB>label" lines. */
@@ -237,6 +256,17 @@ TS_API int ts_audio_set_find(const ts_audio_set *s, const char *name);
  * error set: TS_ERR_ARG "a clip: ..." naming a clip that cannot be read; TS_ERR_NOMEM; the
  * features' own error. */
 TS_API float *ts_audio_set_features(ts_audio_clf *c, const ts_audio_set *s);
+/* A new classifier (ts_audio_clf_new with opts, its labels s's) trained on s's clips (their
+ * features, then ts_audio_clf_train with topts); *report (may be NULL) says how it went. The
+ * classifier is the caller's. NULL with the error set: ts_audio_clf_new's (TS_ERR_IO for a missing
+ * front end), ts_audio_set_features's (TS_ERR_ARG naming a clip), training's ("training: ..."). */
+TS_API ts_audio_clf *ts_audio_clf_fit(const ts_audio_clf_opts *opts, const ts_audio_set *s,
+                                      const ts_audio_clf_train_opts *topts, ts_audio_clf_fit_report *report);
+/* Classifier c on s: every clip's most probable label against its own, into *out (its arrays the
+ * caller's: ts_audio_clf_eval_free). The errors of ts_audio_set_features (TS_ERR_ARG naming a
+ * clip) and ts_audio_clf_guess; out is then empty. */
+TS_API ts_status ts_audio_clf_evaluate(ts_audio_clf *c, const ts_audio_set *s, ts_audio_clf_eval *out);
+TS_API void ts_audio_clf_eval_free(ts_audio_clf_eval *e);
 
 /* ---------------------------------------------------------------- detections (apps/speech/detect.c) */
 
@@ -296,6 +326,30 @@ TS_API int64_t ts_audio_clf_scan(ts_audio_clf *c, const float *x, int64_t n, flo
  * ts_vad_finish), its speech segments (ts_vad_segments with params, NULL: the defaults). Returns
  * the count, *segs malloc'd (free(); NULL for none), or -1 with the error set. */
 TS_API int ts_vad_detect(ts_vad *v, const float *x, int64_t n, const ts_vad_params *params, ts_vad_segment **segs);
+
+/* ---------------------------------------------------------------- files (apps/speech/detect_files.c)
+ * The pipelines on an audio file by name: read at 16 kHz (ts_audio_read), or with path "-"
+ * standard input taken as raw little-endian s16 mono at 16 kHz (what `arecord -f S16_LE -r 16000
+ * -c 1` writes). What is found goes to a callback as it is found. Each returns TS_OK; TS_ERR_IO
+ * when the audio cannot be read (the reader's message, naming the file or "standard input"); else
+ * the pipeline's status, its message prefixed with "PATH: ". */
+
+/* A detection found; label is its name (ts_kws_label, ts_audio_clf_label). */
+typedef void (*ts_kws_detection_fn)(void *ctx, const char *label, const ts_kws_detection *det);
+/* A speech segment found. */
+typedef void (*ts_vad_segment_fn)(void *ctx, const ts_vad_segment *seg);
+
+/* Keywords in a file as a clip (ts_kws_detect_clip) or in standard input as it comes, 80 ms at a
+ * time (a stream: ts_kws_detect, then ts_kws_detect_finish), each detection given to fn at once;
+ * then ts_kws_detector_peaks(d) holds the file's peaks. */
+TS_API ts_status ts_kws_detect_file(ts_kws *k, ts_kws_detector *d, const char *path, ts_kws_detection_fn fn,
+                                    void *ctx);
+/* An audio classifier over a file (ts_audio_clf_scan; "-": all of standard input). */
+TS_API ts_status ts_audio_clf_scan_file(ts_audio_clf *c, const char *path, float threshold, ts_kws_detection_fn fn,
+                                        void *ctx);
+/* Voice activity over a file (ts_vad_detect with params; "-": all of standard input). */
+TS_API ts_status ts_vad_detect_file(ts_vad *v, const char *path, const ts_vad_params *params, ts_vad_segment_fn fn,
+                                    void *ctx);
 
 #ifdef __cplusplus
 }

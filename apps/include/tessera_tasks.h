@@ -174,6 +174,12 @@ TS_API ts_status ts_squad_check(const ts_squad *s, const char *name, int need_an
 TS_API ts_squad *ts_squad_load_checked(const char *path, const ts_tokenizer *tok, const ts_squad_opts *so,
                                        int need_answers, const char *name, const char *flag, ts_write_fn err,
                                        void *err_ctx);
+/* The questions to answer in file `path` (NULL or "-": standard input, named "stdin"), featurized
+ * with so: a SQuAD .json file (by its name; ts_squad_load, then ts_squad_check without answers) or
+ * JSON lines (ts_squad_parse_jsonl) (apps/train/squad_load.c). NULL on failure, error set:
+ * TS_ERR_ARG for a file that cannot be read or used ("NAME:LINE: ..."); TS_ERR_IO when standard
+ * input cannot be read; TS_ERR_NOMEM. */
+TS_API ts_squad *ts_squad_read_questions(const char *path, const ts_tokenizer *tok, const ts_squad_opts *so);
 /* Feed the inputs of features[0..n) (ts_squad_batch into bb, padded to batch) to program p. */
 TS_API ts_status ts_squad_feed(ts_program *p, const ts_squad *s, const int64_t *features, int n, int batch,
                         ts_batch_buf *bb);
@@ -188,6 +194,10 @@ TS_API char *ts_squad_answer(const ts_squad *s, int64_t i, const float *start, c
 /* Exact match and F1 (percent, SQuAD v1.1's) of the inference program on s. */
 TS_API ts_status ts_squad_score_program(ts_program *infer, const ts_squad *s, int batch, int seq, int n_best,
                                  int max_answer_len, double *em, double *f1);
+/* Each question's answer (ts_squad_logits, then ts_squad_answer) written to out as one line, in
+ * order (tabs and line breaks in it as spaces; "" when no span qualifies) (apps/train/squad_load.c). */
+TS_API ts_status ts_squad_write_answers(ts_program *infer, const ts_squad *s, int batch, int seq, int n_best,
+                                        int max_answer_len, ts_write_fn out, void *out_ctx);
 
 /* ---------------------------------------------------------------- pipeline stages of a BERT */
 
@@ -382,6 +392,37 @@ typedef struct ts_bert_export_info {
 TS_API ts_status ts_bert_export_onnx(const ts_bert_config *config, const ts_bert_export_opts *o, const char *path,
                                      ts_bert_export_info *info);
 
+/* What ts_bert_export_dir exports. The messages name these fields. */
+typedef struct ts_bert_export_dir_opts {
+    size_t struct_size;
+    const char *model_dir; /* config.json (its "architectures" picks the head), model.safetensors (loaded
+                              strictly by tessera's names) and its "quantization" record */
+    const char *path;      /* the .onnx file written, atomically */
+    int batch, max_len;    /* the fixed shape; max_len 0: 128, or max_position_embeddings when smaller */
+    int init_random;       /* model.safetensors not read: the parameters drawn from seed */
+    uint64_t seed;
+    int load_flags, threads;
+    size_t memory_limit;   /* as ts_bert_export_opts' */
+} ts_bert_export_dir_opts;
+
+/* What ts_bert_export_dir did, filled as far as it went. */
+typedef struct ts_bert_export_dir_report {
+    size_t struct_size;
+    ts_bert_config cfg;    /* config.json's */
+    char weights[4200];    /* MODEL_DIR/model.safetensors */
+    int quant_mode;        /* the record's: TS_QUANT_DYNAMIC has no QDQ form, so it is written in f32 */
+    int nquant_scales;     /* TS_QUANT_STATIC: the calibrated scales written in QDQ form */
+    ts_bert_export_info info;
+} ts_bert_export_dir_report;
+
+/* The BERT of model directory o->model_dir written as an ONNX model (ts_bert_export_onnx: in QDQ
+ * form when the directory is calibrated int8) to o->path for batches of [batch, max_len]. TS_OK;
+ * TS_ERR_ARG when the directory or the shape cannot be used ("max_len 600 is longer than the
+ * model's max_position_embeddings 512 (DIR/config.json)", "... (model DIR/config.json, batch B x
+ * seq T)", the weights' load error); another code when exporting fails. report (its struct_size
+ * set) must not be NULL. */
+TS_API ts_status ts_bert_export_dir(const ts_bert_export_dir_opts *o, ts_bert_export_dir_report *report);
+
 /* ---------------------------------------------------------------- a split written out (apps/data/text_write.c) */
 
 /* Write a train / test split (ts_text_dataset_split) into directory dir, which must exist:
@@ -391,6 +432,31 @@ TS_API ts_status ts_bert_export_onnx(const ts_bert_config *config, const ts_bert
  * error naming the file ("PATH: reason"); on TS_ERR_NOMEM, "out of memory". */
 TS_API ts_status ts_text_split_write(const ts_text_dataset *train, const ts_text_dataset *test, const char *dir,
                                      const int *subsets, int nsubsets);
+
+/* A labelled file split and written out, as `tessera split` does (apps/data/text_split.c). */
+typedef struct ts_text_split_opts {
+    size_t struct_size;
+    const char *data_file;        /* the labelled rows: .tsv / .csv with a header, or .jsonl */
+    const char *out_dir;          /* where the files go (made when missing) */
+    const char *text_column, *label_column; /* NULL: "text", "label" */
+    double test_split;            /* the fraction held out, in (0, 1) */
+    uint64_t split_seed;          /* ts_text_dataset_split's seed */
+    const char *const *subsets;   /* the sizes N of train-N.tsv, each a positive integer in decimal (as
+                                     a command line gives them) */
+    int nsubsets;
+} ts_text_split_opts;
+/* What ts_text_split_files wrote: the rows read, the duplicates dropped, the training and test rows. */
+typedef struct ts_text_split_report {
+    size_t struct_size;
+    int64_t nrows, nduplicates, ntrain, ntest;
+} ts_text_split_report;
+/* Read o->data_file (ts_text_dataset_load), split it (ts_text_dataset_split) and write the split
+ * into o->out_dir (ts_text_split_write), the counts into *report (its struct_size set; filled as
+ * far as it went). Owns nothing after it returns. TS_ERR_ARG for what the options get wrong, naming
+ * the field: test_split outside (0, 1), a subset that is not a positive integer or is more than the
+ * training rows, a data_file that cannot be read ("data_file PATH: ..." with the reading's error);
+ * TS_ERR_NOMEM; another code when splitting, making out_dir or writing fails (naming the file). */
+TS_API ts_status ts_text_split_files(const ts_text_split_opts *o, ts_text_split_report *report);
 
 /* ================================================================ BERT inference on one batch
  * (the calls under `tessera run`) */
@@ -461,6 +527,83 @@ typedef struct ts_onnx_run_report {
 TS_API ts_status ts_onnx_run_file(const ts_onnx_run_opts *o, ts_onnx_run_report *report);
 /* The report's outputs and names freed (the report may be zeroed or partly filled). */
 TS_API void ts_onnx_run_report_free(ts_onnx_run_report *report);
+/* 1 when path names an ONNX model rather than a model directory: it ends in ".onnx", or it is a
+ * file that is not a directory (what `tessera run --model` decides by); else 0. */
+TS_API int ts_onnx_model_path(const char *path);
+
+/* ---------------------------------------------------------------- one run of a BERT model directory
+ * (apps/train/bert_run.c: what `tessera run` does with a model directory) */
+
+/* What ts_bert_run_file runs. */
+typedef struct ts_bert_run_opts {
+    size_t struct_size;
+    const char *model_dir; /* config.json (its "architectures" picks the head; BertModel when absent, or
+                              with a note when it names another) and model.safetensors
+                              (ts_bert_load_weights); its "quantization" record is followed */
+    const char *inputs;    /* a safetensors file read by ts_bert_read_inputs: its [B, T] is the batch */
+    const char *outputs;   /* the safetensors file written: every output of the head by name, f32 */
+    ts_dtype dtype;        /* the matmuls: TS_F32 (0) or TS_BF16 (ts_bert_config_inference) */
+    const char *device;    /* NULL: "cpu" */
+    int threads;           /* 0: OpenMP's */
+    int repeat;            /* runs of the batch (0: 1); with more, the first is left out of the profile */
+    int profile;           /* compile with ts_compile_opts.profile; the report keeps the program */
+    int init_random;       /* model.safetensors not read: the parameters drawn from seed */
+    uint64_t seed;
+    size_t memory_limit;   /* bytes the program may take (0: the device's) */
+    int load_flags;        /* ts_program_load's for the weights (TS_LOAD_STRICT implied) */
+    int quantize;          /* TS_QUANT_DYNAMIC: int8 whatever the record says; TS_QUANT_NONE: the record's */
+    const char *name;      /* the prefix of the lines written to err ("tessera run") */
+    ts_write_fn err;       /* the architecture's note and the build's error lines (ts_bert_infer_build;
+                              may be NULL) */
+    void *err_ctx;
+} ts_bert_run_opts;
+
+/* Where ts_bert_run_file failed (ts_bert_run_report.failed_at): the stages of TS_ONNX_RUN_AT_*,
+ * number for number. */
+enum {
+    TS_BERT_RUN_AT_NONE = 0,
+    TS_BERT_RUN_AT_MODEL,       /* config.json, or its "quantization" record, cannot be used */
+    TS_BERT_RUN_AT_INPUTS_FILE, /* opening the inputs file */
+    TS_BERT_RUN_AT_INPUTS,      /* the inputs (ts_bert_read_inputs) */
+    TS_BERT_RUN_AT_BUILD,       /* building, compiling or loading the weights: its lines written to err */
+    TS_BERT_RUN_AT_RUN,         /* feeding or running the batch */
+    TS_BERT_RUN_AT_OUTPUTS      /* writing the outputs file */
+};
+
+#define TS_BERT_RUN_MAX_OUTPUTS 7
+
+/* What ts_bert_run_file did, filled as far as it went (also on failure); free it with
+ * ts_bert_run_report_free. */
+typedef struct ts_bert_run_report {
+    size_t struct_size;
+    int failed_at;                /* TS_BERT_RUN_AT_* */
+    ts_bert_config cfg;           /* config.json's, made ready for inference */
+    int batch, seq;               /* the inputs' [B, T] */
+    double build_seconds;         /* building and compiling */
+    double load_seconds;          /* loading the weights (0 with init_random) */
+    double best_seconds, total_seconds; /* the fastest run; all runs */
+    int noutputs;                 /* the head's outputs, as ts_bert_output_names names them: */
+    const char *output_names[TS_BERT_RUN_MAX_OUTPUTS];
+    ts_tensor *outputs[TS_BERT_RUN_MAX_OUTPUTS];
+    ts_program *program;          /* with profile: the program run (ts_program_profile_report) */
+} ts_bert_run_report;
+
+/* Run model directory o->model_dir on the batch of o->inputs (o->repeat times, timed) and write
+ * every output to o->outputs, atomically. TS_OK, or the failing call's status with its message
+ * (ts_last_error; at TS_BERT_RUN_AT_BUILD written to o->err as well) and report->failed_at saying
+ * where; TS_ERR_ARG when o is unusable (dtype other than f32 / bf16, a missing file name). report
+ * (its struct_size set) must not be NULL. */
+TS_API ts_status ts_bert_run_file(const ts_bert_run_opts *o, ts_bert_run_report *report);
+/* The report's outputs and program freed (the report may be zeroed or partly filled). */
+TS_API void ts_bert_run_report_free(ts_bert_run_report *report);
+/* The forward pass of this thread's last ts_bert_run_file whose program was refused for memory
+ * (TS_ERR_NOMEM at TS_BERT_RUN_AT_BUILD), as the planner's request (tessera_plan.h) for a layout
+ * that fits, as ts_train_refused_layout gives a training run's: its model into *cfg (rq->cfg points
+ * at it), batch, sequence and precision, task TS_PLAN_INFER on one device; *pp (may be NULL)
+ * emptied (nstages 0); rq->device NULL (the caller's profile). 1, or 0 when the last run's program
+ * was not refused for memory. */
+struct ts_plan_request;
+TS_API int ts_bert_run_refused_layout(struct ts_plan_request *rq, ts_bert_config *cfg, ts_stage_plan *pp);
 
 /* How ts_bert_infer_build builds an inference program. */
 typedef struct ts_bert_infer_opts {
@@ -603,6 +746,61 @@ typedef struct ts_pretrain_run_opts {
  * fails; the error line is written to err as well. */
 TS_API ts_status ts_pretrain_run(const ts_pretrain_run_opts *o);
 
+/* A whole pretraining job: what `tessera pretrain` does once its flags are read, field for flag
+ * (the same name with - for _; intermediate --intermediate, untie --untie-embeddings).
+ * ts_pretrain_job_defaults gives the command's defaults. Every line begins with `name`. */
+typedef struct ts_pretrain_job_opts {
+    size_t struct_size;
+    const char *name;           /* the lines' prefix (NULL: "ts_pretrain_job") */
+    ts_write_fn out;            /* the run's lines and its progress (may be NULL) */
+    void *out_ctx;
+    int tty;                    /* out is a terminal: a progress line redrawn in place */
+    ts_write_fn err;            /* error lines (may be NULL; the last is also ts_last_error()) */
+    void *err_ctx;
+    const char *vocab;          /* the WordPiece vocabulary file (with [MASK]), copied into out_dir */
+    const char *const *corpus;  /* text files: one sentence a line, a blank line between documents */
+    int ncorpus;
+    const char *out_dir;        /* as ts_pretrain_run's; the caller makes and locks it */
+    const char *resume;         /* as ts_pretrain_run's (NULL: start) */
+    /* The model (ts_bert_config) */
+    int layers, hidden, heads, intermediate, max_len; /* hidden a multiple of heads */
+    double dropout;             /* below 1 */
+    int untie, cased;           /* untie_word_embeddings; keep case (do_lower_case false) */
+    /* Optimizer and schedule */
+    const char *optimizer;      /* "adamw" (NULL too), "lamb" or "sgd" */
+    double lr, warmup, weight_decay, max_grad_norm, momentum; /* warmup at most 1; momentum: sgd's, below 1 */
+    int batch, max_steps;       /* rows per micro-batch; optimizer steps */
+    double max_minutes;         /* stop by time (0: no limit) */
+    int seed, wwm;              /* initialisation, masking and dropout; whole-word masking */
+    double mask_prob;           /* in (0, 1) */
+    int max_predictions;        /* masked positions per sequence, at most max_len (-1: ceil(max_len x
+                                   mask_prob); 0: no cap) */
+    int accumulation, micro_batches, device_iterations; /* as ts_finetune_run_opts' */
+    int save_every, keep, eval_every, eval_batches, stop_after; /* as ts_pretrain_run_opts' (multiples of
+                                   device_iterations) */
+    /* Compute (as ts_finetune_run_opts') */
+    int threads, bf16, fp16, recompute, deterministic, profile;
+    size_t memory_limit;
+    const char *devices, *stages;
+    ts_comm *comm;
+    int shard;
+} ts_pretrain_job_opts;
+
+/* The options of `tessera pretrain` without flags into *o (struct_size set; vocab, corpus and
+ * out_dir NULL): 4 layers x 256 hidden, 4 heads, intermediate 1024, max_len 128, dropout 0.1,
+ * batch 32, 1000 steps, lr 5e-4, warmup 0.05, weight_decay 0.01, adamw, mask_prob 0.15,
+ * max_predictions -1, eval_every 100, eval_batches 4, keep 3, accumulation and device_iterations 1. */
+TS_API void ts_pretrain_job_defaults(ts_pretrain_job_opts *o);
+
+/* Pretrain: check the options (each message naming the field: "max_predictions 200 is more than
+ * max_len 128"), read the vocabulary, make the model's config (ts_bert_config_check), place the
+ * pipeline (balanced by measurement for stages "auto"), compile the programs (refused before the
+ * corpus is read when too large), then ts_pretrain_run. The job owns what it makes and frees it;
+ * the caller keeps o. TS_OK; TS_ERR_ARG when the options or inputs are at fault; another code when
+ * running fails (TS_ERR_NOMEM: a program too large, see ts_train_refused_layout). The error line
+ * is written to err as well. Thread: as ts_finetune_run. */
+TS_API ts_status ts_pretrain_job(const ts_pretrain_job_opts *o);
+
 /* ---------------------------------------------------------------- a fine-tuning run (apps/train/finetune_run*.c) */
 
 /* What ts_finetune_run trains. */
@@ -695,6 +893,52 @@ TS_API void ts_finetune_run_defaults(ts_finetune_run_opts *o);
  * to err as well. Thread: one run per thread at a time; runs on several threads must not share a
  * communicator or out_dir. */
 TS_API ts_status ts_finetune_run(const ts_finetune_run_opts *o);
+
+/* The layout of this thread's last ts_finetune_run, ts_pretrain_job or ts_model_dir_program whose
+ * programs were refused for memory, as the planner's request (tessera_plan.h) for a layout that
+ * fits: its model into *cfg (rq->cfg points at it, cfg into pp), task (TS_PLAN_INFER for
+ * ts_model_dir_program), batch, sequence, precision, optimizer, micro-batches, replicas; its
+ * pipeline into *pp (nstages 0: one device); rq->device NULL (the caller's profile). 1, or 0 when
+ * the last run's programs were not refused for memory. */
+struct ts_plan_request;
+TS_API int ts_train_refused_layout(struct ts_plan_request *rq, ts_bert_config *cfg, ts_stage_plan *pp);
+
+/* The run directory a training run (ts_pretrain_job, ts_finetune_run) writes: out_dir when given;
+ * else resume when it names an earlier run's directory (not one checkpoint, which holds
+ * trainer.json), so that resuming continues in it; else NULL (the caller must give one). Owns
+ * nothing: returns one of its arguments. */
+TS_API const char *ts_train_out_dir(const char *out_dir, const char *resume);
+
+/* How ts_model_dir_program compiles a model directory's inference program. */
+typedef struct ts_model_program_opts {
+    size_t struct_size;
+    int batch, seq;             /* rows and tokens per row of each call */
+    int threads;                /* CPU threads (0: all) */
+    size_t memory_limit;        /* the bytes the program may take (0: the device's memory) */
+    int load_flags;             /* ts_program_load's for the weights (TS_LOAD_STRICT implied) */
+    const char *device;         /* compiled for (NULL: the CPU) */
+    const char *const *fetches; /* the outputs fetched ("logits"; the QA head's two) */
+    int nfetch;
+    const char *name;           /* the error lines' prefix (NULL: "ts_model_dir_program") */
+    ts_write_fn err;            /* error lines (may be NULL) */
+    void *err_ctx;
+} ts_model_program_opts;
+
+/* The inference program of model directory dir (its config cfg, as ts_model_load_dir read it;
+ * head cfg->head) for o's batch x seq: int8 as dir's "quantization" record says
+ * (ts_quant_record_load), DIR/model.safetensors loaded strictly. The caller owns the program
+ * (ts_program_free). NULL with the error set and its line written to err: the record's (naming
+ * DIR/config.json), the compiler's or the load's; refused for memory (TS_ERR_NOMEM), a second line
+ * says which numbers make it large (the model's sizes from DIR/config.json, batch, memory_limit)
+ * and ts_train_refused_layout holds the layout. Thread: as ts_compile. */
+TS_API ts_program *ts_model_dir_program(const char *dir, const ts_bert_config *cfg, const ts_model_program_opts *o);
+
+/* What the fine-tuned model in directory dir does (its config cfg and meta, as ts_model_load_dir
+ * read them): TS_FINETUNE_QA for a question-answering model, TS_FINETUNE_CLASSIFY for a sequence
+ * classifier with labels, checked against want unless it is TS_FINETUNE_AUTO. -1 with the error set
+ * (TS_ERR_ARG) when dir is neither ("DIR is not a fine-tuned model (architecture ...)") or not the
+ * task wanted ("task qa, but DIR is a classify model (...)"). */
+TS_API int ts_model_task(const char *dir, const ts_bert_config *cfg, const ts_model_meta *meta, int want);
 
 /* ---------------------------------------------------------------- training in epochs over rows (apps/train/epochs.c) */
 
@@ -946,6 +1190,37 @@ TS_API ts_status ts_ensemble_add_dataset(ts_ensemble *e, const ts_text_dataset *
 TS_API ts_status ts_ensemble_add_text(ts_ensemble *e, const char *text);
 /* Classify the queued texts, passing each to o->result in the order queued, and empty the queue. */
 TS_API ts_status ts_ensemble_flush(ts_ensemble *e);
+/* Each line of data_file (NULL or "-": standard input), a final "\n" or "\r\n" cut, queued as
+ * ts_ensemble_add_text does as it is read (a batch's results come before the lines after it are
+ * read: a stream is answered as it comes), then ts_ensemble_flush (apps/train/ensemble.c). TS_OK;
+ * TS_ERR_ARG "data_file PATH: ..." when the file cannot be opened, "NAME:LINE: ..." for a line
+ * refused (NAME: the path, or "stdin"); TS_ERR_IO "reading NAME: ..."; a classification's error. */
+TS_API ts_status ts_ensemble_add_lines(ts_ensemble *e, const char *data_file);
+
+/* What ts_ensemble_eval_file scores. The messages name these fields. */
+typedef struct ts_ensemble_eval_opts {
+    size_t struct_size;
+    const char *data_file;    /* labelled rows: .tsv / .csv / .jsonl, read with the ensemble's labels */
+    const char *text_column, *text_b_column, *label_column; /* NULL: "text", the ensemble's, "label" */
+    double test_split;        /* above 0: score only the part ts_text_dataset_split holds out (below 1) */
+    uint64_t split_seed;      /* that split's seed */
+} ts_ensemble_eval_opts;
+
+/* What ts_ensemble_eval_file found. */
+typedef struct ts_ensemble_eval_report {
+    size_t struct_size;
+    int64_t rows;             /* rows scored */
+    int64_t correct, total;   /* labelled rows scored right (the largest mean probability), of total */
+    int majority;             /* the most frequent label of the rows not held out (all without a split) */
+    double baseline;          /* the accuracy (a fraction) of always answering it, on the rows scored */
+} ts_ensemble_eval_report;
+
+/* Score ensemble e on o->data_file (every row, no deduplication; with test_split only its held-out
+ * part, deduplicated then split as tessera finetune splits) beside the majority-class baseline
+ * into report (its struct_size set). TS_OK; TS_ERR_ARG naming the field at fault ("data_file
+ * FILE: ...", "data_file FILE has no rows to score", "test_split 1 holds out every row"); another
+ * code when splitting or scoring fails ("scoring FILE: MEMBER: ..."). */
+TS_API ts_status ts_ensemble_eval_file(ts_ensemble *e, const ts_ensemble_eval_opts *o, ts_ensemble_eval_report *report);
 
 #ifdef __cplusplus
 }

@@ -109,7 +109,7 @@ ts_ocr *ts_ocr_new(const ts_ocr_opts *opts) {
     if (o.lang && strcmp(o.lang, "ch") != 0) {
         if (strcmp(o.lang, "en") != 0) {
             ts_set_error(TS_ERR_ARG,
-                         "ocr: unknown language '%s' (ch: every character the recogniser knows; en: ASCII only)",
+                         "ocr: lang \"%s\" is not ch (every character the recogniser knows) or en (ASCII only)",
                          o.lang);
             return NULL;
         }

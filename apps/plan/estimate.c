@@ -285,9 +285,14 @@ static ts_status check_request(const ts_plan_request *rq, int layout) {
     if (layout && (!rq->stages || rq->replicas < 1 || rq->micro_batches < 1 || rq->recompute < 0 || rq->shard_state < 0))
         return ts_set_error(TS_ERR_ARG, "ts_plan_estimate: the layout must be set: stages, replicas, micro_batches, "
                             "recompute and shard_state (ts_plan_search searches what is left open)");
-    if (layout && rq->count % rq->replicas)
-        return ts_set_error(TS_ERR_ARG, "ts_plan_estimate: %d replicas do not divide %d devices", rq->replicas,
-                            rq->count);
+    if (rq->replicas > 0 && rq->count % rq->replicas)
+        return ts_set_error(TS_ERR_ARG, "ts_plan: replicas %d does not divide count %d", rq->replicas, rq->count);
+    if (rq->seq_len > rq->cfg->max_position_embeddings)
+        return ts_set_error(TS_ERR_ARG, "ts_plan: seq_len %d is more than the model's max_position_embeddings %d",
+                            rq->seq_len, rq->cfg->max_position_embeddings);
+    if (rq->task == TS_PLAN_PRETRAIN && rq->max_predictions > rq->seq_len)
+        return ts_set_error(TS_ERR_ARG, "ts_plan: max_predictions %d is more than seq_len %d", rq->max_predictions,
+                            rq->seq_len);
     return TS_OK;
 }
 

@@ -330,3 +330,11 @@ ts_status ts_device_profile_measure(const char *device, double seconds, ts_devic
     free(p);
     return st;
 }
+
+ts_status ts_device_profile_measure_save(const char *device, double seconds, const char *path, ts_device_profile *out,
+                                         char *written, size_t cap) {
+    if (!written || !cap) return ts_set_error(TS_ERR_ARG, "ts_device_profile_measure_save: written is NULL");
+    ts_status st = path ? ts_path_join(written, cap, "", path) : ts_device_profile_cache_path(device, written, cap);
+    if (!st) st = ts_device_profile_measure(device, seconds, out);
+    return st ? st : ts_device_profile_save(written, out);
+}

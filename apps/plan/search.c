@@ -204,3 +204,23 @@ ts_status ts_plan_search(const ts_plan_request *rq, ts_plan_layout *out, int cap
     free(l), free(cache), free(f);
     return nf ? TS_OK : st;
 }
+
+int ts_plan_suggest(const ts_plan_request *asked, const ts_stage_plan *pp, double *need_bytes, ts_plan_layout *best,
+                    int *found) {
+    if (need_bytes) *need_bytes = 0;
+    if (found) *found = 0;
+    ts_plan_request_copy *c = calloc(1, sizeof *c);
+    if (!c) return ts_set_error(TS_ERR_NOMEM, "ts_plan_suggest: out of memory"), -1;
+    int unfit = -1, n = 0;
+    char spec[256];
+    if (!best || !found) ts_set_error(TS_ERR_ARG, "ts_plan_suggest: best and found are required");
+    else if (ts_plan_request_read(c, asked, "ts_plan_suggest") == TS_OK && ts_plan_check_request(&c->rq) == TS_OK) {
+        ts_stage_plan_spec(pp, c->rq.cfg->num_hidden_layers, spec, sizeof spec);
+        c->rq.stages = spec;
+        unfit = ts_plan_unfit_stage(&c->rq, need_bytes);
+        c->rq.stages = NULL, c->rq.replicas = 0, c->rq.micro_batches = 0, c->rq.recompute = -1, c->rq.shard_state = -1;
+        *found = ts_plan_search(&c->rq, best, 1, &n) == TS_OK && n >= 1;
+    }
+    free(c);
+    return unfit;
+}

@@ -68,8 +68,15 @@ ts_serve *ts_serve_start(const ts_serve_opts *opts, const char *const *names, co
     if (!opts) return ts_set_error(TS_ERR_ARG, "ts_serve_start: opts is NULL"), NULL;
     if (TS_STRUCT_READ(&oc, opts, ts_serve_opts, "ts_serve_start")) return NULL;
     opts = &oc;
-    if (!names || !dirs || n < 1 || opts->max_batch < 0 || opts->port < 0 || opts->port > 65535)
+    if (!names || !dirs || n < 1 || opts->max_batch < 0)
         return ts_set_error(TS_ERR_ARG, "ts_serve_start: NULL, no model or a bad option"), NULL;
+    if (opts->port < 0 || opts->port > 65535)
+        return ts_set_error(TS_ERR_ARG, "ts_serve_start: port %d is not from 0 to 65535", opts->port), NULL;
+    if (opts->max_delay_ms > 60000)
+        return ts_set_error(TS_ERR_ARG, "ts_serve_start: max_delay_ms %d is more than a minute (60000)",
+                            opts->max_delay_ms), NULL;
+    if (opts->device && strchr(opts->device, ','))
+        return ts_set_error(TS_ERR_ARG, "ts_serve_start: device \"%s\": one device for now", opts->device), NULL;
     for (int i = 0; i < n; i++) {
         size_t len = names[i] ? strlen(names[i]) : 0;
         if (!len || len >= SERVE_NAME_MAX || !dirs[i] ||
@@ -103,6 +110,32 @@ ts_serve *ts_serve_start(const ts_serve_opts *opts, const char *const *names, co
     snprintf(why, sizeof why, "%s", ts_last_error());
     free_all(s);
     return ts_set_error(code, "%s", why), NULL;
+}
+
+ts_serve *ts_serve_start_models(const ts_serve_opts *o, const char *const *models, int n) {
+    char **names = calloc(n > 0 ? (size_t)n : 1, sizeof *names);
+    const char **dirs = calloc(n > 0 ? (size_t)n : 1, sizeof *dirs);
+    ts_serve *s = NULL;
+    int k = 0;
+    if (!names || !dirs) ts_set_error(TS_ERR_NOMEM, "out of memory");
+    for (; names && dirs && k < n; k++) {
+        const char *m = models && models[k] ? models[k] : "", *eq = strchr(m, '=');
+        if (!eq || eq == m || !eq[1]) {
+            ts_set_error(TS_ERR_ARG, "ts_serve_start: model \"%s\": wants NAME=DIR (NAME of letters, digits, . _ -)",
+                         m);
+            break;
+        }
+        if (!(names[k] = strndup(m, (size_t)(eq - m)))) {
+            ts_set_error(TS_ERR_NOMEM, "out of memory");
+            break;
+        }
+        dirs[k] = eq + 1;
+    }
+    if (names && dirs && k == n) s = ts_serve_start(o, (const char *const *)names, dirs, n);
+    for (int i = 0; names && i < n; i++) free(names[i]);
+    free(names);
+    free(dirs);
+    return s;
 }
 
 static void sleep_ms(int ms) {

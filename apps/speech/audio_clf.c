@@ -188,9 +188,13 @@ ts_audio_clf *ts_audio_clf_new(const ts_audio_clf_opts *opts) {
     if (!o.clip_samples) o.clip_samples = TS_AUDIO_CLF_CLIP;
     if (o.nlabels < 2 || !o.labels || o.clip_samples < 0 || o.clip_samples % TS_KWS_HOP ||
         o.clip_samples > 30 * 16000 || (o.kind != TS_AUDIO_CLF_EMBEDDING && o.kind != TS_AUDIO_CLF_SCRATCH)) {
-        ts_set_error(TS_ERR_ARG, "audio classifier: %s",
-                     o.nlabels < 2 || !o.labels ? "at least 2 labels are needed"
-                                                : "the clip must be a positive multiple of 1280 samples, at most 30 s");
+        if (o.nlabels == 1 && o.labels)
+            ts_set_error(TS_ERR_ARG, "audio classifier: one label only ('%s'); a classifier needs at least 2",
+                         o.labels[0]);
+        else
+            ts_set_error(TS_ERR_ARG, "audio classifier: %s",
+                         o.nlabels < 2 || !o.labels ? "at least 2 labels are needed"
+                         : "the clip must be a positive multiple of 1280 samples, at most 30 s");
         return NULL;
     }
     ts_audio_clf *c = calloc(1, sizeof *c);

@@ -232,9 +232,18 @@ static ts_status open_heads(ts_kws *k, const ts_kws_opts *o, const ts_compile_op
     if (o->keywords)
         for (int i = 0; i < n; i++) names[i] = (char *)o->keywords[i];
     else {
-        if (!(all = strdup(TS_KWS_KEYWORDS))) return ts_set_error(TS_ERR_NOMEM, "kws: out of memory");
+        const char *list = o->keyword_list ? o->keyword_list : TS_KWS_KEYWORDS;
+        if (!(all = strdup(list))) return ts_set_error(TS_ERR_NOMEM, "kws: out of memory");
         n = 0;
-        for (char *save = NULL, *t = strtok_r(all, ",", &save); t; t = strtok_r(NULL, ",", &save)) names[n++] = t;
+        for (char *p = all, *e = p; e; p = e + 1) { /* "a,b": a and b; an empty name is refused */
+            if ((e = strchr(p, ','))) *e = 0;
+            if (!*p || n == 64) {
+                free(all);
+                return ts_set_error(TS_ERR_ARG, "kws: keyword_list '%s': at most 64 names separated by commas, none "
+                                    "empty (known: %s)", list, TS_KWS_KEYWORDS);
+            }
+            names[n++] = p;
+        }
     }
     if (n < 1 && !o->keywords) {
         free(all);

@@ -61,3 +61,48 @@ done:
     ts_graph_free(g);
     return st;
 }
+
+
+/* config.json into r->cfg (max_len checked against it) and the "quantization" record into q. */
+static ts_status read_dir(const ts_bert_export_dir_opts *o, ts_bert_export_dir_report *r, const char *config_path,
+                          ts_quant_record *q) {
+    r->cfg.struct_size = sizeof r->cfg;
+    if (ts_bert_config_load(config_path, &r->cfg) != TS_OK)
+        return ts_set_error(TS_ERR_ARG, "model_dir: %s", ts_last_error());
+    if (o->max_len > r->cfg.max_position_embeddings)
+        return ts_set_error(TS_ERR_ARG, "max_len %d is longer than the model's max_position_embeddings %d (%s)",
+                            o->max_len, r->cfg.max_position_embeddings, config_path);
+    if (ts_quant_record_load(o->model_dir, q) != TS_OK) return TS_ERR_ARG;
+    r->quant_mode = q->mode;
+    return TS_OK;
+}
+
+ts_status ts_bert_export_dir(const ts_bert_export_dir_opts *opts, ts_bert_export_dir_report *report) {
+    ts_bert_export_dir_opts o;
+    if (!report) return ts_set_error(TS_ERR_ARG, "ts_bert_export_dir: report is NULL");
+    if (TS_STRUCT_READ(&o, opts, ts_bert_export_dir_opts, "ts_bert_export_dir")) return TS_ERR_ARG;
+    if (!o.model_dir || !o.path) return ts_set_error(TS_ERR_ARG, "ts_bert_export_dir: model_dir and path are required");
+    ts_bert_export_dir_report r = {.struct_size = sizeof r};
+    if (TS_STRUCT_WRITE(report, &r, ts_bert_export_dir_report, "ts_bert_export_dir")) return TS_ERR_ARG;
+    char config_path[4200];
+    ts_quant_record q = {0};
+    ts_status st = ts_path_join(config_path, sizeof config_path, o.model_dir, "config.json");
+    if (!st) st = ts_path_join(r.weights, sizeof r.weights, o.model_dir, "model.safetensors");
+    if (st) st = ts_set_error(TS_ERR_ARG, "model_dir: %s", ts_last_error());
+    if (!st) st = read_dir(&o, &r, config_path, &q);
+    int qdq = q.mode == TS_QUANT_STATIC;
+    ts_bert_export_opts eo = {.struct_size = sizeof eo, .batch = o.batch, .seq = o.max_len,
+                              .weights = o.init_random ? NULL : r.weights, .seed = o.seed, .load_flags = o.load_flags,
+                              .threads = o.threads, .memory_limit = o.memory_limit,
+                              .quant_scales = qdq ? q.scales : NULL, .nquant_scales = qdq ? q.nscales : 0};
+    if (!st && (st = ts_bert_export_onnx(&r.cfg, &eo, o.path, &r.info)) != TS_OK) {
+        if (r.info.failed_at == TS_BERT_EXPORT_BUILD)
+            ts_set_error(TS_ERR_ARG, "%s (model %s, batch %d x seq %d)", ts_last_error(), config_path, o.batch,
+                         r.info.seq);
+        st = r.info.failed_at ? TS_ERR_ARG : st == TS_ERR_ARG ? TS_ERR_RUNTIME : st;
+    }
+    r.nquant_scales = st ? 0 : eo.nquant_scales;
+    ts_quant_record_free(&q);
+    TS_STRUCT_WRITE(report, &r, ts_bert_export_dir_report, "ts_bert_export_dir");
+    return st;
+}

@@ -7,6 +7,7 @@
  */
 #include "common/app.h"
 
+#include <errno.h>
 #include <stdio.h>
 
 #include "train/model_program.h"
@@ -67,7 +68,8 @@ static ts_status open_member(ts_ensemble *e, int k) {
     } else {
         tr_program_opts po = {.batch = B, .seq = T, .threads = e->o.threads, .memory_limit = e->o.memory_limit,
                               .load_flags = e->o.load_flags, .device = e->o.device, .quantize = -1};
-        if (!(mb->p = tr_model_program(mb->dir, &mb->cfg, &po, fetch, 1))) return tr_err_prefixed(ts_last_status(), "%s", mb->dir);
+        if (!(mb->p = tr_model_program(mb->dir, &mb->cfg, &po, fetch, 1)))
+            return tr_err_prefixed(ts_last_status(), "%s", mb->dir);
     }
     if (!(mb->bb_made = ts_batch_buf_init(&mb->bb, B, T, 0)))
         return ts_set_error(TS_ERR_NOMEM, "%s: out of memory for a batch of %d x %d tokens", mb->dir, B, T);
@@ -169,5 +171,79 @@ ts_status ts_ensemble_flush(ts_ensemble *e) {
         free(e->queue[i]);
     }
     e->nqueued = 0;
+    return st;
+}
+
+ts_status ts_ensemble_add_lines(ts_ensemble *e, const char *data_file) {
+    if (!e) return ts_set_error(TS_ERR_ARG, "ts_ensemble_add_lines: no ensemble");
+    int std_in = !data_file || !strcmp(data_file, "-");
+    const char *name = std_in ? "stdin" : data_file;
+    FILE *in = std_in ? stdin : fopen(data_file, "r");
+    if (!in) return ts_set_error(TS_ERR_ARG, "data_file %s: %s", data_file, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    long lineno = 0;
+    ts_status st = TS_OK;
+    while (!st && (len = getline(&line, &cap, in)) >= 0) {
+        lineno++;
+        if (len && line[len - 1] == '\n') line[--len] = 0;
+        if (len && line[len - 1] == '\r') line[--len] = 0;
+        if ((st = ts_ensemble_add_text(e, line)) == TS_ERR_ARG) tr_err_prefixed(st, "%s:%ld", name, lineno);
+    }
+    if (!st && ferror(in)) st = ts_set_error(TS_ERR_IO, "reading %s: %s", name, strerror(errno));
+    free(line);
+    if (!std_in) fclose(in);
+    return st ? st : ts_ensemble_flush(e);
+}
+
+
+/* The rows of o->data_file scored (its held-out part with a split) into r. */
+static ts_status eval_rows(ts_ensemble *e, const ts_ensemble_eval_opts *o, const ts_text_dataset *d,
+                           ts_ensemble_eval_report *r) {
+    ts_text_dataset *train = NULL, *test = NULL;
+    ts_status st = TS_OK;
+    if (o->test_split > 0 && ts_text_dataset_split(d, o->test_split, o->split_seed, &train, &test, NULL) != TS_OK)
+        st = ts_set_error(ts_last_status() == TS_ERR_ARG ? TS_ERR_RUNTIME : ts_last_status(), "%s: %s", o->data_file,
+                          ts_last_error());
+    const ts_text_dataset *scored = test ? test : d;
+    int64_t n = st ? 0 : ts_text_dataset_size(scored);
+    if (!st && n == 0) /* an accuracy of 0 of 0 would read as a result */
+        st = ts_set_error(TS_ERR_ARG, "data_file %s has no rows to score%s", o->data_file,
+                          test ? " in its held-out part (test_split)" : " (a header and nothing else?)");
+    double *probs = st ? NULL : calloc((size_t)n * (size_t)ts_text_dataset_num_labels(scored), sizeof *probs);
+    if (!st && !probs) st = ts_set_error(TS_ERR_NOMEM, "out of memory");
+    if (!st && (st = ts_ensemble_add_dataset(e, scored, probs)) != TS_OK)
+        st = ts_set_error(st == TS_ERR_ARG ? TS_ERR_RUNTIME : st, "scoring %s: %s", o->data_file, ts_last_error());
+    if (!st) {
+        r->rows = n;
+        r->correct = ts_classify_count_right(scored, probs, &r->total);
+        r->baseline = ts_classify_majority(train ? train : d, scored, &r->majority);
+    }
+    free(probs);
+    ts_text_dataset_free(train);
+    ts_text_dataset_free(test);
+    return st;
+}
+
+ts_status ts_ensemble_eval_file(ts_ensemble *e, const ts_ensemble_eval_opts *opts, ts_ensemble_eval_report *report) {
+    ts_ensemble_eval_opts o;
+    if (!e || !report) return ts_set_error(TS_ERR_ARG, "ts_ensemble_eval_file: NULL argument");
+    if (TS_STRUCT_READ(&o, opts, ts_ensemble_eval_opts, "ts_ensemble_eval_file")) return TS_ERR_ARG;
+    if (!o.data_file) return ts_set_error(TS_ERR_ARG, "ts_ensemble_eval_file: data_file is required");
+    if (o.test_split >= 1)
+        return ts_set_error(TS_ERR_ARG, "test_split %g holds out every row; it is a fraction below 1", o.test_split);
+    ts_ensemble_eval_report r = {.struct_size = sizeof r};
+    if (TS_STRUCT_WRITE(report, &r, ts_ensemble_eval_report, "ts_ensemble_eval_file")) return TS_ERR_ARG;
+    const ts_model_meta *meta = ts_ensemble_meta(e);
+    ts_text_opts to = {.text_column = o.text_column ? o.text_column : "text",
+                       .text_b_column = o.text_b_column ? o.text_b_column : meta->text_b_column,
+                       .label_column = o.label_column ? o.label_column : "label",
+                       .labels = (const char *const *)meta->labels,
+                       .nlabels = meta->nlabels};
+    ts_text_dataset *d = ts_text_dataset_load(o.data_file, &to);
+    ts_status st = d ? eval_rows(e, &o, d, &r) : ts_set_error(TS_ERR_ARG, "data_file %s", ts_last_error());
+    ts_text_dataset_free(d);
+    TS_STRUCT_WRITE(report, &r, ts_ensemble_eval_report, "ts_ensemble_eval_file");
     return st;
 }

@@ -11,7 +11,6 @@
 
 #include <math.h>
 #include <stdarg.h>
-#include <unistd.h>
 
 #include "train/run_report.h"
 
@@ -86,63 +85,21 @@ static ts_status check_ranges(ft_run *R) {
     return TS_OK;
 }
 
-/* devices, stages and micro_batches: one device, or a pipeline (then accumulation is its
- * micro-batches: micro_batches, or 2 per device). */
-static ts_status check_pipeline(ft_run *R) {
-    ts_finetune_run_opts *o = &R->o;
-    if (o->stages && !o->devices) return ft_fail(R, 1, "%s: stages needs devices\n", R->name);
-    if (o->micro_batches && o->accumulation > 1 && o->micro_batches != o->accumulation)
-        return ft_fail(R, 1, "%s: micro_batches %d and accumulation %d: the same thing, two values\n", R->name,
-                       o->micro_batches, o->accumulation);
-    if (o->micro_batches) o->accumulation = o->micro_batches;
-    R->piped = o->devices && (o->stages || strchr(o->devices, ','));
-    if (!R->piped) return TS_OK;
-    if (o->profile)
-        return ft_fail(R, 1, "%s: profile is not supported with a pipeline (a pipelined program is not profiled); "
-                             "profile the step on one device\n", R->name);
-    if (o->fp16)
-        return ft_fail(R, 1, "%s: fp16 (loss scaling) does not run as a pipeline yet: use bf16 with a pipeline\n",
-                       R->name);
-    int ndev = 1;
-    for (const char *p = o->devices; *p; p++) ndev += *p == ',';
-    if (o->micro_batches == 1)
-        return ft_fail(R, 1, "%s: micro_batches 1: a pipeline runs a step as 2 or more micro-batches (one device "
-                             "without stages runs any number)\n", R->name);
-    if (o->accumulation < 2) o->accumulation = 2 * ndev; /* two micro-batches per device keep the pipeline busy */
-    return TS_OK;
-}
-
-/* The fields together: names parsed, exclusions, multiples; deterministic pins the threads. */
+/* The fields together: the checks both runs make (train_setup.c), and truncate. */
 static ts_status check_combined(ft_run *R) {
     ts_finetune_run_opts *o = &R->o;
-    ts_status st = check_pipeline(R);
+    tr_setup s = {.name = R->name, .out = o->out, .out_ctx = o->out_ctx, .err = o->err, .err_ctx = o->err_ctx,
+                  .optimizer = o->optimizer, .devices = o->devices, .stages = o->stages, .momentum = o->momentum,
+                  .max_minutes = o->max_minutes, .bf16 = o->bf16, .fp16 = o->fp16, .profile = o->profile,
+                  .deterministic = o->deterministic, .micro_batches = o->micro_batches,
+                  .device_iterations = o->device_iterations, .max_steps = o->max_steps, .save_every = o->save_every,
+                  .stop_after = o->stop_after, .accumulation = o->accumulation, .threads = o->threads};
+    ts_status st = tr_setup_check(&s);
     if (st) return st;
+    o->accumulation = s.accumulation, o->threads = s.threads, R->piped = s.piped;
     R->truncation = o->truncate ? ts_truncation_parse(o->truncate) : TS_TRUNC_HEAD;
     if (R->truncation < 0)
         return ft_fail(R, 1, "%s: truncate %s: expected head, tail or head+tail\n", R->name, o->truncate);
-    if (ts_optim_kind_parse(o->optimizer) < 0)
-        return ft_fail(R, 1, "%s: optimizer %s: the optimizers are adamw, lamb and sgd\n", R->name, o->optimizer);
-    if (o->momentum >= 1 || (o->momentum > 0 && strcmp(o->optimizer, "sgd")))
-        return ft_fail(R, 1, "%s: momentum %g: sgd's momentum, below 1 (with optimizer sgd)\n", R->name, o->momentum);
-    if (o->bf16 && o->fp16) return ft_fail(R, 1, "%s: bf16 and fp16 exclude each other\n", R->name);
-    const int K = o->device_iterations;
-    if (K > 64 || o->accumulation > 4096)
-        return ft_fail(R, 1, "%s: device_iterations %d is above 64 or accumulation %d above 4096\n", R->name, K,
-                       o->accumulation);
-    if (K > 1 && (o->max_steps % K || o->save_every % K || o->stop_after % K))
-        return ft_fail(R, 1, "%s: max_steps %d, save_every %d and stop_after %d must be multiples of "
-                             "device_iterations %d (each call into the program runs that many steps)\n",
-                       R->name, o->max_steps, o->save_every, o->stop_after, K);
-    if (!o->deterministic) return TS_OK;
-    if (o->max_minutes > 0)
-        return ft_fail(R, 1, "%s: max_minutes makes the run depend on the clock; it cannot be used with "
-                             "deterministic (use max_steps)\n", R->name);
-    if (o->threads <= 0) { /* the kernels give the same bits at a fixed count: pin it */
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        o->threads = n > 0 ? (int)n : 1;
-        ts_writef(o->out, o->out_ctx, "%s: deterministic: %d thread%s, fixed for the run and its resumes\n", R->name,
-                  o->threads, o->threads == 1 ? "" : "s");
-    }
     return TS_OK;
 }
 
@@ -161,9 +118,10 @@ static ts_status choose_task(ft_run *R) {
         ts_err_clear(); /* a config that cannot be read is the model's error, said when it is opened */
     }
     if (R->task == TS_FINETUNE_QA) {
-        const char *cls_only = o->text_b_column ? "text_b_column" : o->truncate ? "truncate"
-                               : o->random_init ? "random_init" : NULL;
+        const char *cls_only = o->text_b_column ? "text_b_column" : o->random_init ? "random_init" : NULL;
         if (cls_only) return ft_fail(R, 1, "%s: %s is for task classify, not qa\n", R->name, cls_only);
+        if (o->truncate)
+            return ft_fail(R, 1, "%s: truncate \"%s\" is for task classify, not qa\n", R->name, o->truncate);
         return TS_OK;
     }
     const char *qa_only = o->doc_stride ? "doc_stride" : o->max_query_len ? "max_query_len"

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "common/app.h"
+#include "train/train_setup.h"
 
 /* A run: the options as read, what it has made, and what its task needs. */
 typedef struct ft_run {

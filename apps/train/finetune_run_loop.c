@@ -19,36 +19,12 @@ static void metrics_tee(void *ctx, const char *text, size_t len) {
 /* The metrics sink of the run: rank 0's (the other replicas' rows go nowhere). */
 static ts_write_fn metrics_fn(const ft_run *R) { return R->rank == 0 ? metrics_tee : NULL; }
 
-/* A pipeline's stages from devices and stages, balanced by measurement for "auto". */
-static ts_status place(ft_run *R) {
+/* The settings the setup helpers read (train_setup.h). */
+static tr_setup setup_of(const ft_run *R) {
     const ts_finetune_run_opts *o = &R->o;
-    if (!R->piped) return TS_OK;
-    if (ts_stage_plan_parse(o->devices, o->stages, R->cfg.num_hidden_layers, &R->pipe))
-        return ft_fail(R, 1, "%s: %s\n", R->name, ts_last_error());
-    if (!R->pipe.automatic) return TS_OK;
-    int parts = R->cfg.num_hidden_layers + 2;
-    if (parts <= TS_MAX_STAGES)
-        ts_writef(o->out, o->out_ctx, "%s: stages auto: timing the embeddings, each layer and the heads on %s\n",
-                  R->name, R->pipe.dev[0]);
-    ts_status st = ts_stage_plan_measure(&R->cfg, R->cfg.head, o->batch, R->seq, o->accumulation, o->comm, &R->pipe);
-    if (st) return ft_fail(R, st == TS_ERR_ARG, "%s: %s\n", R->name, ts_last_error());
-    if (R->pipe.ndev > parts)
-        ts_writef(o->err, o->err_ctx, "%s: note: %d devices for %d parts: using the first %d\n", R->name,
-                  R->pipe.ndev, parts, parts);
-    return TS_OK;
-}
-
-/* A program refused for memory: which of the run's numbers make it that large. */
-static void memory_hint(const ft_run *R) {
-    const ts_finetune_run_opts *o = &R->o;
-    const ts_bert_config *c = &R->cfg;
-    ts_writef(o->err, o->err_ctx, "%s: the parameters grow with the model's sizes (vocab_size %d, hidden_size %d, "
-              "num_hidden_layers %d, intermediate_size %d, max_position_embeddings %d: from %s/config.json), the "
-              "activations with the batch (%d sequences of %d tokens; batch%s)%s\n", R->name, c->vocab_size,
-              c->hidden_size, c->num_hidden_layers, c->intermediate_size, c->max_position_embeddings, o->model_dir,
-              o->batch, R->seq, o->accumulation * o->device_iterations > 1
-              ? ", and device_iterations x accumulation inputs" : "",
-              o->memory_limit ? "; the limit is memory_limit" : "; memory_limit sets the limit");
+    return (tr_setup){.name = R->name, .out = o->out, .out_ctx = o->out_ctx, .err = o->err, .err_ctx = o->err_ctx,
+                      .devices = o->devices, .stages = o->stages, .accumulation = o->accumulation,
+                      .device_iterations = o->device_iterations};
 }
 
 /* The training program (fetching "loss") and the inference program (the task's outputs). */
@@ -57,22 +33,18 @@ static ts_status programs(ft_run *R) {
     static const char *const train_f[] = {"loss"}, *const cls_f[] = {"logits"};
     static const char *const qa_f[] = {"start_logits", "end_logits"};
     int qa = R->task == TS_FINETUNE_QA;
-    ts_bert_config c = R->cfg;
-    if (R->piped) ts_stage_plan_apply(&R->pipe, &c);
     ts_bert_train_opts bo = {
-        .struct_size = sizeof bo, .cfg = &c, .head = c.head, .batch = o->batch, .seq = R->seq,
+        .struct_size = sizeof bo, .cfg = &R->cfg, .head = R->cfg.head, .batch = o->batch, .seq = R->seq,
         .seed = (uint64_t)o->seed, .threads = o->threads, .infer_threads = o->threads,
         .optimizer = (ts_optim_kind)ts_optim_kind_parse(o->optimizer), .weight_decay = (float)o->weight_decay,
         .max_grad_norm = (float)o->max_grad_norm, .momentum = (float)o->momentum, .accumulation = o->accumulation,
-        .steps_per_call = o->device_iterations, .memory_limit = o->memory_limit,
-        .stage_devices = R->piped ? R->pipe.stage_name : NULL, .nstage_devices = R->piped ? R->pipe.nstages : 0,
-        .train_fetches = train_f, .ntrain_fetches = 1, .infer_fetches = qa ? qa_f : cls_f,
-        .ninfer_fetches = qa ? 2 : 1, .comm = R->ranks > 1 ? o->comm : NULL, .shard_state = o->shard,
-        .profile = o->profile, .device = R->piped ? NULL : o->devices};
-    if (ts_bert_train_programs(&bo, &R->tp, &R->ip) == TS_OK) return TS_OK;
-    ts_status st = ft_fail(R, 0, "%s: %s\n", R->name, ts_last_error());
-    if (st == TS_ERR_NOMEM) memory_hint(R);
-    return st;
+        .steps_per_call = o->device_iterations, .memory_limit = o->memory_limit, .train_fetches = train_f,
+        .ntrain_fetches = 1, .infer_fetches = qa ? qa_f : cls_f, .ninfer_fetches = qa ? 2 : 1,
+        .comm = R->ranks > 1 ? o->comm : NULL, .shard_state = o->shard, .profile = o->profile, .device = o->devices};
+    char sizes_from[4300];
+    snprintf(sizes_from, sizeof sizes_from, "%s/config.json", o->model_dir);
+    tr_setup s = setup_of(R);
+    return tr_setup_programs(&s, &bo, R->piped ? &R->pipe : NULL, sizes_from, &R->tp, &R->ip);
 }
 
 /* model_dir's weights into the training program (not with random_init); the head's are new. */
@@ -103,7 +75,8 @@ ts_status ft_build(ft_run *R) {
     if (o->bf16) R->cfg.compute_dtype = TS_BF16;
     if (o->fp16) R->cfg.compute_dtype = TS_F16;
     R->cfg.recompute = o->recompute;
-    ts_status st = place(R);
+    tr_setup s = setup_of(R);
+    ts_status st = R->piped ? tr_setup_place(&s, &R->cfg, o->batch, R->seq, o->comm, &R->pipe) : TS_OK;
     if (!st) st = programs(R);
     if (st) return st;
     if (R->piped) ts_stage_plan_describe(&R->pipe, R->tp, o->accumulation, R->name, o->out, o->out_ctx, 0);

@@ -9,6 +9,7 @@
 #include "common/app.h"
 
 #include <stdio.h>
+#include <sys/stat.h>
 
 /* The state of one run: what it holds until it ends. */
 typedef struct onnx_run {
@@ -122,6 +123,13 @@ static ts_status load_model(onnx_run *x) {
         return fail_at(x, TS_ONNX_RUN_AT_COMPILE);
     }
     return TS_OK;
+}
+
+int ts_onnx_model_path(const char *path) {
+    struct stat st;
+    size_t n = path ? strlen(path) : 0;
+    if (n > 5 && !strcmp(path + n - 5, ".onnx")) return 1;
+    return n && stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
 }
 
 ts_status ts_onnx_run_file(const ts_onnx_run_opts *opts, ts_onnx_run_report *report) {

@@ -283,40 +283,6 @@ class SquadOpts(C.Structure):
 
 
 # ---------------------------------------------------------------- tessera_tasks.h (fine-tuning)
-class ClassifyRowsOpts(C.Structure):
-    _fields_ = [("struct_size", C.c_size_t), ("name", CP), ("out", WRITE_FN), ("out_ctx", P), ("err", WRITE_FN),
-                ("err_ctx", P), ("train", CP), ("dev", CP), ("text", TextOpts), ("test_split", C.c_double),
-                ("split_seed", C.c_uint64)]
-
-
-SAVE_FN = C.CFUNCTYPE(C.c_int, C.c_void_p)
-CKPT_FN = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int64)
-
-
-class FinetuneTaskOpts(C.Structure):
-    _fields_ = [("struct_size", C.c_size_t), ("name", CP), ("out", WRITE_FN), ("out_ctx", P), ("err", WRITE_FN),
-                ("err_ctx", P), ("metrics", WRITE_FN), ("metrics_ctx", P), ("train", P), ("infer", P),
-                ("batch", C.c_int), ("seq", C.c_int), ("slices", C.c_int), ("out_dir", CP), ("tok", P),
-                ("train_rows", P), ("test_rows", P), ("test_every", C.c_int), ("labels", CPP),
-                ("squad_train", P), ("squad_dev", P), ("n_best", C.c_int), ("max_answer_len", C.c_int),
-                ("ctx", P), ("save", SAVE_FN), ("checkpoint", CKPT_FN)]
-
-
-class EpochTask(C.Structure):  # filled by the library's task; handed back as it is
-    _fields_ = [("ctx", P), ("nrows", C.c_int64), ("train", P), ("fill", P), ("feed", P), ("epoch_end", P),
-                ("save", P), ("checkpoint", P), ("report", P)]
-
-
-class EpochsOpts(C.Structure):
-    _fields_ = [("struct_size", C.c_size_t), ("name", CP), ("out", WRITE_FN), ("out_ctx", P), ("tty", C.c_int),
-                ("err", WRITE_FN), ("err_ctx", P), ("metrics", WRITE_FN), ("metrics_ctx", P),
-                ("batch", C.c_int), ("accumulation", C.c_int), ("device_iterations", C.c_int),
-                ("epochs", C.c_int), ("max_steps", C.c_int), ("seed", C.c_int), ("lr", C.c_double),
-                ("warmup", C.c_double), ("max_minutes", C.c_double), ("fp16", C.c_int),
-                ("save_every", C.c_int), ("stop_after", C.c_int), ("profile", C.c_int), ("resumed", C.c_int),
-                ("out_dir", CP), ("pipe", P), ("comm", P), ("shard", C.c_int)]
-
-
 class FinetuneRunOpts(C.Structure):
     _fields_ = [("struct_size", C.c_size_t), ("name", CP), ("out", WRITE_FN), ("out_ctx", P), ("tty", C.c_int),
                 ("err", WRITE_FN), ("err_ctx", P), ("metrics", WRITE_FN), ("metrics_ctx", P), ("model_dir", CP),

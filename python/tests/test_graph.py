@@ -237,3 +237,32 @@ def test_vision_and_index_ops_match_numpy():
     assert np.array_equal(out["halves"], f[:, :4] - f[:, 4:])
     assert out["padded"].shape == (2, 10) and out["padded"][0, 0] == -1
     assert out["mins"].tolist() == [0, 8]
+
+
+def test_device_options_and_notices():
+    # A device option changes what later compiles do, a bad one raises naming what is accepted.
+    tessera.set_device_option("cpu", "conv_algorithm", "reference")
+    tessera.set_device_option("cpu", "conv_algorithm", "auto")
+    with pytest.raises(tessera.Error, match="conv_algorithm"):
+        tessera.set_device_option("cpu", "conv_algorithm", "fastest")
+    with pytest.raises(tessera.Error):
+        tessera.set_device_option("cpu", "no_such_key", "1")
+    assert isinstance(tessera.build_features()["core"], list)
+    # The notices of a compile on a plugin's device reach the sink, and nothing once it is None.
+    import ctypes
+    import os
+    plugin = os.path.join(os.path.dirname(tessera.library_path), "plugins", "libtessera-cpuplugin.so")
+    if not os.path.exists(plugin):
+        pytest.skip("the CPU plugin is not built beside the library")
+    load = tessera._lib.fn("ts_backend_load", ctypes.c_int, tessera._lib.CP)
+    tessera._lib.check(load(plugin.encode()))
+    lines = []
+    tessera.set_notice_sink(lines.append)
+    try:
+        mlp(train=False).compile(["logits"], devices=["cpuplugin:0"], inference=True)
+    finally:
+        tessera.set_notice_sink(None)
+    assert any("placement" in line for line in lines), lines
+    lines.clear()
+    mlp(train=False).compile(["logits"], devices=["cpuplugin:0"], inference=True)
+    assert lines == []
