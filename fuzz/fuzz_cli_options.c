@@ -20,10 +20,15 @@ int cli_opts_check_shared(const char *cmd, const cli_optset *s) {
 /* The command's --strict-device hook (cli/main.c): nothing to mark here. */
 void cli_opts_device_flags(const cli_optset *s) { (void)s; }
 
+/* The command's registration of the table for the library's words (cli/lib_terms.c): nothing here. */
+void cli_terms_use(const struct cli_opt *opts, int nopts, const cli_term *terms, int nterms) {
+    (void)opts, (void)nopts, (void)terms, (void)nterms;
+}
+
 /* The command's reader (cli/quant_config.c), as the core's. */
 char *cli_read_text(const char *path, size_t *len) { return ts_read_file(path, len); }
 
-static const char *str;
+static const char *str, *need;
 static int num, flag;
 static double real;
 static cli_strlist list, args;
@@ -31,6 +36,7 @@ static cli_strlist list, args;
 static const cli_opt OPTS[] = {
     {"files", CLI_ARGS, &args, 0, "FILE...", "positional"},
     {"name", CLI_STR, &str, 0, "S", "a string", "old-name"},
+    {"need", CLI_STR, &need, 1, "R", "a required string"},
     {"count", CLI_INT, &num, 3, "N", "an int >= 3"},
     {"flag", CLI_FLAG, &flag, 0, NULL, "a flag"},
     {"rate", CLI_FLOAT, &real, 0, "X", "a number"},
@@ -44,7 +50,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     fuzz_dir();
     FILE *devnull = fopen("/dev/null", "w");
     if (devnull) {
-        cli_opts_usage(devnull, "usage: fuzz\n", OPTS, NOPTS);
+        cli_opts_usage(devnull, "fuzz", "  what fuzz does (after the synopsis made from the table)\n", OPTS, NOPTS);
         fclose(devnull);
     }
     return 0;
@@ -67,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (char *p = text, *save = NULL, *a; argc < 65 && (a = strtok_r(p, "\n", &save)); p = NULL) argv[argc++] = a;
     }
     argv[argc] = NULL;
-    str = NULL, num = 3, flag = 0, real = 0;
+    str = need = NULL, num = 3, flag = 0, real = 0;
     cli_optset s;
     int rc = cli_opts_parse(&s, "fuzz", "usage: fuzz\n", OPTS, NOPTS, argc, argv);
     if (rc != 0 && rc != 1 && rc != 2) abort();
