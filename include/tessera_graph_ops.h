@@ -77,6 +77,25 @@ TS_API ts_value ts_where(ts_graph *g, ts_value cond, ts_value a, ts_value b);
 /* Convert to another dtype (float -> int truncates toward zero and saturates at the integer
  * type's range; NaN becomes 0). */
 TS_API ts_value ts_cast(ts_graph *g, ts_value x, ts_dtype dtype);
+/* f32 x rounded stochastically to dtype (TS_BF16 or TS_F16), the rounding of 16-bit weights and
+ * optimizer state (src/ops/cast_stochastic.c): each element becomes one of the two dtype values
+ * nearest it, the one farther from zero with probability proportional to x's distance from the
+ * nearer-to-zero one, so the expected result is x; values dtype holds exactly stay; NaN, inf and
+ * magnitudes past dtype's largest finite value are rounded as ts_cast rounds them. The random
+ * bits of element i are a pure function of (seed, step, key, i): step is read at run time from a
+ * one-element value of g (i64, i32, or f32 truncated toward zero, as the optimizers' step
+ * counters are); key names what is rounded and must not depend on how the graph was built or
+ * split: give ts_cast_stochastic_key(parameter name), so a resumed run, each pipeline stage and
+ * each replica draw the same bits for the same (parameter, step), whatever the thread count.
+ * Gradient: straight through (x's is the incoming gradient cast to f32); none for step.
+ * Errors (the graph's status, the message naming cast_stochastic and the value): TS_ERR_DTYPE
+ * when x is not f32, dtype is not bf16 / f16 or step is not i64 / i32 / f32; TS_ERR_SHAPE when
+ * step does not hold exactly one element. */
+TS_API ts_value ts_cast_stochastic(ts_graph *g, ts_value x, ts_value step, ts_dtype dtype, uint64_t seed,
+                                   uint64_t key);
+/* The key ts_cast_stochastic takes for a value named name: the 64-bit FNV-1a hash of its bytes
+ * (NULL: of ""). Stable across builds, processes and machines. */
+TS_API uint64_t ts_cast_stochastic_key(const char *name);
 
 /* ---------------------------------------------------------------- more ops (src/ops/mathfn.c, binary.c,
  * predicate.c, select.c, argreduce.c, reduce_prod.c, trilu.c, elements.c, nll_loss.c, tile.c, pad.c,

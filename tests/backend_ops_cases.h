@@ -401,6 +401,13 @@ static void b_dft(bo_ctx *c, const bo_case *k) {
     bo_out(c, ts_dft(c->g, bo_f32(c, k->a, -1, 1, 0), (int)k->i[0], (int)k->i[1], (int)k->i[2], k->i[3]));
 }
 
+/* cast_stochastic(x [a] f32, step [1] of dtype i[1] in [0, 1000)) to dtype i[0], seed 7, the key of "x0". */
+static void b_cast_sr(bo_ctx *c, const bo_case *k) {
+    ts_value x = bo_f32(c, k->a, -3, 3, 1);
+    ts_value s = bo_input_add(c, (ts_dtype)k->i[1], (bo_shape)SH(1), 0, 1000, BO_INT, 0);
+    bo_out(c, ts_cast_stochastic(c->g, x, s, (ts_dtype)k->i[0], 7, ts_cast_stochastic_key("x0")));
+}
+
 /* ---------------------------------------------------------------- the table */
 
 #define ARITH(NAME, OP, A, B) {#NAME, b_arith, A, B, {TS_OP_##OP}, .grad = 1}
@@ -589,6 +596,11 @@ static const bo_case bo_cases[] = {
     {"roi_align", b_roi, SH(1, 2, 6, 7), SH(3), {2, 3, 2, 1}, {1.f}}, {"roi_align", b_roi, SH(2, 3, 8, 8), SH(4), {3, 3, 0, 0}, {0.5f}},
     {"dft", b_dft, SH(2, 8, 1), SH0, {1, 0, 0, 0}}, {"dft", b_dft, SH(2, 5, 2), SH0, {1, 1, 0, 0}},
     {"dft", b_dft, SH(7, 3, 1), SH0, {0, 0, 1, 0}}, {"dft", b_dft, SH(6, 2), SH0, {0, 0, 0, 9}},
+    /* cast_stochastic.c (SH(130, 257): several chunks of the OpenMP loop) */
+    {"cast_stochastic", b_cast_sr, SH(7, 13), SH0, {TS_BF16, TS_I64}, .grad = 1},
+    {"cast_stochastic", b_cast_sr, SH(7, 13), SH0, {TS_F16, TS_I32}, .grad = 1},
+    {"cast_stochastic", b_cast_sr, SH(1), SH0, {TS_F16, TS_F32}},
+    {"cast_stochastic", b_cast_sr, SH(130, 257), SH0, {TS_BF16, TS_I64}},
 };
 #pragma GCC diagnostic pop
 

@@ -1041,6 +1041,64 @@ static void test_cast_bf16_grad(void) {
     ts_graph_free(g);
 }
 
+/* cast_stochastic to f16 and back, step a constant: with the random bits fixed, x -> y is a
+ * staircase within one gap of the identity, so the central difference is within gap / eps of the
+ * straight-through gradient: 2^-14 / 1e-2 = 0.6% for x in [-0.11, 0.11] (GEN_SMALL, +- eps). */
+static int build_cast_sr(ts_graph *g, const ts_value *p, ts_value *o, const void *ctx) {
+    (void)ctx;
+    int64_t step = 12;
+    ts_tensor *t = ts_tensor_from(TS_I64, 0, NULL, &step);
+    ts_value sv = ts_constant(g, t);
+    ts_tensor_free(t);
+    o[0] = ts_cast(g, ts_cast_stochastic(g, p[0], sv, TS_F16, 3, ts_cast_stochastic_key("x")), TS_F32);
+    return 1;
+}
+static void ref_cast_sr(const fd_host *h, fd_out *o, int nout, const void *ctx) {
+    hp x = HP(h, "x");
+    for (int64_t i = 0; i < o[0].n; i++) o[0].ref[i] = x.v[i]; /* within a gap, 6.1e-5 < ref_tol */
+    (void)nout;
+    (void)ctx;
+}
+static void test_cast_stochastic_f16(void) {
+    fd_spec s;
+    fd_init(&s, "cast_stochastic f32 -> f16 -> f32 [5,13]", build_cast_sr, NULL);
+    fd_param(&s, "x", GEN_SMALL, DIMS(5, 13));
+    s.ref = ref_cast_sr;
+    fd_run(&s);
+}
+
+/* cast_stochastic to bf16 is too coarse for finite differences (as the plain cast above): its
+ * gradient is straight through, the upstream gradient R rounded through bf16 by the cast back. */
+static void test_cast_stochastic_bf16_grad(void) {
+    tu_rng r = tu_rng_seed(6);
+    ts_graph *g = ts_graph_new();
+    ts_value x = ts_param(g, "x", TS_F32, DIMS(3, 5), ts_init_uniform(-1, 1));
+    ts_value step = ts_input(g, "step", TS_I64, 0, NULL);
+    ts_value y = ts_cast(g, ts_cast_stochastic(g, x, step, TS_BF16, 1, 2), TS_F32);
+    ts_tensor *R = tu_rand_tensor(&r, DIMS(3, 5), -1, 1);
+    ts_value loss = ts_reduce_sum(g, ts_mul(g, y, ts_constant(g, R)), 0, NULL, 0);
+    ts_program *p = NULL;
+    if (CHECK_OK(ts_backward(g, loss)) == TS_OK) {
+        p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("x@GRAD")});
+        CHECK(p != NULL, "compile: %s", ts_last_error());
+    }
+    int64_t sv = 3;
+    if (p && CHECK_OK(ts_program_feed_data(p, "step", TS_I64, 0, NULL, &sv)) == TS_OK &&
+        CHECK_OK(ts_program_run(p)) == TS_OK) {
+        ts_tensor *gx = TU_FETCH(p, "x@GRAD");
+        double maxrel = 0;
+        for (int i = 0; gx && i < 15; i++)
+            maxrel = fmax(maxrel, fabs(tu_f32(gx)[i] - tu_f32(R)[i]) / fabs(tu_f32(R)[i]));
+        printf("  %-4s %-46s grad vs R rel err %.2e (bf16 rounding bound 2^-8)\n",
+               gx && maxrel <= 1.0 / 256 ? "ok" : "FAIL", "cast_stochastic f32 -> bf16 -> f32 [3,5]", maxrel);
+        CHECK(gx && maxrel <= 1.0 / 256, "straight-through gradient off by %.3e", maxrel);
+        ts_tensor_free(gx);
+    }
+    ts_program_free(p);
+    ts_tensor_free(R);
+    ts_graph_free(g);
+}
+
 /* ------------------------------------------------------------------ random shapes */
 
 static const int64_t odd_dims[] = {1, 2, 3, 5, 7, 13};
@@ -1232,6 +1290,8 @@ int main(int argc, char **argv) {
     RUN(test_where_bcast);
     RUN(test_cast_f32);
     RUN(test_cast_bf16_grad);
+    RUN(test_cast_stochastic_f16);
+    RUN(test_cast_stochastic_bf16_grad);
     RUN(test_matmul_random);
     RUN(test_binary_random);
     RUN(test_reduce_random);

@@ -10,6 +10,7 @@
  * per dropout node), i[1] = graph seed at build time.
  * dropout_grad is not differentiable (no double backward): its grad rule is NULL.
  */
+#include "ops/counter_rng.h"
 #include "ops/op.h"
 
 #include <math.h>
@@ -36,27 +37,9 @@ static ts_status infer_dropout(ts_graph *g, ts_node *n) {
     return TS_OK;
 }
 
-/* splitmix64's finaliser: a bijection of 64-bit keys with full avalanche. */
-static uint64_t mix64(uint64_t z) {
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* murmur3's 32-bit finaliser; 32-bit lanes keep the per-element hash 16 wide under AVX-512. */
-static inline uint32_t fmix32(uint32_t h) {
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    h *= 0xc2b2ae35u;
-    h ^= h >> 16;
-    return h;
-}
-
-/* key = mix64(mix64(mix64(seed) ^ salt) ^ step), split into k0 (low) and k1 (high); element i:
- *   h = fmix32(fmix32(lo32(i) * 0x9e3779b9 + k0) ^ hi32(i) ^ k1),  u = (h >> 8) / 2^24,
- * keep when u >= p, i.e. (h >> 8) >= thr = ceil(p 2^24). y = keep ? x * scale : 0. */
+/* key = mix64(mix64(mix64(seed) ^ salt) ^ step); element i's bits h = u32_i (ops/counter_rng.h),
+ * u = (h >> 8) / 2^24, keep when u >= p, i.e. (h >> 8) >= thr = ceil(p 2^24).
+ * y = keep ? x * scale : 0. */
 TS_SIMD_CLONES
 static void dropout_f32(const float *x, float *y, int64_t n, uint64_t key, uint32_t thr, float scale) {
     uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
@@ -70,7 +53,7 @@ static void dropout_f32(const float *x, float *y, int64_t n, uint64_t key, uint3
         float *ys = y + start;
 #pragma omp simd
         for (uint32_t j = 0; j < len; j++) {
-            uint32_t h = fmix32(fmix32((lo + j) * 0x9e3779b9u + k0) ^ hi);
+            uint32_t h = ts_rng_u32(lo + j, hi, k0);
             ys[j] = (h >> 8) >= thr ? xs[j] * scale : 0.f;
         }
     }
@@ -84,7 +67,7 @@ static ts_status dropout_kernel(const ts_kargs *k) {
         if (k->out[0] != k->in[0]) memcpy(k->out[0], k->in[0], sizeof(float) * (size_t)cnt);
         return TS_OK;
     }
-    uint64_t key = mix64(mix64(mix64((uint64_t)n->attr.i[1]) ^ (uint64_t)n->attr.i[0]) ^ k->step);
+    uint64_t key = ts_rng_mix64(ts_rng_mix64(ts_rng_mix64((uint64_t)n->attr.i[1]) ^ (uint64_t)n->attr.i[0]) ^ k->step);
     uint32_t thr = (uint32_t)ceil((double)p * 16777216.0);
     dropout_f32(k->in[0], k->out[0], cnt, key, thr, (float)(1.0 / (1.0 - (double)p)));
     return TS_OK;
