@@ -19,7 +19,7 @@ static const char *USAGE =
 typedef struct plan_args {
     const char *model, *config, *device, *stages, *dtype, *optimizer, *task;
     int count, batch, seq_len, max_predictions, replicas, micro_batches, top;
-    int layers, hidden, heads, inter, explain, json;
+    int layers, hidden, heads, inter, vocab, explain, json;
     int recompute_on, recompute_off, shard; /* --recompute, --no-recompute, --shard-optimizer */
 } plan_args;
 
@@ -80,6 +80,7 @@ int cli_plan(int argc, char **argv) {
         {"hidden", CLI_INT, &a.hidden, 1, "H", "the hidden size", NULL},
         {"heads", CLI_INT, &a.heads, 1, "A", "attention heads", NULL},
         {"intermediate", CLI_INT, &a.inter, 1, "I", "the feed-forward layers' size", NULL},
+        {"vocab", CLI_INT, &a.vocab, 1, "V", "the vocabulary's size (Graphcore's BERT: 30400, MLPerf's: 30912)", NULL},
         {"batch", CLI_INT, &a.batch, 1, "B", "sequences per micro-batch, as pretrain's --batch (default 8)", NULL},
         {"max-len", CLI_INT, &a.seq_len, 1, "T", "tokens per sequence, as pretrain's --max-len (default 128)",
          "seq-len"},
@@ -127,7 +128,7 @@ int cli_plan(int argc, char **argv) {
         rc = 2, fprintf(stderr, "tessera plan: --recompute and --no-recompute exclude each other\n"
                                 "(tessera plan --help shows the usage)\n");
     else if (ts_plan_request_names(&rq, a.dtype, a.optimizer, a.task) ||
-             ts_plan_model_config(a.model, a.config, a.layers, a.hidden, a.heads, a.inter, &cfg))
+             ts_plan_model_config(a.model, a.config, a.layers, a.hidden, a.heads, a.inter, a.vocab, &cfg))
         rc = cli_fail(CMD, "", 2);
     else if (!(rc = cli_device_profile_load(CMD, a.device, &gib, &dev)))
         rc = plan(&a, &rq);

@@ -72,6 +72,20 @@ static void test_h200(void) {
     CHECK(strstr(out_text, "24 layers, hidden 1024") && printed_number("estimated ") > 0, "BERT-Large:\n%s", out_text);
 }
 
+/* --vocab sets the model's vocabulary: the stage's parameters shrink by exactly the word embeddings'
+ * and the MLM bias's rows (V x (hidden + 1) f32). */
+static void test_vocab(void) {
+    CHECK_RAN(tessera(NULL, "plan --device-profile h200 --json"), 0);
+    double full = printed_number("\"params\":\t");
+    CHECK_RAN(tessera(NULL, "plan --device-profile h200 --json --vocab 30400"), 0);
+    double small = printed_number("\"params\":\t");
+    CHECK(strstr(out_text, "\"vocab_size\":\t30400") && full > 0 && small > 0 &&
+              full - small == (30522 - 30400) * (768 + 1) * 4.0,
+          "params %.0f with 30522 tokens, %.0f with 30400:\n%s", full, small, out_text);
+    CHECK_RAN(tessera(NULL, "plan --device-profile h200 --vocab 30400"), 0);
+    CHECK(strstr(out_text, "vocabulary 30400"), "%s", out_text);
+}
+
 static const char *POD16 = "plan --device-profile ipu-mk2 --count 16 --batch 32 --max-len 128 --max-predictions 20 --optimizer lamb "
                            "--dtype f16 --replicas 4 --stages \"0:emb,heads 1:0-3 2:4-7 3:8-11\" --micro-batches 512 "
                            "--recompute";
@@ -222,6 +236,7 @@ int main(int argc, char **argv) {
     RUN(test_refusal);
     RUN(test_errors);
     RUN(test_h200);
+    RUN(test_vocab);
     RUN(test_pod16);
     RUN(test_json);
     RUN(test_explain);

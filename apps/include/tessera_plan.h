@@ -166,12 +166,13 @@ typedef struct ts_plan_layout {
 } ts_plan_layout;
 
 /* The model a plan is for, into cfg: read from model_dir's config.json, else from config_file (a
- * Hugging Face config.json), else BERT-Base (ts_bert_config_default); then layers, hidden, heads
- * and intermediate, each where > 0, over its num_hidden_layers, hidden_size, num_attention_heads
- * and intermediate_size; then checked (ts_bert_config_check). The reading's error (naming the
- * file), or TS_ERR_ARG naming the field (also: model_dir and config_file both given). */
+ * Hugging Face config.json), else BERT-Base (ts_bert_config_default); then layers, hidden, heads,
+ * intermediate and vocab, each where > 0, over its num_hidden_layers, hidden_size,
+ * num_attention_heads, intermediate_size and vocab_size (Graphcore's BERT used 30,400 tokens,
+ * MLPerf's 30,912); then checked (ts_bert_config_check). The reading's error (naming the file), or
+ * TS_ERR_ARG naming the field (also: model_dir and config_file both given). */
 TS_API ts_status ts_plan_model_config(const char *model_dir, const char *config_file, int layers, int hidden, int heads,
-                                      int intermediate, ts_bert_config *cfg);
+                                      int intermediate, int vocab, ts_bert_config *cfg);
 /* The request's named values, each into rq where not NULL: dtype "f32", "bf16" or "f16" ("fp16"
  * too), optimizer "adamw" or "lamb", task "pretrain", "finetune" or "infer" (the tessera command's
  * words). Nothing is set unless all are known: TS_ERR_ARG naming the field, the value and the

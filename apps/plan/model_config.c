@@ -6,7 +6,7 @@
 #include "common/app.h"
 
 ts_status ts_plan_model_config(const char *model_dir, const char *config_file, int layers, int hidden, int heads,
-                               int intermediate, ts_bert_config *cfg) {
+                               int intermediate, int vocab, ts_bert_config *cfg) {
     if (!cfg) return ts_set_error(TS_ERR_ARG, "ts_plan_model_config: cfg is NULL");
     if (model_dir && config_file)
         return ts_set_error(TS_ERR_ARG, "model_dir and config_file exclude each other (one gives the sizes)");
@@ -20,6 +20,7 @@ ts_status ts_plan_model_config(const char *model_dir, const char *config_file, i
     if (hidden > 0) cfg->hidden_size = hidden;
     if (heads > 0) cfg->num_attention_heads = heads;
     if (intermediate > 0) cfg->intermediate_size = intermediate;
+    if (vocab > 0) cfg->vocab_size = vocab;
     if (cfg->num_attention_heads > 0 && cfg->hidden_size % cfg->num_attention_heads)
         return ts_set_error(TS_ERR_ARG, "the model's hidden_size %d is not a multiple of its num_attention_heads %d",
                             cfg->hidden_size, cfg->num_attention_heads);
