@@ -47,7 +47,7 @@ int cli_serve(int argc, char **argv);
 ts_ensemble *cli_ensemble_open(const char *cmd, const char *const *dirs, int n, int batch, int threads,
                                ts_ensemble_result_fn result, void *result_ctx, int *rc);
 
-/* The whole of file path ("-": standard input) as a malloc'd string, NUL-terminated (the file may
+/* The whole of file path ("-": standard input; cli/files.c) as a malloc'd string, NUL-terminated (the file may
  * hold NULs: *len, when len is not NULL, is its length), read to the end. NULL when it cannot be
  * opened or read, errno saying why (ENOMEM: out of memory): ts_read_file, "-" read as /dev/stdin. */
 char *cli_read_text(const char *path, size_t *len);
@@ -91,7 +91,7 @@ static inline int cli_fail(const char *cmd, const char *what, int rc) {
     return rc;
 }
 
-/* A data folder of the installed or built tessera (cli/data_dir.c): $TESSERA_DATA/sub when set,
+/* A data folder of the installed or built tessera (cli/files.c): $TESSERA_DATA/sub when set,
  * else the installed data directory's sub/ when it holds `probe` (a file in it), else the build's
  * source tree data/sub (where scripts/install-deps.sh puts what it fetches). Written into buf;
  * returns buf, or NULL (ts_last_error says why) when $TESSERA_DATA/sub does not fit in cap. */

@@ -25,7 +25,7 @@ typedef struct ev_opts {
 /* A question-answering model: EM and F1 on the SQuAD file. The exit code. */
 static int eval_qa(const ev_opts *o, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok) {
     ts_squad_opts so = ts_squad_opts_of_model(meta, o->relocate_answers);
-    ts_squad *s = ts_squad_load_checked(o->data, tok, &so, 1, "tessera eval", "--data", cli_write_err, stderr);
+    ts_squad *s = ts_squad_load_checked(o->data, tok, &so, 1, "tessera eval", "data_file", cli_write_err, stderr);
     if (!s) return 2;
     int rc = 1;
     ts_program *p = cli_model_dir_program("eval", o->model, cfg, o->batch, meta->max_len, o->threads,

@@ -25,7 +25,7 @@ void cli_terms_use(const struct cli_opt *opts, int nopts, const cli_term *terms,
     (void)opts, (void)nopts, (void)terms, (void)nterms;
 }
 
-/* The command's reader (cli/quant_config.c), as the core's. */
+/* The command's reader (cli/files.c), as the core's. */
 char *cli_read_text(const char *path, size_t *len) { return ts_read_file(path, len); }
 
 static const char *str, *need;

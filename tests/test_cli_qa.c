@@ -221,6 +221,7 @@ static void test_bad_input(void) {
     CHECK_FAILS(rc, "--doc-stride is for --task qa");
     rc = tessera(NULL, "eval --model qa --data notincontext.json --threads 1");
     CHECK_FAILS(rc, "notincontext.json: data[0].paragraphs[0].qas[0] (id \"q7\")");
+    CHECK_FAILS(rc, "tessera eval: --data notincontext.json"); /* the library's data_file, said as the flag */
     rc = tessera(NULL, "eval --model qa --data train.json --task classify");
     CHECK_FAILS(rc, "--task classify, but qa is a qa model");
     rc = tessera(NULL, "eval --model pre --data train.json");

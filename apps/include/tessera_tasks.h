@@ -169,10 +169,11 @@ TS_API ts_squad *ts_squad_parse_jsonl(const char *name, const char *text, size_t
  * scoring need). TS_ERR_ARG with "NAME: ..." naming the question otherwise. */
 TS_API ts_status ts_squad_check(const ts_squad *s, const char *name, int need_answers);
 /* ts_squad_load, then ts_squad_check (with need_answers a note line when answers were relocated):
- * lines "NAME: FLAG ..." to err (may be NULL), `flag` naming where the file came from ("--train").
+ * lines "NAME: FIELD ..." to err (may be NULL), `field` naming where the file came from
+ * ("train_file").
  * NULL on failure, the line written (apps/train/squad_load.c). */
 TS_API ts_squad *ts_squad_load_checked(const char *path, const ts_tokenizer *tok, const ts_squad_opts *so,
-                                       int need_answers, const char *name, const char *flag, ts_write_fn err,
+                                       int need_answers, const char *name, const char *field, ts_write_fn err,
                                        void *err_ctx);
 /* The questions to answer in file `path` (NULL or "-": standard input, named "stdin"), featurized
  * with so: a SQuAD .json file (by its name; ts_squad_load, then ts_squad_check without answers) or
@@ -239,7 +240,6 @@ TS_API void ts_stage_plan_apply(const ts_stage_plan *pp, ts_bert_config *cfg);
  * 1:0-3 2:4-7"), into buf (cap bytes, truncated to fit); pp NULL or of one stage: one device with
  * the whole model, "0:emb,0-L-1,heads". */
 TS_API void ts_stage_plan_spec(const ts_stage_plan *pp, int layers, char *buf, size_t cap);
-
 
 /* ---------------------------------------------------------------- a BERT on stored tensors */
 

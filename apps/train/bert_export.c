@@ -62,7 +62,6 @@ done:
     return st;
 }
 
-
 /* config.json into r->cfg (max_len checked against it) and the "quantization" record into q. */
 static ts_status read_dir(const ts_bert_export_dir_opts *o, ts_bert_export_dir_report *r, const char *config_path,
                           ts_quant_record *q) {

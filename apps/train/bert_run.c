@@ -8,7 +8,6 @@
 
 #include <stdio.h>
 
-
 /* Fail at stage `at` with status st (its message set). */
 static ts_status fail_at(ts_bert_run_report *r, int at, ts_status st) {
     r->failed_at = at;

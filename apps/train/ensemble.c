@@ -197,7 +197,6 @@ ts_status ts_ensemble_add_lines(ts_ensemble *e, const char *data_file) {
     return st ? st : ts_ensemble_flush(e);
 }
 
-
 /* The rows of o->data_file scored (its held-out part with a split) into r. */
 static ts_status eval_rows(ts_ensemble *e, const ts_ensemble_eval_opts *o, const ts_text_dataset *d,
                            ts_ensemble_eval_report *r) {

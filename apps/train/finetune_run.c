@@ -15,11 +15,9 @@
 #include "train/run_report.h"
 
 ts_status ft_fail(const ft_run *R, int usage, const char *fmt, ...) {
-    ts_status st = usage ? TS_ERR_ARG : ts_last_status();
-    if (!usage && (st == TS_OK || st == TS_ERR_ARG)) st = TS_ERR_RUNTIME;
     va_list ap;
     va_start(ap, fmt);
-    st = ts_run_fail(R->o.err, R->o.err_ctx, st, fmt, ap);
+    ts_status st = tr_vfail(R->o.err, R->o.err_ctx, usage, fmt, ap);
     va_end(ap);
     return st;
 }
@@ -50,30 +48,21 @@ static ts_status check_ranges(ft_run *R) {
     if (o->task < TS_FINETUNE_AUTO || o->task > TS_FINETUNE_QA)
         return ft_fail(R, 1, "%s: task %d is none of TS_FINETUNE_AUTO, TS_FINETUNE_CLASSIFY and TS_FINETUNE_QA\n",
                        R->name, o->task);
-    const struct {
-        const char *field;
-        int value, min;
-    } ints[] = {{"epochs", o->epochs, 1}, {"batch", o->batch, 1}, {"max_steps", o->max_steps, 0},
+    const tr_int_field ints[] = {{"epochs", o->epochs, 1}, {"batch", o->batch, 1}, {"max_steps", o->max_steps, 0},
                 {"accumulation", o->accumulation, 1}, {"device_iterations", o->device_iterations, 1},
                 {"micro_batches", o->micro_batches, 0}, {"seed", o->seed, 0}, {"split_seed", o->split_seed, -1},
                 {"test_every", o->test_every, 0}, {"save_every", o->save_every, 0}, {"keep", o->keep, 1},
                 {"stop_after", o->stop_after, 0}, {"threads", o->threads, 0}, {"doc_stride", o->doc_stride, 0},
                 {"max_query_len", o->max_query_len, 0}, {"max_answer_len", o->max_answer_len, 0},
                 {"n_best", o->n_best, 0}};
-    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
-        if (ints[i].value < ints[i].min)
-            return ft_fail(R, 1, "%s: %s %d: at least %d\n", R->name, ints[i].field, ints[i].value, ints[i].min);
+    ts_status st = tr_check_ints(o->err, o->err_ctx, R->name, ints, (int)(sizeof ints / sizeof *ints));
+    if (st) return st;
     if (o->max_len && o->max_len < 3)
         return ft_fail(R, 1, "%s: max_len %d: at least 3 (0: the default)\n", R->name, o->max_len);
-    const struct {
-        const char *field;
-        double value;
-    } reals[] = {{"lr", o->lr}, {"warmup", o->warmup}, {"weight_decay", o->weight_decay},
+    const tr_real_field reals[] = {{"lr", o->lr}, {"warmup", o->warmup}, {"weight_decay", o->weight_decay},
                  {"max_grad_norm", o->max_grad_norm}, {"momentum", o->momentum}, {"max_minutes", o->max_minutes},
                  {"test_split", o->test_split}};
-    for (size_t i = 0; i < sizeof reals / sizeof *reals; i++)
-        if (!isfinite(reals[i].value) || reals[i].value < 0)
-            return ft_fail(R, 1, "%s: %s %g: a finite number, at least 0\n", R->name, reals[i].field, reals[i].value);
+    if ((st = tr_check_reals(o->err, o->err_ctx, R->name, reals, (int)(sizeof reals / sizeof *reals)))) return st;
     if (o->threads > ts_max_threads())
         return ft_fail(R, 1, "%s: threads %d: at most %d (4 x the %d online CPUs)\n", R->name, o->threads,
                        ts_max_threads(), ts_max_threads() / 4);

@@ -42,30 +42,19 @@ static ts_status check_ranges(pj_job *J) {
     const char *name = J->s.name;
     if (!o->vocab || !o->corpus || o->ncorpus < 1 || !o->out_dir)
         return tr_fail(o->err, o->err_ctx, 1, "%s: vocab, corpus (ncorpus >= 1) and out_dir are needed\n", name);
-    const struct {
-        const char *field;
-        int value, min;
-    } ints[] = {{"layers", o->layers, 1}, {"hidden", o->hidden, 1}, {"heads", o->heads, 1},
+    const tr_int_field ints[] = {{"layers", o->layers, 1}, {"hidden", o->hidden, 1}, {"heads", o->heads, 1},
                 {"intermediate", o->intermediate, 1}, {"max_len", o->max_len, 8}, {"batch", o->batch, 1},
                 {"max_steps", o->max_steps, 1}, {"seed", o->seed, 0}, {"max_predictions", o->max_predictions, 0},
                 {"accumulation", o->accumulation, 1}, {"micro_batches", o->micro_batches, 0},
                 {"device_iterations", o->device_iterations, 1}, {"save_every", o->save_every, 0},
                 {"keep", o->keep, 1}, {"eval_every", o->eval_every, 1}, {"eval_batches", o->eval_batches, 0},
                 {"stop_after", o->stop_after, 0}, {"threads", o->threads, 0}};
-    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
-        if (ints[i].value < ints[i].min)
-            return tr_fail(o->err, o->err_ctx, 1, "%s: %s %d: at least %d\n", name, ints[i].field, ints[i].value,
-                           ints[i].min);
-    const struct {
-        const char *field;
-        double value;
-    } reals[] = {{"lr", o->lr}, {"warmup", o->warmup}, {"weight_decay", o->weight_decay},
+    const tr_real_field reals[] = {{"lr", o->lr}, {"warmup", o->warmup}, {"weight_decay", o->weight_decay},
                  {"max_grad_norm", o->max_grad_norm}, {"momentum", o->momentum}, {"max_minutes", o->max_minutes},
                  {"dropout", o->dropout}, {"mask_prob", o->mask_prob}};
-    for (size_t i = 0; i < sizeof reals / sizeof *reals; i++)
-        if (!isfinite(reals[i].value) || reals[i].value < 0)
-            return tr_fail(o->err, o->err_ctx, 1, "%s: %s %g: a finite number, at least 0\n", name, reals[i].field,
-                           reals[i].value);
+    ts_status st = tr_check_ints(o->err, o->err_ctx, name, ints, (int)(sizeof ints / sizeof *ints));
+    if (!st) st = tr_check_reals(o->err, o->err_ctx, name, reals, (int)(sizeof reals / sizeof *reals));
+    if (st) return st;
     if (o->warmup > 1)
         return tr_fail(o->err, o->err_ctx, 1, "%s: warmup %g is a fraction of the steps, at most 1\n", name, o->warmup);
     if (o->dropout >= 1)

@@ -6,19 +6,38 @@
  */
 #include "train/train_setup.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <unistd.h>
 
 #include "train/run_report.h"
 
-ts_status tr_fail(ts_write_fn err, void *err_ctx, int usage, const char *fmt, ...) {
+ts_status tr_vfail(ts_write_fn err, void *err_ctx, int usage, const char *fmt, va_list ap) {
     ts_status st = usage ? TS_ERR_ARG : ts_last_status();
     if (!usage && (st == TS_OK || st == TS_ERR_ARG)) st = TS_ERR_RUNTIME;
+    return ts_run_fail(err, err_ctx, st, fmt, ap);
+}
+
+ts_status tr_fail(ts_write_fn err, void *err_ctx, int usage, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    st = ts_run_fail(err, err_ctx, st, fmt, ap);
+    ts_status st = tr_vfail(err, err_ctx, usage, fmt, ap);
     va_end(ap);
     return st;
+}
+
+ts_status tr_check_ints(ts_write_fn err, void *err_ctx, const char *name, const tr_int_field *f, int n) {
+    for (int i = 0; i < n; i++)
+        if (f[i].value < f[i].min)
+            return tr_fail(err, err_ctx, 1, "%s: %s %d: at least %d\n", name, f[i].field, f[i].value, f[i].min);
+    return TS_OK;
+}
+
+ts_status tr_check_reals(ts_write_fn err, void *err_ctx, const char *name, const tr_real_field *f, int n) {
+    for (int i = 0; i < n; i++)
+        if (!isfinite(f[i].value) || f[i].value < 0)
+            return tr_fail(err, err_ctx, 1, "%s: %s %g: a finite number, at least 0\n", name, f[i].field, f[i].value);
+    return TS_OK;
 }
 
 /* devices, stages and micro_batches: one device, or a pipeline (then accumulation is its

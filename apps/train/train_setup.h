@@ -7,6 +7,8 @@
 #ifndef TS_TRAIN_SETUP_H
 #define TS_TRAIN_SETUP_H
 
+#include <stdarg.h>
+
 #include "common/app.h"
 
 /* The options both runs have, by the names of their fields; the checks settle the last three. */
@@ -27,6 +29,22 @@ typedef struct tr_setup {
  * else the last error's code (TS_ERR_RUNTIME for none, or for TS_ERR_ARG). */
 ts_status tr_fail(ts_write_fn err, void *err_ctx, int usage, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* tr_fail with the arguments as a va_list. */
+ts_status tr_vfail(ts_write_fn err, void *err_ctx, int usage, const char *fmt, va_list ap);
+
+/* An integer field of a run's options and its smallest value; a real field (finite, at least 0). */
+typedef struct tr_int_field {
+    const char *field;
+    int value, min;
+} tr_int_field;
+typedef struct tr_real_field {
+    const char *field;
+    double value;
+} tr_real_field;
+/* Each field on its own, within its range: TS_OK, or TS_ERR_ARG with the line "NAME: FIELD VALUE:
+ * at least MIN" (or "a finite number, at least 0") written to err for the first that is not. */
+ts_status tr_check_ints(ts_write_fn err, void *err_ctx, const char *name, const tr_int_field *f, int n);
+ts_status tr_check_reals(ts_write_fn err, void *err_ctx, const char *name, const tr_real_field *f, int n);
 
 /* Check s's fields together (pipeline, optimizer, precision, steps per call, deterministic; each
  * message naming the fields) and settle accumulation, piped and threads; under deterministic a

@@ -91,7 +91,7 @@ const char *ts_val_str(const ts_graph *g, int v, char *buf, size_t cap) {
 
 /* ------------------------------------------------------------------ the name index */
 
-static uint64_t name_hash(const char *s) { /* FNV-1a */
+uint64_t ts_name_hash(const char *s) {
     uint64_t h = 0xcbf29ce484222325ull;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
     return h;
@@ -100,7 +100,7 @@ static uint64_t name_hash(const char *s) { /* FNV-1a */
 /* Put value v (named) into the first free slot of its probe sequence. */
 static void name_insert(ts_graph *g, int v) {
     int mask = g->name_nslots - 1;
-    int i = (int)(name_hash(g->vals[v].name) & (uint64_t)mask);
+    int i = (int)(ts_name_hash(g->vals[v].name) & (uint64_t)mask);
     while (g->name_slots[i] >= 0) i = (i + 1) & mask;
     g->name_slots[i] = v;
     g->name_used++;
@@ -141,7 +141,7 @@ ts_value ts_lookup(const ts_graph *g, const char *name) {
     if (!g || !name) return TS_NONE;
     if (!g->name_slots) return TS_NONE; /* no value has been named yet */
     int mask = g->name_nslots - 1;
-    for (int i = (int)(name_hash(name) & (uint64_t)mask);; i = (i + 1) & mask) {
+    for (int i = (int)(ts_name_hash(name) & (uint64_t)mask);; i = (i + 1) & mask) {
         int v = g->name_slots[i];
         if (v < 0) return TS_NONE;
         if (v < g->nvals && g->vals[v].name && strcmp(g->vals[v].name, name) == 0) return v;

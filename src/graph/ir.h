@@ -101,6 +101,9 @@ ts_status ts_val_set_name(ts_graph *g, int v, const char *name);
 static inline const char *ts_graph_msg(const ts_graph *g) { return g->status_msg ? g->status_msg : "out of memory"; }
 /* True when v is a valid value id of g. */
 static inline bool ts_val_ok(const ts_graph *g, ts_value v) { return v >= 0 && v < g->nvals; }
+/* The 64-bit FNV-1a hash of s: the name index's, and a name's stable identity across graphs
+ * (ts_cast_stochastic_key). */
+uint64_t ts_name_hash(const char *s);
 /* A human-readable description of value v for messages: "'x' [8, 784] f32" or "%12 [..] f32". */
 const char *ts_val_str(const ts_graph *g, int v, char *buf, size_t cap);
 /* Deep copy of a graph (constants shared by copy of the tensor); NULL (TS_ERR_NOMEM set) when out

@@ -118,7 +118,7 @@ static ts_status cast_sr_kernel(const ts_kargs *k) {
     int64_t cnt = ts_val_numel(&k->g->vals[n->out[0]]);
     uint64_t step = (uint64_t)step_of(k->g->vals[n->in[1]].dtype, k->in[1]);
     uint64_t seed = (uint64_t)n->attr.i[1], key = (uint64_t)n->attr.i[2];
-    uint64_t key64 = ts_rng_mix64(ts_rng_mix64(ts_rng_mix64(seed ^ SR_DOMAIN) ^ key) ^ step);
+    uint64_t key64 = ts_rng_key(seed ^ SR_DOMAIN, key, step);
     cast_sr_f32(k->in[0], k->out[0], cnt, key64, n->attr.i[0] == TS_F16);
     return TS_OK;
 }
@@ -142,8 +142,4 @@ ts_value ts_cast_stochastic(ts_graph *g, ts_value x, ts_value step, ts_dtype dty
     return ts_node_add(g, TS_OP_CAST_STOCHASTIC, 2, (int[]){x, step}, &at, NULL);
 }
 
-uint64_t ts_cast_stochastic_key(const char *name) {
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, 64-bit */
-    for (const char *c = name ? name : ""; *c; c++) h = (h ^ (uint8_t)*c) * 1099511628211ull;
-    return h;
-}
+uint64_t ts_cast_stochastic_key(const char *name) { return ts_name_hash(name ? name : ""); }

@@ -3,7 +3,7 @@
  * cast_stochastic's rounding): a pure function of a 64-bit key and an element's index, so a node
  * makes the same bits again in any run, thread split, pipeline stage or replica, with no state.
  *
- *   key   = ts_rng_mix64 chained over the node's identity and the step (each op says which)
+ *   key   = ts_rng_key(seed, id, step): mix64 chained over them (each op says what id is)
  *   k0    = lo32(key), k1 = hi32(key)
  *   u32_i = fmix32(fmix32(lo32(i) * 0x9e3779b9 + k0) ^ hi32(i) ^ k1)
  * For a fixed key, i -> u32_i is a bijection on every 2^32 consecutive indices (each step is
@@ -24,6 +24,12 @@ static inline uint64_t ts_rng_mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+/* A node's key for a step: mix64 chained over the seed, the node's identity `id` (dropout's salt,
+ * cast_stochastic's name key) and the step. */
+static inline uint64_t ts_rng_key(uint64_t seed, uint64_t id, uint64_t step) {
+    return ts_rng_mix64(ts_rng_mix64(ts_rng_mix64(seed) ^ id) ^ step);
 }
 
 /* murmur3's 32-bit finaliser. */

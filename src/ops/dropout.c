@@ -67,7 +67,7 @@ static ts_status dropout_kernel(const ts_kargs *k) {
         if (k->out[0] != k->in[0]) memcpy(k->out[0], k->in[0], sizeof(float) * (size_t)cnt);
         return TS_OK;
     }
-    uint64_t key = ts_rng_mix64(ts_rng_mix64(ts_rng_mix64((uint64_t)n->attr.i[1]) ^ (uint64_t)n->attr.i[0]) ^ k->step);
+    uint64_t key = ts_rng_key((uint64_t)n->attr.i[1], (uint64_t)n->attr.i[0], k->step);
     uint32_t thr = (uint32_t)ceil((double)p * 16777216.0);
     dropout_f32(k->in[0], k->out[0], cnt, key, thr, (float)(1.0 / (1.0 - (double)p)));
     return TS_OK;

@@ -1,8 +1,9 @@
 /*
- * data_dir.c — where the tessera command finds the data it did not get a flag for (models that
- * scripts/install-deps.sh fetches): $TESSERA_DATA, the installed data directory, the build's
- * source tree data/ (cli.h: cli_data_dir). `tessera ocr` and the speech commands use it. And
- * cli_path_join, the library's checked ts_path_join for use in an expression.
+ * files.c — the command's paths and files: where it finds the data it did not get a flag for
+ * (models that scripts/install-deps.sh fetches: $TESSERA_DATA, the installed data directory, the
+ * build's source tree data/; cli_data_dir, for `tessera ocr` and the speech commands),
+ * cli_path_join (the library's checked ts_path_join for use in an expression), and cli_read_text
+ * (ts_read_file, standard input too).
  */
 #include <unistd.h>
 
@@ -29,4 +30,8 @@ const char *cli_data_dir(const char *sub, const char *probe, char *buf, size_t c
     }
     snprintf(buf, cap, "%s/%s", TS_DATA_DIR, sub);
     return buf;
+}
+
+char *cli_read_text(const char *path, size_t *len) {
+    return ts_read_file(strcmp(path, "-") ? path : "/dev/stdin", len); /* to the end: a pipe has no size */
 }
