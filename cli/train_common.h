@@ -49,6 +49,7 @@ int cli_load_flags(int strict);
     {"max-grad-norm", CLI_FLOAT, &(o).max_grad_norm, 0, "X",                                            \
      "clip the gradients to global norm X, as BERT's recipe and Hugging Face's\n"                       \
      "Trainer with 1.0 (default 0: no clipping)"},                                                      \
+    {"pack", CLI_INT, &(o).pack, 0, "S", "up to S sequences a row (packed, exact; finetune: classify)"},   \
     {"accumulation", CLI_INT, &(o).accumulation, 1, "N",                                                \
      "micro-batches of --batch per optimizer step (default 1: the effective\n"                          \
      "batch is batch x N; --max-steps counts optimizer steps)"},                                        \
@@ -72,6 +73,10 @@ int cli_load_flags(int strict);
     {"threads", CLI_INT, &(o).threads, 0, "N", "CPU threads (default: all)"},                           \
     {"bf16", CLI_FLAG, &(o).bf16, 0, NULL, "bf16 matrix products, f32 master weights"},                 \
     {"fp16", CLI_FLAG, &(o).fp16, 0, NULL, "fp16 matrix products with dynamic loss scaling, f32 master weights"}, \
+    {"precision", CLI_STR, &(o).precision, 0, "MODE",                                                   \
+     "f32 (default), bf16 / fp16 (as the flags), bf16-sr / fp16-sr: weights,\n"                        \
+     "gradients and optimizer state in 16 bits, updates rounded stochastically"},                       \
+    {"round-nearest", CLI_FLAG, &(o).round_nearest, 0, NULL, "-sr: round updates to nearest (the ablation)"}, \
     {"recompute", CLI_FLAG, &(o).recompute, 0, NULL,                                                    \
      "recompute each layer's forward in the backward: less memory, same result"},                       \
     {"deterministic", CLI_FLAG, &(o).deterministic, 0, NULL,                                            \

@@ -93,6 +93,12 @@ TS_API ts_value ts_cast(ts_graph *g, ts_value x, ts_dtype dtype);
  * step does not hold exactly one element. */
 TS_API ts_value ts_cast_stochastic(ts_graph *g, ts_value x, ts_value step, ts_dtype dtype, uint64_t seed,
                                    uint64_t key);
+/* dst = src, written in place at the end of the step's updates' turn (src/ops/assign.c): dst a
+ * parameter or state value, src a value of its dtype and shape. The write-back of an update made on
+ * a copy (16-bit parameters: ts_optimizer). A side effect: kept by dead-code elimination, dropped
+ * from inference programs; not differentiable. TS_ERR_ARG / TS_ERR_SHAPE (the graph's status) for
+ * another kind of dst, or a src of another dtype or shape. */
+TS_API ts_status ts_assign(ts_graph *g, ts_value dst, ts_value src);
 /* The key ts_cast_stochastic takes for a value named name: the 64-bit FNV-1a hash of its bytes
  * (NULL: of ""). Stable across builds, processes and machines. */
 TS_API uint64_t ts_cast_stochastic_key(const char *name);

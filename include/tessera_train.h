@@ -20,6 +20,17 @@ TS_API ts_status ts_backward(ts_graph *g, ts_value loss);
 /* The gradient of a parameter after ts_backward, or TS_NONE. */
 TS_API ts_value ts_grad(const ts_graph *g, ts_value param);
 
+/* Parameters kept in 16 bits (dtype TS_BF16 or TS_F16), as model.to(torch.bfloat16) or Paddle's
+ * amp.decorate(level="O2") on a model built in f32: every f32 parameter of g becomes dtype (same
+ * value, name and initializer; its initial value is rounded to nearest), and the nodes that read it
+ * read one cast of it to f32 instead, made just before the first of them (on that node's pipeline
+ * stage and in its recompute segment), so the model computes what it computed. Call it after
+ * building the model and before ts_backward: each parameter's gradient "<p>@GRAD" is then of
+ * dtype, and ts_optimizer keeps the parameter's state in 16 bits and rounds every update of the
+ * parameter and of its state stochastically (see ts_optim_opts.round_nearest). A parameter made
+ * after the call stays as made. TS_ERR_DTYPE for another dtype, TS_ERR_ARG after ts_backward. */
+TS_API ts_status ts_graph_store_params(ts_graph *g, ts_dtype dtype);
+
 /* Recomputation (activation checkpointing). Ops built between ts_graph_recompute_begin and
  * ts_graph_recompute_end form a segment whose intermediates are not kept for the backward pass:
  * ts_backward recomputes the segment's forward (clones of its ops, appended where the backward
@@ -156,6 +167,17 @@ typedef struct ts_optim_opts {
     ts_comm *comm;                /* NULL or one rank: no replicas */
     size_t bucket_bytes;          /* 0: 25 MiB (PyTorch DistributedDataParallel's default) */
     int shard_state;              /* ZeRO-1: shard the optimizer state over the ranks */
+    /* 16-bit parameters (ts_graph_store_params): their state ("<p>@MOMENT1", "<p>@MOMENT2",
+     * "<p>@MOMENTUM") is kept in bf16 (also for f16 parameters: the moments need f32's range, an
+     * f16 second moment underflows), the step counters and accumulators in f32; each
+     * update runs on f32 copies of the parameter, its gradient and its state, and writes them back
+     * rounded stochastically (ts_cast_stochastic: seed rounding_seed, step "<p>@STEP" after the
+     * update — SGD then has a step counter too — key ts_cast_stochastic_key of the value's name),
+     * so a resumed run, a pipeline and replicas round alike. round_nearest: to nearest even
+     * instead (the ablation stochastic rounding is measured against). rounding_seed: the seed of
+     * stochastic rounding (0: the graph's, ts_graph_set_seed). */
+    int round_nearest;
+    uint64_t rounding_seed;
 } ts_optim_opts;
 
 /* PyTorch's defaults for a kind: SGD momentum 0; AdamW betas 0.9 / 0.999, eps 1e-8, wd 0.01;

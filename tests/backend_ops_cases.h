@@ -160,7 +160,8 @@ static void b_matmul_i8(bo_ctx *c, const bo_case *k) {
 /* A training step: x [a] (fed) @ w [b] + bias, tanh, mean; ts_backward (i[3] = 1: scaled, fp16's
  * dynamic loss scaling) and ts_optimizer of kind i[0]; i[1] = clipping by global norm 0.5;
  * i[2] = accumulation steps; i[4] = 1: a linear warmup schedule for lr; i[5]: SGD momentum
- * (1: 0.9, 2: 0.9 nesterov, 3: 0.9 dampening 0.1). */
+ * (1: 0.9, 2: 0.9 nesterov, 3: 0.9 dampening 0.1); i[6]: the parameters stored in that dtype
+ * (ts_graph_store_params: bf16 / f16 weights, updates rounded stochastically, written back by assign). */
 static void b_step(bo_ctx *c, const bo_case *k) {
     ts_graph *g = c->g;
     ts_value x = bo_f32(c, k->a, -1, 1, 0), w = bo_f32(c, k->b, -1, 1, 1);
@@ -168,6 +169,7 @@ static void b_step(bo_ctx *c, const bo_case *k) {
     ts_value bias = bo_f32(c, bs, -1, 1, 1);
     ts_value y = ts_tanh(g, ts_add(g, ts_matmul(g, x, w, 0, 0), bias));
     ts_value loss = ts_reduce_mean(g, ts_mul(g, y, y), 0, NULL, 0);
+    if (k->i[6]) ts_graph_store_params(g, (ts_dtype)k->i[6]); /* 16-bit weights: casts, rounding, assign */
     if (k->i[3]) ts_backward_scaled(g, loss, NULL);
     else ts_backward(g, loss);
     ts_optim_opts o = ts_optim_defaults((ts_optim_kind)k->i[0]);
@@ -495,6 +497,9 @@ static const bo_case bo_cases[] = {
     {"matmul_i8dyn", b_matmul_i8, SH(7, 13), SH(13, 5)},
     /* optim.c, amp.c */
     {"sgd_update", b_step, SH(4, 7), SH(7, 5), {TS_OPTIM_SGD}, .mode = BO_STEP},
+    /* assign.c: the write-back of 16-bit weights and state (ts_graph_store_params) */
+    {"assign", b_step, SH(4, 7), SH(7, 5), {TS_OPTIM_ADAMW, 1, 2, 0, 0, 0, TS_BF16}, .mode = BO_STEP},
+    {"assign", b_step, SH(4, 7), SH(7, 5), {TS_OPTIM_SGD, 0, 0, 1, 0, 1, TS_F16}, .mode = BO_STEP},
     {"sgd_update", b_step, SH(4, 7), SH(7, 5), {TS_OPTIM_SGD, 0, 0, 0, 0, 1}, .mode = BO_STEP},
     {"sgd_update", b_step, SH(4, 7), SH(7, 5), {TS_OPTIM_SGD, 0, 0, 0, 0, 2}, .mode = BO_STEP},
     {"sgd_update", b_step, SH(4, 7), SH(7, 5), {TS_OPTIM_SGD, 0, 0, 0, 0, 3}, .mode = BO_STEP},

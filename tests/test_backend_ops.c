@@ -68,7 +68,7 @@ struct bo_case {
     const char *op;     /* the op of ops.def it is for */
     bo_build_fn build;
     bo_shape a, b;      /* shapes; what they mean is the builder's */
-    int64_t i[6];       /* integer parameters (op, axis, flags ...), the builder's */
+    int64_t i[7];       /* integer parameters (op, axis, flags ...), the builder's */
     float f[2];
     unsigned dtypes;    /* BO_F32 | BO_BF16 | BO_F16: the case's float dtype (0: f32 only) */
     int grad;           /* also compare the gradients of its float inputs */
@@ -299,8 +299,21 @@ static int bo_fetch_names(const bo_ctx *c, int grad, char names[][48], int cap) 
 /* Set c's parameters from data. */
 static ts_status bo_set_params(const bo_ctx *c, ts_program *p, ts_tensor **data) {
     ts_status s = TS_OK;
-    for (int j = 0; j < c->nin && !s; j++)
-        if (c->in[j].param) s = ts_program_set_param(p, c->in[j].name, data[j]);
+    for (int j = 0; j < c->nin && !s; j++) {
+        if (!c->in[j].param) continue;
+        ts_tensor *now = NULL; /* a parameter stored in 16 bits (ts_graph_store_params) takes the f32 data rounded */
+        s = ts_program_get_param(p, c->in[j].name, &now);
+        ts_dtype dt = now ? ts_tensor_dtype(now) : TS_F32;
+        if (!s && dt != TS_F32 && ts_tensor_dtype(data[j]) == TS_F32) {
+            size_t n = (size_t)ts_tensor_numel(now);
+            if (dt == TS_BF16) ts_f32_to_bf16(ts_tensor_data(data[j]), ts_tensor_data(now), n);
+            else ts_f32_to_f16(ts_tensor_data(data[j]), ts_tensor_data(now), n);
+            s = ts_program_set_param(p, c->in[j].name, now);
+        } else if (!s) {
+            s = ts_program_set_param(p, c->in[j].name, data[j]);
+        }
+        ts_tensor_free(now);
+    }
     return s;
 }
 

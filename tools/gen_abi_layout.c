@@ -144,6 +144,8 @@ static void structs(void) {
     FIELD(ts_optim_opts, comm);
     FIELD(ts_optim_opts, bucket_bytes);
     FIELD(ts_optim_opts, shard_state);
+    FIELD(ts_optim_opts, round_nearest);
+    FIELD(ts_optim_opts, rounding_seed);
     struct_end();
 
     STRUCT(ts_lr_schedule_opts);
@@ -184,6 +186,7 @@ static void structs(void) {
     FIELD(ts_bert_config, head_stage);
     FIELD(ts_bert_config, untie_word_embeddings);
     FIELD(ts_bert_config, max_predictions_per_seq);
+    FIELD(ts_bert_config, max_sequences_per_pack);
     struct_end();
 
     STRUCT(ts_model_meta);
@@ -229,6 +232,8 @@ static void structs(void) {
     FIELD(ts_bert_train_opts, quant_scales);
     FIELD(ts_bert_train_opts, nquant_scales);
     FIELD(ts_bert_train_opts, device);
+    FIELD(ts_bert_train_opts, weight_dtype);
+    FIELD(ts_bert_train_opts, round_nearest);
     struct_end();
 
     /* tessera_text.h */
@@ -358,6 +363,9 @@ static void structs(void) {
     FIELD(ts_finetune_run_opts, micro_batches);
     FIELD(ts_finetune_run_opts, comm);
     FIELD(ts_finetune_run_opts, shard);
+    FIELD(ts_finetune_run_opts, pack);
+    FIELD(ts_finetune_run_opts, precision);
+    FIELD(ts_finetune_run_opts, round_nearest);
     struct_end();
 
     /* tessera_ocr.h */

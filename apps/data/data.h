@@ -82,6 +82,12 @@ ts_status ts_tokenize_append(const ts_tokenizer *tok, const char *text, ts_i32ve
 ts_status ts_tokenize_offsets(const ts_tokenizer *tok, const char *text, size_t len, ts_i32vec *ids,
                               ts_i32vec *begin, ts_i32vec *end);
 
+/* ------------------------------------------------------------------ packed rows (pack.c) */
+
+/* Mark tokens off .. off + len - 1 of a packed row as sequence `index` (seq_index, the row's
+ * attention_mask) at positions 0 .. len - 1 (position_ids); either array may be NULL. */
+void ts_pack_mark(int32_t *seq_index, int32_t *position_ids, int off, int len, int index);
+
 /* ------------------------------------------------------------------ MLM masking (masking.c) */
 
 typedef struct ts_masker {

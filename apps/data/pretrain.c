@@ -39,6 +39,13 @@ struct ts_pretrain_reader {
     uint64_t batches;        /* of the stream, this reader's and the other shards' */
 
     int32_t *scratch;        /* masking: 4 T */
+
+    /* packing (o.pack > 1): the window's pairs placed into rows (ts_pack_sequences), served in
+     * the order of their first pair: row q holds pairs pk_order[pk_start[pk_rows[q]] ..
+     * pk_start[pk_rows[q] + 1]); next then counts rows */
+    int64_t *pk_order, *pk_start, *pk_rows, npacks;
+    size_t pk_cap;
+    uint64_t real_tokens, rows_served, pairs_served; /* for ts_pretrain_efficiency */
 };
 
 ts_pretrain_opts ts_pretrain_defaults(void) {
@@ -66,6 +73,7 @@ void ts_pretrain_close(ts_pretrain_reader *r) {
     ts_window_free(&r->win);
     ts_pairs_free(&r->pairs);
     free(r->scratch);
+    free(r->pk_order), free(r->pk_start), free(r->pk_rows);
     free(r);
 }
 
@@ -83,6 +91,7 @@ static uint64_t fingerprint(const ts_pretrain_opts *o, int vocab) {
     uint64_t h = 0x7473706274ull;
     for (int i = 0; i < 9; i++) h = ts_mix64(h ^ bits[i]);
     if (o->num_shards > 1) h = ts_mix64(h ^ ((uint64_t)o->num_shards << 32 | (uint64_t)o->shard));
+    if (o->pack > 1) h = ts_mix64(h ^ (0x7061636bull << 32 | (uint64_t)o->pack)); /* rows of other pairs */
     return h;
 }
 
@@ -101,6 +110,9 @@ static ts_status check_opts(const ts_pretrain_opts *o) {
         return ts_set_error(TS_ERR_ARG, "ts_pretrain_open: random_next_prob %g is outside [0, 1]", o->random_next_prob);
     if (o->num_shards < 0 || o->shard < 0 || (o->shard > 0 && o->shard >= o->num_shards))
         return ts_set_error(TS_ERR_ARG, "ts_pretrain_open: shard %d of %d shards", o->shard, o->num_shards);
+    if (o->pack < 0 || o->pack > o->max_len / 4)
+        return ts_set_error(TS_ERR_ARG, "ts_pretrain_open: pack %d is outside [0, max_len / 4 = %d] (a pair takes at "
+                            "least 4 tokens)", o->pack, o->max_len / 4);
     if (o->max_predictions < 0 || o->epochs < 0)
         return ts_set_error(TS_ERR_ARG, "ts_pretrain_open: max_predictions %d or epochs %d < 0", o->max_predictions,
                             o->epochs);
@@ -247,12 +259,53 @@ oom:
                         r->files[r->pos_file < r->o.nfiles ? r->pos_file : r->o.nfiles - 1]);
 }
 
+/* The rows served per window: packed rows, or pairs. */
+static int64_t units(const ts_pretrain_reader *r) { return r->o.pack > 1 ? r->npacks : (int64_t)r->pairs.n; }
+
+static _Thread_local const int64_t *tl_first; /* by_first's keys: each row's first pair (qsort has no context) */
+static int by_first(const void *a, const void *b) {
+    int64_t x = tl_first[*(const int64_t *)a], y = tl_first[*(const int64_t *)b];
+    return (x > y) - (x < y);
+}
+
+/* Place the window's pairs into rows (ts_pack_sequences) and order the rows by their first pair. */
+static ts_status pack_window(ts_pretrain_reader *r) {
+    size_t n = r->pairs.n;
+    if (n + 1 > r->pk_cap) {
+        int64_t *o = realloc(r->pk_order, (n + 1) * sizeof *o);
+        int64_t *st = o ? realloc(r->pk_start, (n + 1) * sizeof *st) : NULL;
+        if (o) r->pk_order = o;
+        if (st) r->pk_start = st;
+        int64_t *rows = st ? realloc(r->pk_rows, (n + 1) * 2 * sizeof *rows) : NULL;
+        if (!rows) return ts_set_error(TS_ERR_NOMEM, "pretraining: out of memory packing %zu pairs", n);
+        r->pk_rows = rows, r->pk_cap = n + 1;
+    }
+    int *len = malloc((n + 1) * sizeof *len);
+    if (!len) return ts_set_error(TS_ERR_NOMEM, "pretraining: out of memory packing %zu pairs", n);
+    for (size_t i = 0; i < n; i++) len[i] = r->pairs.v[i].na + r->pairs.v[i].nb + 3;
+    ts_status st = ts_pack_sequences(len, (int64_t)n, r->o.max_len, r->o.pack, r->pk_order, r->pk_start, &r->npacks,
+                                     NULL);
+    free(len);
+    if (st != TS_OK) return st;
+    int64_t *first = r->pk_rows + r->pk_cap; /* the second half: each row's smallest pair index */
+    for (int64_t q = 0; q < r->npacks; q++) {
+        first[q] = INT64_MAX;
+        for (int64_t k = r->pk_start[q]; k < r->pk_start[q + 1]; k++)
+            if (r->pk_order[k] < first[q]) first[q] = r->pk_order[k];
+        r->pk_rows[q] = q;
+    }
+    tl_first = first;
+    qsort(r->pk_rows, (size_t)r->npacks, sizeof *r->pk_rows, by_first); /* keys distinct: a stable order */
+    return TS_OK;
+}
+
 /* Read the window at the current position and make its pairs. */
 static ts_status load_window(ts_pretrain_reader *r) {
     ts_status st = read_window(r);
     if (st != TS_OK) return st;
     ts_drng rng = ts_drng_at(r->o.seed ^ SALT_PAIRS, r->epoch, r->window, 0);
     st = ts_make_pairs(&r->win, r->o.max_len - 3, r->o.short_seq_prob, r->o.random_next_prob, &rng, &r->pairs);
+    if (st == TS_OK && r->o.pack > 1) st = pack_window(r);
     if (st != TS_OK) return st;
     r->loaded = 1;
     r->next = 0;
@@ -288,11 +341,12 @@ static ts_status advance(ts_pretrain_reader *r) {
     return load_window(r);
 }
 
-/* Row `row` of the batch from pair p, the example `index` of the current window. */
-static void fill_row(ts_pretrain_reader *r, const ts_batch *b, int row, const ts_pair *p, int64_t index) {
+/* Pair p, the example `index` of the current window, as [CLS] A [SEP] B [SEP] at token off of
+ * row `row`: ids, labels (masked), token types (when b has them). Returns its length. */
+static int put_pair(ts_pretrain_reader *r, const ts_batch *b, int row, int off, const ts_pair *p, int64_t index) {
     int T = r->o.max_len;
-    int32_t *ids = b->input_ids + (size_t)row * T;
-    int32_t *labels = b->labels ? b->labels + (size_t)row * T : r->scratch + 3 * T;
+    int32_t *ids = b->input_ids + (size_t)row * T + off;
+    int32_t *labels = b->labels ? b->labels + (size_t)row * T + off : r->scratch + 3 * T + off;
     const int32_t *t = r->pairs.toks.v + p->off;
     int k = 0;
     ids[k++] = r->cls;
@@ -307,12 +361,26 @@ static void fill_row(ts_pretrain_reader *r, const ts_batch *b, int row, const ts
     } else {
         for (int i = 0; i < k; i++) labels[i] = TS_IGNORE_INDEX;
     }
+    if (b->token_type_ids)
+        for (int i = 0; i < k; i++) b->token_type_ids[(size_t)row * T + off + i] = i >= first_end;
+    r->real_tokens += (uint64_t)k;
+    r->pairs_served++;
+    return k;
+}
+
+/* Row `row` of the batch from pair p, the example `index` of the current window. */
+static void fill_row(ts_pretrain_reader *r, const ts_batch *b, int row, const ts_pair *p, int64_t index) {
+    int T = r->o.max_len;
+    int32_t *ids = b->input_ids + (size_t)row * T;
+    int32_t *labels = b->labels ? b->labels + (size_t)row * T : r->scratch + 3 * T;
+    int k = put_pair(r, b, row, 0, p, index);
+    r->rows_served++;
     for (int i = k; i < T; i++) {
         ids[i] = r->pad;
         labels[i] = TS_IGNORE_INDEX;
     }
     if (b->token_type_ids)
-        for (int i = 0; i < T; i++) b->token_type_ids[(size_t)row * T + i] = i >= first_end && i < k;
+        for (int i = k; i < T; i++) b->token_type_ids[(size_t)row * T + i] = 0;
     if (b->attention_mask)
         for (int i = 0; i < T; i++) b->attention_mask[(size_t)row * T + i] = i < k;
     if (b->next_sentence_label) b->next_sentence_label[row] = p->random_next;
@@ -333,7 +401,7 @@ static void pad_row(ts_pretrain_reader *r, const ts_batch *b, int row) {
  * row is masked or filled. */
 static ts_status skip_batch(ts_pretrain_reader *r) {
     for (int row = 0; row < r->o.batch_size; row++) {
-        while (!r->finished && (!r->loaded || r->next >= (int64_t)r->pairs.n)) {
+        while (!r->finished && (!r->loaded || r->next >= units(r))) {
             ts_status st = advance(r);
             if (st != TS_OK) return st;
         }
@@ -347,6 +415,9 @@ static ts_status skip_batch(ts_pretrain_reader *r) {
 ts_status ts_pretrain_next(ts_pretrain_reader *r, const ts_batch *b, int *nrows) {
     if (nrows) *nrows = 0;
     if (!r || !b || !b->input_ids) return ts_set_error(TS_ERR_ARG, "ts_pretrain_next: NULL reader, batch or input_ids");
+    if (r->o.pack > 1)
+        return ts_set_error(TS_ERR_ARG, "ts_pretrain_next: the reader packs (pack %d): ts_pretrain_next_packed",
+                            r->o.pack);
     while (r->o.num_shards > 1 && r->batches % (uint64_t)r->o.num_shards != (uint64_t)r->o.shard) {
         ts_status st = skip_batch(r);
         if (st != TS_OK) {
@@ -376,6 +447,90 @@ ts_status ts_pretrain_next(ts_pretrain_reader *r, const ts_batch *b, int *nrows)
     }
     if (nrows) *nrows = filled;
     return TS_OK;
+}
+
+/* ------------------------------------------------------------------ packed rows */
+
+/* Row `row` from packed row q of the window: its pairs one after the other, each masked as it is
+ * unpacked, marked with its sequence index and positions; its [CLS] positions and NSP labels. */
+static int fill_packed_row(ts_pretrain_reader *r, const ts_batch *b, const ts_pack_batch *p, int row, int64_t q) {
+    int T = r->o.max_len, S = r->o.pack, off = 0, k = 0;
+    size_t o = (size_t)row * T;
+    for (int64_t j = r->pk_start[q]; j < r->pk_start[q + 1]; j++, k++) {
+        int64_t index = r->pk_order[j];
+        int len = put_pair(r, b, row, off, &r->pairs.v[index], index);
+        ts_pack_mark(b->attention_mask ? b->attention_mask + o : NULL, p->position_ids ? p->position_ids + o : NULL,
+                     off, len, k + 1);
+        if (p->cls_positions) p->cls_positions[(size_t)row * S + k] = off;
+        if (p->seq_labels) p->seq_labels[(size_t)row * S + k] = r->pairs.v[index].random_next;
+        off += len;
+    }
+    for (int i = k; i < S; i++) {
+        if (p->cls_positions) p->cls_positions[(size_t)row * S + i] = 0;
+        if (p->seq_labels) p->seq_labels[(size_t)row * S + i] = TS_IGNORE_INDEX;
+    }
+    for (int i = off; i < T; i++) {
+        b->input_ids[o + i] = r->pad;
+        if (b->labels) b->labels[o + i] = TS_IGNORE_INDEX;
+        if (b->token_type_ids) b->token_type_ids[o + i] = 0;
+        if (b->attention_mask) b->attention_mask[o + i] = 0;
+        if (p->position_ids) p->position_ids[o + i] = 0;
+    }
+    r->rows_served++;
+    return k;
+}
+
+/* A padding row of a packed batch. */
+static void pad_packed_row(ts_pretrain_reader *r, const ts_batch *b, const ts_pack_batch *p, int row) {
+    int T = r->o.max_len, S = r->o.pack;
+    pad_row(r, b, row);
+    for (int i = 0; i < T && p->position_ids; i++) p->position_ids[(size_t)row * T + i] = 0;
+    for (int i = 0; i < S; i++) {
+        if (p->cls_positions) p->cls_positions[(size_t)row * S + i] = 0;
+        if (p->seq_labels) p->seq_labels[(size_t)row * S + i] = TS_IGNORE_INDEX;
+    }
+}
+
+ts_status ts_pretrain_next_packed(ts_pretrain_reader *r, const ts_batch *b, const ts_pack_batch *p, int *nrows,
+                                  int *nseq) {
+    if (nrows) *nrows = 0;
+    if (nseq) *nseq = 0;
+    if (!r || !b || !b->input_ids || !p)
+        return ts_set_error(TS_ERR_ARG, "ts_pretrain_next_packed: NULL reader, batch, input_ids or packed batch");
+    if (r->o.pack <= 1)
+        return ts_set_error(TS_ERR_ARG, "ts_pretrain_next_packed: the reader does not pack (pack %d)", r->o.pack);
+    ts_status st = TS_OK;
+    while (!st && r->o.num_shards > 1 && r->batches % (uint64_t)r->o.num_shards != (uint64_t)r->o.shard)
+        st = skip_batch(r);
+    if (!st) r->batches++;
+    int filled = 0, seqs = 0, row = 0;
+    for (; !st && row < r->o.batch_size; row++) {
+        while (!r->finished && (!r->loaded || r->next >= units(r)) && !st) st = advance(r);
+        if (st) break;
+        if (r->finished) {
+            pad_packed_row(r, b, p, row);
+            continue;
+        }
+        seqs += fill_packed_row(r, b, p, row, r->pk_rows[r->next]);
+        r->next++;
+        r->served++;
+        filled++;
+    }
+    for (; st && row < r->o.batch_size; row++) pad_packed_row(r, b, p, row);
+    if (nrows) *nrows = filled;
+    if (nseq) *nseq = seqs;
+    return st;
+}
+
+int ts_pretrain_packed_predictions(int max_predictions, int max_len, int pack) {
+    if (max_predictions <= 0 || pack <= 1) return max_predictions;
+    return max_predictions + pack < max_len ? max_predictions + pack : max_len;
+}
+
+void ts_pretrain_efficiency(const ts_pretrain_reader *r, double *padded, double *served) {
+    double T = r ? r->o.max_len : 0;
+    if (padded) *padded = r && r->pairs_served ? (double)r->real_tokens / ((double)r->pairs_served * T) : 0;
+    if (served) *served = r && r->rows_served ? (double)r->real_tokens / ((double)r->rows_served * T) : 0;
 }
 
 /* ------------------------------------------------------------------ state */
@@ -435,11 +590,11 @@ ts_status ts_pretrain_restore(ts_pretrain_reader *r, const ts_pretrain_state *s)
     r->pos_file = s->file;
     r->pos_off = s->offset;
     ts_status st = load_window(r);
-    if (st == TS_OK && s->next > (int64_t)r->pairs.n)
+    if (st == TS_OK && s->next > units(r))
         st = ts_set_error(TS_ERR_IO,
                           "ts_pretrain_restore: the window at '%s' byte %lld has %zu examples, the state "
                           "says %lld were served (did the files change?)",
-                          r->files[s->file < r->o.nfiles ? s->file : 0], (long long)s->offset, r->pairs.n,
+                          r->files[s->file < r->o.nfiles ? s->file : 0], (long long)s->offset, (size_t)units(r),
                           (long long)s->next);
     if (st != TS_OK) {
         rewind_reader(r);

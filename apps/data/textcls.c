@@ -589,3 +589,81 @@ ts_status ts_text_dataset_batch(const ts_text_dataset *d, const ts_tokenizer *to
     }
     return TS_OK;
 }
+
+/* ------------------------------------------------------------------ packed rows */
+
+ts_status ts_text_dataset_lengths(const ts_text_dataset *d, const ts_tokenizer *tok, int max_len, int *lengths) {
+    if (!d || !tok || !lengths)
+        return ts_set_error(TS_ERR_ARG, "ts_text_dataset_lengths: NULL dataset, tokenizer or lengths");
+    if (max_len < (d->pairs ? 3 : 2))
+        return ts_set_error(TS_ERR_ARG, "ts_text_dataset_lengths: max_len %d is too short", max_len);
+    int32_t *ids = malloc((size_t)max_len * sizeof *ids);
+    if (!ids) return ts_set_error(TS_ERR_NOMEM, "ts_text_dataset_lengths: out of memory");
+    ts_status st = TS_OK;
+    for (int64_t r = 0; r < d->n && !st; r++)
+        st = ts_encode(tok, d->text[r], d->pairs ? d->text_b[r] : NULL, max_len, ids, NULL, NULL, &lengths[r]);
+    free(ids);
+    return st;
+}
+
+/* Row `row` of b as padding from token `from` on. */
+static void pad_from(const ts_batch *b, const ts_pack_batch *p, int row, int from, int max_len, int32_t pad) {
+    size_t o = (size_t)row * (size_t)max_len;
+    for (int t = from; t < max_len; t++) {
+        b->input_ids[o + t] = pad;
+        if (b->token_type_ids) b->token_type_ids[o + t] = 0;
+        if (b->attention_mask) b->attention_mask[o + t] = 0;
+        if (p->position_ids) p->position_ids[o + t] = 0;
+    }
+}
+
+ts_status ts_text_dataset_batch_packed(const ts_text_dataset *d, const ts_tokenizer *tok, const int64_t *rows,
+                                       const int64_t *row_start, int n, int batch_size, int max_len, int per_row,
+                                       const ts_batch *b, const ts_pack_batch *p) {
+    if (!d || !tok || !b || !b->input_ids || !p || (n > 0 && (!rows || !row_start)))
+        return ts_set_error(TS_ERR_ARG, "ts_text_dataset_batch_packed: NULL dataset, tokenizer, rows, batch or "
+                            "input_ids");
+    if (n < 0 || batch_size < 1 || n > batch_size || per_row < 1)
+        return ts_set_error(TS_ERR_ARG, "ts_text_dataset_batch_packed: %d rows do not fit a batch of %d (per_row %d)",
+                            n, batch_size, per_row);
+    if (max_len < (d->pairs ? 3 : 2))
+        return ts_set_error(TS_ERR_ARG, "ts_text_dataset_batch_packed: max_len %d is too short", max_len);
+    int32_t pad = ts_token_to_id(tok, "[PAD]");
+    int32_t *ids = malloc((size_t)max_len * 3 * sizeof *ids), *types = ids + max_len, *mask = types + max_len;
+    if (!ids) return ts_set_error(TS_ERR_NOMEM, "ts_text_dataset_batch_packed: out of memory");
+    ts_status st = TS_OK;
+    for (int i = 0; i < batch_size && !st; i++) {
+        size_t o = (size_t)i * (size_t)max_len;
+        int off = 0, k = 0;
+        for (int64_t j = i < n ? row_start[i] : 0; i < n && j < row_start[i + 1] && !st; j++, k++) {
+            int64_t r = rows[j], len = 0;
+            if (r < 0 || r >= d->n || k >= per_row) {
+                st = ts_set_error(TS_ERR_ARG, "ts_text_dataset_batch_packed: row %d: entry %lld (text %lld) is outside "
+                                  "[0, %lld) or past per_row %d", i, (long long)j, (long long)r, (long long)d->n,
+                                  per_row);
+                break;
+            }
+            int got = 0;
+            st = ts_encode(tok, d->text[r], d->pairs ? d->text_b[r] : NULL, max_len, ids, types, mask, &got);
+            len = got;
+            if (!st && off + len > max_len)
+                st = ts_set_error(TS_ERR_ARG, "ts_text_dataset_batch_packed: row %d: the texts take more than "
+                                  "max_len %d tokens", i, max_len);
+            if (st) break;
+            memcpy(b->input_ids + o + off, ids, (size_t)len * sizeof *ids);
+            if (b->token_type_ids) memcpy(b->token_type_ids + o + off, types, (size_t)len * sizeof *types);
+            ts_pack_mark(b->attention_mask ? b->attention_mask + o : NULL, p->position_ids ? p->position_ids + o : NULL,
+                         off, (int)len, k + 1);
+            p->cls_positions[(size_t)i * per_row + k] = off;
+            if (p->seq_labels) p->seq_labels[(size_t)i * per_row + k] = d->label[r];
+            off += (int)len;
+        }
+        for (; k < per_row; k++) { /* empty slots */
+            p->cls_positions[(size_t)i * per_row + k] = 0;
+            if (p->seq_labels) p->seq_labels[(size_t)i * per_row + k] = TS_IGNORE_INDEX;
+        }
+        pad_from(b, p, i, off, max_len, pad);
+    }
+    free(ids);
+    return st;
+}

@@ -128,6 +128,9 @@ typedef struct ts_bert_config {
     int max_predictions_per_seq;        /* pre-training: P > 0 runs the MLM head on P gathered
                                            positions (see TS_BERT_PRETRAINING), for batches of
                                            at most 2^24 tokens; 0: on all T */
+    int max_sequences_per_pack;         /* S > 1: packed rows, up to S sequences in each row of T
+                                           tokens (Krell et al. 2021; see "Packed sequences" at
+                                           ts_bert_build); 0 or 1 (default): one per row */
 } ts_bert_config;
 
 /* Hugging Face's BertConfig() defaults (bert-base-uncased): V 30522, C 768, 12 layers, 12 heads,
@@ -170,6 +173,35 @@ typedef struct ts_bert_outputs {
     ts_value start_logits, end_logits;                                  /* question answering */
     ts_value loss, mlm_loss, nsp_loss;                                  /* scalars */
 } ts_bert_outputs;
+
+/* Packed sequences (cfg->max_sequences_per_pack S > 1): each of the B rows holds up to S
+ * sequences ([CLS] ... [SEP] each, as ts_pack_sequences places them), and the model computes for
+ * each sequence exactly what it computes for that sequence alone (up to float rounding):
+ *   attention_mask  i32 [B, T]: the sequence index of each token, 1 .. S, 0 on padding (S = 1 is
+ *                   the usual 1 / 0 mask); the additive mask becomes block-diagonal [B, 1, T, T]:
+ *                   0 where query and key are in the same sequence (index > 0), else -10000, so
+ *                   no token attends outside its sequence and padding keys are masked
+ *   position_ids    i32 [B, T] (a new input): each token's position within its sequence (0 at
+ *                   its [CLS]), gathered from the position table instead of 0 .. T-1
+ *   cls_positions   i32 [B, S] (a new input, for the heads with a pooler: BertModel, pre-training,
+ *                   sequence classification): the row position of each sequence's [CLS]; an empty
+ *                   slot may hold any position in [0, T) (its labels are TS_IGNORE_INDEX). The
+ *                   pooler runs on those rows: pooler_output [B, S, C].
+ *   pre-training    seq_relationship_logits [B, S, 2], next_sentence_label i32 [B, S]; the MLM
+ *                   head is per token as unpacked (labels [B, T], or [B, P] with
+ *                   masked_lm_positions, positions within the row)
+ *   classification  logits [B, S, num_labels], labels i32 [B, S] (num_labels 1, regression, is
+ *                   not packed: TS_ERR_ARG)
+ *   QA              start_logits, end_logits [B, T] as unpacked; start_positions, end_positions
+ *                   i32 [B, S]: row positions, T (or any other sequence's token) never the answer
+ *                   since each sequence's softmax runs over its own tokens only (the others'
+ *                   logits get -10000, which exp() takes to 0 exactly); T is ignored
+ * Every loss stays a mean over what is labelled: NSP and classification over the real sequences
+ * (empty slots are TS_IGNORE_INDEX), MLM over the masked tokens, QA over the sequences whose
+ * position is not T. So a packed batch has the loss and gradients of the unpacked batch of the
+ * same sequences, one per row; and QA's per-sequence loss is that of the sequence run alone at
+ * its own length (an unpacked row's QA softmax also spans its padding, as in transformers).
+ * Dropout draws other masks for other layouts. S must be at most seq. */
 
 /* Add a BERT with the given head for batches of `batch` sequences of `seq` tokens to graph g:
  * its inputs, parameters (initialised as transformers does: weights and embeddings normal(0,
@@ -316,6 +348,11 @@ typedef struct ts_bert_train_opts {
     int nquant_scales;
     const char *device;          /* without stage_devices: the device both programs run on
                                     (ts_compile_opts.device; NULL: the CPU) */
+    ts_dtype weight_dtype;       /* TS_BF16 / TS_F16: parameters, gradients and optimizer state in 16
+                                    bits, updates rounded stochastically (ts_graph_store_params; the
+                                    "-sr" modes of ts_precision_parse); TS_F32 (0): f32 master weights */
+    int round_nearest;           /* with weight_dtype 16-bit: updates rounded to nearest instead
+                                    (ts_optim_opts.round_nearest) */
 } ts_bert_train_opts;
 /* Build the model (o->head) with the backward pass and the optimizer, and compile it for
  * training into *train (may be NULL: none) and for evaluation (inference, one device) into

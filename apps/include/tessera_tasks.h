@@ -30,6 +30,20 @@ TS_API const char *ts_optim_kind_name(ts_optim_kind k);
 /* The ts_optim_kind named `name` ("sgd", "adamw", "lamb"), or -1 (error set, TS_ERR_ARG). */
 TS_API int ts_optim_kind_parse(const char *name);
 
+/* Training precision modes, by name (the tessera command's --precision):
+ *   "f32"      everything in f32;
+ *   "bf16"     products (matmuls) in bf16, f32 master weights, gradients and optimizer state
+ *              (mixed precision, torch.autocast's); "fp16" the same in f16, with loss scaling;
+ *   "bf16-sr"  weights, gradients, gradient accumulators and optimizer state stored in bf16 (8 bytes
+ *              a parameter with Adam's two moments, against 16), every rounding of a weight or an
+ *              accumulator's update stochastic (ts_cast_stochastic); "fp16-sr" the same in f16, with
+ *              loss scaling (Graphcore's BERT).
+ * *compute gets the products' dtype and *weights the stored dtype (either may be NULL); TS_ERR_ARG
+ * naming the mode and the known ones. */
+TS_API ts_status ts_precision_parse(const char *mode, ts_dtype *compute, ts_dtype *weights);
+/* The mode's name for that pair ("?" for a pair that is no mode). */
+TS_API const char *ts_precision_name(ts_dtype compute, ts_dtype weights);
+
 /* ---------------------------------------------------------------- resumable runs */
 
 /* A checkpoint to resume from, chosen by rank 0 among ranks `comm` (NULL: one process): rank 0
@@ -49,6 +63,8 @@ typedef struct ts_pretrain_shape {
     int optimizer;
     int ranks, shard;
     double lr, warmup, wd, dropout, mask_prob, max_grad_norm, momentum;
+    int pack;   /* pairs a row (0 or 1: unpacked; a checkpoint without it: 0) */
+    int weights16; /* 1: weights, gradients and optimizer state in 16 bits (a "-sr" precision; absent: 0) */
 } ts_pretrain_shape;
 
 /* Write checkpoint OUT/checkpoints/step-<step> of a pretraining run (ts_train_checkpoint_save_parts:
@@ -76,6 +92,8 @@ typedef struct ts_finetune_shape {
     int max_len, batch, epochs, max_steps, accumulation, device_iterations, seed, bf16, fp16, deterministic;
     int threads, split_seed, doc_stride, max_query_len, ranks, shard;
     double lr, warmup, wd, max_grad_norm, momentum, test_split;
+    int pack;   /* sequences a row (0 or 1: unpacked; a checkpoint without it: 0) */
+    int weights16; /* 1: weights, gradients and optimizer state in 16 bits (a "-sr" precision; absent: 0) */
 } ts_finetune_shape;
 
 /* Write checkpoint OUT/checkpoints/step-<step> of a fine-tuning run (program p and the shape),
@@ -784,6 +802,15 @@ typedef struct ts_pretrain_job_opts {
     const char *devices, *stages;
     ts_comm *comm;
     int shard;
+    int pack;                   /* S > 1: up to S pairs a row (ts_pretrain_opts.pack, the training
+                                   program built with max_sequences_per_pack S; batch counts rows;
+                                   the held-out set stays a pair a row); 0 or 1: a pair a row. The
+                                   run prints the packing efficiency and the pairs trained a second */
+    const char *precision;      /* "f32", "bf16", "fp16", "bf16-sr", "fp16-sr" (ts_precision_parse; the
+                                   "-sr" modes keep weights, gradients and optimizer state in 16 bits,
+                                   updates rounded stochastically); NULL: as bf16 / fp16 say. Recorded
+                                   in checkpoints */
+    int round_nearest;          /* "-sr" modes: round updates to nearest instead (the ablation) */
 } ts_pretrain_job_opts;
 
 /* The options of `tessera pretrain` without flags into *o (struct_size set; vocab, corpus and
@@ -872,6 +899,16 @@ typedef struct ts_finetune_run_opts {
     int micro_batches;          /* the same as accumulation (0: accumulation; a pipeline: 2 per device) */
     ts_comm *comm;              /* replicas (NULL or one rank: none); rank 0 writes out_dir and the lines */
     int shard;                  /* the optimizer state sharded over the replicas (ZeRO-1) */
+    int pack;                   /* classify: S > 1 packs up to S texts a row (ts_pack_sequences, once per
+                                   run; the training program built with max_sequences_per_pack S, the
+                                   evaluation one unpacked); batch then counts rows. 0 or 1: a text a
+                                   row. Either way the run prints the packing efficiency (real tokens /
+                                   slots) and the sequences trained per second */
+    const char *precision;      /* "f32", "bf16", "fp16", "bf16-sr", "fp16-sr" (ts_precision_parse; the
+                                   "-sr" modes keep weights, gradients and optimizer state in 16 bits,
+                                   updates rounded stochastically); NULL: as bf16 / fp16 say. Recorded
+                                   in checkpoints */
+    int round_nearest;          /* "-sr" modes: round updates to nearest instead (the ablation) */
 } ts_finetune_run_opts;
 
 /* The options of `tessera finetune` without flags into *o (struct_size set; the four paths NULL):

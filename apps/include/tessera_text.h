@@ -73,6 +73,52 @@ TS_API void ts_batch_buf_free(ts_batch_buf *bb);
  * with_labels and present; with predictions, masked_lm_positions and the compacted labels). */
 TS_API ts_status ts_batch_buf_feed(ts_batch_buf *bb, ts_program *p, int with_labels);
 
+/* ---------------------------------------------------------------- data: packed sequences (apps/data/pack.c) */
+/* Several short sequences in one row of T tokens (Krell et al. 2021, "Efficient Sequence Packing
+ * without Cross-contamination"), for a model built with ts_bert_config.max_sequences_per_pack
+ * (tessera_bert.h, "Packed sequences"), which computes for each sequence what it computes alone.
+ *
+ * ts_pack_sequences places n sequences of lengths[i] tokens into rows of row_len tokens, at most
+ * max_per_row a row, by shortest-pack-first histogram packing (SPFHP): the sequences are taken
+ * longest first (equal lengths by index) and each goes into the open row with the least room left
+ * that fits it (the earliest opened of those), or opens a new row; a row is closed when full or
+ * when it holds max_per_row sequences. Deterministic. Outputs: order[n], the sequence indices row
+ * by row; row_start[nrows + 1] (room for n + 1), row r holding order[row_start[r] ..
+ * row_start[r + 1]); *nrows; *efficiency (may be NULL) = sum of lengths / (nrows x row_len), the
+ * share of the slots holding real tokens (1 for n == 0). TS_ERR_ARG naming the entry for a length
+ * outside [1, row_len], or for row_len or max_per_row below 1. */
+TS_API ts_status ts_pack_sequences(const int *lengths, int64_t n, int row_len, int max_per_row, int64_t *order,
+                                   int64_t *row_start, int64_t *nrows, double *efficiency);
+
+/* The inputs of a packed batch besides ts_batch's, where the readers write them. In a packed
+ * batch ts_batch.attention_mask holds each token's sequence index, 1 .. S in the row, 0 on
+ * padding; token_type_ids, input_ids and MLM labels are per token as unpacked. */
+typedef struct ts_pack_batch {
+    int32_t *position_ids;  /* [B, T] each token's position within its sequence, 0 on padding */
+    int32_t *cls_positions; /* [B, S] row position of each sequence's [CLS]; 0 for an empty slot */
+    int32_t *seq_labels;    /* [B, S] per-sequence labels (next_sentence_label, class ids);
+                               TS_IGNORE_INDEX for an empty slot (may be NULL) */
+} ts_pack_batch;
+
+/* The host tensors of packed batches (apps/train/batches.c) beside a ts_batch_buf of the same
+ * slices, batch and seq: position_ids [.., B, T], cls_positions and labels [.., B, S] ([S, ...]
+ * leading with slices > 1), p pointing into slice k. Fields are read directly. */
+typedef struct ts_pack_buf {
+    ts_tensor *position_ids, *cls_positions, *labels; /* labels NULL without */
+    ts_pack_batch p;
+    int slices, batch, seq, per_row;
+} ts_pack_buf;
+/* per_row = S (the model's max_sequences_per_pack, >= 2). 0 on out of memory or a bad size. */
+TS_API int ts_pack_buf_init(ts_pack_buf *pb, int batch, int seq, int per_row, int slices, int with_labels);
+/* Point pb->p at slice k. */
+TS_API void ts_pack_buf_slice(ts_pack_buf *pb, int k);
+TS_API void ts_pack_buf_free(ts_pack_buf *pb);
+/* Feed a packed program: bb's input_ids, token_type_ids, attention_mask (sequence indices),
+ * position_ids and cls_positions (when the program has that input); with with_labels, bb's MLM
+ * labels (compacted with predictions) and pb's labels as "next_sentence_label" when bb has
+ * next-sentence labels (pre-training), else as "labels" (classification). */
+TS_API ts_status ts_pack_buf_feed(ts_pack_buf *pb, ts_batch_buf *bb, ts_program *p, int with_labels);
+
 /* ---------------------------------------------------------------- data: BERT pretraining */
 /* Masked-LM + next-sentence examples from plain text, as Google's create_pretraining_data.py
  * makes them, streamed from files of any size.
@@ -118,6 +164,9 @@ typedef struct ts_pretrain_opts {
     int shard, num_shards;    /* replicas: the batches of the one stream above are dealt round-robin
                                  and this reader serves batches k with k % num_shards == shard,
                                  skipping the others' rows unmasked (0 and 0 or 1: every batch) */
+    int pack;                 /* S > 1: packed rows of up to S pairs (ts_pretrain_next_packed): each
+                                 window's pairs placed by ts_pack_sequences, each pair masked as
+                                 it is unpacked; 0 or 1: a pair a row (0) */
 } ts_pretrain_opts;
 
 /* The defaults noted above (files NULL). */
@@ -133,6 +182,23 @@ TS_API void ts_pretrain_close(ts_pretrain_reader *r);
  * of the last epoch, 0 once the data is exhausted. TS_ERR_IO when a file cannot be read or the
  * files hold no sentence pair at all. */
 TS_API ts_status ts_pretrain_next(ts_pretrain_reader *r, const ts_batch *b, int *nrows);
+
+/* With opts->pack S > 1: the next batch of B packed rows into b (labels [B, T]; attention_mask
+ * the sequence indices) and p (positions, [CLS] positions, next_sentence_label as seq_labels
+ * [B, S]). *nrows gets the rows filled, *nseq (may be NULL) the pairs in them. A row holds the
+ * pairs ts_pack_sequences puts together from the window's pairs in their shuffled order; the
+ * rows are served in the order of their first pair. TS_ERR_ARG without pack. */
+TS_API ts_status ts_pretrain_next_packed(ts_pretrain_reader *r, const ts_batch *b, const ts_pack_batch *p,
+                                         int *nrows, int *nseq);
+/* The masked positions a packed row may need (its model's max_predictions_per_seq): each pair is
+ * masked as alone, round(mask_prob x its maskable tokens) and at least 1, so a row of `pack` pairs
+ * has at most mask_prob x max_len + pack: max_predictions + pack when max_predictions is at least
+ * mask_prob x max_len (the default), capped at max_len; 0 stays 0 (the head on every position).
+ * Positions past it are left out of the loss (ts_batch_buf_compact counts them). */
+TS_API int ts_pretrain_packed_predictions(int max_predictions, int max_len, int pack);
+/* The share of slots holding real tokens in the rows served so far: unpacked (a pair a row) and
+ * as served (packed or not); 0 before any. */
+TS_API void ts_pretrain_efficiency(const ts_pretrain_reader *r, double *padded, double *served);
 
 /* Where a reader stands: everything it needs to continue exactly. Plain integers, to be stored
  * in a checkpoint and handed back to ts_pretrain_restore of a reader opened on the same files
@@ -231,6 +297,19 @@ TS_API ts_status ts_text_dataset_split(const ts_text_dataset *d, double test_fra
  * (ts_encode: one text, or the pair), labels [B]; the other rows are padding. */
 TS_API ts_status ts_text_dataset_batch(const ts_text_dataset *d, const ts_tokenizer *tok, const int64_t *rows, int n,
                                 int batch_size, int max_len, const ts_batch *b);
+
+/* Real tokens of each row as ts_text_dataset_batch encodes it ([CLS] ... [SEP], cut to max_len):
+ * lengths[i] for row i of d (ts_text_dataset_size entries). */
+TS_API ts_status ts_text_dataset_lengths(const ts_text_dataset *d, const ts_tokenizer *tok, int max_len,
+                                         int *lengths);
+/* Packed rows: row r of the batch (r < n) holds rows[row_start[r] .. row_start[r + 1]) of d
+ * (encoded as ts_text_dataset_batch does, one after the other; at most per_row of them, their
+ * lengths summing to at most max_len, as ts_pack_sequences places them); their labels into
+ * p->seq_labels [B, per_row]; rows n .. batch_size - 1 are padding. TS_ERR_ARG for a row that does
+ * not fit. */
+TS_API ts_status ts_text_dataset_batch_packed(const ts_text_dataset *d, const ts_tokenizer *tok, const int64_t *rows,
+                                              const int64_t *row_start, int n, int batch_size, int max_len,
+                                              int per_row, const ts_batch *b, const ts_pack_batch *p);
 
 /* ---------------------------------------------------------------- data: SQuAD */
 /* SQuAD v1.1 question answering: the JSON file ({"data": [{"paragraphs": [{"context": ...,

@@ -14,6 +14,10 @@
  *     h       = LN(dropout(a Wo^T + bo) + x)
  *     x       = LN(dropout(act(h W1^T + b1) W2^T + b2) + h)                          W1 [F, C]
  *   pooler = tanh(x[:, 0] Wp^T + bp)                                                      [B, C]
+ * Packed rows (max_sequences_per_pack S > 1; tessera_bert.h): positions per sequence, gathered
+ * (position[position_ids]); mask[b, i, j] = 0 if seq[b, i] == seq[b, j] > 0 else -10000
+ * [B, 1, T, T], seq the attention_mask's sequence indices; pooler on x[b, cls_positions[b, s]]
+ * [B S, C].
  *   MLM    = LN(act(x Wt^T + bt)) E^T + bias, E the word embeddings (tied)            [B, T, V]
  *
  * Every product above (the Linears, q k^T, p v, the MLM decoder) goes through bert_matmul, which
@@ -381,7 +385,7 @@ ts_value bert_act(ts_graph *g, const ts_bert_config *cfg, ts_value x) {
 /* ------------------------------------------------------------------ embeddings */
 
 ts_value bert_embeddings(ts_graph *g, const ts_bert_config *cfg, ts_value input_ids,
-                         ts_value token_type_ids, int T) {
+                         ts_value token_type_ids, ts_value position_ids, int T) {
     int C = cfg->hidden_size;
     ts_init w = ts_init_normal(cfg->initializer_range);
     ts_value word = ts_param(g, "bert.embeddings.word_embeddings.weight", TS_F32, 2,
@@ -391,7 +395,8 @@ ts_value bert_embeddings(ts_graph *g, const ts_bert_config *cfg, ts_value input_
     ts_value type = ts_param(g, "bert.embeddings.token_type_embeddings.weight", TS_F32, 2,
                              (int64_t[]){cfg->type_vocab_size, C}, w);
     ts_value x = ts_gather(g, word, input_ids);                /* [B, T, C] */
-    x = ts_add(g, x, ts_slice(g, pos, 0, 0, T));               /* + [T, C]: positions 0 .. T-1 */
+    if (position_ids == TS_NONE) x = ts_add(g, x, ts_slice(g, pos, 0, 0, T)); /* + [T, C]: 0 .. T-1 */
+    else x = ts_add(g, x, ts_gather(g, pos, position_ids));   /* + [B, T, C]: packed, per sequence */
     x = ts_add(g, x, ts_gather(g, type, token_type_ids));      /* + [B, T, C] */
     x = bert_layer_norm(g, "bert.embeddings.LayerNorm", x, C, cfg->layer_norm_eps);
     return dropout(g, x, cfg->hidden_dropout_prob);
@@ -402,6 +407,19 @@ ts_value bert_extended_mask(ts_graph *g, ts_value attention_mask, int B, int T) 
     if (ts_value_dtype(g, m) != TS_F32) m = ts_cast(g, m, TS_F32);
     m = ts_reshape(g, m, 4, (int64_t[]){B, 1, 1, T});
     return ts_scale(g, m, 10000.f, -10000.f); /* (1 - m) * -10000 */
+}
+
+/* seq [B, T] sequence indices (1 .. S, 0 padding) -> additive mask [B, 1, T, T]:
+ *   mask[b, 0, i, j] = 0 if seq[b, i] == seq[b, j] > 0, else -10000. */
+ts_value bert_pack_mask(ts_graph *g, ts_value seq, int B, int T) {
+    if (ts_value_dtype(g, seq) != TS_I32) seq = ts_cast(g, seq, TS_I32);
+    ts_value qi = ts_reshape(g, seq, 4, (int64_t[]){B, 1, T, 1}), kj = ts_reshape(g, seq, 4, (int64_t[]){B, 1, 1, T});
+    ts_tensor *zero = ts_tensor_new(TS_I32, 4, (int64_t[]){1, 1, 1, 1});
+    if (zero) *(int32_t *)ts_tensor_data(zero) = 0;
+    ts_value real = ts_binary(g, TS_BIN_GREATER, kj, ts_constant(g, zero)); /* key j is no padding */
+    ts_tensor_free(zero);
+    ts_value keep = ts_binary(g, TS_BIN_AND, ts_binary(g, TS_BIN_EQUAL, qi, kj), real); /* u8 [B, 1, T, T] */
+    return ts_where(g, keep, ts_scalar(g, 0.f), ts_scalar(g, -10000.f));
 }
 
 /* ------------------------------------------------------------------ attention */
@@ -462,6 +480,11 @@ ts_value bert_layer(ts_graph *g, const ts_bert_config *cfg, int layer, ts_value 
 ts_value bert_pooler(ts_graph *g, const ts_bert_config *cfg, ts_value x, int B) {
     int C = cfg->hidden_size;
     ts_value first = ts_reshape(g, ts_slice(g, x, 1, 0, 1), 2, (int64_t[]){B, C}); /* x[:, 0] */
+    return bert_pooler_rows(g, cfg, first);
+}
+
+ts_value bert_pooler_rows(ts_graph *g, const ts_bert_config *cfg, ts_value first) {
+    int C = cfg->hidden_size;
     return ts_tanh(g, bert_dense(g, cfg, "bert.pooler.dense", first, C, C));
 }
 
@@ -484,6 +507,16 @@ static ts_value labels_input(ts_graph *g, const char *name, ts_dtype dt, int B, 
     return T > 0 ? ts_input(g, name, dt, 2, (int64_t[]){B, T}) : ts_input(g, name, dt, 1, (int64_t[]){B});
 }
 
+/* A per-sequence label input: [B] unpacked (S == 1), [B, S] packed. */
+static ts_value seq_labels_input(ts_graph *g, const char *name, ts_dtype dt, int B, int S) {
+    return labels_input(g, name, dt, B, S > 1 ? S : 0);
+}
+
+/* Per-sequence logits [B S, K] as [B, S, K] when packed (S > 1); unchanged [B, K] otherwise. */
+static ts_value per_seq(ts_graph *g, ts_value logits, int B, int S, int K) {
+    return S > 1 ? ts_reshape(g, logits, 3, (int64_t[]){B, S, K}) : logits;
+}
+
 /* The rows of x [B, T, C] at masked_lm_positions [B, P]: x.reshape(B T, C)[pos + b T] -> [B, P, C].
  * The flat row index is computed in f32 (exact below 2^24) as the elementwise ops take f32. */
 static ts_value gather_positions(ts_graph *g, const ts_bert_config *cfg, ts_value x, ts_value pos, int B, int T) {
@@ -497,7 +530,7 @@ static ts_value gather_positions(ts_graph *g, const ts_bert_config *cfg, ts_valu
 
 /* BertForPreTraining: MLM and NSP logits, loss = CE(MLM, ignore -100) + CE(NSP). */
 static void head_pretraining(ts_graph *g, const ts_bert_config *cfg, ts_value x, ts_value pooled, int B,
-                             int T, ts_bert_outputs *o) {
+                             int T, int S, ts_bert_outputs *o) {
     int P = cfg->max_predictions_per_seq;
     if (P > 0) { /* the MLM head on the P gathered positions only */
         o->masked_lm_positions = ts_input(g, "masked_lm_positions", TS_I32, 2, (int64_t[]){B, P});
@@ -505,10 +538,10 @@ static void head_pretraining(ts_graph *g, const ts_bert_config *cfg, ts_value x,
     }
     o->prediction_logits = ts_name(g, bert_mlm_logits(g, cfg, x), "prediction_logits");
     o->seq_relationship_logits = ts_name(
-        g, bert_dense(g, cfg, "cls.seq_relationship", pooled, cfg->hidden_size, 2),
-        "seq_relationship_logits"); /* [B, 2] */
+        g, per_seq(g, bert_dense(g, cfg, "cls.seq_relationship", pooled, cfg->hidden_size, 2), B, S, 2),
+        "seq_relationship_logits"); /* [B, 2], packed [B, S, 2] */
     o->labels = labels_input(g, "labels", TS_I32, B, P > 0 ? P : T);
-    o->next_sentence_label = labels_input(g, "next_sentence_label", TS_I32, B, 0);
+    o->next_sentence_label = seq_labels_input(g, "next_sentence_label", TS_I32, B, S);
     o->mlm_loss = ts_name(g, ts_cross_entropy(g, o->prediction_logits, o->labels, -100), "mlm_loss");
     o->nsp_loss = ts_name(g, ts_cross_entropy(g, o->seq_relationship_logits, o->next_sentence_label, -100),
                           "nsp_loss");
@@ -524,12 +557,17 @@ static void head_masked_lm(ts_graph *g, const ts_bert_config *cfg, ts_value x, i
 }
 
 /* BertForSequenceClassification: logits [B, L] from the pooled output; CE, or MSE for L == 1. */
-static void head_seq_classification(ts_graph *g, const ts_bert_config *cfg, ts_value pooled, int B,
+static void head_seq_classification(ts_graph *g, const ts_bert_config *cfg, ts_value pooled, int B, int S,
                                     ts_bert_outputs *o) {
     int L = cfg->num_labels;
     float p = cfg->classifier_dropout >= 0.f ? cfg->classifier_dropout : cfg->hidden_dropout_prob;
     ts_value logits = bert_dense(g, cfg, "classifier", dropout(g, pooled, p), cfg->hidden_size, L);
-    o->logits = ts_name(g, logits, "logits");
+    o->logits = ts_name(g, per_seq(g, logits, B, S, L), "logits"); /* [B, L], packed [B, S, L] */
+    if (S > 1) { /* packed: one class label per sequence, TS_IGNORE_INDEX on empty slots */
+        o->labels = seq_labels_input(g, "labels", TS_I32, B, S);
+        o->loss = ts_name(g, ts_cross_entropy(g, o->logits, o->labels, -100), "loss");
+        return;
+    }
     if (L == 1) { /* regression: mean((logits[:, 0] - labels)^2) */
         o->labels = labels_input(g, "labels", TS_F32, B, 0);
         ts_value d = ts_sub(g, ts_reshape(g, logits, 1, (int64_t[]){B}), o->labels);
@@ -542,15 +580,29 @@ static void head_seq_classification(ts_graph *g, const ts_bert_config *cfg, ts_v
 
 /* BertForQuestionAnswering: [B, T, 2] -> start, end [B, T]; loss = (CE(start) + CE(end)) / 2,
  * position T ignored. */
-static void head_question_answering(ts_graph *g, const ts_bert_config *cfg, ts_value x, int B, int T,
-                                    ts_bert_outputs *o) {
+/* Packed QA: logits [B, T] -> [B, S, T], slot s keeping the tokens of sequence s + 1 (seq [B, T]
+ * its index per token) and the others' at logit - 10000, so each sequence's softmax is over its
+ * own tokens. */
+static ts_value qa_per_seq(ts_graph *g, ts_value logits, ts_value seq, int B, int T, int S) {
+    if (ts_value_dtype(g, seq) != TS_I32) seq = ts_cast(g, seq, TS_I32);
+    ts_tensor *ids = ts_tensor_new(TS_I32, 3, (int64_t[]){1, S, 1});
+    for (int s = 0; ids && s < S; s++) ((int32_t *)ts_tensor_data(ids))[s] = s + 1;
+    ts_value mine = ts_binary(g, TS_BIN_EQUAL, ts_reshape(g, seq, 3, (int64_t[]){B, 1, T}), ts_constant(g, ids));
+    ts_tensor_free(ids);
+    ts_value mask = ts_where(g, mine, ts_scalar(g, 0.f), ts_scalar(g, -10000.f)); /* [B, S, T] */
+    return ts_add(g, ts_reshape(g, logits, 3, (int64_t[]){B, 1, T}), mask);
+}
+
+static void head_question_answering(ts_graph *g, const ts_bert_config *cfg, ts_value x, ts_value seq, int B,
+                                    int T, int S, ts_bert_outputs *o) {
     ts_value se = bert_dense(g, cfg, "qa_outputs", x, cfg->hidden_size, 2);
     ts_value start = ts_reshape(g, ts_slice(g, se, 2, 0, 1), 2, (int64_t[]){B, T});
     ts_value end = ts_reshape(g, ts_slice(g, se, 2, 1, 2), 2, (int64_t[]){B, T});
     o->start_logits = ts_name(g, start, "start_logits");
     o->end_logits = ts_name(g, end, "end_logits");
-    o->start_positions = labels_input(g, "start_positions", TS_I32, B, 0);
-    o->end_positions = labels_input(g, "end_positions", TS_I32, B, 0);
+    o->start_positions = seq_labels_input(g, "start_positions", TS_I32, B, S);
+    o->end_positions = seq_labels_input(g, "end_positions", TS_I32, B, S);
+    if (S > 1) start = qa_per_seq(g, start, seq, B, T, S), end = qa_per_seq(g, end, seq, B, T, S);
     ts_value ls = ts_cross_entropy(g, start, o->start_positions, T);
     ts_value le = ts_cross_entropy(g, end, o->end_positions, T);
     o->loss = ts_name(g, ts_scale(g, ts_add(g, ls, le), 0.5f, 0.f), "loss");
@@ -602,6 +654,17 @@ ts_status ts_bert_build(ts_graph *g, const ts_bert_config *cfg, ts_bert_head hea
         return ts_graph_fail(g, TS_ERR_ARG, "ts_bert_build: batch %d x seq %d is %lld rows; the masked-position MLM "
                              "head (max_predictions_per_seq) indexes at most 2^24 = 16777216 rows exactly",
                              batch, seq, (long long)batch * seq), ts_graph_status(g);
+    int S = cfg->max_sequences_per_pack > 1 ? cfg->max_sequences_per_pack : 1; /* sequences per row */
+    if (cfg->max_sequences_per_pack < 0 || S > seq)
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_bert_build: max_sequences_per_pack %d must be in [0, seq %d]",
+                             cfg->max_sequences_per_pack, seq), ts_graph_status(g);
+    if (S > 1 && (int64_t)batch * seq > (1 << 24))
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_bert_build: batch %d x seq %d is above 2^24 = 16777216 rows, the "
+                             "most the packed [CLS] gather (max_sequences_per_pack) indexes exactly", batch, seq),
+               ts_graph_status(g);
+    if (S > 1 && head == TS_BERT_SEQ_CLASSIFICATION && cfg->num_labels == 1)
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_bert_build: max_sequences_per_pack %d: a regression classifier "
+                             "(num_labels 1) is not packed", S), ts_graph_status(g);
     int B = batch, T = seq;
 
     o.input_ids = ts_input(g, "input_ids", TS_I32, 2, (int64_t[]){B, T});
@@ -610,8 +673,10 @@ ts_status ts_bert_build(ts_graph *g, const ts_bert_config *cfg, ts_bert_head hea
 
     const int *ls = cfg->layer_stages; /* pipeline placement, when set */
     if (ls) ts_graph_stage_begin(g, cfg->embedding_stage);
-    ts_value x = bert_embeddings(g, cfg, o.input_ids, o.token_type_ids, T); /* [B, T, C] */
-    ts_value mask = bert_extended_mask(g, o.attention_mask, B, T);            /* [B, 1, 1, T] */
+    ts_value position_ids = S > 1 ? ts_input(g, "position_ids", TS_I32, 2, (int64_t[]){B, T}) : TS_NONE;
+    ts_value x = bert_embeddings(g, cfg, o.input_ids, o.token_type_ids, position_ids, T); /* [B, T, C] */
+    ts_value mask = S > 1 ? bert_pack_mask(g, o.attention_mask, B, T)       /* [B, 1, T, T] */
+                          : bert_extended_mask(g, o.attention_mask, B, T);  /* [B, 1, 1, T] */
     for (int l = 0; l < cfg->num_hidden_layers; l++) {
         if (ls) ts_graph_stage_end(g), ts_graph_stage_begin(g, ls[l]);
         if (cfg->recompute) ts_graph_recompute_begin(g); /* recomputed in the backward */
@@ -622,14 +687,24 @@ ts_status ts_bert_build(ts_graph *g, const ts_bert_config *cfg, ts_bert_head hea
     o.last_hidden_state = ts_name(g, x, "last_hidden_state");
 
     int pooled = head == TS_BERT_MODEL || head == TS_BERT_PRETRAINING || head == TS_BERT_SEQ_CLASSIFICATION;
-    if (pooled) o.pooler_output = ts_name(g, bert_pooler(g, cfg, x, B), "pooler_output");
+    ts_value pooled_rows = TS_NONE; /* [B, C], packed [B S, C]: one per sequence */
+    if (pooled && S > 1) { /* each sequence's [CLS] row */
+        ts_value cls = ts_input(g, "cls_positions", TS_I32, 2, (int64_t[]){B, S});
+        ts_value first = ts_reshape(g, gather_positions(g, cfg, x, cls, B, T), 2,
+                                    (int64_t[]){(int64_t)B * S, cfg->hidden_size});
+        pooled_rows = bert_pooler_rows(g, cfg, first);
+        o.pooler_output = ts_name(g, ts_reshape(g, pooled_rows, 3, (int64_t[]){B, S, cfg->hidden_size}),
+                                  "pooler_output");
+    } else if (pooled) {
+        o.pooler_output = pooled_rows = ts_name(g, bert_pooler(g, cfg, x, B), "pooler_output");
+    }
 
     switch (head) {
     case TS_BERT_MODEL: break;
-    case TS_BERT_PRETRAINING: head_pretraining(g, cfg, x, o.pooler_output, B, T, &o); break;
+    case TS_BERT_PRETRAINING: head_pretraining(g, cfg, x, pooled_rows, B, T, S, &o); break;
     case TS_BERT_MASKED_LM: head_masked_lm(g, cfg, x, B, T, &o); break;
-    case TS_BERT_SEQ_CLASSIFICATION: head_seq_classification(g, cfg, o.pooler_output, B, &o); break;
-    case TS_BERT_QUESTION_ANSWERING: head_question_answering(g, cfg, x, B, T, &o); break;
+    case TS_BERT_SEQ_CLASSIFICATION: head_seq_classification(g, cfg, pooled_rows, B, S, &o); break;
+    case TS_BERT_QUESTION_ANSWERING: head_question_answering(g, cfg, x, o.attention_mask, B, T, S, &o); break;
     }
     if (ls) ts_graph_stage_end(g);
     if (out) *out = o;

@@ -34,13 +34,18 @@ ts_value bert_layer_norm(ts_graph *g, const char *name, ts_value x, int C, float
 ts_value bert_act(ts_graph *g, const ts_bert_config *cfg, ts_value x);
 
 /* input_ids, token_type_ids i32 [B, T] -> x [B, T, C]:
- * dropout(LN(word[ids] + position[0:T] + token_type[tt])). */
+ * dropout(LN(word[ids] + position[0:T] + token_type[tt])); with position_ids i32 [B, T] (packed
+ * rows; TS_NONE: 0 .. T-1) position[position_ids] instead of position[0:T]. */
 ts_value bert_embeddings(ts_graph *g, const ts_bert_config *cfg, ts_value input_ids,
-                         ts_value token_type_ids, int T);
+                         ts_value token_type_ids, ts_value position_ids, int T);
 
 /* attention_mask [B, T] (i32 or f32, 1 keep / 0 pad) -> additive mask [B, 1, 1, T]:
  * (1 - m) * -10000. */
 ts_value bert_extended_mask(ts_graph *g, ts_value attention_mask, int B, int T);
+
+/* Packed rows: seq [B, T] (i32 or f32), each token's sequence index (1 .. S, 0 padding) ->
+ * block-diagonal additive mask [B, 1, T, T]: 0 where seq[b, i] == seq[b, j] > 0, else -10000. */
+ts_value bert_pack_mask(ts_graph *g, ts_value seq, int B, int T);
 
 /* Encoder layer `layer` ("bert.encoder.layer.<layer>."): x [B, T, C] -> [B, T, C]. */
 ts_value bert_layer(ts_graph *g, const ts_bert_config *cfg, int layer, ts_value x, ts_value mask,
@@ -48,6 +53,9 @@ ts_value bert_layer(ts_graph *g, const ts_bert_config *cfg, int layer, ts_value 
 
 /* pooler_output [B, C] = tanh(x[:, 0] Wp^T + bp) ("bert.pooler.dense"). */
 ts_value bert_pooler(ts_graph *g, const ts_bert_config *cfg, ts_value x, int B);
+
+/* The pooler on given rows: first [N, C] -> tanh(first Wp^T + bp) [N, C]. */
+ts_value bert_pooler_rows(ts_graph *g, const ts_bert_config *cfg, ts_value first);
 
 /* MLM logits [B, T, V] = LN(act(x Wt^T + bt)) E^T + bias, E the word embeddings (tied). */
 ts_value bert_mlm_logits(ts_graph *g, const ts_bert_config *cfg, ts_value x);

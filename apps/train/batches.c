@@ -92,3 +92,51 @@ ts_status ts_batch_buf_feed(ts_batch_buf *bb, ts_program *p, int with_labels) {
     return TS_OK;
 }
 
+
+/* ------------------------------------------------------------------ packed batches */
+
+int ts_pack_buf_init(ts_pack_buf *pb, int batch, int seq, int per_row, int slices, int with_labels) {
+    memset(pb, 0, sizeof *pb);
+    if (batch < 1 || seq < 1 || per_row < 2 || per_row > seq || slices < 1) return 0;
+    int lead = slices > 1;
+    const int64_t bt[3] = {slices, batch, seq}, bs[3] = {slices, batch, per_row};
+    pb->slices = slices, pb->batch = batch, pb->seq = seq, pb->per_row = per_row;
+    pb->position_ids = ts_tensor_new(TS_I32, 2 + lead, bt + !lead);
+    pb->cls_positions = ts_tensor_new(TS_I32, 2 + lead, bs + !lead);
+    if (with_labels) pb->labels = ts_tensor_new(TS_I32, 2 + lead, bs + !lead);
+    if (!pb->position_ids || !pb->cls_positions || (with_labels && !pb->labels)) {
+        ts_pack_buf_free(pb);
+        return 0;
+    }
+    ts_pack_buf_slice(pb, 0);
+    return 1;
+}
+
+void ts_pack_buf_slice(ts_pack_buf *pb, int k) {
+    size_t bt = (size_t)k * (size_t)pb->batch * (size_t)pb->seq, bs = (size_t)k * (size_t)pb->batch * pb->per_row;
+    pb->p.position_ids = (int32_t *)ts_tensor_data(pb->position_ids) + bt;
+    pb->p.cls_positions = (int32_t *)ts_tensor_data(pb->cls_positions) + bs;
+    pb->p.seq_labels = pb->labels ? (int32_t *)ts_tensor_data(pb->labels) + bs : NULL;
+}
+
+void ts_pack_buf_free(ts_pack_buf *pb) {
+    ts_tensor_free(pb->position_ids);
+    ts_tensor_free(pb->cls_positions);
+    ts_tensor_free(pb->labels);
+    memset(pb, 0, sizeof *pb);
+}
+
+ts_status ts_pack_buf_feed(ts_pack_buf *pb, ts_batch_buf *bb, ts_program *p, int with_labels) {
+    ts_status st;
+    if ((st = ts_batch_buf_feed(bb, p, 0)) || (st = ts_program_feed(p, "position_ids", pb->position_ids))) return st;
+    st = ts_program_feed(p, "cls_positions", pb->cls_positions); /* absent for a head without a pooler */
+    if (st == TS_ERR_NOT_FOUND) ts_err_clear();
+    else if (st) return st;
+    if (!with_labels) return TS_OK;
+    if (bb->predictions && ((st = ts_program_feed(p, "masked_lm_positions", bb->positions)) ||
+                            (st = ts_program_feed(p, "labels", bb->plabels))))
+        return st;
+    if (bb->nsp && !bb->predictions && (st = ts_program_feed(p, "labels", bb->labels))) return st;
+    if (pb->labels) return ts_program_feed(p, bb->nsp ? "next_sentence_label" : "labels", pb->labels);
+    return TS_OK;
+}

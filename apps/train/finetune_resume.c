@@ -56,6 +56,8 @@ static cJSON *shape_json(const ts_finetune_shape *s) {
     add_str(j, "truncate", s->truncate);
     cJSON_AddNumberToObject(j, "doc-stride", s->doc_stride);
     cJSON_AddNumberToObject(j, "max-query-len", s->max_query_len);
+    if (s->pack > 1) cJSON_AddNumberToObject(j, "pack", s->pack); /* packed rows (absent: unpacked) */
+    if (s->weights16) cJSON_AddNumberToObject(j, "precision -sr", 1); /* 16-bit weights (absent: f32) */
     if (s->ranks > 1) { /* replicas (absent from one process's checkpoints) */
         cJSON_AddNumberToObject(j, "ranks", s->ranks);
         cJSON_AddNumberToObject(j, "shard-optimizer", s->shard);

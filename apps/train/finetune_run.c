@@ -7,7 +7,7 @@
  * programs, the weights, resume, the metrics log, the epochs). Lines go to the caller's out,
  * errors to its err.
  */
-#include "train/finetune_run.h"
+#include "train/finetune_pack.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -54,7 +54,7 @@ static ts_status check_ranges(ft_run *R) {
                 {"test_every", o->test_every, 0}, {"save_every", o->save_every, 0}, {"keep", o->keep, 1},
                 {"stop_after", o->stop_after, 0}, {"threads", o->threads, 0}, {"doc_stride", o->doc_stride, 0},
                 {"max_query_len", o->max_query_len, 0}, {"max_answer_len", o->max_answer_len, 0},
-                {"n_best", o->n_best, 0}};
+                {"n_best", o->n_best, 0}, {"pack", o->pack, 0}};
     ts_status st = tr_check_ints(o->err, o->err_ctx, R->name, ints, (int)(sizeof ints / sizeof *ints));
     if (st) return st;
     if (o->max_len && o->max_len < 3)
@@ -82,10 +82,12 @@ static ts_status check_combined(ft_run *R) {
                   .max_minutes = o->max_minutes, .bf16 = o->bf16, .fp16 = o->fp16, .profile = o->profile,
                   .deterministic = o->deterministic, .micro_batches = o->micro_batches,
                   .device_iterations = o->device_iterations, .max_steps = o->max_steps, .save_every = o->save_every,
-                  .stop_after = o->stop_after, .accumulation = o->accumulation, .threads = o->threads};
+                  .stop_after = o->stop_after, .accumulation = o->accumulation, .threads = o->threads,
+                  .precision = o->precision, .round_nearest = o->round_nearest};
     ts_status st = tr_setup_check(&s);
     if (st) return st;
     o->accumulation = s.accumulation, o->threads = s.threads, R->piped = s.piped;
+    o->bf16 = s.bf16, o->fp16 = s.fp16; /* as precision says */
     R->truncation = o->truncate ? ts_truncation_parse(o->truncate) : TS_TRUNC_HEAD;
     if (R->truncation < 0)
         return ft_fail(R, 1, "%s: truncate %s: expected head, tail or head+tail\n", R->name, o->truncate);
@@ -111,6 +113,7 @@ static ts_status choose_task(ft_run *R) {
         if (cls_only) return ft_fail(R, 1, "%s: %s is for task classify, not qa\n", R->name, cls_only);
         if (o->truncate)
             return ft_fail(R, 1, "%s: truncate \"%s\" is for task classify, not qa\n", R->name, o->truncate);
+        if (o->pack > 1) return ft_fail(R, 1, "%s: pack is for task classify, not qa (yet)\n", R->name);
         return TS_OK;
     }
     const char *qa_only = o->doc_stride ? "doc_stride" : o->max_query_len ? "max_query_len"
@@ -144,11 +147,15 @@ ts_status ts_finetune_run(const ts_finetune_run_opts *o) {
     if (!st) st = choose_task(R);
     if (!st) st = open_model(R);
     if (!st) st = R->task == TS_FINETUNE_QA ? ft_qa_data(R) : ft_cls_data(R);
+    ft_pack *pk = NULL; /* classify: the texts' packing (or none) and the sequences counted */
+    if (!st && R->task == TS_FINETUNE_CLASSIFY) st = ft_pack_new(R, &pk);
     if (!st) st = ft_build(R);
     if (!st) st = ft_start(R);
     ts_epoch_task t;
-    if (!st) st = R->task == TS_FINETUNE_QA ? ft_qa_task(R, &t) : ft_cls_task(R, &t);
+    if (!st) st = R->task == TS_FINETUNE_QA ? ft_qa_task(R, &t) : ft_cls_task_rows(R, &t, ft_pack_rows(pk));
+    if (!st && pk) st = ft_pack_wrap(pk, &t);
     if (!st) st = ft_epochs(R, &t);
     ft_free(R);
+    ft_pack_free(pk);
     return st;
 }

@@ -7,7 +7,7 @@
  * after the test epochs (ts_classify_task_new). The model directory records the labels, the row
  * length, the cut (truncate) and the pair column.
  */
-#include "train/finetune_run.h"
+#include "train/finetune_pack.h"
 
 static ts_status out_of_memory(const ft_run *R) {
     ts_set_error(TS_ERR_NOMEM, "out of memory");
@@ -54,9 +54,11 @@ ts_status ft_cls_data(ft_run *R) {
     return TS_OK;
 }
 
-ts_status ft_cls_task(ft_run *R, ts_epoch_task *t) {
+ts_status ft_cls_task(ft_run *R, ts_epoch_task *t) { return ft_cls_task_rows(R, t, ts_text_dataset_size(R->rows)); }
+
+ts_status ft_cls_task_rows(ft_run *R, ts_epoch_task *t, int64_t nrows) {
     const ts_finetune_run_opts *o = &R->o;
-    int64_t total = ft_total_steps(R, ts_text_dataset_size(R->rows));
+    int64_t total = ft_total_steps(R, nrows);
     ts_writef(o->out, o->out_ctx, "%s: %d labels (", R->name, R->meta.nlabels);
     for (int i = 0; i < R->meta.nlabels; i++) ts_writef(o->out, o->out_ctx, "%s%s", i ? ", " : "", R->meta.labels[i]);
     ts_writef(o->out, o->out_ctx, "), %d layers x %d hidden, %d of %d parameters new, %lld steps of %d x %d tokens, "

@@ -24,7 +24,8 @@ static tr_setup setup_of(const ft_run *R) {
     const ts_finetune_run_opts *o = &R->o;
     return (tr_setup){.name = R->name, .out = o->out, .out_ctx = o->out_ctx, .err = o->err, .err_ctx = o->err_ctx,
                       .devices = o->devices, .stages = o->stages, .accumulation = o->accumulation,
-                      .device_iterations = o->device_iterations};
+                      .device_iterations = o->device_iterations, .precision = o->precision,
+                      .round_nearest = o->round_nearest};
 }
 
 /* The training program (fetching "loss") and the inference program (the task's outputs). */
@@ -44,7 +45,14 @@ static ts_status programs(ft_run *R) {
     char sizes_from[4300];
     snprintf(sizes_from, sizeof sizes_from, "%s/config.json", o->model_dir);
     tr_setup s = setup_of(R);
-    return tr_setup_programs(&s, &bo, R->piped ? &R->pipe : NULL, sizes_from, &R->tp, &R->ip);
+    if (R->cfg.max_sequences_per_pack <= 1)
+        return tr_setup_programs(&s, &bo, R->piped ? &R->pipe : NULL, sizes_from, &R->tp, &R->ip);
+    /* packed: the training program on packed rows, the evaluation one on a text a row */
+    ts_status st = tr_setup_programs(&s, &bo, R->piped ? &R->pipe : NULL, sizes_from, &R->tp, NULL);
+    ts_bert_config one = R->cfg;
+    one.max_sequences_per_pack = 0;
+    bo.cfg = &one;
+    return st ? st : tr_setup_programs(&s, &bo, R->piped ? &R->pipe : NULL, sizes_from, NULL, &R->ip);
 }
 
 /* model_dir's weights into the training program (not with random_init); the head's are new. */
@@ -99,7 +107,9 @@ static ts_finetune_shape shape_of(const ft_run *R) {
         .split_seed = o->eval_file || !o->test_split ? -1 : o->split_seed >= 0 ? o->split_seed : o->seed,
         .text_col = o->text_column, .text_b_col = o->text_b_column, .label_col = o->label_column,
         .truncate = ts_truncation_names[R->truncation], .doc_stride = qa ? R->meta.doc_stride : 0,
-        .max_query_len = qa ? R->meta.max_query_len : 0, .ranks = R->ranks, .shard = o->shard};
+        .max_query_len = qa ? R->meta.max_query_len : 0, .ranks = R->ranks, .shard = o->shard,
+        .pack = R->cfg.max_sequences_per_pack > 1 ? R->cfg.max_sequences_per_pack : 0,
+        .weights16 = o->precision && strstr(o->precision, "-sr") != NULL};
 }
 
 static int save_model(void *ctx) {

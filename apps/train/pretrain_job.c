@@ -48,7 +48,7 @@ static ts_status check_ranges(pj_job *J) {
                 {"accumulation", o->accumulation, 1}, {"micro_batches", o->micro_batches, 0},
                 {"device_iterations", o->device_iterations, 1}, {"save_every", o->save_every, 0},
                 {"keep", o->keep, 1}, {"eval_every", o->eval_every, 1}, {"eval_batches", o->eval_batches, 0},
-                {"stop_after", o->stop_after, 0}, {"threads", o->threads, 0}};
+                {"stop_after", o->stop_after, 0}, {"threads", o->threads, 0}, {"pack", o->pack, 0}};
     const tr_real_field reals[] = {{"lr", o->lr}, {"warmup", o->warmup}, {"weight_decay", o->weight_decay},
                  {"max_grad_norm", o->max_grad_norm}, {"momentum", o->momentum}, {"max_minutes", o->max_minutes},
                  {"dropout", o->dropout}, {"mask_prob", o->mask_prob}};
@@ -61,6 +61,9 @@ static ts_status check_ranges(pj_job *J) {
         return tr_fail(o->err, o->err_ctx, 1, "%s: dropout %g: a probability below 1\n", name, o->dropout);
     if (o->mask_prob <= 0 || o->mask_prob >= 1)
         return tr_fail(o->err, o->err_ctx, 1, "%s: mask_prob %g: a share in (0, 1)\n", name, o->mask_prob);
+    if (o->pack > o->max_len / 4)
+        return tr_fail(o->err, o->err_ctx, 1, "%s: pack %d: at most max_len / 4 = %d pairs a row (a pair takes 4 "
+                       "tokens or more)\n", name, o->pack, o->max_len / 4);
     if (o->max_predictions > o->max_len)
         return tr_fail(o->err, o->err_ctx, 1, "%s: max_predictions %d is more than max_len %d\n", name,
                        o->max_predictions, o->max_len);
@@ -116,7 +119,19 @@ static ts_status make_programs(pj_job *J) {
         .shard_state = o->shard, .profile = o->profile, .device = o->devices};
     const ts_stage_plan *pp = J->s.piped ? &J->pipe : NULL;
     char from[256];
-    ts_status st = tr_setup_programs(&J->s, &bo, pp, sizes_from(o, from, sizeof from), &J->tp, &J->ip);
+    ts_status st;
+    if (o->pack > 1) { /* packed rows to train on; the held-out set scored a pair a row */
+        ts_bert_config packed = J->cfg;
+        packed.struct_size = sizeof packed; /* ts_bert_config_default set the base layout's size */
+        packed.max_sequences_per_pack = o->pack;
+        packed.max_predictions_per_seq = ts_pretrain_packed_predictions(o->max_predictions, o->max_len, o->pack);
+        bo.cfg = &packed;
+        st = tr_setup_programs(&J->s, &bo, pp, sizes_from(o, from, sizeof from), &J->tp, NULL);
+        bo.cfg = &J->cfg;
+        if (!st) st = tr_setup_programs(&J->s, &bo, pp, from, NULL, &J->ip);
+    } else {
+        st = tr_setup_programs(&J->s, &bo, pp, sizes_from(o, from, sizeof from), &J->tp, &J->ip);
+    }
     if (!st && pp) ts_stage_plan_describe(pp, J->tp, J->s.accumulation, J->s.name, o->out, o->out_ctx, 0);
     return st;
 }
@@ -133,7 +148,8 @@ static ts_status run(pj_job *J) {
         .deterministic = o->deterministic, .threads = o->deterministic ? s->threads : 0, .fp16 = o->fp16,
         .accumulation = s->accumulation, .max_predictions = o->max_predictions,
         .optimizer = ts_optim_kind_parse(o->optimizer), .momentum = o->momentum,
-        .ranks = o->comm ? ts_comm_size(o->comm) : 1, .shard = o->shard};
+        .ranks = o->comm ? ts_comm_size(o->comm) : 1, .shard = o->shard, .pack = o->pack > 1 ? o->pack : 0,
+        .weights16 = o->precision && strstr(o->precision, "-sr") != NULL};
     ts_pretrain_run_opts ro = {
         .struct_size = sizeof ro, .name = s->name, .out = o->out, .out_ctx = o->out_ctx, .tty = o->tty,
         .err = o->err, .err_ctx = o->err_ctx, .tok = J->tok, .vocab = o->vocab, .cfg = &J->cfg, .train = J->tp,
@@ -161,9 +177,11 @@ ts_status ts_pretrain_job(const ts_pretrain_job_opts *opts) {
                       .fp16 = o->fp16, .profile = o->profile, .deterministic = o->deterministic,
                       .micro_batches = o->micro_batches, .device_iterations = o->device_iterations,
                       .max_steps = o->max_steps, .save_every = o->save_every, .stop_after = o->stop_after,
-                      .eval_every = o->eval_every, .accumulation = o->accumulation, .threads = o->threads};
+                      .eval_every = o->eval_every, .accumulation = o->accumulation, .threads = o->threads,
+                      .precision = o->precision, .round_nearest = o->round_nearest};
     ts_status st = check_ranges(J);
     if (!st) st = tr_setup_check(&J->s);
+    if (!st) o->bf16 = J->s.bf16, o->fp16 = J->s.fp16; /* as precision says */
     if (!st) st = make_model(J);
     if (!st && J->s.piped) st = tr_setup_place(&J->s, &J->cfg, o->batch, o->max_len, o->comm, &J->pipe);
     if (!st) st = make_programs(J);

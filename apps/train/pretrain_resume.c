@@ -34,6 +34,7 @@ static const shape_field FIELDS[] = {
     SI("deterministic", deterministic), SI("threads", threads), SI("fp16", fp16),
     SI("accumulation", accumulation), SI("max-predictions", max_predictions), SI("cased", cased),
     SI("optimizer", optimizer), SD("momentum", momentum), SI("ranks", ranks), SI("shard-optimizer", shard),
+    SI("pack", pack), SI("precision -sr", weights16),
 };
 #define NFIELDS ((int)(sizeof FIELDS / sizeof *FIELDS))
 
@@ -41,6 +42,8 @@ static const shape_field FIELDS[] = {
 static int default_of(const char *flag, double *v) {
     if (!strcmp(flag, "ranks")) return *v = 1, 1;
     if (!strcmp(flag, "shard-optimizer")) return *v = 0, 1;
+    if (!strcmp(flag, "pack")) return *v = 0, 1;
+    if (!strcmp(flag, "precision -sr")) return *v = 0, 1;
     return 0;
 }
 

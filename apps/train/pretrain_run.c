@@ -24,6 +24,8 @@ typedef struct pt_run {
     const char *name;
     ts_pretrain_reader *reader;
     ts_batch_buf bb;
+    ts_pack_buf pb;    /* packed rows (shape pack > 1): positions, [CLS] positions, NSP labels */
+    int64_t seqs;      /* pairs trained (a row each, or packed) */
     ts_pretrain_heldout *held;
     int nheld;         /* held-out batches */
     FILE *metrics;     /* OUT/metrics.jsonl (rank 0) */
@@ -56,14 +58,26 @@ static int pt_fill(void *ctx, int64_t step, int micro, int slice, int *rows) {
     pt_run *R = ctx;
     (void)step, (void)micro;
     ts_batch_buf_slice(&R->bb, slice);
-    ts_status st = ts_pretrain_next(R->reader, &R->bb.b, rows);
+    int nseq = 0;
+    ts_status st;
+    if (R->sh->pack > 1) {
+        ts_pack_buf_slice(&R->pb, slice);
+        st = ts_pretrain_next_packed(R->reader, &R->bb.b, &R->pb.p, rows, &nseq);
+    } else {
+        st = ts_pretrain_next(R->reader, &R->bb.b, rows);
+        nseq = *rows;
+    }
+    R->seqs += nseq;
     if (st == TS_OK && R->bb.predictions) ts_batch_buf_compact(&R->bb, slice); /* the masker caps at P */
     ts_batch_buf_slice(&R->bb, 0);
     if (st != TS_OK && strstr(ts_last_error(), "no sentence pair")) R->no_pairs = 1;
     return st == TS_OK ? 0 : -1;
 }
 
-static ts_status pt_feed(void *ctx, ts_program *p) { return ts_batch_buf_feed(&((pt_run *)ctx)->bb, p, 1); }
+static ts_status pt_feed(void *ctx, ts_program *p) {
+    pt_run *R = ctx;
+    return R->sh->pack > 1 ? ts_pack_buf_feed(&R->pb, &R->bb, p, 1) : ts_batch_buf_feed(&R->bb, p, 1);
+}
 
 static void pt_step(void *ctx, const ts_train_step_report *r) {
     pt_run *R = ctx;
@@ -159,7 +173,9 @@ static ts_status pt_data(pt_run *R) {
     po.max_predictions = sh->max_predictions;
     po.seed = (uint64_t)sh->seed;
     po.shard = R->rank, po.num_shards = sh->ranks; /* replicas: batches dealt round-robin */
-    if (!(R->reader = ts_pretrain_open(o->tok, &po))) return fail(R, 1, "%s: %s\n", R->name, ts_last_error());
+    ts_pretrain_opts train_po = po;
+    train_po.pack = sh->pack; /* the held-out set stays a pair a row */
+    if (!(R->reader = ts_pretrain_open(o->tok, &train_po))) return fail(R, 1, "%s: %s\n", R->name, ts_last_error());
     if (nheld && !(R->held = ts_pretrain_heldout_read(o->tok, R->held_path, &po, o->eval_batches)))
         return fail(R, 0, "%s: %s\n", R->name, ts_last_error());
     R->nheld = o->infer ? ts_pretrain_heldout_batches(R->held) : 0;
@@ -204,16 +220,27 @@ static ts_status pt_start(pt_run *R) {
                          "\"global\": %d}", sh->batch, N, RN, N * sh->batch * RN);
     if (o->pipe) ts_stage_plan_describe(o->pipe, o->train, N, R->name, mw, R->metrics, 1);
     ts_replicas_describe(o->comm, sh->shard, o->train, R->name, o->out, o->out_ctx, mw, R->metrics);
-    if (!ts_batch_buf_init_slices(&R->bb, sh->batch, sh->max_len, 2, N * K, sh->max_predictions))
+    int P = ts_pretrain_packed_predictions(sh->max_predictions, sh->max_len, sh->pack); /* as pretrain_job.c's */
+    if (!ts_batch_buf_init_slices(&R->bb, sh->batch, sh->max_len, 2, N * K, P) ||
+        (sh->pack > 1 && !ts_pack_buf_init(&R->pb, sh->batch, sh->max_len, sh->pack, N * K, 1)))
         return fail(R, 0, "%s: out of memory\n", R->name);
     ts_memory mem = {.struct_size = sizeof mem};
     ts_program_memory(o->train, &mem);
     ts_writef(o->out, o->out_ctx, "%s: BERT %d layers x %d hidden, %d heads, FFN %d, vocab %d, %.1f M parameters; "
               "batch %d x %d tokens, up to %d steps%s, %s, lr %g%s\n", R->name,
-              sh->layers, sh->hidden, sh->heads, sh->inter, sh->vocab_size, mem.params / 4e6, sh->batch, sh->max_len,
+              sh->layers, sh->hidden, sh->heads, sh->inter, sh->vocab_size, mem.params / (sh->weights16 ? 2e6 : 4e6),
+              sh->batch, sh->max_len,
               sh->max_steps, o->max_minutes > 0 ? " or the time limit" : "",
               ts_optim_kind_name((ts_optim_kind)sh->optimizer), sh->lr,
               sh->bf16 ? ", bf16 compute" : sh->fp16 ? ", fp16 compute with loss scaling" : "");
+    double np = (double)mem.params / (sh->weights16 ? 2 : 4); /* every parameter is stored in one dtype */
+    ts_writef(o->out, o->out_ctx, "%s: memory a parameter: weights %.2f + gradients %.2f + optimizer state %.2f = %.2f "
+              "bytes (%s%s)\n", R->name, mem.params / np, mem.grads / np, mem.optimizer_state / np,
+              (mem.params + mem.grads + mem.optimizer_state) / np,
+              sh->weights16 ? (sh->fp16 ? "fp16-sr" : "bf16-sr") : sh->bf16 ? "bf16" : sh->fp16 ? "fp16" : "f32",
+              N > 1 || RN > 1 ? "; gradients include the f32 accumulators" : "");
+    ts_metrics_write(mw, R->metrics, "\"memory_bytes_per_parameter\": {\"weights\": %.3f, \"gradients\": %.3f, "
+                     "\"optimizer_state\": %.3f}", mem.params / np, mem.grads / np, mem.optimizer_state / np);
     ts_writef(o->out, o->out_ctx, "%s: %d micro-batch%s of %d per step%s (effective batch %d), %d step%s per "
                   "program call\n", R->name, N, N == 1 ? "" : "es", sh->batch, RN > 1 ? " on each replica" : "",
                   N * sh->batch * RN, K, K == 1 ? "" : "s");
@@ -264,8 +291,12 @@ static ts_status pt_train(pt_run *R) {
     if (ts_replicas_check_params(o->comm, o->train, "at the end")) return fail(R, 0, "%s: %s\n", R->name, ts_last_error());
     if ((tst = save_model(R))) return tst;
     double el = ts_seconds() - R->pr.t0;
-    ts_progress_print(&R->pr, "%s: %lld steps in %.0f s (%.1f seq/s)", R->name, (long long)(step - step0), el,
-                      (double)(step - step0) * sh->batch * N * RN / (el > 0 ? el : 1));
+    double padded = 0, served = 0;
+    ts_pretrain_efficiency(R->reader, &padded, &served);
+    ts_progress_print(&R->pr, "%s: packing efficiency (real tokens / slots) %.1f%% a pair a row, %.1f%% as trained%s\n",
+                      R->name, 100 * padded, 100 * served, sh->pack > 1 ? " (packed)" : "");
+    ts_writef(o->out, o->out_ctx, "%s: %lld steps in %.0f s (%.1f seq/s)", R->name, (long long)(step - step0), el,
+              (double)R->seqs * RN / (el > 0 ? el : 1));
     if (step0) ts_writef(o->out, o->out_ctx, ", steps %lld to %lld", (long long)step0 + 1, (long long)step);
     if (R->acc >= 0)
         ts_writef(o->out, o->out_ctx, "; held-out MLM accuracy %.2f%%, NSP accuracy %.2f%%", 100 * R->acc, 100 * R->nacc);
@@ -295,6 +326,7 @@ ts_status ts_pretrain_run(const ts_pretrain_run_opts *o) {
     if (R->train_path[0]) unlink(R->train_path), unlink(R->held_path);
     if (R->metrics) fclose(R->metrics);
     ts_batch_buf_free(&R->bb);
+    ts_pack_buf_free(&R->pb);
     ts_pretrain_heldout_free(R->held);
     ts_pretrain_close(R->reader);
     free(R);

@@ -21,6 +21,7 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
     ts_bert_outputs out;
     const char *what = "building the model";
     ts_status st = ts_bert_build(g, o->cfg, o->head, o->batch, o->seq, &out);
+    if (!st && o->weight_dtype != TS_F32) st = ts_graph_store_params(g, o->weight_dtype);
     int N = o->accumulation > 1 ? o->accumulation : 1, K = o->steps_per_call > 1 ? o->steps_per_call : 1;
     const char *device = !o->stage_devices ? o->device : NULL;
     int plan_only = o->plan_only;
@@ -42,6 +43,7 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
             oo.max_grad_norm = o->max_grad_norm;
             oo.accumulation_steps = N;
             oo.comm = o->comm, oo.shard_state = o->shard_state, oo.bucket_bytes = o->bucket_bytes;
+            oo.round_nearest = o->round_nearest;
             st = ts_optimizer(g, lr, &oo);
         }
         if (!st) {

@@ -76,6 +76,16 @@ ts_status tr_setup_check(tr_setup *s) {
         return tr_fail(s->err, s->err_ctx, 1, "%s: momentum %g: sgd's momentum, below 1 (with optimizer sgd)\n",
                        s->name, s->momentum);
     if (s->bf16 && s->fp16) return tr_fail(s->err, s->err_ctx, 1, "%s: bf16 and fp16 exclude each other\n", s->name);
+    ts_dtype compute = s->bf16 ? TS_BF16 : s->fp16 ? TS_F16 : TS_F32, weights = TS_F32;
+    if (s->precision && ts_precision_parse(s->precision, &compute, &weights))
+        return tr_fail(s->err, s->err_ctx, 1, "%s: precision %s\n", s->name, ts_last_error());
+    if (s->precision && (s->bf16 || s->fp16) && compute != (s->bf16 ? TS_BF16 : TS_F16))
+        return tr_fail(s->err, s->err_ctx, 1, "%s: precision %s and %s disagree\n", s->name, s->precision,
+                       s->bf16 ? "bf16" : "fp16");
+    s->bf16 = compute == TS_BF16, s->fp16 = compute == TS_F16;
+    if (s->round_nearest && weights == TS_F32)
+        return tr_fail(s->err, s->err_ctx, 1, "%s: round_nearest rounds 16-bit weights: precision bf16-sr or fp16-sr\n",
+                       s->name);
     const int K = s->device_iterations;
     if (K > 64 || s->accumulation > 4096)
         return tr_fail(s->err, s->err_ctx, 1, "%s: device_iterations %d is above 64 or accumulation %d above 4096\n",
@@ -135,6 +145,9 @@ ts_status tr_setup_programs(const tr_setup *s, const ts_bert_train_opts *bo, con
         o.stage_devices = pp->stage_name, o.nstage_devices = pp->nstages, o.device = NULL;
     }
     o.cfg = &c;
+    o.weight_dtype = TS_F32, o.round_nearest = s->round_nearest;
+    if (s->precision && ts_precision_parse(s->precision, NULL, &o.weight_dtype))
+        return tr_fail(s->err, s->err_ctx, 1, "%s: precision %s\n", s->name, ts_last_error());
     refused.set = 0;
     if (ts_bert_train_programs(&o, tp, ip) == TS_OK) return TS_OK;
     ts_status st = tr_fail(s->err, s->err_ctx, 0, "%s: %s\n", s->name, ts_last_error());

@@ -23,6 +23,9 @@ typedef struct tr_setup {
     int accumulation;           /* in: the field; out: micro_batches, or 2 per device for a pipeline */
     int threads;                /* in: the field; out: under deterministic, pinned (0: every online CPU) */
     int piped;                  /* out: devices is a pipeline (several devices, or stages given) */
+    const char *precision;      /* in: a ts_precision_parse mode, or NULL (bf16 / fp16 say); out: bf16 and
+                                   fp16 set from it */
+    int round_nearest;          /* 16-bit weights rounded to nearest instead of stochastically */
 } tr_setup;
 
 /* An error line "NAME: ..." (fmt holds the prefix) to err and the status: TS_ERR_ARG when `usage`,

@@ -211,7 +211,7 @@ class OptimOpts(C.Structure):
                 ("beta1", C.c_float), ("beta2", C.c_float), ("eps", C.c_float), ("no_decay", CPP),
                 ("nno_decay", C.c_int), ("max_grad_norm", C.c_float), ("accumulation_steps", C.c_int),
                 ("no_trust", CPP), ("nno_trust", C.c_int), ("comm", P), ("bucket_bytes", C.c_size_t),
-                ("shard_state", C.c_int)]
+                ("shard_state", C.c_int), ("round_nearest", C.c_int), ("rounding_seed", C.c_uint64)]
 
 
 class LrScheduleOpts(C.Structure):
@@ -231,7 +231,7 @@ class BertConfig(C.Structure):
                 ("head", C.c_int), ("architecture", C.c_char * 64), ("attention_mask_dtype", C.c_int),
                 ("compute_dtype", C.c_int), ("recompute", C.c_int), ("layer_stages", C.POINTER(C.c_int)),
                 ("embedding_stage", C.c_int), ("head_stage", C.c_int), ("untie_word_embeddings", C.c_int),
-                ("max_predictions_per_seq", C.c_int)]
+                ("max_predictions_per_seq", C.c_int), ("max_sequences_per_pack", C.c_int)]
 
 
 class ModelMeta(C.Structure):
@@ -261,7 +261,7 @@ class BertTrainOpts(C.Structure):
                 ("ntrain_fetches", C.c_int), ("ninfer_fetches", C.c_int), ("comm", P), ("shard_state", C.c_int),
                 ("bucket_bytes", C.c_size_t), ("skip_param_init", C.c_int), ("profile", C.c_int),
                 ("plan_only", C.c_int), ("quantize", C.c_int), ("quant_scales", P), ("nquant_scales", C.c_int),
-                ("device", CP)]
+                ("device", CP), ("weight_dtype", C.c_int), ("round_nearest", C.c_int)]
 
 
 class BertInferOpts(C.Structure):
@@ -298,7 +298,8 @@ class FinetuneRunOpts(C.Structure):
                 ("save_every", C.c_int), ("keep", C.c_int), ("stop_after", C.c_int), ("threads", C.c_int),
                 ("bf16", C.c_int), ("fp16", C.c_int), ("recompute", C.c_int), ("deterministic", C.c_int),
                 ("profile", C.c_int), ("memory_limit", C.c_size_t), ("load_flags", C.c_int), ("devices", CP),
-                ("stages", CP), ("micro_batches", C.c_int), ("comm", P), ("shard", C.c_int)]
+                ("stages", CP), ("micro_batches", C.c_int), ("comm", P), ("shard", C.c_int), ("pack", C.c_int),
+                ("precision", CP), ("round_nearest", C.c_int)]
 
 
 # ---------------------------------------------------------------- tessera_ocr.h

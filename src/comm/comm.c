@@ -133,6 +133,7 @@ static MPI_Datatype mpi_type(ts_dtype t) {
     case TS_I32: return MPI_INT32_T;
     case TS_I64: return MPI_INT64_T;
     case TS_U8: return MPI_UINT8_T;
+    case TS_BF16: case TS_F16: return MPI_UINT16_T; /* broadcast only: 16-bit parameters */
     case TS_DTYPE_COUNT: return MPI_DOUBLE; /* ts_comm_allreduce_f64 */
     default: return MPI_DATATYPE_NULL;
     }

@@ -24,9 +24,11 @@
 static ts_status infer_comm(ts_graph *g, ts_node *n) {
     const char *name = ts_op_get(n->op)->name;
     const ts_val *x = &g->vals[n->in[0]];
-    if ((x->kind != TS_V_STATE && x->kind != TS_V_PARAM) || x->dtype != TS_F32)
-        return ts_err(TS_ERR_ARG, "op %s: %s must be an f32 parameter or state value", name,
-                      ts_val_str(g, n->in[0], (char[256]){0}, 256));
+    int bcast = n->attr.i[2] == 1; /* a broadcast moves bytes: 16-bit parameters too */
+    if ((x->kind != TS_V_STATE && x->kind != TS_V_PARAM) ||
+        (x->dtype != TS_F32 && !(bcast && (x->dtype == TS_BF16 || x->dtype == TS_F16))))
+        return ts_err(TS_ERR_ARG, "op %s: %s must be an f32 parameter or state value (bf16 / f16 for a broadcast)",
+                      name, ts_val_str(g, n->in[0], (char[256]){0}, 256));
     if (n->nin > 1 && n->in[1] >= 0) {
         ts_status s = ts_need_scalar(g, n, 1, "micro-batch counter");
         if (s) return s;
@@ -64,7 +66,8 @@ static ts_status start_kernel(const ts_kargs *k) {
     if (!c) return st;
     const ts_attrs *a = &k->node->attr;
     ts_coll op = {.kind = a->i[2] == 0 ? TS_COLL_ALLREDUCE : TS_COLL_BROADCAST, .buf = k->in[0],
-                  .count = ts_val_numel(&k->g->vals[k->node->in[0]]), .dtype = TS_F32, .root = (int)a->i[3]};
+                  .count = ts_val_numel(&k->g->vals[k->node->in[0]]),
+                  .dtype = k->g->vals[k->node->in[0]].dtype, .root = (int)a->i[3]};
     return ts_comm_post_tag(c, (int)a->i[1], (int)a->i[5], &op);
 }
 

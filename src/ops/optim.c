@@ -33,7 +33,7 @@
  *     trust = ||p|| / ||r|| when both norms are > 0, else 1;  p -= (lr trust) r
  *     (norms over the whole parameter tensor, taken before the update). attrs as adamw_update,
  *     and i[0] = 1: no layer adaptation, trust = 1 (the optimizer's no_trust parameters).
- *   grad_sumsq(acc?, g1, ..., gk) -> s []      s = acc + sum over i of sum(gi^2)
+ *   grad_sumsq(acc?, g1, ..., gk) -> s []      s = acc + sum over i of sum(gi^2)  (gi f32, bf16 or f16)
  *     attrs i[0] = 1 when in[0] is the accumulator acc. Chains of these sum over any number of
  *     gradients (a node takes at most TS_MAX_IN inputs).
  *   step_coef(s?, micro?, scale?) -> coef [], norm []
@@ -302,8 +302,9 @@ static ts_status infer_sumsq(ts_graph *g, ts_node *n) {
     if (n->nin <= acc) return ts_err(TS_ERR_ARG, "op grad_sumsq: no gradient given");
     for (int j = acc; j < n->nin; j++) {
         if (n->in[j] < 0) return ts_err(TS_ERR_ARG, "op grad_sumsq: input %d is absent", j);
-        if (g->vals[n->in[j]].dtype != TS_F32)
-            return ts_err(TS_ERR_DTYPE, "op grad_sumsq: gradient %s must be f32", VS(g, n->in[j]));
+        ts_dtype dt = g->vals[n->in[j]].dtype;
+        if (dt != TS_F32 && dt != TS_BF16 && dt != TS_F16)
+            return ts_err(TS_ERR_DTYPE, "op grad_sumsq: gradient %s must be f32, bf16 or f16", VS(g, n->in[j]));
     }
     set_scalar_out(g, n, 0);
     return TS_OK;
@@ -314,11 +315,27 @@ static ts_status sumsq_kernel(const ts_kargs *k) {
     int acc = n->attr.i[0] != 0;
     double s = acc ? *(const float *)k->in[0] : 0.0;
     for (int j = acc; j < n->nin; j++) {
-        const float *x = k->in[j];
-        int64_t cnt = ts_val_numel(&k->g->vals[n->in[j]]);
+        const ts_val *v = &k->g->vals[n->in[j]];
+        int64_t cnt = ts_val_numel(v);
         double sj = 0;
+        if (v->dtype == TS_F32) {
+            const float *x = k->in[j];
 #pragma omp parallel for simd schedule(static) reduction(+ : sj) if (cnt > 32768)
-        for (int64_t i = 0; i < cnt; i++) sj += (double)x[i] * x[i];
+            for (int64_t i = 0; i < cnt; i++) sj += (double)x[i] * x[i];
+        } else { /* 16-bit gradients (ts_graph_store_params), widened exactly a block at a time */
+            enum { BLK = 4096 };
+            const uint16_t *h = k->in[j];
+#pragma omp parallel for schedule(static) reduction(+ : sj) if (cnt > 32768)
+            for (int64_t b = 0; b < cnt; b += BLK) {
+                float x[BLK];
+                size_t m = (size_t)(cnt - b < BLK ? cnt - b : BLK);
+                if (v->dtype == TS_BF16) ts_bf16_to_f32(h + b, x, m);
+                else ts_f16_to_f32(h + b, x, m);
+                double sb = 0;
+                for (size_t i = 0; i < m; i++) sb += (double)x[i] * x[i];
+                sj += sb;
+            }
+        }
         s += sj;
     }
     *(float *)k->out[0] = (float)s;

@@ -75,6 +75,15 @@ static ts_value add_state(ts_graph *g, ts_value param, const char *what, int sca
     return ts_state_new(g, name, scalar ? 0 : g->vals[param].ndim, shape);
 }
 
+/* add_state for a tensor of state: bf16 for a 16-bit parameter (bf16 or f16: the moments need
+ * f32's range more than f16's precision — an f16 second moment of small gradients underflows to
+ * 0, and Adam's step then grows without bound), f32 for an f32 one. */
+static ts_value add_state_like(ts_graph *g, ts_value param, const char *what) {
+    ts_value s = add_state(g, param, what, 0);
+    if (s != TS_NONE && g->vals[param].dtype != TS_F32) g->vals[s].dtype = TS_BF16;
+    return s;
+}
+
 ts_value ts_state_new(ts_graph *g, const char *name, int ndim, const int64_t *shape) {
     if (ts_lookup(g, name) != TS_NONE)
         return ts_graph_fail(g, TS_ERR_ARG, "optimizer state '%s': the name is already used in "
@@ -365,9 +374,15 @@ static ts_status add_step_coef(ts_graph *g, const ts_optim_opts *o, ts_value *sr
         if (g->vals[v].kind != TS_V_PARAM || g->vals[v].grad < 0) continue;
         src[v] = g->vals[v].grad;
         if (sp->N == 1 && sp->R == 1) continue;
-        ts_value acc = add_state(g, v, "ACCUM", 0);
-        int in[3] = {acc, g->vals[v].grad, sp->micro};
-        if (acc == TS_NONE || ts_node_add(g, TS_OP_ACCUM_GRAD, sp->micro != TS_NONE ? 3 : 2, in, NULL, NULL) == TS_NONE)
+        ts_value acc = add_state(g, v, "ACCUM", 0), gr = g->vals[v].grad;
+        if (acc != TS_NONE && g->vals[gr].dtype != TS_F32) { /* 16-bit parameters: accumulated in f32 */
+            g->cur_stage = param_stage(g, v);
+            gr = ts_cast(g, gr, TS_F32);
+            g->cur_stage = -1;
+        }
+        int in[3] = {acc, gr, sp->micro};
+        if (acc == TS_NONE || gr == TS_NONE ||
+            ts_node_add(g, TS_OP_ACCUM_GRAD, sp->micro != TS_NONE ? 3 : 2, in, NULL, NULL) == TS_NONE)
             return g->status;
         src[v] = acc;
     }
@@ -433,24 +448,54 @@ static ts_status counters_last(ts_graph *g) {
     return TS_OK;
 }
 
+/* 16-bit parameters (ts_graph_store_params): the update works on f32 copies of the parameter, its
+ * gradient and its state, made here just before it (in[k] becomes its copy, for the k of nin
+ * inputs that are 16-bit); half_write_back then rounds the copies it wrote back into place. */
+static ts_status half_copies(ts_graph *g, int *in, int nin, int stage) {
+    g->cur_stage = stage;
+    for (int k = 0; k < nin; k++)
+        if (in[k] >= 0 && g->vals[in[k]].ndim > 0 && g->vals[in[k]].dtype != TS_F32 &&
+            (in[k] = ts_cast(g, in[k], TS_F32)) == TS_NONE)
+            break;
+    g->cur_stage = -1;
+    return g->status;
+}
+
+/* The update wrote the f32 copy x32 of dst (a 16-bit parameter or state value): dst = x32 rounded,
+ * stochastically — ts_cast_stochastic under rounding_seed (else the graph's), at step t (the parameter's step
+ * counter, after the update's increment), keyed by dst's name — or to nearest with round_nearest.
+ * A skipped update leaves x32 exactly dst, and either rounding gives dst back. */
+static ts_status half_write_back(ts_graph *g, ts_value dst, ts_value x32, ts_value t, const ts_optim_opts *o,
+                                 int stage) {
+    g->cur_stage = stage;
+    ts_dtype dt = g->vals[dst].dtype;
+    uint64_t seed = o->rounding_seed ? o->rounding_seed : g->seed;
+    ts_value y = o->round_nearest ? ts_cast(g, x32, dt)
+                                  : ts_cast_stochastic(g, x32, t, dt, seed, ts_cast_stochastic_key(g->vals[dst].name));
+    if (y != TS_NONE) ts_assign(g, dst, y);
+    g->cur_stage = -1;
+    return g->status;
+}
+
 /* One update node per trained parameter v, reading gradient src[v] and coefficient coef. */
 static ts_status add_updates(ts_graph *g, ts_value lr, const ts_optim_opts *o, const ts_value *src, int nv,
                              ts_value coef, const int *owner, int rank) {
     for (int v = 0; v < nv; v++) {
         if (g->vals[v].kind != TS_V_PARAM || g->vals[v].grad < 0) continue;
         if (owner && owner[v] != rank) continue; /* another rank updates it and broadcasts it */
-        int first_state = g->nvals;
+        int first_state = g->nvals, half = g->vals[v].dtype != TS_F32;
         float wd = excluded(o, g->vals[v].name) ? 0.f : o->weight_decay;
         ts_attrs at = {0};
-        int in[7], nin;
+        int in[7] = {-1, -1, -1, -1, -1, -1, -1}, nin;
         if (o->kind == TS_OPTIM_SGD) {
             at.f[0] = o->momentum;
             at.f[1] = wd;
             at.f[2] = o->dampening;
             at.i[0] = o->nesterov != 0;
             ts_value buf = TS_NONE, t = TS_NONE;
-            if (o->momentum != 0.f && (buf = add_state(g, v, "MOMENTUM", 0)) == TS_NONE) return g->status;
-            if (o->momentum != 0.f && o->dampening != 0.f && (t = add_state(g, v, "STEP", 1)) == TS_NONE)
+            if (o->momentum != 0.f && (buf = add_state_like(g, v, "MOMENTUM")) == TS_NONE) return g->status;
+            /* 16-bit: the step counter is stochastic rounding's step */
+            if (((o->momentum != 0.f && o->dampening != 0.f) || half) && (t = add_state(g, v, "STEP", 1)) == TS_NONE)
                 return g->status;
             int a[6] = {v, src[v], lr, buf, t, coef};
             nin = coef != TS_NONE ? 6 : t != TS_NONE ? 5 : 4;
@@ -460,8 +505,8 @@ static ts_status add_updates(ts_graph *g, ts_value lr, const ts_optim_opts *o, c
             at.f[1] = o->beta2;
             at.f[2] = o->eps;
             at.f[3] = wd;
-            ts_value m = add_state(g, v, "MOMENT1", 0);
-            ts_value s2 = m == TS_NONE ? TS_NONE : add_state(g, v, "MOMENT2", 0);
+            ts_value m = add_state_like(g, v, "MOMENT1");
+            ts_value s2 = m == TS_NONE ? TS_NONE : add_state_like(g, v, "MOMENT2");
             ts_value t = s2 == TS_NONE ? TS_NONE : add_state(g, v, "STEP", 1);
             if (t == TS_NONE) return g->status;
             int a[7] = {v, src[v], lr, m, s2, t, coef};
@@ -472,9 +517,18 @@ static ts_status add_updates(ts_graph *g, ts_value lr, const ts_optim_opts *o, c
         }
         int op = o->kind == TS_OPTIM_SGD ? TS_OP_SGD_UPDATE
                : o->kind == TS_OPTIM_ADAMW ? TS_OP_ADAMW_UPDATE : TS_OP_LAMB_UPDATE;
-        if (ts_node_add(g, op, nin, in, &at, NULL) == TS_NONE) return g->status;
+        int orig[7], stage = param_stage(g, v), t_at = o->kind == TS_OPTIM_SGD ? 4 : 5;
+        memcpy(orig, in, sizeof in);
+        if (half && half_copies(g, in, 5, stage)) return g->status; /* param, grad, lr, m / buf, v / t */
+        g->cur_stage = half ? stage : -1; /* on the parameter's stage, as its master copy's update is */
+        ts_node_add(g, op, nin, in, &at, NULL);
+        g->cur_stage = -1;
+        if (g->status) return g->status;
+        for (int k = 0; half && k < 5; k++) /* the parameter and its state, written back */
+            if (k != 1 && in[k] != orig[k] && half_write_back(g, orig[k], in[k], orig[t_at], o, stage))
+                return g->status;
         if (owner) /* this rank's share of the state: its own part of a checkpoint */
-            for (int s = first_state; s < g->nvals; s++) g->vals[s].sharded = 1;
+            for (int s = first_state; s < g->nvals; s++) g->vals[s].sharded = g->vals[s].kind == TS_V_STATE;
     }
     return TS_OK;
 }
