@@ -17,8 +17,8 @@ static const char *USAGE =
 #define CMD "plan"
 
 typedef struct plan_args {
-    const char *model, *config, *device, *stages, *dtype, *optimizer, *task;
-    int count, batch, seq_len, max_predictions, replicas, micro_batches, top;
+    const char *model, *config, *device, *stages, *dtype, *optimizer, *task, *precision;
+    int count, batch, seq_len, max_predictions, replicas, micro_batches, top, global_batch;
     int layers, hidden, heads, inter, vocab, explain, json;
     int recompute_on, recompute_off, shard; /* --recompute, --no-recompute, --shard-optimizer */
 } plan_args;
@@ -27,6 +27,7 @@ typedef struct plan_args {
 static int plan(const plan_args *a, ts_plan_request *rq) {
     rq->batch = a->batch, rq->seq_len = a->seq_len, rq->max_predictions = a->max_predictions, rq->count = a->count;
     rq->stages = a->stages, rq->replicas = a->replicas, rq->micro_batches = a->micro_batches;
+    rq->global_batch = a->global_batch;
     rq->recompute = a->recompute_on ? 1 : a->recompute_off ? 0 : -1, rq->shard_state = a->shard ? 1 : -1;
     int cap = a->top > 0 ? a->top : 1, n = 0;
     ts_plan_layout *l = calloc((size_t)cap, sizeof *l);
@@ -87,6 +88,9 @@ int cli_plan(int argc, char **argv) {
         {"max-predictions", CLI_INT, &a.max_predictions, 1, "P",
          "masked positions per sequence in pretraining (default 20)", NULL},
         {"dtype", CLI_STR, &a.dtype, 0, "D", "f32 (default), bf16 or f16 (pretrain's --bf16 / --fp16)", NULL},
+        {"precision", CLI_STR, &a.precision, 0, "MODE",
+         "f32, bf16, fp16 (f32 weights) or bf16-sr, fp16-sr (16-bit weights, gradients\n"
+         "and optimizer state, stochastic rounding); sets the dtype too", NULL},
         {"optimizer", CLI_STR, &a.optimizer, 0, "O", "adamw (default) or lamb", NULL},
         {"task", CLI_STR, &a.task, 0, "T",
          "pretrain (default: masked LM + next sentence), finetune (a sequence\n"
@@ -97,6 +101,7 @@ int cli_plan(int argc, char **argv) {
         {"replicas", CLI_INT, &a.replicas, 1, "R", "data-parallel replicas (mpirun -np R); R divides --count", NULL},
         {"micro-batches", CLI_INT, &a.micro_batches, 1, "M",
          "micro-batches per optimizer step (the accumulation)", NULL},
+        {"global-batch", CLI_INT, &a.global_batch, 1, "N", "sequences a step: replicas x micro-batches x batch", NULL},
         {"recompute", CLI_FLAG, &a.recompute_on, 0, NULL,
          "recompute each encoder layer's forward in the backward", NULL},
         {"no-recompute", CLI_FLAG, &a.recompute_off, 0, NULL,
@@ -123,11 +128,13 @@ int cli_plan(int argc, char **argv) {
     ts_plan_request rq;
     double gib;
     ts_plan_request_defaults(&rq);
+    rq.struct_size = sizeof rq, rq.weight_dtype = TS_F32, rq.global_batch = 0; /* the fields past the base */
     rq.cfg = &cfg, rq.device = &dev;
     if (a.recompute_on && a.recompute_off)
         rc = 2, fprintf(stderr, "tessera plan: --recompute and --no-recompute exclude each other\n"
                                 "(tessera plan --help shows the usage)\n");
     else if (ts_plan_request_names(&rq, a.dtype, a.optimizer, a.task) ||
+             (a.precision && ts_precision_parse(a.precision, &rq.dtype, &rq.weight_dtype)) ||
              ts_plan_model_config(a.model, a.config, a.layers, a.hidden, a.heads, a.inter, a.vocab, &cfg))
         rc = cli_fail(CMD, "", 2);
     else if (!(rc = cli_device_profile_load(CMD, a.device, &gib, &dev)))

@@ -122,10 +122,20 @@ typedef struct ts_plan_request {
                                      replicas (ZeRO-1) */
     int stream_state;             /* 1: optimizer state may live in streaming memory when the
                                      profile has some (as Graphcore's BERT keeps it) */
+    /* Added since the base layout (which ends at stream_state): */
+    ts_dtype weight_dtype;        /* how parameters, gradients, gradient accumulators and optimizer
+                                     state are stored: TS_F32 (f32 master weights; the precision modes
+                                     "f32", "bf16", "fp16" of ts_precision_parse), or dtype itself,
+                                     TS_BF16 or TS_F16 ("bf16-sr", "fp16-sr": 16-bit storage with
+                                     stochastic rounding): 2 bytes each instead of 4 */
+    int global_batch;             /* sequences per optimizer step, replicas x micro_batches x batch:
+                                     the search keeps only layouts that make it; 0: any */
 } ts_plan_request;
 /* Defaults: BERT-Base (ts_bert_config_default), pretrain, batch 8, seq_len 128, max_predictions
- * 20, f32, AdamW, count 1, everything of the layout searched, stream_state 1. rq need not be set
- * up: its base layout is filled, struct_size included (tessera.h). */
+ * 20, f32, AdamW, count 1, everything of the layout searched, stream_state 1, weight_dtype TS_F32,
+ * global_batch 0. rq need not be set up: its base layout is filled, struct_size included
+ * (tessera.h); a caller of this header then sets struct_size = sizeof(ts_plan_request) and the
+ * fields added since (their zero values, TS_F32 and 0, are the defaults). */
 TS_API void ts_plan_request_defaults(ts_plan_request *rq);
 
 /* One stage of a layout. Parts: 0 the embeddings, 1 .. L the encoder layers, L + 1 the heads. */
@@ -190,9 +200,14 @@ TS_API ts_status ts_plan_estimate(const ts_plan_request *rq, ts_plan_layout *out
 TS_API int ts_plan_unfit_stage(const ts_plan_request *rq, double *need_bytes);
 /* Search the layouts rq leaves open (a request the model cannot run is TS_ERR_ARG naming the
  * fields: seq_len above cfg's max_position_embeddings, a pretraining max_predictions above
- * seq_len, replicas that do not divide count); out (cap of them) receives the *n best, the best first: those
- * that fit by estimated throughput, then those that do not, by how much they overflow. Set
- * out[0].struct_size first: the array's stride, each layout written with it (tessera.h). */
+ * seq_len, replicas that do not divide count, a global_batch no layout makes); micro-batches are
+ * tried in powers of two from the devices of a replica to 4,096 (or the one global_batch leaves).
+ * out (cap of them) receives the *n best, the best first: those that fit by estimated throughput;
+ * then, when none fits, the closest by what a user would change first (docs/cost-model.md, "When
+ * nothing fits": the fewest pipeline stages among those nearly as close, recomputation and the
+ * optimizer state's streaming and sharding taken where they help), each with `why` naming the
+ * device that overflows, by how much and with what. Set out[0].struct_size first: the array's
+ * stride, each layout written with it (tessera.h). */
 TS_API ts_status ts_plan_search(const ts_plan_request *rq, ts_plan_layout *out, int cap, int *n);
 /* What the planner says of a run refused for memory: for the layout asked (asked, every layout
  * field set but stages, which are pp's: ts_stage_plan_spec), the first stage that does not fit

@@ -25,6 +25,7 @@ void ts_plan_request_defaults(ts_plan_request *out) {
     rq->dtype = TS_F32, rq->optimizer = TS_OPTIM_ADAMW;
     rq->count = 1;
     rq->recompute = -1, rq->shard_state = -1, rq->stream_state = 1;
+    rq->weight_dtype = TS_F32, rq->global_batch = 0;
     out->struct_size = 0; /* a struct not set up yet: its base layout (tessera.h) */
     TS_STRUCT_WRITE(out, rq, ts_plan_request, "ts_plan_request_defaults");
 }
@@ -124,6 +125,13 @@ ts_status ts_plan_compile(const ts_plan_request *rq, const char *spec, int ndevi
         return ts_last_status();
     }
     out->nstages = S, out->ndevices = ndevices, out->recompute = recompute;
+    /* The MLM decoder's share of the tied word embeddings' gradient ([V, C] f32, a gradient partial
+     * the compiler counts with the gradients) goes from the heads' stage to the embeddings' once per
+     * micro-batch, and the runtime receives it into as many slots as micro-batches in flight
+     * (pipeline_compile.c). It is read by the backward of the micro-batch it arrives in: planned as
+     * one buffer (docs/cost-model.md, "Known gaps"). */
+    double partial = (double)cfg.vocab_size * cfg.hidden_size * 4;
+    int heads_apart = piped && rq->task == TS_PLAN_PRETRAIN && pp.stage_first[S - 1] > 0;
     for (int s = 0; s < S; s++) {
         ts_stage_info si = {.struct_size = sizeof si};
         ts_program_stage_info(prog, s, &si);
@@ -131,26 +139,34 @@ ts_status ts_plan_compile(const ts_plan_request *rq, const char *spec, int ndevi
         out->stage_dev[s] = piped ? pp.stage_dev[s] : 0;
         out->first[s] = piped ? pp.stage_first[s] : 0;
         out->last[s] = piped ? pp.stage_last[s] : L + 1;
+        if (heads_apart && out->first[s] == 0 && micro > 1 && (double)si.mem.grads > micro * partial)
+            out->mem[s].grads -= (size_t)((micro - 1) * partial);
     }
     ts_program_free(prog);
     return TS_OK;
 }
 
 /* Stage s's memory on its device (c: its cost, for the copies shared with another stage there):
- * what the compiler planned, with the gradient accumulators (in optimizer_state when M > 1)
- * becoming the all-reduce's buckets with R > 1 replicas; the rest of the optimizer state sharded
- * over R (shard) and streamed when the profile has streaming memory. A device of published figures
- * (not measured) keeps activations in the compute dtype: half of tessera's f32 ones for bf16 / f16. */
+ * what the compiler planned, with the gradient accumulators (in optimizer_state when M > 1: one
+ * per parameter whose gradient the stage makes, f32) becoming the all-reduce's buckets with R > 1
+ * replicas; the rest of the optimizer state sharded over R (shard) and streamed when the profile
+ * has streaming memory. The program is compiled with f32 parameters: with 16-bit storage
+ * (weight_dtype "bf16-sr" / "fp16-sr") parameters, gradients, accumulators, buckets and optimizer
+ * state take half their f32 bytes. A device of published figures (not measured) keeps activations
+ * in the compute dtype: half of tessera's f32 ones for bf16 / f16. */
 static void stage_memory(const ts_plan_request *rq, const ts_stage_memory *m, const ts_stage_cost *c, int M, int R, int shard,
                          ts_plan_stage *st) {
     const ts_device_profile *p = rq->device;
-    double accum = M > 1 || R > 1 ? (double)m->grads : 0, held = (double)m->optimizer_state;
-    double state = (held > accum ? held - accum : 0) / (shard && R > 1 ? R : 1);
+    double w = rq->weight_dtype != TS_F32 ? 0.5 : 1, own = (double)m->params - c->shared_bytes;
+    /* the accumulators: one per gradient made here (m->grads may also hold gradient partials received
+     * from another stage, which are not accumulated) */
+    double accum = M > 1 || R > 1 ? fmin((double)m->grads, own > 0 ? own : 0) : 0, held = (double)m->optimizer_state;
+    double state = w * (held > accum ? held - accum : 0) / (shard && R > 1 ? R : 1);
     double act = (double)m->activations * (rq->dtype != TS_F32 && !p->measured ? 0.5 : 1);
     st->streamed_bytes = rq->stream_state && p->streaming_bytes > 0 && state <= p->streaming_bytes ? state : 0;
-    st->dev_params = (double)m->params - c->shared_bytes;
-    st->dev_grads = (double)m->grads;
-    st->dev_accumulators = accum + (double)m->grad_buckets;
+    st->dev_params = w * own;
+    st->dev_grads = w * (double)m->grads;
+    st->dev_accumulators = w * (accum + (double)m->grad_buckets);
     st->dev_optimizer_state = state - st->streamed_bytes;
     st->dev_activations = act;
     st->dev_other = (double)m->workspace + (double)m->weight_copies;
@@ -164,17 +180,38 @@ static void allreduce(const ts_plan_request *rq, const ts_plan_compiled *pc, int
     const ts_device_profile *p = rq->device;
     int D = pc->ndevices, cross = p->devices_per_host > 0 && R * D > p->devices_per_host;
     double bw = cross ? p->host_bw : p->link_bw, lat = cross ? p->host_latency : p->link_latency, exposed = 0;
+    double w = rq->weight_dtype != TS_F32 ? 0.5 : 1; /* 16-bit gradients: half the bytes */
     l->allreduce_s = l->allreduce_hidden_s = 0;
     if (R <= 1 || rq->task == TS_PLAN_INFER || bw <= 0) return;
     for (int d = 0; d < D; d++) {
         double bytes = 0, bwd = 0;
         for (int s = 0; s < pc->nstages; s++)
-            if (pc->stage_dev[s] == d) bytes += (double)pc->mem[s].grads, bwd += pc->cost[s].bwd_s;
+            if (pc->stage_dev[s] == d) { /* the gradients of its parameters (not partials sent on) */
+                double own = (double)pc->mem[s].params - pc->cost[s].shared_bytes;
+                bytes += w * (own > 0 ? fmin((double)pc->mem[s].grads, own) : (double)pc->mem[s].grads);
+                bwd += pc->cost[s].bwd_s;
+            }
         double t = 2.0 * (R - 1) / R * bytes / bw + 2.0 * (R - 1) * lat, hidden = t < bwd ? t : bwd;
         if (t > l->allreduce_s) l->allreduce_s = t;
         if (t - hidden > exposed) exposed = t - hidden;
     }
     l->allreduce_hidden_s = l->allreduce_s - exposed;
+}
+
+/* What device d holds (the sum over its stages), in l->why: "stage 0 (device 0) needs 1.38 GB of
+ * 0.90 GB: 0.48 GB over (parameters 0.33, gradients 0.33, ...)". */
+static void overflow_words(ts_plan_layout *l, const ts_plan_compiled *pc, int d, int first, double need, double cap) {
+    double part[6] = {0};
+    for (int s = 0; s < pc->nstages; s++)
+        if (pc->stage_dev[s] == d) {
+            const ts_plan_stage *st = &l->st[s];
+            part[0] += st->dev_params, part[1] += st->dev_grads, part[2] += st->dev_accumulators;
+            part[3] += st->dev_optimizer_state, part[4] += st->dev_activations, part[5] += st->dev_other;
+        }
+    snprintf(l->why, sizeof l->why, "stage %d (device %d) needs %.2f GB of %.2f GB: %.2f GB over (parameters %.2f, "
+             "gradients %.2f, accumulators %.2f, optimizer state %.2f, activations %.2f, other %.2f GB)", first, d,
+             need / 1e9, cap / 1e9, (need - cap) / 1e9, part[0] / 1e9, part[1] / 1e9, part[2] / 1e9, part[3] / 1e9,
+             part[4] / 1e9, part[5] / 1e9);
 }
 
 /* Memory per device against the profile's: the stages' fits and the layout's, the worst overflow,
@@ -193,8 +230,7 @@ static double check_fit(const ts_plan_request *rq, const ts_plan_compiled *pc, t
         if (over > worst) worst = over;
         if (cap > 0 && need > cap && l->fits) {
             l->fits = 0;
-            snprintf(l->why, sizeof l->why, "stage %d (device %d) needs %.2f GB of %.2f GB", first, d, need / 1e9,
-                     cap / 1e9);
+            overflow_words(l, pc, d, first, need, cap);
         }
     }
     return worst;
@@ -285,8 +321,17 @@ static ts_status check_request(const ts_plan_request *rq, int layout) {
     if (layout && (!rq->stages || rq->replicas < 1 || rq->micro_batches < 1 || rq->recompute < 0 || rq->shard_state < 0))
         return ts_set_error(TS_ERR_ARG, "ts_plan_estimate: the layout must be set: stages, replicas, micro_batches, "
                             "recompute and shard_state (ts_plan_search searches what is left open)");
+    if (rq->weight_dtype != TS_F32 && rq->weight_dtype != rq->dtype)
+        return ts_set_error(TS_ERR_ARG, "ts_plan: weight_dtype %s must be f32 or the dtype, %s (16-bit weights are "
+                            "stored in the compute dtype)", ts_dtype_name(rq->weight_dtype), ts_dtype_name(rq->dtype));
+    if (rq->global_batch < 0 || (rq->global_batch > 0 && rq->global_batch % rq->batch))
+        return ts_set_error(TS_ERR_ARG, "ts_plan: global_batch %d must be a positive multiple of batch %d (replicas x "
+                            "micro_batches x batch)", rq->global_batch, rq->batch);
     if (rq->replicas > 0 && rq->count % rq->replicas)
         return ts_set_error(TS_ERR_ARG, "ts_plan: replicas %d does not divide count %d", rq->replicas, rq->count);
+    if (layout && rq->global_batch > 0 && rq->replicas * rq->micro_batches * rq->batch != rq->global_batch)
+        return ts_set_error(TS_ERR_ARG, "ts_plan_estimate: replicas %d x micro_batches %d x batch %d is not "
+                            "global_batch %d", rq->replicas, rq->micro_batches, rq->batch, rq->global_batch);
     if (rq->seq_len > rq->cfg->max_position_embeddings)
         return ts_set_error(TS_ERR_ARG, "ts_plan: seq_len %d is more than the model's max_position_embeddings %d",
                             rq->seq_len, rq->cfg->max_position_embeddings);

@@ -84,7 +84,9 @@ static void put_request(text *t, const ts_plan_request *rq) {
         c->hidden_size, c->num_attention_heads, c->intermediate_size, c->vocab_size);
     put(t, "task: %s, micro-batch %d x %d tokens", ts_plan_task_name(rq->task), rq->batch, rq->seq_len);
     if (rq->task == TS_PLAN_PRETRAIN) put(t, ", %d masked positions", rq->max_predictions ? rq->max_predictions : rq->seq_len);
-    put(t, ", %s", dtype_word(rq->dtype));
+    put(t, ", %s, precision %s (%s products, %s weights, gradients and optimizer state)", dtype_word(rq->dtype),
+        ts_precision_name(rq->dtype, rq->weight_dtype), dtype_word(rq->dtype), dtype_word(rq->weight_dtype));
+    if (rq->global_batch > 0) put(t, ", global batch %d", rq->global_batch);
     if (rq->task != TS_PLAN_INFER) put(t, ", %s", rq->optimizer == TS_OPTIM_LAMB ? "LAMB" : "AdamW");
     put(t, "\ndevice: %d x %s (%.2f GB each", rq->count, p->name, gb(p->memory_bytes));
     if (p->streaming_bytes > 0) put(t, ", %.2f GB streaming memory beside it", gb(p->streaming_bytes));

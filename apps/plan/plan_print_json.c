@@ -27,6 +27,9 @@ static void add_request(cJSON *root, const ts_plan_request *rq) {
     cJSON_AddNumberToObject(r, "seq_len", rq->seq_len);
     cJSON_AddNumberToObject(r, "max_predictions", rq->max_predictions);
     cJSON_AddStringToObject(r, "dtype", dtype_word(rq->dtype));
+    cJSON_AddStringToObject(r, "weight_dtype", dtype_word(rq->weight_dtype));
+    cJSON_AddStringToObject(r, "precision", ts_precision_name(rq->dtype, rq->weight_dtype));
+    cJSON_AddNumberToObject(r, "global_batch", rq->global_batch);
     cJSON_AddStringToObject(r, "optimizer", rq->optimizer == TS_OPTIM_LAMB ? "lamb" : "adamw");
     cJSON_AddNumberToObject(r, "count", rq->count);
     cJSON *d = cJSON_AddObjectToObject(root, "device");

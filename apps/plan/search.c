@@ -7,10 +7,13 @@
  */
 #include "plan/cost.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { MAX_SPECS = 3, MAX_CACHE = 64, MAX_MICRO = 8, MAX_FOUND = 4096 };
+/* Micro-batches are tried in powers of two from the devices of a replica to MICRO_LIMIT (Graphcore's
+ * BERT-Large: 2,048 on a Pod16); with a global batch, the one it leaves. */
+enum { MAX_SPECS = 3, MAX_CACHE = 64, MICRO_LIMIT = 4096, MAX_MICRO = 16, MAX_FOUND = 4096 };
 
 /* Layers [lo, hi] as a part list: "4-7", "5", or "" when empty. */
 static int layer_range(char *buf, size_t cap, int lo, int hi) {
@@ -114,12 +117,23 @@ static const ts_plan_compiled *compiled(const ts_plan_request *rq, cached *cache
     return &c->pc;
 }
 
-/* Fitting layouts first, by seq/s; then the rest by overflow. */
+/* How far a layout that does not fit is, in steps of a quarter of the device's memory: layouts of
+ * one step are about as close (docs/cost-model.md, "When nothing fits"). */
+static int overflow_step(double overflow) { return (int)ceil((overflow - 1) * 4); }
+
+/* Fitting layouts first, by seq/s; then the rest by what a user would change first: of those
+ * about as close (one overflow_step), the fewest pipeline stages per replica (a deeper pipeline
+ * is the costliest change: more bubble, more transfers), then the smallest overflow (with the
+ * recomputation and the streaming and sharding of optimizer state that help it), then seq/s. */
 static int by_rank(const void *a, const void *b) {
     const found *x = a, *y = b;
     if (x->l.fits != y->l.fits) return y->l.fits - x->l.fits;
     if (x->l.fits) return x->l.seq_per_s < y->l.seq_per_s ? 1 : x->l.seq_per_s > y->l.seq_per_s ? -1 : 0;
-    return x->overflow > y->overflow ? 1 : x->overflow < y->overflow ? -1 : 0;
+    int sx = overflow_step(x->overflow), sy = overflow_step(y->overflow);
+    if (sx != sy) return sx - sy;
+    if (x->l.ndevices != y->l.ndevices) return x->l.ndevices - y->l.ndevices;
+    if (x->overflow != y->overflow) return x->overflow > y->overflow ? 1 : -1;
+    return x->l.seq_per_s < y->l.seq_per_s ? 1 : x->l.seq_per_s > y->l.seq_per_s ? -1 : 0;
 }
 
 /* Why layout l lost to the best b (both fit), in words. */
@@ -146,9 +160,14 @@ static void search_replicas(const ts_plan_request *rq, int R, cached *cache, int
     if (rq->stages) snprintf(specs[0], 256, "%s", rq->stages);
     else if (infer) snprintf(specs[0], 256, "0:emb,0-%d,heads", L - 1), D = 1;
     int micro[MAX_MICRO], nmicro = 0;
-    if (rq->micro_batches > 0 || infer) micro[nmicro++] = infer ? 1 : rq->micro_batches;
+    if (infer) micro[nmicro++] = 1;
+    else if (rq->global_batch > 0) { /* the one M that makes it, if any */
+        int M = rq->global_batch % (R * rq->batch) ? 0 : rq->global_batch / (R * rq->batch);
+        if (M > 0 && (rq->micro_batches <= 0 || rq->micro_batches == M)) micro[nmicro++] = M;
+    } else if (rq->micro_batches > 0)
+        micro[nmicro++] = rq->micro_batches;
     else
-        for (int k = 0; k < MAX_MICRO; k++) micro[nmicro++] = D << k;
+        for (int M = D; M <= MICRO_LIMIT && nmicro < MAX_MICRO; M *= 2) micro[nmicro++] = M;
     for (int sp = 0; sp < nspec; sp++)
         for (int rc = rq->recompute < 0 ? 0 : rq->recompute; rc <= (rq->recompute < 0 ? 1 : rq->recompute); rc++)
             for (int mi = 0; mi < nmicro; mi++) {
@@ -181,8 +200,14 @@ ts_status ts_plan_search(const ts_plan_request *rq, ts_plan_layout *out, int cap
     for (int R = 1; R <= rq->count; R++)
         if (rq->count % R == 0 && (rq->replicas <= 0 || rq->replicas == R))
             search_replicas(rq, R, cache, &ncache, f, &nf);
-    ts_status st = nf ? TS_OK : ts_last_status() ? ts_last_status() : ts_set_error(TS_ERR_ARG, "ts_plan_search: "
-                                                                                    "no layout to try");
+    ts_status st = nf                  ? TS_OK
+                   : rq->global_batch > 0 ? ts_set_error(TS_ERR_ARG, "ts_plan_search: no layout makes global_batch %d "
+                                                         "as replicas x micro_batches x batch %d (replicas dividing "
+                                                         "count %d%s)", rq->global_batch, rq->batch, rq->count,
+                                                         rq->count > 1 ? "; a pipeline needs micro_batches >= 2" : "")
+                   : ts_last_status() ? ts_last_status()
+                                      : ts_set_error(TS_ERR_ARG, "ts_plan_search: no layout to try (a pipeline of %d "
+                                                     "devices needs micro_batches >= 2)", rq->count);
     qsort(f, (size_t)nf, sizeof *f, by_rank);
     ts_plan_layout *l = malloc(sizeof *l); /* each as it goes out (ts_plan_layout_write) */
     if (!l) nf = 0, st = ts_set_error(TS_ERR_NOMEM, "ts_plan_search: out of memory");

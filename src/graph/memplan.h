@@ -19,10 +19,14 @@ typedef struct ts_memplan {
  * keeps value v alive to that schedule position (a pipeline stage's value sent to another stage,
  * kept to the end of its phase). Outputs of TS_OPF_ALIAS0 ops share
  * their input's storage; outputs of TS_OPF_INPLACE0 ops take a dying input 0's storage when the
- * sizes agree. Storages whose lifetimes overlap never overlap in the arena (greedy by size).
+ * sizes agree. sink (may be NULL): values outside the arena with a buffer of their own (a
+ * parameter's gradient) that the value a reshape makes them from, or an add's input dying there,
+ * may be written into directly: such a value then has sink's root and offset -1 (no arena).
+ * Storages whose lifetimes
+ * overlap never overlap in the arena (greedy by size).
  * TS_OK, or TS_ERR_NOMEM (out of memory for its tables) with *mp empty. */
 ts_status ts_memplan_build(const ts_graph *g, const int *sched, int nsched, const uint8_t *in_arena,
-                           const uint8_t *pinned, const int *until, ts_memplan *mp);
+                           const uint8_t *pinned, const int *until, const uint8_t *sink, ts_memplan *mp);
 void ts_memplan_free(ts_memplan *mp);
 
 #endif

@@ -284,13 +284,66 @@ static size_t buffer_bytes(const build *b, int v, size_t *stride) {
     return b->nslot[v] ? *stride * (size_t)b->nslot[v] : ts_val_bytes(x);
 }
 
+/* Gradient partials of g: values made by a node (or received from another stage) whose every
+ * reader, in any stage, is an add or a reshape making a parameter's gradient or another partial
+ * — the MLM decoder's [V, C] share of the
+ * tied word embeddings' gradient, before it is added to the lookup's. Gradient data, whatever the
+ * batch: counted with the gradients where it has a buffer of its own (plan_memory). NULL when out
+ * of memory. */
+static uint8_t *gradient_partials(const ts_graph *g) {
+    int nv = g->nvals;
+    uint8_t *part = calloc((size_t)nv + 1, 1), *grad = calloc((size_t)nv + 1, 1);
+    int *readers = calloc((size_t)nv + 1, sizeof(int)), *into = calloc((size_t)nv + 1, sizeof(int));
+    if (!part || !grad || !readers || !into) {
+        free(part), free(grad), free(readers), free(into);
+        return NULL;
+    }
+    for (int v = 0; v < nv; v++)
+        if (g->vals[v].kind == TS_V_PARAM && g->vals[v].grad >= 0) grad[g->vals[v].grad] = 1;
+    for (int i = 0; i < g->nnodes; i++)
+        for (int j = 0; j < g->nodes[i].nin; j++)
+            if (g->nodes[i].in[j] >= 0) readers[g->nodes[i].in[j]]++;
+    for (int changed = 1; changed;) { /* to a fixed point: a partial may feed another */
+        changed = 0;
+        memset(into, 0, sizeof(int) * (size_t)nv);
+        for (int i = 0; i < g->nnodes; i++) {
+            const ts_node *n = &g->nodes[i];
+            int o = n->nout > 0 ? n->out[0] : -1;
+            if (o < 0 || !(grad[o] || part[o]) ||
+                !(n->op == TS_OP_ADD || (ts_op_get(n->op)->flags & TS_OPF_ALIAS0)))
+                continue;
+            for (int j = 0; j < n->nin; j++)
+                if (n->in[j] >= 0) into[n->in[j]]++;
+        }
+        for (int v = 0; v < nv; v++) {
+            int k = g->vals[v].kind; /* a node's output, or a value a pipeline stage receives (an input) */
+            int is = (k == TS_V_NODE || k == TS_V_INPUT) && !grad[v] && readers[v] > 0 && into[v] == readers[v];
+            if (is != part[v]) part[v] = (uint8_t)is, changed = 1;
+        }
+    }
+    free(grad), free(readers), free(into);
+    return part;
+}
+
 /* The memory plan of the arena, and what the program needs in all (ts_memory), which must fit
- * the device's memory or the limit set. */
+ * the device's memory or the limit set. A parameter's gradient made here is a sink of the plan
+ * (the value it is made from may be written into its buffer: ts_memplan_build); a gradient partial
+ * with a buffer of its own (the share a pipeline stage receives) counts with the gradients. */
 static ts_status plan_memory(build *b) {
     ts_memory *m = &b->p->mem;
     const ts_graph *g = b->g;
-    ts_status st = ts_memplan_build(b->g, b->p->sched, b->p->nsched, b->in_arena, b->pinned, b->until, &b->mp);
-    if (st != TS_OK) return st;
+    uint8_t *sink = calloc((size_t)b->nv + 1, 1), *partial = gradient_partials(g);
+    if (!sink || !partial) {
+        free(sink), free(partial);
+        return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory planning the memory of %d values", b->nv);
+    }
+    for (int v = 0; v < b->nv; v++) sink[v] = b->is_grad[v] && !b->nslot[v];
+    ts_status st = ts_memplan_build(b->g, b->p->sched, b->p->nsched, b->in_arena, b->pinned, b->until, sink, &b->mp);
+    free(sink);
+    if (st != TS_OK) {
+        free(partial);
+        return st;
+    }
     for (int v = 0; v < b->nv; v++) {
         const ts_val *x = &g->vals[v];
         if (b->used[v] && (b->largest < 0 || ts_val_bytes(x) > ts_val_bytes(&g->vals[b->largest]))) b->largest = v;
@@ -300,10 +353,11 @@ static ts_status plan_memory(build *b) {
         else if (x->kind == TS_V_PARAM) m->params += bytes;
         else if (b->p->kept[v]) m->weight_copies += bytes;
         else if (x->kind == TS_V_STATE) m->optimizer_state += bytes;
-        else if (b->is_grad[v]) m->grads += bytes;
+        else if (b->is_grad[v] || partial[v]) m->grads += bytes;
         else if (x->kind == TS_V_NODE || (b->spec && b->nslot[v])) m->activations += bytes;
         else b->other += bytes;
     }
+    free(partial);
     m->activations += b->mp.arena_bytes;
     if (b->o->plan_only) return TS_OK; /* the planner wants the figures even when they do not fit */
     return check_memory(b->dev, b->o, g, m, b->other, 0, b->largest, b->spec ? b->spec->device_used : 0);
