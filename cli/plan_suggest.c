@@ -45,7 +45,10 @@ void cli_plan_command(const ts_plan_request *rq, ts_plan_layout *l) {
     }
     if (l->recompute && o < cap) o += (size_t)snprintf(buf + o, cap - o, " --recompute");
     if (l->shard_state && o < cap) o += (size_t)snprintf(buf + o, cap - o, " --shard-optimizer");
-    if (rq->dtype != TS_F32 && o < cap) snprintf(buf + o, cap - o, " --%s", rq->dtype == TS_BF16 ? "bf16" : "fp16");
+    if (rq->weight_dtype != TS_F32 && o < cap)
+        snprintf(buf + o, cap - o, " --precision %s", ts_precision_name(rq->dtype, rq->weight_dtype));
+    else if (rq->dtype != TS_F32 && o < cap)
+        snprintf(buf + o, cap - o, " --%s", rq->dtype == TS_BF16 ? "bf16" : "fp16");
 }
 
 /* What a run refused for memory under --device-profile says next: the planner's estimate and layout (cli.h). */

@@ -102,6 +102,30 @@ static void test_pod16(void) {
     CHECK(strstr(out_text, "all-reduce: ") && strstr(out_text, "bubble: "), "%s", out_text);
 }
 
+/* --precision: Graphcore's BERT-Large layout on a Bow Pod16 fits in fp16-sr (16-bit weights, gradients and
+ * LAMB state, streamed) and not in fp16 (f32 master weights); the command it prints asks for the mode;
+ * --global-batch keeps replicas x micro-batches x batch; an unknown mode is refused. */
+static const char *LARGE = "plan --device-profile ipu-bow --count 16 --layers 24 --hidden 1024 --heads 16 --intermediate "
+                           "4096 --vocab 30400 --batch 8 --max-len 128 --max-predictions 20 --optimizer lamb --recompute";
+
+static void test_precision(void) {
+    const char *fixed = "--replicas 4 --stages \"0:emb,0-2,heads 1:3-9 2:10-16 3:17-23\" --micro-batches 2048";
+    int rc = tessera(NULL, "%s %s --precision fp16-sr", LARGE, fixed);
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "precision fp16-sr") && strstr(out_text, "best layout:") && !strstr(out_text, "DOES NOT FIT") &&
+          strstr(out_text, "--precision fp16-sr"), "fp16-sr fits:\n%s", out_text);
+    rc = tessera(NULL, "%s %s --precision fp16", LARGE, fixed);
+    CHECK_RAN(rc, 1); /* nothing fits: exit 1 */
+    CHECK(strstr(out_text, "no layout fits") && strstr(out_text, "DOES NOT FIT"), "fp16 does not fit:\n%s", out_text);
+    rc = tessera(NULL, "%s --precision fp16-sr --global-batch 65536 --json", LARGE);
+    CHECK_RAN(rc, 0);
+    double R = printed_number("\"replicas\":\t"), M = printed_number("\"micro_batches\":\t");
+    CHECK(R > 0 && M > 0 && R * M * 8 == 65536, "--global-batch 65536: %g replicas x %g micro-batches x 8\n%.2000s", R, M,
+          out_text);
+    rc = tessera(NULL, "%s --precision f8", LARGE);
+    CHECK_FAILS(rc, "bf16-sr");
+}
+
 static void test_json(void) {
     int rc = tessera(NULL, "%s --json", POD16);
     CHECK_RAN(rc, 0);
@@ -238,6 +262,7 @@ int main(int argc, char **argv) {
     RUN(test_h200);
     RUN(test_vocab);
     RUN(test_pod16);
+    RUN(test_precision);
     RUN(test_json);
     RUN(test_explain);
     cli_cleanup("test_cli_plan");

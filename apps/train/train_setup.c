@@ -153,6 +153,7 @@ ts_status tr_setup_programs(const tr_setup *s, const ts_bert_train_opts *bo, con
     ts_status st = tr_fail(s->err, s->err_ctx, 0, "%s: %s\n", s->name, ts_last_error());
     if (st != TS_ERR_NOMEM) return st;
     refused.set = 1, refused.infer = !tp, refused.bo = *bo, refused.cfg = *bo->cfg;
+    refused.bo.weight_dtype = o.weight_dtype;
     refused.ranks = bo->comm ? ts_comm_size(bo->comm) : 1;
     if (pp) refused.pp = *pp;
     else memset(&refused.pp, 0, sizeof refused.pp);
@@ -173,6 +174,7 @@ int ts_train_refused_layout(struct ts_plan_request *rq, ts_bert_config *cfg, ts_
     if (pp->nstages) ts_stage_plan_apply(pp, cfg);
     *rq = (ts_plan_request){.struct_size = sizeof *rq, .stream_state = 1}; /* as ts_plan_request_defaults */
     rq->cfg = cfg, rq->batch = bo->batch, rq->seq_len = bo->seq, rq->dtype = cfg->compute_dtype;
+    rq->weight_dtype = bo->weight_dtype; /* the -sr precisions: 16-bit weights, gradients and state */
     rq->task = refused.infer ? TS_PLAN_INFER : bo->head == TS_BERT_PRETRAINING ? TS_PLAN_PRETRAIN : TS_PLAN_FINETUNE;
     rq->max_predictions = cfg->max_predictions_per_seq;
     rq->optimizer = bo->optimizer == TS_OPTIM_LAMB ? TS_OPTIM_LAMB : TS_OPTIM_ADAMW;
