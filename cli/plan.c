@@ -19,6 +19,7 @@ static const char *USAGE =
 typedef struct plan_args {
     const char *model, *config, *device, *stages, *dtype, *optimizer, *task, *precision;
     int count, batch, seq_len, max_predictions, replicas, micro_batches, top, global_batch;
+    double per_row; /* --sequences-per-row */
     int layers, hidden, heads, inter, vocab, explain, json;
     int recompute_on, recompute_off, shard; /* --recompute, --no-recompute, --shard-optimizer */
 } plan_args;
@@ -27,7 +28,7 @@ typedef struct plan_args {
 static int plan(const plan_args *a, ts_plan_request *rq) {
     rq->batch = a->batch, rq->seq_len = a->seq_len, rq->max_predictions = a->max_predictions, rq->count = a->count;
     rq->stages = a->stages, rq->replicas = a->replicas, rq->micro_batches = a->micro_batches;
-    rq->global_batch = a->global_batch;
+    rq->global_batch = a->global_batch, rq->sequences_per_row = a->per_row;
     rq->recompute = a->recompute_on ? 1 : a->recompute_off ? 0 : -1, rq->shard_state = a->shard ? 1 : -1;
     int cap = a->top > 0 ? a->top : 1, n = 0;
     ts_plan_layout *l = calloc((size_t)cap, sizeof *l);
@@ -102,6 +103,7 @@ int cli_plan(int argc, char **argv) {
         {"micro-batches", CLI_INT, &a.micro_batches, 1, "M",
          "micro-batches per optimizer step (the accumulation)", NULL},
         {"global-batch", CLI_INT, &a.global_batch, 1, "N", "sequences a step: replicas x micro-batches x batch", NULL},
+        {"sequences-per-row", CLI_FLOAT, &a.per_row, 0, "F", "packed rows: F sequences a row on average (seq/s x F)", NULL},
         {"recompute", CLI_FLAG, &a.recompute_on, 0, NULL,
          "recompute each encoder layer's forward in the backward", NULL},
         {"no-recompute", CLI_FLAG, &a.recompute_off, 0, NULL,
@@ -128,7 +130,7 @@ int cli_plan(int argc, char **argv) {
     ts_plan_request rq;
     double gib;
     ts_plan_request_defaults(&rq);
-    rq.struct_size = sizeof rq, rq.weight_dtype = TS_F32, rq.global_batch = 0; /* the fields past the base */
+    rq.struct_size = sizeof rq, rq.weight_dtype = TS_F32, rq.global_batch = 0, rq.sequences_per_row = 0; /* past the base */
     rq.cfg = &cfg, rq.device = &dev;
     if (a.recompute_on && a.recompute_off)
         rc = 2, fprintf(stderr, "tessera plan: --recompute and --no-recompute exclude each other\n"

@@ -15,6 +15,8 @@
 #include "test_util.h"
 #include "cli_util.h"
 
+#include <math.h>
+
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <sys/resource.h>
@@ -124,6 +126,14 @@ static void test_precision(void) {
           out_text);
     rc = tessera(NULL, "%s --precision f8", LARGE);
     CHECK_FAILS(rc, "bf16-sr");
+    /* packed rows: the same layout, its useful sequences a second times the sequences a row */
+    rc = tessera(NULL, "%s %s --precision fp16-sr", LARGE, fixed);
+    double rows = printed_number("estimated ");
+    rc = tessera(NULL, "%s %s --precision fp16-sr --sequences-per-row 1.25", LARGE, fixed);
+    CHECK_RAN(rc, 0);
+    double packed = printed_number("estimated ");
+    CHECK(rows > 0 && fabs(packed / rows - 1.25) < 1e-3 && strstr(out_text, "1.250 sequences a row"),
+          "packed: %.1f seq/s against %.1f a sequence a row\n%s", packed, rows, out_text);
 }
 
 static void test_json(void) {

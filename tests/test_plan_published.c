@@ -120,7 +120,7 @@ static void test_bert_large_bow(void) {
         for (int pod = 0; pod < 2; pod++) {
             ts_plan_request rq;
             ts_plan_request_defaults(&rq);
-            rq.struct_size = sizeof rq, rq.weight_dtype = TS_F16, rq.dtype = TS_F16;
+            rq.struct_size = sizeof rq, rq.weight_dtype = TS_F16, rq.dtype = TS_F16, rq.sequences_per_row = 0;
             rq.cfg = &cfg, rq.device = &bow, rq.optimizer = TS_OPTIM_LAMB, rq.recompute = 1, rq.stream_state = 1;
             rq.batch = ph ? 2 : 8, rq.seq_len = ph ? 384 : 128, rq.max_predictions = ph ? 56 : 20;
             rq.count = pod ? 64 : 16, rq.replicas = rq.count / 4, rq.shard_state = ph;

@@ -130,6 +130,12 @@ typedef struct ts_plan_request {
                                      stochastic rounding): 2 bytes each instead of 4 */
     int global_batch;             /* sequences per optimizer step, replicas x micro_batches x batch:
                                      the search keeps only layouts that make it; 0: any */
+    double sequences_per_row;     /* packed rows (ts_bert_config.max_sequences_per_pack): the real
+                                     sequences a row holds on average (the packer's sequences / rows,
+                                     about the packed efficiency / the padded one); seq_per_s counts
+                                     them: rows a second x this. 0 or 1: a sequence a row. The row's
+                                     cost is costed as one sequence's (the block-diagonal mask's
+                                     extra bytes are [T, T] per row, small beside the layers') */
 } ts_plan_request;
 /* Defaults: BERT-Base (ts_bert_config_default), pretrain, batch 8, seq_len 128, max_predictions
  * 20, f32, AdamW, count 1, everything of the layout searched, stream_state 1, weight_dtype TS_F32,
@@ -168,7 +174,8 @@ typedef struct ts_plan_layout {
     double bubble;                /* share of the devices' time idle in the pipeline */
     double allreduce_s;           /* the gradients' all-reduce across replicas */
     double allreduce_hidden_s;    /* ... of which overlapped with the backward */
-    double seq_per_s;             /* replicas x micro_batches x batch / step_s */
+    double seq_per_s;             /* replicas x micro_batches x batch / step_s (x sequences_per_row
+                                     when packed) */
     int fits;                     /* every stage fits */
     char why[512];                /* what does not fit, or why it lost to the best */
     char command[1024];           /* left empty by the planner: a caller may put here the command that

@@ -307,7 +307,8 @@ void ts_plan_evaluate(const ts_plan_request *rq, const ts_plan_compiled *pc, con
     }
     l->step_s = pipe + update + (l->allreduce_s - l->allreduce_hidden_s);
     l->bubble = l->step_s > 0 ? 1 - busy / (D * l->step_s) : 0;
-    l->seq_per_s = l->step_s > 0 ? (double)R * l->micro_batches * rq->batch / l->step_s : 0;
+    double packed = rq->sequences_per_row > 1 ? rq->sequences_per_row : 1; /* useful sequences a row */
+    l->seq_per_s = l->step_s > 0 ? packed * R * l->micro_batches * rq->batch / l->step_s : 0;
     double over = check_fit(rq, pc, l);
     if (overflow) *overflow = over;
 }

@@ -136,9 +136,10 @@ static void put_best(text *t, const ts_plan_request *rq, const ts_plan_layout *l
             l->allreduce_hidden_s * 1e3, l->allreduce_s > 0 ? 100 * l->allreduce_hidden_s / l->allreduce_s : 0);
     else
         put(t, "all-reduce: none (%s)\n", l->replicas > 1 ? "no gradients to sum" : "one replica");
-    put(t, "step: %.2f ms (%d replica%s x %d micro-batch%s x %d sequences); estimated %.1f seq/s\n", l->step_s * 1e3,
+    put(t, "step: %.2f ms (%d replica%s x %d micro-batch%s x %d %s); estimated %.1f seq/s\n", l->step_s * 1e3,
         l->replicas, l->replicas == 1 ? "" : "s", l->micro_batches, l->micro_batches == 1 ? "" : "es", rq->batch,
-        l->seq_per_s);
+        rq->sequences_per_row > 1 ? "packed rows" : "sequences", l->seq_per_s);
+    if (rq->sequences_per_row > 1) put(t, "packed: %.3f sequences a row on average\n", rq->sequences_per_row);
     if (!l->fits && l->why[0]) put(t, "does not fit: %s\n", l->why);
     if (l->command[0]) put(t, "command:\n  %s\n", l->command);
 }

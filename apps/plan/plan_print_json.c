@@ -30,6 +30,7 @@ static void add_request(cJSON *root, const ts_plan_request *rq) {
     cJSON_AddStringToObject(r, "weight_dtype", dtype_word(rq->weight_dtype));
     cJSON_AddStringToObject(r, "precision", ts_precision_name(rq->dtype, rq->weight_dtype));
     cJSON_AddNumberToObject(r, "global_batch", rq->global_batch);
+    cJSON_AddNumberToObject(r, "sequences_per_row", rq->sequences_per_row > 1 ? rq->sequences_per_row : 1);
     cJSON_AddStringToObject(r, "optimizer", rq->optimizer == TS_OPTIM_LAMB ? "lamb" : "adamw");
     cJSON_AddNumberToObject(r, "count", rq->count);
     cJSON *d = cJSON_AddObjectToObject(root, "device");
