@@ -15,7 +15,11 @@
  *
  * tessera runs twice, as configured and with per-layer recomputation (ts_bert_config.recompute),
  * unless --recompute asks for that alone; the ratio to PyTorch is of the first.
- * Usage: train_memory [--steps N (3)] [--layers L (12)] [--recompute] [--bf16] [--tessera-only]
+ * --precision MODE trains tessera in a mode of ts_precision_parse: bf16 is --bf16 (bf16 matmuls, f32
+ * master weights), bf16-sr keeps weights, gradients and Adam's moments in bf16 (ts_graph_store_params;
+ * 8 bytes a parameter against 16), fp16-sr likewise in f16 (without loss scaling here: a few steps).
+ * Usage: train_memory [--steps N (3)] [--layers L (12)] [--recompute] [--bf16] [--precision MODE]
+ *                     [--tessera-only]
  * Threads: OMP_NUM_THREADS, or every CPU; PyTorch is given the same count (torch.set_num_threads:
  * its own default counts physical cores, 1 on this machine's 2 vCPUs).
  */
@@ -46,17 +50,17 @@ static double median(double *v, int n) { return median_inplace(v, n); }
 #define DIE(...) do { fprintf(stderr, "train_memory: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 
 /* The tessera side, in a child process: prints "steps_s s1 s2 ..." and the memory report. */
-static void tessera_child(int steps, int layers, int recompute, int bf16) {
+static void tessera_child(int steps, int layers, int recompute, ts_dtype compute, ts_dtype weights) {
     ts_bert_config cfg;
     ts_bert_config_default(&cfg);
     cfg.num_hidden_layers = layers;
-    cfg.compute_dtype = bf16 ? TS_BF16 : TS_F32;
+    cfg.compute_dtype = compute;
     cfg.recompute = recompute;
     ts_graph *g = ts_graph_new();
     ts_graph_set_seed(g, 1);
     ts_bert_outputs out;
     if (ts_bert_build(g, &cfg, TS_BERT_PRETRAINING, B, T, &out) != TS_OK ||
-        ts_backward(g, out.loss) != TS_OK)
+        (weights != TS_F32 && ts_graph_store_params(g, weights) != TS_OK) || ts_backward(g, out.loss) != TS_OK)
         DIE("building the model: %s", ts_last_error());
     float lr = 1e-4f;
     ts_tensor *lrt = ts_tensor_from(TS_F32, 0, NULL, &lr);
@@ -105,10 +109,13 @@ static void tessera_child(int steps, int layers, int recompute, int bf16) {
     ts_program_free(p);
 }
 
-typedef struct { int steps, layers, recompute, bf16; } targs;
+typedef struct {
+    int steps, layers, recompute;
+    ts_dtype compute, weights;
+} targs;
 static void run_tessera(const void *a) {
     const targs *t = a;
-    tessera_child(t->steps, t->layers, t->recompute, t->bf16);
+    tessera_child(t->steps, t->layers, t->recompute, t->compute, t->weights);
 }
 static void run_torch(const void *a) {
     const targs *t = a;
@@ -123,20 +130,23 @@ static void run_torch(const void *a) {
 }
 
 int main(int argc, char **argv) {
-    targs a = {3, 12, 0, 0};
+    targs a = {3, 12, 0, TS_F32, TS_F32};
     int tessera_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc) a.steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--layers") && i + 1 < argc) a.layers = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--recompute")) a.recompute = 1;
-        else if (!strcmp(argv[i], "--bf16")) a.bf16 = 1;
+        else if (!strcmp(argv[i], "--bf16")) a.compute = TS_BF16;
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc) {
+            if (ts_precision_parse(argv[++i], &a.compute, &a.weights)) DIE("%s", ts_last_error());
+        }
         else if (!strcmp(argv[i], "--tessera-only")) tessera_only = 1;
         else DIE("unknown argument '%s' (usage: train_memory [--steps N] [--layers L] [--recompute] "
-                 "[--bf16] [--tessera-only])", argv[i]);
+                 "[--bf16] [--precision MODE] [--tessera-only])", argv[i]);
     }
     if (a.steps < 2 || a.layers < 1) DIE("--steps must be >= 2 and --layers >= 1");
     printf("BERT-Base pre-training, %d layers, batch %d x seq %d, AdamW, %s%s, %d steps "
-           "(the first is warm-up)\n", a.layers, B, T, a.bf16 ? "bf16 matmuls" : "f32",
+           "(the first is warm-up)\n", a.layers, B, T, ts_precision_name(a.compute, a.weights),
            a.recompute ? ", recomputation" : "", a.steps);
 
     static char out_ts[4096], out_pt[4096];
@@ -157,6 +167,12 @@ int main(int argc, char **argv) {
                t.recompute ? " (recompute)" : "", rss / 1024.0, median(times + 1, n - 1),
                B / median(times + 1, n - 1));
         if (mem) printf("           planned: %s", mem);
+        double np = 0, pb = 0, gb = 0, sb = 0; /* bytes a parameter, from the plan */
+        if (mem && sscanf(mem, "memory params %lf grads %lf state %lf", &pb, &gb, &sb) == 3)
+            np = pb / (a.weights == TS_F32 ? 4 : 2);
+        if (np > 0)
+            printf("           weights + gradients + optimizer state: %.2f + %.2f + %.2f = %.2f bytes a parameter\n",
+                   pb / np, gb / np, sb / np, (pb + gb + sb) / np);
         if (pass == 0) rss_ts = rss, n_ts = n;
     }
     if (tessera_only) return 0;
