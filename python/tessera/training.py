@@ -41,7 +41,7 @@ def train(model, train, out, *, task="classify", dev=None, epochs=3, batch=32, m
           split_seed=-1, test_split=0.2, test_every=1, text_column="text", text_b_column=None,
           label_column="label", truncate="head", doc_stride=0, max_query_len=0, n_best=TS_SQUAD_N_BEST,
           max_answer_len=TS_SQUAD_MAX_ANSWER_LEN, relocate_answers=False, threads=0, bf16=False, recompute=False,
-          callback=None, verbose=True):
+          precision=None, pack=0, callback=None, verbose=True):
     """Fine-tune model directory `model` on file `train` into model directory `out`, with the
     options of `tessera finetune` (the same names with _ for -, the same defaults). task
     "classify": a labelled TSV / CSV / JSONL file; "qa": a SQuAD v1.1 JSON file (dev: scored
@@ -62,7 +62,8 @@ def train(model, train, out, *, task="classify", dev=None, epochs=3, batch=32, m
         max_answer_len=0 if max_answer_len == TS_SQUAD_MAX_ANSWER_LEN else max_answer_len,
         relocate_answers=int(relocate_answers), optimizer=b(optimizer), lr=lr, warmup=warmup,
         weight_decay=weight_decay, max_grad_norm=max_grad_norm, momentum=momentum, epochs=epochs, batch=batch,
-        max_len=max_len, max_steps=max_steps, seed=seed, threads=threads, bf16=int(bf16), recompute=int(recompute))
+        max_len=max_len, max_steps=max_steps, seed=seed, threads=threads, bf16=int(bf16), recompute=int(recompute),
+        precision=b(precision), pack=pack)
     status = _finetune_run(C.byref(o))
     if rows.errors:
         raise rows.errors[0]

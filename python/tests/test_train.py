@@ -28,6 +28,19 @@ def test_twenty_steps_equal_the_command(pre, work):
     assert any("test_accuracy" in json.dumps(r) for r in rows)
 
 
+def test_precision_and_packing_equal_the_command(pre, work):
+    """bf16 weights with stochastic rounding and packed texts: the command's model, byte for byte."""
+    run_cli("finetune", "--model", pre, "--train", work / "data.tsv", "--out", work / "clisr", "--max-steps", "6",
+            "--batch", "4", "--max-len", "32", "--seed", "5", "--threads", THREADS, "--precision", "bf16-sr",
+            "--pack", "4")
+    tessera.train(str(pre), str(work / "data.tsv"), str(work / "pysr"), verbose=False, max_steps=6, batch=4, max_len=32,
+                  seed=5, threads=int(THREADS), precision="bf16-sr", pack=4)
+    assert (work / "pysr" / "model.safetensors").read_bytes() == (work / "clisr" / "model.safetensors").read_bytes()
+    with pytest.raises(tessera.Error, match="precision"):
+        tessera.train(str(pre), str(work / "data.tsv"), str(work / "pybad"), verbose=False, max_steps=1,
+                      precision="f8")
+
+
 def test_bad_data_raises(pre, work, tmp_path):
     (tmp_path / "bad.tsv").write_text("label\ttext\npos\tthe cat runs\nneg\n")
     with pytest.raises(tessera.Error, match="bad.tsv"):
