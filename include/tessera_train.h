@@ -241,7 +241,8 @@ TS_API ts_value ts_lr_schedule(ts_graph *g, const ts_lr_schedule_opts *o);
  * beside them ([N x K], each step's lr on its micro-batches). The losses come back per
  * micro-batch; a step's is the mean over its micro-batches that held rows. A non-finite loss
  * ends the run (unless skip_nonfinite: fp16, where the step was skipped and the scale lowered).
- * Each step writes a metrics row {"step", "time_s", <losses>, "lr", "seq_per_s", <extras>}. */
+ * Each step writes a metrics row {"step", "time_s", <losses>, "lr", "seq_per_s", <extras>}; seq_per_s
+ * counts the rows next_batch reported a second (a row of packed sequences counts once). */
 #define TS_TRAIN_MAX_LOSSES 8
 typedef struct ts_train_spec {
     size_t struct_size;

@@ -26,6 +26,7 @@ typedef struct pt_run {
     ts_batch_buf bb;
     ts_pack_buf pb;    /* packed rows (shape pack > 1): positions, [CLS] positions, NSP labels */
     int64_t seqs;      /* pairs trained (a row each, or packed) */
+    int64_t rows_fed;  /* rows they came in (ts_train's rate counts rows) */
     ts_pretrain_heldout *held;
     int nheld;         /* held-out batches */
     FILE *metrics;     /* OUT/metrics.jsonl (rank 0) */
@@ -67,7 +68,7 @@ static int pt_fill(void *ctx, int64_t step, int micro, int slice, int *rows) {
         st = ts_pretrain_next(R->reader, &R->bb.b, rows);
         nseq = *rows;
     }
-    R->seqs += nseq;
+    R->seqs += nseq, R->rows_fed += *rows;
     if (st == TS_OK && R->bb.predictions) ts_batch_buf_compact(&R->bb, slice); /* the masker caps at P */
     ts_batch_buf_slice(&R->bb, 0);
     if (st != TS_OK && strstr(ts_last_error(), "no sentence pair")) R->no_pairs = 1;
@@ -82,7 +83,9 @@ static ts_status pt_feed(void *ctx, ts_program *p) {
 static void pt_step(void *ctx, const ts_train_step_report *r) {
     pt_run *R = ctx;
     if (isfinite(r->losses[0])) R->sum += r->losses[0], R->sum_mlm += r->losses[1], R->sum_nsp += r->losses[2], R->n_sum++;
-    ts_progress_step(&R->pr, r->step, r->losses[0], r->seq_per_s);
+    /* ts_train's rate is rows a second: packed rows hold seqs / rows_fed pairs each */
+    double per_row = R->rows_fed > 0 ? (double)R->seqs / (double)R->rows_fed : 1;
+    ts_progress_step(&R->pr, r->step, r->losses[0], r->seq_per_s * per_row);
 }
 
 /* A pipeline's stages: how long they ran, and the bubble; printed and logged once, after the
