@@ -443,9 +443,10 @@ typedef struct ts_node_work {
     int phase;       /* 0 forward, 1 backward (each once per micro-batch; gradient accumulation
                         is backward), 2 the update (once per step) */
     ts_dtype dtype;  /* of its first input (f32 when it has none) */
-    double flops;    /* 2 M N K per product (batch included) for matmul and conv; 0 for other ops */
+    double flops;    /* 2 M N K per product (batch included) for matmul and conv; attention: its products,
+                        4 B H T S D forward, 10 B H T S D backward (program_work.c); 0 for other ops */
     double bytes;    /* its inputs read and outputs written, each once */
-    int64_t m, n, k; /* a matmul's or conv's GEMM shape, one product of its batch; 0 otherwise */
+    int64_t m, n, k; /* a matmul's or conv's GEMM shape, one product of its batch (attention: T, S, D); 0 otherwise */
 } ts_node_work;
 /* The kernels of stage `stage` (0 .. ts_program_num_stages - 1) of p, in the order they run:
  * the first cap of them written to out, in order. Views (a reshape: an output that is its input's

@@ -68,6 +68,30 @@ TS_API ts_value ts_layer_norm(ts_graph *g, ts_value x, ts_value gamma, ts_value 
 /* Inverted dropout with drop probability p: a fresh mask each run, a function of (graph seed,
  * this op, run step), so runs are reproducible. Identity in programs compiled for inference. */
 TS_API ts_value ts_dropout(ts_graph *g, ts_value x, float p);
+/* Scaled dot-product attention as one op, PyTorch's scaled_dot_product_attention:
+ *   y = dropout(softmax(q k^T scale + mask), dropout_p) v
+ * run on tiles with an online softmax (FlashAttention's algorithm), so the [T, S] scores and
+ * probabilities are never stored; the backward recomputes them. Shapes by layout:
+ *   TS_ATTN_BHTD  q [B, H, T, D], k and v [B, H, S, D] -> y [B, H, T, D]
+ *   TS_ATTN_BTHD  q [B, T, H, D], k and v [B, S, H, D] -> y [B, T, H, D] (a Linear's output
+ *                 reshaped to heads: no transposes in or out)
+ * q, k, v f32. mask: TS_NONE or additive f32 broadcastable to [B, H, T, S] (padding [B, 1, 1, S],
+ * packed sequences' block diagonal [B, 1, T, S]); it gets no gradient. compute: TS_F32, or TS_BF16
+ * to multiply as autocast does (every product's operands rounded to bf16, f32 sums). dropout_p in
+ * [0, 1) drops probabilities with ts_dropout's generator; identity in programs compiled for
+ * inference. Gradients for q, k, v. ts_graph_fuse_attention makes these nodes from the unfused
+ * pattern. */
+TS_API ts_value ts_attention(ts_graph *g, ts_value q, ts_value k, ts_value v, ts_value mask, float scale,
+                             float dropout_p, int layout, ts_dtype compute);
+/* Rewrite each unfused attention of g — matmul(q, k, trans_b) -> scale(alpha, 0) -> softmax(., mask?)
+ * -> dropout? -> matmul(., v), with bf16 autocast's casts around both products allowed — into one
+ * ts_attention node: TS_ATTN_BTHD when q, k, v are transpose(x, {0, 2, 1, 3}) of some x and the
+ * output goes through that transpose (the transposes then unread), else TS_ATTN_BHTD. The node
+ * keeps the dropout's generator, so it drops exactly what the unfused ops dropped. A pattern is
+ * left as it is when a value inside it has another reader or a name, its nodes span pipeline
+ * stages or recompute segments, or its mask depends on a parameter. Call before ts_backward (an
+ * error after it). Returns the number of attention nodes made, or -1 (ts_last_error). */
+TS_API int ts_graph_fuse_attention(ts_graph *g);
 /* Mean cross-entropy of logits[..., C] against integer labels[...]; labels equal to ignore_index
  * are left out of the mean (the loss is 0 when all are). Returns a scalar. A label outside
  * [0, C) that is not ignore_index fails the run with TS_ERR_RUNTIME. */

@@ -59,6 +59,8 @@ typedef enum ts_math_fn {
     TS_MATH_SHRINK,           /* x < -alpha ? x + beta : x > alpha ? x - beta : 0 (ONNX lambd, bias) */
     TS_MATH_COUNT
 } ts_math_fn;
+/* ts_attention's layouts (tessera_graph_ops.h): where heads and positions sit in q, k, v, y. */
+typedef enum ts_attn_layout { TS_ATTN_BHTD = 0, TS_ATTN_BTHD = 1 } ts_attn_layout;
 typedef enum ts_binop {
     TS_BIN_EQUAL = 0, TS_BIN_LESS, TS_BIN_LESS_EQUAL, TS_BIN_GREATER, TS_BIN_GREATER_EQUAL, /* -> u8 0 / 1 */
     TS_BIN_AND, TS_BIN_OR, TS_BIN_XOR, /* u8 operands (non-zero is true) -> u8 0 / 1 */

@@ -125,6 +125,19 @@ static void b_dropout(bo_ctx *c, const bo_case *k) {
     bo_out(c, ts_dropout(c->g, bo_f32(c, k->a, -2, 2, 1), k->f[0]));
 }
 
+/* attention(q [a], k and v [b], mask, 1 / sqrt(D), dropout p f[0], layout i[0], compute dtype i[2]): q, k,
+ * v f32 in the layout's order ([B, H, T|S, D] or [B, T|S, H, D]); i[1] = 0 no mask, 1 a padding mask
+ * [B, 1, 1, S], 2 a full one [B, H, T, S] (additive, an f32 input in [-3, 0)). */
+static void b_attention(bo_ctx *c, const bo_case *k) {
+    int bthd = k->i[0] == TS_ATTN_BTHD;
+    int64_t B = k->a.d[0], H = k->a.d[bthd ? 2 : 1], T = k->a.d[bthd ? 1 : 2], S = k->b.d[bthd ? 1 : 2];
+    ts_value q = bo_f32(c, k->a, -2, 2, 1), kk = bo_f32(c, k->b, -2, 2, 1), v = bo_f32(c, k->b, -1, 1, 1);
+    bo_shape ms = k->i[1] == 1 ? (bo_shape)SH(B, 1, 1, S) : (bo_shape)SH(B, H, T, S);
+    ts_value m = k->i[1] ? bo_f32(c, ms, -3, 0, 0) : TS_NONE;
+    float scale = 1.f / sqrtf((float)k->a.d[3]);
+    bo_out(c, ts_attention(c->g, q, kk, v, m, scale, k->f[0], (int)k->i[0], (ts_dtype)k->i[2]));
+}
+
 /* matmul(x0 [a], x1 [b], trans_a i[0], trans_b i[1]); i[2] = 1: + bias [N], then gelu (in
  * inference the fusion pass makes one matmul with a bias and an activation of it); i[2] = 2: the
  * bf16 product cast to f32 (fused into a matmul with an f32 output); i[3] = 1: x1 is a weight. */
@@ -482,6 +495,14 @@ static const bo_case bo_cases[] = {
     {"layer_norm", b_layernorm, SH(4, 1), SH0, {0, 0}, .grad = 1}, {"layer_norm", b_layernorm, SH(1, 6), SH0, {0, 1}, .grad = 1},
     {"dropout", b_dropout, SH(7, 13), SH0, .f = {0.3f}, .grad = 1, .mode = BO_TRAIN_FWD},
     {"dropout", b_dropout, SH(3, 4, 5), SH0, .f = {0.5f}, .grad = 1, .mode = BO_TRAIN_FWD},
+    /* attention.c: q [B, H, T, D] or [B, T, H, D], k and v of S keys; odd T, S, D; S past a 64-key
+     * tile; bf16 compute; dropout in a training program (the gradient variants: attention_grad) */
+    {"attention", b_attention, SH(2, 2, 5, 8), SH(2, 2, 7, 8), {TS_ATTN_BHTD, 0, TS_F32}, .grad = 1},
+    {"attention", b_attention, SH(2, 5, 2, 24), SH(2, 9, 2, 24), {TS_ATTN_BTHD, 1, TS_F32}, .grad = 1},
+    {"attention", b_attention, SH(1, 3, 4, 16), SH(1, 3, 70, 16), {TS_ATTN_BHTD, 2, TS_BF16}, .grad = 1},
+    {"attention", b_attention, SH(1, 7, 2, 12), SH(1, 7, 2, 12), {TS_ATTN_BTHD, 0, TS_BF16}, .grad = 1},
+    {"attention", b_attention, SH(2, 6, 2, 16), SH(2, 6, 2, 16), {TS_ATTN_BTHD, 1, TS_F32}, {0.2f}, .grad = 1,
+     .mode = BO_TRAIN_FWD},
     /* matmul.c */
     {"matmul", b_matmul, SH(7, 13), SH(13, 5), .grad = 1, .dtypes = BO_FLOATS},
     {"matmul", b_matmul, SH(13, 7), SH(5, 13), {1, 1}, .grad = 1, .dtypes = BO_FLOATS},

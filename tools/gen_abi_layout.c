@@ -187,6 +187,7 @@ static void structs(void) {
     FIELD(ts_bert_config, untie_word_embeddings);
     FIELD(ts_bert_config, max_predictions_per_seq);
     FIELD(ts_bert_config, max_sequences_per_pack);
+    FIELD(ts_bert_config, eager_attention);
     struct_end();
 
     STRUCT(ts_model_meta);

@@ -16,4 +16,9 @@
 
 #include "common/struct_base.h"
 
+/* 1 when device runs the fused attention op natively: the CPU (NULL, "cpu", "cpu:N"). A BERT built
+ * for another device sets ts_bert_config.eager_attention, so that device runs the unfused ops it
+ * has kernels for, not the fused one by CPU fallback (or a refusal, with strict_device). */
+static inline bool app_fuses_attention(const char *device) { return !device || !strncmp(device, "cpu", 3); }
+
 #endif

@@ -131,6 +131,12 @@ typedef struct ts_bert_config {
     int max_sequences_per_pack;         /* S > 1: packed rows, up to S sequences in each row of T
                                            tokens (Krell et al. 2021; see "Packed sequences" at
                                            ts_bert_build); 0 or 1 (default): one per row */
+    int eager_attention;                /* 1: attention as separate ops (matmul, softmax, dropout,
+                                           matmul: transformers' attn_implementation "eager");
+                                           0 (default): one fused op per layer (ts_attention, made
+                                           by ts_graph_fuse_attention at the end of ts_bert_build),
+                                           the same numbers and dropout masks without storing the
+                                           [B, H, T, T] scores */
 } ts_bert_config;
 
 /* Hugging Face's BertConfig() defaults (bert-base-uncased): V 30522, C 768, 12 layers, 12 heads,

@@ -707,6 +707,9 @@ ts_status ts_bert_build(ts_graph *g, const ts_bert_config *cfg, ts_bert_head hea
     case TS_BERT_QUESTION_ANSWERING: head_question_answering(g, cfg, x, o.attention_mask, B, T, S, &o); break;
     }
     if (ls) ts_graph_stage_end(g);
+    /* one attention op per layer from the ops bert_attention built (the graph's other attention too) */
+    if (!cfg->eager_attention && ts_graph_status(g) == TS_OK && ts_graph_fuse_attention(g) < 0)
+        return ts_graph_fail(g, ts_last_status(), "ts_bert_build: %s", ts_last_error()), ts_graph_status(g);
     if (out) *out = o;
     return ts_graph_status(g);
 }

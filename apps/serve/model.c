@@ -46,7 +46,10 @@ static ts_program *compile_shape(const serve_model *m, const serve_opts *o, cons
     ts_bert_outputs out;
     const char *fetch[7];
     ts_program *p = NULL;
-    if (g && ts_bert_build(g, &m->cfg, m->cfg.head, batch, seq, &out) == TS_OK) {
+    ts_bert_config c = m->cfg; /* the library's own whole struct; attention unfused off the CPU */
+    c.struct_size = sizeof c;
+    c.eager_attention |= !app_fuses_attention(o->device);
+    if (g && ts_bert_build(g, &c, c.head, batch, seq, &out) == TS_OK) {
         int nf = ts_bert_output_names(&out, fetch);
         p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts),
                                              .device = o->device ? o->device : "cpu", .num_threads = o->threads,

@@ -18,6 +18,7 @@ ts_status ts_bert_export_onnx(const ts_bert_config *config, const ts_bert_export
     o = &oc;
     info->seq = o->seq > 0 ? o->seq : c.max_position_embeddings < 128 ? c.max_position_embeddings : 128;
     ts_bert_config_inference(&c, TS_F32);
+    c.struct_size = sizeof c, c.eager_attention = 1; /* ONNX has no attention op: the unfused ops */
     ts_program *p = NULL;
     ts_graph *g = ts_graph_new();
     if (!g) return ts_last_status() ? ts_last_status() : TS_ERR_NOMEM;

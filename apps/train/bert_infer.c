@@ -67,7 +67,11 @@ static ts_status infer_compile(const ts_bert_infer_opts *o, ts_program **p, cons
     }
     ts_graph_set_seed(g, o->seed);
     ts_bert_outputs out;
-    if (ts_bert_build(g, cfg, cfg->head, o->batch, o->seq, &out) != TS_OK) {
+    ts_bert_config c; /* attention unfused on a device without the fused op */
+    int bad = TS_STRUCT_READ(&c, cfg, ts_bert_config, "ts_bert_infer_build") != 0;
+    c.struct_size = sizeof c;
+    c.eager_attention |= !app_fuses_attention(o->device);
+    if (bad || ts_bert_build(g, &c, c.head, o->batch, o->seq, &out) != TS_OK) {
         ts_writef(o->err, o->err_ctx, "%s: %s (model %s, inputs %s [%d, %d])\n", o->name, ts_last_error(),
                   o->config_path, o->inputs, o->batch, o->seq);
         ts_graph_free(g);

@@ -20,7 +20,13 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
     ts_graph_set_seed(g, o->seed);
     ts_bert_outputs out;
     const char *what = "building the model";
-    ts_status st = ts_bert_build(g, o->cfg, o->head, o->batch, o->seq, &out);
+    ts_bert_config cfg; /* attention unfused unless every device runs the fused op */
+    ts_status st = TS_STRUCT_READ(&cfg, o->cfg, ts_bert_config, "ts_bert_train_programs") ? TS_ERR_ARG : TS_OK;
+    cfg.struct_size = sizeof cfg;
+    for (int i = 0; i < o->nstage_devices && o->stage_devices; i++)
+        if (!app_fuses_attention(o->stage_devices[i])) cfg.eager_attention = 1;
+    if (!o->stage_devices && !app_fuses_attention(o->device)) cfg.eager_attention = 1;
+    if (!st) st = ts_bert_build(g, &cfg, o->head, o->batch, o->seq, &out);
     if (!st && o->weight_dtype != TS_F32) st = ts_graph_store_params(g, o->weight_dtype);
     int N = o->accumulation > 1 ? o->accumulation : 1, K = o->steps_per_call > 1 ? o->steps_per_call : 1;
     const char *device = !o->stage_devices ? o->device : NULL;
@@ -29,7 +35,7 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
         ts_value lr = ts_input(g, "lr", TS_F32, 0, NULL);
         what = "adding the backward pass";
         /* planning only: fp16 without loss scaling, which a pipeline does not run yet (same memory) */
-        int scaled = o->cfg->compute_dtype == TS_F16 && !plan_only;
+        int scaled = cfg.compute_dtype == TS_F16 && !plan_only;
         st = scaled ? ts_backward_scaled(g, out.loss, NULL) : ts_backward(g, out.loss);
         if (!st) {
             what = "adding the optimizer";

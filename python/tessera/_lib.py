@@ -231,7 +231,8 @@ class BertConfig(C.Structure):
                 ("head", C.c_int), ("architecture", C.c_char * 64), ("attention_mask_dtype", C.c_int),
                 ("compute_dtype", C.c_int), ("recompute", C.c_int), ("layer_stages", C.POINTER(C.c_int)),
                 ("embedding_stage", C.c_int), ("head_stage", C.c_int), ("untie_word_embeddings", C.c_int),
-                ("max_predictions_per_seq", C.c_int), ("max_sequences_per_pack", C.c_int)]
+                ("max_predictions_per_seq", C.c_int), ("max_sequences_per_pack", C.c_int),
+                ("eager_attention", C.c_int)]
 
 
 class ModelMeta(C.Structure):

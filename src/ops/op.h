@@ -49,6 +49,11 @@ float ts_conv_i8_act_scale(const ts_node *n, const float *x, int64_t count, floa
  * the quantization pass and the CPU kernel of conv2d_i8 ask it). */
 int ts_fixed_weight(const ts_graph *g, int v);
 
+/* ts_attention with the dropout's salt given (ops/attention.c): the fusion pass passes the salt
+ * of the dropout it replaces, so the fused node drops what the unfused graph dropped. */
+ts_value ts_attention_node(ts_graph *g, ts_value q, ts_value k, ts_value v, ts_value mask, float scale, float dropout_p,
+                           int layout, ts_dtype compute, int64_t salt);
+
 /* A message-prefix helper: infer functions write "op 'add': ..." via this. */
 #define TS_OPERR(g, n, code, ...) ts_err(code, __VA_ARGS__)
 

@@ -148,6 +148,7 @@ static void rewrite_for_inference(build *b) {
             n->attr.ni = y->ndim;
             for (int d = 0; d < y->ndim; d++) n->attr.i[d] = y->shape[d];
         }
+        if (n->op == TS_OP_ATTENTION) n->attr.f[1] = 0.f; /* its dropout too */
     }
 }
 

@@ -43,8 +43,22 @@ static void conv_work(const ts_graph *g, const ts_node *n, ts_node_work *w) {
     w->n = w->k ? (int64_t)(w->flops / 2.0 / (double)w->k / (double)(w->m ? w->m : 1)) : 1;
 }
 
+/* attention (q, k, v, ...) of B H heads, T queries, S keys, head size D (ops/attention.c): its
+ * products as they run, the forward's two (q k^T, p v: 4 B H T S D FLOPs), the backward's five (the
+ * scores again, gy v^T, pd^T gy, gz k, gz^T q: 10 B H T S D); GEMM shape M = T, N = S, K = D, in
+ * the op's compute dtype. Its bytes are its inputs and outputs only: no [T, S] tile reaches memory. */
+static void attention_work(const ts_graph *g, const ts_node *n, ts_node_work *w) {
+    const int64_t *q = g->vals[n->in[0]].shape, *k = g->vals[n->in[1]].shape;
+    int bhtd = n->attr.i[2] == TS_ATTN_BHTD;
+    double B = (double)q[0], H = (double)(bhtd ? q[1] : q[2]), T = (double)(bhtd ? q[2] : q[1]),
+           S = (double)(bhtd ? k[2] : k[1]), D = (double)q[3];
+    w->m = (int64_t)T, w->n = (int64_t)S, w->k = (int64_t)D;
+    w->flops = (n->op == TS_OP_ATTENTION ? 4.0 : 10.0) * B * H * T * S * D;
+    w->dtype = (ts_dtype)n->attr.i[3];
+}
+
 /* Node n's work (phase left to the caller): bytes = the sizes of its inputs and outputs (each
- * read or written once), FLOPs and GEMM shape for matmul and conv. 0 when n is a view (an op
+ * read or written once), FLOPs and GEMM shape for matmul, conv and attention. 0 when n is a view (an op
  * whose output 0 is input 0's bytes: no kernel), which the caller leaves out. */
 static int node_work(const ts_graph *g, const ts_node *n, ts_node_work *w) {
     const ts_op_def *def = ts_op_get(n->op);
@@ -56,6 +70,7 @@ static int node_work(const ts_graph *g, const ts_node *n, ts_node_work *w) {
         if (n->in[j] >= 0) w->bytes += (double)ts_val_bytes(&g->vals[n->in[j]]);
     for (int k = 0; k < n->nout; k++) w->bytes += (double)ts_val_bytes(&g->vals[n->out[k]]);
     if (n->op == TS_OP_MATMUL) matmul_work(g, n, w);
+    else if (n->op == TS_OP_ATTENTION || n->op == TS_OP_ATTENTION_GRAD) attention_work(g, n, w);
     else if (n->op == TS_OP_CONV2D || n->op == TS_OP_CONV_TRANSPOSE2D || n->op == TS_OP_CONV2D_GRAD_WEIGHT)
         conv_work(g, n, w);
     return 1;

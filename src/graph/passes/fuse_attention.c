@@ -1,0 +1,211 @@
+/*
+ * fuse_attention.c — ts_graph_fuse_attention: the unfused attention a model builds from ops
+ * becomes one attention node (ops/attention.c), before ts_backward, so the backward pass is the
+ * fused op's too. The pattern, read from its end (values in brackets are optional):
+ *
+ *   s  = matmul(q, k, trans_b = 1)              | bf16: cast(matmul(cast(q, bf16), cast(k, bf16)), f32)
+ *   s  = scale(s, alpha, 0)                     (alpha becomes the op's scale)
+ *   p  = softmax(s[, mask])
+ *   [p = dropout(p, prob)]                      (its salt and seed kept: the same keep bits)
+ *   c  = matmul(p, v)                           | bf16: cast(matmul(cast(p, bf16), cast(v, bf16)), f32)
+ *   [y = transpose(c, {0, 2, 1, 3})]
+ * q, k, v rank-4 f32 [B, H, T|S, D]. When y is transposed and q, k and v are each
+ * transpose(x, {0, 2, 1, 3}) of some x, the node takes the x's in TS_ATTN_BTHD and replaces y, so
+ * the four transposes go too; otherwise it takes q, k, v in TS_ATTN_BHTD and replaces c.
+ * A pattern is left alone when any value inside it (s, p, c, the casts) has a second reader or a
+ * name (it may be fetched), when its nodes sit on two pipeline stages or recompute segments, or
+ * when the mask depends on a parameter (the fused op gives the mask no gradient).
+ * The rewrite: the pattern's last node becomes the attention node in place (same output value,
+ * so its readers are untouched, and the node's index is after every input's producer); the other
+ * pattern nodes are left unread, for dead-code elimination at compile time.
+ */
+#include "graph/opdef.h"
+
+#include <stdlib.h>
+
+typedef struct {
+    const ts_graph *g;
+    int *readers;  /* per value: nodes reading it */
+    int *reader;   /* per value: the last node reading it */
+    int nv;        /* values when the pass began (the arrays' size; lse values come after) */
+    int end;       /* node index of the pattern's end */
+    int stage, seg;
+} walk;
+
+static const ts_node *producer(const ts_graph *g, int v) {
+    if (v < 0 || g->vals[v].kind != TS_V_NODE || g->vals[v].node < 0) return NULL;
+    return &g->nodes[g->vals[v].node];
+}
+
+/* Value v is inside the pattern: one reader, no name, produced on the pattern's stage and segment. */
+static int inner(walk *w, int v) {
+    const ts_node *p = v < w->nv ? producer(w->g, v) : NULL;
+    return p && w->readers[v] == 1 && !w->g->vals[v].name && p->stage == w->stage && p->seg == w->seg;
+}
+
+static int is_perm0213(const ts_node *n) {
+    return n && n->op == TS_OP_TRANSPOSE && n->attr.ni == 4 && n->attr.i[0] == 0 && n->attr.i[1] == 2 &&
+           n->attr.i[2] == 1 && n->attr.i[3] == 3;
+}
+
+/* The product's operands behind the compute casts: node n is a matmul (f32: its operands; bf16:
+ * each operand a cast to bf16 of an f32 value, which must be inner). 0 when it does not fit. */
+static int operands(walk *w, const ts_node *n, int trans_b, int bf16, int *a, int *b) {
+    if (!n || n->op != TS_OP_MATMUL || n->nin != 2 || n->attr.i[0] != 0 || n->attr.i[1] != trans_b || n->attr.i[2])
+        return 0;
+    *a = n->in[0], *b = n->in[1];
+    if (!bf16) return w->g->vals[*a].dtype == TS_F32 && w->g->vals[*b].dtype == TS_F32;
+    for (int k = 0; k < 2; k++) {
+        int *x = k ? b : a;
+        const ts_node *c = producer(w->g, *x);
+        if (!c || c->op != TS_OP_CAST || !inner(w, *x) || w->g->vals[*x].dtype != TS_BF16) return 0;
+        *x = c->in[0];
+        if (w->g->vals[*x].dtype != TS_F32) return 0;
+    }
+    return 1;
+}
+
+/* The matmul behind value v (f32) and whether it is a bf16 product behind a cast; NULL if none. */
+static const ts_node *product(walk *w, int v, int *bf16) {
+    const ts_node *n = producer(w->g, v);
+    *bf16 = 0;
+    if (n && n->op == TS_OP_CAST && w->g->vals[n->in[0]].dtype == TS_BF16) {
+        if (!inner(w, n->in[0])) return NULL;
+        *bf16 = 1;
+        n = producer(w->g, n->in[0]);
+    }
+    return n && n->op == TS_OP_MATMUL ? n : NULL;
+}
+
+/* 1 when value v depends on a parameter (DFS over producers; seen marks visited values). */
+static int on_param(const ts_graph *g, int v, int nv, uint8_t *seen) {
+    if (v < 0 || v >= nv || seen[v]) return 0;
+    seen[v] = 1;
+    if (g->vals[v].kind == TS_V_PARAM) return 1;
+    const ts_node *n = producer(g, v);
+    for (int i = 0; n && i < n->nin; i++)
+        if (on_param(g, n->in[i], nv, seen)) return 1;
+    return 0;
+}
+
+typedef struct {
+    int q, k, v, mask, layout, compute;
+    float scale, p;
+    int64_t salt;
+} match;
+
+/* Match the pattern ending at node index e; 1 with *m filled, else 0. */
+static int match_at(walk *w, int e, match *m, uint8_t *seen) {
+    const ts_graph *g = w->g;
+    const ts_node *end = &g->nodes[e];
+    w->end = e, w->stage = end->stage, w->seg = end->seg;
+    int c = end->out[0], bthd = is_perm0213(end);
+    if (bthd) {
+        c = end->in[0];
+        if (!inner(w, c)) return 0;
+    }
+    int bf16, bf16s, p, v, s, q, k;
+    const ts_node *pv = product(w, c, &bf16);
+    if (!pv || !operands(w, pv, 0, bf16, &p, &v)) return 0;
+    if (pv->out[0] != c && !inner(w, pv->out[0])) return 0;
+    if (!inner(w, p)) return 0;
+    const ts_node *pn = producer(g, p);
+    m->p = 0.f, m->salt = g->nvals;
+    if (pn->op == TS_OP_DROPOUT) {
+        m->p = pn->attr.f[0], m->salt = pn->attr.i[0];
+        if ((uint64_t)pn->attr.i[1] != g->seed) return 0; /* made under another seed: its bits differ */
+        p = pn->in[0];
+        if (!inner(w, p)) return 0;
+        pn = producer(g, p);
+    }
+    if (pn->op != TS_OP_SOFTMAX) return 0;
+    m->mask = pn->nin > 1 ? pn->in[1] : -1;
+    s = pn->in[0];
+    const ts_node *sc = producer(g, s);
+    if (!inner(w, s) || sc->op != TS_OP_SCALE || sc->attr.f[1] != 0.f) return 0;
+    m->scale = sc->attr.f[0];
+    s = sc->in[0];
+    const ts_node *qk = product(w, s, &bf16s);
+    if (!inner(w, s) || !qk || bf16s != bf16 || !operands(w, qk, 1, bf16, &q, &k)) return 0;
+    if (qk->out[0] != s && !inner(w, qk->out[0])) return 0;
+    const ts_val *qv = &g->vals[q], *kv = &g->vals[k], *vv = &g->vals[v];
+    if (qv->ndim != 4 || kv->ndim != 4 || vv->ndim != 4) return 0;
+    if (m->mask >= 0) {
+        memset(seen, 0, (size_t)w->nv);
+        if (on_param(g, m->mask, w->nv, seen)) return 0;
+    }
+    m->layout = TS_ATTN_BHTD;
+    if (bthd && is_perm0213(producer(g, q)) && is_perm0213(producer(g, k)) && is_perm0213(producer(g, v))) {
+        m->layout = TS_ATTN_BTHD;
+        q = producer(g, q)->in[0], k = producer(g, k)->in[0], v = producer(g, v)->in[0];
+    } else if (bthd) {
+        return 0; /* the end transposes, the inputs do not: the form ending at c was taken */
+    } else if (w->readers[c] == 1 && !g->vals[c].name && is_perm0213(&g->nodes[w->reader[c]]) &&
+               is_perm0213(producer(g, q)) && is_perm0213(producer(g, k)) && is_perm0213(producer(g, v))) {
+        return 0; /* the transpose reading c will take the whole, in BTHD */
+    }
+    m->q = q, m->k = k, m->v = v, m->compute = bf16 ? TS_BF16 : TS_F32;
+    return 1;
+}
+
+/* Node e becomes the attention node of m, its output kept, an lse value added. */
+static int rewrite(ts_graph *g, int e, const match *m) {
+    int lse = ts_val_add(g, TS_V_NODE, TS_F32, 0, NULL);
+    if (lse == TS_NONE) return -1;
+    ts_node *n = &g->nodes[e];
+    int y = n->out[0];
+    ts_node r = *n;
+    r.op = TS_OP_ATTENTION;
+    r.nin = m->mask >= 0 ? 4 : 3;
+    for (int i = 0; i < TS_MAX_IN; i++) r.in[i] = -1;
+    r.in[0] = m->q, r.in[1] = m->k, r.in[2] = m->v, r.in[3] = m->mask;
+    memset(&r.attr, 0, sizeof r.attr);
+    r.attr.f[0] = m->scale, r.attr.f[1] = m->p;
+    r.attr.i[0] = m->salt, r.attr.i[1] = (int64_t)g->seed, r.attr.i[2] = m->layout, r.attr.i[3] = m->compute;
+    r.attr.ni = 4;
+    r.nout = 2;
+    r.out[0] = y, r.out[1] = lse;
+    g->vals[lse].node = e;
+    ts_val keep = g->vals[y];
+    *n = r;
+    ts_status s = ts_op_get(TS_OP_ATTENTION)->infer(g, n);
+    if (s || g->vals[y].ndim != keep.ndim || memcmp(g->vals[y].shape, keep.shape, sizeof keep.shape)) {
+        /* cannot happen for a matched pattern; put the node back rather than change a shape */
+        *n = (ts_node){0};
+        return -2;
+    }
+    return 0;
+}
+
+int ts_graph_fuse_attention(ts_graph *g) {
+    if (!g) return ts_err(TS_ERR_ARG, "ts_graph_fuse_attention: graph is NULL"), -1;
+    if (g->status) return ts_err(g->status, "ts_graph_fuse_attention: %s", ts_graph_msg(g)), -1;
+    if (g->has_backward)
+        return ts_err(TS_ERR_ARG, "ts_graph_fuse_attention: the graph has a backward pass already; fuse before "
+                      "ts_backward, so the backward is the fused op's"), -1;
+    int *readers = calloc((size_t)g->nvals + 1, sizeof(int)), *reader = calloc((size_t)g->nvals + 1, sizeof(int));
+    uint8_t *seen = malloc((size_t)g->nvals + 1);
+    if (!readers || !reader || !seen) {
+        free(readers), free(reader), free(seen);
+        return ts_err(TS_ERR_NOMEM, "ts_graph_fuse_attention: out of memory"), -1;
+    }
+    for (int i = 0; i < g->nnodes; i++)
+        for (int j = 0; j < g->nodes[i].nin; j++)
+            if (g->nodes[i].in[j] >= 0) readers[g->nodes[i].in[j]]++, reader[g->nodes[i].in[j]] = i;
+    walk w = {g, readers, reader, g->nvals, 0, 0, 0};
+    int made = 0, nn = g->nnodes;
+    for (int e = 0; e < nn && made >= 0; e++) {
+        int op = g->nodes[e].op;
+        if (op != TS_OP_TRANSPOSE && op != TS_OP_MATMUL && op != TS_OP_CAST) continue;
+        match m;
+        if (!match_at(&w, e, &m, seen)) continue;
+        ts_node old = g->nodes[e];
+        int r = rewrite(g, e, &m);
+        if (r == -1) made = -1;
+        else if (r == -2) g->nodes[e] = old;
+        else made++;
+    }
+    free(readers), free(reader), free(seen);
+    if (made < 0) return ts_err(TS_ERR_NOMEM, "ts_graph_fuse_attention: out of memory"), -1;
+    return made;
+}

@@ -1,0 +1,542 @@
+/*
+ * attention_kernel.c — attention and its gradient on CPU tiles (FlashAttention's algorithm,
+ * Dao et al. 2022): the [T, S] scores, probabilities, dropout mask and their gradients of a head
+ * are never stored, only a tile of them per thread. The math is ops/attention.c's.
+ *
+ * Forward, per (batch, head) on one thread, for each block of BR query rows:
+ *   m = -inf, l = 0, o = 0                                   per row
+ *   for each block of BC keys:
+ *     z  = scale q kt + mask                                 [BR, BC] tile (kt = k^T, packed once per head)
+ *     m' = max(m, max_j z), c = exp(m - m'), p = exp(z - m')
+ *     l  = l c + sum_j p,  o = o c + dropout(p) v,  m = m'   the online softmax: earlier blocks rescaled
+ *   y = o / l, lse = m + log l
+ * Backward, per (batch, head), for each block of BRB query rows (lse makes p exact without a
+ * second online pass, so the rows' whole key range is one tile):
+ *   p  = exp(scale q kt + mask - lse), pd = dropout(p), gpd = gy vt, gp = dropout_grad(gpd)
+ *   gz = p (gp - rowsum(gy y)) (the sum computed once per row, from y rather than from p)
+ *   gv += pd^T gy, gq = scale gz k, gk += scale gz^T q       (gk, gv held per head until its end)
+ * Memory per thread: k^T, k, v^T (or v) of one head padded to S64 = S rounded up to 64 keys and
+ * Dp = D rounded up to 16, the two accumulators, and a [BRB, S64] pair of tiles: O(S D) — never
+ * O(T S) per head, nor anything of size B H T S.
+ *
+ * Products run through two microkernels over padded, zeroed buffers, so they have no edge cases:
+ *   mm_nt:  c[i, j]  = sum_k a[i, k] bt[k, j]         i by 4 rows, j by 64 columns
+ *   mm_acc: c[i, z] += sum_k a(i, k) bm[k, z]         a(i, k) = a[i ars + k acs], z by 64 then 16
+ * Each has an AVX-512 form (16 zmm accumulators: 4 rows x 64 floats) and a portable one; the
+ * AVX-512 one is used when the CPU has it and ONEDNN_MAX_CPU_ISA does not cap oneDNN below
+ * AVX-512 (so the suite's AVX2 runs test the portable one).
+ * bf16 compute: every product operand is rounded to bf16 as it is packed (q, k, v, p, gy, gz);
+ * bf16 x bf16 products are exact in f32, so the f32 products are autocast's bf16 ones.
+ */
+#include "ops/attention_kernel.h"
+
+#include "core/core.h"
+
+#include "core/fastmath.h"
+#include "ops/counter_rng.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#define BR 64   /* forward: query rows per tile */
+#define BC 256  /* forward: keys per tile (a multiple of 64) */
+#define BRB 32  /* backward: query rows per tile */
+
+static int64_t up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
+
+void ts_attn_geom_init(ts_attn_geom *geo, const ts_graph *g, const ts_node *n, const float *mask, uint64_t step) {
+    const int64_t *q = g->vals[n->in[0]].shape, *k = g->vals[n->in[1]].shape;
+    int bhtd = n->attr.i[2] == TS_ATTN_BHTD;
+    int64_t B = q[0], H = bhtd ? q[1] : q[2], T = bhtd ? q[2] : q[1], S = bhtd ? k[2] : k[1], D = q[3];
+    memset(geo, 0, sizeof *geo);
+    geo->B = B, geo->H = H, geo->T = T, geo->S = S, geo->D = D;
+    if (bhtd) {
+        geo->qb = H * T * D, geo->qh = T * D, geo->qt = D;
+        geo->kb = H * S * D, geo->kh = S * D, geo->ks = D;
+    } else {
+        geo->qb = T * H * D, geo->qh = D, geo->qt = H * D;
+        geo->kb = S * H * D, geo->kh = D, geo->ks = H * D;
+    }
+    geo->mask = mask;
+    if (mask) { /* right-aligned broadcast to [B, H, T, S]: stride 0 on a dim of 1 */
+        const ts_val *m = &g->vals[n->in[3]];
+        int64_t full[4] = {B, H, T, S}, st[4] = {0, 0, 0, 0}, run = 1;
+        for (int d = 0; d < m->ndim; d++) {
+            int64_t e = m->shape[m->ndim - 1 - d];
+            st[3 - d] = e == 1 && full[3 - d] != 1 ? 0 : run;
+            run *= e;
+        }
+        geo->mb = st[0], geo->mh = st[1], geo->mt = st[2], geo->ms = st[3];
+    }
+    geo->scale = n->attr.f[0];
+    geo->p = n->attr.f[1];
+    geo->keep_scale = (float)(1.0 / (1.0 - (double)geo->p));
+    geo->key = ts_rng_key((uint64_t)n->attr.i[1], (uint64_t)n->attr.i[0], step);
+    geo->thr = (uint32_t)ceil((double)geo->p * 16777216.0);
+    geo->bf16 = n->attr.i[3] == TS_BF16;
+}
+
+/* ------------------------------------------------------------------ microkernels */
+
+static int want_avx512(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
+        int capped = cap && (!strncasecmp(cap, "AVX2", 4) || !strncasecmp(cap, "SSE", 3) || !strncasecmp(cap, "AVX", 4)) &&
+                     strncasecmp(cap, "AVX512", 6) != 0;
+        v = !capped && __builtin_cpu_supports("avx512f");
+    }
+    return v;
+}
+
+/* c[i, j] = sum_k a[i lda + k] bt[k ldb + j]: M a multiple of 4, N of 64. */
+static void mm_nt_c(const float *a, int64_t lda, const float *bt, int64_t ldb, float *c, int64_t ldc, int64_t M,
+                    int64_t N, int64_t K) {
+    for (int64_t i = 0; i < M; i++) {
+        float *ci = c + i * ldc;
+        for (int64_t j = 0; j < N; j++) ci[j] = 0.f;
+        for (int64_t k = 0; k < K; k++) {
+            float av = a[i * lda + k];
+            const float *bk = bt + k * ldb;
+#pragma omp simd
+            for (int64_t j = 0; j < N; j++) ci[j] += av * bk[j];
+        }
+    }
+}
+
+/* c[i, z] += sum_k a[i ars + k acs] bm[k ldb + z]: M a multiple of 4, N of 16. */
+static void mm_acc_c(const float *a, int64_t ars, int64_t acs, const float *bm, int64_t ldb, float *c, int64_t ldc,
+                     int64_t M, int64_t N, int64_t K) {
+    for (int64_t i = 0; i < M; i++) {
+        float *ci = c + i * ldc;
+        for (int64_t k = 0; k < K; k++) {
+            float av = a[i * ars + k * acs];
+            const float *bk = bm + k * ldb;
+#pragma omp simd
+            for (int64_t z = 0; z < N; z++) ci[z] += av * bk[z];
+        }
+    }
+}
+
+#define AVX512 __attribute__((target("avx512f")))
+
+AVX512 static void mm_nt_512(const float *a, int64_t lda, const float *bt, int64_t ldb, float *c, int64_t ldc,
+                             int64_t M, int64_t N, int64_t K) {
+    for (int64_t i = 0; i < M; i += 4)
+        for (int64_t j = 0; j < N; j += 64) {
+            __m512 acc[4][4];
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+                for (int z = 0; z < 4; z++) acc[r][z] = _mm512_setzero_ps();
+            const float *a0 = a + i * lda;
+            for (int64_t k = 0; k < K; k++) {
+                const float *bk = bt + k * ldb + j;
+                __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16), b2 = _mm512_loadu_ps(bk + 32),
+                       b3 = _mm512_loadu_ps(bk + 48);
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++) {
+                    __m512 av = _mm512_set1_ps(a0[r * lda + k]);
+                    acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+                    acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+                    acc[r][2] = _mm512_fmadd_ps(av, b2, acc[r][2]);
+                    acc[r][3] = _mm512_fmadd_ps(av, b3, acc[r][3]);
+                }
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+                for (int z = 0; z < 4; z++) _mm512_storeu_ps(c + (i + r) * ldc + j + 16 * z, acc[r][z]);
+        }
+}
+
+/* One 4 x (16 nz) tile of mm_acc; nz is a constant where it is inlined, so acc stays in registers. */
+AVX512 static inline __attribute__((always_inline)) void mm_acc_tile(const float *a, int64_t ars, int64_t acs,
+                                                                     const float *bm, int64_t ldb, float *c,
+                                                                     int64_t ldc, int64_t K, const int nz) {
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+        for (int z = 0; z < nz; z++) acc[r][z] = _mm512_loadu_ps(c + r * ldc + 16 * z);
+    for (int64_t k = 0; k < K; k++) {
+        const float *bk = bm + k * ldb;
+        __m512 b[4];
+#pragma GCC unroll 4
+        for (int z = 0; z < nz; z++) b[z] = _mm512_loadu_ps(bk + 16 * z);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            __m512 av = _mm512_set1_ps(a[r * ars + k * acs]);
+#pragma GCC unroll 4
+            for (int z = 0; z < nz; z++) acc[r][z] = _mm512_fmadd_ps(av, b[z], acc[r][z]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+        for (int z = 0; z < nz; z++) _mm512_storeu_ps(c + r * ldc + 16 * z, acc[r][z]);
+}
+
+AVX512 static void mm_acc_512(const float *a, int64_t ars, int64_t acs, const float *bm, int64_t ldb, float *c,
+                              int64_t ldc, int64_t M, int64_t N, int64_t K) {
+    for (int64_t i = 0; i < M; i += 4) {
+        const float *ai = a + i * ars;
+        float *ci = c + i * ldc;
+        int64_t z = 0;
+        for (; z + 64 <= N; z += 64) mm_acc_tile(ai, ars, acs, bm + z, ldb, ci + z, ldc, K, 4);
+        switch ((N - z) / 16) {
+        case 3: mm_acc_tile(ai, ars, acs, bm + z, ldb, ci + z, ldc, K, 3); break;
+        case 2: mm_acc_tile(ai, ars, acs, bm + z, ldb, ci + z, ldc, K, 2); break;
+        case 1: mm_acc_tile(ai, ars, acs, bm + z, ldb, ci + z, ldc, K, 1); break;
+        default: break;
+        }
+    }
+}
+
+static void mm_nt(const float *a, int64_t lda, const float *bt, int64_t ldb, float *c, int64_t ldc, int64_t M,
+                  int64_t N, int64_t K) {
+    if (want_avx512()) mm_nt_512(a, lda, bt, ldb, c, ldc, M, N, K);
+    else mm_nt_c(a, lda, bt, ldb, c, ldc, M, N, K);
+}
+
+static void mm_acc(const float *a, int64_t ars, int64_t acs, const float *bm, int64_t ldb, float *c, int64_t ldc,
+                   int64_t M, int64_t N, int64_t K) {
+    if (want_avx512()) mm_acc_512(a, ars, acs, bm, ldb, c, ldc, M, N, K);
+    else mm_acc_c(a, ars, acs, bm, ldb, c, ldc, M, N, K);
+}
+
+/* ------------------------------------------------------------------ packing */
+
+static inline float rd(int bf16, float x) { return bf16 ? ts_bf16_f32(ts_f32_bf16(x)) : x; }
+
+/* dst[d ld + s] = x[s xs + d] (rounded): the [n, D] rows of one head transposed, zero beyond n. */
+static void pack_t(const ts_attn_geom *g, const float *x, int64_t xs, int64_t n, float *dst, int64_t ld) {
+    for (int64_t d = 0; d < g->D; d++) {
+        float *o = dst + d * ld;
+        for (int64_t s = 0; s < n; s++) o[s] = rd(g->bf16, x[s * xs + d]);
+        for (int64_t s = n; s < ld; s++) o[s] = 0.f;
+    }
+}
+
+/* dst[s ld + d] = x[s xs + d] (rounded), rows n .. rows and columns D .. ld zero. */
+static void pack_rows(const ts_attn_geom *g, const float *x, int64_t xs, int64_t n, int64_t rows, float *dst,
+                      int64_t ld) {
+    for (int64_t s = 0; s < rows; s++) {
+        float *o = dst + s * ld;
+        int64_t d = 0;
+        if (s < n)
+            for (; d < g->D; d++) o[d] = rd(g->bf16, x[s * xs + d]);
+        for (; d < ld; d++) o[d] = 0.f;
+    }
+}
+
+/* The mask's row for query i of head (b, h), or NULL. */
+static const float *mask_row(const ts_attn_geom *g, int64_t b, int64_t h, int64_t i) {
+    return g->mask ? g->mask + b * g->mb + h * g->mh + i * g->mt : NULL;
+}
+
+/* Dropout's keep bit of element idx of the [B, H, T, S] scores (ops/dropout.c's). */
+static inline int keep_bit(const ts_attn_geom *g, uint64_t idx) {
+    uint32_t k0 = (uint32_t)g->key, k1 = (uint32_t)(g->key >> 32);
+    return (ts_rng_u32((uint32_t)idx, (uint32_t)(idx >> 32) ^ k1, k0) >> 8) >= g->thr;
+}
+
+/* ------------------------------------------------------------------ forward */
+
+typedef struct {
+    float *kt, *vp, *qp, *sb, *ob, *m, *l;
+} fwd_ws;
+
+static size_t fwd_floats(const ts_attn_geom *g) {
+    int64_t S64 = up(g->S, 64), Dp = up(g->D, 16);
+    return (size_t)(g->D * S64 + S64 * Dp + BR * Dp + BR * BC + BR * Dp + 2 * BR + 64);
+}
+
+static void fwd_ws_carve(const ts_attn_geom *g, float *w, fwd_ws *ws) {
+    int64_t S64 = up(g->S, 64), Dp = up(g->D, 16);
+    ws->kt = w, w += g->D * S64;
+    ws->vp = w, w += S64 * Dp;
+    ws->qp = w, w += BR * Dp;
+    ws->sb = w, w += BR * BC;
+    ws->ob = w, w += BR * Dp;
+    ws->m = w, w += BR;
+    ws->l = w;
+}
+
+/* Dropout over a row of n probabilities z whose first element is element `base` of the scores:
+ * z *= keep ? 1 / (1 - p) : 0 (ops/dropout.c's bits; `base` may cross a 2^32 boundary). */
+TS_SIMD_CLONES
+static void drop_row(const ts_attn_geom *g, float *z, int64_t n, uint64_t base) {
+    uint32_t k0 = (uint32_t)g->key, k1 = (uint32_t)(g->key >> 32), thr = g->thr, lo = (uint32_t)base;
+    float ks = g->keep_scale;
+    if ((uint64_t)lo + (uint64_t)n <= 0x100000000ull) {
+        uint32_t hi = (uint32_t)(base >> 32) ^ k1;
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) z[j] = (ts_rng_u32(lo + (uint32_t)j, hi, k0) >> 8) >= thr ? z[j] * ks : 0.f;
+    } else {
+        for (int64_t j = 0; j < n; j++) z[j] = keep_bit(g, base + (uint64_t)j) ? z[j] * ks : 0.f;
+    }
+}
+
+/* z[j] = bf16(z[j]) for the n elements (ts_f32_bf16's rounding). */
+TS_SIMD_CLONES
+static void round_row(float *z, int64_t n) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) {
+        uint32_t u;
+        memcpy(&u, &z[j], 4);
+        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+        r = (u & 0x7fffffffu) > 0x7f800000u ? (u | 0x00400000u) & 0xffff0000u : r;
+        memcpy(&z[j], &r, 4);
+    }
+}
+
+/* Row r's online-softmax step over nc scores z (scaled and masked in place, then exp(z - m')):
+ * returns the factor c that rescales what the row held; updates m and l. */
+TS_SIMD_CLONES
+static float fwd_row(const ts_attn_geom *g, float *z, const float *mj, int64_t nc, float *m, float *l) {
+    float mx = -INFINITY, sc = g->scale, sum = 0.f;
+    int64_t ms = g->ms;
+    if (mj) {
+#pragma omp simd reduction(max : mx)
+        for (int64_t j = 0; j < nc; j++) { z[j] = z[j] * sc + mj[j * ms]; mx = z[j] > mx ? z[j] : mx; }
+    } else {
+#pragma omp simd reduction(max : mx)
+        for (int64_t j = 0; j < nc; j++) { z[j] *= sc; mx = z[j] > mx ? z[j] : mx; }
+    }
+    float m0 = *m, m1 = m0 > mx ? m0 : mx;
+    if (m1 == -INFINITY) { /* every key so far masked with -inf: nothing to add */
+        for (int64_t j = 0; j < nc; j++) z[j] = 0.f;
+        return 1.f;
+    }
+    float corr = m0 == -INFINITY ? 0.f : ts_expf(m0 - m1);
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < nc; j++) { z[j] = ts_expf(z[j] - m1); sum += z[j]; }
+    *l = *l * corr + sum;
+    *m = m1;
+    return corr;
+}
+
+/* One block of keys j0 .. j0 + nc for the first `rows` query rows (from i0): the online softmax's
+ * rescale and exp into sb, dropout, o += p v. */
+static void fwd_key_block(const ts_attn_geom *g, const fwd_ws *w, int64_t b, int64_t h, int64_t i0, int64_t rows,
+                          int64_t j0, int64_t nc) {
+    int64_t S64 = up(g->S, 64), Dp = up(g->D, 16), rows4 = up(rows, 4);
+    mm_nt(w->qp, Dp, w->kt + j0, S64, w->sb, BC, rows4, up(nc, 64), g->D);
+    for (int64_t r = 0; r < rows; r++) {
+        float *z = w->sb + r * BC, *o = w->ob + r * Dp;
+        const float *mr = mask_row(g, b, h, i0 + r);
+        float corr = fwd_row(g, z, mr ? mr + j0 * g->ms : NULL, nc, &w->m[r], &w->l[r]);
+        if (g->p > 0.f) drop_row(g, z, nc, (uint64_t)(((b * g->H + h) * g->T + i0 + r) * g->S + j0));
+        if (g->bf16) round_row(z, nc);
+        if (corr != 1.f)
+            for (int64_t d = 0; d < Dp; d++) o[d] *= corr;
+    }
+    mm_acc(w->sb, BC, 1, w->vp + j0 * Dp, Dp, w->ob, Dp, rows4, Dp, nc);
+}
+
+static void fwd_head(const ts_attn_geom *g, const fwd_ws *w, int64_t b, int64_t h, const float *q, const float *k,
+                     const float *v, float *y, float *lse) {
+    int64_t S64 = up(g->S, 64), Dp = up(g->D, 16);
+    const float *qh = q + b * g->qb + h * g->qh;
+    pack_t(g, k + b * g->kb + h * g->kh, g->ks, g->S, w->kt, S64);
+    pack_rows(g, v + b * g->kb + h * g->kh, g->ks, g->S, S64, w->vp, Dp);
+    for (int64_t i0 = 0; i0 < g->T; i0 += BR) {
+        int64_t rows = g->T - i0 < BR ? g->T - i0 : BR;
+        pack_rows(g, qh + i0 * g->qt, g->qt, rows, up(rows, 4), w->qp, Dp);
+        for (int64_t r = 0; r < rows; r++) w->m[r] = -INFINITY, w->l[r] = 0.f;
+        memset(w->ob, 0, sizeof(float) * (size_t)(up(rows, 4) * Dp));
+        for (int64_t j0 = 0; j0 < g->S; j0 += BC)
+            fwd_key_block(g, w, b, h, i0, rows, j0, g->S - j0 < BC ? g->S - j0 : BC);
+        for (int64_t r = 0; r < rows; r++) {
+            float l = w->l[r], inv = l > 0.f ? 1.f / l : 0.f, *yr = y + b * g->qb + h * g->qh + (i0 + r) * g->qt;
+            for (int64_t d = 0; d < g->D; d++) yr[d] = w->ob[r * Dp + d] * inv;
+            lse[(b * g->H + h) * g->T + i0 + r] = l > 0.f ? w->m[r] + logf(l) : -INFINITY;
+        }
+    }
+}
+
+ts_status ts_attn_forward(const ts_attn_geom *g, void *scratch, size_t scratch_bytes, const float *q, const float *k, const float *v, float *y,
+                          float *lse) {
+    int64_t nbh = g->B * g->H;
+    int failed = 0;
+    if (g->T == 0 || nbh == 0) return TS_OK;
+    if (g->S == 0) { /* no keys: zero output, lse -inf */
+        for (int64_t b = 0; b < g->B; b++)
+            for (int64_t h = 0; h < g->H; h++)
+                for (int64_t i = 0; i < g->T; i++) {
+                    memset(y + b * g->qb + h * g->qh + i * g->qt, 0, sizeof(float) * (size_t)g->D);
+                    lse[(b * g->H + h) * g->T + i] = -INFINITY;
+                }
+        return TS_OK;
+    }
+    size_t per = align64(sizeof(float) * fwd_floats(g));
+    int nt = omp_get_max_threads(), slots = per ? (int)(scratch_bytes / per) : 0;
+    if (slots > 0 && nt > slots) nt = slots;
+#pragma omp parallel if (nbh > 1) num_threads(nt) reduction(| : failed)
+    {
+        int t = omp_get_thread_num(); /* its share of the scratch, or its own buffer beyond it */
+        float *own = t < slots ? NULL : malloc(per), *buf = t < slots ? (float *)((char *)scratch + per * (size_t)t) : own;
+        fwd_ws w = {0};
+        if (buf) fwd_ws_carve(g, buf, &w);
+        failed = !buf;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t bh = 0; bh < nbh; bh++)
+            if (buf) fwd_head(g, &w, bh / g->H, bh % g->H, q, k, v, y, lse);
+        free(own);
+    }
+    return failed ? ts_err(TS_ERR_NOMEM, "op attention: out of memory for the tiles of [%lld keys, %lld] heads",
+                           (long long)g->S, (long long)g->D)
+                  : TS_OK;
+}
+
+/* ------------------------------------------------------------------ backward */
+
+typedef struct {
+    float *kt, *kp, *vt, *gk, *gv, *qp, *gyp, *gq, *p, *dp, *drow;
+} bwd_ws;
+
+static size_t bwd_floats(const ts_attn_geom *g) {
+    int64_t S64 = up(g->S, 64), Dp = up(g->D, 16);
+    return (size_t)(2 * g->D * S64 + 3 * S64 * Dp + 3 * BRB * Dp + 2 * BRB * S64 + BRB + 64);
+}
+
+static void bwd_ws_carve(const ts_attn_geom *g, float *w, bwd_ws *ws) {
+    int64_t S64 = up(g->S, 64), Dp = up(g->D, 16);
+    ws->kt = w, w += g->D * S64;
+    ws->vt = w, w += g->D * S64;
+    ws->kp = w, w += S64 * Dp;
+    ws->gk = w, w += S64 * Dp;
+    ws->gv = w, w += S64 * Dp;
+    ws->qp = w, w += BRB * Dp;
+    ws->gyp = w, w += BRB * Dp;
+    ws->gq = w, w += BRB * Dp;
+    ws->p = w, w += BRB * S64;
+    ws->dp = w, w += BRB * S64;
+    ws->drow = w;
+}
+
+/* One row of the tile: z (scores in, p out: exp(scale z + mask - L), 0 when L is -inf) and gp
+ * (gpd in, gz = p (keep gpd - dr) out, keep the dropout's factor), both n long. */
+TS_SIMD_CLONES
+static void bwd_row(const ts_attn_geom *g, float *z, float *gp, const float *mr, int64_t n, float L, float dr) {
+    float sc = g->scale;
+    int64_t ms = g->ms;
+    if (L == -INFINITY) {
+        for (int64_t j = 0; j < n; j++) z[j] = gp[j] = 0.f;
+        return;
+    }
+    if (mr) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) z[j] = ts_expf(z[j] * sc + mr[j * ms] - L);
+    } else {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) z[j] = ts_expf(z[j] * sc - L);
+    }
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) gp[j] = z[j] * (gp[j] - dr);
+}
+
+/* Rows r < rows of the tile: p (scores in, pd out) and dp (gpd in, gz out, unscaled). With
+ * dropout, gz = p (keep gpd - dr) = pd gpd - p dr: the row is done on undropped p, then pd and
+ * the keep factor's part of gz applied. */
+static void bwd_rows(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t h, int64_t i0, int64_t rows,
+                     const float *lse) {
+    int64_t S = g->S, S64 = up(S, 64);
+    for (int64_t r = 0; r < rows; r++) {
+        float *z = w->p + r * S64, *gp = w->dp + r * S64, L = lse[(b * g->H + h) * g->T + i0 + r], dr = w->drow[r];
+        uint64_t base = (uint64_t)(((b * g->H + h) * g->T + i0 + r) * S);
+        if (g->p > 0.f) { /* gpd becomes keep gpd first: the dropout's factor applied to it */
+            drop_row(g, gp, S, base);
+        }
+        bwd_row(g, z, gp, mask_row(g, b, h, i0 + r), S, L, dr);
+        if (g->p > 0.f) drop_row(g, z, S, base);
+        if (g->bf16) round_row(z, S), round_row(gp, S);
+    }
+}
+
+static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t h, const float *q, const float *k,
+                     const float *v, const float *y, const float *lse, const float *gy, float *gq, float *gk,
+                     float *gv) {
+    int64_t S = g->S, S64 = up(S, 64), Dp = up(g->D, 16), D = g->D;
+    int64_t qo = b * g->qb + h * g->qh, ko = b * g->kb + h * g->kh;
+    pack_t(g, k + ko, g->ks, S, w->kt, S64);
+    pack_t(g, v + ko, g->ks, S, w->vt, S64);
+    pack_rows(g, k + ko, g->ks, S, S64, w->kp, Dp);
+    memset(w->gk, 0, sizeof(float) * (size_t)(S64 * Dp));
+    memset(w->gv, 0, sizeof(float) * (size_t)(S64 * Dp));
+    for (int64_t i0 = 0; i0 < g->T; i0 += BRB) {
+        int64_t rows = g->T - i0 < BRB ? g->T - i0 : BRB, rows4 = up(rows, 4);
+        pack_rows(g, q + qo + i0 * g->qt, g->qt, rows, rows4, w->qp, Dp);
+        pack_rows(g, gy + qo + i0 * g->qt, g->qt, rows, rows4, w->gyp, Dp);
+        for (int64_t r = 0; r < rows; r++) {
+            const float *yr = y + qo + (i0 + r) * g->qt, *gr = gy + qo + (i0 + r) * g->qt;
+            float s = 0.f;
+            for (int64_t d = 0; d < D; d++) s += yr[d] * gr[d];
+            w->drow[r] = s;
+        }
+        mm_nt(w->qp, Dp, w->kt, S64, w->p, S64, rows4, S64, D);
+        mm_nt(w->gyp, Dp, w->vt, S64, w->dp, S64, rows4, S64, D);
+        bwd_rows(g, w, b, h, i0, rows, lse);
+        for (int64_t r = 0; r < rows4; r++) /* padding keys and rows take no part */
+            for (int64_t j = r < rows ? S : 0; j < S64; j++) w->p[r * S64 + j] = w->dp[r * S64 + j] = 0.f;
+        mm_acc(w->p, 1, S64, w->gyp, Dp, w->gv, Dp, S64, Dp, rows);  /* gv += pd^T gy */
+        mm_acc(w->dp, 1, S64, w->qp, Dp, w->gk, Dp, S64, Dp, rows);  /* gk += gz^T q */
+        memset(w->gq, 0, sizeof(float) * (size_t)(rows4 * Dp));
+        mm_acc(w->dp, S64, 1, w->kp, Dp, w->gq, Dp, rows4, Dp, S);  /* gq = gz k */
+        for (int64_t r = 0; r < rows; r++) {
+            float *o = gq + qo + (i0 + r) * g->qt;
+            for (int64_t d = 0; d < D; d++) o[d] = w->gq[r * Dp + d] * g->scale;
+        }
+    }
+    for (int64_t s = 0; s < S; s++) {
+        float *ok = gk + ko + s * g->ks, *ov = gv + ko + s * g->ks;
+        for (int64_t d = 0; d < D; d++) ok[d] = w->gk[s * Dp + d] * g->scale, ov[d] = w->gv[s * Dp + d];
+    }
+}
+
+ts_status ts_attn_backward(const ts_attn_geom *g, void *scratch, size_t scratch_bytes, const float *q, const float *k, const float *v, const float *y,
+                           const float *lse, const float *gy, float *gq, float *gk, float *gv) {
+    int64_t nbh = g->B * g->H;
+    int failed = 0;
+    if (nbh == 0) return TS_OK;
+    if (g->T == 0 || g->S == 0) { /* nothing flows: zero gradients */
+        for (int64_t b = 0; b < g->B; b++)
+            for (int64_t h = 0; h < g->H; h++) {
+                for (int64_t i = 0; i < g->T; i++)
+                    memset(gq + b * g->qb + h * g->qh + i * g->qt, 0, sizeof(float) * (size_t)g->D);
+                for (int64_t s = 0; s < g->S; s++) {
+                    memset(gk + b * g->kb + h * g->kh + s * g->ks, 0, sizeof(float) * (size_t)g->D);
+                    memset(gv + b * g->kb + h * g->kh + s * g->ks, 0, sizeof(float) * (size_t)g->D);
+                }
+            }
+        return TS_OK;
+    }
+    size_t per = align64(sizeof(float) * bwd_floats(g));
+    int nt = omp_get_max_threads(), slots = per ? (int)(scratch_bytes / per) : 0;
+    if (slots > 0 && nt > slots) nt = slots;
+#pragma omp parallel if (nbh > 1) num_threads(nt) reduction(| : failed)
+    {
+        int t = omp_get_thread_num(); /* its share of the scratch, or its own buffer beyond it */
+        float *own = t < slots ? NULL : malloc(per), *buf = t < slots ? (float *)((char *)scratch + per * (size_t)t) : own;
+        bwd_ws w = {0};
+        if (buf) bwd_ws_carve(g, buf, &w);
+        failed = !buf;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t bh = 0; bh < nbh; bh++)
+            if (buf) bwd_head(g, &w, bh / g->H, bh % g->H, q, k, v, y, lse, gy, gq, gk, gv);
+        free(own);
+    }
+    return failed ? ts_err(TS_ERR_NOMEM, "op attention_grad: out of memory for the tiles of [%lld keys, %lld] heads",
+                           (long long)g->S, (long long)g->D)
+                  : TS_OK;
+}
+
+size_t ts_attn_scratch(const ts_attn_geom *g, int backward) {
+    size_t per = align64(sizeof(float) * (backward ? bwd_floats(g) : fwd_floats(g)));
+    return per * (size_t)omp_get_max_threads();
+}
