@@ -2,12 +2,14 @@
  * bench/bert.c — BERT-Base throughput: tessera beside PyTorch and ONNX Runtime and beside the
  * oneDNN GEMM roofline of the model's matmuls, all measured in the same run, one table.
  *
- * Rows (BERT-Base: V 30522, C 768, 12 layers, 12 heads, FFN 3072, seq T = 128, every sequence
- * full length, random token ids):
- *   train  pre-training steps (MLM tied to the word embeddings + NSP, dropout 0.1), batch 8, with
- *          the MLM head on P = 20 gathered positions per sequence (Google's and Graphcore's
- *          recipe) or on all 128 positions (15% labelled); AdamW, and LAMB for P = 20; f32, and
- *          bf16 matmuls (autocast-style: f32 master weights).
+ * Rows (BERT-Base: V 30522, C 768, 12 layers, 12 heads, FFN 3072, seq T = 128 (--seq), every
+ * sequence full length, random token ids):
+ *   train  pre-training steps (MLM tied to the word embeddings + NSP, dropout 0.1), batch 8
+ *          (--batch), with the MLM head on P gathered positions per sequence, P = ceil(20 T / 128):
+ *          Google's and Graphcore's 20 at T = 128 (phase 1), 60 at 384 and NVIDIA's phase-2 80 at
+ *          512 (the id says P: train_f32_adamw_p20 at 128, _p80 at 512), or on all T positions
+ *          (15% labelled); AdamW, and LAMB for gathered P; f32, and bf16 matmuls (autocast-style:
+ *          f32 master weights).
  *   infer  BertModel's last_hidden_state, batch 8 (throughput) and batch 1 (latency), f32 and
  *          bf16, with the weights loaded from a safetensors file (the compile the user waits for:
  *          build + compile without random init + load); "int8 dynamic" (ts_compile_opts.quantize
@@ -47,14 +49,33 @@
  *   % of roofline = roofline seconds per run / tessera's seconds per run.
  * FLOPs count 2 M K N per product (22.35 GFLOP per sequence for the BERT-Base forward).
  *
+ * Attention: ts_bert_build fuses each layer's attention into one ts_attention op unless
+ * ts_bert_config.eager_attention = 1 keeps the separate ops (matmul, softmax, dropout, matmul, which
+ * store the [B, H, T, T] scores, probabilities, dropout mask and their gradients). --attention
+ * fused (default) runs the fused rows; eager runs every tessera row eager instead, its id ending in
+ * "_eager"; both adds after each row its eager twin "<id>_eager" (tessera only: the peers, whose
+ * model is the same, are measured once, on the fused row), measured round by round in turn with
+ * its fused row, and prints below the table, per pair, fused / eager in speed and in peak RSS.
+ * Both share one roofline: the model's FLOPs (the fused backward recomputes the scores from the
+ * kept log-sum-exp; those products are not counted).
+ * Phase 2 of BERT pre-training, e.g.:
+ *   bench/bert --seq 512 --batch 4 --only train_f32_adamw_p,train_bf16_adamw_p --attention both
+ * --seq T: 1 to 512 (BERT-Base's max_position_embeddings); the inference rows run at T too, their
+ * batch stays 8 and 1 (--batch sets the training rows' batch); PyTorch takes T (bert_torch.py
+ * --seq), ONNX Runtime the shapes of the ONNX file exported at T.
+ *
  * Output: the table on stdout and the same figures as JSON in <build>/bench/bert.json.
  * Usage: bench/bert [--steps N (3)] [--runs N (5)] [--latency-runs N (15)] [--layers L (12)]
  *                   [--rounds N (2)] [--train-rounds N (1)] [--only SUBSTRING] [--no-peers]
- *                   [--profile] [--json PATH]
+ *                   [--profile] [--json PATH] [--seq T (128)] [--batch B (8)]
+ *                   [--attention fused|eager|both (fused)] [--roofline-rounds N (1)]
  * Each row is measured in rounds, tessera then each peer, again (--rounds for inference rows,
  * --train-rounds for training rows), and each side's best median counts: this machine has slow
  * spells (other tenants) of tens of seconds that halve whatever runs in them, and interleaved
- * rounds keep one spell from deciding a ratio. The roofline takes each GEMM's fastest repeat.
+ * rounds keep one spell from deciding a ratio. The roofline takes each GEMM's fastest repeat, and
+ * with --roofline-rounds N it is measured N times, once before the rows and N - 1 times after them,
+ * each row keeping its fastest round (one slow spell over the roofline's seconds would otherwise
+ * make tessera look faster than its own GEMMs).
  * --only runs the rows whose id contains SUBSTRING (or one of several, comma-separated); --profile prints tessera's time per op type
  * and per layer for each row (ts_compile_opts.profile). Threads: OMP_NUM_THREADS, else every CPU.
  */
@@ -82,7 +103,7 @@
 #define TS_BUILD_DIR "build"
 #endif
 
-enum { T = 128, C = 768, HEADS = 12, FFN = 3072, V = 30522, MAX_RUNS = 64 };
+enum { C = 768, HEADS = 12, FFN = 3072, V = 30522, MAX_SEQ = 512, MAX_RUNS = 64, MAX_ROWS = 32 };
 
 #define DIE(...) do { fprintf(stderr, "bench_bert: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 
@@ -96,11 +117,13 @@ static double median(const double *v, int n) {
 /* ------------------------------------------------------------------ the rows */
 
 typedef struct row {
-    const char *id;       /* e.g. train_f32_adamw_p20 */
-    const char *label;    /* the table's first column */
+    char id[48];          /* e.g. train_f32_adamw_p20, train_f32_adamw_p20_eager */
+    char label[96];       /* the table's first column */
     int train;            /* 1: a training step; 0: a forward */
     ts_optim_kind optim;
-    int positions;        /* MLM positions per sequence: 20, or 0 for all T */
+    int positions;        /* MLM positions per sequence: P = ceil(20 T / 128), or 0 for all T */
+    int eager;            /* 1: built with ts_bert_config.eager_attention = 1 */
+    int fused_of;         /* an eager twin (--attention both): the index of its fused row; else -1 */
     int bf16;
     int int8;             /* inference with ts_compile_opts.quantize = TS_QUANT_DYNAMIC (1) or
                              TS_QUANT_STATIC with the calibrated scales of scales_path (2) */
@@ -121,7 +144,13 @@ typedef struct opts {
     int rounds, train_rounds; /* interleaved rounds of each row (tessera, PyTorch, ORT, again ...) */
     const char *only, *json;
     int threads;
+    int seq;       /* T, every row's sequence length (--seq) */
+    int batch;     /* the training rows' batch (--batch) */
+    int attention; /* --attention: ATTN_FUSED, ATTN_EAGER or ATTN_BOTH */
+    int roofline_rounds; /* rounds of the roofline: the first before the rows, the others after */
 } opts;
+
+enum { ATTN_FUSED, ATTN_EAGER, ATTN_BOTH };
 
 /* Whether row id is selected by --only (comma-separated substrings; none: every row). */
 static int selected(const opts *o, const char *id) {
@@ -146,7 +175,9 @@ static uint32_t next_rand(void) {
     return (uint32_t)(rng >> 11);
 }
 
-static inputs make_inputs(int B, int P) {
+/* Inputs of B sequences of T tokens ([B, T] ids, types, mask) with P gathered MLM positions each
+ * ([B, P] positions and labels), or with P = 0 labels on 15% of all [B, T] positions. */
+static inputs make_inputs(int B, int T, int P) {
     int64_t bt[2] = {B, T}, bp[2] = {B, P > 0 ? P : T}, b1[1] = {B};
     inputs in = {ts_tensor_new(TS_I32, 2, bt), ts_tensor_new(TS_I32, 2, bt), ts_tensor_new(TS_I32, 2, bt),
                  P > 0 ? ts_tensor_new(TS_I32, 2, bp) : NULL, ts_tensor_new(TS_I32, 2, bp),
@@ -162,7 +193,7 @@ static inputs make_inputs(int B, int P) {
     if (P > 0) { /* P distinct positions per sequence, labelled with the token there */
         int32_t *pos = ts_tensor_data(in.positions);
         for (int b = 0; b < B; b++) {
-            int perm[T];
+            int perm[MAX_SEQ];
             for (int t = 0; t < T; t++) perm[t] = t;
             for (int k = 0; k < P; k++) {
                 int j = k + (int)(next_rand() % (uint32_t)(T - k)), x = perm[k];
@@ -181,8 +212,13 @@ static void free_inputs(inputs *in) {
     ts_tensor_free(in->positions), ts_tensor_free(in->labels), ts_tensor_free(in->nsp);
 }
 
+/* BERT-Base at o's layers in f32 or bf16, every field of this tessera's ts_bert_config set
+ * (ts_bert_config_default fills the base layout only: the fields after it, eager_attention among
+ * them, are read only with struct_size = sizeof, and are 0, their defaults, here). */
 static void base_config(ts_bert_config *cfg, const opts *o, int bf16) {
+    memset(cfg, 0, sizeof *cfg);
     ts_bert_config_default(cfg);
+    cfg->struct_size = sizeof *cfg;
     cfg->num_hidden_layers = o->layers;
     cfg->compute_dtype = bf16 ? TS_BF16 : TS_F32;
 }
@@ -225,6 +261,8 @@ static void tessera_child(const row *r, const opts *o) {
     double t0 = now();
     ts_bert_config cfg;
     base_config(&cfg, o, r->bf16);
+    cfg.eager_attention = r->eager;
+    int T = o->seq;
     ts_graph *g = ts_graph_new();
     ts_graph_set_seed(g, 1);
     ts_bert_outputs out;
@@ -258,7 +296,7 @@ static void tessera_child(const row *r, const opts *o) {
     ts_graph_free(g);
     printf("compile_s %.4f\n", now() - t0);
 
-    inputs in = make_inputs(r->batch, r->train ? r->positions : 0);
+    inputs in = make_inputs(r->batch, T, r->train ? r->positions : 0);
     if (ts_program_feed(p, "input_ids", in.ids) || ts_program_feed(p, "token_type_ids", in.types) ||
         ts_program_feed(p, "attention_mask", in.mask))
         DIE("%s: feed: %s", r->id, ts_last_error());
@@ -291,16 +329,16 @@ static void tessera_child(const row *r, const opts *o) {
     ts_program_free(p);
 }
 
-/* The calibrated int8 model: the activation scales of graph g (batch 8, weights of weights_path)
- * by ts_calib (minmax) on the batch the timed runs feed, written to scales_path. */
-static void calibrate(const ts_graph *g) {
+/* The calibrated int8 model: the activation scales of graph g (batch 8 of T tokens, weights of
+ * weights_path) by ts_calib (minmax) on the batch the timed runs feed, written to scales_path. */
+static void calibrate(const ts_graph *g, int T) {
     const char *fetch[] = {"last_hidden_state"};
     ts_calib *c = ts_calib_new(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = 1,
                                                      .fetches = fetch, .inference = 1, .skip_param_init = 1},
                                TS_CALIB_MINMAX);
     if (!c) DIE("calibration: %s", ts_last_error());
     ts_program *p = ts_calib_program(c);
-    inputs in = make_inputs(8, 0);
+    inputs in = make_inputs(8, T, 0);
     if (ts_program_load(p, weights_path, TS_LOAD_STRICT, NULL) || ts_program_feed(p, "input_ids", in.ids) ||
         ts_program_feed(p, "token_type_ids", in.types) || ts_program_feed(p, "attention_mask", in.mask) ||
         ts_program_run(p) || ts_calib_observe(c))
@@ -321,7 +359,7 @@ static void calibrate(const ts_graph *g) {
  * a batch of random tokens that is not the calibration batch. Prints "int8_logits MEAN MAX ABSMAX":
  * the logits' mean and largest absolute difference, and the largest |logit|. */
 static void int8_logits(const opts *o) {
-    inputs in = make_inputs(8, 0); /* the generator has moved on: not the calibration batch */
+    inputs in = make_inputs(8, o->seq, 0); /* the generator has moved on: not the calibration batch */
     int nsc = read_scales();
     ts_tensor *lg[2] = {0};
     for (int q = 0; q < 2; q++) {
@@ -330,7 +368,7 @@ static void int8_logits(const opts *o) {
         ts_graph *g = ts_graph_new();
         ts_graph_set_seed(g, 1);
         ts_bert_outputs out;
-        if (ts_bert_build(g, &cfg, TS_BERT_MODEL, 8, T, &out) != TS_OK) DIE("int8 logits: %s", ts_last_error());
+        if (ts_bert_build(g, &cfg, TS_BERT_MODEL, 8, o->seq, &out) != TS_OK) DIE("int8 logits: %s", ts_last_error());
         ts_value w = ts_param(g, "classifier.weight", TS_F32, 2, (int64_t[]){cfg.hidden_size, 2}, ts_init_normal(0.02f));
         ts_name(g, ts_matmul(g, out.pooler_output, w, 0, 0), "logits");
         const char *fetch[] = {"logits"};
@@ -360,22 +398,26 @@ static void int8_logits(const opts *o) {
 }
 
 /* Writes the weights file every inference row loads, the calibrated scales and, for ONNX Runtime,
- * the ONNX files of the batch-8 and batch-1 models (same weights), f32 and QDQ, in a child process. */
+ * the ONNX files of the batch-8 and batch-1 models (same weights), f32 and QDQ, in a child process.
+ * The model is built with eager attention: tessera's ONNX exporter has no form for the fused
+ * attention op (ONNX Runtime fuses the exported MatMul/Softmax/MatMul itself); the parameters,
+ * hence the weights file and the scales (one per weight matmul), are the fused model's. */
 static void export_child(const opts *o, int want_onnx) {
     for (int k = 0; k < (want_onnx ? 2 : 1); k++) {
         int B = k ? 1 : 8;
         ts_bert_config cfg;
         base_config(&cfg, o, 0);
+        cfg.eager_attention = 1;
         ts_graph *g = ts_graph_new();
         ts_graph_set_seed(g, 1);
         ts_bert_outputs out;
-        if (ts_bert_build(g, &cfg, TS_BERT_MODEL, B, T, &out) != TS_OK) DIE("export: %s", ts_last_error());
+        if (ts_bert_build(g, &cfg, TS_BERT_MODEL, B, o->seq, &out) != TS_OK) DIE("export: %s", ts_last_error());
         const char *fetch[] = {"last_hidden_state"};
         ts_program *p = ts_compile(g, &(ts_compile_opts){.nfetch = 1, .fetches = fetch, .inference = 1, .skip_param_init = k > 0});
         if (!p) DIE("export: compile: %s", ts_last_error());
         if (k == 0 && ts_program_save(p, weights_path, TS_F32) != TS_OK) DIE("export: %s", ts_last_error());
         if (k > 0 && ts_program_load(p, weights_path, TS_LOAD_STRICT, NULL) != TS_OK) DIE("export: %s", ts_last_error());
-        if (k == 0) calibrate(g), int8_logits(o);
+        if (k == 0) calibrate(g, o->seq), int8_logits(o);
         if (want_onnx && ts_onnx_export(g, p, 1, &out.last_hidden_state, onnx_path[k]) != TS_OK)
             DIE("export: %s: %s", onnx_path[k], ts_last_error());
         int nsc = want_onnx ? read_scales() : 0;
@@ -461,7 +503,7 @@ static int add_product(gemm *g, int n, int train, int64_t m, int64_t k, int64_t 
 /* The matmuls of a row: per layer Q, K, V, the attention output and the FFN's two; attention's
  * scores and weighted sum per (sequence, head); in training the pooler + NSP and the MLM head
  * (transform and the V-wide decoder on P or T positions per sequence). */
-static int row_gemms(const row *r, int layers, gemm *g) {
+static int row_gemms(const row *r, int layers, int T, gemm *g) {
     int n = 0, tr = r->train;
     int64_t M = (int64_t)r->batch * T, D = C / HEADS;
     n = add_product(g, n, tr, M, C, C, 1, 4 * layers);
@@ -566,9 +608,9 @@ static double dnnl_gemm_seconds(dnnl_engine_t eng, dnnl_stream_t st, int64_t m, 
 
 /* The row's GFLOP per run and roofline seconds per run (-1: no oneDNN kernel for its dtype).
  * bf16: the bf16 GEMMs where oneDNN has them (have_bf16), else the f32 ones tessera runs. */
-static void roofline(row *r, int layers, dnnl_engine_t eng, dnnl_stream_t st, int have_bf16) {
+static void roofline(row *r, const opts *o, dnnl_engine_t eng, dnnl_stream_t st, int have_bf16) {
     gemm g[MAX_GEMMS];
-    int n = row_gemms(r, layers, g);
+    int n = row_gemms(r, o->layers, o->seq, g);
     double flop = 0, s = 0;
     for (int i = 0; i < n; i++) {
         flop += 2.0 * (double)g[i].m * (double)g[i].k * (double)g[i].n * (double)g[i].batch * (double)g[i].count;
@@ -590,6 +632,7 @@ static void export_fn(const void *a) { (void)a; export_child(g_opts, g_want_onnx
 
 static row *g_rows;
 static int g_nrows;
+static int g_have_bf16, g_have_torch, g_have_ort; /* oneDNN's native bf16 matmul; the peers installed */
 
 /* Prints "bf16 0|1" (oneDNN has a non-reference bf16 matmul here) and "roof I GFLOP SECONDS" for
  * each selected row (seconds -1 when its dtype has no kernel; bf16 rows without bf16: f32's). */
@@ -604,7 +647,7 @@ static void roofline_fn(const void *a) {
     for (int i = 0; i < g_nrows; i++) {
         row *r = &g_rows[i];
         if (!selected(g_opts, r->id)) continue;
-        roofline(r, g_opts->layers, eng, st, have_bf16);
+        roofline(r, g_opts, eng, st, have_bf16);
         printf("roof %d %.6f %.6f\n", i, r->gflop, r->roof_s);
     }
     dnnl_stream_destroy(st);
@@ -618,225 +661,257 @@ static void fmt(char *b, size_t n, const char *f, double v) {
     else snprintf(b, n, f, v);
 }
 
-int main(int argc, char **argv) {
-    opts o = {.steps = 3, .runs = 5, .latency_runs = 15, .layers = 12, .peers = 1, .rounds = 2, .train_rounds = 1,
-              .threads = omp_get_max_threads()};
-    static char json_default[1024];
-    snprintf(json_default, sizeof json_default, "%s/bench/bert.json", TS_BUILD_DIR);
-    o.json = json_default;
+/* ------------------------------------------------------------------ the row table */
+
+/* A row before --seq, --batch and --attention make its id, label, batch and eager twin. */
+typedef struct row_spec {
+    const char *id, *label; /* training rows: "_p<P>" or "_all", ", MLM on ..." are appended */
+    int train;
+    ts_optim_kind optim;
+    int gathered;           /* training: 1: the MLM head on P gathered positions; 0: on all T */
+    int bf16, int8, batch;  /* batch: the inference rows'; training rows take opts.batch */
+} row_spec;
+
+static const row_spec row_specs[] = {
+    {"train_f32_adamw", "train f32 AdamW", 1, TS_OPTIM_ADAMW, 1, 0, 0, 0},
+    {"train_f32_adamw", "train f32 AdamW", 1, TS_OPTIM_ADAMW, 0, 0, 0, 0},
+    {"train_f32_lamb", "train f32 LAMB", 1, TS_OPTIM_LAMB, 1, 0, 0, 0},
+    {"train_bf16_adamw", "train bf16 AdamW", 1, TS_OPTIM_ADAMW, 1, 1, 0, 0},
+    {"train_bf16_adamw", "train bf16 AdamW", 1, TS_OPTIM_ADAMW, 0, 1, 0, 0},
+    {"infer_f32_b8", "inference f32, batch 8", 0, 0, 0, 0, 0, 8},
+    {"infer_bf16_b8", "inference bf16, batch 8", 0, 0, 0, 1, 0, 8},
+    {"latency_f32_b1", "latency f32, batch 1", 0, 0, 0, 0, 0, 1},
+    {"latency_bf16_b1", "latency bf16, batch 1", 0, 0, 0, 1, 0, 1},
+    {"infer_int8_b8", "inference int8 dynamic, batch 8", 0, 0, 0, 0, 1, 8},
+    {"latency_int8_b1", "latency int8 dynamic, batch 1", 0, 0, 0, 0, 1, 1},
+    {"infer_int8s_b8", "inference int8 calibrated, batch 8", 0, 0, 0, 0, 2, 8},
+    {"latency_int8s_b1", "latency int8 calibrated, batch 1", 0, 0, 0, 0, 2, 1},
+};
+
+/* The MLM positions gathered per sequence of T tokens: 20 per 128, rounded up (20 at 128, 60 at
+ * 384, 80 at 512: the phase-1 and phase-2 max_predictions_per_seq of Google's and NVIDIA's recipes). */
+static int mlm_positions(int T) { return (20 * T + 127) / 128; }
+
+/* Fills rows[] (MAX_ROWS) from row_specs for o's seq, batch and attention; returns how many. An
+ * eager twin (--attention both) follows its fused row. */
+static int make_rows(const opts *o, row *rows) {
+    int n = 0, P = mlm_positions(o->seq);
+    for (size_t k = 0; k < sizeof row_specs / sizeof row_specs[0]; k++) {
+        const row_spec *sp = &row_specs[k];
+        for (int eager = 0; eager < 2; eager++) {
+            if ((eager && o->attention == ATTN_FUSED) || (!eager && o->attention == ATTN_EAGER)) continue;
+            row *r = &rows[n];
+            *r = (row){.train = sp->train, .optim = sp->optim, .bf16 = sp->bf16, .int8 = sp->int8,
+                       .batch = sp->train ? o->batch : sp->batch, .eager = eager,
+                       .fused_of = eager && o->attention == ATTN_BOTH ? n - 1 : -1};
+            r->positions = sp->train && sp->gathered ? P : 0;
+            const char *sfx = eager ? "_eager" : "", *lsfx = eager ? ", eager attention" : "";
+            if (!sp->train) {
+                snprintf(r->id, sizeof r->id, "%s%s", sp->id, sfx);
+                snprintf(r->label, sizeof r->label, "%s%s", sp->label, lsfx);
+            } else if (r->positions) {
+                snprintf(r->id, sizeof r->id, "%s_p%d%s", sp->id, P, sfx);
+                snprintf(r->label, sizeof r->label, "%s, MLM on %d positions%s", sp->label, P, lsfx);
+            } else {
+                snprintf(r->id, sizeof r->id, "%s_all%s", sp->id, sfx);
+                snprintf(r->label, sizeof r->label, "%s, MLM on all %d%s", sp->label, o->seq, lsfx);
+            }
+            r->warmup = r->train ? 1 : r->batch == 1 ? 2 : 1;
+            r->runs = r->train ? o->steps : r->batch == 1 ? o->latency_runs : o->runs;
+            r->ts_s = r->pt_s = r->ort_s = r->roof_s = r->ts_compile_s = NAN;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------ the command line */
+
+#define USAGE                                                                                                      \
+    "bert [--steps N] [--runs N] [--latency-runs N] [--layers L] [--rounds N] [--train-rounds N]\n"               \
+    "            [--only SUBSTRING] [--no-peers] [--profile] [--json PATH] [--seq T] [--batch B]\n"              \
+    "            [--attention fused|eager|both] [--roofline-rounds N]"
+
+/* The integer value s of flag, which must lie in [lo, hi]; else an error naming flag, the range
+ * and why (words after the range, "" for none). */
+static int int_arg(const char *flag, const char *s, int lo, int hi, const char *why) {
+    char *e;
+    errno = 0;
+    long v = strtol(s, &e, 10);
+    if (e == s || *e || errno || v < lo || v > hi)
+        DIE("%s must be an integer in [%d, %d]%s, got '%s'", flag, lo, hi, why, s);
+    return (int)v;
+}
+
+static void parse_args(int argc, char **argv, opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
-        if (!strcmp(a, "--steps") && more) o.steps = atoi(argv[++i]);
-        else if (!strcmp(a, "--runs") && more) o.runs = atoi(argv[++i]);
-        else if (!strcmp(a, "--latency-runs") && more) o.latency_runs = atoi(argv[++i]);
-        else if (!strcmp(a, "--layers") && more) o.layers = atoi(argv[++i]);
-        else if (!strcmp(a, "--only") && more) o.only = argv[++i];
-        else if (!strcmp(a, "--rounds") && more) o.rounds = atoi(argv[++i]);
-        else if (!strcmp(a, "--train-rounds") && more) o.train_rounds = atoi(argv[++i]);
-        else if (!strcmp(a, "--json") && more) o.json = argv[++i];
-        else if (!strcmp(a, "--no-peers")) o.peers = 0;
-        else if (!strcmp(a, "--profile")) o.profile = 1;
+        if (!strcmp(a, "--steps") && more) o->steps = atoi(argv[++i]);
+        else if (!strcmp(a, "--runs") && more) o->runs = atoi(argv[++i]);
+        else if (!strcmp(a, "--latency-runs") && more) o->latency_runs = atoi(argv[++i]);
+        else if (!strcmp(a, "--layers") && more) o->layers = atoi(argv[++i]);
+        else if (!strcmp(a, "--only") && more) o->only = argv[++i];
+        else if (!strcmp(a, "--rounds") && more) o->rounds = atoi(argv[++i]);
+        else if (!strcmp(a, "--train-rounds") && more) o->train_rounds = atoi(argv[++i]);
+        else if (!strcmp(a, "--json") && more) o->json = argv[++i];
+        else if (!strcmp(a, "--seq") && more)
+            o->seq = int_arg(a, argv[++i], 1, MAX_SEQ, " (BERT-Base has 512 positions)");
+        else if (!strcmp(a, "--batch") && more) o->batch = int_arg(a, argv[++i], 1, 512, "");
+        else if (!strcmp(a, "--roofline-rounds") && more) o->roofline_rounds = int_arg(a, argv[++i], 1, 8, "");
+        else if (!strcmp(a, "--attention") && more) {
+            const char *v = argv[++i];
+            o->attention = !strcmp(v, "fused") ? ATTN_FUSED : !strcmp(v, "eager") ? ATTN_EAGER
+                         : !strcmp(v, "both") ? ATTN_BOTH : -1;
+            if (o->attention < 0) DIE("--attention must be fused, eager or both, got '%s'", v);
+        }
+        else if (!strcmp(a, "--no-peers")) o->peers = 0;
+        else if (!strcmp(a, "--profile")) o->profile = 1;
         else if (!strcmp(a, "--help")) {
-            printf("usage: bert [--steps N] [--runs N] [--latency-runs N] [--layers L] [--rounds N] [--train-rounds N]\n"
-                   "            [--only SUBSTRING] [--no-peers] [--profile] [--json PATH]\n"
+            printf("usage: " USAGE "\n"
                    "BERT-Base training and inference, tessera beside PyTorch, ONNX Runtime and the oneDNN GEMM\n"
                    "roofline (see the top of bench/bert.c).\n");
-            return 0;
+            exit(0);
         }
-        else DIE("unknown argument '%s' (usage: bert [--steps N] [--runs N] [--latency-runs N] [--layers L] "
-                 "[--rounds N] [--train-rounds N] [--only SUBSTRING] [--no-peers] [--profile] [--json PATH])", a);
+        else DIE("unknown argument '%s' (usage: " USAGE ")", a);
     }
-    if (o.rounds < 1 || o.train_rounds < 1) DIE("--rounds and --train-rounds must be >= 1");
-    if (o.steps < 1 || o.runs < 1 || o.latency_runs < 1 || o.layers < 1 || o.steps + 2 > MAX_RUNS ||
-        o.runs + 2 > MAX_RUNS || o.latency_runs + 2 > MAX_RUNS)
+    if (o->rounds < 1 || o->train_rounds < 1) DIE("--rounds and --train-rounds must be >= 1");
+    if (o->steps < 1 || o->runs < 1 || o->latency_runs < 1 || o->layers < 1 || o->steps + 2 > MAX_RUNS ||
+        o->runs + 2 > MAX_RUNS || o->latency_runs + 2 > MAX_RUNS)
         DIE("--steps, --runs, --latency-runs must be in [1, %d] and --layers >= 1", MAX_RUNS - 2);
-    g_opts = &o;
+}
 
+/* ------------------------------------------------------------------ measuring a row */
 
-#define ROW(id_, label_, train_, optim_, pos_, bf16_, batch_)                                                   \
-    {.id = id_, .label = label_, .train = train_, .optim = optim_, .positions = pos_, .bf16 = bf16_, .batch = batch_}
-    row rows[] = {
-        ROW("train_f32_adamw_p20", "train f32 AdamW, MLM on 20 positions", 1, TS_OPTIM_ADAMW, 20, 0, 8),
-        ROW("train_f32_adamw_all", "train f32 AdamW, MLM on all 128", 1, TS_OPTIM_ADAMW, 0, 0, 8),
-        ROW("train_f32_lamb_p20", "train f32 LAMB, MLM on 20 positions", 1, TS_OPTIM_LAMB, 20, 0, 8),
-        ROW("train_bf16_adamw_p20", "train bf16 AdamW, MLM on 20 positions", 1, TS_OPTIM_ADAMW, 20, 1, 8),
-        ROW("train_bf16_adamw_all", "train bf16 AdamW, MLM on all 128", 1, TS_OPTIM_ADAMW, 0, 1, 8),
-        ROW("infer_f32_b8", "inference f32, batch 8", 0, 0, 0, 0, 8),
-        ROW("infer_bf16_b8", "inference bf16, batch 8", 0, 0, 0, 1, 8),
-        ROW("latency_f32_b1", "latency f32, batch 1", 0, 0, 0, 0, 1),
-        ROW("latency_bf16_b1", "latency bf16, batch 1", 0, 0, 0, 1, 1),
-        {.id = "infer_int8_b8", .label = "inference int8 dynamic, batch 8", .int8 = 1, .batch = 8},
-        {.id = "latency_int8_b1", .label = "latency int8 dynamic, batch 1", .int8 = 1, .batch = 1},
-        {.id = "infer_int8s_b8", .label = "inference int8 calibrated, batch 8", .int8 = 2, .batch = 8},
-        {.id = "latency_int8s_b1", .label = "latency int8 calibrated, batch 1", .int8 = 2, .batch = 1},
-    };
-    int nrows = (int)(sizeof rows / sizeof rows[0]);
-    for (int i = 0; i < nrows; i++) {
-        row *r = &rows[i];
-        r->warmup = r->train ? 1 : r->batch == 1 ? 2 : 1;
-        r->runs = r->train ? o.steps : r->batch == 1 ? o.latency_runs : o.runs;
-        r->ts_s = r->pt_s = r->ort_s = r->roof_s = r->ts_compile_s = NAN;
+static child_out g_child; /* one child's output at a time (64 KiB: not on the stack) */
+
+/* One tessera round of row r: its best median, compile time, RSS and losses so far. */
+static void measure_tessera(row *r, const opts *o) {
+    child_out *c = &g_child;
+    printf(" tessera ...");
+    fflush(stdout);
+    g_row = r;
+    run_fork(tessera_fn, NULL, c);
+    if (c->rss_kib < 0) DIE("%s: the tessera run failed (status %d)", r->id, c->status);
+    double v[1];
+    r->ts_s = best(r->ts_s, timed_median(c->buf, "run_s", r->warmup));
+    r->ts_compile_s = best(r->ts_compile_s, bench_numbers(c->buf, "compile_s", v, 1) ? v[0] : NAN);
+    r->ts_rss_kib = c->rss_kib;
+    double l[2] = {NAN, NAN};
+    bench_numbers(c->buf, "loss", l, 2);
+    r->ts_loss0 = l[0], r->ts_loss1 = l[1];
+    printf(" %.3f s", r->ts_s);
+    if (o->profile) {
+        const char *pr = strstr(c->buf, "profile\n");
+        if (pr) printf("\n%s", pr + 8);
     }
+    fflush(stdout);
+}
 
-    /* The roofline, in a child process like every measurement: OpenMP (GNU libgomp) cannot be
-     * used in a process that forks later, so this one never runs a parallel region itself. */
-    static child_out c;
-    g_rows = rows, g_nrows = nrows;
-    run_fork(roofline_fn, NULL, &c);
-    if (c.rss_kib < 0) DIE("the roofline measurement failed (status %d)", c.status);
+/* One PyTorch round of row r, or the note saying why it has none. */
+static void measure_torch(row *r, const opts *o, int have_torch, int have_bf16) {
+    child_out *c = &g_child;
+    char threads[16], steps_arg[16], batch_arg[16], pos_arg[16], layers_arg[16], seq_arg[16];
+    if (!have_torch) {
+        r->pt_note = o->peers ? "not installed" : "not run";
+    } else if (r->fused_of >= 0) {
+        r->pt_note = "fused row"; /* the same PyTorch model: measured once, on the fused row */
+    } else if (r->bf16 && !have_bf16) {
+        r->pt_note = "no native bf16 on this CPU";
+    } else if (r->int8) {
+        r->pt_note = "int8 not run";
+    } else if (r->train && r->optim == TS_OPTIM_LAMB) {
+        r->pt_note = "no LAMB in PyTorch";
+    } else {
+        snprintf(threads, sizeof threads, "%d", o->threads);
+        snprintf(layers_arg, sizeof layers_arg, "%d", o->layers);
+        snprintf(steps_arg, sizeof steps_arg, "%d", r->warmup + r->runs);
+        snprintf(batch_arg, sizeof batch_arg, "%d", r->batch);
+        snprintf(pos_arg, sizeof pos_arg, "%d", r->positions);
+        snprintf(seq_arg, sizeof seq_arg, "%d", o->seq);
+        exec_args e = {{"/usr/bin/python3", TS_SOURCE_DIR "/bench/bert_torch.py", "--mode",
+                        r->train ? "train" : "infer", "--batch", batch_arg, "--seq", seq_arg, "--positions", pos_arg, "--dtype",
+                        r->bf16 ? "bf16" : "f32", "--runs", steps_arg, "--threads", threads, "--layers", layers_arg,
+                        NULL},
+                       1};
+        printf(", PyTorch ...");
+        fflush(stdout);
+        run_fork(exec_child, &e, c);
+        if (c->rss_kib < 0) {
+            r->pt_note = "failed";
+            fprintf(stderr, "bench_bert: %s: the PyTorch run failed (status %d)\n", r->id, c->status);
+        } else {
+            r->pt_s = best(r->pt_s, timed_median(c->buf, "\"run_s\":", r->warmup));
+            char ver[32], blas[96];
+            json_string(c->buf, "\"torch\":", ver, sizeof ver);
+            json_string(c->buf, "\"blas\":", blas, sizeof blas);
+            snprintf(pt_desc, sizeof pt_desc, "PyTorch %s with %s", ver, blas);
+            r->pt_rss_kib = c->rss_kib;
+            printf(" %.3f s", r->pt_s);
+        }
+    }
+}
+
+/* One ONNX Runtime round of row r: inference rows in f32 (an ONNX model of f32 weights) and int8
+ * (ORT's dynamic form, tessera's QDQ export), or the note saying why it has none. */
+static void measure_ort(row *r, const opts *o, int have_ort) {
+    child_out *c = &g_child;
+    char threads[16], steps_arg[16];
+    if (r->train) {
+        r->ort_note = "inference only";
+    } else if (!have_ort) {
+        r->ort_note = o->peers ? "not installed" : "not run";
+    } else if (r->fused_of >= 0) {
+        r->ort_note = "fused row";
+    } else if (r->bf16) {
+        r->ort_note = "f32 row";
+    } else {
+        snprintf(threads, sizeof threads, "%d", o->threads);
+        snprintf(steps_arg, sizeof steps_arg, "%d", r->warmup + r->runs);
+        exec_args e = {{"node", TS_SOURCE_DIR "/bench/bert_ort.js",
+                        (r->int8 == 2 ? qdq_path : r->int8 ? dyn_path : onnx_path)[r->batch == 1],
+                        "--runs", steps_arg,
+                        "--threads", threads, NULL},
+                       0};
+        printf(", ONNX Runtime ...");
+        fflush(stdout);
+        run_fork(exec_child, &e, c);
+        if (c->rss_kib < 0) {
+            r->ort_note = "failed";
+            fprintf(stderr, "bench_bert: %s: the ONNX Runtime run failed (status %d)\n", r->id, c->status);
+        } else {
+            r->ort_s = best(r->ort_s, timed_median(c->buf, "\"run_s\":", r->warmup));
+            char ver[32];
+            json_string(c->buf, "\"ort\":", ver, sizeof ver);
+            snprintf(ort_desc, sizeof ort_desc, "onnxruntime-node %s", ver);
+            r->ort_rss_kib = c->rss_kib;
+            printf(" %.3f s", r->ort_s);
+        }
+    }
+}
+
+/* One round of the roofline for the selected rows, in a child process like every measurement
+ * (OpenMP, GNU libgomp, cannot be used in a process that forks later, so this one never runs a
+ * parallel region itself); a row keeps its fastest round (slow spells only ever add time). */
+static void measure_roofline(row *rows, int nrows) {
+    child_out *c = &g_child;
+    run_fork(roofline_fn, NULL, c);
+    if (c->rss_kib < 0) DIE("the roofline measurement failed (status %d)", c->status);
     double v2[2];
-    int have_bf16 = bench_numbers(c.buf, "bf16", v2, 1) == 1 && v2[0] == 1;
+    g_have_bf16 = bench_numbers(c->buf, "bf16", v2, 1) == 1 && v2[0] == 1;
     for (int i = 0; i < nrows; i++) {
         char key[32];
         snprintf(key, sizeof key, "roof %d ", i);
-        if (bench_numbers(c.buf, key, v2, 2) == 2) rows[i].gflop = v2[0], rows[i].roof_s = v2[1];
+        if (bench_numbers(c->buf, key, v2, 2) != 2) continue;
+        rows[i].gflop = v2[0];
+        rows[i].roof_s = rows[i].roof_s > 0 && v2[1] > 0 ? fmin(rows[i].roof_s, v2[1]) : v2[1];
     }
+}
 
-    const char *ort_pkg = TS_SOURCE_DIR "/tools/ort/node_modules/onnxruntime-node/package.json";
-    int have_ort = o.peers && (getenv("TS_ORT_MODULES") || file_exists(ort_pkg));
-    int have_torch = o.peers && file_exists("/usr/bin/python3") &&
-                     system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
-    const dnnl_version_t *dv = dnnl_version();
-    printf("BERT-Base (%d layers, seq %d) on %d threads, oneDNN %d.%d.%d; bf16 matmuls on this CPU: %s\n", o.layers, T,
-           o.threads, dv->major, dv->minor, dv->patch,
-           have_bf16 ? "yes"
-                     : "no (oneDNN has only reference bf16 kernels without AVX-512: tessera's bf16 rows run f32 "
-                       "kernels on widened operands, roofline = f32)");
-    int label_w = 38; /* the table's first column */
-    for (int i = 0; i < nrows; i++) {
-        static char bf16_labels[16][64];
-        const char *at = strstr(rows[i].label, "bf16");
-        if (rows[i].bf16 && !have_bf16 && at && i < 16) { /* "... bf16 (f32 kernels) ..." */
-            snprintf(bf16_labels[i], sizeof bf16_labels[i], "%.*sbf16 (f32 kernels)%s", (int)(at - rows[i].label),
-                     rows[i].label, at + 4);
-            rows[i].label = bf16_labels[i];
-        }
-        if (selected(&o, rows[i].id) && (int)strlen(rows[i].label) > label_w)
-            label_w = (int)strlen(rows[i].label);
-    }
-    fflush(stdout);
+/* ------------------------------------------------------------------ the report */
 
-    mkdir(TS_BUILD_DIR "/bench", 0755);
-    snprintf(weights_path, sizeof weights_path, "%s/bench/bert-base-%dl.safetensors", TS_BUILD_DIR, o.layers);
-    snprintf(onnx_path[0], sizeof onnx_path[0], "%s/bench/bert-base-%dl-b8.onnx", TS_BUILD_DIR, o.layers);
-    snprintf(onnx_path[1], sizeof onnx_path[1], "%s/bench/bert-base-%dl-b1.onnx", TS_BUILD_DIR, o.layers);
-    snprintf(qdq_path[0], sizeof qdq_path[0], "%s/bench/bert-base-%dl-b8-qdq.onnx", TS_BUILD_DIR, o.layers);
-    snprintf(qdq_path[1], sizeof qdq_path[1], "%s/bench/bert-base-%dl-b1-qdq.onnx", TS_BUILD_DIR, o.layers);
-    snprintf(dyn_path[0], sizeof dyn_path[0], "%s/bench/bert-base-%dl-b8-dyn.onnx", TS_BUILD_DIR, o.layers);
-    snprintf(dyn_path[1], sizeof dyn_path[1], "%s/bench/bert-base-%dl-b1-dyn.onnx", TS_BUILD_DIR, o.layers);
-    snprintf(scales_path, sizeof scales_path, "%s/bench/bert-base-%dl.scales", TS_BUILD_DIR, o.layers);
-    int any_infer = 0;
-    for (int i = 0; i < nrows; i++)
-        any_infer |= !rows[i].train && selected(&o, rows[i].id);
-    if (any_infer) {
-        g_want_onnx = have_ort;
-        double t0 = now();
-        run_fork(export_fn, NULL, &c);
-        if (c.rss_kib < 0) DIE("writing the model files failed (status %d)", c.status);
-        printf("model files (weights%s) written in %.1f s\n", have_ort ? ", ONNX for batch 8 and 1" : "", now() - t0);
-        double lv[3];
-        if (bench_numbers(c.buf, "int8_logits", lv, 3) == 3)
-            printf("int8 calibrated vs f32, a BERT-Base-shaped classifier (pooled output x a [%d, 2] weight), a batch of 8 "
-                   "held-out random sequences: logits' mean absolute difference %.3g, largest %.3g (largest |logit| "
-                   "%.3g)\n", 768, lv[0], lv[1], lv[2]);
-    }
-
-    char threads[16], steps_arg[16], batch_arg[16], pos_arg[16], layers_arg[16];
-    snprintf(threads, sizeof threads, "%d", o.threads);
-    snprintf(layers_arg, sizeof layers_arg, "%d", o.layers);
-    for (int i = 0; i < nrows; i++) {
-        row *r = &rows[i];
-        if (!selected(&o, r->id)) continue;
-        printf("%s:", r->id);
-        int rounds = r->train ? o.train_rounds : o.rounds;
-        for (int round = 0; round < rounds; round++) {
-        printf(" tessera ...");
-        fflush(stdout);
-        g_row = r;
-        run_fork(tessera_fn, NULL, &c);
-        if (c.rss_kib < 0) DIE("%s: the tessera run failed (status %d)", r->id, c.status);
-        double v[1];
-        r->ts_s = best(r->ts_s, timed_median(c.buf, "run_s", r->warmup));
-        r->ts_compile_s = best(r->ts_compile_s, bench_numbers(c.buf, "compile_s", v, 1) ? v[0] : NAN);
-        r->ts_rss_kib = c.rss_kib;
-        double l[2] = {NAN, NAN};
-        bench_numbers(c.buf, "loss", l, 2);
-        r->ts_loss0 = l[0], r->ts_loss1 = l[1];
-        printf(" %.3f s", r->ts_s);
-        if (o.profile) {
-            const char *pr = strstr(c.buf, "profile\n");
-            if (pr) printf("\n%s", pr + 8);
-        }
-        fflush(stdout);
-
-        /* PyTorch */
-        if (!have_torch) {
-            r->pt_note = o.peers ? "not installed" : "not run";
-        } else if (r->bf16 && !have_bf16) {
-            r->pt_note = "no native bf16 on this CPU";
-        } else if (r->int8) {
-            r->pt_note = "int8 not run";
-        } else if (r->train && r->optim == TS_OPTIM_LAMB) {
-            r->pt_note = "no LAMB in PyTorch";
-        } else {
-            snprintf(steps_arg, sizeof steps_arg, "%d", r->warmup + r->runs);
-            snprintf(batch_arg, sizeof batch_arg, "%d", r->batch);
-            snprintf(pos_arg, sizeof pos_arg, "%d", r->positions);
-            exec_args e = {{"/usr/bin/python3", TS_SOURCE_DIR "/bench/bert_torch.py", "--mode", r->train ? "train" : "infer",
-                            "--batch", batch_arg, "--positions", pos_arg, "--dtype", r->bf16 ? "bf16" : "f32", "--runs",
-                            steps_arg, "--threads", threads, "--layers", layers_arg, NULL},
-                           1};
-            printf(", PyTorch ...");
-            fflush(stdout);
-            run_fork(exec_child, &e, &c);
-            if (c.rss_kib < 0) {
-                r->pt_note = "failed";
-                fprintf(stderr, "bench_bert: %s: the PyTorch run failed (status %d)\n", r->id, c.status);
-            } else {
-                r->pt_s = best(r->pt_s, timed_median(c.buf, "\"run_s\":", r->warmup));
-                char ver[32], blas[96];
-                json_string(c.buf, "\"torch\":", ver, sizeof ver);
-                json_string(c.buf, "\"blas\":", blas, sizeof blas);
-                snprintf(pt_desc, sizeof pt_desc, "PyTorch %s with %s", ver, blas);
-                r->pt_rss_kib = c.rss_kib;
-                printf(" %.3f s", r->pt_s);
-            }
-        }
-        /* ONNX Runtime: inference rows in f32 (an ONNX model of f32 weights) and calibrated int8 (QDQ) */
-        if (r->train) {
-            r->ort_note = "inference only";
-        } else if (!have_ort) {
-            r->ort_note = o.peers ? "not installed" : "not run";
-        } else if (r->bf16) {
-            r->ort_note = "f32 row";
-        } else {
-            snprintf(steps_arg, sizeof steps_arg, "%d", r->warmup + r->runs);
-            exec_args e = {{"node", TS_SOURCE_DIR "/bench/bert_ort.js",
-                            (r->int8 == 2 ? qdq_path : r->int8 ? dyn_path : onnx_path)[r->batch == 1],
-                            "--runs", steps_arg,
-                            "--threads", threads, NULL},
-                           0};
-            printf(", ONNX Runtime ...");
-            fflush(stdout);
-            run_fork(exec_child, &e, &c);
-            if (c.rss_kib < 0) {
-                r->ort_note = "failed";
-                fprintf(stderr, "bench_bert: %s: the ONNX Runtime run failed (status %d)\n", r->id, c.status);
-            } else {
-                r->ort_s = best(r->ort_s, timed_median(c.buf, "\"run_s\":", r->warmup));
-                char ver[32];
-                json_string(c.buf, "\"ort\":", ver, sizeof ver);
-                snprintf(ort_desc, sizeof ort_desc, "onnxruntime-node %s", ver);
-                r->ort_rss_kib = c.rss_kib;
-                printf(" %.3f s", r->ort_s);
-            }
-        }
-        printf(round + 1 < rounds ? ";" : "\n");
-        } /* rounds */
-    }
-
-    /* The table: seq/s (latency rows: ms per batch), GFLOP/s achieved, % of roofline, RSS, ratios. */
+/* The table: seq/s (latency rows: ms per batch), GFLOP/s achieved, % of roofline, RSS, ratios. */
+static void print_table(const row *rows, int nrows, const opts *o, int label_w) {
     printf("\n%-*s | %9s %9s %9s %9s | %7s %6s | %8s %8s %8s | %7s %7s | %8s\n", label_w, "workload", "tessera", "PyTorch",
            "ORT", "roofline", "GFLOP/s", "% roof", "RSS MiB", "PyTorch", "ORT", "vs PT", "vs ORT", "compile");
     printf("%-*s | %9s %9s %9s %9s | %7s %6s | %8s %8s %8s | %7s %7s | %8s\n", label_w, "", "", "", "", "", "tessera", "",
@@ -845,9 +920,9 @@ int main(int argc, char **argv) {
            "-------------------------------------------------%.*s\n", label_w - 38,
            "------------------------------------------------------------------------------------------------");
     for (int i = 0; i < nrows; i++) {
-        row *r = &rows[i];
-        if (!selected(&o, r->id)) continue;
-        int lat = r->batch == 1;
+        const row *r = &rows[i];
+        if (!selected(o, r->id)) continue;
+        int lat = !r->train && r->batch == 1;
         /* latency rows in ms per forward; the others in sequences per second */
         double ts = lat ? r->ts_s * 1e3 : seq_per_s(r, r->ts_s), pt = lat ? r->pt_s * 1e3 : seq_per_s(r, r->pt_s);
         double ort = lat ? r->ort_s * 1e3 : seq_per_s(r, r->ort_s);
@@ -863,10 +938,16 @@ int main(int argc, char **argv) {
         fmt(b[11], 32, "%.2f", r->ts_compile_s);
         if (isnan(r->pt_s) && r->pt_note) snprintf(b[1], 32, "(%s)", r->pt_note);
         if (isnan(r->ort_s) && r->ort_note) snprintf(b[2], 32, "(%s)", r->ort_note);
-        if (r->bf16 && !have_bf16 && isnan(r->pt_s) && have_torch) snprintf(b[1], 32, "(no bf16*)");
+        if (r->bf16 && !g_have_bf16 && isnan(r->pt_s) && g_have_torch && r->fused_of < 0)
+            snprintf(b[1], 32, "(no bf16*)");
         printf("%-*s | %9s %9s %9s %9s | %7s %6s | %8s %8s %8s | %7s %7s | %8s\n", label_w, r->label, b[0], b[1], b[2], b[3],
                b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11]);
     }
+}
+
+/* The notes below the table: units, peers, the bf16 caveat, int8 against f32, fused against eager
+ * attention, the training losses. */
+static void print_notes(const row *rows, int nrows, const opts *o) {
     printf("\nseq/s: sequences per second (median of timed runs after warm-up); latency rows: ms per batch-1 forward.\n"
            "roofline: the row's matmuls timed one by one as oneDNN primitives in this run (no other work);\n"
            "%% roof = roofline time / tessera time. speedup = peer time / tessera time (> 1: tessera faster).\n"
@@ -875,41 +956,167 @@ int main(int argc, char **argv) {
            "  OMP_WAIT_POLICY=passive, %d threads. ORT: %s, CPU EP, graph optimisation 'all', %d intra-op\n"
            "  threads, on the ONNX model tessera exported (same weights; int8 dynamic: in ORT's dynamic int8 form,\n"
            "  DynamicQuantizeLinear + MatMulInteger; int8 calibrated: tessera's QDQ export).\n",
-           pt_desc[0] ? pt_desc : "not run", o.threads, ort_desc[0] ? ort_desc : "not run", o.threads);
-    if (!have_bf16)
+           pt_desc[0] ? pt_desc : "not run", o->threads, ort_desc[0] ? ort_desc : "not run", o->threads);
+    if (!g_have_bf16)
         printf("bf16 (f32 kernels): no native bf16 matmul on this CPU; tessera multiplies the bf16 operands widened to\n"
                "  f32 with oneDNN's f32 matmul and rounds to bf16; roofline = the f32 GEMMs.%s\n",
-               have_torch ? " (no bf16*): PyTorch's bf16 rows\n  skipped, no native bf16 on this CPU." : "");
-    for (int i = 0; i < nrows; i++) /* int8 dynamic beside tessera f32 of the same batch, this run */
+               g_have_torch ? " (no bf16*): PyTorch's bf16 rows\n  skipped, no native bf16 on this CPU." : "");
+    for (int i = 0; i < nrows; i++) /* int8 dynamic beside tessera f32 of the same batch and attention, this run */
         for (int j = 0; j < nrows && rows[i].int8 && rows[i].ts_s > 0; j++)
-            if (!rows[j].train && !rows[j].bf16 && !rows[j].int8 && rows[j].batch == rows[i].batch && rows[j].ts_s > 0)
+            if (!rows[j].train && !rows[j].bf16 && !rows[j].int8 && rows[j].batch == rows[i].batch &&
+                rows[j].eager == rows[i].eager && rows[j].ts_s > 0)
                 printf("%s: %.2fx tessera f32 (%s)\n", rows[i].label, rows[j].ts_s / rows[i].ts_s, rows[j].id);
+    for (int i = 0; i < nrows; i++) { /* --attention both: each fused row against its eager twin */
+        const row *e = &rows[i], *f = e->fused_of >= 0 ? &rows[e->fused_of] : NULL;
+        if (!f || !(e->ts_s > 0) || !(f->ts_s > 0)) continue;
+        printf("attention fused / eager, %s: speed %.2fx (%.3f / %.3f s a run), peak RSS %.2fx (%.0f / %.0f MiB)",
+               f->id, e->ts_s / f->ts_s, f->ts_s, e->ts_s, (double)f->ts_rss_kib / (double)e->ts_rss_kib,
+               f->ts_rss_kib / 1024.0, e->ts_rss_kib / 1024.0);
+        if (f->roof_s > 0) printf(", %% roof %.0f%% / %.0f%%", 100 * f->roof_s / f->ts_s, 100 * f->roof_s / e->ts_s);
+        printf("\n");
+    }
     for (int i = 0; i < nrows; i++)
         if (rows[i].train && rows[i].ts_s > 0)
             printf("loss of %s: %.4f at the first step, %.4f at the last\n", rows[i].id, rows[i].ts_loss0,
                    rows[i].ts_loss1);
+}
 
-    FILE *js = fopen(o.json, "w");
-    if (!js) DIE("cannot write %s: %s", o.json, strerror(errno));
-    fprintf(js, "{\"threads\": %d, \"layers\": %d, \"seq\": %d, \"bf16_matmul\": %s, \"pytorch\": \"%s\", "
-            "\"ort\": \"%s\", \"rows\": [\n", o.threads, o.layers, T, have_bf16 ? "true" : "false", pt_desc, ort_desc);
+/* The figures of the selected rows as JSON in o->json (-1: not measured). */
+static void write_json(const row *rows, int nrows, const opts *o) {
+    FILE *js = fopen(o->json, "w");
+    if (!js) DIE("cannot write %s: %s", o->json, strerror(errno));
+    fprintf(js, "{\"threads\": %d, \"layers\": %d, \"seq\": %d, \"train_batch\": %d, \"bf16_matmul\": %s, "
+            "\"pytorch\": \"%s\", \"ort\": \"%s\", \"rows\": [\n", o->threads, o->layers, o->seq, o->batch,
+            g_have_bf16 ? "true" : "false", pt_desc, ort_desc);
     int first = 1;
     for (int i = 0; i < nrows; i++) {
-        row *r = &rows[i];
-        if (!selected(&o, r->id)) continue;
+        const row *r = &rows[i];
+        if (!selected(o, r->id)) continue;
 #define JNUM(x) (isnan(x) || (x) <= 0 ? -1.0 : (x))
         fprintf(js,
                 "%s  {\"id\": \"%s\", \"batch\": %d, \"gflop_per_run\": %.3f, \"tessera_s\": %.6g, "
                 "\"pytorch_s\": %.6g, \"ort_s\": %.6g, \"roofline_s\": %.6g, \"tessera_compile_s\": %.4g, "
                 "\"tessera_rss_mib\": %.1f, \"pytorch_rss_mib\": %.1f, \"ort_rss_mib\": %.1f, "
-                "\"pytorch_note\": \"%s\", \"ort_note\": \"%s\"}",
+                "\"pytorch_note\": \"%s\", \"ort_note\": \"%s\", \"attention\": \"%s\", \"mlm_positions\": %d}",
                 first ? "" : ",\n", r->id, r->batch, r->gflop, JNUM(r->ts_s), JNUM(r->pt_s), JNUM(r->ort_s),
                 JNUM(r->roof_s), JNUM(r->ts_compile_s), r->ts_rss_kib / 1024.0, r->pt_rss_kib / 1024.0,
-                r->ort_rss_kib / 1024.0, r->pt_note ? r->pt_note : "", r->ort_note ? r->ort_note : "");
+                r->ort_rss_kib / 1024.0, r->pt_note ? r->pt_note : "", r->ort_note ? r->ort_note : "",
+                r->eager ? "eager" : "fused", r->train ? r->positions : 0);
         first = 0;
     }
     fprintf(js, "\n]}\n");
     fclose(js);
-    printf("written: %s (-1: not measured)\n", o.json);
+    printf("written: %s (-1: not measured)\n", o->json);
+}
+
+/* ------------------------------------------------------------------ main */
+
+/* The table's labels of bf16 rows without native bf16 ("... bf16 (f32 kernels) ..."); the width of
+ * the table's first column for the selected rows. */
+static int relabel(row *rows, int nrows, const opts *o) {
+    int label_w = 38;
+    for (int i = 0; i < nrows; i++) {
+        const char *at = strstr(rows[i].label, "bf16");
+        if (rows[i].bf16 && !g_have_bf16 && at) {
+            char l[sizeof rows[i].label];
+            snprintf(l, sizeof l, "%.*sbf16 (f32 kernels)%s", (int)(at - rows[i].label), rows[i].label, at + 4);
+            memcpy(rows[i].label, l, sizeof l);
+        }
+        if (selected(o, rows[i].id) && (int)strlen(rows[i].label) > label_w) label_w = (int)strlen(rows[i].label);
+    }
+    return label_w;
+}
+
+/* Writes the weights, scales and ONNX files the selected inference rows load (none selected: none). */
+static void write_model_files(const row *rows, int nrows, const opts *o) {
+    mkdir(TS_BUILD_DIR "/bench", 0755);
+    snprintf(weights_path, sizeof weights_path, "%s/bench/bert-base-%dl.safetensors", TS_BUILD_DIR, o->layers);
+    snprintf(onnx_path[0], sizeof onnx_path[0], "%s/bench/bert-base-%dl-b8.onnx", TS_BUILD_DIR, o->layers);
+    snprintf(onnx_path[1], sizeof onnx_path[1], "%s/bench/bert-base-%dl-b1.onnx", TS_BUILD_DIR, o->layers);
+    snprintf(qdq_path[0], sizeof qdq_path[0], "%s/bench/bert-base-%dl-b8-qdq.onnx", TS_BUILD_DIR, o->layers);
+    snprintf(qdq_path[1], sizeof qdq_path[1], "%s/bench/bert-base-%dl-b1-qdq.onnx", TS_BUILD_DIR, o->layers);
+    snprintf(dyn_path[0], sizeof dyn_path[0], "%s/bench/bert-base-%dl-b8-dyn.onnx", TS_BUILD_DIR, o->layers);
+    snprintf(dyn_path[1], sizeof dyn_path[1], "%s/bench/bert-base-%dl-b1-dyn.onnx", TS_BUILD_DIR, o->layers);
+    snprintf(scales_path, sizeof scales_path, "%s/bench/bert-base-%dl.scales", TS_BUILD_DIR, o->layers);
+    int any_infer = 0;
+    for (int i = 0; i < nrows; i++)
+        any_infer |= !rows[i].train && selected(o, rows[i].id);
+    if (!any_infer) return;
+    g_want_onnx = g_have_ort;
+    double t0 = now();
+    run_fork(export_fn, NULL, &g_child);
+    if (g_child.rss_kib < 0) DIE("writing the model files failed (status %d)", g_child.status);
+    printf("model files (weights%s) written in %.1f s\n", g_have_ort ? ", ONNX for batch 8 and 1" : "", now() - t0);
+    double lv[3];
+    if (bench_numbers(g_child.buf, "int8_logits", lv, 3) == 3)
+        printf("int8 calibrated vs f32, a BERT-Base-shaped classifier (pooled output x a [%d, 2] weight), a batch of 8 "
+               "held-out random sequences: logits' mean absolute difference %.3g, largest %.3g (largest |logit| "
+               "%.3g)\n", 768, lv[0], lv[1], lv[2]);
+}
+
+int main(int argc, char **argv) {
+    opts o = {.steps = 3, .runs = 5, .latency_runs = 15, .layers = 12, .peers = 1, .rounds = 2, .train_rounds = 1,
+              .threads = omp_get_max_threads(), .seq = 128, .batch = 8, .attention = ATTN_FUSED,
+              .roofline_rounds = 1};
+    static char json_default[1024];
+    snprintf(json_default, sizeof json_default, "%s/bench/bert.json", TS_BUILD_DIR);
+    o.json = json_default;
+    parse_args(argc, argv, &o);
+    g_opts = &o;
+    static row rows[MAX_ROWS];
+    int nrows = make_rows(&o, rows), nsel = 0;
+    for (int i = 0; i < nrows; i++) nsel += selected(&o, rows[i].id);
+    if (!nsel) {
+        fprintf(stderr, "bench_bert: --only '%s' selects no row; the rows at seq %d:", o.only, o.seq);
+        for (int i = 0; i < nrows; i++) fprintf(stderr, " %s", rows[i].id);
+        fputc('\n', stderr);
+        return 1;
+    }
+
+    /* The roofline: one round before the rows, the others (--roofline-rounds) after them */
+    g_rows = rows, g_nrows = nrows;
+    measure_roofline(rows, nrows);
+
+    const char *ort_pkg = TS_SOURCE_DIR "/tools/ort/node_modules/onnxruntime-node/package.json";
+    g_have_ort = o.peers && (getenv("TS_ORT_MODULES") || file_exists(ort_pkg));
+    g_have_torch = o.peers && file_exists("/usr/bin/python3") &&
+                   system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
+    const dnnl_version_t *dv = dnnl_version();
+    printf("BERT-Base (%d layers, seq %d) on %d threads, oneDNN %d.%d.%d; bf16 matmuls on this CPU: %s\n", o.layers,
+           o.seq, o.threads, dv->major, dv->minor, dv->patch,
+           g_have_bf16 ? "yes"
+                       : "no (oneDNN has only reference bf16 kernels without AVX-512: tessera's bf16 rows run f32 "
+                         "kernels on widened operands, roofline = f32)");
+    if (o.seq != 128 || o.batch != 8 || o.attention != ATTN_FUSED)
+        printf("training batch %d, MLM on %d gathered positions (20 per 128 tokens); attention: %s\n", o.batch,
+               mlm_positions(o.seq), (const char *[]){"fused", "eager", "fused and eager"}[o.attention]);
+    int label_w = relabel(rows, nrows, &o);
+    fflush(stdout);
+    write_model_files(rows, nrows, &o);
+
+    for (int i = 0; i < nrows; i++) {
+        row *r = &rows[i], *twin = i + 1 < nrows && rows[i + 1].fused_of == i ? &rows[i + 1] : NULL;
+        if (r->fused_of >= 0 && selected(&o, rows[r->fused_of].id)) continue; /* measured with its fused row */
+        if (!selected(&o, r->id)) continue;
+        if (twin && !selected(&o, twin->id)) twin = NULL;
+        int rounds = r->train ? o.train_rounds : o.rounds;
+        if (!twin) printf("%s:", r->id);
+        for (int round = 0; round < rounds; round++) {
+            /* a fused row and its eager twin alternate, round by round: one slow spell of the
+             * machine does not decide their ratio */
+            for (row *x = r; x; x = x == r ? twin : NULL) {
+                if (twin) printf("%s (round %d):", x->id, round + 1);
+                measure_tessera(x, &o);
+                measure_torch(x, &o, g_have_torch, g_have_bf16);
+                measure_ort(x, &o, g_have_ort);
+                if (twin) printf("\n");
+            }
+            if (!twin) printf(round + 1 < rounds ? ";" : "\n");
+        }
+    }
+    for (int k = 1; k < o.roofline_rounds; k++) measure_roofline(rows, nrows);
+    print_table(rows, nrows, &o, label_w);
+    print_notes(rows, nrows, &o);
+    write_json(rows, nrows, &o);
     return 0;
 }
