@@ -136,7 +136,9 @@ typedef struct ts_bert_config {
                                            0 (default): one fused op per layer (ts_attention, made
                                            by ts_graph_fuse_attention at the end of ts_bert_build),
                                            the same numbers and dropout masks without storing the
-                                           [B, H, T, T] scores */
+                                           [B, H, T, T] scores. Read only when struct_size is
+                                           sizeof(ts_bert_config): ts_bert_config_default fills the
+                                           base layout, so set struct_size after it to use this */
 } ts_bert_config;
 
 /* Hugging Face's BertConfig() defaults (bert-base-uncased): V 30522, C 768, 12 layers, 12 heads,
