@@ -25,6 +25,7 @@
  * portable (non-AVX-512) path.
  */
 #include "fd_check.h"
+#include "tessera_backend.h"
 
 #include "graph/opdef.h" /* the nodes the pass made: their op and layout */
 
@@ -849,6 +850,16 @@ static void test_fuse_declines(void) {
     CHECK(ts_graph_fuse_attention(NULL) == -1, "a NULL graph gave no error");
 }
 
+/* ts_device_fuses_attention: the CPU (any of its device names) runs the fused op; an unknown device
+ * is an error naming it. (OpenCL, which runs matmul but not attention, gives 0: tests/test_opencl_parity.sh
+ * trains on it with strict devices; a plugin claiming nothing gives 1: tests/test_doc_plugin.sh.) */
+static void test_device_choice(void) {
+    CHECK(ts_device_fuses_attention(NULL) == 1 && ts_device_fuses_attention("cpu") == 1 &&
+          ts_device_fuses_attention("cpu:1") == 1, "the CPU fuses attention");
+    CHECK(ts_device_fuses_attention("nosuchdevice") == -1 && strstr(ts_last_error(), "nosuchdevice"),
+          "unknown device: %s", ts_last_error());
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     RUN(test_t1);
@@ -867,5 +878,6 @@ int main(int argc, char **argv) {
     RUN(test_fuse_encoder_f32);
     RUN(test_fuse_encoder_bf16);
     RUN(test_fuse_declines);
+    RUN(test_device_choice);
     return tu_finish("attention");
 }

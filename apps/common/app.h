@@ -9,6 +9,7 @@
 #define TS_APPS_APP_H
 
 #include "tessera_apps.h"
+#include "tessera_backend.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -16,9 +17,9 @@
 
 #include "common/struct_base.h"
 
-/* 1 when device runs the fused attention op natively: the CPU (NULL, "cpu", "cpu:N"). A BERT built
- * for another device sets ts_bert_config.eager_attention, so that device runs the unfused ops it
- * has kernels for, not the fused one by CPU fallback (or a refusal, with strict_device). */
-static inline bool app_fuses_attention(const char *device) { return !device || !strncmp(device, "cpu", 3); }
+/* 1 when a model for device should fuse its attention (ts_device_fuses_attention: the device runs
+ * the fused op, or no matmul either); else a BERT for it sets ts_bert_config.eager_attention, so
+ * the device runs the unfused ops it has kernels for. An unknown device: 1 (its compile fails). */
+static inline bool app_fuses_attention(const char *device) { return ts_device_fuses_attention(device) != 0; }
 
 #endif
