@@ -211,15 +211,35 @@ static void mm_acc(const float *a, int64_t ars, int64_t acs, const float *bm, in
 
 /* ------------------------------------------------------------------ packing */
 
-static inline float rd(int bf16, float x) { return bf16 ? ts_bf16_f32(ts_f32_bf16(x)) : x; }
-
-/* dst[d ld + s] = x[s xs + d] (rounded): the [n, D] rows of one head transposed, zero beyond n. */
-static void pack_t(const ts_attn_geom *g, const float *x, int64_t xs, int64_t n, float *dst, int64_t ld) {
-    for (int64_t d = 0; d < g->D; d++) {
-        float *o = dst + d * ld;
-        for (int64_t s = 0; s < n; s++) o[s] = rd(g->bf16, x[s * xs + d]);
-        for (int64_t s = n; s < ld; s++) o[s] = 0.f;
+/* z[j] = bf16(z[j]) for the n elements (ts_f32_bf16's rounding). */
+TS_SIMD_CLONES
+static void round_row(float *z, int64_t n) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) {
+        uint32_t u;
+        memcpy(&u, &z[j], 4);
+        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+        r = (u & 0x7fffffffu) > 0x7f800000u ? (u | 0x00400000u) & 0xffff0000u : r;
+        memcpy(&z[j], &r, 4);
     }
+}
+
+/* dst[d ld + s] = x[s xs + d] (rounded): the [n, D] rows of one head transposed, zero beyond n;
+ * by 16 x 16 blocks through a tile, so both sides are read and written along their rows. */
+static void pack_t(const ts_attn_geom *g, const float *x, int64_t xs, int64_t n, float *dst, int64_t ld) {
+    float tile[16][16];
+    for (int64_t d = 0; d < g->D; d++) memset(dst + d * ld + n, 0, sizeof(float) * (size_t)(ld - n));
+    for (int64_t s0 = 0; s0 < n; s0 += 16) {
+        int64_t ns = n - s0 < 16 ? n - s0 : 16;
+        for (int64_t d0 = 0; d0 < g->D; d0 += 16) {
+            int64_t nd = g->D - d0 < 16 ? g->D - d0 : 16;
+            for (int64_t i = 0; i < ns; i++)
+                for (int64_t j = 0; j < nd; j++) tile[j][i] = x[(s0 + i) * xs + d0 + j];
+            for (int64_t j = 0; j < nd; j++) memcpy(dst + (d0 + j) * ld + s0, tile[j], sizeof(float) * (size_t)ns);
+        }
+    }
+    if (g->bf16)
+        for (int64_t d = 0; d < g->D; d++) round_row(dst + d * ld, n);
 }
 
 /* dst[s ld + d] = x[s xs + d] (rounded), rows n .. rows and columns D .. ld zero. */
@@ -228,10 +248,19 @@ static void pack_rows(const ts_attn_geom *g, const float *x, int64_t xs, int64_t
     for (int64_t s = 0; s < rows; s++) {
         float *o = dst + s * ld;
         int64_t d = 0;
-        if (s < n)
-            for (; d < g->D; d++) o[d] = rd(g->bf16, x[s * xs + d]);
-        for (; d < ld; d++) o[d] = 0.f;
+        if (s < n) {
+            memcpy(o, x + s * xs, sizeof(float) * (size_t)g->D);
+            if (g->bf16) round_row(o, g->D);
+            d = g->D;
+        }
+        memset(o + d, 0, sizeof(float) * (size_t)(ld - d));
     }
+}
+
+/* o[d] = x[d] a for d < n (o and x distinct). */
+static inline void scaled_copy(float *restrict o, const float *restrict x, int64_t n, float a) {
+#pragma omp simd
+    for (int64_t d = 0; d < n; d++) o[d] = x[d] * a;
 }
 
 /* The mask's row for query i of head (b, h), or NULL. */
@@ -282,19 +311,6 @@ static void drop_row(const ts_attn_geom *g, float *z, int64_t n, uint64_t base) 
     }
 }
 
-/* z[j] = bf16(z[j]) for the n elements (ts_f32_bf16's rounding). */
-TS_SIMD_CLONES
-static void round_row(float *z, int64_t n) {
-#pragma omp simd
-    for (int64_t j = 0; j < n; j++) {
-        uint32_t u;
-        memcpy(&u, &z[j], 4);
-        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-        r = (u & 0x7fffffffu) > 0x7f800000u ? (u | 0x00400000u) & 0xffff0000u : r;
-        memcpy(&z[j], &r, 4);
-    }
-}
-
 /* Row r's online-softmax step over nc scores z (scaled and masked in place, then exp(z - m')):
  * returns the factor c that rescales what the row held; updates m and l. */
 TS_SIMD_CLONES
@@ -339,6 +355,7 @@ static void fwd_key_block(const ts_attn_geom *g, const fwd_ws *w, int64_t b, int
     mm_acc(w->sb, BC, 1, w->vp + j0 * Dp, Dp, w->ob, Dp, rows4, Dp, nc);
 }
 
+TS_SIMD_CLONES __attribute__((noinline))
 static void fwd_head(const ts_attn_geom *g, const fwd_ws *w, int64_t b, int64_t h, const float *q, const float *k,
                      const float *v, float *y, float *lse) {
     int64_t S64 = up(g->S, 64), Dp = up(g->D, 16);
@@ -353,8 +370,8 @@ static void fwd_head(const ts_attn_geom *g, const fwd_ws *w, int64_t b, int64_t 
         for (int64_t j0 = 0; j0 < g->S; j0 += BC)
             fwd_key_block(g, w, b, h, i0, rows, j0, g->S - j0 < BC ? g->S - j0 : BC);
         for (int64_t r = 0; r < rows; r++) {
-            float l = w->l[r], inv = l > 0.f ? 1.f / l : 0.f, *yr = y + b * g->qb + h * g->qh + (i0 + r) * g->qt;
-            for (int64_t d = 0; d < g->D; d++) yr[d] = w->ob[r * Dp + d] * inv;
+            float l = w->l[r], inv = l > 0.f ? 1.f / l : 0.f;
+            scaled_copy(y + b * g->qb + h * g->qh + (i0 + r) * g->qt, w->ob + r * Dp, g->D, inv);
             lse[(b * g->H + h) * g->T + i0 + r] = l > 0.f ? w->m[r] + logf(l) : -INFINITY;
         }
     }
@@ -397,12 +414,12 @@ ts_status ts_attn_forward(const ts_attn_geom *g, void *scratch, size_t scratch_b
 /* ------------------------------------------------------------------ backward */
 
 typedef struct {
-    float *kt, *kp, *vt, *gk, *gv, *qp, *gyp, *gq, *p, *dp, *drow;
+    float *kt, *kp, *vt, *gk, *gv, *qp, *gyp, *gq, *p, *dp, *drow, *kf;
 } bwd_ws;
 
 static size_t bwd_floats(const ts_attn_geom *g) {
     int64_t S64 = up(g->S, 64), Dp = up(g->D, 16);
-    return (size_t)(2 * g->D * S64 + 3 * S64 * Dp + 3 * BRB * Dp + 2 * BRB * S64 + BRB + 64);
+    return (size_t)(2 * g->D * S64 + 3 * S64 * Dp + 3 * BRB * Dp + 2 * BRB * S64 + BRB + S64 + 64);
 }
 
 static void bwd_ws_carve(const ts_attn_geom *g, float *w, bwd_ws *ws) {
@@ -417,7 +434,8 @@ static void bwd_ws_carve(const ts_attn_geom *g, float *w, bwd_ws *ws) {
     ws->gq = w, w += BRB * Dp;
     ws->p = w, w += BRB * S64;
     ws->dp = w, w += BRB * S64;
-    ws->drow = w;
+    ws->drow = w, w += BRB;
+    ws->kf = w;
 }
 
 /* One row of the tile: z (scores in, p out: exp(scale z + mask - L), 0 when L is -inf) and gp
@@ -441,24 +459,34 @@ static void bwd_row(const ts_attn_geom *g, float *z, float *gp, const float *mr,
     for (int64_t j = 0; j < n; j++) gp[j] = z[j] * (gp[j] - dr);
 }
 
+/* kf[j] = keep ? 1 / (1 - p) : 0 for the n elements from `base` of the scores (drop_row on ones). */
+static void keep_factors(const ts_attn_geom *g, float *kf, int64_t n, uint64_t base) {
+    for (int64_t j = 0; j < n; j++) kf[j] = 1.f;
+    drop_row(g, kf, n, base);
+}
+
 /* Rows r < rows of the tile: p (scores in, pd out) and dp (gpd in, gz out, unscaled). With
- * dropout, gz = p (keep gpd - dr) = pd gpd - p dr: the row is done on undropped p, then pd and
- * the keep factor's part of gz applied. */
+ * dropout (kf the keep factors), gz = p (kf gpd - dr) and pd = kf p: gpd is scaled first, the row
+ * done on undropped p, then p scaled. */
+TS_SIMD_CLONES
 static void bwd_rows(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t h, int64_t i0, int64_t rows,
                      const float *lse) {
     int64_t S = g->S, S64 = up(S, 64);
+    float *kf = w->kf;
     for (int64_t r = 0; r < rows; r++) {
         float *z = w->p + r * S64, *gp = w->dp + r * S64, L = lse[(b * g->H + h) * g->T + i0 + r], dr = w->drow[r];
-        uint64_t base = (uint64_t)(((b * g->H + h) * g->T + i0 + r) * S);
-        if (g->p > 0.f) { /* gpd becomes keep gpd first: the dropout's factor applied to it */
-            drop_row(g, gp, S, base);
+        if (g->p > 0.f) {
+            keep_factors(g, kf, S, (uint64_t)(((b * g->H + h) * g->T + i0 + r) * S));
+            for (int64_t j = 0; j < S; j++) gp[j] *= kf[j];
         }
         bwd_row(g, z, gp, mask_row(g, b, h, i0 + r), S, L, dr);
-        if (g->p > 0.f) drop_row(g, z, S, base);
+        if (g->p > 0.f)
+            for (int64_t j = 0; j < S; j++) z[j] *= kf[j];
         if (g->bf16) round_row(z, S), round_row(gp, S);
     }
 }
 
+TS_SIMD_CLONES __attribute__((noinline))
 static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t h, const float *q, const float *k,
                      const float *v, const float *y, const float *lse, const float *gy, float *gq, float *gk,
                      float *gv) {
@@ -476,26 +504,27 @@ static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
         for (int64_t r = 0; r < rows; r++) {
             const float *yr = y + qo + (i0 + r) * g->qt, *gr = gy + qo + (i0 + r) * g->qt;
             float s = 0.f;
+#pragma omp simd reduction(+ : s)
             for (int64_t d = 0; d < D; d++) s += yr[d] * gr[d];
             w->drow[r] = s;
         }
         mm_nt(w->qp, Dp, w->kt, S64, w->p, S64, rows4, S64, D);
         mm_nt(w->gyp, Dp, w->vt, S64, w->dp, S64, rows4, S64, D);
         bwd_rows(g, w, b, h, i0, rows, lse);
-        for (int64_t r = 0; r < rows4; r++) /* padding keys and rows take no part */
-            for (int64_t j = r < rows ? S : 0; j < S64; j++) w->p[r * S64 + j] = w->dp[r * S64 + j] = 0.f;
+        for (int64_t r = 0; r < rows4; r++) { /* padding keys and rows take no part */
+            int64_t j0 = r < rows ? S : 0;
+            memset(w->p + r * S64 + j0, 0, sizeof(float) * (size_t)(S64 - j0));
+            memset(w->dp + r * S64 + j0, 0, sizeof(float) * (size_t)(S64 - j0));
+        }
         mm_acc(w->p, 1, S64, w->gyp, Dp, w->gv, Dp, S64, Dp, rows);  /* gv += pd^T gy */
         mm_acc(w->dp, 1, S64, w->qp, Dp, w->gk, Dp, S64, Dp, rows);  /* gk += gz^T q */
         memset(w->gq, 0, sizeof(float) * (size_t)(rows4 * Dp));
         mm_acc(w->dp, S64, 1, w->kp, Dp, w->gq, Dp, rows4, Dp, S);  /* gq = gz k */
-        for (int64_t r = 0; r < rows; r++) {
-            float *o = gq + qo + (i0 + r) * g->qt;
-            for (int64_t d = 0; d < D; d++) o[d] = w->gq[r * Dp + d] * g->scale;
-        }
+        for (int64_t r = 0; r < rows; r++) scaled_copy(gq + qo + (i0 + r) * g->qt, w->gq + r * Dp, D, g->scale);
     }
     for (int64_t s = 0; s < S; s++) {
-        float *ok = gk + ko + s * g->ks, *ov = gv + ko + s * g->ks;
-        for (int64_t d = 0; d < D; d++) ok[d] = w->gk[s * Dp + d] * g->scale, ov[d] = w->gv[s * Dp + d];
+        scaled_copy(gk + ko + s * g->ks, w->gk + s * Dp, D, g->scale);
+        scaled_copy(gv + ko + s * g->ks, w->gv + s * Dp, D, 1.f);
     }
 }
 
