@@ -209,6 +209,92 @@ static void mm_acc(const float *a, int64_t ars, int64_t acs, const float *bm, in
     else mm_acc_c(a, ars, acs, bm, ldb, c, ldc, M, N, K);
 }
 
+/* bf16 products with AVX512_BF16: operands as pairs, a uint32 holding two bf16 (the lower one
+ * first), and vdpbf16ps adding both products of a pair to an f32 lane:
+ *   mm_nt_bf16:  c[i, j]  = sum_kp a[i lda + kp] . bt[kp ldb + j]   i by 4, j by 64
+ *   mm_acc_bf16: c[i, z] += sum_kp a[i lda + kp] . bm[kp ldb + z]   i by 4, z by 64 then 16
+ * (x . y = x.lo y.lo + x.hi y.hi). A bf16 x bf16 product is exact in f32, so these give the f32
+ * microkernels' numbers on the rounded operands, up to the order of the sums. */
+static int want_bf16(void) {
+    static int v = -1;
+    if (v < 0) v = want_avx512() && __builtin_cpu_supports("avx512bf16");
+    return v;
+}
+
+#define AVX512BF16 __attribute__((target("avx512f,avx512bf16")))
+
+AVX512BF16 static void mm_nt_bf16(const uint32_t *a, int64_t lda, const uint32_t *bt, int64_t ldb, float *c,
+                                  int64_t ldc, int64_t M, int64_t N, int64_t K2) {
+    for (int64_t i = 0; i < M; i += 4)
+        for (int64_t j = 0; j < N; j += 64) {
+            __m512 acc[4][4];
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+                for (int z = 0; z < 4; z++) acc[r][z] = _mm512_setzero_ps();
+            const uint32_t *a0 = a + i * lda;
+            for (int64_t k = 0; k < K2; k++) {
+                const uint32_t *bk = bt + k * ldb + j;
+                __m512bh b[4];
+#pragma GCC unroll 4
+                for (int z = 0; z < 4; z++) b[z] = (__m512bh)_mm512_loadu_si512(bk + 16 * z);
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++) {
+                    __m512bh av = (__m512bh)_mm512_set1_epi32((int)a0[r * lda + k]);
+#pragma GCC unroll 4
+                    for (int z = 0; z < 4; z++) acc[r][z] = _mm512_dpbf16_ps(acc[r][z], av, b[z]);
+                }
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+                for (int z = 0; z < 4; z++) _mm512_storeu_ps(c + (i + r) * ldc + j + 16 * z, acc[r][z]);
+        }
+}
+
+AVX512BF16 static inline __attribute__((always_inline)) void mm_acc_bf16_tile(const uint32_t *a, int64_t lda,
+                                                                              const uint32_t *bm, int64_t ldb,
+                                                                              float *c, int64_t ldc, int64_t K2,
+                                                                              const int nz) {
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+        for (int z = 0; z < nz; z++) acc[r][z] = _mm512_loadu_ps(c + r * ldc + 16 * z);
+    for (int64_t k = 0; k < K2; k++) {
+        const uint32_t *bk = bm + k * ldb;
+        __m512bh b[4];
+#pragma GCC unroll 4
+        for (int z = 0; z < nz; z++) b[z] = (__m512bh)_mm512_loadu_si512(bk + 16 * z);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r * lda + k]);
+#pragma GCC unroll 4
+            for (int z = 0; z < nz; z++) acc[r][z] = _mm512_dpbf16_ps(acc[r][z], av, b[z]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+        for (int z = 0; z < nz; z++) _mm512_storeu_ps(c + r * ldc + 16 * z, acc[r][z]);
+}
+
+AVX512BF16 static void mm_acc_bf16(const uint32_t *a, int64_t lda, const uint32_t *bm, int64_t ldb, float *c,
+                                   int64_t ldc, int64_t M, int64_t N, int64_t K2) {
+    for (int64_t i = 0; i < M; i += 4) {
+        const uint32_t *ai = a + i * lda;
+        float *ci = c + i * ldc;
+        int64_t z = 0;
+        for (; z + 64 <= N; z += 64) mm_acc_bf16_tile(ai, lda, bm + z, ldb, ci + z, ldc, K2, 4);
+        switch ((N - z) / 16) {
+        case 3: mm_acc_bf16_tile(ai, lda, bm + z, ldb, ci + z, ldc, K2, 3); break;
+        case 2: mm_acc_bf16_tile(ai, lda, bm + z, ldb, ci + z, ldc, K2, 2); break;
+        case 1: mm_acc_bf16_tile(ai, lda, bm + z, ldb, ci + z, ldc, K2, 1); break;
+        default: break;
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ packing */
 
 /* z[j] = bf16(z[j]) for the n elements (ts_f32_bf16's rounding). */
@@ -254,6 +340,80 @@ static void pack_rows(const ts_attn_geom *g, const float *x, int64_t xs, int64_t
             d = g->D;
         }
         memset(o + d, 0, sizeof(float) * (size_t)(ld - d));
+    }
+}
+
+/* o[j] = bf16(x[j]) for the n elements, ts_f32_bf16's rounding (to nearest even, NaN kept quiet).
+ * (vcvtneps2bf16 measured slower here than this loop's AVX-512 clone.) */
+TS_SIMD_CLONES
+static void cvt_bf16(const float *x, uint16_t *o, int64_t n) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) {
+        uint32_t u;
+        memcpy(&u, &x[j], 4);
+        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        o[j] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r);
+    }
+}
+
+/* Pairs along d: dst[dp ld + s] = (bf16 x[s xs + 2 dp], bf16 x[s xs + 2 dp + 1]) for the n rows,
+ * dp < D2 = ceil(D / 2) — the uint32 view of row s in bf16, transposed by 16 x 16 tiles; zero
+ * beyond n (and the odd D's last high half). q k^T's k, gy v^T's v. */
+static void pack_pairs_t(const ts_attn_geom *g, const float *x, int64_t xs, int64_t n, uint32_t *dst, int64_t ld) {
+    int64_t D = g->D, D2 = (D + 1) / 2;
+    uint32_t tile[16][16], col[16];
+    for (int64_t dp = 0; dp < D2; dp++) memset(dst + dp * ld + n, 0, sizeof(uint32_t) * (size_t)(ld - n));
+    for (int64_t s0 = 0; s0 < n; s0 += 16) {
+        int64_t ns = n - s0 < 16 ? n - s0 : 16;
+        for (int64_t d0 = 0; d0 < D2; d0 += 16) {
+            int64_t nd = D2 - d0 < 16 ? D2 - d0 : 16;
+            for (int64_t i = 0; i < ns; i++) {
+                tile[i][nd - 1] = 0; /* an odd D's missing high half */
+                cvt_bf16(x + (s0 + i) * xs + 2 * d0, (uint16_t *)tile[i], 2 * d0 + 2 * nd <= D ? 2 * nd : D - 2 * d0);
+            }
+            for (int64_t jd = 0; jd < nd; jd++) {
+                for (int64_t i = 0; i < ns; i++) col[i] = tile[i][jd];
+                memcpy(dst + (d0 + jd) * ld + s0, col, sizeof(uint32_t) * (size_t)ns);
+            }
+        }
+    }
+}
+
+/* Pairs along rows: dst[sp ld + d] = (bf16 of row 2 sp's d, bf16 of row 2 sp + 1's d), rows n ..
+ * 2 np and columns D .. ld zero (np pair rows). p v's v, gz k's k. lo, hi: D scratch each. */
+static void pack_pairs_rows(const ts_attn_geom *g, const float *x, int64_t xs, int64_t n, int64_t np, uint32_t *dst,
+                            int64_t ld, uint16_t *lo, uint16_t *hi) {
+    int64_t D = g->D;
+    for (int64_t sp = 0; sp < np; sp++) {
+        uint32_t *o = dst + sp * ld;
+        if (2 * sp < n) cvt_bf16(x + 2 * sp * xs, lo, D);
+        else memset(lo, 0, sizeof(uint16_t) * (size_t)D);
+        if (2 * sp + 1 < n) cvt_bf16(x + (2 * sp + 1) * xs, hi, D);
+        else memset(hi, 0, sizeof(uint16_t) * (size_t)D);
+        for (int64_t d = 0; d < D; d++) o[d] = (uint32_t)lo[d] | (uint32_t)hi[d] << 16;
+        memset(o + D, 0, sizeof(uint32_t) * (size_t)(ld - D));
+    }
+}
+
+/* Pairs along a row: the rows of x in bf16, dst[i ld + kp] = (bf16 x[i xs + 2 kp], bf16 x[i xs +
+ * 2 kp + 1]) for i < rows and kp < ceil(n / 2) (a missing last element 0); rows .. rows4 zero.
+ * dst may be x (ld <= xs): a row's bf16 take its first half, read before written. */
+static void pack_pairs_along(const float *x, int64_t xs, int64_t rows, int64_t rows4, int64_t n, uint32_t *dst,
+                             int64_t ld) {
+    int64_t n2 = (n + 1) / 2;
+    for (int64_t i = 0; i < rows4; i++) {
+        uint32_t *o = dst + i * ld;
+        if (i >= rows) {
+            memset(o, 0, sizeof(uint32_t) * (size_t)n2);
+            continue;
+        }
+        float last = n & 1 ? x[i * xs + n - 1] : 0.f;
+        cvt_bf16(x + i * xs, (uint16_t *)o, n & ~(int64_t)1);
+        if (n & 1) { /* the odd last element, paired with 0 */
+            uint16_t t[2] = {0, 0};
+            cvt_bf16(&last, t, 1);
+            o[n2 - 1] = t[0];
+        }
     }
 }
 
@@ -342,17 +502,25 @@ static float fwd_row(const ts_attn_geom *g, float *z, const float *mj, int64_t n
 static void fwd_key_block(const ts_attn_geom *g, const fwd_ws *w, int64_t b, int64_t h, int64_t i0, int64_t rows,
                           int64_t j0, int64_t nc) {
     int64_t S64 = up(g->S, 64), Dp = up(g->D, 16), rows4 = up(rows, 4);
-    mm_nt(w->qp, Dp, w->kt + j0, S64, w->sb, BC, rows4, up(nc, 64), g->D);
+    int pairs = g->bf16 && want_bf16(); /* qp, kt, vp hold bf16 pairs (fwd_head) */
+    if (pairs) mm_nt_bf16((uint32_t *)w->qp, Dp / 2, (uint32_t *)w->kt + j0, S64, w->sb, BC, rows4, up(nc, 64),
+                          (g->D + 1) / 2);
+    else mm_nt(w->qp, Dp, w->kt + j0, S64, w->sb, BC, rows4, up(nc, 64), g->D);
     for (int64_t r = 0; r < rows; r++) {
         float *z = w->sb + r * BC, *o = w->ob + r * Dp;
         const float *mr = mask_row(g, b, h, i0 + r);
         float corr = fwd_row(g, z, mr ? mr + j0 * g->ms : NULL, nc, &w->m[r], &w->l[r]);
         if (g->p > 0.f) drop_row(g, z, nc, (uint64_t)(((b * g->H + h) * g->T + i0 + r) * g->S + j0));
-        if (g->bf16) round_row(z, nc);
+        if (g->bf16 && !pairs) round_row(z, nc);
         if (corr != 1.f)
             for (int64_t d = 0; d < Dp; d++) o[d] *= corr;
     }
-    mm_acc(w->sb, BC, 1, w->vp + j0 * Dp, Dp, w->ob, Dp, rows4, Dp, nc);
+    if (pairs) { /* p to pairs along the keys, in place */
+        pack_pairs_along(w->sb, BC, rows, rows4, nc, (uint32_t *)w->sb, BC);
+        mm_acc_bf16((uint32_t *)w->sb, BC, (uint32_t *)w->vp + j0 / 2 * Dp, Dp, w->ob, Dp, rows4, Dp, (nc + 1) / 2);
+    } else {
+        mm_acc(w->sb, BC, 1, w->vp + j0 * Dp, Dp, w->ob, Dp, rows4, Dp, nc);
+    }
 }
 
 TS_SIMD_CLONES __attribute__((noinline))
@@ -360,11 +528,19 @@ static void fwd_head(const ts_attn_geom *g, const fwd_ws *w, int64_t b, int64_t 
                      const float *v, float *y, float *lse) {
     int64_t S64 = up(g->S, 64), Dp = up(g->D, 16);
     const float *qh = q + b * g->qb + h * g->qh;
-    pack_t(g, k + b * g->kb + h * g->kh, g->ks, g->S, w->kt, S64);
-    pack_rows(g, v + b * g->kb + h * g->kh, g->ks, g->S, S64, w->vp, Dp);
+    int pairs = g->bf16 && want_bf16();
+    if (pairs) { /* bf16 pairs: k along d, v along the keys */
+        pack_pairs_t(g, k + b * g->kb + h * g->kh, g->ks, g->S, (uint32_t *)w->kt, S64);
+        pack_pairs_rows(g, v + b * g->kb + h * g->kh, g->ks, g->S, S64 / 2, (uint32_t *)w->vp, Dp, (uint16_t *)w->ob,
+                        (uint16_t *)w->ob + g->D);
+    } else {
+        pack_t(g, k + b * g->kb + h * g->kh, g->ks, g->S, w->kt, S64);
+        pack_rows(g, v + b * g->kb + h * g->kh, g->ks, g->S, S64, w->vp, Dp);
+    }
     for (int64_t i0 = 0; i0 < g->T; i0 += BR) {
         int64_t rows = g->T - i0 < BR ? g->T - i0 : BR;
-        pack_rows(g, qh + i0 * g->qt, g->qt, rows, up(rows, 4), w->qp, Dp);
+        if (pairs) pack_pairs_along(qh + i0 * g->qt, g->qt, rows, up(rows, 4), g->D, (uint32_t *)w->qp, Dp / 2);
+        else pack_rows(g, qh + i0 * g->qt, g->qt, rows, up(rows, 4), w->qp, Dp);
         for (int64_t r = 0; r < rows; r++) w->m[r] = -INFINITY, w->l[r] = 0.f;
         memset(w->ob, 0, sizeof(float) * (size_t)(up(rows, 4) * Dp));
         for (int64_t j0 = 0; j0 < g->S; j0 += BC)
@@ -415,11 +591,12 @@ ts_status ts_attn_forward(const ts_attn_geom *g, void *scratch, size_t scratch_b
 
 typedef struct {
     float *kt, *kp, *vt, *gk, *gv, *qp, *gyp, *gq, *p, *dp, *drow, *kf;
+    uint32_t *qb, *gyb, *dsb; /* bf16 pairs (want_bf16): q and gy along d, gz along the keys */
 } bwd_ws;
 
 static size_t bwd_floats(const ts_attn_geom *g) {
     int64_t S64 = up(g->S, 64), Dp = up(g->D, 16);
-    return (size_t)(2 * g->D * S64 + 3 * S64 * Dp + 3 * BRB * Dp + 2 * BRB * S64 + BRB + S64 + 64);
+    return (size_t)(2 * g->D * S64 + 3 * S64 * Dp + 4 * BRB * Dp + 2 * BRB * S64 + BRB * S64 / 2 + BRB + S64 + 64);
 }
 
 static void bwd_ws_carve(const ts_attn_geom *g, float *w, bwd_ws *ws) {
@@ -435,7 +612,10 @@ static void bwd_ws_carve(const ts_attn_geom *g, float *w, bwd_ws *ws) {
     ws->p = w, w += BRB * S64;
     ws->dp = w, w += BRB * S64;
     ws->drow = w, w += BRB;
-    ws->kf = w;
+    ws->kf = w, w += S64;
+    ws->qb = (uint32_t *)w, w += BRB * Dp / 2;
+    ws->gyb = (uint32_t *)w, w += BRB * Dp / 2;
+    ws->dsb = (uint32_t *)w;
 }
 
 /* One row of the tile: z (scores in, p out: exp(scale z + mask - L), 0 when L is -inf) and gp
@@ -492,9 +672,16 @@ static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
                      float *gv) {
     int64_t S = g->S, S64 = up(S, 64), Dp = up(g->D, 16), D = g->D;
     int64_t qo = b * g->qb + h * g->qh, ko = b * g->kb + h * g->kh;
-    pack_t(g, k + ko, g->ks, S, w->kt, S64);
-    pack_t(g, v + ko, g->ks, S, w->vt, S64);
-    pack_rows(g, k + ko, g->ks, S, S64, w->kp, Dp);
+    int pairs = g->bf16 && want_bf16(); /* kt, vt, kp as bf16 pairs; dv and dk stay f32 products */
+    if (pairs) {
+        pack_pairs_t(g, k + ko, g->ks, S, (uint32_t *)w->kt, S64);
+        pack_pairs_t(g, v + ko, g->ks, S, (uint32_t *)w->vt, S64);
+        pack_pairs_rows(g, k + ko, g->ks, S, S64 / 2, (uint32_t *)w->kp, Dp, (uint16_t *)w->gq, (uint16_t *)w->gq + D);
+    } else {
+        pack_t(g, k + ko, g->ks, S, w->kt, S64);
+        pack_t(g, v + ko, g->ks, S, w->vt, S64);
+        pack_rows(g, k + ko, g->ks, S, S64, w->kp, Dp);
+    }
     memset(w->gk, 0, sizeof(float) * (size_t)(S64 * Dp));
     memset(w->gv, 0, sizeof(float) * (size_t)(S64 * Dp));
     for (int64_t i0 = 0; i0 < g->T; i0 += BRB) {
@@ -508,8 +695,16 @@ static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
             for (int64_t d = 0; d < D; d++) s += yr[d] * gr[d];
             w->drow[r] = s;
         }
-        mm_nt(w->qp, Dp, w->kt, S64, w->p, S64, rows4, S64, D);
-        mm_nt(w->gyp, Dp, w->vt, S64, w->dp, S64, rows4, S64, D);
+        if (pairs) {
+            int64_t D2 = (D + 1) / 2;
+            pack_pairs_along(q + qo + i0 * g->qt, g->qt, rows, rows4, D, w->qb, Dp / 2);
+            pack_pairs_along(gy + qo + i0 * g->qt, g->qt, rows, rows4, D, w->gyb, Dp / 2);
+            mm_nt_bf16(w->qb, Dp / 2, (uint32_t *)w->kt, S64, w->p, S64, rows4, S64, D2);
+            mm_nt_bf16(w->gyb, Dp / 2, (uint32_t *)w->vt, S64, w->dp, S64, rows4, S64, D2);
+        } else {
+            mm_nt(w->qp, Dp, w->kt, S64, w->p, S64, rows4, S64, D);
+            mm_nt(w->gyp, Dp, w->vt, S64, w->dp, S64, rows4, S64, D);
+        }
         bwd_rows(g, w, b, h, i0, rows, lse);
         for (int64_t r = 0; r < rows4; r++) { /* padding keys and rows take no part */
             int64_t j0 = r < rows ? S : 0;
@@ -519,7 +714,12 @@ static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
         mm_acc(w->p, 1, S64, w->gyp, Dp, w->gv, Dp, S64, Dp, rows);  /* gv += pd^T gy */
         mm_acc(w->dp, 1, S64, w->qp, Dp, w->gk, Dp, S64, Dp, rows);  /* gk += gz^T q */
         memset(w->gq, 0, sizeof(float) * (size_t)(rows4 * Dp));
-        mm_acc(w->dp, S64, 1, w->kp, Dp, w->gq, Dp, rows4, Dp, S);  /* gq = gz k */
+        if (pairs) { /* gq = gz k */
+            pack_pairs_along(w->dp, S64, rows4, rows4, S64, w->dsb, S64 / 2);
+            mm_acc_bf16(w->dsb, S64 / 2, (uint32_t *)w->kp, Dp, w->gq, Dp, rows4, Dp, S64 / 2);
+        } else {
+            mm_acc(w->dp, S64, 1, w->kp, Dp, w->gq, Dp, rows4, Dp, S);
+        }
         for (int64_t r = 0; r < rows; r++) scaled_copy(gq + qo + (i0 + r) * g->qt, w->gq + r * Dp, D, g->scale);
     }
     for (int64_t s = 0; s < S; s++) {
