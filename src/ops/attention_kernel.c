@@ -212,7 +212,7 @@ static void mm_acc(const float *a, int64_t ars, int64_t acs, const float *bm, in
 /* bf16 products with AVX512_BF16: operands as pairs, a uint32 holding two bf16 (the lower one
  * first), and vdpbf16ps adding both products of a pair to an f32 lane:
  *   mm_nt_bf16:  c[i, j]  = sum_kp a[i lda + kp] . bt[kp ldb + j]   i by 4, j by 64
- *   mm_acc_bf16: c[i, z] += sum_kp a[i lda + kp] . bm[kp ldb + z]   i by 4, z by 64 then 16
+ *   mm_acc_bf16: c[i, z] += sum_kp a[i ars + kp acs] . bm[kp ldb + z]   i by 4, z by 64 then 16
  * (x . y = x.lo y.lo + x.hi y.hi). A bf16 x bf16 product is exact in f32, so these give the f32
  * microkernels' numbers on the rounded operands, up to the order of the sums. */
 static int want_bf16(void) {
@@ -252,10 +252,10 @@ AVX512BF16 static void mm_nt_bf16(const uint32_t *a, int64_t lda, const uint32_t
         }
 }
 
-AVX512BF16 static inline __attribute__((always_inline)) void mm_acc_bf16_tile(const uint32_t *a, int64_t lda,
-                                                                              const uint32_t *bm, int64_t ldb,
-                                                                              float *c, int64_t ldc, int64_t K2,
-                                                                              const int nz) {
+AVX512BF16 static inline __attribute__((always_inline)) void mm_acc_bf16_tile(const uint32_t *a, int64_t ars,
+                                                                              int64_t acs, const uint32_t *bm,
+                                                                              int64_t ldb, float *c, int64_t ldc,
+                                                                              int64_t K2, const int nz) {
     __m512 acc[4][4];
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++)
@@ -268,7 +268,7 @@ AVX512BF16 static inline __attribute__((always_inline)) void mm_acc_bf16_tile(co
         for (int z = 0; z < nz; z++) b[z] = (__m512bh)_mm512_loadu_si512(bk + 16 * z);
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
-            __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r * lda + k]);
+            __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r * ars + k * acs]);
 #pragma GCC unroll 4
             for (int z = 0; z < nz; z++) acc[r][z] = _mm512_dpbf16_ps(acc[r][z], av, b[z]);
         }
@@ -279,17 +279,17 @@ AVX512BF16 static inline __attribute__((always_inline)) void mm_acc_bf16_tile(co
         for (int z = 0; z < nz; z++) _mm512_storeu_ps(c + r * ldc + 16 * z, acc[r][z]);
 }
 
-AVX512BF16 static void mm_acc_bf16(const uint32_t *a, int64_t lda, const uint32_t *bm, int64_t ldb, float *c,
-                                   int64_t ldc, int64_t M, int64_t N, int64_t K2) {
+AVX512BF16 static void mm_acc_bf16(const uint32_t *a, int64_t ars, int64_t acs, const uint32_t *bm, int64_t ldb,
+                                   float *c, int64_t ldc, int64_t M, int64_t N, int64_t K2) {
     for (int64_t i = 0; i < M; i += 4) {
-        const uint32_t *ai = a + i * lda;
+        const uint32_t *ai = a + i * ars;
         float *ci = c + i * ldc;
         int64_t z = 0;
-        for (; z + 64 <= N; z += 64) mm_acc_bf16_tile(ai, lda, bm + z, ldb, ci + z, ldc, K2, 4);
+        for (; z + 64 <= N; z += 64) mm_acc_bf16_tile(ai, ars, acs, bm + z, ldb, ci + z, ldc, K2, 4);
         switch ((N - z) / 16) {
-        case 3: mm_acc_bf16_tile(ai, lda, bm + z, ldb, ci + z, ldc, K2, 3); break;
-        case 2: mm_acc_bf16_tile(ai, lda, bm + z, ldb, ci + z, ldc, K2, 2); break;
-        case 1: mm_acc_bf16_tile(ai, lda, bm + z, ldb, ci + z, ldc, K2, 1); break;
+        case 3: mm_acc_bf16_tile(ai, ars, acs, bm + z, ldb, ci + z, ldc, K2, 3); break;
+        case 2: mm_acc_bf16_tile(ai, ars, acs, bm + z, ldb, ci + z, ldc, K2, 2); break;
+        case 1: mm_acc_bf16_tile(ai, ars, acs, bm + z, ldb, ci + z, ldc, K2, 1); break;
         default: break;
         }
     }
@@ -417,6 +417,17 @@ static void pack_pairs_along(const float *x, int64_t xs, int64_t rows, int64_t r
     }
 }
 
+/* Pairs of rows, key-major: dst[rp n + c] = (bf16 x[2 rp] row's c, bf16 x[2 rp + 1] row's c) for
+ * rp < rows / 2 (rows even), x's rows n long (stride n). lo, hi: n scratch each. pd^T and gz^T. */
+static void pair_rows_t(const float *x, int64_t n, int64_t rows, uint32_t *dst, uint16_t *lo, uint16_t *hi) {
+    for (int64_t rp = 0; rp < rows / 2; rp++) {
+        cvt_bf16(x + 2 * rp * n, lo, n);
+        cvt_bf16(x + (2 * rp + 1) * n, hi, n);
+        uint32_t *o = dst + rp * n;
+        for (int64_t c = 0; c < n; c++) o[c] = (uint32_t)lo[c] | (uint32_t)hi[c] << 16;
+    }
+}
+
 /* o[d] = x[d] a for d < n (o and x distinct). */
 static inline void scaled_copy(float *restrict o, const float *restrict x, int64_t n, float a) {
 #pragma omp simd
@@ -517,7 +528,7 @@ static void fwd_key_block(const ts_attn_geom *g, const fwd_ws *w, int64_t b, int
     }
     if (pairs) { /* p to pairs along the keys, in place */
         pack_pairs_along(w->sb, BC, rows, rows4, nc, (uint32_t *)w->sb, BC);
-        mm_acc_bf16((uint32_t *)w->sb, BC, (uint32_t *)w->vp + j0 / 2 * Dp, Dp, w->ob, Dp, rows4, Dp, (nc + 1) / 2);
+        mm_acc_bf16((uint32_t *)w->sb, BC, 1, (uint32_t *)w->vp + j0 / 2 * Dp, Dp, w->ob, Dp, rows4, Dp, (nc + 1) / 2);
     } else {
         mm_acc(w->sb, BC, 1, w->vp + j0 * Dp, Dp, w->ob, Dp, rows4, Dp, nc);
     }
@@ -592,11 +603,13 @@ ts_status ts_attn_forward(const ts_attn_geom *g, void *scratch, size_t scratch_b
 typedef struct {
     float *kt, *kp, *vt, *gk, *gv, *qp, *gyp, *gq, *p, *dp, *drow, *kf;
     uint32_t *qb, *gyb, *dsb; /* bf16 pairs (want_bf16): q and gy along d, gz along the keys */
+    uint32_t *pt, *dst, *qr, *gyr; /* and along the tile's rows: pd and gz (key-major), q and gy */
+    float *lohi;                   /* 2 max(S64, Dp) bf16 of scratch for those */
 } bwd_ws;
 
 static size_t bwd_floats(const ts_attn_geom *g) {
     int64_t S64 = up(g->S, 64), Dp = up(g->D, 16);
-    return (size_t)(2 * g->D * S64 + 3 * S64 * Dp + 4 * BRB * Dp + 2 * BRB * S64 + BRB * S64 / 2 + BRB + S64 + 64);
+    return (size_t)(2 * g->D * S64 + 3 * S64 * Dp + 5 * BRB * Dp + 3 * BRB * S64 + BRB * S64 / 2 + BRB + 2 * S64 + Dp + 64);
 }
 
 static void bwd_ws_carve(const ts_attn_geom *g, float *w, bwd_ws *ws) {
@@ -615,7 +628,12 @@ static void bwd_ws_carve(const ts_attn_geom *g, float *w, bwd_ws *ws) {
     ws->kf = w, w += S64;
     ws->qb = (uint32_t *)w, w += BRB * Dp / 2;
     ws->gyb = (uint32_t *)w, w += BRB * Dp / 2;
-    ws->dsb = (uint32_t *)w;
+    ws->dsb = (uint32_t *)w, w += BRB * S64 / 2;
+    ws->pt = (uint32_t *)w, w += BRB * S64 / 2;
+    ws->dst = (uint32_t *)w, w += BRB * S64 / 2;
+    ws->qr = (uint32_t *)w, w += BRB * Dp / 2;
+    ws->gyr = (uint32_t *)w, w += BRB * Dp / 2;
+    ws->lohi = w;
 }
 
 /* One row of the tile: z (scores in, p out: exp(scale z + mask - L), 0 when L is -inf) and gp
@@ -711,12 +729,22 @@ static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
             memset(w->p + r * S64 + j0, 0, sizeof(float) * (size_t)(S64 - j0));
             memset(w->dp + r * S64 + j0, 0, sizeof(float) * (size_t)(S64 - j0));
         }
-        mm_acc(w->p, 1, S64, w->gyp, Dp, w->gv, Dp, S64, Dp, rows);  /* gv += pd^T gy */
-        mm_acc(w->dp, 1, S64, w->qp, Dp, w->gk, Dp, S64, Dp, rows);  /* gk += gz^T q */
+        if (pairs) { /* gv += pd^T gy, gk += gz^T q: pairs of the tile's rows */
+            uint16_t *lo = (uint16_t *)w->lohi, *hi = lo + (S64 > Dp ? S64 : Dp);
+            pack_pairs_rows(g, q + qo + i0 * g->qt, g->qt, rows, rows4 / 2, w->qr, Dp, lo, hi);
+            pack_pairs_rows(g, gy + qo + i0 * g->qt, g->qt, rows, rows4 / 2, w->gyr, Dp, lo, hi);
+            pair_rows_t(w->p, S64, rows4, w->pt, lo, hi);
+            pair_rows_t(w->dp, S64, rows4, w->dst, lo, hi);
+            mm_acc_bf16(w->pt, 1, S64, w->gyr, Dp, w->gv, Dp, S64, Dp, rows4 / 2);
+            mm_acc_bf16(w->dst, 1, S64, w->qr, Dp, w->gk, Dp, S64, Dp, rows4 / 2);
+        } else {
+            mm_acc(w->p, 1, S64, w->gyp, Dp, w->gv, Dp, S64, Dp, rows);  /* gv += pd^T gy */
+            mm_acc(w->dp, 1, S64, w->qp, Dp, w->gk, Dp, S64, Dp, rows);  /* gk += gz^T q */
+        }
         memset(w->gq, 0, sizeof(float) * (size_t)(rows4 * Dp));
         if (pairs) { /* gq = gz k */
             pack_pairs_along(w->dp, S64, rows4, rows4, S64, w->dsb, S64 / 2);
-            mm_acc_bf16(w->dsb, S64 / 2, (uint32_t *)w->kp, Dp, w->gq, Dp, rows4, Dp, S64 / 2);
+            mm_acc_bf16(w->dsb, S64 / 2, 1, (uint32_t *)w->kp, Dp, w->gq, Dp, rows4, Dp, S64 / 2);
         } else {
             mm_acc(w->dp, S64, 1, w->kp, Dp, w->gq, Dp, rows4, Dp, S);
         }
