@@ -84,7 +84,9 @@ TS_API ts_value ts_dropout(ts_graph *g, ts_value x, float p);
 TS_API ts_value ts_attention(ts_graph *g, ts_value q, ts_value k, ts_value v, ts_value mask, float scale,
                              float dropout_p, int layout, ts_dtype compute);
 /* Rewrite each unfused attention of g — matmul(q, k, trans_b) -> scale(alpha, 0) -> softmax(., mask?)
- * -> dropout? -> matmul(., v), with bf16 autocast's casts around both products allowed — into one
+ * -> dropout? -> matmul(., v), with bf16 autocast's casts around both products allowed, and the
+ * form ONNX models import as (matmul(q, transpose(k, {0, 1, 3, 2})), mul or div by a scalar
+ * constant, softmax(add(scores, mask)); ts_onnx_session runs this pass) — into one
  * ts_attention node: TS_ATTN_BTHD when q, k, v are transpose(x, {0, 2, 1, 3}) of some x and the
  * output goes through that transpose (the transposes then unread), else TS_ATTN_BHTD. The node
  * keeps the dropout's generator, so it drops exactly what the unfused ops dropped. A pattern is

@@ -850,6 +850,63 @@ static void test_fuse_declines(void) {
     CHECK(ts_graph_fuse_attention(NULL) == -1, "a NULL graph gave no error");
 }
 
+/* The form ONNX models import as (a BERT exported to ONNX, read back): q, k, v = transpose(x, {0, 2, 1, 3}),
+ * scores = matmul(q, transpose(k, {0, 1, 3, 2})) * c (a scalar constant), softmax(scores + mask), matmul(., v),
+ * transposed back. The pass makes one BTHD node of it, and the program's output is the unfused one's. */
+static void test_fuse_onnx_form(void) {
+    int64_t xs[4] = {2, 9, 3, 16}, ms[4] = {2, 1, 1, 9};
+    tu_rng rng = tu_rng_seed(40);
+    ts_tensor *xt[3], *mt = ts_tensor_new(TS_F32, 4, ms);
+    for (int j = 0; j < 3; j++) {
+        xt[j] = ts_tensor_new(TS_F32, 4, xs);
+        float *d = ts_tensor_data(xt[j]);
+        for (int64_t e = 0; e < ts_tensor_numel(xt[j]); e++) d[e] = (float)tu_normal(&rng);
+    }
+    float *md = ts_tensor_data(mt);
+    for (int e = 0; e < 18; e++) md[e] = e % 9 >= 6 + e / 9 ? -10000.f : 0.f; /* the last keys padding */
+    ts_tensor *y[2] = {NULL, NULL};
+    int made = -2;
+    for (int fused = 0; fused < 2; fused++) {
+        ts_graph *g = ts_graph_new();
+        ts_value x[3], t[3];
+        for (int j = 0; j < 3; j++) {
+            char n[4] = {'x', (char)('0' + j), 0};
+            x[j] = ts_input(g, n, TS_F32, 4, xs);
+            t[j] = ts_transpose(g, x[j], (int[]){0, 2, 1, 3});
+        }
+        ts_value m = ts_input(g, "m", TS_F32, 4, ms);
+        ts_tensor *c = ts_tensor_new(TS_F32, 0, NULL);
+        *(float *)ts_tensor_data(c) = 0.25f;
+        ts_value s = ts_mul(g, ts_matmul(g, t[0], ts_transpose(g, t[1], (int[]){0, 1, 3, 2}), 0, 0), ts_constant(g, c));
+        ts_tensor_free(c);
+        ts_value out = ts_transpose(g, ts_matmul(g, ts_softmax(g, ts_add(g, s, m), TS_NONE), t[2], 0, 0),
+                                    (int[]){0, 2, 1, 3});
+        ts_name(g, out, "y");
+        if (fused) {
+            made = ts_graph_fuse_attention(g);
+            int layout = -1;
+            CHECK(made == 1 && count_attention(g, &layout, NULL) == 1 && layout == TS_ATTN_BTHD,
+                  "the ONNX form: %d nodes made, layout %d (%s)", made, layout, ts_last_error());
+        }
+        ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y"), .inference = 1});
+        CHECK(p != NULL, "compile: %s", ts_last_error());
+        for (int j = 0; p && j < 3; j++) {
+            char n[4] = {'x', (char)('0' + j), 0};
+            ts_program_feed(p, n, xt[j]);
+        }
+        if (p && ts_program_feed(p, "m", mt) == TS_OK && ts_program_run(p) == TS_OK) y[fused] = TU_FETCH(p, "y");
+        ts_program_free(p);
+        ts_graph_free(g);
+    }
+    if (y[0] && y[1]) {
+        double err = rel_err(y[1], y[0]);
+        CHECK(err <= TOL_F32, "the ONNX form fused differs from unfused by %.3e", err);
+        printf("  ONNX form: %d node, fused vs unfused %.1e\n", made, err);
+    }
+    for (int j = 0; j < 3; j++) ts_tensor_free(xt[j]);
+    ts_tensor_free(mt), ts_tensor_free(y[0]), ts_tensor_free(y[1]);
+}
+
 /* ts_device_fuses_attention: the CPU (any of its device names) runs the fused op; an unknown device
  * is an error naming it. (OpenCL, which runs matmul but not attention, gives 0: tests/test_opencl_parity.sh
  * trains on it with strict devices; a plugin claiming nothing gives 1: tests/test_doc_plugin.sh.) */
@@ -878,6 +935,7 @@ int main(int argc, char **argv) {
     RUN(test_fuse_encoder_f32);
     RUN(test_fuse_encoder_bf16);
     RUN(test_fuse_declines);
+    RUN(test_fuse_onnx_form);
     RUN(test_device_choice);
     return tu_finish("attention");
 }

@@ -4,12 +4,14 @@
  * fused op's too. The pattern, read from its end (values in brackets are optional):
  *
  *   s  = matmul(q, k, trans_b = 1)              | bf16: cast(matmul(cast(q, bf16), cast(k, bf16)), f32)
- *   s  = scale(s, alpha, 0)                     (alpha becomes the op's scale)
- *   p  = softmax(s[, mask])
+ *   s  = scale(s, alpha, 0)                     (alpha becomes the op's scale; also mul or div by a
+ *                                                scalar constant, or no factor: 1)
+ *   p  = softmax(s[, mask])                     | softmax(add(s, mask)) (ONNX's form)
  *   [p = dropout(p, prob)]                      (its salt and seed kept: the same keep bits)
  *   c  = matmul(p, v)                           | bf16: cast(matmul(cast(p, bf16), cast(v, bf16)), f32)
  *   [y = transpose(c, {0, 2, 1, 3})]
- * q, k, v rank-4 f32 [B, H, T|S, D]. When y is transposed and q, k and v are each
+ * q, k, v rank-4 f32 [B, H, T|S, D]; in f32, k may also come as transpose(k, {0, 1, 3, 2}) into
+ * matmul(q, kt) (ONNX's form). When y is transposed and q, k and v are each
  * transpose(x, {0, 2, 1, 3}) of some x, the node takes the x's in TS_ATTN_BTHD and replaces y, so
  * the four transposes go too; otherwise it takes q, k, v in TS_ATTN_BHTD and replaces c.
  * A pattern is left alone when any value inside it (s, p, c, the casts) has a second reader or a
@@ -21,6 +23,7 @@
  */
 #include "graph/opdef.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 typedef struct {
@@ -88,6 +91,52 @@ static int on_param(const ts_graph *g, int v, int nv, uint8_t *seen) {
     return 0;
 }
 
+static int is_perm0132(const ts_node *n) {
+    return n && n->op == TS_OP_TRANSPOSE && n->attr.ni == 4 && n->attr.i[0] == 0 && n->attr.i[1] == 1 &&
+           n->attr.i[2] == 3 && n->attr.i[3] == 2;
+}
+
+/* Value v is an f32 constant of one element; *x its value. */
+static int scalar_const(const ts_graph *g, int v, float *x) {
+    const ts_val *c = &g->vals[v];
+    if (c->kind != TS_V_CONST || c->dtype != TS_F32 || ts_val_numel(c) != 1 || !c->data) return 0;
+    *x = *(const float *)ts_tensor_data(c->data);
+    return 1;
+}
+
+/* softmax's input v as ONNX writes a mask: add(scores, mask), either order, inner. *s the scores
+ * side (whose producer is a product or a scale of one), *mask the other (f32); 1 when v is no
+ * add (no mask: *s = v). 0 when it is an add that does not fit. */
+static int scores_side(walk *w, int v, int *s, int *mask) {
+    const ts_node *ad = producer(w->g, v);
+    *s = v;
+    if (!ad || ad->op != TS_OP_ADD) return 1;
+    if (!inner(w, v)) return 0;
+    for (int side = 0; side < 2; side++) {
+        const ts_node *p = producer(w->g, ad->in[side]);
+        int op = p ? p->op : -1;
+        if (op == TS_OP_MATMUL || op == TS_OP_SCALE || op == TS_OP_MUL || op == TS_OP_DIV || op == TS_OP_CAST) {
+            *s = ad->in[side], *mask = ad->in[1 - side];
+            return w->g->vals[*mask].dtype == TS_F32;
+        }
+    }
+    return 0;
+}
+
+/* The scores' factor before value v: scale(x, a, 0) -> a; mul(x, c) or mul(c, x) -> c; div(x, c) ->
+ * 1 / c (c a scalar constant); otherwise none: 1, *x = v. 0 when such a node is not inner. */
+static int scale_of(walk *w, int v, int *x, float *a) {
+    const ts_node *n = producer(w->g, v);
+    float c;
+    *x = v, *a = 1.f;
+    if (n && n->op == TS_OP_SCALE && n->attr.f[1] == 0.f) *a = n->attr.f[0], *x = n->in[0];
+    else if (n && n->op == TS_OP_MUL && scalar_const(w->g, n->in[1], &c)) *a = c, *x = n->in[0];
+    else if (n && n->op == TS_OP_MUL && scalar_const(w->g, n->in[0], &c)) *a = c, *x = n->in[1];
+    else if (n && n->op == TS_OP_DIV && scalar_const(w->g, n->in[1], &c) && c != 0.f) *a = 1.f / c, *x = n->in[0];
+    else return 1;
+    return inner(w, v) && isfinite(*a);
+}
+
 typedef struct {
     int q, k, v, mask, layout, compute;
     float scale, p;
@@ -121,12 +170,15 @@ static int match_at(walk *w, int e, match *m, uint8_t *seen) {
     if (pn->op != TS_OP_SOFTMAX) return 0;
     m->mask = pn->nin > 1 ? pn->in[1] : -1;
     s = pn->in[0];
-    const ts_node *sc = producer(g, s);
-    if (!inner(w, s) || sc->op != TS_OP_SCALE || sc->attr.f[1] != 0.f) return 0;
-    m->scale = sc->attr.f[0];
-    s = sc->in[0];
+    if (m->mask < 0 && !scores_side(w, s, &s, &m->mask)) return 0;
+    if (!scale_of(w, s, &s, &m->scale)) return 0;
     const ts_node *qk = product(w, s, &bf16s);
-    if (!inner(w, s) || !qk || bf16s != bf16 || !operands(w, qk, 1, bf16, &q, &k)) return 0;
+    if (!inner(w, s) || !qk || bf16s != bf16) return 0;
+    if (!operands(w, qk, 1, bf16, &q, &k)) { /* ONNX's form: q times k transposed by a Transpose */
+        const ts_node *kt = bf16 || !operands(w, qk, 0, 0, &q, &k) ? NULL : producer(g, k);
+        if (!kt || !is_perm0132(kt) || !inner(w, k)) return 0;
+        k = kt->in[0];
+    }
     if (qk->out[0] != s && !inner(w, qk->out[0])) return 0;
     const ts_val *qv = &g->vals[q], *kv = &g->vals[k], *vv = &g->vals[v];
     if (qv->ndim != 4 || kv->ndim != 4 || vv->ndim != 4) return 0;

@@ -12,6 +12,7 @@
  * (ts_onnx_session_bind) are fed from their output after the previous run: on the device
  * (ts_program_feed_value) when the same program ran last, else from the host copy kept of it.
  */
+#include "tessera_backend.h"
 #include "onnx/onnx_imp.h"
 #include "onnx/onnx_testing.h"
 
@@ -173,6 +174,11 @@ static ts_status build(ts_onnx_session *s, entry *e, const ts_tensor *const *in)
         for (int i = 0; i < n; i++) s->spec[i] |= wanted[i];
     }
     if (st != TS_OK) goto done;
+    /* attention as one op where the device runs it (ts_device_fuses_attention) */
+    if (!s->opts.no_fusion && ts_device_fuses_attention(s->opts.device) == 1 && ts_graph_fuse_attention(g) < 0) {
+        st = ts_err(ts_last_status(), "%s: %s", m->what, ts_last_error());
+        goto done;
+    }
     ts_program *p = ts_compile(g, &s->opts);
     if (!p) {
         st = ts_last_status();
