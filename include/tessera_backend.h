@@ -58,11 +58,12 @@ TS_API const ts_backend_api *ts_device_backend(const char *device);
 TS_API size_t ts_device_memory_bytes(const char *device);
 /* Whether a model for device `device` (named as for ts_device_backend) should use the fused
  * attention op (ts_attention): 1 when the device runs it natively (its backend's supports, asked
- * of a small f32 attention node with a mask), and when the device runs no matmul either (every
- * op then falls back to the CPU, whose fused kernel is the fastest and gives the CPU's bytes);
- * 0 when it runs matmul but not attention, so the unfused ops (matmul, softmax, dropout) stay on
- * the device. 1 for the CPU. -1 with the error set (ts_device_backend's) when there is no such
- * device. Thread rule: as ts_compile. */
+ * of a small f32 attention node with a mask), and when the device falls back to the CPU (its
+ * option "fallback" is "cpu", the default: the CPU's kernel then runs the op, and the run gives
+ * the CPU's bytes, as every run with fallback does); 0 when it refuses fallback ("fallback"
+ * "none", ts_device_set_option) and does not run the op, so the model keeps the unfused ops
+ * (matmul, softmax, dropout), which the device may run. 1 for the CPU. -1 with the error set
+ * (ts_device_backend's) when there is no such device. Thread rule: as ts_compile. */
 TS_API int ts_device_fuses_attention(const char *device);
 
 /* For a backend linked into the program (ts_backend_register): record an error message for the

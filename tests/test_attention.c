@@ -908,8 +908,9 @@ static void test_fuse_onnx_form(void) {
 }
 
 /* ts_device_fuses_attention: the CPU (any of its device names) runs the fused op; an unknown device
- * is an error naming it. (OpenCL, which runs matmul but not attention, gives 0: tests/test_opencl_parity.sh
- * trains on it with strict devices; a plugin claiming nothing gives 1: tests/test_doc_plugin.sh.) */
+ * is an error naming it. (OpenCL without fallback, which has no attention kernel, gives 0:
+ * tests/test_opencl_parity.sh trains on it with --strict-device; devices with fallback give 1, so
+ * their runs keep the CPU's bytes: tests/test_doc_plugin.sh, tests/test_cli_fallback.c.) */
 static void test_device_choice(void) {
     CHECK(ts_device_fuses_attention(NULL) == 1 && ts_device_fuses_attention("cpu") == 1 &&
           ts_device_fuses_attention("cpu:1") == 1, "the CPU fuses attention");

@@ -51,14 +51,14 @@ static int runs(const ts_device *d, const ts_graph *g, ts_value v) {
 int ts_device_fuses_attention(const char *device) {
     const ts_device *d = open_named(device, "ts_device_fuses_attention");
     if (!d) return -1;
-    if (ts_device_is_builtin_cpu(d)) return 1;
+    if (ts_device_is_builtin_cpu(d) || !d->no_fallback) return 1;
     ts_graph *g = ts_graph_new(); /* q, k, v [1, 2, 4, 8], a padding mask [1, 1, 1, 4] */
     if (!g) return ts_err(TS_ERR_NOMEM, "ts_device_fuses_attention: out of memory"), -1;
     int64_t sh[4] = {1, 2, 4, 8};
     ts_value q = ts_input(g, "q", TS_F32, 4, sh), k = ts_input(g, "k", TS_F32, 4, sh), v = ts_input(g, "v", TS_F32, 4, sh);
     ts_value m = ts_input(g, "m", TS_F32, 4, (int64_t[]){1, 1, 1, 4});
-    ts_value a = ts_attention(g, q, k, v, m, 0.35f, 0.f, TS_ATTN_BHTD, TS_F32), p = ts_matmul(g, q, k, 0, 1);
-    int yes = a == TS_NONE || p == TS_NONE ? -1 : runs(d, g, a) || !runs(d, g, p);
+    ts_value a = ts_attention(g, q, k, v, m, 0.35f, 0.f, TS_ATTN_BHTD, TS_F32);
+    int yes = a == TS_NONE ? -1 : runs(d, g, a);
     if (yes < 0) ts_err(TS_ERR_RUNTIME, "ts_device_fuses_attention: %s", ts_graph_msg(g));
     ts_graph_free(g);
     return yes;

@@ -12,7 +12,6 @@
  * (ts_onnx_session_bind) are fed from their output after the previous run: on the device
  * (ts_program_feed_value) when the same program ran last, else from the host copy kept of it.
  */
-#include "tessera_backend.h"
 #include "onnx/onnx_imp.h"
 #include "onnx/onnx_testing.h"
 
@@ -136,6 +135,19 @@ static int same_shapes(const entry *e, const ts_onnx *m, const ts_tensor *const 
     return 1;
 }
 
+/* ts_compile of the imported graph g with its attention fused (ts_graph_fuse_attention, on a copy:
+ * the ONNX form of BERT's attention becomes one op); a device that refuses the fused op
+ * (TS_ERR_UNSUPPORTED: no kernel and no CPU fallback) gets g as imported, unfused. The pass lives in
+ * src/graph (below this folder); which devices run the op is not asked here (src/backend is a sibling). */
+static ts_program *compile_fused(const ts_graph *g, const ts_compile_opts *o) {
+    ts_graph *f = o->no_fusion ? NULL : ts_graph_clone(g);
+    int fused = f && ts_graph_fuse_attention(f) > 0;
+    ts_program *p = fused ? ts_compile(f, o) : NULL;
+    int again = !fused || (!p && ts_last_status() == TS_ERR_UNSUPPORTED);
+    ts_graph_free(f);
+    return p ? p : again ? ts_compile(g, o) : NULL;
+}
+
 /* Import and compile the model for these input shapes (and the values of the inputs in s->spec)
  * into e: a refused import that read graph inputs directly is tried once more with them known. */
 static ts_status build(ts_onnx_session *s, entry *e, const ts_tensor *const *in) {
@@ -174,12 +186,7 @@ static ts_status build(ts_onnx_session *s, entry *e, const ts_tensor *const *in)
         for (int i = 0; i < n; i++) s->spec[i] |= wanted[i];
     }
     if (st != TS_OK) goto done;
-    /* attention as one op where the device runs it (ts_device_fuses_attention) */
-    if (!s->opts.no_fusion && ts_device_fuses_attention(s->opts.device) == 1 && ts_graph_fuse_attention(g) < 0) {
-        st = ts_err(ts_last_status(), "%s: %s", m->what, ts_last_error());
-        goto done;
-    }
-    ts_program *p = ts_compile(g, &s->opts);
+    ts_program *p = compile_fused(g, &s->opts);
     if (!p) {
         st = ts_last_status();
         ts_err(st, "%s: compiling: %s", m->what, ts_last_error());
