@@ -6,7 +6,9 @@
  *  - exactness: five sequences packed into two rows of 16 tokens compute what they compute
  *    unpacked, one per row (pre-training: MLM + NSP losses, logits, every parameter's gradient;
  *    classification: the same) or alone at their own length (QA: per-sequence losses, logits,
- *    and the gradient of the mean of those losses), within 1e-6 of each tensor's largest value;
+ *    and the gradient of the mean of those losses), within 2e-6 of each tensor's largest value (float
+ *    rounding: the fused attention sums a packed row's keys in another order than a row alone's;
+ *    1.2e-6 measured in the ASan build, which vectorises differently);
  *  - leak: the same packed rows fed with a mask that lets the sequences of a row see each other
  *    (attention_mask 1 on every real token, the unpacked meaning) differ by far more than that:
  *    the comparison catches a mask that leaks;
@@ -308,7 +310,7 @@ static double per_token_diff(ts_program *pk, ts_program *up, const char *name, i
     return worst;
 }
 
-#define TOL 1e-6
+#define TOL 2e-6
 
 /* Pre-training or classification: packed rows against the same sequences one a row. */
 static void packed_vs_unpacked(ts_bert_head head, const char *const *outs, int nout, const char *logits, int K) {
