@@ -169,12 +169,9 @@ static int count_attention(const ts_graph *g, int *layout, int *compute) {
     return n;
 }
 
-enum { FUSED, UNFUSED, PASS }; /* how a graph is made: ts_attention, the ops, the ops then the pass */
-
-/* A graph: parameters q, k, v, the mask a constant, y (named "y"), loss = sum(y * r), its backward.
- * how = PASS: ts_graph_fuse_attention before ts_backward, its count in *nfused. NULL on failure
- * (checked). */
-static ts_graph *attn_graph(const acase *c, const adata *d, int how, int *nfused) {
+/* A graph of parameters q, k, v (zeros: set per program), the mask a constant, and *y (named "y")
+ * their attention, fused (ts_attention) or as the unfused ops. */
+static ts_graph *y_graph(const acase *c, const adata *d, int fused, ts_value *y) {
     ts_graph *g = ts_graph_new();
     ts_graph_set_seed(g, SEED);
     int64_t qs[4], ks[4];
@@ -183,7 +180,18 @@ static ts_graph *attn_graph(const acase *c, const adata *d, int how, int *nfused
     ts_value q = ts_param(g, "q", TS_F32, 4, qs, ts_init_zeros()), k = ts_param(g, "k", TS_F32, 4, ks, ts_init_zeros());
     ts_value v = ts_param(g, "v", TS_F32, 4, ks, ts_init_zeros());
     ts_value m = d->mask ? ts_constant(g, d->mask) : TS_NONE;
-    ts_value y = ts_name(g, attn_value(g, c, how == FUSED, q, k, v, m), "y");
+    *y = ts_name(g, attn_value(g, c, fused, q, k, v, m), "y");
+    return g;
+}
+
+enum { FUSED, UNFUSED, PASS }; /* how a graph is made: ts_attention, the ops, the ops then the pass */
+
+/* A graph: parameters q, k, v, the mask a constant, y (named "y"), loss = sum(y * r), its backward.
+ * how = PASS: ts_graph_fuse_attention before ts_backward, its count in *nfused. NULL on failure
+ * (checked). */
+static ts_graph *attn_graph(const acase *c, const adata *d, int how, int *nfused) {
+    ts_value y;
+    ts_graph *g = y_graph(c, d, how == FUSED, &y);
     ts_value loss = ts_reduce_sum(g, ts_mul(g, y, ts_constant(g, d->r)), 0, NULL, 0);
     if (how == PASS) {
         int n = ts_graph_fuse_attention(g), layout, compute;
@@ -439,14 +447,8 @@ static void test_dropout_fused_equals_unfused(void) {
 
 /* y of a lone ts_attention (no backward) in a training program at step. */
 static ts_tensor *y_at(const acase *c, const adata *d, int inference, uint64_t step) {
-    ts_graph *g = ts_graph_new();
-    ts_graph_set_seed(g, SEED);
-    int64_t qs[4], ks[4];
-    qkv_shape(c, c->T, qs);
-    qkv_shape(c, c->S, ks);
-    ts_value q = ts_param(g, "q", TS_F32, 4, qs, ts_init_zeros()), k = ts_param(g, "k", TS_F32, 4, ks, ts_init_zeros());
-    ts_value v = ts_param(g, "v", TS_F32, 4, ks, ts_init_zeros());
-    ts_name(g, attn_value(g, c, 1, q, k, v, d->mask ? ts_constant(g, d->mask) : TS_NONE), "y");
+    ts_value y;
+    ts_graph *g = y_graph(c, d, 1, &y);
     ts_tensor *o[4] = {0};
     ts_status s = ts_graph_status(g);
     CHECK(s == TS_OK, "building: %s", ts_last_error());

@@ -200,7 +200,8 @@ static int match_at(walk *w, int e, match *m, uint8_t *seen) {
     return 1;
 }
 
-/* Node e becomes the attention node of m, its output kept, an lse value added. */
+/* Node e becomes the attention node of m, its output kept, an lse value added: 0; -1 out of memory;
+ * -2 when the op refuses the match (cannot happen for a matched pattern), node e left as it was. */
 static int rewrite(ts_graph *g, int e, const match *m) {
     int lse = ts_val_add(g, TS_V_NODE, TS_F32, 0, NULL);
     if (lse == TS_NONE) return -1;
@@ -219,11 +220,11 @@ static int rewrite(ts_graph *g, int e, const match *m) {
     r.out[0] = y, r.out[1] = lse;
     g->vals[lse].node = e;
     ts_val keep = g->vals[y];
+    ts_node old = *n;
     *n = r;
     ts_status s = ts_op_get(TS_OP_ATTENTION)->infer(g, n);
     if (s || g->vals[y].ndim != keep.ndim || memcmp(g->vals[y].shape, keep.shape, sizeof keep.shape)) {
-        /* cannot happen for a matched pattern; put the node back rather than change a shape */
-        *n = (ts_node){0};
+        *n = old, g->vals[y] = keep; /* put the node back rather than change a shape */
         return -2;
     }
     return 0;
@@ -251,11 +252,9 @@ int ts_graph_fuse_attention(ts_graph *g) {
         if (op != TS_OP_TRANSPOSE && op != TS_OP_MATMUL && op != TS_OP_CAST) continue;
         match m;
         if (!match_at(&w, e, &m, seen)) continue;
-        ts_node old = g->nodes[e];
         int r = rewrite(g, e, &m);
         if (r == -1) made = -1;
-        else if (r == -2) g->nodes[e] = old;
-        else made++;
+        else if (r == 0) made++;
     }
     free(readers), free(reader), free(seen);
     if (made < 0) return ts_err(TS_ERR_NOMEM, "ts_graph_fuse_attention: out of memory"), -1;

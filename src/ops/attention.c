@@ -43,15 +43,15 @@ static void set_out(ts_graph *g, const ts_node *n, int k, int nd, const int64_t 
 /* Check q, k, v and the mask of node n (the first four inputs of both ops) and the attributes;
  * *dims = {B, H, T, S, D}. */
 static ts_status check_qkv(const ts_graph *g, const ts_node *n, int64_t dims[5]) {
-    const char *op = ts_op_get(n->op)->name;
+    const char *op = ts_op_get(n->op)->name, *const names[3] = {"q", "k", "v"};
     for (int k = 0; k < 3; k++) {
         const ts_val *x = &g->vals[n->in[k]];
         if (x->dtype != TS_F32)
-            return ts_err(TS_ERR_DTYPE, "op %s: %s %s has dtype %s; q, k and v are f32", op, k ? k == 1 ? "k" : "v" : "q",
+            return ts_err(TS_ERR_DTYPE, "op %s: %s %s has dtype %s; q, k and v are f32", op, names[k],
                           VS(g, n->in[k]), ts_dtype_name(x->dtype));
         if (x->ndim != 4)
             return ts_err(TS_ERR_SHAPE, "op %s: %s %s has rank %d; q, k and v are [B, H, T, D] or [B, T, H, D]", op,
-                          k ? k == 1 ? "k" : "v" : "q", VS(g, n->in[k]), x->ndim);
+                          names[k], VS(g, n->in[k]), x->ndim);
     }
     int layout = (int)n->attr.i[2];
     if (layout != TS_ATTN_BHTD && layout != TS_ATTN_BTHD)
@@ -59,7 +59,8 @@ static ts_status check_qkv(const ts_graph *g, const ts_node *n, int64_t dims[5])
     if (n->attr.i[3] != TS_F32 && n->attr.i[3] != TS_BF16)
         return ts_err(TS_ERR_ARG, "op %s: compute dtype %lld is neither f32 nor bf16", op, (long long)n->attr.i[3]);
     float p = n->attr.f[1], scale = n->attr.f[0];
-    if (!(p >= 0.f && p < 1.f)) return ts_err(TS_ERR_ARG, "op %s: dropout probability %g is outside [0, 1)", op, (double)p);
+    if (!(p >= 0.f && p < 1.f))
+        return ts_err(TS_ERR_ARG, "op %s: dropout probability %g is outside [0, 1)", op, (double)p);
     if (!isfinite(scale)) return ts_err(TS_ERR_ARG, "op %s: scale %g is not finite", op, (double)scale);
     const int64_t *q = g->vals[n->in[0]].shape, *k = g->vals[n->in[1]].shape, *v = g->vals[n->in[2]].shape;
     int th = layout == TS_ATTN_BHTD ? 1 : 2, tt = 3 - th; /* the dims of heads and of positions */
@@ -103,9 +104,9 @@ static ts_status infer_attention_grad(ts_graph *g, ts_node *n) {
     if (n->nin != 7 || n->in[4] < 0 || n->in[5] < 0 || n->in[6] < 0)
         return ts_err(TS_ERR_ARG, "op attention_grad: y, lse and gy are inputs 4, 5 and 6");
     const ts_val *q = &g->vals[n->in[0]], *y = &g->vals[n->in[4]], *l = &g->vals[n->in[5]], *gy = &g->vals[n->in[6]];
-    if (y->dtype != TS_F32 || gy->dtype != TS_F32 || l->dtype != TS_F32 || memcmp(y->shape, q->shape, sizeof q->shape) ||
-        memcmp(gy->shape, q->shape, sizeof q->shape) || l->ndim != 3 || l->shape[0] != d[0] || l->shape[1] != d[1] ||
-        l->shape[2] != d[2])
+    if (y->dtype != TS_F32 || gy->dtype != TS_F32 || l->dtype != TS_F32 ||
+        memcmp(y->shape, q->shape, sizeof q->shape) || memcmp(gy->shape, q->shape, sizeof q->shape) || l->ndim != 3 ||
+        l->shape[0] != d[0] || l->shape[1] != d[1] || l->shape[2] != d[2])
         return ts_err(TS_ERR_SHAPE, "op attention_grad: y %s, lse %s and gy %s do not match q %s", VS(g, n->in[4]),
                       VS(g, n->in[5]), VS(g, n->in[6]), VS(g, n->in[0]));
     for (int k = 0; k < 3; k++) set_out(g, n, k, 4, g->vals[n->in[k]].shape);
@@ -130,8 +131,8 @@ static ts_status attention_kernel(const ts_kargs *a) {
 static ts_status attention_grad_kernel(const ts_kargs *a) {
     ts_attn_geom geo;
     ts_attn_geom_init(&geo, a->g, a->node, a->in[3], a->step);
-    return ts_attn_backward(&geo, a->scratch, a->scratch_bytes, a->in[0], a->in[1], a->in[2], a->in[4], a->in[5], a->in[6], a->out[0], a->out[1],
-                            a->out[2]);
+    return ts_attn_backward(&geo, a->scratch, a->scratch_bytes, a->in[0], a->in[1], a->in[2], a->in[4], a->in[5],
+                            a->in[6], a->out[0], a->out[1], a->out[2]);
 }
 
 static size_t attention_scratch(const ts_graph *g, const ts_node *n) {

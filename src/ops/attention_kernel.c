@@ -26,7 +26,9 @@
  * AVX-512 one is used when the CPU has it and ONEDNN_MAX_CPU_ISA does not cap oneDNN below
  * AVX-512 (so the suite's AVX2 runs test the portable one).
  * bf16 compute: every product operand is rounded to bf16 as it is packed (q, k, v, p, gy, gz);
- * bf16 x bf16 products are exact in f32, so the f32 products are autocast's bf16 ones.
+ * bf16 x bf16 products are exact in f32, so the f32 products are autocast's bf16 ones. Where the
+ * CPU has AVX512_BF16 the operands are packed as bf16 pairs instead and every product runs on
+ * vdpbf16ps (mm_nt_bf16, mm_acc_bf16): the same numbers up to the order of the sums.
  */
 #include "ops/attention_kernel.h"
 
@@ -86,8 +88,8 @@ static int want_avx512(void) {
     static int v = -1;
     if (v < 0) {
         const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
-        int capped = cap && (!strncasecmp(cap, "AVX2", 4) || !strncasecmp(cap, "SSE", 3) || !strncasecmp(cap, "AVX", 4)) &&
-                     strncasecmp(cap, "AVX512", 6) != 0;
+        int capped = cap && (!strncasecmp(cap, "AVX2", 4) || !strncasecmp(cap, "SSE", 3) ||
+                             !strncasecmp(cap, "AVX", 4)) && strncasecmp(cap, "AVX512", 6) != 0;
         v = !capped && __builtin_cpu_supports("avx512f");
     }
     return v;
@@ -564,40 +566,6 @@ static void fwd_head(const ts_attn_geom *g, const fwd_ws *w, int64_t b, int64_t 
     }
 }
 
-ts_status ts_attn_forward(const ts_attn_geom *g, void *scratch, size_t scratch_bytes, const float *q, const float *k, const float *v, float *y,
-                          float *lse) {
-    int64_t nbh = g->B * g->H;
-    int failed = 0;
-    if (g->T == 0 || nbh == 0) return TS_OK;
-    if (g->S == 0) { /* no keys: zero output, lse -inf */
-        for (int64_t b = 0; b < g->B; b++)
-            for (int64_t h = 0; h < g->H; h++)
-                for (int64_t i = 0; i < g->T; i++) {
-                    memset(y + b * g->qb + h * g->qh + i * g->qt, 0, sizeof(float) * (size_t)g->D);
-                    lse[(b * g->H + h) * g->T + i] = -INFINITY;
-                }
-        return TS_OK;
-    }
-    size_t per = align64(sizeof(float) * fwd_floats(g));
-    int nt = omp_get_max_threads(), slots = per ? (int)(scratch_bytes / per) : 0;
-    if (slots > 0 && nt > slots) nt = slots;
-#pragma omp parallel if (nbh > 1) num_threads(nt) reduction(| : failed)
-    {
-        int t = omp_get_thread_num(); /* its share of the scratch, or its own buffer beyond it */
-        float *own = t < slots ? NULL : malloc(per), *buf = t < slots ? (float *)((char *)scratch + per * (size_t)t) : own;
-        fwd_ws w = {0};
-        if (buf) fwd_ws_carve(g, buf, &w);
-        failed = !buf;
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t bh = 0; bh < nbh; bh++)
-            if (buf) fwd_head(g, &w, bh / g->H, bh % g->H, q, k, v, y, lse);
-        free(own);
-    }
-    return failed ? ts_err(TS_ERR_NOMEM, "op attention: out of memory for the tiles of [%lld keys, %lld] heads",
-                           (long long)g->S, (long long)g->D)
-                  : TS_OK;
-}
-
 /* ------------------------------------------------------------------ backward */
 
 typedef struct {
@@ -609,7 +577,8 @@ typedef struct {
 
 static size_t bwd_floats(const ts_attn_geom *g) {
     int64_t S64 = up(g->S, 64), Dp = up(g->D, 16);
-    return (size_t)(2 * g->D * S64 + 3 * S64 * Dp + 5 * BRB * Dp + 3 * BRB * S64 + BRB * S64 / 2 + BRB + 2 * S64 + Dp + 64);
+    return (size_t)(2 * g->D * S64 + 3 * S64 * Dp + 5 * BRB * Dp + 3 * BRB * S64 + BRB * S64 / 2 + BRB + 2 * S64 + Dp +
+                    64);
 }
 
 static void bwd_ws_carve(const ts_attn_geom *g, float *w, bwd_ws *ws) {
@@ -680,7 +649,7 @@ static void bwd_rows(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
         bwd_row(g, z, gp, mask_row(g, b, h, i0 + r), S, L, dr);
         if (g->p > 0.f)
             for (int64_t j = 0; j < S; j++) z[j] *= kf[j];
-        if (g->bf16) round_row(z, S), round_row(gp, S);
+        if (g->bf16 && !want_bf16()) round_row(z, S), round_row(gp, S); /* pairs round as they pack */
     }
 }
 
@@ -690,7 +659,7 @@ static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
                      float *gv) {
     int64_t S = g->S, S64 = up(S, 64), Dp = up(g->D, 16), D = g->D;
     int64_t qo = b * g->qb + h * g->qh, ko = b * g->kb + h * g->kh;
-    int pairs = g->bf16 && want_bf16(); /* kt, vt, kp as bf16 pairs; dv and dk stay f32 products */
+    int pairs = g->bf16 && want_bf16(); /* every product on bf16 pairs, else on f32 (rounded for bf16) */
     if (pairs) {
         pack_pairs_t(g, k + ko, g->ks, S, (uint32_t *)w->kt, S64);
         pack_pairs_t(g, v + ko, g->ks, S, (uint32_t *)w->vt, S64);
@@ -704,8 +673,6 @@ static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
     memset(w->gv, 0, sizeof(float) * (size_t)(S64 * Dp));
     for (int64_t i0 = 0; i0 < g->T; i0 += BRB) {
         int64_t rows = g->T - i0 < BRB ? g->T - i0 : BRB, rows4 = up(rows, 4);
-        pack_rows(g, q + qo + i0 * g->qt, g->qt, rows, rows4, w->qp, Dp);
-        pack_rows(g, gy + qo + i0 * g->qt, g->qt, rows, rows4, w->gyp, Dp);
         for (int64_t r = 0; r < rows; r++) {
             const float *yr = y + qo + (i0 + r) * g->qt, *gr = gy + qo + (i0 + r) * g->qt;
             float s = 0.f;
@@ -720,6 +687,8 @@ static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
             mm_nt_bf16(w->qb, Dp / 2, (uint32_t *)w->kt, S64, w->p, S64, rows4, S64, D2);
             mm_nt_bf16(w->gyb, Dp / 2, (uint32_t *)w->vt, S64, w->dp, S64, rows4, S64, D2);
         } else {
+            pack_rows(g, q + qo + i0 * g->qt, g->qt, rows, rows4, w->qp, Dp);
+            pack_rows(g, gy + qo + i0 * g->qt, g->qt, rows, rows4, w->gyp, Dp);
             mm_nt(w->qp, Dp, w->kt, S64, w->p, S64, rows4, S64, D);
             mm_nt(w->gyp, Dp, w->vt, S64, w->dp, S64, rows4, S64, D);
         }
@@ -756,11 +725,78 @@ static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
     }
 }
 
-ts_status ts_attn_backward(const ts_attn_geom *g, void *scratch, size_t scratch_bytes, const float *q, const float *k, const float *v, const float *y,
-                           const float *lse, const float *gy, float *gq, float *gk, float *gv) {
+/* ------------------------------------------------------------------ entry points */
+
+/* What a head's kernel reads and writes: the forward writes y and lse, the backward reads them. */
+typedef struct {
+    const float *q, *k, *v, *gy;
+    float *y, *lse, *gq, *gk, *gv;
+} attn_io;
+
+/* Head (b, h) run on buf, a thread's tile memory (fwd_floats or bwd_floats of it). */
+typedef void (*head_fn)(const ts_attn_geom *g, float *buf, int64_t b, int64_t h, const attn_io *io);
+
+/* The bytes of a thread's tile memory, 64-aligned. */
+static size_t per_thread(const ts_attn_geom *g, int backward) {
+    return align64(sizeof(float) * (backward ? bwd_floats(g) : fwd_floats(g)));
+}
+
+/* run(head) for every head, in parallel: each thread on its share of scratch, or on a buffer of
+ * its own beyond what scratch holds. TS_ERR_NOMEM, naming op, when a thread had no buffer. */
+static ts_status over_heads(const ts_attn_geom *g, void *scratch, size_t scratch_bytes, int backward, head_fn run,
+                            const attn_io *io, const char *op) {
     int64_t nbh = g->B * g->H;
-    int failed = 0;
-    if (nbh == 0) return TS_OK;
+    size_t per = per_thread(g, backward);
+    int nt = omp_get_max_threads(), slots = per ? (int)(scratch_bytes / per) : 0, failed = 0;
+    if (slots > 0 && nt > slots) nt = slots;
+#pragma omp parallel if (nbh > 1) num_threads(nt) reduction(| : failed)
+    {
+        int t = omp_get_thread_num();
+        float *own = t < slots ? NULL : malloc(per);
+        float *buf = t < slots ? (float *)((char *)scratch + per * (size_t)t) : own;
+        failed = !buf;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t bh = 0; bh < nbh; bh++)
+            if (buf) run(g, buf, bh / g->H, bh % g->H, io);
+        free(own);
+    }
+    return failed ? ts_err(TS_ERR_NOMEM, "op %s: out of memory for the tiles of [%lld keys, %lld] heads", op,
+                           (long long)g->S, (long long)g->D)
+                  : TS_OK;
+}
+
+static void fwd_run(const ts_attn_geom *g, float *buf, int64_t b, int64_t h, const attn_io *io) {
+    fwd_ws w;
+    fwd_ws_carve(g, buf, &w);
+    fwd_head(g, &w, b, h, io->q, io->k, io->v, io->y, io->lse);
+}
+
+ts_status ts_attn_forward(const ts_attn_geom *g, void *scratch, size_t scratch_bytes, const float *q, const float *k,
+                          const float *v, float *y, float *lse) {
+    if (g->T == 0 || g->B * g->H == 0) return TS_OK;
+    if (g->S == 0) { /* no keys: zero output, lse -inf */
+        for (int64_t b = 0; b < g->B; b++)
+            for (int64_t h = 0; h < g->H; h++)
+                for (int64_t i = 0; i < g->T; i++) {
+                    memset(y + b * g->qb + h * g->qh + i * g->qt, 0, sizeof(float) * (size_t)g->D);
+                    lse[(b * g->H + h) * g->T + i] = -INFINITY;
+                }
+        return TS_OK;
+    }
+    attn_io io = {.q = q, .k = k, .v = v, .y = y, .lse = lse};
+    return over_heads(g, scratch, scratch_bytes, 0, fwd_run, &io, "attention");
+}
+
+static void bwd_run(const ts_attn_geom *g, float *buf, int64_t b, int64_t h, const attn_io *io) {
+    bwd_ws w;
+    bwd_ws_carve(g, buf, &w);
+    bwd_head(g, &w, b, h, io->q, io->k, io->v, io->y, io->lse, io->gy, io->gq, io->gk, io->gv);
+}
+
+ts_status ts_attn_backward(const ts_attn_geom *g, void *scratch, size_t scratch_bytes, const float *q, const float *k,
+                           const float *v, const float *y, const float *lse, const float *gy, float *gq, float *gk,
+                           float *gv) {
+    if (g->B * g->H == 0) return TS_OK;
     if (g->T == 0 || g->S == 0) { /* nothing flows: zero gradients */
         for (int64_t b = 0; b < g->B; b++)
             for (int64_t h = 0; h < g->H; h++) {
@@ -773,27 +809,11 @@ ts_status ts_attn_backward(const ts_attn_geom *g, void *scratch, size_t scratch_
             }
         return TS_OK;
     }
-    size_t per = align64(sizeof(float) * bwd_floats(g));
-    int nt = omp_get_max_threads(), slots = per ? (int)(scratch_bytes / per) : 0;
-    if (slots > 0 && nt > slots) nt = slots;
-#pragma omp parallel if (nbh > 1) num_threads(nt) reduction(| : failed)
-    {
-        int t = omp_get_thread_num(); /* its share of the scratch, or its own buffer beyond it */
-        float *own = t < slots ? NULL : malloc(per), *buf = t < slots ? (float *)((char *)scratch + per * (size_t)t) : own;
-        bwd_ws w = {0};
-        if (buf) bwd_ws_carve(g, buf, &w);
-        failed = !buf;
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t bh = 0; bh < nbh; bh++)
-            if (buf) bwd_head(g, &w, bh / g->H, bh % g->H, q, k, v, y, lse, gy, gq, gk, gv);
-        free(own);
-    }
-    return failed ? ts_err(TS_ERR_NOMEM, "op attention_grad: out of memory for the tiles of [%lld keys, %lld] heads",
-                           (long long)g->S, (long long)g->D)
-                  : TS_OK;
+    /* y and lse are only read by bwd_head (attn_io holds the forward's writable pointers) */
+    attn_io io = {.q = q, .k = k, .v = v, .gy = gy, .y = (float *)y, .lse = (float *)lse, .gq = gq, .gk = gk, .gv = gv};
+    return over_heads(g, scratch, scratch_bytes, 1, bwd_run, &io, "attention_grad");
 }
 
 size_t ts_attn_scratch(const ts_attn_geom *g, int backward) {
-    size_t per = align64(sizeof(float) * (backward ? bwd_floats(g) : fwd_floats(g)));
-    return per * (size_t)omp_get_max_threads();
+    return per_thread(g, backward) * (size_t)omp_get_max_threads();
 }
