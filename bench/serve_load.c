@@ -6,7 +6,14 @@
  * off, N clients with batching on (--max-batch B, --max-delay-ms D). Each prints throughput,
  * latency p50 / p90 / p99, the mean batch the server formed (its /metrics), the server's start
  * time, the CPU seconds the server and the clients (this process) spent during the load, and the
- * server's resident memory after it; beside the same model's raw ts_program_run throughput (rows a
+ * server's resident memory after it. A fourth run puts the edges users hit under load beside the
+ * plain one (batching on): --slow clients that send their bodies a byte every 0.5 s (each cut by
+ * the server's --read-timeout 3, then sending again) and, a second into the run, --flood
+ * connections at once past --max-connections (clients + slow + 8); the run lasts 6 s whatever
+ * --requests says: it prints how each flood connection
+ * was answered (503 with Retry-After, or 200 where a slot was free) and the slowest answer, and the
+ * slow connections the server cut, while the ordinary clients' rate and latency are measured as
+ * before. Beside the same model's raw ts_program_run throughput (rows a
  * second, the median of 6 runs after a warm-up) at batch 1, at B, and at the mean batch formed as
  * the server runs it (its batch sizes 1, 2, 4, ... up to B, the rows padded to the next or run in
  * parts where that is a fifth cheaper, by the same rule as apps/serve/model.c) and unpadded (a
@@ -15,7 +22,8 @@
  * Usage: serve_load [--model DIR] [--clients N (32)] [--requests R (4000)] [--seconds S (30)]
  *                   [--seq T (128)] [--max-batch B (32)] [--max-delay-ms D (5)] [--threads N]
  *                   [--layers L (2) --hidden H (128): the made model's shape (heads: H / 64 from 768, else 2)]
- *                   [--smoke: 4 clients, 200 requests, 5 s, a 1-layer model]
+ *                   [--slow S (16)] [--flood F (200)]
+ *                   [--smoke: 4 clients, 200 requests, 5 s, a 1-layer model, 4 slow, 50 flood]
  * Without --model it makes a 2-layer, 128-wide BERT classifier with random weights (the demo
  * spam filter's shape) over data/bert/vocab.txt in a temporary folder.
  */
@@ -30,6 +38,7 @@
 static int g_clients = 32, g_requests = 4000, g_seq = 128, g_batch = 32, g_delay = 5, g_threads = 0, g_layers = 2,
            g_hidden = 128;
 static double g_seconds = 30;
+static int g_slow = 16, g_flood = 200;
 static const char *g_model;
 static char g_dir[256];
 
@@ -63,8 +72,11 @@ static int make_model(char *path, size_t cap) {
 }
 
 typedef struct load {
-    int port, nclients;
+    int port, nclients, slow, flood, max_requests;
     double until;
+    int slow_cut, flood_503, flood_200, flood_none; /* the edges' outcomes */
+    int refused; /* ordinary requests answered 503 (the edges' run: while the flood held the free places) */
+    double flood_worst;
     int next, done, errors;
     double *lat;
     char *body;
@@ -76,7 +88,7 @@ static void *client(void *arg) {
     static __thread char resp[1 << 14];
     for (;;) {
         pthread_mutex_lock(&L->mu);
-        int i = L->next < g_requests && now() < L->until ? L->next++ : -1;
+        int i = L->next < L->max_requests && now() < L->until ? L->next++ : -1;
         pthread_mutex_unlock(&L->mu);
         if (i < 0) break;
         double t0 = now();
@@ -84,9 +96,68 @@ static void *client(void *arg) {
         double t = now() - t0;
         pthread_mutex_lock(&L->mu);
         if (code == 200) L->lat[L->done++] = t;
+        else if (code == 503 && L->flood) L->refused++;
         else L->errors++;
         pthread_mutex_unlock(&L->mu);
     }
+    return NULL;
+}
+
+/* One slow sender until the load ends: a request's headers, then its body a byte every 0.5 s
+ * until the server cuts it (counted), then again. */
+static void *slow_main(void *arg) {
+    load *L = arg;
+    const char *head = "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n";
+    while (now() < L->until) {
+        int fd = sc_connect(L->port);
+        if (fd < 0) break;
+        struct timeval tv = {0, 500000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        char buf[512];
+        ssize_t k = send(fd, head, strlen(head), MSG_NOSIGNAL);
+        while (k > 0 && now() < L->until) {
+            if (send(fd, "1", 1, MSG_NOSIGNAL) != 1 || recv(fd, buf, sizeof buf, 0) >= 0) { /* answered or cut */
+                pthread_mutex_lock(&L->mu);
+                L->slow_cut++;
+                pthread_mutex_unlock(&L->mu);
+                break;
+            }
+        }
+        close(fd);
+    }
+    return NULL;
+}
+
+/* A second into the load, L->flood connections opened at once, then a health request on each:
+ * how each was answered, and the slowest answer (from the first connect). */
+static void *flood_main(void *arg) {
+    load *L = arg;
+    usleep(1000000);
+    int n = L->flood, *fd = malloc((size_t)n * sizeof *fd);
+    double t0 = now();
+    for (int i = 0; i < n; i++) fd[i] = sc_connect(L->port); /* all open at once, then each asks */
+    usleep(100000);
+    for (int i = 0; i < n; i++) {
+        const char *req = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        if (fd[i] >= 0 && send(fd[i], req, strlen(req), MSG_NOSIGNAL) < 0) close(fd[i]), fd[i] = -1;
+    }
+    for (int i = 0; i < n; i++) {
+        char buf[1024] = "";
+        int code = -1;
+        if (fd[i] >= 0) {
+            struct timeval tv = {5, 0};
+            setsockopt(fd[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            ssize_t k = recv(fd[i], buf, sizeof buf - 1, 0);
+            buf[k > 0 ? k : 0] = 0;
+            if (sscanf(buf, "HTTP/1.%*d %d", &code) != 1) code = -1;
+            close(fd[i]);
+        }
+        double t = now() - t0;
+        L->flood_worst = t > L->flood_worst ? t : L->flood_worst;
+        L->flood_503 += code == 503 && strstr(buf, "Retry-After"), L->flood_200 += code == 200;
+        L->flood_none += code != 200 && code != 503;
+    }
+    free(fd);
     return NULL;
 }
 
@@ -116,6 +187,8 @@ typedef struct result {
     double rps, p50, p90, p99, batch, compute;
     double start_s, server_cpu, client_cpu, rss_mib;
     int n, errors;
+    int slow_cut, flood_503, flood_200, flood_none, refused;
+    double flood_worst;
 } result;
 
 /* CPU seconds (user + system) of process pid so far, from /proc. */
@@ -151,12 +224,14 @@ static double self_cpu(void) {
     return (double)u.ru_utime.tv_sec + u.ru_utime.tv_usec * 1e-6 + (double)u.ru_stime.tv_sec + u.ru_stime.tv_usec * 1e-6;
 }
 
-/* One run: a server with --max-batch mb, nclients clients. */
-static int run_load(const char *model, int mb, int nclients, result *r) {
-    char args[2048], cli[1024];
+/* One run: a server with --max-batch mb, nclients clients; edges: beside them g_slow slow senders
+ * and g_flood connections past the limit. */
+static int run_load(const char *model, int mb, int nclients, int edges, result *r) {
+    char args[2048], cli[1024], limit[96] = "";
     snprintf(cli, sizeof cli, "%s/tessera", TS_BUILD_DIR);
-    snprintf(args, sizeof args, "--model m=%s --port 0 --max-batch %d --max-delay-ms %d --queue %d%s%.0d", model, mb,
-             g_delay, nclients * 2 + 8, g_threads ? " --threads " : "", g_threads);
+    if (edges) snprintf(limit, sizeof limit, " --max-connections %d --read-timeout 3", nclients + g_slow + 8);
+    snprintf(args, sizeof args, "--model m=%s --port 0 --max-batch %d --max-delay-ms %d --queue %d%s%.0d%s", model, mb,
+             g_delay, nclients * 2 + 8, g_threads ? " --threads " : "", g_threads, limit);
     int port, rc;
     double s0 = now();
     pid_t pid = sc_start(cli, g_dir[0] ? g_dir : "/tmp", args, &port, &rc);
@@ -169,14 +244,22 @@ static int run_load(const char *model, int mb, int nclients, result *r) {
         if (strstr(text, "without libmicrohttpd")) printf("serve_load: skipped, %s", text), exit(77);
         return fprintf(stderr, "serve_load: tessera serve %s did not start (exit %d): %s\n", args, rc, text), -1;
     }
-    load L = {.port = port, .nclients = nclients, .lat = malloc((size_t)g_requests * sizeof(double)),
+    /* the edges' run lasts 6 s whatever --requests says, so that the slow senders meet the read timeout */
+    int cap = edges ? 1 << 20 : g_requests;
+    load L = {.port = port, .nclients = nclients, .max_requests = cap, .lat = malloc((size_t)cap * sizeof(double)),
               .body = make_body()};
     pthread_mutex_init(&L.mu, NULL);
-    pthread_t th[nclients];
+    int nslow = edges ? g_slow : 0, nside = nslow + (edges && g_flood > 0);
+    pthread_t th[nclients], side[nside > 0 ? nside : 1];
+    L.flood = edges ? g_flood : 0;
     double t0 = now(), srv0 = proc_cpu(pid), cli0 = self_cpu();
-    L.until = t0 + g_seconds;
+    L.until = t0 + (edges ? 6 : g_seconds);
+    for (int i = 0; i < nslow; i++) pthread_create(&side[i], NULL, slow_main, &L);
+    if (nside > nslow) pthread_create(&side[nslow], NULL, flood_main, &L);
     for (int i = 0; i < nclients; i++) pthread_create(&th[i], NULL, client, &L);
     for (int i = 0; i < nclients; i++) pthread_join(th[i], NULL);
+    L.until = 0; /* the slow senders stop */
+    for (int i = 0; i < nside; i++) pthread_join(side[i], NULL);
     double took = now() - t0, srv = proc_cpu(pid) - srv0, cli_cpu = self_cpu() - cli0, rss = proc_rss_mib(pid);
     static char metrics[1 << 16];
     sc_http(port, "GET", "/metrics", NULL, metrics, sizeof metrics);
@@ -184,7 +267,9 @@ static int run_load(const char *model, int mb, int nclients, result *r) {
     *r = (result){.rps = L.done / took, .n = L.done, .errors = L.errors,
                   .batch = metric_mean(metrics, "tessera_serve_batch_size"),
                   .compute = metric_mean(metrics, "tessera_serve_compute_seconds"), .start_s = start_s,
-                  .server_cpu = srv, .client_cpu = cli_cpu, .rss_mib = rss};
+                  .server_cpu = srv, .client_cpu = cli_cpu, .rss_mib = rss, .slow_cut = L.slow_cut,
+                  .flood_503 = L.flood_503, .flood_200 = L.flood_200, .flood_none = L.flood_none,
+                  .flood_worst = L.flood_worst, .refused = L.refused};
     qsort(L.lat, (size_t)L.done, sizeof *L.lat, cmp_double);
     if (L.done) {
         r->p50 = L.lat[L.done / 2] * 1e3, r->p90 = L.lat[(int)(L.done * 0.9)] * 1e3;
@@ -268,7 +353,8 @@ static int parse(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--smoke")) {
-            g_clients = 4, g_requests = 200, g_seconds = 5, g_layers = 1, g_hidden = 32, g_seq = 32;
+            g_clients = 4, g_requests = 200, g_seconds = 5, g_layers = 1, g_hidden = 32, g_seq = 32, g_slow = 4;
+            g_flood = 50;
             continue;
         }
         if (!v) return fprintf(stderr, "serve_load: %s needs a value\n", a), 2;
@@ -283,9 +369,11 @@ static int parse(int argc, char **argv) {
         else if (!strcmp(a, "--threads")) g_threads = atoi(v);
         else if (!strcmp(a, "--layers")) g_layers = atoi(v);
         else if (!strcmp(a, "--hidden")) g_hidden = atoi(v);
+        else if (!strcmp(a, "--slow")) g_slow = atoi(v);
+        else if (!strcmp(a, "--flood")) g_flood = atoi(v);
         else return fprintf(stderr, "serve_load: unknown flag %s\n", a), 2;
     }
-    if (g_clients < 1 || g_requests < 1 || g_seq < 2 || g_batch < 1 || g_seconds <= 0)
+    if (g_clients < 1 || g_requests < 1 || g_seq < 2 || g_batch < 1 || g_seconds <= 0 || g_slow < 0 || g_flood < 0)
         return fprintf(stderr, "serve_load: --clients, --requests, --seq, --max-batch, --seconds must be positive\n"), 2;
     return 0;
 }
@@ -303,16 +391,27 @@ int main(int argc, char **argv) {
            g_requests, g_seconds);
     printf("%-28s %9s %8s %8s %8s %7s %6s %5s %7s %7s %7s %8s\n", "run", "req/s", "p50 ms", "p90 ms", "p99 ms", "batch",
            "done", "errs", "start s", "srv cpu", "cli cpu", "RSS MiB");
-    result one, off, on;
+    result one, off, on, edge;
     char what[64];
-    if (run_load(model, 1, 1, &one)) return 1;
+    if (run_load(model, 1, 1, 0, &one)) return 1;
     print_row("1 client, batching off", &one);
     snprintf(what, sizeof what, "%d clients, batching off", g_clients);
-    if (run_load(model, 1, g_clients, &off)) return 1;
+    if (run_load(model, 1, g_clients, 0, &off)) return 1;
     print_row(what, &off);
     snprintf(what, sizeof what, "%d clients, max-batch %d", g_clients, g_batch);
-    if (run_load(model, g_batch, g_clients, &on)) return 1;
+    if (run_load(model, g_batch, g_clients, 0, &on)) return 1;
     print_row(what, &on);
+    snprintf(what, sizeof what, "%d clients, %d slow, %d flood", g_clients, g_slow, g_flood);
+    if (run_load(model, g_batch, g_clients, 1, &edge)) return 1;
+    print_row(what, &edge);
+    printf("  beside it: %d slow senders cut by --read-timeout 3 in all; %d flood connections past --max-connections "
+           "%d (clients + slow + 8): %d answered 503 with Retry-After, %d answered 200 (a slot was free), %d not "
+           "answered, the slowest answer %.0f ms after the flood began; %d of the clients' requests answered 503 "
+           "while the flood held the free places (the clients do not wait the Retry-After)\n", edge.slow_cut, g_flood,
+           g_clients + g_slow + 8, edge.flood_503, edge.flood_200, edge.flood_none, edge.flood_worst * 1e3,
+           edge.refused);
+    printf("  edges vs plain (both batching on): %.2fx the requests a second, p99 %.2fx\n",
+           on.rps > 0 ? edge.rps / on.rps : 0, on.p99 > 0 ? edge.p99 / on.p99 : 0);
     /* raw: batch 1, B, and the mean batch formed run as the server runs it (the program of the next
      * batch size it compiled) and unpadded (a program of exactly that batch) */
     int formed = (int)(on.batch + 0.5) < 1 ? 1 : (int)(on.batch + 0.5), sizes[16], nk = 0, at_formed = -1;
@@ -339,5 +438,5 @@ int main(int argc, char **argv) {
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
         if (system(cmd) != 0) fprintf(stderr, "serve_load: could not remove %s\n", g_dir);
     }
-    return on.errors + off.errors + one.errors ? 1 : 0;
+    return on.errors + off.errors + one.errors + edge.errors + edge.flood_none ? 1 : 0;
 }

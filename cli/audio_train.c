@@ -34,6 +34,18 @@ static int check(const at_opts *o) {
     return rc;
 }
 
+/* One line on stderr when clips of s (their lengths as the training read them) were longer than
+ * the clip length, clip samples at 16 kHz, and so cut. */
+static void warn_cut(const at_opts *o, const ts_audio_set *s, int clip) {
+    int cut = 0;
+    int64_t longest = 0;
+    for (int i = 0; s->samples && i < s->n; i++)
+        cut += s->samples[i] > clip, longest = s->samples[i] > longest ? s->samples[i] : longest;
+    if (cut)
+        fprintf(stderr, "tessera %s: warning: %d clip%s longer than --clip-ms %d %s cut (longest %lld ms)\n", CMD, cut,
+                cut == 1 ? "" : "s", o->clip_ms, cut == 1 ? "was" : "were", (long long)((longest + 15) / 16));
+}
+
 /* The classifier trained on s and written: the exit code. */
 static int train(const at_opts *o, const ts_audio_set *s) {
     char dir_buf[4096], path[4200];
@@ -47,6 +59,7 @@ static int train(const at_opts *o, const ts_audio_set *s) {
                                   .batch = o->batch, .seed = (uint64_t)o->seed};
     ts_audio_clf_fit_report r;
     ts_audio_clf *c = ts_audio_clf_fit(&co, s, &to, &r);
+    if (c) warn_cut(o, s, ts_audio_clf_clip_samples(c));
     int rc = !c ? cli_fail(CMD, "", ts_last_status() == TS_ERR_ARG || ts_last_status() == TS_ERR_IO ? 2 : 1)
              : ts_audio_clf_save(c, o->out) ? cli_fail(CMD, "", 1) : 0;
     if (c && !rc)
@@ -79,10 +92,11 @@ int cli_audio_train(int argc, char **argv) {
          "threads give the same model", NULL},
         {"clip-ms", CLI_INT, &o.clip_ms, 1, "MS", "clip length in ms, a multiple of 80 (default 1280)", NULL},
         CLI_MODEL_STORE_OPT(&o.models, "openwakeword/"),
-        {"threads", CLI_INT, &o.threads, 1, "N", "worker threads (default: OpenMP's)", NULL},
+        {"threads", CLI_INT, &o.threads, 1, "N", "worker threads (default: OpenMP's; small inference runs 1)", NULL},
         {NULL, CLI_TEXT, NULL, 0, NULL,
-         "Exit codes: 0 written, 1 failed while training, 2 bad flags or data (an empty folder, one\n"
-         "label only, an unreadable clip: named).\n", NULL},
+         "Clips longer than --clip-ms are cut (a warning says how many, and the longest).\n"
+         "Exit codes: 0 written, 1 failed while training, 2 bad flags or data (an empty folder, an\n"
+         "empty label folder, one label only, an unreadable clip: named).\n", NULL},
     };
     cli_optset os; /* held to the end: the values from --config point into it */
     int rc = cli_opts_parse(&os, CMD, USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);

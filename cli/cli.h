@@ -85,9 +85,13 @@ void cli_write_err(void *ctx, const char *text, size_t len);
 void cli_write_out(void *ctx, const char *text, size_t len);
 
 /* How a subcommand reports a library call that failed: "tessera CMD: WHAT<the call's message>" on
- * stderr; returns rc (the exit code: 2 bad flags or files, 1 a failure while running). */
+ * stderr, a message that starts "CMD: " (the library's own prefix, as the speech calls' "kws: ")
+ * without it, so that one prefix names the command; returns rc (the exit code: 2 bad flags or
+ * files, 1 a failure while running). */
 static inline int cli_fail(const char *cmd, const char *what, int rc) {
-    fprintf(stderr, "tessera %s: %s%s\n", cmd, what, cli_error());
+    const char *e = cli_error();
+    size_t n = strlen(cmd);
+    fprintf(stderr, "tessera %s: %s%s\n", cmd, what, !strncmp(e, cmd, n) && !strncmp(e + n, ": ", 2) ? e + n + 2 : e);
     return rc;
 }
 

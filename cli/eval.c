@@ -22,6 +22,14 @@ typedef struct ev_opts {
     int batch, threads, max_answer_len, n_best, seed, relocate_answers;
 } ev_opts;
 
+/* " (int8 dynamic model)", " (int8 calibrated models)": how the models run, after the data file's
+ * name in the summary line, into buf; "" in f32. */
+static const char *precision_note(const ev_opts *o, char *buf, size_t cap) {
+    const char *p = ts_model_dirs_precision((const char *const *)o->models.v, o->models.n);
+    snprintf(buf, cap, " (%s%s)", p, strstr(p, "members") ? "" : o->models.n > 1 ? " models" : " model");
+    return strcmp(p, "f32") ? buf : "";
+}
+
 /* A question-answering model: EM and F1 on the SQuAD file. The exit code. */
 static int eval_qa(const ev_opts *o, const ts_bert_config *cfg, const ts_model_meta *meta, const ts_tokenizer *tok) {
     ts_squad_opts so = ts_squad_opts_of_model(meta, o->relocate_answers);
@@ -33,8 +41,10 @@ static int eval_qa(const ev_opts *o, const ts_bert_config *cfg, const ts_model_m
     double t0 = ts_seconds(), em, f1;
     if (p && !ts_squad_score_program(p, s, o->batch, meta->max_len, o->n_best ? o->n_best : TS_SQUAD_N_BEST,
                                      o->max_answer_len ? o->max_answer_len : TS_SQUAD_MAX_ANSWER_LEN, &em, &f1)) {
-        printf("tessera eval: %s: exact match %.2f, F1 %.2f (%lld questions, %lld windows), %.1f s\n", o->data, em, f1,
-               (long long)ts_squad_num_examples(s), (long long)ts_squad_num_features(s), ts_seconds() - t0);
+        char prec[96];
+        printf("tessera eval: %s%s: exact match %.2f, F1 %.2f (%lld questions, %lld windows), %.1f s\n", o->data,
+               precision_note(o, prec, sizeof prec), em, f1, (long long)ts_squad_num_examples(s),
+               (long long)ts_squad_num_features(s), ts_seconds() - t0);
         rc = 0;
     } else if (p) {
         cli_fail("eval", "", 1);
@@ -58,11 +68,12 @@ static int eval_cls(const ev_opts *o) {
     if (st) fprintf(stderr, "tessera eval: %s\n", cli_error());
     if (!(rc = st == TS_OK ? 0 : st == TS_ERR_ARG ? 2 : 1)) {
         const char *maj = ts_ensemble_meta(e)->labels[r.majority];
-        char what[64] = "", part[96] = "";
+        char what[64] = "", part[96] = "", prec[96];
         if (o->models.n > 1) snprintf(what, sizeof what, " (ensemble of %d models)", o->models.n);
         if (o->test_split > 0) snprintf(part, sizeof part, " (its held-out %g, split seed %d)", o->test_split, o->seed);
-        printf("tessera eval: %s%s: accuracy%s %.2f%% (%lld of %lld), majority class '%s' %.2f%%, %.1f s\n", o->data,
-               part, what, r.total ? 100.0 * (double)r.correct / (double)r.total : 0.0, (long long)r.correct,
+        printf("tessera eval: %s%s%s: accuracy%s %.2f%% (%lld of %lld), majority class '%s' %.2f%%, %.1f s\n", o->data,
+               part, precision_note(o, prec, sizeof prec), what,
+               r.total ? 100.0 * (double)r.correct / (double)r.total : 0.0, (long long)r.correct,
                (long long)r.total, maj ? maj : "?", 100 * r.baseline, ts_seconds() - t0);
     }
     ts_ensemble_free(e);

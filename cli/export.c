@@ -8,15 +8,14 @@
 
 static const char *USAGE =
     "  Writes the BERT model of DIR (config.json + model.safetensors, as `tessera run` reads them) as an\n"
-    "  ONNX model (opset 17) that infers on batches of a fixed shape [B, T] (ONNX's symbolic dimensions\n"
-    "  are not written: another shape needs another export). The weights are loaded strictly by\n"
-    "  tessera's names (a bare BertModel checkpoint, which `tessera run` renames, is refused). A\n"
+    "  ONNX model (opset 17) for batches [B, T] (--dynamic-batch: any batch of T tokens). The weights\n"
+    "  are loaded by tessera's names (a bare BertModel checkpoint, which `tessera run` renames, is refused). A\n"
     "  calibrated int8 DIR (tessera quantize --calib) is written with its int8 matmuls in QDQ form\n"
     "  (QuantizeLinear / DequantizeLinear); a dynamic one has no QDQ form and is written in f32.\n";
 
 typedef struct export_opts {
     const char *onnx, *model;
-    int batch, seq_len, seed, threads;
+    int batch, seq_len, seed, threads, dynamic_batch, int64_inputs;
 } export_opts;
 
 /* Export the model of o (ts_bert_export_dir) and describe what was written: the exit code. */
@@ -24,7 +23,8 @@ static int export_model(const export_opts *o) {
     ts_bert_export_dir_opts eo = {.struct_size = sizeof eo, .model_dir = o->model, .path = o->onnx, .batch = o->batch,
                                   .max_len = o->seq_len, .init_random = o->seed >= 0,
                                   .seed = (uint64_t)(o->seed > 0 ? o->seed : 0), .load_flags = cli_load_flags(1),
-                                  .threads = o->threads, .memory_limit = (size_t)(cli_dev.memory_gib * 1073741824.0)};
+                                  .threads = o->threads, .memory_limit = (size_t)(cli_dev.memory_gib * 1073741824.0),
+                                  .dynamic_batch = o->dynamic_batch, .int64_inputs = o->int64_inputs};
     ts_bert_export_dir_report r = {.struct_size = sizeof r};
     ts_status st = ts_bert_export_dir(&eo, &r);
     if (r.quant_mode == TS_QUANT_DYNAMIC)
@@ -36,13 +36,17 @@ static int export_model(const export_opts *o) {
         return st == TS_ERR_ARG ? 2 : 1;
     }
     const ts_bert_export_info *in = &r.info;
-    printf("tessera export: %s (%d layers, hidden %d) for batch %d x seq %d -> %s\n", ts_bert_head_name(r.cfg.head),
-           r.cfg.num_hidden_layers, r.cfg.hidden_size, o->batch, in->seq, o->onnx);
-    printf("tessera export: inputs input_ids, token_type_ids, attention_mask (int32 [%d, %d]); outputs", o->batch,
-           in->seq);
+    char batch[16];
+    snprintf(batch, sizeof batch, o->dynamic_batch ? "batch" : "%d", o->batch);
+    printf("tessera export: %s (%d layers, hidden %d) for batch %s x seq %d -> %s\n", ts_bert_head_name(r.cfg.head),
+           r.cfg.num_hidden_layers, r.cfg.hidden_size, batch, in->seq, o->onnx);
+    printf("tessera export: inputs input_ids, token_type_ids, attention_mask (%s [%s, %d]); outputs",
+           o->int64_inputs ? "int64" : "int32", batch, in->seq);
     for (int i = 0; i < in->noutputs; i++) {
         printf("%s %s [", i ? "," : "", in->names[i]);
-        for (int d = 0; d < in->ndims[i]; d++) printf("%s%lld", d ? ", " : "", (long long)in->shapes[i][d]);
+        if (o->dynamic_batch) printf("batch");
+        for (int d = o->dynamic_batch; d < in->ndims[i]; d++)
+            printf(d ? ", %lld" : "%lld", (long long)in->shapes[i][d]);
         printf("]");
     }
     printf("; weights %s\n", o->seed >= 0 ? "random (--init-random)" : r.weights);
@@ -84,12 +88,15 @@ int cli_export(int argc, char **argv) {
         {"init-random", CLI_INT, &o.seed, 0, "SEED",
          "do not read model.safetensors: parameters drawn from SEED as the model\n"
          "initialises them (to try an export without a checkpoint)."},
+        {"dynamic-batch", CLI_FLAG, &o.dynamic_batch, 0, NULL, "the batch dim symbolic: any batch of T tokens."},
+        {"int64-inputs", CLI_FLAG, &o.int64_inputs, 0, NULL, "inputs int64, as Hugging Face's exports."},
         {"threads", CLI_INT, &o.threads, 0, "N",
          "worker threads while compiling (default: OpenMP's)."},
         CLI_DEVICE_OPTS,
         CLI_LOAD_OPTS,
         {NULL, CLI_TEXT, NULL, 0, NULL,
-         "Inputs of the ONNX model: input_ids, token_type_ids, attention_mask, int32 [B, T]. Outputs: the\n"
+         "Inputs of the ONNX model: input_ids, token_type_ids, attention_mask, int32 [B, T] (int64 with\n"
+         "--int64-inputs; [batch, T] with --dynamic-batch). Outputs: the\n"
          "head's, by name (BertModel: last_hidden_state, pooler_output; classifiers: logits; ...), float.\n"
          "An audio classifier's DIR (from tessera audio-train) exports its head, or its CNN, on its\n"
          "features: input features [1, 192] (or mel [1, 1, T, 32]), output logits [1, labels].\n"

@@ -1,6 +1,7 @@
 /*
  * main.c — the `tessera` command: dispatches `tessera SUBCOMMAND [options]` to one file per
- * subcommand (cli/<name>.c). Exit codes: 0 success, 1 failure while running, 2 usage error.
+ * subcommand (cli/<name>.c); `tessera --help` lists them by group (commands[] below). Exit codes: 0
+ * success, 1 failure while running, 2 usage error.
  */
 #include "cli.h"
 #include "options.h"
@@ -13,41 +14,98 @@
 #define TS_GIT_COMMIT "unknown"
 #endif
 
+/* The groups `tessera --help` lists the subcommands under, in this order. */
+enum { G_TEXT, G_RUN, G_PLAN, G_MEDIA, G_REF, G_COUNT };
+static const char *const GROUPS[G_COUNT] = {
+    [G_TEXT] = "Text models (BERT: vocabulary, pretraining, fine-tuning, scoring)",
+    [G_RUN] = "Run and deploy",
+    [G_PLAN] = "Plan and devices",
+    [G_MEDIA] = "Vision and speech (pretrained ONNX models, installed by scripts/install-deps.sh)",
+    [G_REF] = "Reference",
+};
+
 typedef struct {
     const char *name;
     int (*run)(int argc, char **argv);
+    int group; /* G_TEXT ... */
     const char *summary;
 } subcommand;
 
+static int cli_version(int argc, char **argv);
+
 static const subcommand commands[] = {
-    {"tokenize", cli_tokenize, "print the WordPiece token ids of each input line"},
-    {"vocab", cli_vocab, "learn a WordPiece vocabulary from text files"},
-    {"split", cli_split, "write the train / test split finetune makes of a labelled file"},
-    {"bow", cli_bow, "train a bag-of-words logistic regression: the baseline beside BERT"},
-    {"pretrain", cli_pretrain, "pretrain a BERT (masked LM + next sentence) on text files"},
-    {"finetune", cli_finetune, "fine-tune a pretrained BERT: text (pair) classifier or SQuAD QA"},
-    {"eval", cli_eval, "score a fine-tuned model: accuracy, or SQuAD exact match / F1"},
-    {"predict", cli_predict, "run a fine-tuned model: labels of texts, answers to questions"},
-    {"run", cli_run, "run a BERT or ONNX model on a batch of inputs (safetensors in and out)"},
-    {"onnx-ops", cli_onnx_ops, "print the ONNX ops and opsets the importer takes (README's table)"},
-    {"ocr", cli_ocr, "read the lines of text in a PNG or JPEG image (PaddleOCR PP-OCRv4)"},
-    {"kws", cli_kws, "find wake words in audio files or a live stream (openWakeWord)"},
-    {"audio-train", cli_audio_train, "train a classifier of short audio clips (on openWakeWord's embedding, or from scratch)"},
-    {"vad", cli_vad, "find the stretches of speech in audio files (Silero VAD)"},
-    {"quantize", cli_quantize, "quantize a model directory to int8 (dynamic: weights per channel, activations per run)"},
-    {"export", cli_export, "write a BERT model directory as an ONNX model (fixed batch shape)"},
-    {"profile-device", cli_profile_device, "measure this machine's device for the planner; list or show device profiles"},
-    {"serve", cli_serve, "serve fine-tuned models over HTTP (KServe v2 JSON), batching requests"},
-    {"plan", cli_plan, "will a BERT fit a device, how to cut it, how fast: a layout and its estimate"},
+    {"vocab", cli_vocab, G_TEXT, "learn a WordPiece vocabulary from text files"},
+    {"tokenize", cli_tokenize, G_TEXT, "print the WordPiece token ids of each input line"},
+    {"pretrain", cli_pretrain, G_TEXT, "pretrain a BERT (masked LM + next sentence) on text files"},
+    {"finetune", cli_finetune, G_TEXT, "fine-tune a pretrained BERT: text (pair) classifier or SQuAD QA"},
+    {"eval", cli_eval, G_TEXT, "score a fine-tuned model: accuracy, or SQuAD exact match / F1"},
+    {"predict", cli_predict, G_TEXT, "run a fine-tuned model: labels of texts, answers to questions"},
+    {"split", cli_split, G_TEXT, "write the train / test split finetune makes of a labelled file"},
+    {"bow", cli_bow, G_TEXT, "train a bag-of-words logistic regression: the baseline beside BERT"},
+    {"run", cli_run, G_RUN, "run a BERT or ONNX model on a batch of inputs (safetensors in and out)"},
+    {"export", cli_export, G_RUN, "write a BERT model directory as an ONNX model (fixed batch shape)"},
+    {"quantize", cli_quantize, G_RUN,
+     "quantize a model directory to int8 (dynamic: weights per channel, activations per run)"},
+    {"serve", cli_serve, G_RUN, "serve fine-tuned models over HTTP (KServe v2 JSON), batching requests"},
+    {"plan", cli_plan, G_PLAN, "will a BERT fit a device, how to cut it, how fast: a layout and its estimate"},
+    {"profile-device", cli_profile_device, G_PLAN,
+     "measure this machine's device for the planner; list or show device profiles"},
+    {"ocr", cli_ocr, G_MEDIA, "read the lines of text in a PNG or JPEG image (PaddleOCR PP-OCRv4)"},
+    {"kws", cli_kws, G_MEDIA, "find wake words in audio files or a live stream (openWakeWord)"},
+    {"vad", cli_vad, G_MEDIA, "find the stretches of speech in audio files (Silero VAD)"},
+    {"audio-train", cli_audio_train, G_MEDIA,
+     "train a classifier of short audio clips (on openWakeWord's embedding, or from scratch)"},
+    {"onnx-ops", cli_onnx_ops, G_REF, "print the ONNX ops and opsets the importer takes (README's table)"},
+    {"version", cli_version, G_REF, "the version, commit and features of this build (also --version, -V)"},
+};
+enum { NCOMMANDS = sizeof commands / sizeof *commands };
+
+/* The examples of `tessera --help`: each line runs as it is, in order, in a directory holding a
+ * labelled file reviews.tsv (tests/test_cli_front.c runs them so). */
+static const char *const EXAMPLES[] = {
+    "tessera split --data reviews.tsv --out split",
+    "tessera vocab --out vocab.txt --size 8000 split/train.txt",
+    "tessera bow --vocab vocab.txt --train split/train.tsv --eval split/test.tsv",
 };
 
+/* `tessera --help` (and `tessera` alone, on stderr): the subcommands by group, examples, the flags
+ * every subcommand takes and where the documentation is. */
 static void usage(FILE *f) {
-    fprintf(f, "usage: tessera SUBCOMMAND [options]   (tessera --version: the version)\n\nsubcommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n`tessera SUBCOMMAND --help` describes each one. Devices in this build: %s; any subcommand takes\n"
-               "--backend-plugin PATH, --strict-device (no CPU fallback on its devices) and --quiet (no placement\n"
-               "lines at compile) (README: Devices and plugins).\n", ts_devices());
+    fprintf(f, "usage: tessera SUBCOMMAND [options]\n"
+               "       tessera SUBCOMMAND --help    (or tessera help SUBCOMMAND): its options\n");
+    for (int g = 0; g < G_COUNT; g++) {
+        fprintf(f, "\n%s:\n", GROUPS[g]);
+        for (int i = 0; i < NCOMMANDS; i++)
+            if (commands[i].group == g) fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
+    }
+    fprintf(f, "\nExamples (reviews.tsv: \"label<TAB>text\" lines under a header line):\n");
+    for (size_t i = 0; i < sizeof EXAMPLES / sizeof *EXAMPLES; i++) fprintf(f, "  %s\n", EXAMPLES[i]);
+    fprintf(f, "\nEvery subcommand also takes --backend-plugin PATH (load a device plugin), --strict-device (no CPU\n"
+               "fallback on its devices) and --quiet (no placement lines at compile). Devices in this build: %s\n"
+               "(README: Devices and plugins).\n"
+               "\nDocumentation: README.md and docs/ in tessera's source; licences: LICENSE and THIRD_PARTY.md.\n",
+            ts_devices());
+}
+
+/* The version, the commit the build was configured from and the features: `tessera --version`,
+ * `tessera -V` and `tessera version` all print this. */
+static void print_version(void) {
+    /* the features: the libraries' own (what is loaded), then the rest of the build's options */
+    const char *core = ts_build_features(), *apps = ts_apps_build_features();
+    printf("tessera %s (commit %s, as configured)\ndevices in this build: %s\n"
+           "features of libtessera: %s\nfeatures of libtessera_apps: %s\nalso on in this build: %s\n",
+           ts_version(), TS_GIT_COMMIT, ts_devices(), *core ? core : "(none)", *apps ? apps : "(none)",
+           *TS_TREE_FEATURES ? TS_TREE_FEATURES : "(none)");
+}
+
+static int cli_version(int argc, char **argv) {
+    cli_optset os; /* no options of its own: --help, --config, and an error for anything else */
+    int rc = cli_opts_parse(&os, "version", "  Prints the version, the commit and the features of this build, as\n"
+                                            "  tessera --version and tessera -V do.\n", NULL, 0, argc, argv);
+    cli_opts_free(&os);
+    if (rc != 1) return rc;
+    print_version();
+    return 0;
 }
 
 static int strict_device; /* --strict-device: the devices a subcommand is given refuse a CPU fallback */
@@ -115,6 +173,20 @@ static int run_command(const subcommand *c, int argc, char **argv) {
     return rc;
 }
 
+/* An argv[1] that is no subcommand (nor --help, --version): one line naming it and the closest
+ * match, exit 2. */
+static int unknown_word(const char *word) {
+    const char *flags[] = {"--help", "-h", "--version", "-V"};
+    const char *names[NCOMMANDS + 1];
+    for (int i = 0; i < NCOMMANDS; i++) names[i] = commands[i].name;
+    names[NCOMMANDS] = "help";
+    int flag = word[0] == '-';
+    const char *near = flag ? ts_closest_name(word, flags, 4) : ts_closest_name(word, names, NCOMMANDS + 1);
+    fprintf(stderr, "tessera: unknown %s '%s'%s%s%s; tessera --help lists them\n", flag ? "flag" : "subcommand", word,
+            near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+    return 2;
+}
+
 int main(int argc, char **argv) {
     /* OpenMP threads that spin while idle lose most of their time when the cores are shared
      * (measured: MNIST 305 s spinning vs 19 s passive under load). libgomp reads the policy when
@@ -129,26 +201,25 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        usage(stdout);
+    const char *word = argv[1];
+    if (!strcmp(word, "--help") || !strcmp(word, "-h") || !strcmp(word, "help")) {
+        if (argc < 3 || strcmp(word, "help") || argv[2][0] == '-') { /* help --help: the same */
+            usage(stdout);
+            return 0;
+        }
+        /* tessera help SUBCOMMAND: its usage, as SUBCOMMAND --help */
+        word = argv[2];
+        static char help_flag[] = "--help";
+        char *args[] = {argv[2], help_flag, NULL};
+        for (int i = 0; i < NCOMMANDS; i++)
+            if (!strcmp(word, commands[i].name)) return run_command(&commands[i], 2, args);
+        return unknown_word(word);
+    }
+    if (!strcmp(word, "--version") || !strcmp(word, "-V")) {
+        print_version();
         return 0;
     }
-    if (!strcmp(argv[1], "--version")) {
-        /* the features: the libraries' own (what is loaded), then the rest of the build's options */
-        const char *core = ts_build_features(), *apps = ts_apps_build_features();
-        printf("tessera %s (commit %s, as configured)\ndevices in this build: %s\n"
-               "features of libtessera: %s\nfeatures of libtessera_apps: %s\nalso on in this build: %s\n",
-               ts_version(), TS_GIT_COMMIT, ts_devices(), *core ? core : "(none)", *apps ? apps : "(none)",
-               *TS_TREE_FEATURES ? TS_TREE_FEATURES : "(none)");
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        if (!strcmp(argv[1], commands[i].name)) return run_command(&commands[i], argc - 1, argv + 1);
-    const char *names[sizeof commands / sizeof *commands];
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) names[i] = commands[i].name;
-    const char *near = cli_did_you_mean(argv[1], names, (int)(sizeof commands / sizeof *commands));
-    if (near) fprintf(stderr, "tessera: unknown subcommand '%s' (did you mean '%s'?)\n\n", argv[1], near);
-    else fprintf(stderr, "tessera: unknown subcommand '%s'\n\n", argv[1]);
-    usage(stderr);
-    return 2;
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(word, commands[i].name)) return run_command(&commands[i], argc - 1, argv + 1);
+    return unknown_word(word);
 }

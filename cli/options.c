@@ -33,36 +33,6 @@ __attribute__((format(printf, 2, 3))) static void say(const opt_ctx *c, const ch
 
 /* ------------------------------------------------------------------ names */
 
-/* The edit distance of a and b (insertions, deletions, substitutions), capped at 9. */
-static int distance(const char *a, const char *b) {
-    size_t na = strlen(a), nb = strlen(b);
-    if (na > 40 || nb > 40) return 9;
-    int d[41][41];
-    for (size_t i = 0; i <= na; i++) d[i][0] = (int)i;
-    for (size_t j = 0; j <= nb; j++) d[0][j] = (int)j;
-    for (size_t i = 1; i <= na; i++)
-        for (size_t j = 1; j <= nb; j++) {
-            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
-            d[i][j] = best;
-        }
-    return d[na][nb] < 9 ? d[na][nb] : 9;
-}
-
-const char *cli_did_you_mean(const char *word, const char *const *names, int n) {
-    const char *best = NULL, *prefix = NULL;
-    int bd = 3, nprefix = 0;
-    size_t wl = strlen(word);
-    for (int i = 0; i < n; i++) {
-        if (!names[i]) continue;
-        int d = distance(word, names[i]);
-        if (d < bd) bd = d, best = names[i];
-        if (wl >= 3 && !strncmp(names[i], word, wl)) prefix = names[i], nprefix++;
-    }
-    return best ? best : nprefix == 1 ? prefix : NULL;
-}
-
 /* The entry whose name (or, with *old set, former spelling) is `name`. */
 static const cli_opt *lookup(const cli_optset *s, const char *name, int *old) {
     *old = 0;
@@ -85,7 +55,7 @@ static const char *suggest(const cli_optset *s, const char *name, const char *pr
     for (int i = 0; i < s->nopts && n < MAX_OPTS; i++)
         if (s->opts[i].kind != CLI_TEXT && s->opts[i].kind != CLI_ARGS) names[n++] = s->opts[i].name;
     names[n++] = "config";
-    const char *m = cli_did_you_mean(name, names, n);
+    const char *m = ts_closest_name(name, names, n);
     if (!m) return "";
     snprintf(buf, cap, " (did you mean %s%s?)", prefix, m);
     return buf;

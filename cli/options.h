@@ -78,8 +78,4 @@ int cli_opts_check_shared(const char *cmd, const cli_optset *s);
  * every program compiled for it refuses a node it has no kernel for. */
 void cli_opts_device_flags(const cli_optset *s);
 
-/* The closest of n names to `word` when it is a likely misspelling (edit distance at most 2, or
- * a prefix of at least 3 characters of exactly one), else NULL. */
-const char *cli_did_you_mean(const char *word, const char *const *names, int n);
-
 #endif

@@ -11,7 +11,10 @@ static const char *USAGE =
     "  label<TAB>probability<TAB>the text's first 60 characters. A text-pair classifier wants\n"
     "  text<TAB>text_b: the first tab of a TEXT or line separates the pair. Several DIRs\n"
     "  (classifiers with the same labels) predict as one ensemble: the label with the largest\n"
-    "  mean probability, and that mean.\n"
+    "  mean probability, and that mean. A FILE named .tsv, .csv or .jsonl whose first line is a\n"
+    "  header naming the text or the label column (JSONL: objects) is read as tessera eval reads\n"
+    "  it: each row's text column (and a text-pair model's second text column) is classified,\n"
+    "  its label ignored; any other FILE is one text a line.\n"
     "  Question answering: FILE (or stdin) holds JSON lines {\"question\": ..., \"context\": ...}\n"
     "  (an \"id\" is allowed and ignored), or FILE is a SQuAD .json file; each question gives one\n"
     "  line, its answer (a span of its context, decoded over every doc-stride window; an empty\n"
@@ -61,9 +64,15 @@ ts_ensemble *cli_ensemble_open(const char *cmd, const char *const *dirs, int n, 
     return NULL;
 }
 
-/* The classifier (or ensemble) on the --text values, else on the lines of --data or stdin. 0 or
- * the exit code. */
-static int predict_cls(const cli_strlist *models, const cli_strlist *texts, const char *data, int batch, int threads) {
+/* --data's columns when it is a table (NULL: not given; ts_ensemble_add_file). */
+typedef struct table_cols {
+    const char *text, *text_b, *label;
+} table_cols;
+
+/* The classifier (or ensemble) on the --text values, else on the lines of --data or stdin, or
+ * the rows of --data when it is a table (cols). 0 or the exit code. */
+static int predict_cls(const cli_strlist *models, const cli_strlist *texts, const char *data, const table_cols *cols,
+                       int batch, int threads) {
     int rc = 2;
     ts_ensemble *e = NULL;
     e = cli_ensemble_open("predict", models->v, models->n, batch, threads, print_result, &e, &rc);
@@ -72,7 +81,8 @@ static int predict_cls(const cli_strlist *models, const cli_strlist *texts, cons
     for (int i = 0; i < texts->n && !st; i++)
         if ((st = ts_ensemble_add_text(e, texts->v[i])))
             fprintf(stderr, "tessera predict: --text %d: %s\n", i + 1, cli_error());
-    if (!st && (st = texts->n ? ts_ensemble_flush(e) : ts_ensemble_add_lines(e, data)))
+    if (!st && (st = texts->n ? ts_ensemble_flush(e) : ts_ensemble_add_file(e, data, cols->text, cols->text_b,
+                                                                             cols->label)))
         fprintf(stderr, "tessera predict: %s\n", cli_error());
     rc = st == TS_ERR_ARG ? 2 : st ? 1 : 0;
     if (!rc && fflush(stdout) != 0) {
@@ -106,6 +116,7 @@ static int predict_qa(const char *model, const ts_bert_config *cfg, const ts_mod
 
 int cli_predict(int argc, char **argv) {
     const char *model = NULL, *data = NULL, *task_flag = NULL;
+    table_cols cols = {0};
     cli_strlist texts = {0}, models = {0};
     int batch = 8, threads = 0, n_best = 0, max_ans = 0;
     const cli_opt opts[] = {
@@ -117,6 +128,9 @@ int cli_predict(int argc, char **argv) {
          "the task expected (an error when the model is another)"},
         {"data", CLI_STR, &data, 0, "FILE",
          "read the inputs from FILE instead of stdin"},
+        {"text-column", CLI_STR, &cols.text, 0, "NAME", "classify: --data's column / key of the text (text)"},
+        {"text-b-column", CLI_STR, &cols.text_b, 0, "NAME", "classify: of the second text (the model's)"},
+        {"label-column", CLI_STR, &cols.label, 0, "NAME", "classify: of the label, ignored (label)"},
         {"max-answer-len", CLI_INT, &max_ans, 1, "N",
          "qa: pieces in an answer, at most (default 30)"},
         {"n-best", CLI_INT, &n_best, 1, "N",
@@ -138,18 +152,26 @@ int cli_predict(int argc, char **argv) {
         fprintf(stderr, "tessera predict: give --text or --data, not both\n");
         goto done_opts;
     }
+    if (texts.n && (cols.text || cols.text_b || cols.label)) {
+        fprintf(stderr, "tessera predict: the column flags read --data FILE, not --text\n");
+        goto done_opts;
+    }
     ts_bert_config cfg;
     ts_model_meta meta = {0};
     ts_tokenizer *tok = cli_model_dir_open("predict", model, &cfg, &meta);
     int task = tok ? cli_task_of_model("predict", task_flag, model, &cfg, &meta) : -1;
-    if (task == CLI_TASK_QA && texts.n)
-        fprintf(stderr, "tessera predict: --text is for classifiers; %s answers questions: give JSON lines "
-                        "{\"question\": ..., \"context\": ...} on stdin or in --data FILE\n", model);
+    const char *prec = task >= 0 ? ts_model_dirs_precision((const char *const *)models.v, models.n) : "f32";
+    if (strcmp(prec, "f32")) /* stdout holds the results alone */
+        fprintf(stderr, "tessera predict: %s runs %s (tessera quantize's record)\n", models.n > 1 ? "the ensemble"
+                : model, prec);
+    if (task == CLI_TASK_QA && (texts.n || cols.text || cols.text_b || cols.label))
+        fprintf(stderr, "tessera predict: --text and the column flags are for classifiers; %s answers questions: "
+                        "give JSON lines {\"question\": ..., \"context\": ...} on stdin or in --data FILE\n", model);
     else if (task == CLI_TASK_QA && models.n == 1)
         rc = predict_qa(model, &cfg, &meta, tok, data, batch, threads, n_best ? n_best : TS_SQUAD_N_BEST,
                             max_ans ? max_ans : TS_SQUAD_MAX_ANSWER_LEN);
     else if (task >= 0) /* several QA models: refused by ts_ensemble_open */
-        rc = predict_cls(&models, &texts, data, batch, threads);
+        rc = predict_cls(&models, &texts, data, &cols, batch, threads);
     ts_tokenizer_free(tok);
     ts_model_meta_free(&meta);
 done_opts:

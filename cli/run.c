@@ -86,8 +86,9 @@ static int run_onnx(const run_args *a) {
     ts_status st = ts_onnx_run_file(&o, &r);
     int rc = st == TS_OK ? 0 : run_failed(1, r.failed_at, st);
     if (!rc) {
-        printf("tessera run: %s (ONNX opset %d), %d input%s on %s: load %.3f s, import+compile+run %.3f s", a->model,
-               r.opset, r.ninputs, r.ninputs == 1 ? "" : "s", a->device, r.load_seconds, r.first_seconds);
+        printf("tessera run: %s (ONNX opset %d), %d input%s%s on %s: load %.3f s, import+compile+run %.3f s", a->model,
+               r.opset, r.ninputs, r.ninputs == 1 ? "" : "s", a->int8 ? ", int8 dynamic" : "", a->device,
+               r.load_seconds, r.first_seconds);
         if (a->repeat > 1) printf(", run %.4f s (best of %d more)", r.best_seconds, a->repeat - 1);
         printf("\n");
         print_outputs(a->outputs, r.noutputs, (const char *const *)r.output_names, r.outputs, 1);
@@ -120,9 +121,14 @@ static int run_bert(const run_args *a) {
     int rc = st == TS_OK ? 0 : run_failed(0, r.failed_at, st);
     if (st == TS_ERR_NOMEM) suggest();
     if (!rc) {
+        /* --int8 runs dynamic int8 whatever the directory's record says; without it, the record's */
+        const char *prec = a->int8 ? "int8 dynamic" : ts_model_dirs_precision(&a->model, 1);
+        char what[64];
+        if (!strcmp(prec, "f32")) snprintf(what, sizeof what, "%s", ts_dtype_name(a->dtype));
+        else snprintf(what, sizeof what, "%s%s", prec, a->dtype == TS_BF16 ? " (other matmuls bf16)" : "");
         printf("tessera run: %s (%d layers, hidden %d), batch %d x seq %d, %s on %s: build+compile %.3f s, ",
-               ts_bert_head_name(r.cfg.head), r.cfg.num_hidden_layers, r.cfg.hidden_size, r.batch, r.seq,
-               ts_dtype_name(a->dtype), a->device, r.build_seconds);
+               ts_bert_head_name(r.cfg.head), r.cfg.num_hidden_layers, r.cfg.hidden_size, r.batch, r.seq, what,
+               a->device, r.build_seconds);
         if (a->seed >= 0) printf("random init (seed %d), ", a->seed);
         else printf("load %.3f s, ", r.load_seconds);
         if (a->repeat > 1) printf("run %.4f s (best of %d, mean %.4f s)\n", r.best_seconds, a->repeat,

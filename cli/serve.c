@@ -12,13 +12,16 @@ static const char *USAGE =
     "  over HTTP/1.1 with the KServe v2 / Triton JSON protocol: GET /v2/health/live, /v2/health/ready,\n"
     "  /v2/models/NAME, POST /v2/models/NAME/infer (tensors input_ids, token_type_ids, attention_mask\n"
     "  [B, T]); for texts POST /v1/models/NAME:predict {\"instances\": [\"text\", ...]} (QA: instances\n"
-    "  {\"question\": ..., \"context\": ...}); GET /metrics (Prometheus). Requests to a model are batched:\n"
+    "  {\"question\": ..., \"context\": ...}; at most --max-batch instances a request); GET /metrics\n"
+    "  (Prometheus). /v2/models/NAME/versions/1/... is the same model. Requests to a model are batched:\n"
     "  gathered until --max-batch rows or --max-delay-ms, run at the shortest compiled sequence length\n"
-    "  that holds them. SIGTERM or SIGINT: stop accepting, answer what was accepted, exit 0.\n";
+    "  that holds them. SIGTERM or SIGINT: stop accepting, answer what was accepted (for at most\n"
+    "  --drain-timeout), exit 0.\n";
 
 int cli_serve(int argc, char **argv) {
     ts_serve_opts o = {.struct_size = sizeof o, .host = "127.0.0.1", .port = 8000, .max_batch = 32,
-                       .max_delay_ms = 5, .device = "cpu", .queue_cap = 256, .timeout_s = 30, .max_connections = 512};
+                       .max_delay_ms = 5, .device = "cpu", .queue_cap = 256, .timeout_s = 30, .max_connections = 512,
+                       .read_timeout_s = 60, .drain_timeout_s = 20};
     cli_strlist models = {0};
     int max_body = 16 << 20;
     const cli_opt opts[] = {
@@ -39,7 +42,9 @@ int cli_serve(int argc, char **argv) {
         {"max-body", CLI_INT, &max_body, 0, "BYTES", "the largest request body (default 16777216): 413 past it", NULL},
         {"timeout", CLI_INT, &o.timeout_s, 1, "S",
          "a connection idle or sending this long is closed (default 30)", NULL},
-        {"max-connections", CLI_INT, &o.max_connections, 1, "N", "connections open at once (default 512)", NULL},
+        {"max-connections", CLI_INT, &o.max_connections, 1, "N", "open at once (default 512); past it: 503", NULL},
+        {"read-timeout", CLI_INT, &o.read_timeout_s, 1, "S", "a request must arrive within S s, else 408 (60)", NULL},
+        {"drain-timeout", CLI_INT, &o.drain_timeout_s, 1, "S", "at SIGTERM, answer for at most S s (default 20)", NULL},
     };
     cli_optset os;
     int rc = cli_opts_parse(&os, "serve", USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);

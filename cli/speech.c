@@ -6,11 +6,15 @@
 #include "options.h"
 #include "speech_io.h"
 
+#define STR_(x) #x
+#define STR(x) STR_(x) /* a macro's value as a string literal: the default in the usage text */
+
 static const char *KWS_USAGE =
     "  Finds wake words in audio files (WAV, FLAC, Ogg, ...; any rate, mixed to mono) with\n"
     "  openWakeWord's models, streaming as openWakeWord does: a score per keyword every 80 ms.\n"
     "  Prints FILE, TIME (s), KEYWORD, SCORE, tab separated, for each detection: a keyword fires\n"
-    "  when its score reaches the threshold, and not again until it has fallen below it.\n";
+    "  when its score reaches the threshold, and not again until it has fallen below it and the\n"
+    "  refractory period after the detection has passed.\n";
 
 static const char *VAD_USAGE =
     "  Finds speech in audio files (WAV, FLAC, Ogg, ...; any rate, mixed to mono) with Silero VAD\n"
@@ -106,9 +110,10 @@ static int score_files(run *r, ts_kws *k, ts_kws_detector *d, ts_audio_clf *c, f
     return rc;
 }
 
-/* The heads (or with model the classifier) loaded from dir, then the files scored: the exit code. */
-static int run_kws(run *r, const char *dir, const char *model, const char *keywords, float thr, int threads,
-                   const cli_strlist *files) {
+/* The heads (or with model the classifier) loaded from dir, then the files scored: the exit code.
+ * refractory: seconds, -1 for the library's TS_KWS_REFRACTORY. */
+static int run_kws(run *r, const char *dir, const char *model, const char *keywords, float thr, double refractory,
+                   int threads, const cli_strlist *files) {
     char path[4200];
     if (!cli_path_join(path, sizeof path, dir, "openwakeword")) return cli_fail("kws", "", 2);
     if (model) {
@@ -121,7 +126,9 @@ static int run_kws(run *r, const char *dir, const char *model, const char *keywo
                                           .keyword_list = keywords, .num_threads = threads});
     if (!k) return load_failed("kws", strstr(ts_last_error(), "keyword_list") ? "--keyword: " : "");
     ts_kws_detector *d = ts_kws_detector_new(ts_kws_num_labels(k), thr);
-    int rc = d ? score_files(r, k, d, NULL, thr, files) : cli_fail("kws", "", 1);
+    int rc = !d                                                        ? cli_fail("kws", "", 1)
+             : refractory >= 0 && ts_kws_detector_set_refractory(d, refractory) ? cli_fail("kws", "--refractory: ", 2)
+                                                                        : score_files(r, k, d, NULL, thr, files);
     ts_kws_detector_free(d);
     ts_kws_free(k);
     return rc;
@@ -131,26 +138,32 @@ int cli_kws(int argc, char **argv) {
     char dir_buf[4096];
     const char *dir = cli_speech_dir(dir_buf, sizeof dir_buf), *keyword = NULL, *model = NULL;
     cli_strlist files = {0};
-    double threshold = -1; /* not given: 0.5 */
+    double threshold = -1, refractory = -1; /* not given: 0.5, TS_KWS_REFRACTORY */
     run r = {0};
     int threads = 0;
     const cli_opt opts[] = {
         {"files", CLI_ARGS, &files, 1, "AUDIO...",
          "audio files; '-' reads raw 16 kHz signed 16-bit mono from standard input\n"
-         "as it comes (arecord -f S16_LE -r 16000 -c 1 | tessera kws -).", NULL},
+         "as it comes (arecord -f S16_LE -r 16000 -c 1 | tessera kws -), padded with\n"
+         "1 s of silence each side as a file is: the same scores as the file.", NULL},
         {"keyword", CLI_STR, &keyword, 0, "K,...",
          "heads to run (default: all of\n"
          TS_KWS_KEYWORDS "),\n"
          "or NAME for a head DIR/openwakeword/NAME.onnx; timer reports one keyword\n"
          "per duration (1_minute_timer, ...).", NULL},
         {"threshold", CLI_FLOAT, &threshold, 0, "T", "score that fires a keyword, in (0, 1) (default 0.5).", NULL},
+        {"refractory", CLI_FLOAT, &refractory, 0, "SECONDS",
+         "a keyword that fired cannot fire again for this long (default " STR(TS_KWS_REFRACTORY) ", as\n"
+         "openWakeWord's debounce_time in its tests; 0: off). The heads only.", NULL},
         {"json", CLI_FLAG, &r.json, 0, NULL,
          "print {\"detections\": [{\"file\", \"time\", \"keyword\", \"score\"}, ...]}.", NULL},
         {"scores", CLI_FLAG, &r.scores, 0, NULL,
          "also print each keyword's highest score per file (FILE, peak, KEYWORD,\n"
          "SCORE; with --json a \"peaks\" array).", NULL},
         CLI_MODEL_STORE_OPT(&dir, "openwakeword/"),
-        {"threads", CLI_INT, &threads, 1, "N", "worker threads (default: OpenMP's).", NULL},
+        {"threads", CLI_INT, &threads, 1, "N",
+         "worker threads (default: 1 for each model whose runs are small, as the\n"
+         "per-hop ones are, else OpenMP's; ts_kws_threads tells which).", NULL},
         {"model", CLI_STR, &model, 0, "DIR",
          "a classifier from tessera audio-train instead of the heads: run on a window\n"
          "of its clip length every 320 ms (windows quieter than -40 dBFS skipped),\n"
@@ -163,8 +176,8 @@ int cli_kws(int argc, char **argv) {
     cli_optset os;
     int rc = cli_opts_parse(&os, "kws", KWS_USAGE, opts, (int)(sizeof opts / sizeof *opts), argc, argv);
     if (rc == 1 && !(rc = check_threshold("kws", threshold)))
-        rc = flushed("kws", run_kws(&r, dir, model, keyword, threshold == -1 ? 0.5f : (float)threshold, threads,
-                                    &files));
+        rc = flushed("kws", run_kws(&r, dir, model, keyword, threshold == -1 ? 0.5f : (float)threshold, refractory,
+                                    threads, &files));
     cli_opts_free(&os);
     return rc;
 }
@@ -212,7 +225,9 @@ int cli_vad(int argc, char **argv) {
         {"threshold", CLI_FLOAT, &threshold, 0, "T",
          "speech probability that starts a segment, in (0, 1) (default 0.5).", NULL},
         CLI_MODEL_STORE_OPT(&dir, "silero/silero_vad.onnx"),
-        {"threads", CLI_INT, &threads, 1, "N", "worker threads (default: OpenMP's).", NULL},
+        {"threads", CLI_INT, &threads, 1, "N",
+         "worker threads (default: 1 for each model whose runs are small, as the\n"
+         "per-hop ones are, else OpenMP's; ts_vad_threads tells which).", NULL},
         {NULL, CLI_TEXT, NULL, 0, NULL,
          "Exit codes: 0 done (also when there is no speech), 1 failed while running, 2 bad flags or\n"
          "files (the other files are still read).\n", NULL},

@@ -33,6 +33,12 @@ TS_API const char *ts_onnx_input_name(const ts_onnx *m, int i);
 TS_API int ts_onnx_input_shape(const ts_onnx *m, int i, ts_dtype *dtype, int64_t shape[TS_MAX_DIMS]);
 TS_API int ts_onnx_num_outputs(const ts_onnx *m);
 TS_API const char *ts_onnx_output_name(const ts_onnx *m, int i);
+/* The declared element type and shape of output j, as the file declares them: *onnx_type the
+ * ONNX TensorProto.DataType number (1 float, 6 int32, 7 int64, 9 bool, 11 double, ...; 0 when the
+ * file does not say: outputs may have types tessera has no dtype for), shape as
+ * ts_onnx_input_shape's (-1 for a dynamic dimension). Returns the rank; -1 for a bad index, an
+ * output that is not a tensor, or one whose rank the file does not declare. */
+TS_API int ts_onnx_output_shape(const ts_onnx *m, int j, int *onnx_type, int64_t shape[TS_MAX_DIMS]);
 
 typedef struct ts_onnx_import_opts {
     size_t struct_size; /* sizeof(ts_onnx_import_opts) (0: the 0.1.0 layout; see tessera.h) */
@@ -99,6 +105,23 @@ TS_API const char *ts_onnx_op_info(int i, int *since_opset, int *until_opset);
  * initializers, each output under its name. Ops without an ONNX form are an error naming them. */
 TS_API ts_status ts_onnx_export(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
                          const char *path);
+
+/* How ts_onnx_export_with writes the model. Zeroed fields: as ts_onnx_export. */
+typedef struct ts_onnx_export_opts {
+    size_t struct_size;   /* sizeof(ts_onnx_export_opts) */
+    int dynamic_batch;    /* 1: the batch B (the first dim of the graph's first input) becomes ONNX's
+                             symbolic "batch": the first dim of every input and output (each must be
+                             B), and the Reshape / Expand targets that carry it say so; TS_ERR_UNSUPPORTED
+                             for an op that makes the batch from something else or slices across it */
+    int int64_inputs;     /* 1: int32 inputs are declared INT64 (as Hugging Face's exports declare token
+                             ids) and Cast to INT32 inside the model */
+    const ts_quant_scale *quant_scales; /* nquant_scales > 0: matmuls in QDQ form, as ts_onnx_export_qdq */
+    int nquant_scales;
+} ts_onnx_export_opts;
+
+/* ts_onnx_export with the options above; TS_ERR_ARG for a NULL opts or a bad struct_size. */
+TS_API ts_status ts_onnx_export_with(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
+                                     const ts_onnx_export_opts *opts, const char *path);
 
 /* ts_onnx_export with int8 matmuls in QDQ form (QuantizeLinear / DequantizeLinear, opset 17), as
  * ONNX Runtime runs with its int8 kernels: each matmul that ts_compile with TS_QUANT_STATIC and

@@ -77,6 +77,12 @@ TS_API char *ts_read_file_max(const char *path, size_t max, size_t *len);
  * path that would read or write another file) or an argument is NULL. */
 TS_API ts_status ts_path_join(char *buf, size_t cap, const char *dir, const char *name);
 
+/* The closest of names[0 .. n) to `word` when word is a likely misspelling of it (an edit distance
+ * of at most 2: insertions, deletions, substitutions), else the one name that word is a prefix of
+ * (of at least 3 characters), else NULL (NULL names are skipped): the "did you mean" of a message
+ * about an unknown name. */
+TS_API const char *ts_closest_name(const char *word, const char *const *names, int n);
+
 /* Write len bytes of data to path atomically: they go to a temporary file next to it (in the same
  * directory, a name unique in the process and created exclusively), which is fsynced and renamed
  * over path, then the directory is fsynced so the rename survives a crash. Readers see the old

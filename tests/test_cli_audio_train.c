@@ -9,7 +9,10 @@
  *    random features gives logits whose softmax is within 1e-4 of ts_audio_clf_predict's
  *    probabilities (the logits close enough that the probabilities are not saturated);
  *  - `tessera kws --model DIR` runs the classifier over a clip;
- *  - bad input exits 2 naming it: an empty folder, one label only, an unreadable clip, no --out.
+ *  - clips longer than --clip-ms: one warning line on stderr with their count and the longest
+ *    (the lengths read here with ts_audio_read); none when every clip fits;
+ *  - bad input exits 2 naming it: an empty folder, an empty label folder beside full ones, one
+ *    label only, an unreadable clip, no --out.
  * Skipped (77) without the models in data/speech or without espeak-ng.
  */
 #include "tessera_apps.h"
@@ -70,6 +73,7 @@ static void test_embedding(void) {
     CHECK_RAN(tessera(NULL, "audio-train --data set --out head --epochs 40 --seed 3"), 0);
     CHECK(exists("head/config.json") && exists("head/model.safetensors"), "no model directory: %s", out_text);
     CHECK(strstr(out_text, "8 clips of 2 labels"), "summary: %s", out_text);
+    CHECK(!strstr(err_text, "warning"), "a warning with clips that fit 1280 ms: %s", err_text);
     CHECK_RAN(tessera(NULL, "audio-train --data set --out head2 --epochs 40 --seed 3"), 0);
     CHECK(same_bytes("head/model.safetensors", "head2/model.safetensors"), "the same seed gave other weights");
     CHECK_RAN(tessera(NULL, "eval --model head --data set"), 0);
@@ -139,6 +143,31 @@ static void test_export(void) {
     check_export("cnn", "mel");
 }
 
+static void test_cut_warning(void) {
+    /* the clips' lengths, read as the training reads them */
+    int64_t longest = 0;
+    int over = 0;
+    for (int w = 0; w < 2; w++)
+        for (int v = 0; v < 4; v++) {
+            char rel[64];
+            snprintf(rel, sizeof rel, "set/%s/%d.wav", w ? "no" : "yes", v);
+            ts_audio *a = ts_audio_read(path_in(rel), 16000);
+            CHECK(a != NULL, "%s: %s", rel, ts_last_error());
+            if (!a) return;
+            over += a->n > 320 * 16;
+            longest = a->n > longest ? a->n : longest;
+            ts_audio_free(a);
+        }
+    CHECK(over == 8, "%d of the 8 clips are longer than 320 ms: the case wants all", over);
+    CHECK_RAN(tessera(NULL, "audio-train --data set --out short --clip-ms 320 --epochs 1"), 0);
+    char want[160];
+    snprintf(want, sizeof want,
+             "tessera audio-train: warning: %d clips longer than --clip-ms 320 were cut (longest %lld ms)\n", over,
+             (long long)((longest + 15) / 16));
+    CHECK(strstr(err_text, want) && !strchr(strchr(err_text, '\n') + 1, '\n'), "want one line \"%s\" on stderr:\n%s",
+          want, err_text);
+}
+
 static void test_bad_input(void) {
     mkdir(path_in("empty"), 0755);
     CHECK_FAILS(tessera(NULL, "audio-train --data empty --out x"), "no audio clips");
@@ -148,6 +177,13 @@ static void test_bad_input(void) {
     snprintf(cmd, sizeof cmd, "cp '%s/set/yes/0.wav' '%s/one/yes/'", dir, dir);
     CHECK(system(cmd) == 0, "cp");
     CHECK_FAILS(tessera(NULL, "audio-train --data one --out x"), "one label only");
+    /* an empty label folder beside two full ones: refused, not trained without it */
+    snprintf(cmd, sizeof cmd, "cp -r '%s/set' '%s/holey' && mkdir '%s/holey/maybe'", dir, dir, dir);
+    CHECK(system(cmd) == 0, "cp -r");
+    int rc = tessera(NULL, "audio-train --data holey --out holey_model");
+    CHECK(rc == 2 && strstr(err_text, "holey/maybe") && strstr(err_text, "empty label folder"),
+          "exit %d, want 2 naming holey/maybe\nstderr: %s", rc, err_text);
+    CHECK(!exists("holey_model/config.json"), "a model was written without the empty label");
     write_str("bad.tsv", "set/yes/0.wav\tyes\nnot-audio.wav\tno\n");
     write_str("not-audio.wav", "this is not audio\n");
     CHECK_FAILS(tessera(NULL, "audio-train --data bad.tsv --out x"), "not-audio.wav");
@@ -168,6 +204,7 @@ int main(int argc, char **argv) {
     RUN(test_embedding);
     RUN(test_scratch_tsv);
     RUN(test_export);
+    RUN(test_cut_warning);
     RUN(test_bad_input);
     cli_cleanup("test_cli_audio_train");
     return tu_finish("cli_audio_train");

@@ -3,7 +3,8 @@
  * pretrained, then fine-tuned with `finetune --text-b-column` on a TSV whose label depends only
  * on the second text (so a model that dropped it could not beat chance), and on the same rows as
  * JSON lines. The model directory remembers the pair column: `eval` scores the file without
- * being told, and `predict` reads text<TAB>text_b lines and prints the expected labels. A
+ * being told, and `predict` reads text<TAB>text_b lines, or the file eval scores (its pairs, not
+ * its header), and prints the expected labels. A
  * fine-tuning stopped mid-epoch and resumed (--stop-after, --resume) ends with the same model,
  * bit for bit. A line without the tab, a missing column, a short row fail with messages naming
  * them.
@@ -76,6 +77,23 @@ static void test_pairs(void) {
     rc = tessera(NULL, "predict --model ft --text \"a dog sleeps\tthat is awful\" --threads 1");
     CHECK_RAN(rc, 0);
     CHECK(!strncmp(out_text, "neg\t", 4), "predict --text on a pair: %s", out_text);
+    /* predict on eval's labelled file: each row's pair (the header and the labels left out), in order */
+    rc = tessera(NULL, "predict --model ft --data pairs.tsv --text-column sentence1 --threads 1");
+    CHECK_RAN(rc, 0);
+    int lines = 0, right = 0, echoed = 0;
+    for (char *l = out_text; *l; lines++) {
+        const char *a = SUBJ[(lines * 3) % 5], *b = lines % 2 ? GOOD[(lines / 2) % 4] : BAD[(lines / 2) % 4];
+        char pair[128];
+        snprintf(pair, sizeof pair, "\t%s %s\n", a, b);
+        right += !strncmp(l, lines % 2 ? "pos\t" : "neg\t", 4);
+        char *nl = strchr(l, '\n');
+        char *t1 = strchr(l, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL; /* label, probability, text */
+        echoed += nl && t2 && t2 < nl && !strncmp(t2, pair, strlen(pair));
+        if (!nl) break;
+        l = nl + 1;
+    }
+    CHECK(lines == 40 && echoed == 40 && right >= 38, "predict --data pairs.tsv: %d lines (want 40), %d pairs echoed, "
+          "%d labels right:\n%.400s", lines, echoed, right, out_text);
 
     /* JSON lines with "text_b" */
     rc = tessera(NULL, "finetune --model pre --train pairs.jsonl --text-b-column text_b --out ftj --test-split 0.25 "
@@ -123,6 +141,8 @@ static void test_bad_input(void) {
     CHECK_FAILS(rc, "short.tsv:3");
     rc = tessera(NULL, "eval --model ft --data pairs.tsv --threads 1");
     CHECK_FAILS(rc, "text");
+    rc = tessera(NULL, "predict --model ft --data pairs.tsv --threads 1"); /* a header without "text" */
+    CHECK_FAILS(rc, "--text-column");
     rc = tessera(NULL, "finetune --task qa --model pre --train pairs.tsv --text-b-column sentence2 --out x");
     CHECK_FAILS(rc, "--text-b-column is for --task classify");
 }

@@ -234,7 +234,7 @@ static void test_bad_input(void) {
     rc = tessera(NULL, "predict --model qa --data truncated.json --threads 1");
     CHECK_FAILS(rc, "truncated.json:1: not valid JSON");
     rc = tessera(NULL, "predict --model qa --text \"who runs?\"");
-    CHECK_FAILS(rc, "--text is for classifiers");
+    CHECK_FAILS(rc, "--text and the column flags are for classifiers");
 }
 
 int main(int argc, char **argv) {

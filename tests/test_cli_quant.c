@@ -13,10 +13,20 @@
  *    gives the int8 F1, and a classifier's .tsv as its calibration set is refused;
  *  - bad calibration input: an empty set, a file of another task (QA JSON lines for a
  *    classifier), --samples 0, an unknown --method, --dynamic with --calib: errors naming them,
- *    nothing written.
+ *    nothing written;
+ *  - run, eval and predict name the int8 mode (dynamic, calibrated) of the copies they run, f32
+ *    of a float model; finished model directories (pretrain's, finetune's, the copy) hold no
+ *    .tessera.lock; `quantize` without flags names the --model it needs.
  */
 #include "test_util.h"
 #include "cli_util.h"
+
+/* Is there an entry `name` (relative to dir), empty or not? */
+static int present(const char *name) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
 
 static void test_quantize(void) {
     write_corpus("corpus.txt");
@@ -47,6 +57,9 @@ static void test_quantize(void) {
     CHECK(fabs(acc_e - acc_q) < 1e-6, "eval of the int8 copy: %.2f%%, quantize's int8 figure %.2f%%", acc_e, acc_q);
     rc = tessera(NULL, "predict --model ft8 --text \"the cat runs\" --threads 1");
     CHECK_RAN(rc, 0);
+    /* the finished directories hold no run lock; the copy has none either */
+    CHECK(!present("pre/.tessera.lock") && !present("ft/.tessera.lock") && !present("ft8/.tessera.lock"),
+          "a finished model directory holds .tessera.lock");
 
     if (acc_q < acc_f) {
         rc = tessera(NULL, "quantize --model ft --dynamic --out ft9 --eval data.tsv --max-drop 0 --threads 1");
@@ -55,8 +68,54 @@ static void test_quantize(void) {
     }
 }
 
+/* Each command that runs a model says how: run's summary line, eval's and predict's note name the
+ * int8 mode of a quantized copy (dynamic or calibrated), never f32 for it; a float model stays f32. */
+static void test_precision_said(void) {
+    int64_t ids[2 * 8], shape[2] = {2, 8};
+    for (int i = 0; i < 2 * 8; i++) ids[i] = (i * 37) % 80 + 5;
+    ts_tensor *t = ts_tensor_from(TS_I64, 2, shape, ids);
+    char path[256];
+    snprintf(path, sizeof path, "%s/in.safetensors", dir);
+    CHECK_OK(ts_safetensors_save(path, 1, (const char *[]){"input_ids"}, (const ts_tensor *const *)&t, NULL));
+    ts_tensor_free(t);
+    static const struct {
+        const char *model, *flags, *said;
+    } runs[] = {{"ft", "", ", f32 on cpu"}, {"ft8", "", ", int8 dynamic on cpu"},
+                {"fts-entropy", "", ", int8 calibrated on cpu"}, {"ft", "--int8", ", int8 dynamic on cpu"}};
+    for (int k = 0; k < 4; k++) {
+        int rc = tessera(NULL, "run --model %s %s --inputs in.safetensors --outputs o.safetensors --threads 1",
+                         runs[k].model, runs[k].flags);
+        CHECK_RAN(rc, 0);
+        CHECK(strstr(out_text, runs[k].said), "run --model %s %s: want \"%s\": %s", runs[k].model, runs[k].flags,
+              runs[k].said, out_text);
+    }
+    static const struct {
+        const char *model, *eval_said, *predict_said;
+    } evals[] = {{"ft8", "data.tsv (int8 dynamic model): accuracy", "ft8 runs int8 dynamic"},
+                 {"fts-entropy", "data.tsv (int8 calibrated model): accuracy", "fts-entropy runs int8 calibrated"},
+                 {"ft ft8", "data.tsv (int8 and f32 members): accuracy", "the ensemble runs int8 and f32 members"}};
+    for (int k = 0; k < 3; k++) {
+        int rc = tessera(NULL, "eval --model %s --data data.tsv --threads 1", evals[k].model);
+        CHECK_RAN(rc, 0);
+        CHECK(strstr(out_text, evals[k].eval_said), "eval --model %s: %s", evals[k].model, out_text);
+        rc = tessera(NULL, "predict --model %s --text \"the cat runs\" --threads 1", evals[k].model);
+        CHECK_RAN(rc, 0);
+        CHECK(strstr(err_text, evals[k].predict_said) && !strstr(out_text, "int8"), "predict --model %s: %s%s",
+              evals[k].model, err_text, out_text);
+    }
+    int rc = tessera(NULL, "eval --model ft --data data.tsv --threads 1");
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "data.tsv: accuracy") && !strstr(out_text, "int8"), "eval of the float model: %s", out_text);
+    rc = tessera(NULL, "predict --model ft --text \"the cat runs\" --threads 1");
+    CHECK_RAN(rc, 0);
+    CHECK(!strstr(err_text, "int8"), "predict of the float model: %s", err_text);
+}
+
 static void test_bad_input(void) {
-    int rc = tessera(NULL, "quantize --model ft --out x");
+    int rc = tessera(NULL, "quantize");
+    const char *want = "tessera quantize: --model DIR is required\n";
+    CHECK(rc == 2 && !strncmp(err_text, want, strlen(want)), "no flags: exit %d: %s", rc, err_text);
+    rc = tessera(NULL, "quantize --model ft --out x");
     CHECK_FAILS(rc, "--dynamic");
     rc = tessera(NULL, "quantize --model ft --dynamic --out x --max-drop 1");
     CHECK_FAILS(rc, "--max-drop needs --eval");
@@ -159,6 +218,7 @@ int main(int argc, char **argv) {
     RUN(test_bad_input);
     RUN(test_calibrated);
     RUN(test_calib_bad_input);
+    RUN(test_precision_said);
     RUN(test_calibrated_qa);
     cli_cleanup("test_cli_quant");
     return tu_finish("test_cli_quant");

@@ -80,6 +80,15 @@ static void test_endpoints(void) {
               strstr(resp, "\"labels\":[\"neg\",\"pos\"]") && strstr(resp, "\"input_ids\""),
           "model metadata: %s", resp);
     CHECK(sc_http(port, "GET", "/v2/models/m/ready", NULL, resp, sizeof resp) == 200, "model ready: %s", resp);
+    /* KServe v2's version paths: the one version, 1 */
+    CHECK(sc_http(port, "GET", "/v2/models/m/versions/1", NULL, resp, sizeof resp) == 200 &&
+              strstr(resp, "\"versions\":[\"1\"]"),
+          "model metadata at version 1: %s", resp);
+    CHECK(sc_http(port, "GET", "/v2/models/m/versions/1/ready", NULL, resp, sizeof resp) == 200, "version ready: %s",
+          resp);
+    CHECK(sc_http(port, "POST", "/v2/models/m/versions/1/infer", INFER2, resp, sizeof resp) == 200 &&
+              strstr(resp, "\"name\":\"logits\""),
+          "infer at version 1: %s", resp);
     CHECK(sc_http(port, "POST", "/v2/models/m/infer", INFER2, resp, sizeof resp) == 200 &&
               strstr(resp, "\"name\":\"logits\"") && strstr(resp, "\"shape\":[2,2]") && strstr(resp, "\"id\":\"r1\""),
           "infer: %s", resp);
@@ -109,9 +118,9 @@ static void test_endpoints(void) {
         line = strchr(line, '\n') + 1;
     }
     CHECK(sc_http(port, "GET", "/metrics", NULL, resp, sizeof resp) == 200, "metrics: %s", resp);
-    const char *fams[] = {"tessera_serve_requests_total{model=\"m\",code=\"200\"} 2",
+    const char *fams[] = {"tessera_serve_requests_total{model=\"m\",code=\"200\"} 3",
                           "# TYPE tessera_serve_queue_seconds histogram", "tessera_serve_compute_seconds_bucket",
-                          "tessera_serve_request_seconds_count{model=\"m\"} 2", "tessera_serve_batch_size_bucket",
+                          "tessera_serve_request_seconds_count{model=\"m\"} 3", "tessera_serve_batch_size_bucket",
                           "tessera_serve_queue_depth{model=\"m\"} 0"};
     for (size_t i = 0; i < sizeof fams / sizeof *fams; i++) CHECK(strstr(resp, fams[i]), "metrics lack %s:\n%s", fams[i], resp);
     stop(pid);
@@ -129,7 +138,13 @@ static void test_bad_requests(void) {
     pid_t pid = start("--port 0 --max-body 2000 --max-batch 4", &port);
     if (pid < 0) return;
     const char *inf = "/v2/models/m/infer";
-    refused(port, "POST", inf, "{\"inputs\": [", 400, "not a JSON object");
+    refused(port, "POST", inf, "{\"inputs\": [", 400, "not valid JSON: at byte 11 (line 1, column 12), near '['");
+    refused(port, "POST", inf, "{\"inputs\": x}", 400, "at byte 11 (line 1, column 12), near 'x}'");
+    refused(port, "POST", inf, "[1, 2]", 400, "the body is an array, not a JSON object");
+    refused(port, "POST", inf, "{\"inputs\":[{\"name\":\"input_ids\",\"shape\":[1,2],\"datatype\":\"INT64\","
+            "\"data\":[1,2.5]}]}", 400, "element 1 is 2.5, not an integer");
+    refused(port, "POST", inf, "{\"inputs\":[{\"name\":\"input_ids\",\"shape\":[1,2],\"datatype\":\"INT64\","
+            "\"data\":[1,4294967296]}]}", 400, "element 1 is 4294967296, outside 0 ..");
     refused(port, "POST", inf, "{}", 400, "no \\\"inputs\\\"");
     refused(port, "POST", inf, "{\"inputs\":[{\"name\":\"pixels\",\"shape\":[1,1],\"datatype\":\"INT64\",\"data\":[1]}]}",
             400, "unknown input 'pixels'");
@@ -147,9 +162,11 @@ static void test_bad_requests(void) {
             "{\"name\":\"attention_mask\",\"shape\":[2,1],\"datatype\":\"INT64\",\"data\":[1,1]}]}", 400, "differs");
     refused(port, "POST", "/v1/models/m:predict", "{\"instances\": [3]}", 400, "instance 0");
     refused(port, "POST", "/v1/models/m:predict", "{\"instances\": []}", 400, "instances");
-    refused(port, "POST", "/v2/models/nope/infer", "{}", 404, "no model named 'nope'");
+    refused(port, "POST", "/v2/models/nope/infer", "{}", 404, "no model named 'nope'\"");
+    refused(port, "POST", "/v2/models/mm/infer", "{}", 404, "no model named 'mm' (did you mean 'm'?)");
     refused(port, "GET", "/v2/nothing", NULL, 404, "no such endpoint");
     refused(port, "GET", inf, NULL, 405, "POST");
+    refused(port, "POST", "/v2/models/m/versions/2/infer", INFER2, 404, "model m has one version, 1");
     refused(port, "DELETE", "/v2/health/live", NULL, 405, "GET");
     static char big[4096];
     memset(big, ' ', sizeof big - 1);
@@ -157,8 +174,11 @@ static void test_bad_requests(void) {
     /* the server is fine after all that */
     CHECK(sc_http(port, "GET", "/v2/health/live", NULL, resp, sizeof resp) == 200, "live after bad requests");
     CHECK(sc_http(port, "GET", "/metrics", NULL, resp, sizeof resp) == 200 &&
-              strstr(resp, "tessera_serve_errors_total{model=\"m\",code=\"400\"}"),
-          "errors counted: %s", resp);
+              strstr(resp, "tessera_serve_errors_total{model=\"m\",code=\"400\"}") &&
+              strstr(resp, "tessera_serve_errors_total{model=\"m\",code=\"405\"} 1") &&
+              strstr(resp, "tessera_serve_errors_total{model=\"m\",code=\"413\"} 1") &&
+              strstr(resp, "tessera_serve_errors_total{model=\"\",code=\"405\"} 1"),
+          "errors counted under their model: %s", resp);
     stop(pid);
 }
 
@@ -181,6 +201,107 @@ static void test_slow_client(void) {
           waited);
     close(fd);
     CHECK(sc_http(port, "GET", "/v2/health/live", NULL, resp, sizeof resp) == 200, "live after a slow client");
+    stop(pid);
+}
+
+typedef struct trickle {
+    int port, sent;
+    double gap_s, cut_after; /* seconds between bytes; when the server cut the connection */
+    char reply[512];
+} trickle;
+
+/* A client that sends a request's headers, then its body one byte every gap_s seconds, until the
+ * server closes (or 40 bytes): what it got back in reply, when in cut_after. */
+static void *trickle_main(void *arg) {
+    trickle *t = arg;
+    int fd = sc_connect(t->port);
+    t->cut_after = -1;
+    if (fd < 0) return NULL;
+    const char *head = "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n";
+    double t0 = sc_now();
+    ssize_t k = send(fd, head, strlen(head), MSG_NOSIGNAL);
+    struct timeval tv = {0, (suseconds_t)(t->gap_s * 1e6)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    size_t got = 0;
+    for (t->sent = 0; k > 0 && t->sent < 40; t->sent++) {
+        if (send(fd, " ", 1, MSG_NOSIGNAL) != 1) break;
+        ssize_t r = recv(fd, t->reply + got, sizeof t->reply - 1 - got, 0); /* waits gap_s, or the server's end */
+        if (r == 0) break;
+        if (r > 0) got += (size_t)r;
+    }
+    t->reply[got] = 0;
+    t->cut_after = sc_now() - t0;
+    close(fd);
+    return NULL;
+}
+
+/* A client that sends its body a byte every 0.3 s (never idle, so --timeout does not cut it) is
+ * cut by --read-timeout with a JSON 408, counted in /metrics; at SIGTERM such a client holds the
+ * server no longer than --drain-timeout. */
+static void test_read_deadline(void) {
+    int port;
+    pid_t pid = start("--port 0 --timeout 30 --read-timeout 2 --drain-timeout 1", &port);
+    if (pid < 0) return;
+    trickle t = {.port = port, .gap_s = 0.3};
+    pthread_t th;
+    pthread_create(&th, NULL, trickle_main, &t);
+    pthread_join(th, NULL);
+    CHECK(t.cut_after > 1.5 && t.cut_after < 4.0 && strstr(t.reply, "HTTP/1.1 408") && strstr(t.reply, "{\"error\":"),
+          "a body trickling in is cut after --read-timeout 2: %.2f s, %d bytes sent, reply %s", t.cut_after, t.sent,
+          t.reply);
+    CHECK(sc_http(port, "GET", "/metrics", NULL, resp, sizeof resp) == 200 &&
+              strstr(resp, "tessera_serve_connections_cut_total{reason=\"read_timeout\"} 1"),
+          "the cut counted: %s", resp);
+    /* SIGTERM while a client trickles: exit 0 within the drain timeout (1 s) and a little */
+    t = (trickle){.port = port, .gap_s = 0.3};
+    pthread_create(&th, NULL, trickle_main, &t);
+    usleep(500000);
+    double t0 = sc_now();
+    int rc = sc_stop(pid, SIGTERM);
+    double took = sc_now() - t0;
+    pthread_join(th, NULL);
+    read_into("serve.err", err_text, sizeof err_text);
+    CHECK(rc == 0 && took < 3.0 && !strstr(err_text, "Sanitizer"),
+          "SIGTERM with a client trickling: exit %d after %.2f s (drain timeout 1 s): %s", rc, took, err_text);
+}
+
+/* Past --max-connections every connection is answered 503 with Retry-After at once, never left
+ * waiting, and one that sends nothing within a second too; the connections within the limit are
+ * served as before, and once they close the server takes new ones. */
+static void test_connection_limit(void) {
+    int port;
+    pid_t pid = start("--port 0 --max-connections 4", &port);
+    if (pid < 0) return;
+    int held[4];
+    for (int i = 0; i < 4; i++) held[i] = sc_connect(port); /* open, idle: the limit reached */
+    usleep(200000);
+    double worst = 0;
+    int answered = 0;
+    for (int i = 0; i < 20; i++) {
+        double t0 = sc_now();
+        int code = sc_http(port, "GET", "/v2/health/live", NULL, resp, sizeof resp);
+        double took = sc_now() - t0;
+        worst = took > worst ? took : worst;
+        answered += code == 503 && strstr(resp, "Retry-After: 1") && strstr(sc_body(resp), "{\"error\":");
+    }
+    CHECK(answered == 20 && worst < 1.0, "20 connections past the limit: %d answered 503 with Retry-After, the slowest "
+          "in %.3f s: %s", answered, worst, resp);
+    int mute = sc_connect(port); /* past the limit and silent: answered by the watchdog */
+    struct timeval tv = {3, 0};
+    setsockopt(mute, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    double t0 = sc_now();
+    ssize_t k = recv(mute, resp, sizeof resp - 1, 0);
+    resp[k > 0 ? k : 0] = 0;
+    CHECK(k > 0 && strstr(resp, "HTTP/1.1 503") && sc_now() - t0 < 2.0, "a silent connection past the limit: %s",
+          resp);
+    close(mute);
+    for (int i = 0; i < 4; i++) close(held[i]);
+    usleep(300000);
+    CHECK(sc_http(port, "GET", "/v2/health/live", NULL, resp, sizeof resp) == 200, "after the held ones closed: %s",
+          resp);
+    CHECK(sc_http(port, "GET", "/metrics", NULL, resp, sizeof resp) == 200 &&
+              strstr(resp, "tessera_serve_connections_refused_total 21"),
+          "the refusals counted: %s", resp);
     stop(pid);
 }
 
@@ -657,6 +778,8 @@ int main(int argc, char **argv) {
     RUN(test_endpoints);
     RUN(test_bad_requests);
     RUN(test_slow_client);
+    RUN(test_read_deadline);
+    RUN(test_connection_limit);
     RUN(test_full_queue);
     RUN(test_batch_sizes);
     RUN(test_sigterm_under_load);

@@ -3,7 +3,8 @@
  * command itself, on a tiny generated corpus, vocabulary and TSV in a temporary directory: each
  * step exits 0 and writes what it should; bad input (a missing flag, a missing file, a TSV row
  * with a missing column, an unknown flag, a bad config) exits non-zero with a clear message on
- * stderr and no crash.
+ * stderr and no crash. predict --data on a labelled file (eval's) classifies its text column
+ * alone (TSV, CSV, JSONL; --text-column), and any other file stays one text a line.
  *
  * The command's path comes from TS_CLI (set by CMake to the built `tessera`); without it, the
  * test looks for ./tessera (ctest runs tests in the build directory) and skips when it is absent.
@@ -70,6 +71,76 @@ static void test_pipeline(void) {
     CHECK_RAN(rc, 0);
     char *first = strstr(out_text, "the dog eats\n"), *second = strstr(out_text, "a cat runs\n");
     CHECK(first && second && first < second, "--text twice: both, in order: %s", out_text);
+}
+
+/* Lines printed (a last line without its newline counts too). */
+static int count_lines(const char *s) {
+    int n = 0;
+    for (const char *p = s; *p; p++) n += *p == '\n' || !p[1];
+    return n;
+}
+
+/* predict --data on a labelled file (the one eval takes) classifies its text column, not its
+ * header and label column: the same lines as predict on the texts alone, one a line (texts.txt,
+ * cut from data.tsv here), whether the file is TSV, CSV or JSONL; a .txt file stays one text a
+ * line, header or not; a header without the text column is refused naming --text-column. */
+static void test_predict_labelled(void) {
+    static char tsv[8192], texts[8192], csv[8192], jsonl[16384], want[1 << 16];
+    read_into("data.tsv", tsv, sizeof tsv);
+    size_t t = 0, c = (size_t)snprintf(csv, sizeof csv, "\"label\",\"text\"\r\n"), j = 0;
+    int rows = 0;
+    for (char *l = strchr(tsv, '\n') + 1, *nl; *l; l = nl + 1, rows++) { /* after the header: label<TAB>text */
+        nl = strchr(l, '\n');
+        char *tab = strchr(l, '\t');
+        *nl = 0;
+        t += (size_t)snprintf(texts + t, sizeof texts - t, "%s\n", tab + 1);
+        c += (size_t)snprintf(csv + c, sizeof csv - c, "%.*s,\"%s\"\r\n", (int)(tab - l), l, tab + 1);
+        j += (size_t)snprintf(jsonl + j, sizeof jsonl - j, "{\"label\": \"%.*s\", \"text\": \"%s\"}\n",
+                              (int)(tab - l), l, tab + 1);
+        *nl = '\n';
+    }
+    write_str("texts.txt", texts);
+    write_str("data.csv", csv);
+    write_str("data.jsonl", jsonl);
+    int rc = tessera(NULL, "predict --model ft --data texts.txt --threads 1");
+    CHECK_RAN(rc, 0);
+    snprintf(want, sizeof want, "%s", out_text);
+    CHECK(rows == 40 && count_lines(want) == 40, "predict on the %d texts: %d lines", rows, count_lines(want));
+    const char *files[] = {"data.tsv", "data.csv", "data.jsonl"};
+    for (int k = 0; k < 3; k++) {
+        rc = tessera(NULL, "predict --model ft --data %s --threads 1", files[k]);
+        CHECK_RAN(rc, 0);
+        CHECK(!strcmp(out_text, want), "predict --data %s: not the texts' lines:\n%.300s\nwant\n%.300s", files[k],
+              out_text, want);
+    }
+    rc = tessera(NULL, "predict --model ft --data data.tsv --text-column text --label-column label --threads 1");
+    CHECK_RAN(rc, 0);
+    CHECK(!strcmp(out_text, want), "predict --text-column text: not the texts' lines:\n%.300s", out_text);
+    /* GLUE's header names the text "sentence": refused, then read with --text-column */
+    write_str("glue.tsv", "sentence\tlabel\nthe cat runs 1 times\tpos\n");
+    rc = tessera(NULL, "predict --model ft --data glue.tsv --threads 1");
+    CHECK_FAILS(rc, "--text-column");
+    CHECK(rc == 2 && strstr(err_text, "glue.tsv"), "exit %d: %s", rc, err_text);
+    rc = tessera(NULL, "predict --model ft --data glue.tsv --text-column sentence --threads 1");
+    CHECK_RAN(rc, 0);
+    CHECK(count_lines(out_text) == 1 && strstr(out_text, "\tthe cat runs 1 times\n"), "--text-column sentence: %s",
+          out_text);
+    /* one text a line, as before: a .txt file (its first line is a text), a .tsv without a header, stdin */
+    write_str("lines.txt", "label\ttext\nthe cat runs\n");
+    rc = tessera(NULL, "predict --model ft --data lines.txt --threads 1");
+    CHECK_RAN(rc, 0);
+    CHECK(count_lines(out_text) == 2 && strstr(out_text, "\tlabel text\n"), "a .txt file's lines: %s", out_text);
+    write_str("plain.tsv", texts);
+    rc = tessera(NULL, "predict --model ft --data plain.tsv --threads 1");
+    CHECK_RAN(rc, 0);
+    CHECK(!strcmp(out_text, want), "a .tsv without a header: not one text a line:\n%.300s", out_text);
+    rc = tessera(texts, "predict --model ft --threads 1");
+    CHECK_RAN(rc, 0);
+    CHECK(!strcmp(out_text, want), "stdin: not one text a line:\n%.300s", out_text);
+    rc = tessera(texts, "predict --model ft --text-column text --threads 1");
+    CHECK_FAILS(rc, "--text-column");
+    rc = tessera(NULL, "predict --model ft --data lines.txt --text-column text --threads 1");
+    CHECK_FAILS(rc, "one text a line");
 }
 
 /* A cased model end to end: vocab --cased, pretrain --cased, finetune on rows whose label is
@@ -285,6 +356,7 @@ int main(int argc, char **argv) {
     if (rc) return rc;
     make_data();
     RUN(test_pipeline);
+    RUN(test_predict_labelled);
     RUN(test_model_defaults);
     RUN(test_cased);
     RUN(test_study_pieces);

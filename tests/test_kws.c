@@ -7,7 +7,12 @@
  *  - labels: one per single-score head, the timer head's classes by the names in its model;
  *  - errors: an unknown keyword names the known ones, a missing models directory names the file;
  *  - ts_vad_segments on made-up probabilities: thresholds, minimum speech and silence, padding,
- *    a segment open at the end; bad arguments.
+ *    a segment open at the end; bad arguments;
+ *  - the thread counts chosen without num_threads (issue 41: OpenMP's fork and join made the tiny
+ *    per-hop programs 1.6-3x slower than one thread): 1 for the mel model, one window of the
+ *    embedding model, the heads, Silero VAD and the embedding classifier's head; OpenMP's default
+ *    (0) for the embedding model's batch of 16 windows and the scratch CNN's batch of 32 clips of
+ *    1.28 s, 1 again for clips of 240 ms; num_threads given is used for every program.
  * The model parts skip (77) without data/speech (bash scripts/install-deps.sh fetches it).
  */
 #include "tessera_apps.h"
@@ -158,6 +163,49 @@ static void fill(float *probs, int n, int a, int b, float p) {
         if (i >= a && i < b) probs[i] = p;
 }
 
+static void test_threads(void) {
+    if (!have_models) return tu_skip_part("no models in " OWW);
+    int t[4];
+    ts_kws *k = ts_kws_new(&(ts_kws_opts){.struct_size = sizeof(ts_kws_opts), .models_dir = OWW, .keywords = KEYWORDS,
+                                          .nkeywords = 4});
+    CHECK(k, "ts_kws_new: %s", ts_last_error());
+    if (k) CHECK_OK(ts_kws_threads(k, t));
+    if (k)
+        CHECK(t[0] == 1 && t[1] == 1 && t[2] == 0 && t[3] == 1, "kws default: mel %d, one window %d, batch %d, heads %d",
+              t[0], t[1], t[2], t[3]);
+    ts_kws_free(k);
+    k = ts_kws_new(&(ts_kws_opts){.struct_size = sizeof(ts_kws_opts), .models_dir = OWW, .keywords = KEYWORDS,
+                                  .nkeywords = 4, .num_threads = 2});
+    if (k) CHECK_OK(ts_kws_threads(k, t));
+    if (k)
+        CHECK(t[0] == 2 && t[1] == 2 && t[2] == 2 && t[3] == 2, "kws 2 threads: %d %d %d %d", t[0], t[1], t[2], t[3]);
+    CHECK_STATUS(ts_kws_threads(k, NULL), TS_ERR_ARG);
+    CHECK_STATUS(ts_kws_threads(NULL, t), TS_ERR_ARG);
+    ts_kws_free(k);
+    ts_vad *v = ts_vad_new(&(ts_vad_opts){.struct_size = sizeof(ts_vad_opts), .model = SILERO});
+    CHECK(v && ts_vad_threads(v) == 1, "vad default: %d threads", ts_vad_threads(v));
+    ts_vad_free(v);
+    v = ts_vad_new(&(ts_vad_opts){.struct_size = sizeof(ts_vad_opts), .model = SILERO, .num_threads = 3});
+    CHECK(v && ts_vad_threads(v) == 3, "vad 3 threads: %d", ts_vad_threads(v));
+    ts_vad_free(v);
+    CHECK(ts_vad_threads(NULL) == -1, "ts_vad_threads(NULL)");
+    /* the classifiers' inference: the embedding head (32 x 192), the CNN at 1280 ms and 240 ms */
+    static const char *const labels[] = {"yes", "no"};
+    static const struct { ts_audio_clf_kind kind; int clip, want; } clf[] = {
+        {TS_AUDIO_CLF_EMBEDDING, 0, 1}, {TS_AUDIO_CLF_SCRATCH, 0, 0}, {TS_AUDIO_CLF_SCRATCH, 3 * TS_KWS_HOP, 1}};
+    for (int i = 0; i < 3; i++) {
+        ts_audio_clf *c = ts_audio_clf_new(&(ts_audio_clf_opts){.struct_size = sizeof(ts_audio_clf_opts),
+                                                                 .models_dir = OWW, .kind = clf[i].kind, .nlabels = 2,
+                                                                 .labels = labels, .clip_samples = clf[i].clip});
+        CHECK(c, "ts_audio_clf_new: %s", ts_last_error());
+        if (c) CHECK_OK(ts_audio_clf_threads(c, t));
+        if (c) CHECK(t[0] == 1 && t[1] == 1 && t[2] == 0 && t[3] == clf[i].want,
+                     "classifier %d: front end %d %d %d, inference %d (want %d)", i, t[0], t[1], t[2], t[3],
+                     clf[i].want);
+        ts_audio_clf_free(c);
+    }
+}
+
 static void test_vad_segments(void) {
     float probs[200] = {0};
     ts_vad_segment *s;
@@ -203,5 +251,6 @@ int main(int argc, char **argv) {
     RUN(test_kws_labels);
     RUN(test_kws_errors);
     RUN(test_vad_streaming);
+    RUN(test_threads);
     return tu_finish("kws");
 }

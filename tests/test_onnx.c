@@ -57,6 +57,12 @@ static void test_session_shapes(void) {
     ts_dtype dt;
     CHECK(ts_onnx_input_shape(m, 0, &dt, sh) == 3 && sh[0] == -1 && sh[1] == 3 && sh[2] == 4 && dt == TS_F32,
           "declared shape [%lld, %lld, %lld]", (long long)sh[0], (long long)sh[1], (long long)sh[2]);
+    int et = -1;
+    sh[0] = sh[1] = 0;
+    CHECK(ts_onnx_output_shape(m, 0, &et, sh) == 2 && sh[0] == -1 && sh[1] == 12 && et == 1,
+          "declared output: type %d, [%lld, %lld] (want 1, [-1, 12])", et, (long long)sh[0], (long long)sh[1]);
+    CHECK(ts_onnx_output_shape(m, 1, &et, sh) == -1 && et == 0 && ts_onnx_output_shape(NULL, 0, NULL, NULL) == -1,
+          "a bad output index");
     ts_onnx_session *s = ts_onnx_session_new(m, &(ts_compile_opts){.num_threads = 1});
     CHECK(s != NULL, "%s", ts_last_error());
     /* batches 1..10 and 1 again: ten shapes through a cache of eight */

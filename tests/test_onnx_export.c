@@ -140,22 +140,24 @@ static void make_model_dir(const char *sub, ts_bert_head head, ts_bert_act act, 
     ts_graph_free(g);
 }
 
-/* inputs.safetensors for a [2, 5] batch: random ids and token types, the second row padded. */
-static void write_bert_inputs(const char *name) {
-    int32_t ids[10], types[10], mask[10];
-    tu_rng r = tu_rng_seed(3);
-    for (int i = 0; i < 10; i++) {
+/* inputs.safetensors for a [rows, 5] batch: random ids and token types, the second row padded. */
+static void write_bert_inputs_rows(const char *name, int rows) {
+    int32_t ids[20], types[20], mask[20];
+    tu_rng r = tu_rng_seed(3 + (uint64_t)rows);
+    for (int i = 0; i < 5 * rows; i++) {
         ids[i] = (int32_t)tu_randint(&r, 40);
         types[i] = (int32_t)tu_randint(&r, 2);
-        mask[i] = i < 8; /* row 1 keeps 3 tokens */
+        mask[i] = i < 5 || i >= 8; /* row 1 keeps 3 tokens */
     }
-    const int64_t sh[2] = {2, 5};
+    const int64_t sh[2] = {rows, 5};
     ts_tensor *t[3] = {ts_tensor_from(TS_I32, 2, sh, ids), ts_tensor_from(TS_I32, 2, sh, types),
                        ts_tensor_from(TS_I32, 2, sh, mask)};
     const char *names[3] = {"input_ids", "token_type_ids", "attention_mask"};
     CHECK_OK(ts_safetensors_save(path_in(name), 3, names, (const ts_tensor *const *)t, NULL));
     for (int i = 0; i < 3; i++) ts_tensor_free(t[i]);
 }
+
+static void write_bert_inputs(const char *name) { write_bert_inputs_rows(name, 2); }
 
 static void export_and_compare(const char *sub, int n, const char *const *outs) {
     /* the old spellings of --out and --max-len, kept for a release with a notice */
@@ -181,7 +183,55 @@ static void test_bert_heads(void) {
     static const char *const qa_outs[] = {"last_hidden_state", "start_logits", "end_logits"};
     export_and_compare("cls", 3, cls_outs);
     export_and_compare("qa", 3, qa_outs);
+    /* exported at batch 2 with a symbolic batch and int64 inputs (as Hugging Face's exports), run by
+     * ORT at batches 1, 2 and 3 beside tessera run at each */
+    CHECK_RAN(tessera(NULL, "export --out dyn.onnx --model cls --batch 2 --max-len 5 --dynamic-batch --int64-inputs"),
+              0);
+    CHECK(strstr(out_text, "int64 [batch, 5]") && strstr(out_text, "logits [batch, 3]"), "export's summary: %s",
+          out_text);
+    ts_onnx *m = ts_onnx_load(path_in("dyn.onnx"));
+    int64_t sh[TS_MAX_DIMS];
+    ts_dtype dt = TS_F32;
+    int et = 0;
+    CHECK(m && ts_onnx_input_shape(m, 0, &dt, sh) == 2 && dt == TS_I64 && sh[0] == -1 && sh[1] == 5,
+          "the input declared int64 [batch, 5]: %s", m ? ts_dtype_name(dt) : ts_last_error());
+    CHECK(m && ts_onnx_output_shape(m, ts_onnx_num_outputs(m) - 1, &et, sh) == 2 && et == 1 && sh[0] == -1 &&
+              sh[1] == 3, "logits declared float [batch, 3]: type %d, [%lld, %lld]", et, (long long)sh[0],
+          (long long)sh[1]);
+    ts_onnx_free(m);
+    for (int rows = 1; rows <= 3; rows++) {
+        char in[32], ts[32], ort[32], what[96];
+        snprintf(in, sizeof in, "in%d.safetensors", rows);
+        snprintf(ts, sizeof ts, "dyn%d_ts.safetensors", rows);
+        snprintf(ort, sizeof ort, "dyn%d_ort.safetensors", rows);
+        snprintf(what, sizeof what, "cls, batch symbolic, [%d, 5]: ORT vs tessera run", rows);
+        write_bert_inputs_rows(in, rows);
+        CHECK_RAN(tessera(NULL, "run --model cls --inputs %s --outputs %s", in, ts), 0);
+        if (run_ort(path_in("dyn.onnx"), path_in(in), path_in(ort))) compare_files(what, path_in(ort), path_in(ts), 3,
+                                                                                 cls_outs);
+    }
     cli_cleanup("test_onnx_export");
+}
+
+/* ts_onnx_export_with's dynamic batch refuses what would not keep the batch first, naming it. */
+static void test_dynamic_batch_refused(void) {
+    ts_onnx_export_opts o = {.struct_size = sizeof o, .dynamic_batch = 1};
+    for (int k = 0; k < 2; k++) {
+        ts_graph *g = ts_graph_new();
+        ts_value x = ts_input(g, "x", TS_F32, 2, (int64_t[]){2, 3});
+        ts_value y = k == 0 ? ts_reduce_sum(g, x, 1, (int[]){0}, 0) : ts_reshape(g, x, 2, (int64_t[]){3, 2});
+        ts_name(g, y, "y");
+        const char *fetch[1] = {"y"};
+        ts_program *p = ts_compile(g, &(ts_compile_opts){.inference = 1, .nfetch = 1, .fetches = fetch});
+        CHECK(p != NULL, "compile: %s", ts_last_error());
+        ts_status st = p ? ts_onnx_export_with(g, p, 1, &y, &o, path_in("refused.onnx")) : TS_OK;
+        const char *want = k == 0 ? "has no first dim of the batch" : "does not keep the batch first";
+        CHECK(p && st != TS_OK && strstr(ts_last_error(), want), "case %d: %d %s (want \"%s\")", k, st, ts_last_error(),
+              want);
+        ts_program_free(p);
+        ts_graph_free(g);
+    }
+    CHECK(ts_onnx_export_with(NULL, NULL, 0, NULL, NULL, "x.onnx") == TS_ERR_ARG, "NULL opts");
 }
 
 /* ------------------------------------------------------------------ every mapped op */
@@ -448,6 +498,7 @@ int main(int argc, char **argv) {
                      "(bash scripts/install-deps.sh installs it)");
     RUN(test_bert_fixture);
     RUN(test_bert_heads);
+    RUN(test_dynamic_batch_refused);
     RUN(test_op_zoo);
     RUN(test_errors);
     return tu_finish("test_onnx_export"); /* 77 (skipped) when the acceptance check did not run */

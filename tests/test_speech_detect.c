@@ -5,11 +5,17 @@
  *    its score reaches the threshold (also at the first frame), not again until it has fallen
  *    below it, each label on its own; the times are the ends of the 80 ms frames less the lead
  *    silence (at least 0); the peaks; a reset starts over; frames fed in pieces fire as fed at
- *    once; bad arguments;
+ *    once; bad arguments (all with the refractory period off, 0 s: the rule as it was before it);
+ *  - the refractory period (openWakeWord's debounce_time): a score that crosses the threshold,
+ *    dips and crosses again within R fires once, crossing again after R fires again; frames
+ *    f + 1 .. f + ceil(R / 80 ms) after a detection at f are held back, the next one is not
+ *    (checked for R = 0.4 s and for a new detector's default, TS_KWS_REFRACTORY 1.25 s: 16
+ *    frames); the other label is not held back; R = 0 fires at each crossing; a reset forgets
+ *    the last detection but keeps R; bad values refused;
  *  - ts_audio_set_load, labelled audio: a TSV (header, blank lines, relative and absolute paths)
  *    read in order with its labels sorted; a TSV with a bad line refused, the error naming the
  *    file and the line; a folder per label (hidden names skipped, files sorted); no clips, a
- *    missing path: errors naming them.
+ *    missing path, an empty label folder: errors naming them.
  */
 #include <sys/stat.h>
 
@@ -30,6 +36,7 @@ static void test_firing_rule(void) {
     ts_kws_detector *d = ts_kws_detector_new(2, 0.5f);
     CHECK(d != NULL, "new: %s", ts_last_error());
     if (!d) return;
+    CHECK_OK(ts_kws_detector_set_refractory(d, 0)); /* off: each crossing fires */
     ts_kws_detector_reset(d, TS_KWS_PAD);
     const ts_kws_detection *det;
     int64_t n;
@@ -68,6 +75,73 @@ static void test_firing_rule(void) {
     CHECK(!ts_kws_detector_new(0, 0.5f) && ts_last_status() == TS_ERR_ARG, "no labels");
     CHECK(!ts_kws_detector_new(2, 0) && ts_last_status() == TS_ERR_ARG, "threshold 0");
     CHECK_STATUS(ts_kws_detector_feed(NULL, NULL, 0, &det, &n), TS_ERR_ARG);
+}
+
+/* The frames at which d fires over nframes frames of one label's scores s (after a reset), into
+ * frames[cap]; returns how many fired. */
+static int fired_at(ts_kws_detector *d, const float *s, int nframes, int64_t *frames, int cap) {
+    const ts_kws_detection *det;
+    int64_t n = 0;
+    ts_kws_detector_reset(d, 0);
+    CHECK_OK(ts_kws_detector_feed(d, s, nframes, &det, &n));
+    for (int64_t i = 0; i < n && i < cap; i++) frames[i] = det[i].frame;
+    return (int)n;
+}
+
+static void test_refractory(void) {
+    ts_kws_detector *d = ts_kws_detector_new(1, 0.5f);
+    CHECK(d != NULL, "new: %s", ts_last_error());
+    if (!d) return;
+    int64_t f[8];
+    /* R = 0.4 s: ceil(0.4 / 0.08) = 5 frames held back after a detection */
+    CHECK_OK(ts_kws_detector_set_refractory(d, 0.4));
+    /* fires at 0, dips, crosses again at 2 (within R): held back; crosses at 6 (after R): fires */
+    static const float again[] = {0.9f, 0.2f, 0.8f, 0.1f, 0.1f, 0.2f, 0.9f, 0.1f};
+    int n = fired_at(d, again, 8, f, 8);
+    CHECK(n == 2 && f[0] == 0 && f[1] == 6, "R 0.4 s: %d detections (want frames 0 and 6)", n);
+    /* a crossing at frame 5, the last frame of the 5 held back, does not fire */
+    static const float edge[] = {0.9f, 0.2f, 0.1f, 0.1f, 0.1f, 0.8f, 0.1f};
+    n = fired_at(d, edge, 7, f, 8);
+    CHECK(n == 1 && f[0] == 0, "R 0.4 s, crossing again at frame 5: %d detections (want 1)", n);
+    /* R = 0: today's rule, every crossing fires */
+    CHECK_OK(ts_kws_detector_set_refractory(d, 0));
+    n = fired_at(d, again, 8, f, 8);
+    CHECK(n == 3 && f[0] == 0 && f[1] == 2 && f[2] == 6, "R 0: %d detections (want frames 0, 2, 6)", n);
+    ts_kws_detector_free(d);
+
+    /* a new detector: TS_KWS_REFRACTORY = 1.25 s, ceil(1.25 / 0.08) = 16 frames; two labels, the
+     * second crossing while the first rests */
+    CHECK(TS_KWS_REFRACTORY == 1.25, "TS_KWS_REFRACTORY %g", TS_KWS_REFRACTORY);
+    d = ts_kws_detector_new(2, 0.5f);
+    CHECK(d != NULL, "new: %s", ts_last_error());
+    if (!d) return;
+    float s[20][2] = {{0}};
+    s[0][0] = 0.9f, s[3][1] = 0.9f, s[16][0] = 0.9f; /* label 0 again at 16: held back */
+    const ts_kws_detection *det;
+    int64_t nd;
+    ts_kws_detector_reset(d, 0);
+    CHECK_OK(ts_kws_detector_feed(d, &s[0][0], 20, &det, &nd));
+    CHECK(nd == 2 && det[0].frame == 0 && det[0].label == 0 && det[1].frame == 3 && det[1].label == 1,
+          "default R, label 0 again at frame 16: %lld detections (want label 0 at 0, label 1 at 3)", (long long)nd);
+    s[16][0] = 0, s[17][0] = 0.9f; /* at 17: fires */
+    ts_kws_detector_reset(d, 0);
+    CHECK_OK(ts_kws_detector_feed(d, &s[0][0], 20, &det, &nd));
+    CHECK(nd == 3 && det[2].frame == 17 && det[2].label == 0, "default R, again at frame 17: %lld detections",
+          (long long)nd);
+    /* fed in pieces, across a reset: the reset forgets the detection, not R */
+    ts_kws_detector_reset(d, 0);
+    CHECK_OK(ts_kws_detector_feed(d, &s[0][0], 1, &det, &nd));
+    ts_kws_detector_reset(d, 0);
+    CHECK_OK(ts_kws_detector_feed(d, &s[0][0], 1, &det, &nd));
+    CHECK(nd == 1, "after a reset the first frame fired %lld times", (long long)nd);
+    int64_t total = 0;
+    for (int i = 1; i < 17; i++, total += nd) CHECK_OK(ts_kws_detector_feed(d, s[i], 1, &det, &nd));
+    CHECK(total == 1, "frames 1..16 fed one by one: %lld detections (want label 1's)", (long long)total);
+    CHECK_STATUS(ts_kws_detector_set_refractory(d, -0.1), TS_ERR_ARG);
+    CHECK_STATUS(ts_kws_detector_set_refractory(d, NAN), TS_ERR_ARG);
+    CHECK_STATUS(ts_kws_detector_set_refractory(d, TS_AUDIO_MAX_SECONDS + 1), TS_ERR_ARG);
+    CHECK_STATUS(ts_kws_detector_set_refractory(NULL, 1), TS_ERR_ARG);
+    ts_kws_detector_free(d);
 }
 
 static void test_audio_set_tsv(void) {
@@ -123,6 +197,14 @@ static void test_audio_set_dir(void) {
     CHECK(mkdir("bare", 0777) == 0, "mkdir bare");
     CHECK(!ts_audio_set_load("bare"), "a folder without clips");
     CHECK_ERRMSG("bare: no audio clips");
+    /* a label folder without files (a hidden one does not count) beside a full one */
+    const char *holes[] = {"holes", "holes/full", "holes/empty"};
+    for (int i = 0; i < 3; i++) CHECK(mkdir(holes[i], 0777) == 0, "mkdir %s", holes[i]);
+    write_str("holes/full/a.wav", "");
+    write_str("holes/empty/.b.wav", "");
+    CHECK(!ts_audio_set_load("holes"), "a set with an empty label folder was read");
+    CHECK_STATUS(ts_last_status(), TS_ERR_ARG);
+    CHECK_ERRMSG("holes/empty", "empty label folder");
 }
 
 int main(int argc, char **argv) {
@@ -130,6 +212,7 @@ int main(int argc, char **argv) {
     char dir[] = "/tmp/ts_speech_detect_XXXXXX";
     if (!mkdtemp(dir) || chdir(dir) != 0) return fprintf(stderr, "cannot make a temporary directory\n"), 1;
     RUN(test_firing_rule);
+    RUN(test_refractory);
     RUN(test_audio_set_tsv);
     RUN(test_audio_set_dir);
     char cmd[128];

@@ -28,7 +28,9 @@ typedef struct ts_serve_opts {
     int queue_cap;        /* requests waiting per model; past it 503 with Retry-After (256) */
     size_t max_body;      /* the largest request body in bytes; past it 413 (16 MiB) */
     int timeout_s;        /* a connection idle or sending this long is closed (30) */
-    int max_connections;  /* open at once (512) */
+    int max_connections;  /* open at once (512); past it a connection is answered 503 with Retry-After */
+    int read_timeout_s;   /* a request's headers and body must arrive within this long, else 408 (60) */
+    int drain_timeout_s;  /* ts_serve_stop waits this long for requests in flight, then closes (20) */
 } ts_serve_opts;
 
 typedef struct ts_serve ts_serve;
@@ -47,7 +49,8 @@ TS_API ts_serve *ts_serve_start(const ts_serve_opts *o, const char *const *names
 TS_API ts_serve *ts_serve_start_models(const ts_serve_opts *o, const char *const *models, int n);
 /* The port listened on. */
 TS_API int ts_serve_port(const ts_serve *s);
-/* Stop: accept no more connections, answer every request already accepted, close, free. */
+/* Stop: accept no more connections, answer every request already accepted within the drain
+ * timeout (o->drain_timeout_s), then shut down the connections still open, close, free. */
 TS_API void ts_serve_stop(ts_serve *s);
 
 #ifdef __cplusplus

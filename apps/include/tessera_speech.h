@@ -59,7 +59,7 @@ typedef struct ts_kws_opts {
                                      non-NULL with nkeywords 0: the front end alone (no labels;
                                      ts_kws_features gives its output) */
     int nkeywords;
-    int num_threads;              /* 0: OpenMP's default */
+    int num_threads;              /* 0: chosen per model from the size of its run (ts_kws_threads) */
     const char *keyword_list;     /* when keywords is NULL: the heads by name separated by commas
                                      ("alexa,hey_jarvis"; an empty name is TS_ERR_ARG); NULL: all */
 } ts_kws_opts;
@@ -84,6 +84,15 @@ TS_API const char *ts_kws_label(const ts_kws *k, int i);
 TS_API ts_status ts_kws_feed(ts_kws *k, const float *x, int64_t n, const float **scores, int64_t *nframes);
 /* Forget the audio fed so far: the next feed starts as after ts_kws_new. */
 TS_API void ts_kws_reset(ts_kws *k);
+/* The worker threads k's programs were compiled with, into threads[4]: [0] the mel model, [1] the
+ * embedding model on one window (a stream fed 80 ms at a time), [2] the embedding model on a batch
+ * of 16 windows, [3] the heads (the most of them, 0 counting as the most; 0 when there are none).
+ * Each is num_threads when that was given (> 0); with num_threads 0, 1 for a program whose run
+ * takes fewer than 32768 input values (the mel model's 1760 samples, one window's 76 x 32, a
+ * head's 16 x 96: nodes so small that OpenMP's fork and join at each costs more than a second
+ * thread gains, and far more on a busy machine), 0 (OpenMP's default) for a larger one (the batch
+ * of 16 windows, 38912 values). TS_ERR_ARG for a NULL argument. */
+TS_API ts_status ts_kws_threads(const ts_kws *k, int threads[4]);
 /* The front end's output for the frames of the last ts_kws_feed (owned by k, valid until the next
  * call; either pointer may be NULL): *mel [nframes][8][32] the mel frames each 80 ms hop added
  * (x 1/10 + 2, as the embedding reads them), *emb [nframes][96] the embedding of each frame. */
@@ -99,7 +108,7 @@ typedef struct ts_vad ts_vad;
 typedef struct ts_vad_opts {
     size_t struct_size;  /* sizeof(ts_vad_opts) */
     const char *model;   /* silero_vad.onnx (its sample-rate input is fixed to 16000) */
-    int num_threads;     /* 0: OpenMP's default */
+    int num_threads;     /* 0: chosen from the size of its run: 1 (ts_vad_threads) */
 } ts_vad_opts;
 
 /* Samples (at 16 kHz) per probability: 32 ms. */
@@ -108,6 +117,9 @@ typedef struct ts_vad_opts {
 /* Load and compile the model once. NULL with ts_last_error() naming the file. */
 TS_API ts_vad *ts_vad_new(const ts_vad_opts *opts);
 TS_API void ts_vad_free(ts_vad *v);
+/* The worker threads v's model was compiled with: num_threads when given (> 0), else by the rule
+ * of ts_kws_threads on its run (a chunk with its context and state, 832 values): 1. -1 for NULL. */
+TS_API int ts_vad_threads(const ts_vad *v);
 /* Forget the audio fed so far (state and context back to zeros). */
 TS_API void ts_vad_reset(ts_vad *v);
 /* Feed n samples x[n] of 16 kHz mono audio in [-1, 1]; every 512 gathered give one speech
@@ -164,7 +176,8 @@ typedef struct ts_audio_clf_opts {
     const char *const *labels;  /* nlabels names */
     int clip_samples;           /* 0: TS_AUDIO_CLF_CLIP; a multiple of TS_KWS_HOP */
     uint64_t seed;              /* the initial weights' */
-    int num_threads;            /* 0: OpenMP's default */
+    int num_threads;            /* 0: OpenMP's default for training; inference programs chosen
+                                   from the size of their run (ts_audio_clf_threads) */
 } ts_audio_clf_opts;
 
 /* The default clip: 16 hops of 80 ms, 1.28 s (the longest spoken digit of
@@ -179,6 +192,12 @@ TS_API int ts_audio_clf_num_labels(const ts_audio_clf *c);
 TS_API const char *ts_audio_clf_label(const ts_audio_clf *c, int i);
 TS_API ts_audio_clf_kind ts_audio_clf_get_kind(const ts_audio_clf *c);
 TS_API int ts_audio_clf_clip_samples(const ts_audio_clf *c);
+/* The worker threads c's inference programs were compiled with, into threads[4]: its front end's
+ * as ts_kws_threads gives them ([0] mel, [1] one window, [2] a batch of 16 windows), [3] the
+ * head's or CNN's on a batch of 32 clips' features, by ts_kws_threads's rule (embedding: 32 x 192
+ * values, 1 thread; scratch: 32 x hops x 256 values, 0 (OpenMP's default) for clips of 4 hops,
+ * 320 ms, and longer). num_threads when it was given (> 0). TS_ERR_ARG for a NULL argument. */
+TS_API ts_status ts_audio_clf_threads(const ts_audio_clf *c, int threads[4]);
 /* Features per clip: 192 (embedding) or hops * 8 * 32 (scratch). */
 TS_API int64_t ts_audio_clf_feature_size(const ts_audio_clf *c);
 /* The front end on one clip x[n] (16 kHz, [-1, 1]) into feat[ts_audio_clf_feature_size]. */
@@ -239,22 +258,28 @@ typedef struct ts_audio_set {
     char **path;     /* n clips' paths (a TSV's relative paths joined to the TSV's folder) */
     int *label;      /* n labels: indices into labels */
     char **labels;   /* nlabels names, sorted (strcmp) */
+    /* Fields below are added at the end (the set is allocated by ts_audio_set_load only). */
+    int64_t *samples; /* n clips' lengths in samples at 16 kHz, as ts_audio_set_features (also
+                         through ts_audio_clf_fit, ts_audio_clf_evaluate) last read them; -1
+                         before (a clip longer than the classifier's clip was cut); may be NULL */
 } ts_audio_set;
 
 /* Read data: a folder of label folders (names starting with '.' skipped; files sorted by name,
- * labels too, so a seed gives the same run), or a TSV of "path<TAB>label" lines (paths relative
- * to the TSV's folder unless absolute; an optional header line "path<TAB>label"; blank lines
- * skipped). The set is the caller's (ts_audio_set_free). NULL with the error set: TS_ERR_ARG
- * "DATA: reason" when data cannot be read or holds no clips, "DATA:LINE: wants PATH<TAB>LABEL"
- * for a TSV line that is not a path and a label; TS_ERR_NOMEM. Thread: any. */
+ * labels too, so a seed gives the same run; a label folder without files is an error), or a TSV
+ * of "path<TAB>label" lines (paths relative to the TSV's folder unless absolute; an optional
+ * header line "path<TAB>label"; blank lines skipped). The set is the caller's
+ * (ts_audio_set_free). NULL with the error set: TS_ERR_ARG "DATA: reason" when data cannot be
+ * read or holds no clips, "DATA/LABEL: an empty label folder ..." for a label folder without
+ * files, "DATA:LINE: wants PATH<TAB>LABEL" for a TSV line that is not a path and a label;
+ * TS_ERR_NOMEM. Thread: any. */
 TS_API ts_audio_set *ts_audio_set_load(const char *data);
 TS_API void ts_audio_set_free(ts_audio_set *s);
 /* The index of label `name` in s->labels, or -1. */
 TS_API int ts_audio_set_find(const ts_audio_set *s, const char *name);
 /* The classifier's features of every clip of s (ts_audio_read at 16 kHz, then
- * ts_audio_clf_features): a malloc'd array [n][ts_audio_clf_feature_size] (free()). NULL with the
- * error set: TS_ERR_ARG "a clip: ..." naming a clip that cannot be read; TS_ERR_NOMEM; the
- * features' own error. */
+ * ts_audio_clf_features; each clip's length recorded in s->samples): a malloc'd array
+ * [n][ts_audio_clf_feature_size] (free()). NULL with the error set: TS_ERR_ARG "a clip: ..."
+ * naming a clip that cannot be read; TS_ERR_NOMEM; the features' own error. */
 TS_API float *ts_audio_set_features(ts_audio_clf *c, const ts_audio_set *s);
 /* A new classifier (ts_audio_clf_new with opts, its labels s's) trained on s's clips (their
  * features, then ts_audio_clf_train with topts); *report (may be NULL) says how it went. The
@@ -284,14 +309,30 @@ typedef struct ts_kws_detection {
 
 /* The firing rule over a stream of score frames: label j fires at a frame whose score reaches the
  * threshold when its score at the frame before was below it (or the frame is the stream's first),
- * and then not again until its score has fallen below the threshold. */
+ * and then not again until its score has fallen below the threshold, nor within the refractory
+ * period after it fired: at the ceil(R / 0.08) frames after a detection at frame f (f + 1 ..
+ * f + ceil(R / 0.08)) label j does not fire, as openWakeWord's Model.predict(debounce_time = R)
+ * zeroes them; other labels are not held back. */
 typedef struct ts_kws_detector ts_kws_detector;
 
-/* A detector of nlabels labels (>= 1) firing at threshold (> 0). NULL with the error set
- * (TS_ERR_ARG, TS_ERR_NOMEM). Free it with ts_kws_detector_free. Thread: one stream at a time. */
+/* The refractory period R of a new detector, in seconds. openWakeWord's Model.predict has it off
+ * by default (debounce_time = 0.0) and leaves it to the caller; its own test of the option
+ * (tests/test_models.py, test_models_with_debounce) takes debounce_time = 1.25 and wants one spoken
+ * "alexa" to fire once. 1.25 s is taken here: it is longer than the 0.16-0.40 s between the
+ * repeats one word makes in noise, and shorter than saying the wake word twice. */
+#define TS_KWS_REFRACTORY 1.25
+
+/* A detector of nlabels labels (>= 1) firing at threshold (> 0), its refractory period
+ * TS_KWS_REFRACTORY. NULL with the error set (TS_ERR_ARG, TS_ERR_NOMEM). Free it with
+ * ts_kws_detector_free. Thread: one stream at a time. */
 TS_API ts_kws_detector *ts_kws_detector_new(int nlabels, float threshold);
 TS_API void ts_kws_detector_free(ts_kws_detector *d);
-/* Start a new stream: no label above the threshold, the peaks 0, frames counted from 0; `lead`
+/* Set d's refractory period to `seconds` (0 to TS_AUDIO_MAX_SECONDS; 0: none, a label may fire
+ * again as soon as its score has dipped below the threshold). Applies from the next frame fed;
+ * kept across ts_kws_detector_reset. TS_ERR_ARG (d unchanged) for a NULL d or seconds out of range
+ * (NaN included). */
+TS_API ts_status ts_kws_detector_set_refractory(ts_kws_detector *d, double seconds);
+/* Start a new stream: no label above the threshold nor resting, the peaks 0, frames counted from 0; `lead`
  * samples of silence (at 16 kHz) are fed before the audio (the detections' times are counted
  * after them). */
 TS_API void ts_kws_detector_reset(ts_kws_detector *d, int64_t lead);
@@ -302,9 +343,13 @@ TS_API ts_status ts_kws_detector_feed(ts_kws_detector *d, const float *scores, i
 /* The highest score of each label since the reset ([nlabels], owned by d). */
 TS_API const float *ts_kws_detector_peaks(const ts_kws_detector *d);
 /* Audio through the keyword spotter k (ts_kws_feed) and its scores through d (of k's labels):
- * *det and *ndet as ts_kws_detector_feed. A stream: ts_kws_reset(k), ts_kws_detector_reset(d, 0),
- * ts_kws_detect on each piece, then ts_kws_detect_finish, which feeds TS_KWS_PAD samples of
- * silence so that a keyword at the very end is scored. */
+ * *det and *ndet as ts_kws_detector_feed. A stream: ts_kws_detect_start, ts_kws_detect on each
+ * piece, then ts_kws_detect_finish, which feeds TS_KWS_PAD samples of silence so that a keyword
+ * at the very end is scored. ts_kws_detect_start resets k and d (lead TS_KWS_PAD) and feeds
+ * TS_KWS_PAD samples of silence, as ts_kws_detect_clip begins: a stream so started, fed the
+ * clip's samples, is scored on the same 80 ms grid as the clip, with the same scores and times
+ * (up to the last bits that batching the embedding model may change; see ts_kws_feed). */
+TS_API ts_status ts_kws_detect_start(ts_kws *k, ts_kws_detector *d, const ts_kws_detection **det, int64_t *ndet);
 TS_API ts_status ts_kws_detect(ts_kws *k, ts_kws_detector *d, const float *x, int64_t n,
                                const ts_kws_detection **det, int64_t *ndet);
 TS_API ts_status ts_kws_detect_finish(ts_kws *k, ts_kws_detector *d, const ts_kws_detection **det, int64_t *ndet);
@@ -340,8 +385,9 @@ typedef void (*ts_kws_detection_fn)(void *ctx, const char *label, const ts_kws_d
 typedef void (*ts_vad_segment_fn)(void *ctx, const ts_vad_segment *seg);
 
 /* Keywords in a file as a clip (ts_kws_detect_clip) or in standard input as it comes, 80 ms at a
- * time (a stream: ts_kws_detect, then ts_kws_detect_finish), each detection given to fn at once;
- * then ts_kws_detector_peaks(d) holds the file's peaks. */
+ * time (a stream: ts_kws_detect_start, ts_kws_detect, then ts_kws_detect_finish: the same padding
+ * and frames as the file), each detection given to fn at once; then ts_kws_detector_peaks(d) holds
+ * the file's peaks. */
 TS_API ts_status ts_kws_detect_file(ts_kws *k, ts_kws_detector *d, const char *path, ts_kws_detection_fn fn,
                                     void *ctx);
 /* An audio classifier over a file (ts_audio_clf_scan; "-": all of standard input). */

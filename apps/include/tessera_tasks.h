@@ -384,6 +384,8 @@ typedef struct ts_bert_export_opts {
                                         quantize --calib): its matmuls written in QDQ form with these
                                         activation scales (ts_onnx_export_qdq) */
     int nquant_scales;
+    int dynamic_batch;  /* 1: the batch dim symbolic in the ONNX model (ts_onnx_export_opts.dynamic_batch) */
+    int int64_inputs;   /* 1: the token inputs declared int64, as Hugging Face's exports (cast inside) */
 } ts_bert_export_opts;
 
 #define TS_BERT_EXPORT_MAX_OUTPUTS 8
@@ -421,6 +423,7 @@ typedef struct ts_bert_export_dir_opts {
     uint64_t seed;
     int load_flags, threads;
     size_t memory_limit;   /* as ts_bert_export_opts' */
+    int dynamic_batch, int64_inputs; /* as ts_bert_export_opts' */
 } ts_bert_export_dir_opts;
 
 /* What ts_bert_export_dir did, filled as far as it went. */
@@ -1233,6 +1236,23 @@ TS_API ts_status ts_ensemble_flush(ts_ensemble *e);
  * TS_ERR_ARG "data_file PATH: ..." when the file cannot be opened, "NAME:LINE: ..." for a line
  * refused (NAME: the path, or "stdin"); TS_ERR_IO "reading NAME: ..."; a classification's error. */
 TS_API ts_status ts_ensemble_add_lines(ts_ensemble *e, const char *data_file);
+/* data_file classified as `tessera predict --data` reads it (apps/train/ensemble_file.c): a .tsv,
+ * .csv or .jsonl (.json) file whose first non-blank line is a header naming the text column
+ * ("text") or the label column (label_column, else "label"), a JSONL file whose first line is an
+ * object, or any such file when a column is given, is read as a table as ts_ensemble_eval_file
+ * reads it: each row's text_column (NULL: "text"; a text-pair ensemble also its text_b_column,
+ * NULL: the ensemble's) is queued, the header and the labels left out; any other file (NULL or
+ * "-": standard input) is one text a line (ts_ensemble_add_lines). Then ts_ensemble_flush.
+ * TS_ERR_ARG naming the reason: a column given for a file that is not such a table, a table
+ * without the column, a text_b_column for a single-text ensemble; else as ts_ensemble_add_lines. */
+TS_API ts_status ts_ensemble_add_file(ts_ensemble *e, const char *data_file, const char *text_column,
+                                      const char *text_b_column, const char *label_column);
+/* How model directories dirs[0 .. n) run, in the words `tessera run`, `eval` and `predict` print:
+ * "int8 dynamic" or "int8 calibrated" for copies from tessera quantize (their quantization records,
+ * ts_quant_record_load), "f32" otherwise (also for a record that cannot be read: loading the model
+ * says why); when the members differ, "int8 and f32 members" or "int8 dynamic and calibrated
+ * members". A static string. */
+TS_API const char *ts_model_dirs_precision(const char *const *dirs, int n);
 
 /* What ts_ensemble_eval_file scores. The messages name these fields. */
 typedef struct ts_ensemble_eval_opts {

@@ -8,6 +8,7 @@
  * otherwise be read as missing).
  */
 #include "common/app.h"
+#include "common/json_number.h"
 #include "common/json_type.h"
 #include "plan/profile.h"
 
@@ -277,14 +278,7 @@ static ts_status make_dirs(const char *path) {
 
 /* Add key: v to o as the shortest decimal that reads back to exactly v (cJSON's own printing
  * allows an error of one unit in the last place, and a saved profile must load back bit for bit). */
-static void add_exact(cJSON *o, const char *key, double v) {
-    char text[40];
-    for (int digits = 15; digits <= 17; digits++) {
-        snprintf(text, sizeof text, "%.*g", digits, v);
-        if (strtod(text, NULL) == v) break;
-    }
-    cJSON_AddRawToObject(o, key, text);
-}
+static void add_exact(cJSON *o, const char *key, double v) { cJSON_AddItemToObject(o, key, ts_json_exact(v)); }
 
 static cJSON *dtype_object(const double v[3]) {
     cJSON *o = cJSON_CreateObject();

@@ -30,6 +30,13 @@ typedef struct req_ctx {
     double t0;
 } req_ctx;
 
+/* The daemon, the server it answers for, and the connections it has open (conns.c). */
+typedef struct http_srv {
+    struct MHD_Daemon *d;
+    serve_server *s;
+    serve_conns conns;
+} http_srv;
+
 /* Queue an answer: body (taken, freed by MHD) as content type ctype, status code. */
 static enum MHD_Result answer(serve_server *s, struct MHD_Connection *c, int code, char *body, const char *ctype,
                               serve_metrics *mt, double t0) {
@@ -127,7 +134,8 @@ static enum MHD_Result run_model(serve_server *s, struct MHD_Connection *c, serv
 }
 
 /* The metrics of the server and every model. */
-static enum MHD_Result metrics(serve_server *s, struct MHD_Connection *c, const req_ctx *r) {
+static enum MHD_Result metrics(http_srv *h, struct MHD_Connection *c, const req_ctx *r) {
+    serve_server *s = h->s;
     int n = serve_nmodels(s) + 1;
     serve_metrics *m[n];
     const char *names[n];
@@ -141,7 +149,11 @@ static enum MHD_Result metrics(serve_server *s, struct MHD_Connection *c, const 
         pthread_mutex_unlock(&md->mu);
     }
     serve_metrics_request(m[0], 200, ts_seconds() - r->t0); /* counted before it is printed */
-    char *text = serve_metrics_text(m, names, depth, n);
+    char *text = serve_metrics_text(m, names, depth, n), *more = serve_conns_metrics_text(&h->conns);
+    char *all = text && more ? malloc(strlen(text) + strlen(more) + 1) : NULL;
+    if (all) strcat(strcpy(all, text), more);
+    free(text), free(more);
+    text = all;
     struct MHD_Response *resp = text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE)
                                      : NULL;
     if (!resp) return free(text), MHD_NO;
@@ -151,16 +163,47 @@ static enum MHD_Result metrics(serve_server *s, struct MHD_Connection *c, const 
     return ok;
 }
 
+/* The model that url names (/v1/models/NAME..., /v2/models/NAME...; NULL: none or not a model's
+ * path); *rest: what follows the name, with a KServe v2 version segment "/versions/V" taken out
+ * (every model is version 1: *version_ok 0 for another). */
+static serve_model *model_of(serve_server *s, const char *url, const char **rest, int *version_ok) {
+    int v1 = !strncmp(url, "/v1/models/", 11), v2 = !strncmp(url, "/v2/models/", 11);
+    *version_ok = 1;
+    if (!v1 && !v2) return NULL;
+    const char *name = url + 11, *end = name + strcspn(name, v1 ? ":/" : "/");
+    *rest = end;
+    if (v2 && !strncmp(end, "/versions/", 10)) {
+        const char *ver = end + 10, *vend = ver + strcspn(ver, "/");
+        *version_ok = vend - ver == 1 && ver[0] == '1';
+        *rest = vend;
+    }
+    return serve_find_model(s, name, (size_t)(end - name));
+}
+
+/* A request on a model's path: its inference and its errors are counted under the model, its
+ * metadata and readiness GETs (which are not inference, and would blur its latency histogram)
+ * under the server's own. */
 static enum MHD_Result route_model(serve_server *s, struct MHD_Connection *c, const char *url, int get,
                                    const req_ctx *r) {
-    int v1 = !strncmp(url, "/v1/models/", 11);
-    const char *name = url + 11, *end = name + strcspn(name, v1 ? ":/" : "/");
-    serve_model *m = serve_find_model(s, name, (size_t)(end - name));
+    int v1 = !strncmp(url, "/v1/models/", 11), version_ok;
+    const char *name = url + 11, *end = NULL;
+    serve_model *m = model_of(s, url, &end, &version_ok);
     serve_metrics *sm = serve_server_metrics(s);
-    char msg[160];
-    if (!m) {
-        snprintf(msg, sizeof msg, "no model named '%.*s'", (int)(end - name > 64 ? 64 : end - name), name);
+    char msg[256];
+    if (!m) { /* named, with the closest model's name when it looks like a misspelling of one */
+        int len = (int)strcspn(name, v1 ? ":/" : "/"), n = serve_nmodels(s);
+        char word[SERVE_NAME_MAX + 1];
+        const char *names[n];
+        snprintf(word, sizeof word, "%.*s", len, name);
+        for (int i = 0; i < n; i++) names[i] = serve_model_at(s, i)->name;
+        const char *near = ts_closest_name(word, names, n);
+        snprintf(msg, sizeof msg, "no model named '%.*s'%s%s%s", len > 64 ? 64 : len, name,
+                 near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
         return error(s, c, 404, msg, sm, r->t0);
+    }
+    if (!version_ok) {
+        snprintf(msg, sizeof msg, "model %s has one version, 1", m->name);
+        return error(s, c, 404, msg, &m->metrics, r->t0);
     }
     int is_infer = !v1 && !strcmp(end, "/infer"), is_predict = v1 && !strcmp(end, ":predict");
     if ((is_infer || is_predict) && !get) return run_model(s, c, m, is_predict, r);
@@ -168,15 +211,19 @@ static enum MHD_Result route_model(serve_server *s, struct MHD_Connection *c, co
         return answer(s, c, 200, m->ocr ? strdup("{\"platform\":\"tessera_ocr\",\"inputs\":[{\"name\":\"image\"}]}")
                                  : m->onnx ? serve_reply_metadata_onnx(m) : serve_reply_metadata(m),
                       "application/json", sm, r->t0);
-    if (!v1 && get && !strcmp(end, "/ready")) return answer(s, c, 200, strdup("{\"ready\":true}"), "application/json", sm, r->t0);
-    if (is_infer || is_predict) return error(s, c, 405, "use POST", sm, r->t0);
-    return error(s, c, 404, "no such endpoint", sm, r->t0);
+    if (!v1 && get && !strcmp(end, "/ready"))
+        return answer(s, c, 200, strdup("{\"ready\":true}"), "application/json", sm, r->t0);
+    if (is_infer || is_predict) return error(s, c, 405, "use POST", &m->metrics, r->t0);
+    return error(s, c, 404, "no such endpoint", &m->metrics, r->t0);
 }
 
-static enum MHD_Result route(serve_server *s, struct MHD_Connection *c, const char *url, const char *method,
+static enum MHD_Result route(http_srv *h, struct MHD_Connection *c, const char *url, const char *method,
                              const req_ctx *r) {
-    int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
-    serve_metrics *sm = serve_server_metrics(s);
+    serve_server *s = h->s;
+    int get = !strcmp(method, "GET"), post = !strcmp(method, "POST"), version_ok;
+    const char *rest;
+    serve_model *m = model_of(s, url, &rest, &version_ok);
+    serve_metrics *sm = m ? &m->metrics : serve_server_metrics(s); /* a model's path counts under it */
     if (r->too_big) {
         char msg[96];
         snprintf(msg, sizeof msg, "the body is larger than the server's limit of %zu bytes", serve_max_body(s));
@@ -185,8 +232,9 @@ static enum MHD_Result route(serve_server *s, struct MHD_Connection *c, const ch
     if (!get && !post) return error(s, c, 405, "only GET and POST", sm, r->t0);
     if (!strncmp(url, "/v2/models/", 11) || !strncmp(url, "/v1/models/", 11)) return route_model(s, c, url, get, r);
     if (!get) return error(s, c, 405, "use GET", sm, r->t0);
-    if (!strcmp(url, "/metrics")) return metrics(s, c, r);
-    if (!strcmp(url, "/v2/health/live")) return answer(s, c, 200, strdup("{\"live\":true}"), "application/json", sm, r->t0);
+    if (!strcmp(url, "/metrics")) return metrics(h, c, r);
+    if (!strcmp(url, "/v2/health/live"))
+        return answer(s, c, 200, strdup("{\"live\":true}"), "application/json", sm, r->t0);
     if (!strcmp(url, "/v2/health/ready"))
         return serve_draining(s) ? error(s, c, 503, "shutting down", sm, r->t0)
                                  : answer(s, c, 200, strdup("{\"ready\":true}"), "application/json", sm, r->t0);
@@ -215,20 +263,34 @@ static void take_body(req_ctx *r, const char *data, size_t n, size_t max_body) {
     r->body[r->len] = 0;
 }
 
+/* The tracked connection of c (conns.c), or NULL when it could not be tracked. */
+static serve_conn *conn_of(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                const char *version, const char *upload, size_t *upload_size, void **con_cls) {
     (void)version;
-    serve_server *s = cls;
+    http_srv *h = cls;
+    serve_server *s = h->s;
     req_ctx *r = *con_cls;
-    if (!r) {
+    if (!r) { /* the request line and headers are in */
         if (!(r = calloc(1, sizeof *r))) return MHD_NO;
         r->t0 = ts_seconds();
         *con_cls = r;
         serve_inflight(s, 1);
+        serve_conn *cn = conn_of(c);
+        if (cn && cn->over) { /* past --max-connections: answered at once, and closed */
+            serve_conn_state(&h->conns, cn, 1);
+            serve_conn_refused(&h->conns);
+            return error(s, c, 503, "the server has its most connections open; try again", serve_server_metrics(s),
+                         r->t0);
+        }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > serve_max_body(s)) {
             r->too_big = 1; /* answered before the body is read; the connection is then closed */
-            return route(s, c, url, method, r);
+            return route(h, c, url, method, r);
         }
         return MHD_YES;
     }
@@ -237,17 +299,33 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         *upload_size = 0;
         return MHD_YES;
     }
-    return route(s, c, url, method, r);
+    serve_conn_state(&h->conns, conn_of(c), 1); /* the body is in: no read deadline while answering */
+    return route(h, c, url, method, r);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why) {
-    (void)c, (void)why;
+    (void)why;
+    http_srv *h = cls;
     req_ctx *r = *con_cls;
+    serve_conn_state(&h->conns, conn_of(c), 0); /* the next request's wait starts */
     if (!r) return;
     free(r->body);
     free(r);
     *con_cls = NULL;
-    serve_inflight(cls, -1);
+    serve_inflight(h->s, -1);
+}
+
+/* A connection opened or closed: tracked in h->conns for the deadline, the limit and the drain. */
+static void notify_conn(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                        enum MHD_ConnectionNotificationCode what) {
+    http_srv *h = cls;
+    if (what == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_ctx = ci ? serve_conns_open(&h->conns, ci->connect_fd) : NULL;
+    } else {
+        serve_conns_close(&h->conns, *socket_ctx);
+        *socket_ctx = NULL;
+    }
 }
 
 /* host:port into addr (numeric, or a name looked up). TS_OK or TS_ERR_IO with the reason. */
@@ -265,35 +343,53 @@ static ts_status resolve(const char *host, int port, struct sockaddr_storage *ad
 void *serve_http_start(serve_server *s, const serve_opts *o, int *port) {
     struct sockaddr_storage addr = {0};
     if (resolve(o->host, o->port, &addr)) return NULL;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC;
+    http_srv *h = calloc(1, sizeof *h);
+    if (!h) return ts_set_error(TS_ERR_NOMEM, "out of memory"), NULL;
+    h->s = s;
+    if (serve_conns_init(&h->conns, o->max_connections, o->read_timeout_s)) return free(h), NULL;
+    /* libmicrohttpd's own limit lies past ours, so that a connection past ours is answered 503
+     * (handler, conns.c) rather than left in the accept queue; poll, not select, so that more than
+     * FD_SETSIZE descriptors can be open */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC | MHD_USE_POLL;
+    unsigned limit = (unsigned)o->max_connections + (unsigned)(o->max_connections > 256 ? o->max_connections : 256);
     if (addr.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
-    struct MHD_Daemon *d = MHD_start_daemon(
-        flags, 0, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_END);
-    if (!d) {
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_CONNECTION_LIMIT, limit,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION, notify_conn, h,
+                            MHD_OPTION_END);
+    if (!h->d) {
+        serve_conns_destroy(&h->conns);
+        free(h);
         ts_set_error(TS_ERR_IO, "cannot listen on %s:%d (the address is taken, or not this machine's)", o->host,
                      o->port);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_LISTEN_FD);
     struct sockaddr_storage bound;
     socklen_t bl = sizeof bound;
     *port = o->port;
     if (info && getsockname(info->listen_fd, (struct sockaddr *)&bound, &bl) == 0)
         *port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                                   : ((struct sockaddr_in *)&bound)->sin_port);
-    return d;
+    return h;
 }
 
 ts_status serve_http_built(void) { return TS_OK; }
 
 void serve_http_quiesce(void *http) {
-    MHD_socket fd = MHD_quiesce_daemon(http);
+    http_srv *h = http;
+    MHD_socket fd = MHD_quiesce_daemon(h->d);
     if (fd != MHD_INVALID_SOCKET) close(fd);
 }
 
-void serve_http_stop(void *http) { MHD_stop_daemon(http); }
+int serve_http_cut(void *http) { return serve_conns_cut_all(&((http_srv *)http)->conns); }
+
+void serve_http_stop(void *http) {
+    http_srv *h = http;
+    MHD_stop_daemon(h->d);
+    serve_conns_destroy(&h->conns);
+    free(h);
+}
 
 #else /* built without libmicrohttpd */
 
@@ -309,6 +405,7 @@ void *serve_http_start(serve_server *s, const serve_opts *o, int *port) {
     return NULL;
 }
 void serve_http_quiesce(void *http) { (void)http; }
+int serve_http_cut(void *http) { return (void)http, 0; }
 void serve_http_stop(void *http) { (void)http; }
 
 #endif

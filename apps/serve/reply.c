@@ -4,12 +4,28 @@
  * (a classifier's label, its probability and every label's; a QA model's answer span), and a
  * model's v2 metadata (its inputs and outputs); the same for an ONNX model (outputs of their own
  * dtypes and shapes); an OCR model's lines (text, confidence, the four corners).
+ * Numbers are printed so that they read back exactly: a probability (a double) as the shortest
+ * decimal that reads back to the same double, an FP32 output as the shortest that reads back to the
+ * same float (what the library computed, bit for bit).
  */
 #include "serve/serve.h"
+
+#include "common/json_number.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* f as the shortest decimal that reads back to exactly f as a float (6 to 9 digits). */
+static cJSON *exact_f32(float f) {
+    char text[40];
+    if (!isfinite(f)) return cJSON_CreateNull();
+    for (int digits = 6; digits <= 9; digits++) {
+        snprintf(text, sizeof text, "%.*g", digits, (double)f);
+        if (strtof(text, NULL) == f) break;
+    }
+    return cJSON_CreateRaw(text);
+}
 
 static char *print_free(cJSON *root) {
     char *s = root ? cJSON_PrintUnformatted(root) : NULL;
@@ -45,7 +61,7 @@ char *serve_reply_infer(const serve_model *m, const serve_job *j) {
         cJSON *t = tensor_desc(outs, m->sig.qa ? qa_names[k] : "logits", "FP32", j->in.rows, j->ncols);
         cJSON *data = cJSON_AddArrayToObject(t, "data");
         size_t n = (size_t)j->in.rows * j->ncols;
-        for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(data, cJSON_CreateNumber(j->out[k][i]));
+        for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(data, exact_f32(j->out[k][i]));
     }
     return print_free(root);
 }
@@ -62,9 +78,9 @@ static cJSON *classified(const serve_model *m, const serve_job *j, int i) {
     cJSON *o = cJSON_CreateObject(), *all = cJSON_CreateObject();
     const char *name = best < m->meta.nlabels && m->meta.labels[best] ? m->meta.labels[best] : "?";
     cJSON_AddStringToObject(o, "label", name);
-    cJSON_AddNumberToObject(o, "probability", p[best]);
+    cJSON_AddItemToObject(o, "probability", ts_json_exact(p[best]));
     for (int k = 0; k < c && k < m->meta.nlabels; k++)
-        cJSON_AddNumberToObject(all, m->meta.labels[k] ? m->meta.labels[k] : "?", p[k]);
+        cJSON_AddItemToObject(all, m->meta.labels[k] ? m->meta.labels[k] : "?", ts_json_exact(p[k]));
     cJSON_AddItemToObject(o, "probabilities", all);
     return o;
 }
@@ -146,6 +162,15 @@ static double element(ts_tensor *t, int64_t i) {
     }
 }
 
+/* Element i of t as JSON, exactly: an f32 read back as the same float, an int64 in all its digits. */
+static cJSON *element_json(ts_tensor *t, int64_t i) {
+    char text[32];
+    if (ts_tensor_dtype(t) == TS_F32) return exact_f32(((const float *)ts_tensor_data(t))[i]);
+    if (ts_tensor_dtype(t) != TS_I64) return cJSON_CreateNumber(element(t, i)); /* int32, uint8: exact */
+    snprintf(text, sizeof text, "%lld", (long long)((const int64_t *)ts_tensor_data(t))[i]);
+    return cJSON_CreateRaw(text);
+}
+
 char *serve_reply_infer_onnx(const serve_model *m, const serve_job *j) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model_name", m->name);
@@ -156,7 +181,7 @@ char *serve_reply_infer_onnx(const serve_model *m, const serve_job *j) {
         cJSON *d = tensor_desc_n(outs, m->out_name[k], kserve_dtype(ts_tensor_dtype(t)), ts_tensor_ndim(t),
                                  ts_tensor_shape(t));
         cJSON *data = cJSON_AddArrayToObject(d, "data");
-        for (int64_t i = 0; i < ts_tensor_numel(t); i++) cJSON_AddItemToArray(data, cJSON_CreateNumber(element(t, i)));
+        for (int64_t i = 0; i < ts_tensor_numel(t); i++) cJSON_AddItemToArray(data, element_json(t, i));
     }
     return print_free(root);
 }

@@ -8,6 +8,9 @@
  */
 #include "serve/serve.h"
 
+#include "common/json_number.h"
+#include "common/json_type.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +28,30 @@ void serve_texts_free(serve_texts *t) {
     for (int i = 0; i < t->n; i++) free(t->text[i]), free(t->text_b ? t->text_b[i] : NULL);
     free(t->text), free(t->text_b);
     memset(t, 0, sizeof *t);
+}
+
+cJSON *serve_json_object(const char *body, size_t len) {
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    if (!root) {
+        size_t at = end && end >= body && end <= body + len ? (size_t)(end - body) : len, line = 1, col = 1;
+        for (size_t i = 0; i < at; i++) {
+            col = body[i] == '\n' ? 1 : col + 1;
+            line += body[i] == '\n';
+        }
+        if (at >= len)
+            ts_set_error(TS_ERR_ARG, "the body is not valid JSON: it ends at byte %zu before the value does", len);
+        else
+            ts_set_error(TS_ERR_ARG, "the body is not valid JSON: at byte %zu (line %zu, column %zu), near '%.16s'",
+                         at, line, col, body + at);
+        return NULL;
+    }
+    if (!cJSON_IsObject(root)) {
+        ts_set_error(TS_ERR_ARG, "the body is %s, not a JSON object", ts_json_type(root));
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
 }
 
 /* Whether the KServe datatype names an integer type. */
@@ -49,8 +76,13 @@ static ts_status flatten(const cJSON *data, int32_t *dst, long want, long *n, lo
     if (!cJSON_IsNumber(data))
         return ts_set_error(TS_ERR_ARG, "input %s: data holds a value that is not a number", name);
     double v = data->valuedouble;
-    if (v != floor(v) || v < (double)lo || v > (double)hi)
-        return ts_set_error(TS_ERR_ARG, "input %s: element %ld is %g, outside %ld .. %ld", name, *n, v, lo, hi);
+    char text[40];
+    if (v != floor(v))
+        return ts_set_error(TS_ERR_ARG, "input %s: element %ld is %s, not an integer", name, *n,
+                            ts_json_number_text(v, text));
+    if (v < (double)lo || v > (double)hi)
+        return ts_set_error(TS_ERR_ARG, "input %s: element %ld is %s, outside %ld .. %ld", name, *n,
+                            ts_json_number_text(v, text), lo, hi);
     if (*n < want) dst[*n] = (int32_t)v;
     ++*n;
     return TS_OK;
@@ -81,15 +113,17 @@ static ts_status decode_input(const serve_sig *sig, const cJSON *in, serve_tenso
     if (!cJSON_IsNumber(cJSON_GetArrayItem(shape, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(shape, 1)) || b < 1 ||
         t < 1 || b != floor(b) || t != floor(t))
         return ts_set_error(TS_ERR_ARG, "input %s: shape entries must be positive integers", INPUTS[k]);
+    char bt[40], tt[40];
+    ts_json_number_text(b, bt), ts_json_number_text(t, tt);
     if (b > sig->max_batch)
-        return ts_set_error(TS_ERR_ARG, "input %s: batch %g is more than the server's max batch %d", INPUTS[k], b,
+        return ts_set_error(TS_ERR_ARG, "input %s: batch %s is more than the server's max batch %d", INPUTS[k], bt,
                             sig->max_batch);
     if (t > sig->max_seq)
-        return ts_set_error(TS_ERR_ARG, "input %s: sequence length %g is more than the model's %d", INPUTS[k], t,
+        return ts_set_error(TS_ERR_ARG, "input %s: sequence length %s is more than the model's %d", INPUTS[k], tt,
                             sig->max_seq);
     if (*B && (*B != (int)b || *T != (int)t))
-        return ts_set_error(TS_ERR_ARG, "input %s: shape [%g, %g] differs from the other inputs' [%d, %d]", INPUTS[k],
-                            b, t, *B, *T);
+        return ts_set_error(TS_ERR_ARG, "input %s: shape [%s, %s] differs from the other inputs' [%d, %d]", INPUTS[k],
+                            bt, tt, *B, *T);
     *B = (int)b, *T = (int)t;
     long want = (long)b * (long)t, n = 0;
     int32_t *dst = malloc((size_t)want * sizeof *dst);
@@ -109,12 +143,12 @@ static ts_status decode_input(const serve_sig *sig, const cJSON *in, serve_tenso
 
 ts_status serve_decode_infer(const serve_sig *sig, const char *body, size_t len, serve_tensors *out) {
     memset(out, 0, sizeof *out);
-    cJSON *root = cJSON_ParseWithLength(body, len);
+    cJSON *root = serve_json_object(body, len);
     ts_status rc = TS_OK;
     int B = 0, T = 0;
     int32_t **slot_of[3] = {&out->ids, &out->types, &out->mask};
-    if (!root || !cJSON_IsObject(root)) {
-        rc = ts_set_error(TS_ERR_ARG, "the body is not a JSON object");
+    if (!root) {
+        rc = TS_ERR_ARG;
         goto done;
     }
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
@@ -175,11 +209,11 @@ static ts_status decode_instance(const serve_sig *sig, const cJSON *e, int i, se
 
 ts_status serve_decode_texts(const serve_sig *sig, const char *body, size_t len, serve_texts *out) {
     memset(out, 0, sizeof *out);
-    cJSON *root = cJSON_ParseWithLength(body, len);
+    cJSON *root = serve_json_object(body, len);
     ts_status rc = TS_OK;
     const cJSON *inst = root ? cJSON_GetObjectItemCaseSensitive(root, "instances") : NULL;
-    if (!root || !cJSON_IsObject(root)) {
-        rc = ts_set_error(TS_ERR_ARG, "the body is not a JSON object");
+    if (!root) {
+        rc = TS_ERR_ARG;
     } else if (!cJSON_IsArray(inst) || !inst->child) {
         rc = ts_set_error(TS_ERR_ARG, "no \"instances\" array (of one or more texts)");
     } else {

@@ -8,6 +8,8 @@
  */
 #include "serve/serve.h"
 
+#include "common/json_number.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -40,9 +42,10 @@ static ts_status put(ts_tensor *t, int64_t i, double v, const char *name) {
     double lo = d == TS_U8 ? 0 : d == TS_I32 ? -2147483648.0 : -9.2e18, hi = d == TS_U8 ? 255 : d == TS_I32 ? 2147483647.0 : 9.2e18;
     if (d != TS_I32 && d != TS_I64 && d != TS_U8)
         return ts_set_error(TS_ERR_ARG, "input %s: its dtype %s is not one requests can carry", name, ts_dtype_name(d));
+    char text[40];
     if (v != floor(v) || v < lo || v > hi)
-        return ts_set_error(TS_ERR_ARG, "input %s: element %lld is %g, not a %s", name, (long long)i, v,
-                            ts_dtype_name(d));
+        return ts_set_error(TS_ERR_ARG, "input %s: element %lld is %s, not a%s %s", name, (long long)i,
+                            ts_json_number_text(v, text), v != floor(v) ? "n integer of" : "", ts_dtype_name(d));
     if (d == TS_I32) ((int32_t *)p)[i] = (int32_t)v;
     else if (d == TS_I64) ((int64_t *)p)[i] = (int64_t)v;
     else ((uint8_t *)p)[i] = (uint8_t)v;
@@ -88,8 +91,9 @@ static ts_status decode_one(const serve_onnx_sig *sig, const cJSON *e, ts_tensor
         double v = x->valuedouble;
         int64_t want = d ? io->shape[d] : sig->batch;
         if (!cJSON_IsNumber(x) || v != floor(v) || v < 1 || v > (double)want || (d && v != (double)want))
-            return ts_set_error(TS_ERR_ARG, "input %s: dim %d is %g; the model takes %s%lld", io->name, d,
-                                cJSON_IsNumber(x) ? v : -1, d ? "" : "1 to ", (long long)want);
+            return ts_set_error(TS_ERR_ARG, "input %s: dim %d is %s; the model takes %s%lld", io->name, d,
+                                cJSON_IsNumber(x) ? ts_json_number_text(v, (char[40]){0}) : "not a number",
+                                d ? "" : "1 to ", (long long)want);
         dims[d] = (int64_t)v;
     }
     if (*rows && dims[0] != *rows)
@@ -113,11 +117,11 @@ ts_status serve_decode_named(const serve_onnx_sig *sig, const char *body, size_t
     for (int k = 0; k < sig->nin; k++) in[k] = NULL;
     *rows = 0;
     id[0] = 0;
-    cJSON *root = cJSON_ParseWithLength(body, len);
+    cJSON *root = serve_json_object(body, len);
     const cJSON *inputs = root ? cJSON_GetObjectItemCaseSensitive(root, "inputs") : NULL;
     ts_status rc = TS_OK;
-    if (!root || !cJSON_IsObject(root))
-        rc = ts_set_error(TS_ERR_ARG, "the body is not a JSON object");
+    if (!root)
+        rc = TS_ERR_ARG;
     else if (!cJSON_IsArray(inputs) || !inputs->child)
         rc = ts_set_error(TS_ERR_ARG, "no \"inputs\" array");
     for (const cJSON *e = inputs ? inputs->child : NULL; e && !rc; e = e->next)

@@ -205,6 +205,10 @@ void serve_job_free(serve_job *j);
  * naming the instance that cannot be encoded (a 400), TS_ERR_NOMEM (a 500). */
 ts_status serve_texts_encode(const serve_model *m, const serve_texts *t, serve_tensors *out);
 
+/* body[0 .. len) parsed as a JSON object (cJSON_Delete it), or NULL with TS_ERR_ARG naming what
+ * is wrong: where the JSON breaks (byte, line, column, the text there) or what the value is instead. */
+struct cJSON *serve_json_object(const char *body, size_t len);
+
 /* ------------------------------------------------------------------ answers (reply.c) */
 
 /* The JSON answers (malloc'd strings; NULL out of memory). */
@@ -230,11 +234,54 @@ int serve_draining(const serve_server *s);
 size_t serve_max_body(const serve_server *s);
 void serve_inflight(serve_server *s, int delta);
 
+/* ------------------------------------------------------------------ connections (conns.c) */
+
+/* One open connection: its socket, since when it has been waiting for its request (it opened,
+ * or its previous answer went out), whether its request is in and being answered (running: no
+ * deadline), whether it came past --max-connections (over: answered 503), whether it was cut. */
+typedef struct serve_conn {
+    int fd;
+    double since;
+    int running, over, cut;
+    struct serve_conn *prev, *next;
+} serve_conn;
+
+/* The open connections and the watchdog thread that enforces the read deadline and answers the
+ * connections past the limit that do not send their headers within a second. */
+typedef struct serve_conns {
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    pthread_t watch;
+    int started, stop;
+    serve_conn *head;
+    int open, max;
+    double read_timeout_s;
+    uint64_t refused, cut_read, cut_drain;
+} serve_conns;
+
+/* Start the watchdog (TS_OK, or TS_ERR_RUNTIME); stop it and free what is left. */
+ts_status serve_conns_init(serve_conns *cs, int max_connections, double read_timeout_s);
+void serve_conns_destroy(serve_conns *cs);
+/* A connection opened on socket fd (NULL out of memory: it is then not tracked), and closed. */
+serve_conn *serve_conns_open(serve_conns *cs, int fd);
+void serve_conns_close(serve_conns *cs, serve_conn *c);
+/* c's request is in and being answered (running 1), or answered (0: the next one's wait starts). */
+void serve_conn_state(serve_conns *cs, serve_conn *c, int running);
+/* Count one connection answered 503 for the limit (by http.c). */
+void serve_conn_refused(serve_conns *cs);
+/* Shut down every connection still open (the drain's end): how many. */
+int serve_conns_cut_all(serve_conns *cs);
+int serve_conns_open_count(serve_conns *cs);
+/* The connection families of /metrics in Prometheus text (malloc'd; NULL out of memory). */
+char *serve_conns_metrics_text(serve_conns *cs);
+
 /* The HTTP server (http.c): started listening on o->host:o->port (*port: the port bound), NULL
  * with the error (TS_ERR_IO) when it cannot; quiesce stops accepting connections; stop closes the
  * rest. */
 void *serve_http_start(serve_server *s, const serve_opts *o, int *port);
 void serve_http_quiesce(void *http);
+/* Shut down every connection still open (after the drain timeout): how many. */
+int serve_http_cut(void *http);
 /* TS_OK in a build with libmicrohttpd; else TS_ERR_UNSUPPORTED with the reason. */
 ts_status serve_http_built(void);
 void serve_http_stop(void *http);

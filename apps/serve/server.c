@@ -21,6 +21,7 @@ struct ts_serve {
     void *http;
     int port;
     size_t max_body;       /* this server's limit on a request body (servers in one process differ) */
+    int drain_timeout_s;   /* how long ts_serve_stop waits for the requests in flight */
     atomic_int inflight, draining;
 };
 
@@ -60,6 +61,8 @@ static serve_opts with_defaults(const ts_serve_opts *o) {
     if (!d.max_body) d.max_body = 16u << 20;
     if (!d.timeout_s) d.timeout_s = 30;
     if (!d.max_connections) d.max_connections = 512;
+    if (!d.read_timeout_s) d.read_timeout_s = 60;
+    if (!d.drain_timeout_s) d.drain_timeout_s = 20;
     return d;
 }
 
@@ -75,6 +78,9 @@ ts_serve *ts_serve_start(const ts_serve_opts *opts, const char *const *names, co
     if (opts->max_delay_ms > 60000)
         return ts_set_error(TS_ERR_ARG, "ts_serve_start: max_delay_ms %d is more than a minute (60000)",
                             opts->max_delay_ms), NULL;
+    if (opts->timeout_s < 0 || opts->max_connections < 0 || opts->read_timeout_s < 0 || opts->drain_timeout_s < 0)
+        return ts_set_error(TS_ERR_ARG, "ts_serve_start: timeout_s, max_connections, read_timeout_s and "
+                            "drain_timeout_s must not be negative"), NULL;
     if (opts->device && strchr(opts->device, ','))
         return ts_set_error(TS_ERR_ARG, "ts_serve_start: device \"%s\": one device for now", opts->device), NULL;
     for (int i = 0; i < n; i++) {
@@ -96,6 +102,7 @@ ts_serve *ts_serve_start(const ts_serve_opts *opts, const char *const *names, co
     }
     serve_metrics_init(&s->metrics);
     s->max_body = o.max_body;
+    s->drain_timeout_s = o.drain_timeout_s;
     ts_status code = TS_OK;
     for (int i = 0; i < n && !code; i++) {
         s->n = i + 1;
@@ -148,12 +155,15 @@ void ts_serve_stop(ts_serve *s) {
     atomic_store(&s->draining, 1);
     serve_http_quiesce(s->http);
     /* the requests accepted: answered once none has been in flight for 200 ms (a connection
-     * accepted just before has had that long to send its request); at most 120 s */
+     * accepted just before has had that long to send its request); at most the drain timeout,
+     * after which the connections still open (a client still sending, or idle) are shut down,
+     * counted in /metrics' tessera_serve_connections_cut_total{reason="drain"} */
     int quiet = 0;
-    for (int waited = 0; quiet < 200 && waited < 120000; waited += 10) {
+    for (int waited = 0; quiet < 200 && waited < s->drain_timeout_s * 1000; waited += 10) {
         quiet = atomic_load(&s->inflight) ? 0 : quiet + 10;
         sleep_ms(10);
     }
+    serve_http_cut(s->http);
     serve_http_stop(s->http);
     free_all(s);
 }

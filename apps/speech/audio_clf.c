@@ -85,6 +85,13 @@ const char *ts_audio_clf_label(const ts_audio_clf *c, int i) { return c && i >= 
 ts_audio_clf_kind ts_audio_clf_get_kind(const ts_audio_clf *c) { return c ? c->kind : TS_AUDIO_CLF_EMBEDDING; }
 int ts_audio_clf_clip_samples(const ts_audio_clf *c) { return c ? c->clip : 0; }
 
+ts_status ts_audio_clf_threads(const ts_audio_clf *c, int threads[4]) {
+    if (!c || !threads || ts_kws_threads(c->front, threads))
+        return ts_set_error(TS_ERR_ARG, "ts_audio_clf_threads: bad arguments");
+    threads[3] = c->infer_threads; /* in place of the heads: the front end has none */
+    return TS_OK;
+}
+
 ts_status ts_audio_clf_features(ts_audio_clf *c, const float *x, int64_t n, float *feat) {
     if (!c || (!x && n) || n < 0 || !feat) return ts_set_error(TS_ERR_ARG, "ts_audio_clf_features: bad arguments");
     static const float zeros[TS_KWS_HOP];
@@ -176,7 +183,9 @@ static ts_status compile_infer(ts_audio_clf *c) {
         ts_graph_free(g);
         return ts_last_status();
     }
-    c->infer = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .num_threads = c->num_threads,
+    /* its threads from its run: a batch of CLF_BATCH clips' features */
+    c->infer_threads = speech_threads(c->num_threads, CLF_BATCH * ts_audio_clf_feature_size(c));
+    c->infer = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .num_threads = c->infer_threads,
                                                 .nfetch = 1, .fetches = (const char *[]){"logits"}, .inference = 1});
     ts_graph_free(g);
     return c->infer ? TS_OK : ts_last_status();

@@ -61,25 +61,32 @@ static int list_dir(const char *dir, int want_dir, char ***out) {
     return n;
 }
 
+/* The clips of a folder of label folders; a label folder without files (or that cannot be read)
+ * is an error naming it: training without the label would quietly give a model that never
+ * answers it. */
 static ts_status load_dir(const char *data, ts_audio_set *s, char ***names) {
     char **labels, **files, p[4200];
     int nl = list_dir(data, 1, &labels);
     if (nl < 0) return ts_set_error(TS_ERR_ARG, "%s: %s", data, strerror(errno));
     int oom = 0;
+    ts_status st = TS_OK;
     for (int i = 0; i < nl; i++) {
         snprintf(p, sizeof p, "%s/%s", data, labels[i]);
-        int nf = list_dir(p, 0, &files);
+        int nf = st ? 0 : list_dir(p, 0, &files);
+        if (!st && nf < 0) st = ts_set_error(TS_ERR_ARG, "%s: %s", p, strerror(errno));
+        else if (!st && nf == 0)
+            st = ts_set_error(TS_ERR_ARG, "%s: an empty label folder (no audio files for label '%s')", p, labels[i]);
         for (int k = 0; k < nf; k++) {
             char *path = malloc(strlen(p) + strlen(files[k]) + 2);
             if (path) sprintf(path, "%s/%s", p, files[k]);
             if (!path || add_clip(s, path, labels[i], names)) oom = 1;
             free(files[k]);
         }
-        free(files);
+        if (nf > 0) free(files);
         free(labels[i]);
     }
     free(labels);
-    return oom ? ts_set_error(TS_ERR_NOMEM, "out of memory") : TS_OK;
+    return oom ? ts_set_error(TS_ERR_NOMEM, "out of memory") : st;
 }
 
 static ts_status load_tsv(const char *data, ts_audio_set *s, char ***names) {
@@ -143,6 +150,9 @@ ts_audio_set *ts_audio_set_load(const char *data) {
                           "%s: no audio clips (a folder per label holding audio files, or a TSV of "
                           "path<TAB>label)",
                           data);
+    if (!st && !(s->samples = malloc((size_t)s->n * sizeof *s->samples)))
+        st = ts_set_error(TS_ERR_NOMEM, "out of memory");
+    for (int i = 0; !st && i < s->n; i++) s->samples[i] = -1;
     if (!st) return s;
     char err[1024];
     snprintf(err, sizeof err, "%s", ts_last_error());
@@ -155,7 +165,7 @@ void ts_audio_set_free(ts_audio_set *s) {
     if (!s) return;
     for (int i = 0; i < s->n; i++) free(s->path[i]);
     for (int j = 0; s->labels && j < s->nlabels; j++) free(s->labels[j]);
-    free(s->path), free(s->label), free(s->labels), free(s);
+    free(s->path), free(s->label), free(s->labels), free(s->samples), free(s);
 }
 
 int ts_audio_set_find(const ts_audio_set *s, const char *name) {
@@ -171,6 +181,7 @@ float *ts_audio_set_features(ts_audio_clf *c, const ts_audio_set *s) {
     if (!feat) return ts_set_error(TS_ERR_NOMEM, "out of memory for the features of %d clips", s->n), NULL;
     for (int i = 0; i < s->n; i++) {
         ts_audio *a = ts_audio_read(s->path[i], 16000);
+        if (a && s->samples) s->samples[i] = a->n; /* the set's record of what was read, not its clips */
         ts_status st = a ? ts_audio_clf_features(c, a->samples, a->n, feat + (int64_t)i * F) : TS_ERR_ARG;
         ts_audio_free(a);
         if (st) {

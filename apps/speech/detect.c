@@ -1,7 +1,8 @@
 /*
  * detect.c — what the speech pipelines find in a stream or a clip (tessera_speech.h): keywords by
  * openWakeWord's rule over the score frames (ts_kws_detector: fire on reaching the threshold, not
- * again until below it), a clip scored with 1 s of silence each side (ts_kws_detect_clip), an
+ * again until below it, nor within the refractory period after a detection), a clip scored with
+ * 1 s of silence each side (ts_kws_detect_clip) and a stream padded as a clip (ts_kws_detect_start), an
  * audio classifier over sliding windows (ts_audio_clf_scan), and voice activity over a clip
  * (ts_vad_detect).
  */
@@ -16,8 +17,10 @@ struct ts_kws_detector {
     int nlabels;
     float threshold;
     int64_t lead, frames;
+    int64_t quiet;        /* frames after a detection in which its label cannot fire again */
     float *peak;          /* per label */
     unsigned char *above; /* per label: the score was >= threshold at the last frame */
+    int64_t *fired;       /* per label: the frame of its last detection (-1: none since the reset) */
     ts_kws_detection *det;
     int64_t ndet, cap;
 };
@@ -32,18 +35,33 @@ ts_kws_detector *ts_kws_detector_new(int nlabels, float threshold) {
                             nlabels, (double)threshold),
                NULL;
     ts_kws_detector *d = calloc(1, sizeof *d);
-    if (d) d->peak = calloc((size_t)nlabels, sizeof *d->peak), d->above = calloc((size_t)nlabels, 1);
-    if (!d || !d->peak || !d->above) {
+    if (d) {
+        d->peak = calloc((size_t)nlabels, sizeof *d->peak), d->above = calloc((size_t)nlabels, 1);
+        d->fired = malloc((size_t)nlabels * sizeof *d->fired);
+    }
+    if (!d || !d->peak || !d->above || !d->fired) {
         ts_kws_detector_free(d);
         return ts_set_error(TS_ERR_NOMEM, "out of memory"), NULL;
     }
     d->nlabels = nlabels, d->threshold = threshold;
+    ts_kws_detector_set_refractory(d, TS_KWS_REFRACTORY);
+    ts_kws_detector_reset(d, 0);
     return d;
+}
+
+ts_status ts_kws_detector_set_refractory(ts_kws_detector *d, double seconds) {
+    if (!d || !(seconds >= 0 && seconds <= TS_AUDIO_MAX_SECONDS))
+        return ts_set_error(TS_ERR_ARG, "ts_kws_detector_set_refractory: %g s: want 0 to %d seconds", seconds,
+                            TS_AUDIO_MAX_SECONDS);
+    /* whole frames, as openWakeWord counts them: ceil(debounce_time / 0.08); the 1e-9 keeps a
+     * multiple of 80 ms (0.4 / 0.08 = 5.000000000000001) at its own count */
+    d->quiet = (int64_t)ceil(seconds * RATE / TS_KWS_HOP - 1e-9);
+    return TS_OK;
 }
 
 void ts_kws_detector_free(ts_kws_detector *d) {
     if (!d) return;
-    free(d->peak), free(d->above), free(d->det), free(d);
+    free(d->peak), free(d->above), free(d->fired), free(d->det), free(d);
 }
 
 void ts_kws_detector_reset(ts_kws_detector *d, int64_t lead) {
@@ -51,6 +69,7 @@ void ts_kws_detector_reset(ts_kws_detector *d, int64_t lead) {
     d->lead = lead, d->frames = 0, d->ndet = 0;
     memset(d->peak, 0, (size_t)d->nlabels * sizeof *d->peak);
     memset(d->above, 0, (size_t)d->nlabels);
+    for (int j = 0; j < d->nlabels; j++) d->fired[j] = -1;
 }
 
 const float *ts_kws_detector_peaks(const ts_kws_detector *d) { return d ? d->peak : NULL; }
@@ -62,7 +81,8 @@ static ts_status rule(ts_kws_detector *d, const float *s, int64_t nframes) {
         for (int j = 0; j < L; j++) {
             float v = s[f * L + j];
             if (v > d->peak[j]) d->peak[j] = v;
-            if (v >= d->threshold && !d->above[j]) {
+            int rested = d->fired[j] < 0 || d->frames - d->fired[j] > d->quiet;
+            if (v >= d->threshold && !d->above[j] && rested) {
                 if (d->ndet == d->cap) {
                     int64_t cap = d->cap ? 2 * d->cap : 16;
                     ts_kws_detection *p = realloc(d->det, (size_t)cap * sizeof *p);
@@ -71,6 +91,7 @@ static ts_status rule(ts_kws_detector *d, const float *s, int64_t nframes) {
                 }
                 double t = (double)((d->frames + 1) * TS_KWS_HOP - d->lead) / RATE;
                 d->det[d->ndet++] = (ts_kws_detection){j, v, d->frames, t < 0 ? 0 : t};
+                d->fired[j] = d->frames;
             }
             d->above[j] = v >= d->threshold;
         }
@@ -111,12 +132,17 @@ ts_status ts_kws_detect_finish(ts_kws *k, ts_kws_detector *d, const ts_kws_detec
     return ts_kws_detect(k, d, SILENCE, TS_KWS_PAD, det, ndet);
 }
 
+ts_status ts_kws_detect_start(ts_kws *k, ts_kws_detector *d, const ts_kws_detection **det, int64_t *ndet) {
+    if (!k || !d || !det || !ndet) return ts_set_error(TS_ERR_ARG, "ts_kws_detect_start: bad arguments");
+    ts_kws_reset(k);
+    ts_kws_detector_reset(d, TS_KWS_PAD);
+    return ts_kws_detect(k, d, SILENCE, TS_KWS_PAD, det, ndet);
+}
+
 ts_status ts_kws_detect_clip(ts_kws *k, ts_kws_detector *d, const float *x, int64_t n, const ts_kws_detection **det,
                              int64_t *ndet) {
     if (!k || !d || !det || !ndet) return ts_set_error(TS_ERR_ARG, "ts_kws_detect_clip: bad arguments");
-    ts_kws_reset(k);
-    ts_kws_detector_reset(d, TS_KWS_PAD);
-    ts_status st = detect_more(k, d, SILENCE, TS_KWS_PAD);
+    ts_status st = ts_kws_detect_start(k, d, det, ndet);
     if (!st) st = detect_more(k, d, x, n);
     if (!st) st = detect_more(k, d, SILENCE, TS_KWS_PAD);
     *det = d->det, *ndet = d->ndet;

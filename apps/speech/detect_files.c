@@ -46,15 +46,15 @@ static void hand_over(ts_kws *k, const ts_kws_detection *det, int64_t n, ts_kws_
     for (int64_t i = 0; i < n; i++) fn(ctx, ts_kws_label(k, det[i].label), &det[i]);
 }
 
-/* Standard input through k and d as it comes, 80 ms at a time. */
+/* Standard input through k and d as it comes, 80 ms at a time, between 1 s of silence each side as
+ * a file has (ts_kws_detect_start, ts_kws_detect_finish): the same frames, the same scores. */
 static ts_status detect_stdin(ts_kws *k, ts_kws_detector *d, ts_kws_detection_fn fn, void *ctx) {
     const ts_kws_detection *det;
-    int64_t nd, n;
+    int64_t nd, n = 0;
     float x[TS_KWS_HOP];
-    ts_status st = TS_OK;
-    ts_kws_reset(k);
-    ts_kws_detector_reset(d, 0);
-    while ((n = read_s16(x, TS_KWS_HOP)) > 0 && !(st = ts_kws_detect(k, d, x, n, &det, &nd)))
+    ts_status st = ts_kws_detect_start(k, d, &det, &nd);
+    if (!st) hand_over(k, det, nd, fn, ctx);
+    while (!st && (n = read_s16(x, TS_KWS_HOP)) > 0 && !(st = ts_kws_detect(k, d, x, n, &det, &nd)))
         hand_over(k, det, nd, fn, ctx);
     if (!st && n < 0) return ts_set_error(TS_ERR_IO, "standard input: %s", strerror(errno));
     if (!st && !(st = ts_kws_detect_finish(k, d, &det, &nd))) hand_over(k, det, nd, fn, ctx);

@@ -36,6 +36,7 @@ struct ts_kws {
     char *path[2];                 /* melspectrogram.onnx, embedding_model.onnx */
     ts_onnx *model[2];
     ts_onnx_session *session[2];
+    ts_onnx_session *single;       /* embedding_model.onnx for one window at a time (own threads) */
     kws_head *heads;
     int nheads;
     char **labels;
@@ -54,6 +55,7 @@ struct ts_kws {
     int64_t nscores, cap;
     float *fmel, *femb;                  /* this feed's front end per frame: [nscores][8][32], [nscores][96] */
     int mel_only;                        /* kws_mel_only: embeddings not computed (zeros) */
+    int threads[3];                      /* mel, embedding batch, embedding single (speech_threads) */
 };
 enum { MEL, EMB };
 
@@ -61,7 +63,7 @@ enum { MEL, EMB };
 static ts_status embed(ts_kws *k, const float *w, int B, float *out) {
     ts_tensor *in = ts_tensor_from(TS_F32, 4, (int64_t[]){B, KWS_WINDOW, KWS_MELS, 1}, w), *res = NULL;
     if (!in) return ts_last_status();
-    ts_status s = ts_onnx_session_run(k->session[EMB], (const ts_tensor *const[]){in}, &res);
+    ts_status s = ts_onnx_session_run(B == 1 ? k->single : k->session[EMB], (const ts_tensor *const[]){in}, &res);
     ts_tensor_free(in);
     if (s) return kws_err_in(k->path[EMB]);
     if (ts_tensor_numel(res) != (int64_t)B * KWS_EMB) {
@@ -194,6 +196,7 @@ void ts_kws_free(ts_kws *k) {
     if (!k) return;
     for (int i = 0; i < 2; i++) {
         ts_onnx_session_free(k->session[i]);
+        if (i == EMB) ts_onnx_session_free(k->single);
         ts_onnx_free(k->model[i]);
         free(k->path[i]);
     }
@@ -209,7 +212,23 @@ void ts_kws_free(ts_kws *k) {
     free(k);
 }
 
-/* Open model `which` of dir (file name) and its session. */
+int speech_threads(int asked, int64_t run_values) {
+    return asked > 0 ? asked : run_values < SPEECH_SMALL_RUN ? 1 : 0;
+}
+
+ts_status ts_kws_threads(const ts_kws *k, int threads[4]) {
+    if (!k || !threads) return ts_set_error(TS_ERR_ARG, "ts_kws_threads: bad arguments");
+    threads[0] = k->threads[MEL], threads[1] = k->threads[2], threads[2] = k->threads[EMB], threads[3] = 0;
+    for (int h = 0; h < k->nheads; h++) /* the most; 0 (OpenMP's default) counts as the most */
+        if (h == 0 || k->heads[h].threads == 0 || (threads[3] && k->heads[h].threads > threads[3]))
+            threads[3] = k->heads[h].threads;
+    return TS_OK;
+}
+
+/* Open model `which` of dir (file name) and its session, compiled with copts but the thread count
+ * speech_threads gives for its run: the mel model's [1, 1760], the embedding model's batch of
+ * KWS_BATCH windows [KWS_BATCH, 76, 32, 1]; the embedding model also gets a session of its own
+ * for one window [1, 76, 32, 1] (a stream fed 80 ms at a time embeds each hop alone). */
 static ts_status open_model(ts_kws *k, int which, const char *dir, const char *file, const ts_compile_opts *copts) {
     size_t n = strlen(dir) + strlen(file) + 2;
     k->path[which] = malloc(n);
@@ -220,8 +239,15 @@ static ts_status open_model(ts_kws *k, int which, const char *dir, const char *f
     if (ts_onnx_num_inputs(k->model[which]) != 1 || ts_onnx_num_outputs(k->model[which]) != 1)
         return ts_set_error(TS_ERR_ARG, "%s: the openWakeWord %s model should have one input and one output",
                             k->path[which], which == MEL ? "mel" : "embedding");
-    k->session[which] = ts_onnx_session_new(k->model[which], copts);
-    return k->session[which] ? TS_OK : ts_last_status();
+    ts_compile_opts own = *copts;
+    own.num_threads = k->threads[which] =
+        speech_threads(copts->num_threads, which == MEL ? MEL_IN : (int64_t)KWS_BATCH * KWS_WINDOW * KWS_MELS);
+    k->session[which] = ts_onnx_session_new(k->model[which], &own);
+    if (!k->session[which]) return ts_last_status();
+    if (which != EMB) return TS_OK;
+    own.num_threads = k->threads[2] = speech_threads(copts->num_threads, KWS_WINDOW * KWS_MELS);
+    k->single = ts_onnx_session_new(k->model[which], &own);
+    return k->single ? TS_OK : ts_last_status();
 }
 
 /* The heads named in o (every known one when none is) and their labels. */

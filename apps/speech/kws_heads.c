@@ -72,7 +72,9 @@ ts_status kws_head_open(kws_head *h, const char *dir, const char *keyword, const
                             TS_KWS_KEYWORDS, dir, keyword);
     h->model = ts_onnx_load(h->path);
     if (!h->model || check_head(h)) return ts_last_status();
-    h->session = ts_onnx_session_new(h->model, copts);
+    ts_compile_opts own = *copts; /* its threads from its run: [1, len, 96] */
+    own.num_threads = h->threads = speech_threads(copts->num_threads, (int64_t)h->len * KWS_EMB);
+    h->session = ts_onnx_session_new(h->model, &own);
     if (!h->session) return ts_last_status();
     /* one run on zeros compiles the program and tells the number of classes */
     ts_tensor *in = ts_tensor_new(TS_F32, 3, (int64_t[]){1, h->len, KWS_EMB}), *out = NULL;

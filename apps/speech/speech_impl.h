@@ -22,6 +22,23 @@
 #define KWS_CONTEXT 480  /* samples before each hop the mel model also reads (3 frames of 160) */
 #define KWS_EMB 96       /* embedding size */
 
+/* ---------------------------------------------------------------- threads (kws.c)
+ * A speech model runs once per 80 ms hop (kws) or 32 ms chunk (vad) on a few thousand values: its
+ * nodes are so small that OpenMP's fork and join at each of them costs more than a second thread
+ * gains, and far more when another process holds a core (the team waits for its descheduled
+ * thread at every join). Measured (issue 41) on 2 cores already loaded by other builds (load 2),
+ * 5.5 min of audio: vad 3.2-4.5 s on OpenMP's 2 threads, 1.2-1.5 s on one; kws - (a stream,
+ * one window at a time) 11.9-12.5 s, 6.9 s with the small programs on one thread; kws on the
+ * file (embedding batches of 16 windows) 5.7 s with the batch on 2 threads, 6.1-6.4 s on one,
+ * but 6.7-7.0 s against 6.2-6.3 s with `yes` holding a core too: about even, so the batch keeps
+ * OpenMP's default. So when the caller gives no thread count, a program whose runs take fewer
+ * input values than SPEECH_SMALL_RUN runs on one thread, a larger one (the batch of 16 windows,
+ * 38912 values; the scratch CNN's batch of 32 clips) on OpenMP's default. */
+#define SPEECH_SMALL_RUN 32768
+/* The thread count to compile a model with: asked when > 0, else 1 for a run of fewer than
+ * SPEECH_SMALL_RUN input values (run_values), else 0 (OpenMP's default). */
+int speech_threads(int asked, int64_t run_values);
+
 /* ---------------------------------------------------------------- kws_heads.c */
 
 /* The last error again, prefixed with the model file it happened in; returns its status. */
@@ -36,9 +53,11 @@ typedef struct kws_head {
     ts_onnx_session *session;
     int len;
     int nclasses;
+    int threads;   /* compiled with (speech_threads; 0: OpenMP's default) */
 } kws_head;
 
-/* Open head `keyword` in dir (keyword_v0.1.onnx, else keyword.onnx) and compile it once. Errors
+/* Open head `keyword` in dir (keyword_v0.1.onnx, else keyword.onnx) and compile it once, with
+ * copts but its thread count speech_threads(copts->num_threads, its run's values). Errors
  * name the file, or for a keyword with no file and not among TS_KWS_KEYWORDS, the known ones. */
 ts_status kws_head_open(kws_head *h, const char *dir, const char *keyword, const ts_compile_opts *copts);
 void kws_head_close(kws_head *h);
@@ -67,9 +86,10 @@ struct ts_audio_clf {
     int nlabels;
     int clip, hops;       /* samples per clip, 80 ms hops per clip */
     uint64_t seed;
-    int num_threads;
+    int num_threads;      /* asked for (0: chosen per program, speech_threads) */
     ts_kws *front;        /* the front end alone (no heads) */
     ts_program *infer;    /* batch CLF_BATCH, fetches "logits" */
+    int infer_threads;    /* infer's (speech_threads) */
     float *buf;           /* a batch of features [CLF_BATCH][feature_size] */
 };
 

@@ -23,6 +23,7 @@ struct ts_vad {
     int npend;
     float *probs;
     int64_t nprobs, cap;
+    int threads;  /* the session's (speech_threads) */
 };
 
 void ts_vad_free(ts_vad *v) {
@@ -66,6 +67,8 @@ static ts_status setup(ts_vad *v) {
     return s ? kws_err_in(v->path) : TS_OK;
 }
 
+int ts_vad_threads(const ts_vad *v) { return v ? v->threads : -1; }
+
 ts_vad *ts_vad_new(const ts_vad_opts *opts) {
     ts_vad_opts o;
     if (TS_STRUCT_READ(&o, opts, ts_vad_opts, "ts_vad_new")) return NULL;
@@ -83,7 +86,9 @@ ts_vad *ts_vad_new(const ts_vad_opts *opts) {
         ts_set_error(TS_ERR_NOMEM, "vad: out of memory");
         return NULL;
     }
-    ts_compile_opts copts = {.struct_size = sizeof copts, .num_threads = o.num_threads, .inference = 1};
+    /* a run: one chunk with its context, [1, 576], and the state [2, 1, 128] */
+    v->threads = speech_threads(o.num_threads, CONTEXT + TS_VAD_CHUNK + 2 * 128);
+    ts_compile_opts copts = {.struct_size = sizeof copts, .num_threads = v->threads, .inference = 1};
     if (!(v->model = ts_onnx_load(v->path)) || !(v->session = ts_onnx_session_new(v->model, &copts)) || setup(v)) {
         ts_vad_free(v);
         return NULL;

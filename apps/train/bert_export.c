@@ -1,5 +1,6 @@
 /*
- * bert_export.c — a BERT (config + weights) written as an ONNX model for one fixed batch shape:
+ * bert_export.c — a BERT (config + weights) written as an ONNX model for one batch shape (its batch
+ * dim symbolic with dynamic_batch):
  * built for inference, compiled, its weights loaded (or drawn from a seed), then ts_onnx_export
  * with the head's outputs by name. See "Exporting a BERT" in tessera_tasks.h.
  */
@@ -52,9 +53,10 @@ ts_status ts_bert_export_onnx(const ts_bert_config *config, const ts_bert_export
         info->failed_at = TS_BERT_EXPORT_LOAD;
         goto done;
     }
-    if ((st = o->nquant_scales > 0 ? ts_onnx_export_qdq(g, p, n, outs, o->quant_scales, o->nquant_scales, path)
-                                   : ts_onnx_export(g, p, n, outs, path)) != TS_OK)
-        goto done;
+    ts_onnx_export_opts xo = {.struct_size = sizeof xo, .dynamic_batch = o->dynamic_batch,
+                              .int64_inputs = o->int64_inputs, .quant_scales = o->quant_scales,
+                              .nquant_scales = o->nquant_scales};
+    if ((st = ts_onnx_export_with(g, p, n, outs, &xo, path)) != TS_OK) goto done;
     info->noutputs = n;
     for (int i = 0; i < n; i++) info->ndims[i] = ts_value_shape(g, outs[i], info->shapes[i]);
 done:
@@ -94,7 +96,8 @@ ts_status ts_bert_export_dir(const ts_bert_export_dir_opts *opts, ts_bert_export
     ts_bert_export_opts eo = {.struct_size = sizeof eo, .batch = o.batch, .seq = o.max_len,
                               .weights = o.init_random ? NULL : r.weights, .seed = o.seed, .load_flags = o.load_flags,
                               .threads = o.threads, .memory_limit = o.memory_limit,
-                              .quant_scales = qdq ? q.scales : NULL, .nquant_scales = qdq ? q.nscales : 0};
+                              .quant_scales = qdq ? q.scales : NULL, .nquant_scales = qdq ? q.nscales : 0,
+                              .dynamic_batch = o.dynamic_batch, .int64_inputs = o.int64_inputs};
     if (!st && (st = ts_bert_export_onnx(&r.cfg, &eo, o.path, &r.info)) != TS_OK) {
         if (r.info.failed_at == TS_BERT_EXPORT_BUILD)
             ts_set_error(TS_ERR_ARG, "%s (model %s, batch %d x seq %d)", ts_last_error(), config_path, o.batch,

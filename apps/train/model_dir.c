@@ -2,7 +2,8 @@
  * model_dir.c — model directories as Hugging Face lays them out: config.json (the BERT config and
  * what tessera adds: the training length, the labels, the text-pair column, the QA windows, the
  * truncation, tessera quantize's int8 record), model.safetensors and vocab.txt, each written
- * atomically; and the output directory's lock. See "Training runs" in tessera.h.
+ * atomically; and the output directory's lock (its file removed when the process exits). See
+ * "Training runs" in tessera.h.
  */
 #include "common/app.h"
 
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -38,28 +40,98 @@ void ts_truncation_apply(ts_tokenizer *tok, int mode, int max_len) {
     ts_tokenizer_set_truncation(tok, mode == TS_TRUNC_TAIL ? 0 : mode == TS_TRUNC_HEAD_TAIL ? room / 4 : -1);
 }
 
+/* The output directories this process locked: each lock file is removed as the process exits
+ * (normally: exit or a return from main), so that no finished model directory keeps one. The
+ * flock, not the file, is what excludes a second run: the file is unlinked while the lock is
+ * still held, then closed; a run that opened the file just before the unlink finds, once it holds
+ * the lock, that the name no longer leads to its file, and takes the lock again on a new one
+ * (lock_file). A crash or SIGKILL leaves the file, unlocked: the next run locks it as it is. */
+typedef struct held_lock {
+    int dirfd, fd; /* the directory (as opened when locked: a directory removed and made again is
+                      another) and its lock file */
+    long pid;      /* the process that locked it: a forked child's exit leaves it alone */
+    struct held_lock *next;
+} held_lock;
+static held_lock *held;
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
+
+#define LOCK_NAME ".tessera.lock"
+
+/* Does LOCK_NAME in dirfd still name the file open as fd? */
+static int lock_file_current(int dirfd, int fd) {
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && fstatat(dirfd, LOCK_NAME, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
+static void unlock_at_exit(void) {
+    pthread_mutex_lock(&held_mu);
+    for (held_lock *h = held, *next; h; h = next) {
+        next = h->next;
+        if (h->pid == (long)getpid()) { /* still holding the flock: nobody else can be using this file */
+            if (lock_file_current(h->dirfd, h->fd)) unlinkat(h->dirfd, LOCK_NAME, 0);
+            close(h->fd);
+            close(h->dirfd);
+        }
+        free(h);
+    }
+    held = NULL;
+    pthread_mutex_unlock(&held_mu);
+}
+
+/* Open and flock dirfd/LOCK_NAME (dir names it in messages): the locked fd into *out, or an error
+ * (TS_ERR_RUNTIME with *other_pid when another process holds it). */
+static ts_status lock_file(const char *dir, int dirfd, int *out, long *other_pid) {
+    for (int tries = 0; tries < 100; tries++) {
+        int fd = openat(dirfd, LOCK_NAME, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (fd < 0) return ts_set_error(TS_ERR_IO, "%s: cannot create %s/%s: %s", dir, dir, LOCK_NAME, strerror(errno));
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int busy = errno == EWOULDBLOCK;
+            char pid[32] = "";
+            ssize_t n = busy ? pread(fd, pid, sizeof pid - 1, 0) : -1;
+            pid[n > 0 ? n : 0] = 0;
+            close(fd);
+            if (!busy)
+                return ts_set_error(TS_ERR_IO, "%s: cannot lock %s/%s: %s", dir, dir, LOCK_NAME, strerror(errno));
+            if (other_pid) *other_pid = strtol(pid, NULL, 10);
+            return ts_set_error(TS_ERR_RUNTIME, "%s is being written by another run (pid %ld)", dir,
+                                strtol(pid, NULL, 10));
+        }
+        if (lock_file_current(dirfd, fd)) {
+            *out = fd;
+            return TS_OK;
+        }
+        close(fd); /* its holder removed it as it exited, after we opened it: try again */
+    }
+    return ts_set_error(TS_ERR_IO, "%s: cannot lock %s/%s: it keeps being replaced", dir, dir, LOCK_NAME);
+}
+
 ts_status ts_out_dir_lock(const char *dir, long *other_pid) {
     if (other_pid) *other_pid = 0;
     ts_status s = ts_make_dirs(dir);
     if (s) return s;
-    char path[4200];
-    if ((s = ts_path_join(path, sizeof path, dir, ".tessera.lock"))) return s;
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0) return ts_set_error(TS_ERR_IO, "%s: cannot create %s: %s", dir, path, strerror(errno));
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int busy = errno == EWOULDBLOCK;
-        char pid[32] = "";
-        ssize_t n = busy ? pread(fd, pid, sizeof pid - 1, 0) : -1;
-        pid[n > 0 ? n : 0] = 0;
-        close(fd);
-        if (!busy) return ts_set_error(TS_ERR_IO, "%s: cannot lock %s: %s", dir, path, strerror(errno));
-        if (other_pid) *other_pid = strtol(pid, NULL, 10);
-        return ts_set_error(TS_ERR_RUNTIME, "%s is being written by another run (pid %ld)", dir, strtol(pid, NULL, 10));
+    held_lock *h = calloc(1, sizeof *h);
+    if (!h) return ts_set_error(TS_ERR_NOMEM, "%s: out of memory", dir);
+    h->pid = (long)getpid();
+    if ((h->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        free(h);
+        return ts_set_error(TS_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
+    }
+    if ((s = lock_file(dir, h->dirfd, &h->fd, other_pid))) {
+        close(h->dirfd);
+        free(h);
+        return s;
     }
     char pid[32];
-    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) { /* only informative */ }
-    return TS_OK; /* fd stays open: the lock lasts until the process exits */
+    int len = snprintf(pid, sizeof pid, "%ld\n", h->pid);
+    if (ftruncate(h->fd, 0) != 0 || pwrite(h->fd, pid, (size_t)len, 0) != len) { /* only informative */ }
+    static int registered;
+    pthread_mutex_lock(&held_mu);
+    if (!registered) registered = atexit(unlock_at_exit) == 0;
+    h->next = held;
+    held = h;
+    pthread_mutex_unlock(&held_mu);
+    return TS_OK; /* fds stay open: the lock lasts until the process exits, then the file goes */
 }
 
 /* A float as the shortest decimal that reads back as it (0.1f -> 0.1, not 0.10000000149). */

@@ -26,5 +26,5 @@ tessera.train(pretrained, data, out, epochs=2, batch=16, lr=1e-4, max_steps=max_
 spam_filter = tessera.bert.Classifier.load(out)
 mails = ["Congratulations! You have won a FREE cruise. Click here to claim your prize now!!!",
          "Hi Tom, the meeting moved to 3pm tomorrow; I attached the updated slides."]
-for (label, p), mail in zip(spam_filter.predict(mails), mails):
-    print("%-4s %.3f  %s" % (label, p, mail[:60]))
+for result, mail in zip(spam_filter.predict(mails), mails):  # {"label", "score"} a mail, as transformers
+    print("%-4s %.3f  %s" % (result["label"], result["score"], mail[:60]))

@@ -4,17 +4,21 @@
 #   tessera.safetensors           load / save tensor files
 #   tessera.Tokenizer             BERT's WordPiece tokenizer
 #   tessera.bert                  model directories: Classifier, QuestionAnswering, Model
+#   tessera.pipeline              Hugging Face's pipeline("text-classification", model=DIR)
 #   tessera.train                 fine-tuning, as `tessera finetune`
 #   tessera.onnx.InferenceSession ONNX Runtime's interface
 #   tessera.ocr.read              text in images
-# Every failure of the library raises tessera.Error with its message.
+# Every failure of the library raises tessera.Error with its message, as the subclass that is also
+# Python's exception for it (ShapeError is a ValueError, NotFound a KeyError, ...: see _lib.Error).
 from . import _lib
-from ._lib import Error
+from ._lib import (DtypeError, Error, FileNotFound, InvalidArgument, IOFailure, NotFound, OutOfMemory, ShapeError,
+                   Unsupported)
 from .graph import Graph, Value
 from .program import Program
 from .text import Tokenizer
 from . import safetensors, bert, onnx, ocr
 from .training import train
+from .bert import pipeline
 
 __version__ = "0.1.0"
 
@@ -63,5 +67,7 @@ def set_notice_sink(write):
 
 
 library_path = _lib.LIB_PATH
-__all__ = ["Error", "Graph", "Value", "Program", "Tokenizer", "safetensors", "bert", "onnx", "ocr", "train",
-           "version", "devices", "build_features", "set_device_option", "set_notice_sink", "library_path"]
+__all__ = ["Error", "InvalidArgument", "ShapeError", "DtypeError", "NotFound", "IOFailure", "FileNotFound",
+           "OutOfMemory", "Unsupported", "pipeline", "Graph", "Value", "Program", "Tokenizer", "safetensors", "bert",
+           "onnx", "ocr", "train", "version", "devices", "build_features", "set_device_option", "set_notice_sink",
+           "library_path"]

@@ -4,11 +4,16 @@
 # its C struct's name in CamelCase without ts_ (ts_compile_opts: CompileOpts) and mirrors every
 # field of it, by the same names in the same order; tests/test_python_abi.py checks each size and
 # offset against the C compiler's (tools/gen_abi_layout.c). The constants are in _abi.py.
+# tessera.Error has one subclass per kind of failure that Python has a built-in type for (a
+# ValueError for a bad value or shape, TypeError for a dtype, KeyError for an unknown name,
+# FileNotFoundError for a missing file, ...): Error(message, code) picks it from the code.
 import ctypes as C
 import ctypes.util
+import errno
 import os
 
-from ._abi import STATUS_NAMES, TS_ERR_ARG
+from ._abi import (STATUS_NAMES, TS_ERR_ARG, TS_ERR_DTYPE, TS_ERR_IO, TS_ERR_NOMEM, TS_ERR_NOT_FOUND, TS_ERR_SHAPE,
+                   TS_ERR_UNSUPPORTED)
 
 P, CP, I64P = C.c_void_p, C.c_char_p, C.POINTER(C.c_int64)
 CPP = C.POINTER(C.c_char_p)
@@ -17,15 +22,99 @@ WRITE_FN = C.CFUNCTYPE(None, C.c_void_p, C.POINTER(C.c_char), C.c_size_t)
 
 class Error(Exception):
     """A failure reported by libtessera: .code is the ts_status (an int), .status its name
-    ("TS_ERR_SHAPE"), and the message is the library's (ts_last_error())."""
+    ("TS_ERR_SHAPE"), and the message is the library's (ts_last_error()).
 
-    def __init__(self, message, code=TS_ERR_ARG):
-        super().__init__(message)
-        self.code = int(code)
+    Error(message, code) returns the subclass that fits the code, as OSError(errno, ...) returns
+    FileNotFoundError: each is also the built-in exception Python code expects, so both
+    `except tessera.Error` and `except ValueError` (say) catch a bad shape:
+      TS_ERR_ARG, TS_ERR_SHAPE  InvalidArgument, ShapeError  (ValueError)
+      TS_ERR_DTYPE              DtypeError                    (TypeError)
+      TS_ERR_NOT_FOUND          NotFound                      (KeyError: an unknown name)
+      TS_ERR_IO                 IOFailure                     (OSError)
+      a missing file            FileNotFound                  (FileNotFoundError: TS_ERR_IO or
+                                                               TS_ERR_NOT_FOUND whose message ends
+                                                               in strerror(ENOENT))
+      TS_ERR_NOMEM              OutOfMemory                   (MemoryError)
+      TS_ERR_UNSUPPORTED        Unsupported                   (NotImplementedError)
+      TS_ERR_RUNTIME, TS_ERR_COMM and others: Error itself."""
+
+    default_code = TS_ERR_ARG  # the code when none is given (each subclass: its own)
+
+    def __new__(cls, message="", code=None, *rest):
+        if cls is Error:
+            cls = _error_class(str(message), cls.default_code if code is None else int(code))
+        return (OSError if issubclass(cls, OSError) else Exception).__new__(cls)  # the C base that allocates it
+
+    def __init__(self, message="", code=None, *rest):
+        Exception.__init__(self, message)
+        self.message = str(message)
+        self.code = self.default_code if code is None else int(code)
         self.status = STATUS_NAMES.get(self.code, str(self.code))
+        if isinstance(self, OSError):  # OSError's own fields, as Python's would be
+            self.errno = errno.ENOENT if isinstance(self, FileNotFoundError) else None
+            self.strerror = self.message
+
+    def __str__(self):  # KeyError and OSError would print their arguments otherwise
+        return self.message
+
+    def __reduce__(self):
+        return (type(self), (self.message, self.code))
 
 
-Error.__module__ = "tessera"
+class InvalidArgument(Error, ValueError):
+    """A value the library refuses (TS_ERR_ARG)."""
+
+
+class ShapeError(Error, ValueError):
+    """A shape that does not fit (TS_ERR_SHAPE)."""
+    default_code = TS_ERR_SHAPE
+
+
+class DtypeError(Error, TypeError):
+    """A dtype or type that does not fit (TS_ERR_DTYPE)."""
+    default_code = TS_ERR_DTYPE
+
+
+class NotFound(Error, KeyError):
+    """An unknown name: an input, output, parameter, tensor or device (TS_ERR_NOT_FOUND)."""
+    default_code = TS_ERR_NOT_FOUND
+
+
+class IOFailure(Error, OSError):
+    """A file that could not be read or written (TS_ERR_IO)."""
+    default_code = TS_ERR_IO
+
+
+class FileNotFound(Error, FileNotFoundError):
+    """A file or directory that does not exist."""
+    default_code = TS_ERR_IO
+
+
+class OutOfMemory(Error, MemoryError):
+    """TS_ERR_NOMEM."""
+    default_code = TS_ERR_NOMEM
+
+
+class Unsupported(Error, NotImplementedError):
+    """What this build or device does not do (TS_ERR_UNSUPPORTED)."""
+    default_code = TS_ERR_UNSUPPORTED
+
+
+_BY_CODE = {TS_ERR_ARG: InvalidArgument, TS_ERR_SHAPE: ShapeError, TS_ERR_DTYPE: DtypeError,
+            TS_ERR_NOT_FOUND: NotFound, TS_ERR_IO: IOFailure, TS_ERR_NOMEM: OutOfMemory,
+            TS_ERR_UNSUPPORTED: Unsupported}
+_ENOENT = os.strerror(errno.ENOENT)  # the C library's words, as its messages end ("PATH: No such file ...")
+
+
+def _error_class(message, code):
+    """The subclass of Error for a failure with this message and ts_status."""
+    if code in (TS_ERR_IO, TS_ERR_NOT_FOUND) and message.rstrip(").").endswith(_ENOENT):
+        return FileNotFound
+    return _BY_CODE.get(code, Error)
+
+
+for _cls in [Error] + list(_BY_CODE.values()) + [FileNotFound]:
+    _cls.__module__ = "tessera"
 
 
 class Handle:

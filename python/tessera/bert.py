@@ -1,6 +1,8 @@
 # bert.py — BERT model directories (Hugging Face layout: config.json, model.safetensors,
 # vocab.txt) for inference, through the calls `tessera run` and `tessera predict` make:
-#   Classifier.load(DIR).predict(texts)         a sequence classifier's labels and probabilities
+#   Classifier.load(DIR).predict(texts)         a sequence classifier's labels and scores, as Hugging
+#                                               Face's text-classification pipeline gives them
+#   pipeline("text-classification", model=DIR)  the same as Hugging Face's pipeline() call
 #   QuestionAnswering.load(DIR).predict(pairs)  a SQuAD-style model's answer spans
 #   Model.load(DIR).run(input_ids, ...)         every output of the model's head, by name
 # and config/meta reading and model-directory writing (load_dir, save_dir).
@@ -11,14 +13,15 @@ import os
 import numpy as np
 
 from . import _tensor as T
-from ._abi import (TS_BERT_QUESTION_ANSWERING, TS_BERT_SEQ_CLASSIFICATION, TS_ERR_ARG, TS_ERR_NOMEM, TS_ERR_SHAPE,
-                   TS_OPTIM_ADAMW, TS_SQUAD_MAX_ANSWER_LEN, TS_SQUAD_N_BEST, TS_TRUNC_HEAD)
+from ._abi import (TS_BERT_QUESTION_ANSWERING, TS_BERT_SEQ_CLASSIFICATION, TS_ERR_ARG, TS_ERR_DTYPE, TS_ERR_NOMEM,
+                   TS_ERR_SHAPE, TS_OPTIM_ADAMW, TS_SQUAD_MAX_ANSWER_LEN, TS_SQUAD_N_BEST, TS_TRUNC_HEAD)
 from ._lib import (CP, P, BatchBuf, BertConfig, BertInferOpts, BertTrainOpts, Error, ModelMeta, TextSink, b, check,
                    checked, fn, strings)
 from .program import Program
 from .text import Tokenizer, meta_free, model_load_dir
 
 INFER_MAX_FETCHES = 7  # ts_bert_infer_build names at most 7 outputs
+_TOP1 = object()  # predict's top_k when not given: the best label alone, as a dict (not a list)
 _train_programs = fn("ts_bert_train_programs", C.c_int, C.POINTER(BertTrainOpts), C.POINTER(P), C.POINTER(P))
 _config_load = fn("ts_bert_config_load", C.c_int, CP, C.POINTER(BertConfig))
 _config_default = fn("ts_bert_config_default", None, C.POINTER(BertConfig))
@@ -130,25 +133,92 @@ class Classifier:
             _bb_free(C.byref(self._bb))
             self._bb = None
 
+    def _texts(self, texts):
+        """texts (one text, or a list of them) as a list of C strings, and whether one was given.
+        A text is a str; for a text-pair classifier also a (text, text_b) pair, a {"text",
+        "text_pair"} dict (as Hugging Face's pipeline takes) or "text<TAB>text_b"."""
+        one = isinstance(texts, (str, dict))
+        items = [texts] if one else texts
+        if not isinstance(items, (list, tuple)):
+            raise Error("texts must be a str or a list of them, not %s" % type(texts).__name__, TS_ERR_DTYPE)
+        out = []
+        for i, t in enumerate(items):
+            if isinstance(t, dict) and isinstance(t.get("text"), str):
+                t = (t["text"], t["text_pair"]) if t.get("text_pair") is not None else t["text"]
+            if isinstance(t, (tuple, list)) and len(t) == 2 and all(isinstance(x, str) for x in t):
+                t = "\t".join(t)
+            if not isinstance(t, str):
+                raise Error("text %d is %s (%.60r), not a str%s" % (i, type(t).__name__, t, (
+                    " or a (text, text_b) pair" if self.pairs else "")), TS_ERR_DTYPE)
+            out.append(b(t))
+        return out, one
+
     def predict_proba(self, texts):
-        """Class probabilities [n, labels] (float64): the softmax of the logits. A text-pair
-        classifier takes (text, text_b) tuples or "text<TAB>text_b" strings."""
-        texts = ["\t".join(t) if isinstance(t, (tuple, list)) else t for t in texts]
+        """Class probabilities [n, labels] (float64): the softmax of the logits, a row per text
+        (a lone str counts as one text). A text-pair classifier takes (text, text_b) tuples or
+        "text<TAB>text_b" strings. tessera.DtypeError (a TypeError) for a text that is not one."""
+        return self._probs(self._texts(texts)[0])
+
+    def _probs(self, texts):
+        """predict_proba of texts checked by _texts."""
         nl = len(self.labels)
         out = np.zeros((len(texts), nl), np.float64)
         for s in range(0, len(texts), self.batch):
             chunk = texts[s:s + self.batch]
-            arr = (CP * len(chunk))(*[b(t) for t in chunk])
+            arr = (CP * len(chunk))(*chunk)
             probs = np.zeros((len(chunk), nl), np.float64)
             check(_add_probs(self.program.handle, C.byref(self._bb), self.dir.tokenizer.handle, arr, len(chunk),
                              int(self.pairs), nl, probs.ctypes.data_as(C.POINTER(C.c_double))))
             out[s:s + len(chunk)] = probs
         return out
 
-    def predict(self, texts):
-        """[(label, probability)] for each text: the most probable label."""
-        probs = self.predict_proba(texts)
-        return [(self.labels[int(np.argmax(r))], float(r.max())) for r in probs]
+    def predict(self, texts, top_k=_TOP1):
+        """Labels and scores as Hugging Face's text-classification pipeline returns them (the score:
+        the label's softmax probability):
+          predict("a text")              [{"label": "pos", "score": 0.93}]
+          predict(["text 1", "text 2"])  [{"label", "score"}, {"label", "score"}]: one dict a text
+          predict("a text", top_k=k)     the k best labels' dicts, best first (top_k=None: all)
+          predict([...], top_k=k)        such a list for each text.
+        As in transformers, passing top_k at all (even top_k=1) gives the lists. A text that is
+        not a str (nor a pair, for a pair classifier) is tessera.DtypeError (a TypeError) naming
+        its index and type."""
+        texts, one = self._texts(texts)
+        probs = self._probs(texts)
+        if top_k is _TOP1:  # a list either way: of one dict for one text
+            return [{"label": self.labels[int(np.argmax(r))], "score": float(r.max())} for r in probs]
+        if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
+            raise Error("top_k must be a positive int or None (every label), not %r" % (top_k,), TS_ERR_ARG)
+        k = len(self.labels) if top_k is None else min(top_k, len(self.labels))
+        ranked = [[{"label": self.labels[j], "score": float(r[j])} for j in np.argsort(-r, kind="stable")[:k]]
+                  for r in probs]
+        return ranked[0] if one else ranked
+
+
+class TextClassificationPipeline:
+    """What pipeline("text-classification", model=DIR) returns: pipe(texts, top_k=...) is
+    Classifier.predict (Hugging Face's pipeline's results); .model is the Classifier."""
+
+    task = "text-classification"
+
+    def __init__(self, classifier):
+        self.model = classifier
+
+    def __call__(self, texts, top_k=_TOP1):
+        return self.model.predict(texts, top_k=top_k)
+
+
+PIPELINE_TASKS = {"text-classification": TextClassificationPipeline, "sentiment-analysis": TextClassificationPipeline}
+
+
+def pipeline(task, model, batch=8, threads=0):
+    """Hugging Face's pipeline(task, model=...) over a tessera model directory: task
+    "text-classification" (or its alias "sentiment-analysis") and model a directory of a
+    fine-tuned sequence classifier (tessera finetune's output). tessera.InvalidArgument (a
+    ValueError) for another task."""
+    if task not in PIPELINE_TASKS:
+        raise Error("pipeline: task '%s' is not supported (supported: %s)" % (task, ", ".join(PIPELINE_TASKS)),
+                    TS_ERR_ARG)
+    return PIPELINE_TASKS[task](Classifier.load(model, batch=batch, threads=threads))
 
 
 class QuestionAnswering:

@@ -46,7 +46,7 @@ def test_classifier_matches_predict(ft):
     out = run_cli("predict", "--model", ft, "--threads", THREADS, stdin="".join(t + "\n" for t in TEXTS))
     clf = tessera.bert.Classifier.load(ft, threads=int(THREADS))
     got = clf.predict(TEXTS)
-    mine = ["%s\t%.4f\t%s" % (label, p, text) for (label, p), text in zip(got, TEXTS)]
+    mine = ["%s\t%.4f\t%s" % (r["label"], r["score"], text) for r, text in zip(got, TEXTS)]
     assert mine == out.splitlines()
     probs = clf.predict_proba(TEXTS)
     assert probs.shape == (len(TEXTS), 2) and np.allclose(probs.sum(1), 1)

@@ -27,6 +27,8 @@
 #define TS_BASE_ts_lr_schedule_opts TS_FIELD_END(ts_lr_schedule_opts, num_cycles)
 #define TS_BASE_ts_onnx_import_opts TS_FIELD_END(ts_onnx_import_opts, nfrozen)  /* then values */
 #define TS_BASE_ts_train_spec TS_FIELD_END(ts_train_spec, comm)
+/* Added since 0.1.0, as they were added. */
+#define TS_BASE_ts_onnx_export_opts TS_FIELD_END(ts_onnx_export_opts, nquant_scales)
 
 /* ts_stage_memory (in ts_stage_info and ts_plan_stage) is ts_memory's base layout, field for field. */
 _Static_assert(sizeof(ts_stage_memory) == TS_BASE_SIZEOF(ts_memory), "ts_stage_memory is ts_memory's base layout");

@@ -33,6 +33,10 @@ int ts_onnx_input_shape(const ts_onnx *m, int i, ts_dtype *dtype, int64_t shape[
 }
 int ts_onnx_num_outputs(const ts_onnx *m) { return (void)m, 0; }
 const char *ts_onnx_output_name(const ts_onnx *m, int i) { return (void)m, (void)i, NULL; }
+int ts_onnx_output_shape(const ts_onnx *m, int j, int *onnx_type, int64_t shape[TS_MAX_DIMS]) {
+    if (onnx_type) *onnx_type = 0;
+    return (void)m, (void)j, (void)shape, -1;
+}
 
 ts_status ts_onnx_import(const ts_onnx *m, ts_graph *g, const int *ndims, const int64_t *const *shapes,
                          const ts_onnx_import_opts *opts, ts_value *outs) {
@@ -97,4 +101,10 @@ ts_status ts_onnx_export_dynamic_int8(const ts_graph *g, const ts_program *p, in
                                       const ts_value *outputs, const char *path) {
     (void)g, (void)p, (void)noutputs, (void)outputs, (void)path;
     return off("ts_onnx_export_dynamic_int8");
+}
+
+ts_status ts_onnx_export_with(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
+                              const ts_onnx_export_opts *opts, const char *path) {
+    (void)g, (void)p, (void)noutputs, (void)outputs, (void)opts, (void)path;
+    return off("ts_onnx_export_with");
 }

@@ -43,6 +43,13 @@
  *                               HardSwish
  * Any other op (a loss, resize2d, a gradient op) is an error listing every such op at once.
  *
+ * With ts_onnx_export_opts.dynamic_batch, B (the first dim of the first input) becomes ONNX's
+ * symbolic "batch": the first dim of every input and output (each must be B), a Reshape's first
+ * target dim 0 ("copy", its input's first dim being B too) or -1 (B merged into it), an Expand's 1
+ * (broadcast keeps the input's B); a Slice or Concat along dim 0 of a batch is an error, as is a
+ * Reshape or Expand that makes the batch from something else. With int64_inputs an int32 input is
+ * declared INT64 (as Hugging Face's exports declare token ids) and Cast to INT32 inside.
+ *
  * ts_onnx_export_qdq: the same, except that each matmul ts_compile's TS_QUANT_STATIC would make int8
  * (f32 operands, no trans_a, a weight b of rank 2 that is a parameter or constant named in the
  * scales list) is written in QDQ form (export_qdq.c): QuantizeLinear / DequantizeLinear on its
@@ -67,6 +74,8 @@ typedef struct exporter {
     const ts_quant_scale *scales; /* ts_onnx_export_qdq's activation scales, by weight name */
     int nscales;
     int dynamic;        /* ts_onnx_export_dynamic_int8 */
+    int64_t batch;      /* dynamic_batch: the batch size B made symbolic (0: every shape static) */
+    int int64_inputs;   /* int32 inputs declared INT64 */
     ts_status st;       /* the first error while emitting nodes */
 } exporter;
 
@@ -346,6 +355,29 @@ static void emit_layer_norm(exporter *e, const ts_node *n, const char *x, const 
     ts_ox_attr_float(&e->b, node, "epsilon", n->attr.f[0]);
 }
 
+/* The target shape of reshape or expand n into to[]: its output's shape, with a dynamic batch its
+ * first dim as the ONNX op must say it (Reshape: 0 copies the input's B, -1 infers B merged with
+ * the next dims; Expand: 1 keeps the input's B). Returns 1 when a target dim is 0 (Reshape's
+ * allowzero). Sets e->st for a batch the op makes from something else. */
+static int batch_target(exporter *e, const ts_node *n, int64_t to[TS_MAX_DIMS]) {
+    const ts_val *in = &e->g->vals[n->in[0]], *out = &e->g->vals[n->out[0]];
+    int zero = 0;
+    for (int i = 0; i < out->ndim; i++) to[i] = out->shape[i], zero |= out->shape[i] == 0;
+    if (!e->batch || out->ndim < 1 || in->ndim < 1 || (in->shape[0] != e->batch && out->shape[0] != e->batch))
+        return zero;
+    int expand = n->op == TS_OP_EXPAND;
+    if (in->shape[0] == e->batch && out->shape[0] == e->batch && !(zero && !expand)) {
+        to[0] = expand ? 1 : 0;
+    } else if (!expand && in->shape[0] == e->batch && out->shape[0] % e->batch == 0 && !zero) {
+        to[0] = -1; /* B times the dims merged into the first */
+    } else if (!e->st) {
+        e->st = ts_err(TS_ERR_UNSUPPORTED, "ts_onnx_export: with a dynamic batch (B = %lld): %s %s to %s does not "
+                       "keep the batch first", (long long)e->batch, ts_op_get(n->op)->name, VS(e->g, n->in[0]),
+                       VS(e->g, n->out[0]));
+    }
+    return zero;
+}
+
 static void emit_node(exporter *e, const ts_node *n) {
     ts_ox *b = &e->b;
     const ts_graph *g = e->g;
@@ -373,21 +405,32 @@ static void emit_node(exporter *e, const ts_node *n) {
     }
     case TS_OP_CAST: ts_ox_attr_int(b, ts_ox_node1(b, "Cast", x, y), "to", onnx_type_of(out->dtype)); break;
     case TS_OP_RESHAPE: {
-        node = ts_ox_node2(b, "Reshape", x, ts_ox_const_i64s(b, out->ndim, out->shape), y);
-        int zero = 0;
-        for (int i = 0; i < out->ndim; i++) zero |= out->shape[i] == 0;
+        int64_t to[TS_MAX_DIMS];
+        int zero = batch_target(e, n, to);
+        node = ts_ox_node2(b, "Reshape", x, ts_ox_const_i64s(b, out->ndim, to), y);
         if (zero) ts_ox_attr_int(b, node, "allowzero", 1); /* else 0 would mean "copy that dim" */
         break;
     }
-    case TS_OP_EXPAND: ts_ox_node2(b, "Expand", x, ts_ox_const_i64s(b, out->ndim, out->shape), y); break;
+    case TS_OP_EXPAND: {
+        int64_t to[TS_MAX_DIMS];
+        batch_target(e, n, to);
+        ts_ox_node2(b, "Expand", x, ts_ox_const_i64s(b, out->ndim, to), y);
+        break;
+    }
     case TS_OP_TRANSPOSE: ts_ox_attr_ints(b, ts_ox_node1(b, "Transpose", x, y), "perm", n->attr.ni, n->attr.i); break;
     case TS_OP_SLICE: {
+        if (e->batch && n->attr.i[0] == 0 && g->vals[n->in[0]].shape[0] == e->batch && !e->st)
+            e->st = ts_err(TS_ERR_UNSUPPORTED, "ts_onnx_export: with a dynamic batch: slice %s along the batch",
+                           VS(g, n->in[0]));
         const char *in[4] = {x, ts_ox_const_i64s(b, 1, &n->attr.i[1]), ts_ox_const_i64s(b, 1, &n->attr.i[2]),
                              ts_ox_const_i64s(b, 1, &n->attr.i[0])};
         ts_ox_node(b, "Slice", 4, in, 1, &y);
         break;
     }
     case TS_OP_CONCAT: {
+        if (e->batch && n->attr.i[0] == 0 && out->ndim > 0 && !e->st)
+            e->st = ts_err(TS_ERR_UNSUPPORTED, "ts_onnx_export: with a dynamic batch: concat into %s along the batch",
+                           VS(g, n->out[0]));
         const char *in[TS_MAX_IN];
         for (int i = 0; i < n->nin; i++) in[i] = vname(e, n->in[i]);
         ts_ox_attr_int(b, ts_ox_node(b, "Concat", n->nin, in, 1, &y), "axis", n->attr.i[0]);
@@ -457,6 +500,29 @@ static ts_status select_nodes(const exporter *e, int noutputs, const ts_value *o
     return TS_OK;
 }
 
+/* Graph input v (its first dim B made "batch" with a dynamic batch; int32 declared INT64 and cast
+ * inside with int64_inputs). */
+static ts_status add_input(exporter *e, int v) {
+    const ts_val *val = &e->g->vals[v];
+    int64_t shape[TS_MAX_DIMS];
+    memcpy(shape, val->shape, sizeof(int64_t) * (size_t)val->ndim);
+    if (e->batch) {
+        if (val->ndim < 1 || val->shape[0] != e->batch)
+            return ts_err(TS_ERR_ARG, "ts_onnx_export: with a dynamic batch, input %s has no first dim of the "
+                          "batch, %lld", VS(e->g, v), (long long)e->batch);
+        shape[0] = -1;
+    }
+    if (!(e->int64_inputs && val->dtype == TS_I32)) {
+        ts_ox_input(&e->b, vname(e, v), val->dtype, val->ndim, shape);
+        return TS_OK;
+    }
+    const char *outer = vname(e, v), *inner = ts_ox_fresh(&e->b, "i32");
+    ts_ox_input(&e->b, outer, TS_I64, val->ndim, shape);
+    ts_ox_attr_int(&e->b, ts_ox_node1(&e->b, "Cast", outer, inner), "to", ONNX__TENSOR_PROTO__DATA_TYPE__INT32);
+    e->names[v] = inner; /* the nodes read the cast */
+    return TS_OK;
+}
+
 /* Graph inputs, parameters and constants the selected nodes read. */
 static ts_status add_leaves(exporter *e, const ts_program *p, const char *need_val) {
     const ts_graph *g = e->g;
@@ -464,7 +530,8 @@ static ts_status add_leaves(exporter *e, const ts_program *p, const char *need_v
         const ts_val *val = &g->vals[v];
         if (!(need_val[v] & NEED_F32) || val->kind == TS_V_NODE) continue;
         if (val->kind == TS_V_INPUT) {
-            ts_ox_input(&e->b, vname(e, v), val->dtype, val->ndim, val->shape);
+            ts_status st = add_input(e, v);
+            if (st) return st;
         } else if (val->kind == TS_V_PARAM) {
             ts_tensor *t = NULL;
             if (ts_program_get_param(p, val->name, &t) != TS_OK)
@@ -483,7 +550,8 @@ static ts_status add_leaves(exporter *e, const ts_program *p, const char *need_v
 }
 
 static ts_status export_model(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
-                              const ts_quant_scale *scales, int nscales, int dynamic, const char *path) {
+                              const ts_quant_scale *scales, int nscales, int dynamic, const ts_onnx_export_opts *o,
+                              const char *path) {
     if (!g || !p || !path || !outputs || noutputs <= 0)
         return ts_err(TS_ERR_ARG, "ts_onnx_export: %s", !g ? "graph is NULL" : !p ? "program is NULL"
                       : !path ? "path is NULL" : "no outputs given");
@@ -501,7 +569,9 @@ static ts_status export_model(const ts_graph *g, const ts_program *p, int noutpu
     }
     char *need_val = calloc((size_t)g->nvals + 1, 1), *need_node = calloc((size_t)g->nnodes + 1, 1);
     exporter e = {.g = g, .p = p, .names = calloc((size_t)g->nvals + 1, sizeof(char *)), .scales = scales,
-                  .nscales = nscales, .dynamic = dynamic};
+                  .nscales = nscales, .dynamic = dynamic, .int64_inputs = o && o->int64_inputs};
+    for (int v = 0; o && o->dynamic_batch && v < g->nvals && !e.batch; v++) /* B: the first input's first dim */
+        if (g->vals[v].kind == TS_V_INPUT && g->vals[v].ndim > 0) e.batch = g->vals[v].shape[0];
     ts_ox_init(&e.b, g);
     ts_status s = TS_OK;
     if (!need_val || !need_node || !e.names) {
@@ -513,10 +583,17 @@ static ts_status export_model(const ts_graph *g, const ts_program *p, int noutpu
     for (int i = 0; i < g->nnodes && !e.st; i++)
         if (need_node[i]) emit_node(&e, &g->nodes[i]);
     if ((s = e.st)) goto done;
-    for (int i = 0; i < noutputs; i++) {
+    for (int i = 0; i < noutputs && !s; i++) {
         const ts_val *v = &g->vals[outputs[i]];
-        ts_ox_output(&e.b, vname(&e, outputs[i]), v->dtype, v->ndim, v->shape);
+        int64_t shape[TS_MAX_DIMS];
+        memcpy(shape, v->shape, sizeof(int64_t) * (size_t)v->ndim);
+        if (e.batch && (v->ndim < 1 || v->shape[0] != e.batch))
+            s = ts_err(TS_ERR_ARG, "ts_onnx_export: with a dynamic batch, output %s has no first dim of the batch, "
+                       "%lld", VS(g, outputs[i]), (long long)e.batch);
+        if (e.batch) shape[0] = -1;
+        ts_ox_output(&e.b, vname(&e, outputs[i]), v->dtype, v->ndim, shape);
     }
+    if (s) goto done;
     s = ts_ox_write(&e.b, OPSET, path);
 done:
     ts_ox_free(&e.b);
@@ -528,21 +605,39 @@ done:
 
 ts_status ts_onnx_export(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
                          const char *path) {
-    return export_model(g, p, noutputs, outputs, NULL, 0, 0, path);
+    return export_model(g, p, noutputs, outputs, NULL, 0, 0, NULL, path);
 }
 
-ts_status ts_onnx_export_qdq(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
-                             const ts_quant_scale *scales, int nscales, const char *path) {
+static ts_status check_scales(const ts_quant_scale *scales, int nscales) {
     if (nscales < 0 || (nscales && !scales))
         return ts_err(TS_ERR_ARG, "ts_onnx_export_qdq: %s", nscales < 0 ? "nscales is negative" : "scales is NULL");
     for (int i = 0; i < nscales; i++)
         if (!scales[i].weight || !(scales[i].scale > 0.f) || !isfinite(scales[i].scale))
             return ts_err(TS_ERR_ARG, "ts_onnx_export_qdq: scale %d (weight '%s') is %g: a scale must be a finite "
                           "number above 0", i, scales[i].weight ? scales[i].weight : "(null)", scales[i].scale);
-    return export_model(g, p, noutputs, outputs, scales, nscales, 0, path);
+    return TS_OK;
+}
+
+ts_status ts_onnx_export_qdq(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
+                             const ts_quant_scale *scales, int nscales, const char *path) {
+    ts_status st = check_scales(scales, nscales);
+    return st ? st : export_model(g, p, noutputs, outputs, scales, nscales, 0, NULL, path);
 }
 
 ts_status ts_onnx_export_dynamic_int8(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
                                       const char *path) {
-    return export_model(g, p, noutputs, outputs, NULL, 0, 1, path);
+    return export_model(g, p, noutputs, outputs, NULL, 0, 1, NULL, path);
+}
+
+ts_status ts_onnx_export_with(const ts_graph *g, const ts_program *p, int noutputs, const ts_value *outputs,
+                              const ts_onnx_export_opts *opts, const char *path) {
+    ts_onnx_export_opts o;
+    if (!opts) return ts_err(TS_ERR_ARG, "ts_onnx_export_with: opts is NULL");
+    if (TS_STRUCT_READ(&o, opts, ts_onnx_export_opts, "ts_onnx_export_with")) return TS_ERR_ARG;
+    if (o.nquant_scales > 0) {
+        ts_status st = check_scales(o.quant_scales, o.nquant_scales);
+        if (st) return st;
+    }
+    return export_model(g, p, noutputs, outputs, o.nquant_scales > 0 ? o.quant_scales : NULL,
+                        o.nquant_scales > 0 ? o.nquant_scales : 0, 0, &o, path);
 }

@@ -234,8 +234,13 @@ static Onnx__ValueInfoProto *value_info(ts_ox *b, const char *name, ts_dtype dty
         Onnx__TensorShapeProto__Dimension *d = own(b, sizeof *d);
         if (!d) return NULL;
         onnx__tensor_shape_proto__dimension__init(d);
-        d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-        d->dim_value = shape[i];
+        if (shape[i] < 0) { /* a dynamic dim: the first one is the batch (ts_onnx_export_opts.dynamic_batch) */
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            d->dim_param = ts_ox_str(b, i == 0 ? "batch" : "dim");
+        } else {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            d->dim_value = shape[i];
+        }
         dims[i] = d;
     }
     sp->n_dim = (size_t)ndim;

@@ -75,7 +75,8 @@ ts_status ts_ox_qdq_weight(ts_ox *b, const char *wname, const float *w, int64_t 
 ts_status ts_ox_dyn_matmul(ts_ox *b, const char *x, const char *wname, const float *w, int64_t K, int64_t N,
                            int trans_b, const char *y);
 
-/* A graph input or output of this dtype and static shape. */
+/* A graph input or output of this dtype and shape (a dim below 0: dynamic, ONNX's dim_param "batch"
+ * for the first, else "dim"). */
 void ts_ox_input(ts_ox *b, const char *name, ts_dtype dtype, int ndim, const int64_t *shape);
 void ts_ox_output(ts_ox *b, const char *name, ts_dtype dtype, int ndim, const int64_t *shape);
 

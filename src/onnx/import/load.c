@@ -308,6 +308,22 @@ int ts_onnx_input_shape(const ts_onnx *m, int i, ts_dtype *dtype, int64_t shape[
     return m->in_ndim[i];
 }
 
+int ts_onnx_output_shape(const ts_onnx *m, int j, int *onnx_type, int64_t shape[TS_MAX_DIMS]) {
+    if (onnx_type) *onnx_type = 0;
+    if (!m || j < 0 || j >= m->noutputs) return -1;
+    const Onnx__TypeProto *tp = m->outputs[j]->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) return -1;
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    if (onnx_type) *onnx_type = tt->has_elem_type ? tt->elem_type : 0;
+    if (!tt->shape || tt->shape->n_dim > TS_MAX_DIMS) return -1;
+    for (size_t d = 0; d < tt->shape->n_dim && shape; d++) {
+        const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[d];
+        int64_t v = dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? dm->dim_value : -1;
+        shape[d] = v > 0 ? v : -1;
+    }
+    return (int)tt->shape->n_dim;
+}
+
 int onnx_num_nodes(const ts_onnx *m) { return m ? (int)m->model->graph->n_node : 0; }
 const char *onnx_node_op_type(const ts_onnx *m, int i) {
     return m && i >= 0 && (size_t)i < m->model->graph->n_node ? m->model->graph->node[i]->op_type : NULL;
