@@ -42,8 +42,8 @@ cJSON *serve_json_object(const char *body, size_t len) {
         if (at >= len)
             ts_set_error(TS_ERR_ARG, "the body is not valid JSON: it ends at byte %zu before the value does", len);
         else
-            ts_set_error(TS_ERR_ARG, "the body is not valid JSON: at byte %zu (line %zu, column %zu), near '%.16s'",
-                         at, line, col, body + at);
+            ts_set_error(TS_ERR_ARG, "the body is not valid JSON: at byte %zu (line %zu, column %zu), near '%.*s'",
+                         at, line, col, (int)(len - at < 16 ? len - at : 16), body + at); /* body: not NUL-ended */
         return NULL;
     }
     if (!cJSON_IsObject(root)) {
