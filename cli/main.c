@@ -55,7 +55,7 @@ static const subcommand commands[] = {
     {"vad", cli_vad, G_MEDIA, "find the stretches of speech in audio files (Silero VAD)"},
     {"audio-train", cli_audio_train, G_MEDIA,
      "train a classifier of short audio clips (on openWakeWord's embedding, or from scratch)"},
-    {"onnx-ops", cli_onnx_ops, G_REF, "print the ONNX ops and opsets the importer takes (README's table)"},
+    {"onnx-ops", cli_onnx_ops, G_REF, "print the ONNX ops and opsets the importer takes (docs/onnx.md's table)"},
     {"version", cli_version, G_REF, "the version, commit and features of this build (also --version, -V)"},
 };
 enum { NCOMMANDS = sizeof commands / sizeof *commands };
@@ -82,7 +82,7 @@ static void usage(FILE *f) {
     for (size_t i = 0; i < sizeof EXAMPLES / sizeof *EXAMPLES; i++) fprintf(f, "  %s\n", EXAMPLES[i]);
     fprintf(f, "\nEvery subcommand also takes --backend-plugin PATH (load a device plugin), --strict-device (no CPU\n"
                "fallback on its devices) and --quiet (no placement lines at compile). Devices in this build: %s\n"
-               "(README: Devices and plugins).\n"
+               "(docs/devices.md).\n"
                "\nDocumentation: README.md and docs/ in tessera's source; licences: LICENSE and THIRD_PARTY.md.\n",
             ts_devices());
 }

@@ -1,6 +1,6 @@
 /*
  * onnx_ops.c — `tessera onnx-ops`: the ONNX importer's op table (ts_onnx_op_info) as the
- * markdown table of README.md's ONNX section, one row per op type with its opsets.
+ * markdown table of docs/onnx.md, one row per op type with its opsets.
  */
 #include "cli.h"
 #include "options.h"
@@ -8,7 +8,7 @@
 
 static const char *USAGE =
     "  Prints the ONNX ops the importer maps, with the opsets each covers, as the markdown table of\n"
-    "  README.md's ONNX section.\n";
+    "  docs/onnx.md's \"Ops and opsets\".\n";
 
 static int by_name(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);

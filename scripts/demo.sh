@@ -35,8 +35,8 @@
 #   bash scripts/install-deps.sh   # once: fetches data/text/*.txt and data/spam/spam.tsv
 #   make demo                      # or: bash scripts/demo.sh
 #
-# The recipe was chosen on other split seeds (1, 2, 7), never on the demo's (42); the README's
-# "What it prints, and what the figures mean" (under `make demo`) gives the figures behind it.
+# The recipe was chosen on other split seeds (1, 2, 7), never on the demo's (42); docs/demo.md
+# says what it prints and what the figures mean; docs/benchmarks.md holds the figures.
 #
 # Environment (defaults in brackets): BUILD [build], DEMO_DIR [$BUILD/demo], SPAM
 # [data/spam/spam.tsv], TEXTS [data/text/brown.txt data/text/wordnet.txt: vocabulary text besides

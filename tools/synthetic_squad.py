@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """synthetic_squad.py — a synthetic SQuAD v1.1 set for quick question-answering checks (the int8
-accuracy figures in README's "int8 inference"): short contexts about made-up people (where they
+accuracy figures of docs/int8.md, in docs/benchmarks.md): short contexts about made-up people (where they
 live, what they eat, what they play, their colour), three or four questions each, answers spans
 of the context. Deterministic for a seed.
 

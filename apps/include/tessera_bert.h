@@ -224,7 +224,7 @@ typedef struct ts_bert_outputs {
  * program compiled with inference = 1.
  * recompute != 0 builds each encoder layer as a recompute segment (ts_graph_recompute_begin):
  * ts_backward recomputes a layer's forward before its gradients, so training keeps the layers'
- * inputs instead of all their activations (the memory saved: README, "Measured"); gradients
+ * inputs instead of all their activations (the memory saved: docs/benchmarks.md); gradients
  * are bitwise those without it; inference is unchanged.
  * compute_dtype TS_BF16 is mixed precision as torch.autocast(dtype=bfloat16) does it on CPU:
  * every matrix product (each Linear, the attention scores q k^T and context p v, the MLM

@@ -1,7 +1,7 @@
 # finetune_spam.py — fine-tune a pretrained tessera BERT as a spam filter from Python, then use it.
 #   python3 finetune_spam.py PRETRAINED_DIR [SPAM_TSV] [OUT_DIR] [MAX_STEPS]
 # PRETRAINED_DIR: a model directory from `tessera pretrain` (`make demo` leaves one in
-# demo/pretrained); SPAM_TSV: label<TAB>text rows (default data/spam/spam.tsv); MAX_STEPS 0: all.
+# build/demo/pretrained); SPAM_TSV: label<TAB>text rows (default data/spam/spam.tsv); MAX_STEPS 0: all.
 import os
 import sys
 

@@ -4,7 +4,7 @@
  * the opset dispatches on cx->opset itself, as Resize does); the lookup the importer makes per
  * node (onnx_find_op), the check that no op type is registered twice (onnx_registry_duplicate,
  * run by test_onnx_registry), and the public listing (ts_onnx_num_ops / ts_onnx_op_info) that
- * `tessera onnx-ops` prints into README's table.
+ * `tessera onnx-ops` prints into docs/onnx.md's table.
  *
  * Adding an op touches at most two places: its import function and its table entry go in its
  * family's file; a new family is a new file map/<family>.c plus its name in FAMILIES below.
