@@ -95,12 +95,7 @@ static inline int cli_fail(const char *cmd, const char *what, int rc) {
     return rc;
 }
 
-/* A data folder of the installed or built tessera (cli/files.c): $TESSERA_DATA/sub when set,
- * else the installed data directory's sub/ when it holds `probe` (a file in it), else the build's
- * source tree data/sub (where scripts/install-deps.sh puts what it fetches). Written into buf;
- * returns buf, or NULL (ts_last_error says why) when $TESSERA_DATA/sub does not fit in cap. */
-const char *cli_data_dir(const char *sub, const char *probe, char *buf, size_t cap);
-/* ts_path_join for an expression: buf, or NULL with its error (dir NULL, a failed cli_data_dir:
+/* ts_path_join for an expression: buf, or NULL with its error (dir NULL, a failed ts_data_dir:
  * NULL, that error left as it is). */
 const char *cli_path_join(char *buf, size_t cap, const char *dir, const char *name);
 

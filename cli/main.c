@@ -166,6 +166,9 @@ static int run_command(const subcommand *c, int argc, char **argv) {
         fprintf(stderr, "tessera %s: cannot silence rank %d's output\n", c->name, ts_comm_rank(w));
         ts_comm_abort(w, 1);
     }
+    char prefix[64]; /* long phases' progress (ts_phase_*) on standard error, rank 0's */
+    snprintf(prefix, sizeof prefix, "tessera %s", c->name);
+    if (ts_comm_rank(w) == 0) ts_progress_to(prefix, ts_write_stdio, stderr, isatty(2), 0);
     int rc = c->run(argc, argv);
     fflush(stdout);
     if (n > 1 && rc != 0) ts_comm_abort(w, rc);

@@ -41,7 +41,7 @@ static void print_lines(const ts_ocr_line *lines, int n, int json) {
 /* Read the lines of image with the models of o and print them: the exit code. */
 static int run_ocr(const char *image, const ts_ocr_opts *o, int json, int show_time) {
     double t0 = ts_seconds();
-    if (!o->models_dir) return cli_fail("ocr", "", 2); /* $TESSERA_DATA/ocr did not fit: cli_data_dir says so */
+    if (!o->models_dir) return cli_fail("ocr", "", 2); /* $TESSERA_DATA/ocr did not fit: ts_data_dir says so */
     ts_image *im = ts_image_read(image);
     if (!im) return cli_fail("ocr", "", 2);
     ts_ocr *ocr = ts_ocr_new(o);
@@ -79,7 +79,7 @@ static int run_ocr(const char *image, const ts_ocr_opts *o, int json, int show_t
 int cli_ocr(int argc, char **argv) {
     char models_buf[4096];
     ts_ocr_opts o = {.struct_size = sizeof o, .lang = "ch",
-                     .models_dir = cli_data_dir("ocr", "ch_PP-OCRv4_det_infer.onnx", models_buf, sizeof models_buf)};
+                     .models_dir = ts_data_dir("ocr", "ch_PP-OCRv4_det_infer.onnx", models_buf, sizeof models_buf)};
     int json = 0, show_time = 0, int8 = 0;
     cli_strlist images = {0};
     const cli_opt opts[] = {

@@ -28,7 +28,9 @@ typedef struct plan_args {
 static int plan(const plan_args *a, ts_plan_request *rq) {
     rq->batch = a->batch, rq->seq_len = a->seq_len, rq->max_predictions = a->max_predictions, rq->count = a->count;
     rq->stages = a->stages, rq->replicas = a->replicas, rq->micro_batches = a->micro_batches;
-    rq->global_batch = a->global_batch, rq->sequences_per_row = a->per_row;
+    rq->sequences_per_row = a->per_row, rq->split_batch = 1; /* the global batch kept: --batch x M x R by default */
+    rq->global_batch = a->global_batch ? a->global_batch : a->batch * (a->micro_batches > 0 ? a->micro_batches : 1) *
+                                                           (a->replicas > 0 ? a->replicas : 1);
     rq->recompute = a->recompute_on ? 1 : a->recompute_off ? 0 : -1, rq->shard_state = a->shard ? 1 : -1;
     int cap = a->top > 0 ? a->top : 1, n = 0;
     ts_plan_layout *l = calloc((size_t)cap, sizeof *l);
@@ -83,7 +85,8 @@ int cli_plan(int argc, char **argv) {
         {"heads", CLI_INT, &a.heads, 1, "A", "attention heads", NULL},
         {"intermediate", CLI_INT, &a.inter, 1, "I", "the feed-forward layers' size", NULL},
         {"vocab", CLI_INT, &a.vocab, 1, "V", "the vocabulary's size (Graphcore's BERT: 30400, MLPerf's: 30912)", NULL},
-        {"batch", CLI_INT, &a.batch, 1, "B", "sequences per micro-batch, as pretrain's --batch (default 8)", NULL},
+        {"batch", CLI_INT, &a.batch, 1, "B",
+         "sequences per micro-batch, as pretrain's --batch (default 8; the search may take fewer)", NULL},
         {"max-len", CLI_INT, &a.seq_len, 1, "T", "tokens per sequence, as pretrain's --max-len (default 128)",
          "seq-len"},
         {"max-predictions", CLI_INT, &a.max_predictions, 1, "P",
@@ -102,7 +105,8 @@ int cli_plan(int argc, char **argv) {
         {"replicas", CLI_INT, &a.replicas, 1, "R", "data-parallel replicas (mpirun -np R); R divides --count", NULL},
         {"micro-batches", CLI_INT, &a.micro_batches, 1, "M",
          "micro-batches per optimizer step (the accumulation)", NULL},
-        {"global-batch", CLI_INT, &a.global_batch, 1, "N", "sequences a step: replicas x micro-batches x batch", NULL},
+        {"global-batch", CLI_INT, &a.global_batch, 1, "N", "sequences a step, kept by every layout (replicas x "
+         "micro-batches x a micro-batch of at most --batch; default --batch x --micro-batches x --replicas)", NULL},
         {"sequences-per-row", CLI_FLOAT, &a.per_row, 0, "F", "packed rows: F sequences a row on average (seq/s x F)", NULL},
         {"recompute", CLI_FLAG, &a.recompute_on, 0, NULL,
          "recompute each encoder layer's forward in the backward", NULL},
@@ -130,7 +134,7 @@ int cli_plan(int argc, char **argv) {
     ts_plan_request rq;
     double gib;
     ts_plan_request_defaults(&rq);
-    rq.struct_size = sizeof rq, rq.weight_dtype = TS_F32, rq.global_batch = 0, rq.sequences_per_row = 0; /* past the base */
+    rq.struct_size = sizeof rq, rq.weight_dtype = TS_F32, rq.sequences_per_row = 0; /* past the base */
     rq.cfg = &cfg, rq.device = &dev;
     if (a.recompute_on && a.recompute_off)
         rc = 2, fprintf(stderr, "tessera plan: --recompute and --no-recompute exclude each other\n"

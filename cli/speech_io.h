@@ -7,10 +7,10 @@
 
 #include "cli.h"
 
-/* The speech models' directory without --model-store (cli_data_dir's "speech", where
+/* The speech models' directory without --model-store (ts_data_dir's "speech", where
  * openwakeword/melspectrogram.onnx is), written into buf. */
 static inline const char *cli_speech_dir(char *buf, size_t cap) {
-    return cli_data_dir("speech", "openwakeword/melspectrogram.onnx", buf, cap);
+    return ts_data_dir("speech", "openwakeword/melspectrogram.onnx", buf, cap);
 }
 
 /* The audio classifier of dir (eval, export --model) with the speech models found as tessera kws

@@ -9,10 +9,10 @@
 
 static const char *USAGE =
     "  Prints the WordPiece ids of each input line, with [CLS] and [SEP], one line per input line\n"
-    "  (read from stdin).\n";
+    "  (read from stdin); with --out, writes them as one padded batch that `tessera run --inputs` reads.\n";
 
 typedef struct opts {
-    const char *vocab;
+    const char *vocab, *out;
     int cased, max_len, pad, pair, tokens;
 } opts;
 
@@ -25,6 +25,7 @@ static int check(const opts *o) {
                 o->pair ? " twice" : "");
         bad = 1;
     }
+    if (o->out && o->tokens) fprintf(stderr, "tessera tokenize: --tokens prints; --out writes ids\n"), bad = 1;
     if (bad) fputs("(tessera tokenize --help shows the usage)\n", stderr);
     return bad ? 2 : 1;
 }
@@ -47,6 +48,7 @@ int cli_tokenize(int argc, char **argv) {
         {"pad", CLI_FLAG, &o.pad, 0, NULL, "pad every line to N with [PAD] (needs --max-len)"},
         {"pair", CLI_FLAG, &o.pair, 0, NULL, "each line is TEXT_A<TAB>TEXT_B"},
         {"tokens", CLI_FLAG, &o.tokens, 0, NULL, "print wordpieces instead of ids"},
+        {"out", CLI_STR, &o.out, 0, "FILE", "write input_ids, token_type_ids, attention_mask [lines, N] (safetensors)"},
     };
     cli_optset os;
     int rc = cli_opts_parse(&os, "tokenize", USAGE, table, (int)(sizeof table / sizeof *table), argc, argv);
@@ -55,6 +57,12 @@ int cli_tokenize(int argc, char **argv) {
     cli_opts_free(&os); /* the vocabulary is read: nothing else points into the config */
     if (rc != 1) return rc;
     if (!tok) return cli_fail("tokenize", "", 2);
+    int b = 0, t = 0;
+    if (o.out && (rc = ts_encode_lines_save(tok, NULL, o.pair, o.max_len, o.out, &b, &t) != TS_OK))
+        fprintf(stderr, "tessera tokenize: %s\n", cli_error());
+    else if (o.out)
+        printf("tessera tokenize: wrote %s: input_ids, token_type_ids, attention_mask [%d, %d] i32\n", o.out, b, t);
+    if (o.out) return ts_tokenizer_free(tok), rc;
     int cap = 0;
     int32_t *ids = NULL;
     char *line = NULL;

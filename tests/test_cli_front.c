@@ -8,6 +8,9 @@
  *    one of the repository's, not "unknown";
  *  - an unknown subcommand (or flag before it) is one line on stderr with the closest match, exit
  *    2; `tessera` alone is a short usage on stderr, exit 2;
+ *  - progress on long phases: with TESSERA_PROGRESS_SECONDS tiny, a fine-tuning's log (stdout not a
+ *    terminal) has step lines between its epochs' lines and its scoring pass a line on stderr; a
+ *    run of seconds with the default period prints neither;
  *  - LICENSE is the Apache License 2.0 with the project's copyright line, and THIRD_PARTY.md names
  *    every data/ folder and npm package scripts/install-deps.sh fetches (read from the script).
  */
@@ -237,6 +240,24 @@ static void test_licences(void) {
     free(deps);
 }
 
+static void test_progress(void) {
+    write_corpus("corpus.txt");
+    write_labelled("rows.tsv");
+    CHECK_RAN(tessera(NULL, "vocab --out v.txt --size 120 corpus.txt"), 0);
+    CHECK_RAN(tessera(NULL, "pretrain --vocab v.txt --corpus corpus.txt --out pre --layers 1 --hidden 16 --heads 2 "
+                            "--intermediate 32 --max-len 32 --threads 1 --max-steps 2"), 0);
+    const char *ft = "finetune --model pre --train rows.tsv --out %s --epochs 1 --batch 4 --max-len 32 --threads 1";
+    setenv("TESSERA_PROGRESS_SECONDS", "1e-6", 1);
+    int rc = tessera(NULL, ft, "ft1");
+    unsetenv("TESSERA_PROGRESS_SECONDS");
+    CHECK(rc == 0 && strstr(out_text, "step 1/") && strstr(out_text, "loss ") && strstr(out_text, "ETA "),
+          "a log's step lines: %d\n%s%s", rc, out_text, err_text);
+    CHECK(strstr(err_text, "tessera finetune: scoring ") && strstr(err_text, " rows ("), "the scoring pass:\n%s", err_text);
+    rc = tessera(NULL, ft, "ft2");
+    CHECK(rc == 0 && !strstr(out_text, "step 1/") && !strstr(err_text, "scoring"), "the default period: %d\n%s%s", rc,
+          out_text, err_text);
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     int rc = cli_setup("ts_cli_front");
@@ -246,6 +267,7 @@ int main(int argc, char **argv) {
     RUN(test_version);
     RUN(test_unknown);
     RUN(test_licences);
+    RUN(test_progress);
     cli_cleanup("ts_cli_front");
     return tu_finish("test_cli_front");
 }

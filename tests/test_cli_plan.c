@@ -4,6 +4,10 @@
  *  - the seed system's layout on an IPU-POD16 (ipu-mk2 x 16, micro-batch 32, 512 micro-batches,
  *    4 replicas, LAMB, f16, recomputation): it fits, and its stages are named as --stages names them;
  *  - --json parses (cJSON) with the same layout; --explain lists alternatives with why;
+ *  - the global batch is kept: --batch x --micro-batches x --replicas unless --global-batch says
+ *    otherwise, each layout splitting it (replicas x micro-batches x a micro-batch of at most --batch);
+ *    the printed pretrain command runs as printed once its placeholders are files, and a finetune
+ *    or inference plan prints finetune's or run's flags only;
  *  - usage errors exit 2 naming the flag (unknown flag, missing --device-profile, bad number, unknown
  *    profile, bad --dtype); the old spellings --device and --seq-len still work, with a notice;
  *    --model-config reads a Hugging Face config.json, --config the options;
@@ -86,6 +90,64 @@ static void test_vocab(void) {
           "params %.0f with 30522 tokens, %.0f with 30400:\n%s", full, small, out_text);
     CHECK_RAN(tessera(NULL, "plan --device-profile h200 --vocab 30400"), 0);
     CHECK(strstr(out_text, "vocabulary 30400"), "%s", out_text);
+}
+
+/* The number after `flag ` in text, or -1. */
+static int flag_value(const char *text, const char *flag) {
+    char key[64];
+    snprintf(key, sizeof key, "%s ", flag);
+    const char *p = strstr(text, key);
+    return p ? atoi(p + strlen(key)) : -1;
+}
+
+/* s with every `from` replaced by `to`, into buf. */
+static void replace_all(char *buf, size_t cap, const char *s, const char *from, const char *to) {
+    size_t o = 0, nf = strlen(from);
+    while (*s && o + 1 < cap) {
+        if (!strncmp(s, from, nf)) o += (size_t)snprintf(buf + o, cap - o, "%s", to), s += nf;
+        else buf[o++] = *s++;
+    }
+    buf[o < cap ? o : cap - 1] = 0;
+}
+
+static void test_global_batch(void) {
+    /* 8 H200s at --batch 8: every layout keeps 8 sequences a step (the search used to take 8 replicas x 8) */
+    CHECK_RAN(tessera(NULL, "plan --device-profile h200 --count 8 --json --top 20"), 0);
+    cJSON *j = cJSON_Parse(out_text), *ls = cJSON_GetObjectItem(j, "layouts");
+    int n = 0;
+    for (cJSON *l = ls ? ls->child : NULL; l; l = l->next, n++) {
+        int R = cJSON_GetObjectItem(l, "replicas")->valueint, M = cJSON_GetObjectItem(l, "micro_batches")->valueint;
+        int b = cJSON_GetObjectItem(l, "batch")->valueint;
+        CHECK(R * M * b == 8 && b <= 8, "layout %d: %d x %d x %d is not 8", n, R, M, b);
+    }
+    CHECK(n > 1, "%d layouts", n);
+    cJSON_Delete(j);
+    /* --global-batch asks for another: 4 replicas x 16 micro-batches x 8 */
+    CHECK_RAN(tessera(NULL, "plan --device-profile h200 --count 4 --replicas 4 --global-batch 512"), 0);
+    CHECK(flag_value(out_text, "mpirun -np") == 4 && flag_value(out_text, "--batch") == 8 &&
+          flag_value(out_text, "--accumulation") == 16, "global batch 512 on 4 replicas:\n%s", out_text);
+    CHECK(strstr(out_text, "global batch 512"), "the request says its global batch:\n%s", out_text);
+    /* the printed command runs as printed once its placeholders are files */
+    CHECK_RAN(tessera(NULL, "plan --device-profile h200 --layers 2 --hidden 32 --heads 2 --intermediate 64 --max-len 32 "
+                            "--batch 4 --micro-batches 2 --max-predictions 5"), 0);
+    const char *c = strstr(out_text, "command:\n  ");
+    char line[1024] = "", a[1024], b[1024], cmd[1200];
+    if (c) snprintf(line, sizeof line, "%.*s", (int)strcspn(c + 11, "\n"), c + 11);
+    const char *head = "tessera pretrain --vocab VOCAB.txt --corpus CORPUS.txt --out OUT_DIR ";
+    CHECK(!strncmp(line, head, strlen(head)) &&
+          strstr(line, "--accumulation 2") && flag_value(line, "--batch") == 4, "the command: %s", line);
+    replace_all(a, sizeof a, line + strlen("tessera "), "VOCAB.txt", "vocab.txt");
+    replace_all(b, sizeof b, a, "CORPUS.txt", "corpus.txt");
+    replace_all(a, sizeof a, b, "OUT_DIR", "planned");
+    snprintf(cmd, sizeof cmd, "%s --max-steps 2 --threads 1", a);
+    CHECK_RAN(tessera(NULL, "%s", cmd), 0);
+    /* finetune and infer: the model's sizes are its directory's, so only those commands' flags */
+    CHECK_RAN(tessera(NULL, "plan --device-profile h200 --task finetune --batch 16"), 0);
+    CHECK(strstr(out_text, "tessera finetune --model PRETRAINED_DIR --train TRAIN.tsv --out OUT_DIR --max-len 128 "
+                           "--batch 16 --optimizer adamw") && !strstr(out_text, "--layers"), "finetune:\n%s", out_text);
+    CHECK_RAN(tessera(NULL, "plan --device-profile h200 --task infer --dtype bf16"), 0);
+    CHECK(strstr(out_text, "tessera run --model MODEL_DIR --inputs INPUTS.safetensors --outputs OUTPUTS.safetensors "
+                           "--dtype bf16"), "infer:\n%s", out_text);
 }
 
 static const char *POD16 = "plan --device-profile ipu-mk2 --count 16 --batch 32 --max-len 128 --max-predictions 20 --optimizer lamb "
@@ -223,10 +285,16 @@ static void test_refusal(void) {
           strstr(err_text, "the largest value") && strstr(err_text, "the limit is --device-profile's"),
           "need, have, the largest value:\n%s", err_text);
     CHECK(strstr(err_text, "the planner: stage 0 needs 0.28 GB on small (0.15 GB): ") && strstr(err_text, " fit (estimated ") &&
-          strstr(err_text, "tessera pretrain --layers 4 --hidden 256") &&
+          strstr(err_text, "tessera pretrain --vocab VOCAB.txt --corpus CORPUS.txt --out OUT_DIR --layers 4 --hidden 256") &&
           strstr(err_text, "(tessera plan --device-profile small.json --count 2 --layers 4 --hidden 256 --heads 4 --intermediate 1024 "
-                           "--batch 32 --max-len 64 --max-predictions 10 --dtype f32 --optimizer adamw --task pretrain "
-                           "--explain for more)"), "the planner's suggestion:\n%s", err_text);
+                           "--batch 32 --max-len 64 --max-predictions 10 --global-batch 128 --dtype f32 --optimizer adamw "
+                           "--task pretrain --explain for more)"), "the planner's suggestion:\n%s", err_text);
+    /* the layout suggested keeps the run's 4 micro-batches of 32: 128 sequences a step */
+    const char *sug = strstr(err_text, "the planner: ");
+    int R = sug ? flag_value(sug, "mpirun -np") : -1, M = sug ? flag_value(sug, "--accumulation") : -1;
+    if (sug && M < 0) M = flag_value(sug, "--micro-batches");
+    CHECK((R < 0 ? 1 : R) * (M < 0 ? 1 : M) * flag_value(sug ? sug : "", "--batch") == 128,
+          "the suggestion changes the global batch: %s", sug ? sug : err_text);
     char ls[512];
     list_dir("r1", ls, sizeof ls);
     CHECK(!ls[0] && !exists("r1") && strstr(err_text, "removed the unfinished --out r1"),
@@ -270,6 +338,7 @@ int main(int argc, char **argv) {
     RUN(test_refusal);
     RUN(test_errors);
     RUN(test_h200);
+    RUN(test_global_batch);
     RUN(test_vocab);
     RUN(test_pod16);
     RUN(test_precision);

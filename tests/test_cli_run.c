@@ -12,6 +12,9 @@
  *    compute has every parameter's gradient, in f32, close to the f32 step's;
  *  - a bare BertModel checkpoint (names without "bert.") loads; --init-random is deterministic
  *    and needs no model.safetensors; --profile prints the op and layer tables;
+ *  - `tessera tokenize --out` writes the batch `run` reads: lines of text through a vocabulary
+ *    file to the fixture's outputs, each row's logits those of its line run alone; --tokens with
+ *    --out refused;
  *  - bad input (flags, files, tensors): a non-zero exit, never a signal or a sanitizer report,
  *    and a message on stderr naming the flag, file or tensor at fault;
  *  - with the argument --bert-base (ctest cli_run_bert_base, label slow): a BERT-Base-sized
@@ -501,6 +504,48 @@ static void copy_prefix(const char *from, const char *to, long nbytes) {
     if (g) fclose(g);
 }
 
+/* `tessera tokenize ARGS < lines` through the shell: its exit code. */
+static int tokenize(const char *args, const char *lines) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' tokenize %s < '%s' > '%s' 2> '%s'", TS_CLI_PATH, args, lines,
+             tmp("tok.stdout"), tmp("tok.stderr"));
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_tokenize_out(void) {
+    make_tmpdir();
+    const char *model = fixture_model("model");
+    /* ids 0-4 the specials, then words: every id under the fixture's vocabulary of 99 */
+    write_text(tmp("vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\n");
+    write_text(tmp("two.txt"), "the cat sat on the mat\tthe cat\ncat\n");
+    write_text(tmp("one.txt"), "cat\n");
+    char args[1024];
+    snprintf(args, sizeof args, "--vocab '%s' --pair --max-len 12 --out '%s'", tmp("vocab.txt"), tmp("two.st"));
+    CHECK(tokenize(args, tmp("two.txt")) == 0, "tokenize --out exit code");
+    char out[512];
+    slurp(tmp("tok.stdout"), out, sizeof out);
+    CHECK(strstr(out, "attention_mask [2, 12] i32") != NULL, "tokenize --out says what it wrote: %s", out);
+    snprintf(args, sizeof args, "--vocab '%s' --pair --max-len 12 --out '%s'", tmp("vocab.txt"), tmp("one.st"));
+    CHECK(tokenize(args, tmp("one.txt")) == 0, "tokenize --out, one line");
+    if (!ok_run(RUN_CLI("--model", model, "--inputs", tmp("two.st"), "--outputs", tmp("o2.st")), "run on two lines") ||
+        !ok_run(RUN_CLI("--model", model, "--inputs", tmp("one.st"), "--outputs", tmp("o1.st")), "run on one line"))
+        return cleanup();
+    /* the second row of the batch is the one line run alone: padding and types read as written */
+    ts_tensor *two = load(tmp("o2.st"), "seq_relationship_logits"), *one = load(tmp("o1.st"), "seq_relationship_logits");
+    if (two && one) {
+        const float *a = (const float *)ts_tensor_data(two) + 2, *b = ts_tensor_data(one);
+        CHECK(ts_tensor_shape(two)[0] == 2 && fabsf(a[0] - b[0]) < 1e-5f && fabsf(a[1] - b[1]) < 1e-5f,
+              "row 1 of the batch %g %g, alone %g %g", a[0], a[1], b[0], b[1]);
+    }
+    ts_tensor_free(two), ts_tensor_free(one);
+    snprintf(args, sizeof args, "--vocab '%s' --tokens --out '%s'", tmp("vocab.txt"), tmp("x.st"));
+    CHECK(tokenize(args, tmp("one.txt")) == 2, "--tokens with --out: a usage error");
+    slurp(tmp("tok.stderr"), out, sizeof out);
+    CHECK(strstr(out, "--tokens") && strstr(out, "--out"), "names both flags: %s", out);
+    cleanup();
+}
+
 static void test_bad_flags(void) {
     make_tmpdir();
     const char *model = fixture_model("model"), *in = fixture("inputs.safetensors"), *out = tmp("o.safetensors");
@@ -760,6 +805,7 @@ int main(int argc, char **argv) {
     RUN(test_bf16_gradients);
     RUN(test_bare_bertmodel);
     RUN(test_init_random);
+    RUN(test_tokenize_out);
     RUN(test_bad_flags);
     RUN(test_bad_model);
     RUN(test_bad_inputs);

@@ -105,9 +105,9 @@ static void test_text(void) {
     b.n = 0;
     CHECK_OK(ts_plan_print(&rq, l, 3, 1, sink, &b));
     CHECK(strstr(b.s, "alternatives, the next best first:"), "%s", b.s);
-    CHECK(strstr(b.s, "2. \"0:emb,heads 1:0-3 2:4-7 3:8-11\" x 4 replicas, 256 micro-batches, recomputed: 11000.0 "
+    CHECK(strstr(b.s, "2. \"0:emb,heads 1:0-3 2:4-7 3:8-11\" x 4 replicas, 256 micro-batches of 32, recomputed: 11000.0 "
                       "seq/s: 6.0% slower"), "%s", b.s);
-    CHECK(strstr(b.s, "3. \"0:emb,0-11,heads\" x 16 replicas, 512 micro-batches: does not fit: stage 0 (device 0) "
+    CHECK(strstr(b.s, "3. \"0:emb,0-11,heads\" x 16 replicas, 512 micro-batches of 32: does not fit: stage 0 (device 0) "
                       "needs 3.21 GB of 0.90 GB"), "%s", b.s);
 }
 

@@ -1,6 +1,8 @@
 /*
  * test_run_lines.c — the library's pieces of a training command (tessera_tasks.h) without the
- * CLI: metrics rows and the progress line through a ts_write_fn, the steps of an epoch
+ * CLI: metrics rows and the progress line through a ts_write_fn, a long phase's progress
+ * (ts_progress_to, ts_phase_*: silent by default, a line a period in a log, one line redrawn and
+ * cleared on a terminal; a training run's log line a period), the steps of an epoch
  * (ts_epoch_steps), a text encoded whole (ts_encode_all), and the struct_size check of
  * ts_pretrain_run, ts_train_epochs, the fine-tuning tasks, ts_classify_rows_load and
  * ts_bert_infer_build.
@@ -45,6 +47,40 @@ static void test_metrics_and_progress(void) {
     CHECK(!strncmp(c.buf, "\rstep 10/10  loss 2.0000  100.0 seq/s  ETA 0s", 45), "tty line: %s", c.buf);
     ts_progress_print(&p, "done\n");
     CHECK(strstr(c.buf, "\r") && strstr(c.buf, "\rdone\n"), "the line cleared before a print: %s", c.buf);
+}
+
+static void test_phase(void) {
+    capture c = {0};
+    ts_phase ph;
+    ts_phase_begin(&ph, "scoring", "rows", 4); /* no writer yet: nothing anywhere */
+    usleep(2000);
+    ts_phase_step(&ph, 1);
+    ts_phase_end(&ph);
+    ts_progress_to("tessera x", cap_write, &c, 0, 1e-6); /* a log, a line every microsecond */
+    ts_phase_begin(&ph, "scoring", "rows", 4);
+    usleep(2000);
+    ts_phase_step(&ph, 2);
+    ts_phase_end(&ph);
+    CHECK(!strncmp(c.buf, "tessera x: scoring 2/4 rows (50%), ", 35) && strstr(c.buf, " s left\n") &&
+          !strchr(c.buf, '\r'), "a log's line: '%s'", c.buf);
+    c.n = 0, c.buf[0] = 0;
+    ts_progress p; /* a training run's log line, at the same period */
+    ts_progress_init(&p, 10, 0, 0, cap_write, &c);
+    usleep(2000);
+    ts_progress_step(&p, 1, 2.0, 100);
+    CHECK(!strncmp(c.buf, "step 1/10: loss 2.0000, 100.0 seq/s, ETA ", 41), "a training log's line: '%s'", c.buf);
+    c.n = 0, c.buf[0] = 0;
+    ts_progress_to("tessera x", cap_write, &c, 1, 0); /* a terminal: one line, redrawn, cleared */
+    ts_phase_begin(&ph, "computing features", "clips", 8);
+    usleep(110000);
+    ts_phase_step(&ph, 2);
+    ts_phase_step(&ph, 3); /* within a tenth of a second: not redrawn */
+    CHECK(!strncmp(c.buf, "\rtessera x: computing features 2/8 clips (25%), ", 48) && !strchr(c.buf, '\n') &&
+          !strstr(c.buf, "3/8"), "a terminal's line: '%s'", c.buf);
+    size_t drawn = c.n;
+    ts_phase_end(&ph);
+    CHECK(c.n > drawn && c.buf[drawn] == '\r' && c.buf[c.n - 1] == '\r', "cleared at the end: '%s'", c.buf + drawn);
+    ts_progress_to(NULL, NULL, NULL, 0, 0);
 }
 
 static void test_epoch_steps(void) {
@@ -107,6 +143,7 @@ static void test_encode_all(void) {
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     RUN(test_metrics_and_progress);
+    RUN(test_phase);
     RUN(test_epoch_steps);
     RUN(test_struct_size);
     RUN(test_encode_all);

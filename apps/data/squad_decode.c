@@ -75,8 +75,13 @@ ts_status ts_squad_logits(ts_program *infer, const ts_squad *s, int batch, int s
     int have_bb = ts_batch_buf_init(&bb, batch, seq, 0);
     ts_status st = TS_OK;
     if (!st_all || !en_all || !rows || !have_bb) st = ts_set_error(TS_ERR_NOMEM, "out of memory");
-    for (int64_t f = 0; f < nf && !st; f += batch)
+    ts_phase ph;
+    ts_phase_begin(&ph, "scoring", "windows", nf);
+    for (int64_t f = 0; f < nf && !st; f += batch) {
+        ts_phase_step(&ph, f);
         st = logits_of(infer, s, f, (int)(nf - f < batch ? nf - f : batch), batch, seq, &bb, rows, st_all, en_all);
+    }
+    ts_phase_end(&ph);
     if (have_bb) ts_batch_buf_free(&bb);
     free(rows);
     if (st) {

@@ -44,6 +44,12 @@ extern "C" {
  * -DTS_WITH_SERVE). The core's own: ts_build_features (tessera_core.h). Static storage. */
 TS_API const char *ts_apps_build_features(void);
 
+/* A data folder of the installed or built tessera, for the models scripts/install-deps.sh fetches:
+ * $TESSERA_DATA/sub when set, else the installed data directory's sub/ (<datadir>/tessera/sub)
+ * when it holds `probe` (a file in it), else this build's source tree data/sub. Written into buf;
+ * returns buf, or NULL with the error set (TS_ERR_ARG: a NULL argument, or a path longer than cap). */
+TS_API const char *ts_data_dir(const char *sub, const char *probe, char *buf, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -136,10 +136,15 @@ typedef struct ts_plan_request {
                                      them: rows a second x this. 0 or 1: a sequence a row. The row's
                                      cost is costed as one sequence's (the block-diagonal mask's
                                      extra bytes are [T, T] per row, small beside the layers') */
+    int split_batch;              /* 1, with global_batch: the search keeps global_batch with any
+                                     micro-batch size up to batch, b = global_batch / (replicas x
+                                     micro_batches) (so batch is the largest tried, and the layouts
+                                     of one device count as well as a pod's); each layout's b is its
+                                     ts_plan_layout.batch. 0: every layout's micro-batch is batch */
 } ts_plan_request;
 /* Defaults: BERT-Base (ts_bert_config_default), pretrain, batch 8, seq_len 128, max_predictions
  * 20, f32, AdamW, count 1, everything of the layout searched, stream_state 1, weight_dtype TS_F32,
- * global_batch 0. rq need not be set up: its base layout is filled, struct_size included
+ * global_batch 0, split_batch 0. rq need not be set up: its base layout is filled, struct_size included
  * (tessera.h); a caller of this header then sets struct_size = sizeof(ts_plan_request) and the
  * fields added since (their zero values, TS_F32 and 0, are the defaults). */
 TS_API void ts_plan_request_defaults(ts_plan_request *rq);
@@ -180,6 +185,10 @@ typedef struct ts_plan_layout {
     char why[512];                /* what does not fit, or why it lost to the best */
     char command[1024];           /* left empty by the planner: a caller may put here the command that
                                      runs the layout (the tessera command does), which the printers show */
+    int64_t batch;                /* sequences of one micro-batch: the request's batch, or with
+                                     split_batch the one this layout takes (64 bits: an int would sit
+                                     in the base layout's tail padding, where the struct_size rule
+                                     cannot tell it from the base) */
 } ts_plan_layout;
 
 /* The model a plan is for, into cfg: read from model_dir's config.json, else from config_file (a

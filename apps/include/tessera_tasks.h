@@ -669,7 +669,9 @@ TS_API ts_status ts_classify_texts_add_probs(ts_program *infer, ts_batch_buf *bb
 TS_API void ts_writef(ts_write_fn w, void *ctx, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* The progress line of a training run: on a terminal (tty) "step s/total  loss L  R seq/s  ETA
- * ..." redrawn in place with \r, at most ten times a second; elsewhere nothing. The caller owns
+ * ..." redrawn in place with \r, at most ten times a second; elsewhere (a log) a line "step
+ * s/total: loss L, R seq/s, ETA ..." a minute (ts_progress_to's period), so that a log shows the run
+ * between its evaluations. The caller owns
  * the struct (it holds no allocation); t0 is when the run started. */
 typedef struct ts_progress {
     ts_write_fn out;
@@ -687,6 +689,26 @@ TS_API void ts_progress_init(ts_progress *p, int64_t total, double max_seconds, 
 TS_API void ts_progress_step(ts_progress *p, int64_t step, double loss, double seq_per_s);
 /* Write a line of its own (the progress line cleared first on a tty). */
 TS_API void ts_progress_print(ts_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Where the applications report a long phase's progress (ts_phase_*): lines "PREFIX: WHAT D/T UNIT
+ * (P%), E s, about R s left" to out (NULL, the default: nowhere). tty 1: out is a terminal, one
+ * line redrawn in place with \r at most ten times a second and cleared at the end; 0: a log, a
+ * line every period_s seconds of a phase (0: $TESSERA_PROGRESS_SECONDS, else 60), the period of a
+ * training run's log lines too (ts_progress). Set once, before the phases run (the tessera command
+ * sets it to standard error). */
+TS_API void ts_progress_to(const char *prefix, ts_write_fn out, void *ctx, int tty, double period_s);
+/* One phase: total units of work, `done` of them so far. The caller owns it. */
+typedef struct ts_phase {
+    const char *what, *unit; /* "computing features", "clips" (static strings) */
+    int64_t total, done;
+    double t0, drawn;        /* ts_seconds() at the start, and when last written */
+    int width;               /* of the line drawn on a terminal */
+} ts_phase;
+TS_API void ts_phase_begin(ts_phase *p, const char *what, const char *unit, int64_t total);
+/* done units of the phase are done: a line when one is due. */
+TS_API void ts_phase_step(ts_phase *p, int64_t done);
+/* The phase is over: a terminal's line cleared. */
+TS_API void ts_phase_end(ts_phase *p);
 
 /* One row of a JSONL metrics log: "{" fmt's members "}\n", one call of w (nothing when NULL). */
 TS_API void ts_metrics_write(ts_write_fn w, void *ctx, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -461,6 +461,16 @@ TS_API ts_status ts_encode_all(const ts_tokenizer *tok, const char *text_a, cons
 TS_API ts_status ts_encode_line(const ts_tokenizer *tok, char *line, size_t len, int pair, int max_len, int pad,
                                 int32_t **ids, int *cap, int *n);
 
+/* Every line of the file lines_path (NULL: standard input), encoded as ts_encode_line reads a line, as one batch in a safetensors file
+ * at path that `tessera run --inputs` reads (ts_bert_read_inputs): "input_ids", "token_type_ids"
+ * and "attention_mask", each [B, T] i32, B the lines and T max_len (longer lines cut as ts_encode
+ * cuts them), or the longest line's ids when max_len is 0; shorter lines padded with [PAD], type
+ * 0, mask 0. Written atomically (ts_safetensors_save). *rows and *len (either may be NULL) get B
+ * and T. No lines: TS_ERR_ARG; an unreadable file: TS_ERR_IO naming it; a line that fails: its
+ * error, prefixed "line N: ". */
+TS_API ts_status ts_encode_lines_save(const ts_tokenizer *tok, const char *lines_path, int pair, int max_len,
+                                      const char *path, int *rows, int *len);
+
 /* Where ts_encode cuts a text that does not fit (each text of a pair is cut to its length as
  * above): keep_head < 0 (the default) keeps its start, like Hugging Face's truncation_side
  * "right"; otherwise the first keep_head pieces (or all the room, when that is less) and then the

@@ -73,8 +73,9 @@ typedef struct ts_plan_request_copy {
 } ts_plan_request_copy;
 ts_status ts_plan_request_read(ts_plan_request_copy *c, const ts_plan_request *rq, const char *fn);
 /* n layouts of the caller's array l read by the struct_size rule (the stride: l[0].struct_size,
- * 0 the base layout's sizeof), malloc'd (free it; NULL for n 0, or on error). */
-ts_status ts_plan_layouts_read(const ts_plan_layout *l, int n, ts_plan_layout **out, const char *fn);
+ * 0 the base layout's sizeof), malloc'd (free it; NULL for n 0, or on error); a layout without its
+ * micro-batch size (batch 0: a caller of an older header) gets batch. */
+ts_status ts_plan_layouts_read(const ts_plan_layout *l, int n, int batch, ts_plan_layout **out, const char *fn);
 /* Layout i of the caller's array out (the stride: out[0].struct_size, which every element is
  * written with) filled from *l by ts_struct_write. */
 ts_status ts_plan_layout_write(ts_plan_layout *out, int i, const ts_plan_layout *l, const char *fn);

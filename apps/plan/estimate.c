@@ -25,7 +25,7 @@ void ts_plan_request_defaults(ts_plan_request *out) {
     rq->dtype = TS_F32, rq->optimizer = TS_OPTIM_ADAMW;
     rq->count = 1;
     rq->recompute = -1, rq->shard_state = -1, rq->stream_state = 1;
-    rq->weight_dtype = TS_F32, rq->global_batch = 0;
+    rq->weight_dtype = TS_F32, rq->global_batch = 0, rq->split_batch = 0;
     out->struct_size = 0; /* a struct not set up yet: its base layout (tessera.h) */
     TS_STRUCT_WRITE(out, rq, ts_plan_request, "ts_plan_request_defaults");
 }
@@ -45,7 +45,7 @@ static size_t layout_stride(const ts_plan_layout *l) {
     return l->struct_size ? l->struct_size : TS_BASE_SIZEOF(ts_plan_layout);
 }
 
-ts_status ts_plan_layouts_read(const ts_plan_layout *l, int n, ts_plan_layout **out, const char *fn) {
+ts_status ts_plan_layouts_read(const ts_plan_layout *l, int n, int batch, ts_plan_layout **out, const char *fn) {
     *out = NULL;
     if (n <= 0) return TS_OK;
     if (!(*out = malloc(sizeof **out * (size_t)n))) return ts_set_error(TS_ERR_NOMEM, "%s: out of memory", fn);
@@ -61,6 +61,7 @@ ts_status ts_plan_layouts_read(const ts_plan_layout *l, int n, ts_plan_layout **
             free(*out), *out = NULL;
             return TS_ERR_ARG;
         }
+        if ((*out)[i].batch <= 0) (*out)[i].batch = batch; /* a layout from before the field */
     }
     return TS_OK;
 }
@@ -272,6 +273,7 @@ void ts_plan_evaluate(const ts_plan_request *rq, const ts_plan_compiled *pc, con
     memset(l, 0, sizeof *l);
     l->struct_size = sizeof *l;
     l->nstages = S, l->ndevices = D, l->recompute = pc->recompute, l->replicas = R, l->micro_batches = infer ? 1 : M, l->shard_state = shard;
+    l->batch = rq->batch;
     snprintf(l->stages, sizeof l->stages, "%s", spec);
     double t_dev[TS_STAGE_MAX_DEVICES] = {0}, full[TS_STAGE_MAX_DEVICES] = {0}, update = 0, update_full = 0, k, q;
     host_share(p, R * D, &k, &q);
@@ -325,7 +327,7 @@ static ts_status check_request(const ts_plan_request *rq, int layout) {
     if (rq->weight_dtype != TS_F32 && rq->weight_dtype != rq->dtype)
         return ts_set_error(TS_ERR_ARG, "ts_plan: weight_dtype %s must be f32 or the dtype, %s (16-bit weights are "
                             "stored in the compute dtype)", ts_dtype_name(rq->weight_dtype), ts_dtype_name(rq->dtype));
-    if (rq->global_batch < 0 || (rq->global_batch > 0 && rq->global_batch % rq->batch))
+    if (rq->global_batch < 0 || (rq->global_batch > 0 && !rq->split_batch && rq->global_batch % rq->batch))
         return ts_set_error(TS_ERR_ARG, "ts_plan: global_batch %d must be a positive multiple of batch %d (replicas x "
                             "micro_batches x batch)", rq->global_batch, rq->batch);
     if (rq->replicas > 0 && rq->count % rq->replicas)
@@ -347,6 +349,14 @@ ts_status ts_plan_estimate(const ts_plan_request *rq, ts_plan_layout *out) {
     ts_plan_request_copy c;
     if (ts_plan_request_read(&c, rq, "ts_plan_estimate") != TS_OK) return TS_ERR_ARG;
     rq = &c.rq;
+    if (rq->split_batch && rq->global_batch > 0 && rq->replicas > 0 && rq->micro_batches > 0) { /* b: what is left */
+        int RM = rq->replicas * rq->micro_batches, b = rq->global_batch / RM;
+        if (rq->global_batch % RM || b > rq->batch)
+            return ts_set_error(TS_ERR_ARG, "ts_plan_estimate: global_batch %d over replicas %d x micro_batches %d "
+                                "leaves no micro-batch of at most batch %d", rq->global_batch, rq->replicas,
+                                rq->micro_batches, rq->batch);
+        c.rq.batch = b;
+    }
     if (check_request(rq, 1) != TS_OK) return ts_last_status();
     ts_plan_compiled pc;
     int D = rq->count / rq->replicas;

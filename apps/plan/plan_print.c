@@ -82,7 +82,8 @@ static void put_request(text *t, const ts_plan_request *rq) {
     const ts_device_profile *p = rq->device;
     put(t, "model: BERT, %d layers, hidden %d, %d heads, intermediate %d, vocabulary %d\n", c->num_hidden_layers,
         c->hidden_size, c->num_attention_heads, c->intermediate_size, c->vocab_size);
-    put(t, "task: %s, micro-batch %d x %d tokens", ts_plan_task_name(rq->task), rq->batch, rq->seq_len);
+    put(t, "task: %s, micro-batch %s%d x %d tokens", ts_plan_task_name(rq->task),
+        rq->split_batch && rq->global_batch > 0 ? "up to " : "", rq->batch, rq->seq_len);
     if (rq->task == TS_PLAN_PRETRAIN) put(t, ", %d masked positions", rq->max_predictions ? rq->max_predictions : rq->seq_len);
     put(t, ", %s, precision %s (%s products, %s weights, gradients and optimizer state)", dtype_word(rq->dtype),
         ts_precision_name(rq->dtype, rq->weight_dtype), dtype_word(rq->dtype), dtype_word(rq->weight_dtype));
@@ -97,8 +98,8 @@ static void put_layout_words(text *t, const ts_plan_request *rq, const ts_plan_l
     put(t, "%d stage%s on %d device%s x %d replica%s", l->nstages, l->nstages == 1 ? "" : "s", l->ndevices,
         l->ndevices == 1 ? "" : "s", l->replicas, l->replicas == 1 ? "" : "s");
     if (rq->task == TS_PLAN_INFER) return; /* no steps, no optimizer */
-    put(t, ", %d micro-batch%s per step, recomputation %s, optimizer state %s", l->micro_batches,
-        l->micro_batches == 1 ? "" : "es", l->recompute ? "on" : "off",
+    put(t, ", %d micro-batch%s of %d per step, recomputation %s, optimizer state %s", l->micro_batches,
+        l->micro_batches == 1 ? "" : "es", (int)l->batch, l->recompute ? "on" : "off",
         l->shard_state && l->replicas > 1 ? "sharded over the replicas" : "not sharded");
 }
 
@@ -137,8 +138,8 @@ static void put_best(text *t, const ts_plan_request *rq, const ts_plan_layout *l
     else
         put(t, "all-reduce: none (%s)\n", l->replicas > 1 ? "no gradients to sum" : "one replica");
     put(t, "step: %.2f ms (%d replica%s x %d micro-batch%s x %d %s); estimated %.1f seq/s\n", l->step_s * 1e3,
-        l->replicas, l->replicas == 1 ? "" : "s", l->micro_batches, l->micro_batches == 1 ? "" : "es", rq->batch,
-        rq->sequences_per_row > 1 ? "packed rows" : "sequences", l->seq_per_s);
+        l->replicas, l->replicas == 1 ? "" : "s", l->micro_batches, l->micro_batches == 1 ? "" : "es", (int)l->batch,
+        rq->sequences_per_row > 1 ? "packed rows" : l->batch == 1 ? "sequence" : "sequences", l->seq_per_s);
     if (rq->sequences_per_row > 1) put(t, "packed: %.3f sequences a row on average\n", rq->sequences_per_row);
     if (!l->fits && l->why[0]) put(t, "does not fit: %s\n", l->why);
     if (l->command[0]) put(t, "command:\n  %s\n", l->command);
@@ -153,8 +154,8 @@ static void put_alternatives(text *t, const ts_plan_layout *l, int n) {
     }
     put(t, "alternatives, the next best first:\n");
     for (int i = 1; i < n; i++) {
-        put(t, "  %d. \"%s\" x %d replica%s, %d micro-batch%s%s%s: ", i + 1, l[i].stages, l[i].replicas,
-            l[i].replicas == 1 ? "" : "s", l[i].micro_batches, l[i].micro_batches == 1 ? "" : "es",
+        put(t, "  %d. \"%s\" x %d replica%s, %d micro-batch%s of %d%s%s: ", i + 1, l[i].stages, l[i].replicas,
+            l[i].replicas == 1 ? "" : "s", l[i].micro_batches, l[i].micro_batches == 1 ? "" : "es", (int)l[i].batch,
             l[i].recompute ? ", recomputed" : "", l[i].shard_state && l[i].replicas > 1 ? ", optimizer state sharded" : "");
         if (l[i].fits) put(t, "%.1f seq/s", l[i].seq_per_s);
         else put(t, "does not fit");
@@ -168,7 +169,7 @@ ts_status ts_plan_print(const ts_plan_request *rq, const ts_plan_layout *l, int 
         return ts_set_error(TS_ERR_ARG, "ts_plan_print: NULL request, model, device, layouts or write, or n < 0");
     ts_plan_request_copy c;
     ts_plan_layout *all;
-    if (ts_plan_request_read(&c, rq, "ts_plan_print") || ts_plan_layouts_read(l, n, &all, "ts_plan_print"))
+    if (ts_plan_request_read(&c, rq, "ts_plan_print") || ts_plan_layouts_read(l, n, c.rq.batch, &all, "ts_plan_print"))
         return ts_last_status();
     rq = &c.rq, l = all;
     text t = {0};

@@ -77,6 +77,7 @@ static cJSON *layout_json(const ts_plan_request *rq, const ts_plan_layout *l) {
     cJSON_AddNumberToObject(j, "devices_per_replica", l->ndevices);
     cJSON_AddNumberToObject(j, "replicas", l->replicas);
     cJSON_AddNumberToObject(j, "micro_batches", l->micro_batches);
+    cJSON_AddNumberToObject(j, "batch", (double)l->batch);
     cJSON_AddBoolToObject(j, "recompute", l->recompute != 0);
     cJSON_AddBoolToObject(j, "shard_optimizer", l->shard_state != 0);
     cJSON_AddBoolToObject(j, "fits", l->fits != 0);
@@ -97,7 +98,7 @@ ts_status ts_plan_print_json(const ts_plan_request *rq, const ts_plan_layout *l,
         return ts_set_error(TS_ERR_ARG, "ts_plan_print_json: NULL request, model, device, layouts or write, or n < 0");
     ts_plan_request_copy c;
     ts_plan_layout *all;
-    if (ts_plan_request_read(&c, rq, "ts_plan_print_json") || ts_plan_layouts_read(l, n, &all, "ts_plan_print_json"))
+    if (ts_plan_request_read(&c, rq, "ts_plan_print_json") || ts_plan_layouts_read(l, n, c.rq.batch, &all, "ts_plan_print_json"))
         return ts_last_status();
     rq = &c.rq, l = all;
     cJSON *root = cJSON_CreateObject();

@@ -13,7 +13,7 @@
 
 /* Micro-batches are tried in powers of two from the devices of a replica to MICRO_LIMIT (Graphcore's
  * BERT-Large: 2,048 on a Pod16); with a global batch, the one it leaves. */
-enum { MAX_SPECS = 3, MAX_CACHE = 64, MICRO_LIMIT = 4096, MAX_MICRO = 16, MAX_FOUND = 4096 };
+enum { MAX_SPECS = 3, MAX_CACHE = 256, MICRO_LIMIT = 4096, MAX_MICRO = 16, MAX_FOUND = 4096 };
 
 /* Layers [lo, hi] as a part list: "4-7", "5", or "" when empty. */
 static int layer_range(char *buf, size_t cap, int lo, int hi) {
@@ -93,7 +93,7 @@ static int make_specs(const ts_plan_request *rq, int D, int L, char specs[MAX_SP
 /* One compiled stage layout, kept for every R, M and sharding that use it. */
 typedef struct cached {
     char spec[256];
-    int recompute, micro_plan;
+    int recompute, micro_plan, batch;
     ts_plan_compiled pc;
 } cached;
 
@@ -106,12 +106,13 @@ typedef struct found {
 static const ts_plan_compiled *compiled(const ts_plan_request *rq, cached *cache, int *ncache, const char *spec, int D,
                                         int recompute, int micro_plan) {
     for (int i = 0; i < *ncache; i++)
-        if (!strcmp(cache[i].spec, spec) && cache[i].recompute == recompute && cache[i].micro_plan == micro_plan)
+        if (!strcmp(cache[i].spec, spec) && cache[i].recompute == recompute && cache[i].micro_plan == micro_plan &&
+            cache[i].batch == rq->batch)
             return &cache[i].pc;
     if (*ncache == MAX_CACHE) return NULL;
     cached *c = &cache[*ncache];
-    snprintf(c->spec, sizeof c->spec, "%s", spec);
-    c->recompute = recompute, c->micro_plan = micro_plan;
+    snprintf(c->spec, sizeof c->spec, "%.255s", spec);
+    c->recompute = recompute, c->micro_plan = micro_plan, c->batch = rq->batch;
     if (ts_plan_compile(rq, spec, D, recompute, micro_plan, &c->pc) != TS_OK) return NULL;
     (*ncache)++;
     return &c->pc;
@@ -142,6 +143,7 @@ static void why_lost(const ts_plan_layout *l, const ts_plan_layout *b, char *why
     double exposed = l->allreduce_s - l->allreduce_hidden_s, best_exposed = b->allreduce_s - b->allreduce_hidden_s;
     const char *reason = l->ndevices != b->ndevices ? "another pipeline depth"
                          : strcmp(l->stages, b->stages) ? "another cut of the stages"
+                         : l->batch < b->batch ? "smaller micro-batches (their products run slower)"
                          : l->micro_batches < b->micro_batches ? "fewer micro-batches (the bubble and update weigh more)"
                          : l->bubble > b->bubble + 0.02 ? "a larger bubble"
                          : exposed > best_exposed + 1e-4 ? "more exposed all-reduce"
@@ -152,6 +154,26 @@ static void why_lost(const ts_plan_layout *l, const ts_plan_layout *b, char *why
              l->step_s, b->step_s);
 }
 
+/* The micro-batch counts tried over R replicas of D devices into micro (at most MAX_MICRO), each
+ * with its micro-batch size into batch; how many. */
+static int micro_batches(const ts_plan_request *rq, int R, int D, int micro[MAX_MICRO], int batch[MAX_MICRO]) {
+    int n = 0, G = rq->global_batch;
+    if (rq->task == TS_PLAN_INFER) micro[n] = 1, batch[n++] = rq->batch;
+    else if (G > 0 && rq->split_batch) { /* every M that leaves a micro-batch of at most batch */
+        for (int M = rq->micro_batches > 0 ? rq->micro_batches : 1; M <= G / R && n < MAX_MICRO; M++) {
+            if (G % (R * M) == 0 && G / (R * M) <= rq->batch) micro[n] = M, batch[n++] = G / (R * M);
+            if (rq->micro_batches > 0) break;
+        }
+    } else if (G > 0) { /* the one M that makes it, if any */
+        int M = G % (R * rq->batch) ? 0 : G / (R * rq->batch);
+        if (M > 0 && (rq->micro_batches <= 0 || rq->micro_batches == M)) micro[n] = M, batch[n++] = rq->batch;
+    } else if (rq->micro_batches > 0)
+        micro[n] = rq->micro_batches, batch[n++] = rq->batch;
+    else
+        for (int M = D; M <= MICRO_LIMIT && n < MAX_MICRO; M *= 2) micro[n] = M, batch[n++] = rq->batch;
+    return n;
+}
+
 /* Every layout over R replicas rq leaves open, appended to f. */
 static void search_replicas(const ts_plan_request *rq, int R, cached *cache, int *ncache, found *f, int *nf) {
     int D = rq->count / R, L = rq->cfg->num_hidden_layers, infer = rq->task == TS_PLAN_INFER;
@@ -159,25 +181,19 @@ static void search_replicas(const ts_plan_request *rq, int R, cached *cache, int
     int nspec = rq->stages ? 1 : infer ? 1 : make_specs(rq, D, L, specs);
     if (rq->stages) snprintf(specs[0], 256, "%s", rq->stages);
     else if (infer) snprintf(specs[0], 256, "0:emb,0-%d,heads", L - 1), D = 1;
-    int micro[MAX_MICRO], nmicro = 0;
-    if (infer) micro[nmicro++] = 1;
-    else if (rq->global_batch > 0) { /* the one M that makes it, if any */
-        int M = rq->global_batch % (R * rq->batch) ? 0 : rq->global_batch / (R * rq->batch);
-        if (M > 0 && (rq->micro_batches <= 0 || rq->micro_batches == M)) micro[nmicro++] = M;
-    } else if (rq->micro_batches > 0)
-        micro[nmicro++] = rq->micro_batches;
-    else
-        for (int M = D; M <= MICRO_LIMIT && nmicro < MAX_MICRO; M *= 2) micro[nmicro++] = M;
+    int micro[MAX_MICRO], batch[MAX_MICRO], nmicro = micro_batches(rq, R, D, micro, batch);
+    ts_plan_request r = *rq; /* with each micro-batch size */
     for (int sp = 0; sp < nspec; sp++)
         for (int rc = rq->recompute < 0 ? 0 : rq->recompute; rc <= (rq->recompute < 0 ? 1 : rq->recompute); rc++)
             for (int mi = 0; mi < nmicro; mi++) {
                 int M = micro[mi];
                 if (D > 1 && M < 2) continue;
-                const ts_plan_compiled *pc = compiled(rq, cache, ncache, specs[sp], D, rc, D > 1 ? 0 : M > 1 ? 2 : 1);
+                r.batch = batch[mi];
+                const ts_plan_compiled *pc = compiled(&r, cache, ncache, specs[sp], D, rc, D > 1 ? 0 : M > 1 ? 2 : 1);
                 if (!pc) return;
                 int shard_lo = rq->shard_state < 0 ? 0 : rq->shard_state, shard_hi = rq->shard_state < 0 ? R > 1 : rq->shard_state;
                 for (int sh = shard_lo; sh <= shard_hi && *nf < MAX_FOUND; sh++) {
-                    ts_plan_evaluate(rq, pc, specs[sp], R, M, sh, &f[*nf].l, &f[*nf].overflow);
+                    ts_plan_evaluate(&r, pc, specs[sp], R, M, sh, &f[*nf].l, &f[*nf].overflow);
                     (*nf)++;
                 }
             }
@@ -243,6 +259,8 @@ int ts_plan_suggest(const ts_plan_request *asked, const ts_stage_plan *pp, doubl
         ts_stage_plan_spec(pp, c->rq.cfg->num_hidden_layers, spec, sizeof spec);
         c->rq.stages = spec;
         unfit = ts_plan_unfit_stage(&c->rq, need_bytes);
+        if (c->rq.global_batch <= 0) /* the run's own global batch, kept by every layout suggested */
+            c->rq.global_batch = c->rq.replicas * c->rq.micro_batches * c->rq.batch, c->rq.split_batch = 1;
         c->rq.stages = NULL, c->rq.replicas = 0, c->rq.micro_batches = 0, c->rq.recompute = -1, c->rq.shard_state = -1;
         *found = ts_plan_search(&c->rq, best, 1, &n) == TS_OK && n >= 1;
     }

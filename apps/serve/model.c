@@ -61,8 +61,21 @@ static ts_program *compile_shape(const serve_model *m, const serve_opts *o, cons
     return p;
 }
 
+/* Program (bucket i, batch k) of m compiled, sharing the weights of the largest (lb, lk), and
+ * its batch buffer. TS_OK or the error (ts_set_error). */
+static ts_status compile_one(serve_model *m, const char *dir, const serve_opts *o, const ts_quant_record *q, int i,
+                             int k, int lb, int lk) {
+    if (!m->prog[i][k] && !(m->prog[i][k] = compile_shape(m, o, q, m->batch[k], m->bucket[i])))
+        return fail("compiling: ", dir);
+    if (m->prog[i][k] != m->prog[lb][lk] && ts_program_share_params(m->prog[i][k], m->prog[lb][lk]) < 0)
+        return fail("sharing the weights: ", dir);
+    if (!ts_batch_buf_init(&m->bb[i][k], m->batch[k], m->bucket[i], 0))
+        return ts_set_error(TS_ERR_NOMEM, "model %s: out of memory", dir);
+    return TS_OK;
+}
+
 /* Every program of m: the largest (max_batch x max_seq) loads the weights, the others share
- * them. TS_OK or the error (ts_set_error). */
+ * them; a phase's progress over them (ts_phase_*). TS_OK or the error (ts_set_error). */
 static ts_status compile_all(serve_model *m, const char *dir, const serve_opts *o, const ts_quant_record *q) {
     char weights[4200];
     if (ts_path_join(weights, sizeof weights, dir, "model.safetensors")) return fail("", dir);
@@ -74,17 +87,17 @@ static ts_status compile_all(serve_model *m, const char *dir, const serve_opts *
                              .threads = o->threads, .weights = weights, .name = "tessera serve",
                              .config_path = dir, .inputs = "requests", .quantize = q->mode,
                              .quant_scales = q->scales, .nquant_scales = q->nscales};
-    if (ts_bert_infer_build(&bo, &m->prog[lb][lk], fetch, &nfetch, NULL) != TS_OK) return fail("compiling: ", dir);
-    for (int i = 0; i < m->nbuckets; i++)
-        for (int k = 0; k < m->nbatches; k++) {
-            if (!m->prog[i][k] && !(m->prog[i][k] = compile_shape(m, o, q, m->batch[k], m->bucket[i])))
-                return fail("compiling: ", dir);
-            if (m->prog[i][k] != m->prog[lb][lk] && ts_program_share_params(m->prog[i][k], m->prog[lb][lk]) < 0)
-                return fail("sharing the weights: ", dir);
-            if (!ts_batch_buf_init(&m->bb[i][k], m->batch[k], m->bucket[i], 0))
-                return ts_set_error(TS_ERR_NOMEM, "model %s: out of memory", dir);
+    ts_phase ph;
+    ts_phase_begin(&ph, "compiling", "programs", (int64_t)m->nbuckets * m->nbatches);
+    ts_status st = ts_bert_infer_build(&bo, &m->prog[lb][lk], fetch, &nfetch, NULL) == TS_OK
+                       ? TS_OK : fail("compiling: ", dir);
+    for (int i = 0; st == TS_OK && i < m->nbuckets; i++)
+        for (int k = 0; st == TS_OK && k < m->nbatches; k++) {
+            st = compile_one(m, dir, o, q, i, k, lb, lk);
+            ts_phase_step(&ph, (int64_t)i * m->nbatches + k + 1);
         }
-    return TS_OK;
+    ts_phase_end(&ph);
+    return st;
 }
 
 static void fill(serve_model *m, int b, int k0, serve_job **jobs, int n, int r0, int nrows);

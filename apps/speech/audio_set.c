@@ -179,7 +179,10 @@ float *ts_audio_set_features(ts_audio_clf *c, const ts_audio_set *s) {
     int64_t F = ts_audio_clf_feature_size(c);
     float *feat = malloc((size_t)((int64_t)(s->n ? s->n : 1) * F) * sizeof(float));
     if (!feat) return ts_set_error(TS_ERR_NOMEM, "out of memory for the features of %d clips", s->n), NULL;
+    ts_phase ph;
+    ts_phase_begin(&ph, "computing features", "clips", s->n);
     for (int i = 0; i < s->n; i++) {
+        ts_phase_step(&ph, i);
         ts_audio *a = ts_audio_read(s->path[i], 16000);
         if (a && s->samples) s->samples[i] = a->n; /* the set's record of what was read, not its clips */
         ts_status st = a ? ts_audio_clf_features(c, a->samples, a->n, feat + (int64_t)i * F) : TS_ERR_ARG;
@@ -191,9 +194,11 @@ float *ts_audio_set_features(ts_audio_clf *c, const ts_audio_set *s) {
                 ts_set_error(TS_ERR_ARG, "a clip: %s", err);
             }
             free(feat);
+            ts_phase_end(&ph);
             return NULL;
         }
     }
+    ts_phase_end(&ph);
     return feat;
 }
 

@@ -29,7 +29,10 @@ ts_status ts_classify_add_probs(ts_program *infer, const ts_tokenizer *tok, cons
         return TS_ERR_NOMEM;
     }
     ts_status st = TS_OK;
+    ts_phase ph;
+    ts_phase_begin(&ph, "scoring", "rows", n);
     for (int64_t i = 0; i < n && st == TS_OK; i += batch) {
+        ts_phase_step(&ph, i);
         int m = (int)(n - i < batch ? n - i : batch);
         for (int k = 0; k < m; k++) rows[k] = i + k;
         ts_tensor *logits = NULL;
@@ -42,6 +45,7 @@ ts_status ts_classify_add_probs(ts_program *infer, const ts_tokenizer *tok, cons
             ts_classify_softmax_add(lg + (size_t)k * c, c, probs + (i + k) * nl);
         ts_tensor_free(logits);
     }
+    ts_phase_end(&ph);
     ts_batch_buf_free(&bb);
     free(rows);
     return st;
