@@ -241,7 +241,7 @@ static int run_load(const char *model, int mb, int nclients, int edges, result *
         snprintf(path, sizeof path, "%s/serve.err", g_dir[0] ? g_dir : "/tmp");
         FILE *f = fopen(path, "r");
         if (f) text[fread(text, 1, sizeof text - 1, f)] = 0, fclose(f);
-        if (strstr(text, "without libmicrohttpd")) printf("serve_load: skipped, %s", text), exit(77);
+        if (strstr(text, "without its HTTP server")) printf("serve_load: skipped, %s", text), exit(77);
         return fprintf(stderr, "serve_load: tessera serve %s did not start (exit %d): %s\n", args, rc, text), -1;
     }
     /* the edges' run lasts 6 s whatever --requests says, so that the slow senders meet the read timeout */

@@ -71,7 +71,6 @@ packages+=(ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd libclblast-dev cl
 # speech: audio files in (libsndfile), resampling (libsamplerate), and two speech synthesisers
 # plus sox for the spoken-digit and keyword clips tools/make_spoken_digits.sh makes
 packages+=(libsndfile1-dev libsamplerate0-dev espeak-ng flite sox)
-packages+=(libmicrohttpd-dev) # tessera serve: HTTP/1.1 (apps/serve/http.c)
 # --bench: also the peers `make bench` measures tessera against (PyTorch 1.13 from Debian)
 for arg in "$@"; do
     case "$arg" in

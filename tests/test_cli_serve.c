@@ -7,6 +7,11 @@
  *    an OCR model reading an uploaded image as `tessera ocr` does;
  *  - bad requests: 4xx with a JSON error (bad JSON, an unknown input, a wrong shape, datatype or
  *    value, an unknown model or path, a wrong method, a body over --max-body, too many rows);
+ *  - malformed HTTP (the server's own, apps/serve/http1.c): a garbage request line answered at once,
+ *    a bad chunk size, Content-Length beside chunked, a negative Content-Length, a 64 KB header, an
+ *    HTTP/2.0 request line, an unknown Transfer-Encoding or Expect: each a JSON error with its
+ *    status, counted in /metrics; a chunked body, Expect: 100-continue and two pipelined requests
+ *    on one connection answered as their plain forms are;
  *  - a slow client cut off by --timeout; a full queue answering 503 with Retry-After;
  *  - three requests batched run the batch-4 program, each answer bit for bit its answer alone;
  *  - SIGTERM under load: every request accepted is answered, exit 0; SIGKILL, then a restart on
@@ -14,7 +19,7 @@
  *    through the library (ts_serve_start / ts_serve_port / ts_serve_stop);
  *  - test_soak (only when named: ctest cli_serve_soak): 10,000 requests, the resident memory
  *    after them within 1.1x of that after the first 1,000, no error answer.
- * Skipped (77) in a build without libmicrohttpd.
+ * Skipped (77) in a build without the HTTP server (-DTS_WITH_SERVE=OFF).
  */
 #include "tessera_apps.h"
 #include "test_util.h"
@@ -179,6 +184,89 @@ static void test_bad_requests(void) {
               strstr(resp, "tessera_serve_errors_total{model=\"m\",code=\"413\"} 1") &&
               strstr(resp, "tessera_serve_errors_total{model=\"\",code=\"405\"} 1"),
           "errors counted under their model: %s", resp);
+    stop(pid);
+}
+
+/* Send raw bytes on a new connection and read until the server closes (or 3 s pass): the whole
+ * response into resp; the first status, or -1. */
+static int raw(int port, const char *bytes, size_t n) {
+    int fd = sc_connect(port);
+    resp[0] = 0;
+    if (fd < 0) return -1;
+    struct timeval tv = {3, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (send(fd, bytes, n, MSG_NOSIGNAL) != (ssize_t)n) return close(fd), -1;
+    size_t got = 0;
+    for (ssize_t k; got < sizeof resp - 1 && (k = recv(fd, resp + got, sizeof resp - 1 - got, 0)) > 0;) got += (size_t)k;
+    resp[got] = 0;
+    close(fd);
+    int code = -1;
+    return sscanf(resp, "HTTP/1.1 %d", &code) == 1 ? code : -1;
+}
+
+static void raw_refused(int port, const char *bytes, int code, const char *needle) {
+    double t0 = sc_now();
+    int got = raw(port, bytes, strlen(bytes));
+    CHECK(got == code && strstr(resp, "Content-Type: application/json") && strstr(sc_body(resp), "{\"error\":") &&
+              strstr(resp, needle) && sc_now() - t0 < 2.0,
+          "%.50s...: %d, want %d with \"%s\" (%.2f s): %s", bytes, got, code, needle, sc_now() - t0, resp);
+}
+
+static void test_malformed_http(void) {
+    int port;
+    pid_t pid = start("--port 0 --timeout 30", &port);
+    if (pid < 0) return;
+    raw_refused(port, "hello there\r\n\r\n", 400, "does not end in HTTP/1.0 or HTTP/1.1");
+    raw_refused(port, "\x16\x03\x01\x02\x00", 400, "METHOD TARGET"); /* TLS to a plain port: no line end needed */
+    raw_refused(port, "GET /v2 HTTP/2.0\r\n\r\n", 505, "HTTP/2.0 is not supported");
+    raw_refused(port, "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400,
+                "chunk size");
+    raw_refused(port, "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+                      "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "Content-Length and Transfer-Encoding");
+    raw_refused(port, "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n", 400,
+                "Content-Length '-5'");
+    raw_refused(port, "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501,
+                "Transfer-Encoding 'gzip'");
+    raw_refused(port, "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n\r\n", 417, "Expect");
+    raw_refused(port, "GET /v2 HTTP/1.1\r\nHost: x\r\n folded: value\r\n\r\n", 400, "folded");
+    static char big[70000];
+    int n = snprintf(big, sizeof big, "GET /v2 HTTP/1.1\r\nHost: x\r\nX-Big: ");
+    memset(big + n, 'a', 65536);
+    memcpy(big + n + 65536, "\r\n\r\n", 5);
+    raw_refused(port, big, 431, "longer than 16384 bytes");
+    /* a chunked body, Expect: 100-continue, and two requests on one connection: as plain ones */
+    CHECK(sc_http(port, "POST", "/v2/models/m/infer", INFER2, resp, sizeof resp) == 200, "plain infer: %s", resp);
+    static char plain[8192], buf[16384];
+    snprintf(plain, sizeof plain, "%s", sc_body(resp));
+    size_t len = strlen(INFER2);
+    n = snprintf(buf, sizeof buf, "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                 "Connection: close\r\n\r\n%zx;ext=1\r\n%.*s\r\n%zx\r\n%s\r\n0\r\nX-Trailer: t\r\n\r\n", len / 2,
+                 (int)(len / 2), INFER2, len - len / 2, INFER2 + len / 2);
+    CHECK(raw(port, buf, (size_t)n) == 200 && !strcmp(sc_body(resp), plain), "a chunked body: %s", resp);
+    /* Expect: 100-continue: the head alone, the server's 100, then the body */
+    int fd = sc_connect(port);
+    n = snprintf(buf, sizeof buf, "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                 "Content-Length: %zu\r\nConnection: close\r\n\r\n", len);
+    struct timeval tv = {3, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t k = fd >= 0 && send(fd, buf, (size_t)n, MSG_NOSIGNAL) == n ? recv(fd, buf, sizeof buf - 1, 0) : -1;
+    buf[k > 0 ? k : 0] = 0;
+    CHECK(!strcmp(buf, "HTTP/1.1 100 Continue\r\n\r\n"), "100 Continue before the body: '%s'", buf);
+    size_t got = 0;
+    if (fd >= 0 && send(fd, INFER2, len, MSG_NOSIGNAL) == (ssize_t)len)
+        while (got < sizeof resp - 1 && (k = recv(fd, resp + got, sizeof resp - 1 - got, 0)) > 0) got += (size_t)k;
+    resp[got] = 0;
+    if (fd >= 0) close(fd);
+    CHECK(!strncmp(resp, "HTTP/1.1 200 OK", 15) && !strcmp(sc_body(resp), plain), "Expect: 100-continue: %s", resp);
+    n = snprintf(buf, sizeof buf, "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\nPOST /v2/models/m/infer HTTP/1.1\r\n"
+                 "Host: x\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s", len, INFER2);
+    CHECK(raw(port, buf, (size_t)n) == 200 && strstr(resp, "{\"live\":true}") && strstr(resp, plain),
+          "two pipelined requests: %s", resp);
+    CHECK(sc_http(port, "GET", "/metrics", NULL, resp, sizeof resp) == 200 &&
+              strstr(resp, "tessera_serve_errors_total{model=\"\",code=\"400\"} 6") &&
+              strstr(resp, "tessera_serve_errors_total{model=\"\",code=\"431\"} 1") &&
+              strstr(resp, "tessera_serve_errors_total{model=\"\",code=\"505\"} 1"),
+          "the malformed requests counted: %s", resp);
     stop(pid);
 }
 
@@ -773,10 +861,11 @@ int main(int argc, char **argv) {
     int rc = cli_setup("ts_cli_serve");
     if (rc) return rc;
     rc = tessera(NULL, "serve --model m=x --port 0");
-    if (strstr(err_text, "without libmicrohttpd")) tu_skip("tessera was built without libmicrohttpd");
+    if (strstr(err_text, "without its HTTP server")) tu_skip("tessera was built without its HTTP server");
     make_model();
     RUN(test_endpoints);
     RUN(test_bad_requests);
+    RUN(test_malformed_http);
     RUN(test_slow_client);
     RUN(test_read_deadline);
     RUN(test_connection_limit);

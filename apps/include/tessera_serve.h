@@ -2,8 +2,8 @@
  * tessera_serve.h — an inference server over HTTP/1.1 (what `tessera serve` runs): fine-tuned
  * BERT model directories served with the KServe v2 / Triton JSON protocol and /v1 :predict for
  * texts, requests to a model batched dynamically, Prometheus metrics at /metrics. Part of the
- * public API; include "tessera.h", which includes every part. Needs a build with libmicrohttpd
- * (else ts_serve_start fails with TS_ERR_UNSUPPORTED).
+ * public API; include "tessera.h", which includes every part. Needs a build with the HTTP server
+ * (TS_WITH_SERVE, on by default; else ts_serve_start fails with TS_ERR_UNSUPPORTED).
  */
 #ifndef TESSERA_SERVE_H
 #define TESSERA_SERVE_H
@@ -40,7 +40,7 @@ typedef struct ts_serve ts_serve;
  * sequence-length bucket (16, 32, ... up to the model's length) at max_batch rows; then listen.
  * Returns once it listens; requests are answered on threads of its own. NULL on failure:
  * TS_ERR_ARG naming the model that cannot be loaded and why, TS_ERR_IO when the address cannot
- * be listened on, TS_ERR_UNSUPPORTED in a build without libmicrohttpd; TS_ERR_ARG naming the
+ * be listened on, TS_ERR_UNSUPPORTED in a build without the HTTP server; TS_ERR_ARG naming the
  * field for an option out of range (port above 65535, max_delay_ms above 60000, a device list). */
 TS_API ts_serve *ts_serve_start(const ts_serve_opts *o, const char *const *names, const char *const *dirs, int n);
 /* ts_serve_start with each model given as "NAME=DIR" (models[0 .. n), as `tessera serve --model`

@@ -1,7 +1,7 @@
 /*
  * conns.c — the connections a `tessera serve` has open, and the watchdog that keeps any one client
- * from holding the server (libmicrohttpd's own timeout measures inactivity only, so a client that
- * sends a byte a second is never cut by it, and one past its connection limit waits unanswered):
+ * from holding the server (the connection's own timeout, --timeout, measures inactivity only, so a
+ * client that sends a byte a second is never cut by it):
  *  - a deadline for a whole request: from the moment a connection starts waiting for a request
  *    (it opens, or its previous answer went out) until the body is in, at most --read-timeout
  *    seconds; past it the client gets a 408 with a JSON error and the connection is shut down;
@@ -10,8 +10,8 @@
  *  - the drain: after --drain-timeout at SIGTERM every connection still open is shut down.
  * Each is counted for /metrics. The watchdog is one thread that looks every 50 ms; it shuts a
  * socket down (shutdown(2)), which makes the connection's own thread see the end and close it, so
- * libmicrohttpd keeps owning the socket. A connection is tracked from libmicrohttpd's STARTED
- * notification to its CLOSED one (serve_conns_open / _close), under the list's lock.
+ * that thread keeps owning the socket. A connection is tracked from when its thread starts to when
+ * it ends (serve_conns_open / _close), under the list's lock.
  */
 #include "serve/serve.h"
 

@@ -4,11 +4,11 @@
  * program compiled at start for a sequence-length bucket and a batch size (the batch padded only
  * to the next size compiled, or run in parts where that is cheaper; one model's programs share
  * one copy of its weights), Prometheus metrics, and the HTTP/1.1
- * server over libmicrohttpd that ties them (KServe v2 / Triton JSON, and /v1 :predict for text).
+ * server of its own that ties them (KServe v2 / Triton JSON, and /v1 :predict for text).
  *
  * Files: request.c (JSON bodies -> jobs; what fuzz/fuzz_serve_request.c calls), model.c
  * (loading, buckets, running one batch), batcher.c (the queue and its thread), metrics.c,
- * reply.c (JSON answers), http.c (libmicrohttpd), server.c (start, drain, stop).
+ * reply.c (JSON answers), http.c (HTTP/1.1 connections; http1.c reads requests), server.c (start, drain, stop).
  *
  * Errors, the library's one convention: a function that fails returns its ts_status (NULL for a
  * pointer, -1 for a count) and records the message with ts_set_error, as this thread's last error
@@ -282,7 +282,7 @@ void *serve_http_start(serve_server *s, const serve_opts *o, int *port);
 void serve_http_quiesce(void *http);
 /* Shut down every connection still open (after the drain timeout): how many. */
 int serve_http_cut(void *http);
-/* TS_OK in a build with libmicrohttpd; else TS_ERR_UNSUPPORTED with the reason. */
+/* TS_OK in a build with the HTTP server (TS_WITH_SERVE); else TS_ERR_UNSUPPORTED with the reason. */
 ts_status serve_http_built(void);
 void serve_http_stop(void *http);
 
