@@ -43,7 +43,7 @@ static const subcommand commands[] = {
     {"split", cli_split, G_TEXT, "write the train / test split finetune makes of a labelled file"},
     {"bow", cli_bow, G_TEXT, "train a bag-of-words logistic regression: the baseline beside BERT"},
     {"run", cli_run, G_RUN, "run a BERT or ONNX model on a batch of inputs (safetensors in and out)"},
-    {"export", cli_export, G_RUN, "write a BERT model directory as an ONNX model (fixed batch shape)"},
+    {"export", cli_export, G_RUN, "write a BERT model directory as an ONNX model (fixed or dynamic batch)"},
     {"quantize", cli_quantize, G_RUN,
      "quantize a model directory to int8 (dynamic: weights per channel, activations per run)"},
     {"serve", cli_serve, G_RUN, "serve fine-tuned models over HTTP (KServe v2 JSON), batching requests"},

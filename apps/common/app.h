@@ -17,13 +17,13 @@
 
 #include "common/struct_base.h"
 
+/* Seconds between a log's progress lines (ts_progress_to's period; 60 before it is set): phase.c. */
+double app_progress_period(void);
+
 /* 1 when a model for device should fuse its attention (ts_device_fuses_attention: the device runs
  * the fused op, or falls back to the CPU for it); else a BERT for it sets
  * ts_bert_config.eager_attention, so a device without fallback runs the unfused ops it has kernels
  * for. An unknown device: 1 (its compile fails). */
-/* Seconds between a log's progress lines (ts_progress_to's period; 60 before it is set): phase.c. */
-double app_progress_period(void);
-
 static inline bool app_fuses_attention(const char *device) { return ts_device_fuses_attention(device) != 0; }
 
 #endif

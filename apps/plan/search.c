@@ -12,7 +12,8 @@
 #include <stdlib.h>
 
 /* Micro-batches are tried in powers of two from the devices of a replica to MICRO_LIMIT (Graphcore's
- * BERT-Large: 2,048 on a Pod16); with a global batch, the one it leaves. */
+ * BERT-Large: 2,048 on a Pod16); with a global batch, the one it leaves; with split_batch, each M
+ * that leaves a micro-batch of at most batch (the first MAX_MICRO of them). */
 enum { MAX_SPECS = 3, MAX_CACHE = 256, MICRO_LIMIT = 4096, MAX_MICRO = 16, MAX_FOUND = 4096 };
 
 /* Layers [lo, hi] as a part list: "4-7", "5", or "" when empty. */

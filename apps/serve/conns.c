@@ -21,8 +21,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-/* The raw answers the watchdog writes itself (the connection's thread is still reading). */
-static void write_raw(int fd, int code, const char *reason, const char *msg) {
+void serve_write_raw(int fd, int code, const char *reason, const char *msg) {
     char body[256], all[512];
     int bl = snprintf(body, sizeof body, "{\"error\":\"%s\"}", msg);
     int n = snprintf(all, sizeof all,
@@ -45,10 +44,10 @@ static void *watch_main(void *arg) {
         for (serve_conn *c = cs->head; c; c = c->next) {
             if (c->cut || c->running) continue;
             if (c->over && now - c->since > 1.0) {
-                write_raw(c->fd, 503, "Service Unavailable", "the server has its most connections open; try again");
+                serve_write_raw(c->fd, 503, "Service Unavailable", SERVE_FULL_MSG);
                 cs->refused++;
             } else if (!c->over && now - c->since > cs->read_timeout_s) {
-                write_raw(c->fd, 408, "Request Timeout", "the request did not arrive within the server's read timeout");
+                serve_write_raw(c->fd, 408, "Request Timeout", "the request did not arrive within the server's read timeout");
                 cs->cut_read++;
             } else {
                 continue;

@@ -62,17 +62,15 @@ typedef struct http_srv {
 } http_srv;
 
 /* The answer: body (taken; NULL: out of memory) as content type ctype, status code; counted. */
-static int answer(serve_server *s, http_out *c, int code, char *body, const char *ctype, serve_metrics *mt,
-                  double t0) {
-    (void)s;
+static int answer(http_out *c, int code, char *body, const char *ctype, serve_metrics *mt, double t0) {
     if (!body) body = strdup("{\"error\":\"out of memory\"}"), code = 500;
     c->code = code, c->body = body, c->ctype = ctype;
     serve_metrics_request(mt, code, ts_seconds() - t0);
     return 0;
 }
 
-static int error(serve_server *s, http_out *c, int code, const char *msg, serve_metrics *mt, double t0) {
-    return answer(s, c, code, serve_reply_error(msg), "application/json", mt, t0);
+static int error(http_out *c, int code, const char *msg, serve_metrics *mt, double t0) {
+    return answer(c, code, serve_reply_error(msg), "application/json", mt, t0);
 }
 
 /* The questions of t as a ts_squad of m's windows into j. TS_OK, TS_ERR_ARG with the reason the
@@ -141,9 +139,9 @@ static int run_model(serve_server *s, http_out *c, serve_model *m, int predict,
     if (!code) code = j.code; /* the job's failure, from the batcher's thread */
     int ok;
     if (code)
-        ok = error(s, c, code, msg, &m->metrics, r->t0);
+        ok = error(c, code, msg, &m->metrics, r->t0);
     else
-        ok = answer(s, c, 200, m->ocr ? serve_reply_ocr(&j) : predict ? serve_reply_predict(m, &j, &t)
+        ok = answer(c, 200, m->ocr ? serve_reply_ocr(&j) : predict ? serve_reply_predict(m, &j, &t)
                                               : m->onnx ? serve_reply_infer_onnx(m, &j) : serve_reply_infer(m, &j),
                     "application/json", &m->metrics, r->t0);
     serve_texts_free(&t);
@@ -212,22 +210,22 @@ static int route_model(serve_server *s, http_out *c, const char *url, int get,
         const char *near = ts_closest_name(word, names, n);
         snprintf(msg, sizeof msg, "no model named '%.*s'%s%s%s", len > 64 ? 64 : len, name,
                  near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
-        return error(s, c, 404, msg, sm, r->t0);
+        return error(c, 404, msg, sm, r->t0);
     }
     if (!version_ok) {
         snprintf(msg, sizeof msg, "model %s has one version, 1", m->name);
-        return error(s, c, 404, msg, &m->metrics, r->t0);
+        return error(c, 404, msg, &m->metrics, r->t0);
     }
     int is_infer = !v1 && !strcmp(end, "/infer"), is_predict = v1 && !strcmp(end, ":predict");
     if ((is_infer || is_predict) && !get) return run_model(s, c, m, is_predict, r);
     if (!v1 && get && !*end)
-        return answer(s, c, 200, m->ocr ? strdup("{\"platform\":\"tessera_ocr\",\"inputs\":[{\"name\":\"image\"}]}")
+        return answer(c, 200, m->ocr ? strdup("{\"platform\":\"tessera_ocr\",\"inputs\":[{\"name\":\"image\"}]}")
                                  : m->onnx ? serve_reply_metadata_onnx(m) : serve_reply_metadata(m),
                       "application/json", sm, r->t0);
     if (!v1 && get && !strcmp(end, "/ready"))
-        return answer(s, c, 200, strdup("{\"ready\":true}"), "application/json", sm, r->t0);
-    if (is_infer || is_predict) return error(s, c, 405, "use POST", &m->metrics, r->t0);
-    return error(s, c, 404, "no such endpoint", &m->metrics, r->t0);
+        return answer(c, 200, strdup("{\"ready\":true}"), "application/json", sm, r->t0);
+    if (is_infer || is_predict) return error(c, 405, "use POST", &m->metrics, r->t0);
+    return error(c, 404, "no such endpoint", &m->metrics, r->t0);
 }
 
 static int route(http_srv *h, http_out *c, const char *url, const char *method,
@@ -240,23 +238,23 @@ static int route(http_srv *h, http_out *c, const char *url, const char *method,
     if (r->too_big) {
         char msg[96];
         snprintf(msg, sizeof msg, "the body is larger than the server's limit of %zu bytes", serve_max_body(s));
-        return error(s, c, 413, msg, sm, r->t0);
+        return error(c, 413, msg, sm, r->t0);
     }
-    if (!get && !post) return error(s, c, 405, "only GET and POST", sm, r->t0);
+    if (!get && !post) return error(c, 405, "only GET and POST", sm, r->t0);
     if (!strncmp(url, "/v2/models/", 11) || !strncmp(url, "/v1/models/", 11)) return route_model(s, c, url, get, r);
-    if (!get) return error(s, c, 405, "use GET", sm, r->t0);
+    if (!get) return error(c, 405, "use GET", sm, r->t0);
     if (!strcmp(url, "/metrics")) return metrics(h, c, r);
     if (!strcmp(url, "/v2/health/live"))
-        return answer(s, c, 200, strdup("{\"live\":true}"), "application/json", sm, r->t0);
+        return answer(c, 200, strdup("{\"live\":true}"), "application/json", sm, r->t0);
     if (!strcmp(url, "/v2/health/ready"))
-        return serve_draining(s) ? error(s, c, 503, "shutting down", sm, r->t0)
-                                 : answer(s, c, 200, strdup("{\"ready\":true}"), "application/json", sm, r->t0);
+        return serve_draining(s) ? error(c, 503, "shutting down", sm, r->t0)
+                                 : answer(c, 200, strdup("{\"ready\":true}"), "application/json", sm, r->t0);
     if (!strcmp(url, "/v2")) {
         char body[160];
         snprintf(body, sizeof body, "{\"name\":\"tessera\",\"version\":\"%s\",\"extensions\":[]}", ts_version());
-        return answer(s, c, 200, strdup(body), "application/json", sm, r->t0);
+        return answer(c, 200, strdup(body), "application/json", sm, r->t0);
     }
-    return error(s, c, 404, "no such endpoint", sm, r->t0);
+    return error(c, 404, "no such endpoint", sm, r->t0);
 }
 
 /* ------------------------------------------------------------------ a connection */
@@ -346,7 +344,7 @@ static ssize_t read_more(conn *c, size_t cap_max) {
  * closed after it. */
 static void refuse(conn *c, int code, const char *msg, double t0) {
     http_out o = {0};
-    error(c->h->s, &o, code, msg, serve_server_metrics(c->h->s), t0);
+    error(&o, code, msg, serve_server_metrics(c->h->s), t0);
     send_answer(c, &o, 1);
 }
 
@@ -379,8 +377,8 @@ static int read_body(conn *c, const http1_head *hd, size_t at, req_ctx *r, size_
             *end = pos;
             return 0;
         }
-        if (rc == -2) r->too_big = 1; /* answered 413 by the route, and the connection closed */
-        if (rc == -2) return r->body[r->len] = 0, *end = pos, 0;
+        if (rc == -2) /* answered 413 by the route, and the connection closed */
+            return r->too_big = 1, r->body[r->len] = 0, *end = pos, 0;
         if (rc < 0) {
             char why[200];
             snprintf(why, sizeof why, "the chunked body: %s", msg);
@@ -407,7 +405,7 @@ static int one_request(conn *c) {
     if (c->sc && c->sc->over) { /* past --max-connections: answered at once, and closed */
         serve_conn_state(&h->conns, c->sc, 1);
         serve_conn_refused(&h->conns);
-        return refuse(c, 503, "the server has its most connections open; try again", t0), 1;
+        return refuse(c, 503, SERVE_FULL_MSG, t0), 1;
     }
     req_ctx r = {.t0 = t0};
     serve_inflight(s, 1);
@@ -475,10 +473,7 @@ static void *conn_main(void *arg) {
 
 /* Past the limit of connections open at all: a 503 written at once and the socket closed. */
 static void refuse_now(http_srv *h, int fd) {
-    static const char r[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
-                            "Connection: close\r\nContent-Length: 63\r\n\r\n"
-                            "{\"error\":\"the server has its most connections open; try again\"}";
-    (void)!send(fd, r, sizeof r - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    serve_write_raw(fd, 503, "Service Unavailable", SERVE_FULL_MSG);
     serve_conn_refused(&h->conns);
     close(fd);
 }

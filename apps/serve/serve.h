@@ -259,6 +259,15 @@ typedef struct serve_conns {
     uint64_t refused, cut_read, cut_drain;
 } serve_conns;
 
+/* What a connection past the limit is answered (503, with Retry-After). */
+#define SERVE_FULL_MSG "the server has its most connections open; try again"
+
+/* An answer written straight to socket fd, not waiting for it to take it all (MSG_DONTWAIT): HTTP
+ * status code with its reason phrase, {"error": msg} (msg without quotes or backslashes), Retry-After
+ * 1 on a 503, and the connection closed after it. For the answers given outside a request's own
+ * thread: the watchdog's, and the accepting thread's past every limit. */
+void serve_write_raw(int fd, int code, const char *reason, const char *msg);
+
 /* Start the watchdog (TS_OK, or TS_ERR_RUNTIME); stop it and free what is left. */
 ts_status serve_conns_init(serve_conns *cs, int max_connections, double read_timeout_s);
 void serve_conns_destroy(serve_conns *cs);

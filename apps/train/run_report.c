@@ -47,7 +47,6 @@ ts_status ts_run_fail(ts_write_fn err, void *ctx, ts_status code, const char *fm
 
 /* ------------------------------------------------------------------ progress */
 
-
 void ts_progress_init(ts_progress *p, int64_t total, double max_seconds, int tty, ts_write_fn out, void *ctx) {
     memset(p, 0, sizeof *p);
     p->out = out, p->ctx = ctx;
@@ -67,19 +66,21 @@ static void fmt_time(char *buf, size_t n, double s) {
 void ts_progress_step(ts_progress *p, int64_t step, double loss, double seq_per_s) {
     p->rate = p->rate > 0 ? 0.8 * p->rate + 0.2 * seq_per_s : seq_per_s; /* smoothed for display */
     double now = ts_seconds(), el = now - p->t0;
+    /* a terminal: at most 10 redraws a second; a log: a line a period (a minute) between the run's
+     * own lines, none at the end */
+    if (p->tty ? now - p->drawn < 0.1 && step < p->total
+               : step >= p->total || now - (p->drawn > 0 ? p->drawn : p->t0) < app_progress_period())
+        return;
+    p->drawn = now;
     double eta = step > 0 ? el / (double)step * (double)(p->total - step) : 0;
     if (p->max_seconds > 0 && p->max_seconds - el < eta) eta = p->max_seconds - el;
     char e[32], line[256];
     fmt_time(e, sizeof e, eta);
-    if (!p->tty) { /* a log: a line a period (a minute) between the run's own lines */
-        if (now - (p->drawn > 0 ? p->drawn : p->t0) < app_progress_period() || step >= p->total) return;
-        p->drawn = now;
+    if (!p->tty) {
         ts_writef(p->out, p->ctx, "step %lld/%lld: loss %.4f, %.1f seq/s, ETA %s\n", (long long)step,
                   (long long)p->total, loss, p->rate, e);
         return;
     }
-    if (now - p->drawn < 0.1 && step < p->total) return; /* at most 10 redraws a second */
-    p->drawn = now;
     int w = snprintf(line, sizeof line, "\rstep %lld/%lld  loss %.4f  %.1f seq/s  ETA %s", (long long)step,
                      (long long)p->total, loss, p->rate, e);
     ts_writef(p->out, p->ctx, "%s%*s", line, w < p->width ? p->width - w : 0, "");
