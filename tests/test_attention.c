@@ -370,7 +370,7 @@ static void test_t128(void) { matrix_at(128); }
 static void test_t384(void) { matrix_at(384); }
 static void test_t512(void) { matrix_at(512); }
 
-/* Odd sizes: D not a multiple of 16, T != S (padding mask; a full [B, H, T, S] mask), T and S not
+/* Odd sizes: D not a multiple of 16 (or odd), T != S (padding mask; a full [B, H, T, S] mask), T and S not
  * multiples of the tiles (64 query rows, 256 keys), many heads in one thread. */
 static void test_odd_sizes(void) {
     static const acase cs[] = {
@@ -379,6 +379,9 @@ static void test_odd_sizes(void) {
         {1, 2, 9, 5, 8, TS_ATTN_BTHD, M_PAD, TS_F32, 0},   {2, 2, 70, 300, 40, TS_ATTN_BHTD, M_PAD, TS_F32, 0},
         {1, 2, 65, 257, 72, TS_ATTN_BTHD, M_FULL, TS_F32, 0}, {1, 2, 100, 100, 24, TS_ATTN_BTHD, M_PACK, TS_BF16, 0},
         {3, 4, 33, 33, 8, TS_ATTN_BHTD, M_PACK, TS_F32, 0},
+        /* bf16 pairs' tails: an odd D (a pair's missing high half), D over 32 not a multiple of
+         * 32, keys over one 256-key tile and not a multiple of 16 */
+        {1, 2, 65, 257, 37, TS_ATTN_BTHD, M_FULL, TS_BF16, 0}, {2, 2, 70, 300, 40, TS_ATTN_BHTD, M_PAD, TS_BF16, 0},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
         compare(&cs[i], FUSED, cs[i].compute == TS_F32 ? TOL_F32 : TOL_BF16, 1);

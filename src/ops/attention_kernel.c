@@ -219,7 +219,7 @@ static void mm_acc(const float *a, int64_t ars, int64_t acs, const float *bm, in
  * microkernels' numbers on the rounded operands, up to the order of the sums. */
 static int want_bf16(void) {
     static int v = -1;
-    if (v < 0) v = want_avx512() && __builtin_cpu_supports("avx512bf16");
+    if (v < 0) v = want_avx512() && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
     return v;
 }
 
@@ -345,91 +345,135 @@ static void pack_rows(const ts_attn_geom *g, const float *x, int64_t xs, int64_t
     }
 }
 
-/* o[j] = bf16(x[j]) for the n elements, ts_f32_bf16's rounding (to nearest even, NaN kept quiet).
- * (vcvtneps2bf16 measured slower here than this loop's AVX-512 clone.) */
-TS_SIMD_CLONES
-static void cvt_bf16(const float *x, uint16_t *o, int64_t n) {
-#pragma omp simd
-    for (int64_t j = 0; j < n; j++) {
-        uint32_t u;
-        memcpy(&u, &x[j], 4);
-        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-        o[j] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r);
+/* The bf16-pair packers run only where want_bf16() (AVX-512 with BF16 and BW), so they are
+ * written for AVX-512 alone: 16 floats a step, masked loads and stores only on a row's tail, and
+ * k's transpose by 16 x 16 blocks in registers. (Before, a loop per row through a clone's dispatch
+ * and a scalar transpose: at B 8 x T 128 packing k and v took as long as all the products.) */
+#define AVX512BW __attribute__((target("avx512f,avx512bw")))
+#define INLINE_BW AVX512BW static inline __attribute__((always_inline))
+
+/* The 16 floats of x as bf16, ts_f32_bf16's rounding (to nearest even, NaN kept quiet), each in
+ * the low half of its 32-bit lane (high half 0). Not vcvtneps2bf16, which flushes denormals. */
+INLINE_BW __m512i bf16_lanes(__m512 x) {
+    __m512i u = _mm512_castps_si512(x), hi = _mm512_srli_epi32(u, 16);
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(hi, _mm512_set1_epi32(1))));
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    return _mm512_mask_or_epi32(_mm512_srli_epi32(r, 16), nan, hi, _mm512_set1_epi32(0x40));
+}
+
+/* The first n of 16 lanes (n may be below 0 or above 16). */
+static inline __mmask16 first(int64_t n) {
+    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
+}
+
+/* x[0 .. min(n, 16)) and zeros. A masked load only on a tail: masked stores are dear on some
+ * CPUs, and a full load is never slower. */
+INLINE_BW __m512 load16(const float *x, int64_t n) {
+    return n >= 16 ? _mm512_loadu_ps(x) : _mm512_maskz_loadu_ps(first(n), x);
+}
+INLINE_BW void store16(uint32_t *o, __m512i v, int64_t n) {
+    if (n >= 16) _mm512_storeu_si512(o, v);
+    else if (n > 0) _mm512_mask_storeu_epi32(o, first(n), v);
+}
+
+/* 16 pairs (bf16 x[2 p], bf16 x[2 p + 1]) from x[0 .. min(n, 32)), zeros beyond. */
+INLINE_BW __m512i pairs16(const float *x, int64_t n) {
+    __m256i lo = _mm512_cvtepi32_epi16(bf16_lanes(load16(x, n)));
+    __m256i hi = n > 16 ? _mm512_cvtepi32_epi16(bf16_lanes(load16(x + 16, n - 16))) : _mm256_setzero_si256();
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+/* r[j] = column j of the 16 x 16 block of uint32 whose rows are r[i]. */
+INLINE_BW void transpose16(__m512i r[16]) {
+    __m512i t[16];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]), t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) { /* 4 x 4 blocks transposed within each 128-bit lane */
+        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) { /* then the lanes: even and odd ones of rows 4 apart, 8 apart */
+        t[i] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0x88), t[i + 4] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0xdd);
+        t[i + 8] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0xdd);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88), r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
+}
+
+/* o[c] = (bf16 a[c], bf16 b[c]) for c < n, a pair per uint32 (a the low half); b NULL: zeros. */
+AVX512BW static void pair_two_rows(const float *a, const float *b, int64_t n, uint32_t *o) {
+    for (int64_t c = 0; c < n; c += 16) {
+        __m512i lo = bf16_lanes(load16(a + c, n - c));
+        __m512i hi = b ? _mm512_slli_epi32(bf16_lanes(load16(b + c, n - c)), 16) : _mm512_setzero_si512();
+        store16(o + c, _mm512_or_si512(lo, hi), n - c);
     }
 }
 
+/* o[kp] = (bf16 x[2 kp], bf16 x[2 kp + 1]) for kp < ceil(n / 2), a missing last element 0: the
+ * row in bf16, viewed as pairs. o may be x: each 32 floats are read before the 16 pairs they
+ * become are written over floats already read. */
+AVX512BW static void pair_along(const float *x, int64_t n, uint32_t *o) {
+    int64_t n2 = (n + 1) / 2;
+    for (int64_t j = 0; j < n; j += 32) store16(o + j / 2, pairs16(x + j, n - j), n2 - j / 2);
+}
+
 /* Pairs along d: dst[dp ld + s] = (bf16 x[s xs + 2 dp], bf16 x[s xs + 2 dp + 1]) for the n rows,
- * dp < D2 = ceil(D / 2) — the uint32 view of row s in bf16, transposed by 16 x 16 tiles; zero
+ * dp < D2 = ceil(D / 2) — the uint32 view of row s in bf16, transposed by 16 x 16 blocks; zero
  * beyond n (and the odd D's last high half). q k^T's k, gy v^T's v. */
-static void pack_pairs_t(const ts_attn_geom *g, const float *x, int64_t xs, int64_t n, uint32_t *dst, int64_t ld) {
+AVX512BW static void pack_pairs_t(const ts_attn_geom *g, const float *x, int64_t xs, int64_t n, uint32_t *dst,
+                                  int64_t ld) {
     int64_t D = g->D, D2 = (D + 1) / 2;
-    uint32_t tile[16][16], col[16];
     for (int64_t dp = 0; dp < D2; dp++) memset(dst + dp * ld + n, 0, sizeof(uint32_t) * (size_t)(ld - n));
     for (int64_t s0 = 0; s0 < n; s0 += 16) {
         int64_t ns = n - s0 < 16 ? n - s0 : 16;
         for (int64_t d0 = 0; d0 < D2; d0 += 16) {
-            int64_t nd = D2 - d0 < 16 ? D2 - d0 : 16;
-            for (int64_t i = 0; i < ns; i++) {
-                tile[i][nd - 1] = 0; /* an odd D's missing high half */
-                cvt_bf16(x + (s0 + i) * xs + 2 * d0, (uint16_t *)tile[i], 2 * d0 + 2 * nd <= D ? 2 * nd : D - 2 * d0);
-            }
-            for (int64_t jd = 0; jd < nd; jd++) {
-                for (int64_t i = 0; i < ns; i++) col[i] = tile[i][jd];
-                memcpy(dst + (d0 + jd) * ld + s0, col, sizeof(uint32_t) * (size_t)ns);
-            }
+            __m512i r[16];
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++)
+                r[i] = i < ns ? pairs16(x + (s0 + i) * xs + 2 * d0, D - 2 * d0) : _mm512_setzero_si512();
+            transpose16(r);
+            for (int64_t jd = 0; jd < 16 && d0 + jd < D2; jd++) store16(dst + (d0 + jd) * ld + s0, r[jd], ns);
         }
     }
 }
 
 /* Pairs along rows: dst[sp ld + d] = (bf16 of row 2 sp's d, bf16 of row 2 sp + 1's d), rows n ..
- * 2 np and columns D .. ld zero (np pair rows). p v's v, gz k's k. lo, hi: D scratch each. */
+ * 2 np and columns D .. ld zero (np pair rows). p v's v, gz k's k. */
 static void pack_pairs_rows(const ts_attn_geom *g, const float *x, int64_t xs, int64_t n, int64_t np, uint32_t *dst,
-                            int64_t ld, uint16_t *lo, uint16_t *hi) {
+                            int64_t ld) {
     int64_t D = g->D;
     for (int64_t sp = 0; sp < np; sp++) {
         uint32_t *o = dst + sp * ld;
-        if (2 * sp < n) cvt_bf16(x + 2 * sp * xs, lo, D);
-        else memset(lo, 0, sizeof(uint16_t) * (size_t)D);
-        if (2 * sp + 1 < n) cvt_bf16(x + (2 * sp + 1) * xs, hi, D);
-        else memset(hi, 0, sizeof(uint16_t) * (size_t)D);
-        for (int64_t d = 0; d < D; d++) o[d] = (uint32_t)lo[d] | (uint32_t)hi[d] << 16;
+        if (2 * sp < n) pair_two_rows(x + 2 * sp * xs, 2 * sp + 1 < n ? x + (2 * sp + 1) * xs : NULL, D, o);
+        else memset(o, 0, sizeof(uint32_t) * (size_t)D);
         memset(o + D, 0, sizeof(uint32_t) * (size_t)(ld - D));
     }
 }
 
 /* Pairs along a row: the rows of x in bf16, dst[i ld + kp] = (bf16 x[i xs + 2 kp], bf16 x[i xs +
  * 2 kp + 1]) for i < rows and kp < ceil(n / 2) (a missing last element 0); rows .. rows4 zero.
- * dst may be x (ld <= xs): a row's bf16 take its first half, read before written. */
+ * dst may be x (ld <= xs): see pair_along. */
 static void pack_pairs_along(const float *x, int64_t xs, int64_t rows, int64_t rows4, int64_t n, uint32_t *dst,
                              int64_t ld) {
-    int64_t n2 = (n + 1) / 2;
     for (int64_t i = 0; i < rows4; i++) {
-        uint32_t *o = dst + i * ld;
-        if (i >= rows) {
-            memset(o, 0, sizeof(uint32_t) * (size_t)n2);
-            continue;
-        }
-        float last = n & 1 ? x[i * xs + n - 1] : 0.f;
-        cvt_bf16(x + i * xs, (uint16_t *)o, n & ~(int64_t)1);
-        if (n & 1) { /* the odd last element, paired with 0 */
-            uint16_t t[2] = {0, 0};
-            cvt_bf16(&last, t, 1);
-            o[n2 - 1] = t[0];
-        }
+        if (i < rows) pair_along(x + i * xs, n, dst + i * ld);
+        else memset(dst + i * ld, 0, sizeof(uint32_t) * (size_t)((n + 1) / 2));
     }
 }
 
 /* Pairs of rows, key-major: dst[rp n + c] = (bf16 x[2 rp] row's c, bf16 x[2 rp + 1] row's c) for
- * rp < rows / 2 (rows even), x's rows n long (stride n). lo, hi: n scratch each. pd^T and gz^T. */
-static void pair_rows_t(const float *x, int64_t n, int64_t rows, uint32_t *dst, uint16_t *lo, uint16_t *hi) {
-    for (int64_t rp = 0; rp < rows / 2; rp++) {
-        cvt_bf16(x + 2 * rp * n, lo, n);
-        cvt_bf16(x + (2 * rp + 1) * n, hi, n);
-        uint32_t *o = dst + rp * n;
-        for (int64_t c = 0; c < n; c++) o[c] = (uint32_t)lo[c] | (uint32_t)hi[c] << 16;
-    }
+ * rp < rows / 2 (rows even), x's rows n long (stride n). pd^T and gz^T. */
+static void pair_rows_t(const float *x, int64_t n, int64_t rows, uint32_t *dst) {
+    for (int64_t rp = 0; rp < rows / 2; rp++) pair_two_rows(x + 2 * rp * n, x + (2 * rp + 1) * n, n, dst + rp * n);
 }
-
 /* o[d] = x[d] a for d < n (o and x distinct). */
 static inline void scaled_copy(float *restrict o, const float *restrict x, int64_t n, float a) {
 #pragma omp simd
@@ -490,7 +534,10 @@ TS_SIMD_CLONES
 static float fwd_row(const ts_attn_geom *g, float *z, const float *mj, int64_t nc, float *m, float *l) {
     float mx = -INFINITY, sc = g->scale, sum = 0.f;
     int64_t ms = g->ms;
-    if (mj) {
+    if (mj && ms == 1) { /* a mask row of its own (padding, packing): contiguous loads, no gather */
+#pragma omp simd reduction(max : mx)
+        for (int64_t j = 0; j < nc; j++) { z[j] = z[j] * sc + mj[j]; mx = z[j] > mx ? z[j] : mx; }
+    } else if (mj) {
 #pragma omp simd reduction(max : mx)
         for (int64_t j = 0; j < nc; j++) { z[j] = z[j] * sc + mj[j * ms]; mx = z[j] > mx ? z[j] : mx; }
     } else {
@@ -544,8 +591,7 @@ static void fwd_head(const ts_attn_geom *g, const fwd_ws *w, int64_t b, int64_t 
     int pairs = g->bf16 && want_bf16();
     if (pairs) { /* bf16 pairs: k along d, v along the keys */
         pack_pairs_t(g, k + b * g->kb + h * g->kh, g->ks, g->S, (uint32_t *)w->kt, S64);
-        pack_pairs_rows(g, v + b * g->kb + h * g->kh, g->ks, g->S, S64 / 2, (uint32_t *)w->vp, Dp, (uint16_t *)w->ob,
-                        (uint16_t *)w->ob + g->D);
+        pack_pairs_rows(g, v + b * g->kb + h * g->kh, g->ks, g->S, S64 / 2, (uint32_t *)w->vp, Dp);
     } else {
         pack_t(g, k + b * g->kb + h * g->kh, g->ks, g->S, w->kt, S64);
         pack_rows(g, v + b * g->kb + h * g->kh, g->ks, g->S, S64, w->vp, Dp);
@@ -572,13 +618,11 @@ typedef struct {
     float *kt, *kp, *vt, *gk, *gv, *qp, *gyp, *gq, *p, *dp, *drow, *kf;
     uint32_t *qb, *gyb, *dsb; /* bf16 pairs (want_bf16): q and gy along d, gz along the keys */
     uint32_t *pt, *dst, *qr, *gyr; /* and along the tile's rows: pd and gz (key-major), q and gy */
-    float *lohi;                   /* 2 max(S64, Dp) bf16 of scratch for those */
 } bwd_ws;
 
 static size_t bwd_floats(const ts_attn_geom *g) {
     int64_t S64 = up(g->S, 64), Dp = up(g->D, 16);
-    return (size_t)(2 * g->D * S64 + 3 * S64 * Dp + 5 * BRB * Dp + 3 * BRB * S64 + BRB * S64 / 2 + BRB + 2 * S64 + Dp +
-                    64);
+    return (size_t)(2 * g->D * S64 + 3 * S64 * Dp + 5 * BRB * Dp + 3 * BRB * S64 + BRB * S64 / 2 + BRB + S64 + 64);
 }
 
 static void bwd_ws_carve(const ts_attn_geom *g, float *w, bwd_ws *ws) {
@@ -601,8 +645,7 @@ static void bwd_ws_carve(const ts_attn_geom *g, float *w, bwd_ws *ws) {
     ws->pt = (uint32_t *)w, w += BRB * S64 / 2;
     ws->dst = (uint32_t *)w, w += BRB * S64 / 2;
     ws->qr = (uint32_t *)w, w += BRB * Dp / 2;
-    ws->gyr = (uint32_t *)w, w += BRB * Dp / 2;
-    ws->lohi = w;
+    ws->gyr = (uint32_t *)w;
 }
 
 /* One row of the tile: z (scores in, p out: exp(scale z + mask - L), 0 when L is -inf) and gp
@@ -615,7 +658,10 @@ static void bwd_row(const ts_attn_geom *g, float *z, float *gp, const float *mr,
         for (int64_t j = 0; j < n; j++) z[j] = gp[j] = 0.f;
         return;
     }
-    if (mr) {
+    if (mr && ms == 1) { /* contiguous, as in fwd_row */
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) z[j] = ts_expf(z[j] * sc + mr[j] - L);
+    } else if (mr) {
 #pragma omp simd
         for (int64_t j = 0; j < n; j++) z[j] = ts_expf(z[j] * sc + mr[j * ms] - L);
     } else {
@@ -663,7 +709,7 @@ static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
     if (pairs) {
         pack_pairs_t(g, k + ko, g->ks, S, (uint32_t *)w->kt, S64);
         pack_pairs_t(g, v + ko, g->ks, S, (uint32_t *)w->vt, S64);
-        pack_pairs_rows(g, k + ko, g->ks, S, S64 / 2, (uint32_t *)w->kp, Dp, (uint16_t *)w->gq, (uint16_t *)w->gq + D);
+        pack_pairs_rows(g, k + ko, g->ks, S, S64 / 2, (uint32_t *)w->kp, Dp);
     } else {
         pack_t(g, k + ko, g->ks, S, w->kt, S64);
         pack_t(g, v + ko, g->ks, S, w->vt, S64);
@@ -699,11 +745,10 @@ static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
             memset(w->dp + r * S64 + j0, 0, sizeof(float) * (size_t)(S64 - j0));
         }
         if (pairs) { /* gv += pd^T gy, gk += gz^T q: pairs of the tile's rows */
-            uint16_t *lo = (uint16_t *)w->lohi, *hi = lo + (S64 > Dp ? S64 : Dp);
-            pack_pairs_rows(g, q + qo + i0 * g->qt, g->qt, rows, rows4 / 2, w->qr, Dp, lo, hi);
-            pack_pairs_rows(g, gy + qo + i0 * g->qt, g->qt, rows, rows4 / 2, w->gyr, Dp, lo, hi);
-            pair_rows_t(w->p, S64, rows4, w->pt, lo, hi);
-            pair_rows_t(w->dp, S64, rows4, w->dst, lo, hi);
+            pack_pairs_rows(g, q + qo + i0 * g->qt, g->qt, rows, rows4 / 2, w->qr, Dp);
+            pack_pairs_rows(g, gy + qo + i0 * g->qt, g->qt, rows, rows4 / 2, w->gyr, Dp);
+            pair_rows_t(w->p, S64, rows4, w->pt);
+            pair_rows_t(w->dp, S64, rows4, w->dst);
             mm_acc_bf16(w->pt, 1, S64, w->gyr, Dp, w->gv, Dp, S64, Dp, rows4 / 2);
             mm_acc_bf16(w->dst, 1, S64, w->qr, Dp, w->gk, Dp, S64, Dp, rows4 / 2);
         } else {
