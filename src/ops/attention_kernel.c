@@ -128,8 +128,8 @@ static void mm_acc_c(const float *a, int64_t ars, int64_t acs, const float *bm, 
 
 AVX512 static void mm_nt_512(const float *a, int64_t lda, const float *bt, int64_t ldb, float *c, int64_t ldc,
                              int64_t M, int64_t N, int64_t K) {
-    for (int64_t i = 0; i < M; i += 4)
-        for (int64_t j = 0; j < N; j += 64) {
+    for (int64_t j = 0; j < N; j += 64) /* j outer: b's 64-column panel stays in L1 across a's rows */
+        for (int64_t i = 0; i < M; i += 4) {
             __m512 acc[4][4];
 #pragma GCC unroll 4
             for (int r = 0; r < 4; r++)
@@ -227,8 +227,8 @@ static int want_bf16(void) {
 
 AVX512BF16 static void mm_nt_bf16(const uint32_t *a, int64_t lda, const uint32_t *bt, int64_t ldb, float *c,
                                   int64_t ldc, int64_t M, int64_t N, int64_t K2) {
-    for (int64_t i = 0; i < M; i += 4)
-        for (int64_t j = 0; j < N; j += 64) {
+    for (int64_t j = 0; j < N; j += 64) /* j outer: b's 64-column panel stays in L1 across a's rows */
+        for (int64_t i = 0; i < M; i += 4) {
             __m512 acc[4][4];
 #pragma GCC unroll 4
             for (int r = 0; r < 4; r++)
@@ -557,19 +557,80 @@ static float fwd_row(const ts_attn_geom *g, float *z, const float *mj, int64_t n
     return corr;
 }
 
+/* The rows in AVX-512 (want_avx512(), a mask row of stride 1 or none): fwd_row's and bwd_row's
+ * math, with exp16 for ts_expf. The clones of fwd_row spent as long on these rows as on the
+ * products at T 384 (f32), mostly in exp's range checks and 2^n; vscalefps makes 2^n one
+ * instruction, and only the tail of a row is masked. */
+
+/* ts_expf of 16 lanes: the same clamps, reduction and polynomial; p 2^n by vscalefps (exact, as
+ * the multiply by a power of two it replaces); inf above the range, 0 below it, NaN kept. */
+AVX512 static inline __attribute__((always_inline)) __m512 exp16(__m512 x) {
+    const __m512 lo = _mm512_set1_ps(-87.33654f), hi = _mm512_set1_ps(88.72283f);
+    __m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi); /* vmaxps gives lo for a NaN x */
+    __m512 n = _mm512_roundscale_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504089f), _mm512_set1_ps(0.5f)),
+                                    _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f),
+                                _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), xc));
+    __m512 p = _mm512_set1_ps(1.f / 5040.f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 720.f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 120.f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 24.f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 6.f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+    __m512 y = _mm512_scalef_ps(p, n);
+    y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), _mm512_set1_ps(INFINITY));
+    y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), _mm512_setzero_ps());
+    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+}
+
+/* fwd_row with mj NULL or of stride 1. */
+AVX512 static float fwd_row_512(const ts_attn_geom *g, float *z, const float *mj, int64_t nc, float *m, float *l) {
+    const __m512 sc = _mm512_set1_ps(g->scale), ninf = _mm512_set1_ps(-INFINITY);
+    __m512 vmx = ninf;
+    for (int64_t j = 0; j < nc; j += 16) {
+        __mmask16 k = first(nc - j);
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, z + j), sc);
+        if (mj) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, mj + j));
+        vmx = _mm512_mask_max_ps(vmx, k, vmx, v);
+        if (k == 0xffff) _mm512_storeu_ps(z + j, v);
+        else _mm512_mask_storeu_ps(z + j, k, v);
+    }
+    float mx = _mm512_reduce_max_ps(vmx), m0 = *m, m1 = m0 > mx ? m0 : mx;
+    if (m1 == -INFINITY) { /* every key so far masked with -inf: nothing to add */
+        memset(z, 0, sizeof(float) * (size_t)nc);
+        return 1.f;
+    }
+    float corr = m0 == -INFINITY ? 0.f : ts_expf(m0 - m1);
+    __m512 vm1 = _mm512_set1_ps(m1), vsum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < nc; j += 16) {
+        __mmask16 k = first(nc - j);
+        __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, z + j), vm1));
+        vsum = _mm512_mask_add_ps(vsum, k, vsum, e);
+        if (k == 0xffff) _mm512_storeu_ps(z + j, e);
+        else _mm512_mask_storeu_ps(z + j, k, e);
+    }
+    *l = *l * corr + _mm512_reduce_add_ps(vsum);
+    *m = m1;
+    return corr;
+}
+
 /* One block of keys j0 .. j0 + nc for the first `rows` query rows (from i0): the online softmax's
  * rescale and exp into sb, dropout, o += p v. */
 static void fwd_key_block(const ts_attn_geom *g, const fwd_ws *w, int64_t b, int64_t h, int64_t i0, int64_t rows,
                           int64_t j0, int64_t nc) {
     int64_t S64 = up(g->S, 64), Dp = up(g->D, 16), rows4 = up(rows, 4);
     int pairs = g->bf16 && want_bf16(); /* qp, kt, vp hold bf16 pairs (fwd_head) */
+    int row512 = want_avx512() && (!g->mask || g->ms == 1);
     if (pairs) mm_nt_bf16((uint32_t *)w->qp, Dp / 2, (uint32_t *)w->kt + j0, S64, w->sb, BC, rows4, up(nc, 64),
                           (g->D + 1) / 2);
     else mm_nt(w->qp, Dp, w->kt + j0, S64, w->sb, BC, rows4, up(nc, 64), g->D);
     for (int64_t r = 0; r < rows; r++) {
         float *z = w->sb + r * BC, *o = w->ob + r * Dp;
         const float *mr = mask_row(g, b, h, i0 + r);
-        float corr = fwd_row(g, z, mr ? mr + j0 * g->ms : NULL, nc, &w->m[r], &w->l[r]);
+        float corr = row512 ? fwd_row_512(g, z, mr ? mr + j0 : NULL, nc, &w->m[r], &w->l[r])
+                            : fwd_row(g, z, mr ? mr + j0 * g->ms : NULL, nc, &w->m[r], &w->l[r]);
         if (g->p > 0.f) drop_row(g, z, nc, (uint64_t)(((b * g->H + h) * g->T + i0 + r) * g->S + j0));
         if (g->bf16 && !pairs) round_row(z, nc);
         if (corr != 1.f)
@@ -672,6 +733,19 @@ static void bwd_row(const ts_attn_geom *g, float *z, float *gp, const float *mr,
     for (int64_t j = 0; j < n; j++) gp[j] = z[j] * (gp[j] - dr);
 }
 
+/* bwd_row with mr NULL or of stride 1 (L not -inf). */
+AVX512 static void bwd_row_512(const ts_attn_geom *g, float *z, float *gp, const float *mr, int64_t n, float L, float dr) {
+    const __m512 sc = _mm512_set1_ps(g->scale), vl = _mm512_set1_ps(L), vdr = _mm512_set1_ps(dr);
+    for (int64_t j = 0; j < n; j += 16) {
+        __mmask16 k = first(n - j);
+        __m512 x = _mm512_maskz_loadu_ps(k, z + j);
+        x = mr ? _mm512_fmadd_ps(x, sc, _mm512_maskz_loadu_ps(k, mr + j)) : _mm512_mul_ps(x, sc);
+        __m512 e = exp16(_mm512_sub_ps(x, vl)), d = _mm512_mul_ps(e, _mm512_sub_ps(_mm512_maskz_loadu_ps(k, gp + j), vdr));
+        if (k == 0xffff) _mm512_storeu_ps(z + j, e), _mm512_storeu_ps(gp + j, d);
+        else _mm512_mask_storeu_ps(z + j, k, e), _mm512_mask_storeu_ps(gp + j, k, d);
+    }
+}
+
 /* kf[j] = keep ? 1 / (1 - p) : 0 for the n elements from `base` of the scores (drop_row on ones). */
 static void keep_factors(const ts_attn_geom *g, float *kf, int64_t n, uint64_t base) {
     for (int64_t j = 0; j < n; j++) kf[j] = 1.f;
@@ -686,13 +760,15 @@ static void bwd_rows(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
                      const float *lse) {
     int64_t S = g->S, S64 = up(S, 64);
     float *kf = w->kf;
+    int row512 = want_avx512() && (!g->mask || g->ms == 1);
     for (int64_t r = 0; r < rows; r++) {
         float *z = w->p + r * S64, *gp = w->dp + r * S64, L = lse[(b * g->H + h) * g->T + i0 + r], dr = w->drow[r];
         if (g->p > 0.f) {
             keep_factors(g, kf, S, (uint64_t)(((b * g->H + h) * g->T + i0 + r) * S));
             for (int64_t j = 0; j < S; j++) gp[j] *= kf[j];
         }
-        bwd_row(g, z, gp, mask_row(g, b, h, i0 + r), S, L, dr);
+        if (row512 && L != -INFINITY) bwd_row_512(g, z, gp, mask_row(g, b, h, i0 + r), S, L, dr);
+        else bwd_row(g, z, gp, mask_row(g, b, h, i0 + r), S, L, dr);
         if (g->p > 0.f)
             for (int64_t j = 0; j < S; j++) z[j] *= kf[j];
         if (g->bf16 && !want_bf16()) round_row(z, S), round_row(gp, S); /* pairs round as they pack */

@@ -563,10 +563,13 @@ static ts_status sum_to_kernel(const ts_kargs *k) {
     }
     if (lead) {
         int64_t R = xn / (on ? on : 1);
-        /* blocks of at most 256 columns, at least one per thread when there are enough columns */
+        /* blocks of at most 256 columns (multiples of 16), as many blocks per thread: a count of
+         * blocks that the threads share evenly (768 columns on 2 threads: 4 of 192, not 3 of 256,
+         * where one thread summed two blocks while the other summed one) */
         int nt = omp_get_max_threads();
-        int64_t cb = (on + nt - 1) / nt;
-        cb = cb < 16 ? 16 : cb > 256 ? 256 : (cb + 15) / 16 * 16;
+        int64_t per = (on + (int64_t)nt * 256 - 1) / ((int64_t)nt * 256); /* blocks per thread */
+        int64_t cb = (on + nt * per - 1) / (nt * per);
+        cb = cb < 16 ? 16 : (cb + 15) / 16 * 16;
         int64_t nb = (on + cb - 1) / cb;
 #pragma omp parallel for schedule(static) if (xn > 32768 && nb > 1)
         for (int64_t b = 0; b < nb; b++) {
