@@ -54,6 +54,15 @@ static void b_cast(bo_ctx *c, const bo_case *k) {
     bo_out(c, ts_cast(c->g, x, (ts_dtype)k->i[0]));
 }
 
+/* x [a] read by a cast to 16 bits (dtype i[0]) and a sum over its leading dims down to shape b
+ * (the bias gradient's sum_to): the fusion pass makes one cast_sum_to of the two (rule 8 of
+ * graph/passes/fuse.c). The shape b comes from an input nothing reads. */
+static void b_cast_sum(bo_ctx *c, const bo_case *k) {
+    ts_value x = bo_x(c, k->a, -2, 2);
+    bo_out(c, ts_cast(c->g, x, (ts_dtype)k->i[0]));
+    bo_out(c, ts_sum_to(c->g, x, bo_x(c, k->b, 0, 1)));
+}
+
 /* expand x [a] to shape b. */
 static void b_expand(bo_ctx *c, const bo_case *k) {
     bo_out(c, ts_expand(c->g, bo_x(c, k->a, -2, 2), k->b.nd, k->b.d));
@@ -457,6 +466,9 @@ static const bo_case bo_cases[] = {
     {"cast", b_cast, SH(7, 13), SH0, {TS_I32, -1}, BO_FLOATS}, {"cast", b_cast, SH(7, 13), SH0, {TS_I64, -1}},
     {"cast", b_cast, SH(7, 13), SH0, {TS_U8, -1}}, {"cast", b_cast, SH(7, 13), SH0, {TS_F32, TS_I32}},
     {"cast", b_cast, SH(7, 13), SH0, {TS_BF16, TS_I64}}, {"cast", b_cast, SH(1, 3), SH0, {TS_F16, -1}, BO_FLOATS},
+    {"cast_sum_to", b_cast_sum, SH(7, 13), SH(13), {TS_BF16}, .fused = 1},
+    {"cast_sum_to", b_cast_sum, SH(3, 70, 24), SH(24), {TS_BF16}, .fused = 1},
+    {"cast_sum_to", b_cast_sum, SH(3, 70, 4, 6), SH(4, 6), {TS_F16}, .fused = 1},
     {"expand", b_expand, SH(3, 1, 5), SH(2, 3, 4, 5), .grad = 1},
     {"expand", b_expand, SH0, SH(3, 4), .grad = 1}, {"expand", b_expand, SH(1), SH(1, 7), .grad = 1},
     /* shape.c */

@@ -36,6 +36,7 @@
 
 #include "comm/comm.h"
 #include "graph/opdef.h"
+#include "ops/op.h" /* ts_sum_to: cast_sum_to's case */
 
 /* ------------------------------------------------------------------ cases */
 

@@ -538,44 +538,74 @@ static ts_status infer_sum_to(ts_graph *g, ts_node *n) {
     set_out(g, n, 0, TS_F32, n->attr.ni, n->attr.i);
     return TS_OK;
 }
-/* out[j] = sum of x over every element that broadcasts onto j. Parallel over output columns when
- * the reduced dims all lead (the bias-gradient case [R, C] -> [C]): each thread sums a block of
- * columns row by row (contiguous, vectorised), every column's rows in order 0 .. R-1, so the
- * result does not depend on the thread count. Serial otherwise. */
+/* The leading-reduction case of sum_to, [R, C] -> [C] (the bias gradient), and cast_sum_to's
+ * sums (ops/cast_sum.c): rows in fixed chunks of SUM_CHUNK, each chunk's rows added in order
+ * into a partial row (whole rows read, contiguous and vectorised: a chunk per thread at a time),
+ * then the partials added in chunk order, column by column. The order of the additions depends on
+ * R alone, never on the thread count, so sum_to and cast_sum_to give the same bits on any number
+ * of threads. (Before, each thread summed a block of columns down all the rows: reads of a few
+ * hundred bytes a row apart, at about a third of the bandwidth of whole rows.) */
+enum { SUM_CHUNK = 64 };
+
+size_t ts_sum_rows_scratch(int64_t R, int64_t C) {
+    int64_t nch = (R + SUM_CHUNK - 1) / SUM_CHUNK;
+    return nch > 1 ? sizeof(float) * (size_t)(nch * C) : 0;
+}
+
+/* part[c] = sum of x[r, c] over the rows r < n in order (ld: x's row stride); each row also cast
+ * to dtype `cast` (TS_BF16 / TS_F16) into y when y is not NULL. */
 TS_SIMD_CLONES
-static void sum_rows_block(const float *X, int64_t R, int64_t ld, int64_t nj, float *O) {
-    float s[256];
-    for (int64_t j = 0; j < nj; j++) s[j] = 0.f;
-    for (int64_t r = 0; r < R; r++)
-        for (int64_t j = 0; j < nj; j++) s[j] += X[r * ld + j];
-    for (int64_t j = 0; j < nj; j++) O[j] = s[j];
+static void sum_chunk(const float *x, int64_t n, int64_t C, float *part, uint16_t *y, ts_dtype cast) {
+    for (int64_t c = 0; c < C; c++) part[c] = 0.f;
+    for (int64_t r = 0; r < n; r++) {
+        const float *xr = x + r * C;
+        if (y && cast == TS_BF16) ts_f32_to_bf16(xr, y + r * C, (size_t)C);
+        else if (y) ts_f32_to_f16(xr, y + r * C, (size_t)C);
+        for (int64_t c = 0; c < C; c++) part[c] += xr[c];
+    }
+}
+
+void ts_sum_rows(const float *x, int64_t R, int64_t C, float *s, float *scratch, uint16_t *y, ts_dtype cast) {
+    int64_t nch = (R + SUM_CHUNK - 1) / SUM_CHUNK;
+    if (nch <= 1) {
+        sum_chunk(x, R, C, s, y, cast);
+        return;
+    }
+#pragma omp parallel for schedule(static) if (R * C > 32768)
+    for (int64_t ch = 0; ch < nch; ch++) {
+        int64_t r0 = ch * SUM_CHUNK, n = R - r0 < SUM_CHUNK ? R - r0 : SUM_CHUNK;
+        sum_chunk(x + r0 * C, n, C, scratch + ch * C, y ? y + r0 * C : NULL, cast);
+    }
+#pragma omp parallel for schedule(static) if (nch * C > 32768)
+    for (int64_t c0 = 0; c0 < C; c0 += 256) {
+        int64_t nc = C - c0 < 256 ? C - c0 : 256;
+        for (int64_t c = c0; c < c0 + nc; c++) s[c] = scratch[c];
+        for (int64_t ch = 1; ch < nch; ch++)
+            for (int64_t c = c0; c < c0 + nc; c++) s[c] += scratch[ch * C + c];
+    }
+}
+
+/* out[j] = sum of x over every element that broadcasts onto j: ts_sum_rows when the reduced dims
+ * all lead (o's shape is x's trailing dims), serial otherwise. */
+static int sum_leads(const ts_val *x, const ts_val *o) {
+    int off = x->ndim - o->ndim;
+    if (off < 0) return 0;
+    for (int i = 0; i < o->ndim; i++)
+        if (o->shape[i] != x->shape[off + i]) return 0; /* a broadcast 1 inside o */
+    return 1;
+}
+static size_t sum_to_scratch(const ts_graph *g, const ts_node *n) {
+    const ts_val *x = &g->vals[n->in[0]], *o = &g->vals[n->out[0]];
+    int64_t on = ts_val_numel(o);
+    return sum_leads(x, o) && on ? ts_sum_rows_scratch(ts_val_numel(x) / on, on) : 0;
 }
 static ts_status sum_to_kernel(const ts_kargs *k) {
     const ts_val *x = &k->g->vals[k->node->in[0]], *o = &k->g->vals[k->node->out[0]];
     const float *X = k->in[0];
     float *O = k->out[0];
-    int64_t on = ts_val_numel(o), xn = ts_val_numel(x);
-    /* leading-reduction case: o's shape (right-aligned) equals x's trailing dims exactly */
-    int lead = 1, off = x->ndim - o->ndim;
-    for (int i = 0; i < o->ndim; i++) {
-        if (o->shape[i] == x->shape[off + i]) continue;
-        lead = 0; /* a broadcast 1 inside o */
-    }
-    if (lead) {
-        int64_t R = xn / (on ? on : 1);
-        /* blocks of at most 256 columns (multiples of 16), as many blocks per thread: a count of
-         * blocks that the threads share evenly (768 columns on 2 threads: 4 of 192, not 3 of 256,
-         * where one thread summed two blocks while the other summed one) */
-        int nt = omp_get_max_threads();
-        int64_t per = (on + (int64_t)nt * 256 - 1) / ((int64_t)nt * 256); /* blocks per thread */
-        int64_t cb = (on + nt * per - 1) / (nt * per);
-        cb = cb < 16 ? 16 : (cb + 15) / 16 * 16;
-        int64_t nb = (on + cb - 1) / cb;
-#pragma omp parallel for schedule(static) if (xn > 32768 && nb > 1)
-        for (int64_t b = 0; b < nb; b++) {
-            int64_t j0 = b * cb, nj = on - j0 < cb ? on - j0 : cb;
-            sum_rows_block(X + j0, R, on, nj, O + j0);
-        }
+    int64_t on = ts_val_numel(o);
+    if (sum_leads(x, o)) {
+        if (on) ts_sum_rows(X, ts_val_numel(x) / on, on, O, k->scratch, NULL, TS_F32);
         return TS_OK;
     }
     ts_bcast bc; /* strides of o against x's shape */
@@ -600,4 +630,4 @@ static ts_status grad_sum_to(ts_graph *g, const ts_node *n, const ts_value *go, 
     gi[0] = ts_expand(g, go[0], x->ndim, x->shape);
     return TS_OK;
 }
-const ts_op_def ts_opdef_sum_to = {"sum_to", 1, 1, 1, 0, infer_sum_to, grad_sum_to, sum_to_kernel, NULL};
+const ts_op_def ts_opdef_sum_to = {"sum_to", 1, 1, 1, 0, infer_sum_to, grad_sum_to, sum_to_kernel, sum_to_scratch};

@@ -14,6 +14,11 @@
 ts_status ts_need_scalar(const ts_graph *g, const ts_node *n, int k, const char *what);
 /* Sum gradient g (shape of a broadcast result) down to the shape of value `like`. */
 ts_value ts_sum_to(ts_graph *g, ts_value grad, ts_value like);
+/* s[c] = sum over r of x[r, c] for x [R, C] (sum_to's leading case, ops/elementwise.c), in an
+ * order that depends on R alone; and, when y is not NULL, y = x cast to `cast` (TS_BF16 or TS_F16)
+ * in the same pass (cast_sum_to, ops/cast_sum.c). scratch: ts_sum_rows_scratch(R, C) bytes. */
+void ts_sum_rows(const float *x, int64_t R, int64_t C, float *s, float *scratch, uint16_t *y, ts_dtype cast);
+size_t ts_sum_rows_scratch(int64_t R, int64_t C);
 /* y = f(x) for a unary op (scale sqrt exp log relu tanh sigmoid gelu), n elements; the
  * evaluator of those ops (ops/elementwise.c), shared with fused chains. */
 void ts_unary_f32(int op, int tanh_form, float alpha, float beta, const float *x, float *y, int64_t n);

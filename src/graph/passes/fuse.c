@@ -257,6 +257,54 @@ static int fuse_conv_clamp(fuse_ctx *c, int i) {
     return absorb(c, i, p, &r);
 }
 
+/* 8. cast + sum_to siblings: an f32 value x read by exactly two alive nodes of one place, a cast
+ * to bf16 or f16 and a sum_to over x's leading dims (its shape x's trailing dims) -> one
+ * cast_sum_to node (ops/cast_sum.c) with both outputs, their value ids kept, at the earlier
+ * node's index (x is made before either, and each output is ready before its readers); the later
+ * node dies. Unlike rules 1-7 these are siblings, not producer and consumer, and the merged node
+ * has two outputs. In an autocast training step x is a linear layer's output gradient: the bf16
+ * copy the backward products read and the bias gradient, which then take one read of x, not two.
+ * The outputs equal the two ops' bit for bit. */
+static int fuse_cast_sum(fuse_ctx *c, int i) {
+    ts_graph *g = c->g;
+    const ts_node *n = &g->nodes[i];
+    if ((n->op != TS_OP_CAST && n->op != TS_OP_SUM_TO) || n->nin != 1 || n->nout != 1 || n->in[0] < 0) return 0;
+    int x = n->in[0];
+    if (c->uses[x] != 2 || g->vals[x].dtype != TS_F32) return 0; /* pinned x counts 3 */
+    int j = -1; /* the other reader: after i, as i is the first of the two visited */
+    for (int k = i + 1; k < g->nnodes && j < 0; k++)
+        for (int s = 0; c->alive[k] && s < g->nodes[k].nin; s++)
+            if (g->nodes[k].in[s] == x) {
+                j = k;
+                break;
+            }
+    if (j < 0) return 0;
+    const ts_node *m = &g->nodes[j];
+    const ts_node *cast = n->op == TS_OP_CAST ? n : m, *sum = n->op == TS_OP_CAST ? m : n;
+    if (cast->op != TS_OP_CAST || sum->op != TS_OP_SUM_TO || m->nin != 1 || m->nout != 1) return 0;
+    if (place(g, i) != place(g, j) || n->seg != m->seg) return 0;
+    ts_dtype to = g->vals[cast->out[0]].dtype;
+    if (to != TS_BF16 && to != TS_F16) return 0;
+    const ts_val *xv = &g->vals[x], *sv = &g->vals[sum->out[0]];
+    if (sv->ndim < 1 || sv->ndim > xv->ndim ||
+        memcmp(sv->shape, xv->shape + xv->ndim - sv->ndim, sizeof(int64_t) * (size_t)sv->ndim) != 0)
+        return 0;
+    ts_node r;
+    memset(&r, 0, sizeof r);
+    r.op = TS_OP_CAST_SUM_TO;
+    r.nin = 1, r.in[0] = x;
+    for (int k = 1; k < TS_MAX_IN; k++) r.in[k] = -1;
+    r.nout = 2, r.out[0] = cast->out[0], r.out[1] = sum->out[0];
+    r.attr.i[0] = to, r.attr.i[1] = sv->ndim, r.attr.ni = 2;
+    r.stage = n->stage, r.seg = n->seg;
+    if (c->accept && !c->accept(c->accept_ctx, g, &r, m)) return 0;
+    g->nodes[i] = r;
+    g->vals[r.out[0]].node = i, g->vals[r.out[1]].node = i;
+    c->alive[j] = 0;
+    c->uses[x] = 1;
+    return 1;
+}
+
 /* accept: asked of every merged node, with the producer it absorbs, before it is made (the
  * runtime asks the device: a backend that runs "matmul" may not know its activation attribute);
  * NULL: every rule may fire. */
@@ -277,7 +325,7 @@ int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_acc
         if (!alive[i]) continue;
         removed += fuse_matmul_bias(&c, i) || fuse_matmul_scale(&c, i) ||
                    fuse_matmul_act(&c, i) || fuse_matmul_f32_out(&c, i) || fuse_conv_act(&c, i) ||
-                   fuse_conv_clamp(&c, i) || fuse_unary_chain(&c, i);
+                   fuse_conv_clamp(&c, i) || fuse_unary_chain(&c, i) || fuse_cast_sum(&c, i);
     }
     free(c.uses);
     return removed;

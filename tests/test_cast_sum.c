@@ -1,0 +1,189 @@
+/*
+ * test_cast_sum.c — cast_sum_to (ops/cast_sum.c) and the fusion rule that makes it (rule 8 of
+ * graph/passes/fuse.c), against the two ops it replaces.
+ *
+ * The graph: an autocast two-layer perceptron with biases, x [B, T, C] -> bf16 (or f16) products
+ * with f32 biases -> GELU -> ... -> loss = sum(y * R). Its backward casts each layer's output
+ * gradient to 16 bits for the products and sums it over [B, T] for the bias: the pattern rule 8
+ * fuses. Checked:
+ *  - the fused program has a cast_sum_to per layer; the reference, the same graph with both
+ *    output gradients named (pinned: a third reader, so rule 8 leaves them while every other
+ *    fusion rule fires alike; no_fusion would also drop rule 5's unrounded bf16 products), none;
+ *  - every gradient and the loss equal the reference's bit for bit (the fused op's outputs are
+ *    the cast op's and sum_to's own), in bf16 and f16, at row counts below, at and above a sum
+ *    chunk (64 rows), on 1 and 2 threads;
+ *  - sum_to's sums do not depend on the thread count (an f32 graph, 1 vs 2 threads);
+ *  - a gradient that is also fetched (a third reader) is left unfused, and still equal.
+ */
+#include "test_util.h"
+
+#include "ops/op.h"          /* TS_OP_CAST_SUM_TO */
+#include "runtime/program.h" /* a compiled program's nodes */
+
+enum { C = 40, F = 72 };
+
+static const char *const GRADS[] = {"loss", "w1@GRAD", "b1@GRAD", "w2@GRAD", "b2@GRAD"};
+enum { NG = 5 };
+
+/* The perceptron at [B, T], products in dt (TS_F32: no casts), and its backward. */
+static ts_graph *mlp(int64_t B, int64_t T, ts_dtype dt) {
+    ts_graph *g = ts_graph_new();
+    ts_graph_set_seed(g, 7);
+    int64_t xs[3] = {B, T, C}, w1s[2] = {F, C}, w2s[2] = {C, F}, b1s[1] = {F}, b2s[1] = {C};
+    ts_value x = ts_input(g, "x", TS_F32, 3, xs), r = ts_input(g, "r", TS_F32, 3, xs);
+    ts_value w1 = ts_param(g, "w1", TS_F32, 2, w1s, ts_init_normal(0.3f));
+    ts_value w2 = ts_param(g, "w2", TS_F32, 2, w2s, ts_init_normal(0.3f));
+    ts_value b1 = ts_param(g, "b1", TS_F32, 1, b1s, ts_init_uniform(-0.1f, 0.1f));
+    ts_value b2 = ts_param(g, "b2", TS_F32, 1, b2s, ts_init_uniform(-0.1f, 0.1f));
+    ts_value h;
+    if (dt == TS_F32) {
+        h = ts_gelu(g, ts_add(g, ts_matmul(g, x, w1, 0, 1), b1), 0);
+        h = ts_add(g, ts_matmul(g, h, w2, 0, 1), b2);
+    } else {
+        h = ts_cast(g, ts_matmul(g, ts_cast(g, x, dt), ts_cast(g, w1, dt), 0, 1), TS_F32);
+        h = ts_gelu(g, ts_add(g, h, b1), 0);
+        h = ts_cast(g, ts_matmul(g, ts_cast(g, h, dt), ts_cast(g, w2, dt), 0, 1), TS_F32);
+        h = ts_add(g, h, b2);
+    }
+    ts_value loss = ts_name(g, ts_reduce_sum(g, ts_mul(g, h, r), 0, NULL, 0), "loss");
+    CHECK_OK(ts_backward(g, loss));
+    return g;
+}
+
+/* Nodes of op `op` the program runs. */
+static int count_op(const ts_program *p, int op) {
+    int n = 0;
+    for (int i = 0; i < p->one->nsched; i++) n += p->one->g->nodes[p->one->sched[i]].op == op;
+    return n;
+}
+
+/* Compile g on `threads` threads, fetching GRADS and the first `pins` of "dy1", "dy2" (output
+ * gradients pin_dy named: a fetched value is pinned, a third reader, so rule 8 leaves its cast and
+ * sum_to apart while every other rule fires alike), run it once on x and r, GRADS into out[NG].
+ * The count of cast_sum_to nodes in *fused. */
+static void run_grads(ts_graph *g, int pins, int threads, ts_tensor *x, ts_tensor *r, ts_tensor **out,
+                      int *fused) {
+    const char *names[NG + 2];
+    for (int k = 0; k < NG; k++) names[k] = GRADS[k];
+    if (pins == 1) names[NG] = "dy2";
+    if (pins == 2) names[NG] = "dy1", names[NG + 1] = "dy2";
+    ts_program *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = NG + pins,
+                                                     .fetches = names,
+                                                     .num_threads = threads});
+    CHECK(p != NULL, "compile: %s", ts_last_error());
+    for (int k = 0; k < NG; k++) out[k] = NULL;
+    if (!p) return;
+    *fused = count_op(p, TS_OP_CAST_SUM_TO);
+    CHECK_OK(ts_program_feed(p, "x", x));
+    CHECK_OK(ts_program_feed(p, "r", r));
+    CHECK_OK(ts_program_run(p));
+    for (int k = 0; k < NG; k++) out[k] = TU_FETCH(p, GRADS[k]);
+    ts_program_free(p);
+}
+
+static void free_all(ts_tensor **t) {
+    for (int k = 0; k < NG; k++) ts_tensor_free(t[k]), t[k] = NULL;
+}
+
+/* Each of a's tensors equals b's bit for bit; what names the comparison. */
+static void same_bits(ts_tensor **a, ts_tensor **b, const char *what) {
+    for (int k = 0; k < NG; k++)
+        CHECK(tu_bitwise_equal(a[k], b[k]), "%s: %s differs (max |diff| %g)", what, GRADS[k],
+              a[k] && b[k] ? tu_max_abs_diff_f(tu_f32(a[k]), tu_f32(b[k]), ts_tensor_numel(a[k])) : -1.0);
+}
+
+/* Name the output gradient whose sum is bias b's gradient (the input of the sum_to that makes
+ * b@GRAD) `name`, for run_grads to fetch. 1 when found. */
+static int pin_dy(ts_graph *g, const char *b, const char *name) {
+    int gb = g->vals[ts_lookup(g, b)].grad;
+    if (gb < 0 || g->vals[gb].node < 0 || g->nodes[g->vals[gb].node].op != TS_OP_SUM_TO) return 0;
+    ts_name(g, g->nodes[g->vals[gb].node].in[0], name);
+    return 1;
+}
+
+/* The fused program against the same graph with both output gradients fetched (the reference:
+ * the cast and sum_to ops, every other fusion alike), at [B, T] in dt, on 1 and 2 threads. */
+static void fused_case(int64_t B, int64_t T, ts_dtype dt) {
+    tu_rng rng = tu_rng_seed((uint64_t)(B * 1000 + T));
+    ts_tensor *x = tu_rand_tensor(&rng, 3, (int64_t[]){B, T, C}, -2, 2);
+    ts_tensor *r = tu_rand_tensor(&rng, 3, (int64_t[]){B, T, C}, -1, 1);
+    ts_graph *g = mlp(B, T, dt);
+    CHECK(pin_dy(g, "b1", "dy1") && pin_dy(g, "b2", "dy2"), "a bias gradient is not a sum_to of an output gradient");
+    ts_tensor *ref[NG], *got[NG];
+    int nf = -1, nu = -1;
+    run_grads(g, 2, 2, x, r, ref, &nu);
+    for (int threads = 1; threads <= 2; threads++) {
+        run_grads(g, 0, threads, x, r, got, &nf);
+        char what[96];
+        snprintf(what, sizeof what, "%s, rows %lld, %d thread%s", ts_dtype_name(dt), (long long)(B * T), threads,
+                 threads > 1 ? "s" : "");
+        CHECK(nf == 2 && nu == 0, "%s: cast_sum_to nodes: %d fused (want 2, one per layer), %d pinned (want 0)", what,
+              nf, nu);
+        same_bits(got, ref, what);
+        free_all(got);
+    }
+    printf("  %s, %lld rows: 2 cast_sum_to nodes, gradients equal to the unfused ops' bit for bit\n",
+           ts_dtype_name(dt), (long long)(B * T));
+    free_all(ref);
+    ts_graph_free(g);
+    ts_tensor_free(x);
+    ts_tensor_free(r);
+}
+
+static void test_bf16(void) {
+    fused_case(1, 5, TS_BF16);   /* one chunk */
+    fused_case(2, 32, TS_BF16);  /* exactly one chunk of 64 rows */
+    fused_case(3, 70, TS_BF16);  /* 210 rows: 4 chunks, the last short */
+}
+static void test_f16(void) { fused_case(3, 70, TS_F16); }
+
+/* sum_to alone (f32 products: no casts, no fusion): the bias gradients on 1 thread equal those on
+ * 2 threads bit for bit, at 210 rows (4 chunks). */
+static void test_sum_to_threads(void) {
+    tu_rng rng = tu_rng_seed(5);
+    ts_tensor *x = tu_rand_tensor(&rng, 3, (int64_t[]){3, 70, C}, -2, 2);
+    ts_tensor *r = tu_rand_tensor(&rng, 3, (int64_t[]){3, 70, C}, -1, 1);
+    ts_graph *g = mlp(3, 70, TS_F32);
+    ts_tensor *one[NG], *two[NG];
+    int nf;
+    run_grads(g, 0, 1, x, r, one, &nf);
+    run_grads(g, 0, 2, x, r, two, &nf);
+    same_bits(one, two, "f32, 1 vs 2 threads");
+    CHECK(nf == 0, "an f32 graph has %d cast_sum_to nodes (no casts to fuse)", nf);
+    free_all(one);
+    free_all(two);
+    ts_graph_free(g);
+    ts_tensor_free(x);
+    ts_tensor_free(r);
+}
+
+/* A third reader keeps the siblings apart: with the second layer's output gradient fetched, only
+ * the first layer's fuses, and the gradients equal the reference's (both fetched). */
+static void test_third_reader(void) {
+    tu_rng rng = tu_rng_seed(9);
+    ts_tensor *x = tu_rand_tensor(&rng, 3, (int64_t[]){2, 33, C}, -2, 2);
+    ts_tensor *r = tu_rand_tensor(&rng, 3, (int64_t[]){2, 33, C}, -1, 1);
+    ts_graph *g = mlp(2, 33, TS_BF16);
+    CHECK(pin_dy(g, "b1", "dy1") && pin_dy(g, "b2", "dy2"), "a bias gradient is not a sum_to of an output gradient");
+    ts_tensor *ref[NG], *got[NG];
+    int nf = -1, nu = -1;
+    run_grads(g, 2, 2, x, r, ref, &nu);
+    run_grads(g, 1, 2, x, r, got, &nf);
+    CHECK(nf == 1 && nu == 0, "cast_sum_to nodes: %d with one gradient fetched (want 1), %d with both (want 0)", nf, nu);
+    same_bits(got, ref, "one gradient fetched");
+    free_all(ref);
+    free_all(got);
+    ts_graph_free(g);
+    ts_tensor_free(x);
+    ts_tensor_free(r);
+}
+
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
+    printf("cast_sum_to: the fused cast and bias-gradient sum against the unfused ops\n");
+    RUN(test_bf16);
+    RUN(test_f16);
+    RUN(test_sum_to_threads);
+    RUN(test_third_reader);
+    return tu_finish("test_cast_sum");
+}
