@@ -305,6 +305,60 @@ static int fuse_cast_sum(fuse_ctx *c, int i) {
     return 1;
 }
 
+/* 9. a bf16 matmul's f32 product cast back to bf16: cast(matmul(a, b[, bias]) with f32_out = 1,
+ * bf16) whose f32 product nothing else reads -> the matmul with f32_out = 0, writing bf16 itself.
+ * Rule 5 made the f32 product so that rules 1 and 4 could fold the bias and the activation in;
+ * where the next reader wants bf16 again (autocast's FFN in inference: gelu(x W1^T + b1) cast for
+ * the second product), the matmul rounds its f32 epilogue's result once on the way out, as the
+ * cast did, and the f32 tensor is never written (backend/cpu/matmul_dnnl.c: oneDNN applies the
+ * bias and the activation in f32 before its bf16 store; its store flushes bf16 denormals, below
+ * 1.2e-38, where the cast keeps them). */
+static int fuse_matmul_bf16_out(fuse_ctx *c, int i) {
+    ts_graph *g = c->g;
+    const ts_node *n = &g->nodes[i];
+    if (n->op != TS_OP_CAST || n->nin != 1 || g->vals[n->out[0]].dtype != TS_BF16) return 0;
+    int p = fusable_producer(c, n->in[0], i);
+    if (p < 0) return 0;
+    const ts_node *m = &g->nodes[p];
+    if (m->op != TS_OP_MATMUL || TS_NODE_ATTRS(matmul, m).f32_out != 1) return 0;
+    ts_node r = *m;
+    r.attr.i[3] = 0;
+    return absorb(c, i, p, &r);
+}
+
+/* 10. one cast of a value per dtype: cast(x, t) at node i where an earlier alive node of the same
+ * place already makes cast(x, t) -> i's readers read that one, and i dies. Autocast casts a
+ * linear layer's input for each layer that reads it (models/bert.c: the layer norm's output for
+ * the query, key and value products), three passes over x for one bf16 copy. Not when i's output
+ * is named or pinned (a fetch, a name someone may look up). Unlike the other rules this rewires
+ * readers: each alive reader's input slots are moved to the kept cast's output. */
+static int fuse_same_cast(fuse_ctx *c, int i) {
+    ts_graph *g = c->g;
+    const ts_node *n = &g->nodes[i];
+    if (n->op != TS_OP_CAST || n->nin != 1 || n->nout != 1 || n->in[0] < 0) return 0;
+    int x = n->in[0], y = n->out[0];
+    if (g->vals[y].name || c->pinned[y]) return 0;
+    int j = -1;
+    for (int k = 0; k < i && j < 0; k++) {
+        const ts_node *m = &g->nodes[k];
+        if (c->alive[k] && m->op == TS_OP_CAST && m->nin == 1 && m->nout == 1 && m->in[0] == x &&
+            g->vals[m->out[0]].dtype == g->vals[y].dtype && place(g, k) == place(g, i) && m->seg == n->seg)
+            j = k;
+    }
+    if (j < 0) return 0;
+    int keep = g->nodes[j].out[0];
+    for (int k = i + 1; k < g->nnodes; k++) {
+        ts_node *m = &g->nodes[k];
+        for (int s = 0; c->alive[k] && s < m->nin; s++)
+            if (m->in[s] == y) m->in[s] = keep;
+    }
+    c->uses[keep] += c->uses[y];
+    c->uses[y] = 0;
+    c->uses[x]--;
+    c->alive[i] = 0;
+    return 1;
+}
+
 /* accept: asked of every merged node, with the producer it absorbs, before it is made (the
  * runtime asks the device: a backend that runs "matmul" may not know its activation attribute);
  * NULL: every rule may fire. */
@@ -325,7 +379,8 @@ int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_acc
         if (!alive[i]) continue;
         removed += fuse_matmul_bias(&c, i) || fuse_matmul_scale(&c, i) ||
                    fuse_matmul_act(&c, i) || fuse_matmul_f32_out(&c, i) || fuse_conv_act(&c, i) ||
-                   fuse_conv_clamp(&c, i) || fuse_unary_chain(&c, i) || fuse_cast_sum(&c, i);
+                   fuse_conv_clamp(&c, i) || fuse_unary_chain(&c, i) || fuse_cast_sum(&c, i) ||
+                   fuse_matmul_bf16_out(&c, i) || fuse_same_cast(&c, i);
     }
     free(c.uses);
     return removed;

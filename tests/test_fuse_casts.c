@@ -1,7 +1,9 @@
 /*
- * test_cast_sum.c — cast_sum_to (ops/cast_sum.c) and the fusion rule that makes it (rule 8 of
- * graph/passes/fuse.c), against the two ops it replaces.
+ * test_fuse_casts.c — the fusion rules about autocast's casts (graph/passes/fuse.c), each against
+ * the same graph where the rule cannot fire (a value fetched: pinned) and every other rule fires
+ * alike, so the outputs must be equal bit for bit.
  *
+ * Rule 8, cast_sum_to (ops/cast_sum.c): a cast and a bias gradient's sum of one value.
  * The graph: an autocast two-layer perceptron with biases, x [B, T, C] -> bf16 (or f16) products
  * with f32 biases -> GELU -> ... -> loss = sum(y * R). Its backward casts each layer's output
  * gradient to 16 bits for the products and sums it over [B, T] for the bias: the pattern rule 8
@@ -14,6 +16,10 @@
  *    chunk (64 rows), on 1 and 2 threads;
  *  - sum_to's sums do not depend on the thread count (an f32 graph, 1 vs 2 threads);
  *  - a gradient that is also fetched (a third reader) is left unfused, and still equal.
+ * Rule 9: a bf16 product whose f32 epilogue (bias, GELU) is cast back to bf16 writes bf16 itself
+ *  (an inference program: the FFN's first product, read by the second in bf16).
+ * Rule 10: three casts of one value to bf16 (the query, key and value products' inputs) are one,
+ *  and a cast whose output is named stays its own.
  */
 #include "test_util.h"
 
@@ -178,12 +184,126 @@ static void test_third_reader(void) {
     ts_tensor_free(r);
 }
 
+/* y = cast(gelu(cast(x16 W1^T16, f32) + b1), bf16) W2^T16, the GELU's output named "h" when
+ * name_h (a named value: rule 9 leaves the product that makes it). */
+static ts_graph *ffn(int name_h) {
+    ts_graph *g = ts_graph_new();
+    ts_graph_set_seed(g, 3);
+    int64_t xs[3] = {2, 9, C}, w1s[2] = {F, C}, w2s[2] = {C, F}, b1s[1] = {F};
+    ts_value x = ts_input(g, "x", TS_F32, 3, xs);
+    ts_value w1 = ts_param(g, "w1", TS_F32, 2, w1s, ts_init_normal(0.3f));
+    ts_value w2 = ts_param(g, "w2", TS_F32, 2, w2s, ts_init_normal(0.3f));
+    ts_value b1 = ts_param(g, "b1", TS_F32, 1, b1s, ts_init_uniform(-0.1f, 0.1f));
+    ts_value h = ts_cast(g, ts_matmul(g, ts_cast(g, x, TS_BF16), ts_cast(g, w1, TS_BF16), 0, 1), TS_F32);
+    h = ts_gelu(g, ts_add(g, h, b1), 0);
+    if (name_h) ts_name(g, h, "h");
+    ts_name(g, ts_cast(g, ts_matmul(g, ts_cast(g, h, TS_BF16), ts_cast(g, w2, TS_BF16), 0, 1), TS_F32), "y");
+    return g;
+}
+
+/* Rule 9, inference: the fused program's first product writes bf16 (f32_out 0, the bias and the
+ * GELU its epilogue); the reference (h named) writes f32 and casts. The outputs are equal bit for
+ * bit. */
+static void test_bf16_out(void) {
+    int64_t xs[3] = {2, 9, C};
+    tu_rng rng = tu_rng_seed(4);
+    ts_tensor *xt = tu_rand_tensor(&rng, 3, xs, -2, 2), *y[2] = {NULL, NULL};
+    int bf16_out[2] = {0, 0};
+    for (int f = 0; f < 2; f++) { /* f = 1: the fused program; 0: h named */
+        ts_graph *g = ffn(!f);
+        ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y"), .inference = 1});
+        ts_graph_free(g);
+        CHECK(p != NULL, "compile: %s", ts_last_error());
+        if (!p) continue;
+        for (int i = 0; i < p->one->nsched; i++) {
+            const ts_node *n = &p->one->g->nodes[p->one->sched[i]];
+            bf16_out[f] += n->op == TS_OP_MATMUL && n->attr.i[2] != 0 && p->one->g->vals[n->out[0]].dtype == TS_BF16;
+        }
+        CHECK_OK(ts_program_feed(p, "x", xt));
+        CHECK_OK(ts_program_run(p));
+        y[f] = TU_FETCH(p, "y");
+        ts_program_free(p);
+    }
+    CHECK(bf16_out[1] == 1 && bf16_out[0] == 0, "matmuls with an activation and a bf16 product: %d fused (want 1), %d "
+          "with h named (want 0)", bf16_out[1], bf16_out[0]);
+    CHECK(tu_bitwise_equal(y[0], y[1]), "the output differs (max |diff| %g)",
+          y[0] && y[1] ? tu_max_abs_diff_f(tu_f32(y[0]), tu_f32(y[1]), ts_tensor_numel(y[0])) : -1.0);
+    ts_tensor_free(y[0]);
+    ts_tensor_free(y[1]);
+    ts_tensor_free(xt);
+}
+
+/* Casts of value x the program runs. */
+static int casts_of(const ts_program *p, const char *input) {
+    const ts_graph *g = p->one->g;
+    int x = ts_lookup(g, input), n = 0;
+    for (int i = 0; i < p->one->nsched; i++) {
+        const ts_node *m = &g->nodes[p->one->sched[i]];
+        n += m->op == TS_OP_CAST && m->in[0] == x;
+    }
+    return n;
+}
+
+/* q, k, v = cast(x, bf16) Wq^T, cast(x, bf16) Wk^T, cast(x, bf16) Wv^T (three casts of x, as
+ * models/bert.c makes them); the value product's cast named "xv" when name_v. */
+static ts_graph *qkv(int name_v) {
+    ts_graph *g = ts_graph_new();
+    ts_graph_set_seed(g, 5);
+    int64_t xs[2] = {11, C}, ws[2] = {C, C};
+    ts_value x = ts_input(g, "x", TS_F32, 2, xs);
+    const char *names[3] = {"q", "k", "v"};
+    for (int j = 0; j < 3; j++) {
+        char wn[8];
+        snprintf(wn, sizeof wn, "w%s", names[j]);
+        ts_value xc = ts_cast(g, x, TS_BF16);
+        if (j == 2 && name_v) ts_name(g, xc, "xv");
+        ts_value w = ts_param(g, wn, TS_F32, 2, ws, ts_init_normal(0.3f));
+        ts_name(g, ts_matmul(g, xc, ts_cast(g, w, TS_BF16), 0, 1), names[j]);
+    }
+    return g;
+}
+
+/* Rule 10: fused, one cast of x; with the value product's cast named, two; with no_fusion, three.
+ * The products equal bit for bit in all three. */
+static void test_same_cast(void) {
+    int64_t xs[2] = {11, C};
+    const char *names[3] = {"q", "k", "v"};
+    tu_rng rng = tu_rng_seed(6);
+    ts_tensor *xt = tu_rand_tensor(&rng, 2, xs, -2, 2), *out[3][3];
+    int ncast[3] = {0, 0, 0};
+    for (int f = 0; f < 3; f++) { /* 0: no_fusion; 1: fused, "xv" named; 2: fused */
+        ts_graph *g = qkv(f == 1);
+        ts_program *p = ts_compile(g, &(ts_compile_opts){TU_FETCHES("q", "k", "v"), .inference = 1, .no_fusion = f == 0});
+        ts_graph_free(g);
+        CHECK(p != NULL, "compile: %s", ts_last_error());
+        for (int j = 0; j < 3; j++) out[f][j] = NULL;
+        if (!p) continue;
+        ncast[f] = casts_of(p, "x");
+        CHECK_OK(ts_program_feed(p, "x", xt));
+        CHECK_OK(ts_program_run(p));
+        for (int j = 0; j < 3; j++) out[f][j] = TU_FETCH(p, names[j]);
+        ts_program_free(p);
+    }
+    CHECK(ncast[0] == 3 && ncast[1] == 2 && ncast[2] == 1,
+          "casts of x: %d unfused (want 3), %d with one named (want 2), %d fused (want 1)", ncast[0], ncast[1],
+          ncast[2]);
+    for (int f = 1; f < 3; f++)
+        for (int j = 0; j < 3; j++)
+            CHECK(tu_bitwise_equal(out[f][j], out[0][j]), "program %d: %s differs from the unfused program's", f,
+                  names[j]);
+    for (int f = 0; f < 3; f++)
+        for (int j = 0; j < 3; j++) ts_tensor_free(out[f][j]);
+    ts_tensor_free(xt);
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
-    printf("cast_sum_to: the fused cast and bias-gradient sum against the unfused ops\n");
+    printf("the fusion rules about casts, against the same graphs where they cannot fire\n");
     RUN(test_bf16);
     RUN(test_f16);
     RUN(test_sum_to_threads);
     RUN(test_third_reader);
-    return tu_finish("test_cast_sum");
+    RUN(test_bf16_out);
+    RUN(test_same_cast);
+    return tu_finish("test_fuse_casts");
 }
