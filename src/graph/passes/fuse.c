@@ -13,7 +13,10 @@
  *    out of fusion.
  *  - Each rewrite leaves every other value's consumer count unchanged (the fused node reads what
  *    the dead producer read), so the counts are computed once.
- * Nodes are visited in index order, so a chain grows one consumer at a time.
+ * Nodes are visited in index order, so a chain grows one consumer at a time. Two rules are of
+ * another kind and say how they keep these promises: rule 8 merges two readers of one value
+ * (siblings) into a node with both their outputs, and rule 10 drops a repeated cast and moves its
+ * readers to the first (the only rule that rewires readers).
  */
 #include "graph/op_attrs.h"
 #include "graph/passes/passes.h"
