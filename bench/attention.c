@@ -87,14 +87,10 @@ static int prog_make(prog *o, shape sh, int fused, ts_dtype dt, int train) {
     }
     ts_memory mem = {.struct_size = sizeof mem};
     if (!ts_program_memory(o->p, &mem)) o->activations = mem.activations;
-    uint64_t seed = 1234567;
     for (int i = 0; i < (train ? 4 : 3); i++) {
         o->in[i] = ts_tensor_new(TS_F32, 4, qs);
         float *x = ts_tensor_data(o->in[i]);
-        for (int64_t e = 0; e < sh.B * sh.T * H * D; e++) { /* uniform [-1, 1), a 64-bit LCG */
-            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-            x[e] = (float)((double)(seed >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
-        }
+        for (int64_t e = 0; e < sh.B * sh.T * H * D; e++) x[e] = urand();
         st = train && i < 3 ? ts_program_set_param(o->p, IN_NAMES[i], o->in[i]) : TS_OK;
         if (st) {
             fprintf(stderr, "bench_attention: %s\n", ts_last_error());

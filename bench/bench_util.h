@@ -1,6 +1,6 @@
 /*
- * bench_util.h — what several bench programs share: a monotonic clock, a comparison for qsort of
- * doubles, a median, reading the numbers a child printed, and running a function in a child process with its stdout captured and its
+ * bench_util.h — what several bench programs share: a monotonic clock, uniform random floats, a
+ * comparison for qsort of doubles, a median, reading the numbers a child printed, and running a function in a child process with its stdout captured and its
  * peak resident set measured (wait4's ru_maxrss: everything the process touched, libraries
  * included). Header-only (static functions): each bench/<name>.c is one program.
  */
@@ -8,6 +8,7 @@
 #define TS_BENCH_UTIL_H
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,16 @@ static inline double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A uniform float in [-1, 1) from a xorshift64 generator, the same sequence in every program
+ * (its state starts at one constant, per program). */
+static inline float urand(void) {
+    static uint64_t state = 0x9e3779b97f4a7c15ull;
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return (float)((state >> 40) * (1.0 / 16777216.0)) * 2.f - 1.f;
 }
 
 static inline int cmp_double(const void *a, const void *b) {

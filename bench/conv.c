@@ -50,14 +50,6 @@
         }                                                                                \
     } while (0)
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static float urand(void) { /* [-1, 1) */
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (float)((rng_state >> 40) * (1.0 / 16777216.0)) * 2.f - 1.f;
-}
-
 static ts_tensor *random_tensor(int nd, const int64_t *shape, float scale) {
     ts_tensor *t = ts_tensor_new(TS_F32, nd, shape);
     if (!t) exit(1);

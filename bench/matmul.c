@@ -54,14 +54,6 @@
         }                                                                                \
     } while (0)
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static float urand(void) { /* [-1, 1) */
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (float)((rng_state >> 40) * (1.0 / 16777216.0)) * 2.f - 1.f;
-}
-
 /* A tensor of rows x cols random values in dtype dt. */
 static ts_tensor *random_tensor(ts_dtype dt, int64_t rows, int64_t cols) {
     int64_t shape[2] = {rows, cols}, n = rows * cols;

@@ -17,7 +17,8 @@
  * The polynomial runs on x clamped to [ln FLT_MIN, ln FLT_MAX] (NaN too: it fails the compares;
  * plain compares, not fminf / fmaxf, which are libm calls that stop the loop vectorising), so n
  * stays in [-126, 128]; 2^n is built from its bits as 2^min(n, 127), times 2 when
- * n is 128. The ends and NaN are put back last. */
+ * n is 128. The ends and NaN are put back last. ops/attention_kernel.c's exp16 is this function
+ * in AVX-512 intrinsics (the same constants; 2^n by vscalefps): a change here is made there too. */
 static inline float ts_expf(float x) {
     float xc = x > -87.33654f ? x : -87.33654f; /* NaN compares false: it becomes the low end */
     xc = xc < 88.72283f ? xc : 88.72283f;

@@ -367,13 +367,14 @@ static inline __mmask16 first(int64_t n) {
     return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
 }
 
-/* x[0 .. min(n, 16)) and zeros; and o[0 .. min(n, 16)) = v. Masked only on a tail: a masked
- * store measured dear on this CPU (a row converted with masked loads and stores took 1.5x the
- * time of plain ones), and a masked load is never faster than a full one. */
-INLINE_BW __m512 load16(const float *x, int64_t n) {
+/* x[0 .. min(n, 16)) and zeros; and o[0 .. min(n, 16)) = v (32-bit lanes: floats through
+ * _mm512_castps_si512). Masked only on a tail: a masked store measured dear on this CPU (a row
+ * converted with masked loads and stores took 1.5x the time of plain ones), and a masked load is
+ * never faster than a full one. AVX512F alone, so the rows below (want_avx512()) use them too. */
+AVX512 static inline __attribute__((always_inline)) __m512 load16(const float *x, int64_t n) {
     return n >= 16 ? _mm512_loadu_ps(x) : _mm512_maskz_loadu_ps(first(n), x);
 }
-INLINE_BW void store16(uint32_t *o, __m512i v, int64_t n) {
+AVX512 static inline __attribute__((always_inline)) void store16(uint32_t *o, __m512i v, int64_t n) {
     if (n >= 16) _mm512_storeu_si512(o, v);
     else if (n > 0) _mm512_mask_storeu_epi32(o, first(n), v);
 }
@@ -563,6 +564,9 @@ static float fwd_row(const ts_attn_geom *g, float *z, const float *mj, int64_t n
  * products at T 384 (f32), mostly in exp's range checks and 2^n; vscalefps makes 2^n one
  * instruction, and only the tail of a row is masked. */
 
+/* Whether the rows run in AVX-512 (fwd_row_512, bwd_row_512) rather than fwd_row, bwd_row. */
+static int rows_512(const ts_attn_geom *g) { return want_avx512() && (!g->mask || g->ms == 1); }
+
 /* ts_expf of 16 lanes: the same clamps, reduction and polynomial; p 2^n by vscalefps (exact, as
  * the multiply by a power of two it replaces); inf above the range, 0 below it, NaN kept. */
 AVX512 static inline __attribute__((always_inline)) __m512 exp16(__m512 x) {
@@ -591,12 +595,10 @@ AVX512 static float fwd_row_512(const ts_attn_geom *g, float *z, const float *mj
     const __m512 sc = _mm512_set1_ps(g->scale), ninf = _mm512_set1_ps(-INFINITY);
     __m512 vmx = ninf;
     for (int64_t j = 0; j < nc; j += 16) {
-        __mmask16 k = first(nc - j);
-        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, z + j), sc);
-        if (mj) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, mj + j));
-        vmx = _mm512_mask_max_ps(vmx, k, vmx, v);
-        if (k == 0xffff) _mm512_storeu_ps(z + j, v);
-        else _mm512_mask_storeu_ps(z + j, k, v);
+        __m512 v = _mm512_mul_ps(load16(z + j, nc - j), sc);
+        if (mj) v = _mm512_add_ps(v, load16(mj + j, nc - j));
+        vmx = _mm512_mask_max_ps(vmx, first(nc - j), vmx, v);
+        store16((uint32_t *)(z + j), _mm512_castps_si512(v), nc - j);
     }
     float mx = _mm512_reduce_max_ps(vmx), m0 = *m, m1 = m0 > mx ? m0 : mx;
     if (m1 == -INFINITY) { /* every key so far masked with -inf: nothing to add */
@@ -606,11 +608,9 @@ AVX512 static float fwd_row_512(const ts_attn_geom *g, float *z, const float *mj
     float corr = m0 == -INFINITY ? 0.f : ts_expf(m0 - m1);
     __m512 vm1 = _mm512_set1_ps(m1), vsum = _mm512_setzero_ps();
     for (int64_t j = 0; j < nc; j += 16) {
-        __mmask16 k = first(nc - j);
-        __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, z + j), vm1));
-        vsum = _mm512_mask_add_ps(vsum, k, vsum, e);
-        if (k == 0xffff) _mm512_storeu_ps(z + j, e);
-        else _mm512_mask_storeu_ps(z + j, k, e);
+        __m512 e = exp16(_mm512_sub_ps(load16(z + j, nc - j), vm1));
+        vsum = _mm512_mask_add_ps(vsum, first(nc - j), vsum, e);
+        store16((uint32_t *)(z + j), _mm512_castps_si512(e), nc - j);
     }
     *l = *l * corr + _mm512_reduce_add_ps(vsum);
     *m = m1;
@@ -623,7 +623,7 @@ static void fwd_key_block(const ts_attn_geom *g, const fwd_ws *w, int64_t b, int
                           int64_t j0, int64_t nc) {
     int64_t S64 = up(g->S, 64), Dp = up(g->D, 16), rows4 = up(rows, 4);
     int pairs = g->bf16 && want_bf16(); /* qp, kt, vp hold bf16 pairs (fwd_head) */
-    int row512 = want_avx512() && (!g->mask || g->ms == 1);
+    int row512 = rows_512(g);
     if (pairs) mm_nt_bf16((uint32_t *)w->qp, Dp / 2, (uint32_t *)w->kt + j0, S64, w->sb, BC, rows4, up(nc, 64),
                           (g->D + 1) / 2);
     else mm_nt(w->qp, Dp, w->kt + j0, S64, w->sb, BC, rows4, up(nc, 64), g->D);
@@ -738,12 +738,11 @@ static void bwd_row(const ts_attn_geom *g, float *z, float *gp, const float *mr,
 AVX512 static void bwd_row_512(const ts_attn_geom *g, float *z, float *gp, const float *mr, int64_t n, float L, float dr) {
     const __m512 sc = _mm512_set1_ps(g->scale), vl = _mm512_set1_ps(L), vdr = _mm512_set1_ps(dr);
     for (int64_t j = 0; j < n; j += 16) {
-        __mmask16 k = first(n - j);
-        __m512 x = _mm512_maskz_loadu_ps(k, z + j);
-        x = mr ? _mm512_fmadd_ps(x, sc, _mm512_maskz_loadu_ps(k, mr + j)) : _mm512_mul_ps(x, sc);
-        __m512 e = exp16(_mm512_sub_ps(x, vl)), d = _mm512_mul_ps(e, _mm512_sub_ps(_mm512_maskz_loadu_ps(k, gp + j), vdr));
-        if (k == 0xffff) _mm512_storeu_ps(z + j, e), _mm512_storeu_ps(gp + j, d);
-        else _mm512_mask_storeu_ps(z + j, k, e), _mm512_mask_storeu_ps(gp + j, k, d);
+        __m512 x = load16(z + j, n - j);
+        x = mr ? _mm512_fmadd_ps(x, sc, load16(mr + j, n - j)) : _mm512_mul_ps(x, sc);
+        __m512 e = exp16(_mm512_sub_ps(x, vl)), d = _mm512_mul_ps(e, _mm512_sub_ps(load16(gp + j, n - j), vdr));
+        store16((uint32_t *)(z + j), _mm512_castps_si512(e), n - j);
+        store16((uint32_t *)(gp + j), _mm512_castps_si512(d), n - j);
     }
 }
 
@@ -761,7 +760,7 @@ static void bwd_rows(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
                      const float *lse) {
     int64_t S = g->S, S64 = up(S, 64);
     float *kf = w->kf;
-    int row512 = want_avx512() && (!g->mask || g->ms == 1);
+    int row512 = rows_512(g);
     for (int64_t r = 0; r < rows; r++) {
         float *z = w->p + r * S64, *gp = w->dp + r * S64, L = lse[(b * g->H + h) * g->T + i0 + r], dr = w->drow[r];
         if (g->p > 0.f) {

@@ -552,8 +552,8 @@ size_t ts_sum_rows_scratch(int64_t R, int64_t C) {
     return nch > 1 ? sizeof(float) * (size_t)(nch * C) : 0;
 }
 
-/* part[c] = sum of x[r, c] over the rows r < n in order (ld: x's row stride); each row also cast
- * to dtype `cast` (TS_BF16 / TS_F16) into y when y is not NULL. */
+/* part[c] = sum of x[r, c] over the rows r < n of x [n, C], in order; each row also cast to dtype
+ * `cast` (TS_BF16 / TS_F16) into y when y is not NULL. */
 TS_SIMD_CLONES
 static void sum_chunk(const float *x, int64_t n, int64_t C, float *part, uint16_t *y, ts_dtype cast) {
     for (int64_t c = 0; c < C; c++) part[c] = 0.f;
@@ -585,8 +585,7 @@ void ts_sum_rows(const float *x, int64_t R, int64_t C, float *s, float *scratch,
     }
 }
 
-/* out[j] = sum of x over every element that broadcasts onto j: ts_sum_rows when the reduced dims
- * all lead (o's shape is x's trailing dims), serial otherwise. */
+/* Whether o's shape is x's trailing dims: the reduced dims all lead (ts_sum_rows's case). */
 static int sum_leads(const ts_val *x, const ts_val *o) {
     int off = x->ndim - o->ndim;
     if (off < 0) return 0;
@@ -599,6 +598,8 @@ static size_t sum_to_scratch(const ts_graph *g, const ts_node *n) {
     int64_t on = ts_val_numel(o);
     return sum_leads(x, o) && on ? ts_sum_rows_scratch(ts_val_numel(x) / on, on) : 0;
 }
+/* out[j] = sum of x over every element that broadcasts onto j: ts_sum_rows when the reduced dims
+ * all lead, serial otherwise. */
 static ts_status sum_to_kernel(const ts_kargs *k) {
     const ts_val *x = &k->g->vals[k->node->in[0]], *o = &k->g->vals[k->node->out[0]];
     const float *X = k->in[0];
