@@ -12,6 +12,8 @@
  *    saturating values beyond +-127 scale, and the CPU kernel agrees; a bad scale fails the
  *    compile naming the weight, and a matmul whose weight has no scale stays dynamic;
  *  - ts_program_set_param between runs re-quantizes the weights;
+ *  - the CPU kernel's epilogue at its edges: activations all 0, a weight channel all 0, a static
+ *    scale, a bias too large to divide by the scales;
  *  - a training program refuses the option, and the op has no gradient.
  * (No finite-difference gradient check: the op is inference-only.)
  */
@@ -264,6 +266,43 @@ static void test_set_param_requantizes(void) {
     ts_tensor_free(xt);
 }
 
+/* The CPU kernel's baked epilogue (constant per-channel scales, the bias given divided by them:
+ * backend/cpu/matmul_int8.c) at its edges, each against the reference kernel: all activations 0
+ * (sa 0: y is the bias), a channel of weights all 0 (sw 0), a static scale (sa folded into the
+ * scales), and activations and weights so small that bias / (sa sw) overflows (the run takes the
+ * reference kernel). */
+static void test_baked_scale_edges(void) {
+    tu_rng r = tu_rng_seed(12);
+    float *x = malloc(sizeof(float) * B * M * K), *w = malloc(sizeof(float) * N * K);
+    for (int c = 0; c < 4 && x && w; c++) {
+        fill(&r, x, B * M * K, 1.0);
+        fill(&r, w, N * K, 0.1);
+        if (c == 0) memset(x, 0, sizeof(float) * B * M * K);
+        if (c == 1) memset(w + 5 * K, 0, sizeof(float) * K); /* channel 5 (trans_b: a row) */
+        if (c == 3) {
+            for (int i = 0; i < B * M * K; i++) x[i] *= 1e-21f;
+            for (int i = 0; i < N * K; i++) w[i] *= 1e-20f;
+        }
+        float amax = 0.f;
+        for (int i = 0; i < B * M * K; i++) amax = fmaxf(amax, fabsf(x[i]));
+        ts_quant_scale sc = {"w", amax / 127.f};
+        int nq = 0;
+        ts_program *p = linear(1, c == 1, c == 2 ? TS_QUANT_STATIC : TS_QUANT_DYNAMIC, &sc, c == 2, &nq);
+        if (!p) continue;
+        ts_tensor *wt = ts_tensor_new(TS_F32, DIMS(N, K)), *xt = ts_tensor_new(TS_F32, DIMS(B, M, K));
+        memcpy(ts_tensor_data(wt), w, sizeof(float) * N * K);
+        memcpy(ts_tensor_data(xt), x, sizeof(float) * B * M * K);
+        CHECK_OK(ts_program_set_param(p, "w", wt));
+        double e = kernel_vs_reference(p, xt, 1, c == 1, c == 2 ? sc.scale : 0.f);
+        printf("  case %d: largest relative |CPU kernel - reference| = %.2e\n", c, e);
+        CHECK(e <= 1e-5, "case %d (%s): CPU kernel off the reference by %.3e", c,
+              (const char *[]){"activations 0", "a weight channel 0", "static scale", "overflowing bias / scale"}[c], e);
+        ts_tensor_free(wt), ts_tensor_free(xt);
+        ts_program_free(p);
+    }
+    free(x), free(w);
+}
+
 /* The option refused for training, and the op's gradient refused. */
 static void test_training_refused(void) {
     ts_graph *g = ts_graph_new();
@@ -356,6 +395,7 @@ int main(int argc, char **argv) {
     RUN(test_static_scale);
     RUN(test_static_scales_checked);
     RUN(test_set_param_requantizes);
+    RUN(test_baked_scale_edges);
     RUN(test_training_refused);
     RUN(test_bert_classifier);
     return tu_finish("test_quant");
