@@ -5,7 +5,8 @@
  * missing-field, misspelt-field file is each an error naming the file and the field; names are
  * found in $TESSERA_PROFILE_PATH before the cache and the installed ones, an unknown name lists
  * the known ones; ts_profile_gemm_flops is exact at measured shapes and monotonic between them;
- * a quick measure of "cpu" gives positive rates, a f32 GEMM between 1 GFLOP/s and 10 TFLOP/s.
+ * a quick measure of "cpu" gives positive rates, a f32 GEMM between 1 GFLOP/s and 10 TFLOP/s, and
+ * rates of the fused attention op in f32 (and bf16 where the CPU has bf16 GEMMs), which round-trip.
  * Each case works in a fresh temporary folder that is also the cache ($XDG_CACHE_HOME).
  */
 #include "tessera_apps.h"
@@ -116,6 +117,10 @@ static void test_round_trip(void) {
     a.gemm[1] = (ts_gemm_point){8, 768, 3072, TS_F32, 1.0 / 3.0 * 1e13};
     a.gemm[2] = (ts_gemm_point){128, 128, 64, TS_F16, 2.5e11};
     a.node_overhead = 1.0 / 7.0 * 1e-5;
+    CHECK(a.attention_fwd_flops[TS_F32] == 0 && a.attention_bwd_flops[TS_BF16] == 0,
+          "a hand-written profile has no attention rates");
+    a.attention_fwd_flops[TS_F32] = 1.0 / 3.0 * 1e11, a.attention_bwd_flops[TS_F32] = 2.0e11;
+    a.attention_fwd_flops[TS_BF16] = 3.0e11, a.attention_bwd_flops[TS_BF16] = 1.0 / 7.0 * 1e12;
     char path[256];
     snprintf(path, sizeof path, "%s/sub/dir/h200-copy.json", tmp); /* folders made */
     CHECK_OK(ts_device_profile_save(path, &a));
@@ -131,6 +136,10 @@ static void test_round_trip(void) {
                    b.host_latency, b.eff_mem, b.node_overhead, b.peak_flops[0], b.peak_flops[1], b.peak_flops[2],
                    b.eff_matmul[0], b.eff_matmul[1], b.eff_matmul[2]};
     for (size_t i = 0; i < sizeof fa / sizeof *fa; i++) CHECK(fa[i] == fb[i], "figure %zu: %.17g vs %.17g", i, fa[i], fb[i]);
+    for (int d = 0; d < 3; d++)
+        CHECK(a.attention_fwd_flops[d] == b.attention_fwd_flops[d] && a.attention_bwd_flops[d] == b.attention_bwd_flops[d],
+              "attention rates of dtype %d: %.17g %.17g vs %.17g %.17g", d, a.attention_fwd_flops[d],
+              a.attention_bwd_flops[d], b.attention_fwd_flops[d], b.attention_bwd_flops[d]);
     for (int i = 0; i < a.ngemm && i < b.ngemm; i++)
         CHECK(a.gemm[i].m == b.gemm[i].m && a.gemm[i].n == b.gemm[i].n && a.gemm[i].k == b.gemm[i].k &&
                   a.gemm[i].dtype == b.gemm[i].dtype && a.gemm[i].flops == b.gemm[i].flops,
@@ -291,6 +300,15 @@ static void test_measure_cpu(void) {
           "mem_bw %g link_bw %g memory %g overhead %g", p.mem_bw, p.link_bw, p.memory_bytes, p.node_overhead);
     CHECK(p.ngemm >= 6, "%d GEMMs", p.ngemm);
     for (int i = 0; i < p.ngemm; i++) CHECK(p.gemm[i].flops > 0, "gemm %d rate %g", i, p.gemm[i].flops);
+    /* the fused attention op, as it runs: at most the device's best f32 GEMM rate by far */
+    CHECK(p.attention_fwd_flops[TS_F32] > 1e8 && p.attention_bwd_flops[TS_F32] > 1e8 &&
+              p.attention_fwd_flops[TS_F32] < 4 * p.peak_flops[TS_F32],
+          "attention f32 forward %g, backward %g FLOP/s", p.attention_fwd_flops[TS_F32], p.attention_bwd_flops[TS_F32]);
+    CHECK((p.peak_flops[TS_BF16] > 0) == (p.attention_fwd_flops[TS_BF16] > 0) && p.attention_fwd_flops[TS_F16] == 0,
+          "attention bf16 %g (bf16 GEMMs %g), f16 %g", p.attention_fwd_flops[TS_BF16], p.peak_flops[TS_BF16],
+          p.attention_fwd_flops[TS_F16]);
+    CHECK(strstr(p.sources, "attention_fwd_flops: measured") && strstr(p.sources, "attention_bwd_flops: measured"),
+          "no source for the attention rates:\n%s", p.sources);
     CHECK(strstr(p.sources, "measured by tessera profile-device on") != NULL, "sources:\n%s", p.sources);
     check_sources(&p);
     char path[256];
@@ -302,6 +320,8 @@ static void test_measure_cpu(void) {
     int same = q.ngemm == p.ngemm && q.mem_bw == p.mem_bw && q.link_bw == p.link_bw;
     for (int d = 0; d < 3; d++) same &= q.peak_flops[d] == p.peak_flops[d];
     for (int i = 0; i < p.ngemm && same; i++) same &= q.gemm[i].flops == p.gemm[i].flops;
+    for (int d = 0; d < 3; d++)
+        same &= q.attention_fwd_flops[d] == p.attention_fwd_flops[d] && q.attention_bwd_flops[d] == p.attention_bwd_flops[d];
     CHECK(same, "measured profile round trip: f32 %.17g vs %.17g", q.peak_flops[TS_F32], p.peak_flops[TS_F32]);
     p.mem_bw = NAN;
     CHECK_STATUS(ts_device_profile_save(path, &p), TS_ERR_ARG);

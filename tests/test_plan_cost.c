@@ -1,6 +1,7 @@
 /*
  * test_plan_cost.c — the planner's cost model and search (apps/plan/): a matmul node's FLOPs and
- * its time on a hand-made profile, the 1F1B step formula and the hidden all-reduce on a 2-stage
+ * its time on a hand-made profile, the fused attention's nodes priced at the profile's rates of
+ * the op, the 1F1B step formula and the hidden all-reduce on a 2-stage
  * toy layout and on a measured CPU profile whose devices share the host's cores, ts_plan_search's order (fitting layouts by seq/s) and a request whose every layout
  * overflows.
  */
@@ -97,6 +98,49 @@ static void toy_pipeline(ts_plan_compiled *pc, ts_plan_request *rq, ts_bert_conf
  * 2 x 15: bubble 1/3. With 2 replicas the 1 GB of gradients on each device take
  * 2 (R - 1) / R x 1 GB / 1 GB/s = 1 s, all hidden behind the last backward of device 0 (2 s), and
  * of device 1 (1 s). */
+/* The fused attention op's forward and backward nodes are priced at the profile's measured rates
+ * of the op (attention_fwd_flops / attention_bwd_flops), and as GEMMs of their shape where the
+ * profile has none. */
+static void test_attention_nodes(void) {
+    ts_graph *g = ts_graph_new();
+    const int64_t sh[4] = {2, 16, 2, 8}; /* B T H D, layout BTHD */
+    ts_value q = ts_param(g, "q", TS_F32, 4, sh, ts_init_normal(0.5f)), k = ts_param(g, "k", TS_F32, 4, sh, ts_init_normal(0.5f));
+    ts_value v = ts_param(g, "v", TS_F32, 4, sh, ts_init_normal(0.5f));
+    ts_value y = ts_attention(g, q, k, v, TS_NONE, 0.35f, 0.f, TS_ATTN_BTHD, TS_F32);
+    CHECK_OK(ts_backward(g, ts_reduce_sum(g, y, 0, NULL, 0)));
+    ts_name(g, ts_grad(g, q), "gq");
+    const char *f[] = {"gq"};
+    ts_program *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = 1,
+                                                     .fetches = f, .plan_only = 1});
+    ts_graph_free(g);
+    CHECK(p != NULL, "%s", ts_last_error());
+    if (!p) return;
+    ts_device_profile prof = toy_profile(1e9);
+    ts_node_work work[32];
+    int nw = ts_program_stage_work(p, 0, work, 32), seen = 0;
+    const double flop = 2.0 * 2 * 16 * 16 * 8; /* B H T S D */
+    for (int s = 0; s < nw && s < 32; s++) {
+        const ts_node_work *w = &work[s];
+        int fwd = !strcmp(w->op, "attention"), bwd = !strcmp(w->op, "attention_grad");
+        if (!fwd && !bwd) continue;
+        seen |= fwd ? 1 : 2;
+        CHECK(w->flops == (fwd ? 4 : 10) * flop, "%s flops %g", w->op, w->flops);
+        double mem = w->bytes / 1e9;
+        prof.attention_fwd_flops[TS_F32] = prof.attention_bwd_flops[TS_F32] = 0; /* as GEMMs: 1 GFLOP/s */
+        double t0 = ts_cost_work(w, &prof, -1);
+        CHECK(fabs(t0 - (1e-6 + fmax(w->flops / 1e9, mem))) < 1e-12, "%s as GEMMs: %g s", w->op, t0);
+        prof.attention_fwd_flops[TS_F32] = 2.5e8, prof.attention_bwd_flops[TS_F32] = 1e8;
+        double t1 = ts_cost_work(w, &prof, -1), rate = fwd ? 2.5e8 : 1e8;
+        CHECK(fabs(t1 - (1e-6 + fmax(w->flops / rate, mem))) < 1e-12, "%s at its own rate: %g s", w->op, t1);
+        CHECK(t1 > t0, "%s: the slower measured rate prices it dearer (%g against %g s)", w->op, t1, t0);
+        prof.attention_fwd_flops[TS_BF16] = 1e12; /* another dtype's rate is not this node's */
+        CHECK(ts_cost_work(w, &prof, -1) == t1, "%s: priced at bf16's rate", w->op);
+        prof.attention_fwd_flops[TS_BF16] = 0;
+    }
+    CHECK(seen == 3, "attention nodes scheduled: forward %d, backward %d", seen & 1, seen >> 1);
+    ts_program_free(p);
+}
+
 static void test_1f1b_formula(void) {
     ts_device_profile prof;
     ts_bert_config cfg;
@@ -263,6 +307,7 @@ static void test_pipeline_traffic(void) {
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     RUN(test_matmul_node);
+    RUN(test_attention_nodes);
     RUN(test_1f1b_formula);
     RUN(test_phase_time);
     RUN(test_pipeline_traffic);

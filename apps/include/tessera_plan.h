@@ -60,6 +60,13 @@ typedef struct ts_device_profile {
     double mem_bw_thread;      /* bytes/s one thread reaches on a memory-bound kernel (a measured
                                   CPU profile: devices sharing a host's cores get a few threads
                                   each); 0: unknown, a device of its own */
+    double attention_fwd_flops[3]; /* the fused attention op (ts_attention) as it runs, per compute
+                                  dtype: FLOP/s of its forward's products (4 B H T S D FLOPs) at
+                                  BERT-Base's heads, 8 x 128 tokens; the cost model prices an
+                                  attention node at it; 0: not measured (its products priced as
+                                  GEMMs of [T, D] x [D, S]) */
+    double attention_bwd_flops[3]; /* the same of its backward (10 B H T S D FLOPs: the scores
+                                  recomputed and the four gradient products) */
 } ts_device_profile;
 
 /* Read a profile: `name_or_path` with a '/' or ending in ".json" is a file; otherwise a name looked

@@ -9,9 +9,17 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
-/* FLOP/s of a product in dtype on p; a dtype the profile has no rate for runs at f32's. */
+/* FLOP/s of a product in dtype on p; a dtype the profile has no rate for runs at f32's. The fused
+ * attention op at the rate measured of it (its forward or backward), where the profile has one:
+ * its products run in its own kernel, not as the GEMMs of [T, D] x [D, S] its shape names. */
 static double gemm_rate(const ts_device_profile *p, const ts_node_work *w) {
+    int fwd = w->op && !strcmp(w->op, "attention"), bwd = w->op && !strcmp(w->op, "attention_grad");
+    if ((fwd || bwd) && (unsigned)w->dtype < 3) {
+        double a = (fwd ? p->attention_fwd_flops : p->attention_bwd_flops)[w->dtype];
+        if (a > 0) return a;
+    }
     double r = ts_profile_gemm_flops(p, w->m, w->n, w->k, w->dtype);
     if (r <= 0 && w->dtype != TS_F32) r = ts_profile_gemm_flops(p, w->m, w->n, w->k, TS_F32);
     return r;

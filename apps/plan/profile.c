@@ -2,7 +2,8 @@
  * profile.c — a device profile (tessera_plan.h: ts_device_profile) as JSON: reading one file with
  * every figure checked (ts_profile_read; errors name the file and the field) and writing one
  * (ts_device_profile_save). The keys are the struct's field names; per-dtype figures are objects
- * {"f32": .., "bf16": .., "f16": ..}; "gemm" is an array of {"m", "n", "k", "dtype", "flops"};
+ * {"f32": .., "bf16": .., "f16": ..} (attention_fwd_flops and attention_bwd_flops optional, written
+ * only where measured); "gemm" is an array of {"m", "n", "k", "dtype", "flops"};
  * "sources" is {"field": "where the figure came from"}, held in the struct as "field: text" lines.
  * Keys starting with '_' are comments; any other unknown key is an error (a misspelt figure would
  * otherwise be read as missing).
@@ -42,7 +43,8 @@ static const figure FIGURES[] = {
 };
 #undef FIG
 /* The other keys: read by their own code below. */
-static const char *const OTHER_KEYS[] = {"name", "description", "measured", "peak_flops", "eff_matmul", "gemm", "sources"};
+static const char *const OTHER_KEYS[] = {"name",  "description", "measured", "peak_flops", "eff_matmul",
+                                         "gemm",  "sources",     "attention_fwd_flops", "attention_bwd_flops"};
 
 /* What a read reports its errors with. */
 typedef struct reader {
@@ -204,6 +206,11 @@ static ts_status parse(const reader *r, const cJSON *root, ts_device_profile *p)
             return bad(r, field, "must be > 0 where peak_flops.%s is (%g)", DTYPE_KEYS[d], p->peak_flops[d]);
     }
     if (!any) return bad(r, "peak_flops", "is 0 for every dtype: the device computes in none");
+    if ((cJSON_GetObjectItemCaseSensitive(root, "attention_fwd_flops") && /* optional: measured profiles only */
+         (s = per_dtype(r, root, "attention_fwd_flops", p->attention_fwd_flops))) ||
+        (cJSON_GetObjectItemCaseSensitive(root, "attention_bwd_flops") &&
+         (s = per_dtype(r, root, "attention_bwd_flops", p->attention_bwd_flops))))
+        return s;
     if ((s = gemm_points(r, root, p)) || (s = sources(r, root, p))) return s;
     return TS_OK;
 }
@@ -316,6 +323,12 @@ static cJSON *profile_json(const ts_device_profile *p) {
     }
     cJSON_AddItemToObject(root, "peak_flops", dtype_object(p->peak_flops));
     cJSON_AddItemToObject(root, "eff_matmul", dtype_object(p->eff_matmul));
+    double att = 0;
+    for (int d = 0; d < 3; d++) att += p->attention_fwd_flops[d] + p->attention_bwd_flops[d];
+    if (att > 0) { /* written only where measured, so that the hand-written profiles read as before */
+        cJSON_AddItemToObject(root, "attention_fwd_flops", dtype_object(p->attention_fwd_flops));
+        cJSON_AddItemToObject(root, "attention_bwd_flops", dtype_object(p->attention_bwd_flops));
+    }
     cJSON *gemm = cJSON_AddArrayToObject(root, "gemm");
     for (int i = 0; i < p->ngemm && i < TS_PROFILE_MAX_GEMM; i++) {
         const ts_gemm_point *g = &p->gemm[i];

@@ -5,6 +5,8 @@
  *    (node_overhead: the time each further node adds);
  *  - GEMMs of BERT's shapes and a few small ones per dtype the device runs (a dtype it refuses
  *    under strict_device is left out): each one's time is a run's less the run of one tiny node;
+ *  - the fused attention op's forward and backward at BERT-Base's heads, in f32 and bf16 (what
+ *    the cost model prices attention nodes at);
  *  - memory bandwidth from a large elementwise add, and the copy bandwidth host <-> device from
  *    feeding and fetching its operands.
  * Every figure's source says "measured by tessera profile-device on <UTC date>, <device>".
@@ -125,6 +127,48 @@ static ts_status time_gemm(const char *device, ts_dtype dt, const gemm_shape *sh
     /* the kernel's time: the run's, less a run of one tiny node (never below a quarter of it) */
     double k = t - t_one > 0.25 * t ? t - t_one : 0.25 * t;
     *flops = 2.0 * (double)sh->m * (double)sh->n * (double)sh->k * (double)sh->batch / k;
+    return TS_OK;
+}
+
+/* The fused attention op (ts_attention, layout BTHD, no mask or dropout) at BERT-Base's heads for
+ * 8 x 128 tokens, computing in dt (f32 or bf16): its forward's FLOP/s (4 B H T S D, the run of an
+ * inference program less a tiny run) and its backward's (10 B H T S D, the run of a program that
+ * also takes the gradients of q, k and v through a sum, less the forward's run). Both 0 (error
+ * cleared) when the device does not run the op. */
+static ts_status time_attention(const char *device, ts_dtype dt, double budget, double t_one, double *fwd,
+                                double *bwd) {
+    enum { AB = 8, AT = 128, AH = 12, AD = 64 };
+    const int64_t shape[4] = {AB, AT, AH, AD};
+    double t[2] = {0, 0}, flop = (double)AB * AH * AT * AT * AD;
+    *fwd = *bwd = 0;
+    for (int train = 0; train < 2; train++) {
+        ts_graph *g = ts_graph_new();
+        ts_value qkv[3];
+        const char *names[3] = {"q", "k", "v"}, *gnames[3] = {"gq", "gk", "gv"};
+        for (int i = 0; i < 3; i++) qkv[i] = ts_param(g, names[i], TS_F32, 4, shape, ts_init_normal(0.5f));
+        ts_value y = ts_attention(g, qkv[0], qkv[1], qkv[2], TS_NONE, 0.125f, 0.f, TS_ATTN_BTHD, dt);
+        ts_name(g, y, "out");
+        const char *fetch[3] = {"out"};
+        int nfetch = 1;
+        if (train && !ts_graph_status(g) && ts_backward(g, ts_reduce_sum(g, y, 0, NULL, 0)) == TS_OK) {
+            for (int i = 0; i < 3; i++) ts_name(g, ts_grad(g, qkv[i]), gnames[i]), fetch[i] = gnames[i];
+            nfetch = 3;
+        }
+        ts_compile_opts o = {.struct_size = sizeof o, .device = device, .nfetch = nfetch, .fetches = fetch,
+                             .inference = !train, .strict_device = 1};
+        ts_program *p = ts_graph_status(g) ? NULL : ts_compile(g, &o);
+        ts_status s = p ? TS_OK : ts_last_status() ? ts_last_status() : TS_ERR_RUNTIME;
+        ts_graph_free(g);
+        if (!s) s = time_runs(p, budget / 2, &t[train]);
+        ts_program_free(p);
+        if (s == TS_ERR_UNSUPPORTED) {
+            ts_err_clear();
+            return TS_OK;
+        }
+        if (s) return s;
+    }
+    double f = t[0] - t_one > 0.25 * t[0] ? t[0] - t_one : 0.25 * t[0], b = t[1] - t[0] > 0.25 * t[1] ? t[1] - t[0] : 0.25 * t[1];
+    *fwd = 4 * flop / f, *bwd = 10 * flop / b;
     return TS_OK;
 }
 
@@ -279,7 +323,12 @@ ts_status ts_device_profile_measure(const char *device, double seconds, ts_devic
     if (!p) return ts_set_error(TS_ERR_NOMEM, "ts_device_profile_measure: out of memory");
     ts_status s;
     if ((s = time_chain(device, 1, 0.05 * budget, &t_one)) || (s = time_chain(device, CHAIN, 0.05 * budget, &t_chain)) ||
-        (s = time_latency(device, &lat)) || (s = measure_gemms(device, 0.7 * budget, t_one, p)) ||
+        (s = time_latency(device, &lat)) || (s = measure_gemms(device, 0.6 * budget, t_one, p)) ||
+        (s = time_attention(device, TS_F32, 0.05 * budget, t_one, &p->attention_fwd_flops[TS_F32],
+                            &p->attention_bwd_flops[TS_F32])) ||
+        (p->peak_flops[TS_BF16] > 0 &&
+         (s = time_attention(device, TS_BF16, 0.05 * budget, t_one, &p->attention_fwd_flops[TS_BF16],
+                             &p->attention_bwd_flops[TS_BF16]))) ||
         (s = time_memory(device, 0.15 * budget, t_one, &bw, &to_dev, &to_host)) ||
         (cpu && (s = time_memory_thread(device, 0.05 * budget, t_one, &bw1)))) {
         free(p);
@@ -314,6 +363,12 @@ ts_status ts_device_profile_measure(const char *device, double seconds, ts_devic
     source(p, "eff_matmul", "1: the measured gemm table is used first (%s %s)", by, when);
     source(p, "gemm", "%s %s, %s: median run of C = A B, less a run of one tiny node; batched: the rate of all %d "
            "products of one [96, m, k] x [96, k, n]", by, when, who, (int)SHAPES[3].batch);
+    if (p->attention_fwd_flops[TS_F32] > 0) {
+        source(p, "attention_fwd_flops", "%s %s, %s: ts_attention on q, k, v [8, 128, 12, 64] computing in f32%s: median "
+               "run less a run of one tiny node", by, when, who, p->attention_fwd_flops[TS_BF16] > 0 ? " and bf16" : "");
+        source(p, "attention_bwd_flops", "%s %s, %s: the same with the gradients of q, k and v (through a sum): "
+               "median run less the forward's", by, when, who);
+    }
     source(p, "mem_bw", "%s %s, %s: c = a + b over 2^24 f32 (3 x 64 MB moved per run)", by, when, who);
     if (cpu)
         source(p, "mem_bw_thread", "%s %s, %s: the add of mem_bw on one thread", by, when, who);

@@ -56,6 +56,10 @@ ts_status ts_device_profile_print(const ts_device_profile *p, ts_write_fn write,
             fprintf(f, "  %-5s %6lld %6lld %6lld  %s\n", ts_dtype_name(p->gemm[i].dtype), (long long)p->gemm[i].m,
                     (long long)p->gemm[i].n, (long long)p->gemm[i].k, si(p->gemm[i].flops, "FLOP/s", c, sizeof c));
     }
+    for (int d = TS_F32; d <= TS_F16; d++)
+        if (p->attention_fwd_flops[d] > 0 || p->attention_bwd_flops[d] > 0)
+            fprintf(f, "  attention (fused) %-5s forward %s, backward %s\n", ts_dtype_name((ts_dtype)d),
+                    si(p->attention_fwd_flops[d], "FLOP/s", a, sizeof a), si(p->attention_bwd_flops[d], "FLOP/s", b, sizeof b));
     fprintf(f, "sources:\n");
     for (const char *l = p->sources; *l;) {
         const char *nl = strchr(l, '\n');
