@@ -5,7 +5,8 @@
  *  - the reference kernel is the quantized math of the op's comment, computed here in double from
  *    the same int8 values, on dense, strided, padded (asymmetric), dilated, grouped, depthwise and
  *    pointwise convolutions with bias and the fused epilogue, dynamic and fixed activation scales;
- *  - the CPU kernel agrees with the reference kernel on the same cases;
+ *  - the CPU kernel agrees with the reference kernel on the same cases, and at the edges of its
+ *    epilogue (activations all 0, a weight channel all 0, a bias too large to divide by the scales);
  *  - the pass rewrites the convolutions by a parameter, a constant or a reshape of a parameter and
  *    leaves one by a computed weight alone (mem.quantized counts them), the output close to f32;
  *  - ts_program_set_param between runs re-quantizes the weights;
@@ -191,6 +192,59 @@ static void test_cpu_kernel_matches_reference(void) {
     }
 }
 
+/* The CPU kernel's baked epilogue (constant per-channel scales, the bias divided by them:
+ * backend/cpu/conv_int8.c) at its edges, against the reference kernel, on a dense and a pointwise
+ * case with bias: x all 0 (sa 0: y is the bias through the epilogue), an output channel's weights
+ * all 0, and x and w so small that bias / (sa sw) overflows (the run takes the reference kernel). */
+static void test_baked_scale_edges(void) {
+    tu_rng r = tu_rng_seed(13);
+    const int which[2] = {0, 6};
+    for (int t = 0; t < 2; t++)
+        for (int e = 0; e < 3; e++) {
+            const cc *c = &CASES[which[t]];
+            ts_graph *g = ts_graph_new();
+            ts_graph_set_seed(g, 5 + t);
+            build(g, c);
+            const char *f[] = {"y"};
+            ts_program *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = 1,
+                                                             .fetches = f, .inference = 1});
+            ts_graph_free(g);
+            CHECK(p != NULL, "%s: compile: %s", c->name, ts_last_error());
+            if (!p) continue;
+            int64_t nx, nw, ny;
+            sizes(c, &nx, &nw, &ny);
+            ts_tensor *xt = tu_rand_tensor(&r, DIMS(c->N, c->C, c->H, c->W), -2.0, 2.0);
+            ts_tensor *wt = tu_rand_tensor(&r, DIMS(c->O, c->C / c->G, c->KH, c->KW), -0.3, 0.3), *bt = NULL, *yt;
+            if (e == 0) memset(tu_f32(xt), 0, sizeof(float) * (size_t)nx);
+            if (e == 1) memset(tu_f32(wt) + 2 * (nw / c->O), 0, sizeof(float) * (size_t)(nw / c->O));
+            if (e == 2) {
+                for (int64_t i = 0; i < nx; i++) tu_f32(xt)[i] *= 1e-21f;
+                for (int64_t i = 0; i < nw; i++) tu_f32(wt)[i] *= 1e-20f;
+            }
+            CHECK_OK(ts_program_set_param(p, "w", wt));
+            CHECK_OK(ts_program_feed(p, "x", xt));
+            CHECK_OK(ts_program_run(p));
+            yt = TU_FETCH(p, "y");
+            CHECK_OK(ts_program_get_param(p, "b", &bt));
+            float *ref = malloc(sizeof(float) * ny);
+            double worst = INFINITY;
+            if (yt && bt && ref) {
+                reference(c, tu_f32(xt), tu_f32(wt), tu_f32(bt), ref);
+                worst = 0;
+                for (int64_t i = 0; i < ny; i++) {
+                    double d = rel_err(tu_f32(yt)[i], ref[i]);
+                    if (!(d <= worst)) worst = d;
+                }
+            }
+            static const char *const what[3] = {"x all 0", "a weight channel 0", "overflowing bias / scale"};
+            printf("  %-36s %-26s largest relative |CPU kernel - reference| = %.2e\n", c->name, what[e], worst);
+            CHECK(worst <= 1e-5, "%s, %s: CPU kernel off the reference by %.3e", c->name, what[e], worst);
+            free(ref);
+            ts_tensor_free(xt), ts_tensor_free(wt), ts_tensor_free(bt), ts_tensor_free(yt);
+            ts_program_free(p);
+        }
+}
+
 /* x [2, 8, 12, 12] through four convolutions: by a parameter (bias, relu fused), by a constant,
  * by a reshape of a parameter, and by a computed weight (2 w2: not quantized); y their sum. */
 static ts_program *four_convs(int q, int *nquant) {
@@ -289,6 +343,7 @@ int main(int argc, char **argv) {
     tu_args(argc, argv);
     RUN(test_reference_is_the_quantized_math);
     RUN(test_cpu_kernel_matches_reference);
+    RUN(test_baked_scale_edges);
     RUN(test_pass_and_set_param);
     RUN(test_refusals);
     return tu_finish("test_quant_conv");

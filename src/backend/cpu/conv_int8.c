@@ -14,11 +14,18 @@
  *    brgconv_1x1:avx512_core_vnni, wider ones brgconv:avx512_core_vnni; a grouped convolution of
  *    a few channels per group gemm_s8s8s32:jit. A dst forced to NCHW (tried) ran the detector
  *    16x slower, hence the reorder back;
- *  - the scales as post-op 0, a binary multiply by scale [1, O, 1, 1] (scale[o] = sa sw[o],
- *    written every run: a dynamic sa changes every run), the bias as post-op 1, a binary add, then
- *    conv2d's epilogue as eltwise post-ops (relu or leaky relu, clip). Binary post-ops rather than
- *    oneDNN's runtime output scales, which push its int8 kernels off their jit paths (see
- *    matmul_int8.c); and a bias given to oneDNN's int8 convolution is added before the scales.
+ *  - the epilogue y = act(acc sa sw[o] + bias[o]), in one of two forms, as backend/cpu/
+ *    matmul_int8.c's (which says why; oneDNN's runtime output scales push its int8 kernels off
+ *    their jit paths):
+ *    baked (weights fixed between runs): sw[o] as constant per-channel output scales (1 where sw[o]
+ *    is 0), the primitive made on the first run and again after a weight was written; sa a post-op
+ *    multiply by a [1, 1, 1, 1] tensor (folded into the scales when a_scale fixes it); the bias the
+ *    convolution's bias input, which oneDNN adds before the scales, so given as b'[o] = bias[o] /
+ *    (sa c[o]); a run where that overflows takes the reference kernel;
+ *    per run (weights that may change during a run): a binary multiply by scale [1, O, 1, 1]
+ *    (scale[o] = sa sw[o], written every run), the bias as a binary add;
+ *    then conv2d's epilogue as eltwise post-ops (relu or leaky relu, clip). On the PP-OCRv4
+ *    detector (960 x 960, 2 threads) the two [1, O, 1, 1] post-ops cost about 10 ms of 147.
  *  - around it: the activations are quantized (ops/conv_int8.c's helpers) into s8 NCHW and
  *    reordered by oneDNN into the primitive's layout (a pass over a quarter of the f32 bytes); its
  *    f32 output reordered back to NCHW. Either reorder is skipped where the layouts agree.
@@ -40,6 +47,7 @@
 #include "backend/cpu/cpu.h"
 #include "graph/op_attrs.h"
 
+#include <math.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
@@ -57,8 +65,11 @@ typedef struct ci8_state {
     void *packed;              /* the weights in oneDNN's layout (owned) */
     size_t packed_bytes;
     float *sw;                 /* [O] the weights' per-channel scales (owned) */
-    int fixed;                 /* weights change only between runs */
+    int fixed;                 /* weights change only between runs: the baked form */
     ts_weight_stamp stamp;
+    float a_scale;             /* > 0: the activations' fixed scale */
+    float *c;                  /* the baked form: [O] the constant scales its prim holds */
+    int baked;                 /* the baked form: prim is made for the current sw */
 } ci8_state;
 
 static void ci8_release(void *state) {
@@ -74,13 +85,14 @@ static void ci8_release(void *state) {
         if (prims[i]) dnnl_primitive_destroy(prims[i]);
     ts_free(s->packed);
     free(s->sw);
+    free(s->c);
     free(s);
 }
 
 /* The descriptors of node n: src, dst and weights in the layout oneDNN chooses (any) or as
  * tessera stores them (user), the per-channel post-op operand [1, O, 1, 1], the window. */
 typedef struct {
-    dnnl_memory_desc_t src_any, dst_any, wei_any, src_user, dst_user, wei_user, chan;
+    dnnl_memory_desc_t src_any, dst_any, wei_any, src_user, dst_user, wei_user, chan, one, bias;
     dnnl_dims_t strides, dil, pl, pr;
 } ci8_mds;
 
@@ -89,7 +101,8 @@ static dnnl_status_t describe(const ts_graph *g, const ts_node *n, ci8_mds *m) {
     ts_attrs_conv2d_i8 at = TS_NODE_ATTRS(conv2d_i8, n);
     int64_t G = at.groups, O = w->shape[0];
     dnnl_dims_t sd = {x->shape[0], x->shape[1], x->shape[2], x->shape[3]};
-    dnnl_dims_t dd = {y->shape[0], y->shape[1], y->shape[2], y->shape[3]}, cd = {1, O, 1, 1};
+    dnnl_dims_t dd = {y->shape[0], y->shape[1], y->shape[2], y->shape[3]}, cd = {1, O, 1, 1}, d1 = {1, 1, 1, 1},
+                bd = {O};
     dnnl_dims_t wd = {O, w->shape[1], w->shape[2], w->shape[3]};
     dnnl_dims_t gd = {G, O / G, w->shape[1], w->shape[2], w->shape[3]};
     m->strides[0] = at.stride_h, m->strides[1] = at.stride_w;
@@ -100,6 +113,8 @@ static dnnl_status_t describe(const ts_graph *g, const ts_node *n, ci8_mds *m) {
     if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&m->dst_any, 4, dd, dnnl_f32, dnnl_format_tag_any);
     if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&m->dst_user, 4, dd, dnnl_f32, dnnl_abcd);
     if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&m->chan, 4, cd, dnnl_f32, dnnl_abcd);
+    if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&m->one, 4, d1, dnnl_f32, dnnl_abcd);
+    if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&m->bias, 1, bd, dnnl_f32, dnnl_a);
     if (st == dnnl_success)
         st = G == 1 ? dnnl_memory_desc_init_by_tag(&m->wei_any, 4, wd, dnnl_s8, dnnl_format_tag_any)
                     : dnnl_memory_desc_init_by_tag(&m->wei_any, 5, gd, dnnl_s8, dnnl_format_tag_any);
@@ -109,13 +124,17 @@ static dnnl_status_t describe(const ts_graph *g, const ts_node *n, ci8_mds *m) {
     return st;
 }
 
-/* The primitive descriptor: the convolution with its post-ops (times scale, plus bias, the
- * epilogue); NULL when oneDNN has no implementation. */
-static dnnl_primitive_desc_t make_pd(dnnl_engine_t eng, const ts_node *n, const ci8_mds *m) {
+/* The primitive descriptor: the convolution with its epilogue, the per-run form when c is NULL
+ * (post-ops: times scale, plus bias), else the baked form (output scales c [O], the bias input,
+ * post-op: times sa unless a_scale is fixed); then the activation. NULL when oneDNN has no
+ * implementation. */
+static dnnl_primitive_desc_t make_pd(dnnl_engine_t eng, const ts_node *n, const ci8_mds *m, const float *c) {
     ts_attrs_conv2d_i8 at = TS_NODE_ATTRS(conv2d_i8, n);
+    int has_bias = n->nin > 2 && n->in[2] >= 0;
     dnnl_convolution_desc_t d;
     dnnl_status_t st = dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_convolution_direct,
-                                                                  &m->src_any, &m->wei_any, NULL, &m->dst_any,
+                                                                  &m->src_any, &m->wei_any,
+                                                                  c && has_bias ? &m->bias : NULL, &m->dst_any,
                                                                   m->strides, m->dil, m->pl, m->pr);
     if (st != dnnl_success) return NULL;
     dnnl_primitive_attr_t attr = NULL;
@@ -123,10 +142,13 @@ static dnnl_primitive_desc_t make_pd(dnnl_engine_t eng, const ts_node *n, const 
     dnnl_primitive_desc_t pd = NULL;
     st = dnnl_primitive_attr_create(&attr);
     if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (st == dnnl_success && c) st = dnnl_primitive_attr_set_output_scales(attr, m->chan.dims[1], 2, c);
     if (st == dnnl_success) st = dnnl_post_ops_create(&po);
-    /* the scale is post-op 0, the bias post-op 1: their arguments DNNL_ARG_ATTR_MULTIPLE_POST_OP(0 / 1) */
-    if (st == dnnl_success) st = dnnl_post_ops_append_binary(po, dnnl_binary_mul, &m->chan);
-    if (st == dnnl_success && n->nin > 2 && n->in[2] >= 0) st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &m->chan);
+    /* the scale is post-op 0, the per-run form's bias post-op 1: their arguments
+     * DNNL_ARG_ATTR_MULTIPLE_POST_OP(0 / 1) */
+    if (st == dnnl_success && !c) st = dnnl_post_ops_append_binary(po, dnnl_binary_mul, &m->chan);
+    if (st == dnnl_success && !c && has_bias) st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &m->chan);
+    if (st == dnnl_success && c && !(at.a_scale > 0.f)) st = dnnl_post_ops_append_binary(po, dnnl_binary_mul, &m->one);
     if (st == dnnl_success && at.act != TS_CONV_ACT_NONE)
         st = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_relu,
                                           at.act == TS_CONV_ACT_LEAKY_RELU ? at.act_alpha : 0.f, 0.f);
@@ -161,7 +183,7 @@ static dnnl_status_t build(dnnl_engine_t eng, dnnl_primitive_desc_t pd, const ci
     const dnnl_memory_desc_t *dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     const dnnl_memory_desc_t *scr = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     if (!src || !wei || !dst) return dnnl_unimplemented;
-    dnnl_status_t st = dnnl_primitive_create(&s->prim, pd);
+    dnnl_status_t st = s->fixed ? dnnl_success : dnnl_primitive_create(&s->prim, pd); /* baked: on the first run */
     if (st != dnnl_success) s->prim = NULL;
     if (st == dnnl_success) st = make_reorder(eng, &m->wei_user, wei, &s->wreorder);
     if (st == dnnl_success) st = make_reorder(eng, &m->src_user, src, &s->src_reorder);
@@ -171,18 +193,21 @@ static dnnl_status_t build(dnnl_engine_t eng, dnnl_primitive_desc_t pd, const ci
     s->packed_bytes = dnnl_memory_desc_get_size(wei);
     s->packed = ts_alloc(s->packed_bytes, 0);
     s->sw = malloc(sizeof(float) * (size_t)s->O);
-    if (!s->packed || !s->sw) return dnnl_out_of_memory;
+    s->c = s->fixed ? malloc(sizeof(float) * (size_t)s->O) : NULL;
+    if (!s->packed || !s->sw || (s->fixed && !s->c)) return dnnl_out_of_memory;
     s->scratch_bytes = scr ? dnnl_memory_desc_get_size(scr) : 0;
     s->qx_off = ts_align64(s->scratch_bytes);
     s->src_off = s->qx_off + ts_align64((size_t)(s->N * s->C * s->H * s->W));
     s->dst_off = s->src_off + (s->src_reorder ? ts_align64(dnnl_memory_desc_get_size(src)) : 0);
     s->scale_off = s->dst_off + (s->dst_reorder ? ts_align64(dnnl_memory_desc_get_size(dst)) : 0);
-    s->total_bytes = s->scale_off + ts_align64(sizeof(float) * (size_t)s->O);
-    const dnnl_memory_desc_t *mds[Q_NARG] = {src, wei, &m->chan, has_bias ? &m->chan : NULL, dst,
+    s->total_bytes = s->scale_off + ts_align64(sizeof(float) * (size_t)s->O) + 64; /* scale [O] or b' [O]; sa */
+    int baked = s->fixed, sa_arg = !baked || !(s->a_scale > 0.f);
+    const dnnl_memory_desc_t *mds[Q_NARG] = {src, wei, sa_arg ? (baked ? &m->one : &m->chan) : NULL,
+                                             has_bias ? (baked ? &m->bias : &m->chan) : NULL, dst,
                                              s->scratch_bytes ? scr : NULL};
     const int kinds[Q_NARG] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
-                               DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1, DNNL_ARG_DST,
-                               DNNL_ARG_SCRATCHPAD};
+                               baked ? DNNL_ARG_BIAS : DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1,
+                               DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD};
     for (int i = 0; i < Q_NARG && st == dnnl_success; i++) {
         if (!mds[i]) continue;
         st = dnnl_memory_create(&s->mem[i], mds[i], eng, i == Q_WEI ? s->packed : DNNL_MEMORY_NONE);
@@ -209,8 +234,13 @@ static ts_status ci8_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_node
     s->N = x->shape[0], s->C = x->shape[1], s->H = x->shape[2], s->W = x->shape[3];
     s->O = w->shape[0], s->Kw = w->shape[1] * w->shape[2] * w->shape[3];
     s->fixed = plan->param_gen != NULL && ts_fixed_weight(g, n->in[1]);
+    s->a_scale = TS_NODE_ATTRS(conv2d_i8, n).a_scale;
     ci8_mds m;
-    dnnl_primitive_desc_t pd = describe(g, n, &m) == dnnl_success ? make_pd(dev->dnnl_engine, n, &m) : NULL;
+    float *ones = s->fixed ? malloc(sizeof(float) * (size_t)(s->O ? s->O : 1)) : NULL;
+    for (int64_t i = 0; ones && i < s->O; i++) ones[i] = 1.f; /* the baked form's scales: a probe */
+    dnnl_primitive_desc_t pd = describe(g, n, &m) == dnnl_success && (ones || !s->fixed)
+                                   ? make_pd(dev->dnnl_engine, n, &m, ones) : NULL;
+    free(ones);
     if (!pd) { /* no implementation: the reference kernel */
         free(s);
         return TS_OK;
@@ -251,6 +281,36 @@ static dnnl_status_t reorder(dnnl_primitive_t r, dnnl_memory_t a, dnnl_memory_t 
     return dnnl_primitive_execute(r, stream, 2, ra);
 }
 
+/* The baked form's primitive for the current sw: c[o] = [a_scale] sw[o], 1 where sw[o] is 0 (channel
+ * o's weights all 0, its sums 0); its layouts and scratchpad must be the probe's of prepare(). */
+static ts_status bake(ci8_state *s, const ts_kargs *k) {
+    for (int64_t o = 0; o < s->O; o++) s->c[o] = s->sw[o] == 0.f ? 1.f : s->a_scale > 0.f ? s->a_scale * s->sw[o] : s->sw[o];
+    if (s->prim) dnnl_primitive_destroy(s->prim);
+    s->prim = NULL, s->baked = 0;
+    ci8_mds m;
+    dnnl_engine_t eng = ((ts_cpu_dev *)k->device)->dnnl_engine;
+    dnnl_primitive_desc_t pd = describe(k->g, k->node, &m) == dnnl_success ? make_pd(eng, k->node, &m, s->c) : NULL;
+    if (!pd) return ts_err(TS_ERR_RUNTIME, "op conv2d_i8: oneDNN made no int8 convolution for the weights' scales");
+    const dnnl_memory_desc_t *scr = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    const dnnl_memory_desc_t *mine[3], *its[3] = {dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
+                                                  dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
+                                                  dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0)};
+    int same = (scr ? dnnl_memory_desc_get_size(scr) : 0) <= s->scratch_bytes;
+    const dnnl_memory_t mem[3] = {s->mem[Q_SRC], s->mem[Q_WEI], s->mem[Q_DST]};
+    for (int i = 0; i < 3 && same; i++)
+        same = dnnl_memory_get_memory_desc(mem[i], &mine[i]) == dnnl_success && its[i] &&
+               dnnl_memory_desc_equal(mine[i], its[i]);
+    dnnl_status_t st = same ? dnnl_primitive_create(&s->prim, pd) : dnnl_unimplemented;
+    dnnl_primitive_desc_destroy(pd);
+    if (st != dnnl_success) {
+        s->prim = NULL;
+        return ts_err(TS_ERR_RUNTIME, "op conv2d_i8: making the int8 convolution for the weights' scales: %s",
+                      same ? dnnl_status2str(st) : "its layouts or scratchpad differ from the compiled ones");
+    }
+    s->baked = 1;
+    return TS_OK;
+}
+
 static ts_status ci8_run(const ts_kargs *k) {
     ci8_state *s = k->state;
     if (!s) return ts_op_get(TS_OP_CONV2D_I8)->kernel(k);
@@ -262,16 +322,38 @@ static ts_status ci8_run(const ts_kargs *k) {
         ts_status ts = requantize(s, k->in[1], stream);
         if (ts != TS_OK) return ts;
         ts_weight_made(&s->stamp, k->param_gen);
+        s->baked = 0;
+    }
+    if (s->fixed && !s->baked) {
+        ts_status ts = bake(s, k);
+        if (ts != TS_OK) return ts;
     }
     char *ws = k->scratch;
     int8_t *qx = (int8_t *)(ws + s->qx_off);
-    float *scale = (float *)(ws + s->scale_off);
+    float *num = (float *)(ws + s->scale_off); /* scale [O], or b' [O] then sa */
     int64_t nx = s->N * s->C * s->H * s->W;
     float ia, sa = ts_conv_i8_act_scale(k->node, k->in[0], nx, &ia);
+    const float *bias = k->node->nin > 2 && k->node->in[2] >= 0 ? k->in[2] : NULL;
+    void *scales = num, *biases = (void *)bias;
+    if (!s->fixed) {
+        for (int64_t o = 0; o < s->O; o++) num[o] = sa * s->sw[o];
+    } else {
+        float *sap = num + ts_align64(sizeof(float) * (size_t)s->O) / sizeof(float);
+        float se = s->a_scale > 0.f || sa == 0.f ? 1.f : sa; /* sa 0: the sums are 0; NaN stays */
+        int over = 0;
+        for (int64_t o = 0; bias && o < s->O; o++) {
+            float b = bias[o] / (se * s->c[o]);
+            num[o] = b;
+            over |= !(fabsf(b) <= 3.4028235e38f) && fabsf(bias[o]) <= 3.4028235e38f && fabsf(se) <= 3.4028235e38f &&
+                    fabsf(s->c[o]) <= 3.4028235e38f;
+        }
+        if (over) return ts_op_get(TS_OP_CONV2D_I8)->kernel(k); /* sa c[o] too small to divide by */
+        *sap = se;
+        scales = sap, biases = num;
+    }
     ts_quant_s8(k->in[0], nx, ia, qx);
-    for (int64_t o = 0; o < s->O; o++) scale[o] = sa * s->sw[o];
-    void *ptr[Q_NARG] = {s->src_reorder ? ws + s->src_off : (void *)qx, NULL, scale,
-                         k->node->nin > 2 ? k->in[2] : NULL, s->dst_reorder ? ws + s->dst_off : k->out[0], ws};
+    void *ptr[Q_NARG] = {s->src_reorder ? ws + s->src_off : (void *)qx, NULL, scales, biases,
+                         s->dst_reorder ? ws + s->dst_off : k->out[0], ws};
     dnnl_status_t st = dnnl_success;
     for (int i = 0; i < Q_NARG && st == dnnl_success; i++)
         if (s->mem[i] && i != Q_WEI) st = dnnl_memory_set_data_handle(s->mem[i], ptr[i]);
