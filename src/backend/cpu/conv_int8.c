@@ -47,7 +47,6 @@
 #include "backend/cpu/cpu.h"
 #include "graph/op_attrs.h"
 
-#include <math.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
@@ -284,7 +283,7 @@ static dnnl_status_t reorder(dnnl_primitive_t r, dnnl_memory_t a, dnnl_memory_t 
 /* The baked form's primitive for the current sw: c[o] = [a_scale] sw[o], 1 where sw[o] is 0 (channel
  * o's weights all 0, its sums 0); its layouts and scratchpad must be the probe's of prepare(). */
 static ts_status bake(ci8_state *s, const ts_kargs *k) {
-    for (int64_t o = 0; o < s->O; o++) s->c[o] = s->sw[o] == 0.f ? 1.f : s->a_scale > 0.f ? s->a_scale * s->sw[o] : s->sw[o];
+    ts_cpu_i8_scales(s->sw, s->O, s->a_scale > 0.f ? s->a_scale : 1.f, s->c);
     if (s->prim) dnnl_primitive_destroy(s->prim);
     s->prim = NULL, s->baked = 0;
     ci8_mds m;
@@ -339,16 +338,8 @@ static ts_status ci8_run(const ts_kargs *k) {
         for (int64_t o = 0; o < s->O; o++) num[o] = sa * s->sw[o];
     } else {
         float *sap = num + ts_align64(sizeof(float) * (size_t)s->O) / sizeof(float);
-        float se = s->a_scale > 0.f || sa == 0.f ? 1.f : sa; /* sa 0: the sums are 0; NaN stays */
-        int over = 0;
-        for (int64_t o = 0; bias && o < s->O; o++) {
-            float b = bias[o] / (se * s->c[o]);
-            num[o] = b;
-            over |= !(fabsf(b) <= 3.4028235e38f) && fabsf(bias[o]) <= 3.4028235e38f && fabsf(se) <= 3.4028235e38f &&
-                    fabsf(s->c[o]) <= 3.4028235e38f;
-        }
-        if (over) return ts_op_get(TS_OP_CONV2D_I8)->kernel(k); /* sa c[o] too small to divide by */
-        *sap = se;
+        if (ts_cpu_i8_bias_scaled(bias, s->c, s->O, sa, s->a_scale > 0.f, num, sap))
+            return ts_op_get(TS_OP_CONV2D_I8)->kernel(k); /* sa c[o] too small to divide by */
         scales = sap, biases = num;
     }
     ts_quant_s8(k->in[0], nx, ia, qx);

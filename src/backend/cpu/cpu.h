@@ -67,6 +67,14 @@ static inline size_t ts_align64(size_t x) { return (x + 63) & ~(size_t)63; }
  * (TS_MATMUL_ACT_GELU_ERF / _GELU_TANH / _RELU), for the matmul kernels' post-ops (matmul_dnnl.c). */
 int ts_cpu_matmul_act_alg(int64_t act);
 
+/* The int8 kernels' baked epilogue (int8_epilogue.c): the constant per-channel scales c[i] = m
+ * sw[i] (1 where sw[i] is 0), and for one run the activation scale se the primitive multiplies by
+ * (1 where sa is fixed into c or is 0) and the bias input b[i] = bias[i] / (se c[i]) (bias NULL:
+ * none); ts_cpu_i8_bias_scaled returns 1 when a b[i] overflows where bias[i], se and c[i] are
+ * finite (the kernel then runs the op's reference kernel), else 0. */
+void ts_cpu_i8_scales(const float *sw, int64_t n, float m, float *c);
+int ts_cpu_i8_bias_scaled(const float *bias, const float *c, int64_t n, float sa, int fixed, float *b, float *se);
+
 /* The host address of a CPU buffer. */
 static inline void *ts_cpu_ptr(ts_buffer b) { return (char *)b.mem + b.offset; }
 

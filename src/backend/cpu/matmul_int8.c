@@ -25,6 +25,7 @@
  *  - per run (weights that may change during a run, no param_gen): as before the baked form, a
  *    binary multiply by scale [1, N] (scale[n] = (alpha sa) sw[n], written every run) and a binary
  *    add of the bias, made at prepare().
+ *  (int8_epilogue.c computes c, sa and b' for both this kernel and conv_int8.c.)
  *  Both end with the activation as an eltwise post-op (dnnl_eltwise_gelu_erf / gelu_tanh / relu;
  *  not bit-equal to tessera's GELU, a few ulps: see matmul_dnnl.c).
  *  Measured (oneDNN 2.6.3 on this machine's 2-core AVX-512 VNNI AMD EPYC, [1024, 768] x [768, 768],
@@ -59,7 +60,6 @@
 #include "backend/cpu/weight_copy.h"
 #include "graph/op_attrs.h"
 
-#include <math.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
@@ -246,9 +246,7 @@ static ts_status requantize(i8_state *s, const float *w, dnnl_stream_t stream) {
 /* The baked form's primitive for the copy's current quantization: c[n] = (alpha [a_scale]) sw[n],
  * 1 where sw[n] is 0 (channel n's weights all 0, its sums 0). */
 static ts_status bake(i8_state *s, dnnl_engine_t engine) {
-    const float *sw = sw_of(s);
-    float m = s->a_scale > 0.f ? s->alpha * s->a_scale : s->alpha;
-    for (int64_t n = 0; n < s->N; n++) s->c[n] = sw[n] == 0.f ? 1.f : m * sw[n];
+    ts_cpu_i8_scales(sw_of(s), s->N, s->a_scale > 0.f ? s->alpha * s->a_scale : s->alpha, s->c);
     if (s->prim) dnnl_primitive_destroy(s->prim);
     s->prim = NULL;
     dnnl_primitive_desc_t pd = make_pd(engine, s, s->c);
@@ -305,16 +303,8 @@ static ts_status i8_run(const ts_kargs *k) {
         for (int64_t n = 0; n < s->N; n++) num[n] = (s->alpha * sa) * sw[n];
     } else {
         float *sap = num + ts_align64(sizeof(float) * (size_t)s->N) / sizeof(float);
-        float se = s->a_scale > 0.f || sa == 0.f ? 1.f : sa; /* sa 0: the sums are 0; NaN stays */
-        int over = 0;
-        for (int64_t n = 0; bias && n < s->N; n++) {
-            float b = bias[n] / (se * s->c[n]);
-            num[n] = b;
-            over |= !(fabsf(b) <= 3.4028235e38f) && fabsf(bias[n]) <= 3.4028235e38f && fabsf(se) <= 3.4028235e38f &&
-                    fabsf(s->c[n]) <= 3.4028235e38f;
-        }
-        if (over) return ts_op_get(TS_OP_MATMUL_I8DYN)->kernel(k); /* sa c[n] too small to divide by */
-        *sap = se;
+        if (ts_cpu_i8_bias_scaled(bias, s->c, s->N, sa, s->a_scale > 0.f, num, sap))
+            return ts_op_get(TS_OP_MATMUL_I8DYN)->kernel(k); /* sa c[n] too small to divide by */
         scales = sap, biases = num;
     }
     void *ptr[Q_NARG] = {qa, NULL, scales, biases, k->out[0], k->scratch};
