@@ -244,7 +244,8 @@ static ts_status requantize(i8_state *s, const float *w, dnnl_stream_t stream) {
 }
 
 /* The baked form's primitive for the copy's current quantization: c[n] = (alpha [a_scale]) sw[n],
- * 1 where sw[n] is 0 (channel n's weights all 0, its sums 0). */
+ * 1 where sw[n] is 0 (channel n's weights all 0, its sums 0); its weights' layout and scratchpad
+ * must be the probe's of prepare() (the copy was reordered into that layout), as conv_int8.c's. */
 static ts_status bake(i8_state *s, dnnl_engine_t engine) {
     ts_cpu_i8_scales(sw_of(s), s->N, s->a_scale > 0.f ? s->alpha * s->a_scale : s->alpha, s->c);
     if (s->prim) dnnl_primitive_destroy(s->prim);
@@ -252,13 +253,14 @@ static ts_status bake(i8_state *s, dnnl_engine_t engine) {
     dnnl_primitive_desc_t pd = make_pd(engine, s, s->c);
     if (!pd) return ts_err(TS_ERR_RUNTIME, "op matmul_i8dyn: oneDNN made no int8 matmul for the weights' scales");
     const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    size_t need = smd ? dnnl_memory_desc_get_size(smd) : 0;
-    dnnl_status_t st = need <= s->scratch_bytes ? dnnl_primitive_create(&s->prim, pd) : dnnl_unimplemented;
+    const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    int same = (smd ? dnnl_memory_desc_get_size(smd) : 0) <= s->scratch_bytes && wmd && dnnl_memory_desc_equal(wmd, &s->wmd);
+    dnnl_status_t st = same ? dnnl_primitive_create(&s->prim, pd) : dnnl_unimplemented;
     dnnl_primitive_desc_destroy(pd);
     if (st != dnnl_success) {
         s->prim = NULL;
         return ts_err(TS_ERR_RUNTIME, "op matmul_i8dyn: making the int8 matmul for the weights' scales: %s",
-                      need > s->scratch_bytes ? "its scratchpad grew" : dnnl_status2str(st));
+                      same ? dnnl_status2str(st) : "its weights' layout or scratchpad differ from the compiled ones");
     }
     s->baked_copy = s->copy, s->baked_stamp = s->copy->stamp;
     return TS_OK;
