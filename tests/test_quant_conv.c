@@ -151,6 +151,22 @@ static void test_reference_is_the_quantized_math(void) {
     }
 }
 
+/* The largest relative difference of y (ny values, from the CPU kernel) from the reference kernel
+ * on x, w and bias (NULL: none); INFINITY out of memory. */
+static double worst_vs_reference(const cc *c, ts_tensor *xt, ts_tensor *wt, ts_tensor *bt, ts_tensor *yt,
+                                 int64_t ny) {
+    float *ref = malloc(sizeof(float) * ny);
+    if (!ref) return INFINITY;
+    reference(c, tu_f32(xt), tu_f32(wt), bt ? tu_f32(bt) : NULL, ref);
+    double worst = 0;
+    for (int64_t i = 0; i < ny; i++) {
+        double e = rel_err(tu_f32(yt)[i], ref[i]);
+        if (!(e <= worst)) worst = e;
+    }
+    free(ref);
+    return worst;
+}
+
 /* The CPU kernel (the op built directly, weights parameters) against the reference kernel. */
 static void test_cpu_kernel_matches_reference(void) {
     tu_rng r = tu_rng_seed(12);
@@ -173,20 +189,10 @@ static void test_cpu_kernel_matches_reference(void) {
         if (c->bias) CHECK_OK(ts_program_get_param(p, "b", &bt));
         int64_t nx, nw, ny;
         sizes(c, &nx, &nw, &ny);
-        float *ref = malloc(sizeof(float) * ny);
-        double worst = INFINITY;
-        if (yt && wt && (bt || !c->bias)) {
-            reference(c, tu_f32(xt), tu_f32(wt), bt ? tu_f32(bt) : NULL, ref);
-            worst = 0;
-            for (int64_t i = 0; i < ny; i++) {
-                double e = rel_err(tu_f32(yt)[i], ref[i]);
-                if (!(e <= worst)) worst = e;
-            }
-        }
+        double worst = yt && wt && (bt || !c->bias) ? worst_vs_reference(c, xt, wt, bt, yt, ny) : INFINITY;
         printf("  %-36s largest relative |CPU kernel - reference| = %.2e\n", c->name, worst);
         /* the same int32 sums; the f32 scaling and bias in oneDNN's order: a few ulps */
         CHECK(worst <= 1e-5, "%s: CPU kernel off the reference by %.3e", c->name, worst);
-        free(ref);
         ts_tensor_free(xt), ts_tensor_free(wt), ts_tensor_free(bt), ts_tensor_free(yt);
         ts_program_free(p);
     }
@@ -226,20 +232,10 @@ static void test_baked_scale_edges(void) {
             CHECK_OK(ts_program_run(p));
             yt = TU_FETCH(p, "y");
             CHECK_OK(ts_program_get_param(p, "b", &bt));
-            float *ref = malloc(sizeof(float) * ny);
-            double worst = INFINITY;
-            if (yt && bt && ref) {
-                reference(c, tu_f32(xt), tu_f32(wt), tu_f32(bt), ref);
-                worst = 0;
-                for (int64_t i = 0; i < ny; i++) {
-                    double d = rel_err(tu_f32(yt)[i], ref[i]);
-                    if (!(d <= worst)) worst = d;
-                }
-            }
+            double worst = yt && bt ? worst_vs_reference(c, xt, wt, bt, yt, ny) : INFINITY;
             static const char *const what[3] = {"x all 0", "a weight channel 0", "overflowing bias / scale"};
             printf("  %-36s %-26s largest relative |CPU kernel - reference| = %.2e\n", c->name, what[e], worst);
             CHECK(worst <= 1e-5, "%s, %s: CPU kernel off the reference by %.3e", c->name, what[e], worst);
-            free(ref);
             ts_tensor_free(xt), ts_tensor_free(wt), ts_tensor_free(bt), ts_tensor_free(yt);
             ts_program_free(p);
         }
