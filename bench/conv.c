@@ -18,7 +18,9 @@
  * Part 2, a forward pass of a MobileNetV3-like stack on [1, 3, 960, 960]: a 3x3 stride-2 stem,
  * depthwise-separable blocks (depthwise 3x3 or 5x5, some with stride 2, then a 1x1) with
  * hard_swish, down to 1/32, then an FPN-like neck (1x1 convs, nearest 2x resizes, adds) back to
- * 1/4 and a 3x3 head; median time per image with the backend's choice and each forced layout.
+ * 1/4 and a 3x3 head; median time per image with the backend's choice and each forced layout, and
+ * in int8 (ts_compile_opts.quantize): with each convolution's kernel chosen by its timings (the
+ * CPU's option conv_int8 "fastest", saying how many kept int8) and with every one int8 ("always").
  *
  * Usage: bench_conv [seconds per measurement, default 1.0]. Threads: OMP_NUM_THREADS.
  */
@@ -318,8 +320,15 @@ static ts_value up2(net *n, ts_value x) {
                        &(ts_resize_opts){TS_RESIZE_NEAREST, TS_COORD_ASYMMETRIC, TS_ROUND_FLOOR, {2.f, 2.f}});
 }
 
-static ts_program *mobilenet(const char *layout, net *n) {
+/* The stack compiled with one layout for every convolution (NULL: the backend's choice), in f32 or
+ * in int8 (quantize: ts_compile_opts.quantize, with the CPU's option conv_int8 set to conv_int8),
+ * profiled when int8 (to count the kernels kept). */
+static ts_program *mobilenet(const char *layout, int quantize, const char *conv_int8, net *n) {
     set_layout(layout);
+    if (ts_device_set_option("cpu", "conv_int8", conv_int8 ? conv_int8 : "fastest") != TS_OK) {
+        fprintf(stderr, "bench_conv: %s\n", ts_last_error());
+        exit(1);
+    }
     memset(n, 0, sizeof *n);
     n->g = ts_graph_new();
     ts_value x = ts_input(n->g, "x", TS_F32, 4, (int64_t[]){1, 3, 960, 960});
@@ -336,13 +345,33 @@ static ts_program *mobilenet(const char *layout, net *n) {
     ts_value p2 = ts_add(n->g, conv(n, c2, 64, 1, 1, 1, 0), up2(n, p3));
     ts_value y = conv(n, p2, 1, 3, 1, 1, 0);
     ts_name(n->g, y, "y");
-    ts_program *p = ts_compile(n->g, &(ts_compile_opts){.nfetch = 1, .fetches = (const char *[]){"y"}, .inference = 1});
+    ts_program *p = ts_compile(n->g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = 1,
+                                                         .fetches = (const char *[]){"y"}, .inference = 1,
+                                                         .quantize = quantize, .profile = quantize != 0});
     set_layout(NULL);
+    ts_device_set_option("cpu", "conv_int8", "fastest");
     if (!p) {
         fprintf(stderr, "bench_conv: ts_compile: %s\n", ts_last_error());
         exit(1);
     }
     return p;
+}
+
+/* The profile report's text, to read the kernels the int8 convolutions kept. */
+static char report[16384];
+static void keep_report(void *ctx, const char *text, size_t len) {
+    (void)ctx;
+    snprintf(report, sizeof report, "%.*s", (int)len, text);
+}
+
+/* The number of nodes of the report's op row `op` (0 when absent). */
+static int report_nodes(const char *op) {
+    char key[64];
+    snprintf(key, sizeof key, "\n%s ", op);
+    const char *row = strstr(report, key);
+    int nodes = 0;
+    if (row && sscanf(row + strlen(key), "%d", &nodes) != 1) nodes = 0;
+    return nodes;
 }
 
 int main(int argc, char **argv) {
@@ -372,12 +401,13 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) bench_one(eng, st, &shapes[i], budget);
 
-    printf("\nMobileNet-like stack on [1, 3, 960, 960] (forward, inference):\n");
-    const char *layouts[3] = {NULL, "plain", "blocked"};
-    double med[3] = {0, 0, 0};
-    for (int k = 0; k < 3; k++) {
+    printf("\nMobileNet-like stack on [1, 3, 960, 960] (forward, inference; int8: dynamic quantization, each\n"
+           "convolution's int8 kernel timed against its f32 one on the first run (fastest), or int8 always):\n");
+    const char *layouts[5] = {NULL, "plain", "blocked", NULL, NULL}, *label[5] = {NULL, NULL, NULL, "int8", "int8 all"};
+    double med[5] = {0, 0, 0, 0, 0};
+    for (int k = 0; k < 5; k++) {
         net n;
-        ts_program *p = mobilenet(layouts[k], &n);
+        ts_program *p = mobilenet(layouts[k], k >= 3 ? TS_QUANT_DYNAMIC : 0, k == 4 ? "always" : NULL, &n);
         ts_tensor *X = random_tensor(4, (int64_t[]){1, 3, 960, 960}, 1.f);
         CHECK_TS(ts_program_feed(p, "x", X));
         ts_run(p);
@@ -387,15 +417,20 @@ int main(int argc, char **argv) {
         while (reps < MAX_REPS && (reps < MIN_REPS || now() - start < 3 * budget)) t[reps++] = ts_run(p);
         qsort(t, (size_t)reps, sizeof(double), cmp_double);
         med[k] = t[reps / 2];
-        printf("  %-8s %8.1f ms per image (median of %d; %.2f GFLOP, %.1f GFLOP/s, %d convolutions)\n",
-               layouts[k] ? layouts[k] : "tessera", med[k] * 1e3, reps, (double)n.flops * 1e-9,
+        printf("  %-8s %8.1f ms per image (median of %d; %.2f GFLOP, %.1f GFLOP/s, %d convolutions",
+               label[k] ? label[k] : layouts[k] ? layouts[k] : "tessera", med[k] * 1e3, reps, (double)n.flops * 1e-9,
                (double)n.flops / med[k] * 1e-9, n.nparam);
+        report[0] = 0;
+        if (k == 3) CHECK_TS(ts_program_profile_report(p, keep_report, NULL));
+        if (k == 3) printf("; %d kept int8, %d run f32", report_nodes("conv2d_i8 (int8)"), report_nodes("conv2d_i8 (f32)"));
+        printf(")\n");
         fflush(stdout);
         ts_tensor_free(X);
         ts_program_free(p);
         ts_graph_free(n.g);
     }
     printf("  time against all-plain: %.3f, against all-blocked: %.3f\n", med[0] / med[1], med[0] / med[2]);
+    printf("  int8 time against f32: %.3f (int8 always: %.3f)\n", med[3] / med[0], med[4] / med[0]);
     dnnl_stream_destroy(st);
     dnnl_engine_destroy(eng);
     return 0;

@@ -221,7 +221,14 @@ typedef struct ts_compile_opts {
                                        int32, scaled back to f32. Matmuls of two activations
                                        (attention) stay f32. Convolutions (conv2d) by a fixed
                                        weight alike: int8 per output channel and per tensor
-                                       (conv2d_i8, dynamic). TS_QUANT_NONE (0): f32 as built.
+                                       (conv2d_i8, dynamic); on the CPU each such convolution
+                                       times its int8 kernel against the f32 one on its first
+                                       run (twice each, after a warm-up run of each) and keeps
+                                       the faster for the program's life, so one may run f32
+                                       (the profile report names which; the device option
+                                       "conv_int8" "always" keeps every one int8, as TensorRT's
+                                       builder may keep a layer in higher precision when its
+                                       timings say so). TS_QUANT_NONE (0): f32 as built.
                                        TS_QUANT_STATIC: the same, except that a matmul whose
                                        weight is named in quant_scales takes its activations'
                                        scale from there (fixed: sa = scale, no max|a| per run;
@@ -397,7 +404,10 @@ TS_API const char *ts_program_placement(const ts_program *p);
  * backend, other backends report no kernel time) and the share outside them (framework overhead:
  * run loop, thread setup, copies made inside the run), then three tables of nodes, calls, total
  * ms and % of kernel time:
- *  - per op type (the node's op, after fusion; the name first), by time, largest first;
+ *  - per op type (the node's op, after fusion; the name first), by time, largest first; where the
+ *    device chose among kernels for a node, the op is named with the one it ran: "conv2d_i8
+ *    (f32)" is an int8 convolution the CPU timed faster in f32 on its first run, "conv2d_i8
+ *    (int8)" one it kept in int8 (see ts_compile_opts.quantize);
  *  - per layer, in the order the layers first run: a node's layer is taken from the nearest named value it reads: its inputs first
  *    (in order), then breadth-first through their producers (at most 256 values looked at);
  *    from a name ("bert.encoder.layer.3.attention.self.query.weight"; "@GRAD" and the like
@@ -490,6 +500,10 @@ TS_API const char *ts_devices(void);
  *     "matmul_weights"  "packed": an inference program's matmul weights prepacked in oneDNN's
  *                       layout where that is faster (a second copy: ts_memory.weight_copies);
  *                       "plain": used as stored, no copy
+ *     "conv_int8"       "fastest": each int8 convolution of an inference program whose weight
+ *                       is fixed (ts_compile_opts.quantize) times its int8 and its f32 kernel on
+ *                       its first run and keeps the faster (both kernels' weight copies count in
+ *                       ts_memory.weight_copies); "always": every one runs int8
  * Returns TS_OK, or TS_ERR_ARG for a NULL key or value, a key the device does not have or a
  * value the key does not take (the message names it and what is accepted); a device that cannot
  * be opened fails as ts_compile would (TS_ERR_ARG for a malformed name, TS_ERR_NOT_FOUND for an

@@ -95,6 +95,10 @@ TS_API ts_status ts_onnx_session_fix(ts_onnx_session *s, const char *input, cons
 TS_API ts_status ts_onnx_session_bind(ts_onnx_session *s, const char *output, const char *input);
 /* Start a new stream: every bound input goes back to its initial value (see ts_onnx_session_bind). */
 TS_API void ts_onnx_session_reset(ts_onnx_session *s);
+/* The compiled program the last run used, for ts_program_profile_report and ts_program_memory
+ * (owned by the session: valid until the next run, fix, bind or reset, or the session is freed);
+ * NULL before a run and after a failed run, a fix, a bind or a reset; NULL for NULL. */
+TS_API ts_program *ts_onnx_session_program(const ts_onnx_session *s);
 
 /* The importer's op table, for documentation: entry i's ONNX op type and the opsets it covers. */
 TS_API int ts_onnx_num_ops(void);

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 #define TS_ABI_MAJOR 2
-#define TS_ABI_MINOR 0
+#define TS_ABI_MINOR 1
 
 /* What a value of a plan is (ts_abi_value.kind): a device may treat parameters and constants as
  * weights (prepacked once), and knows that inputs are written by the host between runs. */
@@ -105,6 +105,11 @@ typedef struct ts_abi_plan {
     /* The device adds here, at compile, the bytes its kernels keep for themselves across runs
      * (prepacked weights); reported as ts_memory.weight_copies. NULL: not counted. */
     size_t *kernel_bytes;
+    /* ABI 2.1. Profiling: per node of the plan, the kernel the device ran it with where it chose
+     * among several for that node (a short static string, "f32" for an int8 convolution it found
+     * faster in f32; NULL: its one kernel), set by the device at execute. The runtime's profile
+     * report shows it beside the op. NULL: not profiled. */
+    const char **prof_kernel;
 } ts_abi_plan;
 
 /* How to open device `index` of a backend. */

@@ -267,6 +267,7 @@ static void test_versions(void) {
     ts_backend_api v1 = toy;
     v1.name = "toy_v1";
     v1.abi_major = 1;
+    v1.abi_minor = 0;
     CHECK_STATUS(ts_backend_register(&v1), TS_ERR_UNSUPPORTED);
     CHECK_ERRMSG("'toy_v1' was built for device ABI 1.0", "implements ABI 2.");
     /* a backend without the optional entries at the end: its struct is shorter */

@@ -6,7 +6,7 @@
  *    inputs, and each output in the written safetensors file matches the test's output_0.pb;
  *  - refused inputs exit non-zero with a message naming what is wrong: a truncated model, a
  *    garbled one, a model with an op the importer does not have (written here byte by byte: the
- *    message names its node), a missing input tensor, a BERT-only flag;
+ *    message names its node), a missing input tensor, a BERT-only flag; --profile with --int8;
  *  - docs/onnx.md's op table is exactly what `tessera onnx-ops` prints, so it cannot go stale.
  * The node tests' cases skip (with a line saying so) when the test data is not installed.
  */
@@ -94,6 +94,18 @@ static void test_node_models(void) {
         CHECK_RAN(rc, 0);
         CHECK(strstr(out_text, "wrote out.safetensors"), "stdout: %s", out_text);
         check_output(cases[c].name, cases[c].out);
+    }
+    /* --profile on an ONNX model: the report of the runs after the first, then the run's line; with
+     * --int8 the convolution stays conv2d (its weight W is an input of the model: not quantized) */
+    if (!write_inputs("test_conv_with_strides_padding", cases[0].as)) {
+        int rc = tessera(NULL, "run --model " NODE_DIR "/test_conv_with_strides_padding/model.onnx --inputs "
+                         "in.safetensors --outputs out.safetensors --repeat 3 --int8 --profile");
+        CHECK_RAN(rc, 0);
+        const char *line = strstr(out_text, "int8 dynamic on cpu"), *prof = strstr(out_text, "profile: 2 runs");
+        CHECK(line && prof && prof < line, "the profile of the 2 runs after the first, then the run's line: %s",
+              out_text);
+        CHECK(strstr(out_text, "conv2d f32[1, 1, 7, 5] -> f32[1, 1, 4, 3]") && !strstr(out_text, "conv2d_i8"),
+              "the profile's convolution: %s", out_text);
     }
     /* the same inputs, but one missing: the message names it and the model's inputs */
     write_inputs("test_gather_0", NULL);

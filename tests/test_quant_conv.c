@@ -10,6 +10,8 @@
  *  - the pass rewrites the convolutions by a parameter, a constant or a reshape of a parameter and
  *    leaves one by a computed weight alone (mem.quantized counts them), the output close to f32;
  *  - ts_program_set_param between runs re-quantizes the weights;
+ *  - the device option "conv_int8": "fastest" keeps whichever kernel its first run timed faster,
+ *    and the output and the profile report agree on which; "always" keeps int8;
  *  - the op has no gradient, and a bad a_scale is refused.
  */
 #include "test_util.h"
@@ -92,8 +94,9 @@ static float quantize(const float *x, int64_t n, float fixed, int8_t *q) {
     return fixed > 0.f ? fixed : m / 127.f;
 }
 
-/* The quantized math of the op's comment in double, into ref [N, O, OH, OW]. */
-static void double_math(const cc *c, const float *x, const float *w, const float *bias, double *ref) {
+/* The quantized math of the op's comment in double, into ref [N, O, OH, OW]; quantized 0:
+ * conv2d's f32 math instead, on x and w as they are (what the f32 kernel computes). */
+static void double_math(const cc *c, const float *x, const float *w, const float *bias, int quantized, double *ref) {
     int64_t nx, nw, ny, Cg = c->C / c->G, Og = c->O / c->G, Kw = Cg * c->KH * c->KW;
     int64_t OH = out_dim(c->H, c->pt, c->pb, c->KH, c->dh, c->sh), OW = out_dim(c->W, c->pl, c->pr, c->KW, c->dw, c->sw);
     sizes(c, &nx, &nw, &ny);
@@ -102,16 +105,17 @@ static void double_math(const cc *c, const float *x, const float *w, const float
     for (int64_t i = 0; i < ny; i++) {
         int64_t ow = i % OW, oh = i / OW % OH, o = i / (OW * OH) % c->O, n = i / (OW * OH * c->O);
         double sw = quantize(w + o * Kw, Kw, 0.f, qw + o * Kw);
-        int64_t acc = 0;
+        double acc = 0; /* quantized: an exact integer */
         for (int64_t ci = 0; ci < Cg; ci++)
             for (int kh = 0; kh < c->KH; kh++)
                 for (int kw = 0; kw < c->KW; kw++) {
                     int64_t h = oh * c->sh - c->pt + kh * c->dh, wc = ow * c->sw - c->pl + kw * c->dw;
                     if (h < 0 || h >= c->H || wc < 0 || wc >= c->W) continue;
-                    acc += (int64_t)qx[((n * c->C + o / Og * Cg + ci) * c->H + h) * c->W + wc] *
-                           qw[((o * Cg + ci) * c->KH + kh) * c->KW + kw];
+                    int64_t xi = ((n * c->C + o / Og * Cg + ci) * c->H + h) * c->W + wc;
+                    int64_t wi = ((o * Cg + ci) * c->KH + kh) * c->KW + kw;
+                    acc += quantized ? (double)qx[xi] * qw[wi] : (double)x[xi] * w[wi];
                 }
-        double v = (double)acc * sa * sw + (bias ? bias[o] : 0.0);
+        double v = (quantized ? acc * sa * sw : acc) + (bias ? bias[o] : 0.0);
         if (c->act == TS_CONV_ACT_RELU) v = v < 0 ? 0 : v;
         if (c->act == TS_CONV_ACT_LEAKY_RELU) v = v < 0 ? c->alpha * v : v;
         if (c->clamp) v = v < c->lo ? c->lo : v > c->hi ? c->hi : v;
@@ -139,7 +143,7 @@ static void test_reference_is_the_quantized_math(void) {
         fill(&r, x, nx, 1.0), fill(&r, w, nw, 0.2), fill(&r, b, c->O, 0.5);
         x[nx / 3] = 6.f; /* an outlier sets the dynamic scale */
         reference(c, x, w, c->bias ? b : NULL, y);
-        double_math(c, x, w, c->bias ? b : NULL, ref);
+        double_math(c, x, w, c->bias ? b : NULL, 1, ref);
         double worst = 0;
         for (int64_t i = 0; i < ny; i++) {
             double e = rel_err(y[i], ref[i]);
@@ -335,12 +339,90 @@ static void test_refusals(void) {
     }
 }
 
+
+/* The profile report's text (ts_program_profile_report's one write), kept for a check. */
+static char report[8192];
+static void keep_report(void *ctx, const char *text, size_t len) {
+    (void)ctx;
+    snprintf(report, sizeof report, "%.*s", (int)len, text);
+}
+
+/* The device option "conv_int8" "fastest" (the default; the other cases run "always"): each
+ * convolution times its int8 kernel against the f32 one on its first run and keeps the faster.
+ * Which one wins depends on this machine's timings, so each case checks that the output is the
+ * kernel's the profile names: int8 within 1e-5 of the reference kernel, f32 within 1e-5 of
+ * conv2d's f32 math in double (both differ from the other by about 1e-2: a wrong output shows);
+ * and that later runs keep it (the same bits). With "always" the profile names no kernel. */
+static void test_fastest_kernel_choice(void) {
+    tu_rng r = tu_rng_seed(14);
+    int chose[2] = {0, 0};
+    for (int mode = 0; mode < 2; mode++) {
+        CHECK_OK(ts_device_set_option("cpu", "conv_int8", mode ? "always" : "fastest"));
+        for (int t = 0; t < NCASES; t++) {
+            const cc *c = &CASES[t];
+            ts_graph *g = ts_graph_new();
+            ts_graph_set_seed(g, 7 + t);
+            build(g, c);
+            const char *f[] = {"y"};
+            ts_program *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = 1,
+                                                             .fetches = f, .inference = 1, .profile = 1});
+            ts_graph_free(g);
+            CHECK(p != NULL, "%s: compile: %s", c->name, ts_last_error());
+            if (!p) continue;
+            int64_t nx, nw, ny;
+            sizes(c, &nx, &nw, &ny);
+            ts_tensor *xt = tu_rand_tensor(&r, DIMS(c->N, c->C, c->H, c->W), -2.0, 2.0), *wt = NULL, *bt = NULL;
+            CHECK_OK(ts_program_feed(p, "x", xt));
+            CHECK_OK(ts_program_run(p));
+            ts_tensor *y1 = TU_FETCH(p, "y");
+            CHECK_OK(ts_program_run(p));
+            ts_tensor *y2 = TU_FETCH(p, "y");
+            CHECK_OK(ts_program_get_param(p, "w", &wt));
+            if (c->bias) CHECK_OK(ts_program_get_param(p, "b", &bt));
+            report[0] = 0;
+            CHECK_OK(ts_program_profile_report(p, keep_report, NULL));
+            int f32 = strstr(report, "conv2d_i8 (f32)") != NULL, i8 = strstr(report, "conv2d_i8 (int8)") != NULL;
+            if (mode) CHECK(!f32 && !i8 && strstr(report, "conv2d_i8 "), "%s, always: the profile names a kernel:\n%s",
+                            c->name, report);
+            else CHECK(f32 + i8 == 1, "%s, fastest: the profile names %s:\n%s", c->name, f32 ? "both" : "neither",
+                       report);
+            double worst = INFINITY;
+            if (y1 && wt && (bt || !c->bias) && !f32) worst = worst_vs_reference(c, xt, wt, bt, y1, ny);
+            double *ref = f32 ? malloc(sizeof(double) * (size_t)ny) : NULL;
+            if (ref && y1 && wt && (bt || !c->bias)) {
+                double_math(c, tu_f32(xt), tu_f32(wt), bt ? tu_f32(bt) : NULL, 0, ref);
+                worst = 0;
+                for (int64_t i = 0; i < ny; i++) {
+                    double e = rel_err(tu_f32(y1)[i], ref[i]);
+                    if (!(e <= worst)) worst = e;
+                }
+            }
+            free(ref);
+            if (!mode) chose[f32]++;
+            printf("  %-36s %-7s ran %-4s largest relative |y - its kernel's math| = %.2e\n", c->name,
+                   mode ? "always" : "fastest", f32 ? "f32" : "int8", worst);
+            CHECK(worst <= 1e-5, "%s: the output is not the %s kernel's (off by %.3e)", c->name, f32 ? "f32" : "int8",
+                  worst);
+            CHECK(y1 && y2 && !memcmp(tu_f32(y1), tu_f32(y2), sizeof(float) * (size_t)ny),
+                  "%s: the second run's output differs from the first's", c->name);
+            ts_tensor_free(xt), ts_tensor_free(wt), ts_tensor_free(bt), ts_tensor_free(y1), ts_tensor_free(y2);
+            ts_program_free(p);
+        }
+    }
+    printf("  fastest: %d of %d cases kept int8, %d ran f32 on this machine\n", chose[0], NCASES, chose[1]);
+    CHECK(ts_device_set_option("cpu", "conv_int8", "sometimes") == TS_ERR_ARG, "a bad value accepted");
+    CHECK_ERRMSG("conv_int8", "fastest", "always", "'sometimes'");
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
+    /* the int8 kernel's own checks: never the f32 one in its place (test_fastest_kernel_choice) */
+    CHECK_OK(ts_device_set_option("cpu", "conv_int8", "always"));
     RUN(test_reference_is_the_quantized_math);
     RUN(test_cpu_kernel_matches_reference);
     RUN(test_baked_scale_edges);
     RUN(test_pass_and_set_param);
     RUN(test_refusals);
+    RUN(test_fastest_kernel_choice);
     return tu_finish("test_quant_conv");
 }

@@ -514,6 +514,11 @@ typedef struct ts_onnx_run_opts {
     int repeat;            /* runs of the model (0: 1) */
     size_t memory_limit;   /* bytes the program may take (0: the device's) */
     int quantize;          /* ts_compile_opts.quantize (TS_QUANT_DYNAMIC: int8) */
+    ts_write_fn profile;   /* non-NULL: compiled with ts_compile_opts.profile, and after the runs
+                              ts_program_profile_report's text written here (with profile_ctx);
+                              with repeat > 1 the first run (where the int8 convolutions time
+                              their kernels) is left out */
+    void *profile_ctx;
 } ts_onnx_run_opts;
 
 /* Where ts_onnx_run_file failed (ts_onnx_run_report.failed_at). */

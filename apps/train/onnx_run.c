@@ -70,7 +70,7 @@ static ts_status open_session(onnx_run *x) {
     const ts_onnx_run_opts *o = x->o;
     x->s = ts_onnx_session_new(x->m, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .device = o->device,
                                                         .num_threads = o->threads, .memory_limit = o->memory_limit,
-                                                        .quantize = o->quantize});
+                                                        .quantize = o->quantize, .profile = o->profile != NULL});
     if (!x->s) return fail_at(x, TS_ONNX_RUN_AT_COMPILE);
     for (int i = 0; i < x->nin; i++) {
         ts_dtype dt = ts_tensor_dtype(x->in[i]);
@@ -91,9 +91,13 @@ static ts_status run_and_write(onnx_run *x) {
         if (ts_onnx_session_run(x->s, (const ts_tensor *const *)x->in, r->outputs) != TS_OK)
             return fail_at(x, TS_ONNX_RUN_AT_RUN);
         double dt = ts_seconds() - r0;
+        if (k == 0 && repeat > 1 && x->o->profile) ts_program_profile_reset(ts_onnx_session_program(x->s));
         if (k == 0) r->first_seconds = dt;
         else if (k == 1 || dt < r->best_seconds) r->best_seconds = dt;
     }
+    if (x->o->profile &&
+        ts_program_profile_report(ts_onnx_session_program(x->s), x->o->profile, x->o->profile_ctx) != TS_OK)
+        return fail_at(x, TS_ONNX_RUN_AT_RUN);
     if (ts_safetensors_save(x->o->outputs, r->noutputs, (const char *const *)r->output_names,
                             (const ts_tensor *const *)r->outputs, "{\"format\": \"pt\"}") != TS_OK)
         return fail_at(x, TS_ONNX_RUN_AT_OUTPUTS);

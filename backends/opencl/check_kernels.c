@@ -88,7 +88,7 @@ static void run1(const char *name, const char *op, int nin, int nout, tv *vs, co
         api->alloc(dev, b, &vals[i].buf.mem);
         if (i < nin && vs[i].data) api->copy_to_device(dev, vals[i].buf, vs[i].data, b);
     }
-    ts_abi_plan plan = {sizeof plan, nv, vals, 1, &node, NULL, NULL, NULL, NULL};
+    ts_abi_plan plan = {sizeof plan, nv, vals, 1, &node, NULL, NULL, NULL, NULL, NULL};
     size_t ws = 0;
     void *exe = NULL;
     ts_buffer wbuf = {0};

@@ -76,6 +76,11 @@ ts_status ts_onnx_session_bind(ts_onnx_session *s, const char *output, const cha
 
 void ts_onnx_session_reset(ts_onnx_session *s) { (void)s; }
 
+ts_program *ts_onnx_session_program(const ts_onnx_session *s) {
+    (void)s;
+    return NULL;
+}
+
 /* No importer: an empty op table. */
 int ts_onnx_num_ops(void) { return 0; }
 

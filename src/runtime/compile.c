@@ -486,7 +486,8 @@ static ts_status device_compile(build *b) {
     for (int k = 0; k < p->nparts; k++) {
         ts_part *pt = &p->parts[k];
         pt->abi = (ts_abi_plan){sizeof(ts_abi_plan), b->nv, pt->vals ? pt->vals : p->vals, pt->end - pt->begin,
-                                p->nodes + pt->begin, b->frozen ? &p->param_gen : NULL, NULL, NULL, &m->weight_copies};
+                                p->nodes + pt->begin, b->frozen ? &p->param_gen : NULL, NULL, NULL, &m->weight_copies,
+                                NULL};
         size_t need = 0;
         ts_status st = ts_dev_compile(pt->dev, &pt->abi, &need, &pt->exe);
         if (st != TS_OK) return st;

@@ -3,7 +3,8 @@
  * backend's node loop adds to ts_abi_plan.prof_ns / prof_calls), the wall time of each
  * ts_program_run, and the report: totals, the share outside kernels, time per op type and per
  * layer (the layer rule is documented with ts_program_profile_report in tessera.h), and the
- * largest op instances by shape. Calls nothing in the runtime; called by exec.c (the counters)
+ * largest op instances by shape; an op is named with the kernel the device chose for it where it
+ * chose among several (ts_abi_plan.prof_kernel). Calls nothing in the runtime; called by exec.c (the counters)
  * and program.c (enabling them); the report reads a program on one device (exec.h).
  */
 #include "runtime/program.h"
@@ -13,6 +14,7 @@
 
 typedef struct ts_profile {
     uint64_t *ns, *calls; /* per scheduled node (p->sched order) */
+    const char **kernel;  /* per scheduled node: the kernel the device chose, or NULL (ts_abi_plan) */
     uint64_t wall_ns;     /* ts_program_run calls since the last reset */
     uint64_t runs;
 } ts_profile;
@@ -22,9 +24,10 @@ ts_status ts_profile_enable(ts_exec *p) {
     if (pr) {
         pr->ns = calloc((size_t)p->nsched + 1, sizeof *pr->ns);
         pr->calls = calloc((size_t)p->nsched + 1, sizeof *pr->calls);
+        pr->kernel = calloc((size_t)p->nsched + 1, sizeof *pr->kernel);
     }
-    if (!pr || !pr->ns || !pr->calls) {
-        if (pr) free(pr->ns), free(pr->calls);
+    if (!pr || !pr->ns || !pr->calls || !pr->kernel) {
+        if (pr) free(pr->ns), free(pr->calls), free(pr->kernel);
         free(pr);
         return ts_err(TS_ERR_NOMEM, "ts_compile: out of memory for the profile counters");
     }
@@ -32,14 +35,19 @@ ts_status ts_profile_enable(ts_exec *p) {
     for (int k = 0; k < p->nparts; k++) {
         p->parts[k].abi.prof_ns = pr->ns + p->parts[k].begin;
         p->parts[k].abi.prof_calls = pr->calls + p->parts[k].begin;
+        p->parts[k].abi.prof_kernel = pr->kernel + p->parts[k].begin;
     }
     return TS_OK;
 }
 
 void ts_profile_free(ts_exec *p) {
     if (!p->prof) return;
-    for (int k = 0; k < p->nparts; k++) p->parts[k].abi.prof_ns = p->parts[k].abi.prof_calls = NULL;
+    for (int k = 0; k < p->nparts; k++) {
+        p->parts[k].abi.prof_ns = p->parts[k].abi.prof_calls = NULL;
+        p->parts[k].abi.prof_kernel = NULL;
+    }
     free(p->prof->ns);
+    free(p->prof->kernel);
     free(p->prof->calls);
     free(p->prof);
     p->prof = NULL;
@@ -148,13 +156,19 @@ static void free_rows(prof_row *rows, int n) {
     free(rows);
 }
 
-/* Node n's shape signature, "matmul bf16[1024, 768] -> f32[768, 3072]" (op, first input, first
- * output), into buf[256]. */
-static void node_sig(const ts_graph *g, const ts_node *n, char *buf) {
+/* Node n's op as the report names it, into buf[64]: its name, and the kernel the device chose for
+ * it where it chose among several ("conv2d_i8 (f32)"). */
+static void node_op(const ts_node *n, const char *kernel, char *buf) {
+    snprintf(buf, 64, kernel ? "%s (%s)" : "%s", ts_op_get(n->op)->name, kernel);
+}
+
+/* Node n's shape signature, "matmul bf16[1024, 768] -> f32[768, 3072]" (its op as node_op names
+ * it, first input, first output), into buf[256]. */
+static void node_sig(const ts_graph *g, const ts_node *n, const char *op, char *buf) {
     char a[96] = "", b[96] = "";
     const ts_val *x = n->nin > 0 && n->in[0] >= 0 ? &g->vals[n->in[0]] : NULL;
     const ts_val *y = n->nout > 0 && n->out[0] >= 0 ? &g->vals[n->out[0]] : NULL;
-    snprintf(buf, 256, "%s %s%s -> %s%s", ts_op_get(n->op)->name, x ? ts_dtype_name(x->dtype) : "-",
+    snprintf(buf, 256, "%s %s%s -> %s%s", op, x ? ts_dtype_name(x->dtype) : "-",
              x ? ts_shape_str(x->ndim, x->shape, a, sizeof a) : "", y ? ts_dtype_name(y->dtype) : "-",
              y ? ts_shape_str(y->ndim, y->shape, b, sizeof b) : "");
 }
@@ -189,13 +203,14 @@ static ts_status print_report(const ts_exec *p, FILE *out) {
     prof_row *ops = NULL, *layers = NULL, *sigs = NULL;
     int nops = 0, capops = 0, nlayers = 0, caplayers = 0, nsigs = 0, capsigs = 0;
     uint64_t kernel = 0;
-    char layer[256], sig[256];
+    char layer[256], sig[256], op[64];
     for (int i = 0; i < p->nsched; i++) {
         const ts_node *n = &p->g->nodes[p->sched[i]];
         kernel += pr->ns[i];
         layer_of_node(p->g, n, layer, sizeof layer);
-        node_sig(p->g, n, sig);
-        if (add_row(&ops, &nops, &capops, ts_op_get(n->op)->name, pr->ns[i], pr->calls[i]) ||
+        node_op(n, pr->kernel[i], op);
+        node_sig(p->g, n, op, sig);
+        if (add_row(&ops, &nops, &capops, op, pr->ns[i], pr->calls[i]) ||
             add_row(&layers, &nlayers, &caplayers, layer, pr->ns[i], pr->calls[i]) ||
             add_row(&sigs, &nsigs, &capsigs, sig, pr->ns[i], pr->calls[i])) {
             free_rows(ops, nops), free_rows(layers, nlayers), free_rows(sigs, nsigs);

@@ -30,4 +30,4 @@ static ts_status kept_run(const ts_kargs *k) {
 
 static void kept_release(void *state) { free(state); }
 
-const ts_cpu_kernel ts_cpu_cast_kept = {TS_OP_CAST, kept_prepare, kept_run, kept_release, NULL};
+const ts_cpu_kernel ts_cpu_cast_kept = {TS_OP_CAST, kept_prepare, kept_run, kept_release, NULL, NULL};

@@ -63,6 +63,10 @@ typedef struct cgeom {
     int64_t stride[2], dil[2], pad_l[2], pad_r[2];
 } cgeom;
 
+/* A forward convolution: conv2d, or conv2d_i8 (conv_int8.c runs an int8 convolution through this
+ * f32 kernel where that is faster; its attributes are conv2d's at the same indices). */
+static int conv_forward(const ts_node *n) { return n->op == TS_OP_CONV2D || n->op == TS_OP_CONV2D_I8; }
+
 static void node_geom(const ts_graph *g, const ts_node *n, cgeom *q) {
     const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]], *o = &g->vals[n->out[0]];
     const ts_val *src = a, *dst = o, *w = b;
@@ -205,7 +209,7 @@ static dnnl_status_t primitive_desc(dnnl_engine_t eng, const ts_node *n, const c
     const dnnl_memory_desc_t *bias = m->has_bias ? &m->bias_md : NULL;
     dnnl_primitive_desc_t hint = NULL;
     dnnl_status_t st;
-    if (n->op == TS_OP_CONV2D) {
+    if (conv_forward(n)) {
         dnnl_convolution_desc_t d;
         st = dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_training, dnnl_convolution_direct,
                                                          &m->src_any, &m->wei_any, bias, &m->dst_any, m->strides,
@@ -513,7 +517,7 @@ static dw_plane_fn dw_plane(void) {
 /* Does node n take the direct depthwise kernel: a conv2d with groups = C = O, a kernel at most
  * DW_MAXK wide of at most DW_MAXTAP taps, and a stride of at most 4 across? */
 static int dw_eligible(const ts_node *n, const cgeom *q) {
-    return n->op == TS_OP_CONV2D && q->G == q->C && q->O == q->C && q->KW <= DW_MAXK && q->KH * q->KW <= DW_MAXTAP &&
+    return conv_forward(n) && q->G == q->C && q->O == q->C && q->KW <= DW_MAXK && q->KH * q->KW <= DW_MAXTAP &&
            q->stride[1] <= 4;
 }
 
@@ -630,8 +634,9 @@ static ts_status conv_run(const ts_kargs *k) {
 
 static size_t conv_kept_bytes(const void *state) { return ((const conv_dnnl *)state)->kept_bytes; }
 
-const ts_cpu_kernel ts_cpu_conv2d_dnnl = {TS_OP_CONV2D, conv_prepare, conv_run, conv_release, conv_kept_bytes};
+const ts_cpu_kernel ts_cpu_conv2d_dnnl = {TS_OP_CONV2D, conv_prepare, conv_run, conv_release, conv_kept_bytes,
+                                         NULL};
 const ts_cpu_kernel ts_cpu_conv_transpose2d_dnnl = {TS_OP_CONV_TRANSPOSE2D, conv_prepare, conv_run, conv_release,
-                                                    conv_kept_bytes};
+                                                    conv_kept_bytes, NULL};
 const ts_cpu_kernel ts_cpu_conv2d_grad_weight_dnnl = {TS_OP_CONV2D_GRAD_WEIGHT, conv_prepare, conv_run,
-                                                      conv_release, NULL};
+                                                      conv_release, NULL, NULL};

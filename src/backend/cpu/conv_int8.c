@@ -43,6 +43,17 @@
  * A weight that is not fixed (not a parameter or constant, or no param_gen) is quantized on
  * every run. The kept bytes count in ts_memory.weight_copies.
  * If oneDNN cannot make the primitive, the node has no state and run() calls the reference kernel.
+ *
+ * Which kernel. Where the int8 kernel's extra passes (max |x|, quantization, the reorders to and
+ * from channels-last) cost more than its arithmetic saves (small convolutions, 1 x 1 and
+ * depthwise ones that conv_dnnl.c runs on NCHW without reorders: the PP-OCRv4 detector's), the
+ * f32 convolution is faster. So, as TensorRT's builder times a layer's kernels and may keep it in
+ * higher precision, a node with fixed weights also prepares conv_dnnl.c's f32 kernel for itself
+ * (same node: conv2d_i8's attributes are conv2d's) and its first run times the two (choose()):
+ * each once untimed, then CHOOSE_ROUNDS times each, alternating; the best times decide, for the
+ * program's life, and the run's output is the kept kernel's. The profile names the kept kernel
+ * (ci8_variant: "conv2d_i8 (int8)" / "(f32)"). The device option "conv_int8" "always" (read at
+ * compile) prepares no f32 kernel. Both kernels keep their weight copies (kept_bytes counts both).
  */
 #include "backend/cpu/cpu.h"
 #include "graph/op_attrs.h"
@@ -69,7 +80,14 @@ typedef struct ci8_state {
     float a_scale;             /* > 0: the activations' fixed scale */
     float *c;                  /* the baked form: [O] the constant scales its prim holds */
     int baked;                 /* the baked form: prim is made for the current sw */
+    void *f32;                 /* conv_dnnl.c's f32 kernel for this node (see "Which kernel"), or NULL */
+    int choice;                /* CI8_* */
 } ci8_state;
+
+/* Which kernel a node with both runs: not yet timed (its first run times them), int8, f32. */
+enum { CI8_UNDECIDED, CI8_INT8, CI8_F32 };
+enum { CHOOSE_ROUNDS = 2 };
+extern const ts_cpu_kernel ts_cpu_conv2d_dnnl; /* conv_dnnl.c */
 
 static void ci8_release(void *state) {
     ci8_state *s = state;
@@ -85,6 +103,7 @@ static void ci8_release(void *state) {
     ts_free(s->packed);
     free(s->sw);
     free(s->c);
+    if (s->f32) ts_cpu_conv2d_dnnl.release(s->f32);
     free(s);
 }
 
@@ -253,6 +272,16 @@ static ts_status ci8_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_node
     }
     *state = s;
     *scratch = s->total_bytes;
+    s->choice = CI8_INT8;
+    if (s->fixed && !dev->conv_int8_always) { /* the f32 kernel as a candidate (see "Which kernel") */
+        size_t need = 0;
+        ts_status ps = ts_cpu_conv2d_dnnl.prepare(dev, plan, n, &s->f32, &need);
+        if (ps != TS_OK) return ps; /* s is released with the plan */
+        if (s->f32) {
+            s->choice = CI8_UNDECIDED;
+            if (need > *scratch) *scratch = need;
+        }
+    }
     return TS_OK;
 }
 
@@ -310,9 +339,8 @@ static ts_status bake(ci8_state *s, const ts_kargs *k) {
     return TS_OK;
 }
 
-static ts_status ci8_run(const ts_kargs *k) {
-    ci8_state *s = k->state;
-    if (!s) return ts_op_get(TS_OP_CONV2D_I8)->kernel(k);
+/* The int8 kernel on node k (s its state). */
+static ts_status run_int8(ci8_state *s, const ts_kargs *k) {
     if (s->total_bytes > k->scratch_bytes || !k->scratch)
         return ts_err(TS_ERR_RUNTIME, "op conv2d_i8: the workspace has %zu bytes, the kernel needs %zu",
                       k->scratch_bytes, s->total_bytes);
@@ -358,9 +386,51 @@ static ts_status ci8_run(const ts_kargs *k) {
     return st == dnnl_success ? TS_OK : dnnl_fail("execute", st);
 }
 
-static size_t ci8_kept_bytes(const void *state) {
-    const ci8_state *s = state;
-    return s->packed_bytes + sizeof(float) * (size_t)s->O;
+/* The f32 kernel on node k. */
+static ts_status run_f32(ci8_state *s, const ts_kargs *k) {
+    ts_kargs kf = *k;
+    kf.state = s->f32;
+    return ts_cpu_conv2d_dnnl.run(&kf);
 }
 
-const ts_cpu_kernel ts_cpu_conv2d_i8 = {TS_OP_CONV2D_I8, ci8_prepare, ci8_run, ci8_release, ci8_kept_bytes};
+/* The first run of a node with both kernels: each run once untimed (the int8 one bakes its
+ * primitive, the f32 one reorders its weights), then CHOOSE_ROUNDS times each, alternating; the
+ * faster best time is kept, and the output is the kept kernel's. */
+static ts_status choose(ci8_state *s, const ts_kargs *k) {
+    ts_status r = run_int8(s, k);
+    if (r == TS_OK) r = run_f32(s, k);
+    uint64_t best[2] = {UINT64_MAX, UINT64_MAX};
+    for (int round = 0; round < CHOOSE_ROUNDS && r == TS_OK; round++)
+        for (int v = 0; v < 2 && r == TS_OK; v++) {
+            uint64_t t0 = ts_now_ns();
+            r = v ? run_f32(s, k) : run_int8(s, k);
+            uint64_t dt = ts_now_ns() - t0;
+            if (dt < best[v]) best[v] = dt;
+        }
+    if (r != TS_OK) return r;
+    s->choice = best[1] < best[0] ? CI8_F32 : CI8_INT8;
+    return s->choice == CI8_INT8 ? run_int8(s, k) : TS_OK; /* the last run was the f32 one */
+}
+
+static ts_status ci8_run(const ts_kargs *k) {
+    ci8_state *s = k->state;
+    if (!s) return ts_op_get(TS_OP_CONV2D_I8)->kernel(k);
+    if (s->choice == CI8_UNDECIDED) return choose(s, k);
+    return s->choice == CI8_F32 ? run_f32(s, k) : run_int8(s, k);
+}
+
+static size_t ci8_kept_bytes(const void *state) {
+    const ci8_state *s = state;
+    size_t f32 = s->f32 && ts_cpu_conv2d_dnnl.kept_bytes ? ts_cpu_conv2d_dnnl.kept_bytes(s->f32) : 0;
+    return s->packed_bytes + sizeof(float) * (size_t)s->O + f32;
+}
+
+/* For the profile: which kernel the node runs, where it had two to choose from. */
+static const char *ci8_variant(const void *state) {
+    const ci8_state *s = state;
+    if (!s->f32) return NULL;
+    return s->choice == CI8_F32 ? "f32" : s->choice == CI8_INT8 ? "int8" : NULL;
+}
+
+const ts_cpu_kernel ts_cpu_conv2d_i8 = {TS_OP_CONV2D_I8, ci8_prepare, ci8_run, ci8_release, ci8_kept_bytes,
+                                        ci8_variant};

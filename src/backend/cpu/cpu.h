@@ -24,6 +24,9 @@ typedef struct ts_plan {
     const uint8_t *kept;
     /* ts_abi_plan.kernel_bytes: the backend adds the bytes its kernels keep across runs. */
     size_t *kernel_bytes;
+    /* ts_abi_plan.prof_kernel (2.1; NULL from an older host, or not profiled): per node, the
+     * kernel's variant (ts_cpu_kernel.variant), set at execute. */
+    const char **prof_kernel;
 } ts_plan;
 
 /* The view of abi: a graph of its values and nodes (*g, freed with ts_cpu_view_free) and the plan
@@ -42,6 +45,7 @@ typedef struct ts_cpu_dev {
     int conv_reference;                /* "conv_algorithm" "reference": the ops' reference kernels */
     int conv_layout;                   /* "conv_layout": TS_CPU_LAYOUT_* */
     int matmul_plain;                  /* "matmul_weights" "plain": no prepacked weights */
+    int conv_int8_always;              /* "conv_int8" "always": no f32 kernel timed against it */
 } ts_cpu_dev;
 /* ts_cpu_dev.conv_layout: chosen per convolution (conv_dnnl.c), or forced for every one. */
 enum { TS_CPU_LAYOUT_AUTO, TS_CPU_LAYOUT_PLAIN, TS_CPU_LAYOUT_BLOCKED };
@@ -86,6 +90,9 @@ typedef struct ts_cpu_kernel {
     ts_status (*run)(const ts_kargs *a); /* a->device is the ts_cpu_dev */
     void (*release)(void *state);        /* optional */
     size_t (*kept_bytes)(const void *state); /* optional: memory the state holds across runs */
+    /* optional: where the kernel chooses among several for a node, the one it runs now (a static
+     * string, for the profile: ts_abi_plan.prof_kernel), else NULL */
+    const char *(*variant)(const void *state);
 } ts_cpu_kernel;
 
 /* The kernel the CPU backend uses for op, or NULL for the reference one. */

@@ -35,6 +35,7 @@ static const cpu_option OPTIONS[] = {
     {"conv_algorithm", {"auto", "reference", NULL}, offsetof(ts_cpu_dev, conv_reference)},
     {"conv_layout", {"auto", "plain", "blocked"}, offsetof(ts_cpu_dev, conv_layout)},
     {"matmul_weights", {"packed", "plain", NULL}, offsetof(ts_cpu_dev, matmul_plain)},
+    {"conv_int8", {"fastest", "always", NULL}, offsetof(ts_cpu_dev, conv_int8_always)},
 };
 
 ts_status ts_cpu_set_option(void *ctx, const char *device, const char *key, const char *value) {
@@ -50,7 +51,7 @@ ts_status ts_cpu_set_option(void *ctx, const char *device, const char *key, cons
                       o->values[0], o->values[1], o->values[2] ? " or " : "", o->values[2] ? o->values[2] : "", value);
     }
     return ts_err(TS_ERR_ARG, "ts_device_set_option: device %s has no option '%s' (its options: fallback, "
-                  "conv_algorithm, conv_layout, matmul_weights)", device, key);
+                  "conv_algorithm, conv_layout, matmul_weights, conv_int8)", device, key);
 }
 
 static void cpu_close(void *dev) {
@@ -196,6 +197,8 @@ static ts_status cpu_execute(void *dev, void *exe, const ts_abi_plan *abi, ts_bu
     ts_plan *plan = &cp->plan;
     plan->values = (ts_abi_value *)abi->values; /* buffers may have moved; profiling switched */
     plan->prof_ns = abi->prof_ns, plan->prof_calls = abi->prof_calls;
+    plan->prof_kernel = abi->struct_size >= offsetof(ts_abi_plan, prof_kernel) + sizeof abi->prof_kernel
+                            ? abi->prof_kernel : NULL; /* ABI 2.1 */
     const ts_abi_value *val = plan->values;
     ts_kargs a;
     memset(&a, 0, sizeof a);
@@ -218,6 +221,9 @@ static ts_status cpu_execute(void *dev, void *exe, const ts_abi_plan *abi, ts_bu
         if (plan->prof_ns) {
             plan->prof_ns[i] += ts_now_ns() - t0;
             plan->prof_calls[i]++;
+            if (plan->prof_kernel)
+                plan->prof_kernel[i] = cp->kern[i] && cp->kern[i]->variant && cp->state[i]
+                                           ? cp->kern[i]->variant(cp->state[i]) : NULL;
         }
         if (s != TS_OK) return s;
     }

@@ -71,7 +71,7 @@ ts_status ts_cpu_view(const ts_abi_plan *abi, ts_graph **gp, ts_plan *plan) {
     if (!s) s = view_nodes(abi, g);
     for (int i = 0; i < abi->nnodes; i++) sched[i] = i;
     *plan = (ts_plan){g, sched, abi->nnodes, (ts_abi_value *)abi->values, abi->prof_ns, abi->prof_calls,
-                      abi->param_gen, kept, abi->kernel_bytes};
+                      abi->param_gen, kept, abi->kernel_bytes, NULL};
     if (s) ts_cpu_view_free(g, plan), *gp = NULL;
     return s;
 }

@@ -516,4 +516,4 @@ static ts_status mm_run(const ts_kargs *k) {
 
 static size_t mm_kept_bytes(const void *state) { return ((const mm_dnnl *)state)->packed_bytes; }
 
-const ts_cpu_kernel ts_cpu_matmul_dnnl = {TS_OP_MATMUL, mm_prepare, mm_run, mm_release, mm_kept_bytes};
+const ts_cpu_kernel ts_cpu_matmul_dnnl = {TS_OP_MATMUL, mm_prepare, mm_run, mm_release, mm_kept_bytes, NULL};

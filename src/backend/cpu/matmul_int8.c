@@ -327,4 +327,5 @@ static size_t i8_kept_bytes(const void *state) {
     return s->packed_bytes + sizeof(float) * (size_t)s->N;
 }
 
-const ts_cpu_kernel ts_cpu_matmul_i8dyn = {TS_OP_MATMUL_I8DYN, i8_prepare, i8_run, i8_release, i8_kept_bytes};
+const ts_cpu_kernel ts_cpu_matmul_i8dyn = {TS_OP_MATMUL_I8DYN, i8_prepare, i8_run, i8_release, i8_kept_bytes,
+                                          NULL};

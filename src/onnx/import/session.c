@@ -354,6 +354,8 @@ static ts_status run_program(ts_onnx_session *s, const ts_tensor *const *inputs,
     return TS_OK;
 }
 
+ts_program *ts_onnx_session_program(const ts_onnx_session *s) { return s && s->last ? s->last->p : NULL; }
+
 ts_status ts_onnx_session_run(ts_onnx_session *s, const ts_tensor *const *inputs, ts_tensor **outputs) {
     if (!s || !outputs) return ts_err(TS_ERR_ARG, "ts_onnx_session_run: %s is NULL", !s ? "the session" : "outputs");
     const ts_onnx *m = s->m;
