@@ -9,7 +9,7 @@
  *    epilogue (activations all 0, a weight channel all 0, a bias too large to divide by the scales);
  *  - the pass rewrites the convolutions by a parameter, a constant or a reshape of a parameter and
  *    leaves one by a computed weight alone (mem.quantized counts them), the output close to f32;
- *  - ts_program_set_param between runs re-quantizes the weights;
+ *  - ts_program_set_param between runs re-quantizes the weights (and a kept f32 kernel takes them);
  *  - the device option "conv_int8": "fastest" keeps whichever kernel its first run timed faster,
  *    and the output and the profile report agree on which; "always" keeps int8;
  *  - the op has no gradient, and a bad a_scale is refused.
@@ -294,9 +294,8 @@ static double scaled_diff(ts_tensor *a, ts_tensor *b, int64_t n) {
     return big > 0 ? mx / big : mx;
 }
 
-/* The pass: three of the four convolutions quantized; the output close to f32; and after a
- * weight is written, close to the f32 program's with the same weight (re-quantized). */
-static void test_pass_and_set_param(void) {
+/* One program of four_convs in f32 and one in int8 under the device's options, compared. */
+static void pass_and_set_param(void) {
     int nf = -1, nq = -1;
     ts_program *pf = four_convs(0, &nf), *pq = four_convs(TS_QUANT_DYNAMIC, &nq);
     CHECK(nf == 0 && nq == 3, "quantized: f32 program %d, int8 program %d (expected 0, 3)", nf, nq);
@@ -319,6 +318,18 @@ static void test_pass_and_set_param(void) {
     }
     ts_tensor_free(x);
     ts_program_free(pf), ts_program_free(pq);
+}
+
+/* The pass: three of the four convolutions quantized; the output close to f32; and after a
+ * weight is written, close to the f32 program's with the same weight (re-quantized). Run with the
+ * int8 kernel always, then with each convolution's faster kernel (the device option conv_int8):
+ * a kept f32 kernel must take the new weight too. */
+static void test_pass_and_set_param(void) {
+    for (int mode = 0; mode < 2; mode++) {
+        CHECK_OK(ts_device_set_option("cpu", "conv_int8", mode ? "fastest" : "always"));
+        pass_and_set_param();
+    }
+    CHECK_OK(ts_device_set_option("cpu", "conv_int8", "always"));
 }
 
 /* No gradient; a negative or infinite a_scale refused. */
