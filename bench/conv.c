@@ -22,6 +22,10 @@
  * in int8 (ts_compile_opts.quantize): with each convolution's kernel chosen by its timings (the
  * CPU's option conv_int8 "fastest", saying how many kept int8) and with every one int8 ("always").
  *
+ * Part 3, conv_transpose2d (the PP-OCRv4 detector's two 2x2 stride-2 upsamplings, and wider ones):
+ * the backend's layout (plain NCHW for every transposed convolution) against forced plain and
+ * forced blocked, interleaved; median ms each.
+ *
  * Usage: bench_conv [seconds per measurement, default 1.0]. Threads: OMP_NUM_THREADS.
  */
 #include "tessera.h"
@@ -282,6 +286,66 @@ static void bench_one(dnnl_engine_t eng, dnnl_stream_t st, const shape *s, doubl
     ts_tensor_free(B);
 }
 
+/* ------------------------------------------------------------------ transposed convolutions */
+
+/* One conv_transpose2d x [1, C, H, H] by w [C, O, K, K] (stride S, pad P) with a bias, compiled with
+ * the given layout (NULL: the backend's choice), w and b parameters (kept across runs). */
+static ts_program *one_deconv(const int *d, const char *layout, ts_graph **gout) {
+    set_layout(layout);
+    ts_graph *g = ts_graph_new();
+    ts_value x = ts_input(g, "x", TS_F32, 4, (int64_t[]){1, d[0], d[2], d[2]});
+    ts_value w = ts_param(g, "w", TS_F32, 4, (int64_t[]){d[0], d[1], d[3], d[3]}, ts_init_normal(0.1f));
+    ts_value b = ts_param(g, "b", TS_F32, 1, (int64_t[]){d[1]}, ts_init_normal(0.1f));
+    ts_conv_opts o = {{d[4], d[4]}, {d[5], d[5], d[5], d[5]}, {1, 1}, 1};
+    ts_name(g, ts_conv_transpose2d(g, x, w, b, &o, NULL), "y");
+    ts_program *p = ts_compile(g, &(ts_compile_opts){.nfetch = 1, .fetches = (const char *[]){"y"}, .inference = 1});
+    set_layout(NULL);
+    if (!p) {
+        fprintf(stderr, "bench_conv: ts_compile: %s\n", ts_last_error());
+        exit(1);
+    }
+    *gout = g;
+    return p;
+}
+
+/* Part 3: each shape's conv_transpose2d with the backend's layout, forced plain and forced blocked,
+ * interleaved; median ms each. */
+static void bench_deconvs(double budget) {
+    /* C, O, H, K, stride, pad: the PP-OCRv4 detector's two (2x2 s2), and wider ones */
+    static const int shapes[][6] = {{24, 1, 480, 2, 2, 0},  {24, 24, 240, 2, 2, 0}, {64, 64, 120, 2, 2, 0},
+                                    {256, 128, 32, 4, 2, 1}, {64, 32, 120, 3, 2, 1}, {512, 256, 16, 2, 2, 0}};
+    printf("\nconv_transpose2d, f32, batch 1 (median ms of interleaved runs; tessera: the backend's layout)\n");
+    printf("%-30s | %8s %8s %8s\n", "C -> O, H, K, stride, pad", "tessera", "plain", "blocked");
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const int *d = shapes[i];
+        const char *layout[3] = {NULL, "plain", "blocked"};
+        ts_graph *g[3];
+        ts_program *p[3];
+        ts_tensor *X = random_tensor(4, (int64_t[]){1, d[0], d[2], d[2]}, 1.f);
+        for (int k = 0; k < 3; k++) {
+            p[k] = one_deconv(d, layout[k], &g[k]);
+            CHECK_TS(ts_program_feed(p[k], "x", X));
+            ts_run(p[k]);
+        }
+        double t[3][MAX_REPS], start = now();
+        int reps = 0;
+        while (reps < MAX_REPS && (reps < MIN_REPS || now() - start < budget))
+            for (int k = 0; k < 3; k++) t[k][reps] = ts_run(p[k]), reps += k == 2;
+        char name[64];
+        snprintf(name, sizeof name, "%d -> %d, %d^2, %dx%d, s%d, p%d", d[0], d[1], d[2], d[3], d[3], d[4], d[5]);
+        printf("%-30s |", name);
+        for (int k = 0; k < 3; k++) {
+            qsort(t[k], (size_t)reps, sizeof(double), cmp_double);
+            printf(" %8.2f", t[k][reps / 2] * 1e3);
+            ts_program_free(p[k]);
+            ts_graph_free(g[k]);
+        }
+        printf("\n");
+        fflush(stdout);
+        ts_tensor_free(X);
+    }
+}
+
 /* ------------------------------------------------------------------ a MobileNet-like stack */
 
 typedef struct net {
@@ -431,6 +495,7 @@ int main(int argc, char **argv) {
     }
     printf("  time against all-plain: %.3f, against all-blocked: %.3f\n", med[0] / med[1], med[0] / med[2]);
     printf("  int8 time against f32: %.3f (int8 always: %.3f)\n", med[3] / med[0], med[4] / med[0]);
+    bench_deconvs(budget);
     dnnl_stream_destroy(st);
     dnnl_engine_destroy(eng);
     return 0;

@@ -43,6 +43,12 @@
  * so 1x1 stride-1 unpadded convolutions (a plain matrix product per image) stay plain and the
  * other convolutions go blocked, except depthwise conv2d (groups = C = O), which runs the direct
  * NCHW kernel below (dw_forward: no reorders, no workspace): 7.6, 4.2 and 7.6 ms on those three.
+ * conv_transpose2d stays plain: its output is stride^2 times its input, and a blocked output pads
+ * O to 16 (the OCR detector's last one has O = 1). bench/conv.c's part 3 (2026-12-07, AVX-512, 2
+ * threads, medians), blocked-with-reorders vs plain: 2x2 s2 24->1 480^2 32.9 vs 3.3 ms, 24->24
+ * 240^2 18.2 vs 10.4, 64->64 120^2 10.7 vs 7.4, 512->256 16^2 2.2 vs 1.5; 4x4 s2 256->128 32^2
+ * 5.3 vs 5.2; 3x3 s2 64->32 120^2 6.4 vs 6.3 (best-of-15 timings elsewhere the same day: blocked
+ * ahead there by 3%, level or behind everywhere else). The PP-OCRv4 detector: 11% faster.
  * A MobileNet-like stack of 24 convolutions on a 960x960 image (bench/conv.c): 214 ms with this
  * choice, 236 all blocked, 406 all plain (same conditions).
  * The device's option "conv_layout" "plain" or "blocked" (ts_device_set_option; read at compile
@@ -157,6 +163,7 @@ static dnnl_status_t md_deconv_weights(dnnl_memory_desc_t *md, const cgeom *q) {
 static int choose_layout(const ts_node *n, const cgeom *q, int forced) {
     if (forced == TS_CPU_LAYOUT_PLAIN) return 0;
     if (forced == TS_CPU_LAYOUT_BLOCKED) return 1;
+    if (n->op == TS_OP_CONV_TRANSPOSE2D) return 0; /* its output, stride^2 x its input, reordered costs more */
     int pointwise = q->KH == 1 && q->KW == 1 && q->stride[0] == 1 && q->stride[1] == 1 && q->pad_l[0] == 0 &&
                     q->pad_l[1] == 0 && q->pad_r[0] == 0 && q->pad_r[1] == 0 && q->G == 1;
     return !(pointwise && n->op != TS_OP_CONV2D_GRAD_WEIGHT);
