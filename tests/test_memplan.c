@@ -18,6 +18,8 @@
  *    and the shape rule refuses an unknown activation code. With ts_backward the activation is
  *    not fused (its backward reads the product) and loss and gradients match the unfused
  *    program's; the same graph compiled for inference fuses.
+ *  - Binary ops by a one-element constant as scale links of a chain (fuse.c rule 11), and
+ *    hard_swish as ONNX exports spell it made one node (rule 12), bit for bit.
  */
 #define TU_ALLOC_COUNTER
 #include "test_util.h"
@@ -220,6 +222,100 @@ static void test_plan_reuse(void) {
     }
     ts_program_free(p);
     ts_graph_free(g);
+}
+
+/* A one-element f32 constant of the given shape. */
+static ts_value scalar_const(ts_graph *g, float v, int ndim) {
+    ts_tensor *t = ts_tensor_new(TS_F32, ndim, (int64_t[]){1, 1, 1, 1});
+    *(float *)ts_tensor_data(t) = v;
+    ts_value c = ts_constant(g, t);
+    ts_tensor_free(t);
+    return c;
+}
+
+/* fuse.c rule 11: mul, add, sub (either side) and div by a power of two, of x by a one-element
+ * constant, become scale nodes that rule 3 chains: relu((-0.75 - (2.5 x + -0.75)) / 4) / 6 is two
+ * nodes (a fused_elementwise of four steps, then the relu: a chain holds four) plus the div by 6
+ * (1/6 inexact: left alone); out2 = x * -3 is one scale. Both outputs equal the unfused program's
+ * bit for bit, zeros' signs included (x holds +0 and -0). Without the rule: 7 nodes. */
+static void test_scalar_ops_to_scale(void) {
+    ts_graph *g = ts_graph_new();
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(3, 1000));
+    ts_value t = ts_add(g, ts_mul(g, scalar_const(g, 2.5f, 1), x), scalar_const(g, -0.75f, 2));
+    t = ts_div(g, ts_sub(g, scalar_const(g, -0.75f, 1), t), scalar_const(g, 4.f, 1));
+    ts_name(g, ts_div(g, ts_relu(g, t), scalar_const(g, 6.f, 1)), "out");
+    ts_name(g, ts_mul(g, x, scalar_const(g, -3.f, 1)), "out2");
+    CHECK(ts_graph_status(g) == TS_OK, "build: %s", ts_last_error());
+    ts_program *p[2];
+    for (int k = 0; k < 2; k++) {
+        p[k] = ts_compile(g, &(ts_compile_opts){TU_FETCHES("out", "out2"), .inference = 1, .no_fusion = k});
+        CHECK(p[k] != NULL, "compile: %s", ts_last_error());
+    }
+    tu_rng r = tu_rng_seed(5);
+    ts_tensor *xt = tu_rand_tensor(&r, DIMS(3, 1000), -2, 2);
+    tu_f32(xt)[0] = 0.f, tu_f32(xt)[1] = -0.f, tu_f32(xt)[2] = 0.3f; /* 2.5 x - 0.75 = 0 at 0.3 */
+    ts_tensor *o[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    for (int k = 0; k < 2 && p[0] && p[1]; k++) {
+        ts_memory m = {.struct_size = sizeof m};
+        CHECK_OK(ts_program_memory(p[k], &m));
+        if (k == 0) CHECK(m.nodes == 4 && m.fused == 3, "fused: nodes %d, fused %d (expected 4 and 3)", m.nodes, m.fused);
+        else CHECK(m.nodes == 7 && m.fused == 0, "unfused: nodes %d, fused %d (expected 7 and 0)", m.nodes, m.fused);
+        CHECK_OK(ts_program_feed(p[k], "x", xt));
+        CHECK_OK(ts_program_run(p[k]));
+        o[k][0] = TU_FETCH(p[k], "out"), o[k][1] = TU_FETCH(p[k], "out2");
+    }
+    for (int j = 0; j < 2; j++)
+        CHECK(o[0][j] && o[1][j] && !memcmp(tu_f32(o[0][j]), tu_f32(o[1][j]), sizeof(float) * 3000),
+              "%s: the fused program's bits differ from the unfused one's", j ? "out2" : "out");
+    CHECK(o[0][1] && signbit(tu_f32(o[0][1])[0]) && !signbit(tu_f32(o[0][1])[1]), "x * -3 lost a zero's sign");
+    for (int k = 0; k < 2; k++) ts_tensor_free(o[k][0]), ts_tensor_free(o[k][1]), ts_program_free(p[k]);
+    ts_tensor_free(xt);
+    ts_graph_free(g);
+}
+
+/* fuse.c rule 12: hard_swish as ONNX exports spell it, (x clip(x + 3, 0, 6)) / 6, becomes one
+ * hard_swish node with the same bits as the four ops and as ts_hard_swish; with the mul's operands
+ * swapped too; a clip to [0, 5] is left as it is (4 nodes, the + 3 a scale). x spans the clip's
+ * three pieces and the points -3 and 3. */
+static void test_hard_swish_pattern(void) {
+    for (int variant = 0; variant < 3; variant++) {
+        ts_graph *g = ts_graph_new();
+        ts_value x = ts_input(g, "x", TS_F32, DIMS(2, 500));
+        ts_value v = ts_clip(g, ts_add(g, x, scalar_const(g, 3.f, 1)), 0.f, variant == 2 ? 5.f : 6.f);
+        ts_value y = ts_div(g, variant == 1 ? ts_mul(g, v, x) : ts_mul(g, x, v), scalar_const(g, 6.f, 1));
+        ts_name(g, y, "out");
+        ts_name(g, ts_hard_swish(g, ts_input(g, "x2", TS_F32, DIMS(2, 500))), "op");
+        CHECK(ts_graph_status(g) == TS_OK, "build: %s", ts_last_error());
+        ts_program *p[2];
+        for (int k = 0; k < 2; k++) {
+            p[k] = ts_compile(g, &(ts_compile_opts){TU_FETCHES("out", "op"), .inference = 1, .no_fusion = k});
+            CHECK(p[k] != NULL, "compile: %s", ts_last_error());
+        }
+        ts_tensor *xt = ts_tensor_new(TS_F32, DIMS(2, 500));
+        for (int i = 0; i < 1000; i++) tu_f32(xt)[i] = -5.f + 10.f * (float)i / 999.f;
+        tu_f32(xt)[0] = -3.f, tu_f32(xt)[1] = 3.f, tu_f32(xt)[2] = -0.f;
+        ts_tensor *o[2] = {NULL, NULL}, *op = NULL;
+        for (int k = 0; k < 2 && p[0] && p[1]; k++) {
+            ts_memory m = {.struct_size = sizeof m};
+            CHECK_OK(ts_program_memory(p[k], &m));
+            int want = k || variant == 2 ? 4 : 1; /* + the hard_swish op */
+            CHECK(m.nodes == want + 1, "variant %d, %s: %d nodes, expected %d", variant, k ? "unfused" : "fused",
+                  m.nodes, want + 1);
+            CHECK_OK(ts_program_feed(p[k], "x", xt));
+            CHECK_OK(ts_program_feed(p[k], "x2", xt));
+            CHECK_OK(ts_program_run(p[k]));
+            o[k] = TU_FETCH(p[k], "out");
+            if (k == 0) op = TU_FETCH(p[k], "op");
+        }
+        CHECK(o[0] && o[1] && !memcmp(tu_f32(o[0]), tu_f32(o[1]), sizeof(float) * 1000),
+              "variant %d: the fused program's bits differ from the unfused one's", variant);
+        if (variant < 2)
+            CHECK(o[1] && op && !memcmp(tu_f32(o[1]), tu_f32(op), sizeof(float) * 1000),
+                  "variant %d: the four ops' bits differ from ts_hard_swish's", variant);
+        ts_tensor_free(o[0]), ts_tensor_free(o[1]), ts_tensor_free(op), ts_tensor_free(xt);
+        ts_program_free(p[0]), ts_program_free(p[1]);
+        ts_graph_free(g);
+    }
 }
 
 /* With fusion on, the elementwise chain loses nodes (fused counts them) and gives the same
@@ -600,6 +696,8 @@ int main(int argc, char **argv) {
     RUN(test_plan_grow);
     RUN(test_plan_reuse);
     RUN(test_plan_fusion_report);
+    RUN(test_scalar_ops_to_scale);
+    RUN(test_hard_swish_pattern);
     RUN(test_fuse_matmul_act);
     RUN(test_unary_grad_reads);
     RUN(test_report_plain);

@@ -332,7 +332,7 @@ static void test_pass_and_set_param(void) {
     CHECK_OK(ts_device_set_option("cpu", "conv_int8", "always"));
 }
 
-/* No gradient; a negative or infinite a_scale refused. */
+/* No gradient; a negative or infinite a_scale refused, and a choose other than 0 or 1. */
 static void test_refusals(void) {
     cc c = CASES[0];
     ts_graph *g = ts_graph_new();
@@ -348,6 +348,18 @@ static void test_refusals(void) {
         CHECK_ERRMSG("conv2d_i8", "a_scale");
         ts_graph_free(g);
     }
+    c = CASES[0];
+    g = ts_graph_new();
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(c.N, c.C, c.H, c.W));
+    ts_value w = ts_param(g, "w", TS_F32, DIMS(c.O, c.C, c.KH, c.KW), ts_init_normal(0.2f));
+    ts_attrs at;
+    case_attrs(&c, &at);
+    at.i[11] = 2, at.ni = 12;
+    int in[2] = {x, w};
+    CHECK(ts_node_add(g, TS_OP_CONV2D_I8, 2, in, &at, NULL) == TS_NONE && ts_last_status() == TS_ERR_ARG,
+          "choose 2 accepted");
+    CHECK_ERRMSG("conv2d_i8", "choose");
+    ts_graph_free(g);
 }
 
 
@@ -358,22 +370,26 @@ static void keep_report(void *ctx, const char *text, size_t len) {
     snprintf(report, sizeof report, "%.*s", (int)len, text);
 }
 
-/* The device option "conv_int8" "fastest" (the default; the other cases run "always"): each
- * convolution times its int8 kernel against the f32 one on its first run and keeps the faster.
- * Which one wins depends on this machine's timings, so each case checks that the output is the
- * kernel's the profile names: int8 within 1e-5 of the reference kernel, f32 within 1e-5 of
- * conv2d's f32 math in double (both differ from the other by about 1e-2: a wrong output shows);
- * and that later runs keep it (the same bits). With "always" the profile names no kernel. */
+/* The device option "conv_int8" "fastest" (the default; the other cases run "always") on nodes
+ * whose attribute choose is 1 (as the quantization pass makes them): each convolution times its
+ * int8 kernel against the f32 one on its first run and keeps the faster. Which one wins depends on
+ * this machine's timings, so each case checks that the output is the kernel's the profile names:
+ * int8 within 1e-5 of the reference kernel, f32 within 1e-5 of conv2d's f32 math in double (both
+ * differ from the other by about 1e-2: a wrong output shows); and that later runs keep it (the
+ * same bits). With "always", or with choose 0 (a conv2d_i8 built as int8 math), the profile
+ * names no kernel and the output is int8's. */
 static void test_fastest_kernel_choice(void) {
     tu_rng r = tu_rng_seed(14);
     int chose[2] = {0, 0};
-    for (int mode = 0; mode < 2; mode++) {
-        CHECK_OK(ts_device_set_option("cpu", "conv_int8", mode ? "always" : "fastest"));
+    for (int mode = 0; mode < 3; mode++) { /* fastest, always, fastest with choose 0 */
+        CHECK_OK(ts_device_set_option("cpu", "conv_int8", mode == 1 ? "always" : "fastest"));
         for (int t = 0; t < NCASES; t++) {
             const cc *c = &CASES[t];
             ts_graph *g = ts_graph_new();
             ts_graph_set_seed(g, 7 + t);
-            build(g, c);
+            ts_value yv = build(g, c);
+            ts_node *yn = yv != TS_NONE ? &g->nodes[g->vals[yv].node] : NULL;
+            if (yn) yn->attr.i[11] = mode < 2, yn->attr.ni = 12;
             const char *f[] = {"y"};
             ts_program *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = 1,
                                                              .fetches = f, .inference = 1, .profile = 1});
@@ -393,8 +409,8 @@ static void test_fastest_kernel_choice(void) {
             report[0] = 0;
             CHECK_OK(ts_program_profile_report(p, keep_report, NULL));
             int f32 = strstr(report, "conv2d_i8 (f32)") != NULL, i8 = strstr(report, "conv2d_i8 (int8)") != NULL;
-            if (mode) CHECK(!f32 && !i8 && strstr(report, "conv2d_i8 "), "%s, always: the profile names a kernel:\n%s",
-                            c->name, report);
+            if (mode) CHECK(!f32 && !i8 && strstr(report, "conv2d_i8 "), "%s, %s: the profile names a kernel:\n%s",
+                            c->name, mode == 1 ? "always" : "choose 0", report);
             else CHECK(f32 + i8 == 1, "%s, fastest: the profile names %s:\n%s", c->name, f32 ? "both" : "neither",
                        report);
             double worst = INFINITY;
@@ -410,8 +426,9 @@ static void test_fastest_kernel_choice(void) {
             }
             free(ref);
             if (!mode) chose[f32]++;
-            printf("  %-36s %-7s ran %-4s largest relative |y - its kernel's math| = %.2e\n", c->name,
-                   mode ? "always" : "fastest", f32 ? "f32" : "int8", worst);
+            static const char *const mode_name[3] = {"fastest", "always", "choose 0"};
+            printf("  %-36s %-8s ran %-4s largest relative |y - its kernel's math| = %.2e\n", c->name,
+                   mode_name[mode], f32 ? "f32" : "int8", worst);
             CHECK(worst <= 1e-5, "%s: the output is not the %s kernel's (off by %.3e)", c->name, f32 ? "f32" : "int8",
                   worst);
             CHECK(y1 && y2 && !memcmp(tu_f32(y1), tu_f32(y2), sizeof(float) * (size_t)ny),

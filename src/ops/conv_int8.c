@@ -26,8 +26,11 @@
  *   rne: round to nearest, ties to even. Symmetric (no zero points). A non-finite activation makes
  *   a dynamic sa NaN, so the whole output is NaN; with a fixed a_scale it quantizes to +-127 (NaN
  *   to 127). A non-finite weight makes its channel's sw[o] NaN.
- * Attributes: conv2d's i[0..10], f[0..2] (the same indices, so conv2d's decoder reads them), and
- *   f[3] = a_scale (>= 0, finite).
+ * Attributes: conv2d's i[0..10], f[0..2] (the same indices, so conv2d's decoder reads them),
+ *   f[3] = a_scale (>= 0, finite), and i[11] = choose (0 or 1): 1 lets a device run conv2d's f32
+ *   math for the node instead, where it measures that faster (the CPU: backend/cpu/conv_int8.c,
+ *   "Which kernel"); the quantization pass sets it (graph/passes/quantize_conv.c). A conv2d_i8
+ *   built with 0 is int8 math on every device.
  * Inference only: no gradient (grad refuses with TS_ERR_UNSUPPORTED).
  * The reference kernel below quantizes the weights on every call (the CPU kernel keeps them,
  * quantized and in oneDNN's layout, until a weight is written) and sums in plain int32 loops.
@@ -69,6 +72,10 @@ static ts_status infer_conv_i8(ts_graph *g, ts_node *n) {
     if (!(a_scale >= 0.f) || isinf(a_scale))
         return ts_err(TS_ERR_ARG, "op conv2d_i8: activation scale a_scale (f[3]) = %g; takes a finite scale > 0 "
                       "(fixed) or 0 (dynamic)", (double)a_scale);
+    int64_t choose = n->attr.ni > 11 ? n->attr.i[11] : 0;
+    if (choose != 0 && choose != 1)
+        return ts_err(TS_ERR_ARG, "op conv2d_i8: choose (i[11]) = %lld; takes 0 (int8 always) or 1 (a device may "
+                      "run it in f32)", (long long)choose);
     ts_status s = ts_op_get(TS_OP_CONV2D)->infer(g, n); /* conv2d's shape rule (its messages say conv2d) */
     if (s) return s;
     const ts_val *w = &g->vals[n->in[1]];

@@ -5,6 +5,7 @@
  *   clip(x; lo, hi)            = min(max(x, lo), hi)           (lo / hi may be -inf / +inf)
  *   hard_sigmoid(x; a, b)      = max(0, min(1, a x + b))
  *   hard_swish(x)              = x hard_sigmoid(x; 1/6, 1/2) = x min(max(x + 3, 0), 6) / 6
+ *                                computed as (x min(max(x + 3, 0), 6)) / 6, PyTorch's order
  * Gradients (as PyTorch's), for upstream g:
  *   clip:         g where lo <= x <= hi, else 0
  *   hard_sigmoid: g a where 0 < a x + b < 1, else 0
@@ -13,8 +14,8 @@
  *
  * Attributes: clip f[0] = lo, f[1] = hi; hard_sigmoid f[0] = alpha, f[1] = beta; hard_swish
  * none; hard_act_grad i[0] = the forward op id (ni = 1), f[0], f[1] = the forward op's.
- * These ops are not part of fused_elementwise chains (ops/fused.c): the fusion pass leaves them
- * as they are.
+ * These ops are not part of fused_elementwise chains (ops/fused.c); the fusion pass makes a
+ * hard_swish of the ops an ONNX export spells it with (graph/passes/fuse.c rule 12).
  */
 #include "ops/op.h"
 
@@ -70,7 +71,7 @@ static void hard_fwd(int op, float a, float b, const float *x, float *y, int64_t
             float v = x[i] + 3.f;
             v = v < 0.f ? 0.f : v;
             v = v > 6.f ? 6.f : v;
-            y[i] = x[i] * v * (1.f / 6.f);
+            y[i] = x[i] * v / 6.f; /* PyTorch's order; ONNX exports of it, fused (fuse.c rule 12), the same bits */
         }
         break;
     }

@@ -21,7 +21,7 @@ __kernel void hard_act(BUFARG(float, x), BUFARG(float, gy), BUFARG(float, y), lo
             r = v + 3.f;
             r = r < 0.f ? 0.f : r;
             r = r > 6.f ? 6.f : r;
-            r = v * r * (1.f / 6.f);
+            r = v * r / 6.f; /* the CPU's order (ops/hardact.c) */
         }
     } else {
         float g = BUF(float, gy)[i];

@@ -48,7 +48,8 @@
  * from channels-last) cost more than its arithmetic saves (small convolutions, 1 x 1 and
  * depthwise ones that conv_dnnl.c runs on NCHW without reorders: the PP-OCRv4 detector's), the
  * f32 convolution is faster. So, as TensorRT's builder times a layer's kernels and may keep it in
- * higher precision, a node with fixed weights also prepares conv_dnnl.c's f32 kernel for itself
+ * higher precision, a node with fixed weights whose attribute choose is 1 (the quantization pass
+ * sets it; a conv2d_i8 built with 0 asked for int8 math) also prepares conv_dnnl.c's f32 kernel for itself
  * (same node: conv2d_i8's attributes are conv2d's) and its first run times the two (choose()):
  * each once untimed, then CHOOSE_ROUNDS times each, alternating; the best times decide, for the
  * program's life, and the run's output is the kept kernel's. The profile names the kept kernel
@@ -273,7 +274,7 @@ static ts_status ci8_prepare(ts_cpu_dev *dev, const ts_plan *plan, const ts_node
     *state = s;
     *scratch = s->total_bytes;
     s->choice = CI8_INT8;
-    if (s->fixed && !dev->conv_int8_always) { /* the f32 kernel as a candidate (see "Which kernel") */
+    if (s->fixed && TS_NODE_ATTRS(conv2d_i8, n).choose && !dev->conv_int8_always) { /* see "Which kernel" */
         size_t need = 0;
         ts_status ps = ts_cpu_conv2d_dnnl.prepare(dev, plan, n, &s->f32, &need);
         if (ps != TS_OK) return ps; /* s is released with the plan */

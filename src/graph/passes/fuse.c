@@ -13,10 +13,12 @@
  *    out of fusion.
  *  - Each rewrite leaves every other value's consumer count unchanged (the fused node reads what
  *    the dead producer read), so the counts are computed once.
- * Nodes are visited in index order, so a chain grows one consumer at a time. Two rules are of
+ * Nodes are visited in index order, so a chain grows one consumer at a time. Four rules are of
  * another kind and say how they keep these promises: rule 8 merges two readers of one value
- * (siblings) into a node with both their outputs, and rule 10 drops a repeated cast and moves its
- * readers to the first (the only rule that rewires readers).
+ * (siblings) into a node with both their outputs, rule 10 drops a repeated cast and moves its
+ * readers to the first (the only rule that rewires readers), rule 11 turns a node into another
+ * op in place (absorbing nothing), and rule 12 absorbs three producers, one of whose inputs (x)
+ * it reads once where they read it twice.
  */
 #include "graph/op_attrs.h"
 #include "graph/passes/passes.h"
@@ -362,6 +364,87 @@ static int fuse_same_cast(fuse_ctx *c, int i) {
     return 1;
 }
 
+/* 11. a binary op by a constant scalar: mul, add or sub (the constant on either side) or div by a
+ * power of two, of an f32 x by a one-element f32 constant k, the result of x's shape -> scale(x;
+ * alpha, beta) in place: k x + (-0), x + k, x - k, k - x, x (1/k). Bit for bit the binary op's:
+ * the scale kernel computes alpha x + beta with one rounding (or two, the second exact), -0 keeps
+ * the sign of a zero product, and 1/k is exact for a power of two. It merges nothing itself (it
+ * runs before the other rules, on node i), but makes the node a link of rule 3's chains:
+ * PP-LCNetV3's learnable affine blocks (a scale and a bias of one element each after the
+ * convolutions of PaddleOCR's detector) become one pass instead of two. */
+static int scalar_to_scale(fuse_ctx *c, int i) {
+    ts_graph *g = c->g;
+    const ts_node *n = &g->nodes[i];
+    int op = n->op;
+    if ((op != TS_OP_MUL && op != TS_OP_ADD && op != TS_OP_SUB && op != TS_OP_DIV) || n->nin != 2 || n->nout != 1)
+        return 0;
+    float k;
+    int side = const_scalar(g, n->in[1], &k) ? 0 : const_scalar(g, n->in[0], &k) ? 1 : -1; /* x's slot */
+    if (side < 0 || g->vals[n->in[side]].dtype != TS_F32 || !same_type(&g->vals[n->in[side]], &g->vals[n->out[0]]))
+        return 0;
+    float alpha = 1.f, beta = -0.f;
+    int e = 0;
+    if (op == TS_OP_MUL) alpha = k;
+    else if (op == TS_OP_ADD) beta = k;
+    else if (op == TS_OP_SUB) alpha = side ? -1.f : 1.f, beta = side ? k : -k;
+    else if (side == 0 && fabsf(frexpf(k, &e)) == 0.5f && e > -125 && e < 127) alpha = 1.f / k;
+    else return 0; /* k / x, or x / k with 1 / k inexact */
+    ts_node r = *n;
+    r.op = TS_OP_SCALE;
+    r.nin = 1;
+    r.in[0] = n->in[side];
+    for (int j = 1; j < TS_MAX_IN; j++) r.in[j] = -1;
+    memset(&r.attr, 0, sizeof r.attr);
+    r.attr.f[0] = alpha, r.attr.f[1] = beta;
+    if (c->accept && !c->accept(c->accept_ctx, g, &r, NULL)) return 0;
+    c->uses[n->in[1 - side]]--; /* the constant: no longer read here */
+    g->nodes[i] = r;
+    return 1;
+}
+
+/* Is node p scale(x; alpha, beta)? */
+static int is_scale_by(const ts_node *p, int x, float alpha, float beta) {
+    return p->op == TS_OP_SCALE && p->in[0] == x && p->attr.f[0] == alpha && p->attr.f[1] == beta;
+}
+
+/* 12. hard_swish as an ONNX export spells it (opsets before 14 have no HardSwish; PaddleOCR's
+ * PP-LCNetV3 after every convolution): div(mul(x, clip(x + 3, 0, 6)), 6), the mul's operands in
+ * either order, x + 3 already a scale (rule 11), each intermediate read once, all f32 of x's
+ * shape -> hard_swish(x), which computes the same expression in the same order (ops/hardact.c):
+ * the same bits. Four passes over x become one. */
+static int fuse_hard_swish(fuse_ctx *c, int i) {
+    ts_graph *g = c->g;
+    const ts_node *n = &g->nodes[i];
+    float six;
+    if (n->op != TS_OP_DIV || n->nin != 2 || !const_scalar(g, n->in[1], &six) || six != 6.f) return 0;
+    int pm = fusable_producer(c, n->in[0], i);
+    if (pm < 0 || g->nodes[pm].op != TS_OP_MUL || g->nodes[pm].nin != 2) return 0;
+    const ts_node *m = &g->nodes[pm];
+    for (int side = 0; side < 2; side++) {
+        int x = m->in[side], pc = fusable_producer(c, m->in[1 - side], pm);
+        if (x < 0 || pc < 0 || g->nodes[pc].op != TS_OP_CLIP || g->nodes[pc].nin != 1) continue;
+        const ts_node *cl = &g->nodes[pc];
+        if (TS_NODE_ATTRS(clip, cl).lo != 0.f || TS_NODE_ATTRS(clip, cl).hi != 6.f) continue;
+        int ps = fusable_producer(c, cl->in[0], pc);
+        if (ps < 0 || !is_scale_by(&g->nodes[ps], x, 1.f, 3.f)) continue;
+        const ts_val *xv = &g->vals[x];
+        if (xv->dtype != TS_F32 || !same_type(xv, &g->vals[n->out[0]]) || !same_type(xv, &g->vals[m->out[0]])) return 0;
+        ts_node r = *n;
+        r.op = TS_OP_HARD_SWISH;
+        r.nin = 1;
+        r.in[0] = x;
+        for (int j = 1; j < TS_MAX_IN; j++) r.in[j] = -1;
+        memset(&r.attr, 0, sizeof r.attr);
+        if (c->accept && !c->accept(c->accept_ctx, g, &r, NULL)) return 0;
+        c->uses[x]--;          /* read by the scale and the mul, now by the hard_swish alone */
+        c->uses[n->in[1]]--;   /* the 6 */
+        c->alive[pm] = c->alive[pc] = c->alive[ps] = 0;
+        g->nodes[i] = r;
+        return 3;
+    }
+    return 0;
+}
+
 /* accept: asked of every merged node, with the producer it absorbs, before it is made (the
  * runtime asks the device: a backend that runs "matmul" may not know its activation attribute);
  * NULL: every rule may fire. */
@@ -380,10 +463,12 @@ int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_acc
     int removed = 0;
     for (int i = 0; i < g->nnodes; i++) {
         if (!alive[i]) continue;
+        scalar_to_scale(&c, i); /* changes node i's op only */
         removed += fuse_matmul_bias(&c, i) || fuse_matmul_scale(&c, i) ||
                    fuse_matmul_act(&c, i) || fuse_matmul_f32_out(&c, i) || fuse_conv_act(&c, i) ||
                    fuse_conv_clamp(&c, i) || fuse_unary_chain(&c, i) || fuse_cast_sum(&c, i) ||
                    fuse_matmul_bf16_out(&c, i) || fuse_same_cast(&c, i);
+        removed += fuse_hard_swish(&c, i);
     }
     free(c.uses);
     return removed;

@@ -7,7 +7,8 @@
  *   ONNX Conv1d weights reach conv2d; the CPU kernel keeps their quantized copy across runs, as
  *   conv_dnnl.c keeps its reordered one), and C/G KH KW within the op's int32 bound.
  * The node keeps its index, inputs, output, geometry and fused epilogue (conv2d_i8 reads conv2d's
- * attributes at the same indices); f[3] (a_scale) is 0: dynamic.
+ * attributes at the same indices); f[3] (a_scale) is 0: dynamic; i[11] (choose) is 1: the device
+ * may run the node's f32 math where it measures that faster (backend/cpu/conv_int8.c).
  */
 #include "graph/op_attrs.h"
 #include "graph/opdef.h"
@@ -28,6 +29,8 @@ int ts_pass_quantize_conv(ts_graph *g, const uint8_t *alive) {
         if (!alive[i] || !ts_quantizable_conv(g, n)) continue;
         n->op = TS_OP_CONV2D_I8;
         n->attr.f[3] = 0.f;
+        n->attr.i[11] = 1; /* choose: the device may keep f32 where it measures it faster */
+        n->attr.ni = 12;
         count++;
     }
     return count;
