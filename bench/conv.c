@@ -486,7 +486,8 @@ int main(int argc, char **argv) {
                (double)n.flops / med[k] * 1e-9, n.nparam);
         report[0] = 0;
         if (k == 3) CHECK_TS(ts_program_profile_report(p, keep_report, NULL));
-        if (k == 3) printf("; %d kept int8, %d run f32", report_nodes("conv2d_i8 (int8)"), report_nodes("conv2d_i8 (f32)"));
+        if (k == 3)
+            printf("; %d kept int8, %d run f32", report_nodes("conv2d_i8 (int8)"), report_nodes("conv2d_i8 (f32)"));
         printf(")\n");
         fflush(stdout);
         ts_tensor_free(X);

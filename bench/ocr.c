@@ -66,8 +66,8 @@ int main(int argc, char **argv) {
     double first[NV], t[NV][MAX_RUNS];
     for (int k = 0; k < NV; k++) { /* the option is read when a session's program is compiled: its first run */
         if (ts_device_set_option("cpu", "conv_int8", k == 2 ? "always" : "fastest") != TS_OK) return 1;
-        s[k] = ts_onnx_session_new(m, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts),
-                                                          .num_threads = threads, .quantize = k ? TS_QUANT_DYNAMIC : 0});
+        ts_compile_opts co = {.struct_size = sizeof co, .num_threads = threads, .quantize = k ? TS_QUANT_DYNAMIC : 0};
+        s[k] = ts_onnx_session_new(m, &co);
         if (!s[k]) return fprintf(stderr, "bench/ocr: %s\n", ts_last_error()), 1;
         first[k] = run_once(s[k], x);
     }

@@ -258,7 +258,8 @@ static void test_scalar_ops_to_scale(void) {
     for (int k = 0; k < 2 && p[0] && p[1]; k++) {
         ts_memory m = {.struct_size = sizeof m};
         CHECK_OK(ts_program_memory(p[k], &m));
-        if (k == 0) CHECK(m.nodes == 4 && m.fused == 3, "fused: nodes %d, fused %d (expected 4 and 3)", m.nodes, m.fused);
+        if (k == 0)
+            CHECK(m.nodes == 4 && m.fused == 3, "fused: nodes %d, fused %d (expected 4 and 3)", m.nodes, m.fused);
         else CHECK(m.nodes == 7 && m.fused == 0, "unfused: nodes %d, fused %d (expected 7 and 0)", m.nodes, m.fused);
         CHECK_OK(ts_program_feed(p[k], "x", xt));
         CHECK_OK(ts_program_run(p[k]));
