@@ -196,24 +196,30 @@ static void set_layout(const char *layout) {
     }
 }
 
-/* A program with one conv2d; layout "plain" / "blocked" (NULL: the backend's choice) is read
- * when it is compiled. */
-static ts_program *one_conv(const shape *s, const char *layout, ts_graph **gout) {
+/* g compiled for inference, fetching "y", with the given layout for every convolution (NULL: the
+ * backend's choice; the option is read at compile); exits on failure. */
+static ts_program *compile_y(ts_graph *g, const char *layout) {
     set_layout(layout);
-    ts_graph *g = ts_graph_new();
-    ts_value x = ts_input(g, "x", TS_F32, 4, (int64_t[]){1, s->C, s->H, s->W});
-    ts_value w = ts_input(g, "w", TS_F32, 4, (int64_t[]){s->O, s->C / s->groups, s->K, s->K});
-    ts_value b = ts_input(g, "b", TS_F32, 1, (int64_t[]){s->O});
-    ts_conv_opts o = {{s->stride, s->stride}, {s->pad, s->pad, s->pad, s->pad}, {1, 1}, s->groups};
-    ts_name(g, ts_conv2d(g, x, w, b, &o), "y");
     ts_program *p = ts_compile(g, &(ts_compile_opts){.nfetch = 1, .fetches = (const char *[]){"y"}, .inference = 1});
     set_layout(NULL);
     if (!p) {
         fprintf(stderr, "bench_conv: ts_compile: %s\n", ts_last_error());
         exit(1);
     }
-    *gout = g;
     return p;
+}
+
+/* A program with one conv2d; layout "plain" / "blocked" (NULL: the backend's choice) is read
+ * when it is compiled. */
+static ts_program *one_conv(const shape *s, const char *layout, ts_graph **gout) {
+    ts_graph *g = ts_graph_new();
+    ts_value x = ts_input(g, "x", TS_F32, 4, (int64_t[]){1, s->C, s->H, s->W});
+    ts_value w = ts_input(g, "w", TS_F32, 4, (int64_t[]){s->O, s->C / s->groups, s->K, s->K});
+    ts_value b = ts_input(g, "b", TS_F32, 1, (int64_t[]){s->O});
+    ts_conv_opts o = {{s->stride, s->stride}, {s->pad, s->pad, s->pad, s->pad}, {1, 1}, s->groups};
+    ts_name(g, ts_conv2d(g, x, w, b, &o), "y");
+    *gout = g;
+    return compile_y(g, layout);
 }
 
 static double ts_run(ts_program *p) {
@@ -291,21 +297,14 @@ static void bench_one(dnnl_engine_t eng, dnnl_stream_t st, const shape *s, doubl
 /* One conv_transpose2d x [1, C, H, H] by w [C, O, K, K] (stride S, pad P) with a bias, compiled with
  * the given layout (NULL: the backend's choice), w and b parameters (kept across runs). */
 static ts_program *one_deconv(const int *d, const char *layout, ts_graph **gout) {
-    set_layout(layout);
     ts_graph *g = ts_graph_new();
     ts_value x = ts_input(g, "x", TS_F32, 4, (int64_t[]){1, d[0], d[2], d[2]});
     ts_value w = ts_param(g, "w", TS_F32, 4, (int64_t[]){d[0], d[1], d[3], d[3]}, ts_init_normal(0.1f));
     ts_value b = ts_param(g, "b", TS_F32, 1, (int64_t[]){d[1]}, ts_init_normal(0.1f));
     ts_conv_opts o = {{d[4], d[4]}, {d[5], d[5], d[5], d[5]}, {1, 1}, 1};
     ts_name(g, ts_conv_transpose2d(g, x, w, b, &o, NULL), "y");
-    ts_program *p = ts_compile(g, &(ts_compile_opts){.nfetch = 1, .fetches = (const char *[]){"y"}, .inference = 1});
-    set_layout(NULL);
-    if (!p) {
-        fprintf(stderr, "bench_conv: ts_compile: %s\n", ts_last_error());
-        exit(1);
-    }
     *gout = g;
-    return p;
+    return compile_y(g, layout);
 }
 
 /* Part 3: each shape's conv_transpose2d with the backend's layout, forced plain and forced blocked,

@@ -130,6 +130,16 @@ static void fill(tu_rng *r, float *x, int64_t n, double s) {
 
 static double rel_err(double a, double b) { return fabs(a - b) / (fabs(b) > 1 ? fabs(b) : 1); }
 
+/* The largest rel_err of y[i] from ref[i] over n values (NaN counts as the largest). */
+static double worst_rel(const float *y, const double *ref, int64_t n) {
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = rel_err(y[i], ref[i]);
+        if (!(e <= worst)) worst = e;
+    }
+    return worst;
+}
+
 /* The reference kernel against the quantized math in double. */
 static void test_reference_is_the_quantized_math(void) {
     tu_rng r = tu_rng_seed(11);
@@ -144,11 +154,7 @@ static void test_reference_is_the_quantized_math(void) {
         x[nx / 3] = 6.f; /* an outlier sets the dynamic scale */
         reference(c, x, w, c->bias ? b : NULL, y);
         double_math(c, x, w, c->bias ? b : NULL, 1, ref);
-        double worst = 0;
-        for (int64_t i = 0; i < ny; i++) {
-            double e = rel_err(y[i], ref[i]);
-            if (!(e <= worst)) worst = e;
-        }
+        double worst = worst_rel(y, ref, ny);
         printf("  %-36s largest relative |reference kernel - double| = %.2e\n", c->name, worst);
         CHECK(worst <= 1e-6, "%s: reference kernel off the quantized math by %.3e", c->name, worst);
         free(x), free(w), free(b), free(y), free(ref);
@@ -418,11 +424,7 @@ static void test_fastest_kernel_choice(void) {
             double *ref = f32 ? malloc(sizeof(double) * (size_t)ny) : NULL;
             if (ref && y1 && wt && (bt || !c->bias)) {
                 double_math(c, tu_f32(xt), tu_f32(wt), bt ? tu_f32(bt) : NULL, 0, ref);
-                worst = 0;
-                for (int64_t i = 0; i < ny; i++) {
-                    double e = rel_err(tu_f32(y1)[i], ref[i]);
-                    if (!(e <= worst)) worst = e;
-                }
+                worst = worst_rel(tu_f32(y1), ref, ny);
             }
             free(ref);
             if (!mode) chose[f32]++;

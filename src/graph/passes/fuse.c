@@ -364,6 +364,26 @@ static int fuse_same_cast(fuse_ctx *c, int i) {
     return 1;
 }
 
+/* Node n made op(x): one input, attributes zeroed, its output, stage and segment kept (rules 11
+ * and 12 rewrite node i in place into such a node). */
+static ts_node as_unary(const ts_node *n, int op, int x) {
+    ts_node r = *n;
+    r.op = op;
+    r.nin = 1;
+    r.in[0] = x;
+    for (int j = 1; j < TS_MAX_IN; j++) r.in[j] = -1;
+    memset(&r.attr, 0, sizeof r.attr);
+    return r;
+}
+
+/* Node i becomes r, when the device runs r (asked with no producer: r absorbs none here); 0 and
+ * nothing changed otherwise. */
+static int rewrite(fuse_ctx *c, int i, const ts_node *r) {
+    if (c->accept && !c->accept(c->accept_ctx, c->g, r, NULL)) return 0;
+    c->g->nodes[i] = *r;
+    return 1;
+}
+
 /* 11. a binary op by a constant scalar: mul, add or sub (the constant on either side) or div by a
  * power of two, of an f32 x by a one-element f32 constant k, the result of x's shape -> scale(x;
  * alpha, beta) in place: k x + (-0), x + k, x - k, k - x, x (1/k). Bit for bit the binary op's:
@@ -389,16 +409,11 @@ static int scalar_to_scale(fuse_ctx *c, int i) {
     else if (op == TS_OP_SUB) alpha = side ? -1.f : 1.f, beta = side ? k : -k;
     else if (side == 0 && fabsf(frexpf(k, &e)) == 0.5f && e > -125 && e < 127) alpha = 1.f / k;
     else return 0; /* k / x, or x / k with 1 / k inexact */
-    ts_node r = *n;
-    r.op = TS_OP_SCALE;
-    r.nin = 1;
-    r.in[0] = n->in[side];
-    for (int j = 1; j < TS_MAX_IN; j++) r.in[j] = -1;
-    memset(&r.attr, 0, sizeof r.attr);
+    int konst = n->in[1 - side];
+    ts_node r = as_unary(n, TS_OP_SCALE, n->in[side]);
     r.attr.f[0] = alpha, r.attr.f[1] = beta;
-    if (c->accept && !c->accept(c->accept_ctx, g, &r, NULL)) return 0;
-    c->uses[n->in[1 - side]]--; /* the constant: no longer read here */
-    g->nodes[i] = r;
+    if (!rewrite(c, i, &r)) return 0;
+    c->uses[konst]--; /* the constant: no longer read here */
     return 1;
 }
 
@@ -428,18 +443,14 @@ static int fuse_hard_swish(fuse_ctx *c, int i) {
         int ps = fusable_producer(c, cl->in[0], pc);
         if (ps < 0 || !is_scale_by(&g->nodes[ps], x, 1.f, 3.f)) continue;
         const ts_val *xv = &g->vals[x];
-        if (xv->dtype != TS_F32 || !same_type(xv, &g->vals[n->out[0]]) || !same_type(xv, &g->vals[m->out[0]])) return 0;
-        ts_node r = *n;
-        r.op = TS_OP_HARD_SWISH;
-        r.nin = 1;
-        r.in[0] = x;
-        for (int j = 1; j < TS_MAX_IN; j++) r.in[j] = -1;
-        memset(&r.attr, 0, sizeof r.attr);
-        if (c->accept && !c->accept(c->accept_ctx, g, &r, NULL)) return 0;
-        c->uses[x]--;          /* read by the scale and the mul, now by the hard_swish alone */
-        c->uses[n->in[1]]--;   /* the 6 */
+        if (xv->dtype != TS_F32 || !same_type(xv, &g->vals[n->out[0]]) || !same_type(xv, &g->vals[m->out[0]]))
+            return 0;
+        int konst = n->in[1];
+        ts_node r = as_unary(n, TS_OP_HARD_SWISH, x);
+        if (!rewrite(c, i, &r)) return 0;
+        c->uses[x]--;     /* read by the scale and the mul, now by the hard_swish alone */
+        c->uses[konst]--; /* the 6 */
         c->alive[pm] = c->alive[pc] = c->alive[ps] = 0;
-        g->nodes[i] = r;
         return 3;
     }
     return 0;
