@@ -69,6 +69,11 @@
  *                   [--rounds N (2)] [--train-rounds N (1)] [--only SUBSTRING] [--no-peers]
  *                   [--profile] [--json PATH] [--seq T (128)] [--batch B (8)]
  *                   [--attention fused|eager|both (fused)] [--roofline-rounds N (1)]
+ *                   [--updates end|backward (end)] [--recompute-gelu]
+ * --updates backward: the training rows' optimizer updates run inside the backward pass
+ * (ts_optim_opts.updates_in_backward: each gradient's memory is reused once its update read it);
+ * end: after it, every gradient kept to the end of the step (the default). --recompute-gelu: the
+ * training rows' backward recomputes the FFN's GELU outputs (ts_graph_recompute_gelu).
  * Each row is measured in rounds, tessera then each peer, again (--rounds for inference rows,
  * --train-rounds for training rows), and each side's best median counts: this machine has slow
  * spells (other tenants) of tens of seconds that halve whatever runs in them, and interleaved
@@ -148,6 +153,8 @@ typedef struct opts {
     int batch;     /* the training rows' batch (--batch) */
     int attention; /* --attention: ATTN_FUSED, ATTN_EAGER or ATTN_BOTH */
     int roofline_rounds; /* rounds of the roofline: the first before the rows, the others after */
+    int updates_in_backward; /* --updates backward */
+    int recompute_gelu;      /* --recompute-gelu */
 } opts;
 
 enum { ATTN_FUSED, ATTN_EAGER, ATTN_BOTH };
@@ -269,11 +276,13 @@ static void tessera_child(const row *r, const opts *o) {
     ts_program *p;
     if (r->train) {
         cfg.max_predictions_per_seq = r->positions;
-        if (ts_bert_build(g, &cfg, TS_BERT_PRETRAINING, r->batch, T, &out) != TS_OK || ts_backward(g, out.loss) != TS_OK)
+        if (ts_bert_build(g, &cfg, TS_BERT_PRETRAINING, r->batch, T, &out) != TS_OK ||
+            (o->recompute_gelu && ts_graph_recompute_gelu(g) != TS_OK) || ts_backward(g, out.loss) != TS_OK)
             DIE("%s: building the model: %s", r->id, ts_last_error());
         float lr = 1e-4f;
         ts_tensor *lrt = ts_tensor_from(TS_F32, 0, NULL, &lr);
         ts_optim_opts oo = ts_optim_defaults(r->optim);
+        oo.updates_in_backward = o->updates_in_backward;
         if (ts_optimizer(g, ts_constant(g, lrt), &oo) != TS_OK) DIE("%s: optimizer: %s", r->id, ts_last_error());
         ts_tensor_free(lrt);
         const char *fetch[] = {"loss"};
@@ -730,7 +739,8 @@ static int make_rows(const opts *o, row *rows) {
 #define USAGE                                                                                                      \
     "bert [--steps N] [--runs N] [--latency-runs N] [--layers L] [--rounds N] [--train-rounds N]\n"               \
     "            [--only SUBSTRING] [--no-peers] [--profile] [--json PATH] [--seq T] [--batch B]\n"              \
-    "            [--attention fused|eager|both] [--roofline-rounds N]"
+    "            [--attention fused|eager|both] [--roofline-rounds N] [--updates end|backward]\n"    \
+    "            [--recompute-gelu]"
 
 /* The integer value s of flag, which must lie in [lo, hi]; else an error naming flag, the range
  * and why (words after the range, "" for none). */
@@ -765,6 +775,12 @@ static void parse_args(int argc, char **argv, opts *o) {
                          : !strcmp(v, "both") ? ATTN_BOTH : -1;
             if (o->attention < 0) DIE("--attention must be fused, eager or both, got '%s'", v);
         }
+        else if (!strcmp(a, "--updates") && more) {
+            const char *v = argv[++i];
+            o->updates_in_backward = !strcmp(v, "backward") ? 1 : !strcmp(v, "end") ? 0 : -1;
+            if (o->updates_in_backward < 0) DIE("--updates must be end or backward, got '%s'", v);
+        }
+        else if (!strcmp(a, "--recompute-gelu")) o->recompute_gelu = 1;
         else if (!strcmp(a, "--no-peers")) o->peers = 0;
         else if (!strcmp(a, "--profile")) o->profile = 1;
         else if (!strcmp(a, "--help")) {

@@ -46,6 +46,14 @@ TS_API ts_status ts_graph_store_params(ts_graph *g, ts_dtype dtype);
  * TS_ERR_ARG, recorded in the graph like a builder error). */
 TS_API ts_status ts_graph_recompute_begin(ts_graph *g);
 TS_API ts_status ts_graph_recompute_end(ts_graph *g);
+/* Recompute GELU outputs (call before ts_backward): where the backward reads a GELU's output (or
+ * a cast of it: BERT's FFN input to its second product, for that product's weight gradient), it
+ * reads a clone of the GELU (and the cast) appended there instead, computed from the GELU's
+ * input, which the backward keeps anyway for the GELU's own gradient. The forward's output then
+ * dies in the forward: BERT-Base keeps one [B, T, 3072] activation less per layer, for one GELU
+ * pass per layer more. Same bits. GELUs inside recompute segments, on another pipeline stage than
+ * the reader, or not differentiated are left alone. TS_ERR_ARG after ts_backward. */
+TS_API ts_status ts_graph_recompute_gelu(ts_graph *g);
 
 /* Pipeline stages (model parallelism, as Paddle's ipu_shard_guard(index, stage)). Ops built between
  * ts_graph_stage_begin(g, k) and ts_graph_stage_end(g) are placed on pipeline stage k (0 ..
@@ -178,6 +186,15 @@ typedef struct ts_optim_opts {
      * stochastic rounding (0: the graph's, ts_graph_set_seed). */
     int round_nearest;
     uint64_t rounding_seed;
+    /* 1: each parameter's update runs inside the backward pass, as soon as its gradient is
+     * complete and the step's last use of the parameter has run (PyTorch's optimizer-in-backward
+     * hooks), and a gradient's memory is reused once its update has read it, instead of being
+     * kept to the end of the step: ts_program_memory reports grads 0 and the arena holds them.
+     * The numbers are the same bits as updates at the end. A gradient is then not kept after the
+     * run unless it is a fetch named at compile. Not with max_grad_norm, accumulation_steps > 1,
+     * replicas, loss scaling or pipeline stages (each needs every gradient before any update):
+     * TS_ERR_ARG naming which. */
+    int updates_in_backward;
 } ts_optim_opts;
 
 /* PyTorch's defaults for a kind: SGD momentum 0; AdamW betas 0.9 / 0.999, eps 1e-8, wd 0.01;

@@ -1,11 +1,12 @@
 /*
- * test_recompute.c — recomputation (activation checkpointing): ts_graph_recompute_begin / end
- * and ts_bert_config.recompute.
+ * test_recompute.c — recomputation (activation checkpointing): ts_graph_recompute_begin / end,
+ * ts_bert_config.recompute and ts_graph_recompute_gelu.
  *
  *  - A small BERT for pre-training (2 layers, C 32, 2 heads, FFN 64, vocabulary 60, batch 3 x 8
  *    with padded rows, hidden and attention dropout 0.1) built with recompute off and on, same
  *    seed, inputs and step: the loss and every parameter gradient are bitwise identical; so are
- *    the parameters after 2 AdamW steps; with fusion on and off, and with bf16 compute.
+ *    the parameters after 2 AdamW steps; with fusion on and off, and with bf16 compute. The
+ *    same with only the GELU outputs recomputed (f32, and bf16 with 2 AdamW steps).
  *  - The small model's activation arena (ts_program_memory) is smaller with recompute on; an
  *    inference program from the same training graph is the same either way (clones are dead).
  *  - BERT-Base-sized (12 layers, C 768, 12 heads, FFN 3072, batch 8 x seq 128, f32): the bare
@@ -33,6 +34,7 @@ typedef struct spec {
     int B, T;
     int no_fusion;
     int adam_steps;    /* 0: gradients only; n: also n AdamW steps, then compare the parameters */
+    int gelu;          /* 1: "on" is ts_graph_recompute_gelu instead of a segment per layer */
 } spec;
 
 typedef struct result {
@@ -93,11 +95,12 @@ static void feed_inputs(ts_program *p, const spec *s) {
 static result *train(const spec *s, int recompute) {
     result *r = calloc(1, sizeof *r);
     ts_bert_config c = s->cfg;
-    c.recompute = recompute;
+    c.recompute = recompute && !s->gelu;
     ts_graph *g = ts_graph_new();
     ts_graph_set_seed(g, 7);
     ts_bert_outputs o;
-    if (CHECK_OK(ts_bert_build(g, &c, s->head, s->B, s->T, &o)) || CHECK_OK(ts_backward(g, o.loss)) ||
+    if (CHECK_OK(ts_bert_build(g, &c, s->head, s->B, s->T, &o)) ||
+        (recompute && s->gelu && CHECK_OK(ts_graph_recompute_gelu(g))) || CHECK_OK(ts_backward(g, o.loss)) ||
         (s->adam_steps && CHECK_OK(ts_adamw(g, ts_scalar(g, 1e-2f), 0.9f, 0.999f, 1e-8f, 0.01f)))) {
         ts_graph_free(g);
         result_free(r);
@@ -196,7 +199,7 @@ static void compare(const spec *s, double min_cut) {
 
 /* 2 layers, C 32, 2 heads, FFN 64, vocabulary 60; dropout 0.1 (hidden and attention). */
 static spec small_spec(const char *what) {
-    spec s = {what, {0}, TS_BERT_PRETRAINING, 3, 8, 0, 0};
+    spec s = {what, {0}, TS_BERT_PRETRAINING, 3, 8, 0, 0, 0};
     ts_bert_config_default(&s.cfg);
     s.cfg.vocab_size = 60;
     s.cfg.hidden_size = 32;
@@ -222,6 +225,18 @@ static void test_small_bert_bf16(void) {
     spec s = small_spec("small BERT, bf16 compute");
     s.cfg.compute_dtype = TS_BF16;
     compare(&s, 0.0);
+}
+/* GELU outputs recomputed in the backward (ts_graph_recompute_gelu): the same bits, with the FFN's
+ * [B, T, F] activations (and bf16's cast of them) no longer kept; f32, bf16 and 2 AdamW steps. */
+static void test_small_bert_gelu(void) {
+    spec s = small_spec("small BERT, GELU recomputed");
+    s.gelu = 1;
+    compare(&s, 0.0);
+    spec b = small_spec("small BERT, GELU recomputed, bf16");
+    b.gelu = 1;
+    b.cfg.compute_dtype = TS_BF16;
+    b.adam_steps = 2;
+    compare(&b, 0.0);
 }
 static void test_small_bert_adamw(void) {
     spec s = small_spec("small BERT, 2 AdamW steps");
@@ -267,7 +282,8 @@ static void test_inference_unchanged(void) {
 /* BERT-Base (bert-base-uncased's config, dropout 0.1) for sequence classification, batch 8 x
  * 128, f32: one training step each way (slow: --bert-base). */
 static void test_bert_base_train(void) {
-    spec s = {"BERT-Base 8x128 BertForSequenceClassification, one step", {0}, TS_BERT_SEQ_CLASSIFICATION, 8, 128, 0, 0};
+    spec s = {"BERT-Base 8x128 BertForSequenceClassification, one step", {0}, TS_BERT_SEQ_CLASSIFICATION, 8, 128,
+              0, 0, 0};
     ts_bert_config_default(&s.cfg);
     compare(&s, 0.40);
 }
@@ -360,6 +376,7 @@ int main(int argc, char **argv) {
     RUN(test_small_bert_nofusion);
     RUN(test_small_bert_bf16);
     RUN(test_small_bert_adamw);
+    RUN(test_small_bert_gelu);
     RUN(test_inference_unchanged);
     RUN(test_encoder_stack_memory);
     return tu_finish("test_recompute");

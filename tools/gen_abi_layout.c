@@ -146,6 +146,7 @@ static void structs(void) {
     FIELD(ts_optim_opts, shard_state);
     FIELD(ts_optim_opts, round_nearest);
     FIELD(ts_optim_opts, rounding_seed);
+    FIELD(ts_optim_opts, updates_in_backward);
     struct_end();
 
     STRUCT(ts_lr_schedule_opts);

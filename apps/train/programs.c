@@ -1,7 +1,8 @@
 /*
  * programs.c — the programs of a BERT training run (ts_bert_train_programs, "Training runs" in
  * tessera.h): the model with its head, the backward pass, the optimizer with BERT's conventions,
- * compiled for training (on one device or as a pipeline) and for evaluation.
+ * compiled for training (on one device or as a pipeline) and for evaluation. The backward
+ * recomputes the GELU outputs (ts_graph_recompute_gelu: the same bits in less memory).
  */
 #include "common/app.h"
 
@@ -36,7 +37,8 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
         what = "adding the backward pass";
         /* planning only: fp16 without loss scaling, which a pipeline does not run yet (same memory) */
         int scaled = cfg.compute_dtype == TS_F16 && !plan_only;
-        st = scaled ? ts_backward_scaled(g, out.loss, NULL) : ts_backward(g, out.loss);
+        st = ts_graph_recompute_gelu(g); /* the same bits, one [B, T, F] activation less per layer */
+        if (!st) st = scaled ? ts_backward_scaled(g, out.loss, NULL) : ts_backward(g, out.loss);
         if (!st) {
             what = "adding the optimizer";
             ts_optim_opts oo = ts_optim_defaults(o->optimizer);

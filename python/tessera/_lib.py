@@ -300,7 +300,8 @@ class OptimOpts(C.Structure):
                 ("beta1", C.c_float), ("beta2", C.c_float), ("eps", C.c_float), ("no_decay", CPP),
                 ("nno_decay", C.c_int), ("max_grad_norm", C.c_float), ("accumulation_steps", C.c_int),
                 ("no_trust", CPP), ("nno_trust", C.c_int), ("comm", P), ("bucket_bytes", C.c_size_t),
-                ("shard_state", C.c_int), ("round_nearest", C.c_int), ("rounding_seed", C.c_uint64)]
+                ("shard_state", C.c_int), ("round_nearest", C.c_int), ("rounding_seed", C.c_uint64),
+                ("updates_in_backward", C.c_int)]
 
 
 class LrScheduleOpts(C.Structure):

@@ -35,6 +35,7 @@ _g = {
     "stage_end": fn("ts_graph_stage_end", C.c_int, P),
     "recompute_begin": fn("ts_graph_recompute_begin", C.c_int, P),
     "recompute_end": fn("ts_graph_recompute_end", C.c_int, P),
+    "recompute_gelu": fn("ts_graph_recompute_gelu", C.c_int, P),
     "onnx_export": fn("ts_onnx_export", C.c_int, P, P, C.c_int, C.POINTER(V), CP),
 }
 _INITS = {"zeros": A.TS_INIT_ZEROS, "ones": A.TS_INIT_ONES, "const": A.TS_INIT_CONST, "uniform": A.TS_INIT_UNIFORM,
@@ -331,6 +332,11 @@ class Graph(Handle):
         finally:
             check(_g["recompute_end"](self.handle))
 
+    def recompute_gelu(self):
+        """Before backward(): the backward recomputes GELU outputs from their inputs instead of
+        keeping them (ts_graph_recompute_gelu; same gradients)."""
+        check(_g["recompute_gelu"](self.handle))
+
     # ---- training
     def backward(self, loss):
         """Append the backward pass of scalar loss (gradients named "<param>@GRAD")."""
@@ -351,7 +357,8 @@ class Graph(Handle):
     def optimizer(self, kind, lr, no_decay=None, **opts):
         """ts_optimizer: kind "sgd", "adamw" or "lamb" with PyTorch's defaults, changed by opts
         (weight_decay, momentum, dampening, nesterov, beta1, beta2, eps, max_grad_norm,
-        accumulation_steps); no_decay: names or globs without weight decay."""
+        accumulation_steps, updates_in_backward, ...: ts_optim_opts' fields); no_decay: names or
+        globs without weight decay."""
         o = _g["optim_defaults"](_pick(_OPTIMS, kind, "optimizer"))
         for k, v in opts.items():
             if k not in dict(OptimOpts._fields_):

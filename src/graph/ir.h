@@ -65,12 +65,16 @@ struct ts_graph {
     int has_backward;
     int loss;          /* value passed to ts_backward, or -1 */
     int nseg;          /* recompute segments begun so far (graph/recompute.c) */
+    int recompute_gelu; /* ts_graph_recompute_gelu: the backward reads GELU outputs recomputed */
     int open_seg;      /* the segment new nodes join, 0: none */
     int cur_stage;     /* the pipeline stage new nodes are placed on, -1: none */
     int nstages;       /* 1 + the highest stage any node was placed on (0: none placed) */
     int bwd_start;     /* index of the first node ts_backward appended (-1: no backward) */
     int opt_start;     /* ... and of the first ts_optimizer appended (-1: no optimizer) */
     int accum_steps;   /* the optimizer's micro-batches per step (0: no optimizer) */
+    int updates_in_backward; /* ts_optim_opts.updates_in_backward: the updates run inside the
+                                backward pass and the gradients live in the arena, not to the end
+                                of the step (ts_compile does not pin them) */
     int replicas;      /* ranks whose gradients the optimizer sums (0 or 1: none) */
     int replica;       /* this graph's rank among them: dropout of micro-batch m of a step runs at
                           step (local run) x replicas + replica, as one process would */

@@ -15,6 +15,7 @@ typedef struct ts_recompute {
     int nv;   /* values of the graph when the backward began: the ids map covers */
     int *map; /* per forward value: its clone once its segment is recomputed, else itself */
     int seg;  /* the segment recomputed last (0: none yet) */
+    int *gelu; /* ts_graph_recompute_gelu: per forward value, its clone in the backward, or -1 */
 } ts_recompute;
 
 /* TS_OK, or TS_ERR_NOMEM (nothing to free). */
@@ -27,5 +28,12 @@ void ts_recompute_free(ts_recompute *rc);
  * copy for a node outside every segment): the node the gradient rule is given. Returns TS_OK or
  * the graph's error. */
 ts_status ts_recompute_node(ts_graph *g, ts_recompute *rc, int i, ts_node *use);
+
+/* ts_graph_recompute_gelu: in *use (a node outside every segment, about to be differentiated),
+ * each input that is a forward GELU's output, or a cast of one, whose GELU is differentiated too
+ * (dep: its input depends on a parameter, so the backward keeps that input for the GELU's own
+ * gradient) and on the same stage, is renamed to a clone made here (once per value): the
+ * forward's output then dies in the forward. Returns TS_OK or the graph's error. */
+ts_status ts_recompute_gelu(ts_graph *g, ts_recompute *rc, const char *dep, ts_node *use);
 
 #endif

@@ -14,7 +14,8 @@
  * clipping, the 1 / N of the mean over micro-batches, the 1 / scale of loss scaling, and 0 —
  * "skip" — for a micro-batch that is not the last of its step or a scaled step that overflowed.
  * The update math is stated once, in ops/optim.c and ops/amp.c (the public version in tessera.h).
- * The updates come after every other node, so they run at the end of each step; the counter
+ * The updates come after every other node, so they run at the end of each step — unless
+ * updates_in_backward moves each into the backward pass (updates_early, below); the counter
  * increments (the lr schedule's of optim/schedule.c, gated by the coefficient so that it counts
  * optimizer steps, and the micro-batch counter's) are moved behind them.
  * Replicas (opts->comm of R > 1 ranks): every parameter gets an accumulator; the accumulators are
@@ -330,6 +331,70 @@ static ts_status start_buckets_early(ts_graph *g) {
     return TS_OK;
 }
 
+/* updates_in_backward: move each parameter's group of nodes — its update and, for a 16-bit
+ * parameter, the casts around it: nodes first[k] .. first[k + 1] - 1, first[ngroups] = the end
+ * of the updates — to just after the last node it must follow: the producers of what it reads
+ * (its gradient complete), and every other reader of a parameter or state value it reads or of
+ * a view of one (reshapes: the update writes the parameter in place, so the forward's and the
+ * backward's uses of the old value come first). Groups keep their order; so do the nodes they
+ * pass, renumbered, and opt_start / bwd_start follow the nodes they named. A tied weight's
+ * update waits for its last use. TS_OK, or the graph's TS_ERR_NOMEM (nothing moved). */
+static ts_status updates_early(ts_graph *g, const int *first, int ngroups) {
+    int nn = g->nnodes, nv = g->nvals, end = first[ngroups];
+    int *root = malloc(sizeof(int) * (size_t)(nv + 1));        /* per value: its alias root */
+    int *last = malloc(sizeof(int) * (size_t)(nv + 1));        /* per root: last reader outside groups */
+    int *after = malloc(sizeof(int) * (size_t)(nn + 1));       /* per group node: moved after this node, -1 stays */
+    int *order = malloc(sizeof(int) * (size_t)(nn + 1)), *new_index = malloc(sizeof(int) * (size_t)(nn + 1));
+    ts_node *out = malloc(sizeof(ts_node) * (size_t)(nn + 1));
+    if (!root || !last || !after || !order || !new_index || !out) {
+        free(root), free(last), free(after), free(order), free(new_index), free(out);
+        return ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory reordering %d nodes", nn), g->status;
+    }
+    for (int v = 0; v < nv; v++) root[v] = v, last[v] = -1;
+    for (int i = 0; i < nn; i++) {
+        const ts_node *n = &g->nodes[i];
+        if ((ts_op_get(n->op)->flags & TS_OPF_ALIAS0) && n->in[0] >= 0) root[n->out[0]] = root[n->in[0]];
+        if (i >= first[0] && i < end) continue;
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j] >= 0) last[root[n->in[j]]] = i;
+    }
+    for (int k = 0; k < ngroups; k++) {
+        int at = -1;
+        for (int i = first[k]; i < first[k + 1]; i++) {
+            const ts_node *n = &g->nodes[i];
+            for (int j = 0; j < n->nin; j++) {
+                int x = n->in[j], p = x >= 0 ? producer(g, x) : -1;
+                if (x < 0) continue;
+                if (p >= 0 && p < first[k] && p > at) at = p;
+                int kind = g->vals[root[x]].kind;
+                if ((kind == TS_V_PARAM || kind == TS_V_STATE) && last[root[x]] > at) at = last[root[x]];
+            }
+        }
+        if (at >= first[0]) at = -1; /* it follows a node of the optimizer's: it stays */
+        for (int i = first[k]; i < first[k + 1]; i++) after[i] = at;
+    }
+    /* the order: each node not moved, and after it the groups anchored there, in their order */
+    int w = 0;
+    for (int i = 0; i < nn; i++) {
+        if (i >= first[0] && i < end && after[i] >= 0) continue;
+        order[w++] = i;
+        for (int k = 0; k < ngroups && i < first[0]; k++)
+            if (after[first[k]] == i)
+                for (int j = first[k]; j < first[k + 1]; j++) order[w++] = j;
+    }
+    for (int i = 0; i < nn; i++) new_index[order[i]] = i, out[i] = g->nodes[order[i]];
+    memcpy(g->nodes, out, sizeof(ts_node) * (size_t)nn);
+    for (int i = 0; i < nn; i++)
+        for (int k = 0; k < g->nodes[i].nout; k++) g->vals[g->nodes[i].out[k]].node = i;
+    if (g->bwd_start >= 0 && g->bwd_start < nn) g->bwd_start = new_index[g->bwd_start];
+    int opt = nn; /* the first of the optimizer's nodes left in place */
+    for (int i = g->opt_start; i < nn; i++)
+        if (!(i >= first[0] && i < end && after[i] >= 0) && new_index[i] < opt) opt = new_index[i];
+    g->opt_start = opt;
+    free(root), free(last), free(after), free(order), free(new_index), free(out);
+    return TS_OK;
+}
+
 /* shard_state: the rank that updates each trained parameter — within each stage, the largest
  * parameters first, each to the rank with the fewest bytes so far (the same on every rank). NULL
  * when out of memory (recorded in g). */
@@ -477,12 +542,14 @@ static ts_status half_write_back(ts_graph *g, ts_value dst, ts_value x32, ts_val
     return g->status;
 }
 
-/* One update node per trained parameter v, reading gradient src[v] and coefficient coef. */
+/* One update node per trained parameter v, reading gradient src[v] and coefficient coef. The
+ * nodes appended for the k-th parameter updated begin at first[k] (*ngroups counts them). */
 static ts_status add_updates(ts_graph *g, ts_value lr, const ts_optim_opts *o, const ts_value *src, int nv,
-                             ts_value coef, const int *owner, int rank) {
+                             ts_value coef, const int *owner, int rank, int *first, int *ngroups) {
     for (int v = 0; v < nv; v++) {
         if (g->vals[v].kind != TS_V_PARAM || g->vals[v].grad < 0) continue;
         if (owner && owner[v] != rank) continue; /* another rank updates it and broadcasts it */
+        first[(*ngroups)++] = g->nnodes;
         int first_state = g->nvals, half = g->vals[v].dtype != TS_F32;
         float wd = excluded(o, g->vals[v].name) ? 0.f : o->weight_decay;
         ts_attrs at = {0};
@@ -561,6 +628,16 @@ ts_status ts_optimizer(ts_graph *g, ts_value lr, const ts_optim_opts *o) {
     if ((st = check_opts(g, o))) return st;
 
     int R = o->comm ? ts_comm_size(o->comm) : 1;
+    if (o->updates_in_backward) { /* each update must be free to run before the last gradient is made */
+        const char *why = o->max_grad_norm > 0.f ? "clipping by the global norm (max_grad_norm > 0)"
+                        : o->accumulation_steps > 1 ? "gradient accumulation (accumulation_steps > 1)"
+                        : R > 1 ? "replicas (a communicator of 2 or more ranks)"
+                        : loss_scale_node(g) >= 0 ? "loss scaling (ts_backward_scaled)"
+                        : g->nstages > 0 ? "pipeline stages" : NULL;
+        if (why)
+            return ts_graph_fail(g, TS_ERR_ARG, "ts_optimizer: updates_in_backward cannot be combined with %s, "
+                                 "which needs every gradient before any update", why), g->status;
+    }
     if (o->shard_state && R < 2)
         return ts_graph_fail(g, TS_ERR_ARG, "ts_optimizer: shard_state needs a communicator of 2 or more ranks "
                              "(this one has %d)", R), g->status;
@@ -576,8 +653,16 @@ ts_status ts_optimizer(ts_graph *g, ts_value lr, const ts_optim_opts *o) {
     step_plan sp = {.R = R, .rank = o->comm ? ts_comm_rank(o->comm) : 0, .comm_id = ts_comm_id(o->comm)};
     if (R > 1) g->replicas = R, g->replica = sp.rank, g->comm_id = sp.comm_id;
     if (o->shard_state && !(sp.owner = assign_owners(g, nv, R))) st = g->status;
+    int *first = st ? NULL : malloc(sizeof(int) * (size_t)(nv + 1)), ngroups = 0;
+    if (!st && !first) st = ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory for %d values", nv);
     if (!st) st = add_step_coef(g, o, src, nv, &sp);
-    if (!st) st = add_updates(g, lr, o, src, nv, sp.coef, sp.owner, sp.rank);
+    if (!st) st = add_updates(g, lr, o, src, nv, sp.coef, sp.owner, sp.rank, first, &ngroups);
+    if (!st && o->updates_in_backward) {
+        first[ngroups] = g->nnodes;
+        st = updates_early(g, first, ngroups);
+        g->updates_in_backward = 1;
+    }
+    free(first);
     if (!st && sp.owner) { /* each parameter from the rank that updated it; tags after the buckets' */
         int tag0 = 0;
         for (int i = 0; i < g->nnodes; i++)

@@ -108,7 +108,8 @@ static ts_status begin(build *b, ts_graph *g, ts_device *dev, const ts_compile_o
 }
 
 /* Pin what must survive the passes: the fetches, the parameters' gradients (to the end of the
- * step, like PyTorch's .grad; in a pipeline stage, those it makes), what a stage sends. */
+ * step, like PyTorch's .grad — unless the updates run in the backward pass, which frees each at its
+ * update; in a pipeline stage, those it makes), what a stage sends. */
 static ts_status pin(build *b) {
     ts_exec *p = b->p;
     ts_graph *g = b->g;
@@ -124,7 +125,7 @@ static ts_status pin(build *b) {
     for (int v = 0; v < b->nv; v++) {
         if (g->vals[v].kind != TS_V_PARAM) continue;
         p->params[p->nparams++] = v;
-        if (!b->o->inference && has_grad_here(g, v, b->spec)) b->pinned[g->vals[v].grad] = 1;
+        if (!b->o->inference && has_grad_here(g, v, b->spec) && !g->updates_in_backward) b->pinned[g->vals[v].grad] = 1;
     }
     if (b->spec) /* what a pipeline stage sends to others must survive dead-code elimination */
         for (int v = 0; v < b->nv; v++)
@@ -171,7 +172,7 @@ static ts_status run_passes(build *b) {
             if (b->spec->sent[v]) b->pinned[v] = 0;
     for (int i = 0; i < b->p->nfetch; i++) b->pinned[b->p->fetch[i]] = 1;
     for (int v = 0; v < b->nv; v++)
-        if (!o->inference && has_grad_here(g, v, b->spec)) b->pinned[g->vals[v].grad] = 1;
+        if (!o->inference && has_grad_here(g, v, b->spec) && !g->updates_in_backward) b->pinned[g->vals[v].grad] = 1;
     return TS_OK;
 }
 
@@ -241,7 +242,7 @@ static void choose_storage(build *b) {
     for (int v = 0; v < nv; v++) /* a packed value's bucket holds it */
         if (b->used[v] && g->vals[v].pack > 0) b->used[g->vals[v].pack - 1] = 1;
     for (int v = 0; v < nv; v++)
-        if (!b->o->inference && has_grad_here(g, v, spec)) b->is_grad[g->vals[v].grad] = 1;
+        if (!b->o->inference && has_grad_here(g, v, spec) && !g->updates_in_backward) b->is_grad[g->vals[v].grad] = 1;
     for (int v = 0; v < nv; v++)
         b->nslot[v] = spec && spec->slots[v] > 0 ? spec->slots[v] : g->vals[v].kind == TS_V_INPUT && p->iters > 1 ? p->iters : 0;
     /* a slotted value's storage is its alias root's (a reshape of a kept value keeps the value) */

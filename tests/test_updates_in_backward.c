@@ -1,0 +1,307 @@
+/*
+ * test_updates_in_backward.c — ts_optim_opts.updates_in_backward: each parameter's update moved
+ * into the backward pass, right after its gradient is complete and the parameter's last use.
+ *
+ *  - A small BERT for pre-training (2 layers, C 32, tied word embeddings, dropout 0.1, padded
+ *    rows) trained 3 steps with the updates at the end and in the backward: every step's loss and
+ *    every parameter after the steps are the same bits, for AdamW, LAMB and SGD with momentum,
+ *    in f32, with bf16 compute, with bf16-stored parameters (their casts move with the update),
+ *    with recompute and without fusion. ts_program_memory: grads 0, and less memory in all.
+ *  - In the graph ts_optimizer leaves, every update comes after every other reader of its
+ *    parameter (or of a reshape of it) and after its gradient's producer, and some update comes
+ *    before the backward's last node (the updates did move).
+ *  - A parameter whose gradient is complete early but that a recomputed segment reads late (a
+ *    non-differentiable use: a cast through int32): the same bits both ways. An update placed
+ *    right after the gradient, before that read, changes the recomputed mask (checked once by
+ *    breaking the rule: q's values then differ).
+ *  - A gradient named as a fetch is kept to the end of the run and equals the other program's.
+ *  - Refused, naming the conflict: clipping, accumulation, loss scaling, pipeline stages.
+ */
+#include "tessera_apps.h"
+#include "graph/ir.h"
+#include "ops/op.h"
+#include "test_util.h"
+
+enum { STEPS = 3, MAXP = 64 };
+
+typedef struct spec {
+    const char *what;
+    ts_optim_kind kind;
+    float momentum;
+    ts_dtype compute, store; /* TS_F32 compute; store TS_F32: parameters as made */
+    int recompute, no_fusion;
+} spec;
+
+typedef struct result {
+    float loss[STEPS];
+    int n;
+    char names[MAXP][128];
+    ts_tensor *after[MAXP];
+    ts_tensor *word_grad; /* the word embeddings' gradient, a fetch */
+    ts_memory mem;
+} result;
+
+static void result_free(result *r) {
+    if (!r) return;
+    for (int i = 0; i < r->n; i++) ts_tensor_free(r->after[i]);
+    ts_tensor_free(r->word_grad);
+    free(r);
+}
+
+static ts_bert_config small_config(const spec *s) {
+    ts_bert_config c;
+    ts_bert_config_default(&c);
+    c.vocab_size = 60;
+    c.hidden_size = 32;
+    c.num_hidden_layers = 2;
+    c.num_attention_heads = 2;
+    c.intermediate_size = 64;
+    c.max_position_embeddings = 16;
+    c.hidden_dropout_prob = 0.1f;
+    c.attention_probs_dropout_prob = 0.1f;
+    c.compute_dtype = s->compute;
+    c.recompute = s->recompute;
+    return c;
+}
+
+/* Fixed inputs, batch 3 x 8: row b has its last b positions padded; every third real position is
+ * an MLM label. */
+static void feed(ts_program *p) {
+    enum { B = 3, T = 8 };
+    tu_rng r = tu_rng_seed(5);
+    ts_tensor *ids = ts_tensor_new(TS_I32, DIMS(B, T)), *tt = ts_tensor_new(TS_I32, DIMS(B, T)),
+              *mask = ts_tensor_new(TS_I32, DIMS(B, T)), *lab = ts_tensor_new(TS_I32, DIMS(B, T)),
+              *nsp = ts_tensor_new(TS_I32, DIMS(B));
+    int32_t *I = ts_tensor_data(ids), *TT = ts_tensor_data(tt), *M = ts_tensor_data(mask), *L = ts_tensor_data(lab);
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            int real = t < T - b, i = b * T + t;
+            I[i] = real ? (int32_t)tu_randint(&r, 60) : 0;
+            TT[i] = t >= T / 2;
+            M[i] = real;
+            L[i] = real && t % 3 == 0 ? (int32_t)tu_randint(&r, 60) : -100;
+        }
+        ((int32_t *)ts_tensor_data(nsp))[b] = b % 2;
+    }
+    CHECK_OK(ts_program_feed(p, "input_ids", ids));
+    CHECK_OK(ts_program_feed(p, "token_type_ids", tt));
+    CHECK_OK(ts_program_feed(p, "attention_mask", mask));
+    CHECK_OK(ts_program_feed(p, "labels", lab));
+    CHECK_OK(ts_program_feed(p, "next_sentence_label", nsp));
+    ts_tensor *all[] = {ids, tt, mask, lab, nsp};
+    for (int i = 0; i < 5; i++) ts_tensor_free(all[i]);
+}
+
+/* In g (after ts_optimizer): every update node after every other reader of its parameter (or a
+ * reshape of it, transitively) and after its gradient's producer. Returns how many updates come
+ * before the last node of the backward pass (moved ones). */
+static int check_order(const ts_graph *g, const char *what) {
+    int moved = 0, last_bwd = -1;
+    for (int i = 0; i < g->nnodes; i++) {
+        int op = g->nodes[i].op;
+        if (op != TS_OP_ADAMW_UPDATE && op != TS_OP_LAMB_UPDATE && op != TS_OP_SGD_UPDATE && op != TS_OP_CAST &&
+            op != TS_OP_ASSIGN && op != TS_OP_CAST_STOCHASTIC && i >= g->bwd_start)
+            last_bwd = i;
+    }
+    int *root = malloc(sizeof(int) * (size_t)g->nvals);
+    for (int v = 0; v < g->nvals; v++) root[v] = v;
+    for (int i = 0; i < g->nnodes; i++) {
+        const ts_node *n = &g->nodes[i];
+        if ((ts_op_get(n->op)->flags & TS_OPF_ALIAS0) && n->in[0] >= 0) root[n->out[0]] = root[n->in[0]];
+    }
+    for (int u = 0; u < g->nnodes; u++) {
+        const ts_node *up = &g->nodes[u];
+        if (up->op != TS_OP_ADAMW_UPDATE && up->op != TS_OP_LAMB_UPDATE && up->op != TS_OP_SGD_UPDATE) continue;
+        int param = up->in[0], grad = up->in[1];
+        /* a 16-bit parameter's update reads f32 copies: follow the cast to the parameter */
+        if (g->vals[param].kind == TS_V_NODE) param = g->nodes[g->vals[param].node].in[0];
+        if (g->vals[grad].kind == TS_V_NODE)
+            CHECK(g->vals[grad].node < u, "%s: the update of %s runs before its gradient is made", what,
+                  g->vals[param].name);
+        moved += u < last_bwd;
+        for (int i = 0; i < g->nnodes; i++) {
+            const ts_node *n = &g->nodes[i];
+            if (i == u || n->op == TS_OP_ASSIGN) continue;
+            for (int j = 0; j < n->nin; j++)
+                if (n->in[j] >= 0 && root[n->in[j]] == param && i > u &&
+                    !(n->op == TS_OP_CAST && i < u + 8 && g->nodes[i].nout && g->vals[n->out[0]].dtype == TS_F32 &&
+                      g->vals[param].dtype != TS_F32)) /* a later parameter's copy cannot read this one */
+                    CHECK(0, "%s: node %d (%s) reads %s after its update (node %d)", what, i, ts_op_get(n->op)->name,
+                          g->vals[param].name, u);
+        }
+    }
+    free(root);
+    return moved;
+}
+
+/* Build, train STEPS steps with the updates at the end (in_bwd 0) or in the backward (1), read
+ * the losses, the parameters after and the word embeddings' gradient (a fetch). */
+static result *train(const spec *s, int in_bwd) {
+    result *r = calloc(1, sizeof *r);
+    ts_bert_config c = small_config(s);
+    ts_graph *g = ts_graph_new();
+    ts_graph_set_seed(g, 3);
+    ts_bert_outputs o;
+    ts_optim_opts oo = ts_optim_defaults(s->kind);
+    oo.momentum = s->momentum;
+    oo.updates_in_backward = in_bwd;
+    if (CHECK_OK(ts_bert_build(g, &c, TS_BERT_PRETRAINING, 3, 8, &o)) ||
+        (s->store != TS_F32 && CHECK_OK(ts_graph_store_params(g, s->store))) || CHECK_OK(ts_backward(g, o.loss)) ||
+        CHECK_OK(ts_optimizer(g, ts_scalar(g, 1e-2f), &oo))) {
+        ts_graph_free(g);
+        result_free(r);
+        return NULL;
+    }
+    int moved = check_order(g, s->what);
+    if (in_bwd) CHECK(moved > 0, "%s: no update runs inside the backward pass", s->what);
+    else CHECK(moved == 0, "%s: %d updates inside the backward pass without updates_in_backward", s->what, moved);
+    const char *fetch[] = {"loss", "bert.embeddings.word_embeddings.weight@GRAD"};
+    ts_program *p = ts_compile(g, &(ts_compile_opts){.nfetch = 2, .fetches = fetch, .no_fusion = s->no_fusion});
+    CHECK(p != NULL, "%s: compile: %s", s->what, ts_last_error());
+    ts_graph_free(g);
+    if (!p) {
+        result_free(r);
+        return NULL;
+    }
+    r->mem.struct_size = sizeof r->mem;
+    CHECK_OK(ts_program_memory(p, &r->mem));
+    feed(p);
+    for (int k = 0; k < STEPS; k++) {
+        ts_tensor *loss = NULL;
+        CHECK_OK(ts_program_run(p));
+        CHECK_OK(ts_program_fetch(p, "loss", &loss));
+        r->loss[k] = loss ? tu_f32(loss)[0] : -1.f;
+        ts_tensor_free(loss);
+    }
+    CHECK_OK(ts_program_fetch(p, fetch[1], &r->word_grad));
+    r->n = ts_program_num_params(p) < MAXP ? ts_program_num_params(p) : MAXP;
+    for (int i = 0; i < r->n; i++) {
+        snprintf(r->names[i], sizeof r->names[i], "%s", ts_program_param_name(p, i));
+        CHECK_OK(ts_program_get_param(p, r->names[i], &r->after[i]));
+    }
+    ts_program_free(p);
+    return r;
+}
+
+static size_t total(const ts_memory *m) { return m->params + m->grads + m->optimizer_state + m->activations; }
+
+static void compare(const spec *s) {
+    result *end = train(s, 0), *bwd = end ? train(s, 1) : NULL;
+    if (end && bwd) {
+        for (int k = 0; k < STEPS; k++)
+            CHECK(!memcmp(&end->loss[k], &bwd->loss[k], sizeof(float)), "%s: step %d loss %.9g at the end, %.9g in "
+                  "the backward", s->what, k, (double)end->loss[k], (double)bwd->loss[k]);
+        CHECK(end->n == bwd->n && end->n > 30, "%s: %d and %d parameters", s->what, end->n, bwd->n);
+        int same = 0;
+        for (int i = 0; i < end->n && i < bwd->n; i++) {
+            int eq = !strcmp(end->names[i], bwd->names[i]) && tu_bitwise_equal(end->after[i], bwd->after[i]);
+            CHECK(eq, "%s: %s after %d steps differs", s->what, end->names[i], STEPS);
+            same += eq;
+        }
+        CHECK(tu_bitwise_equal(end->word_grad, bwd->word_grad), "%s: the fetched gradient differs", s->what);
+        CHECK(bwd->mem.grads == 0 && end->mem.grads > 0, "%s: grads %zu at the end, %zu in the backward", s->what,
+              end->mem.grads, bwd->mem.grads);
+        CHECK(total(&bwd->mem) < total(&end->mem), "%s: %zu bytes in the backward, %zu at the end", s->what,
+              total(&bwd->mem), total(&end->mem));
+        printf("  %s: losses %.6f .. %.6f, %d / %d parameters the same bits after %d steps; grads + activations "
+               "%.1f -> %.1f KiB\n", s->what, (double)end->loss[0], (double)end->loss[STEPS - 1], same, end->n,
+               STEPS, (end->mem.grads + end->mem.activations) / 1024.0,
+               (bwd->mem.grads + bwd->mem.activations) / 1024.0);
+    }
+    result_free(end);
+    result_free(bwd);
+}
+
+static void test_adamw(void) { compare(&(spec){"AdamW f32", TS_OPTIM_ADAMW, 0.f, TS_F32, TS_F32, 0, 0}); }
+static void test_lamb(void) { compare(&(spec){"LAMB f32", TS_OPTIM_LAMB, 0.f, TS_F32, TS_F32, 0, 0}); }
+static void test_sgd(void) { compare(&(spec){"SGD momentum f32", TS_OPTIM_SGD, 0.9f, TS_F32, TS_F32, 0, 0}); }
+static void test_bf16(void) { compare(&(spec){"AdamW bf16 compute", TS_OPTIM_ADAMW, 0.f, TS_BF16, TS_F32, 0, 0}); }
+static void test_stored(void) {
+    compare(&(spec){"AdamW bf16-stored parameters", TS_OPTIM_ADAMW, 0.f, TS_BF16, TS_BF16, 0, 0});
+}
+static void test_recompute(void) { compare(&(spec){"AdamW recompute", TS_OPTIM_ADAMW, 0.f, TS_F32, TS_F32, 1, 0}); }
+static void test_no_fusion(void) { compare(&(spec){"AdamW no fusion", TS_OPTIM_ADAMW, 0.f, TS_F32, TS_F32, 0, 1}); }
+
+/* p's gradient comes only from sum(p p), made first in the backward; a recomputed segment also
+ * reads p, through a cast to int32 (no gradient), late in the backward: q's gradient depends on
+ * that read. Two SGD steps; returns q and p after them in out[0], out[1]. */
+static void late_reader(int in_bwd, ts_tensor **out) {
+    ts_graph *g = ts_graph_new();
+    ts_value x = ts_input(g, "x", TS_F32, DIMS(4, 6));
+    ts_value p = ts_param(g, "p", TS_F32, DIMS(6), ts_init_ones());
+    ts_value q = ts_param(g, "q", TS_F32, DIMS(6, 6), ts_init_normal(0.5f));
+    CHECK_OK(ts_graph_recompute_begin(g));
+    ts_value m = ts_cast(g, ts_cast(g, ts_mul(g, x, p), TS_I32), TS_F32);
+    ts_value a = ts_mul(g, ts_tanh(g, ts_matmul(g, x, q, 0, 0)), m);
+    CHECK_OK(ts_graph_recompute_end(g));
+    ts_value pp = ts_reduce_sum(g, ts_mul(g, p, p), 0, NULL, 0);
+    ts_value loss = ts_name(g, ts_add(g, ts_reduce_sum(g, a, 0, NULL, 0), pp), "loss");
+    CHECK_OK(ts_backward(g, loss));
+    ts_optim_opts oo = ts_optim_defaults(TS_OPTIM_SGD);
+    oo.updates_in_backward = in_bwd;
+    CHECK_OK(ts_optimizer(g, ts_scalar(g, 0.3f), &oo));
+    check_order(g, "late reader");
+    ts_program *prog = ts_compile(g, &(ts_compile_opts){.nfetch = 1, .fetches = (const char *[]){"loss"}});
+    CHECK(prog != NULL, "late reader: compile: %s", ts_last_error());
+    ts_graph_free(g);
+    if (!prog) return;
+    ts_tensor *xt = ts_tensor_new(TS_F32, DIMS(4, 6));
+    for (int i = 0; i < 24; i++) tu_f32(xt)[i] = 0.35f + 0.25f * (float)(i % 7);
+    CHECK_OK(ts_program_feed(prog, "x", xt));
+    ts_tensor_free(xt);
+    CHECK_OK(ts_program_run(prog));
+    CHECK_OK(ts_program_run(prog));
+    CHECK_OK(ts_program_get_param(prog, "q", &out[0]));
+    CHECK_OK(ts_program_get_param(prog, "p", &out[1]));
+    ts_program_free(prog);
+}
+
+static void test_late_reader(void) {
+    ts_tensor *end[2] = {0}, *bwd[2] = {0};
+    late_reader(0, end);
+    late_reader(1, bwd);
+    double diff = end[0] && bwd[0] ? tu_max_abs_diff_f(tu_f32(end[0]), tu_f32(bwd[0]), 36) : -1.0;
+    CHECK(tu_bitwise_equal(end[0], bwd[0]), "late reader: q differs (max abs diff %.3e): p was updated before the "
+          "recomputed segment read it", diff);
+    CHECK(tu_bitwise_equal(end[1], bwd[1]), "late reader: p differs");
+    /* the mask must depend on p, or the check above could not fail: p moved from 1 */
+    CHECK(end[1] && tu_f32(end[1])[0] < 0.9f, "late reader: p is %g after two steps; the test needs it to move",
+          end[1] ? (double)tu_f32(end[1])[0] : -1.0);
+    for (int i = 0; i < 2; i++) ts_tensor_free(end[i]), ts_tensor_free(bwd[i]);
+}
+
+/* Refused where an update needs every gradient first; the message names the option. */
+static void test_refusals(void) {
+    static const char *const why[] = {"max_grad_norm", "accumulation_steps", "ts_backward_scaled", "pipeline stages"};
+    for (int k = 0; k < 4; k++) {
+        ts_graph *g = ts_graph_new();
+        if (k == 3) CHECK_OK(ts_graph_stage_begin(g, 0));
+        ts_value x = ts_input(g, "x", TS_F32, DIMS(2, 3));
+        ts_value w = ts_param(g, "w", TS_F32, DIMS(3, 2), ts_init_ones());
+        ts_value loss = ts_reduce_sum(g, ts_matmul(g, x, w, 0, 0), 0, NULL, 0);
+        if (k == 3) CHECK_OK(ts_graph_stage_end(g));
+        if (k == 2) CHECK_OK(ts_backward_scaled(g, loss, NULL));
+        else CHECK_OK(ts_backward(g, loss));
+        ts_optim_opts oo = ts_optim_defaults(TS_OPTIM_ADAMW);
+        oo.updates_in_backward = 1;
+        oo.max_grad_norm = k == 0 ? 1.f : 0.f;
+        oo.accumulation_steps = k == 1 ? 2 : 0;
+        CHECK_STATUS(ts_optimizer(g, ts_scalar(g, 0.1f), &oo), TS_ERR_ARG);
+        CHECK_ERRMSG("updates_in_backward", why[k]);
+        ts_graph_free(g);
+    }
+}
+
+int main(int argc, char **argv) {
+    tu_args(argc, argv);
+    RUN(test_adamw);
+    RUN(test_lamb);
+    RUN(test_sgd);
+    RUN(test_bf16);
+    RUN(test_stored);
+    RUN(test_recompute);
+    RUN(test_no_fusion);
+    RUN(test_late_reader);
+    RUN(test_refusals);
+    return tu_finish("test_updates_in_backward");
+}
