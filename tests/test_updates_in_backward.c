@@ -14,10 +14,14 @@
  *    non-differentiable use: a cast through int32): the same bits both ways. An update placed
  *    right after the gradient, before that read, changes the recomputed mask (checked once by
  *    breaking the rule: q's values then differ).
+ *  - The same with packed sequences (f32 and bf16), and with the in-backward run on the randomized
+ *    device (a seeded half of the ops on the CPU plugin, the rest on the CPU fallback): f32, bf16,
+ *    and bf16-stored parameters with packing.
  *  - A gradient named as a fetch is kept to the end of the run and equals the other program's.
  *  - Refused, naming the conflict: clipping, accumulation, loss scaling, pipeline stages.
  */
 #include "tessera_apps.h"
+#include "tessera_backend.h"
 #include "graph/ir.h"
 #include "ops/op.h"
 #include "test_util.h"
@@ -30,6 +34,8 @@ typedef struct spec {
     float momentum;
     ts_dtype compute, store; /* TS_F32 compute; store TS_F32: parameters as made */
     int recompute, no_fusion;
+    int packed;              /* 2 sequences a row (ts_bert_config.max_sequences_per_pack) */
+    const char *device;      /* the in-backward run's device (NULL: the CPU) */
 } spec;
 
 typedef struct result {
@@ -51,6 +57,7 @@ static void result_free(result *r) {
 static ts_bert_config small_config(const spec *s) {
     ts_bert_config c;
     ts_bert_config_default(&c);
+    c.struct_size = sizeof c; /* the fields after the base layout (max_sequences_per_pack) count */
     c.vocab_size = 60;
     c.hidden_size = 32;
     c.num_hidden_layers = 2;
@@ -61,12 +68,13 @@ static ts_bert_config small_config(const spec *s) {
     c.attention_probs_dropout_prob = 0.1f;
     c.compute_dtype = s->compute;
     c.recompute = s->recompute;
+    c.max_sequences_per_pack = s->packed ? 2 : 0;
     return c;
 }
 
 /* Fixed inputs, batch 3 x 8: row b has its last b positions padded; every third real position is
- * an MLM label. */
-static void feed(ts_program *p) {
+ * an MLM label. Packed: each row holds two sequences, positions 0..3 and 4..7 - b. */
+static void feed(ts_program *p, int packed) {
     enum { B = 3, T = 8 };
     tu_rng r = tu_rng_seed(5);
     ts_tensor *ids = ts_tensor_new(TS_I32, DIMS(B, T)), *tt = ts_tensor_new(TS_I32, DIMS(B, T)),
@@ -78,10 +86,23 @@ static void feed(ts_program *p) {
             int real = t < T - b, i = b * T + t;
             I[i] = real ? (int32_t)tu_randint(&r, 60) : 0;
             TT[i] = t >= T / 2;
-            M[i] = real;
+            M[i] = real ? (packed && t >= T / 2 ? 2 : 1) : 0;
             L[i] = real && t % 3 == 0 ? (int32_t)tu_randint(&r, 60) : -100;
         }
         ((int32_t *)ts_tensor_data(nsp))[b] = b % 2;
+    }
+    if (packed) {
+        ts_tensor *pos = ts_tensor_new(TS_I32, DIMS(B, T)), *cls = ts_tensor_new(TS_I32, DIMS(B, 2)),
+                  *nsp2 = ts_tensor_new(TS_I32, DIMS(B, 2));
+        for (int i = 0; i < B * T; i++) ((int32_t *)ts_tensor_data(pos))[i] = i % T % (T / 2);
+        for (int i = 0; i < B * 2; i++) {
+            ((int32_t *)ts_tensor_data(cls))[i] = i % 2 * (T / 2);
+            ((int32_t *)ts_tensor_data(nsp2))[i] = i / 2 % 2 ^ i % 2;
+        }
+        CHECK_OK(ts_program_feed(p, "position_ids", pos));
+        CHECK_OK(ts_program_feed(p, "cls_positions", cls));
+        ts_tensor_free(nsp), ts_tensor_free(pos), ts_tensor_free(cls);
+        nsp = nsp2;
     }
     CHECK_OK(ts_program_feed(p, "input_ids", ids));
     CHECK_OK(ts_program_feed(p, "token_type_ids", tt));
@@ -156,7 +177,8 @@ static result *train(const spec *s, int in_bwd) {
     if (in_bwd) CHECK(moved > 0, "%s: no update runs inside the backward pass", s->what);
     else CHECK(moved == 0, "%s: %d updates inside the backward pass without updates_in_backward", s->what, moved);
     const char *fetch[] = {"loss", "bert.embeddings.word_embeddings.weight@GRAD"};
-    ts_program *p = ts_compile(g, &(ts_compile_opts){.nfetch = 2, .fetches = fetch, .no_fusion = s->no_fusion});
+    ts_program *p = ts_compile(g, &(ts_compile_opts){.nfetch = 2, .fetches = fetch, .no_fusion = s->no_fusion,
+                                                     .device = in_bwd ? s->device : NULL});
     CHECK(p != NULL, "%s: compile: %s", s->what, ts_last_error());
     ts_graph_free(g);
     if (!p) {
@@ -165,7 +187,12 @@ static result *train(const spec *s, int in_bwd) {
     }
     r->mem.struct_size = sizeof r->mem;
     CHECK_OK(ts_program_memory(p, &r->mem));
-    feed(p);
+    if (in_bwd && s->device) { /* the device must leave some ops to the CPU fallback, or nothing is cut */
+        const char *pl = ts_program_placement(p);
+        printf("    %s\n", pl);
+        CHECK(strstr(pl, "CPU"), "%s: no CPU fallback: %s", s->what, pl);
+    }
+    feed(p, s->packed);
     for (int k = 0; k < STEPS; k++) {
         ts_tensor *loss = NULL;
         CHECK_OK(ts_program_run(p));
@@ -212,15 +239,41 @@ static void compare(const spec *s) {
     result_free(bwd);
 }
 
-static void test_adamw(void) { compare(&(spec){"AdamW f32", TS_OPTIM_ADAMW, 0.f, TS_F32, TS_F32, 0, 0}); }
-static void test_lamb(void) { compare(&(spec){"LAMB f32", TS_OPTIM_LAMB, 0.f, TS_F32, TS_F32, 0, 0}); }
-static void test_sgd(void) { compare(&(spec){"SGD momentum f32", TS_OPTIM_SGD, 0.9f, TS_F32, TS_F32, 0, 0}); }
-static void test_bf16(void) { compare(&(spec){"AdamW bf16 compute", TS_OPTIM_ADAMW, 0.f, TS_BF16, TS_F32, 0, 0}); }
-static void test_stored(void) {
-    compare(&(spec){"AdamW bf16-stored parameters", TS_OPTIM_ADAMW, 0.f, TS_BF16, TS_BF16, 0, 0});
+static void test_adamw(void) { compare(&(spec){"AdamW f32", TS_OPTIM_ADAMW, 0.f, TS_F32, TS_F32, 0, 0, 0, NULL}); }
+static void test_lamb(void) { compare(&(spec){"LAMB f32", TS_OPTIM_LAMB, 0.f, TS_F32, TS_F32, 0, 0, 0, NULL}); }
+static void test_sgd(void) { compare(&(spec){"SGD momentum f32", TS_OPTIM_SGD, 0.9f, TS_F32, TS_F32, 0, 0, 0, NULL}); }
+static void test_bf16(void) {
+    compare(&(spec){"AdamW bf16 compute", TS_OPTIM_ADAMW, 0.f, TS_BF16, TS_F32, 0, 0, 0, NULL});
 }
-static void test_recompute(void) { compare(&(spec){"AdamW recompute", TS_OPTIM_ADAMW, 0.f, TS_F32, TS_F32, 1, 0}); }
-static void test_no_fusion(void) { compare(&(spec){"AdamW no fusion", TS_OPTIM_ADAMW, 0.f, TS_F32, TS_F32, 0, 1}); }
+static void test_stored(void) {
+    compare(&(spec){"AdamW bf16-stored parameters", TS_OPTIM_ADAMW, 0.f, TS_BF16, TS_BF16, 0, 0, 0, NULL});
+}
+static void test_recompute(void) {
+    compare(&(spec){"AdamW recompute", TS_OPTIM_ADAMW, 0.f, TS_F32, TS_F32, 1, 0, 0, NULL});
+}
+static void test_no_fusion(void) {
+    compare(&(spec){"AdamW no fusion", TS_OPTIM_ADAMW, 0.f, TS_F32, TS_F32, 0, 1, 0, NULL});
+}
+static void test_packed(void) {
+    compare(&(spec){"AdamW packed sequences", TS_OPTIM_ADAMW, 0.f, TS_F32, TS_F32, 0, 0, 1, NULL});
+    compare(&(spec){"AdamW packed sequences, bf16", TS_OPTIM_ADAMW, 0.f, TS_BF16, TS_F32, 0, 0, 1, NULL});
+}
+
+/* The in-backward run on the randomized device (the CPU plugin claiming a seeded half of the
+ * (op, dtype) pairs; tessera's CPU fallback runs the rest, with copies between the parts) against
+ * the built-in CPU with the updates at the end: the same bits (tests/test_cli_fallback.c's rule).
+ * The seed: $TESSERA_CPUPLUGIN_SEED, else 2 (the plugin reads it once, at its load). */
+static void test_random_device(void) {
+    const char *seed = getenv("TESSERA_CPUPLUGIN_SEED") ? getenv("TESSERA_CPUPLUGIN_SEED") : "2";
+    setenv("TESSERA_CPUPLUGIN_FRACTION", "0.5", 1);
+    setenv("TESSERA_CPUPLUGIN_SEED", seed, 1);
+    if (CHECK_OK(ts_backend_load(TS_CPU_PLUGIN))) return;
+    printf("  randomized device, seed %s\n", seed);
+    compare(&(spec){"AdamW f32, randomized device", TS_OPTIM_ADAMW, 0.f, TS_F32, TS_F32, 0, 0, 0, "cpuplugin"});
+    compare(&(spec){"AdamW bf16, randomized device", TS_OPTIM_ADAMW, 0.f, TS_BF16, TS_F32, 0, 0, 0, "cpuplugin"});
+    compare(&(spec){"AdamW bf16-stored, packed, randomized device", TS_OPTIM_ADAMW, 0.f, TS_BF16, TS_BF16, 0, 0, 1,
+                    "cpuplugin"});
+}
 
 /* p's gradient comes only from sum(p p), made first in the backward; a recomputed segment also
  * reads p, through a cast to int32 (no gradient), late in the backward: q's gradient depends on
@@ -301,6 +354,8 @@ int main(int argc, char **argv) {
     RUN(test_stored);
     RUN(test_recompute);
     RUN(test_no_fusion);
+    RUN(test_packed);
+    RUN(test_random_device);
     RUN(test_late_reader);
     RUN(test_refusals);
     return tu_finish("test_updates_in_backward");
