@@ -336,52 +336,79 @@ static ts_status start_buckets_early(ts_graph *g) {
  * of the updates — to just after the last node it must follow: the producers of what it reads
  * (its gradient complete), and every other reader of a parameter or state value it reads or of
  * a view of one (reshapes: the update writes the parameter in place, so the forward's and the
- * backward's uses of the old value come first). Groups keep their order; so do the nodes they
- * pass, renumbered, and opt_start / bwd_start follow the nodes they named. A tied weight's
- * update waits for its last use. TS_OK, or the graph's TS_ERR_NOMEM (nothing moved). */
+ * backward's uses of the old value come first). A gradient that ts_backward copied into a buffer
+ * of its own at the end of the backward (a scale node: the product was a view, as at batch 1)
+ * moves with its group, so the group then follows what that copy reads. Groups keep their order;
+ * so do the nodes they pass, renumbered, and opt_start / bwd_start follow the nodes they named. A
+ * tied weight's update waits for its last use. TS_OK, or the graph's TS_ERR_NOMEM (nothing
+ * moved). */
+/* updates_early's order: node i at order[w], then every group anchored on node i (its copy,
+ * then its nodes, each followed by the groups anchored on it). Returns the next position. */
+static int emit(int *order, int w, int i, const int *after, const int *first, const int *copy, int ngroups) {
+    order[w++] = i;
+    for (int k = 0; k < ngroups; k++) {
+        if (after[first[k]] != i) continue;
+        if (copy[k] >= 0) w = emit(order, w, copy[k], after, first, copy, ngroups);
+        for (int j = first[k]; j < first[k + 1]; j++) w = emit(order, w, j, after, first, copy, ngroups);
+    }
+    return w;
+}
+
 static ts_status updates_early(ts_graph *g, const int *first, int ngroups) {
     int nn = g->nnodes, nv = g->nvals, end = first[ngroups];
-    int *root = malloc(sizeof(int) * (size_t)(nv + 1));        /* per value: its alias root */
-    int *last = malloc(sizeof(int) * (size_t)(nv + 1));        /* per root: last reader outside groups */
-    int *after = malloc(sizeof(int) * (size_t)(nn + 1));       /* per group node: moved after this node, -1 stays */
+    int *root = malloc(sizeof(int) * (size_t)(nv + 1));    /* per value: its alias root */
+    int *last = malloc(sizeof(int) * (size_t)(nv + 1));    /* per root: last reader outside groups */
+    int *readers = calloc((size_t)nv + 1, sizeof(int));     /* per value: how many nodes read it */
+    int *after = malloc(sizeof(int) * (size_t)(nn + 1));   /* per node: moved after this node, -1: stays */
+    int *copy = malloc(sizeof(int) * (size_t)(ngroups + 1)); /* per group: the gradient copy it takes, -1 */
     int *order = malloc(sizeof(int) * (size_t)(nn + 1)), *new_index = malloc(sizeof(int) * (size_t)(nn + 1));
     ts_node *out = malloc(sizeof(ts_node) * (size_t)(nn + 1));
-    if (!root || !last || !after || !order || !new_index || !out) {
-        free(root), free(last), free(after), free(order), free(new_index), free(out);
+    if (!root || !last || !readers || !after || !copy || !order || !new_index || !out) {
+        free(root), free(last), free(readers), free(after), free(copy), free(order), free(new_index), free(out);
         return ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory reordering %d nodes", nn), g->status;
     }
     for (int v = 0; v < nv; v++) root[v] = v, last[v] = -1;
     for (int i = 0; i < nn; i++) {
         const ts_node *n = &g->nodes[i];
+        after[i] = -1;
         if ((ts_op_get(n->op)->flags & TS_OPF_ALIAS0) && n->in[0] >= 0) root[n->out[0]] = root[n->in[0]];
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j] >= 0) readers[n->in[j]]++;
         if (i >= first[0] && i < end) continue;
         for (int j = 0; j < n->nin; j++)
             if (n->in[j] >= 0) last[root[n->in[j]]] = i;
     }
     for (int k = 0; k < ngroups; k++) {
         int at = -1;
+        copy[k] = -1;
         for (int i = first[k]; i < first[k + 1]; i++) {
             const ts_node *n = &g->nodes[i];
             for (int j = 0; j < n->nin; j++) {
                 int x = n->in[j], p = x >= 0 ? producer(g, x) : -1;
                 if (x < 0) continue;
+                if (p >= g->bwd_start && p < first[0] && g->nodes[p].op == TS_OP_SCALE && readers[x] == 1 &&
+                    g->vals[x].name && copy[k] < 0) { /* the gradient's own copy: it moves along */
+                    copy[k] = p;
+                    for (int c = 0; c < g->nodes[p].nin; c++) {
+                        int q = g->nodes[p].in[c] >= 0 ? producer(g, g->nodes[p].in[c]) : -1;
+                        if (q > at) at = q;
+                    }
+                    continue;
+                }
                 if (p >= 0 && p < first[k] && p > at) at = p;
                 int kind = g->vals[root[x]].kind;
                 if ((kind == TS_V_PARAM || kind == TS_V_STATE) && last[root[x]] > at) at = last[root[x]];
             }
         }
-        if (at >= first[0]) at = -1; /* it follows a node of the optimizer's: it stays */
+        if (at >= first[0]) at = -1, copy[k] = -1; /* it follows a node of the optimizer's: it stays */
         for (int i = first[k]; i < first[k + 1]; i++) after[i] = at;
+        if (copy[k] >= 0) after[copy[k]] = at;
     }
-    /* the order: each node not moved, and after it the groups anchored there, in their order */
+    /* the order: each node not moved, and after it the groups anchored there (each with its copy
+     * first), in their order; a group anchored on a moved node follows that node where it lands */
     int w = 0;
-    for (int i = 0; i < nn; i++) {
-        if (i >= first[0] && i < end && after[i] >= 0) continue;
-        order[w++] = i;
-        for (int k = 0; k < ngroups && i < first[0]; k++)
-            if (after[first[k]] == i)
-                for (int j = first[k]; j < first[k + 1]; j++) order[w++] = j;
-    }
+    for (int i = 0; i < nn; i++)
+        if (after[i] < 0) w = emit(order, w, i, after, first, copy, ngroups);
     for (int i = 0; i < nn; i++) new_index[order[i]] = i, out[i] = g->nodes[order[i]];
     memcpy(g->nodes, out, sizeof(ts_node) * (size_t)nn);
     for (int i = 0; i < nn; i++)
@@ -389,9 +416,9 @@ static ts_status updates_early(ts_graph *g, const int *first, int ngroups) {
     if (g->bwd_start >= 0 && g->bwd_start < nn) g->bwd_start = new_index[g->bwd_start];
     int opt = nn; /* the first of the optimizer's nodes left in place */
     for (int i = g->opt_start; i < nn; i++)
-        if (!(i >= first[0] && i < end && after[i] >= 0) && new_index[i] < opt) opt = new_index[i];
+        if (after[i] < 0 && new_index[i] < opt) opt = new_index[i];
     g->opt_start = opt;
-    free(root), free(last), free(after), free(order), free(new_index), free(out);
+    free(root), free(last), free(readers), free(after), free(copy), free(order), free(new_index), free(out);
     return TS_OK;
 }
 
