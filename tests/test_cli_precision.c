@@ -2,7 +2,8 @@
  * test_cli_precision.c — `tessera pretrain|finetune --precision bf16-sr|fp16-sr`: weights,
  * gradients and optimizer state in 16 bits with stochastic rounding, through the command:
  *  - the run reports 8 bytes a parameter (weights 2 + gradients 2 + Adam's moments 4) against 16
- *    in f32; the model it writes (in f32, which holds bf16 exactly) fine-tunes in bf16-sr and in
+ *    in f32, with clipping (without it each gradient is freed by its update in the backward pass,
+ *    and the report says gradients 0); the model it writes (in f32, which holds bf16 exactly) fine-tunes in bf16-sr and in
  *    f32, and evaluates;
  *  - bit-identical models on one device, on a 2-device pipeline, and stopped at step 10 and
  *    resumed; with round-to-nearest (--round-nearest) another model;
@@ -27,10 +28,15 @@ static void test_setup(void) {
 }
 
 static void test_memory_and_model(void) {
-    int rc = tessera(NULL, "%s --max-steps 20 --out f32", PRE);
+    /* clipping keeps every gradient to the end of the step; without it each is freed by its update */
+    int rc = tessera(NULL, "%s --max-steps 20 --out f32 --max-grad-norm 1", PRE);
     CHECK_RAN(rc, 0);
     CHECK(strstr(out_text, "weights 4.00 + gradients 4.00 + optimizer state 8.0"), "f32: 16 bytes a parameter: %s", out_text);
-    rc = tessera(NULL, "%s --max-steps 20 --out sr --precision bf16-sr", PRE);
+    rc = tessera(NULL, "%s --max-steps 2 --out f32b", PRE);
+    CHECK_RAN(rc, 0);
+    CHECK(strstr(out_text, "weights 4.00 + gradients 0.00 + optimizer state 8.0") &&
+          strstr(out_text, "each gradient freed by its update inside the backward pass"), "f32, no clipping: %s", out_text);
+    rc = tessera(NULL, "%s --max-steps 20 --out sr --precision bf16-sr --max-grad-norm 1", PRE);
     CHECK_RAN(rc, 0);
     const char *line = strstr(out_text, "memory a parameter: ");
     double w = 0, gr = 0, st = 0, all = 0;

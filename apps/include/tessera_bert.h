@@ -364,9 +364,10 @@ typedef struct ts_bert_train_opts {
 } ts_bert_train_opts;
 /* Build the model (o->head) with the backward pass and the optimizer, and compile it for
  * training into *train (may be NULL: none) and for evaluation (inference, one device) into
- * *infer (may be NULL). The backward recomputes the GELU outputs (ts_graph_recompute_gelu: the
- * same numbers in less memory). On failure nothing is returned and the message says what failed
- * ("compiling the training program: ..."). */
+ * *infer (may be NULL). The backward recomputes the GELU outputs (ts_graph_recompute_gelu), and
+ * without clipping, accumulation, fp16's loss scaling, replicas or pipeline stages the updates
+ * run inside it (ts_optim_opts.updates_in_backward): the same numbers in less memory. On failure
+ * nothing is returned and the message says what failed ("compiling the training program: ..."). */
 TS_API ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train, ts_program **infer);
 
 #ifdef __cplusplus

@@ -241,7 +241,8 @@ static ts_status pt_start(pt_run *R) {
               "bytes (%s%s)\n", R->name, mem.params / np, mem.grads / np, mem.optimizer_state / np,
               (mem.params + mem.grads + mem.optimizer_state) / np,
               sh->weights16 ? (sh->fp16 ? "fp16-sr" : "bf16-sr") : sh->bf16 ? "bf16" : sh->fp16 ? "fp16" : "f32",
-              N > 1 || RN > 1 ? "; gradients include the f32 accumulators" : "");
+              N > 1 || RN > 1 ? "; gradients include the f32 accumulators"
+              : mem.grads == 0 ? "; each gradient freed by its update inside the backward pass" : "");
     ts_metrics_write(mw, R->metrics, "\"memory_bytes_per_parameter\": {\"weights\": %.3f, \"gradients\": %.3f, "
                      "\"optimizer_state\": %.3f}", mem.params / np, mem.grads / np, mem.optimizer_state / np);
     ts_writef(o->out, o->out_ctx, "%s: %d micro-batch%s of %d per step%s (effective batch %d), %d step%s per "

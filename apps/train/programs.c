@@ -2,7 +2,9 @@
  * programs.c — the programs of a BERT training run (ts_bert_train_programs, "Training runs" in
  * tessera.h): the model with its head, the backward pass, the optimizer with BERT's conventions,
  * compiled for training (on one device or as a pipeline) and for evaluation. The backward
- * recomputes the GELU outputs (ts_graph_recompute_gelu: the same bits in less memory).
+ * recomputes the GELU outputs (ts_graph_recompute_gelu), and the updates run inside it
+ * (ts_optim_opts.updates_in_backward) unless clipping, accumulation, loss scaling, replicas or
+ * stages need every gradient first: both keep the numbers bit for bit and use less memory.
  */
 #include "common/app.h"
 
@@ -52,6 +54,10 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
             oo.accumulation_steps = N;
             oo.comm = o->comm, oo.shard_state = o->shard_state, oo.bucket_bytes = o->bucket_bytes;
             oo.round_nearest = o->round_nearest;
+            /* the updates in the backward wherever nothing needs every gradient first: the same
+             * bits, each gradient's memory reused once its update has read it */
+            oo.updates_in_backward = oo.max_grad_norm == 0.f && N == 1 && !scaled &&
+                                     (!o->comm || ts_comm_size(o->comm) < 2) && ts_graph_num_stages(g) == 0;
             st = ts_optimizer(g, lr, &oo);
         }
         if (!st) {
