@@ -193,7 +193,8 @@ typedef struct ts_optim_opts {
      * The numbers are the same bits as updates at the end. A gradient is then not kept after the
      * run unless it is a fetch named at compile. Not with max_grad_norm, accumulation_steps > 1,
      * replicas, loss scaling or pipeline stages (each needs every gradient before any update):
-     * TS_ERR_ARG naming which. */
+     * TS_ERR_ARG naming which. 2: the same where none of those is in use, and the updates at the
+     * end otherwise (what tessera pretrain and finetune ask for). 0: at the end. */
     int updates_in_backward;
 } ts_optim_opts;
 

@@ -56,8 +56,7 @@ ts_status ts_bert_train_programs(const ts_bert_train_opts *o, ts_program **train
             oo.round_nearest = o->round_nearest;
             /* the updates in the backward wherever nothing needs every gradient first: the same
              * bits, each gradient's memory reused once its update has read it */
-            oo.updates_in_backward = oo.max_grad_norm == 0.f && N == 1 && !scaled &&
-                                     (!o->comm || ts_comm_size(o->comm) < 2) && ts_graph_num_stages(g) == 0;
+            oo.updates_in_backward = 2;
             st = ts_optimizer(g, lr, &oo);
         }
         if (!st) {

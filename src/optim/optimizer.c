@@ -331,17 +331,16 @@ static ts_status start_buckets_early(ts_graph *g) {
     return TS_OK;
 }
 
-/* updates_in_backward: move each parameter's group of nodes — its update and, for a 16-bit
- * parameter, the casts around it: nodes first[k] .. first[k + 1] - 1, first[ngroups] = the end
- * of the updates — to just after the last node it must follow: the producers of what it reads
- * (its gradient complete), and every other reader of a parameter or state value it reads or of
- * a view of one (reshapes: the update writes the parameter in place, so the forward's and the
- * backward's uses of the old value come first). A gradient that ts_backward copied into a buffer
- * of its own at the end of the backward (a scale node: the product was a view, as at batch 1)
- * moves with its group, so the group then follows what that copy reads. Groups keep their order;
- * so do the nodes they pass, renumbered, and opt_start / bwd_start follow the nodes they named. A
- * tied weight's update waits for its last use. TS_OK, or the graph's TS_ERR_NOMEM (nothing
- * moved). */
+/* What keeps the updates out of the backward pass: an option that needs every gradient before
+ * any update (its words, for the error), or NULL. R: the replicas. */
+static const char *in_backward_conflict(const ts_graph *g, const ts_optim_opts *o, int R) {
+    return o->max_grad_norm > 0.f ? "clipping by the global norm (max_grad_norm > 0)"
+         : o->accumulation_steps > 1 ? "gradient accumulation (accumulation_steps > 1)"
+         : R > 1 ? "replicas (a communicator of 2 or more ranks)"
+         : loss_scale_node(g) >= 0 ? "loss scaling (ts_backward_scaled)"
+         : g->nstages > 0 ? "pipeline stages" : NULL;
+}
+
 /* updates_early's order: node i at order[w], then every group anchored on node i (its copy,
  * then its nodes, each followed by the groups anchored on it). Returns the next position. */
 static int emit(int *order, int w, int i, const int *after, const int *first, const int *copy, int ngroups) {
@@ -354,6 +353,17 @@ static int emit(int *order, int w, int i, const int *after, const int *first, co
     return w;
 }
 
+/* updates_in_backward: move each parameter's group of nodes — its update and, for a 16-bit
+ * parameter, the casts around it: nodes first[k] .. first[k + 1] - 1, first[ngroups] = the end
+ * of the updates — to just after the last node it must follow: the producers of what it reads
+ * (its gradient complete), and every other reader of a parameter or state value it reads or of
+ * a view of one (reshapes: the update writes the parameter in place, so the forward's and the
+ * backward's uses of the old value come first). A gradient that ts_backward copied into a buffer
+ * of its own at the end of the backward (a scale node: the product was a view, as at batch 1)
+ * moves with its group, so the group then follows what that copy reads. Groups keep their order;
+ * so do the nodes they pass, renumbered, and opt_start / bwd_start follow the nodes they named. A
+ * tied weight's update waits for its last use. TS_OK, or the graph's TS_ERR_NOMEM (nothing
+ * moved). */
 static ts_status updates_early(ts_graph *g, const int *first, int ngroups) {
     int nn = g->nnodes, nv = g->nvals, end = first[ngroups];
     int *root = malloc(sizeof(int) * (size_t)(nv + 1));    /* per value: its alias root */
@@ -569,14 +579,15 @@ static ts_status half_write_back(ts_graph *g, ts_value dst, ts_value x32, ts_val
     return g->status;
 }
 
-/* One update node per trained parameter v, reading gradient src[v] and coefficient coef. The
- * nodes appended for the k-th parameter updated begin at first[k] (*ngroups counts them). */
+/* One update node per trained parameter v, reading gradient src[v] and coefficient coef. With
+ * first (may be NULL), the nodes appended for the k-th parameter updated begin at first[k]
+ * (*ngroups counts them). */
 static ts_status add_updates(ts_graph *g, ts_value lr, const ts_optim_opts *o, const ts_value *src, int nv,
                              ts_value coef, const int *owner, int rank, int *first, int *ngroups) {
     for (int v = 0; v < nv; v++) {
         if (g->vals[v].kind != TS_V_PARAM || g->vals[v].grad < 0) continue;
         if (owner && owner[v] != rank) continue; /* another rank updates it and broadcasts it */
-        first[(*ngroups)++] = g->nnodes;
+        if (first) first[(*ngroups)++] = g->nnodes;
         int first_state = g->nvals, half = g->vals[v].dtype != TS_F32;
         float wd = excluded(o, g->vals[v].name) ? 0.f : o->weight_decay;
         ts_attrs at = {0};
@@ -655,16 +666,14 @@ ts_status ts_optimizer(ts_graph *g, ts_value lr, const ts_optim_opts *o) {
     if ((st = check_opts(g, o))) return st;
 
     int R = o->comm ? ts_comm_size(o->comm) : 1;
-    if (o->updates_in_backward) { /* each update must be free to run before the last gradient is made */
-        const char *why = o->max_grad_norm > 0.f ? "clipping by the global norm (max_grad_norm > 0)"
-                        : o->accumulation_steps > 1 ? "gradient accumulation (accumulation_steps > 1)"
-                        : R > 1 ? "replicas (a communicator of 2 or more ranks)"
-                        : loss_scale_node(g) >= 0 ? "loss scaling (ts_backward_scaled)"
-                        : g->nstages > 0 ? "pipeline stages" : NULL;
-        if (why)
-            return ts_graph_fail(g, TS_ERR_ARG, "ts_optimizer: updates_in_backward cannot be combined with %s, "
-                                 "which needs every gradient before any update", why), g->status;
-    }
+    const char *why = in_backward_conflict(g, o, R);
+    if (o->updates_in_backward < 0 || o->updates_in_backward > 2)
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_optimizer: updates_in_backward %d must be 0, 1 or 2",
+                             o->updates_in_backward), g->status;
+    if (o->updates_in_backward == 1 && why)
+        return ts_graph_fail(g, TS_ERR_ARG, "ts_optimizer: updates_in_backward cannot be combined with %s, "
+                             "which needs every gradient before any update", why), g->status;
+    int in_backward = o->updates_in_backward && !why;
     if (o->shard_state && R < 2)
         return ts_graph_fail(g, TS_ERR_ARG, "ts_optimizer: shard_state needs a communicator of 2 or more ranks "
                              "(this one has %d)", R), g->status;
@@ -680,11 +689,12 @@ ts_status ts_optimizer(ts_graph *g, ts_value lr, const ts_optim_opts *o) {
     step_plan sp = {.R = R, .rank = o->comm ? ts_comm_rank(o->comm) : 0, .comm_id = ts_comm_id(o->comm)};
     if (R > 1) g->replicas = R, g->replica = sp.rank, g->comm_id = sp.comm_id;
     if (o->shard_state && !(sp.owner = assign_owners(g, nv, R))) st = g->status;
-    int *first = st ? NULL : malloc(sizeof(int) * (size_t)(nv + 1)), ngroups = 0;
-    if (!st && !first) st = ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory for %d values", nv);
+    int *first = st || !in_backward ? NULL : malloc(sizeof(int) * (size_t)(nv + 1)), ngroups = 0;
+    if (!st && in_backward && !first)
+        st = ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory for %d values", nv);
     if (!st) st = add_step_coef(g, o, src, nv, &sp);
     if (!st) st = add_updates(g, lr, o, src, nv, sp.coef, sp.owner, sp.rank, first, &ngroups);
-    if (!st && o->updates_in_backward) {
+    if (!st && in_backward) {
         first[ngroups] = g->nnodes;
         st = updates_early(g, first, ngroups);
         g->updates_in_backward = 1;

@@ -34,10 +34,12 @@ static ts_status check_memory(const ts_device *dev, const ts_compile_opts *o, co
                   gib(m->optimizer_state), gib(m->activations), gib(other), gib(ws), big, earlier, gib(budget), what);
 }
 
-/* Does parameter v have a gradient made in this program (any, without a stage spec)? */
-static int has_grad_here(const ts_graph *g, int v, const ts_stage_spec *spec) {
+/* Does parameter v have a gradient made in this program (any, without a stage spec) that the
+ * program keeps to the end of the step? Not in inference, nor where the updates run in the
+ * backward pass (ts_optim_opts.updates_in_backward: each gradient dies at its update). */
+static int grad_kept(const ts_graph *g, int v, const ts_stage_spec *spec, const ts_compile_opts *o) {
     int gv = g->vals[v].kind == TS_V_PARAM ? g->vals[v].grad : -1;
-    if (gv < 0) return 0;
+    if (gv < 0 || o->inference || g->updates_in_backward) return 0;
     return !spec || (g->vals[gv].kind == TS_V_NODE && spec->alive[g->vals[gv].node]);
 }
 
@@ -125,7 +127,7 @@ static ts_status pin(build *b) {
     for (int v = 0; v < b->nv; v++) {
         if (g->vals[v].kind != TS_V_PARAM) continue;
         p->params[p->nparams++] = v;
-        if (!b->o->inference && has_grad_here(g, v, b->spec) && !g->updates_in_backward) b->pinned[g->vals[v].grad] = 1;
+        if (grad_kept(g, v, b->spec, b->o)) b->pinned[g->vals[v].grad] = 1;
     }
     if (b->spec) /* what a pipeline stage sends to others must survive dead-code elimination */
         for (int v = 0; v < b->nv; v++)
@@ -172,7 +174,7 @@ static ts_status run_passes(build *b) {
             if (b->spec->sent[v]) b->pinned[v] = 0;
     for (int i = 0; i < b->p->nfetch; i++) b->pinned[b->p->fetch[i]] = 1;
     for (int v = 0; v < b->nv; v++)
-        if (!o->inference && has_grad_here(g, v, b->spec) && !g->updates_in_backward) b->pinned[g->vals[v].grad] = 1;
+        if (grad_kept(g, v, b->spec, o)) b->pinned[g->vals[v].grad] = 1;
     return TS_OK;
 }
 
@@ -242,7 +244,7 @@ static void choose_storage(build *b) {
     for (int v = 0; v < nv; v++) /* a packed value's bucket holds it */
         if (b->used[v] && g->vals[v].pack > 0) b->used[g->vals[v].pack - 1] = 1;
     for (int v = 0; v < nv; v++)
-        if (!b->o->inference && has_grad_here(g, v, spec) && !g->updates_in_backward) b->is_grad[g->vals[v].grad] = 1;
+        if (grad_kept(g, v, spec, b->o)) b->is_grad[g->vals[v].grad] = 1;
     for (int v = 0; v < nv; v++)
         b->nslot[v] = spec && spec->slots[v] > 0 ? spec->slots[v] : g->vals[v].kind == TS_V_INPUT && p->iters > 1 ? p->iters : 0;
     /* a slotted value's storage is its alias root's (a reshape of a kept value keeps the value) */
