@@ -73,10 +73,8 @@ static int parse_int(const opt_ctx *c, const char *flag, const char *v, int min,
     char *end;
     errno = 0;
     long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < min || x > INT_MAX) {
-        say(c, "%s wants an integer >= %d, not '%s'", flag, min, v);
-        return 0;
-    }
+    if (errno || end == v || *end || x < min || x > INT_MAX)
+        return say(c, "%s wants an integer >= %d, not '%s'", flag, min, v), 0;
     *out = (int)x;
     return 1;
 }
@@ -85,10 +83,8 @@ static int parse_float(const opt_ctx *c, const char *flag, const char *v, double
     char *end;
     errno = 0;
     double x = strtod(v, &end);
-    if (errno || end == v || *end || !isfinite(x) || x < 0) {
-        say(c, "%s wants a non-negative number, not '%s'", flag, v);
-        return 0;
-    }
+    if (errno || end == v || *end || !isfinite(x) || x < 0)
+        return say(c, "%s wants a non-negative number, not '%s'", flag, v), 0;
     *out = x;
     return 1;
 }

@@ -19,7 +19,7 @@ static const char *USAGE =
 typedef struct plan_args {
     const char *model, *config, *device, *stages, *dtype, *optimizer, *task, *precision;
     int count, batch, seq_len, max_predictions, replicas, micro_batches, top, global_batch;
-    double per_row; /* --sequences-per-row */
+    double per_row, max_grad_norm; /* --sequences-per-row, --max-grad-norm */
     int layers, hidden, heads, inter, vocab, explain, json;
     int recompute_on, recompute_off, shard; /* --recompute, --no-recompute, --shard-optimizer */
 } plan_args;
@@ -29,6 +29,7 @@ static int plan(const plan_args *a, ts_plan_request *rq) {
     rq->batch = a->batch, rq->seq_len = a->seq_len, rq->max_predictions = a->max_predictions, rq->count = a->count;
     rq->stages = a->stages, rq->replicas = a->replicas, rq->micro_batches = a->micro_batches;
     rq->sequences_per_row = a->per_row, rq->split_batch = 1; /* the global batch kept: --batch x M x R by default */
+    rq->max_grad_norm = a->max_grad_norm;
     rq->global_batch = a->global_batch ? a->global_batch : a->batch * (a->micro_batches > 0 ? a->micro_batches : 1) *
                                                            (a->replicas > 0 ? a->replicas : 1);
     rq->recompute = a->recompute_on ? 1 : a->recompute_off ? 0 : -1, rq->shard_state = a->shard ? 1 : -1;
@@ -96,6 +97,8 @@ int cli_plan(int argc, char **argv) {
          "f32, bf16, fp16 (f32 weights) or bf16-sr, fp16-sr (16-bit weights, gradients\n"
          "and optimizer state, stochastic rounding); sets the dtype too", NULL},
         {"optimizer", CLI_STR, &a.optimizer, 0, "O", "adamw (default) or lamb", NULL},
+        {"max-grad-norm", CLI_FLOAT, &a.max_grad_norm, 0, "X", "as pretrain's: clipping keeps every gradient to "
+         "the end of the step\n(default 0: none; the updates then run inside the backward pass)", NULL},
         {"task", CLI_STR, &a.task, 0, "T",
          "pretrain (default: masked LM + next sentence), finetune (a sequence\n"
          "classifier) or infer (a forward pass)", NULL},

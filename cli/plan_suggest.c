@@ -2,66 +2,70 @@
  * plan_suggest.c — the planner's words for the command: the command line of a layout, `tessera
  * plan`'s for a request, what a run refused for memory under --device-profile says next (cli.h).
  */
+#include <stdarg.h>
+
 #include "cli.h"
+
+/* A command line as it is written: the text stops at cap. */
+typedef struct line {
+    char *buf;
+    size_t cap, o;
+} line;
+
+__attribute__((format(printf, 2, 3))) static void put(line *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (t->o < t->cap) t->o += (size_t)vsnprintf(t->buf + t->o, t->cap - t->o, fmt, ap);
+    va_end(ap);
+}
 
 /* The `tessera plan` command for rq's model, shapes and global batch (the layout left to the search). */
 static void plan_command(const char *profile, const ts_plan_request *rq, char *buf, size_t cap) {
     const ts_bert_config *c = rq->cfg;
     static const char *task[] = {"pretrain", "finetune", "infer"};
-    char preds[80] = "";
-    int o = rq->task == TS_PLAN_PRETRAIN && rq->max_predictions > 0
-                ? snprintf(preds, sizeof preds, " --max-predictions %d", rq->max_predictions) : 0;
+    line t = {buf, cap, 0};
+    put(&t, "tessera plan --device-profile %s --count %d --layers %d --hidden %d --heads %d --intermediate %d "
+        "--batch %d --max-len %d", profile, rq->count, c->num_hidden_layers, c->hidden_size, c->num_attention_heads,
+        c->intermediate_size, rq->batch, rq->seq_len);
+    if (rq->task == TS_PLAN_PRETRAIN && rq->max_predictions > 0) put(&t, " --max-predictions %d", rq->max_predictions);
     if (rq->task != TS_PLAN_INFER && rq->replicas * rq->micro_batches > 1) /* as ts_plan_suggest keeps it */
-        snprintf(preds + o, sizeof preds - (size_t)o, " --global-batch %d",
-                 rq->replicas * rq->micro_batches * rq->batch);
-    snprintf(buf, cap, "tessera plan --device-profile %s --count %d --layers %d --hidden %d --heads %d "
-             "--intermediate %d --batch %d --max-len %d%s --dtype %s --optimizer %s --task %s --explain", profile,
-             rq->count, c->num_hidden_layers, c->hidden_size, c->num_attention_heads, c->intermediate_size, rq->batch,
-             rq->seq_len, preds, ts_dtype_name(rq->dtype), ts_optim_kind_name(rq->optimizer), task[rq->task]);
+        put(&t, " --global-batch %d", rq->replicas * rq->micro_batches * rq->batch);
+    if (rq->task != TS_PLAN_INFER && rq->max_grad_norm > 0) put(&t, " --max-grad-norm %g", rq->max_grad_norm);
+    put(&t, " --dtype %s --optimizer %s --task %s --explain", ts_dtype_name(rq->dtype),
+        ts_optim_kind_name(rq->optimizer), task[rq->task]);
 }
 
 /* The command line that runs layout l of rq (cli.h): what the planner cannot know (the files) as
  * placeholders in capitals; a fine-tuned or run model's sizes are its directory's. */
 void cli_plan_command(const ts_plan_request *rq, ts_plan_layout *l) {
-    char *buf = l->command;
-    const size_t cap = sizeof l->command;
     const ts_bert_config *c = rq->cfg;
-    size_t o = 0;
-    if (l->replicas > 1) o += (size_t)snprintf(buf + o, cap - o, "mpirun -np %d ", l->replicas);
+    line t = {l->command, sizeof l->command, 0};
+    if (l->replicas > 1) put(&t, "mpirun -np %d ", l->replicas);
     if (rq->task == TS_PLAN_INFER) {
-        snprintf(buf + o, cap - o, "tessera run --model MODEL_DIR --inputs INPUTS.safetensors --outputs "
-                 "OUTPUTS.safetensors%s", rq->dtype == TS_BF16 ? " --dtype bf16" : "");
+        put(&t, "tessera run --model MODEL_DIR --inputs INPUTS.safetensors --outputs OUTPUTS.safetensors%s",
+            rq->dtype == TS_BF16 ? " --dtype bf16" : "");
         return;
     }
     if (rq->task == TS_PLAN_PRETRAIN)
-        o += (size_t)snprintf(buf + o, cap - o, "tessera pretrain --vocab VOCAB.txt --corpus CORPUS.txt --out OUT_DIR "
-                              "--layers %d --hidden %d --heads %d --intermediate %d", c->num_hidden_layers,
-                              c->hidden_size, c->num_attention_heads, c->intermediate_size);
+        put(&t, "tessera pretrain --vocab VOCAB.txt --corpus CORPUS.txt --out OUT_DIR --layers %d --hidden %d "
+            "--heads %d --intermediate %d", c->num_hidden_layers, c->hidden_size, c->num_attention_heads,
+            c->intermediate_size);
     else
-        o += (size_t)snprintf(buf + o, cap - o, "tessera finetune --model PRETRAINED_DIR --train TRAIN.tsv "
-                              "--out OUT_DIR");
-    if (o < cap) o += (size_t)snprintf(buf + o, cap - o, " --max-len %d --batch %d", rq->seq_len, (int)l->batch);
-    if (rq->task == TS_PLAN_PRETRAIN && o < cap)
-        o += (size_t)snprintf(buf + o, cap - o, " --max-predictions %d", rq->max_predictions);
-    if (o < cap)
-        o += (size_t)snprintf(buf + o, cap - o, " --optimizer %s", rq->optimizer == TS_OPTIM_LAMB ? "lamb" : "adamw");
-    if (l->ndevices > 1 && o < cap) {
-        char devs[TS_STAGE_MAX_DEVICES * 8];
-        size_t d = 0;
-        devs[0] = 0;
-        for (int k = 0; k < l->ndevices && d < sizeof devs; k++)
-            d += (size_t)snprintf(devs + d, sizeof devs - d, "%scpu:%d", k ? "," : "", k);
-        o += (size_t)snprintf(buf + o, cap - o, " --devices %s --stages \"%s\" --micro-batches %d", devs, l->stages,
-                              l->micro_batches);
-    } else if (l->micro_batches > 1 && o < cap) {
-        o += (size_t)snprintf(buf + o, cap - o, " --accumulation %d", l->micro_batches);
-    }
-    if (l->recompute && o < cap) o += (size_t)snprintf(buf + o, cap - o, " --recompute");
-    if (l->shard_state && o < cap) o += (size_t)snprintf(buf + o, cap - o, " --shard-optimizer");
-    if (rq->weight_dtype != TS_F32 && o < cap)
-        snprintf(buf + o, cap - o, " --precision %s", ts_precision_name(rq->dtype, rq->weight_dtype));
-    else if (rq->dtype != TS_F32 && o < cap)
-        snprintf(buf + o, cap - o, " --%s", rq->dtype == TS_BF16 ? "bf16" : "fp16");
+        put(&t, "tessera finetune --model PRETRAINED_DIR --train TRAIN.tsv --out OUT_DIR");
+    put(&t, " --max-len %d --batch %d", rq->seq_len, (int)l->batch);
+    if (rq->task == TS_PLAN_PRETRAIN) put(&t, " --max-predictions %d", rq->max_predictions);
+    put(&t, " --optimizer %s", rq->optimizer == TS_OPTIM_LAMB ? "lamb" : "adamw");
+    if (rq->max_grad_norm > 0) put(&t, " --max-grad-norm %g", rq->max_grad_norm);
+    if (l->ndevices > 1) {
+        put(&t, " --devices ");
+        for (int k = 0; k < l->ndevices; k++) put(&t, "%scpu:%d", k ? "," : "", k);
+        put(&t, " --stages \"%s\" --micro-batches %d", l->stages, l->micro_batches);
+    } else if (l->micro_batches > 1)
+        put(&t, " --accumulation %d", l->micro_batches);
+    if (l->recompute) put(&t, " --recompute");
+    if (l->shard_state) put(&t, " --shard-optimizer");
+    if (rq->weight_dtype != TS_F32) put(&t, " --precision %s", ts_precision_name(rq->dtype, rq->weight_dtype));
+    else if (rq->dtype != TS_F32) put(&t, " --%s", rq->dtype == TS_BF16 ? "bf16" : "fp16");
 }
 
 /* What a run refused for memory under --device-profile says next: the planner's estimate and layout (cli.h). */
@@ -76,13 +80,13 @@ void cli_plan_suggest(const char *cmd, const char *profile, const ts_plan_reques
         snprintf(need, sizeof need, "stage %d needs %.2f GB on %s (%.2f GB)", s, bytes / 1e9, asked->device->name,
                  asked->device->memory_bytes / 1e9);
     plan_command(profile, asked, plan, sizeof plan);
-    if (!n) {
+    if (!n)
         fprintf(stderr, "tessera %s: the planner: %s%s%s (%s for more)\n", cmd, need, *need ? "; " : "",
                 l ? cli_error() : "out of memory", plan);
-    } else if (!l->fits) {
+    else if (!l->fits)
         fprintf(stderr, "tessera %s: the planner: %s%sno layout of %d x %s fits this model and batch; the closest: %s "
                 "(%s for more)\n", cmd, need, *need ? ": " : "", asked->count, asked->device->name, l->why, plan);
-    } else {
+    else {
         cli_plan_command(asked, l);
         fprintf(stderr, "tessera %s: the planner: %s%s%d stage%s \"%s\" x %d replica%s, %d micro-batch%s of %d%s%s "
                 "fit (estimated %.1f seq/s): %s (%s for more)\n", cmd, need, *need ? ": " : "", l->nstages,
@@ -96,14 +100,10 @@ void cli_plan_suggest(const char *cmd, const char *profile, const ts_plan_reques
 int cli_device_profile_load(const char *cmd, const char *name, double *memory_gib, ts_device_profile *out) {
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
-    if (ts_device_profile_load(name, out) != TS_OK) {
-        fprintf(stderr, "tessera %s: --device-profile %s: %s\n", cmd, name, cli_error());
-        return 2;
-    }
-    if (!(out->memory_bytes > 0)) {
-        fprintf(stderr, "tessera %s: --device-profile %s: the profile gives no memory_bytes\n", cmd, name);
-        return 2;
-    }
+    if (ts_device_profile_load(name, out) != TS_OK)
+        return fprintf(stderr, "tessera %s: --device-profile %s: %s\n", cmd, name, cli_error()), 2;
+    if (!(out->memory_bytes > 0))
+        return fprintf(stderr, "tessera %s: --device-profile %s: the profile gives no memory_bytes\n", cmd, name), 2;
     *memory_gib = out->memory_bytes / 1073741824.0;
     return 0;
 }

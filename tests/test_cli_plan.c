@@ -78,6 +78,29 @@ static void test_h200(void) {
     CHECK(strstr(out_text, "24 layers, hidden 1024") && printed_number("estimated ") > 0, "BERT-Large:\n%s", out_text);
 }
 
+/* --max-grad-norm (pretrain's): without clipping one device's step runs its updates inside the
+ * backward pass, so the plan keeps no gradients and needs about their size less; clipping keeps
+ * each to the end of the step (as replicas do, clipped or not), and the command says --max-grad-norm. */
+static void test_clipping(void) {
+    const char *one = "plan --device-profile h200 --json --top 1 --replicas 1 --micro-batches 1 --no-recompute";
+    CHECK_RAN(tessera(NULL, "%s", one), 0);
+    double params = printed_number("\"params\":\t"), grads = printed_number("\"grads\":\t");
+    double need = printed_number("\"need\":\t");
+    CHECK(params > 4e8 && grads == 0 && !strstr(out_text, "--max-grad-norm"), "no clipping: params %g grads %g\n%s",
+          params, grads, out_text);
+    CHECK_RAN(tessera(NULL, "%s --max-grad-norm 1", one), 0);
+    double kept = printed_number("\"grads\":\t"), need_kept = printed_number("\"need\":\t");
+    CHECK(kept == params && need_kept - need > 0.75 * params && need_kept - need < params &&
+              strstr(out_text, "--max-grad-norm 1"),
+          "clipped: grads %g of params %g, need %g against %g without clipping\n%s", kept, params, need_kept, need,
+          out_text);
+    CHECK_RAN(tessera(NULL, "plan --device-profile h200 --explain --replicas 1 --micro-batches 1 --no-recompute"), 0);
+    CHECK(strstr(out_text, "the updates run inside the backward"), "the table says why grads is 0:\n%s", out_text);
+    CHECK_RAN(tessera(NULL, "plan --device-profile h200 --json --top 1 --count 2 --replicas 2 --micro-batches 1"), 0);
+    CHECK(printed_number("\"grads\":\t") == params, "replicas keep every gradient for the all-reduce:\n%s", out_text);
+    CHECK_FAILS(tessera(NULL, "plan --device-profile h200 --max-grad-norm x"), "--max-grad-norm");
+}
+
 /* --vocab sets the model's vocabulary: the stage's parameters shrink by exactly the word embeddings'
  * and the MLM bias's rows (V x (hidden + 1) f32). */
 static void test_vocab(void) {
@@ -339,6 +362,7 @@ int main(int argc, char **argv) {
     RUN(test_refusal);
     RUN(test_errors);
     RUN(test_h200);
+    RUN(test_clipping);
     RUN(test_global_batch);
     RUN(test_vocab);
     RUN(test_pod16);

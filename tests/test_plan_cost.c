@@ -288,7 +288,7 @@ static void test_pipeline_traffic(void) {
     double hidden = (double)rq.batch * 32 * 64 * 4, words = 1000.0 * 64 * 4;
     for (int three = 0; three <= 1; three++) {
         ts_plan_compiled pc;
-        CHECK_OK(ts_plan_compile(&rq, three ? "0:emb,heads 1:0-3" : "0:emb,0-1 1:2-3,heads", 2, 0, 2, &pc));
+        CHECK_OK(ts_plan_compile(&rq, three ? "0:emb,heads 1:0-3" : "0:emb,0-1 1:2-3,heads", 2, 0, 2, 1, &pc));
         CHECK(pc.nstages == 2 + three, "%d stages", pc.nstages);
         for (int s = 0; s < pc.nstages && s < 3; s++) {
             const ts_stage_cost *c = &pc.cost[s];

@@ -148,12 +148,20 @@ typedef struct ts_plan_request {
                                      micro_batches) (so batch is the largest tried, and the layouts
                                      of one device count as well as a pod's); each layout's b is its
                                      ts_plan_layout.batch. 0: every layout's micro-batch is batch */
+    double max_grad_norm;         /* the global-norm clipping the run will do (pretrain's
+                                     --max-grad-norm); 0: none. Without clipping, accumulation,
+                                     replicas, pipeline stages or fp16's loss scaling, a step's
+                                     updates run inside its backward pass (ts_optim_opts.
+                                     updates_in_backward) and the gradients' memory is reused:
+                                     such a layout plans no gradients kept (ts_stage_memory.grads
+                                     0; each is an activation while it lives) */
 } ts_plan_request;
 /* Defaults: BERT-Base (ts_bert_config_default), pretrain, batch 8, seq_len 128, max_predictions
  * 20, f32, AdamW, count 1, everything of the layout searched, stream_state 1, weight_dtype TS_F32,
- * global_batch 0, split_batch 0. rq need not be set up: its base layout is filled, struct_size included
- * (tessera.h); a caller of this header then sets struct_size = sizeof(ts_plan_request) and the
- * fields added since (their zero values, TS_F32 and 0, are the defaults). */
+ * global_batch 0, split_batch 0, max_grad_norm 0. rq need not be set up: its base layout is
+ * filled, struct_size included (tessera.h); a caller of this header then sets struct_size =
+ * sizeof(ts_plan_request) and the fields added since (their zero values, TS_F32 and 0, are the
+ * defaults). */
 TS_API void ts_plan_request_defaults(ts_plan_request *rq);
 
 /* One stage of a layout. Parts: 0 the embeddings, 1 .. L the encoder layers, L + 1 the heads. */

@@ -52,9 +52,10 @@ typedef struct ts_plan_compiled {
 } ts_plan_compiled;
 /* Compile rq's model over `ndevices` devices with stage spec `spec` (recompute 0/1) for planning
  * only, with micro_plan micro-batches (the memory a step of any M needs: the runtime's buffers of
- * a stage hold at most min(M, stages) micro-batches in flight), and cost it on rq->device. */
+ * a stage hold at most min(M, stages) micro-batches in flight), for `replicas` replicas (more
+ * than 1: every gradient kept to the end of the step for the all-reduce), and cost it on rq->device. */
 ts_status ts_plan_compile(const ts_plan_request *rq, const char *spec, int ndevices, int recompute, int micro_plan,
-                          ts_plan_compiled *out);
+                          int replicas, ts_plan_compiled *out);
 /* The estimate of a compiled layout with R replicas, M micro-batches, shard 0/1 (ts_plan_estimate's
  * figures): memory per device against the profile's, 1F1B step, bubble, all-reduce, seq/s, the
  * command. *overflow: the largest device need over its memory (<= 1: fits). */

@@ -25,7 +25,7 @@ void ts_plan_request_defaults(ts_plan_request *out) {
     rq->dtype = TS_F32, rq->optimizer = TS_OPTIM_ADAMW;
     rq->count = 1;
     rq->recompute = -1, rq->shard_state = -1, rq->stream_state = 1;
-    rq->weight_dtype = TS_F32, rq->global_batch = 0, rq->split_batch = 0;
+    rq->weight_dtype = TS_F32, rq->global_batch = 0, rq->split_batch = 0, rq->max_grad_norm = 0;
     out->struct_size = 0; /* a struct not set up yet: its base layout (tessera.h) */
     TS_STRUCT_WRITE(out, rq, ts_plan_request, "ts_plan_request_defaults");
 }
@@ -80,14 +80,19 @@ static void device_list(int n, char *buf, size_t cap) {
     for (int d = 0; d < n && o < cap; d++) o += (size_t)snprintf(buf + o, cap - o, "%scpu:%d", d ? "," : "", d);
 }
 
-/* The training (or inference) program of rq's model over plan pp (NULL: one device). */
+/* The training (or inference) program of rq's model over plan pp (NULL: one device); keep: every
+ * gradient kept to the end of the step, as clipping, replicas and fp16's loss scaling keep them
+ * (accumulation and stages keep them in the compiler already). */
 static ts_status compile_model(const ts_plan_request *rq, ts_bert_config *cfg, const ts_stage_plan *pp, int micro,
-                               ts_program **prog) {
+                               int keep, ts_program **prog) {
     ts_bert_head head = rq->task == TS_PLAN_PRETRAIN ? TS_BERT_PRETRAINING
                         : rq->task == TS_PLAN_FINETUNE ? TS_BERT_SEQ_CLASSIFICATION : rq->cfg->head;
     ts_bert_train_opts o = {.struct_size = sizeof o, .cfg = cfg, .head = head, .batch = rq->batch,
                             .seq = rq->seq_len, .optimizer = rq->optimizer, .weight_decay = 0.01f,
-                            .max_grad_norm = 1.0f, .accumulation = micro, .plan_only = 1};
+                            .accumulation = micro, .plan_only = 1};
+    /* planning only: clipping stands in for whatever keeps the gradients (the same memory); without
+     * it ts_bert_train_programs moves the updates into the backward pass where nothing else keeps them */
+    o.max_grad_norm = keep ? (rq->max_grad_norm > 0 ? (float)rq->max_grad_norm : 1.0f) : 0.f;
     if (pp) o.stage_devices = pp->stage_name, o.nstage_devices = pp->nstages;
     /* inference fetches the head's output (without a fetch nothing would be scheduled) */
     const char *out = head == TS_BERT_MODEL ? "last_hidden_state" : head == TS_BERT_PRETRAINING ? "prediction_logits"
@@ -98,7 +103,7 @@ static ts_status compile_model(const ts_plan_request *rq, ts_bert_config *cfg, c
 }
 
 ts_status ts_plan_compile(const ts_plan_request *rq, const char *spec, int ndevices, int recompute, int micro_plan,
-                          ts_plan_compiled *out) {
+                          int replicas, ts_plan_compiled *out) {
     memset(out, 0, sizeof *out);
     ts_bert_config cfg = *rq->cfg;
     cfg.compute_dtype = rq->dtype, cfg.recompute = recompute;
@@ -119,7 +124,8 @@ ts_status ts_plan_compile(const ts_plan_request *rq, const char *spec, int ndevi
     int S = pp.nstages, micro = micro_plan > 0 && micro_plan < S ? micro_plan : S;
     if (!piped) micro = micro_plan > 1 ? 2 : 1; /* accumulation's buffers, whatever M */
     else if (micro < 2) micro = 2;
-    if (compile_model(rq, &cfg, piped ? &pp : NULL, micro, &prog) != TS_OK) return ts_last_status();
+    int keep = replicas > 1 || rq->max_grad_norm > 0 || rq->dtype == TS_F16; /* fp16 trains loss-scaled */
+    if (compile_model(rq, &cfg, piped ? &pp : NULL, micro, keep, &prog) != TS_OK) return ts_last_status();
     S = ts_cost_program(prog, rq->device, (int)rq->dtype, out->cost, TS_MAX_STAGES);
     if (S < 0) {
         ts_program_free(prog);
@@ -330,6 +336,9 @@ static ts_status check_request(const ts_plan_request *rq, int layout) {
     if (rq->global_batch < 0 || (rq->global_batch > 0 && !rq->split_batch && rq->global_batch % rq->batch))
         return ts_set_error(TS_ERR_ARG, "ts_plan: global_batch %d must be a positive multiple of batch %d (replicas x "
                             "micro_batches x batch)", rq->global_batch, rq->batch);
+    if (!(rq->max_grad_norm >= 0 && rq->max_grad_norm < 1e30))
+        return ts_set_error(TS_ERR_ARG, "ts_plan: max_grad_norm %g must be 0 (no clipping) or a positive number",
+                            rq->max_grad_norm);
     if (rq->replicas > 0 && rq->count % rq->replicas)
         return ts_set_error(TS_ERR_ARG, "ts_plan: replicas %d does not divide count %d", rq->replicas, rq->count);
     if (layout && rq->global_batch > 0 && rq->replicas * rq->micro_batches * rq->batch != rq->global_batch)
@@ -360,7 +369,8 @@ ts_status ts_plan_estimate(const ts_plan_request *rq, ts_plan_layout *out) {
     if (check_request(rq, 1) != TS_OK) return ts_last_status();
     ts_plan_compiled pc;
     int D = rq->count / rq->replicas;
-    if (ts_plan_compile(rq, rq->stages, D, rq->recompute, rq->micro_batches, &pc) != TS_OK) return ts_last_status();
+    if (ts_plan_compile(rq, rq->stages, D, rq->recompute, rq->micro_batches, rq->replicas, &pc) != TS_OK)
+        return ts_last_status();
     ts_plan_layout *l = malloc(sizeof *l);
     if (!l) return ts_set_error(TS_ERR_NOMEM, "ts_plan_estimate: out of memory");
     ts_plan_evaluate(rq, &pc, rq->stages, rq->replicas, rq->micro_batches, rq->shard_state, l, NULL);

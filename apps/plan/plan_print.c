@@ -124,6 +124,9 @@ static void put_stages(text *t, const ts_plan_request *rq, const ts_plan_layout 
            "  it; accum.: gradient accumulators and all-reduce buckets; optimizer: its state on the device, sharded\n"
            "  over the replicas where it is, and in brackets the part kept in streaming memory beside it;\n"
            "  a weight two stages of one device share is counted once; fwd / bwd: one micro-batch; update: one step)\n");
+    if (rq->task != TS_PLAN_INFER && l->nstages == 1 && l->st[0].mem.grads == 0)
+        put(t, "  (grads 0, update 0: no clipping, accumulation or replicas, so the updates run inside the backward\n"
+               "  pass, timed with it, and each gradient's memory is reused once its update has read it)\n");
 }
 
 static void put_best(text *t, const ts_plan_request *rq, const ts_plan_layout *l) {

@@ -94,7 +94,7 @@ static int make_specs(const ts_plan_request *rq, int D, int L, char specs[MAX_SP
 /* One compiled stage layout, kept for every R, M and sharding that use it. */
 typedef struct cached {
     char spec[256];
-    int recompute, micro_plan, batch;
+    int recompute, micro_plan, batch, replicated; /* replicated: compiled for R > 1 (gradients kept) */
     ts_plan_compiled pc;
 } cached;
 
@@ -103,18 +103,18 @@ typedef struct found {
     double overflow;
 } found;
 
-/* The compiled layout of (spec, recompute, micro_plan), compiled on first use. */
+/* The compiled layout of (spec, recompute, micro_plan, R > 1), compiled on first use. */
 static const ts_plan_compiled *compiled(const ts_plan_request *rq, cached *cache, int *ncache, const char *spec, int D,
-                                        int recompute, int micro_plan) {
+                                        int recompute, int micro_plan, int R) {
     for (int i = 0; i < *ncache; i++)
         if (!strcmp(cache[i].spec, spec) && cache[i].recompute == recompute && cache[i].micro_plan == micro_plan &&
-            cache[i].batch == rq->batch)
+            cache[i].batch == rq->batch && cache[i].replicated == (R > 1))
             return &cache[i].pc;
     if (*ncache == MAX_CACHE) return NULL;
     cached *c = &cache[*ncache];
     snprintf(c->spec, sizeof c->spec, "%.255s", spec);
-    c->recompute = recompute, c->micro_plan = micro_plan, c->batch = rq->batch;
-    if (ts_plan_compile(rq, spec, D, recompute, micro_plan, &c->pc) != TS_OK) return NULL;
+    c->recompute = recompute, c->micro_plan = micro_plan, c->batch = rq->batch, c->replicated = R > 1;
+    if (ts_plan_compile(rq, spec, D, recompute, micro_plan, R, &c->pc) != TS_OK) return NULL;
     (*ncache)++;
     return &c->pc;
 }
@@ -190,7 +190,8 @@ static void search_replicas(const ts_plan_request *rq, int R, cached *cache, int
                 int M = micro[mi];
                 if (D > 1 && M < 2) continue;
                 r.batch = batch[mi];
-                const ts_plan_compiled *pc = compiled(&r, cache, ncache, specs[sp], D, rc, D > 1 ? 0 : M > 1 ? 2 : 1);
+                const ts_plan_compiled *pc =
+                    compiled(&r, cache, ncache, specs[sp], D, rc, D > 1 ? 0 : M > 1 ? 2 : 1, R);
                 if (!pc) return;
                 int shard_lo = rq->shard_state < 0 ? 0 : rq->shard_state, shard_hi = rq->shard_state < 0 ? R > 1 : rq->shard_state;
                 for (int sh = shard_lo; sh <= shard_hi && *nf < MAX_FOUND; sh++) {

@@ -178,6 +178,7 @@ int ts_train_refused_layout(struct ts_plan_request *rq, ts_bert_config *cfg, ts_
     rq->task = refused.infer ? TS_PLAN_INFER : bo->head == TS_BERT_PRETRAINING ? TS_PLAN_PRETRAIN : TS_PLAN_FINETUNE;
     rq->max_predictions = cfg->max_predictions_per_seq;
     rq->optimizer = bo->optimizer == TS_OPTIM_LAMB ? TS_OPTIM_LAMB : TS_OPTIM_ADAMW;
+    rq->max_grad_norm = bo->max_grad_norm; /* clipping keeps the gradients to the end of the step */
     rq->count = (pp->nstages ? pp->ndev : 1) * ranks, rq->replicas = ranks;
     rq->micro_batches = bo->accumulation > 1 ? bo->accumulation : 1;
     rq->recompute = cfg->recompute != 0, rq->shard_state = ranks > 1 && bo->shard_state;
