@@ -19,6 +19,8 @@
  *    and bf16-stored parameters with packing.
  *  - At batch 1, where ts_backward copies each weight's gradient at the end of the backward, the
  *    copies move with the updates: most of the gradients' memory is still freed (planned).
+ *  - The tied word embeddings' decoder share is made just before the add that sums it with the
+ *    lookup's, and BERT-Base's planned arena does not hold it at the peak.
  *  - A gradient named as a fetch is kept to the end of the run and equals the other program's.
  *  - Refused, naming the conflict: clipping, accumulation, loss scaling, pipeline stages; with
  *    mode 2 ("where allowed") the same graphs keep their updates at the end, without an error.
@@ -362,6 +364,55 @@ static void test_batch_one(void) {
     }
 }
 
+/* The tied word embeddings' gradient sums the MLM decoder's [V, C] share, made first in the
+ * backward, and the lookup's, made last. In the backward the decoder's share is made late, just
+ * before the add (graph/sink_partials.c), and so is not in the arena at its peak: BERT-Base at
+ * 8 x 128 plans less than half of the share's bytes more activations than with the updates at
+ * the end (the share alone would be 94 MB of it). */
+static void test_tied_share(void) {
+    ts_bert_config c = small_config(&(spec){"", TS_OPTIM_ADAMW, 0.f, TS_F32, TS_F32, 0, 0, 0, NULL});
+    c.max_predictions_per_seq = 2; /* the logits' gradient [6, V] reads less than the share [V, C] writes */
+    ts_graph *g = ts_graph_new();
+    ts_bert_outputs o;
+    ts_optim_opts oo = ts_optim_defaults(TS_OPTIM_ADAMW);
+    oo.updates_in_backward = 1;
+    CHECK_OK(ts_bert_build(g, &c, TS_BERT_PRETRAINING, 3, 8, &o));
+    CHECK_OK(ts_backward(g, o.loss));
+    CHECK_OK(ts_optimizer(g, ts_scalar(g, 1e-2f), &oo));
+    int grad = ts_grad(g, ts_lookup(g, "bert.embeddings.word_embeddings.weight"));
+    int a = grad >= 0 && g->vals[grad].kind == TS_V_NODE ? g->vals[grad].node : -1;
+    CHECK(a >= 0 && g->nodes[a].op == TS_OP_ADD, "the word embeddings' gradient is not an add's");
+    int share = -1, other = -1;
+    for (int j = 0; a >= 0 && j < g->nodes[a].nin; j++) {
+        int v = g->nodes[a].in[j], i = g->vals[v].kind == TS_V_NODE ? g->vals[v].node : -1;
+        if (i >= 0 && g->nodes[i].op == TS_OP_MATMUL) share = i;
+        else if (i > other) other = i;
+    }
+    CHECK(share > other && share < a, "the decoder's share (node %d) is not made after the lookup's (node %d) and "
+          "before their add (node %d)", share, other, a);
+    ts_graph_free(g);
+
+    ts_bert_config_default(&c);
+    c.max_predictions_per_seq = 20;
+    size_t act[2] = {0};
+    for (int in_bwd = 0; in_bwd < 2; in_bwd++) {
+        ts_program *p = NULL;
+        ts_bert_train_opts bo = {.struct_size = sizeof bo, .cfg = &c, .head = TS_BERT_PRETRAINING, .batch = 8,
+                                 .seq = 128, .optimizer = TS_OPTIM_ADAMW, .weight_decay = 0.01f, .plan_only = 1,
+                                 .max_grad_norm = in_bwd ? 0.f : 1.f}; /* clipping keeps the updates at the end */
+        CHECK_OK(ts_bert_train_programs(&bo, &p, NULL));
+        ts_memory m = {.struct_size = sizeof m};
+        CHECK(p && !ts_program_memory(p, &m), "BERT-Base: %s", ts_last_error());
+        act[in_bwd] = m.activations;
+        ts_program_free(p);
+    }
+    double share_bytes = 30522.0 * 768 * 4;
+    printf("  BERT-Base 8 x 128: activations %.1f MB with the updates at the end, %.1f in the backward (the "
+           "decoder's share: %.1f)\n", act[0] / 1e6, act[1] / 1e6, share_bytes / 1e6);
+    CHECK(act[0] > 0 && (double)act[1] < (double)act[0] + share_bytes / 2, "activations %zu at the end, %zu in the "
+          "backward: the decoder's share is alive at the peak", act[0], act[1]);
+}
+
 /* Refused where an update needs every gradient first; the message names the option. With 2
  * ("where allowed") the same graphs take their updates at the end, without an error; 3 is no
  * mode. */
@@ -416,6 +467,7 @@ int main(int argc, char **argv) {
     RUN(test_random_device);
     RUN(test_late_reader);
     RUN(test_batch_one);
+    RUN(test_tied_share);
     RUN(test_refusals);
     return tu_finish("test_updates_in_backward");
 }

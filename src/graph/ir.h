@@ -93,6 +93,12 @@ ts_value ts_node_add(ts_graph *g, int op, int nin, const int *in, const ts_attrs
 /* ts_backward with the loss's gradient seeded by `seed` (a rank-0 f32 value, the loss scale of
  * src/optim/loss_scale.c) instead of 1; TS_NONE: 1 (graph/autodiff.c). */
 ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed);
+/* After ts_backward, for updates in the backward pass (ts_optimizer; a gradient kept to the end
+ * of the step is a sink its shares are written into, not arena): a node making the early share of
+ * a tied parameter's gradient (only the add that sums it reads it) and reading fewer bytes than it
+ * writes moves to just before that add (graph/sink_partials.c). Not on a graph of pipeline
+ * stages. TS_OK or TS_ERR_NOMEM. */
+ts_status ts_sink_gradient_partials(ts_graph *g);
 /* ts_graph_fail (record a builder error in g): tessera_core.h. */
 /* Add a value of the given kind; returns its id, or TS_NONE when out of memory (recorded in g as
  * TS_ERR_NOMEM; nothing added). */

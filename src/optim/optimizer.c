@@ -692,6 +692,8 @@ ts_status ts_optimizer(ts_graph *g, ts_value lr, const ts_optim_opts *o) {
     int *first = st || !in_backward ? NULL : malloc(sizeof(int) * (size_t)(nv + 1)), ngroups = 0;
     if (!st && in_backward && !first)
         st = ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory for %d values", nv);
+    /* a gradient freed by its update lives in the arena: the tied embeddings' decoder share too */
+    if (!st && in_backward) st = ts_sink_gradient_partials(g);
     if (!st) st = add_step_coef(g, o, src, nv, &sp);
     if (!st) st = add_updates(g, lr, o, src, nv, sp.coef, sp.owner, sp.rank, first, &ngroups);
     if (!st && in_backward) {
