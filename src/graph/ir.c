@@ -123,6 +123,20 @@ static int name_rebuild(ts_graph *g, int need) {
     return 0;
 }
 
+ts_status ts_graph_apply_order(ts_graph *g, const int *order, int *new_index) {
+    int nn = g->nnodes;
+    ts_node *out = malloc(sizeof(ts_node) * (size_t)(nn ? nn : 1));
+    if (!out) return ts_graph_fail(g, TS_ERR_NOMEM, "out of memory reordering %d nodes", nn), g->status;
+    for (int w = 0; w < nn; w++) {
+        out[w] = g->nodes[order[w]];
+        if (new_index) new_index[order[w]] = w;
+        for (int k = 0; k < out[w].nout; k++) g->vals[out[w].out[k]].node = w;
+    }
+    memcpy(g->nodes, out, sizeof(ts_node) * (size_t)nn);
+    free(out);
+    return TS_OK;
+}
+
 ts_status ts_val_set_name(ts_graph *g, int v, const char *name) {
     char *copy = strdup(name ? name : "");
     /* room for one more name first: on failure v keeps its old name and the index is whole */

@@ -99,6 +99,12 @@ ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed);
  * writes moves to just before that add (graph/sink_partials.c). Not on a graph of pipeline
  * stages. TS_OK or TS_ERR_NOMEM. */
 ts_status ts_sink_gradient_partials(ts_graph *g);
+/* Put g's nodes in a new order: position w gets the node at index order[w] (a permutation of
+ * 0 .. nnodes - 1 that keeps every value's producer before its readers), and each value's
+ * producer index follows (vals[].node); new_index (NULL: not wanted) gets each old index's new
+ * one. bwd_start and opt_start are the caller's. TS_OK, or TS_ERR_NOMEM recorded in g (nothing
+ * moved). */
+ts_status ts_graph_apply_order(ts_graph *g, const int *order, int *new_index);
 /* ts_graph_fail (record a builder error in g): tessera_core.h. */
 /* Add a value of the given kind; returns its id, or TS_NONE when out of memory (recorded in g as
  * TS_ERR_NOMEM; nothing added). */

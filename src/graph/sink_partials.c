@@ -37,7 +37,7 @@ ts_status ts_sink_gradient_partials(ts_graph *g) {
     uint8_t *grad = calloc((size_t)nv + 1, 1);
     if (!readers || !reader || !before || !grad) {
         free(readers), free(reader), free(before), free(grad);
-        return ts_graph_fail(g, TS_ERR_NOMEM, "ts_backward: out of memory ordering %d nodes", nn), g->status;
+        return ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory ordering %d nodes", nn), g->status;
     }
     for (int v = 0; v < nv; v++)
         if (g->vals[v].kind == TS_V_PARAM && g->vals[v].grad >= 0) grad[g->vals[v].grad] = 1;
@@ -48,10 +48,11 @@ ts_status ts_sink_gradient_partials(ts_graph *g) {
     for (int i = 0; i < nn; i++) before[i] = -1;
     for (int r = g->bwd_start; r < nn; r++) {
         const ts_node *a = &g->nodes[r];
+        if (a->op != TS_OP_ADD) continue;
         int o = a->out[0];
         /* the add making a parameter's gradient, or the value ts_backward copies into it */
-        int makes = a->op == TS_OP_ADD && (grad[o] || (readers[o] == 1 && grad[g->nodes[reader[o]].out[0]] &&
-                                                        g->nodes[reader[o]].op == TS_OP_SCALE));
+        int makes = grad[o] || (readers[o] == 1 && g->nodes[reader[o]].op == TS_OP_SCALE &&
+                                grad[g->nodes[reader[o]].out[0]]);
         for (int j = 0; makes && j < a->nin; j++) {
             int v = a->in[j];
             if (v < 0 || g->vals[v].kind != TS_V_NODE || readers[v] != 1) continue;
@@ -62,26 +63,25 @@ ts_status ts_sink_gradient_partials(ts_graph *g) {
             before[i] = r, moved++;
         }
     }
+    ts_status st = TS_OK;
     if (moved) {
-        ts_node *out = malloc(sizeof(ts_node) * (size_t)nn);
-        if (!out) {
+        /* first[r]: the first node that moves before node r, next[k]: the one after k (by index);
+         * order: position -> node */
+        int *first = readers, *next = reader, *order = malloc(sizeof(int) * (size_t)nn), w = 0;
+        if (!order) {
             free(readers), free(reader), free(before), free(grad);
-            return ts_graph_fail(g, TS_ERR_NOMEM, "ts_backward: out of memory ordering %d nodes", nn), g->status;
+            return ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory ordering %d nodes", nn), g->status;
         }
-        /* first[r]: the first node that moves before node r, next[k]: the one after k (by index) */
-        int *first = readers, *next = reader, w = 0;
         for (int i = 0; i < nn; i++) first[i] = -1;
         for (int k = nn - 1; k >= 0; k--)
             if (before[k] >= 0) next[k] = first[before[k]], first[before[k]] = k;
         for (int i = 0; i < nn; i++) {
-            for (int k = first[i]; k >= 0; k = next[k]) out[w++] = g->nodes[k];
-            if (before[i] < 0) out[w++] = g->nodes[i];
+            for (int k = first[i]; k >= 0; k = next[k]) order[w++] = k;
+            if (before[i] < 0) order[w++] = i;
         }
-        memcpy(g->nodes, out, sizeof(ts_node) * (size_t)nn);
-        free(out);
-        for (int i = 0; i < nn; i++)
-            for (int k = 0; k < g->nodes[i].nout; k++) g->vals[g->nodes[i].out[k]].node = i;
+        st = ts_graph_apply_order(g, order, NULL);
+        free(order);
     }
     free(readers), free(reader), free(before), free(grad);
-    return TS_OK;
+    return st;
 }

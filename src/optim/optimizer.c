@@ -294,10 +294,9 @@ static ts_status start_buckets_early(ts_graph *g) {
     int nn = g->nnodes, nv = g->nvals;
     int *anchor = malloc(sizeof(int) * (size_t)(nv + 1)); /* per bucket value: its last gradient's producer */
     int *at = malloc(sizeof(int) * (size_t)(nn + 1));      /* per node: move after this node (-1: stays) */
-    ts_node *out = malloc(sizeof(ts_node) * (size_t)(nn + 1));
-    int *new_index = malloc(sizeof(int) * (size_t)(nn + 1));
-    if (!anchor || !at || !out || !new_index) {
-        free(anchor), free(at), free(out), free(new_index);
+    int *order = malloc(sizeof(int) * (size_t)(nn + 1));   /* position -> node */
+    if (!anchor || !at || !order) {
+        free(anchor), free(at), free(order);
         return ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory reordering %d nodes", nn), g->status;
     }
     for (int v = 0; v < nv; v++) anchor[v] = -1;
@@ -318,17 +317,15 @@ static ts_status start_buckets_early(ts_graph *g) {
     int w = 0;
     for (int i = 0; i < nn; i++) {
         if (at[i] >= 0) continue;
-        new_index[i] = w, out[w++] = g->nodes[i];
+        order[w++] = i;
         if (i >= g->opt_start) continue;
         for (int k = g->opt_start; k < nn; k++) /* in their order: a bucket's accumulations, then its start */
-            if (at[k] == i) new_index[k] = w, out[w++] = g->nodes[k];
+            if (at[k] == i) order[w++] = k;
     }
-    memcpy(g->nodes, out, sizeof(ts_node) * (size_t)nn);
-    for (int i = 0; i < nn; i++)
-        for (int k = 0; k < g->nodes[i].nout; k++) g->vals[g->nodes[i].out[k]].node = i;
-    g->opt_start += moved;
-    free(anchor), free(at), free(out), free(new_index);
-    return TS_OK;
+    ts_status st = ts_graph_apply_order(g, order, NULL);
+    if (st == TS_OK) g->opt_start += moved;
+    free(anchor), free(at), free(order);
+    return st;
 }
 
 /* What keeps the updates out of the backward pass: an option that needs every gradient before
@@ -372,9 +369,8 @@ static ts_status updates_early(ts_graph *g, const int *first, int ngroups) {
     int *after = malloc(sizeof(int) * (size_t)(nn + 1));   /* per node: moved after this node, -1: stays */
     int *copy = malloc(sizeof(int) * (size_t)(ngroups + 1)); /* per group: the gradient copy it takes, -1 */
     int *order = malloc(sizeof(int) * (size_t)(nn + 1)), *new_index = malloc(sizeof(int) * (size_t)(nn + 1));
-    ts_node *out = malloc(sizeof(ts_node) * (size_t)(nn + 1));
-    if (!root || !last || !readers || !after || !copy || !order || !new_index || !out) {
-        free(root), free(last), free(readers), free(after), free(copy), free(order), free(new_index), free(out);
+    if (!root || !last || !readers || !after || !copy || !order || !new_index) {
+        free(root), free(last), free(readers), free(after), free(copy), free(order), free(new_index);
         return ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory reordering %d nodes", nn), g->status;
     }
     for (int v = 0; v < nv; v++) root[v] = v, last[v] = -1;
@@ -419,16 +415,16 @@ static ts_status updates_early(ts_graph *g, const int *first, int ngroups) {
     int w = 0;
     for (int i = 0; i < nn; i++)
         if (after[i] < 0) w = emit(order, w, i, after, first, copy, ngroups);
-    for (int i = 0; i < nn; i++) new_index[order[i]] = i, out[i] = g->nodes[order[i]];
-    memcpy(g->nodes, out, sizeof(ts_node) * (size_t)nn);
-    for (int i = 0; i < nn; i++)
-        for (int k = 0; k < g->nodes[i].nout; k++) g->vals[g->nodes[i].out[k]].node = i;
+    if (ts_graph_apply_order(g, order, new_index) != TS_OK) {
+        free(root), free(last), free(readers), free(after), free(copy), free(order), free(new_index);
+        return g->status;
+    }
     if (g->bwd_start >= 0 && g->bwd_start < nn) g->bwd_start = new_index[g->bwd_start];
     int opt = nn; /* the first of the optimizer's nodes left in place */
     for (int i = g->opt_start; i < nn; i++)
         if (after[i] < 0 && new_index[i] < opt) opt = new_index[i];
     g->opt_start = opt;
-    free(root), free(last), free(readers), free(after), free(copy), free(order), free(new_index), free(out);
+    free(root), free(last), free(readers), free(after), free(copy), free(order), free(new_index);
     return TS_OK;
 }
 
@@ -536,18 +532,15 @@ static ts_status add_step_end(ts_graph *g, const step_plan *sp) {
  * them and the order stays topological; the nodes they pass have their outputs renumbered.
  * TS_OK, or the graph's TS_ERR_NOMEM (nothing moved). */
 static ts_status counters_last(ts_graph *g) {
-    int n = g->nnodes, w = 0, nmoved = 0;
-    ts_node *moved = malloc(sizeof(ts_node) * (size_t)(n ? n : 1));
-    if (!moved) return ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory reordering %d nodes", n), g->status;
-    for (int i = 0; i < n; i++) {
-        ts_node nd = g->nodes[i];
-        if (nd.op == TS_OP_STEP_COUNT) { moved[nmoved++] = nd; continue; }
-        for (int k = 0; k < nd.nout; k++) g->vals[nd.out[k]].node = w;
-        g->nodes[w++] = nd;
-    }
-    for (int i = 0; i < nmoved; i++) g->nodes[w++] = moved[i];
-    free(moved);
-    return TS_OK;
+    int n = g->nnodes, w = 0;
+    int *order = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (!order) return ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory reordering %d nodes", n), g->status;
+    for (int pass = 0; pass < 2; pass++) /* the other nodes, then the counters */
+        for (int i = 0; i < n; i++)
+            if ((g->nodes[i].op == TS_OP_STEP_COUNT) == pass) order[w++] = i;
+    ts_status st = ts_graph_apply_order(g, order, NULL);
+    free(order);
+    return st;
 }
 
 /* 16-bit parameters (ts_graph_store_params): the update works on f32 copies of the parameter, its
