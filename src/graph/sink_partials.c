@@ -7,9 +7,10 @@
  * backward, and the lookup's scatter-add [V, C] last. With the updates inside the backward pass
  * the gradient is an arena value, and the decoder's share waits in the arena through the whole
  * backward, at its peak (BERT-Base f32: 89 MiB against the 19-60 MiB of the logits' gradient it
- * is made from); ts_optimizer calls this pass then. When such a share's node reads fewer bytes than it writes,
- * it is moved to just before the add: its inputs live longer instead, the larger product only
- * for a moment. The same arithmetic on the same values, in another order: the same bits.
+ * is made from); ts_optimizer calls this pass then. When the nodes making such a share read fewer
+ * bytes than they write, they move to just before the add: their inputs live longer instead,
+ * the larger product only for a moment. The same arithmetic on the same values, in another
+ * order: the same bits.
  */
 #include "graph/ir.h"
 #include "graph/opdef.h"
@@ -26,6 +27,36 @@ static size_t input_bytes(const ts_graph *g, const ts_node *n) {
         if (v >= 0 && !seen) bytes += ts_val_bytes(&g->vals[v]);
     }
     return bytes;
+}
+
+/* 1 when value o is a parameter's gradient, or becomes one through copies or casts that only
+ * o feeds (ts_backward's copy of a shared gradient; a 16-bit parameter's cast gradient). */
+static int makes_grad(const ts_graph *g, const uint8_t *grad, const int *readers, const int *reader, int o) {
+    for (int hop = 0; hop < 4; hop++) {
+        if (grad[o]) return 1;
+        const ts_node *n = readers[o] == 1 ? &g->nodes[reader[o]] : NULL;
+        if (!n || (n->op != TS_OP_SCALE && n->op != TS_OP_CAST)) return 0;
+        o = n->out[0];
+    }
+    return 0;
+}
+
+/* Move the node making value v (an input of the add at node r that only that add reads) to just
+ * before node r, with the casts and copies below it that only it reads (bf16 compute: the
+ * decoder's product, then its cast), when the group writes more than it reads: the bytes of v
+ * against those of the group's bottom node's inputs. Returns the number of nodes moved. */
+static int sink(const ts_graph *g, const int *readers, int *before, int v, int r) {
+    int chain[8], n = 0;
+    for (int u = v; u >= 0 && n < 8;) {
+        int i = g->vals[u].kind == TS_V_NODE ? g->vals[u].node : -1;
+        if (i < g->bwd_start || i + 1 >= r || before[i] >= 0 || readers[u] != 1 || g->nodes[i].nout != 1) break;
+        chain[n++] = i;
+        const ts_node *nd = &g->nodes[i];
+        u = nd->op == TS_OP_CAST || nd->op == TS_OP_SCALE ? nd->in[0] : -1;
+    }
+    if (!n || ts_val_bytes(&g->vals[v]) <= input_bytes(g, &g->nodes[chain[n - 1]])) return 0;
+    for (int k = 0; k < n; k++) before[chain[k]] = r;
+    return n;
 }
 
 ts_status ts_sink_gradient_partials(ts_graph *g) {
@@ -49,19 +80,9 @@ ts_status ts_sink_gradient_partials(ts_graph *g) {
     for (int r = g->bwd_start; r < nn; r++) {
         const ts_node *a = &g->nodes[r];
         if (a->op != TS_OP_ADD) continue;
-        int o = a->out[0];
-        /* the add making a parameter's gradient, or the value ts_backward copies into it */
-        int makes = grad[o] || (readers[o] == 1 && g->nodes[reader[o]].op == TS_OP_SCALE &&
-                                grad[g->nodes[reader[o]].out[0]]);
-        for (int j = 0; makes && j < a->nin; j++) {
-            int v = a->in[j];
-            if (v < 0 || g->vals[v].kind != TS_V_NODE || readers[v] != 1) continue;
-            int i = g->vals[v].node;
-            const ts_node *n = &g->nodes[i];
-            if (i < g->bwd_start || i + 1 >= r || n->nout != 1 || ts_val_bytes(&g->vals[v]) <= input_bytes(g, n))
-                continue;
-            before[i] = r, moved++;
-        }
+        if (!makes_grad(g, grad, readers, reader, a->out[0])) continue;
+        for (int j = 0; j < a->nin; j++)
+            if (a->in[j] >= 0) moved += sink(g, readers, before, a->in[j], r);
     }
     ts_status st = TS_OK;
     if (moved) {
