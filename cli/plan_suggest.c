@@ -84,8 +84,8 @@ void cli_plan_suggest(const char *cmd, const char *profile, const ts_plan_reques
         fprintf(stderr, "tessera %s: the planner: %s%s%s (%s for more)\n", cmd, need, *need ? "; " : "",
                 l ? cli_error() : "out of memory", plan);
     else if (!l->fits)
-        fprintf(stderr, "tessera %s: the planner: %s%sno layout of %d x %s fits this model and batch; the closest: %s "
-                "(%s for more)\n", cmd, need, *need ? ": " : "", asked->count, asked->device->name, l->why, plan);
+        fprintf(stderr, "tessera %s: the planner: %s%son %d x %s, %s (%s for more)\n", cmd, need, *need ? ": " : "",
+                asked->count, asked->device->name, l->why, plan); /* why: "no layout fits; the closest: .." */
     else {
         cli_plan_command(asked, l);
         fprintf(stderr, "tessera %s: the planner: %s%s%d stage%s \"%s\" x %d replica%s, %d micro-batch%s of %d%s%s "
