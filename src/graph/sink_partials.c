@@ -29,6 +29,11 @@ static size_t input_bytes(const ts_graph *g, const ts_node *n) {
     return bytes;
 }
 
+static int by_key(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* 1 when value o is a parameter's gradient, or becomes one through copies or casts that only
  * o feeds (ts_backward's copy of a shared gradient; a 16-bit parameter's cast gradient). */
 static int makes_grad(const ts_graph *g, const uint8_t *grad, const int *readers, const int *reader, int o) {
@@ -62,8 +67,7 @@ static int sink(const ts_graph *g, const int *readers, int *before, int v, int r
 ts_status ts_sink_gradient_partials(ts_graph *g) {
     int nn = g->nnodes, nv = g->nvals;
     if (g->status != TS_OK || g->nstages > 0 || g->bwd_start < 0) return g->status; /* stages: their own order */
-    size_t cap = (size_t)(nv > nn ? nv : nn) + 1; /* readers and reader are reused per node below */
-    int *readers = calloc(cap, sizeof(int)), *reader = malloc(sizeof(int) * cap);
+    int *readers = calloc((size_t)nv + 1, sizeof(int)), *reader = malloc(sizeof(int) * ((size_t)nv + 1));
     int *before = malloc(sizeof(int) * ((size_t)nn + 1)); /* node i moves to just before node before[i] */
     uint8_t *grad = calloc((size_t)nv + 1, 1);
     if (!readers || !reader || !before || !grad) {
@@ -86,22 +90,20 @@ ts_status ts_sink_gradient_partials(ts_graph *g) {
     }
     ts_status st = TS_OK;
     if (moved) {
-        /* first[r]: the first node that moves before node r, next[k]: the one after k (by index);
-         * order: position -> node */
-        int *first = readers, *next = reader, *order = malloc(sizeof(int) * (size_t)nn), w = 0;
-        if (!order) {
-            free(readers), free(reader), free(before), free(grad);
+        /* the new order: sorted by (place, index), place 2 r - 1 for a node moved before node r
+         * and 2 i for node i that stays, so the moved nodes land just before their add in
+         * their own order */
+        int64_t *key = malloc(sizeof(int64_t) * (size_t)nn);
+        int *order = malloc(sizeof(int) * (size_t)nn);
+        if (!key || !order) {
+            free(key), free(order), free(readers), free(reader), free(before), free(grad);
             return ts_graph_fail(g, TS_ERR_NOMEM, "ts_optimizer: out of memory ordering %d nodes", nn), g->status;
         }
-        for (int i = 0; i < nn; i++) first[i] = -1;
-        for (int k = nn - 1; k >= 0; k--)
-            if (before[k] >= 0) next[k] = first[before[k]], first[before[k]] = k;
-        for (int i = 0; i < nn; i++) {
-            for (int k = first[i]; k >= 0; k = next[k]) order[w++] = k;
-            if (before[i] < 0) order[w++] = i;
-        }
+        for (int i = 0; i < nn; i++) key[i] = (int64_t)(before[i] >= 0 ? 2 * before[i] - 1 : 2 * i) * nn + i;
+        qsort(key, (size_t)nn, sizeof *key, by_key);
+        for (int w = 0; w < nn; w++) order[w] = (int)(key[w] % nn);
         st = ts_graph_apply_order(g, order, NULL);
-        free(order);
+        free(key), free(order);
     }
     free(readers), free(reader), free(before), free(grad);
     return st;
