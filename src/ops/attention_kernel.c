@@ -219,7 +219,9 @@ static void mm_acc(const float *a, int64_t ars, int64_t acs, const float *bm, in
  * microkernels' numbers on the rounded operands, up to the order of the sums. */
 static int want_bf16(void) {
     static int v = -1;
-    if (v < 0) v = want_avx512() && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
+    if (v < 0)
+        v = want_avx512() && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512dq");
     return v;
 }
 
@@ -313,8 +315,9 @@ static void round_row(float *z, int64_t n) {
 }
 
 /* dst[d ld + s] = x[s xs + d] (rounded): the [n, D] rows of one head transposed, zero beyond n;
- * by 16 x 16 blocks through a tile, so both sides are read and written along their rows. */
-static void pack_t(const ts_attn_geom *g, const float *x, int64_t xs, int64_t n, float *dst, int64_t ld) {
+ * by 16 x 16 blocks through a tile, so both sides are read and written along their rows. The
+ * portable form of pack_t (below), which transposes the blocks in registers. */
+static void pack_t_c(const ts_attn_geom *g, const float *x, int64_t xs, int64_t n, float *dst, int64_t ld) {
     float tile[16][16];
     for (int64_t d = 0; d < g->D; d++) memset(dst + d * ld + n, 0, sizeof(float) * (size_t)(ld - n));
     for (int64_t s0 = 0; s0 < n; s0 += 16) {
@@ -345,15 +348,17 @@ static void pack_rows(const ts_attn_geom *g, const float *x, int64_t xs, int64_t
     }
 }
 
-/* The bf16-pair packers run only where want_bf16() (AVX-512 with BF16 and BW), so they are
- * written for AVX-512 alone: 16 floats a step, masked loads and stores only on a row's tail, and
- * k's transpose by 16 x 16 blocks in registers. (Before, a loop per row through a clone's dispatch
- * and a scalar transpose: at B 8 x T 128 packing k and v took as long as all the products.) */
-#define AVX512BW __attribute__((target("avx512f,avx512bw")))
+/* The bf16-pair packers run only where want_bf16() (AVX-512 with BF16, BW and DQ), so they are
+ * written for AVX-512 alone: 32 floats a step converted by one vcvtne2ps2bf16, masked loads and
+ * stores only on a row's tail, and k's transpose by 16 x 16 blocks in registers. (Before, a loop
+ * per row through a clone's dispatch and a scalar transpose: at B 8 x T 128 packing k and v took
+ * as long as all the products. Then the rounding written out in integer ops: at 8 x 128 the
+ * packers still took as long as the forward's products.) */
+#define AVX512BW __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16")))
 #define INLINE_BW AVX512BW static inline __attribute__((always_inline))
 
 /* The 16 floats of x as bf16, ts_f32_bf16's rounding (to nearest even, NaN kept quiet), each in
- * the low half of its 32-bit lane (high half 0). Not vcvtneps2bf16, which flushes denormals. */
+ * the low half of its 32-bit lane (high half 0): the rounding written out, denormals kept. */
 INLINE_BW __m512i bf16_lanes(__m512 x) {
     __m512i u = _mm512_castps_si512(x), hi = _mm512_srli_epi32(u, 16);
     __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(hi, _mm512_set1_epi32(1))));
@@ -379,15 +384,23 @@ AVX512 static inline __attribute__((always_inline)) void store16(uint32_t *o, __
     else if (n > 0) _mm512_mask_storeu_epi32(o, first(n), v);
 }
 
+/* lo's 16 floats then hi's as 32 bf16 in order (16-bit lanes), ts_f32_bf16's rounding:
+ * vcvtne2ps2bf16 rounds alike (to nearest even; a NaN's top half with the quiet bit set) but
+ * flushes a denormal input to zero, so 32 floats holding one (vfpclassps, rare) take bf16_lanes. */
+INLINE_BW __m512i bf16x32(__m512 lo, __m512 hi) {
+    if (!(_mm512_fpclass_ps_mask(lo, 0x20) | _mm512_fpclass_ps_mask(hi, 0x20)))
+        return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+    __m256i l = _mm512_cvtepi32_epi16(bf16_lanes(lo)), h = _mm512_cvtepi32_epi16(bf16_lanes(hi));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(l), h, 1);
+}
+
 /* 16 pairs (bf16 x[2 p], bf16 x[2 p + 1]) from x[0 .. min(n, 32)), zeros beyond. */
 INLINE_BW __m512i pairs16(const float *x, int64_t n) {
-    __m256i lo = _mm512_cvtepi32_epi16(bf16_lanes(load16(x, n)));
-    __m256i hi = n > 16 ? _mm512_cvtepi32_epi16(bf16_lanes(load16(x + 16, n - 16))) : _mm256_setzero_si256();
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    return bf16x32(load16(x, n), n > 16 ? load16(x + 16, n - 16) : _mm512_setzero_ps());
 }
 
 /* r[j] = column j of the 16 x 16 block of uint32 whose rows are r[i]. */
-INLINE_BW void transpose16(__m512i r[16]) {
+AVX512 static inline __attribute__((always_inline)) void transpose16(__m512i r[16]) {
     __m512i t[16];
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i++)
@@ -410,12 +423,41 @@ INLINE_BW void transpose16(__m512i r[16]) {
         r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88), r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
 }
 
+/* pack_t_c in AVX-512: each 16 x 16 block loaded as 16 rows, transposed in registers (transpose16
+ * on the floats' bits), stored as 16 rows. At 8 x 128 the scalar tile took as long as either of
+ * the forward's products. */
+AVX512 static void pack_t_512(const ts_attn_geom *g, const float *x, int64_t xs, int64_t n, float *dst, int64_t ld) {
+    int64_t D = g->D;
+    for (int64_t d = 0; d < D; d++) memset(dst + d * ld + n, 0, sizeof(float) * (size_t)(ld - n));
+    for (int64_t s0 = 0; s0 < n; s0 += 16) {
+        int64_t ns = n - s0 < 16 ? n - s0 : 16;
+        for (int64_t d0 = 0; d0 < D; d0 += 16) {
+            __m512i r[16];
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++)
+                r[i] = i < ns ? _mm512_castps_si512(load16(x + (s0 + i) * xs + d0, D - d0)) : _mm512_setzero_si512();
+            transpose16(r);
+            for (int64_t jd = 0; jd < 16 && d0 + jd < D; jd++)
+                store16((uint32_t *)(dst + (d0 + jd) * ld + s0), r[jd], ns);
+        }
+    }
+    if (g->bf16)
+        for (int64_t d = 0; d < D; d++) round_row(dst + d * ld, n);
+}
+
+static void pack_t(const ts_attn_geom *g, const float *x, int64_t xs, int64_t n, float *dst, int64_t ld) {
+    if (want_avx512()) pack_t_512(g, x, xs, n, dst, ld);
+    else pack_t_c(g, x, xs, n, dst, ld);
+}
+
 /* o[c] = (bf16 a[c], bf16 b[c]) for c < n, a pair per uint32 (a the low half); b NULL: zeros. */
 AVX512BW static void pair_two_rows(const float *a, const float *b, int64_t n, uint32_t *o) {
+    /* bf16x32 gives a[0 .. 16) then b[0 .. 16); vpermw interleaves them: word 2 i = a[i], 2 i + 1 = b[i] */
+    const __m512i mix = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     for (int64_t c = 0; c < n; c += 16) {
-        __m512i lo = bf16_lanes(load16(a + c, n - c));
-        __m512i hi = b ? _mm512_slli_epi32(bf16_lanes(load16(b + c, n - c)), 16) : _mm512_setzero_si512();
-        store16(o + c, _mm512_or_si512(lo, hi), n - c);
+        __m512 hi = b ? load16(b + c, n - c) : _mm512_setzero_ps();
+        store16(o + c, _mm512_permutexvar_epi16(mix, bf16x32(load16(a + c, n - c), hi)), n - c);
     }
 }
 
