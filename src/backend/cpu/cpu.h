@@ -71,6 +71,13 @@ static inline size_t ts_align64(size_t x) { return (x + 63) & ~(size_t)63; }
  * (TS_MATMUL_ACT_GELU_ERF / _GELU_TANH / _RELU), for the matmul kernels' post-ops (matmul_dnnl.c). */
 int ts_cpu_matmul_act_alg(int64_t act);
 
+/* How the matmul kernel's prepared state (its prepare()'s *state, not NULL) runs its node:
+ * TS_CPU_MM_PRIMITIVE oneDNN's matmul primitive, TS_CPU_MM_WIDENED that on f32 copies of 16-bit
+ * operands, TS_CPU_MM_WEIGHT_GRAD oneDNN's inner product backward-weights (a bf16 weight
+ * gradient; matmul_dnnl.c). For the tests. */
+enum { TS_CPU_MM_PRIMITIVE, TS_CPU_MM_WIDENED, TS_CPU_MM_WEIGHT_GRAD };
+int ts_cpu_matmul_path(const void *state);
+
 /* The int8 kernels' baked epilogue (int8_epilogue.c): the constant per-channel scales c[i] = m
  * sw[i] (1 where sw[i] is 0), and for one run the activation scale se the primitive multiplies by
  * (1 where sa is fixed into c or is 0) and the bias input b[i] = bias[i] / (se c[i]) (bias NULL:

@@ -7,7 +7,8 @@
  * a [..., M, K] (stored [..., K, M] when trans_a), b [..., K, N] (stored [..., N, K] when
  * trans_b), bias [N] optional, out [..., M, N]; batch dims broadcast.
  *
- * prepare() (at compile time) builds one primitive per node:
+ * prepare() (at compile time) builds one primitive per node (a bf16 weight gradient's form gets
+ * oneDNN's inner product backward-weights instead: weight_grad_form below):
  *  - memory descriptors by strides on the tensors as they are stored: a transpose is a swap of
  *    the last two strides, a broadcast batch dim is a dim of size 1 (oneDNN matmul broadcasts
  *    those); every descriptor has the output's rank. When b has no batch and a is a contiguous
@@ -136,6 +137,7 @@ typedef struct mm_dnnl {
      * primitive. f32 copies of a, b, a bias of that dtype and the output in the workspace, at
      * byte offsets off[] after the scratchpad; numel[k] == 0 where there is no copy. */
     ts_dtype widen;
+    int weight_grad;           /* the inner product backward-weights primitive (weight_grad_form) */
     size_t off[4], total_bytes;
     int64_t numel[4];
     /* Prepacked weights (see "Weight layout" above): b, read as smd describes it, in the
@@ -342,17 +344,14 @@ static dnnl_status_t pack_weights(dnnl_engine_t engine, const ts_graph *g, const
     return st;
 }
 
-/* The memory objects, without data (run() sets the handles; a packed b's when it takes its copy),
- * and the execution arguments that name them. */
-static dnnl_status_t make_memories(dnnl_engine_t engine, dnnl_primitive_desc_t pd, const mm_desc *d,
-                                   const dnnl_memory_desc_t *md_w, mm_dnnl *s) {
+/* The memory objects of the slots (a, b, bias, out as mds[0 .. 3] describe them, NULL: unused;
+ * the scratchpad's from pd), without data (run() sets the handles; a packed b's when it takes its
+ * copy), and the execution arguments that name them, slot i as kinds[i]. */
+static dnnl_status_t memories_of(dnnl_engine_t engine, dnnl_primitive_desc_t pd, const dnnl_memory_desc_t *const in[4],
+                                 const int kinds[NARG], mm_dnnl *s) {
     const dnnl_memory_desc_t *scratch_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     s->scratch_bytes = scratch_md ? dnnl_memory_desc_get_size(scratch_md) : 0;
-    const dnnl_memory_desc_t *mds[NARG] = {&d->a, md_w, d->has_c ? &d->c : NULL, &d->o,
-                                           s->scratch_bytes ? scratch_md : NULL};
-    const int kinds[NARG] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,
-                             d->bias_postop ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1) : DNNL_ARG_BIAS,
-                             DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD};
+    const dnnl_memory_desc_t *mds[NARG] = {in[0], in[1], in[2], in[3], s->scratch_bytes ? scratch_md : NULL};
     dnnl_status_t st = dnnl_success;
     for (int i = 0; i < NARG && st == dnnl_success; i++) {
         if (!mds[i]) continue;
@@ -366,6 +365,77 @@ static dnnl_status_t make_memories(dnnl_engine_t engine, dnnl_primitive_desc_t p
     return dnnl_success;
 }
 
+/* The matmul primitive's memories: a as its source, b as its weights (md_w), the bias (or the
+ * binary post-op's operand), the output as its destination. */
+static dnnl_status_t make_memories(dnnl_engine_t engine, dnnl_primitive_desc_t pd, const mm_desc *d,
+                                   const dnnl_memory_desc_t *md_w, mm_dnnl *s) {
+    const dnnl_memory_desc_t *const mds[4] = {&d->a, md_w, d->has_c ? &d->c : NULL, &d->o};
+    const int kinds[NARG] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,
+                             d->bias_postop ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1) : DNNL_ARG_BIAS,
+                             DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD};
+    return memories_of(engine, pd, mds, kinds, s);
+}
+
+/* A linear layer's weight gradient in bf16: out [M, N] f32 = a^T b, a bf16 stored [K, M], b bf16
+ * [K, N], both matrices, no bias, activation or scale — what ts_backward makes for dW = dY^T X
+ * (W [out, in]: M = out, N = in, K the rows of the batch). That is oneDNN's inner product
+ * backward-weights, diff_weights[oc, ic] = sum_mb diff_dst[mb, oc] src[mb, ic] with diff_dst = a,
+ * src = b, diff_weights = out, all plain. Its kernel (gemm:jit on AVX512_BF16) ran this form
+ * 10-20% faster than the matmul primitive, whose brgemm copies the transposed a in blocks: on 2
+ * cores of an AMD EPYC with AVX512_BF16, oneDNN 2.6.3, best of 18 runs, K = 1024: [3072, 768]
+ * 7.55 -> 6.32 ms, [768, 3072] 7.52 -> 6.46, [768, 768] 1.73 -> 1.56; K = 4096: 31.8 -> 25.8,
+ * 30.4 -> 26.7, 8.39 -> 6.60; the tied decoder's [30522, 768] at K = 160 11.9 -> 10.3. f32 is
+ * left to the matmul primitive (its transposed a cost nothing there). The numbers are the same
+ * products summed in another order. */
+static int weight_grad_form(const ts_graph *g, const ts_node *n) {
+    const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]], *o = &g->vals[n->out[0]];
+    ts_attrs_matmul at = TS_NODE_ATTRS(matmul, n);
+    return a->dtype == TS_BF16 && b->dtype == TS_BF16 && o->dtype == TS_F32 && a->ndim == 2 && b->ndim == 2 &&
+           o->ndim == 2 && at.trans_a && !at.trans_b && at.alpha == 1.f && at.act == TS_MATMUL_ACT_NONE &&
+           (n->nin < 3 || n->in[2] < 0);
+}
+
+/* weight_grad_form's primitive and memories into s (s->prim NULL when oneDNN has none but a
+ * reference one, or fails: the matmul primitive is tried then). */
+static void build_weight_grad(dnnl_engine_t engine, const ts_graph *g, const ts_node *n, mm_dnnl *s) {
+    const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]];
+    dnnl_dims_t dd = {a->shape[0], a->shape[1]}, sd = {b->shape[0], b->shape[1]}, wd = {a->shape[1], b->shape[1]};
+    dnnl_memory_desc_t md_dd, md_src, md_dw, md_w;
+    dnnl_inner_product_desc_t fwd, bwd;
+    dnnl_primitive_desc_t hint = NULL, pd = NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_status_t st = plain_md(&md_dd, 2, dd, TS_BF16);
+    if (st == dnnl_success) st = plain_md(&md_src, 2, sd, TS_BF16);
+    if (st == dnnl_success) st = plain_md(&md_dw, 2, wd, TS_F32);
+    if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&md_w, 2, wd, dnnl_bf16, dnnl_format_tag_any);
+    if (st == dnnl_success) st = dnnl_inner_product_forward_desc_init(&fwd, dnnl_forward_training, &md_src, &md_w,
+                                                                      NULL, &md_dd);
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(&hint, &fwd, NULL, engine, NULL);
+    if (st == dnnl_success) st = dnnl_inner_product_backward_weights_desc_init(&bwd, &md_src, &md_dw, NULL, &md_dd);
+    if (st == dnnl_success) st = dnnl_primitive_attr_create(&attr);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &bwd, attr, engine, hint);
+    const char *impl = NULL;
+    if (st == dnnl_success && (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+                               !impl || strstr(impl, "ref")))
+        st = dnnl_unimplemented;
+    if (st == dnnl_success) st = dnnl_primitive_create(&s->prim, pd);
+    if (st == dnnl_success) { /* slots: a is the gradient of the output, b the source */
+        const dnnl_memory_desc_t *const mds[4] = {&md_dd, &md_src, NULL, &md_dw};
+        const int kinds[NARG] = {DNNL_ARG_DIFF_DST, DNNL_ARG_SRC, 0, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_SCRATCHPAD};
+        st = memories_of(engine, pd, mds, kinds, s);
+    }
+    if (st != dnnl_success) {
+        for (int i = 0; i < NARG; i++)
+            if (s->mem[i]) dnnl_memory_destroy(s->mem[i]), s->mem[i] = NULL;
+        if (s->prim) dnnl_primitive_destroy(s->prim);
+        s->prim = NULL, s->nargs = 0, s->scratch_bytes = 0;
+    }
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (hint) dnnl_primitive_desc_destroy(hint);
+}
+
 /* Build the primitive; leaves s->prim NULL when oneDNN has no implementation for this case, or
  * for 16-bit operands only a reference one (a plain loop: slower than widening to f32).
  * widen: describe every 16-bit operand and the output as f32 (16-bit through f32, above). */
@@ -373,6 +443,10 @@ static ts_status build(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, m
     const ts_graph *g = plan->g;
     dnnl_engine_t engine = dev->dnnl_engine;
     int refuse_ref = !widen && is16(g->vals[n->in[0]].dtype);
+    if (!widen && weight_grad_form(g, n)) {
+        build_weight_grad(engine, g, n, s);
+        if (s->prim) return s->weight_grad = 1, TS_OK;
+    }
     mm_desc d;
     if (describe(g, n, widen, &d) != dnnl_success) return TS_OK;
 
@@ -512,6 +586,11 @@ static ts_status mm_run(const ts_kargs *k) {
     if (st != dnnl_success) return ts_err(TS_ERR_RUNTIME, "op matmul: oneDNN execute: %s", dnnl_status2str(st));
     if (s->widen) narrow16(s->widen, ptr[ARG_DST], k->out[0], s->numel[3]);
     return TS_OK;
+}
+
+int ts_cpu_matmul_path(const void *state) {
+    const mm_dnnl *s = state;
+    return s->weight_grad ? TS_CPU_MM_WEIGHT_GRAD : s->widen ? TS_CPU_MM_WIDENED : TS_CPU_MM_PRIMITIVE;
 }
 
 static size_t mm_kept_bytes(const void *state) { return ((const mm_dnnl *)state)->packed_bytes; }
