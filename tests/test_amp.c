@@ -17,7 +17,8 @@
  *    broadcast batches) gets a oneDNN primitive — native, or f32 on widened operands where oneDNN
  *    has no bf16 kernel (AVX2 CPUs) — and gives round_to_bf16(the f32 product of the operands
  *    widened to f32) within one bf16 ulp; a weight gradient's form (a^T b of matrices, the f32
- *    product) runs on oneDNN's inner product backward-weights where oneDNN has bf16 kernels;
+ *    product) runs on oneDNN's inner product backward-weights where oneDNN has bf16 kernels, and
+ *    a backward-data form (a b, 1,036 rows; also in f32) on its backward-data;
  *  - bad options are errors naming the option.
  */
 #include "test_util.h"
@@ -524,20 +525,21 @@ static void test_f16_matmul_batched(void) {
  * bf16 ulp unless the sum cancels). Every node must get a oneDNN primitive when oneDNN is usable
  * (on CPUs without AVX-512 oneDNN 2.6 has no bf16 matmul: the f32 one on widened copies). */
 static void test_bf16_matmul(void) {
-    enum { BT = 3, M = 37, K = 53, N = 29, NY = 6 };
+    enum { BT = 3, M = 37, K = 53, N = 29, NY = 8, BR = 28 };
     ts_graph *g = ts_graph_new();
     ts_value a = ts_input(g, "a", TS_F32, DIMS(M, K)), b = ts_input(g, "b", TS_F32, DIMS(K, N));
     ts_value w = ts_input(g, "w", TS_F32, DIMS(N, K)), c = ts_input(g, "c", TS_F32, DIMS(N));
     ts_value a3 = ts_input(g, "a3", TS_F32, DIMS(BT, M, K)), at = ts_input(g, "at", TS_F32, DIMS(BT, K, M));
     ts_value bb = ts_input(g, "bb", TS_F32, DIMS(BT, K, N)), a4 = ts_input(g, "a4", TS_F32, DIMS(2, 1, M, K));
     ts_value b4 = ts_input(g, "b4", TS_F32, DIMS(1, BT, K, N));
-    ts_value a5 = ts_input(g, "a5", TS_F32, DIMS(K, M));
+    ts_value a5 = ts_input(g, "a5", TS_F32, DIMS(K, M)), a6 = ts_input(g, "a6", TS_F32, DIMS(BR, M, K));
     ts_value h = ts_cast(g, a, TS_BF16), hb = ts_cast(g, b, TS_BF16), hw = ts_cast(g, w, TS_BF16);
     ts_value hc = ts_cast(g, c, TS_BF16);
     /* y0: a b + bias (bf16); y1: 0.5 a w^T + bias (bf16; the bias as a post-op); y2: a3 w^T + bias
      * (f32; the batch folded into the rows); y3: at^T bb (a batch of products); y4: [2, 1] x [1, 3]
      * broadcast batches; y5: a5^T b, matrices (fused: a weight gradient's form, which oneDNN's inner
-     * product backward-weights runs where it has bf16 kernels) */
+     * product backward-weights runs where it has bf16 kernels); y6: a6 b, BR M = 1036 rows (fused: a
+     * backward-data form, its backward-data); y7: the same in f32 (the backward-data form in both) */
     struct { int in[3], nin, ta, tb; float alpha; } def[NY] = {
         {{h, hb, hc}, 3, 0, 0, 1.f},
         {{h, hw, hc}, 3, 0, 1, 0.5f},
@@ -545,6 +547,8 @@ static void test_bf16_matmul(void) {
         {{ts_cast(g, at, TS_BF16), ts_cast(g, bb, TS_BF16), -1}, 2, 1, 0, 1.f},
         {{ts_cast(g, a4, TS_BF16), ts_cast(g, b4, TS_BF16), -1}, 2, 0, 0, 1.f},
         {{ts_cast(g, a5, TS_BF16), hb, -1}, 2, 1, 0, 1.f},
+        {{ts_cast(g, a6, TS_BF16), hb, -1}, 2, 0, 0, 1.f},
+        {{a6, b, -1}, 2, 0, 0, 1.f},
     };
     ts_value y[NY];
     char names[NY][8];
@@ -554,13 +558,14 @@ static void test_bf16_matmul(void) {
         att.ni = 2;
         att.f[0] = def[i].alpha == 1.f ? 0.f : def[i].alpha;
         y[i] = ts_node_add(g, TS_OP_MATMUL, def[i].nin, def[i].in, &att, NULL);
-        CHECK(y[i] != TS_NONE && ts_value_dtype(g, y[i]) == TS_BF16, "bf16 matmul %d: %s", i, ts_last_error());
+        CHECK(y[i] != TS_NONE && ts_value_dtype(g, y[i]) == (i == 7 ? TS_F32 : TS_BF16), "bf16 matmul %d: %s", i,
+              ts_last_error());
         if (y[i] == TS_NONE) {
             ts_graph_free(g);
             return;
         }
         snprintf(names[i], sizeof names[i], "y%d", i);
-        ts_name(g, ts_cast(g, y[i], TS_F32), names[i]);
+        ts_name(g, i == 7 ? y[i] : ts_cast(g, y[i], TS_F32), names[i]);
     }
 
     /* the backend's kernel for each node: a oneDNN primitive, not the reference loops */
@@ -580,7 +585,8 @@ static void test_bf16_matmul(void) {
      * graph/passes/fuse.c): cast(matmul) is one matmul writing its f32 accumulation unrounded */
     ts_program *p[2];
     for (int f = 0; f < 2; f++) {
-        p[f] = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y0", "y1", "y2", "y3", "y4", "y5"), .no_fusion = !f});
+        p[f] = ts_compile(g, &(ts_compile_opts){TU_FETCHES("y0", "y1", "y2", "y3", "y4", "y5", "y6", "y7"),
+                                                .no_fusion = !f});
         CHECK(p[f] != NULL, "compile: %s", ts_last_error());
     }
     ts_graph_free(g);
@@ -596,10 +602,10 @@ static void test_bf16_matmul(void) {
             const ts_node *n = &p[f]->one->g->nodes[p[f]->one->sched[i]];
             f32_out[f] += n->op == TS_OP_MATMUL && n->attr.i[3] == 1 && p[f]->one->g->vals[n->out[0]].dtype == TS_F32;
         }
-    CHECK(f32_out[0] == 0 && f32_out[1] == NY, "matmuls with an f32 product: %d unfused (want 0), %d fused (want %d)",
-          f32_out[0], f32_out[1], NY);
+    CHECK(f32_out[0] == 0 && f32_out[1] == NY - 1, /* y7's is f32 from the start */
+          "matmuls with an f32 product: %d unfused (want 0), %d fused (want %d)", f32_out[0], f32_out[1], NY - 1);
     if (kk && kk->prepare && ts_cpu_dnnl_ready(&dev)) { /* the f32-product nodes get a primitive too */
-        int weight_grads = 0, widened = 0;
+        int weight_grads = 0, backward_data = 0, widened = 0;
         for (int i = 0; i < p[1]->one->nsched; i++) {
             const ts_node *n = &p[1]->one->g->nodes[p[1]->one->sched[i]];
             if (n->op != TS_OP_MATMUL) continue;
@@ -608,12 +614,15 @@ static void test_bf16_matmul(void) {
             CHECK_OK(kk->prepare(&dev, &(ts_plan){.g = p[1]->one->g}, n, &state, &scratch));
             CHECK(state != NULL, "fused bf16 matmul (node %d) gets no oneDNN primitive", p[1]->one->sched[i]);
             if (state) weight_grads += ts_cpu_matmul_path(state) == TS_CPU_MM_WEIGHT_GRAD;
+            if (state) backward_data += ts_cpu_matmul_path(state) == TS_CPU_MM_BACKWARD_DATA;
             if (state) widened += ts_cpu_matmul_path(state) == TS_CPU_MM_WIDENED;
             if (state && kk->release) kk->release(state);
         }
-        /* y5 alone has the form; through f32 (no bf16 kernels) it is a widened matmul like the rest */
-        CHECK(weight_grads == (widened ? 0 : 1), "inner product backward-weights primitives: %d (want %d)",
-              weight_grads, widened ? 0 : 1);
+        /* y5 alone has the weight gradient's form, y6 and y7 the backward-data's; through f32 (no
+         * bf16 kernels) y5 and y6 are widened matmuls like the rest */
+        CHECK(weight_grads == (widened ? 0 : 1) && backward_data == (widened ? 1 : 2),
+              "inner product backward-weights, backward-data primitives: %d, %d (want %d, %d)", weight_grads,
+              backward_data, widened ? 0 : 1, widened ? 1 : 2);
     }
     ts_cpu_dev_release(&dev);
     tu_rng r = tu_rng_seed(11);
@@ -622,10 +631,11 @@ static void test_bf16_matmul(void) {
     ts_tensor *ta3 = tu_rand_tensor(&r, DIMS(BT, M, K), -2, 2), *tat = tu_rand_tensor(&r, DIMS(BT, K, M), -2, 2);
     ts_tensor *tbb = tu_rand_tensor(&r, DIMS(BT, K, N), -2, 2), *ta4 = tu_rand_tensor(&r, DIMS(2, 1, M, K), -2, 2);
     ts_tensor *tb4 = tu_rand_tensor(&r, DIMS(1, BT, K, N), -2, 2), *ta5 = tu_rand_tensor(&r, DIMS(K, M), -2, 2);
-    const char *in_names[10] = {"a", "b", "w", "c", "a3", "at", "bb", "a4", "b4", "a5"};
-    ts_tensor *ins[10] = {ta, tb, tw, tc, ta3, tat, tbb, ta4, tb4, ta5};
+    ts_tensor *ta6 = tu_rand_tensor(&r, DIMS(BR, M, K), -2, 2);
+    const char *in_names[11] = {"a", "b", "w", "c", "a3", "at", "bb", "a4", "b4", "a5", "a6"};
+    ts_tensor *ins[11] = {ta, tb, tw, tc, ta3, tat, tbb, ta4, tb4, ta5, ta6};
     for (int f = 0; f < 2; f++) {
-        for (int i = 0; i < 10; i++) CHECK_OK(ts_program_feed(p[f], in_names[i], ins[i]));
+        for (int i = 0; i < 11; i++) CHECK_OK(ts_program_feed(p[f], in_names[i], ins[i]));
         CHECK_OK(ts_program_run(p[f]));
         int bad = 0, checked = 0;
         double worst = 0, worst_beyond = 0; /* in bf16 ulps (unfused) or f32 ulps (fused); beyond the
@@ -636,7 +646,7 @@ static void test_bf16_matmul(void) {
                 bad++;
                 continue;
             }
-            int nb = i < 2 || i == 5 ? 1 : i == 4 ? 2 * BT : BT;
+            int nb = i < 2 || i == 5 ? 1 : i == 4 ? 2 * BT : i >= 6 ? BR : BT;
             for (int q = 0; q < nb; q++)
                 for (int m = 0; m < M; m++)
                     for (int n = 0; n < N; n++) {
@@ -649,34 +659,38 @@ static void test_bf16_matmul(void) {
                             case 2: x = tu_f32(ta3)[(q * M + m) * K + k], v = tu_f32(tw)[n * K + k]; break;
                             case 3: x = tu_f32(tat)[(q * K + k) * M + m], v = tu_f32(tbb)[(q * K + k) * N + n]; break;
                             case 5: x = tu_f32(ta5)[k * M + m], v = tu_f32(tb)[k * N + n]; break;
+                            case 6:
+                            case 7: x = tu_f32(ta6)[(q * M + m) * K + k], v = tu_f32(tb)[k * N + n]; break;
                             default: /* out [2, BT]: a4 [q / BT], b4 [q % BT] */
                                 x = tu_f32(ta4)[(q / BT * M + m) * K + k], v = tu_f32(tb4)[(q % BT * K + k) * N + n];
                             }
-                            s += (double)tu_bf16(x) * tu_bf16(v);
-                            sa += fabs((double)tu_bf16(x) * tu_bf16(v));
+                            if (i != 7) x = tu_bf16(x), v = tu_bf16(v); /* y7: f32 operands */
+                            s += (double)x * v;
+                            sa += fabs((double)x * v);
                         }
+                        int fp = f || i == 7; /* an f32 product */
                         s *= def[i].alpha, sa *= def[i].alpha;
                         if (i <= 1) s += tu_bf16(tu_f32(tc)[n]);
                         if (i == 2) s += tu_f32(tc)[n];
-                        float want = f ? (float)s : tu_bf16((float)s), got = tu_f32(out)[(q * M + m) * N + n];
+                        float want = fp ? (float)s : tu_bf16((float)s), got = tu_f32(out)[(q * M + m) * N + n];
                         int e;
                         frexpf(want != 0.f ? want : 1e-30f, &e);
-                        double ulp = ldexp(1.0, e - (f ? 24 : 8)), slack = ldexp(sa + fabs(s), -23) * K;
+                        double ulp = ldexp(1.0, e - (fp ? 24 : 8)), slack = ldexp(sa + fabs(s), -23) * K;
                         double d = fabs((double)got - want);
                         if (d / ulp > worst) worst = d / ulp;
                         if ((d - slack) / ulp > worst_beyond) worst_beyond = (d - slack) / ulp;
-                        bad += d > ulp + slack || (!f && got != tu_bf16(got));
+                        bad += d > ulp + slack || (!fp && got != tu_bf16(got));
                         checked++;
                     }
             ts_tensor_free(out);
         }
         printf("  %s: %d bf16 products: largest difference from %s %.2f %s ulp, %.2f beyond the summation-order "
                "allowance\n", f ? "fused, f32 product" : "unfused", checked,
-               f ? "the f32 product" : "round_to_bf16(f32 product)", worst, f ? "f32" : "bf16", worst_beyond);
+               f ? "the f32 product" : "round_to_bf16(f32 product)", worst, f ? "f32" : "bf16 (y7: f32)", worst_beyond);
         CHECK(bad == 0, "%s: %d of %d bf16 products differ from the reference by more than an ulp and the allowance",
               f ? "fused" : "unfused", bad, checked);
     }
-    for (int i = 0; i < 10; i++) ts_tensor_free(ins[i]);
+    for (int i = 0; i < 11; i++) ts_tensor_free(ins[i]);
     ts_program_free(p[0]);
     ts_program_free(p[1]);
 }

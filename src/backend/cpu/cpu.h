@@ -73,9 +73,9 @@ int ts_cpu_matmul_act_alg(int64_t act);
 
 /* How the matmul kernel's prepared state (its prepare()'s *state, not NULL) runs its node:
  * TS_CPU_MM_PRIMITIVE oneDNN's matmul primitive, TS_CPU_MM_WIDENED that on f32 copies of 16-bit
- * operands, TS_CPU_MM_WEIGHT_GRAD oneDNN's inner product backward-weights (a bf16 weight
- * gradient; matmul_dnnl.c). For the tests. */
-enum { TS_CPU_MM_PRIMITIVE, TS_CPU_MM_WIDENED, TS_CPU_MM_WEIGHT_GRAD };
+ * operands; oneDNN's inner product backward-weights (a bf16 weight gradient) or backward-data (a
+ * linear layer's input gradient; matmul_dnnl.c ip_form). For the tests. */
+enum { TS_CPU_MM_PRIMITIVE, TS_CPU_MM_WIDENED, TS_CPU_MM_WEIGHT_GRAD, TS_CPU_MM_BACKWARD_DATA };
 int ts_cpu_matmul_path(const void *state);
 
 /* The int8 kernels' baked epilogue (int8_epilogue.c): the constant per-channel scales c[i] = m

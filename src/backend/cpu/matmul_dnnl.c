@@ -7,8 +7,8 @@
  * a [..., M, K] (stored [..., K, M] when trans_a), b [..., K, N] (stored [..., N, K] when
  * trans_b), bias [N] optional, out [..., M, N]; batch dims broadcast.
  *
- * prepare() (at compile time) builds one primitive per node (a bf16 weight gradient's form gets
- * oneDNN's inner product backward-weights instead: weight_grad_form below):
+ * prepare() (at compile time) builds one primitive per node (a linear layer's backward products
+ * get oneDNN's inner product instead where it is faster: ip_form below):
  *  - memory descriptors by strides on the tensors as they are stored: a transpose is a swap of
  *    the last two strides, a broadcast batch dim is a dim of size 1 (oneDNN matmul broadcasts
  *    those); every descriptor has the output's rank. When b has no batch and a is a contiguous
@@ -137,7 +137,7 @@ typedef struct mm_dnnl {
      * primitive. f32 copies of a, b, a bias of that dtype and the output in the workspace, at
      * byte offsets off[] after the scratchpad; numel[k] == 0 where there is no copy. */
     ts_dtype widen;
-    int weight_grad;           /* the inner product backward-weights primitive (weight_grad_form) */
+    int ip;                    /* an inner product primitive: ip_form's form; IP_NONE (0): none */
     size_t off[4], total_bytes;
     int64_t numel[4];
     /* Prepacked weights (see "Weight layout" above): b, read as smd describes it, in the
@@ -376,46 +376,71 @@ static dnnl_status_t make_memories(dnnl_engine_t engine, dnnl_primitive_desc_t p
     return memories_of(engine, pd, mds, kinds, s);
 }
 
-/* A linear layer's weight gradient in bf16: out [M, N] f32 = a^T b, a bf16 stored [K, M], b bf16
- * [K, N], both matrices, no bias, activation or scale — what ts_backward makes for dW = dY^T X
- * (W [out, in]: M = out, N = in, K the rows of the batch). That is oneDNN's inner product
- * backward-weights, diff_weights[oc, ic] = sum_mb diff_dst[mb, oc] src[mb, ic] with diff_dst = a,
- * src = b, diff_weights = out, all plain. Its kernel (gemm:jit on AVX512_BF16) ran this form
- * 10-20% faster than the matmul primitive, whose brgemm copies the transposed a in blocks: on 2
- * cores of an AMD EPYC with AVX512_BF16, oneDNN 2.6.3, best of 18 runs, K = 1024: [3072, 768]
- * 7.55 -> 6.32 ms, [768, 3072] 7.52 -> 6.46, [768, 768] 1.73 -> 1.56; K = 4096: 31.8 -> 25.8,
- * 30.4 -> 26.7, 8.39 -> 6.60; the tied decoder's [30522, 768] at K = 160 11.9 -> 10.3. f32 is
- * left to the matmul primitive (its transposed a cost nothing there). The numbers are the same
- * products summed in another order. The inner product's forward and backward-data were also 5-10%
- * faster alone on a linear layer's other two bf16 products, but not in the step: BERT-Base 8 x 128
- * bf16 training took the same time with them as without (three interleaved pairs of --profile
- * runs), and inference with them instead of the prepacked weights 8-12% longer. So only this
- * form takes it. */
-static int weight_grad_form(const ts_graph *g, const ts_node *n) {
+/* A linear layer's two backward products as oneDNN's inner product (W stored [out, in], the rows
+ * of the batch as its minibatch mb; all plain, no bias, activation or scale, f32 out):
+ *   IP_WEIGHT_GRAD  (bf16) out [M, N] = a^T b, a stored [K, M], b [K, N], matrices: dW = dY^T X,
+ *                   the inner product's backward-weights, diff_weights[oc, ic] = sum_mb
+ *                   diff_dst[mb, oc] src[mb, ic] (diff_dst = a, src = b, diff_weights = out)
+ *   IP_BACKWARD_DATA  (f32 or bf16) out [.., M, N] = a [.., M, K] b, b [K, N] plain, at least
+ *                   IP_MIN_ROWS rows: dX = dY W, backward-data, diff_src[mb, ic] = sum_oc
+ *                   diff_dst[mb, oc] W[oc, ic] (diff_dst = a with its batch folded into the rows,
+ *                   W = b, diff_src = out)
+ * Their kernel (gemm:jit) ran these forms faster than the matmul primitive's brgemm, which copies
+ * a transposed a in blocks (weight gradients) or b in blocks (backward-data). Measured alone on 2
+ * cores of an AMD EPYC with AVX512_BF16, oneDNN 2.6.3, best of 18 runs:
+ *  - weight gradients, bf16, 10-20%: 1024 rows [3072, 768] 7.55 -> 6.32 ms, [768, 3072] 7.52 ->
+ *    6.46, [768, 768] 1.73 -> 1.56; 4096 rows 31.8 -> 25.8, 30.4 -> 26.7, 8.39 -> 6.60; the tied
+ *    decoder's [30522, 768] at 160 rows 11.9 -> 10.3. In f32 the transposed a cost the matmul
+ *    nothing: f32 weight gradients stay with it.
+ *  - backward-data at 1024 rows and more, f32 0-18% ([1024, 3072] x [3072, 768] 14.5 -> 12.1 ms,
+ *    [1024, 768] x [768, 3072] 13.5 -> 12.3, [4096, 3072] x [3072, 768] 60.1 -> 49.7; 768 x 768
+ *    level), bf16 3-10%. Below, mixed: [256, 768] x [768, 3072] 9-12% slower, so IP_MIN_ROWS.
+ * In the step (BERT-Base 8 x 128, three interleaved pairs of --profile runs each): the bf16 weight
+ * gradients' three shapes took 15-30% less, about 4% of the step; backward-data then took the f32
+ * step 4.3% less (5,276 against 5,501 ms for 3 runs) and the bf16 step 3.9% less (2,972 against
+ * 3,093). The forward as the inner product's forward was 5-10% faster alone in bf16 but not in the
+ * step (the same time with it, three pairs), and inference with it in place of the prepacked
+ * weights took 8-12% longer: the forward stays with the matmul primitive. A b that is prepacked
+ * (a weight of a program whose weights change only between runs) keeps that instead of
+ * backward-data. The numbers are the same products summed in another order. */
+enum { IP_NONE, IP_BACKWARD_DATA, IP_WEIGHT_GRAD, IP_MIN_ROWS = 1024 };
+
+static int ip_form(const ts_graph *g, const ts_node *n, int prepacked) {
     const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]], *o = &g->vals[n->out[0]];
     ts_attrs_matmul at = TS_NODE_ATTRS(matmul, n);
-    return a->dtype == TS_BF16 && b->dtype == TS_BF16 && o->dtype == TS_F32 && a->ndim == 2 && b->ndim == 2 &&
-           o->ndim == 2 && at.trans_a && !at.trans_b && at.alpha == 1.f && at.act == TS_MATMUL_ACT_NONE &&
-           (n->nin < 3 || n->in[2] < 0);
+    if (b->dtype != a->dtype || (a->dtype != TS_F32 && a->dtype != TS_BF16) || o->dtype != TS_F32 || b->ndim != 2 ||
+        at.trans_b || at.alpha != 1.f || at.act != TS_MATMUL_ACT_NONE || (n->nin > 2 && n->in[2] >= 0))
+        return IP_NONE;
+    if (at.trans_a) return a->dtype == TS_BF16 && a->ndim == 2 && o->ndim == 2 ? IP_WEIGHT_GRAD : IP_NONE;
+    return !prepacked && ts_val_numel(a) / b->shape[0] >= IP_MIN_ROWS ? IP_BACKWARD_DATA : IP_NONE;
 }
 
-/* weight_grad_form's primitive and memories into s (s->prim NULL when oneDNN has none but a
- * reference one, or fails: the matmul primitive is tried then). */
-static void build_weight_grad(dnnl_engine_t engine, const ts_graph *g, const ts_node *n, mm_dnnl *s) {
+/* ip_form's primitive (form) and memories into s; s->prim NULL when oneDNN has none but a
+ * reference one, or fails (the matmul primitive is tried then). */
+static void build_ip(dnnl_engine_t engine, const ts_graph *g, const ts_node *n, int form, mm_dnnl *s) {
     const ts_val *a = &g->vals[n->in[0]], *b = &g->vals[n->in[1]];
-    dnnl_dims_t dd = {a->shape[0], a->shape[1]}, sd = {b->shape[0], b->shape[1]}, wd = {a->shape[1], b->shape[1]};
-    dnnl_memory_desc_t md_dd, md_src, md_dw, md_w;
+    ts_dtype dt = a->dtype;
+    /* the layer's input x [mb, ic], output y [mb, oc] and weights w [oc, ic]; the slots a, b, out
+     * are y, x, w (weight gradient: w f32) or y, w, x (backward-data: x f32) */
+    int wg = form == IP_WEIGHT_GRAD;
+    int64_t oc = wg ? a->shape[1] : b->shape[0], ic = b->shape[1], mb = wg ? a->shape[0] : ts_val_numel(a) / oc;
+    dnnl_dims_t xd = {mb, ic}, yd = {mb, oc}, wd = {oc, ic};
+    dnnl_memory_desc_t md_x, md_y, md_w, hx, hw;
     dnnl_inner_product_desc_t fwd, bwd;
     dnnl_primitive_desc_t hint = NULL, pd = NULL;
     dnnl_primitive_attr_t attr = NULL;
-    dnnl_status_t st = plain_md(&md_dd, 2, dd, TS_BF16);
-    if (st == dnnl_success) st = plain_md(&md_src, 2, sd, TS_BF16);
-    if (st == dnnl_success) st = plain_md(&md_dw, 2, wd, TS_F32);
-    if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&md_w, 2, wd, dnnl_bf16, dnnl_format_tag_any);
-    if (st == dnnl_success) st = dnnl_inner_product_forward_desc_init(&fwd, dnnl_forward_training, &md_src, &md_w,
-                                                                      NULL, &md_dd);
+    dnnl_status_t st = plain_md(&md_x, 2, xd, wg ? dt : TS_F32);
+    if (st == dnnl_success) st = plain_md(&md_y, 2, yd, dt);
+    if (st == dnnl_success) st = plain_md(&md_w, 2, wd, wg ? TS_F32 : dt);
+    /* a backward primitive needs a forward one as its hint, in the operands' dtype */
+    if (st == dnnl_success) st = plain_md(&hx, 2, xd, dt);
+    if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&hw, 2, wd, dnnl_dt(dt), dnnl_format_tag_any);
+    if (st == dnnl_success)
+        st = dnnl_inner_product_forward_desc_init(&fwd, dnnl_forward_training, &hx, &hw, NULL, &md_y);
     if (st == dnnl_success) st = dnnl_primitive_desc_create(&hint, &fwd, NULL, engine, NULL);
-    if (st == dnnl_success) st = dnnl_inner_product_backward_weights_desc_init(&bwd, &md_src, &md_dw, NULL, &md_dd);
+    if (st == dnnl_success)
+        st = wg ? dnnl_inner_product_backward_weights_desc_init(&bwd, &md_x, &md_w, NULL, &md_y)
+                : dnnl_inner_product_backward_data_desc_init(&bwd, &md_x, &md_w, &md_y);
     if (st == dnnl_success) st = dnnl_primitive_attr_create(&attr);
     if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
     if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &bwd, attr, engine, hint);
@@ -424,10 +449,11 @@ static void build_weight_grad(dnnl_engine_t engine, const ts_graph *g, const ts_
                                !impl || strstr(impl, "ref")))
         st = dnnl_unimplemented;
     if (st == dnnl_success) st = dnnl_primitive_create(&s->prim, pd);
-    if (st == dnnl_success) { /* slots: a is the gradient of the output, b the source */
-        const dnnl_memory_desc_t *const mds[4] = {&md_dd, &md_src, NULL, &md_dw};
-        const int kinds[NARG] = {DNNL_ARG_DIFF_DST, DNNL_ARG_SRC, 0, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_SCRATCHPAD};
-        st = memories_of(engine, pd, mds, kinds, s);
+    if (st == dnnl_success) {
+        const dnnl_memory_desc_t *const mw[4] = {&md_y, &md_x, NULL, &md_w}, *const md[4] = {&md_y, &md_w, NULL, &md_x};
+        const int kw[NARG] = {DNNL_ARG_DIFF_DST, DNNL_ARG_SRC, 0, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_SCRATCHPAD};
+        const int kd[NARG] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, 0, DNNL_ARG_DIFF_SRC, DNNL_ARG_SCRATCHPAD};
+        st = wg ? memories_of(engine, pd, mw, kw, s) : memories_of(engine, pd, md, kd, s);
     }
     if (st != dnnl_success) {
         for (int i = 0; i < NARG; i++)
@@ -447,18 +473,19 @@ static ts_status build(ts_cpu_dev *dev, const ts_plan *plan, const ts_node *n, m
     const ts_graph *g = plan->g;
     dnnl_engine_t engine = dev->dnnl_engine;
     int refuse_ref = !widen && is16(g->vals[n->in[0]].dtype);
-    if (!widen && weight_grad_form(g, n)) {
-        build_weight_grad(engine, g, n, s);
-        if (s->prim) return s->weight_grad = 1, TS_OK;
+    /* b a weight without batch dims (a parameter, a constant, or a kept cast of one) of a plan
+     * whose weights change only between runs: prepacked (oneDNN picks its layout) */
+    const ts_val *vb = &g->vals[n->in[1]];
+    int weight = vb->kind == TS_V_PARAM || vb->kind == TS_V_CONST || (plan->kept && plan->kept[n->in[1]]);
+    int fixed_w = plan->param_gen && weight && !dev->matmul_plain;
+    int form = widen ? IP_NONE : ip_form(g, n, fixed_w);
+    if (form != IP_NONE) {
+        build_ip(engine, g, n, form, s);
+        if (s->prim) return s->ip = form, TS_OK;
     }
     mm_desc d;
     if (describe(g, n, widen, &d) != dnnl_success) return TS_OK;
-
-    /* prepack b when it is a weight without batch dims (a parameter, a constant, or a kept cast
-     * of one) of a plan whose weights change only between runs: oneDNN picks its layout */
-    const ts_val *vb = &g->vals[n->in[1]];
-    int weight = vb->kind == TS_V_PARAM || vb->kind == TS_V_CONST || (plan->kept && plan->kept[n->in[1]]);
-    int fixed_b = plan->param_gen && d.b_batch == 1 && weight && !dev->matmul_plain; /* may keep a copy */
+    int fixed_b = fixed_w && d.b_batch == 1; /* may keep a copy */
     int prepack = fixed_b; /* ask for oneDNN's layout ("any"); dropped unless brgemm */
     dnnl_primitive_desc_t pd = make_primitive(engine, n, &d, refuse_ref, &prepack, s);
     if (!pd) return TS_OK;
@@ -594,7 +621,9 @@ static ts_status mm_run(const ts_kargs *k) {
 
 int ts_cpu_matmul_path(const void *state) {
     const mm_dnnl *s = state;
-    return s->weight_grad ? TS_CPU_MM_WEIGHT_GRAD : s->widen ? TS_CPU_MM_WIDENED : TS_CPU_MM_PRIMITIVE;
+    return s->ip == IP_WEIGHT_GRAD     ? TS_CPU_MM_WEIGHT_GRAD
+         : s->ip == IP_BACKWARD_DATA ? TS_CPU_MM_BACKWARD_DATA
+         : s->widen                  ? TS_CPU_MM_WIDENED : TS_CPU_MM_PRIMITIVE;
 }
 
 static size_t mm_kept_bytes(const void *state) { return ((const mm_dnnl *)state)->packed_bytes; }
