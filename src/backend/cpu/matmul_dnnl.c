@@ -412,7 +412,7 @@ static int ip_form(const ts_graph *g, const ts_node *n, int prepacked) {
         at.trans_b || at.alpha != 1.f || at.act != TS_MATMUL_ACT_NONE || (n->nin > 2 && n->in[2] >= 0))
         return IP_NONE;
     if (at.trans_a) return a->dtype == TS_BF16 && a->ndim == 2 && o->ndim == 2 ? IP_WEIGHT_GRAD : IP_NONE;
-    return !prepacked && ts_val_numel(a) / b->shape[0] >= IP_MIN_ROWS ? IP_BACKWARD_DATA : IP_NONE;
+    return !prepacked && b->shape[0] > 0 && ts_val_numel(a) / b->shape[0] >= IP_MIN_ROWS ? IP_BACKWARD_DATA : IP_NONE;
 }
 
 /* ip_form's primitive (form) and memories into s; s->prim NULL when oneDNN has none but a
