@@ -69,11 +69,12 @@
  *                   [--rounds N (2)] [--train-rounds N (1)] [--only SUBSTRING] [--no-peers]
  *                   [--profile] [--json PATH] [--seq T (128)] [--batch B (8)]
  *                   [--attention fused|eager|both (fused)] [--roofline-rounds N (1)]
- *                   [--updates end|backward (end)] [--recompute-gelu]
+ *                   [--updates end|backward (end)] [--recompute-gelu] [--recompute-casts]
  * --updates backward: the training rows' optimizer updates run inside the backward pass
  * (ts_optim_opts.updates_in_backward: each gradient's memory is reused once its update read it);
  * end: after it, every gradient kept to the end of the step (the default). --recompute-gelu: the
  * training rows' backward recomputes the FFN's GELU outputs (ts_graph_recompute_gelu).
+ * --recompute-casts: ... and the bf16 casts of the weights (ts_graph_recompute_casts).
  * Each row is measured in rounds, tessera then each peer, again (--rounds for inference rows,
  * --train-rounds for training rows), and each side's best median counts: this machine has slow
  * spells (other tenants) of tens of seconds that halve whatever runs in them, and interleaved
@@ -155,6 +156,7 @@ typedef struct opts {
     int roofline_rounds; /* rounds of the roofline: the first before the rows, the others after */
     int updates_in_backward; /* --updates backward */
     int recompute_gelu;      /* --recompute-gelu */
+    int recompute_casts;     /* --recompute-casts */
 } opts;
 
 enum { ATTN_FUSED, ATTN_EAGER, ATTN_BOTH };
@@ -277,7 +279,8 @@ static void tessera_child(const row *r, const opts *o) {
     if (r->train) {
         cfg.max_predictions_per_seq = r->positions;
         if (ts_bert_build(g, &cfg, TS_BERT_PRETRAINING, r->batch, T, &out) != TS_OK ||
-            (o->recompute_gelu && ts_graph_recompute_gelu(g) != TS_OK) || ts_backward(g, out.loss) != TS_OK)
+            (o->recompute_gelu && ts_graph_recompute_gelu(g) != TS_OK) ||
+            (o->recompute_casts && ts_graph_recompute_casts(g) != TS_OK) || ts_backward(g, out.loss) != TS_OK)
             DIE("%s: building the model: %s", r->id, ts_last_error());
         float lr = 1e-4f;
         ts_tensor *lrt = ts_tensor_from(TS_F32, 0, NULL, &lr);
@@ -740,7 +743,7 @@ static int make_rows(const opts *o, row *rows) {
     "bert [--steps N] [--runs N] [--latency-runs N] [--layers L] [--rounds N] [--train-rounds N]\n"               \
     "            [--only SUBSTRING] [--no-peers] [--profile] [--json PATH] [--seq T] [--batch B]\n"              \
     "            [--attention fused|eager|both] [--roofline-rounds N] [--updates end|backward]\n"    \
-    "            [--recompute-gelu]"
+    "            [--recompute-gelu] [--recompute-casts]"
 
 /* The integer value s of flag, which must lie in [lo, hi]; else an error naming flag, the range
  * and why (words after the range, "" for none). */
@@ -781,6 +784,7 @@ static void parse_args(int argc, char **argv, opts *o) {
             if (o->updates_in_backward < 0) DIE("--updates must be end or backward, got '%s'", v);
         }
         else if (!strcmp(a, "--recompute-gelu")) o->recompute_gelu = 1;
+        else if (!strcmp(a, "--recompute-casts")) o->recompute_casts = 1;
         else if (!strcmp(a, "--no-peers")) o->peers = 0;
         else if (!strcmp(a, "--profile")) o->profile = 1;
         else if (!strcmp(a, "--help")) {

@@ -54,6 +54,15 @@ TS_API ts_status ts_graph_recompute_end(ts_graph *g);
  * pass per layer more. Same bits. GELUs inside recompute segments, on another pipeline stage than
  * the reader, or not differentiated are left alone. TS_ERR_ARG after ts_backward. */
 TS_API ts_status ts_graph_recompute_gelu(ts_graph *g);
+/* Recompute parameters' casts (call before ts_backward): where the backward reads a cast of a
+ * parameter (autocast's bf16 or f16 copy of a weight, which a product's input gradient reads), it
+ * reads a clone of the cast appended there instead, so the forward's copy dies after its forward
+ * use. BERT-Base in bf16 keeps its 16-bit weight copies (about 210 MiB) out of the arena's peak at
+ * the start of the backward, for one more pass over those weights a step. Same bits. Casts inside
+ * recompute segments or on another pipeline stage than the reader are left alone; with
+ * updates_in_backward a parameter's update still waits for the clone's read. TS_ERR_ARG after
+ * ts_backward. */
+TS_API ts_status ts_graph_recompute_casts(ts_graph *g);
 
 /* Pipeline stages (model parallelism, as Paddle's ipu_shard_guard(index, stage)). Ops built between
  * ts_graph_stage_begin(g, k) and ts_graph_stage_end(g) are placed on pipeline stage k (0 ..

@@ -1,12 +1,13 @@
 /*
  * test_recompute.c — recomputation (activation checkpointing): ts_graph_recompute_begin / end,
- * ts_bert_config.recompute and ts_graph_recompute_gelu.
+ * ts_bert_config.recompute, ts_graph_recompute_gelu and ts_graph_recompute_casts.
  *
  *  - A small BERT for pre-training (2 layers, C 32, 2 heads, FFN 64, vocabulary 60, batch 3 x 8
  *    with padded rows, hidden and attention dropout 0.1) built with recompute off and on, same
  *    seed, inputs and step: the loss and every parameter gradient are bitwise identical; so are
  *    the parameters after 2 AdamW steps; with fusion on and off, and with bf16 compute. The
- *    same with only the GELU outputs recomputed (f32, and bf16 with 2 AdamW steps).
+ *    same with only the GELU outputs recomputed (f32, and bf16 with 2 AdamW steps), and with the
+ *    parameters' bf16 casts recomputed (alone and with the GELUs; bf16, 2 AdamW steps).
  *  - The small model's activation arena (ts_program_memory) is smaller with recompute on; an
  *    inference program from the same training graph is the same either way (clones are dead).
  *  - BERT-Base-sized (12 layers, C 768, 12 heads, FFN 3072, batch 8 x seq 128, f32): the bare
@@ -35,6 +36,7 @@ typedef struct spec {
     int no_fusion;
     int adam_steps;    /* 0: gradients only; n: also n AdamW steps, then compare the parameters */
     int gelu;          /* 1: "on" is ts_graph_recompute_gelu instead of a segment per layer */
+    int casts;         /* 1: "on" is ts_graph_recompute_casts (with gelu: both) */
 } spec;
 
 typedef struct result {
@@ -95,12 +97,13 @@ static void feed_inputs(ts_program *p, const spec *s) {
 static result *train(const spec *s, int recompute) {
     result *r = calloc(1, sizeof *r);
     ts_bert_config c = s->cfg;
-    c.recompute = recompute && !s->gelu;
+    c.recompute = recompute && !s->gelu && !s->casts;
     ts_graph *g = ts_graph_new();
     ts_graph_set_seed(g, 7);
     ts_bert_outputs o;
     if (CHECK_OK(ts_bert_build(g, &c, s->head, s->B, s->T, &o)) ||
-        (recompute && s->gelu && CHECK_OK(ts_graph_recompute_gelu(g))) || CHECK_OK(ts_backward(g, o.loss)) ||
+        (recompute && s->gelu && CHECK_OK(ts_graph_recompute_gelu(g))) ||
+        (recompute && s->casts && CHECK_OK(ts_graph_recompute_casts(g))) || CHECK_OK(ts_backward(g, o.loss)) ||
         (s->adam_steps && CHECK_OK(ts_adamw(g, ts_scalar(g, 1e-2f), 0.9f, 0.999f, 1e-8f, 0.01f)))) {
         ts_graph_free(g);
         result_free(r);
@@ -199,7 +202,7 @@ static void compare(const spec *s, double min_cut) {
 
 /* 2 layers, C 32, 2 heads, FFN 64, vocabulary 60; dropout 0.1 (hidden and attention). */
 static spec small_spec(const char *what) {
-    spec s = {what, {0}, TS_BERT_PRETRAINING, 3, 8, 0, 0, 0};
+    spec s = {what, {0}, TS_BERT_PRETRAINING, 3, 8, 0, 0, 0, 0};
     ts_bert_config_default(&s.cfg);
     s.cfg.vocab_size = 60;
     s.cfg.hidden_size = 32;
@@ -234,6 +237,21 @@ static void test_small_bert_gelu(void) {
     compare(&s, 0.0);
     spec b = small_spec("small BERT, GELU recomputed, bf16");
     b.gelu = 1;
+    b.cfg.compute_dtype = TS_BF16;
+    b.adam_steps = 2;
+    compare(&b, 0.0);
+}
+/* The parameters' bf16 casts made again in the backward (ts_graph_recompute_casts): the same bits
+ * and less activation memory (the forward's 16-bit weight copies die after their forward use);
+ * alone and with the GELU outputs recomputed, each with 2 AdamW steps. */
+static void test_small_bert_casts(void) {
+    spec s = small_spec("small BERT, bf16, casts recomputed");
+    s.casts = 1;
+    s.cfg.compute_dtype = TS_BF16;
+    s.adam_steps = 2;
+    compare(&s, 0.0);
+    spec b = small_spec("small BERT, bf16, casts and GELU recomputed");
+    b.casts = b.gelu = 1;
     b.cfg.compute_dtype = TS_BF16;
     b.adam_steps = 2;
     compare(&b, 0.0);
@@ -283,7 +301,7 @@ static void test_inference_unchanged(void) {
  * 128, f32: one training step each way (slow: --bert-base). */
 static void test_bert_base_train(void) {
     spec s = {"BERT-Base 8x128 BertForSequenceClassification, one step", {0}, TS_BERT_SEQ_CLASSIFICATION, 8, 128,
-              0, 0, 0};
+              0, 0, 0, 0};
     ts_bert_config_default(&s.cfg);
     compare(&s, 0.40);
 }
@@ -361,6 +379,14 @@ static void test_misuse(void) {
     CHECK_ERRMSG("ts_graph_recompute_begin", "backward");
     ts_graph_free(g);
 
+    g = ts_graph_new();
+    w = ts_param(g, "w", TS_F32, DIMS(4), ts_init_ones());
+    CHECK_OK(ts_backward(g, ts_reduce_sum(g, ts_tanh(g, w), 0, NULL, 0)));
+    CHECK_STATUS(ts_graph_recompute_casts(g), TS_ERR_ARG);
+    CHECK_ERRMSG("ts_graph_recompute_casts", "backward");
+    ts_graph_free(g);
+
+    CHECK_STATUS(ts_graph_recompute_casts(NULL), TS_ERR_ARG);
     CHECK_STATUS(ts_graph_recompute_begin(NULL), TS_ERR_ARG);
     CHECK_STATUS(ts_graph_recompute_end(NULL), TS_ERR_ARG);
 }
@@ -377,6 +403,7 @@ int main(int argc, char **argv) {
     RUN(test_small_bert_bf16);
     RUN(test_small_bert_adamw);
     RUN(test_small_bert_gelu);
+    RUN(test_small_bert_casts);
     RUN(test_inference_unchanged);
     RUN(test_encoder_stack_memory);
     return tu_finish("test_recompute");

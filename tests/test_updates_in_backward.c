@@ -6,7 +6,9 @@
  *    rows) trained 3 steps with the updates at the end and in the backward: every step's loss and
  *    every parameter after the steps are the same bits, for AdamW, LAMB and SGD with momentum,
  *    in f32, with bf16 compute, with bf16-stored parameters (their casts move with the update),
- *    with recompute and without fusion. ts_program_memory: grads 0, and less memory in all.
+ *    with recompute and without fusion, with the GELU outputs and the parameters' bf16 casts
+ *    recomputed (the casts' clones read a parameter late in the backward: the update waits for
+ *    them; AdamW, LAMB, bf16-stored and packed). ts_program_memory: grads 0, and less memory in all.
  *  - In the graph ts_optimizer leaves, every update comes after every other reader of its
  *    parameter (or of a reshape of it) and after its gradient's producer, and some update comes
  *    before the backward's last node (the updates did move).
@@ -16,7 +18,7 @@
  *    breaking the rule: q's values then differ).
  *  - The same with packed sequences (f32 and bf16), and with the in-backward run on the randomized
  *    device (a seeded half of the ops on the CPU plugin, the rest on the CPU fallback): f32, bf16,
- *    and bf16-stored parameters with packing.
+ *    bf16-stored parameters with packing, and bf16 with the casts and GELUs recomputed.
  *  - At batch 1, where ts_backward copies each weight's gradient at the end of the backward, the
  *    copies move with the updates: most of the gradients' memory is still freed (planned).
  *  - The tied word embeddings' decoder share is made just before the add that sums it with the
@@ -38,7 +40,8 @@ typedef struct spec {
     ts_optim_kind kind;
     float momentum;
     ts_dtype compute, store; /* TS_F32 compute; store TS_F32: parameters as made */
-    int recompute, no_fusion;
+    int recompute, no_fusion; /* recompute 1: a segment per layer; 2: the GELUs' outputs and the
+                                 parameters' casts (ts_graph_recompute_gelu, _casts) */
     int packed;              /* 2 sequences a row (ts_bert_config.max_sequences_per_pack) */
     const char *device;      /* the in-backward run's device (NULL: the CPU) */
 } spec;
@@ -74,7 +77,7 @@ static ts_bert_config small_config(const spec *s) {
     c.hidden_dropout_prob = 0.1f;
     c.attention_probs_dropout_prob = 0.1f;
     c.compute_dtype = s->compute;
-    c.recompute = s->recompute;
+    c.recompute = s->recompute == 1;
     c.max_sequences_per_pack = s->packed ? 2 : 0;
     return c;
 }
@@ -204,7 +207,9 @@ static result *train(const spec *s, int in_bwd) {
     oo.momentum = s->momentum;
     oo.updates_in_backward = in_bwd;
     if (CHECK_OK(ts_bert_build(g, &c, TS_BERT_PRETRAINING, 3, 8, &o)) ||
-        (s->store != TS_F32 && CHECK_OK(ts_graph_store_params(g, s->store))) || CHECK_OK(ts_backward(g, o.loss)) ||
+        (s->store != TS_F32 && CHECK_OK(ts_graph_store_params(g, s->store))) ||
+        (s->recompute == 2 && (CHECK_OK(ts_graph_recompute_gelu(g)) || CHECK_OK(ts_graph_recompute_casts(g)))) ||
+        CHECK_OK(ts_backward(g, o.loss)) ||
         CHECK_OK(ts_optimizer(g, ts_scalar(g, 1e-2f), &oo))) {
         ts_graph_free(g);
         result_free(r);
@@ -295,6 +300,13 @@ static void test_stored(void) {
 static void test_recompute(void) {
     compare(&(spec){"AdamW recompute", TS_OPTIM_ADAMW, 0.f, TS_F32, TS_F32, 1, 0, 0, NULL});
 }
+/* The backward's clones of the weights' bf16 casts read each parameter late: its update waits. */
+static void test_recompute_casts(void) {
+    compare(&(spec){"AdamW bf16, casts and GELUs recomputed", TS_OPTIM_ADAMW, 0.f, TS_BF16, TS_F32, 2, 0, 0, NULL});
+    compare(&(spec){"LAMB bf16, casts and GELUs recomputed", TS_OPTIM_LAMB, 0.f, TS_BF16, TS_F32, 2, 0, 0, NULL});
+    compare(&(spec){"AdamW bf16-stored, casts recomputed, packed", TS_OPTIM_ADAMW, 0.f, TS_BF16, TS_BF16, 2, 0, 1,
+                    NULL});
+}
 static void test_no_fusion(void) {
     compare(&(spec){"AdamW no fusion", TS_OPTIM_ADAMW, 0.f, TS_F32, TS_F32, 0, 1, 0, NULL});
 }
@@ -317,6 +329,8 @@ static void test_random_device(void) {
     compare(&(spec){"AdamW bf16, randomized device", TS_OPTIM_ADAMW, 0.f, TS_BF16, TS_F32, 0, 0, 0, "cpuplugin"});
     compare(&(spec){"AdamW bf16-stored, packed, randomized device", TS_OPTIM_ADAMW, 0.f, TS_BF16, TS_BF16, 0, 0, 1,
                     "cpuplugin"});
+    compare(&(spec){"AdamW bf16, casts and GELUs recomputed, randomized device", TS_OPTIM_ADAMW, 0.f, TS_BF16, TS_F32,
+                    2, 0, 0, "cpuplugin"});
 }
 
 /* p's gradient comes only from sum(p p), made first in the backward; a recomputed segment also
@@ -489,6 +503,7 @@ int main(int argc, char **argv) {
     RUN(test_bf16);
     RUN(test_stored);
     RUN(test_recompute);
+    RUN(test_recompute_casts);
     RUN(test_no_fusion);
     RUN(test_packed);
     RUN(test_random_device);

@@ -36,6 +36,7 @@ _g = {
     "recompute_begin": fn("ts_graph_recompute_begin", C.c_int, P),
     "recompute_end": fn("ts_graph_recompute_end", C.c_int, P),
     "recompute_gelu": fn("ts_graph_recompute_gelu", C.c_int, P),
+    "recompute_casts": fn("ts_graph_recompute_casts", C.c_int, P),
     "onnx_export": fn("ts_onnx_export", C.c_int, P, P, C.c_int, C.POINTER(V), CP),
 }
 _INITS = {"zeros": A.TS_INIT_ZEROS, "ones": A.TS_INIT_ONES, "const": A.TS_INIT_CONST, "uniform": A.TS_INIT_UNIFORM,
@@ -336,6 +337,11 @@ class Graph(Handle):
         """Before backward(): the backward recomputes GELU outputs from their inputs instead of
         keeping them (ts_graph_recompute_gelu; same gradients)."""
         check(_g["recompute_gelu"](self.handle))
+
+    def recompute_casts(self):
+        """Before backward(): the backward makes the 16-bit casts of parameters again instead of
+        keeping the forward's (ts_graph_recompute_casts; same gradients)."""
+        check(_g["recompute_casts"](self.handle))
 
     # ---- training
     def backward(self, loss):

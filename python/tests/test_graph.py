@@ -190,6 +190,7 @@ def gelu_mlp(lean):
     loss = g.name(g.cross_entropy(g.matmul(h, g.param("fc2.weight", [16, 3], "normal", 0.3)), y), "loss")
     if lean:
         g.recompute_gelu()
+        g.recompute_casts()  # no 16-bit casts here: the binding is called, nothing changes
     g.backward(loss)
     g.optimizer("adamw", 0.05, updates_in_backward=int(lean))
     return g

@@ -87,7 +87,7 @@ ts_status ts_backward_seeded(ts_graph *g, ts_value loss, ts_value seed) {
             break;
         }
         ts_node use; /* n, or n reading the recomputed clones of its segment */
-        if ((st = ts_recompute_node(g, &rc, i, &use)) != TS_OK || (st = ts_recompute_gelu(g, &rc, dep, &use)) != TS_OK)
+        if ((st = ts_recompute_node(g, &rc, i, &use)) != TS_OK || (st = ts_recompute_reads(g, &rc, dep, &use)) != TS_OK)
             break;
         ts_status s = d->grad(g, &use, gout, gin);
         if (s == TS_OK && g->status != TS_OK) s = g->status;

@@ -66,6 +66,7 @@ struct ts_graph {
     int loss;          /* value passed to ts_backward, or -1 */
     int nseg;          /* recompute segments begun so far (graph/recompute.c) */
     int recompute_gelu; /* ts_graph_recompute_gelu: the backward reads GELU outputs recomputed */
+    int recompute_casts; /* ts_graph_recompute_casts: the backward reads parameters' casts made again */
     int open_seg;      /* the segment new nodes join, 0: none */
     int cur_stage;     /* the pipeline stage new nodes are placed on, -1: none */
     int nstages;       /* 1 + the highest stage any node was placed on (0: none placed) */

@@ -51,33 +51,42 @@ ts_status ts_graph_recompute_end(ts_graph *g) {
     return TS_OK;
 }
 
-ts_status ts_graph_recompute_gelu(ts_graph *g) {
-    if (!g) return ts_err(TS_ERR_ARG, "ts_graph_recompute_gelu: graph is NULL");
+/* Set one of g's recompute options (fn names the call in errors); only before ts_backward. */
+static ts_status set_option(ts_graph *g, const char *fn, int *option) {
+    if (!g) return ts_err(TS_ERR_ARG, "%s: graph is NULL", fn);
     if (g->status != TS_OK) return ts_graph_status(g);
     if (g->has_backward)
-        return ts_graph_fail(g, TS_ERR_ARG, "ts_graph_recompute_gelu: the graph already has a backward pass; "
-                             "call it before ts_backward"), g->status;
-    g->recompute_gelu = 1;
+        return ts_graph_fail(g, TS_ERR_ARG, "%s: the graph already has a backward pass; call it before ts_backward",
+                             fn), g->status;
+    *option = 1;
     return TS_OK;
+}
+
+ts_status ts_graph_recompute_gelu(ts_graph *g) {
+    return set_option(g, "ts_graph_recompute_gelu", g ? &g->recompute_gelu : NULL);
+}
+
+ts_status ts_graph_recompute_casts(ts_graph *g) {
+    return set_option(g, "ts_graph_recompute_casts", g ? &g->recompute_casts : NULL);
 }
 
 ts_status ts_recompute_init(ts_recompute *rc, int nvals) {
     rc->nv = nvals;
     rc->seg = 0;
     rc->map = malloc(sizeof(int) * (size_t)(nvals ? nvals : 1));
-    rc->gelu = malloc(sizeof(int) * (size_t)(nvals ? nvals : 1));
-    if (!rc->map || !rc->gelu) {
+    rc->clone = malloc(sizeof(int) * (size_t)(nvals ? nvals : 1));
+    if (!rc->map || !rc->clone) {
         ts_recompute_free(rc);
         return ts_err(TS_ERR_NOMEM, "ts_backward: out of memory for the recompute map of %d values", nvals);
     }
-    for (int v = 0; v < nvals; v++) rc->map[v] = v, rc->gelu[v] = -1;
+    for (int v = 0; v < nvals; v++) rc->map[v] = v, rc->clone[v] = -1;
     return TS_OK;
 }
 
 void ts_recompute_free(ts_recompute *rc) {
     free(rc->map);
-    free(rc->gelu);
-    rc->map = rc->gelu = NULL;
+    free(rc->clone);
+    rc->map = rc->clone = NULL;
 }
 
 static int mapped(const ts_recompute *rc, int v) { return v >= 0 && v < rc->nv ? rc->map[v] : v; }
@@ -114,34 +123,48 @@ ts_status ts_recompute_node(ts_graph *g, ts_recompute *rc, int i, ts_node *use) 
     return TS_OK;
 }
 
-/* The forward node making v if it is one ts_recompute_gelu may clone (outside every segment, on
- * stage `stage`), else NULL. */
+/* The forward node making v if it is one ts_recompute_reads may clone (a GELU or a cast, outside
+ * every segment, on stage `stage`), else NULL. */
 static const ts_node *cheap_producer(const ts_graph *g, const ts_recompute *rc, int v, int stage) {
     if (v < 0 || v >= rc->nv || g->vals[v].kind != TS_V_NODE) return NULL;
     const ts_node *p = &g->nodes[g->vals[v].node];
     return p->seg == 0 && p->stage == stage && (p->op == TS_OP_GELU || p->op == TS_OP_CAST) ? p : NULL;
 }
 
-ts_status ts_recompute_gelu(ts_graph *g, ts_recompute *rc, const char *dep, ts_node *use) {
-    if (!g->recompute_gelu || use->seg || use->op == TS_OP_CAST) return TS_OK; /* a cast's rule reads no value */
+/* Append a clone of forward node *src reading `in`; its output is recorded as the clone of
+ * src's output. */
+static ts_status clone_one(ts_graph *g, ts_recompute *rc, const ts_node *src, int in) {
+    ts_node n = *src; /* a copy: adding nodes may move g->nodes */
+    int out;
+    ts_node_add(g, n.op, 1, &in, &n.attr, &out);
+    if (g->status != TS_OK) return g->status;
+    rc->clone[n.out[0]] = out;
+    return TS_OK;
+}
+
+ts_status ts_recompute_reads(ts_graph *g, ts_recompute *rc, const char *dep, ts_node *use) {
+    if ((!g->recompute_gelu && !g->recompute_casts) || use->seg || use->op == TS_OP_CAST)
+        return TS_OK; /* a cast's rule reads no value */
     for (int k = 0; k < use->nin; k++) {
         const ts_node *p = cheap_producer(g, rc, use->in[k], use->stage), *q = p;
+        if (p && p->op == TS_OP_CAST && g->recompute_casts && p->in[0] >= 0 && g->vals[p->in[0]].kind == TS_V_PARAM) {
+            if (rc->clone[p->out[0]] < 0 && clone_one(g, rc, p, p->in[0]) != TS_OK) return g->status;
+            use->in[k] = rc->clone[use->in[k]];
+            continue;
+        }
+        if (!g->recompute_gelu) continue;
         if (p && p->op == TS_OP_CAST) q = cheap_producer(g, rc, p->in[0], use->stage);
         if (!q || q->op != TS_OP_GELU || q->in[0] < 0 || !dep[q->in[0]]) continue;
         ts_node gelu = *q, cast = *p; /* copies: adding nodes may move g->nodes */
-        if (rc->gelu[gelu.out[0]] < 0) {
+        if (rc->clone[gelu.out[0]] < 0) {
             int out;
             ts_node_add(g, gelu.op, gelu.nin, gelu.in, &gelu.attr, &out);
             if (g->status != TS_OK) return g->status;
-            rc->gelu[gelu.out[0]] = out;
+            rc->clone[gelu.out[0]] = out;
         }
-        if (cast.op == TS_OP_CAST && rc->gelu[cast.out[0]] < 0) {
-            int out, in = rc->gelu[gelu.out[0]];
-            ts_node_add(g, cast.op, 1, &in, &cast.attr, &out);
-            if (g->status != TS_OK) return g->status;
-            rc->gelu[cast.out[0]] = out;
-        }
-        use->in[k] = rc->gelu[use->in[k]];
+        if (cast.op == TS_OP_CAST && rc->clone[cast.out[0]] < 0 && clone_one(g, rc, &cast, rc->clone[gelu.out[0]]))
+            return g->status;
+        use->in[k] = rc->clone[use->in[k]];
     }
     return TS_OK;
 }

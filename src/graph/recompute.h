@@ -15,7 +15,7 @@ typedef struct ts_recompute {
     int nv;   /* values of the graph when the backward began: the ids map covers */
     int *map; /* per forward value: its clone once its segment is recomputed, else itself */
     int seg;  /* the segment recomputed last (0: none yet) */
-    int *gelu; /* ts_graph_recompute_gelu: per forward value, its clone in the backward, or -1 */
+    int *clone; /* ts_graph_recompute_gelu / _casts: per forward value, its clone in the backward, or -1 */
 } ts_recompute;
 
 /* TS_OK, or TS_ERR_NOMEM (nothing to free). */
@@ -29,11 +29,14 @@ void ts_recompute_free(ts_recompute *rc);
  * the graph's error. */
 ts_status ts_recompute_node(ts_graph *g, ts_recompute *rc, int i, ts_node *use);
 
-/* ts_graph_recompute_gelu: in *use (a node outside every segment, about to be differentiated),
- * each input that is a forward GELU's output, or a cast of one, whose GELU is differentiated too
- * (dep: its input depends on a parameter, so the backward keeps that input for the GELU's own
- * gradient) and on the same stage, is renamed to a clone made here (once per value): the
- * forward's output then dies in the forward. Returns TS_OK or the graph's error. */
-ts_status ts_recompute_gelu(ts_graph *g, ts_recompute *rc, const char *dep, ts_node *use);
+/* ts_graph_recompute_gelu and ts_graph_recompute_casts: in *use (a node outside every segment,
+ * about to be differentiated), each input made by a forward node on the same stage that the
+ * backward may make again is renamed to a clone made here (once per value), so the forward's
+ * output dies in the forward:
+ *  - recompute_gelu: a GELU's output, or a cast of one, whose GELU is differentiated too (dep: its
+ *    input depends on a parameter, so the backward keeps that input for the GELU's own gradient);
+ *  - recompute_casts: a cast of a parameter (autocast's 16-bit copy of a weight).
+ * Returns TS_OK or the graph's error. */
+ts_status ts_recompute_reads(ts_graph *g, ts_recompute *rc, const char *dep, ts_node *use);
 
 #endif

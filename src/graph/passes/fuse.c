@@ -336,7 +336,9 @@ static int fuse_matmul_bf16_out(fuse_ctx *c, int i) {
  * linear layer's input for each layer that reads it (models/bert.c: the layer norm's output for
  * the query, key and value products), three passes over x for one bf16 copy. Not when i's output
  * is named or pinned (a fetch, a name someone may look up). Unlike the other rules this rewires
- * readers: each alive reader's input slots are moved to the kept cast's output. */
+ * readers: each alive reader's input slots are moved to the kept cast's output. A backward cast
+ * is not merged into a forward one when the graph recomputes casts (ts_graph_recompute_casts
+ * made it so that the forward's dies early). */
 static int fuse_same_cast(fuse_ctx *c, int i) {
     ts_graph *g = c->g;
     const ts_node *n = &g->nodes[i];
@@ -347,7 +349,8 @@ static int fuse_same_cast(fuse_ctx *c, int i) {
     for (int k = 0; k < i && j < 0; k++) {
         const ts_node *m = &g->nodes[k];
         if (c->alive[k] && m->op == TS_OP_CAST && m->nin == 1 && m->nout == 1 && m->in[0] == x &&
-            g->vals[m->out[0]].dtype == g->vals[y].dtype && place(g, k) == place(g, i) && m->seg == n->seg)
+            g->vals[m->out[0]].dtype == g->vals[y].dtype && place(g, k) == place(g, i) && m->seg == n->seg &&
+            !(g->recompute_casts && k < g->bwd_start && i >= g->bwd_start))
             j = k;
     }
     if (j < 0) return 0;
