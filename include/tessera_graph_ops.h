@@ -75,9 +75,11 @@ TS_API ts_value ts_dropout(ts_graph *g, ts_value x, float p);
  *   TS_ATTN_BHTD  q [B, H, T, D], k and v [B, H, S, D] -> y [B, H, T, D]
  *   TS_ATTN_BTHD  q [B, T, H, D], k and v [B, S, H, D] -> y [B, T, H, D] (a Linear's output
  *                 reshaped to heads: no transposes in or out)
- * q, k, v f32. mask: TS_NONE or additive f32 broadcastable to [B, H, T, S] (padding [B, 1, 1, S],
- * packed sequences' block diagonal [B, 1, T, S]); it gets no gradient. compute: TS_F32, or TS_BF16
- * to multiply as autocast does (every product's operands rounded to bf16, f32 sums). dropout_p in
+ * q, k, v f32, or all three bf16 with compute TS_BF16 (the same numbers as from the f32 values
+ * they were rounded from; y and the gradients are f32 either way). mask: TS_NONE or additive f32
+ * broadcastable to [B, H, T, S] (padding [B, 1, 1, S], packed sequences' block diagonal
+ * [B, 1, T, S]); it gets no gradient. compute: TS_F32, or TS_BF16 to multiply as autocast does
+ * (every product's operands rounded to bf16, f32 sums). dropout_p in
  * [0, 1) drops probabilities with ts_dropout's generator; identity in programs compiled for
  * inference. Gradients for q, k, v. ts_graph_fuse_attention makes these nodes from the unfused
  * pattern. */
@@ -88,7 +90,8 @@ TS_API ts_value ts_attention(ts_graph *g, ts_value q, ts_value k, ts_value v, ts
  * form ONNX models import as (matmul(q, transpose(k, {0, 1, 3, 2})), mul or div by a scalar
  * constant, softmax(add(scores, mask)); ts_onnx_session runs this pass) — into one
  * ts_attention node: TS_ATTN_BTHD when q, k, v are transpose(x, {0, 2, 1, 3}) of some x and the
- * output goes through that transpose (the transposes then unread), else TS_ATTN_BHTD. The node
+ * output goes through that transpose (the transposes then unread), else TS_ATTN_BHTD; in bf16 it
+ * reads q, k, v through autocast's casts, so the backward keeps their bf16 copies. The node
  * keeps the dropout's generator, so it drops exactly what the unfused ops dropped. A pattern is
  * left as it is when a value inside it has another reader or a name, its nodes span pipeline
  * stages or recompute segments, or its mask depends on a parameter. Call before ts_backward (an

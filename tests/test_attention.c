@@ -21,7 +21,8 @@
  * from them and stay within 1e-5 (with r there, they differ by ~5e-5 for that reason alone).
  * Also: a dropped mask is caught; dropout keeps the unfused graph's bits after the pass and about
  * 1 - p of the probabilities, unbiased; inference ignores dropout; finite differences; errors; what
- * the pass fuses and what it declines. Run with ONEDNN_MAX_CPU_ISA=AVX2, it tests the kernels'
+ * the pass fuses and what it declines; in bf16 the pass's node reads bf16 inputs, with the bits of
+ * the f32 ones. Run with ONEDNN_MAX_CPU_ISA=AVX2, it tests the kernels'
  * portable (non-AVX-512) path.
  */
 #include "fd_check.h"
@@ -813,6 +814,46 @@ static void fuse_encoder(ts_dtype compute) {
 static void test_fuse_encoder_f32(void) { fuse_encoder(TS_F32); }
 static void test_fuse_encoder_bf16(void) { fuse_encoder(TS_BF16); }
 
+/* In bf16 the pass makes the node read q, k, v as bf16 (the pattern's casts; BTHD: the casts and
+ * transposes swapped), so the backward keeps 16-bit copies. The kernel rounds f32 inputs to bf16
+ * as it packs them, so the pass's program and ts_attention on the f32 parameters give the same
+ * bits: y and the three gradients, T 7 and 128, both layouts, padding and packed masks, no
+ * dropout (the two make different dropout salts). Fails if the kernel widened a bf16 input wrong,
+ * read it at the wrong stride, or if a cast rounded otherwise. */
+static void test_bf16_inputs_same_bits(void) {
+    static const int64_t Ts[2] = {7, 128};
+    for (int t = 0; t < 2; t++)
+        for (int layout = 0; layout < 2; layout++)
+            for (int mask = M_PAD; mask <= M_PACK; mask++) {
+                acase c = {2, 2, Ts[t], Ts[t], 64, layout, mask, TS_BF16, 0.f};
+                char what[160];
+                case_str(what, sizeof what, &c);
+                adata d;
+                adata_make(&d, &c, 5 + (uint64_t)t);
+                int nf = -1, in16 = 0;
+                ts_graph *ga = attn_graph(&c, &d, PASS, &nf), *gb = attn_graph(&c, &d, FUSED, NULL);
+                for (int i = 0; ga && i < ga->nnodes; i++)
+                    if (ga->nodes[i].op == TS_OP_ATTENTION)
+                        in16 = ga->vals[ga->nodes[i].in[0]].dtype == TS_BF16 &&
+                               ga->vals[ga->nodes[i].in[1]].dtype == TS_BF16 &&
+                               ga->vals[ga->nodes[i].in[2]].dtype == TS_BF16;
+                CHECK(nf == 1 && in16, "%s: the pass made %d nodes; bf16 inputs: %d", what, nf, in16);
+                ts_tensor *oa[4] = {0}, *ob[4] = {0};
+                int same = 0;
+                if (ga && gb && !attn_run(ga, &d, 0, 1, 2, oa) && !attn_run(gb, &d, 0, 1, 2, ob))
+                    for (int j = 0; j < 4; j++) {
+                        int eq = tu_bitwise_equal(oa[j], ob[j]);
+                        same += eq;
+                        CHECK(eq, "%s: %s from bf16 inputs differs from the f32 inputs' (max %.3e)", what,
+                              out_names[j], rel_err(oa[j], ob[j]));
+                    }
+                printf("  %-58s bf16 inputs: %d / 4 outputs the same bits as from f32\n", what, same);
+                outs_free(oa), outs_free(ob);
+                ts_graph_free(ga), ts_graph_free(gb);
+                adata_free(&d);
+            }
+}
+
 /* How test_fuse_declines spoils the pattern. */
 enum { D_NONE, D_PROBS_READ, D_SCALE_BETA, D_NAMED, D_MASK_PARAM, D_AFTER_BACKWARD };
 
@@ -940,6 +981,7 @@ int main(int argc, char **argv) {
     RUN(test_errors);
     RUN(test_fuse_encoder_f32);
     RUN(test_fuse_encoder_bf16);
+    RUN(test_bf16_inputs_same_bits);
     RUN(test_fuse_declines);
     RUN(test_fuse_onnx_form);
     RUN(test_device_choice);

@@ -19,7 +19,8 @@
  * when the mask depends on a parameter (the fused op gives the mask no gradient).
  * The rewrite: the pattern's last node becomes the attention node in place (same output value,
  * so its readers are untouched, and the node's index is after every input's producer); the other
- * pattern nodes are left unread, for dead-code elimination at compile time.
+ * pattern nodes are left unread, for dead-code elimination at compile time. In bf16 the node reads
+ * q, k and v cast to bf16 by the pattern's casts (see rewrite).
  */
 #include "graph/opdef.h"
 
@@ -52,8 +53,10 @@ static int is_perm0213(const ts_node *n) {
 }
 
 /* The product's operands behind the compute casts: node n is a matmul (f32: its operands; bf16:
- * each operand a cast to bf16 of an f32 value, which must be inner). 0 when it does not fit. */
-static int operands(walk *w, const ts_node *n, int trans_b, int bf16, int *a, int *b) {
+ * each operand a cast to bf16 of an f32 value, which must be inner; cast[0], cast[1] the casts'
+ * node indices, -1 in f32). 0 when it does not fit. */
+static int operands(walk *w, const ts_node *n, int trans_b, int bf16, int *a, int *b, int cast[2]) {
+    cast[0] = cast[1] = -1;
     if (!n || n->op != TS_OP_MATMUL || n->nin != 2 || n->attr.i[0] != 0 || n->attr.i[1] != trans_b || n->attr.i[2])
         return 0;
     *a = n->in[0], *b = n->in[1];
@@ -62,6 +65,7 @@ static int operands(walk *w, const ts_node *n, int trans_b, int bf16, int *a, in
         int *x = k ? b : a;
         const ts_node *c = producer(w->g, *x);
         if (!c || c->op != TS_OP_CAST || !inner(w, *x) || w->g->vals[*x].dtype != TS_BF16) return 0;
+        cast[k] = w->g->vals[*x].node;
         *x = c->in[0];
         if (w->g->vals[*x].dtype != TS_F32) return 0;
     }
@@ -141,6 +145,8 @@ typedef struct {
     int q, k, v, mask, layout, compute;
     float scale, p;
     int64_t salt;
+    int cast[3]; /* bf16: the nodes casting q, k, v to bf16 for the unfused products (the node reads
+                    bf16 inputs through them, see rewrite), else -1 */
 } match;
 
 /* Match the pattern ending at node index e; 1 with *m filled, else 0. */
@@ -153,9 +159,9 @@ static int match_at(walk *w, int e, match *m, uint8_t *seen) {
         c = end->in[0];
         if (!inner(w, c)) return 0;
     }
-    int bf16, bf16s, p, v, s, q, k;
+    int bf16, bf16s, p, v, s, q, k, pv_cast[2], qk_cast[2];
     const ts_node *pv = product(w, c, &bf16);
-    if (!pv || !operands(w, pv, 0, bf16, &p, &v)) return 0;
+    if (!pv || !operands(w, pv, 0, bf16, &p, &v, pv_cast)) return 0;
     if (pv->out[0] != c && !inner(w, pv->out[0])) return 0;
     if (!inner(w, p)) return 0;
     const ts_node *pn = producer(g, p);
@@ -174,8 +180,8 @@ static int match_at(walk *w, int e, match *m, uint8_t *seen) {
     if (!scale_of(w, s, &s, &m->scale)) return 0;
     const ts_node *qk = product(w, s, &bf16s);
     if (!inner(w, s) || !qk || bf16s != bf16) return 0;
-    if (!operands(w, qk, 1, bf16, &q, &k)) { /* ONNX's form: q times k transposed by a Transpose */
-        const ts_node *kt = bf16 || !operands(w, qk, 0, 0, &q, &k) ? NULL : producer(g, k);
+    if (!operands(w, qk, 1, bf16, &q, &k, qk_cast)) { /* ONNX's form: q times k transposed by a Transpose */
+        const ts_node *kt = bf16 || !operands(w, qk, 0, 0, &q, &k, qk_cast) ? NULL : producer(g, k);
         if (!kt || !is_perm0132(kt) || !inner(w, k)) return 0;
         k = kt->in[0];
     }
@@ -188,6 +194,7 @@ static int match_at(walk *w, int e, match *m, uint8_t *seen) {
     }
     m->layout = TS_ATTN_BHTD;
     if (bthd && is_perm0213(producer(g, q)) && is_perm0213(producer(g, k)) && is_perm0213(producer(g, v))) {
+        if (bf16 && (!inner(w, q) || !inner(w, k) || !inner(w, v))) return 0; /* rewrite reorders them */
         m->layout = TS_ATTN_BTHD;
         q = producer(g, q)->in[0], k = producer(g, k)->in[0], v = producer(g, v)->in[0];
     } else if (bthd) {
@@ -197,21 +204,50 @@ static int match_at(walk *w, int e, match *m, uint8_t *seen) {
         return 0; /* the transpose reading c will take the whole, in BTHD */
     }
     m->q = q, m->k = k, m->v = v, m->compute = bf16 ? TS_BF16 : TS_F32;
+    m->cast[0] = qk_cast[0], m->cast[1] = qk_cast[1], m->cast[2] = pv_cast[1];
     return 1;
 }
 
 /* Node e becomes the attention node of m, its output kept, an lse value added: 0; -1 out of memory;
- * -2 when the op refuses the match (cannot happen for a matched pattern), node e left as it was. */
+ * -2 when the op refuses the match (cannot happen for a matched pattern), node e left as it was.
+ * In bf16 the node reads q, k and v in bf16, through the pattern's casts: in TS_ATTN_BHTD their
+ * outputs; in TS_ATTN_BTHD, where each cast reads transpose(x) (that value inner), the two nodes
+ * swap: the transpose's node casts x to bf16 (its value now bf16 in x's shape, which the node
+ * reads) and the cast's node transposes that, so the unfused product left unread still reads a
+ * bf16 [B, H, T, D] value (a recomputed segment clones it, shapes and all). The kernel would round
+ * f32 q, k, v to bf16 alike, so the numbers are the same; the backward keeps the bf16 copies and
+ * the f32 ones die in the forward. */
 static int rewrite(ts_graph *g, int e, const match *m) {
     int lse = ts_val_add(g, TS_V_NODE, TS_F32, 0, NULL);
     if (lse == TS_NONE) return -1;
+    int in[3] = {m->q, m->k, m->v}, t[3] = {-1, -1, -1};
+    ts_node was[3][2];
+    ts_val was_val[3];
+    for (int i = 0; i < 3; i++) {
+        if (m->cast[i] < 0) continue;
+        ts_node *c = &g->nodes[m->cast[i]];
+        if (m->layout == TS_ATTN_BHTD) {
+            in[i] = c->out[0];
+            continue;
+        }
+        int tv = c->in[0], x = in[i];
+        t[i] = g->vals[tv].node;
+        ts_node *tn = &g->nodes[t[i]];
+        was[i][0] = *tn, was[i][1] = *c, was_val[i] = g->vals[tv];
+        tn->op = TS_OP_CAST, tn->attr = was[i][1].attr; /* in x, out tv */
+        c->op = TS_OP_TRANSPOSE, c->attr = was[i][0].attr; /* in tv, out the cast's value */
+        g->vals[tv].dtype = TS_BF16;
+        g->vals[tv].ndim = g->vals[x].ndim;
+        memcpy(g->vals[tv].shape, g->vals[x].shape, sizeof g->vals[tv].shape);
+        in[i] = tv;
+    }
     ts_node *n = &g->nodes[e];
     int y = n->out[0];
     ts_node r = *n;
     r.op = TS_OP_ATTENTION;
     r.nin = m->mask >= 0 ? 4 : 3;
     for (int i = 0; i < TS_MAX_IN; i++) r.in[i] = -1;
-    r.in[0] = m->q, r.in[1] = m->k, r.in[2] = m->v, r.in[3] = m->mask;
+    r.in[0] = in[0], r.in[1] = in[1], r.in[2] = in[2], r.in[3] = m->mask;
     memset(&r.attr, 0, sizeof r.attr);
     r.attr.f[0] = m->scale, r.attr.f[1] = m->p;
     r.attr.i[0] = m->salt, r.attr.i[1] = (int64_t)g->seed, r.attr.i[2] = m->layout, r.attr.i[3] = m->compute;
@@ -225,6 +261,9 @@ static int rewrite(ts_graph *g, int e, const match *m) {
     ts_status s = ts_op_get(TS_OP_ATTENTION)->infer(g, n);
     if (s || g->vals[y].ndim != keep.ndim || memcmp(g->vals[y].shape, keep.shape, sizeof keep.shape)) {
         *n = old, g->vals[y] = keep; /* put the node back rather than change a shape */
+        for (int i = 0; i < 3; i++)
+            if (t[i] >= 0)
+                g->nodes[t[i]] = was[i][0], g->nodes[m->cast[i]] = was[i][1], g->vals[was[i][0].out[0]] = was_val[i];
         return -2;
     }
     return 0;

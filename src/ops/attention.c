@@ -22,7 +22,10 @@
  * the unfused graph's masks exactly), i[2] layout, i[3] compute dtype: TS_F32, or TS_BF16 to
  * multiply as autocast does (q, k, v, the probabilities and the backward's products' operands
  * rounded to bf16, sums in f32).
- * q, k, v are f32; the mask gets no gradient (nor lse, which only attention_grad reads).
+ * q, k, v are f32, or all three bf16 with compute dtype bf16 (what the kernel would round them to;
+ * the fusion pass takes autocast's casts, so only those are kept for the backward); y, lse and the
+ * gradients gq, gk, gv are f32 either way. The mask gets no gradient (nor lse, which only
+ * attention_grad reads).
  * attention_grad is not differentiable (no double backward).
  */
 #include "ops/op.h"
@@ -44,11 +47,15 @@ static void set_out(ts_graph *g, const ts_node *n, int k, int nd, const int64_t 
  * *dims = {B, H, T, S, D}. */
 static ts_status check_qkv(const ts_graph *g, const ts_node *n, int64_t dims[5]) {
     const char *op = ts_op_get(n->op)->name, *const names[3] = {"q", "k", "v"};
+    ts_dtype dt = g->vals[n->in[0]].dtype;
+    if (dt == TS_BF16 && n->attr.i[3] != TS_BF16)
+        return ts_err(TS_ERR_DTYPE, "op %s: q %s is bf16 but the compute dtype is %s; bf16 inputs need bf16 compute",
+                      op, VS(g, n->in[0]), ts_dtype_name((ts_dtype)n->attr.i[3]));
     for (int k = 0; k < 3; k++) {
         const ts_val *x = &g->vals[n->in[k]];
-        if (x->dtype != TS_F32)
-            return ts_err(TS_ERR_DTYPE, "op %s: %s %s has dtype %s; q, k and v are f32", op, names[k],
-                          VS(g, n->in[k]), ts_dtype_name(x->dtype));
+        if (x->dtype != dt || (dt != TS_F32 && dt != TS_BF16))
+            return ts_err(TS_ERR_DTYPE, "op %s: %s %s has dtype %s; q, k and v are all f32, or all bf16", op,
+                          names[k], VS(g, n->in[k]), ts_dtype_name(x->dtype));
         if (x->ndim != 4)
             return ts_err(TS_ERR_SHAPE, "op %s: %s %s has rank %d; q, k and v are [B, H, T, D] or [B, T, H, D]", op,
                           names[k], VS(g, n->in[k]), x->ndim);

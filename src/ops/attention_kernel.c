@@ -29,6 +29,9 @@
  * bf16 x bf16 products are exact in f32, so the f32 products are autocast's bf16 ones. Where the
  * CPU has AVX512_BF16 the operands are packed as bf16 pairs instead and every product runs on
  * vdpbf16ps (mm_nt_bf16, mm_acc_bf16): the same numbers up to the order of the sums.
+ * q, k, v given in bf16 (bf16 compute only: the rounding the packers would do, done by the cast
+ * that made them) are widened to f32 per head into the thread's memory, (T + 2 S) D floats, and
+ * the head runs as from f32: the same bits as from the f32 values they were rounded from.
  */
 #include "ops/attention_kernel.h"
 
@@ -80,6 +83,7 @@ void ts_attn_geom_init(ts_attn_geom *geo, const ts_graph *g, const ts_node *n, c
     geo->key = ts_rng_key((uint64_t)n->attr.i[1], (uint64_t)n->attr.i[0], step);
     geo->thr = (uint32_t)ceil((double)geo->p * 16777216.0);
     geo->bf16 = n->attr.i[3] == TS_BF16;
+    geo->in16 = g->vals[n->in[0]].dtype == TS_BF16;
 }
 
 /* ------------------------------------------------------------------ microkernels */
@@ -539,11 +543,45 @@ static inline int keep_bit(const ts_attn_geom *g, uint64_t idx) {
 
 typedef struct {
     float *kt, *vp, *qp, *sb, *ob, *m, *l;
+    float *stage; /* in16: the head's q, k, v widened (stage_floats) */
 } fwd_ws;
+
+/* in16: a head's q [T, D], k and v [S, D] in f32, rows D apart; else none. */
+static size_t stage_floats(const ts_attn_geom *g) { return g->in16 ? (size_t)((g->T + 2 * g->S) * g->D) : 0; }
+
+/* A head's view of q (rows qt apart) and of k and v (rows ks apart): where they are, or (in16) the
+ * thread's f32 copy of them. */
+typedef struct {
+    const float *q, *k, *v;
+    int64_t qt, ks;
+} head_in;
+
+/* o[r D + d] = the f32 of bf16 x[r xs + d], for n rows: bf16 is f32's upper half. */
+static void widen_rows(const uint16_t *x, int64_t xs, int64_t n, int64_t D, float *o) {
+    for (int64_t r = 0; r < n; r++) {
+        const uint16_t *xr = x + r * xs;
+        uint32_t *ow = (uint32_t *)(o + r * D);
+#pragma omp simd
+        for (int64_t d = 0; d < D; d++) ow[d] = (uint32_t)xr[d] << 16;
+    }
+}
+
+/* Head (b, h)'s inputs: in place for f32, widened into stage for bf16. */
+static head_in head_inputs(const ts_attn_geom *g, int64_t b, int64_t h, const void *q, const void *k, const void *v,
+                           float *stage) {
+    int64_t qo = b * g->qb + h * g->qh, ko = b * g->kb + h * g->kh;
+    if (!g->in16)
+        return (head_in){(const float *)q + qo, (const float *)k + ko, (const float *)v + ko, g->qt, g->ks};
+    float *qs = stage, *ks = qs + g->T * g->D, *vs = ks + g->S * g->D;
+    widen_rows((const uint16_t *)q + qo, g->qt, g->T, g->D, qs);
+    widen_rows((const uint16_t *)k + ko, g->ks, g->S, g->D, ks);
+    widen_rows((const uint16_t *)v + ko, g->ks, g->S, g->D, vs);
+    return (head_in){qs, ks, vs, g->D, g->D};
+}
 
 static size_t fwd_floats(const ts_attn_geom *g) {
     int64_t S64 = up(g->S, 64), Dp = up(g->D, 16);
-    return (size_t)(g->D * S64 + S64 * Dp + BR * Dp + BR * BC + BR * Dp + 2 * BR + 64);
+    return (size_t)(g->D * S64 + S64 * Dp + BR * Dp + BR * BC + BR * Dp + 2 * BR + 64 + stage_floats(g));
 }
 
 static void fwd_ws_carve(const ts_attn_geom *g, float *w, fwd_ws *ws) {
@@ -554,7 +592,8 @@ static void fwd_ws_carve(const ts_attn_geom *g, float *w, fwd_ws *ws) {
     ws->sb = w, w += BR * BC;
     ws->ob = w, w += BR * Dp;
     ws->m = w, w += BR;
-    ws->l = w;
+    ws->l = w, w += BR;
+    ws->stage = w;
 }
 
 /* Dropout over a row of n probabilities z whose first element is element `base` of the scores:
@@ -688,22 +727,22 @@ static void fwd_key_block(const ts_attn_geom *g, const fwd_ws *w, int64_t b, int
 }
 
 TS_SIMD_CLONES __attribute__((noinline))
-static void fwd_head(const ts_attn_geom *g, const fwd_ws *w, int64_t b, int64_t h, const float *q, const float *k,
-                     const float *v, float *y, float *lse) {
+static void fwd_head(const ts_attn_geom *g, const fwd_ws *w, int64_t b, int64_t h, const head_in *in, float *y,
+                     float *lse) {
     int64_t S64 = up(g->S, 64), Dp = up(g->D, 16);
-    const float *qh = q + b * g->qb + h * g->qh;
+    const float *qh = in->q;
     int pairs = g->bf16 && want_bf16();
     if (pairs) { /* bf16 pairs: k along d, v along the keys */
-        pack_pairs_t(g, k + b * g->kb + h * g->kh, g->ks, g->S, (uint32_t *)w->kt, S64);
-        pack_pairs_rows(g, v + b * g->kb + h * g->kh, g->ks, g->S, S64 / 2, (uint32_t *)w->vp, Dp);
+        pack_pairs_t(g, in->k, in->ks, g->S, (uint32_t *)w->kt, S64);
+        pack_pairs_rows(g, in->v, in->ks, g->S, S64 / 2, (uint32_t *)w->vp, Dp);
     } else {
-        pack_t(g, k + b * g->kb + h * g->kh, g->ks, g->S, w->kt, S64);
-        pack_rows(g, v + b * g->kb + h * g->kh, g->ks, g->S, S64, w->vp, Dp);
+        pack_t(g, in->k, in->ks, g->S, w->kt, S64);
+        pack_rows(g, in->v, in->ks, g->S, S64, w->vp, Dp);
     }
     for (int64_t i0 = 0; i0 < g->T; i0 += BR) {
         int64_t rows = g->T - i0 < BR ? g->T - i0 : BR;
-        if (pairs) pack_pairs_along(qh + i0 * g->qt, g->qt, rows, up(rows, 4), g->D, (uint32_t *)w->qp, Dp / 2);
-        else pack_rows(g, qh + i0 * g->qt, g->qt, rows, up(rows, 4), w->qp, Dp);
+        if (pairs) pack_pairs_along(qh + i0 * in->qt, in->qt, rows, up(rows, 4), g->D, (uint32_t *)w->qp, Dp / 2);
+        else pack_rows(g, qh + i0 * in->qt, in->qt, rows, up(rows, 4), w->qp, Dp);
         for (int64_t r = 0; r < rows; r++) w->m[r] = -INFINITY, w->l[r] = 0.f;
         memset(w->ob, 0, sizeof(float) * (size_t)(up(rows, 4) * Dp));
         for (int64_t j0 = 0; j0 < g->S; j0 += BC)
@@ -722,11 +761,13 @@ typedef struct {
     float *kt, *kp, *vt, *gk, *gv, *qp, *gyp, *gq, *p, *dp, *drow, *kf;
     uint32_t *qb, *gyb, *dsb; /* bf16 pairs (want_bf16): q and gy along d, gz along the keys */
     uint32_t *pt, *dst, *qr, *gyr; /* and along the tile's rows: pd and gz (key-major), q and gy */
+    float *stage; /* in16: the head's q, k, v widened (stage_floats) */
 } bwd_ws;
 
 static size_t bwd_floats(const ts_attn_geom *g) {
     int64_t S64 = up(g->S, 64), Dp = up(g->D, 16);
-    return (size_t)(2 * g->D * S64 + 3 * S64 * Dp + 5 * BRB * Dp + 3 * BRB * S64 + BRB * S64 / 2 + BRB + S64 + 64);
+    return (size_t)(2 * g->D * S64 + 3 * S64 * Dp + 5 * BRB * Dp + 3 * BRB * S64 + BRB * S64 / 2 + BRB + S64 + 64) +
+           stage_floats(g);
 }
 
 static void bwd_ws_carve(const ts_attn_geom *g, float *w, bwd_ws *ws) {
@@ -749,7 +790,8 @@ static void bwd_ws_carve(const ts_attn_geom *g, float *w, bwd_ws *ws) {
     ws->pt = (uint32_t *)w, w += BRB * S64 / 2;
     ws->dst = (uint32_t *)w, w += BRB * S64 / 2;
     ws->qr = (uint32_t *)w, w += BRB * Dp / 2;
-    ws->gyr = (uint32_t *)w;
+    ws->gyr = (uint32_t *)w, w += BRB * Dp / 2;
+    ws->stage = w;
 }
 
 /* One row of the tile: z (scores in, p out: exp(scale z + mask - L), 0 when L is -inf) and gp
@@ -818,20 +860,20 @@ static void bwd_rows(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
 }
 
 TS_SIMD_CLONES __attribute__((noinline))
-static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t h, const float *q, const float *k,
-                     const float *v, const float *y, const float *lse, const float *gy, float *gq, float *gk,
-                     float *gv) {
+static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t h, const head_in *in, const float *y,
+                     const float *lse, const float *gy, float *gq, float *gk, float *gv) {
     int64_t S = g->S, S64 = up(S, 64), Dp = up(g->D, 16), D = g->D;
-    int64_t qo = b * g->qb + h * g->qh, ko = b * g->kb + h * g->kh;
+    int64_t qo = b * g->qb + h * g->qh, ko = b * g->kb + h * g->kh, qt = in->qt;
+    const float *q = in->q;
     int pairs = g->bf16 && want_bf16(); /* every product on bf16 pairs, else on f32 (rounded for bf16) */
     if (pairs) {
-        pack_pairs_t(g, k + ko, g->ks, S, (uint32_t *)w->kt, S64);
-        pack_pairs_t(g, v + ko, g->ks, S, (uint32_t *)w->vt, S64);
-        pack_pairs_rows(g, k + ko, g->ks, S, S64 / 2, (uint32_t *)w->kp, Dp);
+        pack_pairs_t(g, in->k, in->ks, S, (uint32_t *)w->kt, S64);
+        pack_pairs_t(g, in->v, in->ks, S, (uint32_t *)w->vt, S64);
+        pack_pairs_rows(g, in->k, in->ks, S, S64 / 2, (uint32_t *)w->kp, Dp);
     } else {
-        pack_t(g, k + ko, g->ks, S, w->kt, S64);
-        pack_t(g, v + ko, g->ks, S, w->vt, S64);
-        pack_rows(g, k + ko, g->ks, S, S64, w->kp, Dp);
+        pack_t(g, in->k, in->ks, S, w->kt, S64);
+        pack_t(g, in->v, in->ks, S, w->vt, S64);
+        pack_rows(g, in->k, in->ks, S, S64, w->kp, Dp);
     }
     memset(w->gk, 0, sizeof(float) * (size_t)(S64 * Dp));
     memset(w->gv, 0, sizeof(float) * (size_t)(S64 * Dp));
@@ -846,12 +888,12 @@ static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
         }
         if (pairs) {
             int64_t D2 = (D + 1) / 2;
-            pack_pairs_along(q + qo + i0 * g->qt, g->qt, rows, rows4, D, w->qb, Dp / 2);
+            pack_pairs_along(q + i0 * qt, qt, rows, rows4, D, w->qb, Dp / 2);
             pack_pairs_along(gy + qo + i0 * g->qt, g->qt, rows, rows4, D, w->gyb, Dp / 2);
             mm_nt_bf16(w->qb, Dp / 2, (uint32_t *)w->kt, S64, w->p, S64, rows4, S64, D2);
             mm_nt_bf16(w->gyb, Dp / 2, (uint32_t *)w->vt, S64, w->dp, S64, rows4, S64, D2);
         } else {
-            pack_rows(g, q + qo + i0 * g->qt, g->qt, rows, rows4, w->qp, Dp);
+            pack_rows(g, q + i0 * qt, qt, rows, rows4, w->qp, Dp);
             pack_rows(g, gy + qo + i0 * g->qt, g->qt, rows, rows4, w->gyp, Dp);
             mm_nt(w->qp, Dp, w->kt, S64, w->p, S64, rows4, S64, D);
             mm_nt(w->gyp, Dp, w->vt, S64, w->dp, S64, rows4, S64, D);
@@ -863,7 +905,7 @@ static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
             memset(w->dp + r * S64 + j0, 0, sizeof(float) * (size_t)(S64 - j0));
         }
         if (pairs) { /* gv += pd^T gy, gk += gz^T q: pairs of the tile's rows */
-            pack_pairs_rows(g, q + qo + i0 * g->qt, g->qt, rows, rows4 / 2, w->qr, Dp);
+            pack_pairs_rows(g, q + i0 * qt, qt, rows, rows4 / 2, w->qr, Dp);
             pack_pairs_rows(g, gy + qo + i0 * g->qt, g->qt, rows, rows4 / 2, w->gyr, Dp);
             pair_rows_t(w->p, S64, rows4, w->pt);
             pair_rows_t(w->dp, S64, rows4, w->dst);
@@ -892,7 +934,8 @@ static void bwd_head(const ts_attn_geom *g, const bwd_ws *w, int64_t b, int64_t 
 
 /* What a head's kernel reads and writes: the forward writes y and lse, the backward reads them. */
 typedef struct {
-    const float *q, *k, *v, *gy;
+    const void *q, *k, *v; /* f32, or bf16 (geo->in16) */
+    const float *gy;
     float *y, *lse, *gq, *gk, *gv;
 } attn_io;
 
@@ -931,11 +974,12 @@ static ts_status over_heads(const ts_attn_geom *g, void *scratch, size_t scratch
 static void fwd_run(const ts_attn_geom *g, float *buf, int64_t b, int64_t h, const attn_io *io) {
     fwd_ws w;
     fwd_ws_carve(g, buf, &w);
-    fwd_head(g, &w, b, h, io->q, io->k, io->v, io->y, io->lse);
+    head_in in = head_inputs(g, b, h, io->q, io->k, io->v, w.stage);
+    fwd_head(g, &w, b, h, &in, io->y, io->lse);
 }
 
-ts_status ts_attn_forward(const ts_attn_geom *g, void *scratch, size_t scratch_bytes, const float *q, const float *k,
-                          const float *v, float *y, float *lse) {
+ts_status ts_attn_forward(const ts_attn_geom *g, void *scratch, size_t scratch_bytes, const void *q, const void *k,
+                          const void *v, float *y, float *lse) {
     if (g->T == 0 || g->B * g->H == 0) return TS_OK;
     if (g->S == 0) { /* no keys: zero output, lse -inf */
         for (int64_t b = 0; b < g->B; b++)
@@ -953,11 +997,12 @@ ts_status ts_attn_forward(const ts_attn_geom *g, void *scratch, size_t scratch_b
 static void bwd_run(const ts_attn_geom *g, float *buf, int64_t b, int64_t h, const attn_io *io) {
     bwd_ws w;
     bwd_ws_carve(g, buf, &w);
-    bwd_head(g, &w, b, h, io->q, io->k, io->v, io->y, io->lse, io->gy, io->gq, io->gk, io->gv);
+    head_in in = head_inputs(g, b, h, io->q, io->k, io->v, w.stage);
+    bwd_head(g, &w, b, h, &in, io->y, io->lse, io->gy, io->gq, io->gk, io->gv);
 }
 
-ts_status ts_attn_backward(const ts_attn_geom *g, void *scratch, size_t scratch_bytes, const float *q, const float *k,
-                           const float *v, const float *y, const float *lse, const float *gy, float *gq, float *gk,
+ts_status ts_attn_backward(const ts_attn_geom *g, void *scratch, size_t scratch_bytes, const void *q, const void *k,
+                           const void *v, const float *y, const float *lse, const float *gy, float *gq, float *gk,
                            float *gv) {
     if (g->B * g->H == 0) return TS_OK;
     if (g->T == 0 || g->S == 0) { /* nothing flows: zero gradients */

@@ -18,6 +18,7 @@ typedef struct ts_attn_geom {
     uint64_t key;           /* dropout: ts_rng_key(seed, salt, step) */
     uint32_t thr;           /* keep when (bits >> 8) >= thr = ceil(p 2^24) */
     int bf16;               /* compute dtype bf16 */
+    int in16;               /* q, k, v are bf16 (with bf16 compute), else f32 */
 } ts_attn_geom;
 
 void ts_attn_geom_init(ts_attn_geom *geo, const ts_graph *g, const ts_node *n, const float *mask, uint64_t step);
@@ -26,8 +27,10 @@ void ts_attn_geom_init(ts_attn_geom *geo, const ts_graph *g, const ts_node *n, c
 size_t ts_attn_scratch(const ts_attn_geom *geo, int backward);
 /* y = attention(q, k, v) and lse (ops/attention.c's contract). The threads use scratch (a thread
  * beyond what it holds mallocs its own). TS_ERR_NOMEM when a thread's tile buffers cannot be had. */
-ts_status ts_attn_forward(const ts_attn_geom *geo, void *scratch, size_t scratch_bytes, const float *q, const float *k, const float *v, float *y, float *lse);
-ts_status ts_attn_backward(const ts_attn_geom *geo, void *scratch, size_t scratch_bytes, const float *q, const float *k, const float *v, const float *y,
+ts_status ts_attn_forward(const ts_attn_geom *geo, void *scratch, size_t scratch_bytes, const void *q, const void *k,
+                          const void *v, float *y, float *lse);
+ts_status ts_attn_backward(const ts_attn_geom *geo, void *scratch, size_t scratch_bytes, const void *q, const void *k,
+                           const void *v, const float *y,
                            const float *lse, const float *gy, float *gq, float *gk, float *gv);
 
 #endif

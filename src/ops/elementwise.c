@@ -464,7 +464,10 @@ static ts_status cast_kernel(const ts_kargs *k) {
 static int is_float(ts_dtype t) { return t == TS_F32 || t == TS_BF16 || t == TS_F16; }
 static ts_status grad_cast(ts_graph *g, const ts_node *n, const ts_value *go, ts_value *gi) {
     ts_dtype from = g->vals[n->in[0]].dtype;
-    gi[0] = is_float(from) && is_float(g->vals[n->out[0]].dtype) ? ts_cast(g, go[0], from) : TS_NONE;
+    if (!is_float(from) || !is_float(g->vals[n->out[0]].dtype)) return gi[0] = TS_NONE, TS_OK;
+    /* a gradient already in the input's dtype (an op that gives f32 gradients for bf16 inputs,
+     * such as attention) passes as it is */
+    gi[0] = g->vals[go[0]].dtype == from ? go[0] : ts_cast(g, go[0], from);
     return TS_OK;
 }
 const ts_op_def ts_opdef_cast = {"cast", 1, 1, 1, TS_OPF_ELEMENTWISE, infer_cast, grad_cast,
