@@ -72,6 +72,9 @@ static inline uint16_t ts_f32_bf16(float f) {
     u += 0x7fffu + ((u >> 16) & 1u);
     return (uint16_t)(u >> 16);
 }
+/* 1 when the CPU converts f32 to bf16 in hardware (AVX-512 F, BW, DQ and BF16: core/bf16_avx512.h
+ * may be used); ts_f32_to_bf16 then does. */
+int ts_cpu_has_bf16_cvt(void);
 float ts_f16_f32(uint16_t h);
 uint16_t ts_f32_f16(float f);
 

@@ -1,6 +1,8 @@
 /* tensor.c — host tensors, aligned allocation, dtype facts and float conversions. */
 #include "core/core.h"
 
+#include "core/bf16_avx512.h"
+
 #include <stdio.h>
 
 void *ts_alloc(size_t bytes, int zero) {
@@ -84,11 +86,34 @@ size_t ts_tensor_nbytes(const ts_tensor *t) {
 }
 void *ts_tensor_data(ts_tensor *t) { return t->data; }
 
-/* Both loops vectorise (16 lanes with AVX-512, chosen at load time); the rounding is
+/* f32 -> bf16 32 floats a step by vcvtne2ps2bf16 (core/bf16_avx512.h: the same bits), the tail
+ * one by one. Over 3 x the rate of the vectorised loop below on this machine's EPYC: a GELU whose
+ * output is stored in bf16 (ops/fused.c) spent a fifth of its time in that loop. */
+TS_AVX512_BF16 static void f32_to_bf16_512(const float *src, uint16_t *dst, size_t n) {
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        _mm512_storeu_si512(dst + i, ts_bf16x32(_mm512_loadu_ps(src + i), _mm512_loadu_ps(src + i + 16)));
+    for (; i < n; i++) dst[i] = ts_f32_bf16(src[i]);
+}
+
+int ts_cpu_has_bf16_cvt(void) {
+    static int v = -1;
+    if (v < 0)
+        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16");
+    return v;
+}
+
+/* The loops vectorise (16 lanes with AVX-512, chosen at load time); the rounding is
  * ts_f32_bf16's, element for element. */
 TS_SIMD_CLONES
-void ts_f32_to_bf16(const float *src, uint16_t *dst, size_t n) {
+static void f32_to_bf16_loop(const float *src, uint16_t *dst, size_t n) {
     for (size_t i = 0; i < n; i++) dst[i] = ts_f32_bf16(src[i]);
+}
+
+void ts_f32_to_bf16(const float *src, uint16_t *dst, size_t n) {
+    if (n >= 32 && ts_cpu_has_bf16_cvt()) f32_to_bf16_512(src, dst, n);
+    else f32_to_bf16_loop(src, dst, n);
 }
 TS_SIMD_CLONES
 void ts_bf16_to_f32(const uint16_t *src, float *dst, size_t n) {

@@ -37,6 +37,7 @@
 
 #include "core/core.h"
 
+#include "core/bf16_avx512.h"
 #include "core/fastmath.h"
 #include "ops/counter_rng.h"
 
@@ -221,13 +222,7 @@ static void mm_acc(const float *a, int64_t ars, int64_t acs, const float *bm, in
  *   mm_acc_bf16: c[i, z] += sum_kp a[i ars + kp acs] . bm[kp ldb + z]   i by 4, z by 64 then 16
  * (x . y = x.lo y.lo + x.hi y.hi). A bf16 x bf16 product is exact in f32, so these give the f32
  * microkernels' numbers on the rounded operands, up to the order of the sums. */
-static int want_bf16(void) {
-    static int v = -1;
-    if (v < 0)
-        v = want_avx512() && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512dq");
-    return v;
-}
+static int want_bf16(void) { return want_avx512() && ts_cpu_has_bf16_cvt(); }
 
 #define AVX512BF16 __attribute__((target("avx512f,avx512bf16")))
 
@@ -358,18 +353,8 @@ static void pack_rows(const ts_attn_geom *g, const float *x, int64_t xs, int64_t
  * per row through a clone's dispatch and a scalar transpose: at B 8 x T 128 packing k and v took
  * as long as all the products. Then the rounding written out in integer ops: at 8 x 128 the
  * packers still took as long as the forward's products.) */
-#define AVX512BW __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16")))
-#define INLINE_BW AVX512BW static inline __attribute__((always_inline))
-
-/* The 16 floats of x as bf16, ts_f32_bf16's rounding (to nearest even, NaN kept quiet), each in
- * the low half of its 32-bit lane (high half 0): the rounding written out, denormals kept. */
-INLINE_BW __m512i bf16_lanes(__m512 x) {
-    __m512i u = _mm512_castps_si512(x), hi = _mm512_srli_epi32(u, 16);
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(hi, _mm512_set1_epi32(1))));
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                            _mm512_set1_epi32(0x7f800000));
-    return _mm512_mask_or_epi32(_mm512_srli_epi32(r, 16), nan, hi, _mm512_set1_epi32(0x40));
-}
+#define AVX512BW TS_AVX512_BF16
+#define INLINE_BW TS_INLINE_BF16
 
 /* The first n of 16 lanes (n may be below 0 or above 16). */
 static inline __mmask16 first(int64_t n) {
@@ -388,19 +373,9 @@ AVX512 static inline __attribute__((always_inline)) void store16(uint32_t *o, __
     else if (n > 0) _mm512_mask_storeu_epi32(o, first(n), v);
 }
 
-/* lo's 16 floats then hi's as 32 bf16 in order (16-bit lanes), ts_f32_bf16's rounding:
- * vcvtne2ps2bf16 rounds alike (to nearest even; a NaN's top half with the quiet bit set) but
- * flushes a denormal input to zero, so 32 floats holding one (vfpclassps, rare) take bf16_lanes. */
-INLINE_BW __m512i bf16x32(__m512 lo, __m512 hi) {
-    if (!(_mm512_fpclass_ps_mask(lo, 0x20) | _mm512_fpclass_ps_mask(hi, 0x20)))
-        return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-    __m256i l = _mm512_cvtepi32_epi16(bf16_lanes(lo)), h = _mm512_cvtepi32_epi16(bf16_lanes(hi));
-    return _mm512_inserti64x4(_mm512_castsi256_si512(l), h, 1);
-}
-
 /* 16 pairs (bf16 x[2 p], bf16 x[2 p + 1]) from x[0 .. min(n, 32)), zeros beyond. */
 INLINE_BW __m512i pairs16(const float *x, int64_t n) {
-    return bf16x32(load16(x, n), n > 16 ? load16(x + 16, n - 16) : _mm512_setzero_ps());
+    return ts_bf16x32(load16(x, n), n > 16 ? load16(x + 16, n - 16) : _mm512_setzero_ps());
 }
 
 /* r[j] = column j of the 16 x 16 block of uint32 whose rows are r[i]. */
@@ -461,7 +436,7 @@ AVX512BW static void pair_two_rows(const float *a, const float *b, int64_t n, ui
                                          21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     for (int64_t c = 0; c < n; c += 16) {
         __m512 hi = b ? load16(b + c, n - c) : _mm512_setzero_ps();
-        store16(o + c, _mm512_permutexvar_epi16(mix, bf16x32(load16(a + c, n - c), hi)), n - c);
+        store16(o + c, _mm512_permutexvar_epi16(mix, ts_bf16x32(load16(a + c, n - c), hi)), n - c);
     }
 }
 
