@@ -20,6 +20,8 @@
  *  (an inference program: the FFN's first product, read by the second in bf16).
  * Rule 10: three casts of one value to bf16 (the query, key and value products' inputs) are one,
  *  and a cast whose output is named stays its own.
+ * Rule 13: the GELU's output cast to bf16 (the second product's input) is one fused_elementwise
+ *  node that stores bf16, with the unfused ops' bits.
  */
 #include "test_util.h"
 
@@ -296,6 +298,54 @@ static void test_same_cast(void) {
     ts_tensor_free(xt);
 }
 
+/* Rule 13: the GELU's output cast to bf16 for the second product is one fused_elementwise node
+ * storing bf16 (training: the GELU's gradient reads its input, not its output), against the same
+ * graph with the GELU's output named and fetched (pinned: the GELU and the cast stay apart). Every
+ * gradient and the loss equal bit for bit, on 1 and 2 threads, at rows below and above a block. */
+static void test_unary_bf16_out(void) {
+    static const int64_t rows[2][2] = {{1, 7}, {3, 70}};
+    for (int c = 0; c < 2; c++) {
+        int64_t B = rows[c][0], T = rows[c][1];
+        tu_rng rng = tu_rng_seed((uint64_t)(31 + c));
+        ts_tensor *x = tu_rand_tensor(&rng, 3, (int64_t[]){B, T, C}, -2, 2);
+        ts_tensor *r = tu_rand_tensor(&rng, 3, (int64_t[]){B, T, C}, -1, 1);
+        ts_tensor *got[2][NG];
+        int fused[2] = {0, 0};
+        for (int f = 0; f < 2; f++) { /* f = 1: fused; 0: the GELU's output named and fetched */
+            ts_graph *g = mlp(B, T, TS_BF16);
+            for (int i = 0; i < g->nnodes && !f; i++)
+                if (g->nodes[i].op == TS_OP_GELU) ts_name(g, g->nodes[i].out[0], "act");
+            const char *names[NG + 1];
+            for (int k = 0; k < NG; k++) names[k] = GRADS[k];
+            names[NG] = "act";
+            ts_program *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts),
+                                                             .nfetch = NG + !f, .fetches = names,
+                                                             .num_threads = 1 + c});
+            ts_graph_free(g);
+            CHECK(p != NULL, "compile: %s", ts_last_error());
+            for (int k = 0; k < NG; k++) got[f][k] = NULL;
+            if (!p) continue;
+            for (int i = 0; i < p->one->nsched; i++) {
+                const ts_node *n = &p->one->g->nodes[p->one->sched[i]];
+                fused[f] += n->op == TS_OP_FUSED_ELEMENTWISE && p->one->g->vals[n->out[0]].dtype == TS_BF16;
+            }
+            CHECK_OK(ts_program_feed(p, "x", x));
+            CHECK_OK(ts_program_feed(p, "r", r));
+            CHECK_OK(ts_program_run(p));
+            for (int k = 0; k < NG; k++) got[f][k] = TU_FETCH(p, GRADS[k]);
+            ts_program_free(p);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "GELU to bf16, %lld rows", (long long)(B * T));
+        CHECK(fused[1] == 1 && fused[0] == 0, "%s: fused nodes storing bf16: %d (want 1), %d with the output named "
+              "(want 0)", what, fused[1], fused[0]);
+        same_bits(got[1], got[0], what);
+        printf("  %s: %d fused node storing bf16, the loss and gradients equal bit for bit\n", what, fused[1]);
+        free_all(got[0]), free_all(got[1]);
+        ts_tensor_free(x), ts_tensor_free(r);
+    }
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     printf("the fusion rules about casts, against the same graphs where they cannot fire\n");
@@ -305,5 +355,6 @@ int main(int argc, char **argv) {
     RUN(test_third_reader);
     RUN(test_bf16_out);
     RUN(test_same_cast);
+    RUN(test_unary_bf16_out);
     return tu_finish("test_fuse_casts");
 }

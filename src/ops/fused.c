@@ -9,11 +9,14 @@
  *   i[4 + k]  gelu tanh-form flag of step k (0 for other ops)
  *   i[8 + k]  the float attributes of step k as bits: alpha in the low 32 bits, beta in the high
  *             32 bits (scale's alpha * x + beta; 0 for other ops)
- *   f[]       unused
+ *   f[0]      1: the result is stored as bf16 (rounded as ts_f32_bf16 does, as a cast would),
+ *             0: as f32; f[1..] unused
  * Kernel: OpenMP over blocks of TS_FUSED_BLOCK elements (16 KiB); each thread runs every step on
  * its block through ts_unary_f32 (the unary ops' own evaluator, so results equal the unfused
  * ops'), step 0 from x into the output block and later steps in place, so intermediates stay in
- * L1. Safe in place (output on input 0's buffer).
+ * L1. Safe in place (output on input 0's buffer). A bf16 result is made in an f32 block on the
+ * stack and converted into the output (never in place: the memory planner shares a buffer only
+ * between values of one byte size).
  *
  * Not differentiable (grad NULL): fusion runs at compile time, after ts_backward has built the
  * backward pass from the original unary ops.
@@ -83,14 +86,17 @@ static int node_steps(const ts_node *n, step *out) {
 }
 
 /* For the fusion pass: the attributes of a fused_elementwise node computing second(first(x)),
- * where each of first and second is a unary chain op or a fused_elementwise node. Returns 1 and
- * fills *out when they fit in TS_FUSED_MAX_STEPS steps, 0 otherwise (out untouched). */
+ * where each of first and second is a unary chain op or an f32 fused_elementwise node (second
+ * NULL: first(x) alone). Returns 1 and fills *out (f32 result) when they fit in
+ * TS_FUSED_MAX_STEPS steps, 0 otherwise (out untouched). */
 int ts_fused_merge(const ts_node *first, const ts_node *second, ts_attrs *out) {
     step s[2 * TS_FUSED_MAX_STEPS];
     int n1 = node_steps(first, s);
-    if (!n1) return 0;
-    int n2 = node_steps(second, s + n1);
-    if (!n2 || n1 + n2 > TS_FUSED_MAX_STEPS) return 0;
+    if (!n1 || (first->op == TS_OP_FUSED_ELEMENTWISE && first->attr.f[0] != 0.f)) return 0;
+    if (second && second->op == TS_OP_FUSED_ELEMENTWISE && second->attr.f[0] != 0.f) return 0;
+    int n2 = second ? node_steps(second, s + n1) : 0;
+    if (second && !n2) return 0;
+    if (n1 + n2 > TS_FUSED_MAX_STEPS) return 0;
     ts_attrs at;
     memset(&at, 0, sizeof at);
     at.ni = n1 + n2;
@@ -112,8 +118,11 @@ static ts_status infer_fused(ts_graph *g, ts_node *n) {
         if (!is_chain_op((int)n->attr.i[k]))
             return ts_err(TS_ERR_ARG, "op fused_elementwise: step %d has op id %lld, not a unary op",
                           k, (long long)n->attr.i[k]);
+    float ob = n->attr.f[0];
+    if (ob != 0.f && ob != 1.f)
+        return ts_err(TS_ERR_ARG, "op fused_elementwise: out_bf16 %g is neither 0 nor 1", (double)ob);
     ts_val *o = &g->vals[n->out[0]];
-    o->dtype = TS_F32;
+    o->dtype = ob != 0.f ? TS_BF16 : TS_F32;
     o->ndim = x->ndim;
     if (x->ndim) memcpy(o->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     return TS_OK;
@@ -125,16 +134,19 @@ static ts_status fused_kernel(const ts_kargs *k) {
     int ns = node_steps(n, st);
     int64_t cnt = ts_val_numel(&k->g->vals[n->out[0]]);
     const float *x = k->in[0];
-    float *y = k->out[0];
+    int bf16 = n->attr.f[0] != 0.f;
     int64_t nblocks = (cnt + TS_FUSED_BLOCK - 1) / TS_FUSED_BLOCK;
 #pragma omp parallel for schedule(static) if (nblocks > 8)
     for (int64_t bi = 0; bi < nblocks; bi++) {
+        float tmp[TS_FUSED_BLOCK] __attribute__((aligned(64)));
         int64_t off = bi * TS_FUSED_BLOCK, len = cnt - off < TS_FUSED_BLOCK ? cnt - off : TS_FUSED_BLOCK;
+        float *blk = bf16 ? tmp : (float *)k->out[0] + off;
         const float *src = x + off;
         for (int s = 0; s < ns; s++) {
-            ts_unary_f32(st[s].op, st[s].tanh_form, st[s].alpha, st[s].beta, src, y + off, len);
-            src = y + off;
+            ts_unary_f32(st[s].op, st[s].tanh_form, st[s].alpha, st[s].beta, src, blk, len);
+            src = blk;
         }
+        if (bf16) ts_f32_to_bf16(blk, (uint16_t *)k->out[0] + off, (size_t)len);
     }
     return TS_OK;
 }

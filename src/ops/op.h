@@ -22,8 +22,9 @@ size_t ts_sum_rows_scratch(int64_t R, int64_t C);
 /* y = f(x) for a unary op (scale sqrt exp log relu tanh sigmoid gelu), n elements; the
  * evaluator of those ops (ops/elementwise.c), shared with fused chains. */
 void ts_unary_f32(int op, int tanh_form, float alpha, float beta, const float *x, float *y, int64_t n);
-/* Encode the steps of unary/fused node `first` followed by `second` into one fused_elementwise
- * attribute set; 0 when the chain would be too long (ops/fused.c). */
+/* Encode the steps of unary/fused node `first` followed by `second` (NULL: none) into one
+ * fused_elementwise attribute set with an f32 result; 0 when the chain would be too long or
+ * either is a fused node storing bf16 (ops/fused.c). */
 int ts_fused_merge(const ts_node *first, const ts_node *second, ts_attrs *out);
 /* conv2d's fused epilogue (ops/conv.c, attributes i[9], i[10]): 1 when node n is a conv2d (or a
  * conv2d_i8) with one; ts_conv_epilogue applies it to count outputs y in place (nothing for other nodes). */

@@ -459,6 +459,31 @@ static int fuse_hard_swish(fuse_ctx *c, int i) {
     return 0;
 }
 
+/* 13. a unary chain's f32 result cast to bf16: cast(u(x), bf16) with u a unary chain op or an
+ * f32 fused_elementwise node (rule 3's) -> the fused_elementwise node storing bf16 (attr f[0] = 1,
+ * ops/fused.c): BERT's GELU output cast for the FFN's second product in autocast (and the GELU's
+ * clone in the backward, graph/recompute.c) is written once, in 16 bits, not as f32 then read
+ * again. The same rounding as the cast's, so the same bits. */
+static int fuse_unary_bf16_out(fuse_ctx *c, int i) {
+    ts_graph *g = c->g;
+    const ts_node *n = &g->nodes[i];
+    if (n->op != TS_OP_CAST || n->nin != 1 || g->vals[n->out[0]].dtype != TS_BF16) return 0;
+    int p = fusable_producer(c, n->in[0], i);
+    if (p < 0) return 0;
+    const ts_node *u = &g->nodes[p];
+    if (u->nin != 1 || u->in[0] < 0 || g->vals[u->in[0]].dtype != TS_F32 || g->vals[n->in[0]].dtype != TS_F32)
+        return 0;
+    ts_node r;
+    memset(&r, 0, sizeof r);
+    if (!ts_fused_merge(u, NULL, &r.attr)) return 0; /* not a unary chain op, or a bf16 result already */
+    r.attr.f[0] = 1.f;
+    r.op = TS_OP_FUSED_ELEMENTWISE;
+    r.nin = 1;
+    r.in[0] = u->in[0];
+    for (int j = 1; j < TS_MAX_IN; j++) r.in[j] = -1;
+    return absorb(c, i, p, &r);
+}
+
 /* accept: asked of every merged node, with the producer it absorbs, before it is made (the
  * runtime asks the device: a backend that runs "matmul" may not know its activation attribute);
  * NULL: every rule may fire. */
@@ -481,7 +506,7 @@ int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_acc
         removed += fuse_matmul_bias(&c, i) || fuse_matmul_scale(&c, i) ||
                    fuse_matmul_act(&c, i) || fuse_matmul_f32_out(&c, i) || fuse_conv_act(&c, i) ||
                    fuse_conv_clamp(&c, i) || fuse_unary_chain(&c, i) || fuse_cast_sum(&c, i) ||
-                   fuse_matmul_bf16_out(&c, i) || fuse_same_cast(&c, i);
+                   fuse_matmul_bf16_out(&c, i) || fuse_unary_bf16_out(&c, i) || fuse_same_cast(&c, i);
         removed += fuse_hard_swish(&c, i);
     }
     free(c.uses);

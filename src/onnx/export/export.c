@@ -165,10 +165,12 @@ static void emit_fused(exporter *e, const ts_node *n, const char *x, const char 
         float alpha, beta;
         memcpy(&alpha, &lo, 4);
         memcpy(&beta, &hi, 4);
-        const char *next = k == steps - 1 ? y : tmp(e);
+        const char *next = k == steps - 1 && n->attr.f[0] == 0.f ? y : tmp(e);
         emit_unary(e, (int)n->attr.i[k], (int)n->attr.i[4 + k], alpha, beta, cur, next);
         cur = next;
     }
+    if (n->attr.f[0] != 0.f) /* the result stored in bf16 */
+        ts_ox_attr_int(&e->b, ts_ox_node1(&e->b, "Cast", cur, y), "to", onnx_type_of(TS_BF16));
 }
 
 /* ------------------------------------------------------------------ matmul */
