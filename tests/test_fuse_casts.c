@@ -22,6 +22,8 @@
  *  and a cast whose output is named stays its own.
  * Rule 13: the GELU's output cast to bf16 (the second product's input) is one fused_elementwise
  *  node that stores bf16, with the unfused ops' bits.
+ * Rule 14: a bf16 product's f32 result split into heads and cast to bf16 (the fused attention's
+ *  query) is written in bf16 by the product itself, with the cast's bits.
  */
 #include "test_util.h"
 
@@ -346,6 +348,61 @@ static void test_unary_bf16_out(void) {
     }
 }
 
+/* Rule 14: q = x Wq^T + b in bf16 autocast, split into heads (reshape) and cast to bf16 for the
+ * fused attention. The fused program's product writes bf16 and no cast is left; the reference
+ * (the reshaped f32 value named and fetched: pinned) writes f32 and casts. The bf16 heads (read
+ * back as f32 by a last cast, "y") are the same bits, inference and training (the gradient of
+ * the weight and bias too). */
+static void test_bf16_view(void) {
+    enum { B = 2, T = 9, H = 4, D = C / H };
+    tu_rng rng = tu_rng_seed(8);
+    ts_tensor *xt = tu_rand_tensor(&rng, 3, (int64_t[]){B, T, C}, -2, 2);
+    for (int train = 0; train < 2; train++) {
+        ts_tensor *y[2] = {NULL, NULL}, *gw[2] = {NULL, NULL};
+        int bf16_mm[2] = {0, 0}, casts[2] = {0, 0};
+        for (int f = 0; f < 2; f++) { /* f = 1: fused; 0: the heads named */
+            ts_graph *g = ts_graph_new();
+            ts_graph_set_seed(g, 3);
+            ts_value x = ts_input(g, "x", TS_F32, 3, (int64_t[]){B, T, C});
+            ts_value w = ts_param(g, "w", TS_F32, 2, (int64_t[]){C, C}, ts_init_normal(0.3f));
+            ts_value b = ts_param(g, "b", TS_F32, 1, (int64_t[]){C}, ts_init_uniform(-0.1f, 0.1f));
+            ts_value q = ts_cast(g, ts_matmul(g, ts_cast(g, x, TS_BF16), ts_cast(g, w, TS_BF16), 0, 1), TS_F32);
+            ts_value heads = ts_reshape(g, ts_add(g, q, b), 4, (int64_t[]){B, T, H, D});
+            if (!f) ts_name(g, heads, "heads");
+            ts_value out = ts_name(g, ts_cast(g, ts_cast(g, heads, TS_BF16), TS_F32), "y");
+            if (train) CHECK_OK(ts_backward(g, ts_name(g, ts_reduce_sum(g, ts_mul(g, out, out), 0, NULL, 0), "loss")));
+            /* y, then the weight's gradient in training, then (the reference) the heads */
+            const char *names[3] = {"y", train ? "w@GRAD" : "heads", "heads"};
+            int nf = (train ? 2 : 1) + !f;
+            ts_program *p = ts_compile(g, &(ts_compile_opts){.struct_size = sizeof(ts_compile_opts), .nfetch = nf,
+                                                             .fetches = names, .inference = !train});
+            ts_graph_free(g);
+            CHECK(p != NULL, "compile: %s", ts_last_error());
+            if (!p) continue;
+            for (int i = 0; i < p->one->nsched; i++) {
+                const ts_node *n = &p->one->g->nodes[p->one->sched[i]];
+                int fwd = !train || p->one->sched[i] < p->one->g->bwd_start; /* the forward's nodes */
+                bf16_mm[f] += fwd && n->op == TS_OP_MATMUL && p->one->g->vals[n->out[0]].dtype == TS_BF16;
+                casts[f] += fwd && n->op == TS_OP_CAST && p->one->g->vals[n->out[0]].dtype == TS_BF16 &&
+                            p->one->g->vals[n->in[0]].ndim == 4;
+            }
+            CHECK_OK(ts_program_feed(p, "x", xt));
+            CHECK_OK(ts_program_run(p));
+            y[f] = TU_FETCH(p, "y");
+            if (train) gw[f] = TU_FETCH(p, "w@GRAD");
+            ts_program_free(p);
+        }
+        CHECK(bf16_mm[1] == 1 && casts[1] == 0 && bf16_mm[0] == 0 && casts[0] == 1,
+              "%s: fused: %d products writing bf16 (want 1), %d casts of the heads (want 0); with the heads named: %d "
+              "and %d (want 0 and 1)", train ? "training" : "inference", bf16_mm[1], casts[1], bf16_mm[0], casts[0]);
+        CHECK(tu_bitwise_equal(y[0], y[1]), "%s: the heads differ", train ? "training" : "inference");
+        if (train) CHECK(tu_bitwise_equal(gw[0], gw[1]), "training: the weight's gradient differs");
+        printf("  bf16 heads, %s: the product writes bf16, no cast; the same bits\n", train ? "training" : "inference");
+        for (int f = 0; f < 2; f++) ts_tensor_free(y[f]), ts_tensor_free(gw[f]);
+    }
+    ts_tensor_free(xt);
+}
+
 int main(int argc, char **argv) {
     tu_args(argc, argv);
     printf("the fusion rules about casts, against the same graphs where they cannot fire\n");
@@ -356,5 +413,6 @@ int main(int argc, char **argv) {
     RUN(test_bf16_out);
     RUN(test_same_cast);
     RUN(test_unary_bf16_out);
+    RUN(test_bf16_view);
     return tu_finish("test_fuse_casts");
 }

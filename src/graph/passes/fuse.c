@@ -13,12 +13,13 @@
  *    out of fusion.
  *  - Each rewrite leaves every other value's consumer count unchanged (the fused node reads what
  *    the dead producer read), so the counts are computed once.
- * Nodes are visited in index order, so a chain grows one consumer at a time. Four rules are of
+ * Nodes are visited in index order, so a chain grows one consumer at a time. Five rules are of
  * another kind and say how they keep these promises: rule 8 merges two readers of one value
- * (siblings) into a node with both their outputs, rule 10 drops a repeated cast and moves its
- * readers to the first (the only rule that rewires readers), rule 11 turns a node into another
- * op in place (absorbing nothing), and rule 12 absorbs three producers, one of whose inputs (x)
- * it reads once where they read it twice.
+ * (siblings) into a node with both their outputs, rules 10 and 14 drop a cast and move its
+ * readers to another value (the only rules that rewire readers; 14 also retypes a matmul's
+ * result and its reshape to bf16), rule 11 turns a node into another op in place (absorbing
+ * nothing), and rule 12 absorbs three producers, one of whose inputs (x) it reads once where they
+ * read it twice.
  */
 #include "graph/op_attrs.h"
 #include "graph/passes/passes.h"
@@ -484,6 +485,42 @@ static int fuse_unary_bf16_out(fuse_ctx *c, int i) {
     return absorb(c, i, p, &r);
 }
 
+/* 14. a bf16 product's f32 result reshaped, then cast to bf16: cast(reshape(m), bf16) with m a
+ * matmul of bf16 operands writing f32 (rule 5's; its bias and activation epilogue allowed), m's
+ * result read only by the reshape and the reshape's only by the cast -> m writes bf16 (f32_out 0,
+ * as rule 9), the reshape views that, and the cast's readers read the reshape's output (the cast
+ * dies: this rule rewires readers, as rule 10 does). In bf16 BERT: the query, key and value
+ * products, split into heads, which the fused attention reads in bf16 (graph/fuse_attention.c).
+ * oneDNN rounds the f32 result as the cast does: the same bits (tests/test_fuse_casts.c). */
+static int fuse_matmul_bf16_view(fuse_ctx *c, int i) {
+    ts_graph *g = c->g;
+    const ts_node *n = &g->nodes[i];
+    if (n->op != TS_OP_CAST || n->nin != 1 || n->nout != 1 || g->vals[n->out[0]].dtype != TS_BF16) return 0;
+    int y = n->out[0], r = fusable_producer(c, n->in[0], i);
+    if (g->vals[y].name || c->pinned[y] || r < 0 || g->nodes[r].op != TS_OP_RESHAPE) return 0;
+    int v = g->nodes[r].in[0], p = fusable_producer(c, v, r);
+    if (p < 0 || g->nodes[p].op != TS_OP_MATMUL || TS_NODE_ATTRS(matmul, &g->nodes[p]).f32_out != 1) return 0;
+    ts_node m = g->nodes[p], was_m = m;
+    int rv = g->nodes[r].out[0];
+    m.attr.i[3] = 0;
+    g->vals[v].dtype = g->vals[rv].dtype = TS_BF16; /* what the device is asked about */
+    if (c->accept && (!c->accept(c->accept_ctx, g, &m, &was_m) ||
+                      !c->accept(c->accept_ctx, g, &g->nodes[r], NULL))) {
+        g->vals[v].dtype = g->vals[rv].dtype = TS_F32;
+        return 0;
+    }
+    g->nodes[p] = m;
+    for (int k = i + 1; k < g->nnodes; k++) {
+        ts_node *q = &g->nodes[k];
+        for (int j = 0; c->alive[k] && j < q->nin; j++)
+            if (q->in[j] == y) q->in[j] = rv;
+    }
+    c->uses[rv] = c->uses[y];
+    c->uses[y] = 0;
+    c->alive[i] = 0;
+    return 1;
+}
+
 /* accept: asked of every merged node, with the producer it absorbs, before it is made (the
  * runtime asks the device: a backend that runs "matmul" may not know its activation attribute);
  * NULL: every rule may fire. */
@@ -506,7 +543,8 @@ int ts_pass_fuse(ts_graph *g, uint8_t *alive, const uint8_t *pinned, ts_fuse_acc
         removed += fuse_matmul_bias(&c, i) || fuse_matmul_scale(&c, i) ||
                    fuse_matmul_act(&c, i) || fuse_matmul_f32_out(&c, i) || fuse_conv_act(&c, i) ||
                    fuse_conv_clamp(&c, i) || fuse_unary_chain(&c, i) || fuse_cast_sum(&c, i) ||
-                   fuse_matmul_bf16_out(&c, i) || fuse_unary_bf16_out(&c, i) || fuse_same_cast(&c, i);
+                   fuse_matmul_bf16_out(&c, i) || fuse_unary_bf16_out(&c, i) || fuse_matmul_bf16_view(&c, i) ||
+                   fuse_same_cast(&c, i);
         removed += fuse_hard_swish(&c, i);
     }
     free(c.uses);
