@@ -650,6 +650,7 @@ static void test_errors(void) {
     bad_call("mask [2,1,1,6] for S 7", "broadcast", TS_F32, 4, q, 4, kv, kv, 4, mbad, 0, TS_ATTN_BHTD, TS_F32);
     bad_call("mask of rank 5", "broadcast", TS_F32, 4, q, 4, kv, kv, 5, m5, 0, TS_ATTN_BHTD, TS_F32);
     bad_call("bf16 q", "dtype", TS_BF16, 4, q, 4, kv, kv, 4, mok, 0, TS_ATTN_BHTD, TS_F32);
+    bad_call("bf16 q, f32 k and v", "all bf16", TS_BF16, 4, q, 4, kv, kv, 4, mok, 0, TS_ATTN_BHTD, TS_BF16);
     bad_call("layout 2", "layout", TS_F32, 4, q, 4, kv, kv, 0, NULL, 0, 2, TS_F32);
     bad_call("layout -1", "layout", TS_F32, 4, q, 4, kv, kv, 0, NULL, 0, -1, TS_F32);
     bad_call("compute f16", "compute", TS_F32, 4, q, 4, kv, kv, 0, NULL, 0, TS_ATTN_BHTD, TS_F16);

@@ -85,18 +85,20 @@ static int node_steps(const ts_node *n, step *out) {
     return 1;
 }
 
+/* node_steps of a node whose result is f32: 0 for a fused node storing bf16 (no step can follow
+ * its rounding). */
+static int f32_steps(const ts_node *n, step *out) {
+    return n->op == TS_OP_FUSED_ELEMENTWISE && n->attr.f[0] != 0.f ? 0 : node_steps(n, out);
+}
+
 /* For the fusion pass: the attributes of a fused_elementwise node computing second(first(x)),
  * where each of first and second is a unary chain op or an f32 fused_elementwise node (second
  * NULL: first(x) alone). Returns 1 and fills *out (f32 result) when they fit in
  * TS_FUSED_MAX_STEPS steps, 0 otherwise (out untouched). */
 int ts_fused_merge(const ts_node *first, const ts_node *second, ts_attrs *out) {
     step s[2 * TS_FUSED_MAX_STEPS];
-    int n1 = node_steps(first, s);
-    if (!n1 || (first->op == TS_OP_FUSED_ELEMENTWISE && first->attr.f[0] != 0.f)) return 0;
-    if (second && second->op == TS_OP_FUSED_ELEMENTWISE && second->attr.f[0] != 0.f) return 0;
-    int n2 = second ? node_steps(second, s + n1) : 0;
-    if (second && !n2) return 0;
-    if (n1 + n2 > TS_FUSED_MAX_STEPS) return 0;
+    int n1 = f32_steps(first, s), n2 = n1 && second ? f32_steps(second, s + n1) : 0;
+    if (!n1 || (second && !n2) || n1 + n2 > TS_FUSED_MAX_STEPS) return 0;
     ts_attrs at;
     memset(&at, 0, sizeof at);
     at.ni = n1 + n2;

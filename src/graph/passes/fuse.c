@@ -129,25 +129,38 @@ static int fuse_matmul_scale(fuse_ctx *c, int i) {
  * fused_elementwise nodes already built here) on f32 -> one fused_elementwise node of up to 4
  * steps. Visiting in index order grows a chain one step per consumer; a longer chain is split
  * into several fused nodes. */
-static int fuse_unary_chain(fuse_ctx *c, int i) {
-    ts_graph *g = c->g;
+/* Node i's producer p when i reads one f32 value, made from one f32 input by a node that may be
+ * fused away into i (a unary chain op, if ts_fused_merge takes it); else -1. Rules 3 and 13. */
+static int unary_producer(const fuse_ctx *c, int i) {
+    const ts_graph *g = c->g;
     const ts_node *n = &g->nodes[i];
-    if (n->nin != 1 || n->nout != 1) return 0;
+    if (n->nin != 1 || n->nout != 1 || g->vals[n->in[0]].dtype != TS_F32) return -1;
     int p = fusable_producer(c, n->in[0], i);
-    if (p < 0) return 0;
+    if (p < 0) return -1;
     const ts_node *u = &g->nodes[p];
-    if (u->nin != 1 || u->in[0] < 0) return 0;
-    if (g->vals[u->in[0]].dtype != TS_F32 || g->vals[n->in[0]].dtype != TS_F32 ||
-        g->vals[n->out[0]].dtype != TS_F32)
-        return 0;
+    return u->nin == 1 && u->in[0] >= 0 && g->vals[u->in[0]].dtype == TS_F32 ? p : -1;
+}
+
+/* Node i becomes the fused_elementwise node of producer p's steps then node i's (second NULL:
+ * p's alone), reading p's input, storing bf16 when bf16 (ops/fused.c). 0 (nothing changed) when
+ * the steps do not make a chain. */
+static int absorb_chain(fuse_ctx *c, int i, int p, const ts_node *second, int bf16) {
+    const ts_node *u = &c->g->nodes[p];
     ts_node r;
     memset(&r, 0, sizeof r);
-    if (!ts_fused_merge(u, n, &r.attr)) return 0;
+    if (!ts_fused_merge(u, second, &r.attr)) return 0;
+    r.attr.f[0] = bf16 ? 1.f : 0.f;
     r.op = TS_OP_FUSED_ELEMENTWISE;
     r.nin = 1;
     r.in[0] = u->in[0];
     for (int j = 1; j < TS_MAX_IN; j++) r.in[j] = -1;
     return absorb(c, i, p, &r);
+}
+
+static int fuse_unary_chain(fuse_ctx *c, int i) {
+    const ts_node *n = &c->g->nodes[i];
+    int p = unary_producer(c, i);
+    return p >= 0 && c->g->vals[n->out[0]].dtype == TS_F32 && absorb_chain(c, i, p, n, 0);
 }
 
 /* 4. matmul + activation: gelu(matmul(a, b[, bias])) (erf or tanh form) or relu(matmul(...)),
@@ -332,6 +345,18 @@ static int fuse_matmul_bf16_out(fuse_ctx *c, int i) {
     return absorb(c, i, p, &r);
 }
 
+/* The alive readers of value y (made by node i) read value keep instead; the counts follow.
+ * Rules 10 and 14. */
+static void move_readers(fuse_ctx *c, int i, int y, int keep) {
+    for (int k = i + 1; k < c->g->nnodes; k++) {
+        ts_node *m = &c->g->nodes[k];
+        for (int s = 0; c->alive[k] && s < m->nin; s++)
+            if (m->in[s] == y) m->in[s] = keep;
+    }
+    c->uses[keep] += c->uses[y];
+    c->uses[y] = 0;
+}
+
 /* 10. one cast of a value per dtype: cast(x, t) at node i where an earlier alive node of the same
  * place already makes cast(x, t) -> i's readers read that one, and i dies. Autocast casts a
  * linear layer's input for each layer that reads it (models/bert.c: the layer norm's output for
@@ -355,14 +380,7 @@ static int fuse_same_cast(fuse_ctx *c, int i) {
             j = k;
     }
     if (j < 0) return 0;
-    int keep = g->nodes[j].out[0];
-    for (int k = i + 1; k < g->nnodes; k++) {
-        ts_node *m = &g->nodes[k];
-        for (int s = 0; c->alive[k] && s < m->nin; s++)
-            if (m->in[s] == y) m->in[s] = keep;
-    }
-    c->uses[keep] += c->uses[y];
-    c->uses[y] = 0;
+    move_readers(c, i, y, g->nodes[j].out[0]);
     c->uses[x]--;
     c->alive[i] = 0;
     return 1;
@@ -466,23 +484,10 @@ static int fuse_hard_swish(fuse_ctx *c, int i) {
  * clone in the backward, graph/recompute.c) is written once, in 16 bits, not as f32 then read
  * again. The same rounding as the cast's, so the same bits. */
 static int fuse_unary_bf16_out(fuse_ctx *c, int i) {
-    ts_graph *g = c->g;
-    const ts_node *n = &g->nodes[i];
-    if (n->op != TS_OP_CAST || n->nin != 1 || g->vals[n->out[0]].dtype != TS_BF16) return 0;
-    int p = fusable_producer(c, n->in[0], i);
-    if (p < 0) return 0;
-    const ts_node *u = &g->nodes[p];
-    if (u->nin != 1 || u->in[0] < 0 || g->vals[u->in[0]].dtype != TS_F32 || g->vals[n->in[0]].dtype != TS_F32)
-        return 0;
-    ts_node r;
-    memset(&r, 0, sizeof r);
-    if (!ts_fused_merge(u, NULL, &r.attr)) return 0; /* not a unary chain op, or a bf16 result already */
-    r.attr.f[0] = 1.f;
-    r.op = TS_OP_FUSED_ELEMENTWISE;
-    r.nin = 1;
-    r.in[0] = u->in[0];
-    for (int j = 1; j < TS_MAX_IN; j++) r.in[j] = -1;
-    return absorb(c, i, p, &r);
+    const ts_node *n = &c->g->nodes[i];
+    if (n->op != TS_OP_CAST || c->g->vals[n->out[0]].dtype != TS_BF16) return 0;
+    int p = unary_producer(c, i);
+    return p >= 0 && absorb_chain(c, i, p, NULL, 1); /* not when p is no chain op, or stores bf16 already */
 }
 
 /* 14. a bf16 product's f32 result reshaped, then cast to bf16: cast(reshape(m), bf16) with m a
@@ -510,13 +515,8 @@ static int fuse_matmul_bf16_view(fuse_ctx *c, int i) {
         return 0;
     }
     g->nodes[p] = m;
-    for (int k = i + 1; k < g->nnodes; k++) {
-        ts_node *q = &g->nodes[k];
-        for (int j = 0; c->alive[k] && j < q->nin; j++)
-            if (q->in[j] == y) q->in[j] = rv;
-    }
-    c->uses[rv] = c->uses[y];
-    c->uses[y] = 0;
+    move_readers(c, i, y, rv);
+    c->uses[rv]--; /* the cast, which dies */
     c->alive[i] = 0;
     return 1;
 }
